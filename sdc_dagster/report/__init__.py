@@ -1,0 +1,1 @@
+"""The self-contained HTML release report and its plots."""

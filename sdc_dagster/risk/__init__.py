@@ -1,0 +1,1 @@
+"""Disclosure-risk measures (SPEC §2–§5). Public names follow ../CONTRACT.md."""
