@@ -1,0 +1,311 @@
+"""The survey asset chain, built once per survey spec and partitioned by wave.
+
+raw_microdata -> variable_classification -> key_frequencies -> risk_scores -> risk_contributions
+-> protected_<plan> (one asset per protection plan) -> residual_risk, information_loss -> sdc_report
+
+Each asset reads its inputs, calls one function of :mod:`sdc_dagster.survey` (or the engine), and
+attaches its headline figures as metadata.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+import pandas as pd
+from dagster import (
+    AssetExecutionContext,
+    AssetIn,
+    AssetKey,
+    AssetsDefinition,
+    DataVersion,
+    MaterializeResult,
+    MetadataValue,
+    Output,
+    asset,
+)
+from dagster_duckdb import DuckDBResource
+from dagster_pandera import pandera_schema_to_dagster_type
+
+from assets.partitions import wave_partitions
+from resources.storage import landing_dir, reports_dir
+from sdc_dagster import survey
+from sdc_dagster.classification import classify_variables
+from sdc_dagster.report import ReportInputs, headline_table, render_report
+from sdc_dagster.report.plots import boxplot_png, histogram_png
+from sdc_dagster.report.summary import plan_summary
+from sdc_dagster.schemas import classification_schema, key_frequencies_schema, microdata_schema, risk_scores_schema, validate
+from sdc_dagster.sources import read_wave
+from sdc_dagster.spec import SurveySpec
+
+CODE_VERSION = "1"
+
+
+def image_markdown(png: bytes, title: str) -> MetadataValue:
+    """A PNG as Markdown metadata, so the Dagster UI shows the plot inline."""
+    return MetadataValue.md(f"**{title}**\n\n![{title}](data:image/png;base64,{base64.b64encode(png).decode()})")
+
+
+def table_markdown(frame: pd.DataFrame) -> MetadataValue:
+    return MetadataValue.md(frame.to_markdown() if len(frame) else "(empty)")
+
+
+def protected_key(spec: SurveySpec, plan_name: str) -> AssetKey:
+    return AssetKey([spec.survey, f"protected_{plan_name}"])
+
+
+@dataclass(frozen=True)
+class SurveyAssets:
+    """The assets of one survey, in chain order."""
+
+    spec: SurveySpec
+    assets: list[AssetsDefinition]
+
+    @property
+    def protected_keys(self) -> list[AssetKey]:
+        return [protected_key(self.spec, p.name) for p in self.spec.plans]
+
+
+def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
+    """Every asset of the survey chain for ``spec``, under key prefix and group ``spec.survey``."""
+    s = spec.survey
+    parts = wave_partitions(spec)
+    common = dict(key_prefix=[s], group_name=s, partitions_def=parts, code_version=CODE_VERSION)
+
+    def ins(*names: str) -> dict[str, AssetIn]:
+        return {n: AssetIn(key=AssetKey([s, n])) for n in names}
+
+    @asset(
+        name="raw_microdata",
+        description=f"{spec.title}: one wave as read from the landing folder, validated by the spec's schema.",
+        dagster_type=pandera_schema_to_dagster_type(microdata_schema(spec)),
+        **common,
+    )
+    def raw_microdata(context: AssetExecutionContext):
+        wave = read_wave(spec, context.partition_key, landing_dir())
+        data = wave.data
+        return Output(
+            data,
+            data_version=DataVersion(wave.sha256),
+            metadata={
+                "records": len(data),
+                "columns": len(data.columns),
+                "source_file": str(wave.path),
+                "source_sha256": wave.sha256,
+                "spec_sha256": spec.spec_hash,
+            },
+        )
+
+    @asset(
+        name="variable_classification",
+        ins=ins("raw_microdata"),
+        description="Each column's role and scale from the spec, with data-driven suggestions.",
+        dagster_type=pandera_schema_to_dagster_type(classification_schema),
+        **common,
+    )
+    def variable_classification(context: AssetExecutionContext, raw_microdata: pd.DataFrame):
+        table = validate(classify_variables(raw_microdata, spec), classification_schema, source="variable_classification")
+        flagged = table.loc[table["suggested_role"] == "direct_identifier", "variable"].tolist()
+        context.add_output_metadata(
+            {
+                "categorical_keys": ", ".join(survey.keys_from_classification(table, "categorical_key")),
+                "continuous_keys": ", ".join(survey.keys_from_classification(table, "continuous_key")),
+                "likely_direct_identifiers": ", ".join(flagged) or "none",
+                "table": table_markdown(table.set_index("variable")),
+            }
+        )
+        return table
+
+    @asset(
+        name="key_frequencies",
+        ins=ins("raw_microdata", "variable_classification"),
+        description="fk and Fk of every record's key (SPEC §2), computed in DuckDB.",
+        dagster_type=pandera_schema_to_dagster_type(key_frequencies_schema),
+        **common,
+    )
+    def key_frequencies(
+        context: AssetExecutionContext,
+        raw_microdata: pd.DataFrame,
+        variable_classification: pd.DataFrame,
+        duckdb: DuckDBResource,
+    ):
+        from sdc_dagster import risk
+
+        keys = survey.keys_from_classification(variable_classification, "categorical_key")
+        with duckdb.get_connection() as con:
+            table = risk.key_frequencies(raw_microdata, keys, weight=spec.weight, con=con)
+        validate(table, key_frequencies_schema, source="key_frequencies")
+        context.add_output_metadata(
+            {
+                "keys": ", ".join(keys),
+                "distinct_keys": int(raw_microdata[keys].drop_duplicates().shape[0]),
+                "sample_uniques": int((table["fk"] == 1).sum()),
+                f"k{spec.risk.k}_violations": int((table["fk"] < spec.risk.k).sum()),
+            }
+        )
+        return table
+
+    @asset(
+        name="risk_scores",
+        ins=ins("raw_microdata", "key_frequencies"),
+        description="Per-record disclosure risk (SPEC §3, §5) with the wave's global figures as metadata.",
+        dagster_type=pandera_schema_to_dagster_type(risk_scores_schema),
+        **common,
+    )
+    def risk_scores(
+        context: AssetExecutionContext, raw_microdata: pd.DataFrame, key_frequencies: pd.DataFrame, duckdb: DuckDBResource
+    ):
+        with duckdb.get_connection() as con:
+            table, figures = survey.risk_scores(raw_microdata, spec, con=con)
+        validate(table, risk_scores_schema, source="risk_scores")
+        metadata = {name: float(v) if isinstance(v, float) else v for name, v in figures.items()}
+        metadata["risk_histogram"] = image_markdown(
+            histogram_png(table["risk"], "individual risk"), "Individual re-identification risk"
+        )
+        context.add_output_metadata(metadata)
+        return table
+
+    @asset(
+        name="risk_contributions",
+        ins=ins("raw_microdata", "risk_scores"),
+        description="Each quasi-identifier's share of each record's risk: Shapley and solidarity values (SPEC §6).",
+        **common,
+    )
+    def risk_contributions(context: AssetExecutionContext, raw_microdata: pd.DataFrame, risk_scores: pd.DataFrame):
+        per_record, overall = survey.risk_contributions(raw_microdata, spec)
+        context.add_output_metadata(
+            {
+                "global_contributions": table_markdown(overall.round(4)),
+                "shapley_boxplot": image_markdown(
+                    boxplot_png(per_record.filter(like="shapley_").rename(columns=lambda c: c[8:]), "Shapley values"),
+                    "Shapley values per variable",
+                ),
+                "solidarity_boxplot": image_markdown(
+                    boxplot_png(per_record.filter(like="solidarity_").rename(columns=lambda c: c[11:]), "Solidarity values"),
+                    "Solidarity values per variable",
+                ),
+            }
+        )
+        return {"per_record": per_record, "global": overall}
+
+    def plan_asset(plan) -> AssetsDefinition:
+        @asset(
+            name=f"protected_{plan.name}",
+            ins=ins("raw_microdata", "variable_classification"),
+            description=f"Protected variant by plan {plan.name!r}: {plan.description}",
+            **common,
+        )
+        def protected(context: AssetExecutionContext, raw_microdata: pd.DataFrame, variable_classification: pd.DataFrame):
+            result = survey.protect(raw_microdata, spec, plan)
+            checks = survey.release_checks(result.data, spec, plan)
+            context.add_output_metadata(
+                {
+                    "plan": plan.name,
+                    "random_state": plan.random_state,
+                    "steps": MetadataValue.json(result.steps),
+                    "records": len(result.data),
+                    **{f"check_{name}": bool(c["passed"]) for name, c in checks.items()},
+                    "k_violations": checks["k_anonymity"]["value"],
+                    "global_risk": checks["global_risk"]["value"],
+                }
+            )
+            return result.data
+
+        return protected
+
+    plan_assets = [plan_asset(p) for p in spec.plans]
+    plan_ins = {f"protected_{p.name}": AssetIn(key=protected_key(spec, p.name)) for p in spec.plans}
+
+    @asset(
+        name="residual_risk",
+        ins={**ins("raw_microdata"), **plan_ins},
+        description="Every risk measure recomputed on each protected variant, next to the original.",
+        **common,
+    )
+    def residual_risk(context: AssetExecutionContext, raw_microdata: pd.DataFrame, **protected: pd.DataFrame):
+        variants = {name.removeprefix("protected_"): frame for name, frame in protected.items()}
+        table = survey.residual_risk(raw_microdata, variants, spec)
+        context.add_output_metadata({"table": table_markdown(table.round(6))})
+        return table
+
+    @asset(
+        name="information_loss",
+        ins={**ins("raw_microdata"), **plan_ins},
+        description="Information loss of each protected variant (SPEC §9) and per-record TOPSIS loss (§10).",
+        **common,
+    )
+    def information_loss(context: AssetExecutionContext, raw_microdata: pd.DataFrame, **protected: pd.DataFrame):
+        variants = {name.removeprefix("protected_"): frame for name, frame in protected.items()}
+        summary, per_record = survey.information_loss(raw_microdata, variants, spec)
+        context.add_output_metadata({"summary": table_markdown(summary.round(6))})
+        return {"summary": summary, "per_record": per_record}
+
+    @asset(
+        name="sdc_report",
+        ins={
+            **ins("raw_microdata", "risk_scores", "risk_contributions", "residual_risk", "information_loss"),
+            **plan_ins,
+        },
+        description="One self-contained HTML report per wave comparing the protection plans.",
+        **common,
+    )
+    def sdc_report(
+        context: AssetExecutionContext,
+        raw_microdata: pd.DataFrame,
+        risk_scores: pd.DataFrame,
+        risk_contributions: dict,
+        residual_risk: pd.DataFrame,
+        information_loss: dict,
+        **protected: pd.DataFrame,
+    ) -> MaterializeResult:
+        wave = context.partition_key
+        plans = {}
+        for p in spec.plans:
+            frame = protected[f"protected_{p.name}"]
+            plans[p.name] = plan_summary(
+                plan=p,
+                checks=survey.release_checks(frame, spec, p),
+                residual=residual_risk.loc[p.name].to_dict(),
+                loss_summary=information_loss["summary"],
+                loss_per_record=information_loss["per_record"],
+            )
+        inputs = ReportInputs(
+            survey=spec.survey,
+            wave=wave,
+            n_records=len(raw_microdata),
+            keys=spec.categorical_keys,
+            risk_before=residual_risk.loc["original"].to_dict(),
+            risk_per_record=risk_scores,
+            contributions_global=risk_contributions["global"],
+            contributions_per_record={
+                "shapley": risk_contributions["per_record"].filter(like="shapley_").rename(columns=lambda c: c[8:]),
+                "solidarity": risk_contributions["per_record"].filter(like="solidarity_").rename(columns=lambda c: c[11:]),
+            },
+            plans=plans,
+        )
+        path = reports_dir() / spec.survey / f"{wave}.html"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_report(inputs), encoding="utf-8")
+        headline = headline_table(inputs)
+        return MaterializeResult(
+            metadata={
+                "report": MetadataValue.path(str(path)),
+                "headline": table_markdown(headline),
+                "releasable_plans": ", ".join(n for n, p in plans.items() if p.releasable) or "none",
+            }
+        )
+
+    return SurveyAssets(
+        spec=spec,
+        assets=[
+            raw_microdata,
+            variable_classification,
+            key_frequencies,
+            risk_scores,
+            risk_contributions,
+            *plan_assets,
+            residual_risk,
+            information_loss,
+            sdc_report,
+        ],
+    )

@@ -1,0 +1,86 @@
+"""Where sdc-dagster keeps its files, and the IO manager that stores asset outputs as Parquet.
+
+Everything lives under the data home ``$SDC_HOME`` (default: ``.sdc_home`` in the checkout,
+git-ignored): ``landing/<survey>/<wave>.<ext>`` (incoming wave files), ``storage/`` (asset
+outputs, one Parquet file per asset and partition, readable by any tool), ``reports/`` and
+``dagster/`` (Dagster's local instance storage).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+from dagster import ConfigurableIOManager, InputContext, OutputContext
+
+_CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+def sdc_home() -> Path:
+    """The data home: ``$SDC_HOME`` or ``<checkout>/.sdc_home``."""
+    return Path(os.environ.get("SDC_HOME") or _CHECKOUT / ".sdc_home").resolve()
+
+
+def landing_dir() -> Path:
+    """The folder watched for new wave files: ``$SDC_HOME/landing``."""
+    return sdc_home() / "landing"
+
+
+def reports_dir() -> Path:
+    """Where the HTML reports are written: ``$SDC_HOME/reports``."""
+    return sdc_home() / "reports"
+
+
+def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    # Write beside the target then rename, so a failed write never leaves a partial file.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    frame.to_parquet(tmp, index=True)
+    os.replace(tmp, path)
+
+
+def _file(path: Path) -> Path:
+    return path.parent / f"{path.name}.parquet"
+
+
+class ParquetIOManager(ConfigurableIOManager):
+    """Stores DataFrame outputs as ``<base_dir>/<asset key path>/<partition>.parquet``.
+
+    An output that is a dict of DataFrames becomes a folder ``<partition>/`` with one Parquet file
+    per entry. Unpartitioned assets use the partition name ``all``.
+    """
+
+    base_dir: str = ""
+
+    def _root(self) -> Path:
+        return Path(self.base_dir) if self.base_dir else sdc_home() / "storage"
+
+    def _path(self, context: InputContext | OutputContext) -> Path:
+        partition = context.asset_partition_key if context.has_asset_partitions else "all"
+        return self._root().joinpath(*context.asset_key.path, partition)
+
+    def handle_output(self, context: OutputContext, obj) -> None:
+        path = self._path(context)
+        if isinstance(obj, pd.DataFrame):
+            _write_parquet(obj, _file(path))
+            context.add_output_metadata({"path": str(_file(path))})
+        elif isinstance(obj, dict) and all(isinstance(v, pd.DataFrame) for v in obj.values()):
+            for name, frame in obj.items():
+                _write_parquet(frame, path / f"{name}.parquet")
+            context.add_output_metadata({"path": str(path)})
+        else:
+            raise TypeError(
+                f"{context.asset_key.to_user_string()}: ParquetIOManager stores DataFrames or dicts of "
+                f"DataFrames, got {type(obj).__name__}"
+            )
+
+    def load_input(self, context: InputContext):
+        path = self._path(context)
+        if _file(path).is_file():
+            return pd.read_parquet(_file(path))
+        if path.is_dir():
+            return {p.stem: pd.read_parquet(p) for p in sorted(path.glob("*.parquet"))}
+        raise FileNotFoundError(
+            f"{context.asset_key.to_user_string()}: no stored output at {path}.parquet; materialise it first"
+        )

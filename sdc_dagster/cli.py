@@ -1,0 +1,117 @@
+"""The ``sdc`` command: run the pipeline without the UI, or start the UI.
+
+``sdc demo``  puts the bundled demo waves into the landing folder, registers them as partitions and
+              materialises every asset (with its checks) in-process, then prints a summary.
+``sdc ui``    starts the Dagster UI and daemon (``dagster dev``) on this code location.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+DEMO_TESTDATA = CHECKOUT / "examples" / "data" / "testdata.csv"
+
+
+def _prepare_environment(home: str | None) -> Path:
+    """Set ``SDC_HOME`` and ``DAGSTER_HOME`` (under it) and return the data home."""
+    if home:
+        os.environ["SDC_HOME"] = str(Path(home).resolve())
+    from resources.storage import sdc_home
+
+    root = sdc_home()
+    os.environ.setdefault("DAGSTER_HOME", str(root / "dagster"))
+    Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def prepare_demo_waves() -> dict[str, list[str]]:
+    """Write the demo waves into the landing folder: survey -> wave names.
+
+    testdata: sdcMicro's testdata as wave ``2024``; simulation: two waves ``w1`` and ``w2`` drawn
+    from seed 000's simulation design (SPEC §5.7) with seeds 1 and 2.
+    """
+    from resources.storage import landing_dir
+    from sdc_dagster.simulation import simulate_survey
+
+    landing = landing_dir()
+    (landing / "testdata").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(DEMO_TESTDATA, landing / "testdata" / "2024.csv")
+    (landing / "simulation").mkdir(parents=True, exist_ok=True)
+    for seed, wave in ((1, "w1"), (2, "w2")):
+        target = landing / "simulation" / f"{wave}.csv"
+        if not target.exists():
+            simulate_survey(500, random_state=seed).to_csv(target, index=False)
+    return {"testdata": ["2024"], "simulation": ["w1", "w2"]}
+
+
+def wave_summary(survey_name: str, wave: str) -> str:
+    """Headline figures of one materialised wave, read back from the stored Parquet outputs."""
+    import pandas as pd
+
+    from resources.storage import reports_dir, sdc_home
+
+    store = sdc_home() / "storage" / survey_name
+    residual = pd.read_parquet(store / "residual_risk" / f"{wave}.parquet")
+    loss = pd.read_parquet(store / "information_loss" / wave / "summary.parquet")
+    table = residual[["global_risk", "expected_reidentifications", "k3_violations", "suppressed_values"]].join(
+        loss[["lambda_arctan", "topsis_mean"]], how="left"
+    )
+    report = reports_dir() / survey_name / f"{wave}.html"
+    return f"{table.to_string(float_format=lambda v: f'{v:.6g}')}\n   report: {report}"
+
+
+def run_demo(home: str | None = None, *, out=sys.stdout) -> int:
+    """Materialise every survey asset for the demo waves and print what came out."""
+    root = _prepare_environment(home)
+    from dagster import DagsterInstance
+
+    from sdc_dagster.definitions import build_definitions
+
+    waves = prepare_demo_waves()
+    defs = build_definitions()
+    instance = DagsterInstance.get()
+    print(f"SDC home: {root}", file=out)
+    failures = 0
+    for survey_name, wave_keys in waves.items():
+        instance.add_dynamic_partitions(f"{survey_name}_waves", wave_keys)
+        job = defs.get_job_def(f"{survey_name}_wave_job")
+        for wave in wave_keys:
+            print(f"\n== {survey_name} wave {wave}: materialising {job.name} ...", file=out, flush=True)
+            result = job.execute_in_process(partition_key=wave, instance=instance, raise_on_error=False)
+            if not result.success:
+                failures += 1
+                print(f"   FAILED (see the run in the UI: sdc ui)", file=out)
+                continue
+            print(wave_summary(survey_name, wave), file=out, flush=True)
+    return 1 if failures else 0
+
+
+def run_ui(home: str | None = None, port: int = 3000) -> int:
+    """Start ``dagster dev`` (webserver and daemon) on this code location."""
+    _prepare_environment(home)
+    dagster = Path(sys.executable).parent / "dagster"
+    command = [str(dagster if dagster.exists() else "dagster"), "dev", "-w", str(CHECKOUT / "workspace.yaml"), "-p", str(port)]
+    return subprocess.call(command, cwd=CHECKOUT)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="sdc", description="Statistical disclosure control pipeline (Dagster).")
+    parser.add_argument("--home", help="data home (default: $SDC_HOME or .sdc_home in the checkout)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("demo", help="materialise every asset for the bundled demo waves and print a summary")
+    ui = sub.add_parser("ui", help="start the Dagster UI on this code location")
+    ui.add_argument("--port", type=int, default=3000)
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        return run_demo(args.home)
+    return run_ui(args.home, args.port)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""Survey-level computations: what each stage of the survey asset chain computes for one wave.
+
+Each function takes the wave's data and its :class:`~sdc_dagster.spec.SurveySpec` and calls the
+measure modules (``risk``, ``contribution``, ``protect``, ``loss``) with the spec's roles and
+parameters, so that the Dagster assets stay thin and the same chain runs from a notebook.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sdc_dagster import contribution, loss, risk
+from sdc_dagster.protect.plan import PlanResult, apply_plan
+from sdc_dagster.spec import Plan, SurveySpec
+
+
+def keys_from_classification(classification: pd.DataFrame, role: str) -> list[str]:
+    """The variables the classification table gives a role, in table order."""
+    return classification.loc[classification["role"] == role, "variable"].tolist()
+
+
+def risk_scores(data: pd.DataFrame, spec: SurveySpec, *, con=None) -> tuple[pd.DataFrame, dict]:
+    """Per-record risk table and the wave's global risk figures (SPEC §2, §3, §5).
+
+    Columns: ``fk``, ``Fk`` (SPEC §2.4), ``risk`` (individual risk, §3.2), ``household_risk``
+    (§3.5, when the spec names a household id), ``combined_categorical``, ``combined_continuous``,
+    ``combined_risk`` (§5.5/§5.6, when the spec has continuous keys and the keys are complete).
+    """
+    keys, weight, household = spec.categorical_keys, spec.weight, spec.household_id
+    table = risk.key_frequencies(data, keys, weight=weight, con=con)
+    table["risk"] = risk.individual_risk(data, keys, weight=weight, con=con)
+    figures = dict(risk.global_risk(data, keys, weight=weight, household=household, con=con))
+    if household is not None:
+        table["household_risk"] = risk.household_risk(data, keys, weight=weight, household=household, con=con)
+    for k in sorted({2, 3, 5, spec.risk.k}):
+        figures[f"k{k}_violations"] = int((table["fk"] < k).sum())
+    figures["sample_uniques"] = int((table["fk"] == 1).sum())
+    figures["records_above_threshold"] = risk.risk_above_threshold(
+        table["risk"], spec.risk.individual_risk_threshold
+    )
+    continuous = spec.continuous_keys
+    complete = not data[keys + continuous].isna().any().any()
+    if continuous and complete:
+        combined = risk.combined_risk(data, keys, continuous, spec.precision, k=spec.risk.k, weight=weight)
+        table["combined_categorical"] = combined["categorical"]
+        table["combined_continuous"] = combined["continuous"]
+        table["combined_risk"] = combined["risk"]
+        figures["combined_global_risk"] = float(combined["risk"].mean())
+    return table, figures
+
+
+def risk_contributions(data: pd.DataFrame, spec: SurveySpec) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Shapley and solidarity contributions of each quasi-identifier to each record's risk (SPEC §6).
+
+    Returns the per-record values (columns ``shapley_<var>``, ``solidarity_<var>``) and the global
+    contributions (index: variables; columns ``shapley``, ``solidarity``; SPEC §6.6).
+    """
+    keys, continuous = spec.categorical_keys, spec.continuous_keys
+    per_record, overall = {}, {}
+    for value in ("shapley", "solidarity"):
+        values, global_values = contribution.contributions(
+            data, keys, continuous, spec.precision, k=spec.risk.k, weight=spec.weight, value=value
+        )
+        per_record.update({f"{value}_{c}": values[c] for c in values.columns})
+        overall[value] = global_values
+    return pd.DataFrame(per_record, index=data.index), pd.DataFrame(overall)
+
+
+def direct_identifiers(spec: SurveySpec) -> list[str]:
+    """Variables the spec marks as direct identifiers (removed before release, SPEC §8.1)."""
+    return spec.names("direct_identifier")
+
+
+def protect(data: pd.DataFrame, spec: SurveySpec, plan: Plan) -> PlanResult:
+    """Apply a protection plan to a copy of the wave, direct identifiers removed first (SPEC §8.1)."""
+    released = data.drop(columns=[c for c in direct_identifiers(spec) if c in data.columns])
+    return apply_plan(released, list(plan.steps), keys=spec.categorical_keys, random_state=plan.random_state)
+
+
+def release_checks(protected: pd.DataFrame, spec: SurveySpec, plan: Plan) -> dict[str, dict]:
+    """The release rules for a protected variant: {check: {"passed": bool, "value": ..., "rule": str}}.
+
+    * ``k_anonymity``: no record with fk < k (SPEC §3.1, missing values matching any value, §2.4);
+    * ``global_risk``: global risk (SPEC §3.3) at most ``risk.max_global_risk``;
+    * ``no_direct_identifier``: no column the spec marks as a direct identifier.
+    """
+    keys = [k for k in spec.categorical_keys if k in protected.columns]
+    violations = risk.k_anonymity_violations(protected, keys, plan.k) if keys else 0
+    weight = spec.weight if spec.weight in protected.columns else None
+    global_risk = float(risk.global_risk(protected, keys, weight=weight)["risk"]) if keys else 0.0
+    identifiers = [c for c in direct_identifiers(spec) if c in protected.columns]
+    return {
+        "k_anonymity": {
+            "passed": violations == 0,
+            "value": int(violations),
+            "rule": f"every record's key is shared by at least k={plan.k} records",
+        },
+        "global_risk": {
+            "passed": global_risk <= spec.risk.max_global_risk,
+            "value": global_risk,
+            "rule": f"global risk <= {spec.risk.max_global_risk}",
+        },
+        "no_direct_identifier": {
+            "passed": not identifiers,
+            "value": ", ".join(identifiers),
+            "rule": "no direct identifier column is released",
+        },
+    }
+
+
+def residual_risk(original: pd.DataFrame, protected: dict[str, pd.DataFrame], spec: SurveySpec) -> pd.DataFrame:
+    """Risk measures recomputed on each protected variant next to the original (one row per variant).
+
+    The first row (``original``) is the unprotected wave. For continuous keys that a plan changed,
+    record linkage (SPEC §4.1) and the interval measure (SPEC §4.2) compare original and protected.
+    """
+    keys, weight, household = spec.categorical_keys, spec.weight, spec.household_id
+    rows = []
+    for name, frame in {"original": original, **protected}.items():
+        present = [k for k in keys if k in frame.columns]
+        hh = household if household in frame.columns else None
+        figures = risk.global_risk(frame, present, weight=weight, household=hh)
+        fk = risk.key_frequencies(frame, present, weight=weight)["fk"]
+        row = {
+            "variant": name,
+            "global_risk": float(figures["risk"]),
+            "expected_reidentifications": float(figures["expected_reidentifications"]),
+            "household_risk": float(figures.get("household_risk", np.nan)),
+            "k2_violations": int((fk < 2).sum()),
+            "k3_violations": int((fk < 3).sum()),
+            "k5_violations": int((fk < 5).sum()),
+            "suppressed_values": int(frame[present].isna().sum().sum() - original[present].isna().sum().sum()),
+        }
+        changed = [
+            c
+            for c in spec.continuous_keys
+            if c in frame.columns and not np.allclose(frame[c].to_numpy(float), original[c].to_numpy(float), equal_nan=True)
+        ]
+        row["record_linkage_risk"] = (
+            float(risk.record_linkage_risk(original, frame, changed)) if changed and len(frame) == len(original) else np.nan
+        )
+        row["interval_risk"] = (
+            float(risk.interval_risk(original, frame, changed)) if changed and len(frame) == len(original) else np.nan
+        )
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("variant")
+
+
+def information_loss(
+    original: pd.DataFrame, protected: dict[str, pd.DataFrame], spec: SurveySpec
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Loss measures per protected variant (SPEC §9, §10).
+
+    Returns (summary: one row per variant with the distance measure (1) under each continuous
+    distance, the per-variable mean distances and the mean TOPSIS loss; per_record: TOPSIS loss and
+    the per-record sum of partial distances for each variant).
+    """
+    scales = {v: s for v, s in spec.scales.items() if v in spec.categorical_keys + spec.continuous_keys}
+    rows, per_record = [], {}
+    for name, frame in protected.items():
+        if len(frame) != len(original):
+            continue
+        present = {v: s for v, s in scales.items() if v in frame.columns}
+        row = {"variant": name}
+        for distance in ("max_abs", "max_sq", "arctan"):
+            result = loss.distance_loss(original[list(present)], frame[list(present)], present, continuous_distance=distance)
+            row[f"lambda_{distance}"] = float(result.value)
+            if distance == "arctan":
+                per_record[f"{name}_distance"] = result.per_record
+        eta = loss.topsis_loss(original[list(present)], frame[list(present)], present)
+        per_record[f"{name}_topsis"] = eta
+        row["topsis_mean"] = float(eta.mean())
+        continuous = [c for c in spec.continuous_keys if c in frame.columns]
+        if len(continuous) >= 2:
+            raw, normalised = loss.inverse_correlation_loss(original[continuous], frame[continuous])
+            row["inverse_correlation_raw"] = float(raw)
+            row["inverse_correlation"] = float(normalised)
+        rows.append(row)
+    summary = pd.DataFrame(rows).set_index("variant") if rows else pd.DataFrame(index=pd.Index([], name="variant"))
+    return summary, pd.DataFrame(per_record, index=original.index)
