@@ -1,1 +1,27 @@
 """Information-loss measures (SPEC §9, §10). Public names follow ../CONTRACT.md."""
+
+from sdc_dagster.loss.association import association_loss, contingency_association, regression_loss
+from sdc_dagster.loss.distance import LossResult, descriptive_statistics, distance_loss, partial_distances
+from sdc_dagster.loss.entropy import backward_probabilities, ebil
+from sdc_dagster.loss.microaggregation import WithinGroupLoss, within_group_loss
+from sdc_dagster.loss.moments import (
+    correlation_loss,
+    covariance_loss,
+    inverse_correlation_loss,
+    mean_loss,
+    mean_max_loss,
+    moment_losses,
+    variance_arctan_loss,
+)
+from sdc_dagster.loss.topsis import topsis_loss, topsis_scores, topsis_summary
+from sdc_dagster.loss.utility import d_utility, d_utility_summary
+from sdc_dagster.loss.tables import (  # noqa: E402,F401  (SPEC §9.10, §11.3, §11.4)
+    difference_table,
+    differencing_disclosure,
+    grid_information_loss,
+    homogeneous_cells,
+    resident_size_distribution,
+    secondary_suppression_cost,
+    secondary_suppression_mask,
+    suppression_map_png,
+)

@@ -1,0 +1,147 @@
+"""Loss in the strength of association: contingency tables and regression coefficients
+before and after protection (SPEC §9.9, §9.11)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.loss.distance import check_pair, continuous_values
+
+
+def contingency_association(data: pd.DataFrame, row: str, column: str) -> dict[str, float]:
+    """Chi-square test of independence and association coefficients of a two-way table (SPEC §9.9).
+
+    Parameters
+    ----------
+    data : DataFrame
+        Records; ``row`` and ``column`` categorical. Records missing either value are dropped.
+    row, column : str
+        The two variables.
+
+    Returns
+    -------
+    dict
+        ``n``, ``chi2`` (Pearson, no continuity correction), ``dof``, ``p_value``,
+        ``cramers_v`` = sqrt(chi2 / (n·min(r-1, c-1))) and ``contingency_coefficient``
+        C = sqrt(chi2 / (chi2 + n)), r and c the numbers of observed categories.
+
+    References
+    ----------
+    Młodak (S003) §5; Cramér (1946); Pearson (1904).
+    """
+    require_columns(data, [row, column])
+    table = pd.crosstab(data[row], data[column])
+    n = int(table.to_numpy().sum())
+    for name, size in ((row, table.shape[0]), (column, table.shape[1])):
+        if size < 2:
+            raise SDCInputError(f"column {name!r}: association needs at least 2 observed categories (got {size})")
+    chi2, p_value, dof, _ = stats.chi2_contingency(table.to_numpy(), correction=False)
+    return {"n": n, "chi2": float(chi2), "dof": int(dof), "p_value": float(p_value),
+            "cramers_v": float(np.sqrt(chi2 / (n * (min(table.shape) - 1)))),
+            "contingency_coefficient": float(np.sqrt(chi2 / (chi2 + n)))}
+
+
+def _relative_change(before: float, after: float) -> float:
+    # 100·|V - V*| / V (SPEC §9.9 ASSUMPTION); undefined (NaN) when the original shows no association
+    return 100.0 * abs(before - after) / before if before != 0 else float("nan")
+
+
+def association_loss(original: pd.DataFrame, protected: pd.DataFrame, columns: Sequence[str], *,
+                     pairs: Sequence[tuple[str, str]] | None = None) -> pd.DataFrame:
+    """Change of chi-square, Cramér's V and the contingency coefficient per pair of variables, SPEC §9.9.
+
+    Parameters
+    ----------
+    original, protected : DataFrame
+        Same index; ``columns`` categorical in both.
+    columns : sequence of str
+        The categorical variables; every unordered pair is compared unless ``pairs`` is given.
+    pairs : sequence of (str, str), optional
+        The pairs to compare.
+
+    Returns
+    -------
+    DataFrame
+        One row per pair (columns "row", "column"), with ``chi2``, ``chi2_protected``,
+        ``p_value``, ``p_value_protected``, ``cramers_v``, ``cramers_v_protected``,
+        ``contingency_coefficient``, ``contingency_coefficient_protected`` and the relative
+        changes in percent ``cramers_v_change`` = 100·|V - V*|/V and
+        ``contingency_coefficient_change`` (NaN when the original coefficient is 0).
+    """
+    columns = check_pair(original, protected, columns)
+    pairs = list(combinations(columns, 2)) if pairs is None else [tuple(p) for p in pairs]
+    if not pairs:
+        raise SDCInputError("columns: at least two variables (one pair) are needed")
+    for pair in pairs:
+        if len(pair) != 2:
+            raise SDCInputError(f"pairs: {pair!r} is not a pair of column names")
+        check_pair(original, protected, list(pair))
+    rows = []
+    for a, b in pairs:
+        before = contingency_association(original, a, b)
+        after = contingency_association(protected, a, b)
+        rows.append({
+            "row": a, "column": b,
+            "chi2": before["chi2"], "chi2_protected": after["chi2"],
+            "p_value": before["p_value"], "p_value_protected": after["p_value"],
+            "cramers_v": before["cramers_v"], "cramers_v_protected": after["cramers_v"],
+            "contingency_coefficient": before["contingency_coefficient"],
+            "contingency_coefficient_protected": after["contingency_coefficient"],
+            "cramers_v_change": _relative_change(before["cramers_v"], after["cramers_v"]),
+            "contingency_coefficient_change": _relative_change(before["contingency_coefficient"],
+                                                               after["contingency_coefficient"]),
+        })
+    return pd.DataFrame(rows)
+
+
+def _ols(frame: pd.DataFrame, response: str, predictors: list[str], which: str) -> np.ndarray:
+    y = continuous_values(frame, response, which)
+    x = np.column_stack([continuous_values(frame, c, which) for c in predictors])
+    complete = ~(np.isnan(y) | np.isnan(x).any(axis=1))
+    design = np.column_stack([np.ones(int(complete.sum())), x[complete]])
+    if np.linalg.matrix_rank(design) < design.shape[1]:
+        raise SDCInputError(f"{which}: the predictors {predictors} (with intercept) are collinear on the complete "
+                            "records, so the regression coefficients are not identified")
+    coefficients, *_ = np.linalg.lstsq(design, y[complete], rcond=None)
+    return coefficients
+
+
+def regression_loss(original: pd.DataFrame, protected: pd.DataFrame, response: str,
+                    predictors: Sequence[str]) -> pd.DataFrame:
+    """OLS coefficients fitted on the original and on the protected data (SPEC §9.9, §9.11).
+
+    Parameters
+    ----------
+    original, protected : DataFrame
+        Same index; ``response`` and ``predictors`` numeric in both. Each fit uses the records
+        complete in its own file.
+    response : str
+        Dependent variable.
+    predictors : sequence of str
+        Explanatory variables; an intercept is added.
+
+    Returns
+    -------
+    DataFrame
+        Index "intercept" and the predictors; columns ``original``, ``protected``,
+        ``difference`` (protected - original) and ``relative_change`` = 100·|b - b*|/|b| (%,
+        NaN when b = 0).
+    """
+    predictors = list(predictors)
+    if not predictors:
+        raise SDCInputError("predictors: at least one explanatory variable is needed")
+    if response in predictors:
+        raise SDCInputError(f"predictors: the response {response!r} cannot also be a predictor")
+    check_pair(original, protected, [response, *predictors])
+    before = _ols(original, response, predictors, "original")
+    after = _ols(protected, response, predictors, "protected")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.where(before != 0, 100.0 * np.abs(after - before) / np.abs(before), np.nan)
+    return pd.DataFrame({"original": before, "protected": after, "difference": after - before,
+                         "relative_change": relative}, index=["intercept", *predictors])

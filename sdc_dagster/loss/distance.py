@@ -1,0 +1,315 @@
+"""Distribution-distortion loss from record-level partial distances (SPEC §9.1–§9.3).
+
+Every variable X_j gets a partial distance d(x_ij, x*_ij) in [0, 1] chosen by its scale
+(nominal (2), ordinal (3), continuous (4)–(6), scaled arctan, unnormalised footnote variant);
+suppressed or missing values are replaced by the "largest possible loss" working values of
+SPEC §9.3 before the distances are taken. The overall measure is lambda of SPEC eq (1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from sdc_dagster.errors import SDCInputError, require_columns
+
+SCALES = ("nominal", "ordinal", "continuous")
+CONTINUOUS_DISTANCES = ("max_abs", "max_sq", "arctan", "scaled_arctan", "max_value")
+HIDDEN_RULES = ("A", "B")
+
+
+@dataclass(frozen=True, eq=False)
+class LossResult:
+    """Result of :func:`distance_loss`.
+
+    Attributes
+    ----------
+    value : float
+        lambda of SPEC eq (1): mean partial distance over all records and variables, in [0, 1].
+    per_record : Series
+        Sum over variables of the record's partial distances (indexed like the input).
+    per_variable : Series
+        Mean partial distance of each variable (index = variable names).
+    distances : DataFrame
+        The n x m partial distances d(x_ij, x*_ij) (index like the input, one column per variable).
+    """
+
+    value: float
+    per_record: pd.Series
+    per_variable: pd.Series
+    distances: pd.DataFrame
+
+
+def check_pair(original: pd.DataFrame, protected: pd.DataFrame, columns: Sequence[str]) -> list[str]:
+    """Validate that ``protected`` is a release of ``original`` for ``columns``.
+
+    Both frames must hold the columns and the same index (same records, same order), since
+    every loss measure compares record i of one with record i of the other.
+    """
+    columns = require_columns(original, columns, role="original column")
+    require_columns(protected, columns, role="protected column")
+    if len(original) != len(protected) or not original.index.equals(protected.index):
+        raise SDCInputError(
+            "protected: must have the same index (same records in the same order) as original "
+            f"({len(protected)} vs {len(original)} records)"
+        )
+    if not columns:
+        raise SDCInputError("columns: at least one variable is needed")
+    return columns
+
+
+def continuous_values(frame: pd.DataFrame, column: str, role: str) -> np.ndarray:
+    """Float array of a numeric column, NA as NaN; non-numeric columns are rejected."""
+    series = frame[column]
+    if not (pd.api.types.is_numeric_dtype(series) or series.isna().all()) or pd.api.types.is_bool_dtype(series):
+        raise SDCInputError(f"{role} column {column!r}: a continuous variable must be numeric (got {series.dtype})")
+    values = series.to_numpy(dtype=float, na_value=np.nan)
+    if np.isinf(values).any():
+        raise SDCInputError(f"{role} column {column!r}: values must be finite")
+    return values
+
+
+def _nominal_distance(x: pd.Series, y: pd.Series) -> np.ndarray:
+    """SPEC (2), with a hidden value on either side counted as a different category (§9.3)."""
+    x_missing = x.isna().to_numpy()
+    y_missing = y.isna().to_numpy()
+    if pd.api.types.is_numeric_dtype(x) and pd.api.types.is_numeric_dtype(y):
+        differs = x.to_numpy(dtype=float, na_value=np.nan) != y.to_numpy(dtype=float, na_value=np.nan)
+    else:
+        # object arrays compare element by element; categoricals with different category sets
+        # would refuse pandas' own comparison
+        differs = x.to_numpy(dtype=object) != y.to_numpy(dtype=object)
+    distance = np.where(x_missing | y_missing, 1.0, differs.astype(float))
+    # both sides unknown: nothing was known, so nothing was lost (OPEN decision, see distance_loss)
+    distance[x_missing & y_missing] = 0.0
+    return distance
+
+
+def ordinal_positions(x: pd.Series, y: pd.Series, column: str,
+                      categories: Sequence | None) -> tuple[np.ndarray, np.ndarray, int]:
+    """Category positions 0..k-1 of both series (NaN for missing) and k_j.
+
+    With ``categories`` the positions are those of the ordered list; otherwise the sorted
+    union of the codes observed in either file (SPEC §8.2: merged categories keep the smallest
+    member code, so the union is the original category set).
+    """
+    if categories is None:
+        observed = pd.concat([x.dropna(), y.dropna()], ignore_index=True)
+        try:
+            categories = np.sort(observed.unique())
+        except TypeError as error:
+            raise SDCInputError(
+                f"column {column!r}: ordinal codes must be mutually orderable, or pass categories"
+            ) from error
+    categories = list(categories)
+    if len(set(categories)) != len(categories):
+        raise SDCInputError(f"categories[{column!r}]: categories must be distinct")
+    positions = []
+    for side, series in (("original", x), ("protected", y)):
+        codes = pd.Categorical(series, categories=categories).codes.astype(float)
+        unknown = (codes < 0) & series.notna().to_numpy()
+        if unknown.any():
+            value = series[unknown].iloc[0]
+            raise SDCInputError(f"{side} column {column!r}: value {value!r} is not in the ordinal categories")
+        codes[codes < 0] = np.nan
+        positions.append(codes)
+    return positions[0], positions[1], len(categories)
+
+
+def _ordinal_distance(x: pd.Series, y: pd.Series, column: str, categories: Sequence | None) -> np.ndarray:
+    """SPEC (3): positions apart / (k_j - 1); a hidden side becomes the farthest category (§9.3)."""
+    px, py, k = ordinal_positions(x, y, column, categories)
+    if k <= 1:
+        # a single category: no two positions can differ
+        return np.zeros(len(x))
+    top = k - 1
+    both = np.isnan(px) & np.isnan(py)
+    # Rules A and B coincide for ordinal scales: the farthest of the two end categories.
+    py = np.where(np.isnan(py), np.where(px <= top - px, top, 0), py)
+    px = np.where(np.isnan(px), np.where(py <= top - py, top, 0), px)
+    distance = np.abs(px - py) / top
+    # both sides unknown: nothing was known, so nothing was lost
+    distance[both] = 0.0
+    return distance
+
+
+def _substitute_hidden_continuous(x: np.ndarray, y: np.ndarray, column: str, hidden_rule: str):
+    """Working values for hidden continuous values (SPEC §9.3 rules A and B).
+
+    Extremes and median are taken over Z_j, the records whose original value is observed.
+    Rule A (median split) is defined by the seed for a hidden released value only; for a
+    missing original it is applied symmetrically (x := max if x* <= median else min).
+    """
+    x_missing, y_missing = np.isnan(x), np.isnan(y)
+    if not (x_missing.any() or y_missing.any()):
+        return x, y
+    observed = x[~x_missing]
+    if observed.size == 0:
+        raise SDCInputError(f"original column {column!r}: no observed value to substitute hidden values")
+    low, high = observed.min(), observed.max()
+    split = np.median(observed) if hidden_rule == "A" else (low + high) / 2.0
+    both = x_missing & y_missing
+    # a hidden released value becomes the extreme on the other side of the split from x
+    y = np.where(y_missing & ~both, np.where(x <= split, high, low), y)
+    x = np.where(x_missing & ~both, np.where(y <= split, high, low), x)
+    # both unknown: nothing was known, so nothing was lost
+    x = np.where(both, 0.0, x)
+    y = np.where(both, 0.0, y)
+    return x, y
+
+
+def _continuous_distance(x: np.ndarray, y: np.ndarray, column: str, continuous_distance: str,
+                         c: float, hidden_rule: str) -> np.ndarray:
+    """SPEC (4)–(6), scaled arctan and the footnote variant; normalised after substitution."""
+    if continuous_distance == "max_value":
+        observed = x[~np.isnan(x)]
+        if (observed < 0).any():
+            raise SDCInputError(
+                f"original column {column!r}: continuous_distance='max_value' needs non-negative values"
+            )
+        scale = observed.max() if observed.size else 0.0
+        if scale <= 0:
+            raise SDCInputError(
+                f"original column {column!r}: continuous_distance='max_value' needs a positive maximum"
+            )
+    x, y = _substitute_hidden_continuous(x, y, column, hidden_rule)
+    gap = np.abs(x - y)
+    if continuous_distance == "arctan":
+        return np.arctan(gap) * (2.0 / np.pi)
+    if continuous_distance == "scaled_arctan":
+        return np.arctan(c * gap) * (2.0 / np.pi)
+    if continuous_distance == "max_value":
+        # a hidden value substituted by an extreme keeps the gap within [0, max - min] <= max
+        return gap / scale
+    if continuous_distance == "max_sq":
+        gap = gap * gap
+    largest = gap.max() if gap.size else 0.0
+    # OPEN (SPEC §9.1): an unchanged variable has max = 0; its distances are 0
+    return gap / largest if largest > 0 else np.zeros_like(gap)
+
+
+def _validate_options(scales: Mapping[str, str], continuous_distance: str, c: float, hidden_rule: str,
+                      categories: Mapping[str, Sequence] | None) -> None:
+    if not isinstance(scales, Mapping) or not scales:
+        raise SDCInputError("scales: a non-empty mapping {column: 'nominal'|'ordinal'|'continuous'} is required")
+    for column, scale in scales.items():
+        if scale not in SCALES:
+            raise SDCInputError(f"scales[{column!r}]: {scale!r} is not one of {', '.join(SCALES)}")
+    if continuous_distance not in CONTINUOUS_DISTANCES:
+        raise SDCInputError(
+            f"continuous_distance: {continuous_distance!r} is not one of {', '.join(CONTINUOUS_DISTANCES)}"
+        )
+    if not (np.isfinite(c) and c > 0):
+        raise SDCInputError(f"c: the arctan scale must be a positive finite number (got {c!r})")
+    if hidden_rule not in HIDDEN_RULES:
+        raise SDCInputError(f"hidden_rule: {hidden_rule!r} is not one of {', '.join(HIDDEN_RULES)}")
+    for column in categories or {}:
+        if scales.get(column) != "ordinal":
+            raise SDCInputError(f"categories[{column!r}]: categories are only used for ordinal variables")
+
+
+def partial_distances(original: pd.DataFrame, protected: pd.DataFrame, scales: Mapping[str, str], *,
+                      continuous_distance: str = "arctan", c: float = 1.0, hidden_rule: str = "B",
+                      categories: Mapping[str, Sequence] | None = None) -> pd.DataFrame:
+    """The n x m matrix of partial distances d(x_ij, x*_ij) of SPEC §9.1 (2)–(6).
+
+    Parameters are those of :func:`distance_loss`.
+
+    Returns
+    -------
+    DataFrame
+        Index of ``original``, one float column per variable of ``scales``, values in [0, 1].
+    """
+    _validate_options(scales, continuous_distance, c, hidden_rule, categories)
+    columns = check_pair(original, protected, list(scales))
+    categories = categories or {}
+    distances = {}
+    for column in columns:
+        scale = scales[column]
+        if scale == "nominal":
+            distances[column] = _nominal_distance(original[column], protected[column])
+        elif scale == "ordinal":
+            distances[column] = _ordinal_distance(original[column], protected[column], column,
+                                                  categories.get(column))
+        else:
+            distances[column] = _continuous_distance(
+                continuous_values(original, column, "original"),
+                continuous_values(protected, column, "protected"),
+                column, continuous_distance, c, hidden_rule,
+            )
+    return pd.DataFrame(distances, index=original.index, columns=columns)
+
+
+def distance_loss(original: pd.DataFrame, protected: pd.DataFrame, scales: Mapping[str, str], *,
+                  continuous_distance: str = "arctan", c: float = 1.0, hidden_rule: str = "B",
+                  categories: Mapping[str, Sequence] | None = None) -> LossResult:
+    """Distribution-distortion measure lambda, SPEC §9.1 eq (1), with partial distances (2)–(6).
+
+    Parameters
+    ----------
+    original, protected : DataFrame
+        The original and the released file; same index, the columns of ``scales`` in both.
+        Neither is modified.
+    scales : mapping
+        ``{column: "nominal" | "ordinal" | "continuous"}``; the variables compared.
+    continuous_distance : str
+        Partial distance of continuous variables: ``"max_abs"`` (4), ``"max_sq"`` (5),
+        ``"arctan"`` (6) (2/pi)·arctan|x - x*|, ``"scaled_arctan"`` (2/pi)·arctan(c|x - x*|)
+        (S003 §7) or ``"max_value"`` |x - x*| / max_l x_lj (S003 footnote 2, X_j >= 0).
+    c : float
+        Scale of ``"scaled_arctan"`` (SPEC suggests 0 < c < 1; any c > 0 is accepted).
+    hidden_rule : {"A", "B"}
+        Working value for a suppressed / missing value on one side (SPEC §9.3): "A" splits
+        continuous values at the median, "B" (default, "largest possible loss") at the
+        mid-range. Nominal: d = 1; ordinal: the farthest end category (both rules).
+        A value missing on both sides counts d = 0 (OPEN decision: nothing known, nothing lost).
+    categories : mapping, optional
+        ``{column: ordered list of categories}`` for ordinal variables; k_j = its length.
+        Without it the ordered union of codes observed in either file is used (SPEC §8.2).
+
+    Returns
+    -------
+    LossResult
+        ``value`` = lambda in [0, 1], ``per_record``, ``per_variable`` and ``distances``.
+
+    References
+    ----------
+    Młodak (S003) eqs (1)–(6), §3, §7 and footnote 2; SPEC §9.1–§9.3.
+    """
+    distances = partial_distances(original, protected, scales, continuous_distance=continuous_distance,
+                                  c=c, hidden_rule=hidden_rule, categories=categories)
+    values = distances.to_numpy()
+    per_record = pd.Series(values.sum(axis=1), index=distances.index, name="distance")
+    per_variable = pd.Series(values.mean(axis=0) if len(values) else np.nan,
+                             index=distances.columns, name="distance")
+    value = float(values.mean()) if values.size else float("nan")
+    return LossResult(value=value, per_record=per_record, per_variable=per_variable, distances=distances)
+
+
+def descriptive_statistics(values) -> dict[str, float]:
+    """Summary of per-record losses as printed in S003 Table 2 (SPEC §9.2).
+
+    Returns
+    -------
+    dict
+        ``n``, ``min``, ``q1``, ``median``, ``mean``, ``q3``, ``max`` (quartiles Hyndman–Fan
+        type 7), ``cv`` = 100·population SD / mean (%), ``skewness`` = adjusted Fisher–Pearson G1.
+        NA values are dropped; ``cv`` is NaN for a zero mean, ``skewness`` for n < 3 or zero spread.
+    """
+    data = pd.to_numeric(pd.Series(values), errors="coerce").dropna().to_numpy(dtype=float)
+    n = data.size
+    if n == 0:
+        raise SDCInputError("values: at least one non-missing value is needed for descriptive statistics")
+    q1, median, q3 = np.quantile(data, [0.25, 0.5, 0.75], method="linear")
+    mean = data.mean()
+    centred = data - mean
+    m2 = np.mean(centred**2)
+    m3 = np.mean(centred**3)
+    cv = 100.0 * np.sqrt(m2) / mean if mean != 0 else np.nan
+    skewness = np.sqrt(n * (n - 1)) / (n - 2) * m3 / m2**1.5 if n >= 3 and m2 > 0 else np.nan
+    return {"n": int(n), "min": float(data.min()), "q1": float(q1), "median": float(median),
+            "mean": float(mean), "q3": float(q3), "max": float(data.max()), "cv": float(cv),
+            "skewness": float(skewness)}

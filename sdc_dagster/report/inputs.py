@@ -1,0 +1,77 @@
+"""What the release report needs: plain pandas / dict fields filled by the orchestration layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+
+@dataclass(frozen=True, eq=False)
+class PlanSummary:
+    """One protection plan applied to the wave, with its outcome.
+
+    Attributes
+    ----------
+    steps : list of dict
+        The protection steps in order, e.g. ``{"method": "local_suppression", "k": 3}``;
+        each dict becomes a row of the plan's step table.
+    residual_risk : dict
+        Risk after protection, same keys as ``ReportInputs.risk_before`` (numbers).
+    loss : dict
+        ``{measure name: value}``: every information-loss measure computed for the plan.
+    topsis : Series
+        Per-record TOPSIS information loss (SPEC §10) in [0, 1].
+    checks : dict
+        ``{release check name: passed}``.
+    releasable : bool
+        Whether the plan passes every release check.
+    """
+
+    steps: list[dict]
+    residual_risk: dict
+    loss: dict
+    topsis: pd.Series
+    checks: dict
+    releasable: bool
+
+
+@dataclass(frozen=True, eq=False)
+class ReportInputs:
+    """Everything shown in the release report of one survey wave.
+
+    Attributes
+    ----------
+    survey, wave : str
+        Names shown in the title.
+    n_records : int
+        Records in the wave.
+    keys : list of str
+        The categorical key variables.
+    risk_before : dict
+        Risk of the unprotected wave, ``{measure name: number}``; recommended names
+        ``global_risk``, ``expected_reidentifications``, ``k2_violations``, ``k3_violations``,
+        ``k5_violations`` and, with households, ``household_risk`` and
+        ``household_expected_reidentifications``. Any other numeric entries are shown too.
+    risk_per_record : DataFrame
+        Columns ``fk`` and ``risk`` (optionally ``combined_risk``), one row per record.
+    contributions_global : DataFrame or None
+        Index = variables, columns ``shapley`` and ``solidarity``.
+    contributions_per_record : dict or None
+        ``{value name: DataFrame records x variables}`` (e.g. "shapley", "solidarity").
+    plans : dict
+        ``{plan name: PlanSummary}``.
+    risk_measure : str
+        Entry of ``risk_before`` / ``residual_risk`` used as the x axis of the risk-utility map.
+    """
+
+    survey: str
+    wave: str
+    n_records: int
+    keys: list[str]
+    risk_before: dict
+    risk_per_record: pd.DataFrame
+    contributions_global: pd.DataFrame | None
+    contributions_per_record: dict[str, pd.DataFrame] | None
+    plans: dict[str, PlanSummary] = field(default_factory=dict)
+    risk_measure: str = "global_risk"

@@ -1,0 +1,35 @@
+"""Shared PNG plots: valid PNG bytes for ordinary, degenerate and empty data."""
+
+import io
+
+import numpy as np
+import pandas as pd
+from matplotlib.image import imread
+
+from sdc_dagster.report.plots import boxplot_png, histogram_png, histograms_png, risk_utility_map_png
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _shape(png: bytes) -> tuple[int, ...]:
+    assert png.startswith(PNG_SIGNATURE)
+    return imread(io.BytesIO(png), format="png").shape
+
+
+def test_histogram_png_handles_na_constant_and_empty():
+    for values in (np.random.default_rng(0).normal(size=200), [1.0, 1.0, np.nan, np.inf], []):
+        height, width, _ = _shape(histogram_png(values, "title"))
+        assert height > 100 and width > 100
+
+
+def test_boxplot_png_with_an_all_missing_column():
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [np.nan] * 3, "c": [0.5, 0.1, pd.NA]})
+    assert _shape(boxplot_png(frame, "contributions"))[0] > 100
+    assert _shape(boxplot_png(pd.DataFrame({"a": [np.nan]}), "empty"))[0] > 100
+
+
+def test_overlaid_histograms_and_risk_utility_map():
+    assert _shape(histograms_png({"p1": [0.1, 0.5], "p2": [], "p3": [0.2, 0.2]}, "topsis"))[0] > 100
+    points = pd.DataFrame({"risk": [0.1, 0.3, np.nan], "loss": [0.5, 0.2, 0.1], "releasable": [True, False, True]},
+                          index=["a", "b", "c"])
+    assert _shape(risk_utility_map_png(points))[0] > 100
