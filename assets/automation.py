@@ -6,7 +6,6 @@
 * ``<survey>_nightly_catch_up`` requests a run for every registered wave not yet materialised.
 """
 
-from __future__ import annotations
 
 import json
 import re

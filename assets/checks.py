@@ -1,59 +1,55 @@
 """Asset checks guarding the release rules (SPEC §3.1, §3.3, §8.1).
 
 For each protection plan: the protected variant is k-anonymous for the plan's k, its global risk
-is under the spec's threshold, and it carries no direct identifier. For the original wave: the
+is under the spec's threshold, and it carries no direct identifier. For the original wave the
 global risk is checked against the same threshold (a warning: it is what protection must fix).
+
+The checks are declared as ``check_specs`` of the asset they guard and evaluated in the same step,
+so that a check of one wave reads that wave only.
 """
 
-from __future__ import annotations
+from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey
 
-import pandas as pd
-from dagster import AssetCheckResult, AssetCheckSeverity, AssetChecksDefinition, AssetKey, asset_check
+from sdc_dagster.spec import Plan, SurveySpec
 
-from assets.survey import protected_key
-from sdc_dagster import survey
-from sdc_dagster.spec import SurveySpec
+RELEASE_CHECKS = ("k_anonymity", "global_risk", "no_direct_identifier")
 
 
-def build_survey_checks(spec: SurveySpec) -> list[AssetChecksDefinition]:
-    """The release checks of every plan of ``spec`` and the global-risk check of ``risk_scores``."""
-    checks: list[AssetChecksDefinition] = []
+def release_check_specs(spec: SurveySpec, plan: Plan, asset: AssetKey) -> list[AssetCheckSpec]:
+    """The three release checks of one plan's protected asset."""
+    descriptions = {
+        "k_anonymity": f"every record's key is shared by at least {plan.k} records (fk >= k, SPEC §3.1)",
+        "global_risk": f"global risk <= {spec.risk.max_global_risk} (SPEC §3.3)",
+        "no_direct_identifier": "no direct identifier column is released (SPEC §8.1)",
+    }
+    return [AssetCheckSpec(name=name, asset=asset, description=descriptions[name]) for name in RELEASE_CHECKS]
 
-    def plan_checks(plan) -> list[AssetChecksDefinition]:
-        key = protected_key(spec, plan.name)
-        made = []
-        for name, description in (
-            ("k_anonymity", f"every record's key is shared by at least {plan.k} records (fk >= k, SPEC §3.1)"),
-            ("global_risk", f"global risk <= {spec.risk.max_global_risk} (SPEC §3.3)"),
-            ("no_direct_identifier", "no direct identifier column is released (SPEC §8.1)"),
-        ):
 
-            def check(protected: pd.DataFrame, _name=name) -> AssetCheckResult:
-                outcome = survey.release_checks(protected, spec, plan)[_name]
-                return AssetCheckResult(
-                    passed=bool(outcome["passed"]),
-                    severity=AssetCheckSeverity.ERROR,
-                    metadata={"value": outcome["value"], "rule": outcome["rule"]},
-                )
+def release_check_results(outcomes: dict[str, dict]) -> list[AssetCheckResult]:
+    """Check results from :func:`sdc_dagster.survey.release_checks` outcomes."""
+    return [
+        AssetCheckResult(
+            check_name=name,
+            passed=bool(outcomes[name]["passed"]),
+            severity=AssetCheckSeverity.ERROR,
+            metadata={"value": outcomes[name]["value"], "rule": outcomes[name]["rule"]},
+        )
+        for name in RELEASE_CHECKS
+    ]
 
-            made.append(asset_check(asset=key, name=name, description=description)(check))
-        return made
 
-    for plan in spec.plans:
-        checks.extend(plan_checks(plan))
-
-    @asset_check(
-        asset=AssetKey([spec.survey, "risk_scores"]),
+def original_risk_check_spec(spec: SurveySpec, asset: AssetKey) -> AssetCheckSpec:
+    return AssetCheckSpec(
         name="global_risk_before_protection",
+        asset=asset,
         description=f"global risk of the unprotected wave <= {spec.risk.max_global_risk} (SPEC §3.3)",
     )
-    def original_global_risk(risk_scores: pd.DataFrame) -> AssetCheckResult:
-        value = float(risk_scores["risk"].mean())
-        return AssetCheckResult(
-            passed=value <= spec.risk.max_global_risk,
-            severity=AssetCheckSeverity.WARN,
-            metadata={"global_risk": value, "threshold": spec.risk.max_global_risk},
-        )
 
-    checks.append(original_global_risk)
-    return checks
+
+def original_risk_check_result(spec: SurveySpec, global_risk: float) -> AssetCheckResult:
+    return AssetCheckResult(
+        check_name="global_risk_before_protection",
+        passed=global_risk <= spec.risk.max_global_risk,
+        severity=AssetCheckSeverity.WARN,
+        metadata={"global_risk": global_risk, "threshold": spec.risk.max_global_risk},
+    )

@@ -7,15 +7,17 @@ Each asset reads its inputs, calls one function of :mod:`sdc_dagster.survey` (or
 attaches its headline figures as metadata.
 """
 
-from __future__ import annotations
 
 import base64
+import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 from dagster import (
     AssetExecutionContext,
     AssetIn,
+    AssetRecordsFilter,
     AssetKey,
     AssetsDefinition,
     DataVersion,
@@ -27,18 +29,37 @@ from dagster import (
 from dagster_duckdb import DuckDBResource
 from dagster_pandera import pandera_schema_to_dagster_type
 
+from assets.checks import (
+    original_risk_check_result,
+    original_risk_check_spec,
+    release_check_results,
+    release_check_specs,
+)
 from assets.partitions import wave_partitions
-from resources.storage import landing_dir, reports_dir
-from sdc_dagster import survey
+from resources.storage import inputs_dir, landing_dir, releases_dir, reports_dir
+import sdc_dagster
+from sdc_dagster import lineage, survey
 from sdc_dagster.classification import classify_variables
-from sdc_dagster.report import ReportInputs, headline_table, render_report
+from sdc_dagster.report import headline_table, render_report
 from sdc_dagster.report.plots import boxplot_png, histogram_png
-from sdc_dagster.report.summary import plan_summary
 from sdc_dagster.schemas import classification_schema, key_frequencies_schema, microdata_schema, risk_scores_schema, validate
 from sdc_dagster.sources import read_wave
 from sdc_dagster.spec import SurveySpec
 
 CODE_VERSION = "1"
+
+
+def code_version(*spec_parts) -> str:
+    """The code version of an asset: the engine version plus a hash of the spec parts it reads, so
+    that a changed spec marks exactly the assets that depend on the changed part stale."""
+    digest = hashlib.sha256(repr(spec_parts).encode()).hexdigest()[:12]
+    return f"{sdc_dagster.__version__}.{CODE_VERSION}-{digest}"
+
+
+# Shared schemas become one Dagster type each: type names must be unique across the code location.
+CLASSIFICATION_TYPE = pandera_schema_to_dagster_type(classification_schema)
+KEY_FREQUENCIES_TYPE = pandera_schema_to_dagster_type(key_frequencies_schema)
+RISK_SCORES_TYPE = pandera_schema_to_dagster_type(risk_scores_schema)
 
 
 def image_markdown(png: bytes, title: str) -> MetadataValue:
@@ -48,6 +69,18 @@ def image_markdown(png: bytes, title: str) -> MetadataValue:
 
 def table_markdown(frame: pd.DataFrame) -> MetadataValue:
     return MetadataValue.md(frame.to_markdown() if len(frame) else "(empty)")
+
+
+def raw_source(context: AssetExecutionContext, wave: str) -> dict:
+    """Source file metadata (path, snapshot, sha256) of the wave's latest raw_microdata materialisation."""
+    key = [*context.asset_key.path[:-1], "raw_microdata"]
+    records = context.instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=AssetKey(key), asset_partitions=[wave]), limit=1
+    ).records
+    if not records:
+        raise RuntimeError(f"{'/'.join(key)} has no materialisation for wave {wave!r}")
+    metadata = records[0].asset_materialization.metadata
+    return {name: metadata[name].value for name in ("source_file", "source_snapshot", "source_sha256")}
 
 
 def protected_key(spec: SurveySpec, plan_name: str) -> AssetKey:
@@ -70,7 +103,8 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
     """Every asset of the survey chain for ``spec``, under key prefix and group ``spec.survey``."""
     s = spec.survey
     parts = wave_partitions(spec)
-    common = dict(key_prefix=[s], group_name=s, partitions_def=parts, code_version=CODE_VERSION)
+    common = dict(key_prefix=[s], group_name=s, partitions_def=parts)
+    variables = spec.variables
 
     def ins(*names: str) -> dict[str, AssetIn]:
         return {n: AssetIn(key=AssetKey([s, n])) for n in names}
@@ -79,11 +113,13 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         name="raw_microdata",
         description=f"{spec.title}: one wave as read from the landing folder, validated by the spec's schema.",
         dagster_type=pandera_schema_to_dagster_type(microdata_schema(spec)),
+        code_version=code_version(spec.source, variables),
         **common,
     )
     def raw_microdata(context: AssetExecutionContext):
         wave = read_wave(spec, context.partition_key, landing_dir())
         data = wave.data
+        snapshot = lineage.snapshot_input(wave.path, wave.sha256, inputs_dir())
         return Output(
             data,
             data_version=DataVersion(wave.sha256),
@@ -91,6 +127,7 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
                 "records": len(data),
                 "columns": len(data.columns),
                 "source_file": str(wave.path),
+                "source_snapshot": str(snapshot),
                 "source_sha256": wave.sha256,
                 "spec_sha256": spec.spec_hash,
             },
@@ -100,7 +137,8 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         name="variable_classification",
         ins=ins("raw_microdata"),
         description="Each column's role and scale from the spec, with data-driven suggestions.",
-        dagster_type=pandera_schema_to_dagster_type(classification_schema),
+        dagster_type=CLASSIFICATION_TYPE,
+        code_version=code_version(variables),
         **common,
     )
     def variable_classification(context: AssetExecutionContext, raw_microdata: pd.DataFrame):
@@ -120,7 +158,8 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         name="key_frequencies",
         ins=ins("raw_microdata", "variable_classification"),
         description="fk and Fk of every record's key (SPEC §2), computed in DuckDB.",
-        dagster_type=pandera_schema_to_dagster_type(key_frequencies_schema),
+        dagster_type=KEY_FREQUENCIES_TYPE,
+        code_version=code_version(variables),
         **common,
     )
     def key_frequencies(
@@ -149,7 +188,9 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         name="risk_scores",
         ins=ins("raw_microdata", "key_frequencies"),
         description="Per-record disclosure risk (SPEC §3, §5) with the wave's global figures as metadata.",
-        dagster_type=pandera_schema_to_dagster_type(risk_scores_schema),
+        dagster_type=RISK_SCORES_TYPE,
+        code_version=code_version(variables, spec.risk),
+        check_specs=[original_risk_check_spec(spec, AssetKey([s, "risk_scores"]))],
         **common,
     )
     def risk_scores(
@@ -162,13 +203,14 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         metadata["risk_histogram"] = image_markdown(
             histogram_png(table["risk"], "individual risk"), "Individual re-identification risk"
         )
-        context.add_output_metadata(metadata)
-        return table
+        yield Output(table, metadata=metadata)
+        yield original_risk_check_result(spec, float(figures["risk"]))
 
     @asset(
         name="risk_contributions",
         ins=ins("raw_microdata", "risk_scores"),
         description="Each quasi-identifier's share of each record's risk: Shapley and solidarity values (SPEC §6).",
+        code_version=code_version(variables, spec.risk),
         **common,
     )
     def risk_contributions(context: AssetExecutionContext, raw_microdata: pd.DataFrame, risk_scores: pd.DataFrame):
@@ -188,18 +230,56 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         )
         return {"per_record": per_record, "global": overall}
 
+    def release_links(plan_name: str, wave: str) -> dict | None:
+        folders = lineage.list_releases(releases_dir(), s, wave, plan_name)
+        if not folders:
+            return None
+        latest = lineage.read_manifest(folders[-1])
+        return {
+            "run_id": latest["run_id"],
+            "folder": str(folders[-1]),
+            "previous_release": latest["previous_release"],
+            "previous_folder": str(folders[-2]) if len(folders) > 1 else None,
+        }
+
+    def latest_steps(plan_name: str, wave: str) -> list[dict]:
+        folders = lineage.list_releases(releases_dir(), s, wave, plan_name)
+        return lineage.read_manifest(folders[-1])["steps"] if folders else []
+
     def plan_asset(plan) -> AssetsDefinition:
         @asset(
             name=f"protected_{plan.name}",
             ins=ins("raw_microdata", "variable_classification"),
             description=f"Protected variant by plan {plan.name!r}: {plan.description}",
+            code_version=code_version(variables, spec.risk, plan),
+            check_specs=release_check_specs(spec, plan, protected_key(spec, plan.name)),
             **common,
         )
         def protected(context: AssetExecutionContext, raw_microdata: pd.DataFrame, variable_classification: pd.DataFrame):
+            wave = context.partition_key
             result = survey.protect(raw_microdata, spec, plan)
             checks = survey.release_checks(result.data, spec, plan)
-            context.add_output_metadata(
-                {
+            source = raw_source(context, wave)
+            release = lineage.write_release(
+                releases_dir(),
+                survey=s,
+                wave=wave,
+                plan=plan.name,
+                run_id=context.run_id,
+                protected=result.data,
+                input_file=Path(source["source_snapshot"]),
+                input_sha256=source["source_sha256"],
+                spec_path=spec.spec_path,
+                spec_sha256=spec.spec_hash,
+                plan_definition={"steps": list(plan.steps), "k": plan.k, "random_state": plan.random_state},
+                steps=result.steps,
+                risk={"k_violations": checks["k_anonymity"]["value"], "global_risk": checks["global_risk"]["value"]},
+                loss=survey.headline_loss(raw_microdata, result.data, spec),
+                checks=checks,
+            )
+            yield Output(
+                result.data,
+                metadata={
                     "plan": plan.name,
                     "random_state": plan.random_state,
                     "steps": MetadataValue.json(result.steps),
@@ -207,9 +287,12 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
                     **{f"check_{name}": bool(c["passed"]) for name, c in checks.items()},
                     "k_violations": checks["k_anonymity"]["value"],
                     "global_risk": checks["global_risk"]["value"],
-                }
+                    "release": MetadataValue.path(str(release.folder)),
+                    "previous_release": release.manifest["previous_release"] or "none",
+                    "manifest": MetadataValue.json(release.manifest),
+                },
             )
-            return result.data
+            yield from release_check_results(checks)
 
         return protected
 
@@ -220,6 +303,7 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         name="residual_risk",
         ins={**ins("raw_microdata"), **plan_ins},
         description="Every risk measure recomputed on each protected variant, next to the original.",
+        code_version=code_version(variables, spec.risk),
         **common,
     )
     def residual_risk(context: AssetExecutionContext, raw_microdata: pd.DataFrame, **protected: pd.DataFrame):
@@ -232,6 +316,7 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         name="information_loss",
         ins={**ins("raw_microdata"), **plan_ins},
         description="Information loss of each protected variant (SPEC §9) and per-record TOPSIS loss (§10).",
+        code_version=code_version(variables),
         **common,
     )
     def information_loss(context: AssetExecutionContext, raw_microdata: pd.DataFrame, **protected: pd.DataFrame):
@@ -247,6 +332,7 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
             **plan_ins,
         },
         description="One self-contained HTML report per wave comparing the protection plans.",
+        code_version=code_version(variables, spec.risk, spec.plans),
         **common,
     )
     def sdc_report(
@@ -259,30 +345,21 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         **protected: pd.DataFrame,
     ) -> MaterializeResult:
         wave = context.partition_key
-        plans = {}
-        for p in spec.plans:
-            frame = protected[f"protected_{p.name}"]
-            plans[p.name] = plan_summary(
-                plan=p,
-                checks=survey.release_checks(frame, spec, p),
-                residual=residual_risk.loc[p.name].to_dict(),
-                loss_summary=information_loss["summary"],
-                loss_per_record=information_loss["per_record"],
-            )
-        inputs = ReportInputs(
-            survey=spec.survey,
-            wave=wave,
-            n_records=len(raw_microdata),
-            keys=spec.categorical_keys,
-            risk_before=residual_risk.loc["original"].to_dict(),
-            risk_per_record=risk_scores,
-            contributions_global=risk_contributions["global"],
-            contributions_per_record={
-                "shapley": risk_contributions["per_record"].filter(like="shapley_").rename(columns=lambda c: c[8:]),
-                "solidarity": risk_contributions["per_record"].filter(like="solidarity_").rename(columns=lambda c: c[11:]),
-            },
-            plans=plans,
+        inputs = survey.report_inputs(
+            spec,
+            wave,
+            raw_microdata,
+            risk_scores,
+            risk_contributions["per_record"],
+            risk_contributions["global"],
+            residual_risk,
+            information_loss["summary"],
+            information_loss["per_record"],
+            {name.removeprefix("protected_"): frame for name, frame in protected.items()},
+            steps={p.name: latest_steps(p.name, wave) for p in spec.plans},
+            releases={p.name: release_links(p.name, wave) for p in spec.plans},
         )
+        plans = inputs.plans
         path = reports_dir() / spec.survey / f"{wave}.html"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(render_report(inputs), encoding="utf-8")

@@ -32,6 +32,16 @@ def reports_dir() -> Path:
     return sdc_home() / "reports"
 
 
+def releases_dir() -> Path:
+    """Where every protected release is kept, versioned by run: ``$SDC_HOME/releases``."""
+    return sdc_home() / "releases"
+
+
+def inputs_dir() -> Path:
+    """Content-addressed snapshots of the wave files that were read: ``$SDC_HOME/inputs``."""
+    return sdc_home() / "inputs"
+
+
 def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
     # Write beside the target then rename, so a failed write never leaves a partial file.
     path.parent.mkdir(parents=True, exist_ok=True)

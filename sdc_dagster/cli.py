@@ -3,6 +3,8 @@
 ``sdc demo``  puts the bundled demo waves into the landing folder, registers them as partitions and
               materialises every asset (with its checks) in-process, then prints a summary.
 ``sdc ui``    starts the Dagster UI and daemon (``dagster dev``) on this code location.
+``sdc audit WAVE [--plan P]`` prints a release manifest and recomputes the release to prove that it
+              is byte-identical.
 """
 
 from __future__ import annotations
@@ -66,8 +68,9 @@ def wave_summary(survey_name: str, wave: str) -> str:
     return f"{table.to_string(float_format=lambda v: f'{v:.6g}')}\n   report: {report}"
 
 
-def run_demo(home: str | None = None, *, out=sys.stdout) -> int:
+def run_demo(home: str | None = None, *, out=None) -> int:
     """Materialise every survey asset for the demo waves and print what came out."""
+    out = out or sys.stdout
     root = _prepare_environment(home)
     from dagster import DagsterInstance
 
@@ -80,7 +83,7 @@ def run_demo(home: str | None = None, *, out=sys.stdout) -> int:
     failures = 0
     for survey_name, wave_keys in waves.items():
         instance.add_dynamic_partitions(f"{survey_name}_waves", wave_keys)
-        job = defs.get_job_def(f"{survey_name}_wave_job")
+        job = defs.resolve_job_def(f"{survey_name}_wave_job")
         for wave in wave_keys:
             print(f"\n== {survey_name} wave {wave}: materialising {job.name} ...", file=out, flush=True)
             result = job.execute_in_process(partition_key=wave, instance=instance, raise_on_error=False)
@@ -90,6 +93,46 @@ def run_demo(home: str | None = None, *, out=sys.stdout) -> int:
                 continue
             print(wave_summary(survey_name, wave), file=out, flush=True)
     return 1 if failures else 0
+
+
+def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = None, run: str | None = None,
+              home: str | None = None, out=None) -> int:
+    """Print the manifest of each release of ``wave`` (latest, or run ``run``) and verify it by
+    recomputing the protected output; exit status 0 only if every release is byte-identical."""
+    import json
+
+    out = out or sys.stdout
+    _prepare_environment(home)
+    from resources.storage import releases_dir
+    from sdc_dagster import lineage, survey
+
+    root = releases_dir()
+    candidates = [survey_name] if survey_name else sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+    surveys = [s for s in candidates if (root / s / wave).is_dir()]
+    if not surveys:
+        print(f"no release of wave {wave!r} under {root}", file=out)
+        return 2
+    if len(surveys) > 1:
+        print(f"wave {wave!r} exists in several surveys ({', '.join(surveys)}): name one with --survey", file=out)
+        return 2
+    folder = root / surveys[0] / wave
+    plans = [plan] if plan else sorted(p.name for p in folder.iterdir() if p.is_dir())
+    status = 0
+    for name in plans:
+        releases = lineage.list_releases(root, surveys[0], wave, name)
+        if run:
+            releases = [r for r in releases if r.name == run]
+        if not releases:
+            print(f"no release of plan {name!r} for wave {wave!r}" + (f" with run {run}" if run else ""), file=out)
+            status = 2
+            continue
+        verification = lineage.verify_release(releases[-1], survey.recompute_release)
+        print(f"== {surveys[0]} / {wave} / {name}: release {releases[-1].name}", file=out)
+        print(json.dumps(verification.manifest, indent=2, sort_keys=True), file=out)
+        verdict = "OK" if verification.ok else "FAILED"
+        print(f"audit {verdict}: {verification.detail}", file=out, flush=True)
+        status = status or (0 if verification.ok else 1)
+    return status
 
 
 def run_ui(home: str | None = None, port: int = 3000) -> int:
@@ -107,9 +150,16 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("demo", help="materialise every asset for the bundled demo waves and print a summary")
     ui = sub.add_parser("ui", help="start the Dagster UI on this code location")
     ui.add_argument("--port", type=int, default=3000)
+    audit = sub.add_parser("audit", help="print a release manifest and verify it by recomputing the output")
+    audit.add_argument("wave")
+    audit.add_argument("--plan", help="one protection plan (default: every plan of the wave)")
+    audit.add_argument("--survey", help="the survey (needed when several surveys have this wave)")
+    audit.add_argument("--run", help="a release's run id (default: the latest release)")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return run_demo(args.home)
+    if args.command == "audit":
+        return run_audit(args.wave, plan=args.plan, survey_name=args.survey, run=args.run, home=args.home)
     return run_ui(args.home, args.port)
 
 

@@ -1,7 +1,8 @@
 """The Dagster code location: assembles ``Definitions`` from ``assets/`` and ``resources/``.
 
 Survey specs are read from ``$SDC_SPECS`` (default: the checkout's ``examples/`` folder); each
-spec gives one survey asset chain partitioned by wave, its checks, job, sensor and schedule.
+spec gives one survey asset chain partitioned by wave, its checks, job, sensor and schedule. The
+census grid chain (partitioned by region) comes from ``assets/grid.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 from dagster import Definitions
 
 from assets.automation import build_survey_automation
-from assets.checks import build_survey_checks
+from assets.grid import GRID_ASSET_CHECKS, GRID_ASSETS, GRID_JOBS, GRID_SENSORS
 from assets.survey import build_survey_assets
 from resources import ParquetIOManager, duckdb_resource
 from sdc_dagster.spec import load_specs
@@ -26,11 +27,11 @@ def specs_dir() -> Path:
 
 
 def build_definitions(spec_folder: Path | None = None) -> Definitions:
-    """All survey chains for the specs in ``spec_folder``, with their checks and automation."""
-    assets, checks, jobs, sensors, schedules = [], [], [], [], []
+    """All survey chains for the specs in ``spec_folder`` and the census grid chain, with their
+    checks and automation."""
+    assets, checks, jobs, sensors, schedules = list(GRID_ASSETS), list(GRID_ASSET_CHECKS), list(GRID_JOBS), list(GRID_SENSORS), []
     for spec in load_specs(spec_folder or specs_dir()):
         assets.extend(build_survey_assets(spec).assets)
-        checks.extend(build_survey_checks(spec))
         job, sensor, schedule = build_survey_automation(spec)
         jobs.append(job)
         sensors.append(sensor)

@@ -57,7 +57,7 @@ def microdata_schema(spec: SurveySpec, *, protected: bool = False) -> pa.DataFra
 
 key_frequencies_schema = pa.DataFrameSchema(
     {
-        "fk": pa.Column(int, pa.Check.ge(1)),
+        "fk": pa.Column(float, pa.Check.ge(1)),
         "Fk": pa.Column(float, pa.Check.gt(0)),
     },
     name="key_frequencies",
@@ -66,7 +66,7 @@ key_frequencies_schema = pa.DataFrameSchema(
 
 risk_scores_schema = pa.DataFrameSchema(
     {
-        "fk": pa.Column(int, pa.Check.ge(1)),
+        "fk": pa.Column(float, pa.Check.ge(1)),
         "Fk": pa.Column(float, pa.Check.gt(0)),
         "risk": pa.Column(float, pa.Check.in_range(0, 1)),
     },

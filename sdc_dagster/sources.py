@@ -97,10 +97,17 @@ class Wave:
     sha256: str
 
 
+def read_wave_file(spec: SurveySpec, path: Path, *, source: str | None = None) -> pd.DataFrame:
+    """Read one wave file with the spec's reader options, missing codes as NA, validated by the
+    spec's schema (SchemaViolation names the column, the rule and the first offending rows)."""
+    data = read_survey_file(path, format=spec.source.format, options=dict(spec.source.options))
+    data = apply_missing_codes(data, spec)
+    validate(data, microdata_schema(spec), source=source or f"{spec.survey} ({Path(path).name})")
+    return data
+
+
 def read_wave(spec: SurveySpec, wave: str, landing: Path) -> Wave:
     """Locate, read and validate a wave (missing-value codes become NA); the file is not modified."""
     path = locate_wave_file(spec, wave, landing)
-    data = read_survey_file(path, format=spec.source.format, options=dict(spec.source.options))
-    data = apply_missing_codes(data, spec)
-    validate(data, microdata_schema(spec), source=f"{spec.survey} wave {wave} ({path.name})")
+    data = read_wave_file(spec, path, source=f"{spec.survey} wave {wave} ({path.name})")
     return Wave(data=data, path=path, sha256=file_sha256(path))

@@ -231,6 +231,18 @@ def _parse_plan(name: str, raw: Any, default_k: int, index: int) -> Plan:
     )
 
 
+def _validate_plan_steps(plans: tuple[Plan, ...], columns: list[str]) -> None:
+    """Each plan's steps name known methods, parameters and spec variables (SPEC §8)."""
+    from sdc_dagster.errors import SDCInputError
+    from sdc_dagster.protect.plan import validate_plan
+
+    for plan in plans:
+        try:
+            validate_plan(list(plan.steps), columns=columns)
+        except SDCInputError as exc:
+            raise SpecError(f"plans.{plan.name}.steps: {exc}") from None
+
+
 def parse_spec(raw: Any, *, spec_path: Path | None = None, text: str = "") -> SurveySpec:
     """Validate a parsed YAML document and build the :class:`SurveySpec`."""
     raw = _mapping(raw, "spec")
@@ -271,6 +283,7 @@ def parse_spec(raw: Any, *, spec_path: Path | None = None, text: str = "") -> Su
 
     plans_raw = _mapping(raw.get("plans", {}), "plans")
     plans = tuple(_parse_plan(n, p, risk.k, i) for i, (n, p) in enumerate(plans_raw.items()))
+    _validate_plan_steps(plans, [v.name for v in variables])
     return SurveySpec(
         survey=survey,
         title=str(raw.get("title", survey)),

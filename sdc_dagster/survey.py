@@ -7,12 +7,16 @@ parameters, so that the Dagster assets stay thin and the same chain runs from a 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
 from sdc_dagster import contribution, loss, risk
 from sdc_dagster.protect.plan import PlanResult, apply_plan
-from sdc_dagster.spec import Plan, SurveySpec
+from sdc_dagster.report import PlanSummary, ReportInputs
+from sdc_dagster.sources import read_wave_file
+from sdc_dagster.spec import Plan, SurveySpec, load_spec
 
 
 def keys_from_classification(classification: pd.DataFrame, role: str) -> list[str]:
@@ -179,3 +183,92 @@ def information_loss(
         rows.append(row)
     summary = pd.DataFrame(rows).set_index("variant") if rows else pd.DataFrame(index=pd.Index([], name="variant"))
     return summary, pd.DataFrame(per_record, index=original.index)
+
+
+def plan_summary(
+    plan: Plan,
+    steps: list[dict],
+    checks: dict[str, dict],
+    residual: pd.DataFrame,
+    loss_summary: pd.DataFrame,
+    loss_per_record: pd.DataFrame,
+    release: dict | None = None,
+) -> PlanSummary:
+    """What the report shows of one plan: its steps, residual risk, loss and release checks."""
+    loss_row = loss_summary.loc[plan.name].dropna().to_dict() if plan.name in loss_summary.index else {}
+    topsis = loss_per_record.get(f"{plan.name}_topsis", pd.Series(dtype=float))
+    passed = {name: bool(c["passed"]) for name, c in checks.items()}
+    return PlanSummary(
+        steps=steps,
+        residual_risk=residual.loc[plan.name].dropna().to_dict(),
+        loss={k: float(v) for k, v in loss_row.items()},
+        topsis=topsis,
+        checks=passed,
+        releasable=all(passed.values()),
+        release=release,
+    )
+
+
+def report_inputs(
+    spec: SurveySpec,
+    wave: str,
+    original: pd.DataFrame,
+    risk_table: pd.DataFrame,
+    contributions_per_record: pd.DataFrame,
+    contributions_global: pd.DataFrame,
+    residual: pd.DataFrame,
+    loss_summary: pd.DataFrame,
+    loss_per_record: pd.DataFrame,
+    protected: dict[str, pd.DataFrame],
+    steps: dict[str, list[dict]],
+    releases: dict[str, dict] | None = None,
+) -> ReportInputs:
+    """Gather the wave's results into the report's inputs (release checks recomputed per plan)."""
+    plans = {
+        p.name: plan_summary(
+            p,
+            steps.get(p.name, [dict(s) for s in p.steps]),
+            release_checks(protected[p.name], spec, p),
+            residual,
+            loss_summary,
+            loss_per_record,
+            (releases or {}).get(p.name),
+        )
+        for p in spec.plans
+    }
+    return ReportInputs(
+        survey=spec.survey,
+        wave=wave,
+        n_records=len(original),
+        keys=spec.categorical_keys,
+        risk_before=residual.loc["original"].dropna().to_dict(),
+        risk_per_record=risk_table,
+        contributions_global=contributions_global,
+        contributions_per_record={
+            value: contributions_per_record.filter(like=f"{value}_").rename(columns=lambda c: c.split("_", 1)[1])
+            for value in ("shapley", "solidarity")
+        },
+        plans=plans,
+    )
+
+
+def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec) -> dict:
+    """The loss figures a release manifest carries: distance measure (1) with arctan distances
+    (SPEC §9.1 eq (6)) and the mean TOPSIS loss (SPEC §10) over the quasi-identifiers."""
+    if len(protected) != len(original):
+        return {"records_removed": int(len(original) - len(protected))}
+    scales = {
+        v: s for v, s in spec.scales.items() if v in spec.categorical_keys + spec.continuous_keys and v in protected.columns
+    }
+    columns = list(scales)
+    result = loss.distance_loss(original[columns], protected[columns], scales)
+    eta = loss.topsis_loss(original[columns], protected[columns], scales)
+    return {"lambda_arctan": float(result.value), "topsis_mean": float(eta.mean())}
+
+
+def recompute_release(input_file: Path, spec_copy: Path, manifest: dict) -> pd.DataFrame:
+    """Recompute a release's protected output from what its manifest records: the input snapshot,
+    the spec text used, and the plan (whose seed is in the spec)."""
+    spec = load_spec(spec_copy)
+    data = read_wave_file(spec, input_file)
+    return protect(data, spec, spec.plan(manifest["plan"])).data

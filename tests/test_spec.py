@@ -102,3 +102,16 @@ def test_duplicate_survey_names(tmp_path):
         (tmp_path / name).write_text(yaml.safe_dump(minimal()))
     with pytest.raises(SpecError, match="named by two specs"):
         load_specs(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "steps, message",
+    [
+        ([{"method": "shred"}], r"plans.p.steps: step 0: unknown method 'shred'"),
+        ([{"method": "local_suppression", "kk": 3}], r"plans.p.steps: step 0 \(local_suppression\): unknown parameter 'kk'"),
+        ([{"method": "recode", "variable": "nope", "mapping": {1: 2}}], r"plans.p.steps: step 0 \(recode\).*'nope'"),
+    ],
+)
+def test_plan_steps_are_validated(steps, message):
+    with pytest.raises(SpecError, match=message):
+        parse_spec(minimal(plans={"p": steps}))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import html
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -173,8 +174,23 @@ def _steps_section(inputs: ReportInputs) -> str:
     for name, plan in inputs.plans.items():
         steps = pd.DataFrame(plan.steps) if plan.steps else pd.DataFrame({"method": ["(none)"]})
         steps.index = pd.RangeIndex(1, len(steps) + 1, name="step")
-        parts.append(f"<h3>{html.escape(name)}</h3>" + _table(steps))
+        parts.append(f"<h3>{html.escape(name)}</h3>" + _table(steps) + _release_note(plan.release))
     return "".join(parts)
+
+
+def _release_note(release: dict | None) -> str:
+    """Links to this release's manifest and to the release it supersedes."""
+    if not release:
+        return ""
+
+    def link(folder: str, label: str) -> str:
+        manifest = Path(folder) / "manifest.json"
+        return f'<a href="{html.escape(manifest.as_uri())}">{html.escape(label)}</a>'
+
+    text = f"<p class=\"release\">Release {link(release['folder'], 'run ' + str(release['run_id']))}"
+    if release.get("previous_folder"):
+        text += f"; supersedes {link(release['previous_folder'], 'run ' + str(release['previous_release']))}"
+    return text + ".</p>"
 
 
 def _topsis_summary_table(inputs: ReportInputs) -> pd.DataFrame:

@@ -26,6 +26,9 @@ class PlanSummary:
         ``{release check name: passed}``.
     releasable : bool
         Whether the plan passes every release check.
+    release : dict or None
+        The release this plan's output was written as: ``run_id``, ``folder`` (of its manifest)
+        and ``previous_release`` / ``previous_folder`` (the release it supersedes, if any).
     """
 
     steps: list[dict]
@@ -34,6 +37,7 @@ class PlanSummary:
     topsis: pd.Series
     checks: dict
     releasable: bool
+    release: dict | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,77 @@
+"""Speed of SUDA2 (SPEC §3.8): prints seconds for sdcMicro's testdata and two synthetic sizes.
+
+Targets: testdata (4,580 records x 7 keys) under 1 s; 100,000 records x 8 keys under 60 s;
+1,000,000 records x 7 keys faster than sdcMicro's 18.9 s.
+
+The synthetic data are shaped like testdata: every key is drawn independently from its marginal
+distribution in testdata (keys urbrur, roof, walls, water, electcon, relat, sex; the 8-key set
+adds age, whose many values multiply the sample uniques, the costly case for SUDA). A last case
+with twelve equally likely values per key, where almost every record is unique, shows the worst
+case.
+
+Run: ``.venv/bin/python benchmarks/suda.py [--skip-million]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sdc_dagster.risk.suda import suda2
+
+TESTDATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "sdcmicro" / "testdata.csv"
+KEYS_7 = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
+KEYS_8 = [*KEYS_7, "age"]
+
+
+def synthetic_like(testdata: pd.DataFrame, keys: list[str], n: int, seed: int = 2024) -> pd.DataFrame:
+    """n records whose keys are drawn independently from testdata's marginal distributions."""
+    rng = np.random.default_rng(seed)
+    columns = {}
+    for key in keys:
+        shares = testdata[key].value_counts(normalize=True)
+        columns[key] = rng.choice(shares.index.to_numpy(), size=n, p=shares.to_numpy())
+    return pd.DataFrame(columns)
+
+
+def timed(data: pd.DataFrame, keys: list[str]) -> tuple[float, pd.DataFrame]:
+    start = time.perf_counter()
+    result = suda2(data, keys)
+    return time.perf_counter() - start, result
+
+
+def report(label: str, data: pd.DataFrame, keys: list[str], target: str) -> None:
+    seconds, result = timed(data, keys)
+    n_scored = int((result["score"] > 0).sum())
+    print(
+        f"{label:<28} {len(data):>9,} records x {len(keys)} keys: {seconds:8.2f} s "
+        f"({n_scored:,} records with a positive score; target {target})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip-million", action="store_true", help="skip the 1,000,000-record case")
+    args = parser.parse_args()
+
+    testdata = pd.read_csv(TESTDATA)
+    report("sdcMicro testdata", testdata, KEYS_7, "< 1 s")
+    report("synthetic, 7 keys", synthetic_like(testdata, KEYS_7, 100_000), KEYS_7, "-")
+    report("synthetic, 8 keys (+age)", synthetic_like(testdata, KEYS_8, 100_000), KEYS_8, "< 60 s")
+    if not args.skip_million:
+        million = synthetic_like(testdata, KEYS_7, 1_000_000)
+        report("synthetic, 7 keys", million, KEYS_7, "< 18.9 s (sdcMicro)")
+        report("synthetic, 8 keys (+age)", synthetic_like(testdata, KEYS_8, 1_000_000), KEYS_8, "-")
+        # Worst case: twelve equally likely values per key make almost every record unique.
+        uniform = pd.DataFrame(
+            np.random.default_rng(7).integers(1, 13, size=(1_000_000, 7)), columns=KEYS_7
+        )
+        report("uniform, 12 values per key", uniform, KEYS_7, "-")
+
+
+if __name__ == "__main__":
+    main()

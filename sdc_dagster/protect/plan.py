@@ -1,0 +1,323 @@
+"""Protection plans: an ordered list of protection steps applied to a copy of the data (SPEC §8).
+
+A plan is a list of steps, each a mapping ``{"method": <name>, **parameters}`` (a function's own
+``method`` parameter, e.g. MDAV or individual ranking, is given as ``kind``), e.g.::
+
+    [{"method": "recode", "variable": "water", "mapping": {7: 5, 8: 5}},
+     {"method": "local_suppression", "k": 3},
+     {"method": "pram", "variable": "roof", "retention": 0.8}]
+
+:data:`PLAN_METHODS` maps every method name to the engine function that implements it; the
+function's keyword parameters are the step's parameters (the data, and for the suppression methods
+the plan's key variables, are supplied by :func:`apply_plan`). :func:`validate_plan` checks a plan
+before anything runs; :func:`apply_plan` runs it reproducibly: the seed of every random step is
+drawn from one :class:`numpy.random.SeedSequence` built from the plan's ``random_state`` and
+recorded, so the same plan and seed give byte-identical output.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.protect.microaggregation import microaggregation
+from sdc_dagster.protect.noise import add_noise
+from sdc_dagster.protect.pram import pram
+from sdc_dagster.protect.rank_swapping import rank_swap
+from sdc_dagster.protect.recode import bottom_coding, interval_recode, recode, top_coding
+from sdc_dagster.protect.rounding import rounding
+from sdc_dagster.protect.subsampling import subsample
+from sdc_dagster.protect.suppression import local_suppression, risk_suppression
+
+
+def remove_variables(data: pd.DataFrame, variables: Sequence[str]) -> pd.DataFrame:
+    """Drop variables before release: direct identifiers, or keys that became identifying (SPEC §8.1)."""
+    variables = require_columns(data, variables, role="variable")
+    return data.drop(columns=variables)
+
+
+PLAN_METHODS: dict[str, Callable[..., Any]] = {
+    "recode": recode,
+    "interval_recode": interval_recode,
+    "top_coding": top_coding,
+    "bottom_coding": bottom_coding,
+    "local_suppression": local_suppression,
+    "risk_suppression": risk_suppression,
+    "pram": pram,
+    "microaggregation": microaggregation,
+    "noise": add_noise,
+    "rank_swap": rank_swap,
+    "rounding": rounding,
+    "subsample": subsample,
+    "remove_variables": remove_variables,
+}
+
+# Expected kind of every step parameter. Kinds: "column" (one existing column), "columns" (a column
+# or a list of columns), "int", "number", "bool", "str", "mapping", "list", "matrix", or a tuple of
+# allowed string values.
+_PARAMETER_KINDS: dict[str, dict[str, Any]] = {
+    "recode": {"variable": "column", "mapping": "mapping", "groups": "list"},
+    "interval_recode": {"variable": "column", "breaks": "list", "labels": "list", "right": "bool"},
+    "top_coding": {"variable": "column", "value": "number", "replacement": "number"},
+    "bottom_coding": {"variable": "column", "value": "number", "replacement": "number"},
+    "local_suppression": {"keys": "columns", "k": "int", "importance": "columns"},
+    "risk_suppression": {
+        "keys": "columns", "risk": ("individual",), "threshold": "number", "weight": "column", "importance": "columns",
+    },
+    "pram": {
+        "variable": "column", "matrix": "matrix", "retention": "retention", "nearest": "int",
+        "invariant": "bool", "categories": "list",
+    },
+    "microaggregation": {"columns": "columns", "k": "int", "kind": ("mdav", "individual_ranking")},
+    "noise": {
+        "columns": "columns", "amount": "number", "kind": ("additive", "multiplicative", "correlated"),
+    },
+    "rank_swap": {"columns": "columns", "p": "number"},
+    "rounding": {
+        "columns": "columns", "base": "number", "kind": ("deterministic", "random"), "probability_up": "number",
+    },
+    "subsample": {"fraction": "number"},
+    "remove_variables": {"variables": "columns"},
+}
+# A step's "method" names the protection method, so a function's own ``method`` parameter (the
+# variant: MDAV or individual ranking, additive or multiplicative noise, ...) is given as "kind".
+_VARIANT = "kind"
+# Parameters supplied by apply_plan, never by a step.
+_SUPPLIED = {"data", "random_state"}
+# Methods whose ``keys`` default to the plan's key variables.
+_KEYED = {"local_suppression", "risk_suppression"}
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """The protected data and the record of every step applied.
+
+    Attributes
+    ----------
+    data : the protected frame.
+    steps : one dict per step: ``method``, ``parameters`` (every parameter, defaults included),
+        ``random_state`` (the integer seed used, None for deterministic steps), ``records_before``,
+        ``records_after``, ``values_changed`` and ``values_suppressed`` ({column: count}) and
+        ``columns_removed``.
+    artifacts : objects produced by steps, e.g. ``{"pram:<column>": transition matrix}``.
+    """
+
+    data: pd.DataFrame
+    steps: list[dict[str, Any]]
+    artifacts: dict[str, Any] = field(default_factory=dict)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+def _check_kind(where: str, name: str, value, kind, columns: set[str] | None) -> None:
+    def fail(expected: str):
+        raise SDCInputError(f"{where}: parameter {name!r} must be {expected}, got {value!r}")
+
+    if isinstance(kind, tuple):
+        if value not in kind:
+            fail("one of " + ", ".join(repr(v) for v in kind))
+    elif kind == "column":
+        if not isinstance(value, str):
+            fail("a column name")
+        if columns is not None and value not in columns:
+            raise SDCInputError(f"{where}: parameter {name!r} names column {value!r}, which is not in the data")
+    elif kind == "columns":
+        names = [value] if isinstance(value, str) else value
+        if not isinstance(names, (list, tuple)) or not names or not all(isinstance(c, str) for c in names):
+            fail("a column name or a non-empty list of column names")
+        missing = [c for c in names if columns is not None and c not in columns]
+        if missing:
+            raise SDCInputError(f"{where}: parameter {name!r} names column {missing[0]!r}, which is not in the data")
+    elif kind == "int":
+        if not isinstance(value, Integral) or isinstance(value, bool):
+            fail("an integer")
+    elif kind == "number":
+        if not _is_number(value):
+            fail("a number")
+    elif kind == "bool":
+        if not isinstance(value, (bool, np.bool_)):
+            fail("true or false")
+    elif kind == "mapping":
+        if not isinstance(value, Mapping):
+            fail("a mapping")
+    elif kind == "list":
+        if not isinstance(value, (list, tuple)):
+            fail("a list")
+    elif kind == "matrix":
+        if not isinstance(value, (Mapping, pd.DataFrame)):
+            fail("a transition matrix (a DataFrame, or a mapping from category to {category: probability})")
+    elif kind == "retention":
+        if not (_is_number(value) or isinstance(value, Mapping)):
+            fail("a probability or a mapping category -> probability")
+
+
+def validate_plan(steps: Sequence[Mapping[str, Any]], *, columns: Sequence[str] | None = None) -> None:
+    """Check a plan without running it; raise :class:`SDCInputError` naming the step and the problem.
+
+    Parameters
+    ----------
+    steps : the plan, a list of mappings each with a ``method`` key.
+    columns : the data's columns; when given, every column a step names must exist at that point of
+        the plan (``remove_variables`` removes columns for the later steps).
+
+    Raises
+    ------
+    SDCInputError : "step <i> (<method>): ..." for an unknown method, an unknown or missing
+        parameter, or a parameter of the wrong type.
+    """
+    if isinstance(steps, (str, bytes, Mapping)) or not isinstance(steps, Sequence):
+        raise SDCInputError("plan: must be a list of steps, each a mapping with a 'method' key")
+    available = set(columns) if columns is not None else None
+    for index, step in enumerate(steps):
+        if not isinstance(step, Mapping):
+            raise SDCInputError(f"step {index}: must be a mapping with a 'method' key, got {step!r}")
+        method = step.get("method")
+        if method not in PLAN_METHODS:
+            raise SDCInputError(
+                f"step {index}: unknown method {method!r} (expected one of {', '.join(sorted(PLAN_METHODS))})"
+            )
+        where = f"step {index} ({method})"
+        signature = inspect.signature(PLAN_METHODS[method])
+        accepted = _step_parameters(signature)
+        params = {key: value for key, value in step.items() if key != "method"}
+        for name in params:
+            if name not in accepted:
+                raise SDCInputError(
+                    f"{where}: unknown parameter {name!r} (expected some of {', '.join(accepted)})"
+                )
+        for name, parameter in accepted.items():
+            required = parameter.default is inspect.Parameter.empty
+            if required and name not in params and not (name == "keys" and method in _KEYED):
+                raise SDCInputError(f"{where}: missing parameter {name!r}")
+        kinds = _PARAMETER_KINDS[method]
+        for name, value in params.items():
+            if value is None and accepted[name].default is None:
+                continue
+            _check_kind(where, name, value, kinds[name], available)
+        if method == "remove_variables" and available is not None:
+            removed = [params["variables"]] if isinstance(params["variables"], str) else params["variables"]
+            available -= set(removed)
+
+
+def _step_parameters(signature: inspect.Signature) -> dict[str, inspect.Parameter]:
+    """The parameters a step may give, by their step name (``method`` appears as "kind")."""
+    return {
+        (_VARIANT if name == "method" else name): parameter
+        for name, parameter in signature.parameters.items()
+        if name not in _SUPPLIED
+    }
+
+
+def _seed_sequence(random_state) -> np.random.SeedSequence:
+    if random_state is None:
+        return np.random.SeedSequence()
+    if isinstance(random_state, np.random.Generator):
+        return np.random.SeedSequence(int(random_state.integers(0, 2**63)))
+    if isinstance(random_state, Integral) and not isinstance(random_state, bool) and random_state >= 0:
+        return np.random.SeedSequence(int(random_state))
+    raise SDCInputError(f"random_state: must be a non-negative integer, a numpy Generator or None, got {random_state!r}")
+
+
+def _value_changes(before: pd.DataFrame, after: pd.DataFrame) -> tuple[dict[str, int], dict[str, int]]:
+    """Per column shared by both frames (rows aligned on the index): values changed, values newly missing."""
+    rows = before.index.intersection(after.index)
+    changed, suppressed = {}, {}
+    for column in before.columns.intersection(after.columns):
+        old, new = before.loc[rows, column], after.loc[rows, column]
+        old_missing, new_missing = old.isna().to_numpy(), new.isna().to_numpy()
+        both = ~old_missing & ~new_missing
+        differs = np.zeros(len(rows), dtype=bool)
+        differs[both] = old.to_numpy()[both] != new.to_numpy()[both]
+        n_suppressed = int((new_missing & ~old_missing).sum())
+        n_changed = int(differs.sum()) + n_suppressed + int((old_missing & ~new_missing).sum())
+        if n_changed:
+            changed[str(column)] = n_changed
+        if n_suppressed:
+            suppressed[str(column)] = n_suppressed
+    return changed, suppressed
+
+
+def apply_plan(
+    data: pd.DataFrame,
+    steps: Sequence[Mapping[str, Any]],
+    *,
+    keys: Sequence[str],
+    random_state=None,
+) -> PlanResult:
+    """Apply the steps of a protection plan in order to a copy of ``data`` (SPEC §8).
+
+    Parameters
+    ----------
+    data : the microdata; not modified.
+    steps : the plan (validated first with :func:`validate_plan`).
+    keys : the categorical key variables (quasi-identifiers); the default ``keys`` of the
+        local_suppression and risk_suppression steps (those still present at that step).
+    random_state : int seed, numpy Generator or None. Step i that is random receives the integer
+        seed ``SeedSequence(random_state).spawn(len(steps))[i].generate_state(1)[0]``.
+
+    Returns
+    -------
+    :class:`PlanResult` with the protected data, the record of every step and the artifacts.
+    """
+    validate_plan(steps, columns=list(data.columns))
+    keys = require_columns(data, keys, role="key variable")
+    children = _seed_sequence(random_state).spawn(len(steps))
+    current = data
+    records, artifacts = [], {}
+    for index, (step, child) in enumerate(zip(steps, children)):
+        method = step["method"]
+        function = PLAN_METHODS[method]
+        signature = inspect.signature(function)
+        params = {key: value for key, value in step.items() if key != "method"}
+        if _VARIANT in params:
+            params["method"] = params.pop(_VARIANT)
+        if method in _KEYED and "keys" not in params:
+            params["keys"] = [key for key in keys if key in current.columns]
+        seed = None
+        deterministic = method == "rounding" and params.get("method", "deterministic") == "deterministic"
+        if "random_state" in signature.parameters and not deterministic:
+            seed = int(child.generate_state(1, dtype=np.uint32)[0])
+            params["random_state"] = seed
+        bound = signature.bind(current, **params)
+        bound.apply_defaults()
+        try:
+            output = function(*bound.args, **bound.kwargs)
+        except SDCInputError as error:
+            raise SDCInputError(f"step {index} ({method}): {error}") from error
+        artifact = None
+        if not isinstance(output, pd.DataFrame):
+            artifact = output
+            output = output.data
+        changed, suppressed = _value_changes(current, output)
+        parameters = {
+            (_VARIANT if name == "method" else name): value
+            for name, value in bound.arguments.items()
+            if name not in _SUPPLIED
+        }
+        records.append(
+            {
+                "method": method,
+                "parameters": parameters,
+                "random_state": seed,
+                "records_before": len(current),
+                "records_after": len(output),
+                "values_changed": changed,
+                "values_suppressed": suppressed,
+                "columns_removed": [str(c) for c in current.columns.difference(output.columns)],
+            }
+        )
+        if method == "pram" and artifact is not None:
+            artifacts[f"pram:{params['variable']}"] = artifact.matrix
+        current = output
+    if current is data:
+        current = data.copy()
+    return PlanResult(data=current, steps=records, artifacts=artifacts)

@@ -1,0 +1,535 @@
+"""SUDA2: minimal sample uniques and the SUDA / DIS-SUDA scores (SPEC §3.8).
+
+A minimal sample unique (MSU) of a record is a set of its key values that no other record shares
+while every proper subset is shared by some other record. SUDA scores a record by the number and
+the size of its MSUs; DIS-SUDA turns the score into a probability that a sample unique is also a
+population unique, using the sampling fraction.
+
+The numbers are those of sdcMicro's ``suda2`` (R package sdcMicro 5.8, ``R/suda2.R`` and
+``src/Suda2.h``), which the golden files under ``tests/data/sdcmicro/golden`` record. sdcMicro
+finds the MSUs with the recursive SUDA2 search; here they are found by a vectorised sweep over
+the lattice of key subsets:
+
+1. every key is turned into integer codes, and records with the same full key are collapsed into
+   one combination with its frequency (only combinations of frequency 1, the sample uniques, can
+   have MSUs);
+2. for every key subset S, size by size, a bincount over the combinations gives each sample
+   unique's frequency on S, so "unique on S" is one boolean row per subset;
+3. S is an MSU of a record when the record is unique on S and on none of the subsets S minus one
+   key (uniqueness is monotone, so the immediate subsets suffice). A record all of whose subsets
+   of one size are unique has no larger MSU and leaves the sweep.
+
+Nothing loops over records in Python; the loops run over key subsets (2^m - 1 of them).
+
+Where sdcMicro's code departs from the plain definitions, its behaviour is reproduced (each point
+checked against sdcMicro's C++ compiled stand-alone, see tests/risk/test_suda.py):
+
+- one or two keys are padded with constant columns to three (weights and DIS use K = 3);
+- the ``missing`` code (and NA) never enters an MSU but counts as a value of the full key;
+- weights: an MSU of size s weighs (K - s)!, i.e. SPEC §3.8's prod_{u=s}^{M} (K - u) with its
+  upper limit M capped at K - 1 (taken literally with M = K it would be 0 for every size);
+- DIS uses single-precision intermediates and sdcMicro's unique count, which counts only records
+  alone in their 16-bit hash bucket (NaN when that count is 0 while some score is positive);
+- "correlated" items (a key value held by exactly the records of an earlier key's value) are
+  credited in the contributions as sdcMicro credits them (see ``_sdcmicro_base_keys``); scores
+  are unaffected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from itertools import combinations
+from math import factorial, prod
+
+import numpy as np
+import pandas as pd
+
+from sdc_dagster.errors import SDCInputError, require_columns
+
+# sdcMicro's C++ search needs at least three variables; its R wrapper pads one or two keys with
+# constant columns, which changes the score weights and the DIS exponent (both depend on the
+# number of columns), so the padding is reproduced.
+_SDCMICRO_MIN_COLUMNS = 3
+# sdcMicro buckets records by a 16-bit rolling hash of their key values; see _records_alone_in_hash_bucket.
+_HASH_MASK = 0xFFFF
+_INT32 = np.iinfo(np.int32)
+# Mixed-radix codes are re-densified once the code space exceeds this many slots per record,
+# so bincount arrays stay proportional to the data.
+_CODE_SPACE_PER_ROW = 4
+_MIN_CODE_SPACE = 1 << 16
+# Bound on the cells of one size's boolean "unique on S" matrix (subsets x sample uniques); up to
+# five such matrices (this size's and the previous size's) are alive at once, about 1.5 GB.
+_MAX_LEVEL_CELLS = 300_000_000
+
+
+def suda2(
+    data: pd.DataFrame,
+    keys: Sequence[str],
+    *,
+    dis_fraction: float = 0.01,
+    missing: int = -999,
+    max_size: int | None = None,
+    original_scores: bool = True,
+) -> pd.DataFrame:
+    """SUDA and DIS-SUDA scores of every record, with each key's share of the score (SPEC §3.8).
+
+    Implements sdcMicro's ``suda2(data, variables=keys, missing=missing, DisFraction=dis_fraction,
+    original_scores=original_scores)`` (the ``score``, ``disScore`` and ``contributionPercent``
+    parts of its result).
+
+    An MSU of size s among K key columns (K >= 3: sdcMicro pads one or two keys with constant
+    columns) scores ``prod_{u=s}^{min(M, K-1)} (K - u)`` with M the largest MSU size searched
+    (SPEC §3.8's formula; with the default M = K this is sdcMicro's ``(K - s)!``, an MSU of all K
+    keys scoring 1). With ``original_scores=False`` the weight is sdcMicro's IHSN variant
+    ``(2^(K-s) - 1) * s! (K-s)! / K!`` whatever M. A record's score is the sum of its MSUs'
+    weights; a key's contribution is the summed weight of the record's MSUs that contain the key,
+    divided by the score (0 when the score is 0), except that values held by exactly the records
+    of an earlier key's value are credited as sdcMicro credits them (module notes). Contributions
+    of one record can sum to more than 1, since an MSU counts for each of its keys.
+
+    DIS-SUDA (sdcMicro's formula, with its single-precision arithmetic):
+    ``dis = 1 / (1 + (U/D - U) / (score^q * sum_j score_j^-q))`` for records with a positive
+    score (0 otherwise), where ``q = 1 + (8 - K) / 20``, ``D = U f / (U f + P (1 - f))``,
+    f = ``dis_fraction``, P the number of records whose full key occurs exactly twice, and U
+    sdcMicro's count of sample uniques, which counts only records alone in their 16-bit hash
+    bucket (``U/D - U`` equals ``P (1 - f) / f`` whenever U > 0, so this affects rounding only;
+    U = 0 with positive scores gives NaN, as in sdcMicro).
+
+    Parameters
+    ----------
+    data : DataFrame
+        The microdata; not modified.
+    keys : sequence of str
+        The categorical key variables (at least one). Numeric keys must hold integer codes
+        (within the 32-bit range, as sdcMicro stores them as C ints); booleans count as 0/1;
+        categoricals use their category position + 1 and other text columns the position of the
+        value among the sorted distinct values + 1 (R's factor codes).
+    dis_fraction : float
+        Sampling fraction f in (0, 1] (sdcMicro's ``DisFraction``, computed in single precision).
+    missing : int
+        The code for a missing value (sdcMicro's ``missing``). Pandas NA / NaN in a key is
+        replaced by this code; a key value equal to it never enters an MSU but still takes part
+        in the full-key comparison (two records missing the same key match there).
+    max_size : int, optional
+        Largest MSU size searched, 1..number of keys (default: the number of keys, as sdcMicro,
+        which has no such option).
+    original_scores : bool
+        sdcMicro's ``original_scores``: True for Elliot et al.'s weights, False for the IHSN ones.
+
+    Returns
+    -------
+    DataFrame
+        Indexed like ``data``: ``score`` (float), ``dis_score`` (float) and one column
+        ``"<key>_contribution"`` per key (share of the score, in [0, 1]).
+
+    References
+    ----------
+    Elliot, Manning, Ford (2002), "A computational algorithm for handling the special uniques
+    problem", IJUFKS 10(5). Manning, Haglin, Keane (2008), "A recursive search algorithm for
+    statistical disclosure assessment", Data Min. Knowl. Disc. 16. sdcMicro ``suda2``
+    (R/suda2.R, src/Suda2.h).
+    """
+    keys = require_columns(data, keys, role="key variable")
+    if not keys:
+        raise SDCInputError("key variables: the selection is empty; name at least one key column")
+    if len(set(keys)) != len(keys):
+        raise SDCInputError(f"key variables: {keys} names a column more than once")
+    fraction = _check_dis_fraction(dis_fraction)
+    missing = _check_missing(missing)
+    max_size = _check_max_size(max_size, len(keys))
+    if not isinstance(original_scores, (bool, np.bool_)):
+        raise SDCInputError(f"original_scores: must be True or False, got {original_scores!r}")
+
+    values = np.column_stack([_sdcmicro_codes(data[k], k, missing) for k in keys])
+    n_keys = len(keys)
+    n_columns = max(n_keys, _SDCMICRO_MIN_COLUMNS)
+    if n_columns > n_keys:
+        values = np.hstack([values, np.ones((len(data), n_columns - n_keys), dtype=np.int64)])
+
+    contribution_names = [f"{k}_contribution" for k in keys]
+    if len(data) == 0:
+        empty = {"score": [], "dis_score": [], **{c: [] for c in contribution_names}}
+        return pd.DataFrame(empty, index=data.index, dtype="float64")
+
+    weights = _msu_weights(n_columns, max_size, bool(original_scores))
+    full_keys = _full_key_combinations(values[:, :n_keys])
+    score, contribution = _msu_scores(values[:, :n_keys], values[:, :n_keys] == missing, weights, full_keys)
+    combination, frequency, _ = full_keys
+    records_in_pairs = int(np.count_nonzero(frequency[combination] == 2))
+    dis_score = _dis_scores(score, values, records_in_pairs, fraction)
+
+    result = pd.DataFrame({"score": score, "dis_score": dis_score}, index=data.index)
+    for j, name in enumerate(contribution_names):
+        result[name] = contribution[:, j]
+    return result
+
+
+def suda2_attribute_contributions(scores: pd.DataFrame) -> pd.DataFrame:
+    """Each key's share of the total SUDA score, in percent (sdcMicro's ``attribute_contributions``).
+
+    SPEC §3.8. ``100 * sum_i contribution_ij * score_i / sum_i score_i`` for every key j; the
+    shares sum to more than 100 when MSUs hold several keys. NaN when every score is 0.
+
+    Parameters
+    ----------
+    scores : DataFrame
+        A result of :func:`suda2` (columns ``score`` and ``"<key>_contribution"``).
+
+    Returns
+    -------
+    DataFrame
+        One row per key, in the order of the columns: ``variable`` and ``contribution`` (percent).
+
+    References
+    ----------
+    sdcMicro ``suda2`` (R/suda2.R, ``res$attribute_contributions``).
+    """
+    suffix = "_contribution"
+    columns = [c for c in scores.columns if isinstance(c, str) and c.endswith(suffix)]
+    if "score" not in scores.columns or not columns:
+        raise SDCInputError(
+            "scores: expected a suda2 result with a 'score' column and '<key>_contribution' columns"
+        )
+    score = scores["score"].to_numpy(dtype="float64")
+    total = score.sum()
+    weighted = scores[columns].to_numpy(dtype="float64") * score[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        percent = 100.0 * weighted.sum(axis=0) / total
+    return pd.DataFrame({"variable": [c[: -len(suffix)] for c in columns], "contribution": percent})
+
+
+def _check_dis_fraction(dis_fraction) -> np.float32:
+    try:
+        value = float(dis_fraction)
+    except (TypeError, ValueError):
+        raise SDCInputError(f"dis_fraction: must be a number in (0, 1], got {dis_fraction!r}") from None
+    if not 0.0 < value <= 1.0:
+        raise SDCInputError(f"dis_fraction: the sampling fraction must be in (0, 1], got {dis_fraction!r}")
+    # sdcMicro keeps DisFraction in a C float; the DIS arithmetic is single precision.
+    return np.float32(value)
+
+
+def _check_missing(missing) -> int:
+    numeric = (int, np.integer, float, np.floating)
+    if isinstance(missing, (bool, np.bool_)) or not isinstance(missing, numeric):
+        raise SDCInputError(f"missing: the missing-value code must be an integer, got {missing!r}")
+    if not float(missing).is_integer() or not _INT32.min <= missing <= _INT32.max:
+        raise SDCInputError(f"missing: the missing-value code must be a 32-bit integer, got {missing!r}")
+    return int(missing)
+
+
+def _check_max_size(max_size, n_keys: int) -> int:
+    if max_size is None:
+        return n_keys
+    if isinstance(max_size, (bool, np.bool_)) or not isinstance(max_size, (int, np.integer)):
+        raise SDCInputError(f"max_size: must be an integer between 1 and {n_keys}, got {max_size!r}")
+    if not 1 <= max_size <= n_keys:
+        raise SDCInputError(f"max_size: must be between 1 and the number of keys ({n_keys}), got {max_size}")
+    return int(max_size)
+
+
+def _sdcmicro_codes(column: pd.Series, name: str, missing: int) -> np.ndarray:
+    """The integer codes sdcMicro's C++ sees for one key (R: as.numeric, NA -> missing, cast to int)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy(dtype=np.int64) + 1
+        return np.where(codes == 0, missing, codes)
+    if pd.api.types.is_bool_dtype(column.dtype):
+        if column.isna().any():
+            numbers = column.astype("float64").to_numpy(na_value=np.nan)
+        else:
+            return column.to_numpy(dtype=np.int64)
+    elif pd.api.types.is_numeric_dtype(column.dtype):
+        numbers = column.astype("float64").to_numpy(na_value=np.nan)
+    else:
+        is_na = column.isna().to_numpy()
+        present = column[~is_na]
+        try:
+            levels = np.sort(pd.unique(present.to_numpy()))
+        except TypeError:
+            raise SDCInputError(
+                f"key variable {name!r}: its values cannot be ordered into categories (mixed types)"
+            ) from None
+        codes = np.full(len(column), missing, dtype=np.int64)
+        codes[~is_na] = np.searchsorted(levels, present.to_numpy()) + 1
+        return codes
+    is_na = np.isnan(numbers)
+    present = numbers[~is_na]
+    if not np.all(np.isfinite(present)) or np.any(present != np.trunc(present)):
+        raise SDCInputError(
+            f"key variable {name!r}: numeric keys must hold integer category codes "
+            "(found a non-integer or infinite value)"
+        )
+    if present.size and (present.min() < _INT32.min or present.max() > _INT32.max):
+        raise SDCInputError(f"key variable {name!r}: category codes must fit in 32-bit integers")
+    codes = np.full(len(numbers), missing, dtype=np.int64)
+    codes[~is_na] = present.astype(np.int64)
+    return codes
+
+
+def _msu_weights(n_columns: int, max_size: int, original_scores: bool) -> np.ndarray:
+    """Score weight of an MSU of each size 1..max_size (index 0 unused)."""
+    weights = np.zeros(max_size + 1)
+    top = min(max_size, n_columns - 1)
+    for size in range(1, max_size + 1):
+        if original_scores:
+            weights[size] = prod(n_columns - u for u in range(size, top + 1))
+        else:
+            rest = n_columns - size
+            weights[size] = (2.0**rest - 1) * (factorial(size) * factorial(rest) / factorial(n_columns))
+    return weights
+
+
+def _dense(codes: np.ndarray) -> tuple[np.ndarray, int]:
+    """Codes renumbered 0..c-1 (hash-based, no sort), and c."""
+    dense, uniques = pd.factorize(codes)
+    return dense.astype(np.int64, copy=False), len(uniques)
+
+
+def _extend_code(
+    code: np.ndarray, space: int, column: np.ndarray, card: int, limit: int
+) -> tuple[np.ndarray, int]:
+    """Mixed-radix code of a combination extended by one dense code column, code space <= limit."""
+    if space * card > limit:
+        code, space = _dense(code)
+    code = code * card + column
+    space *= card
+    if space > limit:
+        code, space = _dense(code)
+    return code, space
+
+
+def _combination_codes(
+    columns: Sequence[np.ndarray], cards: Sequence[int], limit: int
+) -> tuple[np.ndarray, int]:
+    """One code per row for the combination of the given dense code columns, code space <= limit."""
+    code, space = np.zeros(len(columns[0]), dtype=np.int64), 1
+    for column, card in zip(columns, cards):
+        code, space = _extend_code(code, space, column, card, limit)
+    return code, space
+
+
+def _subset_codes(
+    key_codes: Sequence[np.ndarray],
+    key_cards: Sequence[int],
+    subsets: Sequence[tuple[int, ...]],
+    limit: int,
+) -> Iterator[tuple[np.ndarray, int]]:
+    """Yield (code, space) for every subset, given in lexicographic order.
+
+    Consecutive subsets share prefixes, so the codes of the current chain of prefixes are kept
+    and each subset costs about one multiply-add over the rows.
+    """
+    n = len(key_codes[0])
+    chain: list[tuple[np.ndarray, int]] = []
+    previous: tuple[int, ...] = ()
+    for subset in subsets:
+        shared = 0
+        while shared < min(len(chain), len(subset)) and subset[shared] == previous[shared]:
+            shared += 1
+        del chain[shared:]
+        for j in subset[shared:]:
+            code, space = chain[-1] if chain else (np.zeros(n, dtype=np.int64), 1)
+            chain.append(_extend_code(code, space, key_codes[j], key_cards[j], limit))
+        previous = subset
+        yield chain[-1]
+
+
+def _full_key_combinations(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct full keys: each record's combination, each combination's frequency and one of its records."""
+    n = len(values)
+    limit = max(_MIN_CODE_SPACE, _CODE_SPACE_PER_ROW * n)
+    key_codes, key_cards = zip(*(_dense(values[:, j]) for j in range(values.shape[1])))
+    full, _ = _combination_codes(key_codes, key_cards, limit)
+    combination, n_combinations = _dense(full)
+    frequency = np.bincount(combination, minlength=n_combinations)
+    representative = np.empty(n_combinations, dtype=np.int64)
+    # Any record can stand for its combination: they all carry the same key values.
+    representative[combination] = np.arange(n, dtype=np.int64)
+    return combination, frequency, representative
+
+
+def _sdcmicro_base_keys(
+    combo_codes: Sequence[np.ndarray],
+    key_cards: Sequence[int],
+    frequency: np.ndarray,
+    combo_missing: np.ndarray,
+    rows: np.ndarray,
+) -> np.ndarray:
+    """For each given combination and key j, the key sdcMicro credits for the record's value of j.
+
+    sdcMicro keeps one "item" per (key, value) held by at least two records and sets aside as
+    correlated any later item whose records are exactly those of an earlier item (e.g. a value of
+    a grouped copy of a key). MSUs are searched with the earlier (base) item only and multiplied
+    out; the scores count every MSU, but the contributions are credited unevenly (src/Suda2.h,
+    FindMsu): an MSU of three or more keys credits its weight to the base item's key in place of
+    the correlated item's, and of the two-key MSUs a correlated item takes part in, only the one
+    paired with the other key's base item credits it.
+
+    Returns the base key index for each of ``rows`` and each key (j itself when the record's
+    value of j is not a correlated item), shape (len(rows), n_keys).
+    """
+    n_keys = len(combo_codes)
+    limit = max(_MIN_CODE_SPACE, _CODE_SPACE_PER_ROW * len(frequency))
+    item_frequency = [
+        np.bincount(combo_codes[j], weights=frequency, minlength=key_cards[j])[combo_codes[j][rows]]
+        for j in range(n_keys)
+    ]
+    present = ~combo_missing[rows]
+    base = np.tile(np.arange(n_keys), (len(rows), 1))
+    for j in range(1, n_keys):
+        undecided = np.ones(len(rows), dtype=bool)
+        for i in range(j):
+            code, space = _combination_codes(
+                [combo_codes[i], combo_codes[j]], [key_cards[i], key_cards[j]], limit
+            )
+            together = np.bincount(code, weights=frequency, minlength=space)[code[rows]]
+            same_records = (
+                (together == item_frequency[i])
+                & (together == item_frequency[j])
+                & (item_frequency[j] >= 2)
+                & present[:, i]
+                & present[:, j]
+            )
+            first = undecided & same_records
+            base[first, j] = i
+            undecided &= ~same_records
+    return base
+
+
+def _msu_scores(
+    values: np.ndarray,
+    is_missing: np.ndarray,
+    weights: np.ndarray,
+    full_keys: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per record SUDA score and per-key contribution share from the MSUs up to len(weights)-1 keys."""
+    n, n_keys = values.shape
+    max_size = len(weights) - 1
+    _, record_frequency, representative = full_keys
+    frequency = record_frequency.astype(np.float64)
+    combo_values = values[representative]
+    key_codes, key_cards = zip(*(_dense(combo_values[:, j]) for j in range(n_keys)))
+    combo_limit = max(_MIN_CODE_SPACE, _CODE_SPACE_PER_ROW * len(frequency))
+
+    score = np.zeros(n)
+    contribution = np.zeros((n, n_keys))
+    # Only sample uniques (full-key frequency 1) can have MSUs.
+    unique_combos = np.flatnonzero(record_frequency == 1)
+    n_candidates = len(unique_combos)
+    if n_candidates == 0:
+        return score, contribution
+    bits = np.int64(1) << np.arange(n_keys, dtype=np.int64)
+    cand_missing = is_missing[representative[unique_combos]]
+    base = _sdcmicro_base_keys(key_codes, key_cards, frequency, is_missing[representative], unique_combos)
+    correlated_bits = ((base != np.arange(n_keys)) * bits).sum(axis=1)
+    has_correlated = bool(correlated_bits.any())
+
+    cand_score = np.zeros(n_candidates)
+    cand_contribution = np.zeros((n_candidates, n_keys))
+    # Positions (into the candidate arrays) still searched: a record all of whose subsets of one
+    # size are unique has no larger MSU (each larger subset contains a unique one).
+    active = np.arange(n_candidates)
+    previous_unique = None
+    previous_row = {}
+    for size in range(1, max_size + 1):
+        if len(active) == 0:
+            break
+        subsets = list(combinations(range(n_keys), size))
+        if len(active) * len(subsets) > _MAX_LEVEL_CELLS:
+            raise SDCInputError(
+                f"max_size: {len(active)} sample uniques x {len(subsets)} key subsets of size {size} "
+                "exceed the memory bound; lower max_size or use fewer keys"
+            )
+        masks = np.array([sum(1 << j for j in s) for s in subsets], dtype=np.int64)
+        rows_with = [np.flatnonzero(masks & (1 << j)) for j in range(n_keys)]
+        active_combos = unique_combos[active]
+        # One row per key subset, one column per active record: subsets are gathered as whole rows.
+        unique = np.empty((len(subsets), len(active)), dtype=bool)
+        for row, (code, space) in enumerate(_subset_codes(key_codes, key_cards, subsets, combo_limit)):
+            subset_frequency = np.bincount(code, weights=frequency, minlength=space)
+            unique[row] = subset_frequency[code[active_combos]] == 1
+        # A key whose value is the missing code never enters an MSU.
+        for j in range(n_keys):
+            missing_j = cand_missing[active, j]
+            if missing_j.any():
+                unique[rows_with[j]] &= ~missing_j
+
+        minimal = unique.copy()
+        if previous_unique is not None:
+            previous_shared = ~previous_unique
+            for row, mask in enumerate(masks):
+                for j in subsets[row]:
+                    parent = previous_row[int(mask) ^ (1 << j)]
+                    np.logical_and(minimal[row], previous_shared[parent], out=minimal[row])
+        cand_score[active] += np.count_nonzero(minimal, axis=0) * weights[size]
+
+        # Contributions as sdcMicro credits them (see _sdcmicro_base_keys): a two-key MSU credits
+        # both keys unless both values are correlated items (sdcMicro then credits each of them
+        # once only, through the MSU with the other's base item); a larger MSU credits the base
+        # key of each of its values.
+        credited = minimal
+        if size == 2 and has_correlated:
+            credited = minimal & ((masks[:, None] & correlated_bits[active][None, :]) != masks[:, None])
+        counter = np.uint16 if len(rows_with[0]) < np.iinfo(np.uint16).max else np.int64
+        for j in range(n_keys):
+            msu_count = np.zeros(len(active), dtype=counter)
+            for row in rows_with[j]:
+                msu_count += credited[row]
+            credit = msu_count * weights[size]
+            if size >= 3 and has_correlated:
+                cand_contribution[active, base[active, j]] += credit
+            else:
+                cand_contribution[active, j] += credit
+
+        still_open = ~unique.all(axis=0)
+        if still_open.all():
+            previous_unique = unique
+        else:
+            active = active[still_open]
+            # Row-major again: boolean column selection returns a column-major copy.
+            previous_unique = np.ascontiguousarray(unique[:, still_open])
+        previous_row = {int(m): r for r, m in enumerate(masks)}
+
+    scored = cand_score > 0
+    cand_contribution[scored] /= cand_score[scored, None]
+    rows = representative[unique_combos]
+    score[rows] = cand_score
+    contribution[rows] = cand_contribution
+    return score, contribution
+
+
+def _records_alone_in_hash_bucket(values: np.ndarray) -> int:
+    """sdcMicro's count of sample uniques: records alone in their 16-bit key-hash bucket.
+
+    sdcMicro's duplicate scan counts a unique record only when no other record shares its hash
+    bucket (uniques in shared buckets are missed), and the DIS formula uses that count.
+    """
+    bucket = np.zeros(len(values), dtype=np.int64)
+    for j in range(values.shape[1]):
+        carry = (bucket >> 15) & 1
+        bucket = ((bucket << 1) + values[:, j] + carry) & _HASH_MASK
+    occupancy = np.bincount(bucket, minlength=_HASH_MASK + 1)
+    return int(np.count_nonzero(occupancy[bucket] == 1))
+
+
+def _dis_scores(
+    score: np.ndarray, values: np.ndarray, records_in_pairs: int, fraction: np.float32
+) -> np.ndarray:
+    """DIS-SUDA per record from the SUDA scores, in sdcMicro's mixed single/double precision.
+
+    ``values`` are the columns sdcMicro hashes (keys plus padding); ``records_in_pairs`` is the
+    number of records whose full key occurs exactly twice.
+    """
+    n_columns = values.shape[1]
+    pairs = np.float32(records_in_pairs)
+    uniques = np.float32(_records_alone_in_hash_bucket(values))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dis = uniques * fraction / (uniques * fraction + pairs * (np.float32(1) - fraction))
+        excess = float(uniques / dis - uniques)
+    exponent = float(np.float32(1) + (np.float32(8) - np.float32(n_columns)) / np.float32(20))
+    positive = score > 0
+    powered = np.power(score[positive], exponent)
+    adjustment = np.sum(1.0 / powered)
+    result = np.zeros(len(score))
+    result[positive] = 1.0 / (1.0 + excess / (powered * adjustment))
+    return result

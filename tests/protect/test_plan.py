@@ -1,0 +1,103 @@
+"""Protection plans (SPEC §8): validation messages, reproducibility, recorded seeds and counts."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdc_dagster.errors import SDCInputError
+from sdc_dagster.protect import PLAN_METHODS, apply_plan, local_suppression, validate_plan
+
+DATA = Path(__file__).parents[1] / "data" / "sdcmicro"
+KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
+PLAN = [
+    {"method": "recode", "variable": "water", "mapping": {7: 5, 8: 5, 9: 5}},
+    {"method": "local_suppression", "k": 3},
+    {"method": "pram", "variable": "hhcivil", "retention": 0.8},
+    {"method": "microaggregation", "columns": ["expend", "income", "savings"], "k": 3},
+    {"method": "noise", "columns": ["age"], "amount": 0.1},
+    {"method": "rank_swap", "columns": ["household_weights"], "p": 5},
+    {"method": "rounding", "columns": ["age"], "base": 5},
+    {"method": "top_coding", "variable": "age", "value": 80, "replacement": 80},
+    {"method": "remove_variables", "variables": ["ori_hid"]},
+    {"method": "subsample", "fraction": 0.5},
+]
+
+
+@pytest.fixture(scope="module")
+def testdata():
+    return pd.read_csv(DATA / "testdata.csv")
+
+
+def test_registry_names():
+    assert set(PLAN_METHODS) == {
+        "recode", "interval_recode", "top_coding", "bottom_coding", "local_suppression", "risk_suppression",
+        "pram", "microaggregation", "noise", "rank_swap", "rounding", "subsample", "remove_variables",
+    }
+
+
+def test_plan_is_reproducible_byte_for_byte_and_records_steps(testdata):
+    before = testdata.copy()
+    a = apply_plan(testdata, PLAN, keys=KEYS, random_state=2024)
+    b = apply_plan(testdata, PLAN, keys=KEYS, random_state=2024)
+    pd.testing.assert_frame_equal(testdata, before)
+    pd.testing.assert_frame_equal(a.data, b.data)
+    assert a.steps == b.steps
+    assert not a.data.equals(apply_plan(testdata, PLAN, keys=KEYS, random_state=2025).data)
+    seeds = [s["random_state"] for s in a.steps]
+    random_steps = {"pram", "noise", "rank_swap", "subsample"}
+    assert all((seed is not None) == (s["method"] in random_steps) for seed, s in zip(seeds, a.steps))
+    assert len({s for s in seeds if s is not None}) == len(random_steps)
+    # every parameter recorded, defaults included; the variant of a method is called "kind"
+    micro = a.steps[3]
+    assert micro["parameters"] == {"columns": ["expend", "income", "savings"], "k": 3, "kind": "mdav"}
+    assert a.steps[1]["parameters"]["keys"] == KEYS
+    # counts: the suppression step equals running local suppression alone on the recoded data
+    recoded = testdata.assign(water=testdata["water"].replace({7: 5, 8: 5, 9: 5}))
+    alone = local_suppression(recoded, KEYS, k=3)
+    expected = {k: int(alone[k].isna().sum()) for k in KEYS if alone[k].isna().any()}
+    assert a.steps[1]["values_suppressed"] == expected == a.steps[1]["values_changed"]
+    assert a.steps[0]["values_changed"] == {"water": int(testdata["water"].isin([7, 8, 9]).sum())}
+    assert a.steps[-2]["columns_removed"] == ["ori_hid"] and "ori_hid" not in a.data.columns
+    assert a.steps[-1]["records_before"] == 4580 and a.steps[-1]["records_after"] == len(a.data) == 2290
+    matrix = a.artifacts["pram:hhcivil"]
+    assert np.allclose(matrix.sum(axis=1), 1.0) and np.allclose(np.diag(matrix), 0.8)
+
+
+def test_step_seed_derived_from_seed_sequence(testdata):
+    result = apply_plan(testdata, [{"method": "noise", "columns": ["age"]}], keys=KEYS, random_state=7)
+    seed = int(np.random.SeedSequence(7).spawn(1)[0].generate_state(1, dtype=np.uint32)[0])
+    assert result.steps[0]["random_state"] == seed
+    from sdc_dagster.protect import add_noise
+
+    pd.testing.assert_frame_equal(result.data, add_noise(testdata, ["age"], random_state=seed))
+
+
+@pytest.mark.parametrize(
+    "steps, message",
+    [
+        ([{"method": "shuffle"}], r"step 0: unknown method 'shuffle'"),
+        ([{"variable": "water"}], r"step 0: unknown method None"),
+        ([{"method": "recode", "variable": "water", "mapping": {1: 2}, "colour": 1}], r"step 0 \(recode\): unknown parameter 'colour'"),
+        ([{"method": "local_suppression"}, {"method": "top_coding", "variable": "age", "value": 80}],
+         r"step 1 \(top_coding\): missing parameter 'replacement'"),
+        ([{"method": "local_suppression", "k": "3"}], r"step 0 \(local_suppression\): parameter 'k' must be an integer"),
+        ([{"method": "noise", "columns": ["age"], "kind": "uniform"}], r"parameter 'kind' must be one of"),
+        ([{"method": "pram", "variable": "nope", "retention": 0.8}], r"names column 'nope'"),
+        ([{"method": "remove_variables", "variables": "age"}, {"method": "noise", "columns": ["age"]}],
+         r"step 1 \(noise\): parameter 'columns' names column 'age'"),
+        ([{"method": "recode", "variable": "water", "mapping": [1, 2]}], r"parameter 'mapping' must be a mapping"),
+        ("local_suppression", r"plan: must be a list"),
+    ],
+)
+def test_validation_names_step_key_and_expectation(testdata, steps, message):
+    with pytest.raises(SDCInputError, match=message):
+        validate_plan(steps, columns=list(testdata.columns))
+
+
+def test_errors_inside_a_step_name_the_step(testdata):
+    with pytest.raises(SDCInputError, match=r"step 0 \(recode\): .*none of the categories"):
+        apply_plan(testdata, [{"method": "recode", "variable": "water", "mapping": {99: 1}}], keys=KEYS)
+    with pytest.raises(SDCInputError, match="random_state"):
+        apply_plan(testdata, PLAN[:1], keys=KEYS, random_state="x")

@@ -1,0 +1,131 @@
+"""Targeted record swapping (SPEC §8.10, sdcMicro recordSwap semantics)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sdc_dagster.census import generate_census
+from sdc_dagster.errors import SDCInputError
+from sdc_dagster.protect import targeted_record_swap
+
+ARGS = dict(
+    hid="household_id",
+    hierarchy=["region", "cell_id"],
+    similar=[["household_size"]],
+    risk_variables=["sex", "age_group"],
+)
+
+
+def small_population():
+    """Region R1 (cell c1): five 65+-less singles and one single aged 65+; region R2 (cell c2): five singles."""
+    rows = [("R1", "c1", 2)] * 5 + [("R1", "c1", 3)] + [("R2", "c2", 2)] * 5
+    frame = pd.DataFrame(rows, columns=["region", "cell_id", "age_group"])
+    frame["household_id"] = np.arange(len(frame)) + 100
+    frame["household_size"] = 1
+    frame["sex"] = 1
+    return frame
+
+
+def test_hand_example_risky_household_is_swapped_across_regions():
+    data = small_population()
+    before = data.copy()
+    result = targeted_record_swap(data, **ARGS, swaprate=0.0, k_anonymity=3, random_state=1)
+    pd.testing.assert_frame_equal(data, before)
+    # the 65+ single is unique in its region (count 1 < 3): at risk at the top level, and the only
+    # risky household; with swap rate 0 it is the only one sampled; its donor is a single in R2.
+    assert result.n_risky_households == 1
+    assert result.n_swapped_households == 2
+    assert result.n_unmatched_households == 0
+    out = result.data
+    old = out[data["age_group"] == 3]
+    assert old["region"].tolist() == ["R2"] and old["cell_id"].tolist() == ["c2"]
+    donor = result.swapped_with.loc[105]
+    assert 106 <= donor <= 110
+    assert out.loc[data["household_id"] == donor, "region"].tolist() == ["R1"]
+    assert result.swapped_with.loc[donor] == 105
+    # persons per area are unchanged (equal-size households exchanged)
+    assert out.groupby("region").size().to_dict() == {"R1": 6, "R2": 5}
+
+
+def test_k_anonymity_zero_and_swaprate_only():
+    data = generate_census(20_000, random_state=3, region_km=5)
+    data = data[data["resident"]].reset_index(drop=True)
+    n_households = data["household_id"].nunique()
+    result = targeted_record_swap(data, **ARGS, swaprate=0.1, k_anonymity=0, random_state=2)
+    assert result.n_risky_households == 0
+    n_swaps = n_households * 0.1 / 2
+    assert result.n_swapped_households in {2 * int(np.floor(n_swaps)), 2 * int(np.ceil(n_swaps))}
+
+
+@pytest.fixture(scope="module")
+def census():
+    data = generate_census(40_000, random_state=11, region_km=5)
+    return data[data["resident"]].reset_index(drop=True)
+
+
+def check_swap_invariants(original, result):
+    out = result.data
+    assert out.index.equals(original.index)
+    # only the geography changed
+    others = [c for c in original.columns if c not in ("region", "cell_id")]
+    pd.testing.assert_frame_equal(out[others], original[others])
+    # whole households move: still one cell per household
+    assert (out.groupby("household_id", observed=True)["cell_id"].nunique() == 1).all()
+    # persons and households per area at every level are kept (donors match household size)
+    for level in (["region"], ["region", "cell_id"]):
+        for what in ("size", "nunique"):
+            a = original.groupby(level, observed=True)["household_id"].agg(what)
+            b = out.groupby(level, observed=True)["household_id"].agg(what)
+            pd.testing.assert_series_equal(a, b.reindex(a.index))
+    # pairs are symmetric and never within the same cell
+    partner = result.swapped_with
+    moved = partner[partner.index != partner.to_numpy()]
+    assert (partner.loc[moved.to_numpy()].to_numpy() == moved.index.to_numpy()).all()
+    first = original.groupby("household_id", observed=True)[["region", "cell_id"]].first()
+    first = first.astype(str)
+    assert (first.loc[moved.index, "cell_id"].to_numpy() != first.loc[moved.to_numpy(), "cell_id"].to_numpy()).all()
+    assert len(moved) == result.n_swapped_households
+
+
+def test_census_swap_invariants_and_reproducibility(census):
+    result = targeted_record_swap(census, **ARGS, swaprate=0.05, k_anonymity=3, random_state=5)
+    check_swap_invariants(census, result)
+    assert result.n_risky_households > 0
+    assert result.n_swapped_households >= 0.05 * census["household_id"].nunique() - 2
+    again = targeted_record_swap(census, **ARGS, swaprate=0.05, k_anonymity=3, random_state=5)
+    pd.testing.assert_frame_equal(result.data, again.data)
+
+
+def test_households_at_risk_in_a_region_leave_the_region(census):
+    risk = ["sex", "age_group", "household_size"]
+    result = targeted_record_swap(
+        census, **{**ARGS, "risk_variables": risk}, swaprate=0.0, k_anonymity=3, random_state=8
+    )
+    counts = census.groupby(["region", *risk], observed=True)["person_id"].transform("size")
+    risky_in_region = census.loc[counts < 3, "household_id"].unique()
+    partner = result.swapped_with.loc[risky_in_region]
+    swapped = partner[partner.index != partner.to_numpy()]
+    assert len(swapped) > 0
+    region = census.groupby("household_id", observed=True)["region"].first().astype(str)
+    assert (region.loc[swapped.index].to_numpy() != region.loc[swapped.to_numpy()].to_numpy()).all()
+
+
+def test_bad_input_names_the_column(census):
+    broken = census.copy()
+    broken.loc[broken.index[:2], "household_id"] = broken["household_id"].iloc[5000]
+    with pytest.raises(SDCInputError, match="region|cell_id"):
+        targeted_record_swap(broken, **ARGS)
+    with pytest.raises(SDCInputError, match="swaprate"):
+        targeted_record_swap(census, **ARGS, swaprate=1.5)
+    with pytest.raises(SDCInputError, match="nuts9"):
+        targeted_record_swap(census, **{**ARGS, "hierarchy": ["nuts9"]})
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), rate=st.floats(0.0, 0.3), k=st.integers(0, 4))
+def test_swap_invariants_property(census, seed, rate, k):
+    sample = census[census["region"].isin(census["region"].cat.categories[:4])].reset_index(drop=True)
+    result = targeted_record_swap(sample, **ARGS, swaprate=rate, k_anonymity=k, random_state=seed)
+    check_swap_invariants(sample, result)
