@@ -374,8 +374,13 @@ def grid_region_sensor(context: SensorEvaluationContext) -> SensorResult:
     )
 
 
+census_swap_job = define_asset_job(
+    "census_swap_job",
+    selection=AssetSelection.assets(census_swapped),
+    description="Targeted record swapping across every region (after the regions' runs).",
+)
+
 GRID_ASSETS = [census_microdata, grid_counts, grid_counts_national, grid_suppressed, grid_cell_key, grid_loss, census_swapped]
-#: The grid checks are declared on their assets (check_specs); nothing to add separately.
-GRID_ASSET_CHECKS: list = []
-GRID_JOBS = [grid_region_job]
+#: The grid checks are declared on their assets (check_specs).
+GRID_JOBS = [grid_region_job, census_swap_job]
 GRID_SENSORS = [grid_region_sensor]

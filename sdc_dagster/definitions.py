@@ -13,7 +13,7 @@ from pathlib import Path
 from dagster import Definitions
 
 from assets.automation import build_survey_automation
-from assets.grid import GRID_ASSET_CHECKS, GRID_ASSETS, GRID_JOBS, GRID_SENSORS
+from assets.grid import GRID_ASSETS, GRID_JOBS, GRID_SENSORS
 from assets.survey import build_survey_assets
 from resources import ParquetIOManager, duckdb_resource
 from sdc_dagster.spec import load_specs
@@ -29,7 +29,7 @@ def specs_dir() -> Path:
 def build_definitions(spec_folder: Path | None = None) -> Definitions:
     """All survey chains for the specs in ``spec_folder`` and the census grid chain, with their
     checks and automation."""
-    assets, checks, jobs, sensors, schedules = list(GRID_ASSETS), list(GRID_ASSET_CHECKS), list(GRID_JOBS), list(GRID_SENSORS), []
+    assets, jobs, sensors, schedules = list(GRID_ASSETS), list(GRID_JOBS), list(GRID_SENSORS), []
     for spec in load_specs(spec_folder or specs_dir()):
         assets.extend(build_survey_assets(spec).assets)
         job, sensor, schedule = build_survey_automation(spec)
@@ -38,7 +38,6 @@ def build_definitions(spec_folder: Path | None = None) -> Definitions:
         schedules.append(schedule)
     return Definitions(
         assets=assets,
-        asset_checks=checks,
         jobs=jobs,
         sensors=sensors,
         schedules=schedules,

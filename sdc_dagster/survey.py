@@ -142,10 +142,10 @@ def residual_risk(original: pd.DataFrame, protected: dict[str, pd.DataFrame], sp
             if c in frame.columns and not np.allclose(frame[c].to_numpy(float), original[c].to_numpy(float), equal_nan=True)
         ]
         row["record_linkage_risk"] = (
-            float(risk.record_linkage_risk(original, frame, changed)) if changed and len(frame) == len(original) else np.nan
+            float(risk.record_linkage_risk(original, frame, changed).risk) if changed and len(frame) == len(original) else np.nan
         )
         row["interval_risk"] = (
-            float(risk.interval_risk(original, frame, changed)) if changed and len(frame) == len(original) else np.nan
+            float(risk.interval_risk(original, frame, changed).risk) if changed and len(frame) == len(original) else np.nan
         )
         rows.append(row)
     return pd.DataFrame(rows).set_index("variant")
@@ -175,14 +175,41 @@ def information_loss(
         eta = loss.topsis_loss(original[list(present)], frame[list(present)], present)
         per_record[f"{name}_topsis"] = eta
         row["topsis_mean"] = float(eta.mean())
-        continuous = [c for c in spec.continuous_keys if c in frame.columns]
-        if len(continuous) >= 2:
-            raw, normalised = loss.inverse_correlation_loss(original[continuous], frame[continuous])
-            row["inverse_correlation_raw"] = float(raw)
-            row["inverse_correlation"] = float(normalised)
+        row.update(_continuous_loss(original, frame, spec))
+        row.update(_categorical_loss(original, frame, spec))
         rows.append(row)
     summary = pd.DataFrame(rows).set_index("variant") if rows else pd.DataFrame(index=pd.Index([], name="variant"))
     return summary, pd.DataFrame(per_record, index=original.index)
+
+
+def _changed(original: pd.Series, protected: pd.Series) -> bool:
+    """Whether a variable's released values differ from the original where both are observed."""
+    both = original.notna() & protected.notna()
+    return bool((original[both].to_numpy() != protected[both].to_numpy()).any())
+
+
+def _continuous_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec) -> dict:
+    """Moment measures (SPEC §9.4, §9.6, §9.7 with Pearson correlations), within-group loss of
+    microaggregation (§9.5) and sdcMicro's dUtility, for the continuous keys a plan perturbed."""
+    columns = [c for c in spec.continuous_keys if c in protected.columns]
+    if not columns or not any(_changed(original[c], protected[c]) for c in columns):
+        return {}
+    figures = {f"moment_{k}": v for k, v in loss.moment_losses(original[columns], protected[columns]).items()}
+    figures.update({f"dUtility_{k}": v for k, v in loss.d_utility_summary(original[columns], protected[columns]).items()})
+    figures["sse_tss"] = float(loss.within_group_loss(original[columns], protected[columns], columns).value)
+    return figures
+
+
+def _categorical_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec) -> dict:
+    """EBIL of each categorical key whose values were changed (PRAM, recoding; SPEC §9.8, the
+    backward probabilities estimated from the cross-tabulation) and the mean relative change of
+    Cramér's V over pairs of categorical keys (§9.9)."""
+    keys = [k for k in spec.categorical_keys if k in protected.columns]
+    figures = {f"ebil_{k}": float(loss.ebil(original, protected, k)) for k in keys if _changed(original[k], protected[k])}
+    if len(keys) >= 2:
+        changes = loss.association_loss(original, protected, keys)
+        figures["cramers_v_change_mean"] = float(changes["cramers_v_change"].mean())
+    return figures
 
 
 def plan_summary(

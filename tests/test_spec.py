@@ -31,7 +31,7 @@ def test_examples_load():
     assert t.categorical_keys == ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
     assert t.continuous_keys == ["expend", "income", "savings"]
     assert t.weight == "sampling_weight" and t.household_id == "ori_hid"
-    assert [p.name for p in t.plans] == ["suppress_k3", "recode_suppress"]
+    assert [p.name for p in t.plans] == ["suppress_k3", "recode_suppress", "perturb"]
     assert t.spec_hash and len(t.spec_hash) == 64
 
 

@@ -5,7 +5,6 @@ import pytest
 from dagster import AssetKey, Definitions, build_sensor_context, materialize
 
 from assets.grid import (
-    GRID_ASSET_CHECKS,
     GRID_ASSETS,
     GRID_JOBS,
     GRID_SENSORS,
@@ -75,12 +74,11 @@ def test_sensor_adds_new_regions(sdc_home, instance):
     regions = prepare_demo_census(sdc_home, n_persons=5_000)
     defs = Definitions(
         assets=GRID_ASSETS,
-        asset_checks=GRID_ASSET_CHECKS,
         jobs=GRID_JOBS,
         sensors=GRID_SENSORS,
         resources={"io_manager": ParquetIOManager()},
     )
-    sensor = defs.get_sensor_def("grid_region_sensor")
+    sensor = defs.resolve_sensor_def("grid_region_sensor")
     result = sensor(build_sensor_context(instance=instance))
     assert sorted(r.partition_key for r in result.run_requests) == sorted(regions)
     assert result.dynamic_partitions_requests[0].partition_keys == sorted(regions)

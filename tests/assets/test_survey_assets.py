@@ -16,6 +16,7 @@ TESTDATA_ASSETS = [
     "risk_contributions",
     "protected_suppress_k3",
     "protected_recode_suppress",
+    "protected_perturb",
     "residual_risk",
     "information_loss",
     "sdc_report",
@@ -48,7 +49,7 @@ def test_whole_chain_on_testdata(sdc_home, testdata_only_specs, instance):
     assert mat.metadata["risk"].value == pytest.approx(0.00235334037526961, rel=1e-8)
 
     # The plan outputs are k-anonymous and their checks pass.
-    for plan in ("suppress_k3", "recode_suppress"):
+    for plan in ("suppress_k3", "recode_suppress", "perturb"):
         checks = {
             e.check_name: e.passed
             for e in result.get_asset_check_evaluations()
@@ -58,6 +59,11 @@ def test_whole_chain_on_testdata(sdc_home, testdata_only_specs, instance):
     residual = pd.read_parquet(store / "residual_risk" / "2024.parquet")
     assert residual.loc["suppress_k3", "k3_violations"] == 0
     assert residual.loc["original", "k3_violations"] == 281
+    assert residual.loc["perturb", "record_linkage_risk"] < 1  # microaggregated continuous keys
+    assert residual.loc["perturb", "interval_risk"] >= 0
+    loss = pd.read_parquet(store / "information_loss" / "2024" / "summary.parquet")
+    assert 0 < loss.loc["perturb", "sse_tss"] < 1 and loss.loc["perturb", "ebil_water"] > 0
+    assert loss.loc["suppress_k3", "lambda_arctan"] > 0
     assert (sdc_home / "reports" / "testdata" / "2024.html").is_file()
 
 
