@@ -38,7 +38,7 @@ from assets.checks import (
 from assets.partitions import wave_partitions
 from resources.storage import inputs_dir, landing_dir, releases_dir, reports_dir
 import sdc_dagster
-from sdc_dagster import lineage, survey
+from sdc_dagster import lineage, risk, survey
 from sdc_dagster.classification import classify_variables
 from sdc_dagster.report import headline_table, render_report
 from sdc_dagster.report.plots import boxplot_png, histogram_png
@@ -168,8 +168,6 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         variable_classification: pd.DataFrame,
         duckdb: DuckDBResource,
     ):
-        from sdc_dagster import risk
-
         keys = survey.keys_from_classification(variable_classification, "categorical_key")
         with duckdb.get_connection() as con:
             table = risk.key_frequencies(raw_microdata, keys, weight=spec.weight, con=con)
@@ -200,6 +198,8 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
             table, figures = survey.risk_scores(raw_microdata, spec, con=con)
         validate(table, risk_scores_schema, source="risk_scores")
         metadata = {name: float(v) if isinstance(v, float) else v for name, v in figures.items()}
+        per_variable, _ = risk.unsafe_combinations(raw_microdata, spec.categorical_keys, k=spec.risk.k)
+        metadata["unsafe_combinations"] = table_markdown(per_variable)
         metadata["risk_histogram"] = image_markdown(
             histogram_png(table["risk"], "individual risk"), "Individual re-identification risk"
         )

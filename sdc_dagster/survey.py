@@ -28,8 +28,10 @@ def risk_scores(data: pd.DataFrame, spec: SurveySpec, *, con=None) -> tuple[pd.D
     """Per-record risk table and the wave's global risk figures (SPEC §2, §3, §5).
 
     Columns: ``fk``, ``Fk`` (SPEC §2.4), ``risk`` (individual risk, §3.2), ``household_risk``
-    (§3.5, when the spec names a household id), ``combined_categorical``, ``combined_continuous``,
-    ``combined_risk`` (§5.5/§5.6, when the spec has continuous keys and the keys are complete).
+    (§3.5, when the spec names a household id), ``suda_score``, ``suda_dis_score`` (SUDA2, §3.8),
+    ``ldiversity_<sensitive>_{distinct,entropy,recursive}`` (§3.6, per sensitive variable),
+    ``combined_categorical``, ``combined_continuous``, ``combined_risk`` (§5.5/§5.6, when the spec
+    has continuous keys and the keys are complete).
     """
     keys, weight, household = spec.categorical_keys, spec.weight, spec.household_id
     table = risk.key_frequencies(data, keys, weight=weight, con=con)
@@ -43,6 +45,16 @@ def risk_scores(data: pd.DataFrame, spec: SurveySpec, *, con=None) -> tuple[pd.D
     figures["records_above_threshold"] = risk.risk_above_threshold(
         table["risk"], spec.risk.individual_risk_threshold
     )
+    suda = risk.suda2(data, keys)
+    table["suda_score"] = suda["score"]
+    table["suda_dis_score"] = suda["dis_score"]
+    sensitive = [v for v in spec.names("sensitive") if v in data.columns]
+    if sensitive:
+        diversity = risk.l_diversity(data, keys, sensitive, recursive_c=spec.risk.recursive_c, con=con)
+        diversity.columns = [f"ldiversity_{c}" for c in diversity.columns]
+        table = table.join(diversity)
+        for v in sensitive:
+            figures[f"{v}_records_below_l"] = int((diversity[f"ldiversity_{v}_distinct"] < spec.risk.l).sum())
     continuous = spec.continuous_keys
     complete = not data[keys + continuous].isna().any().any()
     if continuous and complete:

@@ -140,6 +140,8 @@ def _format_cell(value) -> str:
         return f"{int(value):,}"
     if isinstance(value, (float, np.floating)):
         magnitude = abs(float(value))
+        if float(value).is_integer() and magnitude >= 1:  # counts that passed through a float column
+            return f"{int(value):,}"
         return f"{value:.4g}" if magnitude >= 1e5 or (0 < magnitude < 1e-3) else f"{value:.4f}"
     return html.escape(str(value))
 

@@ -43,6 +43,11 @@ def test_whole_chain_on_testdata(sdc_home, testdata_only_specs, instance):
     golden = pd.read_csv("tests/data/sdcmicro/golden/a_testdata_risk_per_record.csv")
     assert risk["fk"].tolist() == golden["fk"].tolist()
     assert risk["risk"].to_numpy() == pytest.approx(golden["risk"].to_numpy(), rel=1e-8)
+    assert risk["household_risk"].to_numpy() == pytest.approx(golden["hier_risk"].to_numpy(), rel=1e-8)
+    suda = pd.read_csv("tests/data/sdcmicro/golden/b_testdata_suda2_per_record.csv")
+    assert risk["suda_score"].to_numpy() == pytest.approx(suda["score"].to_numpy(), rel=1e-8)
+    ldiv = pd.read_csv("tests/data/sdcmicro/golden/b_testdata_ldiversity_hhcivil.csv")
+    assert risk["ldiversity_hhcivil_distinct"].tolist() == ldiv["hhcivil_Distinct_Ldiversity"].tolist()
 
     # Raw risk metadata carries sdcMicro's global figures.
     mat = instance.get_latest_materialization_event(AssetKey(["testdata", "risk_scores"])).asset_materialization
