@@ -5,11 +5,16 @@ categories), the digits of a record are packed into one int64 code, and DuckDB g
 that code. Everything after that works on the distinct keys, which are far fewer than the records,
 and is gathered back to the records with one numpy index: nothing loops over records in Python.
 
-Missing values (SPEC §2.4, sdcMicro ``freqCalc``) are handled pattern by pattern: the distinct keys
-are split by which key variables they observe, and for every such pattern the keys are projected
-onto the pattern's observed variables and hash-joined with the keys of that pattern. Cost is
-proportional to (number of missingness patterns) x (number of distinct keys); there is no pairwise
-comparison.
+Missing values (SPEC §2.4, sdcMicro ``freqCalc``) are handled on the distinct keys in one of two
+ways, whichever is cheaper (:func:`_use_dense_lattice`); there is no pairwise comparison:
+
+* dense: when the grid of all digit combinations (plus a top slot per key) is small (at most
+  2**23 cells), every frequency is one cell of a down-set sum over that grid, computed with a few
+  numpy passes per key variable (:func:`_dense_compatible_counts`). Cost ~ m x cells, independent
+  of the number of missingness patterns.
+* sparse: pattern by pattern, the distinct keys are split by which key variables they observe,
+  and for every such pattern the keys are projected onto the pattern's observed variables and
+  hash-joined with the keys of that pattern. Cost ~ (missingness patterns) x (distinct keys).
 """
 
 from __future__ import annotations
@@ -228,6 +233,8 @@ def compatible_counts(
     if m == 1:
         f[complete] += alpha * count[all_missing].sum()
         F[complete] += alpha * weight_sum[all_missing].sum()
+    elif _use_dense_lattice(radices, n_keys, mask, partial):
+        _dense_compatible_counts(digits, radices, count, weight_sum, complete, all_missing, alpha, f, F)
     else:
         projector = _Projector(digits, radices)
         _add_partial_keys_to_complete_keys(projector, count, weight_sum, mask, complete, partial, alpha, f, F)
@@ -235,6 +242,80 @@ def compatible_counts(
     f[all_missing] = count.sum()
     F[all_missing] = weight_sum.sum()
     return f, F
+
+
+# Cells of the dense lattice (prod(radix + 1), one float64 each): at most 2**23 (64 MB per array).
+_DENSE_CELL_LIMIT = 2**23
+
+
+def _use_dense_lattice(radices: np.ndarray, n_keys: int, mask: np.ndarray, partial: np.ndarray) -> bool:
+    """Whether the dense down-set sum of :func:`_dense_compatible_counts` is the cheaper method.
+
+    Its cost is about m x cells, the sparse method's about (patterns) x (distinct keys) hash
+    operations, each roughly ten times dearer than a dense cell update (measured: 1M records x 7
+    keys with 10% missing cells, 127 patterns x 506k keys: 7 s sparse, 0.6 s dense on 8M cells).
+    """
+    cells = 1
+    for radix in radices:
+        cells *= int(radix) + 1
+        if cells > _DENSE_CELL_LIMIT:
+            return False
+    patterns = len(np.unique(mask[partial])) + 1
+    return cells * len(radices) <= 12 * patterns * n_keys
+
+
+def _dense_compatible_counts(digits, radices, count, weight_sum, complete, all_missing, alpha, f, F):
+    """All freqCalc frequencies of :func:`compatible_counts` from one down-set sum on a dense lattice.
+
+    Order the values of key j as 0 (missing) < every category < T (a top element). Key e is
+    compatible with key d exactly when e <= d' coordinate-wise, where d' is d with T in place of its
+    missing values (a missing value of e is below anything; T above anything). So with the measure
+    mu(e) = c_e n_e (c_e = 1 for complete keys, alpha otherwise) placed on the dense grid of all
+    digit combinations, plus a T slot per key, every answer is one cell of the down-set sum
+    Z(x) = sum_{e <= x} mu(e). Z is computed one key variable at a time (the coordinate sums
+    commute): slot T = sum over the variable's slots (a roll-up), every category slot += slot 0.
+    Counts and weights are transformed separately. Then for a key d:
+
+    * complete: f = Z(d') = n_d + alpha (partially missing keys <= d), with the all-missing key
+      left out of mu (m > 1: it is not added to complete keys);
+    * partially missing: Z(d') counted d itself with alpha, and the all-missing key matches it, so
+      f = Z(d') + (1 - alpha) n_d + alpha n_allmissing;
+    * all-missing: set by the caller (f = n).
+    """
+    m = len(radices)
+    shape = tuple(int(r) + 1 for r in radices)
+    strides = np.ones(m, dtype=np.int64)
+    for j in range(m - 2, -1, -1):
+        strides[j] = strides[j + 1] * shape[j + 1]
+    cells = int(strides[0]) * shape[0]
+    # the all-missing key (cell 0) is compatible with every key but added to partial keys only
+    coef = np.where(complete, 1.0, np.where(all_missing, 0.0, alpha))
+    cell = digits @ strides
+    query = np.where(digits > 0, digits, np.asarray(radices, dtype=np.int64)) @ strides
+    z_f = _down_set_sum(np.bincount(cell, weights=coef * count, minlength=cells), shape)[query]
+    z_F = _down_set_sum(np.bincount(cell, weights=coef * weight_sum, minlength=cells), shape)[query]
+    partial = ~complete & ~all_missing
+    f[partial] = z_f[partial] + ((1.0 - alpha) * count[partial] + alpha * count[all_missing].sum())
+    F[partial] = z_F[partial] + ((1.0 - alpha) * weight_sum[partial] + alpha * weight_sum[all_missing].sum())
+    f[complete] = z_f[complete]
+    F[complete] = z_F[complete]
+
+
+def _down_set_sum(lattice: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """In place on the flat C-ordered ``lattice`` of ``shape``: the down-set sum, returned flat.
+
+    Along each axis, slot 0 is the missing value, the last slot the top element T (its input is
+    ignored) and the slots between are the categories: T = sum of the other slots (taken before
+    the categories change), then every category += the missing slot.
+    """
+    outer, inner = 1, len(lattice)
+    for size in shape:
+        inner //= size
+        grid = lattice.reshape(outer, size, inner)
+        np.add.reduce(grid[:, : size - 1], axis=1, out=grid[:, size - 1])
+        grid[:, 1 : size - 1] += grid[:, 0:1]
+        outer *= size
+    return lattice
 
 
 class _Projector:

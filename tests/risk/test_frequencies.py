@@ -221,3 +221,51 @@ def test_many_high_cardinality_keys_match_pairwise_reference():
     freq = key_frequencies(frame_of(rows), [f"k{j}" for j in range(m)], alpha=0.5)
     f_ref, _ = pairwise_reference(rows, [1.0] * len(rows), 0.5)
     np.testing.assert_allclose(freq["fk"].to_numpy(), f_ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dense", [True, False])
+@pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0])
+def test_dense_and_sparse_methods_match_pairwise_reference(monkeypatch, dense, alpha):
+    # both ways of computing the compatible counts (dense down-set sum, sparse hash joins per
+    # missingness pattern), on every pattern of 4 keys including complete and all-missing keys
+    import sdc_dagster.frequencies as frequencies
+
+    monkeypatch.setattr(frequencies, "_use_dense_lattice", lambda *args: dense)
+    rng = np.random.default_rng(5)
+    n, m = 200, 4
+    values = rng.integers(0, 3, size=(n, m))
+    missing = rng.random((n, m)) < 0.3
+    missing[:3] = True
+    missing[3:40] = False
+    rows = [tuple(None if missing[i, j] else int(values[i, j]) for j in range(m)) for i in range(n)]
+    weights = rng.uniform(1.0, 4.0, size=n).tolist()
+    freq = key_frequencies(frame_of(rows, weights), [f"k{j}" for j in range(m)], weight="w", alpha=alpha)
+    f_ref, F_ref = pairwise_reference(rows, weights, alpha)
+    np.testing.assert_allclose(freq["fk"].to_numpy(), f_ref, rtol=1e-12)
+    np.testing.assert_allclose(freq["Fk"].to_numpy(), F_ref, rtol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    m=st.integers(2, 4),
+    n=st.integers(1, 25),
+    alpha=st.sampled_from([0.0, 0.5, 1.0]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_dense_method_matches_pairwise_reference(m, n, alpha, seed):
+    import sdc_dagster.frequencies as frequencies
+
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 3, size=(n, m))
+    missing = rng.random((n, m)) < 0.4
+    rows = [tuple(None if missing[i, j] else int(values[i, j]) for j in range(m)) for i in range(n)]
+    weights = rng.uniform(1.0, 5.0, size=n).round(2).tolist()
+    original = frequencies._use_dense_lattice
+    frequencies._use_dense_lattice = lambda *args: True
+    try:
+        freq = key_frequencies(frame_of(rows, weights), [f"k{j}" for j in range(m)], weight="w", alpha=alpha)
+    finally:
+        frequencies._use_dense_lattice = original
+    f_ref, F_ref = pairwise_reference(rows, weights, alpha)
+    np.testing.assert_allclose(freq["fk"].to_numpy(), f_ref, rtol=1e-12)
+    np.testing.assert_allclose(freq["Fk"].to_numpy(), F_ref, rtol=1e-12)
