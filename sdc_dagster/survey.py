@@ -202,13 +202,18 @@ def _changed(original: pd.Series, protected: pd.Series) -> bool:
 
 def _continuous_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec) -> dict:
     """Moment measures (SPEC §9.4, §9.6, §9.7 with Pearson correlations), within-group loss of
-    microaggregation (§9.5) and sdcMicro's dUtility, for the continuous keys a plan perturbed."""
+    microaggregation (§9.5), sdcMicro's dUtility and the mean relative change of regression
+    coefficients, for the continuous keys a plan perturbed."""
     columns = [c for c in spec.continuous_keys if c in protected.columns]
     if not columns or not any(_changed(original[c], protected[c]) for c in columns):
         return {}
     figures = {f"moment_{k}": v for k, v in loss.moment_losses(original[columns], protected[columns]).items()}
     figures.update({f"dUtility_{k}": v for k, v in loss.d_utility_summary(original[columns], protected[columns]).items()})
     figures["sse_tss"] = float(loss.within_group_loss(original[columns], protected[columns], columns).value)
+    if len(columns) >= 2 and protected[columns].notna().all().all():
+        # OLS of the first continuous key on the others, before and after (SPEC §9.9, §9.11).
+        coefficients = loss.regression_loss(original, protected, columns[0], columns[1:])
+        figures["regression_relative_change_mean"] = float(coefficients["relative_change"].mean())
     return figures
 
 
