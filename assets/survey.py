@@ -276,6 +276,7 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
                 risk={"k_violations": checks["k_anonymity"]["value"], "global_risk": checks["global_risk"]["value"]},
                 loss=survey.headline_loss(raw_microdata, result.data, spec),
                 checks=checks,
+                matrices={key.split(":", 1)[1]: m for key, m in result.artifacts.items() if key.startswith("pram:")},
             )
             yield Output(
                 result.data,
@@ -321,7 +322,12 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
     )
     def information_loss(context: AssetExecutionContext, raw_microdata: pd.DataFrame, **protected: pd.DataFrame):
         variants = {name.removeprefix("protected_"): frame for name, frame in protected.items()}
-        summary, per_record = survey.information_loss(raw_microdata, variants, spec)
+        wave = context.partition_key
+        matrices = {}
+        for name in variants:
+            folders = lineage.list_releases(releases_dir(), s, wave, name)
+            matrices[name] = lineage.read_matrices(folders[-1]) if folders else {}
+        summary, per_record = survey.information_loss(raw_microdata, variants, spec, matrices=matrices)
         context.add_output_metadata({"summary": table_markdown(summary.round(6))})
         return {"summary": summary, "per_record": per_record}
 

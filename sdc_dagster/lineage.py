@@ -84,6 +84,15 @@ def read_manifest(folder: Path) -> dict:
     return json.loads((Path(folder) / MANIFEST).read_text())
 
 
+def read_matrices(folder: Path) -> dict[str, pd.DataFrame]:
+    """The PRAM transition matrices a release recorded: variable -> matrix (rows = from)."""
+    manifest = read_manifest(folder)
+    return {
+        variable: pd.read_parquet(Path(folder) / name).pivot(index="from", columns="to", values="probability")
+        for variable, name in manifest.get("pram_matrices", {}).items()
+    }
+
+
 def list_releases(releases: Path, survey: str, wave: str, plan: str) -> list[Path]:
     """Release folders of one wave and plan, oldest first (by the manifest's sequence number)."""
     root = release_root(releases, survey, wave, plan)
@@ -108,8 +117,10 @@ def write_release(
     risk: dict,
     loss: dict,
     checks: dict,
+    matrices: dict[str, pd.DataFrame] | None = None,
 ) -> Release:
-    """Write the protected file, the spec text and the manifest of a new release; return it."""
+    """Write the protected file, the spec text, the PRAM transition matrices used (``matrices``:
+    variable -> forward matrix, rows = original category) and the manifest of a new release."""
     earlier = list_releases(releases, survey, wave, plan)
     previous = read_manifest(earlier[-1]) if earlier else None
     folder = release_root(releases, survey, wave, plan) / run_id
@@ -117,6 +128,12 @@ def write_release(
     _atomic_write(folder / PROTECTED, payload)
     spec_text = Path(spec_path).read_bytes()
     _atomic_write(folder / SPEC_COPY, spec_text)
+    artifacts = {}
+    for variable, matrix in (matrices or {}).items():
+        name = f"pram_{variable}.parquet"
+        long = matrix.rename_axis(index="from", columns="to").stack().rename("probability").reset_index()
+        _atomic_write(folder / name, parquet_bytes(long))
+        artifacts[variable] = name
     manifest = {
         "survey": survey,
         "wave": wave,
@@ -137,6 +154,7 @@ def write_release(
         "risk": risk,
         "loss": loss,
         "checks": checks,
+        "pram_matrices": artifacts,
     }
     _atomic_write(folder / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True, default=_json_default).encode())
     return Release(folder=folder, manifest=manifest)

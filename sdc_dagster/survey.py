@@ -164,7 +164,11 @@ def residual_risk(original: pd.DataFrame, protected: dict[str, pd.DataFrame], sp
 
 
 def information_loss(
-    original: pd.DataFrame, protected: dict[str, pd.DataFrame], spec: SurveySpec
+    original: pd.DataFrame,
+    protected: dict[str, pd.DataFrame],
+    spec: SurveySpec,
+    *,
+    matrices: dict[str, dict[str, pd.DataFrame]] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Loss measures per protected variant (SPEC §9, §10).
 
@@ -188,7 +192,7 @@ def information_loss(
         per_record[f"{name}_topsis"] = eta
         row["topsis_mean"] = float(eta.mean())
         row.update(_continuous_loss(original, frame, spec))
-        row.update(_categorical_loss(original, frame, spec))
+        row.update(_categorical_loss(original, frame, spec, (matrices or {}).get(name, {})))
         rows.append(row)
     summary = pd.DataFrame(rows).set_index("variant") if rows else pd.DataFrame(index=pd.Index([], name="variant"))
     return summary, pd.DataFrame(per_record, index=original.index)
@@ -217,12 +221,19 @@ def _continuous_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: Surv
     return figures
 
 
-def _categorical_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec) -> dict:
-    """EBIL of each categorical key whose values were changed (PRAM, recoding; SPEC §9.8, the
-    backward probabilities estimated from the cross-tabulation) and the mean relative change of
-    Cramér's V over pairs of categorical keys (§9.9)."""
+def _categorical_loss(
+    original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, matrices: dict[str, pd.DataFrame]
+) -> dict:
+    """EBIL of each categorical key whose values were changed (SPEC §9.8: from the PRAM matrix the
+    plan used when there is one, otherwise with backward probabilities estimated from the
+    cross-tabulation, e.g. after recoding) and the mean relative change of Cramér's V over pairs
+    of categorical keys (§9.9)."""
     keys = [k for k in spec.categorical_keys if k in protected.columns]
-    figures = {f"ebil_{k}": float(loss.ebil(original, protected, k)) for k in keys if _changed(original[k], protected[k])}
+    figures = {
+        f"ebil_{k}": float(loss.ebil(original, protected, k, matrix=matrices.get(k)))
+        for k in keys
+        if _changed(original[k], protected[k])
+    }
     if len(keys) >= 2:
         changes = loss.association_loss(original, protected, keys)
         figures["cramers_v_change_mean"] = float(changes["cramers_v_change"].mean())

@@ -6,7 +6,9 @@ import pandas as pd
 import pytest
 from dagster import AssetKey
 
+from sdc_dagster import lineage
 from sdc_dagster.definitions import build_definitions
+from sdc_dagster.loss import ebil
 
 TESTDATA_ASSETS = [
     "raw_microdata",
@@ -68,6 +70,13 @@ def test_whole_chain_on_testdata(sdc_home, testdata_only_specs, instance):
     assert residual.loc["perturb", "interval_risk"] >= 0
     loss = pd.read_parquet(store / "information_loss" / "2024" / "summary.parquet")
     assert 0 < loss.loc["perturb", "sse_tss"] < 1 and loss.loc["perturb", "ebil_water"] > 0
+    # EBIL uses the PRAM matrix the plan recorded in its release (SPEC §9.8).
+    release = lineage.list_releases(sdc_home / "releases", "testdata", "2024", "perturb")[-1]
+    matrix = lineage.read_matrices(release)["water"]
+    assert matrix.to_numpy().sum(axis=1) == pytest.approx(1.0)
+    original = pd.read_parquet(store / "raw_microdata" / "2024.parquet")
+    protected = pd.read_parquet(store / "protected_perturb" / "2024.parquet")
+    assert loss.loc["perturb", "ebil_water"] == pytest.approx(ebil(original, protected, "water", matrix=matrix))
     assert loss.loc["suppress_k3", "lambda_arctan"] > 0
     assert (sdc_home / "reports" / "testdata" / "2024.html").is_file()
 
