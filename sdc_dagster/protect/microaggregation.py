@@ -15,12 +15,15 @@ The grouping algorithm is OPEN in SPEC §8.6; ``method="mdav"`` reproduces sdcMi
 * the k..2k-1 records left at the end form the last group.
 
 Speed: nearest-neighbour queries use a k-d tree over the remaining records (scipy ``cKDTree``,
-rebuilt when half of its records are gone); farthest-record queries visit the remaining records
-sorted by distance to a reference centroid, from the outside in, and stop as soon as the triangle
-inequality rules out every record not yet visited. Both work in double precision and return the
-few records within a relative tolerance of the decision, which are then re-ranked with sdcMicro's
-single-precision distance, so the result is that of the exhaustive algorithm (tested against a
-direct transcription of sdcMicro's loop, ties included).
+rebuilt when half of its records are gone; the two queries of a step are asked in one call).
+Farthest-record queries use blocks of 32 records (leaves of a balanced k-d split) with the bounding
+box of their remaining records: the farthest corner of a box bounds the distance of its records (for
+the centroid, which moves slowly, also the block's radius about a reference point plus the distance
+of the centroid to it), so only the few blocks whose bound reaches a distance already found are
+evaluated. Both work in double precision and return the few records within a relative tolerance of
+the decision, which are then re-ranked with sdcMicro's single-precision distance, so the result is
+that of the exhaustive algorithm (tested against a direct transcription of sdcMicro's loop, ties
+included). 100,000 records x 3 variables, k=3: about 7 s on 2 cores (was about 35 s).
 
 References
 ----------
@@ -66,21 +69,41 @@ class _NeighbourIndex:
 
     def __init__(self, z: np.ndarray, alive: np.ndarray, abs_tol: float):
         self.z, self.alive, self.abs_tol = z, alive, abs_tol
+        self.left = int(np.count_nonzero(alive))
         self._build()
 
     def _build(self) -> None:
         self.records = np.flatnonzero(self.alive)
         self.tree = cKDTree(self.z[self.records])
 
-    def nearest_candidates(self, query: np.ndarray, k: int) -> np.ndarray:
-        """Remaining records that may be among the k nearest to ``query`` (double precision, with tolerance)."""
-        if 2 * int(self.alive.sum()) < len(self.records):
+    def remove(self, count: int) -> None:
+        self.left -= count
+
+    def refresh(self) -> None:
+        """Rebuild the tree when half of its records are gone (not between ``query`` and its use)."""
+        if 2 * self.left < len(self.records):
             self._build()
+
+    def query(self, queries: np.ndarray, k: int) -> list:
+        """First-round tree answers for several queries at once, for ``nearest_candidates``."""
+        want = min(4 * k + 8, len(self.records))
+        distance, position = self.tree.query(queries, k=want)
+        if want == 1:
+            distance, position = distance[:, None], position[:, None]
+        return [(want, distance[i], position[i]) for i in range(len(queries))]
+
+    def nearest_candidates(self, query: np.ndarray, k: int, first=None) -> np.ndarray:
+        """Remaining records that may be among the k nearest to ``query`` (double precision, with
+        tolerance); ``first``: this query's answer from ``query``."""
         size = len(self.records)
         want = min(4 * k + 8, size)
         while True:
-            distance, position = self.tree.query(query, k=want)
-            distance, position = np.atleast_1d(distance), np.atleast_1d(position)
+            if first is not None:
+                want, distance, position = first
+                first = None
+            else:
+                distance, position = self.tree.query(query, k=want)
+                distance, position = np.atleast_1d(distance), np.atleast_1d(position)
             records = self.records[position]
             live = self.alive[records]
             squared = distance[live] ** 2
@@ -93,47 +116,120 @@ class _NeighbourIndex:
             want = min(4 * want, size)
 
 
-class _Shell:
-    """Remaining records sorted by distance to a reference point c_ref, for farthest-record queries.
+class _Blocks:
+    """The remaining records in small blocks (leaves of a balanced k-d split), for farthest-record queries.
 
-    By the triangle inequality |x - q| <= |x - c_ref| + |c_ref - q|, so records are visited from the
-    outside in and the scan stops once even the upper bound of the next record cannot reach the best
-    distance found. The reference is the centroid; it is reset when the centroid has moved too far or
-    too many visited records are gone.
+    Each block keeps the bounding box of its remaining records (as centre and half-widths). The
+    distance from a query to the farthest corner of a box bounds the distance of every record in it,
+    so only blocks whose bound reaches the best distance found in the most promising block are
+    evaluated, all at once. Coordinates are stored block by block, NaN where a record is gone (NaN
+    drops out of ``np.fmin``/``np.fmax`` and fails every comparison); the boxes of the blocks that
+    lost records are shrunk after every step, and the blocks are rebuilt when half of their records
+    are gone.
     """
+
+    SIZE = 32  # records per block
+    RESET_BLOCKS = 16  # re-centre the radii when a centroid query has to evaluate more blocks
 
     def __init__(self, z: np.ndarray, alive: np.ndarray, abs_tol: float):
         self.z, self.alive, self.abs_tol = z, alive, abs_tol
+        self.n, self.p = z.shape
+        self.block_of = np.zeros(self.n, dtype=np.int64)
+        self.slot_of = np.zeros(self.n, dtype=np.int64)
         self.reference = None
+        self._build()
 
-    def reset(self, center: np.ndarray) -> None:
-        records = np.flatnonzero(self.alive)
-        radius = np.sqrt(((self.z[records] - center) ** 2).sum(axis=1))
-        order = np.argsort(-radius, kind="stable")
-        self.records, self.radius, self.reference, self.top = records[order], radius[order], center, 0
-        self.coordinates = self.z[self.records]  # contiguous in visiting order: windows are slices
+    def _build(self) -> None:
+        size, z = self.SIZE, self.z
+        leaves, stack = [], [np.flatnonzero(self.alive)]
+        while stack:
+            records = stack.pop()
+            if len(records) <= size:
+                leaves.append(records)
+                continue
+            points = z[records]
+            dim = int(np.argmax(points.max(axis=0) - points.min(axis=0)))
+            half = size * (-(-len(records) // size) // 2)  # the left part fills whole blocks
+            order = np.argpartition(points[:, dim], half)
+            stack.append(records[order[half:]])
+            stack.append(records[order[:half]])
+        n_blocks = len(leaves)
+        lengths = np.array([len(leaf) for leaf in leaves])
+        records = np.concatenate(leaves)
+        blocks = np.repeat(np.arange(n_blocks), lengths)
+        slots = np.arange(len(records)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        self.block_of[records], self.slot_of[records] = blocks, slots
+        self.ids = np.full((n_blocks, size), -1, dtype=np.int64)
+        self.ids[blocks, slots] = records
+        self.coordinates = np.full((n_blocks, size, self.p), np.nan)  # NaN: no (more) record
+        self.coordinates[blocks, slots] = z[records]
+        self.centre = np.zeros((self.p, n_blocks))
+        self.half = np.zeros((self.p, n_blocks))
+        self.penalty = np.zeros(n_blocks)  # -inf for an empty block
+        self.radius = np.zeros(n_blocks)  # largest distance of a remaining record to the reference
+        if self.reference is None:
+            self.reference = np.zeros(self.p)
+        self.built, self.left = len(records), len(records)
+        self._update_boxes(np.arange(n_blocks))
 
-    def farthest_candidates(self, query: np.ndarray) -> tuple[np.ndarray, int, int]:
-        """(records whose squared distance to ``query`` is within tolerance of the maximum, records
-        visited, of which still remaining)."""
-        while not self.alive[self.records[self.top]]:
-            ahead = self.alive[self.records[self.top : self.top + 1024]]
-            self.top += int(np.argmax(ahead)) if ahead.any() else len(ahead)
-        offset = float(np.sqrt(((query - self.reference) ** 2).sum()))
-        width = 64
-        while True:
-            end = min(self.top + width, len(self.records))
-            live_mask = self.alive[self.records[self.top : end]]
-            squared = ((self.coordinates[self.top : end] - query) ** 2).sum(axis=1)[live_mask]
-            live = self.records[self.top : end][live_mask]
-            best = squared.max()
-            visited = end - self.top
-            if end >= len(self.records):
-                break
-            if (self.radius[end] + offset) ** 2 < best * (1 - _REL_TOL) - self.abs_tol:
-                break
-            width *= 4
-        return live[squared >= best * (1 - _REL_TOL) - self.abs_tol], visited, len(live)
+    def _update_boxes(self, blocks: np.ndarray) -> None:
+        points = self.coordinates[blocks]
+        lower = np.fmin.reduce(points, axis=1)  # NaN (no record) is ignored
+        upper = np.fmax.reduce(points, axis=1)
+        centre = lower + upper
+        centre *= 0.5
+        upper -= lower
+        upper *= 0.5  # half-width: rounding is covered by the slack in ``farthest_candidates``
+        self.centre[:, blocks] = centre.T
+        self.half[:, blocks] = upper.T
+        self._update_radius(blocks)
+        empty = np.isnan(lower[:, 0])
+        if empty.any():
+            empty = blocks[empty]
+            self.centre[:, empty] = self.half[:, empty] = 0.0
+            self.penalty[empty] = -np.inf
+
+    def _update_radius(self, blocks) -> None:
+        self.radius[blocks] = np.sqrt(np.fmax.reduce(self._squared(blocks, self.reference), axis=-1))
+
+    def remove(self, records: np.ndarray) -> None:
+        """Take ``records`` out and shrink the boxes of their blocks (or rebuild when half are gone)."""
+        self.coordinates[self.block_of[records], self.slot_of[records]] = np.nan
+        self.left -= len(records)
+        if 2 * self.left < self.built:
+            self._build()
+        else:
+            self._update_boxes(self.block_of[records])
+
+    def _squared(self, blocks, query: np.ndarray) -> np.ndarray:
+        """Squared distances to ``query`` of the slots of ``blocks`` (NaN where no record)."""
+        difference = self.coordinates[blocks] - query
+        return np.einsum("...j,...j->...", difference, difference)
+
+    def farthest_candidates(self, query: np.ndarray, centroid: bool = False) -> np.ndarray:
+        """Remaining records whose squared distance to ``query`` is within tolerance of the maximum.
+
+        For the centroid, which moves little from one step to the next, the distance to the farthest
+        corner is also bounded by (block radius about the reference + |query - reference|)^2; the
+        reference is moved to the centroid when that bound has become loose."""
+        reach = np.abs(query[:, None] - self.centre)
+        reach += self.half
+        reach *= reach
+        bound = reach.sum(axis=0)  # >= the squared distance of every record of the block
+        if centroid:
+            shell = self.radius + float(np.sqrt(((query - self.reference) ** 2).sum()))
+            shell *= shell
+            np.fmin(bound, shell, out=bound)  # (the radius of an empty block is NaN)
+        bound += self.penalty
+        best = np.fmax.reduce(self._squared(int(np.argmax(bound)), query))
+        # (1 - 1e-9): slack for the rounding of the bounds, far below the tolerance
+        blocks = np.flatnonzero(bound >= (best * (1 - _REL_TOL) - self.abs_tol) * (1 - 1e-9))
+        squared = self._squared(blocks, query)
+        best = np.fmax.reduce(squared, axis=None)
+        if centroid and len(blocks) > self.RESET_BLOCKS:
+            self.reference = query.copy()
+            self._update_radius(slice(None))
+        return self.ids[blocks][squared >= best * (1 - _REL_TOL) - self.abs_tol]
 
 
 def _mdav_groups(x: np.ndarray, k: int) -> np.ndarray:
@@ -146,18 +242,21 @@ def _mdav_groups(x: np.ndarray, k: int) -> np.ndarray:
     # rounding of the centred coordinates: an absolute error bound for squared distances
     abs_tol = 1e-12 * (1.0 + float((z**2).sum(axis=1).max()))
     neighbours = _NeighbourIndex(z, alive, abs_tol)
-    shell = _Shell(z, alive, abs_tol)
+    blocks = _Blocks(z, alive, abs_tol)
     labels = np.full(n, -1, dtype=np.int64)
     running_sum = x.sum(axis=0)
     left, group = n, 0
+    exact_records = exact_x = None  # remaining records in data order once the centroid is re-summed
 
     def farthest(point: np.ndarray, candidates: np.ndarray) -> int:
+        if len(candidates) == 1:
+            return int(candidates[0])
         candidates = np.sort(candidates)
         d = _single_precision_distance(x[candidates], point, weights)
         return int(candidates[np.argmax(d)])  # first maximum in data order
 
-    def nearest(record: int) -> np.ndarray:
-        candidates = neighbours.nearest_candidates(z[record], k)
+    def nearest(record: int, first) -> np.ndarray:
+        candidates = neighbours.nearest_candidates(z[record], k, first)
         d = _single_precision_distance(x[candidates], x[record], weights)
         ranked = np.lexsort((-candidates, d))  # by distance, later records first on ties
         return candidates[ranked[:k]]
@@ -167,28 +266,31 @@ def _mdav_groups(x: np.ndarray, k: int) -> np.ndarray:
         labels[members] = group
         group += 1
         alive[members] = False
+        neighbours.remove(len(members))
         running_sum = running_sum - x[members].sum(axis=0)
         left -= len(members)
 
     while left >= 2 * k:
         two_groups = left >= 3 * k
         if left <= _EXACT_CENTER_LIMIT:
-            center = np.cumsum(x[alive], axis=0)[-1] / left
+            if exact_records is None or 2 * left < len(exact_records):
+                exact_records = np.flatnonzero(alive)
+                exact_x = x[exact_records]
+            center = np.cumsum(exact_x[alive[exact_records]], axis=0)[-1] / left
         else:
             center = running_sum / left
         center_z = (center - origin) * scale
-        if shell.reference is None:
-            shell.reset(center_z)
-        candidates, visited, remaining = shell.farthest_candidates(center_z)
-        if visited > 256 + left // 8 or 2 * remaining < visited:
-            # the centroid moved away from the reference or the outer records are gone: re-sort
-            shell.reset(center_z)
-            candidates, _, _ = shell.farthest_candidates(center_z)
-        record_r = farthest(center, candidates)
-        record_s = farthest(x[record_r], shell.farthest_candidates(z[record_r])[0])
-        close_group(nearest(record_r))
+        record_r = farthest(center, blocks.farthest_candidates(center_z, centroid=True))
+        record_s = farthest(x[record_r], blocks.farthest_candidates(z[record_r]))
+        answers = neighbours.query(z[[record_r, record_s]] if two_groups else z[[record_r]], k)
+        first = nearest(record_r, answers[0])
+        close_group(first)
         if two_groups:
-            close_group(nearest(record_s))
+            second = nearest(record_s, answers[1])
+            close_group(second)
+            first = np.concatenate([first, second])
+        blocks.remove(first)
+        neighbours.refresh()
     if left:
         labels[alive] = group
     return labels
