@@ -1,8 +1,9 @@
 """The census grid asset chain (SPEC §8.10, §8.11, §11), partitioned by region.
 
 census_microdata (one Parquet file per region under ``$SDC_HOME/census/``, validated) ->
-grid_counts, grid_counts_national -> grid_suppressed (primary/secondary suppression) and
-grid_cell_key (cell key method) -> grid_loss (loss, size distribution, difference table, map).
+grid_counts, grid_counts_national -> grid_suppressed and grid_suppressed_national (the two
+populations suppressed consistently by one engine call, SPEC §11.2, §11.4) and grid_cell_key
+(cell key method) -> grid_loss (loss, size distribution, difference table, map).
 census_swapped reads every region at once (targeted record swapping across regions) and is not
 partitioned.
 
@@ -22,6 +23,7 @@ from dagster import (
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
+    AssetOut,
     AssetSelection,
     Config,
     DynamicPartitionsDefinition,
@@ -32,6 +34,7 @@ from dagster import (
     SensorResult,
     asset,
     define_asset_job,
+    multi_asset,
     sensor,
 )
 from dagster_pandera import pandera_schema_to_dagster_type
@@ -42,6 +45,7 @@ from sdc_dagster.grid_counts import tabulate_grid
 from sdc_dagster.loss.tables import (
     difference_table,
     differencing_disclosure,
+    disclosing_differences,
     grid_information_loss,
     homogeneous_cells,
     resident_size_distribution,
@@ -49,12 +53,14 @@ from sdc_dagster.loss.tables import (
     suppression_map_png,
 )
 from sdc_dagster.protect.cellkey import assign_record_keys, grid_cell_key as cell_key_table, perturbation_table
-from sdc_dagster.protect.grid import AGE_COLUMNS, SEX_COLUMNS, grid_suppression
+from sdc_dagster.protect.grid import AGE_COLUMNS, SEX_COLUMNS, consistent_grid_suppression
 from sdc_dagster.protect.record_swapping import targeted_record_swap
 from sdc_dagster.schemas import validate
 
 GROUP = "grid"
 CODE_VERSION = "1"
+#: Consistent suppression of both populations (and grid_loss reading both) replaced the single table.
+SUPPRESSION_CODE_VERSION = "2"
 grid_regions = DynamicPartitionsDefinition(name="grid_regions")
 
 CELL_ID_PATTERN = r"^(\d+(km|m)N\d+E\d+|CRS3035RES\d+mN\d+E\d+)$"
@@ -184,6 +190,17 @@ NO_SMALL_COUNTS = AssetCheckSpec(
     asset="grid_suppressed",
     description="No published category count in 1..k-1 and no margin with a single hidden count.",
 )
+NO_SMALL_COUNTS_NATIONAL = AssetCheckSpec(
+    "no_small_published_counts",
+    asset="grid_suppressed_national",
+    description="No published category count in 1..k-1 and no margin with a single hidden count.",
+)
+CONSISTENT_WITH_RESIDENT = AssetCheckSpec(
+    "consistent_with_resident_table",
+    asset="grid_suppressed_national",
+    description="Same hidden pattern as grid_suppressed on common cells, and no published category "
+    "whose resident/national difference is in 1..k-1 (SPEC §11.4 differencing).",
+)
 CELL_KEY_BOUNDED = AssetCheckSpec(
     "cell_key_bounded",
     asset="grid_cell_key",
@@ -191,28 +208,59 @@ CELL_KEY_BOUNDED = AssetCheckSpec(
 )
 
 
-@asset(group_name=GROUP, partitions_def=grid_regions, code_version=CODE_VERSION, check_specs=[NO_SMALL_COUNTS],
-       description="Grid table after primary (0 < c < k) and secondary suppression; hidden = NA (SPEC §11.2).")
-def grid_suppressed(context: AssetExecutionContext, config: SuppressionConfig, grid_counts: pd.DataFrame):
+def _hidden_metadata(protected: pd.DataFrame) -> dict:
+    hidden = protected[[*SEX_COLUMNS, *AGE_COLUMNS]].isna()
+    return {
+        "hidden_counts": int(hidden.to_numpy().sum()),
+        "cells_with_hidden_sex": int(hidden[list(SEX_COLUMNS)].any(axis=1).sum()),
+        "cells_with_hidden_age": int(hidden[list(AGE_COLUMNS)].any(axis=1).sum()),
+    }
+
+
+@multi_asset(
+    name="grid_consistent_suppression",
+    outs={
+        "grid_suppressed": AssetOut(
+            code_version=SUPPRESSION_CODE_VERSION,
+            description="Resident grid table after primary (0 < c < k) and secondary suppression, "
+            "consistent with the national-definition table; hidden = NA (SPEC §11.2, §11.4).",
+        ),
+        "grid_suppressed_national": AssetOut(
+            code_version=SUPPRESSION_CODE_VERSION,
+            description="National-definition grid table, suppressed consistently with grid_suppressed: "
+            "same hidden pattern per cell, no disclosing difference published (SPEC §11.2, §11.4).",
+        ),
+    },
+    group_name=GROUP,
+    partitions_def=grid_regions,
+    check_specs=[NO_SMALL_COUNTS, NO_SMALL_COUNTS_NATIONAL, CONSISTENT_WITH_RESIDENT],
+)
+def grid_consistent_suppression(
+    context: AssetExecutionContext,
+    config: SuppressionConfig,
+    grid_counts: pd.DataFrame,
+    grid_counts_national: pd.DataFrame,
+):
     reference = [config.reference_age_1, config.reference_age_2, config.reference_age_3]
-    protected = grid_suppression(
+    resident, national = consistent_grid_suppression(
         grid_counts,
+        grid_counts_national,
         k=config.k,
         strategy=config.strategy,
         reference_counts=reference if sum(reference) > 0 else None,
         tie_only=config.tie_only,
         random_state=_region_seed(config.seed, context.partition_key),
     )
-    hidden = protected[[*SEX_COLUMNS, *AGE_COLUMNS]].isna()
+    differencing = differencing_exposure(grid_counts, grid_counts_national, resident, national, k=config.k)
+    yield Output(resident, output_name="grid_suppressed", metadata=_hidden_metadata(resident))
     yield Output(
-        protected,
-        metadata={
-            "hidden_counts": int(hidden.to_numpy().sum()),
-            "cells_with_hidden_sex": int(hidden[list(SEX_COLUMNS)].any(axis=1).sum()),
-            "cells_with_hidden_age": int(hidden[list(AGE_COLUMNS)].any(axis=1).sum()),
-        },
+        national,
+        output_name="grid_suppressed_national",
+        metadata={**_hidden_metadata(national), "cells_differencing_blocked": differencing["blocked"]},
     )
-    yield no_small_published_counts(protected, k=config.k)
+    yield no_small_published_counts(resident, k=config.k)
+    yield no_small_published_counts(national, k=config.k, asset_key="grid_suppressed_national")
+    yield consistent_with_resident_table(resident, national, differencing)
 
 
 @asset(group_name=GROUP, partitions_def=grid_regions, code_version=CODE_VERSION, check_specs=[CELL_KEY_BOUNDED],
@@ -237,13 +285,14 @@ def grid_cell_key(context: AssetExecutionContext, config: CellKeyConfig, census_
     yield cell_key_bounded(perturbed, max_deviation=config.max_deviation)
 
 
-@asset(group_name=GROUP, partitions_def=grid_regions, code_version=CODE_VERSION,
+@asset(group_name=GROUP, partitions_def=grid_regions, code_version=SUPPRESSION_CODE_VERSION,
        description="Loss of the suppressed grid (SPEC §11.3-11.4, §9.10), difference table and map.")
 def grid_loss(
     context: AssetExecutionContext,
     grid_counts: pd.DataFrame,
     grid_suppressed: pd.DataFrame,
     grid_counts_national: pd.DataFrame,
+    grid_suppressed_national: pd.DataFrame,
 ) -> dict[str, pd.DataFrame]:
     loss = grid_information_loss(grid_counts, grid_suppressed)
     sizes = resident_size_distribution(grid_counts)
@@ -257,6 +306,7 @@ def grid_loss(
     flat_differences = differences.copy()
     flat_differences.columns = [f"{d:+d}_{measure}" for d, measure in differences.columns]
     disclosing = differencing_disclosure(grid_counts, grid_counts_national)["discloses"]
+    differencing = differencing_exposure(grid_counts, grid_counts_national, grid_suppressed, grid_suppressed_national)
     homogeneous = homogeneous_cells(grid_counts)["any"]
     png = suppression_map_png(grid_suppressed, title=f"Hidden categories, region {context.partition_key}")
     context.add_output_metadata(
@@ -268,6 +318,9 @@ def grid_loss(
             "secondary_suppressions": int(costs["equal"].sum()),
             "homogeneous_cells_open_item_4": int(homogeneous.sum()),
             "cells_disclosed_by_differencing": int(disclosing.sum()),
+            "cells_differencing_blocked": differencing["blocked"],
+            "cells_differencing_blocked_beyond_primary": differencing["blocked_beyond_primary"],
+            "cells_still_disclosed_by_differencing": differencing["still_disclosed"],
             "loss": _markdown(loss),
             "difference_table": _markdown(flat_differences.round(2)),
             "map": _image(png, "Cells with hidden categories"),
@@ -321,7 +374,75 @@ def census_swapped(context: AssetExecutionContext, config: SwapConfig) -> pd.Dat
     return result.data
 
 
-def no_small_published_counts(grid_suppressed: pd.DataFrame, *, k: int = 3) -> AssetCheckResult:
+def differencing_exposure(
+    resident: pd.DataFrame,
+    national: pd.DataFrame,
+    resident_protected: pd.DataFrame,
+    national_protected: pd.DataFrame,
+    *,
+    k: int = 3,
+) -> dict[str, int]:
+    """Cells whose resident/national difference discloses persons (SPEC §11.4), by outcome.
+
+    A category difference in 1..k-1 (``disclosing_differences``) is readable when the category is
+    known in both tables: published, or 0 because the cell is absent (uninhabited) there.
+
+    * ``blocked``: disclosing cells where no disclosing category is readable any more;
+    * ``blocked_beyond_primary``: of those, cells in both tables with a disclosing category whose
+      two counts are both outside 1..k-1 (the primary rule alone would have published it);
+    * ``still_disclosed``: disclosing cells with a readable disclosing category (0 when protected
+      consistently).
+    """
+    cols = [*SEX_COLUMNS, *AGE_COLUMNS]
+    cells = pd.Index(resident["cell_id"]).union(pd.Index(national["cell_id"]))
+
+    def aligned(frame: pd.DataFrame, fill):
+        return frame.set_index("cell_id")[cols].reindex(cells, fill_value=fill)
+
+    res, nat = aligned(resident, 0).to_numpy(np.int64), aligned(national, 0).to_numpy(np.int64)
+    in_res = cells.isin(resident["cell_id"])[:, None]
+    in_nat = cells.isin(national["cell_id"])[:, None]
+    known_res = aligned(resident_protected.assign(**{c: resident_protected[c].notna() for c in cols}), True)
+    known_nat = aligned(national_protected.assign(**{c: national_protected[c].notna() for c in cols}), True)
+    disclosing = disclosing_differences(res, nat, k=k)
+    readable = disclosing & known_res.to_numpy(bool) & known_nat.to_numpy(bool)
+    flagged = disclosing.any(axis=1)
+    still = readable.any(axis=1)
+    safe_counts = ~((res > 0) & (res < k)) & ~((nat > 0) & (nat < k))
+    beyond = (disclosing & safe_counts & in_res & in_nat).any(axis=1)
+    return {
+        "blocked": int((flagged & ~still).sum()),
+        "blocked_beyond_primary": int((beyond & ~still).sum()),
+        "still_disclosed": int(still.sum()),
+    }
+
+
+def consistent_with_resident_table(
+    resident_protected: pd.DataFrame, national_protected: pd.DataFrame, differencing: dict[str, int]
+) -> AssetCheckResult:
+    """Same hidden pattern on the cells of both tables, and no disclosing difference published."""
+    cols = [*SEX_COLUMNS, *AGE_COLUMNS]
+    res = resident_protected.set_index("cell_id")[cols].isna()
+    nat = national_protected.set_index("cell_id")[cols].isna()
+    common = res.index.intersection(nat.index)
+    differing = int((res.loc[common].to_numpy() != nat.loc[common].to_numpy()).any(axis=1).sum())
+    return AssetCheckResult(
+        asset_key="grid_suppressed_national",
+        check_name=CONSISTENT_WITH_RESIDENT.name,
+        passed=differing == 0 and differencing["still_disclosed"] == 0,
+        severity=AssetCheckSeverity.ERROR,
+        metadata={
+            "common_cells": len(common),
+            "cells_with_different_patterns": differing,
+            "cells_still_disclosed_by_differencing": differencing["still_disclosed"],
+            "cells_differencing_blocked": differencing["blocked"],
+        },
+    )
+
+
+def no_small_published_counts(
+    grid_suppressed: pd.DataFrame, *, k: int = 3, asset_key: str = "grid_suppressed"
+) -> AssetCheckResult:
     """No published category count in 1..k-1 and no margin with exactly one hidden count."""
     small = 0
     single_hidden = 0
@@ -331,6 +452,7 @@ def no_small_published_counts(grid_suppressed: pd.DataFrame, *, k: int = 3) -> A
         small += int(((numeric > 0) & (numeric < k)).sum())
         single_hidden += int((values.isna().sum(axis=1) == 1).sum())
     return AssetCheckResult(
+        asset_key=asset_key,
         check_name=NO_SMALL_COUNTS.name,
         passed=small == 0 and single_hidden == 0,
         severity=AssetCheckSeverity.ERROR,
@@ -356,7 +478,7 @@ def cell_key_bounded(grid_cell_key: pd.DataFrame, *, max_deviation: int) -> Asse
 grid_region_job = define_asset_job(
     "grid_region_job",
     selection=AssetSelection.assets(
-        census_microdata, grid_counts, grid_counts_national, grid_suppressed, grid_cell_key, grid_loss
+        census_microdata, grid_counts, grid_counts_national, grid_consistent_suppression, grid_cell_key, grid_loss
     ),
     partitions_def=grid_regions,
 )
@@ -380,7 +502,16 @@ census_swap_job = define_asset_job(
     description="Targeted record swapping across every region (after the regions' runs).",
 )
 
-GRID_ASSETS = [census_microdata, grid_counts, grid_counts_national, grid_suppressed, grid_cell_key, grid_loss, census_swapped]
+#: grid_consistent_suppression is one definition producing grid_suppressed and grid_suppressed_national.
+GRID_ASSETS = [
+    census_microdata,
+    grid_counts,
+    grid_counts_national,
+    grid_consistent_suppression,
+    grid_cell_key,
+    grid_loss,
+    census_swapped,
+]
 #: The grid checks are declared on their assets (check_specs).
 GRID_JOBS = [grid_region_job, census_swap_job]
 GRID_SENSORS = [grid_region_sensor]

@@ -8,7 +8,8 @@
   functions (equal weight, persons represented, cell value, power / log transform).
 * :func:`difference_table` and :func:`differencing_disclosure`: resident versus national-definition
   counts per cell, by variable and size of difference, and the cells where publishing both tables
-  discloses persons by differencing (SPEC §11.4).
+  discloses persons by differencing (SPEC §11.4); :func:`disclosing_differences` is the rule itself
+  (also used by ``protect.grid.consistent_grid_suppression``).
 * :func:`homogeneous_cells`: the cells of SPEC §11.2 OPEN item 4 (every resident in one category).
 * :func:`suppression_map_png`: a PNG map of the cells with hidden categories (S002 Rys. 6–7).
 
@@ -239,6 +240,29 @@ def _aligned_counts(
     return a, b
 
 
+def disclosing_differences(first, second, *, k: int = 3) -> np.ndarray:
+    """Where a difference between two published counts discloses persons (SPEC §11.4).
+
+    The shared rule of :func:`differencing_disclosure` and of the consistent grid suppression
+    (``protect.grid.consistent_grid_suppression``): a difference d = first - second with
+    0 < |d| < k isolates fewer than k persons counted under one definition only.
+
+    Parameters
+    ----------
+    first, second
+        Integer count arrays of the same shape (cells x categories), aligned cell by cell.
+    k
+        Threshold: differences of 1..k-1 persons (either sign) disclose.
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean array of the same shape.
+    """
+    diff = np.abs(np.asarray(first, dtype=np.int64) - np.asarray(second, dtype=np.int64))
+    return (diff > 0) & (diff < k)
+
+
 def differencing_disclosure(
     resident: pd.DataFrame,
     national: pd.DataFrame,
@@ -262,7 +286,7 @@ def differencing_disclosure(
     a, b = _aligned_counts(resident, national, cell, columns)
     diff = a.to_numpy(dtype=np.int64) - b.to_numpy(dtype=np.int64)
     out = pd.DataFrame(diff, index=a.index, columns=[f"diff_{c}" for c in columns])
-    out["discloses"] = ((np.abs(diff) > 0) & (np.abs(diff) < k)).any(axis=1)
+    out["discloses"] = disclosing_differences(a.to_numpy(), b.to_numpy(), k=k).any(axis=1)
     return out
 
 

@@ -34,3 +34,4 @@ from sdc_dagster.protect.plan import (  # noqa: E402,F401  (SPEC §8 protection 
     remove_variables,
     validate_plan,
 )
+from sdc_dagster.protect.grid import consistent_grid_suppression  # noqa: E402,F401  (SPEC §11.2, §11.4)

@@ -13,7 +13,7 @@ from assets.grid import (
     prepare_demo_census,
 )
 from resources.storage import ParquetIOManager
-from sdc_dagster.protect import grid_suppression
+from sdc_dagster.protect import consistent_grid_suppression, grid_suppression
 
 PARTITIONED = [a for a in GRID_ASSETS if a.partitions_def is not None]
 
@@ -29,19 +29,46 @@ def test_grid_chain_on_a_small_census(sdc_home, instance):
         PARTITIONED, partition_key=region, instance=instance, resources=resources
     )
     assert result.success
-    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    assert checks == {"no_small_published_counts": True, "cell_key_bounded": True}
+    checks = {
+        (e.asset_key.to_user_string(), e.check_name): e.passed for e in result.get_asset_check_evaluations()
+    }
+    assert checks == {
+        ("grid_suppressed", "no_small_published_counts"): True,
+        ("grid_suppressed_national", "no_small_published_counts"): True,
+        ("grid_suppressed_national", "consistent_with_resident_table"): True,
+        ("grid_cell_key", "cell_key_bounded"): True,
+    }
 
     store = sdc_home / "storage"
     counts = pd.read_parquet(store / "grid_counts" / f"{region}.parquet")
+    national = pd.read_parquet(store / "grid_counts_national" / f"{region}.parquet")
     suppressed = pd.read_parquet(store / "grid_suppressed" / f"{region}.parquet")
-    # the stored asset is the engine's output on the stored counts (sex suppression draws nothing)
+    suppressed_national = pd.read_parquet(store / "grid_suppressed_national" / f"{region}.parquet")
+    # the stored assets are the engine's output on the stored counts (sex suppression draws nothing)
     assert suppressed["total"].tolist() == counts["total"].tolist()
-    again = grid_suppression(counts, strategy="distribution")
-    assert suppressed[["sex_1", "sex_2"]].isna().equals(again[["sex_1", "sex_2"]].isna())
+    assert suppressed_national["total"].tolist() == national["total"].tolist()
+    again, again_national = consistent_grid_suppression(counts, national, strategy="distribution")
+    sex = ["sex_1", "sex_2"]
+    assert suppressed[sex].isna().equals(again[sex].isna())
+    assert suppressed_national[sex].isna().equals(again_national[sex].isna())
+    # consistency only adds suppressions to what the resident table alone hides
+    alone = grid_suppression(counts, strategy="distribution")
+    assert not (alone[sex].isna() & suppressed[sex].notna()).any().any()
+    # one hidden pattern per cell in the two published tables
+    cats = [*sex, "age_1", "age_2", "age_3"]
+    res = suppressed.set_index("cell_id")[cats].isna()
+    nat = suppressed_national.set_index("cell_id")[cats].isna()
+    common = res.index.intersection(nat.index)
+    assert len(common) > 0
+    assert res.loc[common].equals(nat.loc[common])
 
     mat = instance.get_latest_materialization_event(AssetKey("grid_loss")).asset_materialization
     assert mat.metadata["sex_absolute_loss"].value <= 0
+    assert mat.metadata["cells_still_disclosed_by_differencing"].value == 0
+    assert mat.metadata["cells_differencing_blocked"].value == mat.metadata["cells_disclosed_by_differencing"].value
+    assert 0 <= mat.metadata["cells_differencing_blocked_beyond_primary"].value <= mat.metadata[
+        "cells_differencing_blocked"
+    ].value
     assert "data:image/png;base64" in mat.metadata["map"].value
     loss = pd.read_parquet(store / "grid_loss" / region / "loss.parquet")
     hidden_sex = int(counts[["sex_1", "sex_2"]].where(suppressed[["sex_1", "sex_2"]].isna(), 0).sum().sum())
