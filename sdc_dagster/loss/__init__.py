@@ -1,4 +1,4 @@
-"""Information-loss measures (SPEC §9, §10). Public names follow ../CONTRACT.md."""
+"""Information-loss measures (SPEC §9, §10). Public names follow CONTRACT.md."""
 
 from sdc_dagster.loss.association import association_loss, contingency_association, regression_loss
 from sdc_dagster.loss.distance import LossResult, descriptive_statistics, distance_loss, partial_distances
@@ -13,9 +13,7 @@ from sdc_dagster.loss.moments import (
     moment_losses,
     variance_arctan_loss,
 )
-from sdc_dagster.loss.topsis import topsis_loss, topsis_scores, topsis_summary
-from sdc_dagster.loss.utility import d_utility, d_utility_summary
-from sdc_dagster.loss.tables import (  # noqa: E402,F401  (SPEC §9.10, §11.3, §11.4)
+from sdc_dagster.loss.tables import (  # SPEC §9.10, §11.3, §11.4
     difference_table,
     differencing_disclosure,
     grid_information_loss,
@@ -25,3 +23,5 @@ from sdc_dagster.loss.tables import (  # noqa: E402,F401  (SPEC §9.10, §11.3, 
     secondary_suppression_mask,
     suppression_map_png,
 )
+from sdc_dagster.loss.topsis import topsis_loss, topsis_scores, topsis_summary
+from sdc_dagster.loss.utility import d_utility, d_utility_summary

@@ -1,14 +1,19 @@
-"""Protection (SDC) methods (SPEC §8, §11). Public names follow ../CONTRACT.md."""
-from sdc_dagster.protect.grid import grid_suppression  # noqa: E402,F401  (SPEC §11.2)
-from sdc_dagster.protect.cellkey import (  # noqa: E402,F401  (SPEC §8.11)
+"""Protection (SDC) methods (SPEC §8, §11). Public names follow CONTRACT.md."""
+
+from sdc_dagster.protect.cellkey import (  # SPEC §8.11
     PerturbationTable,
     assign_record_keys,
     cell_key_perturb,
     grid_cell_key,
     perturbation_table,
 )
-from sdc_dagster.protect.record_swapping import RecordSwapResult, targeted_record_swap  # noqa: E402,F401  (SPEC §8.10)
-from sdc_dagster.protect.recode import (  # noqa: E402,F401  (SPEC §8.2)
+from sdc_dagster.protect.grid import consistent_grid_suppression, grid_suppression  # SPEC §11.2, §11.4
+from sdc_dagster.protect.microaggregation import microaggregation  # SPEC §8.6
+from sdc_dagster.protect.noise import add_noise  # SPEC §8.5
+from sdc_dagster.protect.plan import PLAN_METHODS, PlanResult, apply_plan, remove_variables, validate_plan
+from sdc_dagster.protect.pram import PramResult, invariant_matrix, pram  # SPEC §8.8
+from sdc_dagster.protect.rank_swapping import rank_swap  # SPEC §8.9
+from sdc_dagster.protect.recode import (  # SPEC §8.2
     bottom_coding,
     interval_recode,
     merge_mapping,
@@ -16,22 +21,41 @@ from sdc_dagster.protect.recode import (  # noqa: E402,F401  (SPEC §8.2)
     top_bottom_coding,
     top_coding,
 )
-from sdc_dagster.protect.suppression import (  # noqa: E402,F401  (SPEC §8.3)
-    local_suppression,
-    risk_suppression,
-    suppression_counts,
-)
-from sdc_dagster.protect.microaggregation import microaggregation  # noqa: E402,F401  (SPEC §8.6)
-from sdc_dagster.protect.noise import add_noise  # noqa: E402,F401  (SPEC §8.5)
-from sdc_dagster.protect.pram import PramResult, invariant_matrix, pram  # noqa: E402,F401  (SPEC §8.8)
-from sdc_dagster.protect.rank_swapping import rank_swap  # noqa: E402,F401  (SPEC §8.9)
-from sdc_dagster.protect.rounding import rounding  # noqa: E402,F401  (SPEC §8.7)
-from sdc_dagster.protect.subsampling import subsample  # noqa: E402,F401  (SPEC §8.4)
-from sdc_dagster.protect.plan import (  # noqa: E402,F401  (SPEC §8 protection plans)
-    PLAN_METHODS,
-    PlanResult,
-    apply_plan,
-    remove_variables,
-    validate_plan,
-)
-from sdc_dagster.protect.grid import consistent_grid_suppression  # noqa: E402,F401  (SPEC §11.2, §11.4)
+from sdc_dagster.protect.record_swapping import RecordSwapResult, targeted_record_swap  # SPEC §8.10
+from sdc_dagster.protect.rounding import rounding  # SPEC §8.7
+from sdc_dagster.protect.subsampling import subsample  # SPEC §8.4
+from sdc_dagster.protect.suppression import local_suppression, risk_suppression, suppression_counts  # SPEC §8.3
+
+__all__ = [
+    "PLAN_METHODS",
+    "PerturbationTable",
+    "PlanResult",
+    "PramResult",
+    "RecordSwapResult",
+    "add_noise",
+    "apply_plan",
+    "assign_record_keys",
+    "bottom_coding",
+    "cell_key_perturb",
+    "consistent_grid_suppression",
+    "grid_cell_key",
+    "grid_suppression",
+    "interval_recode",
+    "invariant_matrix",
+    "local_suppression",
+    "merge_mapping",
+    "microaggregation",
+    "perturbation_table",
+    "pram",
+    "rank_swap",
+    "recode",
+    "remove_variables",
+    "risk_suppression",
+    "rounding",
+    "subsample",
+    "suppression_counts",
+    "targeted_record_swap",
+    "top_bottom_coding",
+    "top_coding",
+    "validate_plan",
+]

@@ -1,14 +1,6 @@
-"""Disclosure-risk measures (SPEC §2–§5). Public names follow ../CONTRACT.md."""
-from sdc_dagster.risk.combined import combined_risk, global_combined_risk
-from sdc_dagster.risk.continuous import (
-    interval_risk,
-    interval_risk_rmd,
-    neighbourhood_counts,
-    outlier_flags,
-    record_linkage_risk,
-)
+"""Disclosure-risk measures (SPEC §2–§5). Public names follow CONTRACT.md."""
 
-from sdc_dagster.risk.categorical import (  # noqa: E402
+from sdc_dagster.risk.categorical import (  # SPEC §2, §3.1–3.5
     global_risk,
     household_risk,
     individual_risk,
@@ -16,6 +8,35 @@ from sdc_dagster.risk.categorical import (  # noqa: E402
     key_frequencies,
     risk_above_threshold,
 )
-from sdc_dagster.risk.combinations import unsafe_combinations  # noqa: E402
-from sdc_dagster.risk.diversity import l_diversity, t_closeness  # noqa: E402
-from sdc_dagster.risk.suda import suda2, suda2_attribute_contributions
+from sdc_dagster.risk.combinations import unsafe_combinations  # SPEC §3.10
+from sdc_dagster.risk.combined import combined_risk, global_combined_risk  # SPEC §5
+from sdc_dagster.risk.continuous import (  # SPEC §4, §5.2
+    interval_risk,
+    interval_risk_rmd,
+    neighbourhood_counts,
+    outlier_flags,
+    record_linkage_risk,
+)
+from sdc_dagster.risk.diversity import l_diversity, t_closeness  # SPEC §3.6, §3.7
+from sdc_dagster.risk.suda import suda2, suda2_attribute_contributions  # SPEC §3.8
+
+__all__ = [
+    "combined_risk",
+    "global_combined_risk",
+    "global_risk",
+    "household_risk",
+    "individual_risk",
+    "interval_risk",
+    "interval_risk_rmd",
+    "k_anonymity_violations",
+    "key_frequencies",
+    "l_diversity",
+    "neighbourhood_counts",
+    "outlier_flags",
+    "record_linkage_risk",
+    "risk_above_threshold",
+    "suda2",
+    "suda2_attribute_contributions",
+    "t_closeness",
+    "unsafe_combinations",
+]
