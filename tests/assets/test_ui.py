@@ -8,7 +8,12 @@ import time
 import urllib.request
 from pathlib import Path
 
+import json
+import shutil
+import signal
+
 import pytest
+from dagster import DagsterInstance
 from playwright.sync_api import sync_playwright
 
 from sdc_dagster.definitions import build_definitions
@@ -45,26 +50,39 @@ def wait_for(url: str, process: subprocess.Popen, seconds: float = 180) -> None:
     raise TimeoutError(url)
 
 
-@pytest.fixture
-def webserver(tmp_path):
+@pytest.fixture(scope="module")
+def home(tmp_path_factory) -> Path:
+    """A data home with wave 2024 of testdata in its landing folder and registered as a partition."""
+    root = tmp_path_factory.mktemp("ui")
+    landing = root / "landing" / "testdata"
+    landing.mkdir(parents=True)
+    shutil.copy(CHECKOUT / "examples" / "data" / "testdata.csv", landing / "2024.csv")
+    (root / "dagster").mkdir()
+    (root / "dagster" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    with DagsterInstance.from_config(str(root / "dagster")) as instance:
+        instance.add_dynamic_partitions("testdata_waves", ["2024"])
+    return root
+
+
+@pytest.fixture(scope="module")
+def webserver(home):
+    """``sdc ui``: the Dagster webserver and daemon (``dagster dev``) on this code location."""
     port = free_port()
-    env = dict(os.environ, SDC_HOME=str(tmp_path / "home"), DAGSTER_HOME=str(tmp_path / "dagster"))
-    Path(env["DAGSTER_HOME"]).mkdir()
-    log = open(tmp_path / "webserver.log", "w")
+    env = {k: v for k, v in os.environ.items() if k not in ("SDC_HOME", "DAGSTER_HOME")}
+    log = open(home / "ui.log", "w")
     process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "dagster-webserver"), "-w", str(CHECKOUT / "workspace.yaml"),
-         "-h", "127.0.0.1", "-p", str(port)],
-        cwd=CHECKOUT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [str(Path(sys.executable).parent / "sdc"), "--home", str(home), "ui", "--port", str(port)],
+        cwd=CHECKOUT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     try:
         wait_for(f"http://127.0.0.1:{port}/server_info", process)
         yield f"http://127.0.0.1:{port}"
     finally:
-        process.terminate()
+        os.killpg(process.pid, signal.SIGTERM)
         try:
-            process.wait(timeout=30)
+            process.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)
         log.close()
 
 
@@ -83,3 +101,53 @@ def test_asset_catalog_lists_every_asset(webserver, tmp_path):
         browser.close()
     missing = [name for name in expected if name not in text]
     assert not missing, f"asset names not shown in the Dagster UI: {missing}"
+
+
+LAUNCH = """
+mutation Launch($params: ExecutionParams!) {
+  launchRun(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+  }
+}
+"""
+STATUS = "query Status($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"
+
+
+def graphql(server: str, query: str, variables: dict) -> dict:
+    request = urllib.request.Request(
+        f"{server}/graphql",
+        data=json.dumps({"query": query, "variables": variables}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())["data"]
+
+
+@pytest.mark.ui
+def test_a_wave_materialises_through_the_webserver(webserver, home):
+    """What the UI's "Materialize" button sends: launch the wave job for partition 2024 through the
+    webserver's GraphQL API; the daemon dequeues it; wait for the run and find its outputs."""
+    params = {
+        "selector": {
+            "repositoryLocationName": "sdc_dagster.definitions:defs",
+            "repositoryName": "__repository__",
+            "jobName": "testdata_wave_job",
+        },
+        "executionMetadata": {"tags": [{"key": "dagster/partition", "value": "2024"}]},
+        "runConfigData": {},
+    }
+    launched = graphql(webserver, LAUNCH, {"params": params})["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    run_id = launched["run"]["runId"]
+    deadline = time.monotonic() + 300
+    status = None
+    while time.monotonic() < deadline:
+        status = graphql(webserver, STATUS, {"id": run_id})["runOrError"]["status"]
+        if status in ("SUCCESS", "FAILURE", "CANCELED"):
+            break
+        time.sleep(2)
+    assert status == "SUCCESS"
+    assert (home / "reports" / "testdata" / "2024.html").is_file()
+    assert (home / "storage" / "testdata" / "protected_suppress_k3" / "2024.parquet").is_file()
