@@ -40,7 +40,7 @@ from resources.storage import inputs_dir, landing_dir, releases_dir, reports_dir
 import sdc_dagster
 from sdc_dagster import lineage, risk, survey
 from sdc_dagster.classification import classify_variables
-from sdc_dagster.report import headline_table, render_report
+from sdc_dagster.report import headline_table, render_report, report_plots
 from sdc_dagster.report.plots import boxplot_png, histogram_png
 from sdc_dagster.schemas import classification_schema, key_frequencies_schema, microdata_schema, risk_scores_schema, validate
 from sdc_dagster.sources import read_wave
@@ -376,6 +376,7 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
                 "report": MetadataValue.path(str(path)),
                 "headline": table_markdown(headline),
                 "releasable_plans": ", ".join(n for n, p in plans.items() if p.releasable) or "none",
+                **{name: image_markdown(png, name.replace("_", " ")) for name, png in report_plots(inputs).items()},
             }
         )
 

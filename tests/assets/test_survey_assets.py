@@ -79,6 +79,9 @@ def test_whole_chain_on_testdata(sdc_home, testdata_only_specs, instance):
     assert loss.loc["perturb", "ebil_water"] == pytest.approx(ebil(original, protected, "water", matrix=matrix))
     assert loss.loc["suppress_k3", "lambda_arctan"] > 0
     assert (sdc_home / "reports" / "testdata" / "2024.html").is_file()
+    report = instance.get_latest_materialization_event(AssetKey(["testdata", "sdc_report"])).asset_materialization
+    assert {"headline", "risk_utility_map", "shapley_boxplot", "topsis_histograms"} <= set(report.metadata)
+    assert "data:image/png;base64," in report.metadata["risk_utility_map"].value
 
 
 def test_bad_wave_leaves_no_output_and_keeps_earlier_waves(sdc_home, testdata_only_specs, instance, tmp_path):
