@@ -19,7 +19,7 @@ class SchemaViolation(SDCInputError):
     """Data broke a schema rule; the message names the column, the rule and offending rows."""
 
 
-def _numeric(column: str) -> pa.Check:
+def _numeric() -> pa.Check:
     return pa.Check(
         lambda s: s.isna() | pd.to_numeric(s, errors="coerce").notna(), error="values must be numeric"
     )
@@ -37,12 +37,12 @@ def microdata_schema(spec: SurveySpec, *, protected: bool = False) -> pa.DataFra
         checks = []
         nullable = True
         if v.role == "weight":
-            checks = [_numeric(v.name), _positive()]
+            checks = [_numeric(), _positive()]
             nullable = False
         elif v.role == "record_id":
             nullable = False
         elif v.role == "continuous_key":
-            checks = [_numeric(v.name)]
+            checks = [_numeric()]
         elif v.categories is not None and not protected:
             checks = [pa.Check.isin(list(v.categories), error=f"categories must be one of {list(v.categories)}")]
         columns[v.name] = pa.Column(

@@ -53,10 +53,6 @@ class Variable:
     missing_codes: tuple = ()
     precision: float | None = None
 
-    @property
-    def is_key(self) -> bool:
-        return self.role in ("categorical_key", "continuous_key")
-
 
 @dataclass(frozen=True)
 class Source:

@@ -34,11 +34,8 @@ def risk_scores(data: pd.DataFrame, spec: SurveySpec, *, con=None) -> tuple[pd.D
     has continuous keys and the keys are complete).
     """
     keys, weight, household = spec.categorical_keys, spec.weight, spec.household_id
-    table = risk.key_frequencies(data, keys, weight=weight, con=con)
-    table["risk"] = risk.individual_risk(data, keys, weight=weight, con=con)
-    figures = dict(risk.global_risk(data, keys, weight=weight, household=household, con=con))
-    if household is not None:
-        table["household_risk"] = risk.household_risk(data, keys, weight=weight, household=household, con=con)
+    table = risk.risk_table(data, keys, weight=weight, household=household, con=con)
+    figures = risk.summarise_risk(table)
     for k in sorted({2, 3, 5, spec.risk.k}):
         figures[f"k{k}_violations"] = int((table["fk"] < k).sum())
     figures["sample_uniques"] = int((table["fk"] == 1).sum())
@@ -102,9 +99,10 @@ def release_checks(protected: pd.DataFrame, spec: SurveySpec, plan: Plan) -> dic
     * ``no_direct_identifier``: no column the spec marks as a direct identifier.
     """
     keys = [k for k in spec.categorical_keys if k in protected.columns]
-    violations = risk.k_anonymity_violations(protected, keys, plan.k) if keys else 0
     weight = spec.weight if spec.weight in protected.columns else None
-    global_risk = float(risk.global_risk(protected, keys, weight=weight)["risk"]) if keys else 0.0
+    table = risk.risk_table(protected, keys, weight=weight) if keys else None
+    violations = int((table["fk"] < plan.k).sum()) if keys else 0
+    global_risk = risk.summarise_risk(table)["risk"] if keys else 0.0
     identifiers = [c for c in direct_identifiers(spec) if c in protected.columns]
     return {
         "k_anonymity": {
@@ -136,8 +134,8 @@ def residual_risk(original: pd.DataFrame, protected: dict[str, pd.DataFrame], sp
     for name, frame in {"original": original, **protected}.items():
         present = [k for k in keys if k in frame.columns]
         hh = household if household in frame.columns else None
-        figures = risk.global_risk(frame, present, weight=weight, household=hh)
-        fk = risk.key_frequencies(frame, present, weight=weight)["fk"]
+        table = risk.risk_table(frame, present, weight=weight, household=hh)
+        figures, fk = risk.summarise_risk(table), table["fk"]
         row = {
             "variant": name,
             "global_risk": float(figures["risk"]),

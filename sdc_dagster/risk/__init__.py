@@ -7,6 +7,8 @@ from sdc_dagster.risk.categorical import (  # SPEC §2, §3.1–3.5
     k_anonymity_violations,
     key_frequencies,
     risk_above_threshold,
+    risk_table,
+    summarise_risk,
 )
 from sdc_dagster.risk.combinations import unsafe_combinations  # SPEC §3.10
 from sdc_dagster.risk.combined import combined_risk, global_combined_risk  # SPEC §5
@@ -35,8 +37,10 @@ __all__ = [
     "outlier_flags",
     "record_linkage_risk",
     "risk_above_threshold",
+    "risk_table",
     "suda2",
     "suda2_attribute_contributions",
+    "summarise_risk",
     "t_closeness",
     "unsafe_combinations",
 ]

@@ -215,12 +215,40 @@ def global_risk(
     dict with ``risk`` and ``expected_reidentifications``; with ``household`` also
     ``household_risk`` and ``household_expected_reidentifications``.
     """
+    return summarise_risk(risk_table(data, keys, weight=weight, household=household, alpha=alpha, con=con))
+
+
+def risk_table(
+    data: pd.DataFrame,
+    keys: Sequence[str],
+    *,
+    weight: str | None = None,
+    household: str | None = None,
+    alpha: float = 1.0,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> pd.DataFrame:
+    """Per record ``fk``, ``Fk``, ``risk`` and, with ``household``, ``household_risk``, from one
+    frequency pass (SPEC §2.4, §3.2, §3.5): what :func:`key_frequencies`, :func:`individual_risk`
+    and :func:`household_risk` give, without computing the frequencies three times."""
     households = _household_codes(data, household) if household is not None else None
-    risk = individual_risk(data, keys, weight=weight, alpha=alpha, con=con).to_numpy()
-    n = len(risk)
-    result = {"risk": float(risk.sum() / n) if n else float("nan"), "expected_reidentifications": float(risk.sum())}
+    table = key_frequencies(data, keys, weight=weight, alpha=alpha, con=con)
+    table["risk"] = risk_from_frequencies(
+        table["fk"].to_numpy(), table["Fk"].to_numpy(), weighted=weight is not None, weight=str(weight)
+    )
     if households is not None:
-        hier = household_risk_from_individual(risk, households)
+        table["household_risk"] = household_risk_from_individual(table["risk"].to_numpy(), households)
+    return table
+
+
+def summarise_risk(table: pd.DataFrame) -> dict[str, float]:
+    """The global figures of a :func:`risk_table` (SPEC §3.3, §3.5): ``risk`` (mean individual risk)
+    and ``expected_reidentifications`` (their sum); with a ``household_risk`` column also
+    ``household_risk`` and ``household_expected_reidentifications``."""
+    n = len(table)
+    risk = table["risk"].to_numpy()
+    result = {"risk": float(risk.sum() / n) if n else float("nan"), "expected_reidentifications": float(risk.sum())}
+    if "household_risk" in table.columns:
+        hier = table["household_risk"].to_numpy()
         result["household_risk"] = float(hier.sum() / n) if n else float("nan")
         result["household_expected_reidentifications"] = float(hier.sum())
     return result

@@ -20,8 +20,13 @@ from sdc_dagster.risk import (
     k_anonymity_violations,
     key_frequencies,
     risk_above_threshold,
+    risk_table,
+    summarise_risk,
 )
-from sdc_dagster.risk.categorical import household_risk_from_individual, risk_from_frequencies
+from sdc_dagster.risk.categorical import (
+    household_risk_from_individual,
+    risk_from_frequencies,
+)
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "sdcmicro" / "golden"
 SDCMICRO = GOLDEN.parent
@@ -118,6 +123,19 @@ def test_testdata_per_record_matches_sdcmicro(testdata):
     np.testing.assert_allclose(risk.to_numpy(), golden["risk"].to_numpy(), rtol=RTOL)
     hier = household_risk(testdata, TESTDATA_KEYS, "ori_hid", weight="sampling_weight")
     np.testing.assert_allclose(hier.to_numpy(), golden["hier_risk"].to_numpy(), rtol=RTOL)
+
+
+def test_risk_table_is_one_pass_of_the_same_measures(testdata):
+    golden = pd.read_csv(GOLDEN / "a_testdata_risk_per_record.csv")
+    table = risk_table(testdata, TESTDATA_KEYS, weight="sampling_weight", household="ori_hid")
+    np.testing.assert_array_equal(table["fk"].to_numpy(), golden["fk"].to_numpy())
+    np.testing.assert_allclose(table["Fk"].to_numpy(), golden["Fk"].to_numpy(), rtol=RTOL)
+    np.testing.assert_allclose(table["risk"].to_numpy(), golden["risk"].to_numpy(), rtol=RTOL)
+    np.testing.assert_allclose(table["household_risk"].to_numpy(), golden["hier_risk"].to_numpy(), rtol=RTOL)
+    summary = json.loads((GOLDEN / "a_testdata_risk_global.json").read_text())["global"]
+    figures = summarise_risk(table)
+    assert figures["risk"] == pytest.approx(summary["risk"], rel=RTOL)
+    assert figures["household_expected_reidentifications"] == pytest.approx(summary["hier_risk_ER"], rel=RTOL)
 
 
 def test_testdata_variants_match_sdcmicro(testdata):
