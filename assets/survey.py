@@ -230,21 +230,9 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         )
         return {"per_record": per_record, "global": overall}
 
-    def release_links(plan_name: str, wave: str) -> dict | None:
-        folders = lineage.list_releases(releases_dir(), s, wave, plan_name)
-        if not folders:
-            return None
-        latest = lineage.read_manifest(folders[-1])
-        return {
-            "run_id": latest["run_id"],
-            "folder": str(folders[-1]),
-            "previous_release": latest["previous_release"],
-            "previous_folder": str(folders[-2]) if len(folders) > 1 else None,
-        }
-
-    def latest_steps(plan_name: str, wave: str) -> list[dict]:
-        folders = lineage.list_releases(releases_dir(), s, wave, plan_name)
-        return lineage.read_manifest(folders[-1])["steps"] if folders else []
+    def releases_of(plan_name: str, wave: str) -> list[Path]:
+        """The plan's releases of this wave, oldest first (written by its protected asset)."""
+        return lineage.list_releases(releases_dir(), s, wave, plan_name)
 
     def plan_asset(plan) -> AssetsDefinition:
         @asset(
@@ -324,20 +312,16 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
     def information_loss(context: AssetExecutionContext, raw_microdata: pd.DataFrame, **protected: pd.DataFrame):
         variants = {name.removeprefix("protected_"): frame for name, frame in protected.items()}
         wave = context.partition_key
-        matrices = {}
-        for name in variants:
-            folders = lineage.list_releases(releases_dir(), s, wave, name)
-            matrices[name] = lineage.read_matrices(folders[-1]) if folders else {}
+        matrices = {name: lineage.read_matrices(releases_of(name, wave)[-1]) for name in variants}
         summary, per_record = survey.information_loss(raw_microdata, variants, spec, matrices=matrices)
         context.add_output_metadata({"summary": table_markdown(summary.round(6))})
         return {"summary": summary, "per_record": per_record}
 
     @asset(
         name="sdc_report",
-        ins={
-            **ins("raw_microdata", "risk_scores", "risk_contributions", "residual_risk", "information_loss"),
-            **plan_ins,
-        },
+        ins=ins("raw_microdata", "risk_scores", "risk_contributions", "residual_risk", "information_loss"),
+        # The plans' steps, seeds and release checks are read from their release manifests.
+        deps=[protected_key(spec, p.name) for p in spec.plans],
         description="One self-contained HTML report per wave comparing the protection plans.",
         code_version=code_version(variables, spec.risk, spec.plans),
         **common,
@@ -349,7 +333,6 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         risk_contributions: dict,
         residual_risk: pd.DataFrame,
         information_loss: dict,
-        **protected: pd.DataFrame,
     ) -> MaterializeResult:
         wave = context.partition_key
         inputs = survey.report_inputs(
@@ -362,9 +345,7 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
             residual_risk,
             information_loss["summary"],
             information_loss["per_record"],
-            {name.removeprefix("protected_"): frame for name, frame in protected.items()},
-            steps={p.name: latest_steps(p.name, wave) for p in spec.plans},
-            releases={p.name: release_links(p.name, wave) for p in spec.plans},
+            {p.name: releases_of(p.name, wave) for p in spec.plans},
         )
         plans = inputs.plans
         path = reports_dir() / spec.survey / f"{wave}.html"

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sdc_dagster import contribution, loss, risk
+from sdc_dagster import contribution, lineage, loss, risk
 from sdc_dagster.protect.plan import PlanResult, apply_plan
 from sdc_dagster.report import PlanSummary, ReportInputs
 from sdc_dagster.sources import read_wave_file
@@ -272,23 +272,24 @@ def report_inputs(
     residual: pd.DataFrame,
     loss_summary: pd.DataFrame,
     loss_per_record: pd.DataFrame,
-    protected: dict[str, pd.DataFrame],
-    steps: dict[str, list[dict]],
-    releases: dict[str, dict] | None = None,
+    releases: dict[str, list[Path]],
 ) -> ReportInputs:
-    """Gather the wave's results into the report's inputs (release checks recomputed per plan)."""
-    plans = {
-        p.name: plan_summary(
-            p,
-            steps.get(p.name, [dict(s) for s in p.steps]),
-            release_checks(protected[p.name], spec, p),
-            residual,
-            loss_summary,
-            loss_per_record,
-            (releases or {}).get(p.name),
+    """Gather the wave's results into the report's inputs. Each plan's steps (with their seeds) and
+    release checks come from the manifest of its latest release (``releases``: plan -> release
+    folders, oldest first), which the report links together with the release it supersedes."""
+    plans = {}
+    for p in spec.plans:
+        folders = releases[p.name]
+        manifest = lineage.read_manifest(folders[-1])
+        link = {
+            "run_id": manifest["run_id"],
+            "folder": str(folders[-1]),
+            "previous_release": manifest["previous_release"],
+            "previous_folder": str(folders[-2]) if len(folders) > 1 else None,
+        }
+        plans[p.name] = plan_summary(
+            p, manifest["steps"], manifest["checks"], residual, loss_summary, loss_per_record, link
         )
-        for p in spec.plans
-    }
     return ReportInputs(
         survey=spec.survey,
         wave=wave,
