@@ -54,6 +54,21 @@ def _file(path: Path) -> Path:
     return path.parent / f"{path.name}.parquet"
 
 
+def read_stored(path: Path):
+    """A stored output: ``<path>.parquet`` as a DataFrame, or the folder ``<path>/`` as a dict of
+    DataFrames. ``path`` is ``<storage>/<asset key path>/<partition>``."""
+    if _file(path).is_file():
+        return pd.read_parquet(_file(path))
+    if path.is_dir():
+        return {p.stem: pd.read_parquet(p) for p in sorted(path.glob("*.parquet"))}
+    raise FileNotFoundError(f"no stored output at {path}.parquet; materialise it first")
+
+
+def stored_output(asset_path: list[str], partition: str = "all"):
+    """Read back what :class:`ParquetIOManager` (default location) stored for an asset partition."""
+    return read_stored((sdc_home() / "storage").joinpath(*asset_path, partition))
+
+
 class ParquetIOManager(ConfigurableIOManager):
     """Stores DataFrame outputs as ``<base_dir>/<asset key path>/<partition>.parquet``.
 
@@ -86,11 +101,7 @@ class ParquetIOManager(ConfigurableIOManager):
             )
 
     def load_input(self, context: InputContext):
-        path = self._path(context)
-        if _file(path).is_file():
-            return pd.read_parquet(_file(path))
-        if path.is_dir():
-            return {p.stem: pd.read_parquet(p) for p in sorted(path.glob("*.parquet"))}
-        raise FileNotFoundError(
-            f"{context.asset_key.to_user_string()}: no stored output at {path}.parquet; materialise it first"
-        )
+        try:
+            return read_stored(self._path(context))
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(f"{context.asset_key.to_user_string()}: {exc}") from None

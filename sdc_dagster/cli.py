@@ -59,13 +59,10 @@ def prepare_demo_waves() -> dict[str, list[str]]:
 
 def wave_summary(survey_name: str, wave: str) -> str:
     """Headline figures of one materialised wave, read back from the stored Parquet outputs."""
-    import pandas as pd
+    from resources.storage import reports_dir, stored_output
 
-    from resources.storage import reports_dir, sdc_home
-
-    store = sdc_home() / "storage" / survey_name
-    residual = pd.read_parquet(store / "residual_risk" / f"{wave}.parquet")
-    loss = pd.read_parquet(store / "information_loss" / wave / "summary.parquet")
+    residual = stored_output([survey_name, "residual_risk"], wave)
+    loss = stored_output([survey_name, "information_loss"], wave)["summary"]
     table = residual[["global_risk", "expected_reidentifications", "k3_violations", "suppressed_values"]].join(
         loss[["lambda_arctan", "topsis_mean"]], how="left"
     )
@@ -137,12 +134,9 @@ def run_grid_demo(defs, instance, out) -> int:
 
 def grid_summary(region: str) -> str:
     """Suppression figures of one grid region, read back from the stored outputs."""
-    import pandas as pd
+    from resources.storage import stored_output
 
-    from resources.storage import sdc_home
-
-    store = sdc_home() / "storage"
-    suppressed = pd.read_parquet(store / "grid_suppressed" / f"{region}.parquet")
+    suppressed = stored_output(["grid_suppressed"], region)
     hidden = int(suppressed.drop(columns="total").select_dtypes("number").isna().sum().sum())
     return f"   {len(suppressed)} cells, {int(suppressed['total'].sum())} residents, {hidden} category counts suppressed"
 
