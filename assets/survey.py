@@ -195,7 +195,7 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         context: AssetExecutionContext, raw_microdata: pd.DataFrame, key_frequencies: pd.DataFrame, duckdb: DuckDBResource
     ):
         with duckdb.get_connection() as con:
-            table, figures = survey.risk_scores(raw_microdata, spec, con=con)
+            table, figures = survey.risk_scores(raw_microdata, spec, con=con, frequencies=key_frequencies)
         validate(table, risk_scores_schema, source="risk_scores")
         metadata = {name: float(v) if isinstance(v, float) else v for name, v in figures.items()}
         per_variable, _ = risk.unsafe_combinations(raw_microdata, spec.categorical_keys, k=spec.risk.k)

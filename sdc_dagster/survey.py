@@ -24,8 +24,11 @@ def keys_from_classification(classification: pd.DataFrame, role: str) -> list[st
     return classification.loc[classification["role"] == role, "variable"].tolist()
 
 
-def risk_scores(data: pd.DataFrame, spec: SurveySpec, *, con=None) -> tuple[pd.DataFrame, dict]:
-    """Per-record risk table and the wave's global risk figures (SPEC §2, §3, §5).
+def risk_scores(
+    data: pd.DataFrame, spec: SurveySpec, *, con=None, frequencies: pd.DataFrame | None = None
+) -> tuple[pd.DataFrame, dict]:
+    """Per-record risk table and the wave's global risk figures (SPEC §2, §3, §5); ``frequencies``:
+    the wave's :func:`~sdc_dagster.risk.key_frequencies`, when already computed.
 
     Columns: ``fk``, ``Fk`` (SPEC §2.4), ``risk`` (individual risk, §3.2), ``household_risk``
     (§3.5, when the spec names a household id), ``suda_score``, ``suda_dis_score`` (SUDA2, §3.8),
@@ -34,7 +37,7 @@ def risk_scores(data: pd.DataFrame, spec: SurveySpec, *, con=None) -> tuple[pd.D
     has continuous keys and the keys are complete).
     """
     keys, weight, household = spec.categorical_keys, spec.weight, spec.household_id
-    table = risk.risk_table(data, keys, weight=weight, household=household, con=con)
+    table = risk.risk_table(data, keys, weight=weight, household=household, con=con, frequencies=frequencies)
     figures = risk.summarise_risk(table)
     for k in sorted({2, 3, 5, spec.risk.k}):
         figures[f"k{k}_violations"] = int((table["fk"] < k).sum())

@@ -226,12 +226,18 @@ def risk_table(
     household: str | None = None,
     alpha: float = 1.0,
     con: duckdb.DuckDBPyConnection | None = None,
+    frequencies: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Per record ``fk``, ``Fk``, ``risk`` and, with ``household``, ``household_risk``, from one
     frequency pass (SPEC §2.4, §3.2, §3.5): what :func:`key_frequencies`, :func:`individual_risk`
-    and :func:`household_risk` give, without computing the frequencies three times."""
+    and :func:`household_risk` give, without computing the frequencies three times.
+    ``frequencies``: the :func:`key_frequencies` of the same data, keys, weight and alpha when
+    already computed (they are then not computed again)."""
     households = _household_codes(data, household) if household is not None else None
-    table = key_frequencies(data, keys, weight=weight, alpha=alpha, con=con)
+    if frequencies is None:
+        table = key_frequencies(data, keys, weight=weight, alpha=alpha, con=con)
+    else:
+        table = frequencies[["fk", "Fk"]].set_axis(data.index)
     table["risk"] = risk_from_frequencies(
         table["fk"].to_numpy(), table["Fk"].to_numpy(), weighted=weight is not None, weight=str(weight)
     )

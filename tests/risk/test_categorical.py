@@ -290,3 +290,10 @@ def test_k_anonymity_violations_non_decreasing_in_k(data):
     assert counts[0] == 0
     assert all(a <= b for a, b in zip(counts, counts[1:]))
     assert counts[-1] <= len(data)
+
+
+def test_risk_table_reuses_given_frequencies(testdata):
+    freq = key_frequencies(testdata, TESTDATA_KEYS, weight="sampling_weight")
+    reused = risk_table(testdata, TESTDATA_KEYS, weight="sampling_weight", household="ori_hid", frequencies=freq)
+    fresh = risk_table(testdata, TESTDATA_KEYS, weight="sampling_weight", household="ori_hid")
+    pd.testing.assert_frame_equal(reused, fresh)
