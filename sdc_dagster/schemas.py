@@ -8,6 +8,8 @@ offending rows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 import pandera.pandas as pa
 
@@ -26,12 +28,35 @@ def _numeric() -> pa.Check:
 
 
 def _positive() -> pa.Check:
-    return pa.Check(lambda s: pd.to_numeric(s, errors="coerce") > 0, error="weights must be > 0")
+    # Unparseable text is reported by _numeric and missing weights by not_nullable, not twice here.
+    return pa.Check(lambda s: ~(pd.to_numeric(s, errors="coerce") <= 0), error="weights must be > 0")
+
+
+def _in_categories(categories: list, numeric: bool) -> pa.Check:
+    """The spec's ``categories:`` rule: every value is a listed category (a listed category may be
+    absent). Numeric categories are compared by number, so a CSV column read as text because of one
+    bad cell is reported once, by :func:`_numeric`, not on every row."""
+    error = f"categories must be one of {categories}"
+    if not numeric:
+        return pa.Check.isin(categories, error=error)
+    return pa.Check(
+        lambda s: (values := pd.to_numeric(s, errors="coerce")).isna() | values.isin(categories), error=error
+    )
+
+
+def _not_entirely_missing() -> pa.Check:
+    return pa.Check(lambda s: bool(s.notna().any()), error="not entirely missing")
 
 
 def microdata_schema(spec: SurveySpec, *, protected: bool = False) -> pa.DataFrameSchema:
     """Schema of one survey wave (``protected``: of a protected variant, where keys may be NA and
-    variables may have been removed or recoded)."""
+    variables may have been removed or recoded).
+
+    Rules of a raw wave: weights numeric, present and > 0; continuous keys numeric; a variable with
+    ``categories:`` holds only those (a variable without them may carry any code, e.g. new codes in
+    a new wave); every key variable has at least one value after the missing codes are applied (a
+    key that is entirely missing cannot be assessed, SPEC §2); the record id is present and unique.
+    """
     columns: dict[str, pa.Column] = {}
     for v in spec.variables:
         checks = []
@@ -44,7 +69,10 @@ def microdata_schema(spec: SurveySpec, *, protected: bool = False) -> pa.DataFra
         elif v.role == "continuous_key":
             checks = [_numeric()]
         elif v.categories is not None and not protected:
-            checks = [pa.Check.isin(list(v.categories), error=f"categories must be one of {list(v.categories)}")]
+            checks = [_numeric()] if v.numeric else []
+            checks.append(_in_categories(list(v.categories), v.numeric))
+        if v.role in ("categorical_key", "continuous_key") and not protected:
+            checks.append(_not_entirely_missing())
         columns[v.name] = pa.Column(
             checks=checks,
             nullable=nullable,
@@ -89,22 +117,51 @@ classification_schema = pa.DataFrameSchema(
 )
 
 
-def validate(data: pd.DataFrame, schema: pa.DataFrameSchema, *, source: str = "data", max_rows: int = 5) -> pd.DataFrame:
-    """Validate ``data`` against ``schema``; raise :class:`SchemaViolation` naming column, rule, rows."""
+def validate(
+    data: pd.DataFrame,
+    schema: pa.DataFrameSchema,
+    *,
+    source: str = "data",
+    max_rows: int = 5,
+    original_text: Callable[[], pd.DataFrame] | None = None,
+) -> pd.DataFrame:
+    """Validate ``data`` against ``schema``; raise :class:`SchemaViolation` naming column, rule, rows.
+
+    Every broken rule is reported at once (lazy validation): the column, the rule, the first
+    ``max_rows`` offending rows (1-based data rows) and their values. ``original_text``, called only
+    when validation fails, returns the cells as the file wrote them (same index and columns as
+    ``data``); a value the reader turned into a missing one (``"n/a"``, a missing code) is then
+    shown with its text, e.g. ``nan (file text 'n/a')``.
+    """
     try:
         return schema.validate(data, lazy=True)
     except pa.errors.SchemaErrors as exc:
         cases = exc.failure_cases
+        text = original_text() if original_text is not None else None
         lines = []
         for (column, check), group in cases.groupby(["column", "check"], dropna=False, sort=False):
             if check == "column_in_dataframe":
                 missing = ", ".join(map(repr, group["failure_case"].tolist()))
                 lines.append(f"column {missing} named in the spec is missing from the data")
                 continue
-            idx = [i for i in group["index"].tolist() if i is not None and not pd.isna(i)]
-            rows = ", ".join(str(int(i) + 1) if isinstance(i, (int, float)) else str(i) for i in idx[:max_rows])
-            values = ", ".join(map(repr, group["failure_case"].tolist()[:max_rows]))
             where = f"column {column!r}" if column is not None and not pd.isna(column) else "the table"
-            detail = f"; first offending rows (1-based): {rows}; values: {values}" if rows else f" ({values})"
-            lines.append(f"{where} breaks rule {check!r}{detail}")
+            offending = [
+                (index, value)
+                for index, value in zip(group["index"].tolist(), group["failure_case"].tolist())
+                if index is not None and not pd.isna(index)
+            ][:max_rows]
+            if not offending:  # a rule on the whole column, e.g. "not entirely missing"
+                lines.append(f"{where} breaks rule {check!r}")
+                continue
+            rows = ", ".join(str(int(i) + 1) if isinstance(i, (int, float)) else str(i) for i, _ in offending)
+            values = ", ".join(_shown_value(value, text, index, column) for index, value in offending)
+            lines.append(f"{where} breaks rule {check!r}; first offending rows (1-based): {rows}; values: {values}")
         raise SchemaViolation(f"{source}: " + "; ".join(lines)) from None
+
+
+def _shown_value(value, text: pd.DataFrame | None, index, column) -> str:
+    """``repr(value)``, with the file's text when the reader made the value missing."""
+    shown = repr(value)
+    if text is not None and pd.isna(value) and column in text.columns and index in text.index:
+        shown += f" (file text {text.at[index, column]!r})"
+    return shown

@@ -1,4 +1,5 @@
-"""Reading survey wave files: CSV, Parquet, SPSS, Stata and SAS (the last three through pyreadstat).
+"""Reading survey wave files by extension: CSV, Parquet, SPSS, Stata, SAS and SAS transport (the last
+four through pyreadstat).
 
 A wave of survey S is the file ``<landing>/<S>/<wave>.<ext>``; when there is none, the spec's
 ``source.path`` (which may contain ``{wave}``) names it. The file on disk is never modified.
@@ -46,12 +47,27 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def read_survey_file(path: Path, *, format: str | None = None, options: dict | None = None) -> pd.DataFrame:
-    """Read one wave file into a DataFrame; an unreadable or empty file raises SDCInputError."""
+def file_format(path: Path, *, default: str | None = None) -> str:
+    """The format of a wave file, by its extension (:data:`~sdc_dagster.spec.FORMATS`); ``default``
+    (the spec's ``source.format``) for a file without an extension."""
     path = Path(path)
-    fmt = format or FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        raise SDCInputError(f"{path.name}: unknown file type {path.suffix!r}; expected one of {sorted(FORMATS)}")
+    suffix = path.suffix.lower()
+    if not suffix and default is not None:
+        return default
+    if suffix not in FORMATS:
+        raise SDCInputError(
+            f"{path.name}: unknown file type {suffix or '(no extension)'!r}; expected one of {sorted(FORMATS)}"
+            + ("" if suffix else " or a source.format in the spec")
+        )
+    return FORMATS[suffix]
+
+
+def read_survey_file(path: Path, *, default_format: str | None = None, options: dict | None = None) -> pd.DataFrame:
+    """Read one wave file into a DataFrame by its extension (``default_format`` for a file without
+    one, see :func:`file_format`); an unreadable or empty file raises SDCInputError naming the file
+    and the format it was read as."""
+    path = Path(path)
+    fmt = file_format(path, default=default_format)
     options = dict(options or {})
     try:
         if fmt == "csv":
@@ -61,31 +77,70 @@ def read_survey_file(path: Path, *, format: str | None = None, options: dict | N
         else:
             import pyreadstat
 
-            reader = {"spss": pyreadstat.read_sav, "stata": pyreadstat.read_dta, "sas": pyreadstat.read_sas7bdat}[fmt]
+            reader = {
+                "spss": pyreadstat.read_sav,
+                "stata": pyreadstat.read_dta,
+                "sas": pyreadstat.read_sas7bdat,
+                "xport": pyreadstat.read_xport,
+            }[fmt]
             data, _meta = reader(str(path), **options)
     except pd.errors.EmptyDataError as exc:
-        raise SDCInputError(f"{path.name}: the file is empty") from exc
-    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        raise SDCInputError(f"{path.name}: the file is empty (read as {fmt})") from exc
+    except UnicodeDecodeError as exc:
+        raise SDCInputError(
+            f"{path.name}: cannot be read as {fmt} ({exc}); if it is {fmt} in another encoding, "
+            "set source.options.encoding in the spec"
+        ) from exc
+    except (OSError, ValueError, TypeError, pd.errors.ParserError) as exc:
         raise SDCInputError(f"{path.name}: cannot be read as {fmt} ({exc})") from exc
     except Exception as exc:  # pyreadstat raises its own error classes for corrupt files
         if type(exc).__module__.startswith("pyreadstat"):
             raise SDCInputError(f"{path.name}: cannot be read as {fmt} ({exc})") from exc
         raise
     if data.shape[0] == 0:
-        raise SDCInputError(f"{path.name}: the file holds no records")
+        raise SDCInputError(f"{path.name}: the file holds no records (read as {fmt})")
     return data
 
 
+def read_csv_text(path: Path, *, options: dict | None = None) -> pd.DataFrame:
+    """The cells of a CSV wave exactly as written (strings, nothing made missing), rows as
+    :func:`read_survey_file` numbers them; used to name the original text in error messages."""
+    options = {k: v for k, v in (options or {}).items() if k not in ("dtype", "converters", "na_values", "parse_dates")}
+    return pd.read_csv(path, **options, dtype=str, keep_default_na=False, na_filter=False)
+
+
 def apply_missing_codes(data: pd.DataFrame, spec: SurveySpec) -> pd.DataFrame:
-    """A copy of ``data`` in which each variable's missing-value codes are NA."""
+    """A copy of ``data`` in which each variable's missing-value codes are NA (a text column, e.g.
+    one with an unparseable cell, also matches the codes' text: ``"-999"``)."""
     out = data.copy()
     for v in spec.variables:
         if v.missing_codes and v.name in out.columns:
             col = out[v.name]
             mask = col.isin(list(v.missing_codes))
+            if col.dtype == object:
+                mask |= col.astype(str).str.strip().isin([str(code) for code in v.missing_codes])
             if mask.any():
                 out[v.name] = col.mask(mask, np.nan if pd.api.types.is_float_dtype(col) else pd.NA)
     return out
+
+
+def spec_column_order(data: pd.DataFrame, spec: SurveySpec) -> pd.DataFrame:
+    """``data`` with the spec's variables first, in spec order, then the other columns by name, so that
+    a wave gives the same frame (and byte-identical outputs) whatever its file's column order."""
+    declared = [v.name for v in spec.variables if v.name in data.columns]
+    known = set(declared)
+    others = sorted((c for c in data.columns if c not in known), key=str)
+    return data[declared + others]
+
+
+def numbers_from_text(data: pd.DataFrame, spec: SurveySpec) -> pd.DataFrame:
+    """Variables that must be numeric (:attr:`~sdc_dagster.spec.Variable.numeric`) but were read as
+    text (e.g. a CSV column with ``" 3"``) as numbers; call after validation, which guarantees every
+    value parses."""
+    text = [v.name for v in spec.variables if v.numeric and v.name in data.columns and data[v.name].dtype == object]
+    if not text:
+        return data
+    return data.assign(**{name: pd.to_numeric(data[name]) for name in text})
 
 
 @dataclass(frozen=True)
@@ -95,19 +150,34 @@ class Wave:
     data: pd.DataFrame
     path: Path
     sha256: str
+    format: str = ""
 
 
 def read_wave_file(spec: SurveySpec, path: Path, *, source: str | None = None) -> pd.DataFrame:
-    """Read one wave file with the spec's reader options, missing codes as NA, validated by the
-    spec's schema (SchemaViolation names the column, the rule and the first offending rows)."""
-    data = read_survey_file(path, format=spec.source.format, options=dict(spec.source.options))
+    """Read one wave file by its extension, missing codes as NA, validated by the spec's schema
+    (SchemaViolation names the column, the rule, the first offending rows and, for a CSV, the text
+    of values that were read as missing), numeric variables as numbers, columns in spec order.
+
+    The spec's ``source.options`` are reader options for its ``source.format``: they apply to files
+    of that format (to every file when the spec names no format).
+    """
+    path = Path(path)
+    fmt = file_format(path, default=spec.source.format)
+    options = dict(spec.source.options) if spec.source.format in (None, fmt) else {}
+    data = read_survey_file(path, default_format=fmt, options=options)
     data = apply_missing_codes(data, spec)
-    validate(data, microdata_schema(spec), source=source or f"{spec.survey} ({Path(path).name})")
-    return data
+    validate(
+        data,
+        microdata_schema(spec),
+        source=source or f"{spec.survey} ({path.name}, {fmt})",
+        original_text=(lambda: read_csv_text(path, options=options)) if fmt == "csv" else None,
+    )
+    return spec_column_order(numbers_from_text(data, spec), spec)
 
 
 def read_wave(spec: SurveySpec, wave: str, landing: Path) -> Wave:
     """Locate, read and validate a wave (missing-value codes become NA); the file is not modified."""
     path = locate_wave_file(spec, wave, landing)
-    data = read_wave_file(spec, path, source=f"{spec.survey} wave {wave} ({path.name})")
-    return Wave(data=data, path=path, sha256=file_sha256(path))
+    fmt = file_format(path, default=spec.source.format)
+    data = read_wave_file(spec, path, source=f"{spec.survey} wave {wave} ({path.name}, {fmt})")
+    return Wave(data=data, path=path, sha256=file_sha256(path), format=fmt)

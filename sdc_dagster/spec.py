@@ -3,7 +3,7 @@
 A spec names the survey, how its wave files are read, the role and scale of every variable
 (SPEC §1.1–1.2), its missing-value codes, the risk parameters (SPEC §3, §5, §12) and the named
 protection plans (ordered steps, SPEC §8). Every problem raises :class:`SpecError` naming the key
-path (``variables.roof.scale``) and what was expected.
+path (``variables.roof.scale``) and what was expected; :func:`load_spec` adds the YAML line of that key.
 """
 
 from __future__ import annotations
@@ -28,18 +28,29 @@ ROLES = (
     "other",
 )
 SCALES = ("nominal", "ordinal", "continuous")
+# File extension -> format of a wave file; a wave is read by its extension, the spec's
+# ``source.format`` applies to files without one.
 FORMATS = {
     ".csv": "csv",
     ".parquet": "parquet",
     ".sav": "spss",
+    ".zsav": "spss",
     ".dta": "stata",
     ".sas7bdat": "sas",
+    ".xpt": "xport",
 }
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
 class SpecError(ValueError):
-    """The survey spec is wrong; the message names the key and what was expected."""
+    """The survey spec is wrong; the message names the key and what was expected.
+
+    ``key`` is the key path of the problem (``plans.p.steps[0]``), used to find its YAML line.
+    """
+
+    def __init__(self, message: str, *, key: str | None = None):
+        super().__init__(message)
+        self.key = key
 
 
 @dataclass(frozen=True)
@@ -52,6 +63,27 @@ class Variable:
     categories: tuple | None = None
     missing_codes: tuple = ()
     precision: float | None = None
+
+    @property
+    def numeric(self) -> bool:
+        """Whether the values must be numbers: a weight, a continuous key, or numeric categories."""
+        if self.role in ("weight", "continuous_key"):
+            return True
+        return self.categories is not None and all(
+            isinstance(c, (int, float)) and not isinstance(c, bool) for c in self.categories
+        )
+
+
+class Variables(tuple):
+    """The spec's variables in spec order; also indexed by name: ``spec.variables["edu"]``."""
+
+    def __getitem__(self, item):
+        if isinstance(item, str):
+            for v in self:
+                if v.name == item:
+                    return v
+            raise KeyError(item)
+        return super().__getitem__(item)
 
 
 @dataclass(frozen=True)
@@ -92,17 +124,14 @@ class SurveySpec:
     survey: str
     title: str
     source: Source
-    variables: tuple[Variable, ...]
+    variables: Variables
     risk: RiskParameters
     plans: tuple[Plan, ...]
     spec_path: Path | None = None
     spec_hash: str = ""
 
     def variable(self, name: str) -> Variable:
-        for v in self.variables:
-            if v.name == name:
-                return v
-        raise KeyError(name)
+        return self.variables[name]
 
     def names(self, role: str) -> list[str]:
         return [v.name for v in self.variables if v.role == role]
@@ -147,7 +176,7 @@ class SurveySpec:
 
 def _expect(cond: bool, where: str, what: str) -> None:
     if not cond:
-        raise SpecError(f"{where}: expected {what}")
+        raise SpecError(f"{where}: expected {what}", key=where)
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
@@ -158,7 +187,7 @@ def _mapping(value: Any, where: str) -> Mapping[str, Any]:
 def _allowed_keys(value: Mapping, where: str, allowed: set[str]) -> None:
     unknown = sorted(set(value) - allowed)
     if unknown:
-        raise SpecError(f"{where}.{unknown[0]}: unknown key; expected one of {sorted(allowed)}")
+        raise SpecError(f"{where}.{unknown[0]}: unknown key; expected one of {sorted(allowed)}", key=f"{where}.{unknown[0]}")
 
 
 def _parse_variable(name: str, raw: Any, global_missing: tuple) -> Variable:
@@ -178,6 +207,13 @@ def _parse_variable(name: str, raw: Any, global_missing: tuple) -> Variable:
     if role == "categorical_key":
         _expect(scale in ("nominal", "ordinal"), f"{where}.scale", "'nominal' or 'ordinal' for a categorical_key")
     categories = raw.get("order", raw.get("categories"))
+    if "order" in raw and "categories" in raw:
+        _expect(
+            isinstance(raw["order"], list) and isinstance(raw["categories"], list)
+            and sorted(map(str, raw["order"])) == sorted(map(str, raw["categories"])),
+            f"{where}.order",
+            "the same categories as 'categories' (the order of an ordinal variable lists every category once)",
+        )
     if scale == "ordinal":
         _expect(categories is not None, f"{where}.order", "the category order (a list) for an ordinal variable")
     if categories is not None:
@@ -228,15 +264,19 @@ def _parse_plan(name: str, raw: Any, default_k: int, index: int) -> Plan:
 
 
 def _validate_plan_steps(plans: tuple[Plan, ...], columns: list[str]) -> None:
-    """Each plan's steps name known methods, parameters and spec variables (SPEC §8)."""
+    """Each plan's steps name known methods, parameters and spec variables (SPEC §8); the error's
+    key is the first failing step, so that :func:`load_spec` can give its line."""
     from sdc_dagster.errors import SDCInputError
     from sdc_dagster.protect.plan import validate_plan
 
     for plan in plans:
-        try:
-            validate_plan(list(plan.steps), columns=columns)
-        except SDCInputError as exc:
-            raise SpecError(f"plans.{plan.name}.steps: {exc}") from None
+        steps = list(plan.steps)
+        # Validating growing prefixes finds the failing step without parsing validate_plan's message.
+        for index in range(len(steps)):
+            try:
+                validate_plan(steps[: index + 1], columns=columns)
+            except SDCInputError as exc:
+                raise SpecError(f"plans.{plan.name}.steps: {exc}", key=f"plans.{plan.name}.steps[{index}]") from None
 
 
 def parse_spec(raw: Any, *, spec_path: Path | None = None, text: str = "") -> SurveySpec:
@@ -257,7 +297,7 @@ def parse_spec(raw: Any, *, spec_path: Path | None = None, text: str = "") -> Su
     _expect(isinstance(global_missing, list), "missing", "a list of missing-value codes")
     variables_raw = _mapping(raw.get("variables"), "variables") if "variables" in raw else None
     _expect(variables_raw is not None and len(variables_raw) > 0, "variables", "a mapping of column name to role")
-    variables = tuple(_parse_variable(n, v, tuple(global_missing)) for n, v in variables_raw.items())
+    variables = Variables(_parse_variable(n, v, tuple(global_missing)) for n, v in variables_raw.items())
 
     for role in ("weight", "household_id", "record_id"):
         found = [v.name for v in variables if v.role == role]
@@ -292,21 +332,59 @@ def parse_spec(raw: Any, *, spec_path: Path | None = None, text: str = "") -> Su
     )
 
 
+def _key_lines(node: yaml.Node | None, path: str = "", lines: dict[str, int] | None = None) -> dict[str, int]:
+    """The 1-based YAML line of every key path of a composed document (``plans.p.steps[0]``)."""
+    lines = {} if lines is None else lines
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            child = f"{path}.{key.value}" if path else str(key.value)
+            lines[child] = key.start_mark.line + 1
+            _key_lines(value, child, lines)
+    elif isinstance(node, yaml.SequenceNode):
+        # A plan given as a bare list of steps: its items are the plan's steps[i].
+        bare_plan = path.startswith("plans.") and path.count(".") == 1
+        for index, item in enumerate(node.value):
+            child = f"{path}.steps[{index}]" if bare_plan else f"{path}[{index}]"
+            lines[child] = item.start_mark.line + 1
+            _key_lines(item, child, lines)
+    return lines
+
+
+def _line_of(key: str | None, lines: dict[str, int]) -> int | None:
+    """The line of ``key``, or of its nearest enclosing key present in the document."""
+    candidate = (key or "").removeprefix("spec.")
+    while candidate:
+        if candidate in lines:
+            return lines[candidate]
+        cut = max(candidate.rfind("."), candidate.rfind("["))
+        if cut <= 0:
+            return None
+        candidate = candidate[:cut]
+    return None
+
+
 def load_spec(path: str | Path) -> SurveySpec:
-    """Read and validate a survey spec from a YAML file."""
+    """Read and validate a survey spec from a YAML file; a :class:`SpecError` reads
+    ``<file>:<line>: <key>: ...`` with the YAML line of the offending key."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(f"{path}: cannot read the spec file ({exc.strerror})") from exc
+    loader = yaml.SafeLoader(text)
     try:
-        raw = yaml.safe_load(text)
+        node = loader.get_single_node()
+        raw = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: not valid YAML ({exc})") from exc
+    finally:
+        loader.dispose()
     try:
         return parse_spec(raw, spec_path=path.resolve(), text=text)
     except SpecError as exc:
-        raise SpecError(f"{path.name}: {exc}") from None
+        line = _line_of(exc.key, _key_lines(node))
+        where = f"{path.name}:{line}" if line is not None else path.name
+        raise SpecError(f"{where}: {exc}", key=exc.key) from None
 
 
 def load_specs(directory: str | Path) -> list[SurveySpec]:

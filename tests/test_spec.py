@@ -93,7 +93,8 @@ def test_load_spec_file_errors(tmp_path):
         load_spec(bad)
     wrong = tmp_path / "wrong.yaml"
     wrong.write_text(yaml.safe_dump(minimal(variables={"a": {"role": "nonsense"}})))
-    with pytest.raises(SpecError, match=r"wrong.yaml: variables.a.role"):
+    # safe_dump sorts the keys: plans (lines 1-4), survey (5), variables (6), a (7), role (8).
+    with pytest.raises(SpecError, match=r"wrong.yaml:8: variables.a.role"):
         load_spec(wrong)
 
 

@@ -31,7 +31,7 @@ from sdc_dagster.protect.microaggregation import microaggregation
 from sdc_dagster.protect.noise import add_noise
 from sdc_dagster.protect.pram import pram
 from sdc_dagster.protect.rank_swapping import rank_swap
-from sdc_dagster.protect.recode import bottom_coding, interval_recode, recode, top_coding
+from sdc_dagster.protect.recode import absent_categories, bottom_coding, interval_recode, recode, top_coding
 from sdc_dagster.protect.rounding import rounding
 from sdc_dagster.protect.subsampling import subsample
 from sdc_dagster.protect.suppression import local_suppression, risk_suppression
@@ -104,8 +104,9 @@ class PlanResult:
     data : the protected frame.
     steps : one dict per step: ``method``, ``parameters`` (every parameter, defaults included),
         ``random_state`` (the integer seed used, None for deterministic steps), ``records_before``,
-        ``records_after``, ``values_changed`` and ``values_suppressed`` ({column: count}) and
-        ``columns_removed``.
+        ``records_after``, ``values_changed`` and ``values_suppressed`` ({column: count}),
+        ``columns_removed``, and for a recode step ``categories_absent`` (listed categories that do
+        not occur in the data: the no-op part of the step).
     artifacts : objects produced by steps, e.g. ``{"pram:<column>": transition matrix}``.
     """
 
@@ -315,6 +316,8 @@ def apply_plan(
                 "columns_removed": [str(c) for c in current.columns.difference(output.columns)],
             }
         )
+        if method == "recode":
+            records[-1]["categories_absent"] = absent_categories(current, **params)
         if method == "pram" and artifact is not None:
             artifacts[f"pram:{params['variable']}"] = artifact.matrix
         current = output

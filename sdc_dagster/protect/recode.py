@@ -53,6 +53,34 @@ def merge_mapping(groups: Sequence[Sequence[Hashable]]) -> dict[Hashable, Hashab
     return mapping
 
 
+def _recode_mapping(column: str, mapping, groups) -> Mapping[Hashable, Hashable]:
+    if (mapping is None) == (groups is None):
+        raise SDCInputError(f"recode of {column!r}: give exactly one of 'mapping' or 'groups'")
+    if groups is not None:
+        mapping = merge_mapping(groups)
+    if not isinstance(mapping, Mapping):
+        raise SDCInputError(f"recode of {column!r}: 'mapping' must be a mapping old -> new category")
+    return mapping
+
+
+def absent_categories(
+    data: pd.DataFrame,
+    variable: str,
+    mapping: Mapping[Hashable, Hashable] | None = None,
+    *,
+    groups: Sequence[Sequence[Hashable]] | None = None,
+) -> list:
+    """The categories a :func:`recode` (same parameters) lists that do not occur in ``variable``.
+
+    Recoding them is a no-op; a protection plan records them so that a reader of the release sees
+    which parts of the step had nothing to do in this wave.
+    """
+    column = require_columns(data, [variable], role="variable")[0]
+    listed = list(_recode_mapping(column, mapping, groups))
+    occurs = pd.Index(listed, dtype=object).isin(data[column].dropna().unique())
+    return [category for category, found in zip(listed, occurs) if not found]
+
+
 def recode(
     data: pd.DataFrame,
     variable: str,
@@ -72,21 +100,13 @@ def recode(
 
     Returns
     -------
-    A copy of ``data`` with ``variable`` recoded; missing values stay missing.
+    A copy of ``data`` with ``variable`` recoded; missing values stay missing. A listed category
+    that does not occur (e.g. in a wave where nobody chose it) is left alone: recoding it is a no-op,
+    which :func:`absent_categories` reports for the plan's record.
     """
     column = require_columns(data, [variable], role="variable")[0]
-    if (mapping is None) == (groups is None):
-        raise SDCInputError(f"recode of {column!r}: give exactly one of 'mapping' or 'groups'")
-    if groups is not None:
-        mapping = merge_mapping(groups)
-    if not isinstance(mapping, Mapping):
-        raise SDCInputError(f"recode of {column!r}: 'mapping' must be a mapping old -> new category")
+    mapping = _recode_mapping(column, mapping, groups)
     original = data[column]
-    unknown = [old for old in mapping if not (original == old).any()]
-    if unknown and len(unknown) == len(mapping):
-        raise SDCInputError(
-            f"recode of {column!r}: none of the categories {list(mapping)} to recode occurs in the column"
-        )
     out = data.copy()
     # Series.replace maps only the listed values and keeps dtype where it can (ints stay ints).
     out[column] = original.replace(dict(mapping))

@@ -8,6 +8,8 @@ import pandas as pd
 import pytest
 
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.protect.plan import apply_plan
+from sdc_dagster.protect.recode import absent_categories
 from sdc_dagster.protect import bottom_coding, interval_recode, merge_mapping, recode, top_bottom_coding, top_coding
 
 GOLDEN = Path(__file__).parents[1] / "data" / "sdcmicro" / "golden"
@@ -61,8 +63,6 @@ def test_recode_mapping_keeps_other_codes_and_missing(testdata):
     assert out["water"].dtype == testdata["water"].dtype
     frame = pd.DataFrame({"c": ["a", None, "b"]})
     assert recode(frame, "c", {"a": "b"})["c"].tolist()[0::2] == ["b", "b"]
-    with pytest.raises(SDCInputError, match="none of the categories"):
-        recode(testdata, "water", {"7": 5})
     with pytest.raises(SDCInputError, match="exactly one"):
         recode(testdata, "water")
 
@@ -79,3 +79,32 @@ def test_interval_recode_codes_intervals_and_rejects_values_outside():
         interval_recode(frame, "income", [0, 10, 30], labels=["a"])
     with pytest.raises(SDCInputError, match="numeric"):
         interval_recode(pd.DataFrame({"s": ["a"]}), "s", [0, 1])
+
+
+def test_recoding_absent_categories_is_a_recorded_no_op():
+    # A valid wave in which categories 5, 6 and 9 of "water" do not occur: the step recodes what
+    # occurs (7 -> 5) and records the categories it had nothing to do for.
+    wave = pd.DataFrame({"water": [1, 2, 7, 7, 3, 1], "sex": [1, 2, 1, 2, 1, 2]})
+    before = wave.copy()
+    step = {"method": "recode", "variable": "water", "mapping": {5: 1, 6: 1, 9: 1, 7: 5}}
+    result = apply_plan(wave, [step], keys=["water", "sex"], random_state=1)
+    pd.testing.assert_frame_equal(wave, before)
+    assert result.data["water"].tolist() == [1, 2, 5, 5, 3, 1]
+    record = result.steps[0]
+    assert record["categories_absent"] == [5, 6, 9]
+    assert record["values_changed"] == {"water": 2}
+
+    only_absent = apply_plan(wave, [{"method": "recode", "variable": "water", "mapping": {5: 1, 6: 1, 9: 1}}],
+                             keys=["water"], random_state=1)
+    pd.testing.assert_frame_equal(only_absent.data, wave)
+    assert only_absent.steps[0]["categories_absent"] == [5, 6, 9]
+    assert only_absent.steps[0]["values_changed"] == {}
+
+
+def test_absent_categories_compares_values_not_types():
+    frame = pd.DataFrame({"x": [1.0, 2.0, np.nan, 5.0], "s": ["a", "b", None, "a"]})
+    assert absent_categories(frame, "x", {5: 1, 6: 1, 9: 1}) == [6, 9]  # 5 occurs as 5.0
+    assert absent_categories(frame, "x", groups=[[2, 3], [6, 7]]) == [3, 6, 7]
+    assert absent_categories(frame, "x", {"5": 1}) == ["5"]  # the text "5" is not the number 5
+    assert absent_categories(frame, "s", {"a": "b", "c": "b"}) == ["c"]
+    assert recode(frame, "x", {6: 1}).equals(frame)
