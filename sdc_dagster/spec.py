@@ -279,6 +279,39 @@ def _validate_plan_steps(plans: tuple[Plan, ...], columns: list[str]) -> None:
                 raise SpecError(f"plans.{plan.name}.steps: {exc}", key=f"plans.{plan.name}.steps[{index}]") from None
 
 
+def _validate_recode_categories(plans: tuple[Plan, ...], variables: tuple[Variable, ...]) -> None:
+    """A recode step of a variable with ``categories:`` recodes only listed categories (or codes an
+    earlier recode step of the plan produced): ``"7"`` for category ``7`` is a spec error, not a
+    silent no-op. A listed category absent from a wave is fine (the step records it)."""
+    from sdc_dagster.errors import SDCInputError
+    from sdc_dagster.protect.recode import merge_mapping
+
+    declared = {v.name: list(v.categories) for v in variables if v.categories is not None}
+    for plan in plans:
+        known = dict(declared)
+        for index, step in enumerate(plan.steps):
+            variable = step.get("variable")
+            if variable not in known:
+                continue
+            if step["method"] != "recode":
+                known.pop(variable)  # other methods may change the codes; later steps are not checked
+                continue
+            parameter = "groups" if step.get("groups") is not None else "mapping"
+            try:
+                mapping = merge_mapping(step["groups"]) if parameter == "groups" else step["mapping"]
+            except SDCInputError as exc:
+                where = f"plans.{plan.name}.steps[{index}].groups"
+                raise SpecError(f"{where}: {exc}", key=where) from None
+            unknown = [category for category in mapping if category not in known[variable]]
+            if unknown:
+                raise SpecError(
+                    f"plans.{plan.name}.steps[{index}].{parameter}: expected categories of {variable!r} "
+                    f"({known[variable]}), got {unknown[0]!r}",
+                    key=f"plans.{plan.name}.steps[{index}].{parameter}.{unknown[0]}",
+                )
+            known[variable] = known[variable] + [new for new in mapping.values() if new not in known[variable]]
+
+
 def parse_spec(raw: Any, *, spec_path: Path | None = None, text: str = "") -> SurveySpec:
     """Validate a parsed YAML document and build the :class:`SurveySpec`."""
     raw = _mapping(raw, "spec")
@@ -320,6 +353,7 @@ def parse_spec(raw: Any, *, spec_path: Path | None = None, text: str = "") -> Su
     plans_raw = _mapping(raw.get("plans", {}), "plans")
     plans = tuple(_parse_plan(n, p, risk.k, i) for i, (n, p) in enumerate(plans_raw.items()))
     _validate_plan_steps(plans, [v.name for v in variables])
+    _validate_recode_categories(plans, variables)
     return SurveySpec(
         survey=survey,
         title=str(raw.get("title", survey)),

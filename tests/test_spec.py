@@ -116,3 +116,82 @@ def test_duplicate_survey_names(tmp_path):
 def test_plan_steps_are_validated(steps, message):
     with pytest.raises(SpecError, match=message):
         parse_spec(minimal(plans={"p": steps}))
+
+
+SPEC_WITH_PLANS = """\
+survey: s
+variables:
+  a: {role: categorical_key, categories: [1, 2, 5, 6, 7, 9]}
+  b: {role: categorical_key}
+  x:
+    role: continuous_key
+    precision: 0.05
+plans:
+  listed:
+    - method: local_suppression
+      k: 3
+    - method: recode
+      variable: nope
+      mapping: {1: 2}
+  mapped:
+    k: 2
+    steps:
+      - {method: recode, variable: a, mapping: {5: 1, 6: 1, 9: 1}}
+      - method: recode
+        variable: a
+        mapping: {1: 2, "7": 2}
+"""
+
+
+def write(tmp_path, text):
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_step_naming_an_unknown_column_is_a_spec_error_with_its_line(tmp_path):
+    with pytest.raises(SpecError) as err:
+        load_spec(write(tmp_path, SPEC_WITH_PLANS))
+    # The failing step starts on line 12 (a plan given as a bare list of steps).
+    assert str(err.value).startswith("s.yaml:12: plans.listed.steps: step 1 (recode)")
+    assert "'nope'" in str(err.value)
+    mapped_only = SPEC_WITH_PLANS.replace("      variable: nope", "      variable: b")
+    mapped_only = mapped_only.replace("- {method: recode, variable: a,", "- {method: recode, variable: absent,")
+    with pytest.raises(SpecError, match=r"^s.yaml:18: plans.mapped.steps: step 0 \(recode\).*'absent'"):
+        load_spec(write(tmp_path, mapped_only))
+
+
+def test_recode_of_an_unlisted_category_is_a_spec_error_with_its_line(tmp_path):
+    # "7" (text) is not the listed category 7; 1 is listed, and 5, 6, 9 need not occur in a wave.
+    text = SPEC_WITH_PLANS.replace("      variable: nope", "      variable: b")
+    with pytest.raises(SpecError, match=r"^s.yaml:21: plans.mapped.steps\[1\].mapping: expected categories of 'a'.*got '7'"):
+        load_spec(write(tmp_path, text))
+    spec = load_spec(write(tmp_path, text.replace('"7": 2', "7: 2")))
+    assert spec.plan("mapped").steps[1]["mapping"] == {1: 2, 7: 2}
+
+
+def test_variable_errors_carry_their_line(tmp_path):
+    text = "survey: s\nvariables:\n  a: {role: categorical_key}\n  x:\n    role: continuous_key\n    precision: 7\n"
+    with pytest.raises(SpecError, match=r"^s.yaml:6: variables.x.precision: expected a number in \(0, 1\)"):
+        load_spec(write(tmp_path, text))
+    with pytest.raises(SpecError, match=r"^s.yaml:3: variables.a.colour: unknown key"):
+        load_spec(write(tmp_path, text.replace("{role: categorical_key}", "{role: categorical_key, colour: 1}")))
+
+
+def test_ordinal_order_is_the_variables_categories_by_name():
+    spec = parse_spec(
+        minimal(variables={
+            "edu": {"role": "categorical_key", "scale": "ordinal", "order": ["none", "primary", "secondary", "tertiary"]},
+            "a": {"role": "categorical_key", "categories": [2, 1]},
+        })
+    )
+    assert spec.variables["edu"].categories == ("none", "primary", "secondary", "tertiary")
+    assert spec.variables["edu"] is spec.variable("edu") is spec.variables[0]
+    assert spec.variables["a"].categories == (2, 1) and spec.scales["edu"] == "ordinal"
+    assert [v.name for v in spec.variables] == ["edu", "a"]
+    with pytest.raises(KeyError):
+        spec.variables["absent"]
+    both = {"role": "categorical_key", "scale": "ordinal", "order": [3, 1, 2], "categories": [1, 2, 3]}
+    assert parse_spec(minimal(variables={"edu": both})).variables["edu"].categories == (3, 1, 2)
+    with pytest.raises(SpecError, match="variables.edu.order: expected the same categories"):
+        parse_spec(minimal(variables={"edu": {**both, "categories": [1, 2, 4]}}))
