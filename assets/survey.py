@@ -127,6 +127,7 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
                 "records": len(data),
                 "columns": len(data.columns),
                 "source_file": str(wave.path),
+                "source_format": wave.format,
                 "source_snapshot": str(snapshot),
                 "source_sha256": wave.sha256,
                 "spec_sha256": spec.spec_hash,
