@@ -5,6 +5,9 @@ Two data-driven suggestions a methodologist wants to see before trusting a spec:
   direct identifier (it identifies records on its own);
 * a cardinality-based scale: numeric columns with more than ``continuous_min_distinct`` distinct
   values look continuous, the rest categorical.
+
+It also notes the spec's listed categories that a wave lacks (valid: ``categories:`` is a rule on the
+values, not a promise that every category occurs).
 """
 
 from __future__ import annotations
@@ -53,6 +56,11 @@ def classify_variables(
                 notes.append(f"{n_distinct} distinct values suggest a {suggested_scale} variable")
         if spec_var and scale in ("nominal", "ordinal") and suggested_scale == "continuous":
             notes.append("declared categorical but has many distinct numeric values")
+        if spec_var and spec_var.categories is not None:
+            listed = pd.Index(spec_var.categories, dtype=object)
+            absent = listed[~listed.isin(counts.index)].tolist()
+            if absent:
+                notes.append(f"listed categories absent from this wave: {absent}")
         rows.append(
             {
                 "variable": str(column),

@@ -133,6 +133,9 @@ def test_classification_suggestions():
     assert table.loc["id", "suggested_role"] is None  # the record id is expected to be unique
     assert table.loc["sex", "n_distinct"] == 2 and table.loc["sex", "suggested_scale"] == "nominal"
     assert table.loc["flag", "unique_share"] == pytest.approx(1 / 6)
+    women = classify_variables(toy(6).assign(sex=2.0), SPEC).set_index("variable")
+    assert women.loc["sex", "note"] == "listed categories absent from this wave: [1]"
+    assert table.loc["sex", "note"] == ""
     many = pd.DataFrame({"v": np.arange(100.0), "sex": [1, 2] * 50, "region": 1, "income": 1.0, "w": 1.0, "id": range(100)})
     assert classify_variables(many, SPEC).set_index("variable").loc["v", "suggested_scale"] == "continuous"
 
