@@ -162,6 +162,6 @@ def validate(
 def _shown_value(value, text: pd.DataFrame | None, index, column) -> str:
     """``repr(value)``, with the file's text when the reader made the value missing."""
     shown = repr(value)
-    if text is not None and pd.isna(value) and column in text.columns and index in text.index:
+    if text is not None and pd.api.types.is_scalar(value) and pd.isna(value) and column in text.columns and index in text.index:
         shown += f" (file text {text.at[index, column]!r})"
     return shown

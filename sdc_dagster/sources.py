@@ -135,8 +135,8 @@ def spec_column_order(data: pd.DataFrame, spec: SurveySpec) -> pd.DataFrame:
 
 def numbers_from_text(data: pd.DataFrame, spec: SurveySpec) -> pd.DataFrame:
     """Variables that must be numeric (:attr:`~sdc_dagster.spec.Variable.numeric`) but were read as
-    text (e.g. a CSV column with ``" 3"``) as numbers; call after validation, which guarantees every
-    value parses."""
+    text (e.g. a Parquet or SPSS string column holding ``"3"``) as numbers; call after validation,
+    which guarantees every value parses."""
     text = [v.name for v in spec.variables if v.numeric and v.name in data.columns and data[v.name].dtype == object]
     if not text:
         return data
