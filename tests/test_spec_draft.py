@@ -1,0 +1,89 @@
+"""Drafting a survey spec from a data file (`sdc init`): roles, labels, measures, user-missing codes.
+
+The reference for the guessed roles is the setup sdcMicro's own documentation uses for its testdata
+(keys urbrur, roof, walls, water, electcon, relat, sex; weight sampling_weight; household ori_hid;
+hhcivil as the sensitive variable of its l-diversity example), which examples/testdata.yaml follows.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyreadstat
+import pytest
+
+from sdc_dagster.errors import SDCInputError
+from sdc_dagster.spec import load_spec
+from sdc_dagster.spec_draft import _one_of_each, draft_spec, guess_variable
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+SDCMICRO_KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
+
+
+@pytest.fixture
+def survey_frame() -> pd.DataFrame:
+    data = pd.read_csv(CHECKOUT / "examples" / "data" / "testdata.csv")
+    data.insert(0, "person_id", np.arange(len(data)) + 1000)
+    data["surname"] = [f"N{i:05d}" for i in range(len(data))]
+    data.loc[::50, "water"] = 99  # "don't know", declared user-missing in the SPSS file
+    return data
+
+
+def drafted(tmp_path, source) -> object:
+    spec_file = tmp_path / "draft.yaml"
+    spec_file.write_text(draft_spec(source, "household_survey"))
+    return load_spec(spec_file), spec_file.read_text()
+
+
+def test_spss_labels_measures_and_user_missing(tmp_path, survey_frame):
+    source = tmp_path / "wave.sav"
+    pyreadstat.write_sav(
+        survey_frame, str(source),
+        variable_value_labels={"urbrur": {1: "urban", 2: "rural"}, "water": {99: "don't know"}},
+        missing_ranges={"water": [99]},
+        variable_measure={"urbrur": "nominal", "roof": "ordinal", "income": "scale"},
+    )
+    spec, text = drafted(tmp_path, source)
+    assert spec.categorical_keys == SDCMICRO_KEYS
+    assert spec.weight == "sampling_weight" and spec.household_id == "ori_hid"
+    assert spec.variable("hhcivil").role == "sensitive"
+    assert spec.variable("person_id").role == "direct_identifier"
+    assert spec.variable("surname").role == "direct_identifier"
+    assert spec.variable("roof").scale == "ordinal"  # SPSS measurement level
+    assert spec.variable("water").missing_codes == (99,)  # SPSS user-missing code
+    assert "1 = urban, 2 = rural" in text  # value labels shown with the categories
+    assert set(spec.continuous_keys) == {"age", "expend", "income", "savings"}
+    assert spec.source.format == "spss" and spec.plans[0].name == "suppress_k3"
+    assert text.count("# guess:") == survey_frame.shape[1]  # every role says why
+
+
+@pytest.mark.parametrize("suffix", [".dta", ".csv", ".parquet"])
+def test_other_formats_give_the_same_roles(tmp_path, survey_frame, suffix):
+    source = tmp_path / f"wave{suffix}"
+    if suffix == ".dta":
+        pyreadstat.write_dta(survey_frame, str(source), variable_value_labels={"sex": {1: "male", 2: "female"}})
+    elif suffix == ".csv":
+        survey_frame.to_csv(source, index=False)
+    else:
+        survey_frame.to_parquet(source)
+    spec, _ = drafted(tmp_path, source)
+    assert spec.categorical_keys == SDCMICRO_KEYS
+    assert (spec.weight, spec.household_id) == ("sampling_weight", "ori_hid")
+
+
+def test_one_weight_and_one_household_id():
+    frame = pd.DataFrame({"hh_id": np.repeat(np.arange(50), 2), "hid2": np.repeat(np.arange(50), 2),
+                          "weight": np.linspace(1, 2, 100), "wgt_household": np.linspace(2, 3, 100)})
+    roles = {v.name: v.role for v in load_drafted(frame)}
+    assert roles == {"hh_id": "household_id", "hid2": "other", "weight": "weight", "wgt_household": "other"}
+
+
+def load_drafted(frame):
+    return [guess for guess in _one_of_each([guess_variable(c, frame[c]) for c in frame.columns])]
+
+
+def test_unreadable_inputs_name_the_file(tmp_path):
+    with pytest.raises(SDCInputError, match="notes.txt"):
+        draft_spec(tmp_path / "notes.txt", "s")
+    with pytest.raises(SDCInputError, match="survey name"):
+        draft_spec(CHECKOUT / "examples" / "data" / "testdata.csv", "1bad")
