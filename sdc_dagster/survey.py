@@ -88,10 +88,23 @@ def direct_identifiers(spec: SurveySpec) -> list[str]:
     return spec.names("direct_identifier")
 
 
-def protect(data: pd.DataFrame, spec: SurveySpec, plan: Plan) -> PlanResult:
-    """Apply a protection plan to a copy of the wave, direct identifiers removed first (SPEC §8.1)."""
+def protect(data: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: str) -> PlanResult:
+    """Apply a protection plan to a copy of the wave, direct identifiers removed first (SPEC §8.1).
+
+    Every random step is seeded from the plan's ``random_state`` and (survey, wave, plan name, step)
+    (:func:`~sdc_dagster.protect.plan.step_seed`), so the order of the plans in the spec changes no
+    output. Subsample steps sample whole households and rescale the weight when the spec names them.
+    """
     released = data.drop(columns=[c for c in direct_identifiers(spec) if c in data.columns])
-    return apply_plan(released, list(plan.steps), keys=spec.categorical_keys, random_state=plan.random_state)
+    return apply_plan(
+        released,
+        list(plan.steps),
+        keys=spec.categorical_keys,
+        random_state=plan.random_state,
+        seed_labels=(spec.survey, str(wave), plan.name),
+        household=spec.household_id,
+        weight=spec.weight,
+    )
 
 
 def release_checks(protected: pd.DataFrame, spec: SurveySpec, plan: Plan) -> dict[str, dict]:
@@ -325,7 +338,8 @@ def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveyS
 
 def recompute_release(input_file: Path, spec_copy: Path, manifest: dict) -> pd.DataFrame:
     """Recompute a release's protected output from what its manifest records: the input snapshot,
-    the spec text used, and the plan (whose seed is in the spec)."""
+    the spec text used, the wave and the plan (whose seed is in the spec; step seeds derive from it,
+    the survey, the wave and the plan name)."""
     spec = load_spec(spec_copy)
     data = read_wave_file(spec, input_file)
-    return protect(data, spec, spec.plan(manifest["plan"])).data
+    return protect(data, spec, spec.plan(manifest["plan"]), wave=manifest["wave"]).data
