@@ -38,7 +38,8 @@ Deviation, documented: sdcMicro's last group (the k..2k-1 records left at the en
 of the observed values by the number of records, which treats missing values as 0; here every group
 mean, the last one included, is the mean of the group's observed values. Data with missing values
 take an exhaustive path (every step scans the remaining records, O(n^2 / k) distance evaluations,
-vectorised): about 1 s for 5,000 records; the indexed path above needs complete data.
+vectorised): about 0.4 s for 4,580 records and 8 s for 20,000 (3 variables, k=3, shared 2-core
+machine); the indexed path above needs complete data.
 
 References
 ----------
@@ -341,32 +342,59 @@ def _observed_mean(x: np.ndarray) -> np.ndarray:
 
 def _mdav_groups_with_missing(x: np.ndarray, k: int) -> np.ndarray:
     """Group label of every row under sdcMicro's MDAV for data with missing values (NaN): the
-    exhaustive loop of the module docstring, with sdcMicro's missing-value distance."""
-    n = len(x)
+    exhaustive loop of the module docstring, with sdcMicro's missing-value distance.
+
+    The remaining records are kept compacted (NaN filled with 0 plus a missing mask; compacted again
+    when half are gone, removed records in between get distance -inf / +inf)."""
+    n, p = x.shape
     weights = _variable_weights(x)
     penalties = _missing_penalties(x, weights)
-    alive = np.ones(n, dtype=bool)
     labels = np.full(n, -1, dtype=np.int64)
     left, group = n, 0
+    ids = np.arange(n)
+    filled, missing = np.where(np.isnan(x), 0.0, x), np.isnan(x)
+    gone = np.zeros(n, dtype=bool)
 
-    def distances(records: np.ndarray, point: np.ndarray) -> np.ndarray:
-        return _single_precision_distance(x[records], point, weights, penalties)
+    def distances(point: np.ndarray) -> np.ndarray:
+        """sdcMicro's single-precision Dist of every compacted record to ``point`` (see
+        :func:`_single_precision_distance`)."""
+        total = None
+        for j in range(p):
+            if np.isnan(point[j]):
+                term = np.where(missing[:, j], np.float32(0.0), penalties[j])
+            else:
+                term = ((filled[:, j] - point[j]) ** 2 * weights[j]).astype(np.float32)
+                term[missing[:, j]] = penalties[j]
+            total = term if total is None else total + term
+        return total
+
+    def farthest(point: np.ndarray) -> tuple[int, np.ndarray]:
+        d = distances(point)
+        d[gone] = -np.inf
+        return int(np.argmax(d)), d  # first maximum in data order
+
+    def close_nearest(d: np.ndarray) -> None:
+        nonlocal group, left
+        d = np.where(gone, np.inf, d)
+        # the k nearest, later records first on ties: sort only the records within the k-th distance
+        within = np.flatnonzero(d <= np.partition(d, k - 1)[k - 1])
+        members = within[np.lexsort((-within, d[within]))[:k]]
+        labels[ids[members]], gone[members] = group, True
+        group, left = group + 1, left - k
 
     while left >= 2 * k:
+        if 2 * left < len(ids):
+            keep = ~gone
+            ids, filled, missing, gone = ids[keep], filled[keep], missing[keep], gone[keep]
         two_groups = left >= 3 * k
-        records = np.flatnonzero(alive)
-        center = _observed_mean(x[records])
-        record_r = records[np.argmax(distances(records, center))]  # first maximum in data order
-        to_r = distances(records, x[record_r])
-        record_s = records[np.argmax(to_r)]
-        for query, d in ((record_r, to_r), (record_s, None))[: 2 if two_groups else 1]:
-            if d is None:
-                records = np.flatnonzero(alive)
-                d = distances(records, x[query])
-            members = records[np.lexsort((-records, d))[:k]]  # later records first on ties
-            labels[members], alive[members] = group, False
-            group, left = group + 1, left - k
-    labels[alive] = group
+        center = _observed_mean(np.where(missing | gone[:, None], np.nan, filled))
+        r, _ = farthest(center)
+        s, to_r = farthest(np.where(missing[r], np.nan, filled[r]))
+        point_s = np.where(missing[s], np.nan, filled[s])
+        close_nearest(to_r)
+        if two_groups:
+            close_nearest(distances(point_s))
+    labels[ids[~gone]] = group
     return labels
 
 

@@ -101,6 +101,43 @@ def test_mdav_with_missing_values_by_hand_sdcmicro_semantics():
     assert out["id"].equals(frame["id"])
 
 
+def reference_mdav_with_missing(x, k):
+    """sdcMicro's Mdav loop with its missing-value rules (Mdav.h: DistXX/Dist/AddRow), transcribed
+    without compaction: full scans, NaN-aware centroid over the observed values."""
+    n = len(x)
+    w = _variable_weights(x)
+    observed = ~np.isnan(x)
+    penalty = ((np.nanmax(x, axis=0) - np.nanmin(x, axis=0)) ** 2 * w).astype(np.float32)
+    alive, labels, group, left = np.ones(n, bool), np.full(n, -1), 0, n
+    while left >= 2 * k:
+        two = left >= 3 * k
+        idx = np.flatnonzero(alive)
+        count = observed[idx].sum(axis=0)
+        center = np.where(count > 0, np.nansum(x[idx], axis=0) / np.maximum(count, 1), np.nan)
+        r = idx[np.argmax(_single_precision_distance(x[idx], center, w, penalty))]
+        s = idx[np.argmax(_single_precision_distance(x[idx], x[r], w, penalty))]
+        for q in ([r, s] if two else [r]):
+            idx = np.flatnonzero(alive)
+            d = _single_precision_distance(x[idx], x[q], w, penalty)
+            members = idx[np.lexsort((-idx, d))[:k]]
+            labels[members], alive[members] = group, False
+            group, left = group + 1, left - k
+    labels[alive] = group
+    return labels
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mdav_with_missing_values_equals_transcription_of_sdcmicro_loop(seed):
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(10, 1500)), int(rng.integers(2, 5))
+    x = np.column_stack([rng.lognormal(10, 1, n), rng.integers(0, 4, n).astype(float), rng.normal(0, 1, n)])
+    x[rng.random((n, 3)) < [0.2, 0.05, 0.1]] = np.nan
+    if seed == 0:
+        x[:, 2] = np.nan  # a variable never observed
+    labels = _mdav_groups_with_missing(x, k)
+    assert np.array_equal(labels, reference_mdav_with_missing(x, k))
+
+
 def test_mdav_missing_path_equals_exhaustive_transcription_on_complete_data():
     rng = np.random.default_rng(5)
     x = np.column_stack([rng.lognormal(10, 1, 300), rng.integers(0, 4, 300).astype(float)])
