@@ -82,18 +82,9 @@ def _missing_penalties(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return ((high - low) ** 2 * weights).astype(np.float32)
 
 
-def _single_precision_distance(
-    rows: np.ndarray, point: np.ndarray, weights: np.ndarray, penalties: np.ndarray | None = None
-) -> np.ndarray:
-    """sdcMicro's Dist: each weighted squared difference rounded to float32 and summed in float32.
-
-    With ``penalties`` (data with missing values): a variable missing on exactly one side adds its
-    penalty, missing on both sides adds 0."""
+def _single_precision_distance(rows: np.ndarray, point: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """sdcMicro's Dist: each weighted squared difference rounded to float32 and summed in float32."""
     terms = ((rows - point) ** 2 * weights).astype(np.float32)
-    if penalties is not None:
-        row_missing, point_missing = np.isnan(rows), np.isnan(point)
-        terms = np.where(row_missing != point_missing, penalties, terms)
-        terms[row_missing & point_missing] = 0.0
     total = terms[:, 0].copy()
     for j in range(1, terms.shape[1]):
         total = total + terms[:, j]
@@ -356,8 +347,9 @@ def _mdav_groups_with_missing(x: np.ndarray, k: int) -> np.ndarray:
     gone = np.zeros(n, dtype=bool)
 
     def distances(point: np.ndarray) -> np.ndarray:
-        """sdcMicro's single-precision Dist of every compacted record to ``point`` (see
-        :func:`_single_precision_distance`)."""
+        """sdcMicro's single-precision Dist of every compacted record to ``point``: as
+        :func:`_single_precision_distance`, a variable missing on one side adding its penalty and
+        on both sides 0."""
         total = None
         for j in range(p):
             if np.isnan(point[j]):

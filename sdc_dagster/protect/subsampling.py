@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.frequencies import key_digits
 
 
 def subsample(
@@ -59,8 +60,8 @@ def subsample(
     else:
         if data[household].isna().any():
             raise SDCInputError(f"column {household!r}: household ids must be complete to sample whole households")
-        units, uniques = pd.factorize(data[household], sort=True)
-        n_units = len(uniques)
+        digits, radices = key_digits(data, [household])  # households numbered 1..H by first appearance
+        units, n_units = digits[:, 0] - 1, int(radices[0]) - 1
     size = int(round(fraction * n_units))
     drawn = np.zeros(n_units, dtype=bool)
     drawn[rng.choice(n_units, size=size, replace=False)] = True

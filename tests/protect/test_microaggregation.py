@@ -101,6 +101,17 @@ def test_mdav_with_missing_values_by_hand_sdcmicro_semantics():
     assert out["id"].equals(frame["id"])
 
 
+def sdcmicro_dist(rows, point, w, penalty):
+    """Mdav.h Dist/DistXX: float32 terms; one side missing -> penalty, both missing -> 0."""
+    terms = np.where(np.isnan(rows), 0.0, (rows - point) ** 2 * w).astype(np.float32)
+    one_side = np.isnan(rows) != np.isnan(point)
+    terms = np.where(one_side, penalty, np.where(np.isnan(rows) & np.isnan(point), np.float32(0), terms))
+    total = terms[:, 0].copy()
+    for j in range(1, terms.shape[1]):
+        total = total + terms[:, j]
+    return total
+
+
 def reference_mdav_with_missing(x, k):
     """sdcMicro's Mdav loop with its missing-value rules (Mdav.h: DistXX/Dist/AddRow), transcribed
     without compaction: full scans, NaN-aware centroid over the observed values."""
@@ -114,11 +125,11 @@ def reference_mdav_with_missing(x, k):
         idx = np.flatnonzero(alive)
         count = observed[idx].sum(axis=0)
         center = np.where(count > 0, np.nansum(x[idx], axis=0) / np.maximum(count, 1), np.nan)
-        r = idx[np.argmax(_single_precision_distance(x[idx], center, w, penalty))]
-        s = idx[np.argmax(_single_precision_distance(x[idx], x[r], w, penalty))]
+        r = idx[np.argmax(sdcmicro_dist(x[idx], center, w, penalty))]
+        s = idx[np.argmax(sdcmicro_dist(x[idx], x[r], w, penalty))]
         for q in ([r, s] if two else [r]):
             idx = np.flatnonzero(alive)
-            d = _single_precision_distance(x[idx], x[q], w, penalty)
+            d = sdcmicro_dist(x[idx], x[q], w, penalty)
             members = idx[np.lexsort((-idx, d))[:k]]
             labels[members], alive[members] = group, False
             group, left = group + 1, left - k
