@@ -246,7 +246,7 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         )
         def protected(context: AssetExecutionContext, raw_microdata: pd.DataFrame, variable_classification: pd.DataFrame):
             wave = context.partition_key
-            result = survey.protect(raw_microdata, spec, plan)
+            result = survey.protect(raw_microdata, spec, plan, wave=wave)
             validate(result.data, microdata_schema(spec, protected=True), source=f"protected_{plan.name}")
             checks = survey.release_checks(result.data, spec, plan)
             source = raw_source(context, wave)

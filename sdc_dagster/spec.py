@@ -238,7 +238,7 @@ def _parse_variable(name: str, raw: Any, global_missing: tuple) -> Variable:
     )
 
 
-def _parse_plan(name: str, raw: Any, default_k: int, index: int) -> Plan:
+def _parse_plan(name: str, raw: Any, default_k: int) -> Plan:
     where = f"plans.{name}"
     _expect(isinstance(name, str) and bool(_NAME.match(name)), where, "a plan name of letters, digits and _")
     if isinstance(raw, list):
@@ -252,7 +252,7 @@ def _parse_plan(name: str, raw: Any, default_k: int, index: int) -> Plan:
         _expect("method" in step, f"{where}.steps[{i}].method", "the name of a protection method")
     k = raw.get("k", default_k)
     _expect(isinstance(k, int) and k >= 1, f"{where}.k", "a positive integer")
-    seed = raw.get("random_state", 20240 + index)
+    seed = raw.get("random_state", 20240)  # step seeds also hash the plan name: no dependence on plan order
     _expect(isinstance(seed, int) and seed >= 0, f"{where}.random_state", "a non-negative integer seed")
     return Plan(
         name=name,
@@ -351,7 +351,7 @@ def parse_spec(raw: Any, *, spec_path: Path | None = None, text: str = "") -> Su
         _expect(isinstance(value, (int, float)) and 0 <= value <= 1, f"risk.{name}", "a number in [0, 1]")
 
     plans_raw = _mapping(raw.get("plans", {}), "plans")
-    plans = tuple(_parse_plan(n, p, risk.k, i) for i, (n, p) in enumerate(plans_raw.items()))
+    plans = tuple(_parse_plan(n, p, risk.k) for n, p in plans_raw.items())
     _validate_plan_steps(plans, [v.name for v in variables])
     _validate_recode_categories(plans, variables)
     return SurveySpec(

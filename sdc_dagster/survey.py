@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster import contribution, lineage, loss, risk
+from sdc_dagster.errors import SDCInputError
 from sdc_dagster.protect.plan import PlanResult, apply_plan
 from sdc_dagster.report import PlanSummary, ReportInputs
 from sdc_dagster.sources import read_wave_file
@@ -88,10 +89,23 @@ def direct_identifiers(spec: SurveySpec) -> list[str]:
     return spec.names("direct_identifier")
 
 
-def protect(data: pd.DataFrame, spec: SurveySpec, plan: Plan) -> PlanResult:
-    """Apply a protection plan to a copy of the wave, direct identifiers removed first (SPEC §8.1)."""
+def protect(data: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: str) -> PlanResult:
+    """Apply a protection plan to a copy of the wave, direct identifiers removed first (SPEC §8.1).
+
+    Every random step is seeded from the plan's ``random_state`` and (survey, wave, plan name, step)
+    (:func:`~sdc_dagster.protect.plan.step_seed`), so the order of the plans in the spec changes no
+    output. Subsample steps sample whole households and rescale the weight when the spec names them.
+    """
     released = data.drop(columns=[c for c in direct_identifiers(spec) if c in data.columns])
-    return apply_plan(released, list(plan.steps), keys=spec.categorical_keys, random_state=plan.random_state)
+    return apply_plan(
+        released,
+        list(plan.steps),
+        keys=spec.categorical_keys,
+        random_state=plan.random_state,
+        seed_labels=(spec.survey, str(wave), plan.name),
+        household=spec.household_id,
+        weight=spec.weight,
+    )
 
 
 def release_checks(protected: pd.DataFrame, spec: SurveySpec, plan: Plan) -> dict[str, dict]:
@@ -173,30 +187,67 @@ def information_loss(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Loss measures per protected variant (SPEC §9, §10).
 
+    Record-level measures compare each released record with the same record of the original: a
+    subsampled variant is compared on the records it retains (``records_compared``,
+    ``records_removed``). Ordinal keys use the rank in the spec's ``order:``. A value missing in
+    both files is not compared (``values_compared`` counts the values compared by the distance
+    measure). The partial distances are computed once per variant and shared by the three
+    continuous distances and TOPSIS.
+
     Returns (summary: one row per variant with the distance measure (1) under each continuous
-    distance, the per-variable mean distances and the mean TOPSIS loss; per_record: TOPSIS loss and
-    the per-record sum of partial distances for each variant).
+    distance, the mean TOPSIS loss, the moment, SSE/TSS, utility, EBIL and association figures;
+    per_record: TOPSIS loss and the per-record sum of partial distances for each variant, NaN for
+    records a variant does not release).
     """
-    scales = {v: s for v, s in spec.scales.items() if v in spec.categorical_keys + spec.continuous_keys}
     rows, per_record = [], {}
     for name, frame in protected.items():
-        if len(frame) != len(original):
-            continue
-        present = {v: s for v, s in scales.items() if v in frame.columns}
-        row = {"variant": name}
-        for distance in ("max_abs", "max_sq", "arctan"):
-            result = loss.distance_loss(original[list(present)], frame[list(present)], present, continuous_distance=distance)
+        matched = _retained_records(original, frame, name)
+        scales = _loss_scales(spec, frame)
+        results = loss.distance_losses(
+            matched[list(scales)], frame[list(scales)], scales,
+            continuous_distances=("max_abs", "max_sq", "arctan"), categories=_ordinal_orders(spec, scales),
+        )
+        row = {"variant": name, "records_compared": len(frame), "records_removed": len(original) - len(frame)}
+        for distance, result in results.items():
             row[f"lambda_{distance}"] = float(result.value)
-            if distance == "arctan":
-                per_record[f"{name}_distance"] = result.per_record
-        eta = loss.topsis_loss(original[list(present)], frame[list(present)], present)
-        per_record[f"{name}_topsis"] = eta
+        arctan = results["arctan"]
+        row["values_compared"] = int(arctan.compared.sum())
+        eta = loss.topsis_scores(arctan.distances)
+        per_record[f"{name}_distance"] = arctan.per_record.reindex(original.index)
+        per_record[f"{name}_topsis"] = eta.reindex(original.index)
         row["topsis_mean"] = float(eta.mean())
-        row.update(_continuous_loss(original, frame, spec))
-        row.update(_categorical_loss(original, frame, spec, (matrices or {}).get(name, {})))
+        row.update(_continuous_loss(matched, frame, spec))
+        row.update(_categorical_loss(matched, frame, spec, (matrices or {}).get(name, {})))
         rows.append(row)
     summary = pd.DataFrame(rows).set_index("variant") if rows else pd.DataFrame(index=pd.Index([], name="variant"))
     return summary, pd.DataFrame(per_record, index=original.index)
+
+
+def _retained_records(original: pd.DataFrame, protected: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The original records a variant releases, in its order (all of them unless it subsampled)."""
+    if protected.index.equals(original.index):
+        return original
+    if not protected.index.is_unique or not protected.index.isin(original.index).all():
+        raise SDCInputError(
+            f"protected variant {name!r}: its records must keep the index labels of the original "
+            "(a subset of them) so that loss can be measured record by record"
+        )
+    return original.loc[protected.index]
+
+
+def _loss_scales(spec: SurveySpec, frame: pd.DataFrame) -> dict[str, str]:
+    """Scales of the quasi-identifiers a variant still releases."""
+    keys = spec.categorical_keys + spec.continuous_keys
+    return {v: s for v, s in spec.scales.items() if v in keys and v in frame.columns}
+
+
+def _ordinal_orders(spec: SurveySpec, scales: dict[str, str]) -> dict[str, list]:
+    """The spec's ``order:`` of each ordinal variable, for the ordinal distance (SPEC §9.1 (3))."""
+    return {
+        v: list(spec.variable(v).categories)
+        for v, s in scales.items()
+        if s == "ordinal" and spec.variable(v).categories is not None
+    }
 
 
 def _changed(original: pd.Series, protected: pd.Series) -> bool:
@@ -206,17 +257,23 @@ def _changed(original: pd.Series, protected: pd.Series) -> bool:
 
 
 def _continuous_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec) -> dict:
-    """Moment measures (SPEC §9.4, §9.6, §9.7 with Pearson correlations), within-group loss of
-    microaggregation (§9.5), sdcMicro's dUtility and the mean relative change of regression
-    coefficients, for the continuous keys a plan perturbed."""
+    """Moment measures (SPEC §9.4, §9.6, §9.7 with Pearson correlations), SSE/TSS (§9.5: for
+    microaggregation the within-group loss, for any other perturbation the squared error of the
+    release relative to TSS), sdcMicro's dUtility and the mean relative change of regression
+    coefficients, for the continuous keys a plan perturbed. Missing values are skipped pairwise;
+    ``continuous_values_compared`` counts the values observed in both files."""
     columns = [c for c in spec.continuous_keys if c in protected.columns]
     if not columns or not any(_changed(original[c], protected[c]) for c in columns):
         return {}
     figures = {f"moment_{k}": v for k, v in loss.moment_losses(original[columns], protected[columns]).items()}
     figures.update({f"dUtility_{k}": v for k, v in loss.d_utility_summary(original[columns], protected[columns]).items()})
-    figures["sse_tss"] = float(loss.within_group_loss(original[columns], protected[columns], columns).value)
-    if len(columns) >= 2 and protected[columns].notna().all().all():
-        # OLS of the first continuous key on the others, before and after (SPEC §9.9, §9.11).
+    within = loss.within_group_loss(original[columns], protected[columns], columns)
+    figures["sse_tss"] = float(within.value)
+    figures["continuous_values_compared"] = within.compared
+    complete = original[columns].notna().all(axis=1) & protected[columns].notna().all(axis=1)
+    if len(columns) >= 2 and int(complete.sum()) > len(columns):
+        # OLS of the first continuous key on the others, before and after, each on its complete
+        # records (SPEC §9.9, §9.11).
         coefficients = loss.regression_loss(original, protected, columns[0], columns[1:])
         figures["regression_relative_change_mean"] = float(coefficients["relative_change"].mean())
     return figures
@@ -252,7 +309,7 @@ def plan_summary(
 ) -> PlanSummary:
     """What the report shows of one plan: its steps, residual risk, loss and release checks."""
     loss_row = loss_summary.loc[plan.name].dropna().to_dict() if plan.name in loss_summary.index else {}
-    topsis = loss_per_record.get(f"{plan.name}_topsis", pd.Series(dtype=float))
+    topsis = loss_per_record.get(f"{plan.name}_topsis", pd.Series(dtype=float)).dropna()  # NaN: not released
     passed = {name: bool(c["passed"]) for name, c in checks.items()}
     return PlanSummary(
         steps=steps,
@@ -311,21 +368,27 @@ def report_inputs(
 
 def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec) -> dict:
     """The loss figures a release manifest carries: distance measure (1) with arctan distances
-    (SPEC §9.1 eq (6)) and the mean TOPSIS loss (SPEC §10) over the quasi-identifiers."""
-    if len(protected) != len(original):
-        return {"records_removed": int(len(original) - len(protected))}
-    scales = {
-        v: s for v, s in spec.scales.items() if v in spec.categorical_keys + spec.continuous_keys and v in protected.columns
-    }
+    (SPEC §9.1 eq (6)) and the mean TOPSIS loss (SPEC §10) over the quasi-identifiers (ordinal keys
+    in the spec's order), on the records the release retains (``records_compared``,
+    ``records_removed``), from one computation of the partial distances."""
+    matched = _retained_records(original, protected, "release")
+    scales = _loss_scales(spec, protected)
     columns = list(scales)
-    result = loss.distance_loss(original[columns], protected[columns], scales)
-    eta = loss.topsis_loss(original[columns], protected[columns], scales)
-    return {"lambda_arctan": float(result.value), "topsis_mean": float(eta.mean())}
+    result = loss.distance_loss(matched[columns], protected[columns], scales, categories=_ordinal_orders(spec, scales))
+    eta = loss.topsis_scores(result.distances)
+    return {
+        "lambda_arctan": float(result.value),
+        "topsis_mean": float(eta.mean()),
+        "values_compared": int(result.compared.sum()),
+        "records_compared": len(protected),
+        "records_removed": len(original) - len(protected),
+    }
 
 
 def recompute_release(input_file: Path, spec_copy: Path, manifest: dict) -> pd.DataFrame:
     """Recompute a release's protected output from what its manifest records: the input snapshot,
-    the spec text used, and the plan (whose seed is in the spec)."""
+    the spec text used, the wave and the plan (whose seed is in the spec; step seeds derive from it,
+    the survey, the wave and the plan name)."""
     spec = load_spec(spec_copy)
     data = read_wave_file(spec, input_file)
-    return protect(data, spec, spec.plan(manifest["plan"])).data
+    return protect(data, spec, spec.plan(manifest["plan"]), wave=manifest["wave"]).data

@@ -1,7 +1,13 @@
 """Information-loss measures (SPEC §9, §10). Public names follow CONTRACT.md."""
 
 from sdc_dagster.loss.association import association_loss, contingency_association, regression_loss
-from sdc_dagster.loss.distance import LossResult, descriptive_statistics, distance_loss, partial_distances
+from sdc_dagster.loss.distance import (
+    LossResult,
+    descriptive_statistics,
+    distance_loss,
+    distance_losses,
+    partial_distances,
+)
 from sdc_dagster.loss.entropy import backward_probabilities, ebil
 from sdc_dagster.loss.microaggregation import WithinGroupLoss, within_group_loss
 from sdc_dagster.loss.moments import (

@@ -11,6 +11,7 @@ import pandas as pd
 from scipy import stats
 
 from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.frequencies import key_digits
 from sdc_dagster.loss.distance import check_pair, continuous_values
 
 
@@ -36,12 +37,22 @@ def contingency_association(data: pd.DataFrame, row: str, column: str) -> dict[s
     Młodak (S003) §5; Cramér (1946); Pearson (1904).
     """
     require_columns(data, [row, column])
-    table = pd.crosstab(data[row], data[column])
-    n = int(table.to_numpy().sum())
+    digits, radices = key_digits(data, [row, column])
+    return _coded_association(digits[:, 0], radices[0], digits[:, 1], radices[1], row, column)
+
+
+def _coded_association(a: np.ndarray, a_radix: int, b: np.ndarray, b_radix: int, row: str, column: str) -> dict:
+    """:func:`contingency_association` from :func:`~sdc_dagster.frequencies.key_digits` codes
+    (0 = missing): the two-way table of the records observed in both, categories seen there only."""
+    both = (a > 0) & (b > 0)
+    counts = np.bincount(a[both] * b_radix + b[both], minlength=int(a_radix * b_radix))
+    table = counts.reshape(int(a_radix), int(b_radix))
+    table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
+    n = int(table.sum())
     for name, size in ((row, table.shape[0]), (column, table.shape[1])):
         if size < 2:
             raise SDCInputError(f"column {name!r}: association needs at least 2 observed categories (got {size})")
-    chi2, p_value, dof, _ = stats.chi2_contingency(table.to_numpy(), correction=False)
+    chi2, p_value, dof, _ = stats.chi2_contingency(table, correction=False)
     return {"n": n, "chi2": float(chi2), "dof": int(dof), "p_value": float(p_value),
             "cramers_v": float(np.sqrt(chi2 / (n * (min(table.shape) - 1)))),
             "contingency_coefficient": float(np.sqrt(chi2 / (chi2 + n)))}
@@ -82,10 +93,18 @@ def association_loss(original: pd.DataFrame, protected: pd.DataFrame, columns: S
         if len(pair) != 2:
             raise SDCInputError(f"pairs: {pair!r} is not a pair of column names")
         check_pair(original, protected, list(pair))
+    used = list(dict.fromkeys(c for pair in pairs for c in pair))
+    position = {c: j for j, c in enumerate(used)}
+    coded = [key_digits(frame, used) for frame in (original, protected)]  # each column coded once per file
+
+    def association(which: int, a: str, b: str) -> dict:
+        digits, radices = coded[which]
+        i, j = position[a], position[b]
+        return _coded_association(digits[:, i], radices[i], digits[:, j], radices[j], a, b)
+
     rows = []
     for a, b in pairs:
-        before = contingency_association(original, a, b)
-        after = contingency_association(protected, a, b)
+        before, after = association(0, a, b), association(1, a, b)
         rows.append({
             "row": a, "column": b,
             "chi2": before["chi2"], "chi2_protected": after["chi2"],

@@ -4,6 +4,12 @@ Every variable X_j gets a partial distance d(x_ij, x*_ij) in [0, 1] chosen by it
 (nominal (2), ordinal (3), continuous (4)–(6), scaled arctan, unnormalised footnote variant);
 suppressed or missing values are replaced by the "largest possible loss" working values of
 SPEC §9.3 before the distances are taken. The overall measure is lambda of SPEC eq (1).
+
+A value missing in both files (item non-response that stayed missing) is skipped pairwise: nothing
+was known, so nothing was compared; its distance is recorded as 0 (it adds nothing to a record's
+sum or to TOPSIS) and it is left out of the averages, lambda = sum of distances / number of values
+compared (m·n when nothing is missing on both sides). :func:`distance_losses` computes several
+continuous variants from one pass over the data.
 """
 
 from __future__ import annotations
@@ -35,12 +41,15 @@ class LossResult:
         Mean partial distance of each variable (index = variable names).
     distances : DataFrame
         The n x m partial distances d(x_ij, x*_ij) (index like the input, one column per variable).
+    compared : Series
+        Number of values compared per variable (records not missing on both sides).
     """
 
     value: float
     per_record: pd.Series
     per_variable: pd.Series
     distances: pd.DataFrame
+    compared: pd.Series
 
 
 def check_pair(original: pd.DataFrame, protected: pd.DataFrame, columns: Sequence[str]) -> list[str]:
@@ -161,9 +170,10 @@ def _substitute_hidden_continuous(x: np.ndarray, y: np.ndarray, column: str, hid
     return x, y
 
 
-def _continuous_distance(x: np.ndarray, y: np.ndarray, column: str, continuous_distance: str,
-                         c: float, hidden_rule: str) -> np.ndarray:
-    """SPEC (4)–(6), scaled arctan and the footnote variant; normalised after substitution."""
+def _continuous_distance(gap: np.ndarray, x: np.ndarray, column: str, continuous_distance: str,
+                         c: float) -> np.ndarray:
+    """SPEC (4)–(6), scaled arctan and the footnote variant from the gaps |x - x*| taken after the
+    substitution of hidden values (``x``: the original values, for the footnote's maximum)."""
     if continuous_distance == "max_value":
         observed = x[~np.isnan(x)]
         if (observed < 0).any():
@@ -175,8 +185,6 @@ def _continuous_distance(x: np.ndarray, y: np.ndarray, column: str, continuous_d
             raise SDCInputError(
                 f"original column {column!r}: continuous_distance='max_value' needs a positive maximum"
             )
-    x, y = _substitute_hidden_continuous(x, y, column, hidden_rule)
-    gap = np.abs(x - y)
     if continuous_distance == "arctan":
         return np.arctan(gap) * (2.0 / np.pi)
     if continuous_distance == "scaled_arctan":
@@ -223,24 +231,63 @@ def partial_distances(original: pd.DataFrame, protected: pd.DataFrame, scales: M
     DataFrame
         Index of ``original``, one float column per variable of ``scales``, values in [0, 1].
     """
-    _validate_options(scales, continuous_distance, c, hidden_rule, categories)
+    return distance_losses(original, protected, scales, continuous_distances=(continuous_distance,), c=c,
+                           hidden_rule=hidden_rule, categories=categories)[continuous_distance].distances
+
+
+def distance_losses(original: pd.DataFrame, protected: pd.DataFrame, scales: Mapping[str, str], *,
+                    continuous_distances: Sequence[str] = ("arctan",), c: float = 1.0, hidden_rule: str = "B",
+                    categories: Mapping[str, Sequence] | None = None) -> dict[str, LossResult]:
+    """:func:`distance_loss` under several continuous distances from one pass over the data (SPEC §9.1).
+
+    The nominal and ordinal distances and the substituted continuous gaps |x - x*| (SPEC §9.3) are
+    computed once; each variant of ``continuous_distances`` only rescales the gaps.
+
+    Returns
+    -------
+    dict
+        ``{continuous_distance: LossResult}``, in the order given.
+    """
+    for variant in continuous_distances:
+        _validate_options(scales, variant, c, hidden_rule, categories)
     columns = check_pair(original, protected, list(scales))
     categories = categories or {}
-    distances = {}
+    shared, gaps, compared = {}, {}, {}
     for column in columns:
         scale = scales[column]
+        compared[column] = int((original[column].notna() | protected[column].notna()).sum())
         if scale == "nominal":
-            distances[column] = _nominal_distance(original[column], protected[column])
+            shared[column] = _nominal_distance(original[column], protected[column])
         elif scale == "ordinal":
-            distances[column] = _ordinal_distance(original[column], protected[column], column,
-                                                  categories.get(column))
+            shared[column] = _ordinal_distance(original[column], protected[column], column,
+                                               categories.get(column))
         else:
-            distances[column] = _continuous_distance(
-                continuous_values(original, column, "original"),
-                continuous_values(protected, column, "protected"),
-                column, continuous_distance, c, hidden_rule,
-            )
-    return pd.DataFrame(distances, index=original.index, columns=columns)
+            x = continuous_values(original, column, "original")
+            y = continuous_values(protected, column, "protected")
+            gaps[column] = (np.abs(np.subtract(*_substitute_hidden_continuous(x, y, column, hidden_rule))), x)
+    counts = pd.Series(compared, index=columns, name="compared", dtype="int64")
+    results = {}
+    for variant in continuous_distances:
+        distances = {
+            column: shared[column] if column in shared
+            else _continuous_distance(*gaps[column], column, variant, c)
+            for column in columns
+        }
+        results[variant] = _loss_result(pd.DataFrame(distances, index=original.index, columns=columns), counts)
+    return results
+
+
+def _loss_result(distances: pd.DataFrame, compared: pd.Series) -> LossResult:
+    """lambda (eq (1)), per-record sums and per-variable means over the values compared."""
+    values = distances.to_numpy()
+    per_record = pd.Series(values.sum(axis=1), index=distances.index, name="distance")
+    counts = compared.to_numpy(dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_variable = pd.Series(values.sum(axis=0) / counts, index=distances.columns, name="distance")
+    total = counts.sum()
+    value = float(values.sum() / total) if total else float("nan")
+    return LossResult(value=value, per_record=per_record, per_variable=per_variable, distances=distances,
+                      compared=compared)
 
 
 def distance_loss(original: pd.DataFrame, protected: pd.DataFrame, scales: Mapping[str, str], *,
@@ -265,28 +312,25 @@ def distance_loss(original: pd.DataFrame, protected: pd.DataFrame, scales: Mappi
         Working value for a suppressed / missing value on one side (SPEC §9.3): "A" splits
         continuous values at the median, "B" (default, "largest possible loss") at the
         mid-range. Nominal: d = 1; ordinal: the farthest end category (both rules).
-        A value missing on both sides counts d = 0 (OPEN decision: nothing known, nothing lost).
+        A value missing on both sides is not compared (see the module docstring): d = 0 in
+        ``distances``, left out of ``value`` and ``per_variable``.
     categories : mapping, optional
-        ``{column: ordered list of categories}`` for ordinal variables; k_j = its length.
-        Without it the ordered union of codes observed in either file is used (SPEC §8.2).
+        ``{column: ordered list of categories}`` for ordinal variables; k_j = its length and the
+        positions are ranks in this order (e.g. the spec's ``order:``). Without it the sorted
+        union of codes observed in either file is used (SPEC §8.2).
 
     Returns
     -------
     LossResult
-        ``value`` = lambda in [0, 1], ``per_record``, ``per_variable`` and ``distances``.
+        ``value`` = lambda in [0, 1] (NaN when no value is compared), ``per_record``,
+        ``per_variable``, ``distances`` and ``compared``.
 
     References
     ----------
     Młodak (S003) eqs (1)–(6), §3, §7 and footnote 2; SPEC §9.1–§9.3.
     """
-    distances = partial_distances(original, protected, scales, continuous_distance=continuous_distance,
-                                  c=c, hidden_rule=hidden_rule, categories=categories)
-    values = distances.to_numpy()
-    per_record = pd.Series(values.sum(axis=1), index=distances.index, name="distance")
-    per_variable = pd.Series(values.mean(axis=0) if len(values) else np.nan,
-                             index=distances.columns, name="distance")
-    value = float(values.mean()) if values.size else float("nan")
-    return LossResult(value=value, per_record=per_record, per_variable=per_variable, distances=distances)
+    return distance_losses(original, protected, scales, continuous_distances=(continuous_distance,), c=c,
+                           hidden_rule=hidden_rule, categories=categories)[continuous_distance]
 
 
 def descriptive_statistics(values) -> dict[str, float]:

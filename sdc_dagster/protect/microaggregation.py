@@ -25,6 +25,22 @@ the decision, which are then re-ranked with sdcMicro's single-precision distance
 that of the exhaustive algorithm (tested against a direct transcription of sdcMicro's loop, ties
 included). 100,000 records x 3 variables, k=3: about 7 s on 2 cores (was about 35 s).
 
+Missing values (item non-response) follow sdcMicro's ``mdav`` (``R/mdav.R`` codes NA as -999 for
+the C++ ``Mdav`` and restores NA afterwards):
+
+* weights, centroids and group means use the observed values of each variable (a centroid or group
+  mean is missing when the variable has no observed value there);
+* the distance term of a variable observed on one side only is the penalty
+  (max_j - min_j)^2 · w_j (observed range, in weighted units); missing on both sides adds 0;
+* a missing value stays missing in the output.
+
+Deviation, documented: sdcMicro's last group (the k..2k-1 records left at the end) divides the sum
+of the observed values by the number of records, which treats missing values as 0; here every group
+mean, the last one included, is the mean of the group's observed values. Data with missing values
+take an exhaustive path (every step scans the remaining records, O(n^2 / k) distance evaluations,
+vectorised): about 0.4 s for 4,580 records and 8 s for 20,000 (3 variables, k=3, shared 2-core
+machine); the indexed path above needs complete data.
+
 References
 ----------
 Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation for statistical
@@ -47,12 +63,23 @@ _EXACT_CENTER_LIMIT = 5_000  # up to here the centroid is re-summed in data orde
 
 
 def _variable_weights(x: np.ndarray) -> np.ndarray:
-    """1 / population variance per column, as sdcMicro's Mdav (sums in data order, E[x^2] - E[x]^2)."""
-    n = len(x)
-    mean = np.cumsum(x, axis=0)[-1] / n
-    mean_square = np.cumsum(x * x, axis=0)[-1] / n
+    """1 / population variance per column over its observed values, as sdcMicro's Mdav (sums in data
+    order, E[x^2] - E[x]^2; weight 1 for a constant or unobserved column)."""
+    observed = ~np.isnan(x)
+    count = np.maximum(observed.sum(axis=0), 1)
+    filled = np.where(observed, x, 0.0)  # adding 0.0 leaves each running sum unchanged
+    mean = np.cumsum(filled, axis=0)[-1] / count
+    mean_square = np.cumsum(filled * filled, axis=0)[-1] / count
     variance = mean_square - mean * mean
     return np.where(variance != 0, 1.0 / np.where(variance != 0, variance, 1.0), 1.0)
+
+
+def _missing_penalties(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """sdcMicro's distance term for a variable observed on one side only: (max - min)^2 · w, float32."""
+    observed = ~np.isnan(x)
+    low = np.where(observed.any(axis=0), np.nanmin(np.where(observed, x, np.inf), axis=0), 0.0)
+    high = np.where(observed.any(axis=0), np.nanmax(np.where(observed, x, -np.inf), axis=0), 0.0)
+    return ((high - low) ** 2 * weights).astype(np.float32)
 
 
 def _single_precision_distance(rows: np.ndarray, point: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -296,16 +323,103 @@ def _mdav_groups(x: np.ndarray, k: int) -> np.ndarray:
     return labels
 
 
-def _individual_ranking(x: np.ndarray, k: int) -> np.ndarray:
-    """Univariate microaggregation of each column (sdcMicro ``onedims``): sort, groups of k, the
-    last group taking the remainder (k+1..2k-1 records), means."""
-    n = len(x)
-    out = np.empty_like(x)
-    n_groups = max(n // k, 1)
-    group_of_rank = np.minimum(np.arange(n) // k, n_groups - 1)
-    sizes = np.bincount(group_of_rank, minlength=n_groups)
+def _observed_mean(x: np.ndarray) -> np.ndarray:
+    """Column means over the observed values, summed in data order (NaN for an unobserved column)."""
+    observed = ~np.isnan(x)
+    count = observed.sum(axis=0)
+    total = np.cumsum(np.where(observed, x, 0.0), axis=0)[-1]
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def _mdav_groups_with_missing(x: np.ndarray, k: int) -> np.ndarray:
+    """Group label of every row under sdcMicro's MDAV for data with missing values (NaN): the
+    exhaustive loop of the module docstring, with sdcMicro's missing-value distance.
+
+    The remaining records are kept compacted (NaN filled with 0 plus a missing mask; compacted again
+    when half are gone, removed records in between get distance -inf / +inf)."""
+    n, p = x.shape
+    weights = _variable_weights(x)
+    penalties = _missing_penalties(x, weights)
+    labels = np.full(n, -1, dtype=np.int64)
+    left, group = n, 0
+    ids = np.arange(n)
+    filled, missing = np.where(np.isnan(x), 0.0, x), np.isnan(x)
+    gone = np.zeros(n, dtype=bool)
+
+    def distances(point: np.ndarray) -> np.ndarray:
+        """sdcMicro's single-precision Dist of every compacted record to ``point``: as
+        :func:`_single_precision_distance`, a variable missing on one side adding its penalty and
+        on both sides 0."""
+        total = None
+        for j in range(p):
+            if np.isnan(point[j]):
+                term = np.where(missing[:, j], np.float32(0.0), penalties[j])
+            else:
+                term = ((filled[:, j] - point[j]) ** 2 * weights[j]).astype(np.float32)
+                term[missing[:, j]] = penalties[j]
+            total = term if total is None else total + term
+        return total
+
+    def farthest(point: np.ndarray) -> tuple[int, np.ndarray]:
+        d = distances(point)
+        d[gone] = -np.inf
+        return int(np.argmax(d)), d  # first maximum in data order
+
+    def close_nearest(d: np.ndarray) -> None:
+        nonlocal group, left
+        d = np.where(gone, np.inf, d)
+        # the k nearest, later records first on ties: sort only the records within the k-th distance
+        within = np.flatnonzero(d <= np.partition(d, k - 1)[k - 1])
+        members = within[np.lexsort((-within, d[within]))[:k]]
+        labels[ids[members]], gone[members] = group, True
+        group, left = group + 1, left - k
+
+    while left >= 2 * k:
+        if 2 * left < len(ids):
+            keep = ~gone
+            ids, filled, missing, gone = ids[keep], filled[keep], missing[keep], gone[keep]
+        two_groups = left >= 3 * k
+        center = _observed_mean(np.where(missing | gone[:, None], np.nan, filled))
+        r, _ = farthest(center)
+        s, to_r = farthest(np.where(missing[r], np.nan, filled[r]))
+        point_s = np.where(missing[s], np.nan, filled[s])
+        close_nearest(to_r)
+        if two_groups:
+            close_nearest(distances(point_s))
+    labels[ids[~gone]] = group
+    return labels
+
+
+def _group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per group and column, the mean of the observed values (NaN where a group observes none)."""
+    observed = ~np.isnan(x)
+    filled = np.where(observed, x, 0.0)
+    columns = []
     for j in range(x.shape[1]):
-        order = np.argsort(x[:, j], kind="stable")
+        count = np.bincount(labels, weights=observed[:, j].astype(float))
+        total = np.bincount(labels, weights=filled[:, j])
+        columns.append(np.where(count > 0, total / np.maximum(count, 1.0), np.nan))
+    return np.column_stack(columns)
+
+
+def _individual_ranking(x: np.ndarray, k: int, columns: Sequence[str]) -> np.ndarray:
+    """Univariate microaggregation of each column (sdcMicro ``onedims``): sort the observed values,
+    groups of k, the last group taking the remainder (k+1..2k-1 records), means; a missing value
+    stays missing and takes no part."""
+    out = np.full_like(x, np.nan)
+    for j in range(x.shape[1]):
+        present = np.flatnonzero(~np.isnan(x[:, j]))
+        n = len(present)
+        if n == 0:
+            continue
+        if n < k:
+            raise SDCInputError(
+                f"column {columns[j]!r}: {n} observed values, individual ranking needs at least k={k}"
+            )
+        n_groups = max(n // k, 1)
+        group_of_rank = np.minimum(np.arange(n) // k, n_groups - 1)
+        sizes = np.bincount(group_of_rank, minlength=n_groups)
+        order = present[np.argsort(x[present, j], kind="stable")]
         means = np.bincount(group_of_rank, weights=x[order, j], minlength=n_groups) / sizes
         out[order, j] = means[group_of_rank]
     return out
@@ -331,6 +445,8 @@ def microaggregation(
     Returns
     -------
     A copy of ``data`` with ``columns`` replaced by float64 group means, indexed like ``data``.
+    Missing values stay missing; group means use the observed values (sdcMicro semantics, see the
+    module docstring).
 
     References
     ----------
@@ -347,20 +463,15 @@ def microaggregation(
         series = data[column]
         if not pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
             raise SDCInputError(f"column {column!r}: microaggregation needs a numeric column, got {series.dtype}")
-        if series.isna().any():
-            raise SDCInputError(
-                f"column {column!r}: has missing values; microaggregation needs complete values (impute or drop first)"
-            )
     if len(data) < k:
         raise SDCInputError(f"k: groups of {k} need at least {k} records, the data have {len(data)}")
-    x = data[columns].to_numpy(dtype="float64")
+    x = data[columns].to_numpy(dtype="float64", na_value=np.nan)
+    missing = np.isnan(x)
     if method == "mdav":
-        labels = _mdav_groups(x, int(k))
-        sizes = np.bincount(labels)
-        means = np.column_stack([np.bincount(labels, weights=x[:, j]) / sizes for j in range(x.shape[1])])
-        aggregated = means[labels]
+        labels = _mdav_groups_with_missing(x, int(k)) if missing.any() else _mdav_groups(x, int(k))
+        aggregated = np.where(missing, np.nan, _group_means(x, labels)[labels])
     else:
-        aggregated = _individual_ranking(x, int(k))
+        aggregated = _individual_ranking(x, int(k), columns)
     out = data.copy()
     for j, column in enumerate(columns):
         out[column] = aggregated[:, j]

@@ -5,7 +5,8 @@
 * correlated:      x* = x + e,      e ~ N(0, a · Sigma)       Sigma = sample covariance of the columns,
   so the noise has the correlation structure of the data (Kim 1986; sdcMicro ``addNoise`` "correlated").
 
-sd_j and Sigma are sample moments (divisor n - 1) of the non-missing values. ``amount`` a is a fraction
+sd_j and Sigma are sample moments (divisor n - 1) of the non-missing values (Sigma pairwise, made
+positive semi-definite when missing values break that). ``amount`` a is a fraction
 (a = 0.1: noise SD 10% of the variable's SD), not sdcMicro's percentage. Missing values stay missing.
 
 References
@@ -23,6 +24,24 @@ import pandas as pd
 from sdc_dagster.errors import SDCInputError, require_columns
 
 NOISE_METHODS = ("additive", "multiplicative", "correlated")
+
+
+def _noise_covariance(x: np.ndarray) -> np.ndarray:
+    """Sample covariance of the columns (divisor n - 1) for correlated noise.
+
+    With missing values each entry uses the records observed in both variables (pairwise); such a
+    matrix need not be positive semi-definite, so negative eigenvalues are set to 0 (the nearest
+    PSD matrix in Frobenius norm). A pair never observed together gets covariance 0."""
+    m = x.shape[1]
+    if len(x) < 2:
+        return np.zeros((m, m))
+    if not np.isnan(x).any():
+        return np.atleast_2d(np.cov(x, rowvar=False, ddof=1))
+    sigma = np.nan_to_num(pd.DataFrame(x).cov(ddof=1).to_numpy(), nan=0.0)
+    values, vectors = np.linalg.eigh(sigma)
+    if values.min() >= 0:
+        return sigma
+    return (vectors * np.clip(values, 0.0, None)) @ vectors.T
 
 
 def add_noise(
@@ -65,10 +84,7 @@ def add_noise(
     elif method == "multiplicative":
         noisy = x * (1.0 + amount * rng.standard_normal((n, m)))
     else:
-        if np.isnan(x).any():
-            raise SDCInputError("columns: correlated noise needs complete values (no missing values in the columns)")
-        sigma = np.atleast_2d(np.cov(x, rowvar=False, ddof=1)) if n > 1 else np.zeros((m, m))
-        noisy = x + rng.multivariate_normal(np.zeros(m), amount * sigma, size=n, method="eigh")
+        noisy = x + rng.multivariate_normal(np.zeros(m), amount * _noise_covariance(x), size=n, method="eigh")
     out = data.copy()
     for j, column in enumerate(columns):
         out[column] = noisy[:, j]

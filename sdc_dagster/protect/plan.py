@@ -11,12 +11,15 @@ A plan is a list of steps, each a mapping ``{"method": <name>, **parameters}`` (
 function's keyword parameters are the step's parameters (the data, and for the suppression methods
 the plan's key variables, are supplied by :func:`apply_plan`). :func:`validate_plan` checks a plan
 before anything runs; :func:`apply_plan` runs it reproducibly: the seed of every random step is
-drawn from one :class:`numpy.random.SeedSequence` built from the plan's ``random_state`` and
-recorded, so the same plan and seed give byte-identical output.
+derived from the plan's ``random_state`` and the step's identity (the caller's labels, e.g. survey,
+wave and plan name, plus the step's position and method; :func:`step_seed`) and recorded, so the
+same plan and seed give byte-identical output, and a plan's output does not depend on which other
+plans exist or in which order they are listed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -83,7 +86,7 @@ _PARAMETER_KINDS: dict[str, dict[str, Any]] = {
     "rounding": {
         "columns": "columns", "base": "number", "kind": ("deterministic", "random"), "probability_up": "number",
     },
-    "subsample": {"fraction": "number"},
+    "subsample": {"fraction": "number", "household": "column", "weight": "column"},
     "remove_variables": {"variables": "columns"},
 }
 # A step's "method" names the protection method, so a function's own ``method`` parameter (the
@@ -218,14 +221,29 @@ def _step_parameters(signature: inspect.Signature) -> dict[str, inspect.Paramete
     }
 
 
-def _seed_sequence(random_state) -> np.random.SeedSequence:
+def _plan_entropy(random_state) -> int:
+    """The plan's seed as a non-negative integer (fresh OS entropy for None, one draw for a Generator)."""
     if random_state is None:
-        return np.random.SeedSequence()
+        return int(np.random.SeedSequence().entropy)
     if isinstance(random_state, np.random.Generator):
-        return np.random.SeedSequence(int(random_state.integers(0, 2**63)))
+        return int(random_state.integers(0, 2**63))
     if isinstance(random_state, Integral) and not isinstance(random_state, bool) and random_state >= 0:
-        return np.random.SeedSequence(int(random_state))
+        return int(random_state)
     raise SDCInputError(f"random_state: must be a non-negative integer, a numpy Generator or None, got {random_state!r}")
+
+
+def step_seed(plan_seed: int, labels: Sequence[str], index: int, method: str) -> int:
+    """The integer seed of step ``index`` (``method``) of a plan (SPEC §8: every random step is seeded).
+
+    ``SeedSequence([plan_seed, *w]).generate_state(1, uint32)[0]``, where ``w`` are the eight
+    little-endian uint32 words of SHA-256 over the UTF-8 text ``labels..., index, method`` joined
+    by the unit separator U+001F. The hash is stable across processes and Python versions (unlike
+    ``hash()``), so a step's seed depends only on what identifies it.
+    """
+    text = "\x1f".join([*map(str, labels), str(index), str(method)])
+    words = np.frombuffer(hashlib.sha256(text.encode("utf-8")).digest(), dtype="<u4")
+    sequence = np.random.SeedSequence([int(plan_seed), *map(int, words)])
+    return int(sequence.generate_state(1, dtype=np.uint32)[0])
 
 
 def _value_changes(before: pd.DataFrame, after: pd.DataFrame) -> tuple[dict[str, int], dict[str, int]]:
@@ -253,6 +271,9 @@ def apply_plan(
     *,
     keys: Sequence[str],
     random_state=None,
+    seed_labels: Sequence[str] = (),
+    household: str | None = None,
+    weight: str | None = None,
 ) -> PlanResult:
     """Apply the steps of a protection plan in order to a copy of ``data`` (SPEC §8).
 
@@ -262,8 +283,11 @@ def apply_plan(
     steps : the plan (validated first with :func:`validate_plan`).
     keys : the categorical key variables (quasi-identifiers); the default ``keys`` of the
         local_suppression and risk_suppression steps (those still present at that step).
-    random_state : int seed, numpy Generator or None. Step i that is random receives the integer
-        seed ``SeedSequence(random_state).spawn(len(steps))[i].generate_state(1)[0]``.
+    random_state : int seed, numpy Generator or None: the plan's seed.
+    seed_labels : what identifies the plan, e.g. ``(survey, wave, plan name)``. Step i that is
+        random receives the integer seed ``step_seed(random_state, seed_labels, i, method)``.
+    household, weight : the household id and weight columns; the default ``household`` and
+        ``weight`` of subsample steps (whole households are sampled and the weights rescaled).
 
     Returns
     -------
@@ -271,10 +295,10 @@ def apply_plan(
     """
     validate_plan(steps, columns=list(data.columns))
     keys = require_columns(data, keys, role="key variable")
-    children = _seed_sequence(random_state).spawn(len(steps))
+    plan_seed = _plan_entropy(random_state)
     current = data
     records, artifacts = [], {}
-    for index, (step, child) in enumerate(zip(steps, children)):
+    for index, step in enumerate(steps):
         method = step["method"]
         function = PLAN_METHODS[method]
         signature = inspect.signature(function)
@@ -283,10 +307,14 @@ def apply_plan(
             params["method"] = params.pop(_VARIANT)
         if method in _KEYED and "keys" not in params:
             params["keys"] = [key for key in keys if key in current.columns]
+        if method == "subsample":
+            for name, column in (("household", household), ("weight", weight)):
+                if name not in params and column is not None and column in current.columns:
+                    params[name] = column
         seed = None
         deterministic = method == "rounding" and params.get("method", "deterministic") == "deterministic"
         if "random_state" in signature.parameters and not deterministic:
-            seed = int(child.generate_state(1, dtype=np.uint32)[0])
+            seed = step_seed(plan_seed, seed_labels, index, method)
             params["random_state"] = seed
         bound = signature.bind(current, **params)
         bound.apply_defaults()

@@ -270,7 +270,7 @@ def interval_risk_rmd(
     *,
     k: float = 0.01,
     k2: float = 0.05,
-    random_state=None,
+    random_state=0,
 ) -> RMDIntervalRisk:
     """Robust-Mahalanobis-distance interval risk, sdcMicro ``dRiskRMD(x, xm, k, k2)`` semantics.
 
@@ -290,7 +290,8 @@ def interval_risk_rmd(
     k, k2 : float
         sdcMicro's k (interval scale, default 0.01) and k2 (RMDID2 neighbourhood, default 0.05).
     random_state : int, numpy Generator or None
-        Seed for the random starts of FastMCD.
+        Seed for the random starts of FastMCD; default 0, so the same data always give the same
+        flags (None draws fresh entropy: results may then differ from run to run).
 
     Returns
     -------

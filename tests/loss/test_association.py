@@ -51,3 +51,12 @@ def test_regression_coefficients_before_after():
     assert result.loc["x", "relative_change"] == pytest.approx(25.0)
     with pytest.raises(SDCInputError, match="collinear"):
         regression_loss(original.assign(z=2 * x), protected.assign(z=2 * x), "y", ["x", "z"])
+
+
+def test_records_missing_either_value_are_dropped_with_their_categories():
+    # 'z' appears only where b is missing: the table is the 2x2 [[20, 10], [10, 20]] of the others
+    data = pd.concat([_records([[20, 10], [10, 20]], ["x", "y"], ["u", "v"]),
+                      pd.DataFrame({"a": ["z", "x", None], "b": [None, None, "v"]})], ignore_index=True)
+    result = contingency_association(data, "a", "b")
+    assert result["n"] == 60 and result["dof"] == 1
+    assert result["chi2"] == pytest.approx(4 * 25 / 15)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.loss import LossResult, descriptive_statistics, distance_loss
+from sdc_dagster.loss import LossResult, descriptive_statistics, distance_loss, distance_losses
 
 # S003 Table 2 (SPEC §9.2): statistics of the per-record sums of the three continuous
 # distances, and lambda of eq (1) over all four variables.
@@ -205,7 +205,10 @@ def test_distances_and_lambda_lie_in_unit_interval(pair, variant, rule):
     result = distance_loss(original, protected, scales, continuous_distance=variant, c=0.01, hidden_rule=rule)
     values = result.distances.to_numpy()
     assert np.all((values >= 0) & (values <= 1 + 1e-12))
-    assert 0 <= result.value <= 1 + 1e-12
+    if result.compared.sum():
+        assert 0 <= result.value <= 1 + 1e-12
+    else:  # every value missing on both sides: nothing compared, lambda undefined
+        assert np.isnan(result.value)
     assert np.all(result.per_record <= len(scales) + 1e-9)
 
 
@@ -214,5 +217,37 @@ def test_distances_and_lambda_lie_in_unit_interval(pair, variant, rule):
 def test_identical_files_have_zero_loss(pair, variant):
     original, _, scales = pair
     result = distance_loss(original, original.copy(), scales, continuous_distance=variant)
-    assert result.value == 0.0
+    assert result.value == 0.0 or (np.isnan(result.value) and result.compared.sum() == 0)
     assert (result.per_record == 0).all()
+
+
+def test_values_missing_on_both_sides_are_not_compared():
+    original = pd.DataFrame({"s": ["a", None, "b", "b"], "v": [1.0, np.nan, np.nan, 4.0]})
+    protected = pd.DataFrame({"s": ["a", None, "c", None], "v": [1.0, np.nan, 5.0, 4.0]})
+    result = distance_loss(original, protected, {"s": "nominal", "v": "continuous"}, continuous_distance="max_abs")
+    # s: record 1 missing on both sides is skipped; d = 0, 1, 1 on the 3 compared values
+    # v: records 1 skipped; record 2 imputed 5 -> working original = min 1 (5 is nearer max 4), gap 4 -> d = 1
+    assert result.compared.to_dict() == {"s": 3, "v": 3}
+    np.testing.assert_allclose(result.distances.to_numpy(), [[0, 0], [0, 0], [1, 1], [1, 0]])
+    assert result.per_variable.tolist() == pytest.approx([2 / 3, 1 / 3])
+    assert result.value == pytest.approx(3 / 6)
+
+
+def test_ordinal_distance_uses_the_given_order_not_the_code_order():
+    # order low < mid < high given as codes 3, 1, 2: 3 -> 2 is two positions apart, 1 -> 2 one
+    original = pd.DataFrame({"o": [3, 1, 2]})
+    protected = pd.DataFrame({"o": [2, 2, 2]})
+    by_order = distance_loss(original, protected, {"o": "ordinal"}, categories={"o": [3, 1, 2]})
+    np.testing.assert_allclose(by_order.distances["o"], [1.0, 0.5, 0.0])
+    by_code = distance_loss(original, protected, {"o": "ordinal"})
+    np.testing.assert_allclose(by_code.distances["o"], [0.5, 0.5, 0.0])
+
+
+def test_several_continuous_distances_from_one_pass_match_table2(table1, table1_scales):
+    original, swapped = table1
+    many = distance_losses(original, swapped, table1_scales, continuous_distances=("max_abs", "max_sq", "arctan"))
+    assert list(many) == ["max_abs", "max_sq", "arctan"]
+    for variant, result in many.items():
+        assert result.value == pytest.approx(TABLE2[variant]["lambda"], abs=5e-5)
+        continuous_sums = result.distances[["WYN", "STAZ", "ODL"]].sum(axis=1)
+        assert continuous_sums.median() == pytest.approx(TABLE2[variant]["median"], abs=5e-5)

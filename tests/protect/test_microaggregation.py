@@ -10,7 +10,16 @@ import pytest
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.protect import microaggregation
-from sdc_dagster.protect.microaggregation import _mdav_groups, _single_precision_distance, _variable_weights
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from sdc_dagster.protect.microaggregation import (
+    _mdav_groups,
+    _mdav_groups_with_missing,
+    _single_precision_distance,
+    _variable_weights,
+)
 
 DATA = Path(__file__).parents[1] / "data" / "sdcmicro"
 COLUMNS = ["expend", "income", "savings"]
@@ -77,10 +86,109 @@ def test_individual_ranking_groups_sorted_values():
     assert out[["a", "b"]].sum().tolist() == pytest.approx(frame.sum().tolist())
 
 
+def test_mdav_with_missing_values_by_hand_sdcmicro_semantics():
+    # weights 1/25.25 for both columns (observed values 0, 1, 10, 11 and 0, 10, 11, 1); a value
+    # observed on one side only costs (11 - 0)^2/25.25 = 4.79. Centroid (5.5, 5.5): records 1 and 4
+    # are farthest (0.80 + 4.79), record 1 first. Distances to record 1: r0 0.04 + 4.79, r2 3.21 +
+    # 4.79, r3 3.96 + 4.79, r4 4.79 + 4.79, so {0, 1} is a group; {2, 3, 4} is the last group.
+    frame = pd.DataFrame({"a": [0.0, 1.0, 10.0, 11.0, np.nan], "b": [0.0, np.nan, 10.0, 11.0, 1.0],
+                          "id": [1, 2, 3, 4, 5]})
+    before = frame.copy()
+    out = microaggregation(frame, ["a", "b"], k=2)
+    pd.testing.assert_frame_equal(frame, before)
+    expected = pd.DataFrame({"a": [0.5, 0.5, 10.5, 10.5, np.nan], "b": [0.0, np.nan, 22 / 3, 22 / 3, 22 / 3]})
+    pd.testing.assert_frame_equal(out[["a", "b"]], expected)
+    assert out["id"].equals(frame["id"])
+
+
+def sdcmicro_dist(rows, point, w, penalty):
+    """Mdav.h Dist/DistXX: float32 terms; one side missing -> penalty, both missing -> 0."""
+    terms = np.where(np.isnan(rows), 0.0, (rows - point) ** 2 * w).astype(np.float32)
+    one_side = np.isnan(rows) != np.isnan(point)
+    terms = np.where(one_side, penalty, np.where(np.isnan(rows) & np.isnan(point), np.float32(0), terms))
+    total = terms[:, 0].copy()
+    for j in range(1, terms.shape[1]):
+        total = total + terms[:, j]
+    return total
+
+
+def reference_mdav_with_missing(x, k):
+    """sdcMicro's Mdav loop with its missing-value rules (Mdav.h: DistXX/Dist/AddRow), transcribed
+    without compaction: full scans, NaN-aware centroid over the observed values."""
+    n = len(x)
+    w = _variable_weights(x)
+    observed = ~np.isnan(x)
+    penalty = ((np.nanmax(x, axis=0) - np.nanmin(x, axis=0)) ** 2 * w).astype(np.float32)
+    alive, labels, group, left = np.ones(n, bool), np.full(n, -1), 0, n
+    while left >= 2 * k:
+        two = left >= 3 * k
+        idx = np.flatnonzero(alive)
+        count = observed[idx].sum(axis=0)
+        center = np.where(count > 0, np.nansum(x[idx], axis=0) / np.maximum(count, 1), np.nan)
+        r = idx[np.argmax(sdcmicro_dist(x[idx], center, w, penalty))]
+        s = idx[np.argmax(sdcmicro_dist(x[idx], x[r], w, penalty))]
+        for q in ([r, s] if two else [r]):
+            idx = np.flatnonzero(alive)
+            d = sdcmicro_dist(x[idx], x[q], w, penalty)
+            members = idx[np.lexsort((-idx, d))[:k]]
+            labels[members], alive[members] = group, False
+            group, left = group + 1, left - k
+    labels[alive] = group
+    return labels
+
+
+@pytest.mark.filterwarnings("ignore:All-NaN slice")  # the never-observed variable of seed 0
+@pytest.mark.parametrize("seed", range(6))
+def test_mdav_with_missing_values_equals_transcription_of_sdcmicro_loop(seed):
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(10, 1500)), int(rng.integers(2, 5))
+    x = np.column_stack([rng.lognormal(10, 1, n), rng.integers(0, 4, n).astype(float), rng.normal(0, 1, n)])
+    x[rng.random((n, 3)) < [0.2, 0.05, 0.1]] = np.nan
+    if seed == 0:
+        x[:, 2] = np.nan  # a variable never observed
+    labels = _mdav_groups_with_missing(x, k)
+    assert np.array_equal(labels, reference_mdav_with_missing(x, k))
+
+
+def test_mdav_missing_path_equals_exhaustive_transcription_on_complete_data():
+    rng = np.random.default_rng(5)
+    x = np.column_stack([rng.lognormal(10, 1, 300), rng.integers(0, 4, 300).astype(float)])
+    assert np.array_equal(_mdav_groups_with_missing(x, 3), reference_mdav(x, 3))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    x=arrays(np.float64, st.tuples(st.integers(6, 40), st.just(3)),
+             elements=st.one_of(st.just(np.nan), st.integers(-1000, 1000).map(float), st.floats(-1e3, 1e3, allow_subnormal=False).filter(lambda v: v == 0 or abs(v) > 1e-3))),
+    k=st.integers(2, 3),
+)
+def test_mdav_with_missing_values_invariants(x, k):
+    frame = pd.DataFrame(x, columns=["a", "b", "c"])
+    out = microaggregation(frame, ["a", "b", "c"], k=k).to_numpy()
+    labels = _mdav_groups_with_missing(x, k)
+    sizes = np.bincount(labels)
+    assert sizes.min() >= k and (sizes <= 2 * k - 1).all() or len(sizes) == 1
+    assert np.array_equal(np.isnan(out), np.isnan(x))  # missing stays missing, nothing is imputed
+    for group in range(len(sizes)):
+        members = labels == group
+        for j in range(3):
+            observed = x[members, j][~np.isnan(x[members, j])]
+            if observed.size:
+                np.testing.assert_allclose(out[members, j][~np.isnan(x[members, j])], observed.mean(), atol=1e-9)
+
+
+def test_individual_ranking_skips_missing_values():
+    frame = pd.DataFrame({"a": [5.0, np.nan, 4.0, 2.0, np.nan, 9.0, 7.0, 1.0]})
+    out = microaggregation(frame, ["a"], k=3, method="individual_ranking")
+    # observed sorted: 1 2 4 | 5 7 9 -> means 7/3 and 7
+    assert out["a"].tolist()[:1] == [7.0] and np.isnan(out["a"][1]) and np.isnan(out["a"][4])
+    np.testing.assert_allclose(out["a"].dropna().to_numpy(), [7.0, 7 / 3, 7 / 3, 7.0, 7.0, 7 / 3])
+    with pytest.raises(SDCInputError, match="'a'.*2 observed values"):
+        microaggregation(pd.DataFrame({"a": [1.0, np.nan, 2.0]}), ["a"], k=3, method="individual_ranking")
+
+
 def test_bad_input():
     frame = pd.DataFrame({"a": [1.0, np.nan, 3.0], "s": ["x", "y", "z"], "b": [1.0, 2.0, 3.0]})
-    with pytest.raises(SDCInputError, match="'a'.*missing"):
-        microaggregation(frame, ["a"])
     with pytest.raises(SDCInputError, match="'s'.*numeric"):
         microaggregation(frame, ["s"])
     with pytest.raises(SDCInputError, match="method"):

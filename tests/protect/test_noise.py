@@ -51,7 +51,18 @@ def test_reproducible_and_missing_kept():
     assert np.isnan(a.loc[1, "x"]) and (a["x"] != frame["x"]).sum() == 4  # NaN != NaN too
     with pytest.raises(SDCInputError, match="method"):
         add_noise(frame, ["x"], method="uniform")
-    with pytest.raises(SDCInputError, match="complete"):
-        add_noise(frame, ["x"], method="correlated")
     with pytest.raises(SDCInputError, match="amount"):
         add_noise(frame, ["x"], amount=-1)
+
+
+def test_correlated_noise_with_missing_values_uses_pairwise_covariance(frame):
+    holes = frame[["x", "y"]].copy()
+    rng = np.random.default_rng(9)
+    holes.loc[rng.random(N) < 0.2, "x"] = np.nan
+    holes.loc[rng.random(N) < 0.2, "y"] = np.nan
+    out = add_noise(holes, ["x", "y"], amount=0.3, method="correlated", random_state=3)
+    assert np.array_equal(out.isna().to_numpy(), holes.isna().to_numpy())
+    noise = (out - holes).dropna().to_numpy()
+    # the covariance of the data (the holes are random, so the pairwise estimate is unbiased)
+    expected = 0.3 * np.cov(frame[["x", "y"]].to_numpy(), rowvar=False)
+    np.testing.assert_allclose(np.cov(noise, rowvar=False), expected, rtol=0.03)

@@ -1,5 +1,6 @@
 """Protection plans (SPEC §8): validation messages, reproducibility, recorded seeds and counts."""
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -65,13 +66,20 @@ def test_plan_is_reproducible_byte_for_byte_and_records_steps(testdata):
     assert np.allclose(matrix.sum(axis=1), 1.0) and np.allclose(np.diag(matrix), 0.8)
 
 
-def test_step_seed_derived_from_seed_sequence(testdata):
-    result = apply_plan(testdata, [{"method": "noise", "columns": ["age"]}], keys=KEYS, random_state=7)
-    seed = int(np.random.SeedSequence(7).spawn(1)[0].generate_state(1, dtype=np.uint32)[0])
-    assert result.steps[0]["random_state"] == seed
+def test_step_seed_derived_from_plan_seed_and_step_identity(testdata):
+    steps = [{"method": "recode", "variable": "water", "mapping": {9: 5}}, {"method": "noise", "columns": ["age"]}]
+    result = apply_plan(testdata, steps, keys=KEYS, random_state=7, seed_labels=("testdata", "2024", "perturb"))
+    # the documented derivation, written out: SHA-256 of "testdata␟2024␟perturb␟1␟noise" as 8 uint32 words
+    digest = hashlib.sha256("testdata\x1f2024\x1fperturb\x1f1\x1fnoise".encode()).digest()
+    words = [int.from_bytes(digest[i:i + 4], "little") for i in range(0, 32, 4)]
+    seed = int(np.random.SeedSequence([7, *words]).generate_state(1, dtype=np.uint32)[0])
+    assert result.steps[0]["random_state"] is None and result.steps[1]["random_state"] == seed
+    other_wave = apply_plan(testdata, steps, keys=KEYS, random_state=7, seed_labels=("testdata", "2025", "perturb"))
+    assert other_wave.steps[1]["random_state"] != seed
     from sdc_dagster.protect import add_noise
 
-    pd.testing.assert_frame_equal(result.data, add_noise(testdata, ["age"], random_state=seed))
+    recoded = testdata.assign(water=testdata["water"].replace({9: 5}))
+    pd.testing.assert_frame_equal(result.data, add_noise(recoded, ["age"], random_state=seed))
 
 
 @pytest.mark.parametrize(

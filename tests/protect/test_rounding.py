@@ -52,3 +52,25 @@ def test_subsample_size_order_and_reproducibility():
     assert not a.index.equals(subsample(frame, fraction=0.25, random_state=6).index)
     with pytest.raises(SDCInputError, match="fraction"):
         subsample(frame, fraction=0)
+
+
+def test_subsample_whole_households_and_rescaled_weights():
+    # 5 households of sizes 1..5 (15 records); fraction 0.4 draws round(0.4 * 5) = 2 households
+    household = np.repeat([10, 20, 30, 40, 50], [1, 2, 3, 4, 5])
+    frame = pd.DataFrame({"hh": household, "w": np.full(15, 3), "x": np.arange(15)})
+    before = frame.copy()
+    out = subsample(frame, fraction=0.4, household="hh", weight="w", random_state=11)
+    pd.testing.assert_frame_equal(frame, before)
+    drawn = out["hh"].unique()
+    assert len(drawn) == 2
+    # every record of a drawn household is released, none of the others
+    assert out.index.tolist() == frame.index[frame["hh"].isin(drawn)].tolist()
+    # weights scaled by H / h = 5 / 2
+    assert out["w"].tolist() == [7.5] * len(out)
+    # records without households: weights scaled by n / m = 15 / 3
+    records = subsample(frame, fraction=0.2, weight="w", random_state=11)
+    assert len(records) == 3 and records["w"].tolist() == [15.0] * 3
+    with pytest.raises(SDCInputError, match="'hh'.*complete"):
+        subsample(frame.assign(hh=frame["hh"].where(frame["x"] > 0)), fraction=0.5, household="hh")
+    with pytest.raises(SDCInputError, match="'nope'"):
+        subsample(frame, fraction=0.5, weight="nope")
