@@ -497,3 +497,85 @@ def grouping_sets_counts(
             out[k] = pd.NA
     out = out[[*keys, "subset", "n", "weight_sum"]]
     return out.sort_values(["subset", *keys], kind="stable").reset_index(drop=True)
+
+
+# --- symmetric compatibility: every sub-combination of the combined measure (SPEC §5.8) ------------
+#
+# SPEC §5.8 counts, for a record i and a subset T of the key variables, f_i(T) = the records
+# compatible with i on T (NA = wildcard, alpha = 1), with the relation symmetric: a key missing on
+# every variable of T is compatible with every key and counts for every key. These functions add
+# that reading on top of the one counter above (:func:`compatible_counts`, whose sdcMicro variant
+# leaves all-missing keys out of the counts of complete keys) and its down-set sum.
+
+
+def symmetric_compatible_counts(
+    digits: np.ndarray, radices: np.ndarray, count: np.ndarray, weight_sum: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(f, F) per distinct key with the symmetric compatibility of SPEC §5.8 (alpha = 1).
+
+    f_d = number of records whose key is compatible with d (equal wherever both are observed),
+    F_d = sum of their weights. Equals :func:`compatible_counts` with alpha = 1 except that a key
+    missing on every variable is also added to the complete keys (the sdcMicro detail of SPEC §2.4
+    leaves it out when there is more than one key variable).
+    """
+    f, F = compatible_counts(digits, radices, count, weight_sum, 1.0)
+    if digits.shape[1] > 1:
+        all_missing = ~(digits > 0).any(axis=1)
+        complete = (digits > 0).all(axis=1)
+        f[complete] += count[all_missing].sum()
+        F[complete] += weight_sum[all_missing].sum()
+    return f, F
+
+
+def subset_compatible_counts(digits: np.ndarray, radices: np.ndarray, count: np.ndarray, *, block_cells: int = 1 << 22):
+    """f_d(T) of SPEC §5.8 for every distinct key d and every subset T of the key variables.
+
+    Subset T is coded as the integer sum_{j in T} 2^j; f_d(∅) = total count. Yields
+    ``(rows, subsets, counts)`` blocks, ``counts[a, b]`` = f_{rows[a]}(subsets[b]) (float64), with
+    at most about ``block_cells`` cells per block; together the blocks cover every (key, subset) once.
+
+    * dense (the lattice of :func:`_dense_compatible_counts` has at most 2**23 cells): one down-set
+      sum of the key counts on the lattice (0 = NA < each category < top), then f_d(T) is one cell:
+      d's digit for an observed variable of T, the top slot for a variable outside T or missing in
+      d. Blocks of keys x all subsets.
+    * sparse: subset by subset, the keys are projected onto T (re-grouped with :func:`pack_codes`)
+      and counted with :func:`symmetric_compatible_counts`. Blocks of all keys x a few subsets.
+    """
+    u, m = digits.shape
+    cells_per_key = 1 << m
+    subsets = np.arange(cells_per_key, dtype=np.int64)
+    shape = tuple(int(r) + 1 for r in radices)
+    if float(np.prod(np.asarray(shape, dtype=np.float64))) <= _DENSE_CELL_LIMIT:
+        strides = np.ones(m, dtype=np.int64)
+        for j in range(m - 2, -1, -1):
+            strides[j] = strides[j + 1] * shape[j + 1]
+        cells = int(strides[0]) * shape[0]
+        down_set = _down_set_sum(np.bincount(digits @ strides, weights=count, minlength=cells).astype(np.float64), shape)
+        top = np.asarray(radices, dtype=np.int64)
+        delta = np.where(digits > 0, (digits - top) * strides, 0)
+        block = max(1, block_cells // cells_per_key)
+        for start in range(0, u, block):
+            d = delta[start:start + block]
+            index = np.empty((len(d), cells_per_key), dtype=np.int64)
+            index[:, 0] = top @ strides
+            for j in range(m):  # cells of subsets containing j = those below 2^j moved to d's digit j
+                index[:, 1 << j:2 << j] = index[:, :1 << j] + d[:, j:j + 1]
+            yield np.arange(start, start + len(d)), subsets, down_set[index]
+        return
+    rows = np.arange(u)
+    block = max(1, block_cells // max(u, 1))
+    for start in range(0, cells_per_key, block):
+        chunk = subsets[start:start + block]
+        out = np.empty((u, len(chunk)))
+        for b, subset in enumerate(chunk.tolist()):
+            columns = np.flatnonzero((subset >> np.arange(m)) & 1)
+            if not len(columns):
+                out[:, b] = count.sum()
+                continue
+            projected = digits[:, columns]
+            (code,) = pack_codes([projected], radices[columns])
+            _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+            grouped = np.bincount(inverse, weights=count)
+            f, _ = symmetric_compatible_counts(projected[first], radices[columns], grouped, grouped)
+            out[:, b] = f[inverse]
+        yield rows, chunk, out

@@ -300,11 +300,12 @@ def test_only_categorical_or_only_continuous():
         (dict(categorical=["A"], continuous=["Y"], precision={}), "'Y'"),
         (dict(categorical=["A"], continuous=["Y"], precision={"Y": 1.5}), "'Y'"),
         (dict(categorical=["A"], continuous=["Y"], k=0), "k"),
-        (dict(categorical=["M"], continuous=["Y"]), "'M'"),
+        (dict(categorical=["A"], continuous=["S"], precision={"S": 0.1}), "'S'.*numeric"),
+        (dict(categorical=["A"], continuous=["Y", "Y"]), "twice"),
     ],
 )
 def test_bad_input(kwargs, match):
-    data = pd.DataFrame({"A": [1, 2, 2], "Y": [1.0, 2.0, 3.0], "M": [1, None, 2]})
+    data = pd.DataFrame({"A": [1, 2, 2], "Y": [1.0, 2.0, 3.0], "S": ["a", "b", "c"]})
     args = dict(categorical=["A"], continuous=["Y"], precision={"Y": 0.1}) | kwargs
     with pytest.raises(SDCInputError, match=match):
         contributions(data, args.pop("categorical"), args.pop("continuous"), args.pop("precision"), **args)

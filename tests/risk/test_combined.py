@@ -129,13 +129,13 @@ def test_risk_in_unit_interval(columns, k):
         (dict(k=0), "k"),
         (dict(k=2.5), "k"),
         (dict(weight="bad_w"), "'bad_w'"),
-        (dict(categorical=["N"]), "'N'.*missing"),
-        (dict(continuous=["X", "Yna"]), "'Yna'.*missing"),
+        (dict(continuous=["X", "Yinf"], precision={"X": 0.05, "Yinf": 0.05}), "'Yinf'.*infinite"),
+        (dict(continuous=["X", "S"], precision={"X": 0.05, "S": 0.05}), "'S'.*numeric"),
         (dict(categorical=["A", "X"]), "'X'.*both"),
     ],
 )
 def test_bad_input_names_the_column(hand_data, change, match):
-    data = hand_data.assign(bad_w=[1.0, -1.0, 1.0, 1.0, 1.0, 1.0], N=[1, 2, None, 1, 1, 1], Yna=[1.0, np.nan, 1, 1, 1, 1])
+    data = hand_data.assign(bad_w=[1.0, -1.0, 1.0, 1.0, 1.0, 1.0], Yinf=[1.0, np.inf, 1, 1, 1, 1], S=list("uvwxyz"))
     args = dict(categorical=["A"], continuous=["X", "Y"], precision=PRECISION, k=2) | change
     with pytest.raises(SDCInputError, match=match):
         combined_risk(data, args.pop("categorical"), args.pop("continuous"), args.pop("precision"), **args)
