@@ -43,7 +43,7 @@ import pandas as pd
 from scipy.special import comb
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import subset_compatible_counts
+from sdc_dagster.frequencies import pack_codes, subset_compatible_counts
 from sdc_dagster.risk.combined import CombinedSetup, prepare_combined
 
 #: Named values accepted by ``value=``.
@@ -153,15 +153,20 @@ def _categorical_profiles(setup: CombinedSetup):
     # profile_matrix[T, b·(h+1) + a] = 1 when |T| = a and (b = 0 or variable b-1 in T).
     member = np.column_stack([np.ones(cells, dtype=bool)] + [(subsets >> j) & 1 == 1 for j in range(h)])
     by_size = size[:, None] == np.arange(h + 1)[None, :]
-    profile_matrix = (member[:, :, None] & by_size[:, None, :]).reshape(cells, (h + 1) * (h + 1)).astype(np.float64)
+    profile_matrix = (member[:, :, None] & by_size[:, None, :]).reshape(cells, (h + 1) * (h + 1)).astype(np.float32)
 
     profiles = np.zeros((len(keys.count), (h + 1) * (h + 1)))
     for rows, block_subsets, counts in subset_compatible_counts(keys.digits, keys.radices, keys.count, block_cells=_BLOCK_CELLS):
         safe = counts >= setup.k
         safe[:, block_subsets == 0] = True  # the empty sub-combination is safe (SPEC §6.5)
-        profiles[rows] += safe.astype(np.float64) @ profile_matrix[block_subsets]
-    distinct_profiles, profile_of_key = np.unique(np.rint(profiles).astype(np.int64), axis=0, return_inverse=True)
-    return profile_of_key.ravel()[keys.record_key], distinct_profiles
+        profiles[rows] += safe.astype(np.float32) @ profile_matrix[block_subsets]  # sums < 2^24: exact
+    profiles = np.rint(profiles).astype(np.int64)
+    # rows packed into one int64 code each and hashed (np.unique(axis=0) sorts whole rows: slower)
+    (code,) = pack_codes([profiles], profiles.max(axis=0, initial=0) + 1)
+    profile_of_key, distinct = pd.factorize(code)
+    representative = np.empty(len(distinct), dtype=np.int64)
+    representative[profile_of_key] = np.arange(len(code))  # any row of a group: they are equal
+    return profile_of_key[keys.record_key], profiles[representative]
 
 
 # --- values of the risk games from size profiles -----------------------------------------------------
@@ -273,7 +278,7 @@ def contribution_values(
     profile_of_record, profiles = _categorical_profiles(setup)
     continuous_mask = setup.unsafe_continuous.astype(np.int64) @ (np.int64(1) << np.arange(c, dtype=np.int64))
     game_code = profile_of_record * (np.int64(1) << c) + continuous_mask
-    distinct_games, game_of_record = np.unique(game_code, return_inverse=True)
+    game_of_record, distinct_games = pd.factorize(game_code)
     game_profile = profiles[distinct_games >> c]
     game_unsafe = ((distinct_games[:, None] >> np.arange(c)) & 1).astype(bool)
     game_values_per_q = _risk_game_values(game_profile, game_unsafe, h, qs)
