@@ -105,12 +105,14 @@ def main() -> None:
     print("  global Shapley:", global_.round(4).to_dict())
 
     both = ("shapley", "solidarity")
-    _, complete_s = timed(f"{n:,} records, 6+4 variables, shapley + solidarity in one pass", n,
-                          lambda: contribution_values(data, cat, cont, prec, values=both))
     missing = with_missing(data, 0.10, seed=3)
-    _, missing_s = timed(f"{n:,} records, 6+4 variables, 10% missing, shapley + solidarity", n,
-                         lambda: contribution_values(missing, cat, cont, prec, values=both))
-    print(f"  missing / complete time ratio {missing_s / complete_s:5.2f} (target <= 2)")
+    complete_s, missing_s = [], []  # best of 3: the machine is shared, single timings are noisy
+    for _ in range(3):
+        complete_s.append(timed(f"{n:,} records, 6+4 variables, shapley + solidarity in one pass", n,
+                                lambda: contribution_values(data, cat, cont, prec, values=both))[1])
+        missing_s.append(timed(f"{n:,} records, 6+4 variables, 10% missing, shapley + solidarity", n,
+                               lambda: contribution_values(missing, cat, cont, prec, values=both))[1])
+    print(f"  missing / complete time ratio (best of 3) {min(missing_s) / min(complete_s):5.2f} (target <= 2)")
 
     if not args.skip_million:
         n = 1_000_000

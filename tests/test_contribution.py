@@ -294,6 +294,26 @@ def test_values_with_missing_agree_with_brute_force_over_coalitions(survey):
     pd.testing.assert_frame_equal(data, before)
 
 
+@pytest.mark.parametrize("share_missing", [0.0, 0.2])
+@pytest.mark.parametrize("dense_cell_limit, block_cells", [(2**23, 2**22), (2**23, 40), (0, 2**22), (0, 40)])
+def test_every_counting_method_and_block_size(monkeypatch, share_missing, dense_cell_limit, block_cells):
+    """The lattice, per-subset grouping (complete keys) and clash-set (keys with NA) methods of
+    frequencies.subset_compatible_counts, in one block and in many, agree with the oracle."""
+    monkeypatch.setattr("sdc_dagster.frequencies._DENSE_CELL_LIMIT", dense_cell_limit)
+    monkeypatch.setattr("sdc_dagster.contribution._BLOCK_CELLS", block_cells)
+    rng = np.random.default_rng(11)
+    n = 60
+    data = pd.DataFrame({f"C{j}": rng.integers(0, 3, n).astype(float) for j in range(4)})
+    data["Y"] = rng.choice([1.0, 1.01, 2.0, 5.0, 5.05, 9.0], n)
+    data = data.mask(rng.random(data.shape) < share_missing)
+    categorical, continuous, precision = ["C0", "C1", "C2", "C3"], ["Y"], {"Y": 0.02}
+    players, games = oracle_games(data, categorical, continuous, precision, 3)
+    tables = truth_tables(players, games)
+    results = contribution_values(data, categorical, continuous, precision, k=3)
+    for value in ("shapley", "solidarity"):
+        np.testing.assert_allclose(results[value][0].to_numpy(), game_values(tables, value), rtol=0, atol=1e-12)
+
+
 def test_survey_functions_on_testdata_with_missing_key_values():
     """The issue's wave: 5% of five key variables of sdcMicro's testdata set missing."""
     spec = load_spec(Path(__file__).parents[1] / "examples" / "testdata.yaml")

@@ -47,14 +47,18 @@ def test_neighbourhood_counts_by_hand(hand_data):
 
 @settings(max_examples=60, deadline=None)
 @given(
-    st.lists(st.sampled_from([-50.0, -10.0, -9.9, -0.5, 0.0, 0.5, 1.0, 1.04, 9.0, 10.0, 10.5, 11.0]), min_size=1, max_size=40),
+    st.lists(st.sampled_from([-50.0, -10.0, -9.9, -0.5, 0.0, 0.5, 1.0, 1.04, 9.0, 10.0, 10.5, 11.0, np.nan]), min_size=1, max_size=40),
     st.sampled_from([0.01, 0.05, 0.1, 0.5, 0.99]),
 )
 def test_neighbourhood_counts_match_pairwise_definition(values, p):
+    """Pairwise count; a missing value (SPEC §5.8) is in no interval and has no count (NaN)."""
     x = np.array(values)
+    before = x.copy()
     lo, hi = np.minimum((1 - p) * x, (1 + p) * x), np.maximum((1 - p) * x, (1 + p) * x)
-    expected = ((x[None, :] >= lo[:, None]) & (x[None, :] <= hi[:, None])).sum(axis=1) - 1
+    expected = ((x[None, :] >= lo[:, None]) & (x[None, :] <= hi[:, None])).sum(axis=1) - 1.0
+    expected[np.isnan(x)] = np.nan
     np.testing.assert_array_equal(neighbourhood_counts(x, p), expected)
+    np.testing.assert_array_equal(x, before)
 
 
 def test_combined_risk_by_hand(hand_data):
