@@ -15,6 +15,9 @@ ways, whichever is cheaper (:func:`_use_dense_lattice`); there is no pairwise co
 * sparse: pattern by pattern, the distinct keys are split by which key variables they observe,
   and for every such pattern the keys are projected onto the pattern's observed variables and
   hash-joined with the keys of that pattern. Cost ~ (missingness patterns) x (distinct keys).
+
+The last section reads the same counter symmetrically (SPEC §5.8, the combined measure) and
+extends its down-set sum to every sub-combination of the keys at once (the risk games of §6.5).
 """
 
 from __future__ import annotations
