@@ -1,7 +1,10 @@
 """Disclosure-risk measures (SPEC §2–§5). Public names follow CONTRACT.md."""
 
 from sdc_dagster.risk.categorical import (  # SPEC §2, §3.1–3.5
+    GlobalRiskThreshold,
+    exact_risk,
     global_risk,
+    global_risk_threshold,
     household_risk,
     individual_risk,
     k_anonymity_violations,
@@ -23,9 +26,12 @@ from sdc_dagster.risk.diversity import l_diversity, t_closeness  # SPEC §3.6, �
 from sdc_dagster.risk.suda import suda2, suda2_attribute_contributions  # SPEC §3.8
 
 __all__ = [
+    "GlobalRiskThreshold",
     "combined_risk",
     "global_combined_risk",
+    "exact_risk",
     "global_risk",
+    "global_risk_threshold",
     "household_risk",
     "individual_risk",
     "interval_risk",
