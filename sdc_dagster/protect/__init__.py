@@ -15,6 +15,7 @@ from sdc_dagster.protect.pram import PramResult, invariant_matrix, pram  # SPEC 
 from sdc_dagster.protect.rank_swapping import rank_swap  # SPEC §8.9
 from sdc_dagster.protect.recode import (  # SPEC §8.2
     bottom_coding,
+    global_recode,
     interval_recode,
     merge_mapping,
     recode,
@@ -38,6 +39,7 @@ __all__ = [
     "bottom_coding",
     "cell_key_perturb",
     "consistent_grid_suppression",
+    "global_recode",
     "grid_cell_key",
     "grid_suppression",
     "interval_recode",
