@@ -13,7 +13,7 @@ from sdc_dagster.risk.categorical import (  # SPEC §2, §3.1–3.5
     risk_table,
     summarise_risk,
 )
-from sdc_dagster.risk.combinations import unsafe_combinations  # SPEC §3.10
+from sdc_dagster.risk.combinations import risky_cells, unsafe_combinations  # SPEC §3.10
 from sdc_dagster.risk.combined import combined_risk, global_combined_risk  # SPEC §5
 from sdc_dagster.risk.continuous import (  # SPEC §4, §5.2
     interval_risk,
@@ -43,6 +43,7 @@ __all__ = [
     "outlier_flags",
     "record_linkage_risk",
     "risk_above_threshold",
+    "risky_cells",
     "risk_table",
     "suda2",
     "suda2_attribute_contributions",
