@@ -36,6 +36,7 @@ returned (status "heuristic").
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -278,8 +279,6 @@ class _Programme:
         self.var_upper = np.concatenate([np.tile(cap[:, None], (1, n_p)).ravel(), np.ones(n_vars - self.n_x)])
 
     def solve(self, time_limit: float) -> _Solution:
-        import time
-
         start = time.perf_counter()
         result = milp(
             self.cost,

@@ -236,15 +236,14 @@ def pram(
         new_column = new_column.infer_objects()
     out[column] = new_column
 
-    frame = lambda values: pd.DataFrame(values, index=cats, columns=cats)  # noqa: E731
     if strata is None:
-        return PramResult(data=out, matrix=frame(used[0]))
+        return PramResult(data=out, matrix=pd.DataFrame(used[0], index=cats, columns=cats))
     per_category = counts.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         overall = np.einsum("sr,srq->rq", counts, used) / per_category[:, None]
     overall[per_category == 0] = (alpha * base + (1.0 - alpha) * identity)[per_category == 0]
     return PramResult(
         data=out,
-        matrix=frame(overall),
-        stratum_matrices={value: frame(used[s]) for s, value in enumerate(stratum_values)},
+        matrix=pd.DataFrame(overall, index=cats, columns=cats),
+        stratum_matrices={value: pd.DataFrame(used[s], index=cats, columns=cats) for s, value in enumerate(stratum_values)},
     )
