@@ -18,11 +18,13 @@ protects, so its real f_k can only be larger.
   keys outside S' (except S' = all keys: §2.4 and sdcMicro do not count a key missing in every
   variable for complete keys).
 
-Keys with c_u >= k are released complete (they are k-anonymous as they are, and suppressing one of
-their values could only remove them from groups they already count in); the programme decides for
-the other keys. DECISION: this restriction and the sufficient condition make the optimum an upper
-bound of the true minimum under §2.4 (which also credits partial overlaps between two suppressed
-records); the result is checked with the §2.4 counter (:func:`sdc_dagster.risk.k_anonymity_violations`).
+DECISION: keys with c_u >= k are released complete (they are k-anonymous as they are; letting them
+suppress could only help other records through the complete-key condition, at the price of a far
+larger programme); the programme decides for the other keys. This restriction and the sufficient
+condition make the optimum an upper bound of the true minimum under §2.4 (which also credits
+partial overlaps between two suppressed records). The frequencies are those of alpha = 1 (every
+compatible record counts fully); the result is checked with the §2.4 counter
+(:func:`sdc_dagster.risk.k_anonymity_violations`) in the tests.
 
 Cost of suppressing key j: 1 + (m - 1 - p_j) / m², p_j its position in ``importance`` (0 = the most
 important key), so the objective counts suppressions first and prefers less important keys on
@@ -57,7 +59,7 @@ class OptimalSuppression:
 
     ``data``: the protected copy. ``suppressions``: values suppressed. ``objective``: the cost of
     the solution (see the module notes). ``lower_bound``: HiGHS's bound on the optimal cost of the
-    programme. ``gap``: (objective - lower_bound) / objective. ``status``: "optimal", "time_limit"
+    programme (0 when HiGHS stopped before finding one). ``gap``: (objective - lower_bound) / objective. ``status``: "optimal", "time_limit"
     (best solution found when the limit stopped HiGHS) or "heuristic" (no solution found in time;
     the greedy result is returned and ``lower_bound`` is still HiGHS's). ``seconds``: solver time.
     """
@@ -289,7 +291,8 @@ class _Programme:
         )
         seconds = time.perf_counter() - start
         bound = getattr(result, "mip_dual_bound", None)
-        bound = float(bound) if bound is not None and np.isfinite(bound) else float("nan")
+        # costs are >= 0, so 0 is a valid bound when HiGHS has none yet
+        bound = float(bound) if bound is not None and np.isfinite(bound) else 0.0
         if result.x is None:
             return _Solution(None, float("nan"), bound, "heuristic", seconds)
         status = "optimal" if result.status == 0 else "time_limit"

@@ -120,3 +120,13 @@ def test_already_k_anonymous_data_is_returned_unchanged():
     result = optimal_local_suppression(data, ["a", "b"], k=2)
     assert result.suppressions == 0 and result.status == "optimal"
     pd.testing.assert_frame_equal(result.data, data)
+
+
+def test_time_limit_without_a_solution_falls_back_to_the_greedy_result():
+    data = pd.read_csv(SDCMICRO / "testdata.csv")
+    result = optimal_local_suppression(data, KEYS7, k=3, time_limit=0.01)
+    assert result.status in {"heuristic", "time_limit"}
+    assert k_anonymity_violations(result.data, KEYS7, 3) == 0
+    assert 0.0 <= result.lower_bound <= result.objective
+    if result.status == "heuristic":
+        assert result.suppressions == 182  # the greedy local_suppression count on testdata, k = 3
