@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.protect import optimal_local_suppression
+from sdc_dagster.protect import local_suppression, optimal_local_suppression
 from sdc_dagster.risk import k_anonymity_violations
 
 SDCMICRO = Path(__file__).resolve().parents[1] / "data" / "sdcmicro"
@@ -128,5 +128,5 @@ def test_time_limit_without_a_solution_falls_back_to_the_greedy_result():
     assert result.status in {"heuristic", "time_limit"}
     assert k_anonymity_violations(result.data, KEYS7, 3) == 0
     assert 0.0 <= result.lower_bound <= result.objective
-    if result.status == "heuristic":
-        assert result.suppressions == 182  # the greedy local_suppression count on testdata, k = 3
+    if result.status == "heuristic":  # the documented fallback: the greedy result itself
+        pd.testing.assert_frame_equal(result.data, local_suppression(data, KEYS7, k=3))
