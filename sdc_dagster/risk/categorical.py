@@ -115,6 +115,8 @@ def exact_risk(fk: np.ndarray, Fk: np.ndarray) -> np.ndarray:
             "parameter method='exact' needs whole sample frequencies fk; alpha < 1 with missing key "
             "values gives fractional ones (use method='approx')"
         )
+    pairs, record_pair = np.unique(np.column_stack([fk, Fk]), axis=0, return_inverse=True)
+    fk, Fk = pairs[:, 0], pairs[:, 1]  # distinct (f, F), sorted by f
     risk = np.empty(len(fk))
     same = fk == Fk
     risk[same] = 1.0 / fk[same]
@@ -125,8 +127,8 @@ def exact_risk(fk: np.ndarray, Fk: np.ndarray) -> np.ndarray:
     f_fw, p_fw, q_fw = fk[forward], p[forward], q[forward]
     integral = -np.log(p_fw) / q_fw  # I_1
     for m in range(1, int(f_fw.max(initial=1))):  # steps over frequencies, not records
-        step = f_fw > m
-        integral[step] = (1.0 / m - p_fw[step] * integral[step]) / q_fw[step]
+        step = np.searchsorted(f_fw, m, side="right")  # f_fw is sorted: the pairs with f > m
+        integral[step:] = (1.0 / m - p_fw[step:] * integral[step:]) / q_fw[step:]
     risk[forward] = p_fw * integral
 
     series = ~same & ~forward
@@ -137,7 +139,7 @@ def exact_risk(fk: np.ndarray, Fk: np.ndarray) -> np.ndarray:
         term = term * n * q_se / (f_se + n)
         total = total + term
     risk[series] = p_se / f_se * total
-    return risk
+    return risk[record_pair.ravel()]
 
 
 def risk_from_frequencies(

@@ -480,3 +480,14 @@ def test_exact_rejects_fractional_frequencies():
         individual_risk(data, ["a", "b"], weight="w", method="exact", alpha=0.5)
     with pytest.raises(SDCInputError, match="max_global_risk"):
         global_risk_threshold(pd.Series([0.1]), max_global_risk=1.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(f=st.integers(1, 400), extra=st.floats(0.0, 1e5, allow_nan=False), qual=st.floats(0.05, 1.0))
+def test_exact_risk_lies_between_one_over_F_and_one_over_f(f, extra, qual):
+    """E(1/F | f) with F >= f: at most 1/f; by Jensen at least 1/E(F | f) = p/f = 1/F (the model's F)."""
+    F = f + extra
+    risk = exact_risk(np.array([float(f)]), np.array([F]))[0]
+    assert 1.0 / F * (1 - 1e-12) <= risk <= 1.0 / f * (1 + 1e-12)
+    scaled = risk_from_frequencies(np.array([float(f)]), np.array([F]), weighted=True, method="exact", qual=qual)[0]
+    assert scaled == pytest.approx(qual * risk, rel=1e-15)
