@@ -67,7 +67,8 @@ class OptimalSuppression:
 
     ``data``: the protected copy. ``suppressions``: values suppressed. ``objective``: the cost of
     the solution (see the module notes). ``lower_bound``: HiGHS's bound on the optimal cost of the
-    programme (0 when HiGHS stopped before finding one). ``gap``: (objective - lower_bound) / objective. ``status``: "optimal", "time_limit"
+    programme (0 when HiGHS stopped before finding one). ``gap``: (objective - lower_bound) /
+    objective. ``status``: "optimal", "time_limit"
     (best solution found when the limit stopped HiGHS) or "heuristic" (no solution found in time;
     the greedy result is returned and ``lower_bound`` is still HiGHS's). ``seconds``: solver time.
     """

@@ -135,7 +135,8 @@ def invariant_matrix(matrix: np.ndarray, distribution: np.ndarray) -> np.ndarray
 
 
 def _probability(value, name: str, variable) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not 0.0 <= value <= 1.0:
+    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    if not number or not 0.0 <= value <= 1.0:
         raise SDCInputError(f"pram of {variable!r}: {name!r} must be a number in [0, 1], got {value!r}")
     return float(value)
 
@@ -245,5 +246,7 @@ def pram(
     return PramResult(
         data=out,
         matrix=pd.DataFrame(overall, index=cats, columns=cats),
-        stratum_matrices={value: pd.DataFrame(used[s], index=cats, columns=cats) for s, value in enumerate(stratum_values)},
+        stratum_matrices={
+            value: pd.DataFrame(used[s], index=cats, columns=cats) for s, value in enumerate(stratum_values)
+        },
     )

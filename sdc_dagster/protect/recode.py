@@ -313,7 +313,9 @@ def global_recode(
     if not pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
         raise SDCInputError(f"global_recode of {name!r}: values must be numeric, got {series.dtype}")
     if method not in _GLOBAL_RECODE_METHODS:
-        raise SDCInputError(f"global_recode of {name!r}: method must be one of {_GLOBAL_RECODE_METHODS}, got {method!r}")
+        raise SDCInputError(
+            f"global_recode of {name!r}: method must be one of {_GLOBAL_RECODE_METHODS}, got {method!r}"
+        )
     x = series.to_numpy(dtype="float64", na_value=np.nan)
     present = x[~np.isnan(x)]
     include_lowest = False

@@ -77,7 +77,8 @@ def test_k_anonymous_and_never_below_the_exhaustive_optimum(seed, n, k):
     if k > n:
         return
     result = optimal_local_suppression(data, ["a", "b"], k=k)
-    released = [tuple(None if pd.isna(v) else v for v in row) for row in result.data[["a", "b"]].itertuples(index=False)]
+    rows = result.data[["a", "b"]].itertuples(index=False)
+    released = [tuple(None if pd.isna(v) else v for v in row) for row in rows]
     assert min(_fk_by_definition(released)) >= k
     assert result.suppressions >= _exhaustive_minimum(data, ["a", "b"], k)
     assert result.lower_bound <= result.objective + 1e-9

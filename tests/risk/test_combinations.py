@@ -194,5 +194,6 @@ def test_risky_cells_match_direct_counting(n, threshold, na, seed):
     result = risky_cells(data, ["k0", "k1", "k2"], threshold=threshold, max_dim=3)
     for row in result.itertuples(index=False):
         subset = [v for v in (row.dim1, row.dim2, row.dim3) if v]
-        cells = Counter(tuple("NA" if pd.isna(v) else v for v in values) for values in data[subset].itertuples(index=False))
+        rows = data[subset].itertuples(index=False)
+        cells = Counter(tuple("NA" if pd.isna(v) else v for v in values) for values in rows)
         assert row.unsafe_cells == sum(1 for c in cells.values() if c <= threshold)
