@@ -319,6 +319,8 @@ def global_recode(
     x = series.to_numpy(dtype="float64", na_value=np.nan)
     present = x[~np.isnan(x)]
     include_lowest = False
+    if isinstance(breaks, (float, np.floating)) and float(breaks).is_integer():
+        breaks = int(breaks)  # a whole number of intervals given as a float, e.g. 5.0
     if isinstance(breaks, (int, np.integer)) and not isinstance(breaks, bool):
         if method == "breaks":
             raise SDCInputError(

@@ -103,6 +103,7 @@ def test_lowest_break_excluded_for_vector_included_for_number():
     counted = global_recode(values, breaks=2, method="equidistant")  # seq(-1, 3, length 3) = -1, 1, 3
     assert _as_text(counted) == ["[-1,1]", "[-1,1]", "(1,3]", None]
     assert counted.name == "v" and counted.cat.ordered
+    assert _as_text(global_recode(values, breaks=2.0, method="equidistant")) == _as_text(counted)
 
 
 @settings(max_examples=50, deadline=None)
