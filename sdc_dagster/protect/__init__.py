@@ -10,11 +10,13 @@ from sdc_dagster.protect.cellkey import (  # SPEC §8.11
 from sdc_dagster.protect.grid import consistent_grid_suppression, grid_suppression  # SPEC §11.2, §11.4
 from sdc_dagster.protect.microaggregation import microaggregation  # SPEC §8.6
 from sdc_dagster.protect.noise import add_noise  # SPEC §8.5
+from sdc_dagster.protect.optimal_suppression import OptimalSuppression, optimal_local_suppression  # SPEC §8.3
 from sdc_dagster.protect.plan import PLAN_METHODS, PlanResult, apply_plan, remove_variables, validate_plan
 from sdc_dagster.protect.pram import PramResult, invariant_matrix, pram  # SPEC §8.8
 from sdc_dagster.protect.rank_swapping import rank_swap  # SPEC §8.9
 from sdc_dagster.protect.recode import (  # SPEC §8.2
     bottom_coding,
+    global_recode,
     interval_recode,
     merge_mapping,
     recode,
@@ -27,6 +29,7 @@ from sdc_dagster.protect.subsampling import subsample  # SPEC §8.4
 from sdc_dagster.protect.suppression import local_suppression, risk_suppression, suppression_counts  # SPEC §8.3
 
 __all__ = [
+    "OptimalSuppression",
     "PLAN_METHODS",
     "PerturbationTable",
     "PlanResult",
@@ -38,6 +41,7 @@ __all__ = [
     "bottom_coding",
     "cell_key_perturb",
     "consistent_grid_suppression",
+    "global_recode",
     "grid_cell_key",
     "grid_suppression",
     "interval_recode",
@@ -45,6 +49,7 @@ __all__ = [
     "local_suppression",
     "merge_mapping",
     "microaggregation",
+    "optimal_local_suppression",
     "perturbation_table",
     "pram",
     "rank_swap",

@@ -9,6 +9,15 @@ restricted to the three nearest categories; equal split is SPEC's ASSUMPTION). W
 (Bayes) matrix Q_qs = p_sq pi_s / sum_t p_tq pi_t of the observed distribution pi, so that pi R = pi
 and the expected released distribution equals the observed one (Gouweleeuw et al. 1998).
 
+sdcMicro ``pram`` parameters: ``min_retention`` is its ``pd`` (each category's retention drawn
+uniformly from [pd, 1] with the seed), ``alpha`` its ``alpha`` (the matrix used is
+alpha·M + (1 - alpha)·I; sdcMicro applies it to its invariant matrix, default 0.5; here default 1,
+any matrix). ``strata``: the records of each stratum are post-randomised separately and, with
+``invariant=True``, with the invariant matrix of the stratum's own distribution, so that the
+expected released distribution equals the observed one within every stratum. DECISION (differs
+from sdcMicro 5.8.1, whose ``strata_variables`` only split the random draws and reuse one matrix
+built from the whole column, so its strata leave the distribution of the result unchanged).
+
 OPEN decision (nearest categories): with c nearest, candidates are ranked by their distance in
 category positions; equal distances (one below, one above) take the lower category first.
 
@@ -33,10 +42,17 @@ _ROW_SUM_TOL = 1e-9
 
 @dataclass(frozen=True)
 class PramResult:
-    """The protected data and the transition matrix used (categories x categories, rows = from)."""
+    """The protected data and the transition matrix used (categories x categories, rows = from).
+
+    With strata, ``matrix`` is the transition matrix over the whole data, P(X* = q | X = r) =
+    sum_s n_sr R_s[r, q] / n_r (a category absent from the data keeps the row before the strata
+    step), and ``stratum_matrices`` holds each stratum's matrix R_s (keys: the stratum value, a
+    tuple for several strata columns); None without strata.
+    """
 
     data: pd.DataFrame
     matrix: pd.DataFrame
+    stratum_matrices: dict | None = None
 
 
 def _categories(series: pd.Series, categories: Sequence[Hashable] | None) -> list:
@@ -118,18 +134,39 @@ def invariant_matrix(matrix: np.ndarray, distribution: np.ndarray) -> np.ndarray
     return matrix @ backward
 
 
+def _probability(value, name: str, variable) -> float:
+    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    if not number or not 0.0 <= value <= 1.0:
+        raise SDCInputError(f"pram of {variable!r}: {name!r} must be a number in [0, 1], got {value!r}")
+    return float(value)
+
+
+def _stratum_codes(data: pd.DataFrame, strata: str | Sequence[str] | None) -> tuple[np.ndarray, list]:
+    """Stratum number of every record and the stratum values (a missing value is a stratum)."""
+    if strata is None:
+        return np.zeros(len(data), dtype=np.int64), [None]
+    columns = require_columns(data, [strata] if isinstance(strata, str) else list(strata), role="strata variable")
+    grouped = data.groupby(columns, dropna=False, sort=True).ngroup().to_numpy().astype(np.int64)
+    first = np.unique(grouped, return_index=True)[1]  # first record of stratum 0, 1, ...
+    rows = data[columns].iloc[first].itertuples(index=False)
+    return grouped, [tuple(row) if len(columns) > 1 else row[0] for row in rows]
+
+
 def pram(
     data: pd.DataFrame,
     variable: str,
     *,
     matrix=None,
     retention=None,
+    min_retention: float | None = None,
     nearest: int | None = None,
     invariant: bool = False,
+    alpha: float = 1.0,
+    strata: str | Sequence[str] | None = None,
     categories: Sequence[Hashable] | None = None,
     random_state=None,
 ) -> PramResult:
-    """Post-randomise a categorical variable with a transition matrix (SPEC §8.8).
+    """Post-randomise a categorical variable with a transition matrix (SPEC §8.8; sdcMicro ``pram``).
 
     Parameters
     ----------
@@ -139,40 +176,58 @@ def pram(
         or a mapping ``{from: {to: probability}}``; rows must sum to 1.
     retention : instead of ``matrix``: the probability of keeping the category, one number or
         ``{category: probability}``; the rest is split equally over the other categories.
-    nearest : with ``retention``: only the ``nearest`` closest categories in the order of
-        ``categories`` receive the rest (ordinal variables).
-    invariant : replace the matrix by its invariant version for the observed distribution.
+    min_retention : instead of ``matrix`` or ``retention``: sdcMicro's ``pd``; each category's
+        retention is drawn uniformly from [min_retention, 1] (from ``random_state``), the rest
+        split as with ``retention``.
+    nearest : with ``retention`` or ``min_retention``: only the ``nearest`` closest categories in the
+        order of ``categories`` receive the rest (ordinal variables).
+    invariant : replace the matrix by its invariant version for the observed distribution (of
+        each stratum, with ``strata``).
+    alpha : in [0, 1]; the matrix used is alpha·M + (1 - alpha)·I (sdcMicro's ``alpha``), after the
+        invariant step; 1 (default) uses M itself.
+    strata : column name(s); each stratum is post-randomised on its own (see the module notes).
     categories : the categories in order (default: the sorted observed values).
-    random_state : int seed or numpy Generator.
+    random_state : int seed or numpy Generator; the same seed gives the same result.
 
     Returns
     -------
     :class:`PramResult` with the protected copy and the matrix actually used (a DataFrame
-    categories x categories, rows = from).
+    categories x categories, rows = from) and, with ``strata``, one matrix per stratum.
     """
     column = require_columns(data, [variable], role="variable")[0]
-    if (matrix is None) == (retention is None):
-        raise SDCInputError(f"pram of {column!r}: give exactly one of 'matrix' or 'retention'")
+    if sum(x is not None for x in (matrix, retention, min_retention)) != 1:
+        raise SDCInputError(f"pram of {column!r}: give exactly one of 'matrix', 'retention' or 'min_retention'")
+    alpha = _probability(alpha, "alpha", column)
     series = data[column]
     cats = _categories(series, categories)
     if not cats:
         raise SDCInputError(f"pram of {column!r}: the variable has no observed category")
+    rng = np.random.default_rng(random_state)
     if matrix is not None:
-        transition = _matrix_from_given(column, cats, matrix)
+        base = _matrix_from_given(column, cats, matrix)
     else:
-        transition = _matrix_from_retention(column, cats, retention, nearest)
+        if min_retention is not None:
+            low = _probability(min_retention, "min_retention", column)
+            retention = dict(zip(cats, rng.uniform(low, 1.0, len(cats))))
+        base = _matrix_from_retention(column, cats, retention, nearest)
     codes = pd.Index(cats).get_indexer(series)
     present = codes >= 0
-    if invariant:
-        transition = invariant_matrix(transition, np.bincount(codes[present], minlength=len(cats)))
-    rng = np.random.default_rng(random_state)
-    cumulative = np.cumsum(transition, axis=1)
+    stratum, stratum_values = _stratum_codes(data, strata)
+    c, n_strata = len(cats), len(stratum_values)
+    counts = np.zeros((n_strata, c))
+    np.add.at(counts, (stratum[present], codes[present]), 1.0)
+    identity = np.eye(c)
+    used = np.empty((n_strata, c, c))
+    for s in range(n_strata):  # strata, not records
+        m = invariant_matrix(base, counts[s]) if invariant and counts[s].sum() > 0 else base
+        used[s] = alpha * m + (1.0 - alpha) * identity
+
+    cumulative = np.cumsum(used, axis=2)
+    draws = rng.random(len(series))
     released = codes.copy()
-    for r in range(len(cats)):
-        rows = np.flatnonzero(codes == r)
-        if len(rows):
-            draws = np.searchsorted(cumulative[r], rng.random(len(rows)), side="right")
-            released[rows] = np.minimum(draws, len(cats) - 1)
+    rows = cumulative[stratum[present], codes[present]]  # each record's row of its stratum's matrix
+    released[present] = np.minimum((rows <= draws[present, None]).sum(axis=1), c - 1)
+
     values = pd.Index(cats).take(np.where(present, released, 0))
     out = data.copy()
     new_column = pd.Series(np.asarray(values, dtype=object), index=data.index).where(present)
@@ -181,4 +236,17 @@ def pram(
     except (TypeError, ValueError):
         new_column = new_column.infer_objects()
     out[column] = new_column
-    return PramResult(data=out, matrix=pd.DataFrame(transition, index=cats, columns=cats))
+
+    if strata is None:
+        return PramResult(data=out, matrix=pd.DataFrame(used[0], index=cats, columns=cats))
+    per_category = counts.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        overall = np.einsum("sr,srq->rq", counts, used) / per_category[:, None]
+    overall[per_category == 0] = (alpha * base + (1.0 - alpha) * identity)[per_category == 0]
+    return PramResult(
+        data=out,
+        matrix=pd.DataFrame(overall, index=cats, columns=cats),
+        stratum_matrices={
+            value: pd.DataFrame(used[s], index=cats, columns=cats) for s, value in enumerate(stratum_values)
+        },
+    )

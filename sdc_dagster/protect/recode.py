@@ -177,7 +177,7 @@ def interval_recode(
 
 
 def top_bottom_coding(
-    data: pd.DataFrame, variable: str, value: float, replacement: float, *, kind: str = "top"
+    data: pd.DataFrame, variable: str, value: float, replacement: float | None, *, kind: str = "top"
 ) -> pd.DataFrame:
     """Top or bottom coding exactly as sdcMicro ``topBotCoding(x, value, replacement, kind)``.
 
@@ -190,12 +190,14 @@ def top_bottom_coding(
     data : the microdata; not modified.
     variable : numeric column.
     value : the limit.
-    replacement : the released value for every coded record.
+    replacement : the released value for every coded record; None releases them as missing
+        (sdcMicro ``replacement=NA``). Like sdcMicro, there is no default.
     kind : "top" or "bottom".
 
     Returns
     -------
-    A copy of ``data`` with ``variable`` coded (float64 when the replacement is not an integer).
+    A copy of ``data`` with ``variable`` coded (float64 when the replacement is not an integer;
+    nullable Int64 for an integer column coded to missing).
 
     References
     ----------
@@ -205,23 +207,189 @@ def top_bottom_coding(
         raise SDCInputError(f"top_bottom_coding of {variable!r}: kind must be 'top' or 'bottom', got {kind!r}")
     series = _numeric_column(data, variable)
     for name, number in (("value", value), ("replacement", replacement)):
+        if name == "replacement" and number is None:
+            continue
         if isinstance(number, bool) or not isinstance(number, (int, float, np.integer, np.floating)):
             raise SDCInputError(f"top_bottom_coding of {variable!r}: {name!r} must be a number, got {number!r}")
     coded = series > value if kind == "top" else series < value
     coded = coded.fillna(False).astype(bool) if coded.dtype != bool else coded
     out = data.copy()
-    if float(replacement).is_integer() and pd.api.types.is_integer_dtype(series):
+    if replacement is None:
+        if pd.api.types.is_integer_dtype(series):
+            out[variable] = series.astype("Int64").mask(coded)
+        else:
+            out[variable] = series.astype("float64").mask(coded)
+    elif float(replacement).is_integer() and pd.api.types.is_integer_dtype(series):
         out[variable] = series.where(~coded, int(replacement))
     else:
         out[variable] = series.astype("float64").where(~coded, float(replacement))
     return out
 
 
-def top_coding(data: pd.DataFrame, variable: str, value: float, replacement: float) -> pd.DataFrame:
+def top_coding(data: pd.DataFrame, variable: str, value: float, replacement: float | None) -> pd.DataFrame:
     """Top coding: values above ``value`` become ``replacement`` (SPEC §8.2; sdcMicro kind="top")."""
     return top_bottom_coding(data, variable, value, replacement, kind="top")
 
 
-def bottom_coding(data: pd.DataFrame, variable: str, value: float, replacement: float) -> pd.DataFrame:
+def bottom_coding(data: pd.DataFrame, variable: str, value: float, replacement: float | None) -> pd.DataFrame:
     """Bottom coding: values below ``value`` become ``replacement`` (SPEC §8.2; sdcMicro kind="bottom")."""
     return top_bottom_coding(data, variable, value, replacement, kind="bottom")
+
+
+_GLOBAL_RECODE_METHODS = ("breaks", "equidistant", "logEqui", "equalAmount")
+
+
+def _r_seq(start: float, stop: float, length: int) -> np.ndarray:
+    """R's ``seq(start, stop, length.out=length)``: the ends exact, start + i*by in between."""
+    by = (stop - start) / (length - 1)
+    return np.concatenate(([start], start + np.arange(1, length - 1) * by, [stop]))
+
+
+def _rounded_unless_tied(breaks: np.ndarray) -> np.ndarray:
+    rounded = np.round(breaks)  # half to even, as R's round(x)
+    return rounded if len(np.unique(rounded)) == len(rounded) else breaks
+
+
+def _r_quantile_type7(values: np.ndarray, probs: np.ndarray) -> np.ndarray:
+    """R's ``quantile(x, probs)`` (type 7) with R's own interpolation (1-h)·x_lo + h·x_hi."""
+    x = np.sort(values)
+    position = 1.0 + (len(x) - 1) * probs  # 1-based, as R
+    lo = np.floor(position).astype(np.int64)
+    hi = np.ceil(position).astype(np.int64)
+    h = position - lo
+    quantiles = x[lo - 1].copy()
+    mix = (position > lo) & (x[hi - 1] != quantiles)
+    quantiles[mix] = (1.0 - h[mix]) * quantiles[mix] + h[mix] * x[hi - 1][mix]
+    return quantiles
+
+
+def _r_interval_labels(breaks: np.ndarray, *, include_lowest: bool) -> list[str]:
+    """The labels of R's ``cut(x, breaks, dig.lab=8)`` (right-closed): ``formatC(breaks, digits=d,
+    width=1)`` for the first d in 8..12 that makes neighbouring breaks differ, "(a,b]" per interval,
+    "[" for the first one with include.lowest. Infinite breaks are printed as R's ``format`` prints
+    them together ("-Inf" and " Inf"); if no d separates the breaks R names them "Range_i"."""
+    finite = np.isfinite(breaks)
+    specials = np.where(breaks > 0, "Inf", "-Inf")[~finite]
+    width = max((len(s) for s in specials), default=0)
+    for digits in range(8, 13):
+        text = np.array(["%.*g" % (digits, b + 0.0) if ok else "" for b, ok in zip(breaks, finite)], dtype=object)
+        text[~finite] = [s.rjust(width) for s in specials]
+        if (text[1:] != text[:-1]).all():
+            break
+    else:
+        return [f"Range_{i}" for i in range(1, len(breaks))]
+    labels = [f"({a},{b}]" for a, b in zip(text[:-1], text[1:])]
+    if include_lowest:
+        labels[0] = "[" + labels[0][1:]
+    return labels
+
+
+def global_recode(
+    values: pd.Series,
+    *,
+    breaks: Sequence[float] | int,
+    method: str = "breaks",
+    labels: Sequence[Hashable] | None = None,
+) -> pd.Series:
+    """Recode a continuous variable into intervals exactly as sdcMicro ``globalRecode`` (5.8.1).
+
+    SPEC §8.2 (global recoding of a continuous variable into intervals). The intervals are
+    right-closed, (b_i, b_(i+1)], as R's ``cut(x, breaks, labels, dig.lab=8)``:
+
+    * ``method="breaks"``: ``breaks`` is the list of break points (sorted as ``cut`` sorts them);
+      no ``include.lowest``, so a value equal to the lowest break falls outside every interval.
+    * ``breaks`` a number b of intervals, with ``method`` one of ``"equidistant"``:
+      ``seq(min - 1, max + 1, length.out = b + 1)``; ``"logEqui"``: ``exp`` of the same on ``log(x)``
+      (both rounded to integers unless rounding makes two breaks equal); ``"equalAmount"``: the
+      type-7 quantiles at 0, 1/b, ..., 1 (not rounded); the lowest break is included. b = 1 gives
+      the single interval (min - 1, max + 1] whatever the method.
+
+    Missing values stay missing, and so do values outside every interval (sdcMicro's NA).
+
+    Parameters
+    ----------
+    values : numeric Series (not modified).
+    breaks : list of break points, or a positive whole number of intervals.
+    method : "breaks" (a list) or "equidistant", "logEqui", "equalAmount" (a number).
+    labels : one label per interval; default the interval as sdcMicro prints it, e.g.
+        ``"(10000000,30000000]"``, ``"[145340,24934005]"``, ``"(32022550,2.6992539e+08]"``.
+
+    Returns
+    -------
+    Ordered categorical Series (categories = the labels in interval order), index and name of
+    ``values``.
+
+    Raises
+    ------
+    SDCInputError : non-numeric values, bad breaks/method/labels; ``logEqui`` with a value <= 0;
+    ``equalAmount`` whose quantiles tie (sdcMicro would then ``jitter`` them at random).
+
+    References
+    ----------
+    sdcMicro R/globalRecode.R (``globalRecodeWORK``); R ``cut.default``, ``formatC``.
+    """
+    series = pd.Series(values)
+    name = series.name if series.name is not None else "values"
+    if not pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
+        raise SDCInputError(f"global_recode of {name!r}: values must be numeric, got {series.dtype}")
+    if method not in _GLOBAL_RECODE_METHODS:
+        raise SDCInputError(
+            f"global_recode of {name!r}: method must be one of {_GLOBAL_RECODE_METHODS}, got {method!r}"
+        )
+    x = series.to_numpy(dtype="float64", na_value=np.nan)
+    present = x[~np.isnan(x)]
+    include_lowest = False
+    if isinstance(breaks, (float, np.floating)) and float(breaks).is_integer():
+        breaks = int(breaks)  # a whole number of intervals given as a float, e.g. 5.0
+    if isinstance(breaks, (int, np.integer)) and not isinstance(breaks, bool):
+        if method == "breaks":
+            raise SDCInputError(
+                f"global_recode of {name!r}: a number of intervals needs method 'equidistant', 'logEqui' or "
+                f"'equalAmount' (method 'breaks' takes a list of break points)"
+            )
+        if breaks < 1:
+            raise SDCInputError(f"global_recode of {name!r}: the number of intervals must be at least 1, got {breaks}")
+        if len(present) == 0:
+            raise SDCInputError(f"global_recode of {name!r}: no non-missing value to compute breaks from")
+        if breaks == 1:
+            edges = np.array([present.min() - 1.0, present.max() + 1.0])
+        elif method == "equidistant":
+            edges = _rounded_unless_tied(_r_seq(present.min() - 1.0, present.max() + 1.0, breaks + 1))
+            include_lowest = True
+        elif method == "logEqui":
+            if (present <= 0).any():
+                raise SDCInputError(f"global_recode of {name!r}: method 'logEqui' needs positive values")
+            logs = np.log(present)
+            edges = _rounded_unless_tied(np.exp(_r_seq(logs.min() - 1.0, logs.max() + 1.0, breaks + 1)))
+            include_lowest = True
+        else:
+            edges = _r_quantile_type7(present, np.concatenate(([0.0], np.arange(1, breaks + 1) / breaks)))
+            if len(np.unique(edges)) != len(edges):
+                raise SDCInputError(
+                    f"global_recode of {name!r}: method 'equalAmount' gives tied quantiles for {breaks} intervals "
+                    f"(sdcMicro would jitter them at random); use fewer intervals or explicit breaks"
+                )
+            include_lowest = True
+    else:
+        if method != "breaks":
+            raise SDCInputError(f"global_recode of {name!r}: method {method!r} takes a number of intervals as breaks")
+        try:
+            edges = np.sort(np.asarray(list(breaks), dtype="float64"))
+        except (TypeError, ValueError):
+            raise SDCInputError(f"global_recode of {name!r}: breaks must be numbers, got {breaks!r}") from None
+        if edges.ndim != 1 or len(edges) < 2 or np.isnan(edges).any() or (np.diff(edges) == 0).any():
+            raise SDCInputError(f"global_recode of {name!r}: breaks must be at least two distinct numbers")
+    n_intervals = len(edges) - 1
+    if labels is None:
+        labels = _r_interval_labels(edges, include_lowest=include_lowest)
+    labels = list(labels)
+    if len(labels) != n_intervals or len(set(labels)) != len(labels):
+        raise SDCInputError(
+            f"global_recode of {name!r}: {n_intervals} intervals need {n_intervals} distinct labels, got {labels!r}"
+        )
+    codes = np.searchsorted(edges, x, side="left") - 1  # b_i < x <= b_(i+1)
+    if include_lowest:
+        codes[x == edges[0]] = 0
+    codes[np.isnan(x) | (codes < 0) | (codes >= n_intervals)] = -1
+    categorical = pd.Categorical.from_codes(codes, categories=labels, ordered=True)
+    return pd.Series(categorical, index=series.index, name=series.name)

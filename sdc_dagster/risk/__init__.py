@@ -1,7 +1,10 @@
 """Disclosure-risk measures (SPEC §2–§5). Public names follow CONTRACT.md."""
 
 from sdc_dagster.risk.categorical import (  # SPEC §2, §3.1–3.5
+    GlobalRiskThreshold,
+    exact_risk,
     global_risk,
+    global_risk_threshold,
     household_risk,
     individual_risk,
     k_anonymity_violations,
@@ -10,7 +13,7 @@ from sdc_dagster.risk.categorical import (  # SPEC §2, §3.1–3.5
     risk_table,
     summarise_risk,
 )
-from sdc_dagster.risk.combinations import unsafe_combinations  # SPEC §3.10
+from sdc_dagster.risk.combinations import risky_cells, unsafe_combinations  # SPEC §3.10
 from sdc_dagster.risk.combined import combined_risk, global_combined_risk  # SPEC §5
 from sdc_dagster.risk.continuous import (  # SPEC §4, §5.2
     interval_risk,
@@ -23,9 +26,12 @@ from sdc_dagster.risk.diversity import l_diversity, t_closeness  # SPEC §3.6, �
 from sdc_dagster.risk.suda import suda2, suda2_attribute_contributions  # SPEC §3.8
 
 __all__ = [
+    "GlobalRiskThreshold",
     "combined_risk",
+    "exact_risk",
     "global_combined_risk",
     "global_risk",
+    "global_risk_threshold",
     "household_risk",
     "individual_risk",
     "interval_risk",
@@ -38,6 +44,7 @@ __all__ = [
     "record_linkage_risk",
     "risk_above_threshold",
     "risk_table",
+    "risky_cells",
     "suda2",
     "suda2_attribute_contributions",
     "summarise_risk",

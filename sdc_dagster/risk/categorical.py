@@ -8,6 +8,7 @@ household risk). The group-bys run in DuckDB (:mod:`sdc_dagster.frequencies`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import duckdb
 import numpy as np
@@ -80,20 +81,92 @@ def key_frequencies(
     return pd.DataFrame({"fk": f, "Fk": F}, index=data.index)
 
 
-def risk_from_frequencies(fk: np.ndarray, Fk: np.ndarray, *, weighted: bool, weight: str = "weight") -> np.ndarray:
-    """Individual risk from (f, F): Benedetti–Franconi approximation, or 1/f without weights.
+_RISK_METHODS = ("approx", "exact")
 
-    SPEC §3.2, exactly sdcMicro ``indivRisk(method="approx")``: p = f/F; r = 1/f where f == F;
-    otherwise r = p/(1-p)·ln(1/p) for f = 1, p/(1-p) - (p/(1-p))²·ln(1/p) for f = 2 and
-    p/(f - (1-p)) for f > 2. Like sdcMicro, a fractional f strictly between 1 and 2 (possible only
-    with alpha < 1) matches none of the branches and gets risk 0.
+
+def _risk_method(method: str, qual: float) -> tuple[str, float]:
+    if method not in _RISK_METHODS:
+        raise SDCInputError(f"parameter method must be one of {_RISK_METHODS} (got {method!r})")
+    if isinstance(qual, bool) or not isinstance(qual, (int, float, np.integer, np.floating)) or not 0.0 < qual <= 1.0:
+        raise SDCInputError(f"parameter qual must be a number in (0, 1] (got {qual!r})")
+    return method, float(qual)
+
+
+def exact_risk(fk: np.ndarray, Fk: np.ndarray) -> np.ndarray:
+    """Benedetti–Franconi individual risk without approximation, sdcMicro ``indivRisk(method="exact")``.
+
+    SPEC §3.2 (the "exact" method it names): under the negative-binomial superpopulation model the
+    risk is E(1/F | f) = sum_{j>=0} C(f+j-1, j) p^f (1-p)^j / (f+j) with p = f/F, which is
+    r = p · I_f with I_f = integral_0^1 u^(f-1) / (p + (1-p) u) du (substitute 1/(f+j) = integral of
+    t^(f+j-1)). I_1 = ln(1/p)/(1-p) and (1-p) I_(f+1) + p I_f = 1/f, so for p < 1/2 the forward
+    recurrence I_(f+1) = (1/f - p I_f)/(1-p) damps rounding errors by p/(1-p) per step; for
+    p >= 1/2 the series r = (p/f) sum_n n!/((f+1)...(f+n)) (1-p)^n of positive terms converges
+    at least as fast as 2^-n. f = 1 and f = 2 give sdcMicro's closed forms (which "approx" shares).
+
+    sdcMicro evaluates an alternating series in powers p^(-f); it agrees with this value to about
+    1e-13 (relative) and overflows to NaN from f of about 150 on testdata, where this stays finite.
+    f == F gives 1/f as in sdcMicro. Frequencies must be whole (``alpha`` < 1 with missing key
+    values gives fractional ones, for which the model has no exact form): SDCInputError.
+    """
+    fk = np.asarray(fk, dtype=np.float64)
+    Fk = np.asarray(Fk, dtype=np.float64)
+    if (fk != np.round(fk)).any():
+        raise SDCInputError(
+            "parameter method='exact' needs whole sample frequencies fk; alpha < 1 with missing key "
+            "values gives fractional ones (use method='approx')"
+        )
+    pairs, record_pair = np.unique(np.column_stack([fk, Fk]), axis=0, return_inverse=True)
+    fk, Fk = pairs[:, 0], pairs[:, 1]  # distinct (f, F), sorted by f
+    risk = np.empty(len(fk))
+    same = fk == Fk
+    risk[same] = 1.0 / fk[same]
+    p = fk / Fk
+    q = (Fk - fk) / Fk
+
+    forward = ~same & (p < 0.5)
+    f_fw, p_fw, q_fw = fk[forward], p[forward], q[forward]
+    integral = -np.log(p_fw) / q_fw  # I_1
+    for m in range(1, int(f_fw.max(initial=1))):  # steps over frequencies, not records
+        step = np.searchsorted(f_fw, m, side="right")  # f_fw is sorted: the pairs with f > m
+        integral[step:] = (1.0 / m - p_fw[step:] * integral[step:]) / q_fw[step:]
+    risk[forward] = p_fw * integral
+
+    series = ~same & ~forward
+    f_se, p_se, q_se = fk[series], p[series], q[series]
+    total, term, n = np.ones(len(f_se)), np.ones(len(f_se)), 0
+    while len(f_se) and term.max() > 1e-17 * total.min():
+        n += 1
+        term = term * n * q_se / (f_se + n)
+        total = total + term
+    risk[series] = p_se / f_se * total
+    return risk[record_pair.ravel()]
+
+
+def risk_from_frequencies(
+    fk: np.ndarray,
+    Fk: np.ndarray,
+    *,
+    weighted: bool,
+    weight: str = "weight",
+    method: str = "approx",
+    qual: float = 1.0,
+) -> np.ndarray:
+    """Individual risk from (f, F): Benedetti–Franconi risk, or 1/f without weights.
+
+    SPEC §3.2, exactly sdcMicro ``indivRisk(method=, qual=)``. ``method="approx"`` (default):
+    p = f/F; r = 1/f where f == F; otherwise r = p/(1-p)·ln(1/p) for f = 1,
+    p/(1-p) - (p/(1-p))²·ln(1/p) for f = 2 and p/(f - (1-p)) for f > 2. Like sdcMicro, a fractional
+    f strictly between 1 and 2 (possible only with alpha < 1) matches none of the branches and gets
+    risk 0. ``method="exact"``: :func:`exact_risk`. ``qual`` (sdcMicro's final correction factor,
+    in (0, 1]) multiplies the risk, also the 1/f of unweighted data.
 
     OPEN decision (SPEC §3.2, F < f): the approximation is meaningless there (p > 1, negative
     values), so it is rejected: SDCInputError naming ``weight`` (weights below 1 cause it).
     """
+    method, qual = _risk_method(method, qual)
     fk = np.asarray(fk, dtype=np.float64)
     if not weighted:
-        return 1.0 / fk
+        return qual / fk
     Fk = np.asarray(Fk, dtype=np.float64)
     below = Fk < fk
     if below.any():
@@ -101,6 +174,8 @@ def risk_from_frequencies(fk: np.ndarray, Fk: np.ndarray, *, weighted: bool, wei
             f"weight {weight!r}: the estimated population frequency Fk is below the sample frequency fk "
             f"for {int(below.sum())} records (weights below 1?); the individual risk is undefined there"
         )
+    if method == "exact":
+        return qual * exact_risk(fk, Fk)
     risk = np.zeros(len(fk))
     same = fk == Fk
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -111,7 +186,7 @@ def risk_from_frequencies(fk: np.ndarray, Fk: np.ndarray, *, weighted: bool, wei
         risk = np.where(fk == 2, odds - odds**2 * log_inverse, risk)
         risk = np.where(fk == 1, odds * log_inverse, risk)
     risk[same] = 1.0 / fk[same]
-    return risk
+    return qual * risk
 
 
 def individual_risk(
@@ -119,17 +194,23 @@ def individual_risk(
     keys: Sequence[str],
     *,
     weight: str | None = None,
+    method: str = "approx",
+    qual: float = 1.0,
     alpha: float = 1.0,
     con: duckdb.DuckDBPyConnection | None = None,
 ) -> pd.Series:
-    """Per-record re-identification risk, as sdcMicro ``measure_risk(...)$Res[, "risk"]``.
+    """Per-record re-identification risk, as sdcMicro ``indivRisk(freqCalc(...), method=, qual=)``.
 
-    SPEC §3.2: with weights the Benedetti–Franconi approximation of :func:`risk_from_frequencies`
-    on the §2.4 frequencies; without weights 1/f_k.
+    SPEC §3.2: with weights the Benedetti–Franconi risk of :func:`risk_from_frequencies` on the
+    §2.4 frequencies (``method="approx"``, the default, equals ``measure_risk(...)$Res[, "risk"]``;
+    ``method="exact"`` without approximation, :func:`exact_risk`); without weights 1/f_k. The risk
+    is multiplied by ``qual``.
 
     Parameters
     ----------
     data, keys, weight, alpha, con : as in :func:`key_frequencies`.
+    method : "approx" or "exact".
+    qual : sdcMicro's final correction factor, in (0, 1].
 
     Returns
     -------
@@ -137,16 +218,18 @@ def individual_risk(
 
     Raises
     ------
-    SDCInputError : bad keys or weights, or F_k < f_k (weights below 1; the OPEN point of §3.2).
+    SDCInputError : bad keys, weights, method or qual; F_k < f_k (weights below 1; the OPEN point
+    of §3.2); fractional f_k with method "exact".
 
     References
     ----------
     Franconi & Polettini (2004), Individual risk estimation in mu-Argus: a review; sdcMicro
     ``indivRisk`` and ``measure_risk`` (5.8.1).
     """
+    _risk_method(method, qual)
     freq = key_frequencies(data, keys, weight=weight, alpha=alpha, con=con)
     risk = risk_from_frequencies(freq["fk"].to_numpy(), freq["Fk"].to_numpy(), weighted=weight is not None,
-                                 weight=str(weight))
+                                 weight=str(weight), method=method, qual=qual)
     return pd.Series(risk, index=data.index, name="risk")
 
 
@@ -275,6 +358,65 @@ def risk_above_threshold(risk: pd.Series | np.ndarray, threshold: float, *, rela
             raise SDCInputError(f"parameter threshold must be a quantile level in [0, 1] when relative (got {threshold!r})")
         threshold = float(np.quantile(values, threshold)) if len(values) else 0.0
     return int(np.count_nonzero(values > threshold))
+
+
+@dataclass(frozen=True)
+class GlobalRiskThreshold:
+    """Result of :func:`global_risk_threshold`.
+
+    ``threshold``: the individual-risk level; None when the global risk is already below
+    ``max_global_risk`` (sdcMicro's NA). ``records``: index labels of the records whose risk exceeds
+    the threshold, the ones to treat (empty when ``threshold`` is None). ``global_risk``: the mean
+    individual risk (SPEC §3.3). ``max_global_risk``: the target.
+    """
+
+    threshold: float | None
+    records: pd.Index
+    global_risk: float
+    max_global_risk: float
+
+
+def global_risk_threshold(risk: pd.Series, *, max_global_risk: float = 0.01) -> GlobalRiskThreshold:
+    """The individual-risk threshold at which the global risk falls below ``max_global_risk``, and
+    the records above it: sdcMicro ``measure_risk(..., max_global_risk=)$global_threshold``.
+
+    SPEC §3.3 (global risk R1 = mean of r_i, count above a threshold) with the mu-Argus 4.1 rule
+    (manual §2.3.4.1, equation 17) that sdcMicro's ``measure_threshold`` implements: with
+    ER = max_global_risk · n, the threshold is the largest risk level l, below the largest risk,
+    for which bringing every record above l down to l gives sum_{r_i <= l} r_i + l · #{r_i > l} < ER.
+    None (sdcMicro NA) when sum_i r_i < ER already; 0 when no level works (e.g. all risks equal:
+    then every record is to be treated).
+
+    Parameters
+    ----------
+    risk : per-record individual risks (e.g. :func:`individual_risk`), no missing values.
+    max_global_risk : the target global risk, in (0, 1) as in sdcMicro.
+
+    Returns
+    -------
+    :class:`GlobalRiskThreshold`.
+    """
+    if isinstance(max_global_risk, bool) or not isinstance(max_global_risk, (int, float, np.integer, np.floating)) \
+            or not 0.0 < max_global_risk < 1.0:
+        raise SDCInputError(f"parameter max_global_risk must lie strictly between 0 and 1 (got {max_global_risk!r})")
+    values = pd.Series(risk).to_numpy(dtype=np.float64, na_value=np.nan)
+    if len(values) == 0:
+        raise SDCInputError("parameter risk: no records")
+    if not np.isfinite(values).all() or (values < 0).any():
+        raise SDCInputError("parameter risk: individual risks must be finite and non-negative")
+    n = len(values)
+    expected = float(max_global_risk) * n
+    total = values.sum()
+    index = pd.Series(risk).index
+    if total < expected:
+        return GlobalRiskThreshold(None, index[:0], float(total / n), float(max_global_risk))
+    ordered = np.sort(values)[::-1]
+    above = np.concatenate(([0.0], np.cumsum(ordered)[:-1]))  # risk of the records before position j
+    new_level = np.concatenate(([False], ordered[1:] != ordered[:-1]))  # first record of a lower level
+    reduced = (total - above) + ordered * np.arange(n)  # equation 17 at each position
+    found = np.flatnonzero(new_level & (reduced < expected))
+    threshold = float(ordered[found[0]]) if len(found) else 0.0
+    return GlobalRiskThreshold(threshold, index[values > threshold], float(total / n), float(max_global_risk))
 
 
 def k_anonymity_violations(

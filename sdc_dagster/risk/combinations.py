@@ -1,4 +1,6 @@
-"""mu-Argus style table of unsafe key-value combinations by dimension (SPEC §3.10).
+"""mu-Argus style tables of unsafe key-value combinations by dimension (SPEC §3.10): the per
+variable/category table (:func:`unsafe_combinations`) and sdcMicro's ``riskyCells``
+(:func:`risky_cells`).
 
 All frequencies come from one DuckDB GROUPING SETS query over every subset of 1..max_dim key
 variables (:func:`sdc_dagster.frequencies.grouping_sets_counts`).
@@ -14,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import grouping_sets_counts, key_columns
+from sdc_dagster.frequencies import grouping_sets_counts, key_columns, key_digits
 
 
 def _positive_int(value, name: str) -> int:
@@ -106,3 +108,86 @@ def unsafe_combinations(
         category_tables.append(table)
     per_category = pd.concat(category_tables, ignore_index=True)
     return per_variable, per_category
+
+
+def _thresholds(threshold, max_dim: int, *, one: bool) -> list[int]:
+    values = list(threshold) if isinstance(threshold, (list, tuple, np.ndarray, pd.Series)) else [threshold]
+    if one and len(values) != 1:
+        raise SDCInputError(f"parameter threshold: with levels give one threshold (got {len(values)})")
+    if len(values) not in (1, max_dim):
+        raise SDCInputError(
+            f"parameter threshold: give one threshold or one per dimension 1..{max_dim} (got {len(values)})"
+        )
+    return [_positive_int(v, "threshold") for v in values] * (max_dim if len(values) == 1 else 1)
+
+
+def risky_cells(
+    data: pd.DataFrame,
+    keys: Sequence[str],
+    *,
+    threshold: int | Sequence[int],
+    max_dim: int | None = None,
+    levels: Sequence[int] | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> pd.DataFrame:
+    """Number of unsafe cells in the frequency table of every combination of 1..D key variables,
+    as sdcMicro ``riskyCells`` (5.8.1, data.frame method).
+
+    SPEC §3.10 in sdcMicro's form: for every subset of d key variables (d = 1..D, subsets in
+    ``combn`` order, i.e. :func:`itertools.combinations` of ``keys``), a cell is a value combination
+    observed in the data and it is unsafe when at most ``threshold`` records carry it (``N <=
+    threshold``; unlike :func:`unsafe_combinations`, where fewer than k is unsafe). Unweighted; a
+    missing value is a category of its own.
+
+    Give exactly one of ``max_dim`` (D; ``threshold`` one number or one per dimension) or
+    ``levels`` (identification level of each key, mu-Argus style, with one threshold). As in
+    sdcMicro 5.8.1, ``levels`` only fixes D = the number of distinct levels: every combination up
+    to that size is listed (sdcMicro's restriction by level is commented out).
+
+    Parameters
+    ----------
+    data : the microdata (not modified).
+    keys : the key variables.
+    threshold : positive integer(s).
+    max_dim : largest number of keys combined, at most ``len(keys)``.
+    levels : one whole number per key.
+    con : DuckDB connection for the GROUPING SETS query.
+
+    Returns
+    -------
+    DataFrame, one row per key combination: ``dim1`` .. ``dim<D>`` (key names; "" where the
+    combination has fewer keys), ``threshold`` and ``unsafe_cells`` (int64).
+
+    References
+    ----------
+    sdcMicro R/riskyCells.R (``riskycells_upto_dimension``); mu-Argus 5.1 manual (identification
+    levels).
+    """
+    keys = key_columns(data, keys)
+    if (max_dim is None) == (levels is None):
+        raise SDCInputError("risky_cells: give exactly one of 'max_dim' or 'levels'")
+    if levels is not None:
+        levels = list(levels)
+        if len(levels) != len(keys):
+            raise SDCInputError(f"parameter levels: one level per key variable ({len(keys)}), got {len(levels)}")
+        for level in levels:
+            _positive_int(level, "levels")
+        max_dim = len(set(levels))
+    max_dim = _positive_int(max_dim, "max_dim")
+    if max_dim > len(keys):
+        raise SDCInputError(f"parameter max_dim: at most the number of key variables ({len(keys)}), got {max_dim}")
+    limits = _thresholds(threshold, max_dim, one=levels is not None)
+
+    digits, _ = key_digits(data, keys)  # 0 = missing: a category of its own, as data.table's by=
+    subsets = [list(s) for d in range(1, max_dim + 1) for s in combinations(keys, d)]
+    counts = grouping_sets_counts(pd.DataFrame(digits, columns=keys), keys, subsets, con=con)
+    subset = counts["subset"].to_numpy()
+    size = np.array([len(s) for s in subsets])
+    limit = np.array(limits)[size - 1]
+    unsafe = counts["n"].to_numpy() <= limit[subset]
+    table = pd.DataFrame(
+        [s + [""] * (max_dim - len(s)) for s in subsets], columns=[f"dim{d}" for d in range(1, max_dim + 1)]
+    )
+    table["threshold"] = limit.astype(np.int64)
+    table["unsafe_cells"] = np.bincount(subset[unsafe], minlength=len(subsets)).astype(np.int64)
+    return table

@@ -1,5 +1,7 @@
 """PRAM (SPEC §8.8): realised transitions within binomial 99.9% bounds of the matrix, retention and
-nearest-category matrices (seed S001 parameters), invariant PRAM, reproducibility."""
+nearest-category matrices (seed S001 parameters), invariant PRAM, reproducibility; sdcMicro pram's
+strata, alpha and pd (min_retention), the invariant matrix checked against its definition
+(Gouweleeuw et al. 1998) computed here element by element."""
 
 import numpy as np
 import pandas as pd
@@ -79,3 +81,107 @@ def test_bad_matrices_are_rejected():
         pram(frame, "c")
     with pytest.raises(SDCInputError, match="retention"):
         pram(frame, "c", retention=1.5)
+
+
+# --- sdcMicro pram parameters: strata, alpha, min_retention (pd) ---------------------------------
+
+def _invariant_by_definition(p: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Gouweleeuw et al. (1998): Q[q, s] = p[s, q] pi[s] / sum_t p[t, q] pi[t]; R = P Q."""
+    pi = counts / counts.sum()
+    q = np.zeros_like(p)
+    for to in range(p.shape[0]):
+        for frm in range(p.shape[0]):
+            q[to, frm] = p[frm, to] * pi[frm] / sum(p[t, to] * pi[t] for t in range(p.shape[0]))
+    return p @ q
+
+
+@pytest.fixture(scope="module")
+def stratified() -> pd.DataFrame:
+    rng = np.random.default_rng(21)
+    n = 120_000
+    region = rng.choice(["north", "south"], size=n, p=[0.4, 0.6])
+    north = rng.choice(["a", "b", "c"], size=n, p=[0.7, 0.2, 0.1])
+    south = rng.choice(["a", "b", "c"], size=n, p=[0.1, 0.3, 0.6])
+    return pd.DataFrame({"region": region, "c": np.where(region == "north", north, south)})
+
+
+def test_invariant_pram_per_stratum_with_alpha_follows_the_definition(stratified):
+    result = pram(stratified, "c", retention=0.7, invariant=True, alpha=0.5, strata="region", random_state=4)
+    base = np.full((3, 3), 0.15) + np.eye(3) * 0.55  # retention 0.7, rest 0.3 split over two categories
+    assert set(result.stratum_matrices) == {"north", "south"}
+    overall = np.zeros((3, 3))
+    for region, used in result.stratum_matrices.items():
+        counts = stratified.loc[stratified["region"] == region, "c"].value_counts().reindex(list("abc")).to_numpy()
+        expected = 0.5 * _invariant_by_definition(base, counts.astype(float)) + 0.5 * np.eye(3)
+        np.testing.assert_allclose(used.to_numpy(), expected, atol=1e-14)
+        pi = counts / counts.sum()
+        np.testing.assert_allclose(pi @ used.to_numpy(), pi, atol=1e-14)  # invariant within the stratum
+        overall += counts[:, None] * used.to_numpy()
+    per_category = stratified["c"].value_counts().reindex(list("abc")).to_numpy()[:, None]
+    np.testing.assert_allclose(result.matrix.to_numpy(), overall / per_category, atol=1e-14)
+
+
+def test_stratified_pram_frequencies_within_binomial_bounds(stratified):
+    result = pram(stratified, "c", retention=0.7, invariant=True, alpha=0.8, strata="region", random_state=9)
+    z = norm.ppf(1 - 0.001 / (2 * 18))  # 99.9 % jointly over 2 strata x 9 cells (Bonferroni)
+    for region, used in result.stratum_matrices.items():
+        rows = stratified["region"] == region
+        table = pd.crosstab(stratified.loc[rows, "c"], result.data.loc[rows, "c"]).reindex(
+            index=list("abc"), columns=list("abc"), fill_value=0)
+        n_from = table.sum(axis=1).to_numpy()[:, None]
+        p = used.to_numpy()
+        assert (np.abs(table.to_numpy() / n_from - p) <= z * np.sqrt(p * (1 - p) / n_from)).all()
+        # invariance: the released distribution of the stratum stays within binomial bounds of the original
+        pi = table.sum(axis=1).to_numpy() / rows.sum()
+        released = result.data.loc[rows, "c"].value_counts(normalize=True).reindex(list("abc")).to_numpy()
+        assert (np.abs(released - pi) <= z * np.sqrt(2 * pi * (1 - pi) / rows.sum())).all()
+
+
+def test_min_retention_draws_the_diagonal_like_sdcmicro_pd():
+    frame = pd.DataFrame({"c": list("abcde") * 400})
+    result = pram(frame, "c", min_retention=0.8, random_state=7)
+    m = result.matrix.to_numpy()
+    keep = np.diag(m)
+    assert ((keep >= 0.8) & (keep <= 1.0)).all() and len(set(keep)) == 5
+    off = (1 - keep) / 4
+    np.testing.assert_allclose(m[~np.eye(5, dtype=bool)].reshape(5, 4), np.repeat(off[:, None], 4, axis=1))
+    np.testing.assert_allclose(m.sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"min_retention": 0.6, "invariant": True, "alpha": 0.5, "strata": "s"},
+        {"retention": 0.5, "strata": ["s", "t"]},
+        {"retention": 0.5},
+    ],
+)
+def test_pram_reruns_with_a_seed_are_byte_identical(kwargs):
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"c": rng.choice([1, 2, 3, 4], 5000), "s": rng.choice(["x", "y", None], 5000),
+                          "t": rng.integers(0, 3, 5000)})
+    first = pram(frame, "c", random_state=123, **kwargs)
+    second = pram(frame, "c", random_state=123, **kwargs)
+    assert first.data.to_csv().encode() == second.data.to_csv().encode()
+    assert first.matrix.to_csv().encode() == second.matrix.to_csv().encode()
+    other = pram(frame, "c", random_state=124, **kwargs)
+    assert not other.data["c"].equals(first.data["c"])
+
+
+def test_alpha_zero_changes_nothing_and_strata_keys_are_tuples():
+    frame = pd.DataFrame({"c": [1, 2, 3] * 20, "s": [0, 1] * 30, "t": ["u"] * 60})
+    same = pram(frame, "c", retention=0.2, invariant=True, alpha=0.0, strata=["s", "t"], random_state=1)
+    pd.testing.assert_frame_equal(same.data, frame)
+    assert set(same.stratum_matrices) == {(0, "u"), (1, "u")}
+
+
+def test_bad_pram_parameters_are_rejected():
+    frame = pd.DataFrame({"c": ["a", "b"], "s": [1, 2]})
+    with pytest.raises(SDCInputError, match="alpha"):
+        pram(frame, "c", retention=0.5, alpha=1.5)
+    with pytest.raises(SDCInputError, match="min_retention"):
+        pram(frame, "c", min_retention=-0.1)
+    with pytest.raises(SDCInputError, match="exactly one"):
+        pram(frame, "c", retention=0.5, min_retention=0.5)
+    with pytest.raises(SDCInputError, match="'zz'"):
+        pram(frame, "c", retention=0.5, strata="zz")

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.risk import (
     global_risk,
+    global_risk_threshold,
     household_risk,
     individual_risk,
     k_anonymity_violations,
@@ -24,12 +25,20 @@ from sdc_dagster.risk import (
     summarise_risk,
 )
 from sdc_dagster.risk.categorical import (
+    exact_risk,
     household_risk_from_individual,
     risk_from_frequencies,
 )
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "sdcmicro" / "golden"
 SDCMICRO = GOLDEN.parent
+PARITY = SDCMICRO / "golden_parity"
+# sdcMicro's "exact" risk sums an alternating series in powers p^(-f); its printed values carry that
+# rounding (about 1e-13 relative, see exact_risk), so they are compared at 2e-12, not to the last digit.
+EXACT_RTOL = 2e-12
+PARITY_RTOL = 1e-13
+# some golden_parity CSV rows are printed with 16 decimal places (e.g. 0.0004010736432912)
+PRINTED_ATOL = 1e-16
 TESTDATA_KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
 FRANCDAT_KEYS = ["Key1", "Key2", "Key3", "Key4"]
 RTOL = 1e-8
@@ -297,3 +306,188 @@ def test_risk_table_reuses_given_frequencies(testdata):
     reused = risk_table(testdata, TESTDATA_KEYS, weight="sampling_weight", household="ori_hid", frequencies=freq)
     fresh = risk_table(testdata, TESTDATA_KEYS, weight="sampling_weight", household="ori_hid")
     pd.testing.assert_frame_equal(reused, fresh)
+
+
+# --- sdcMicro parity: indivRisk(method=, qual=) and measure_risk(max_global_risk=) ------------
+
+def _testdata2_frame(golden: pd.DataFrame, *, keys: list[str] | None = None, weight: str | None = None) -> pd.DataFrame:
+    data = pd.read_csv(SDCMICRO / "testdata2.csv")
+    if keys is not None:  # suppressed keys from the golden file (empty = NA)
+        data[keys] = golden[keys].to_numpy()
+    if weight is not None:
+        data[weight] = golden[weight].to_numpy()
+    return data
+
+
+PER_RECORD_CASES = {
+    # golden file: (data builder, keys, weight column)
+    "f_testdata2_risk_per_record.csv": (lambda g: _testdata2_frame(g), TESTDATA_KEYS, "sampling_weight"),
+    "f_testdata2_w2_risk_per_record.csv": (lambda g: _testdata2_frame(g, weight="w2"), TESTDATA_KEYS, "w2"),
+    "f_testdata2_4keys_w2_risk_per_record.csv": (
+        lambda g: _testdata2_frame(g, weight="w2"), ["urbrur", "roof", "electcon", "sex"], "w2"),
+    "f_testdata2_suppressed_risk_per_record.csv": (
+        lambda g: _testdata2_frame(g, keys=TESTDATA_KEYS), TESTDATA_KEYS, "sampling_weight"),
+    "f_francdat_risk_per_record.csv": (lambda g: pd.read_csv(SDCMICRO / "francdat.csv"), FRANCDAT_KEYS, "w"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PER_RECORD_CASES))
+def test_indivrisk_methods_and_qual_match_sdcmicro(name):
+    golden = pd.read_csv(PARITY / name)
+    build, keys, weight = PER_RECORD_CASES[name]
+    data = build(golden)
+    freq = key_frequencies(data, keys, weight=weight)
+    np.testing.assert_array_equal(freq["fk"].to_numpy(), golden["fk"].to_numpy())
+    np.testing.assert_allclose(freq["Fk"].to_numpy(), golden["Fk"].to_numpy(), rtol=PARITY_RTOL)
+    for column, method, qual, rtol in [
+        ("risk_approx", "approx", 1.0, PARITY_RTOL),
+        ("risk_approx_qual", "approx", 0.8, PARITY_RTOL),
+        ("risk_exact", "exact", 1.0, EXACT_RTOL),
+        ("risk_exact_qual", "exact", 0.8, EXACT_RTOL),
+    ]:
+        risk = individual_risk(data, keys, weight=weight, method=method, qual=qual)
+        np.testing.assert_allclose(risk.to_numpy(), golden[column].to_numpy(), rtol=rtol, atol=PRINTED_ATOL,
+                                   err_msg=column)
+    np.testing.assert_allclose(individual_risk(data, keys).to_numpy(), golden["risk_survey_false"].to_numpy(),
+                               rtol=PARITY_RTOL, atol=PRINTED_ATOL)
+
+
+@pytest.fixture(scope="module")
+def testdata_varied_weight(testdata) -> pd.DataFrame:
+    """make_golden_parity_testdata.R: w = sampling_weight * (1 + (row mod 7) / 10), row 1-based."""
+    row = np.arange(1, len(testdata) + 1)
+    return testdata.assign(w=testdata["sampling_weight"] * (1 + (row % 7) / 10))
+
+
+def test_indivrisk_on_testdata_matches_sdcmicro_where_sdcmicro_is_finite(testdata_varied_weight):
+    golden = pd.read_csv(PARITY / "f_testdata_indivRisk_weighted.csv")
+    data = testdata_varied_weight
+    np.testing.assert_allclose(data["w"].to_numpy(), golden["w"].to_numpy(), rtol=1e-15)
+    freq = key_frequencies(data, TESTDATA_KEYS, weight="w")
+    np.testing.assert_array_equal(freq["fk"].to_numpy(), golden["fk"].to_numpy())
+    # the golden file is printed with at most 15 significant digits and 16 decimal places
+    np.testing.assert_allclose(freq["Fk"].to_numpy(), golden["Fk"].to_numpy(), rtol=1e-14)
+    approx = individual_risk(data, TESTDATA_KEYS, weight="w")
+    np.testing.assert_allclose(approx.to_numpy(), golden["approx"].to_numpy(), rtol=1e-14, atol=PRINTED_ATOL)
+    qual = individual_risk(data, TESTDATA_KEYS, weight="w", qual=0.9)
+    np.testing.assert_allclose(qual.to_numpy(), golden["qual_0_9"].to_numpy(), rtol=1e-14, atol=PRINTED_ATOL)
+
+    exact = individual_risk(data, TESTDATA_KEYS, weight="w", method="exact").to_numpy()
+    finite = golden["exact"].notna().to_numpy()
+    np.testing.assert_allclose(exact[finite], golden["exact"].to_numpy()[finite], rtol=EXACT_RTOL,
+                               atol=PRINTED_ATOL)
+    # sdcMicro overflows (NaN) for the 326 records with fk >= 150; there the value is checked against
+    # the definition E(1/F | f) under the negative binomial, summed directly with scipy
+    assert (~finite).sum() == 326 and golden.loc[~finite, "fk"].min() == 150
+    assert np.isfinite(exact).all()
+    from scipy.stats import nbinom
+
+    for f, F in golden.loc[~finite, ["fk", "Fk"]].drop_duplicates().itertuples(index=False):
+        p = f / F
+        extra = np.arange(0, 200_000)
+        expected = float(np.sum(nbinom.pmf(extra, f, p) / (f + extra)))
+        got = exact[(golden["fk"].to_numpy() == f) & (golden["Fk"].to_numpy() == F)]
+        np.testing.assert_allclose(got, expected, rtol=1e-13)
+
+
+def test_measure_risk_global_figures_with_varied_weights(testdata_varied_weight):
+    golden = json.loads((PARITY / "f_testdata_measure_risk_threshold.json").read_text())
+    result = global_risk(testdata_varied_weight, TESTDATA_KEYS, weight="w")
+    assert result["risk"] == pytest.approx(golden["global_risk"], rel=1e-14)
+    assert result["expected_reidentifications"] == pytest.approx(golden["global_risk_ER"], rel=1e-14)
+
+
+GLOBAL_CASES = {
+    "testdata2": "f_testdata2_risk_per_record.csv",
+    "testdata2_w2": "f_testdata2_w2_risk_per_record.csv",
+    "testdata2_4keys_w2": "f_testdata2_4keys_w2_risk_per_record.csv",
+    "testdata2_suppressed": "f_testdata2_suppressed_risk_per_record.csv",
+    "francdat": "f_francdat_risk_per_record.csv",
+}
+
+
+@pytest.mark.parametrize("case", sorted(GLOBAL_CASES))
+def test_global_risk_threshold_matches_measure_risk(case):
+    golden = json.loads((PARITY / "f_risk_global.json").read_text())[case]
+    per_record = pd.read_csv(PARITY / GLOBAL_CASES[case])
+    build, keys, weight = PER_RECORD_CASES[GLOBAL_CASES[case]]
+    risk = individual_risk(build(per_record), keys, weight=weight)
+    assert golden["by_max_global_risk"]
+    for call in golden["by_max_global_risk"]:
+        result = global_risk_threshold(risk, max_global_risk=call["max_global_risk"])
+        assert result.global_risk == pytest.approx(call["global_risk"], rel=1e-14)
+        expected = call["global_threshold"]
+        if expected is None:
+            assert result.threshold is None and len(result.records) == 0
+        else:
+            assert result.threshold == pytest.approx(expected, rel=1e-14, abs=0)
+            assert result.records.equals(risk.index[risk.to_numpy() > result.threshold])
+
+
+def test_global_risk_threshold_worked_example():
+    """Hand computation of the mu-Argus rule: risks 0.5, 0.3, 0.3, 0.1, 0.1 (sum 1.3), target 0.15,
+    ER = 0.75. Level 0.3: 0.3 + 0.3 + 0.1 + 0.1 + 0.3·1 = 1.1 >= 0.75; level 0.1: 0.2 + 0.1·3 = 0.5 < 0.75,
+    so the threshold is 0.1 and the three records above it are to be treated."""
+    risk = pd.Series([0.1, 0.5, 0.3, 0.1, 0.3], index=list("abcde"))
+    result = global_risk_threshold(risk, max_global_risk=0.15)
+    assert result.threshold == 0.1
+    assert list(result.records) == ["b", "c", "e"]
+    assert result.global_risk == pytest.approx(0.26)
+    assert global_risk_threshold(risk, max_global_risk=0.3).threshold is None  # 0.26 < 0.3 already
+    assert global_risk_threshold(pd.Series([0.2, 0.2]), max_global_risk=0.1).threshold == 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=30), target=st.floats(0.01, 0.99))
+def test_treating_the_named_records_brings_the_global_risk_below_target(values, target):
+    risk = pd.Series(values)
+    result = global_risk_threshold(risk, max_global_risk=target)
+    if result.threshold is None:
+        assert risk.sum() < target * len(risk)
+        return
+    capped = np.minimum(risk.to_numpy(), result.threshold)
+    assert list(result.records) == list(np.flatnonzero(risk.to_numpy() > result.threshold))
+    if result.threshold > 0:  # a level was found: capping the records above it reaches the target
+        assert capped.sum() < target * len(risk) * (1 + 1e-12)
+
+
+def test_exact_equals_approx_for_one_and_two_and_agrees_for_large_frequencies():
+    fk = np.array([1.0, 2.0, 1.0, 2.0])
+    Fk = np.array([7.0, 9.0, 1.5, 2.5])
+    np.testing.assert_allclose(exact_risk(fk, Fk), risk_from_frequencies(fk, Fk, weighted=True), rtol=1e-13)
+    # f = 3, F = 4 (p >= 1/2, the series branch): E(1/F) by the definition, summed in closed steps
+    from scipy.stats import nbinom
+
+    for f, F in [(3, 4), (3, 5), (40, 60), (7, 700)]:
+        extra = np.arange(0, 400_000)
+        expected = float(np.sum(nbinom.pmf(extra, f, f / F) / (f + extra)))
+        assert exact_risk(np.array([float(f)]), np.array([float(F)]))[0] == pytest.approx(expected, rel=1e-13)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"method": "median"}, "method"), ({"qual": 0.0}, "qual"), ({"qual": 1.5}, "qual")],
+)
+def test_bad_method_or_qual_rejected(kwargs, message):
+    data = pd.DataFrame({"a": [1, 1, 2], "w": [5.0, 5.0, 3.0]})
+    with pytest.raises(SDCInputError, match=message):
+        individual_risk(data, ["a"], weight="w", **kwargs)
+
+
+def test_exact_rejects_fractional_frequencies():
+    data = pd.DataFrame({"a": [1.0, np.nan, 2.0], "b": [1.0, 1.0, np.nan], "w": [5.0, 5.0, 3.0]})
+    with pytest.raises(SDCInputError, match="exact"):
+        individual_risk(data, ["a", "b"], weight="w", method="exact", alpha=0.5)
+    with pytest.raises(SDCInputError, match="max_global_risk"):
+        global_risk_threshold(pd.Series([0.1]), max_global_risk=1.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(f=st.integers(1, 400), extra=st.floats(0.0, 1e5, allow_nan=False), qual=st.floats(0.05, 1.0))
+def test_exact_risk_lies_between_one_over_F_and_one_over_f(f, extra, qual):
+    """E(1/F | f) with F >= f: at most 1/f; by Jensen at least 1/E(F | f) = p/f = 1/F (the model's F)."""
+    F = f + extra
+    risk = exact_risk(np.array([float(f)]), np.array([F]))[0]
+    assert 1.0 / F * (1 - 1e-12) <= risk <= 1.0 / f * (1 + 1e-12)
+    scaled = risk_from_frequencies(np.array([float(f)]), np.array([F]), weighted=True, method="exact", qual=qual)[0]
+    assert scaled == pytest.approx(qual * risk, rel=1e-15)
