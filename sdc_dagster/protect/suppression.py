@@ -26,7 +26,8 @@ are tried in increasing cost; the first one after which the record's f is >= k i
   in key order).
 
 The sets form *tiers*: by number of keys without importance; with importance every set is a tier
-of its own (the strict order). A tier's sets are evaluated together (one probe count per batch),
+of its own (the strict order; beyond 7 keys, to bound the number of probe counts, the sets with
+the same most important key form a tier). A tier's sets are evaluated together (one probe count per batch),
 the chosen sets are applied and every record is re-counted, so later tiers see the earlier
 suppressions; after a tier that changed anything the search starts again from the cheapest tier.
 Records that would receive the same key after suppression form a *block*: suppressing the records
@@ -55,7 +56,10 @@ from sdc_dagster.frequencies import IncrementalCompatibleCounts, key_digits
 from sdc_dagster.risk.categorical import _weights, risk_from_frequencies
 
 # Suppression sets enumerated per record at most (beyond: the cheapest ones, then all present keys).
-_MAX_SETS = 4096
+_MAX_SETS = 256
+# With importance, sets are tried one by one in strict order up to this many sets (7 keys), in
+# tiers by their most important key beyond (fewer probe counts).
+_STRICT_ORDER_SETS = 127
 # Probe rows evaluated per batch of suppression sets.
 _BATCH_PROBES = 400_000
 
@@ -192,7 +196,10 @@ def _candidate_sets(ranks: np.ndarray, lexicographic: bool) -> tuple[np.ndarray,
     lexicographic_cost = bits.astype(np.int64) @ (np.int64(1) << ranks)
     if lexicographic:
         order = np.argsort(lexicographic_cost, kind="stable")
-        tier = np.arange(len(masks))  # strict order: every set is a tier of its own
+        if len(masks) <= _STRICT_ORDER_SETS:
+            tier = np.arange(len(masks))  # strict order: every set is a tier of its own
+        else:
+            tier = np.where(bits, ranks[None, :], -1).max(axis=1)
     else:
         order = np.lexsort((lexicographic_cost, bits.sum(axis=1)))
         tier = bits.sum(axis=1)
@@ -274,9 +281,11 @@ def local_suppression(
             while start < stop and (f < k).any():
                 unsafe = np.flatnonzero(f < k)
                 batch = sets[start : min(stop, start + max(1, _BATCH_PROBES // len(unsafe)))]
-                tier_changed += _suppress_batch(counter, unsafe, f[unsafe], batch, k)
+                changed_now = _suppress_batch(counter, unsafe, f[unsafe], batch, k)
+                if changed_now:
+                    f, _ = counter.record_counts()
+                tier_changed += changed_now
                 start += len(batch)
-                f, _ = counter.record_counts()
             changed += tier_changed
             # after a productive tier, cheaper sets may help again: start over from the cheapest
             tier = 0 if tier_changed else tier + 1

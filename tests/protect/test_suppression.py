@@ -368,3 +368,17 @@ def test_suppression_counts_per_key():
     protected = pd.DataFrame({"a": [np.nan, np.nan, 3], "b": [np.nan, np.nan, 3]})
     counts = suppression_counts(original, protected, ["a", "b"])
     assert counts.to_dict() == {"a": 1, "b": 2}
+
+
+@pytest.mark.parametrize("importance", [False, True])
+def test_many_keys_shortened_set_list_still_reaches_k_anonymity(importance):
+    # 12 keys: 4095 suppression sets, only those of 1 and 2 keys are listed; on these 20 records some
+    # need more, and lose all their keys (the fallback).
+    rng = np.random.default_rng(7)
+    frame = pd.DataFrame(rng.integers(0, 3, (20, 12)).astype("float64"), columns=[f"k{j}" for j in range(12)])
+    frame[rng.random(frame.shape) < 0.1] = np.nan
+    keys = list(frame.columns)
+    out = local_suppression(frame, keys, k=3, importance=keys[::-1] if importance else None)
+    assert k_anonymity_violations(out, keys, 3) == 0
+    assert (brute_force_fk(out, keys) >= 3).all()
+    assert_only_suppressed(frame, out)
