@@ -58,7 +58,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.frequencies import key_columns, key_digits, pack_codes
-from sdc_dagster.protect.suppression import _apply_to_frame, _suppression_order, local_suppression
+from sdc_dagster.protect.suppression import _apply_to_frame, _suppression_ranks, local_suppression
 
 
 @dataclass(frozen=True)
@@ -129,9 +129,8 @@ def optimal_local_suppression(
         raise SDCInputError(f"parameter max_suppressed must lie in 1..{m} (got {max_suppressed!r})")
     if not time_limit > 0:
         raise SDCInputError(f"parameter time_limit must be positive (got {time_limit!r})")
-    suppress_first = _suppression_order(data, keys, importance)  # last = most important
-    key_cost = np.empty(m)
-    key_cost[suppress_first] = 1.0 + np.arange(m) / m**2  # most important key: 1 + (m-1)/m²
+    # rank 0 = suppressed first; the most important key costs 1 + (m-1)/m²
+    key_cost = 1.0 + _suppression_ranks(data, keys, importance) / m**2
 
     digits, radices = key_digits(data, keys)
     distinct, record_key, count = np.unique(digits, axis=0, return_inverse=True, return_counts=True)
@@ -144,7 +143,6 @@ def optimal_local_suppression(
     problem = _Programme(distinct, radices, count, unsafe, safe, patterns, key_cost, k)
     solution = problem.solve(time_limit)
 
-    original = digits - 1  # 0-based codes, -1 = missing (none here)
     if solution.x is None:
         protected = local_suppression(data, keys, k=k, importance=importance)
         suppressed = int(protected[keys].isna().to_numpy().sum())
@@ -162,10 +160,10 @@ def optimal_local_suppression(
     rank = pd.Series(owner).groupby(owner).cumcount().to_numpy()
     pattern = (np.cumsum(chosen, axis=1)[owner] <= rank[:, None]).sum(axis=1)
     masks = np.array([[j in s for j in range(m)] for s in patterns], dtype=bool)
-    released = original.copy()
-    released[records] = np.where(masks[pattern], -1, released[records])
-    protected = _apply_to_frame(data, keys, released, original)
-    suppressed = int((released < 0).sum())
+    released = digits.copy()  # key_digits: 0 = missing
+    released[records] = np.where(masks[pattern], 0, released[records])
+    protected = _apply_to_frame(data, keys, released, digits)
+    suppressed = int((released == 0).sum())
     objective = float(solution.objective)
     gap = (objective - solution.lower_bound) / objective if objective else 0.0
     return OptimalSuppression(protected, suppressed, objective, solution.lower_bound, max(gap, 0.0),

@@ -1,39 +1,45 @@
 """Local suppression to k-anonymity and to an individual-risk threshold (SPEC §8.3, §2.4, §3.2).
 
 Suppressed key values become missing, and a missing value matches any value in later frequency
-counts (sdcMicro ``freqCalc`` semantics, SPEC §2.4). Suppression therefore only ever *adds*
-compatible records, so a record's fk never decreases: once safe, a record stays safe. The
-algorithms below exploit that: after one full frequency count only the unsafe records are
-re-counted.
+counts (SPEC §2.4, sdcMicro ``freqCalc``). Every count here comes from the one §2.4 counter,
+:class:`sdc_dagster.frequencies.IncrementalCompatibleCounts` (the counts of
+``risk.key_frequencies`` and ``risk.k_anonymity_violations``), so "safe" means the same for the
+algorithm, the risk measures and the asset checks.
 
-Compatible counts with missing values
--------------------------------------
-Records are grouped by their *missing pattern* (the set of keys that are NA). A record i with
-pattern Q and a record j with pattern P are compatible iff they agree on every key outside
-P ∪ Q. So the NA-aware fk of i is a sum, over the data's patterns P, of an exact-match count on the
-keys outside P ∪ Q: one vectorised group count per (P, Q) pair. The counts of the original records
-are computed once and cached; the few records changed by suppression are corrected for at every
-re-count.
+Suppression mostly only adds compatible records, with one exception of §2.4: a key missing in
+every variable is not counted for complete keys. A record whose last value is suppressed can
+therefore make a complete record unsafe again; the algorithms re-count every record after each
+step and continue until none is unsafe, which is what guarantees the result.
 
-Greedy algorithm for k-anonymity (minimising suppressions)
-----------------------------------------------------------
-1. *Single-key passes*, keys taken from the least to the most important. For every unsafe record u
-   whose value of key j is present, f_uj = NA-aware fk of u with key j set to NA. Records with
-   f_uj >= k can be made safe by one suppression. Records sharing the same wildcarded key form a
-   *block*: suppressing j in a combination t of the block adds n_t compatible records to every other
-   combination of the block, so only the riskiest combinations (lowest fk) are suppressed, as many
-   as needed for the others to reach k.
-2. When no single suppression helps any unsafe record, *subsets of L = 2, 3, ... keys* are tried;
-   for each record the admissible subset (f >= k) of least important keys is chosen (cost
-   sum 2^rank, rank = position in the suppression order), again with the block rule.
-3. L grows at most to the number of present keys, where every key of the record is suppressed and
-   fk = n >= k. This guarantees termination (sdcMicro issue #184) even when enumerating subsets
-   would be too costly (then the record's remaining keys are all suppressed at once).
+Greedy algorithm for k-anonymity
+--------------------------------
+For every unsafe record the candidate *suppression sets* (non-empty subsets of its present keys)
+are tried in increasing cost; the first one after which the record's f is >= k is chosen.
+
+* With ``importance`` given, the cost is lexicographic in importance, as in sdcMicro: any number
+  of less important keys is suppressed before one more important key (cost sum 2^rank, rank 0 =
+  least important). sdcMicro's ``localSuppression`` reaches the same preference by suppressing,
+  pass after pass, the least important key in which an unsafe record differs from its nearest
+  records.
+* Without ``importance`` the cost is first the number of values suppressed, then the same
+  lexicographic order with sdcMicro's default importance (fewer categories = more important, ties
+  in key order).
+
+The sets form *tiers*: by number of keys without importance; with importance every set is a tier
+of its own (the strict order; beyond 7 keys, to bound the number of probe counts, the sets with
+the same most important key form a tier). A tier's sets are evaluated together (one probe count per batch),
+the chosen sets are applied and every record is re-counted, so later tiers see the earlier
+suppressions; after a tier that changed anything the search starts again from the cheapest tier.
+Records that would receive the same key after suppression form a *block*: suppressing the records
+of one combination t adds them to every other combination of the block, so only the riskiest
+combinations (lowest f) are suppressed, as many as needed for the others to reach k.
+Suppressing every present key gives f = n >= k, so every unsafe record has a candidate and the
+loop terminates (sdcMicro issue #184).
 
 References
 ----------
-Templ, Kowarik & Meindl (2015), sdcMicro, J. Stat. Softw. 67(4), §3.3 (local suppression).
-Hundepool et al. (2012), *Statistical Disclosure Control*, §3.4.3.
+Templ, Kowarik & Meindl (2015), sdcMicro, J. Stat. Softw. 67(4), §3.3 (local suppression);
+sdcMicro 5.8.1 ``R/localSuppression.R`` (``suppSubset``). Hundepool et al. (2012), §3.4.3.
 """
 
 from __future__ import annotations
@@ -46,159 +52,16 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.frequencies import IncrementalCompatibleCounts, key_digits
+from sdc_dagster.risk.categorical import _weights, risk_from_frequencies
 
-_MAX_SUBSET_PROBES = 2_000_000  # beyond this, a record's remaining keys are suppressed at once
-_RADIX_LIMIT = 2**62
-
-
-# --------------------------------------------------------------------------------------------
-# NA-aware compatible counts
-# --------------------------------------------------------------------------------------------
-
-
-def _key_codes(data: pd.DataFrame, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Integer codes of the keys (n x m, -1 = missing) and the number of categories of each key."""
-    codes = np.empty((len(data), len(keys)), dtype=np.int64)
-    cards = np.empty(len(keys), dtype=np.int64)
-    for j, key in enumerate(keys):
-        codes[:, j], uniques = pd.factorize(data[key], use_na_sentinel=True)
-        cards[j] = max(len(uniques), 1)
-    return codes, cards
-
-
-def _patterns(codes: np.ndarray) -> np.ndarray:
-    """Per row, the bit mask of its missing keys (bit j set = key j missing)."""
-    bits = (np.int64(1) << np.arange(codes.shape[1], dtype=np.int64))
-    return (codes < 0).astype(np.int64) @ bits
-
-
-def _group_rows(pattern: np.ndarray) -> dict[int, np.ndarray]:
-    order = np.argsort(pattern, kind="stable")
-    values, starts = np.unique(pattern[order], return_index=True)
-    bounds = [*starts[1:], len(order)]
-    return {int(v): order[s:e] for v, s, e in zip(values, starts, bounds)}
-
-
-def _columns_of(mask: int, m: int) -> list[int]:
-    return [j for j in range(m) if not (mask >> j) & 1]
-
-
-class _CompatibleCounter:
-    """NA-aware compatible counts (count and weight sum) of probe keys against the current data.
-
-    The original codes are indexed once per (data pattern, compared keys) and cached; records that
-    have been changed since are corrected for by counting them twice (removed as original, added as
-    current), which is cheap because they are few.
-    """
-
-    def __init__(self, codes: np.ndarray, cards: np.ndarray, weights: np.ndarray | None = None):
-        self.original = codes
-        self.current = codes.copy()
-        self.cards = cards
-        self.m = codes.shape[1]
-        self.weights = weights
-        self.changed = np.zeros(len(codes), dtype=bool)
-        self._original_groups = _group_rows(_patterns(codes))
-        self._cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray | None] | None] = {}
-
-    def suppress(self, rows: np.ndarray, key_mask: np.ndarray | int) -> None:
-        """Set the keys in ``key_mask`` (per row, or one mask for all) to missing in ``rows``."""
-        rows = np.asarray(rows, dtype=np.int64)
-        masks = np.broadcast_to(np.asarray(key_mask, dtype=np.int64), rows.shape)
-        for j in range(self.m):
-            hit = rows[((masks >> j) & 1).astype(bool)]
-            self.current[hit, j] = -1
-        self.changed[rows] = True
-
-    def _radix(self, cols: list[int]) -> np.ndarray | None:
-        radix = np.ones(len(cols), dtype=np.int64)
-        total = 1
-        for position in range(len(cols) - 1, -1, -1):
-            radix[position] = total
-            total *= int(self.cards[cols[position]])
-            if total > _RADIX_LIMIT:
-                return None
-        return radix
-
-    def _encode(self, rows: np.ndarray, cols: list[int], radix: np.ndarray) -> np.ndarray:
-        return rows[:, cols] @ radix
-
-    @staticmethod
-    def _lookup(keys: np.ndarray, probe: np.ndarray, counts: np.ndarray, wsums) -> tuple[np.ndarray, np.ndarray | None]:
-        pos = np.searchsorted(keys, probe)
-        pos_clipped = np.minimum(pos, max(len(keys) - 1, 0))
-        found = (pos < len(keys)) & (keys[pos_clipped] == probe) if len(keys) else np.zeros(len(probe), bool)
-        n = np.where(found, counts[pos_clipped] if len(keys) else 0, 0)
-        w = None
-        if wsums is not None:
-            w = np.where(found, wsums[pos_clipped] if len(keys) else 0.0, 0.0)
-        return n, w
-
-    def _joint_counts(self, data_rows, data_w, probe_rows, cols):
-        """Exact-match counts on ``cols`` when the mixed-radix code would overflow int64."""
-        stacked = np.vstack([data_rows[:, cols], probe_rows[:, cols]])
-        _, inverse = np.unique(stacked, axis=0, return_inverse=True)
-        inverse = inverse.ravel()
-        size = int(inverse.max()) + 1 if len(inverse) else 0
-        counts = np.bincount(inverse[: len(data_rows)], minlength=size)
-        n = counts[inverse[len(data_rows):]]
-        w = None
-        if data_w is not None:
-            sums = np.bincount(inverse[: len(data_rows)], weights=data_w, minlength=size)
-            w = sums[inverse[len(data_rows):]]
-        return n, w
-
-    def _count_against(self, probes, probe_groups, data, data_groups, data_w, cache):
-        n_out = np.zeros(len(probes), dtype=np.int64)
-        w_out = np.zeros(len(probes), dtype=np.float64) if data_w is not None else None
-        for q_mask, q_rows in probe_groups.items():
-            for p_mask, p_rows in data_groups.items():
-                union = q_mask | p_mask
-                cols = _columns_of(union, self.m)
-                if not cols:
-                    n_out[q_rows] += len(p_rows)
-                    if w_out is not None:
-                        w_out[q_rows] += data_w[p_rows].sum()
-                    continue
-                radix = self._radix(cols)
-                if radix is None:
-                    n, w = self._joint_counts(
-                        data[p_rows], None if data_w is None else data_w[p_rows], probes[q_rows], cols
-                    )
-                else:
-                    entry = cache.get((p_mask, union)) if cache is not None else None
-                    if entry is None:
-                        data_keys = self._encode(data[p_rows], cols, radix)
-                        keys, inverse, counts = np.unique(data_keys, return_inverse=True, return_counts=True)
-                        wsums = None
-                        if data_w is not None:
-                            wsums = np.bincount(inverse.ravel(), weights=data_w[p_rows], minlength=len(keys))
-                        entry = (keys, counts, wsums)
-                        if cache is not None:
-                            cache[(p_mask, union)] = entry
-                    n, w = self._lookup(entry[0], self._encode(probes[q_rows], cols, radix), entry[1], entry[2])
-                n_out[q_rows] += n
-                if w_out is not None:
-                    w_out[q_rows] += w
-        return n_out, w_out
-
-    def counts(self, probes: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """NA-aware (fk, Fk) of every probe row against the current data (a probe need not be a record)."""
-        probe_groups = _group_rows(_patterns(probes))
-        n, w = self._count_against(
-            probes, probe_groups, self.original, self._original_groups, self.weights, self._cache
-        )
-        changed = np.flatnonzero(self.changed)
-        if len(changed):
-            cw = None if self.weights is None else self.weights[changed]
-            before = self.original[changed]
-            after = self.current[changed]
-            n_b, w_b = self._count_against(probes, probe_groups, before, _group_rows(_patterns(before)), cw, None)
-            n_a, w_a = self._count_against(probes, probe_groups, after, _group_rows(_patterns(after)), cw, None)
-            n = n - n_b + n_a
-            if w is not None:
-                w = w - w_b + w_a
-        return n, w
+# Suppression sets enumerated per record at most (beyond: the cheapest ones, then all present keys).
+_MAX_SETS = 256
+# With importance, sets are tried one by one in strict order up to this many sets (7 keys), in
+# tiers by their most important key beyond (fewer probe counts).
+_STRICT_ORDER_SETS = 127
+# Probe rows evaluated per batch of suppression sets.
+_BATCH_PROBES = 400_000
 
 
 # --------------------------------------------------------------------------------------------
@@ -206,23 +69,25 @@ class _CompatibleCounter:
 # --------------------------------------------------------------------------------------------
 
 
-def _suppression_order(data: pd.DataFrame, keys: list[str], importance: Sequence[str] | None) -> list[int]:
-    """Key positions from the first to suppress to the last (= reverse of the importance order).
+def _suppression_ranks(data: pd.DataFrame, keys: list[str], importance: Sequence[str] | None) -> np.ndarray:
+    """Per key, its rank in the suppression order: 0 = suppressed first (least important).
 
-    Default importance as sdcMicro: keys with fewer categories are more important (kept), ties
-    in the order of ``keys``.
+    ``importance`` lists the keys from the most to the least important. Default as sdcMicro:
+    keys with fewer categories are more important, ties in the order of ``keys``.
     """
     if importance is None:
         n_categories = [data[k].nunique(dropna=True) for k in keys]
-        importance_positions = sorted(range(len(keys)), key=lambda j: (n_categories[j], j))
+        most_important_first = sorted(range(len(keys)), key=lambda j: (n_categories[j], j))
     else:
         importance = list(importance)
         if sorted(map(str, importance)) != sorted(map(str, keys)) or len(set(importance)) != len(importance):
             raise SDCInputError(
                 f"importance: must list every key variable exactly once (keys {keys}, got {importance})"
             )
-        importance_positions = [keys.index(k) for k in importance]
-    return importance_positions[::-1]
+        most_important_first = [keys.index(k) for k in importance]
+    ranks = np.empty(len(keys), dtype=np.int64)
+    ranks[most_important_first[::-1]] = np.arange(len(keys))
+    return ranks
 
 
 def _prepare(data: pd.DataFrame, keys: Sequence[str], k: int) -> list[str]:
@@ -240,6 +105,16 @@ def _prepare(data: pd.DataFrame, keys: Sequence[str], k: int) -> list[str]:
     return keys
 
 
+def _bits(masks: np.ndarray, m: int) -> np.ndarray:
+    """(len(masks), m) boolean array: bit j of each mask."""
+    return ((np.asarray(masks, dtype=np.int64)[:, None] >> np.arange(m, dtype=np.int64)) & 1).astype(bool)
+
+
+def _present_masks(digits: np.ndarray) -> np.ndarray:
+    """Per row, the bit mask of its present (non-missing) keys."""
+    return (digits > 0).astype(np.int64) @ (np.int64(1) << np.arange(digits.shape[1], dtype=np.int64))
+
+
 def _row_ids(rows: np.ndarray) -> np.ndarray:
     """Dense ids of identical rows (missing codes included)."""
     if len(rows) == 0:
@@ -253,16 +128,16 @@ def _choose_in_blocks(block: np.ndarray, combo: np.ndarray, fk: np.ndarray, k: i
 
     Within a block (same key once the candidate keys are suppressed), suppressing the records of
     combination t makes them compatible with every other combination of the block, adding n_t to
-    their fk. Combinations are taken by increasing fk; the shortest prefix after which every
-    remaining combination has fk + (records suppressed) >= k is suppressed (all of them when none
-    qualifies; each suppressed record then has the block's count, >= k by construction).
+    their fk (SPEC §2.4). Combinations are taken by increasing fk; the shortest prefix after which
+    every remaining combination has fk + (records suppressed) >= k is suppressed (all of them when
+    none qualifies; each suppressed record then has at least k by the choice of its set).
     """
     pair = _row_ids(np.column_stack([block, combo]))
     n_pairs = int(pair.max()) + 1 if len(pair) else 0
     size = np.bincount(pair, minlength=n_pairs)
     pair_block = np.zeros(n_pairs, dtype=np.int64)
     pair_block[pair] = block
-    pair_fk = np.zeros(n_pairs, dtype=np.int64)
+    pair_fk = np.zeros(n_pairs, dtype=np.float64)
     pair_fk[pair] = fk  # identical rows share their fk
     order = np.lexsort((np.arange(n_pairs), pair_fk, pair_block))
     sorted_block = pair_block[order]
@@ -280,10 +155,10 @@ def _choose_in_blocks(block: np.ndarray, combo: np.ndarray, fk: np.ndarray, k: i
     return suppress_pair[pair]
 
 
-def _apply_to_frame(data: pd.DataFrame, keys: list[str], codes: np.ndarray, original: np.ndarray) -> pd.DataFrame:
+def _apply_to_frame(data: pd.DataFrame, keys: list[str], digits: np.ndarray, original: np.ndarray) -> pd.DataFrame:
     out = data.copy()
     for j, key in enumerate(keys):
-        newly_missing = (codes[:, j] < 0) & (original[:, j] >= 0)
+        newly_missing = (digits[:, j] == 0) & (original[:, j] > 0)
         if newly_missing.any():
             column = out[key]
             if pd.api.types.is_integer_dtype(column) and not pd.api.types.is_extension_array_dtype(column):
@@ -299,51 +174,64 @@ def _apply_to_frame(data: pd.DataFrame, keys: list[str], codes: np.ndarray, orig
 # --------------------------------------------------------------------------------------------
 
 
-def _subset_pass(counter, unsafe, fk, order, level, k) -> bool:
-    """Suppress, for each unsafe record, the cheapest admissible subset of ``level`` present keys."""
-    m = counter.m
-    rank_cost = np.zeros(m, dtype=np.int64)
-    for rank, j in enumerate(order):
-        rank_cost[j] = np.int64(1) << rank
-    rows = counter.current[unsafe]
-    present_count = (rows >= 0).sum(axis=1)
-    eligible = present_count >= level
-    if not eligible.any():
-        return False
-    if comb(m, level) * int(eligible.sum()) > _MAX_SUBSET_PROBES:
-        # Too many subsets to try: suppress every remaining key of the records concerned (fk = n).
-        targets = unsafe[eligible]
-        mask = (counter.current[targets] >= 0).astype(np.int64) @ (np.int64(1) << np.arange(m, dtype=np.int64))
-        counter.suppress(targets, mask)
-        return True
-    best_cost = np.full(len(unsafe), np.iinfo(np.int64).max)
-    best_mask = np.zeros(len(unsafe), dtype=np.int64)
-    for subset in combinations(range(m), level):
-        cols = list(subset)
-        usable = np.flatnonzero(eligible & (rows[:, cols] >= 0).all(axis=1))
-        if len(usable) == 0:
-            continue
-        cost = int(rank_cost[cols].sum())
-        better = usable[cost < best_cost[usable]]
-        if len(better) == 0:
-            continue
-        probes = rows[better].copy()
-        probes[:, cols] = -1
-        f, _ = counter.counts(probes)
-        ok = better[f >= k]
-        best_cost[ok] = cost
-        best_mask[ok] = sum(1 << j for j in cols)
-    chosen = np.flatnonzero(best_mask > 0)
-    if len(chosen) == 0:
-        return False
-    probes = rows[chosen].copy()
-    for j in range(m):
-        probes[((best_mask[chosen] >> j) & 1).astype(bool), j] = -1
-    block = _row_ids(np.column_stack([probes, best_mask[chosen]]))
-    combo = _row_ids(rows[chosen])
-    hit = _choose_in_blocks(block, combo, fk[chosen], k)
-    counter.suppress(unsafe[chosen[hit]], best_mask[chosen[hit]])
-    return True
+def _candidate_sets(ranks: np.ndarray, lexicographic: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Suppression sets (key bit masks) from the cheapest to the dearest, and the tier of each
+    (see the module docstring).
+
+    At most ``_MAX_SETS``: with many keys only the sets of the smallest sizes are listed (records
+    none of them helps lose all their present keys).
+    """
+    m = len(ranks)
+    sizes = np.arange(1, m + 1)
+    if (1 << m) - 1 > _MAX_SETS:
+        listed = np.cumsum([comb(m, s) for s in sizes])
+        sizes = sizes[: max(1, int(np.searchsorted(listed, _MAX_SETS, side="right")))]
+        masks = np.array(
+            [sum(1 << j for j in c) for s in sizes for c in combinations(range(m), s)],
+            dtype=np.int64,
+        )
+    else:
+        masks = np.arange(1, 1 << m, dtype=np.int64)
+    bits = _bits(masks, m)
+    lexicographic_cost = bits.astype(np.int64) @ (np.int64(1) << ranks)
+    if lexicographic:
+        order = np.argsort(lexicographic_cost, kind="stable")
+        if len(masks) <= _STRICT_ORDER_SETS:
+            tier = np.arange(len(masks))  # strict order: every set is a tier of its own
+        else:
+            tier = np.where(bits, ranks[None, :], -1).max(axis=1)
+    else:
+        order = np.lexsort((lexicographic_cost, bits.sum(axis=1)))
+        tier = bits.sum(axis=1)
+    return masks[order], tier[order]
+
+
+def _suppress_batch(counter, unsafe, fk, sets, k) -> int:
+    """Try ``sets`` (in order) on the ``unsafe`` records (current f ``fk``); apply the first set that
+    makes each record safe, within blocks (:func:`_choose_in_blocks`). Returns the records changed.
+    """
+    m = counter.digits.shape[1]
+    rows = counter.digits[unsafe]
+    present = _present_masks(rows)
+    usable = (sets[None, :] & ~present[:, None]) == 0  # set within the record's present keys
+    record, which = np.nonzero(usable)
+    if len(record) == 0:
+        return 0
+    probes = np.where(_bits(sets[which], m), 0, rows[record])
+    f, _ = counter.probe_counts(probes)
+    ok = f >= k
+    # first admissible set per record, in the batch order (np.nonzero is row-major)
+    record, which, probes = record[ok], which[ok], probes[ok]
+    if len(record) == 0:
+        return 0
+    first = np.r_[True, record[1:] != record[:-1]]
+    record, which, probes = record[first], which[first], probes[first]
+    hit = _choose_in_blocks(
+        _row_ids(np.column_stack([probes, sets[which]])), _row_ids(rows[record]), fk[record], k
+    )
+    hit |= ~probes.any(axis=1)  # an all-missing key is not added to complete keys: no block rule
+    counter.set_missing(unsafe[record[hit]], sets[which[hit]])
+    return int(hit.sum())
 
 
 def local_suppression(
@@ -353,21 +241,24 @@ def local_suppression(
     k: int = 3,
     importance: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Suppress key values (set them to NA) until every record's NA-aware fk is at least k (SPEC §8.3).
+    """Suppress key values (set them to NA) until every record's §2.4 fk is at least k (SPEC §8.3).
 
     Parameters
     ----------
     data : the microdata; not modified.
     keys : the categorical key variables (quasi-identifiers).
     k : the k-anonymity threshold.
-    importance : the keys in the order they should be kept (first = suppressed least). Default as
-        sdcMicro: keys with fewer categories are more important.
+    importance : the keys from the most important (suppressed least) to the least important.
+        Given, it is honoured lexicographically as in sdcMicro: a key is suppressed in a record
+        only when no combination of less important keys makes the record safe. Default: the
+        fewest suppressions per record, ties broken by sdcMicro's default importance (keys with
+        fewer categories are more important).
 
     Returns
     -------
     A copy of ``data`` indexed like it, with some key values missing (integer keys become nullable
-    ``Int64`` when suppressed), such that every record's fk with missing values matching any value
-    (SPEC §2.4, sdcMicro ``freqCalc``) is >= k.
+    ``Int64`` when suppressed), such that ``risk.k_anonymity_violations(result, keys, k) == 0``
+    (fk with missing values matching any value, SPEC §2.4, sdcMicro ``freqCalc``).
 
     References
     ----------
@@ -375,49 +266,35 @@ def local_suppression(
     algorithm is described in the module docstring.
     """
     keys = _prepare(data, keys, k)
-    order = _suppression_order(data, keys, importance)
-    codes, cards = _key_codes(data, keys)
+    ranks = _suppression_ranks(data, keys, importance)
     if len(data) == 0:
         return data.copy()
-    counter = _CompatibleCounter(codes, cards)
-    fk, _ = counter.counts(codes)
-    unsafe = np.flatnonzero(fk < k)
-    fk = fk[unsafe]
-    level = 1
-    while len(unsafe):
-        progressed = False
-        if level == 1:
-            for j in order:
-                candidates = np.flatnonzero(counter.current[unsafe, j] >= 0)
-                if len(candidates) == 0:
-                    continue
-                rows = counter.current[unsafe[candidates]]
-                probes = rows.copy()
-                probes[:, j] = -1
-                f, _ = counter.counts(probes)
-                ok = f >= k
-                if not ok.any():
-                    continue
-                chosen = candidates[ok]
-                hit = _choose_in_blocks(_row_ids(probes[ok]), _row_ids(rows[ok]), fk[chosen], k)
-                counter.suppress(unsafe[chosen[hit]], 1 << j)
-                progressed = True
-                fk, _ = counter.counts(counter.current[unsafe])
-                still = fk < k
-                unsafe, fk = unsafe[still], fk[still]
-                if not len(unsafe):
-                    break
-        else:
-            progressed = _subset_pass(counter, unsafe, fk, order, level, k)
-            if progressed:
-                fk, _ = counter.counts(counter.current[unsafe])
-                still = fk < k
-                unsafe, fk = unsafe[still], fk[still]
-        level = 1 if progressed else level + 1
-        if level > counter.m:
-            # Unreachable when k <= n (all keys missing gives fk = n); kept as a hard stop.
-            raise SDCInputError(f"k: {k}-anonymity could not be reached for {len(unsafe)} records")
-    return _apply_to_frame(data, keys, counter.current, codes)
+    digits, radices = key_digits(data, keys)
+    counter = IncrementalCompatibleCounts(digits, radices)
+    sets, tiers = _candidate_sets(ranks, lexicographic=importance is not None)
+    tier_bounds = np.flatnonzero(np.r_[True, tiers[1:] != tiers[:-1], True])
+    f, _ = counter.record_counts()
+    while (f < k).any():
+        changed, tier = 0, 0
+        while tier < len(tier_bounds) - 1 and (f < k).any():
+            tier_changed, start, stop = 0, tier_bounds[tier], tier_bounds[tier + 1]
+            while start < stop and (f < k).any():
+                unsafe = np.flatnonzero(f < k)
+                batch = sets[start : min(stop, start + max(1, _BATCH_PROBES // len(unsafe)))]
+                changed_now = _suppress_batch(counter, unsafe, f[unsafe], batch, k)
+                if changed_now:
+                    f, _ = counter.record_counts()
+                tier_changed += changed_now
+                start += len(batch)
+            changed += tier_changed
+            # after a productive tier, cheaper sets may help again: start over from the cheapest
+            tier = 0 if tier_changed else tier + 1
+        if not changed:
+            # no listed set helps (only when many keys shorten the list): suppress every present key
+            unsafe = np.flatnonzero(f < k)
+            counter.set_missing(unsafe, _present_masks(counter.digits[unsafe]))
+            f, _ = counter.record_counts()
+    return _apply_to_frame(data, keys, counter.digits, digits)
 
 
 def suppression_counts(original: pd.DataFrame, protected: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
@@ -439,23 +316,6 @@ def suppression_counts(original: pd.DataFrame, protected: pd.DataFrame, keys: Se
 # --------------------------------------------------------------------------------------------
 
 
-def _approx_individual_risk(f: np.ndarray, F: np.ndarray | None) -> np.ndarray:
-    """sdcMicro individual risk (SPEC §3.2, method "approx"); 1/f without weights."""
-    f = f.astype(np.float64)
-    if F is None:
-        return 1.0 / f
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = f / F
-        odds = p / (1.0 - p)
-        log_inv = np.log(1.0 / p)
-        risk = np.where(
-            f == F,
-            1.0 / f,
-            np.where(f == 1, odds * log_inv, np.where(f == 2, odds - odds**2 * log_inv, p / (f - (1.0 - p)))),
-        )
-    return risk
-
-
 def risk_suppression(
     data: pd.DataFrame,
     keys: Sequence[str],
@@ -467,20 +327,22 @@ def risk_suppression(
 ) -> pd.DataFrame:
     """Suppress key values of records whose individual risk exceeds ``threshold`` (SPEC §8.3, §3.2).
 
-    Each pass suppresses one key value in every record still above the threshold and re-computes
-    the risk, until no record is above it (or a record has no key left, where its risk is that of
-    the fully suppressed key).
+    Each pass suppresses one key value in every record above the threshold and re-computes the
+    risk of every record, until no record is above it (or every such record has no key left, where
+    its risk is that of the fully suppressed key).
 
     Parameters
     ----------
     data : the microdata; not modified.
     keys : the categorical key variables.
-    risk : "individual" = sdcMicro's individual risk with NA-aware f and F (1/f without weights,
-        SPEC §3.2 "approx" with ``weight``); or a callable ``risk(frame, keys) -> Series`` re-evaluated
-        after every pass (then keys are suppressed in the order given by ``importance``).
+    risk : "individual" = ``risk.individual_risk`` (sdcMicro's individual risk on the §2.4 f and
+        F: 1/f without weights, SPEC §3.2 "approx" with ``weight``); or a callable
+        ``risk(frame, keys) -> Series`` re-evaluated after every pass (then keys are suppressed in
+        the order given by ``importance``).
     threshold : records with risk > threshold are treated.
     weight : sampling-weight column for the "individual" risk.
-    importance : keys in the order they should be kept (first = suppressed least).
+    importance : keys from the most important (suppressed least) to the least important;
+        default as :func:`local_suppression`.
 
     Returns
     -------
@@ -491,64 +353,55 @@ def risk_suppression(
     keys = _prepare(data, keys, 1)
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.integer, np.floating)) or threshold <= 0:
         raise SDCInputError(f"threshold: must be a positive number, got {threshold!r}")
-    order = _suppression_order(data, keys, importance)
-    codes, cards = _key_codes(data, keys)
+    order = np.argsort(_suppression_ranks(data, keys, importance), kind="stable")
     if len(data) == 0:
         return data.copy()
+    digits, radices = key_digits(data, keys)
     if callable(risk):
-        return _callable_risk_suppression(data, keys, risk, float(threshold), order, codes)
+        return _callable_risk_suppression(data, keys, risk, float(threshold), order, digits)
     if risk != "individual":
         raise SDCInputError(f"risk: must be 'individual' or a callable, got {risk!r}")
-    weights = None
-    if weight is not None:
-        weights = data[require_columns(data, [weight], role="weight")[0]].to_numpy(dtype="float64")
-        if np.isnan(weights).any() or (weights <= 0).any():
-            raise SDCInputError(f"weight {weight!r}: weights must be positive and not missing")
-    counter = _CompatibleCounter(codes, cards, weights)
-    f, F = counter.counts(codes)
-    risky = np.flatnonzero(_approx_individual_risk(f, F) > threshold)
-    m = len(keys)
-    while len(risky):
-        rows = counter.current[risky]
+    weights = _weights(data, weight)
+
+    def individual(f: np.ndarray, F: np.ndarray) -> np.ndarray:
+        return risk_from_frequencies(f, F, weighted=weights is not None, weight=str(weight))
+
+    counter = IncrementalCompatibleCounts(digits, radices, weights)
+    while True:
+        risky = np.flatnonzero((individual(*counter.record_counts()) > threshold) & (counter.digits > 0).any(axis=1))
+        if not len(risky):
+            break
+        rows = counter.digits[risky]
         best_key = np.full(len(risky), -1)
         best_risk = np.full(len(risky), np.inf)
         solved = np.zeros(len(risky), dtype=bool)
         for j in order:
-            usable = np.flatnonzero((rows[:, j] >= 0) & ~solved)
+            usable = np.flatnonzero((rows[:, j] > 0) & ~solved)
             if len(usable) == 0:
                 continue
             probes = rows[usable].copy()
-            probes[:, j] = -1
-            pf, pF = counter.counts(probes)
-            r = _approx_individual_risk(pf, pF)
+            probes[:, j] = 0
+            r = individual(*counter.probe_counts(probes))
             improve = r < best_risk[usable]
             best_key[usable[improve]] = j
             best_risk[usable[improve]] = r[improve]
             solved[usable[r <= threshold]] = True
-        treat = best_key >= 0
-        if not treat.any():
-            break
-        for j in range(m):
-            counter.suppress(risky[treat & (best_key == j)], 1 << j)
-        f, F = counter.counts(counter.current[risky])
-        still = (_approx_individual_risk(f, F) > threshold) & (counter.current[risky] >= 0).any(axis=1)
-        risky = risky[still]
-    return _apply_to_frame(data, keys, counter.current, codes)
+        counter.set_missing(risky, np.int64(1) << best_key)
+    return _apply_to_frame(data, keys, counter.digits, digits)
 
 
-def _callable_risk_suppression(data, keys, risk, threshold, order, codes) -> pd.DataFrame:
-    current = codes.copy()
+def _callable_risk_suppression(data, keys, risk, threshold, order, digits) -> pd.DataFrame:
+    current = digits.copy()
     while True:
-        frame = _apply_to_frame(data, keys, current, codes)
+        frame = _apply_to_frame(data, keys, current, digits)
         values = pd.Series(risk(frame, list(keys)))
         if len(values) != len(data):
             raise SDCInputError(f"risk: the callable returned {len(values)} values for {len(data)} records")
         risky = np.flatnonzero(values.to_numpy(dtype="float64") > threshold)
-        present = current[risky] >= 0
-        risky = risky[present.any(axis=1)]
+        risky = risky[(current[risky] > 0).any(axis=1)]
         if not len(risky):
             return frame
         # the first key in suppression order that the record still has
-        ranked = current[risky][:, order] >= 0
+        ranked = current[risky][:, order] > 0
         first = np.asarray(order)[ranked.argmax(axis=1)]
-        current[risky, first] = -1
+        current[risky, first] = 0
