@@ -107,9 +107,10 @@ def _variants(protected: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     return {name.removeprefix("protected_"): frame for name, frame in protected.items()}
 
 
-def releases_of(spec: SurveySpec, plan_name: str, wave: str) -> list[Path]:
-    """The plan's releases of this wave, oldest first (written by its protected asset)."""
-    return lineage.list_releases(releases_dir(), spec.survey, wave, plan_name)
+def decisions_of(spec: SurveySpec, plan_name: str, wave: str) -> list[Path]:
+    """The plan's release decisions of this wave (released or withheld), oldest first (written by
+    its protected asset)."""
+    return lineage.list_decisions(releases_dir(), spec.survey, wave, plan_name)
 
 
 # --- Stage 1: reading and classification -------------------------------------------------------
@@ -276,6 +277,7 @@ def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
         result = survey.protect(raw_microdata, spec, plan)
         validate(result.data, microdata_schema(spec, protected=True), source=f"protected_{plan.name}")
         checks = survey.release_checks(result.data, spec, plan)
+        failures = survey.blocking_failures(checks)
         source = raw_source(context, wave)
         release = lineage.write_release(
             releases_dir(),
@@ -294,7 +296,13 @@ def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
             loss=survey.headline_loss(raw_microdata, result.data, spec),
             checks=checks,
             matrices={key.split(":", 1)[1]: m for key, m in result.artifacts.items() if key.startswith("pram:")},
+            withheld=failures,
         )
+        if failures:
+            context.log.warning(
+                f"protected_{plan.name} wave {wave} withheld, no release written: "
+                + "; ".join(f"{name}: {why}" for name, why in failures.items())
+            )
         yield Output(
             result.data,
             metadata={
@@ -305,6 +313,9 @@ def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
                 **{f"check_{name}": bool(c["passed"]) for name, c in checks.items()},
                 "k_violations": checks["k_anonymity"]["value"],
                 "global_risk": checks["global_risk"]["value"],
+                "released": release.published,
+                "withheld_because": MetadataValue.json(failures),
+                "warnings": MetadataValue.json(survey.release_warnings(checks)),
                 "release": MetadataValue.path(str(release.folder)),
                 "previous_release": release.manifest["previous_release"] or "none",
                 "manifest": MetadataValue.json(release.manifest),
@@ -345,7 +356,7 @@ def information_loss_asset(spec: SurveySpec) -> AssetsDefinition:
     def information_loss(context: AssetExecutionContext, raw_microdata: pd.DataFrame, **protected: pd.DataFrame):
         variants = _variants(protected)
         wave = context.partition_key
-        matrices = {name: lineage.read_matrices(releases_of(spec, name, wave)[-1]) for name in variants}
+        matrices = {name: lineage.read_matrices(decisions_of(spec, name, wave)[-1]) for name in variants}
         summary, per_record = survey.information_loss(raw_microdata, variants, spec, matrices=matrices)
         context.add_output_metadata({"summary": table_markdown(summary.round(6))})
         return {"summary": summary, "per_record": per_record}
@@ -385,7 +396,7 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
             residual_risk,
             information_loss["summary"],
             information_loss["per_record"],
-            {p.name: releases_of(spec, p.name, wave) for p in spec.plans},
+            {p.name: decisions_of(spec, p.name, wave) for p in spec.plans},
         )
         plans = inputs.plans
         path = reports_dir() / spec.survey / f"{wave}.html"

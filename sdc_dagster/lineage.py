@@ -2,6 +2,8 @@
 
 Every protected output is written as a *release*: ``<releases>/<survey>/<wave>/<plan>/<run_id>/``
 holding ``protected.parquet``, ``manifest.json`` and ``spec.yaml`` (the exact spec text used).
+A variant that fails a blocking release check is *withheld*: its run folder holds ``withheld.json``
+(the same record, naming the failed checks, without an output) and no protected file.
 A manifest records the input file and its hash, the spec and its hash, the package versions, every
 protection step with its parameters and seed, the headline risk and loss figures, the release
 checks, the run id and the previous release of the same wave and plan. Earlier releases are never
@@ -24,6 +26,7 @@ import pandas as pd
 from sdc_dagster.sources import file_sha256 as sha256_file
 
 MANIFEST = "manifest.json"
+WITHHELD = "withheld.json"
 PROTECTED = "protected.parquet"
 SPEC_COPY = "spec.yaml"
 PACKAGES = ("sdc-dagster", "dagster", "pandas", "numpy", "duckdb", "pyarrow", "scipy", "pandera")
@@ -75,13 +78,20 @@ class Release:
     folder: Path
     manifest: dict
 
+    @property
+    def published(self) -> bool:
+        """Whether the protected file was released (False: withheld by a blocking check)."""
+        return "withheld" not in self.manifest
+
 
 def release_root(releases: Path, survey: str, wave: str, plan: str) -> Path:
     return Path(releases) / survey / wave / plan
 
 
 def read_manifest(folder: Path) -> dict:
-    return json.loads((Path(folder) / MANIFEST).read_text())
+    """The manifest of a release folder, or the record of a withheld variant."""
+    folder = Path(folder)
+    return json.loads((folder / (MANIFEST if (folder / MANIFEST).is_file() else WITHHELD)).read_text())
 
 
 def read_matrices(folder: Path) -> dict[str, pd.DataFrame]:
@@ -93,11 +103,21 @@ def read_matrices(folder: Path) -> dict[str, pd.DataFrame]:
     }
 
 
-def list_releases(releases: Path, survey: str, wave: str, plan: str) -> list[Path]:
-    """Release folders of one wave and plan, oldest first (by the manifest's sequence number)."""
+def _run_folders(releases: Path, survey: str, wave: str, plan: str, records: tuple[str, ...]) -> list[Path]:
     root = release_root(releases, survey, wave, plan)
-    folders = [p for p in root.iterdir() if (p / MANIFEST).is_file()] if root.is_dir() else []
+    folders = [p for p in root.iterdir() if any((p / r).is_file() for r in records)] if root.is_dir() else []
     return sorted(folders, key=lambda p: read_manifest(p)["sequence"])
+
+
+def list_releases(releases: Path, survey: str, wave: str, plan: str) -> list[Path]:
+    """Published release folders of one wave and plan, oldest first (by the manifest's sequence number)."""
+    return _run_folders(releases, survey, wave, plan, (MANIFEST,))
+
+
+def list_decisions(releases: Path, survey: str, wave: str, plan: str) -> list[Path]:
+    """Run folders of one wave and plan, released or withheld, oldest first: the last one is the
+    outcome of the plan's latest materialisation."""
+    return _run_folders(releases, survey, wave, plan, (MANIFEST, WITHHELD))
 
 
 def write_release(
@@ -118,14 +138,23 @@ def write_release(
     loss: dict,
     checks: dict,
     matrices: dict[str, pd.DataFrame] | None = None,
+    withheld: dict[str, str] | None = None,
 ) -> Release:
     """Write the protected file, the spec text, the PRAM transition matrices used (``matrices``:
-    variable -> forward matrix, rows = original category) and the manifest of a new release."""
+    variable -> forward matrix, rows = original category) and the manifest of a new release.
+
+    ``withheld``: the failed blocking checks ({check: why}); when given, the variant is not
+    released: no protected file is written and the record is ``withheld.json`` (``output`` null,
+    ``withheld`` naming the checks), so that no audit or reader takes it for a release.
+    ``sequence`` counts every decision of the wave and plan; ``previous_release`` is the last
+    published release."""
     earlier = list_releases(releases, survey, wave, plan)
     previous = read_manifest(earlier[-1]) if earlier else None
+    decisions = list_decisions(releases, survey, wave, plan)
     folder = release_root(releases, survey, wave, plan) / run_id
-    payload = parquet_bytes(protected)
-    _atomic_write(folder / PROTECTED, payload)
+    payload = None if withheld else parquet_bytes(protected)
+    if payload is not None:
+        _atomic_write(folder / PROTECTED, payload)
     spec_text = Path(spec_path).read_bytes()
     _atomic_write(folder / SPEC_COPY, spec_text)
     artifacts = {}
@@ -139,13 +168,15 @@ def write_release(
         "wave": wave,
         "plan": plan,
         "run_id": run_id,
-        "sequence": (previous["sequence"] + 1) if previous else 1,
+        "sequence": (read_manifest(decisions[-1])["sequence"] + 1) if decisions else 1,
         "previous_release": previous["run_id"] if previous else None,
         "input": {"file": str(input_file), "sha256": input_sha256},
         "spec": {"file": str(spec_path), "sha256": spec_sha256, "copy": SPEC_COPY, "plan": plan_definition},
         "packages": package_versions(),
         "steps": steps,
-        "output": {
+        "output": None
+        if withheld
+        else {
             "file": PROTECTED,
             "sha256": sha256_bytes(payload),
             "records": int(len(protected)),
@@ -156,7 +187,10 @@ def write_release(
         "checks": checks,
         "pram_matrices": artifacts,
     }
-    _atomic_write(folder / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True, default=_json_default).encode())
+    if withheld:
+        manifest["withheld"] = dict(withheld)
+    record = WITHHELD if withheld else MANIFEST
+    _atomic_write(folder / record, json.dumps(manifest, indent=2, sort_keys=True, default=_json_default).encode())
     return Release(folder=folder, manifest=manifest)
 
 

@@ -1,8 +1,11 @@
 """Several waves materialised at the same time, each run with the multiprocess executor (every step
 in its own process), as the daemon launches them: all succeed and store what serial runs store.
 
-Before the DuckDB resource became in-memory per connection, concurrent steps opening the shared
-database file failed with DuckDB's "Could not set lock on file".
+Before the DuckDB resource became in-memory per connection, a step that opened the shared database
+file while another process held it waited (Dagster's backoff, about 100 s) and then failed with
+DuckDB's "Could not set lock on file". Short queries rarely overlap on small test waves, so the test
+keeps a connection of the resource open in another process for as long as the runs last, as a long
+frequency query on a large wave does.
 """
 
 import os
@@ -43,6 +46,17 @@ with DagsterInstance.get() as instance:
     sys.exit(0 if result.success else 1)
 """
 
+# Another process holding a connection of the same resource until its stdin closes.
+HOLD_A_CONNECTION = """
+import sys
+from resources import duckdb_resource
+
+with duckdb_resource().get_connection() as con:
+    con.execute("select 1").fetchall()
+    print("connection open", flush=True)
+    sys.stdin.read()
+"""
+
 
 def land_waves(home, source):
     """Three different waves: every third record of sdcMicro's testdata, offsets 0, 1, 2."""
@@ -73,6 +87,10 @@ def test_three_waves_at_once_with_the_multiprocess_executor(tmp_path, testdata_o
     monkeypatch.setenv("DAGSTER_HOME", str(dagster_home))
     with DagsterInstance.get() as instance:
         instance.add_dynamic_partitions("testdata_waves", list(WAVES))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_A_CONNECTION], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout.readline().strip() == "connection open"
     runs = [
         subprocess.Popen(
             [sys.executable, "-c", RUN_ONE_WAVE, wave, str(CHECKOUT), *SELECTION],
@@ -83,7 +101,13 @@ def test_three_waves_at_once_with_the_multiprocess_executor(tmp_path, testdata_o
         )
         for wave in WAVES
     ]
-    logs = [run.communicate(timeout=900)[0] for run in runs]
+    try:
+        logs = [run.communicate(timeout=900)[0] for run in runs]
+    finally:
+        holder.communicate("", timeout=60)
+        for run in runs:
+            if run.poll() is None:
+                run.kill()
     for wave, run, log in zip(WAVES, runs, logs):
         assert run.returncode == 0, f"wave {wave} failed:\n{log[-4000:]}"
         assert "Could not set lock" not in log

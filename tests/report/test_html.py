@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.report import headline_table, render_report, report_plots
+from sdc_dagster.report import decision_table, headline_table, render_report, report_plots
 from sdc_dagster.report.inputs import ReportInputs
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -87,3 +87,21 @@ def test_report_renders_in_headless_chromium(report_inputs, tmp_path):
             assert all(url.startswith(("file://", "data:")) for url in requests), requests
         finally:
             browser.close()
+
+
+def test_decision_table_names_the_failed_blocking_checks(report_inputs):
+    plans = dict(report_inputs.plans)
+    pram = plans["recode+pram"]
+    plans["recode+pram"] = type(pram)(
+        steps=pram.steps, residual_risk=pram.residual_risk, loss=pram.loss, topsis=pram.topsis, checks=pram.checks,
+        releasable=False, withheld_because={"k_anonymity_3": "fk >= 3 for every record (found: 11)"},
+        warnings={"individual_risk": "no record with risk > 0.05 (found: 2)"},
+    )
+    inputs = ReportInputs(**{**report_inputs.__dict__, "plans": plans})
+    table = decision_table(inputs)
+    assert table.loc["suppression"].tolist() == ["released", "none", "none"]
+    assert table.loc["recode+pram"].tolist() == [
+        "withheld", "k_anonymity_3: fk >= 3 for every record (found: 11)", "individual_risk: no record with risk > 0.05 (found: 2)"
+    ]
+    page = render_report(inputs)
+    assert "Release decision" in page and "k_anonymity_3: fk &gt;= 3 for every record (found: 11)" in page
