@@ -18,7 +18,6 @@ import pandas as pd
 from dagster import (
     AssetExecutionContext,
     AssetIn,
-    AssetRecordsFilter,
     AssetKey,
     AssetsDefinition,
     DataVersion,
@@ -36,7 +35,7 @@ from assets.checks import (
     release_check_results,
     release_check_specs,
 )
-from assets.partitions import wave_partitions
+from assets.partitions import latest_materialization, wave_partitions
 from resources.storage import inputs_dir, landing_dir, releases_dir, reports_dir
 import sdc_dagster
 from sdc_dagster import lineage, risk, survey
@@ -74,14 +73,11 @@ def table_markdown(frame: pd.DataFrame) -> MetadataValue:
 
 def raw_source(context: AssetExecutionContext, wave: str) -> dict:
     """Source file metadata (path, snapshot, sha256) of the wave's latest raw_microdata materialisation."""
-    key = [*context.asset_key.path[:-1], "raw_microdata"]
-    records = context.instance.fetch_materializations(
-        AssetRecordsFilter(asset_key=AssetKey(key), asset_partitions=[wave]), limit=1
-    ).records
-    if not records:
-        raise RuntimeError(f"{'/'.join(key)} has no materialisation for wave {wave!r}")
-    metadata = records[0].asset_materialization.metadata
-    return {name: metadata[name].value for name in ("source_file", "source_snapshot", "source_sha256")}
+    key = AssetKey([*context.asset_key.path[:-1], "raw_microdata"])
+    materialization = latest_materialization(context.instance, key, wave)
+    if materialization is None:
+        raise RuntimeError(f"{key.to_user_string()} has no materialisation for wave {wave!r}")
+    return {name: materialization.metadata[name].value for name in ("source_file", "source_snapshot", "source_sha256")}
 
 
 def protected_key(spec: SurveySpec, plan_name: str) -> AssetKey:
