@@ -36,6 +36,14 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def spec_text_sha256(data: bytes) -> str:
+    """The hash of a spec file's bytes as :func:`sdc_dagster.spec.load_spec` records it in
+    ``SurveySpec.spec_hash``: sha256 of the UTF-8 text with newlines read as ``Path.read_text``
+    reads them (universal newlines)."""
+    text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    return sha256_bytes(text.encode())
+
+
 def snapshot_input(path: Path, sha256: str, inputs: Path) -> Path:
     """A content-addressed copy ``<inputs>/<sha256><ext>`` of a wave file, so that an audit can
     re-read exactly what a release was made from even after the landing file is replaced."""
@@ -147,15 +155,21 @@ def write_release(
     released: no protected file is written and the record is ``withheld.json`` (``output`` null,
     ``withheld`` naming the checks), so that no audit or reader takes it for a release.
     ``sequence`` counts every decision of the wave and plan; ``previous_release`` is the last
-    published release."""
+    published release. ``spec_sha256`` is the hash of the spec as loaded (``SurveySpec.spec_hash``):
+    a spec file changed since then raises, since its copy would not be the spec that was used."""
     earlier = list_releases(releases, survey, wave, plan)
     previous = read_manifest(earlier[-1]) if earlier else None
     decisions = list_decisions(releases, survey, wave, plan)
     folder = release_root(releases, survey, wave, plan) / run_id
+    spec_text = Path(spec_path).read_bytes()
+    if spec_text_sha256(spec_text) != spec_sha256:
+        raise RuntimeError(
+            f"{spec_path} changed since the spec was loaded (its hash is no longer {spec_sha256}): the release "
+            "would store a spec copy other than the one used; reload the code location and rerun"
+        )
     payload = None if withheld else parquet_bytes(protected)
     if payload is not None:
         _atomic_write(folder / PROTECTED, payload)
-    spec_text = Path(spec_path).read_bytes()
     _atomic_write(folder / SPEC_COPY, spec_text)
     artifacts = {}
     for variable, matrix in (matrices or {}).items():
@@ -211,16 +225,19 @@ class Verification:
     input_intact: bool
     byte_identical: bool
     detail: str
+    spec_copy_intact: bool = True
 
     @property
     def ok(self) -> bool:
-        return self.stored_file_intact and self.input_intact and self.byte_identical
+        return self.stored_file_intact and self.input_intact and self.spec_copy_intact and self.byte_identical
 
 
 def verify_release(folder: Path, recompute) -> Verification:
-    """Check a release: the stored file still has the recorded hash, the input file still has its
-    recorded hash, and ``recompute(input_file, spec_copy, manifest) -> DataFrame`` reproduces the
-    stored bytes exactly (the recomputation runs in memory, nothing is written to the release)."""
+    """Check a release: the stored file still has the recorded hash, the input file and the stored
+    spec copy still have theirs, and ``recompute(input_file, spec_copy, manifest) -> DataFrame``
+    reproduces the stored bytes exactly (the recomputation runs in memory, nothing is written to
+    the release). The spec copy is what the recomputation reads, so it is hashed itself rather
+    than trusting the hash recorded when the spec was loaded."""
     folder = Path(folder)
     manifest = read_manifest(folder)
     stored = folder / manifest["output"]["file"]
@@ -229,6 +246,15 @@ def verify_release(folder: Path, recompute) -> Verification:
     input_ok = input_file.is_file() and sha256_file(input_file) == manifest["input"]["sha256"]
     if not input_ok:
         return Verification(manifest, stored_ok, False, False, f"input file {input_file} is missing or changed")
+    spec_copy = folder / manifest["spec"]["copy"]
+    spec_ok = spec_copy.is_file() and spec_text_sha256(spec_copy.read_bytes()) == manifest["spec"]["sha256"]
+    if not spec_ok:
+        return Verification(
+            manifest, stored_ok, True, False,
+            f"the stored spec copy {spec_copy} is missing or differs from the spec hash in its manifest "
+            "(edited or damaged)",
+            spec_copy_intact=False,
+        )
     recomputed = parquet_bytes(recompute(input_file, folder / SPEC_COPY, manifest))
     identical = stored.is_file() and recomputed == stored.read_bytes()
     if identical and stored_ok:
