@@ -12,11 +12,13 @@ with q ≡ 1 for Shapley and q_s = 1/(s+1) (q_m = 1) for the Nowak–Radzik soli
 How it is computed exactly without touching records x 2^m coalitions:
 
 1. Categorical part. Records with the same categorical key share its sub-combination
-   frequencies, so we work on the u distinct keys. One DuckDB query (the CUBE of the distinct
-   keys weighted by their frequency) lists the unsafe sub-combinations (frequency < k) of every
-   non-empty subset of categorical variables. Each key's truth table over the 2^h
-   subsets follows by lookup; it is summarised by its "size profile": the number Lg(a) of safe
-   (losing) subsets of size a, and Lg_j(a) of those containing variable j.
+   frequencies, so we work on the u distinct keys of the shared set-up
+   (:class:`~sdc_dagster.risk.combined.CombinedSetup`). The project's compatible counter
+   (:func:`~sdc_dagster.frequencies.subset_compatible_counts`: one down-set sum over the lattice
+   of key values, or a sparse fallback) gives f(T) of every key on every subset T of the
+   categorical variables, with a missing value as a wildcard (SPEC §5.8). Each key's truth table
+   over the 2^h subsets (unsafe when f(T) < k) is summarised by its "size profile": the number
+   Lg(a) of safe (losing) subsets of size a, and Lg_j(a) of those containing variable j.
 2. Continuous part. For a record, an unsafe continuous variable makes every coalition containing
    it winning, and a safe one is a null player. So with z safe continuous variables the numbers
    of losing coalitions of size t in the whole game are convolutions of the profile with binomial
@@ -25,7 +27,8 @@ How it is computed exactly without touching records x 2^m coalitions:
    (those containing j): phi_j = sum_s p_s·( q_{s+1}·W_j(s+1) - q_s·(W(s) - W_j(s)) ). So the values
    of every distinct game (distinct profile x distinct set of unsafe continuous variables, found
    with np.unique) are a few vectorised numpy operations over coalition SIZES, then broadcast to
-   the records by the np.unique inverse.
+   the records by the np.unique inverse. Several values (Shapley and solidarity) share steps 1–3
+   up to the last product (:func:`contribution_values`).
 
 :func:`game_values` computes the same values by brute force from full truth tables (any game,
 small m); the tests check one against the other and against the definitions.
@@ -35,18 +38,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import duckdb
 import numpy as np
 import pandas as pd
 from scipy.special import comb
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.risk.combined import prepare_combined
+from sdc_dagster.frequencies import pack_codes, subset_compatible_counts
+from sdc_dagster.risk.combined import CombinedSetup, prepare_combined
 
 #: Named values accepted by ``value=``.
 NAMED_VALUES = ("shapley", "solidarity", "esl_1_over_s")
 
-# 2^h truth tables per key and 2^h grouping sets bound h; 62 bits hold the continuous mask.
+# 2^h truth tables per key bound h; 62 bits hold the continuous mask.
 MAX_CATEGORICAL = 16
 MAX_CONTINUOUS = 62
 # Distinct keys x 2^h cells handled per block (bounds peak memory to a few hundred MB).
@@ -128,89 +131,42 @@ def game_values(truth_tables: np.ndarray, value="shapley") -> np.ndarray:
     return out[0] if single else out
 
 
-# --- categorical truth tables via one CUBE query in DuckDB --------------------------------------------
+# --- categorical truth tables from the compatible counter ---------------------------------------------
 
 
-def _unsafe_subcombinations(digits: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
-    """Sorted codes code_T·2^h + T of every sub-combination with frequency < k (T non-empty).
-
-    ``digits[:, j]`` is a distinct key's category code of variable j already multiplied by its
-    mixed-radix place value, so the code of the key's sub-combination on T is the sum of its digits
-    over T, and ``counts`` is the key's frequency. This is the CUBE of the keys (every subset T at
-    once) written as one DuckDB GROUP BY over (T, sub-combination) pairs: DuckDB's GROUPING SETS
-    keeps one hash table per set, whose fixed cost exhausted memory from about 12 variables
-    (4,095 sets), while this form scales with the number of pairs.
-    """
-    h = digits.shape[1]
-    frame = pd.DataFrame({f"d{j}": digits[:, j] for j in range(h)})
-    frame["f"] = counts
-    code_sql = " + ".join(f"d{j} * ((s.t >> {j}) & 1)" for j in range(h))
-    con = duckdb.connect()
-    try:
-        con.execute("SET enable_progress_bar = false")
-        con.register("sdc_keys", frame)
-        result = con.execute(
-            f"""
-            SELECT (code << {h}) + t AS lookup FROM (
-                SELECT s.t AS t, {code_sql} AS code, f
-                FROM sdc_keys CROSS JOIN (SELECT range AS t FROM range(1, {1 << h})) AS s
-            ) GROUP BY t, code HAVING sum(f) < {int(k)}
-            """
-        ).fetchnumpy()
-    finally:
-        con.close()
-    return np.sort(np.asarray(result["lookup"], dtype=np.int64))
-
-
-def _categorical_profiles(data: pd.DataFrame, categorical: list[str], k: int):
+def _categorical_profiles(setup: CombinedSetup):
     """Per record the index of its distinct categorical size profile, and the profiles.
 
     A profile row holds Lg(0..h) followed by Lg_j(0..h) for j = 1..h (counts of safe subsets of
-    the categorical variables by size, and those containing j). Returns (profile_of_record,
-    profiles as int64 (P, (h+1)·(h+1))).
+    the categorical variables by size, and those containing j). A subset T is safe for a key when
+    f(T) >= k, f(T) from :func:`~sdc_dagster.frequencies.subset_compatible_counts` (SPEC §5.8: NA
+    is a wildcard); the empty subset is safe (SPEC §6.5). Returns (profile_of_record, profiles as
+    int64 (P, (h+1)·(h+1))).
     """
-    n, h = len(data), len(categorical)
+    h = len(setup.categorical)
     if h == 0:
-        return np.zeros(n, dtype=np.int64), np.ones((1, 1), dtype=np.int64)
-    codes = np.empty((n, h), dtype=np.int64)
-    cards = np.empty(h, dtype=np.int64)
-    for j, c in enumerate(categorical):
-        codes[:, j], uniques = pd.factorize(data[c], sort=True)
-        cards[j] = max(len(uniques), 1)
-    place = np.concatenate([[1], np.cumprod(cards[:-1])]).astype(np.int64)
-    if float(np.prod(cards.astype(np.float64))) * 2.0**h >= 2.0**62:
-        raise SDCInputError(
-            f"categorical variables {categorical}: the product of their numbers of categories times 2^{h} "
-            "exceeds 2^62; recode some categories or use fewer categorical variables"
-        )
-    key_code = codes @ place
-    distinct, key_of_record, key_count = np.unique(key_code, return_inverse=True, return_counts=True)
-    digits = (distinct[:, None] // place[None, :]) % cards[None, :] * place[None, :]
-    unsafe_codes = _unsafe_subcombinations(digits, key_count, k)
-
+        return np.zeros(len(setup.unsafe_continuous), dtype=np.int64), np.ones((1, 1), dtype=np.int64)
+    keys = setup.keys
     cells = 1 << h
     subsets = np.arange(cells)
     size = np.bitwise_count(subsets.astype(np.uint64)).astype(np.int64)
     # profile_matrix[T, b·(h+1) + a] = 1 when |T| = a and (b = 0 or variable b-1 in T).
     member = np.column_stack([np.ones(cells, dtype=bool)] + [(subsets >> j) & 1 == 1 for j in range(h)])
     by_size = size[:, None] == np.arange(h + 1)[None, :]
-    profile_matrix = (member[:, :, None] & by_size[:, None, :]).reshape(cells, (h + 1) * (h + 1)).astype(np.float64)
+    profile_matrix = (member[:, :, None] & by_size[:, None, :]).reshape(cells, (h + 1) * (h + 1)).astype(np.float32)
 
-    u = len(distinct)
-    profiles = np.empty((u, (h + 1) * (h + 1)), dtype=np.int64)
-    block = max(1, _BLOCK_CELLS // cells)
-    for start in range(0, u, block):  # blocks of keys bound memory; each block is vectorised
-        d = digits[start:start + block]
-        sub = np.zeros((len(d), cells), dtype=np.int64)
-        for j in range(h):  # codes of subsets containing j = codes of those below 2^j plus digit j
-            sub[:, 1 << j:2 << j] = sub[:, :1 << j] + d[:, j:j + 1]
-        lookup = sub * cells + subsets[None, :]
-        pos = np.searchsorted(unsafe_codes, lookup)
-        unsafe = unsafe_codes[np.minimum(pos, len(unsafe_codes) - 1)] == lookup if len(unsafe_codes) else np.zeros_like(lookup, dtype=bool)
-        unsafe[:, 0] = False  # the empty sub-combination is safe (SPEC §6.5)
-        profiles[start:start + block] = np.rint((~unsafe).astype(np.float64) @ profile_matrix).astype(np.int64)
-    distinct_profiles, profile_of_key = np.unique(profiles, axis=0, return_inverse=True)
-    return profile_of_key.ravel()[key_of_record], distinct_profiles
+    profiles = np.zeros((len(keys.count), (h + 1) * (h + 1)))
+    for rows, block_subsets, counts in subset_compatible_counts(keys.digits, keys.radices, keys.count, block_cells=_BLOCK_CELLS):
+        safe = counts >= setup.k
+        safe[:, block_subsets == 0] = True  # the empty sub-combination is safe (SPEC §6.5)
+        profiles[rows] += safe.astype(np.float32) @ profile_matrix[block_subsets]  # sums < 2^24: exact
+    profiles = np.rint(profiles).astype(np.int64)
+    # rows packed into one int64 code each and hashed (np.unique(axis=0) sorts whole rows: slower)
+    (code,) = pack_codes([profiles], profiles.max(axis=0, initial=0) + 1)
+    profile_of_key, distinct = pd.factorize(code)
+    representative = np.empty(len(distinct), dtype=np.int64)
+    representative[profile_of_key] = np.arange(len(code))  # any row of a group: they are equal
+    return profile_of_key[keys.record_key], profiles[representative]
 
 
 # --- values of the risk games from size profiles -----------------------------------------------------
@@ -228,9 +184,10 @@ def _convolve_sizes(profile: np.ndarray, binomials: np.ndarray, length: int) -> 
 
 
 def _risk_game_values(
-    categorical_profile: np.ndarray, unsafe_continuous: np.ndarray, h: int, q: np.ndarray
-) -> np.ndarray:
-    """ESL values (G, m) of risk games given by categorical size profiles and unsafe continuous sets."""
+    categorical_profile: np.ndarray, unsafe_continuous: np.ndarray, h: int, qs: Sequence[np.ndarray]
+) -> list[np.ndarray]:
+    """ESL values (G, m) of risk games given by categorical size profiles and unsafe continuous sets,
+    one array per ESL vector of ``qs``; the coalition counts W(t), W_j(t) are built once for all."""
     c = unsafe_continuous.shape[1]
     m = h + c
     G = categorical_profile.shape[0]
@@ -248,23 +205,98 @@ def _risk_game_values(
     p = _size_weights(m)
     s = np.arange(m)
 
-    def value_from(winning_with_j, winning_all):
+    def value_from(q, winning_with_j, winning_all):
         """phi = sum_s p_s·( q_{s+1}·W_j(s+1) - q_s·(W(s) - W_j(s)) ) along the last axis."""
         gain = q[s + 1] * winning_with_j[..., s + 1]
         loss = q[s] * (winning_all[..., s] - winning_with_j[..., s])
         return (gain - loss) @ p
 
-    values = np.empty((G, m))
     if h:
-        losing_with_j = _convolve_sizes(safe_with_j, b_z[:, None, :], m + 1)
-        values[:, :h] = value_from(all_with_j - losing_with_j, winning[:, None, :])
+        categorical_winning = all_with_j - _convolve_sizes(safe_with_j, b_z[:, None, :], m + 1)
     if c:
-        unsafe_player = value_from(np.broadcast_to(all_with_j, (G, m + 1)), winning)
         safe_losing = np.zeros((G, m + 1))
         safe_losing[:, 1:] = _convolve_sizes(safe_by_size, b_z1, m)
-        safe_player = value_from(all_with_j - safe_losing, winning)
-        values[:, h:] = np.where(unsafe_continuous, unsafe_player[:, None], safe_player[:, None])
-    return values
+        all_winning = np.broadcast_to(all_with_j, (G, m + 1))
+    out = []
+    for q in qs:
+        values = np.empty((G, m))
+        if h:
+            values[:, :h] = value_from(q, categorical_winning, winning[:, None, :])
+        if c:
+            unsafe_player = value_from(q, all_winning, winning)
+            safe_player = value_from(q, all_with_j - safe_losing, winning)
+            values[:, h:] = np.where(unsafe_continuous, unsafe_player[:, None], safe_player[:, None])
+        out.append(values)
+    return out
+
+
+def _value_name(value) -> str:
+    return value if isinstance(value, str) else "esl"
+
+
+def contribution_values(
+    data: pd.DataFrame,
+    categorical: Sequence[str],
+    continuous: Sequence[str],
+    precision,
+    *,
+    k: int = 3,
+    weight: str | None = None,
+    omega=None,
+    values: Sequence = ("shapley", "solidarity"),
+    setup: CombinedSetup | None = None,
+) -> dict:
+    """Several values of the risk games at once (SPEC §6.4–6.6, §5.8): one set-up, one pass.
+
+    The set-up (:func:`~sdc_dagster.risk.combined.prepare_combined`), the categorical truth tables
+    and the distinct games are built once; each value is then a few numpy operations over
+    coalition sizes. Parameters as :func:`contributions`, plus:
+
+    values : sequence
+        Each a named value ("shapley", "solidarity", "esl_1_over_s") or an ESL vector q_1..q_{m-1}.
+    setup : CombinedSetup, optional
+        A set-up already prepared from ``data`` with the same arguments (then it is not rebuilt).
+
+    Returns
+    -------
+    dict value name -> (per_record, global_) as returned by :func:`contributions`; an ESL vector
+    is keyed by its position in ``values`` (an int).
+    """
+    if setup is None:
+        setup = prepare_combined(data, categorical, continuous, precision, k=k, weight=weight, omega=omega)
+    h, c = len(setup.categorical), len(setup.continuous)
+    players = [*setup.categorical, *setup.continuous]
+    if h > MAX_CATEGORICAL:
+        raise SDCInputError(f"categorical: at most {MAX_CATEGORICAL} categorical variables are supported, got {h}")
+    if c > MAX_CONTINUOUS:
+        raise SDCInputError(f"continuous: at most {MAX_CONTINUOUS} continuous variables are supported, got {c}")
+    if h + c < 2:
+        raise SDCInputError(f"categorical, continuous: a game needs at least 2 variables, got {players}")
+    values = list(values)
+    qs = [esl_coefficients(value, h + c) for value in values]
+
+    profile_of_record, profiles = _categorical_profiles(setup)
+    continuous_mask = setup.unsafe_continuous.astype(np.int64) @ (np.int64(1) << np.arange(c, dtype=np.int64))
+    game_code = profile_of_record * (np.int64(1) << c) + continuous_mask
+    game_of_record, distinct_games = pd.factorize(game_code)
+    game_profile = profiles[distinct_games >> c]
+    game_unsafe = ((distinct_games[:, None] >> np.arange(c)) & 1).astype(bool)
+    game_values_per_q = _risk_game_values(game_profile, game_unsafe, h, qs)
+
+    # v_i(M) = 1 unless the full categorical key is safe (Lg(h) = 1) and no continuous variable is unsafe.
+    full_key_safe = game_profile[:, h] == 1 if h else np.ones(len(distinct_games), dtype=bool)
+    null_game = full_key_safe & ~game_unsafe.any(axis=1)
+    game_of_record = game_of_record.ravel()
+    records_per_game = np.bincount(game_of_record, minlength=len(distinct_games)).astype(np.float64)
+    records_per_game[null_game] = 0.0
+    n0 = records_per_game.sum()
+    out = {}
+    for position, (value, per_game) in enumerate(zip(values, game_values_per_q)):
+        per_record = pd.DataFrame(per_game[game_of_record], index=data.index, columns=players)
+        totals = records_per_game @ per_game / n0 if n0 > 0 else np.zeros(h + c)
+        key = value if isinstance(value, str) else position
+        out[key] = (per_record, pd.Series(totals, index=players, name=_value_name(value)))
+    return out
 
 
 def contributions(
@@ -283,7 +315,8 @@ def contributions(
     Parameters
     ----------
     data : DataFrame
-        Microdata without missing values in the quasi-identifiers.
+        Microdata; missing values in the quasi-identifiers follow SPEC §5.8 (a categorical NA is a
+        wildcard in every sub-combination, a continuous NA is safe).
     categorical, continuous : sequence of str
         The categorical and continuous quasi-identifiers (players 1..h and h+1..m, in this order).
     precision : mapping {column: p_j} or float
@@ -295,7 +328,7 @@ def contributions(
         always the sample frequency < k (SPEC §6.5).
     value : str or sequence of float
         "shapley", "solidarity" (Nowak–Radzik), "esl_1_over_s" or an ESL vector q_1..q_{m-1}
-        (SPEC §6.4, §6.7).
+        (SPEC §6.4, §6.7). Several values at once: :func:`contribution_values`.
     omega : str or float, optional
         Weight in w*_j(i), as in :func:`sdc_dagster.risk.combined.combined_risk`.
 
@@ -315,32 +348,7 @@ def contributions(
     transferable utility games"; Radzik & Driessen (2013), "On a family of values for TU-games
     generalizing the Shapley value".
     """
-    setup = prepare_combined(data, categorical, continuous, precision, k=k, weight=weight, omega=omega)
-    h, c = len(setup.categorical), len(setup.continuous)
-    players = [*setup.categorical, *setup.continuous]
-    if h > MAX_CATEGORICAL:
-        raise SDCInputError(f"categorical: at most {MAX_CATEGORICAL} categorical variables are supported, got {h}")
-    if c > MAX_CONTINUOUS:
-        raise SDCInputError(f"continuous: at most {MAX_CONTINUOUS} continuous variables are supported, got {c}")
-    if h + c < 2:
-        raise SDCInputError(f"categorical, continuous: a game needs at least 2 variables, got {players}")
-    q = esl_coefficients(value, h + c)
-
-    profile_of_record, profiles = _categorical_profiles(data, setup.categorical, setup.k)
-    continuous_mask = setup.unsafe_continuous.astype(np.int64) @ (np.int64(1) << np.arange(c, dtype=np.int64))
-    game_code = profile_of_record * (np.int64(1) << c) + continuous_mask
-    distinct_games, game_of_record = np.unique(game_code, return_inverse=True)
-    game_profile = profiles[distinct_games >> c]
-    game_unsafe = ((distinct_games[:, None] >> np.arange(c)) & 1).astype(bool)
-    values = _risk_game_values(game_profile, game_unsafe, h, q)
-
-    # v_i(M) = 1 unless the full categorical key is safe (Lg(h) = 1) and no continuous variable is unsafe.
-    full_key_safe = game_profile[:, h] == 1 if h else np.ones(len(distinct_games), dtype=bool)
-    null_game = full_key_safe & ~game_unsafe.any(axis=1)
-    game_of_record = game_of_record.ravel()
-    per_record = pd.DataFrame(values[game_of_record], index=data.index, columns=players)
-    records_per_game = np.bincount(game_of_record, minlength=len(distinct_games)).astype(np.float64)
-    records_per_game[null_game] = 0.0
-    n0 = records_per_game.sum()
-    totals = records_per_game @ values / n0 if n0 > 0 else np.zeros(h + c)
-    return per_record, pd.Series(totals, index=players, name=value if isinstance(value, str) else "esl")
+    (result,) = contribution_values(
+        data, categorical, continuous, precision, k=k, weight=weight, omega=omega, values=[value]
+    ).values()
+    return result

@@ -33,8 +33,8 @@ def risk_scores(
     Columns: ``fk``, ``Fk`` (SPEC §2.4), ``risk`` (individual risk, §3.2), ``household_risk``
     (§3.5, when the spec names a household id), ``suda_score``, ``suda_dis_score`` (SUDA2, §3.8),
     ``ldiversity_<sensitive>_{distinct,entropy,recursive}`` (§3.6, per sensitive variable),
-    ``combined_categorical``, ``combined_continuous``, ``combined_risk`` (§5.5/§5.6, when the spec
-    has continuous keys and the keys are complete).
+    ``combined_categorical``, ``combined_continuous``, ``combined_risk`` (§5.5/§5.6, with missing
+    values as in §5.8, when the spec has continuous keys).
     """
     keys, weight, household = spec.categorical_keys, spec.weight, spec.household_id
     table = risk.risk_table(data, keys, weight=weight, household=household, con=con, frequencies=frequencies)
@@ -56,8 +56,7 @@ def risk_scores(
         for v in sensitive:
             figures[f"{v}_records_below_l"] = int((diversity[f"ldiversity_{v}_distinct"] < spec.risk.l).sum())
     continuous = spec.continuous_keys
-    complete = not data[keys + continuous].isna().any().any()
-    if continuous and complete:
+    if continuous:  # missing values follow SPEC §5.8
         combined = risk.combined_risk(data, keys, continuous, spec.precision, k=spec.risk.k, weight=weight)
         table["combined_categorical"] = combined["categorical"]
         table["combined_continuous"] = combined["continuous"]
@@ -69,15 +68,17 @@ def risk_scores(
 def risk_contributions(data: pd.DataFrame, spec: SurveySpec) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Shapley and solidarity contributions of each quasi-identifier to each record's risk (SPEC §6).
 
-    Returns the per-record values (columns ``shapley_<var>``, ``solidarity_<var>``) and the global
-    contributions (index: variables; columns ``shapley``, ``solidarity``; SPEC §6.6).
+    Both values come from one pass over the risk games (:func:`~sdc_dagster.contribution.contribution_values`);
+    missing values in the quasi-identifiers follow SPEC §5.8. Returns the per-record values (columns
+    ``shapley_<var>``, ``solidarity_<var>``) and the global contributions (index: variables;
+    columns ``shapley``, ``solidarity``; SPEC §6.6).
     """
     keys, continuous = spec.categorical_keys, spec.continuous_keys
+    results = contribution.contribution_values(
+        data, keys, continuous, spec.precision, k=spec.risk.k, weight=spec.weight, values=("shapley", "solidarity")
+    )
     per_record, overall = {}, {}
-    for value in ("shapley", "solidarity"):
-        values, global_values = contribution.contributions(
-            data, keys, continuous, spec.precision, k=spec.risk.k, weight=spec.weight, value=value
-        )
+    for value, (values, global_values) in results.items():
         per_record.update({f"{value}_{c}": values[c] for c in values.columns})
         overall[value] = global_values
     return pd.DataFrame(per_record, index=data.index), pd.DataFrame(overall)

@@ -8,7 +8,9 @@ the Shapley, Nowak–Radzik solidarity (through A_v(S)) and ESL formulas of SPEC
 from __future__ import annotations
 
 import itertools
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,15 +18,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdc_dagster.contribution import contributions, esl_coefficients, game_values
+from sdc_dagster import survey
+from sdc_dagster.contribution import contribution_values, contributions, esl_coefficients, game_values
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.simulation import SIMULATION_PRECISION, simulate_survey
+from sdc_dagster.sources import read_wave_file
+from sdc_dagster.spec import load_spec
 
 # --- the oracle -------------------------------------------------------------------------------------
 
 
 def oracle_games(data, categorical, continuous, precision, k, omega=None):
-    """Per record a dict frozenset(S) -> v_i(S), by the literal definition of SPEC §6.5."""
+    """Per record a dict frozenset(S) -> v_i(S), by the literal definition of SPEC §6.5 and §5.8
+    (pairwise: a categorical NaN matches anything, a continuous NaN is safe and nobody's neighbour)."""
     n = len(data)
     players = [*categorical, *continuous]
     unsafe_cont = {}
@@ -32,16 +38,19 @@ def oracle_games(data, categorical, continuous, precision, k, omega=None):
         x = data[c].to_numpy(float)
         p = precision[c]
         lo, hi = np.minimum((1 - p) * x, (1 + p) * x), np.maximum((1 - p) * x, (1 + p) * x)
-        inside = (x[None, :] >= lo[:, None]) & (x[None, :] <= hi[:, None])
+        inside = (x[None, :] >= lo[:, None]) & (x[None, :] <= hi[:, None])  # False for any NaN
         eta = inside.sum(axis=1) - 1
         flag = eta < k
         if omega is not None:
             flag |= np.floor(omega * eta) < k
-        unsafe_cont[c] = flag
+        unsafe_cont[c] = flag & ~np.isnan(x)
     freq = {}
     for r in range(1, len(categorical) + 1):
         for sub in itertools.combinations(categorical, r):
-            freq[frozenset(sub)] = data.groupby(list(sub))[list(sub)[0]].transform("size").to_numpy()
+            values = data[list(sub)].to_numpy(float)
+            missing = np.isnan(values)
+            same = (values[:, None, :] == values[None, :, :]) | missing[:, None, :] | missing[None, :, :]
+            freq[frozenset(sub)] = same.all(axis=2).sum(axis=1)
     games = []
     for i in range(n):
         game = {}
@@ -52,6 +61,14 @@ def oracle_games(data, categorical, continuous, precision, k, omega=None):
                 game[frozenset(S)] = 1.0 if win else 0.0
         games.append(game)
     return players, games
+
+
+def truth_tables(players, games):
+    """The games as game_values' truth tables: column sum_{j in S} 2^j holds v(S)."""
+    m = len(players)
+    return np.array(
+        [[g[frozenset(p for j, p in enumerate(players) if S >> j & 1)] for S in range(1 << m)] for g in games]
+    )
 
 
 def oracle_shapley(players, v):
@@ -111,7 +128,8 @@ def oracle_global(players, games, per_record):
 
 
 @st.composite
-def small_surveys(draw):
+def small_surveys(draw, missing=False):
+    """Small frames; with ``missing``, each value is NaN with a drawn probability (SPEC §5.8)."""
     h = draw(st.integers(0, 4))
     c = draw(st.integers(0 if h >= 2 else 2 - h, min(3, 6 - h)))
     n = draw(st.integers(3, 25))
@@ -123,6 +141,10 @@ def small_surveys(draw):
     for j in range(c):
         data[f"Y{j}"] = draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n))
     frame = pd.DataFrame(data, index=pd.RangeIndex(100, 100 + n))
+    if missing:
+        share = draw(st.sampled_from([0.1, 0.3, 0.6]))
+        holes = draw(st.lists(st.floats(0, 1), min_size=n * (h + c), max_size=n * (h + c)))
+        frame = frame.astype(float).mask(np.array(holes).reshape(n, h + c) < share)
     precision = {f"Y{j}": draw(st.sampled_from([0.01, 0.05, 0.2])) for j in range(c)}
     k = draw(st.integers(1, 4))
     return frame, [f"C{j}" for j in range(h)], [f"Y{j}" for j in range(c)], precision, k
@@ -156,6 +178,17 @@ def test_values_agree_with_brute_force_definitions(survey, q_tail):
 @given(small_surveys(), st.sampled_from(["shapley", "solidarity"]))
 def test_axioms_on_risk_games(survey, value):
     """Efficiency, non-negativity (monotone games), null / A-null players get 0, symmetry."""
+    check_axioms(survey, value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_surveys(missing=True), st.sampled_from(["shapley", "solidarity"]))
+def test_axioms_on_risk_games_with_missing_values(survey, value):
+    """The same axioms when the quasi-identifiers carry NA (SPEC §5.8)."""
+    check_axioms(survey, value)
+
+
+def check_axioms(survey, value):
     data, categorical, continuous, precision, k = survey
     players, games = oracle_games(data, categorical, continuous, precision, k)
     per_record, global_ = contributions(data, categorical, continuous, precision, k=k, value=value)
@@ -202,6 +235,102 @@ def test_weighted_games_use_w_star_with_omega():
     same, _ = contributions(data, ["A"], ["Y", "Z"], precision, k=2, weight="w", omega=1.0)
     pd.testing.assert_frame_equal(plain, same)
     assert not np.allclose(plain.to_numpy(), per_record.to_numpy())
+
+
+# --- missing values (SPEC §5.8) ---------------------------------------------------------------------
+
+NA_GOLDEN = json.loads((Path(__file__).parent / "data" / "missing" / "combined_risk_na.json").read_text())
+
+
+@pytest.mark.parametrize("case", NA_GOLDEN["cases"], ids=lambda c: f"h{len(c['categorical'])}_c{len(c['continuous'])}")
+def test_missing_values_match_independent_brute_force(case):
+    """Shapley and solidarity, per record and global, of tests/data/missing (independent brute force)."""
+    data = pd.DataFrame({c: pd.array(v, dtype="Float64") for c, v in case["data"].items()})
+    before = data.copy()
+    args = (data, case["categorical"], case["continuous"], case["precision"])
+    results = contribution_values(*args, k=case["k"], values=("shapley", "solidarity"))
+    players = [*case["categorical"], *case["continuous"]]
+    for value in ("shapley", "solidarity"):
+        per_record, global_ = results[value]
+        expected = case["expected"][value]
+        np.testing.assert_allclose(per_record.to_numpy(), expected["per_record"], rtol=0, atol=1e-11)
+        np.testing.assert_allclose(global_[players].to_numpy(), [expected["global"][p] for p in players], rtol=0, atol=1e-11)
+        single, single_global = contributions(*args, k=case["k"], value=value)
+        pd.testing.assert_frame_equal(single, per_record)
+        pd.testing.assert_series_equal(single_global, global_)
+    pd.testing.assert_frame_equal(data, before)
+
+
+def test_spec_5_8_worked_example():
+    """SPEC §5.8 EXPECTED: only record 4 (2, NA) is unsafe; Shapley (1, 0), solidarity (0.75, 0.25)."""
+    data = pd.DataFrame({"a": ["1", "1", "1", "2", None], "b": ["1", "1", None, None, None]})
+    results = contribution_values(data, ["a", "b"], [], {}, k=3)
+    for value, row in (("shapley", [1.0, 0.0]), ("solidarity", [0.75, 0.25])):
+        per_record, global_ = results[value]
+        expected = np.zeros((5, 2))
+        expected[3] = row
+        np.testing.assert_allclose(per_record.to_numpy(), expected, atol=1e-15)
+        np.testing.assert_allclose(global_.to_numpy(), row, atol=1e-15)
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_surveys(missing=True))
+def test_values_with_missing_agree_with_brute_force_over_coalitions(survey):
+    """Random small frames with NA: both values of the one pass equal game_values on the oracle's
+    truth tables and the literal Shapley / solidarity formulas."""
+    data, categorical, continuous, precision, k = survey
+    before = data.copy()
+    players, games = oracle_games(data, categorical, continuous, precision, k)
+    tables = truth_tables(players, games)
+    results = contribution_values(data, categorical, continuous, precision, k=k, values=("shapley", "solidarity", [0.5] * (len(players) - 1)))
+    oracles = {"shapley": oracle_shapley, "solidarity": oracle_solidarity}
+    for value in ("shapley", "solidarity"):
+        per_record, global_ = results[value]
+        expected = game_values(tables, value)
+        np.testing.assert_allclose(per_record.to_numpy(), expected, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(per_record.to_numpy(), [oracles[value](players, g) for g in games], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(global_.to_numpy(), oracle_global(players, games, expected), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(results[2][0].to_numpy(), game_values(tables, [0.5] * (len(players) - 1)), rtol=0, atol=1e-12)
+    pd.testing.assert_frame_equal(data, before)
+
+
+@pytest.mark.parametrize("share_missing", [0.0, 0.2])
+@pytest.mark.parametrize("dense_cell_limit, block_cells", [(2**23, 2**22), (2**23, 40), (0, 2**22), (0, 40)])
+def test_every_counting_method_and_block_size(monkeypatch, share_missing, dense_cell_limit, block_cells):
+    """The lattice, per-subset grouping (complete keys) and clash-set (keys with NA) methods of
+    frequencies.subset_compatible_counts, in one block and in many, agree with the oracle."""
+    monkeypatch.setattr("sdc_dagster.frequencies._DENSE_CELL_LIMIT", dense_cell_limit)
+    monkeypatch.setattr("sdc_dagster.contribution._BLOCK_CELLS", block_cells)
+    rng = np.random.default_rng(11)
+    n = 60
+    data = pd.DataFrame({f"C{j}": rng.integers(0, 3, n).astype(float) for j in range(4)})
+    data["Y"] = rng.choice([1.0, 1.01, 2.0, 5.0, 5.05, 9.0], n)
+    data = data.mask(rng.random(data.shape) < share_missing)
+    categorical, continuous, precision = ["C0", "C1", "C2", "C3"], ["Y"], {"Y": 0.02}
+    players, games = oracle_games(data, categorical, continuous, precision, 3)
+    tables = truth_tables(players, games)
+    results = contribution_values(data, categorical, continuous, precision, k=3)
+    for value in ("shapley", "solidarity"):
+        np.testing.assert_allclose(results[value][0].to_numpy(), game_values(tables, value), rtol=0, atol=1e-12)
+
+
+def test_survey_functions_on_testdata_with_missing_key_values():
+    """The issue's wave: 5% of five key variables of sdcMicro's testdata set missing."""
+    spec = load_spec(Path(__file__).parents[1] / "examples" / "testdata.yaml")
+    data = read_wave_file(spec, Path(__file__).parent / "data" / "sdcmicro" / "testdata.csv")
+    rng = np.random.default_rng(5)
+    for column in ["roof", "walls", "water", "relat", "income"]:
+        data[column] = data[column].mask(rng.random(len(data)) < 0.05)
+    per_record, overall = survey.risk_contributions(data, spec)
+    players = [*spec.categorical_keys, *spec.continuous_keys]
+    assert list(overall.columns) == ["shapley", "solidarity"] and list(overall.index) == players
+    np.testing.assert_allclose(overall.sum(), [1.0, 1.0], atol=1e-12)
+    for value in ("shapley", "solidarity"):
+        totals = per_record[[f"{value}_{p}" for p in players]].sum(axis=1).to_numpy()
+        assert np.isin(np.round(totals, 12), [0.0, 1.0]).all()  # efficiency: v_i(M) is 0 or 1
+    table, figures = survey.risk_scores(data, spec)
+    assert table[["combined_categorical", "combined_continuous", "combined_risk"]].notna().all().all()
+    assert 0 < figures["combined_global_risk"] < 1
 
 
 # --- generic game values ----------------------------------------------------------------------------
@@ -300,11 +429,12 @@ def test_only_categorical_or_only_continuous():
         (dict(categorical=["A"], continuous=["Y"], precision={}), "'Y'"),
         (dict(categorical=["A"], continuous=["Y"], precision={"Y": 1.5}), "'Y'"),
         (dict(categorical=["A"], continuous=["Y"], k=0), "k"),
-        (dict(categorical=["M"], continuous=["Y"]), "'M'"),
+        (dict(categorical=["A"], continuous=["S"], precision={"S": 0.1}), "'S'.*numeric"),
+        (dict(categorical=["A"], continuous=["Y", "Y"]), "twice"),
     ],
 )
 def test_bad_input(kwargs, match):
-    data = pd.DataFrame({"A": [1, 2, 2], "Y": [1.0, 2.0, 3.0], "M": [1, None, 2]})
+    data = pd.DataFrame({"A": [1, 2, 2], "Y": [1.0, 2.0, 3.0], "S": ["a", "b", "c"]})
     args = dict(categorical=["A"], continuous=["Y"], precision={"Y": 0.1}) | kwargs
     with pytest.raises(SDCInputError, match=match):
         contributions(data, args.pop("categorical"), args.pop("continuous"), args.pop("precision"), **args)

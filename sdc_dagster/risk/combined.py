@@ -16,6 +16,15 @@ Decisions on the OPEN points of SPEC §5 (documented once here, applied everywhe
   column or gives a constant, and defaults to the design-weight column. With design weights >= 1
   the extra condition floor(omega·eta) < k never fires, so w* = w; it matters for omega < 1
   (e.g. a sampling fraction).
+
+Missing values (SPEC §5.8): a categorical NA is a wildcard (symmetric compatibility, alpha = 1; a
+key missing on every categorical variable has f_i = n), F^_i is the weight sum of the compatible
+records, and a continuous NA is safe (w_j(i) = 0) and in nobody's neighbourhood. The denominator
+of the continuous term stays m - h.
+
+:func:`prepare_combined` builds the set-up once (:class:`CombinedSetup`: distinct categorical keys,
+their frequencies, the unsafe continuous flags); r_i (:func:`risk_of_setup`) and the risk games of
+:mod:`sdc_dagster.contribution` read the same object.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import complete_key_frequencies
+from sdc_dagster.frequencies import DistinctKeys, distinct_keys, symmetric_compatible_counts
 from sdc_dagster.risk.continuous import neighbourhood_counts
 
 
@@ -39,15 +48,10 @@ def validate_threshold(k) -> int:
     return int(k)
 
 
-def _complete_columns(data: pd.DataFrame, columns: Sequence[str], *, role: str) -> list[str]:
-    columns = require_columns(data, columns, role=role)
+def _distinct_columns(data: pd.DataFrame, columns: Sequence[str], *, role: str) -> list[str]:
+    columns = require_columns(data, [columns] if isinstance(columns, str) else columns, role=role)
     if len(set(columns)) != len(columns):
         raise SDCInputError(f"{role}s: a column is named twice in {columns}")
-    for c in columns:
-        if data[c].isna().any():
-            raise SDCInputError(
-                f"{role} {c!r}: has missing values; the combined measure (SPEC §5.1) needs complete data"
-            )
     return columns
 
 
@@ -71,12 +75,56 @@ def _positive_vector(data: pd.DataFrame, spec, *, role: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class CombinedSetup:
-    """Validated inputs of SPEC §5 shared by the combined risk and the risk games (SPEC §6.5)."""
+    """The set-up of SPEC §5 shared by the combined risk (§5.5, §5.6) and the risk games (§6.5).
+
+    ``keys`` are the distinct categorical keys (:func:`~sdc_dagster.frequencies.distinct_keys`,
+    digit 0 = NA; None when h = 0), ``key_frequency`` f and ``key_weight`` F^ of each distinct key
+    with the symmetric NA compatibility of SPEC §5.8 (F^ = f without weights), and
+    ``unsafe_continuous`` the n x (m - h) flags w_j(i) or w*_j(i) (False for a missing value).
+    """
 
     categorical: list[str]
     continuous: list[str]
     k: int
-    unsafe_continuous: np.ndarray  # n x (m - h) bool, w_j(i) or w*_j(i)
+    weighted: bool
+    keys: DistinctKeys | None
+    key_frequency: np.ndarray
+    key_weight: np.ndarray
+    unsafe_continuous: np.ndarray
+
+    @property
+    def frequency(self) -> np.ndarray:
+        """f_i per record (float64; SPEC §5.5, §5.8)."""
+        return self.key_frequency[self.keys.record_key]
+
+    @property
+    def weight_sum(self) -> np.ndarray:
+        """F^_i per record (float64; SPEC §5.6, §5.8)."""
+        return self.key_weight[self.keys.record_key]
+
+
+def _unsafe_continuous(data: pd.DataFrame, continuous: list[str], precision, k: int, omega_values) -> np.ndarray:
+    """w_j(i) (SPEC §5.3) or w*_j(i) (SPEC §5.6) per record and continuous variable; NA is safe (§5.8)."""
+    unsafe = np.zeros((len(data), len(continuous)), dtype=bool)
+    for j, c in enumerate(continuous):
+        if isinstance(precision, Mapping):
+            if c not in precision:
+                raise SDCInputError(f"precision: no entry for continuous variable {c!r}")
+            p = precision[c]
+        else:
+            p = precision
+        try:
+            values = pd.to_numeric(data[c], errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError) as exc:
+            raise SDCInputError(f"continuous variable {c!r}: must be numeric ({exc})") from exc
+        try:
+            eta = neighbourhood_counts(values, p)
+        except SDCInputError as exc:
+            raise SDCInputError(f"continuous variable {c!r}: {exc}") from exc
+        unsafe[:, j] = eta < k  # NaN (missing value) compares False: safe
+        if omega_values is not None:
+            unsafe[:, j] |= np.floor(omega_values * eta) < k
+    return unsafe
 
 
 def prepare_combined(
@@ -89,16 +137,16 @@ def prepare_combined(
     weight: str | None = None,
     omega=None,
 ) -> CombinedSetup:
-    """Validate the arguments of SPEC §5 and compute the continuous unsafe indicators.
+    """Validate the arguments of SPEC §5 and build the shared set-up (:class:`CombinedSetup`).
 
-    w_j(i) = 1 when eta(x_ij, p_j) < k (SPEC §5.3); with ``weight`` (or an explicit ``omega``) the
-    survey variant w*_j(i) = 1 when eta < k or floor(omega_i·eta) < k (SPEC §5.6).
+    Categorical keys are grouped once in DuckDB and their frequencies counted with the project's
+    compatible counter (SPEC §5.8: NA = wildcard, symmetric). w_j(i) = 1 when eta(x_ij, p_j) < k
+    (SPEC §5.3); with ``weight`` (or an explicit ``omega``) the survey variant w*_j(i) = 1 when
+    eta < k or floor(omega_i·eta) < k (SPEC §5.6). Missing continuous values are safe (SPEC §5.8).
     """
     k = validate_threshold(k)
-    categorical = _complete_columns(data, [categorical] if isinstance(categorical, str) else categorical,
-                                    role="categorical variable")
-    continuous = _complete_columns(data, [continuous] if isinstance(continuous, str) else continuous,
-                                   role="continuous variable")
+    categorical = _distinct_columns(data, categorical, role="categorical variable")
+    continuous = _distinct_columns(data, continuous, role="continuous variable")
     if set(categorical) & set(continuous):
         raise SDCInputError(f"variable {sorted(set(categorical) & set(continuous))[0]!r}: is both categorical and continuous")
     if not categorical and not continuous:
@@ -106,28 +154,38 @@ def prepare_combined(
     if omega is None and weight is not None:
         omega = weight
     omega_values = _positive_vector(data, omega, role="omega") if omega is not None else None
-    if weight is not None:
-        _positive_vector(data, weight, role="weight")
-    unsafe = np.zeros((len(data), len(continuous)), dtype=bool)
-    for j, c in enumerate(continuous):
-        if isinstance(precision, Mapping):
-            if c not in precision:
-                raise SDCInputError(f"precision: no entry for continuous variable {c!r}")
-            p = precision[c]
-        else:
-            p = precision
-        try:
-            values = pd.to_numeric(data[c], errors="raise").to_numpy(dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise SDCInputError(f"continuous variable {c!r}: must be numeric ({exc})") from exc
-        try:
-            eta = neighbourhood_counts(values, p)
-        except SDCInputError as exc:
-            raise SDCInputError(f"continuous variable {c!r}: {exc}") from exc
-        unsafe[:, j] = eta < k
-        if omega_values is not None:
-            unsafe[:, j] |= np.floor(omega_values * eta) < k
-    return CombinedSetup(categorical=categorical, continuous=continuous, k=k, unsafe_continuous=unsafe)
+    weights = _positive_vector(data, weight, role="weight") if weight is not None else None
+    unsafe = _unsafe_continuous(data, continuous, precision, k, omega_values)
+    keys, f, F = None, np.zeros(0), np.zeros(0)
+    if categorical:
+        keys = distinct_keys(data, categorical, weights=weights)
+        f, F = symmetric_compatible_counts(keys.digits, keys.radices, keys.count, keys.weight_sum)
+    return CombinedSetup(
+        categorical=categorical,
+        continuous=continuous,
+        k=k,
+        weighted=weight is not None,
+        keys=keys,
+        key_frequency=f,
+        key_weight=F,
+        unsafe_continuous=unsafe,
+    )
+
+
+def risk_of_setup(setup: CombinedSetup, index: pd.Index) -> pd.DataFrame:
+    """The frame of :func:`combined_risk` (SPEC §5.5, §5.6, §5.8) read off a prepared set-up."""
+    n = len(index)
+    if setup.categorical:
+        f, F = setup.frequency, setup.weight_sum
+        categorical_term = 1.0 / f if not setup.weighted else f / (f + F * (f - 1.0))
+    else:
+        categorical_term = np.full(n, np.nan)
+    if setup.continuous:
+        continuous_term = setup.unsafe_continuous.mean(axis=1)
+    else:
+        continuous_term = np.full(n, np.nan)
+    risk = np.nanmean(np.column_stack([categorical_term, continuous_term]), axis=1) if n else np.zeros(0)
+    return pd.DataFrame({"categorical": categorical_term, "continuous": continuous_term, "risk": risk}, index=index)
 
 
 def combined_risk(
@@ -148,7 +206,7 @@ def combined_risk(
     Parameters
     ----------
     data : DataFrame
-        Microdata without missing values in the quasi-identifiers.
+        Microdata; missing values in the quasi-identifiers follow SPEC §5.8 (module docstring).
     categorical : sequence of str
         X_1..X_h (may be empty; see the module docstring for h = 0).
     continuous : sequence of str
@@ -159,7 +217,7 @@ def combined_risk(
         Threshold for both the categorical frequency and the neighbourhood count (default 3).
     weight : str, optional
         Design-weight column; switches to r*_i. f_i is the sample frequency and F^_i the sum of
-        weights of the record's categorical key (SPEC §2.2).
+        weights of the records compatible with the record's categorical key (SPEC §2.2, §5.8).
     omega : str or float, optional
         The weight of w*_j(i): a column or a constant; defaults to ``weight``.
 
@@ -173,22 +231,7 @@ def combined_risk(
     Młodak, "A method of comprehensive disclosure-risk assessment for microdata" (S000).
     """
     setup = prepare_combined(data, categorical, continuous, precision, k=k, weight=weight, omega=omega)
-    n = len(data)
-    if setup.categorical:
-        freq = complete_key_frequencies(data, setup.categorical, weight=weight)
-        f = freq["fk"].to_numpy(dtype=np.float64)
-        F = freq["Fk"].to_numpy(dtype=np.float64)
-        categorical_term = 1.0 / f if weight is None else f / (f + F * (f - 1.0))
-    else:
-        categorical_term = np.full(n, np.nan)
-    if setup.continuous:
-        continuous_term = setup.unsafe_continuous.mean(axis=1)
-    else:
-        continuous_term = np.full(n, np.nan)
-    risk = np.nanmean(np.column_stack([categorical_term, continuous_term]), axis=1) if n else np.zeros(0)
-    return pd.DataFrame(
-        {"categorical": categorical_term, "continuous": continuous_term, "risk": risk}, index=data.index
-    )
+    return risk_of_setup(setup, data.index)
 
 
 def global_combined_risk(
