@@ -1,7 +1,8 @@
 """The survey asset chain, built once per survey spec and partitioned by wave.
 
 raw_microdata -> variable_classification -> key_frequencies -> risk_scores -> risk_contributions
--> protected_<plan> (one asset per protection plan) -> residual_risk, information_loss -> sdc_report
+-> protected_<plan> (one asset per protection plan) -> residual_risk, residual_contributions,
+information_loss -> sdc_report
 
 One small factory per asset, grouped by stage (reading, risk, protection, evaluation, report);
 :func:`build_survey_assets` assembles them in chain order. Each asset reads its inputs, calls one
@@ -41,7 +42,7 @@ import sdc_dagster
 from sdc_dagster import lineage, risk, survey
 from sdc_dagster.classification import classify_variables
 from sdc_dagster.report import headline_table, render_report, report_plots
-from sdc_dagster.report.plots import boxplot_png, histogram_png
+from sdc_dagster.report.plots import boxplot_png, grouped_bars_png, histogram_png
 from sdc_dagster.schemas import classification_schema, key_frequencies_schema, microdata_schema, risk_scores_schema, validate
 from sdc_dagster.sources import read_wave
 from sdc_dagster.spec import Plan, SurveySpec
@@ -341,6 +342,33 @@ def residual_risk_asset(spec: SurveySpec) -> AssetsDefinition:
     return residual_risk
 
 
+def residual_contributions_asset(spec: SurveySpec) -> AssetsDefinition:
+    @asset(
+        name="residual_contributions",
+        ins={**_ins(spec, "risk_contributions"), **_plan_ins(spec)},
+        description=(
+            "Shapley and solidarity contributions of each quasi-identifier recomputed on each protected "
+            "variant (SPEC §6, §5.8), next to the original's: how each plan moved every variable's share."
+        ),
+        code_version=code_version(spec.variables, spec.risk),
+        **_common(spec),
+    )
+    def residual_contributions(context: AssetExecutionContext, risk_contributions: dict, **protected: pd.DataFrame):
+        table = survey.residual_contributions(risk_contributions["global"], _variants(protected), spec)
+        metadata = {}
+        for plan in spec.plans:
+            moved = table.xs(plan.name, level="variant")
+            metadata[f"contributions_{plan.name}"] = table_markdown(moved.round(4))
+            metadata[f"contributions_{plan.name}_plot"] = image_markdown(
+                grouped_bars_png(moved, f"Contributions before and after {plan.name}", ylabel="global contribution"),
+                f"Contributions before and after {plan.name}",
+            )
+        context.add_output_metadata(metadata)
+        return table
+
+    return residual_contributions
+
+
 def information_loss_asset(spec: SurveySpec) -> AssetsDefinition:
     @asset(
         name="information_loss",
@@ -366,7 +394,15 @@ def information_loss_asset(spec: SurveySpec) -> AssetsDefinition:
 def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
     @asset(
         name="sdc_report",
-        ins=_ins(spec, "raw_microdata", "risk_scores", "risk_contributions", "residual_risk", "information_loss"),
+        ins=_ins(
+            spec,
+            "raw_microdata",
+            "risk_scores",
+            "risk_contributions",
+            "residual_risk",
+            "residual_contributions",
+            "information_loss",
+        ),
         # The plans' steps, seeds and release checks are read from their release manifests.
         deps=[protected_key(spec, p.name) for p in spec.plans],
         description="One self-contained HTML report per wave comparing the protection plans.",
@@ -379,6 +415,7 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
         risk_scores: pd.DataFrame,
         risk_contributions: dict,
         residual_risk: pd.DataFrame,
+        residual_contributions: pd.DataFrame,
         information_loss: dict,
     ) -> MaterializeResult:
         wave = context.partition_key
@@ -393,6 +430,7 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
             information_loss["summary"],
             information_loss["per_record"],
             {p.name: decisions_of(spec, p.name, wave) for p in spec.plans},
+            residual_contributions=residual_contributions,
         )
         plans = inputs.plans
         path = reports_dir() / spec.survey / f"{wave}.html"
@@ -435,6 +473,7 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
             risk_contributions_asset(spec),
             *(protected_asset(spec, plan) for plan in spec.plans),
             residual_risk_asset(spec),
+            residual_contributions_asset(spec),
             information_loss_asset(spec),
             sdc_report_asset(spec),
         ],

@@ -84,6 +84,36 @@ def risk_contributions(data: pd.DataFrame, spec: SurveySpec) -> tuple[pd.DataFra
     return pd.DataFrame(per_record, index=data.index), pd.DataFrame(overall)
 
 
+def residual_contributions(
+    before: pd.DataFrame, protected: dict[str, pd.DataFrame], spec: SurveySpec
+) -> pd.DataFrame:
+    """How each plan moved every quasi-identifier's share of the risk (SPEC §6.5–6.6, §5.8).
+
+    ``before``: the wave's global contributions (the ``global`` table of :func:`risk_contributions`,
+    index: variables; columns ``shapley``, ``solidarity``). For each protected variant the risk
+    games are played again on the released values (missing values from local suppression match
+    any value, SPEC §5.8), in one pass for both values.
+
+    Returns
+    -------
+    DataFrame indexed by (``variant``, ``variable``) with columns ``shapley_before``,
+    ``shapley_after``, ``solidarity_before``, ``solidarity_after``: global contributions, which sum
+    to 1 over the variables while some record is unsafe and are all 0 when none is (SPEC §6.6).
+    """
+    tables = {}
+    for name, frame in protected.items():
+        _, after = risk_contributions(frame, spec)
+        table = pd.DataFrame(index=before.index)
+        for value in ("shapley", "solidarity"):
+            table[f"{value}_before"] = before[value]
+            table[f"{value}_after"] = after[value].reindex(before.index)
+        tables[name] = table
+    columns = [f"{value}_{when}" for value in ("shapley", "solidarity") for when in ("before", "after")]
+    if not tables:
+        return pd.DataFrame(columns=columns, index=pd.MultiIndex.from_tuples([], names=["variant", "variable"]))
+    return pd.concat(tables, names=["variant", "variable"])[columns]
+
+
 def direct_identifiers(spec: SurveySpec) -> list[str]:
     """Variables the spec marks as direct identifiers (removed before release, SPEC §8.1)."""
     return spec.names("direct_identifier")

@@ -108,7 +108,7 @@ def test_changed_plan_parameter_marks_exactly_its_dependents_stale(sdc_home, tes
     assert job.execute_in_process(
         partition_key=WAVE, instance=instance, asset_selection=[AssetKey(["testdata", "protected_recode_suppress"])]
     ).success
-    assert stale() == {"residual_risk", "information_loss", "sdc_report"}
+    assert stale() == {"residual_risk", "residual_contributions", "information_loss", "sdc_report"}
 
 
 def test_audit_fails_naming_an_edited_spec_copy(sdc_home, testdata_only_specs, instance, capsys):
