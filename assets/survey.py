@@ -264,7 +264,10 @@ def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
     @asset(
         name=f"protected_{plan.name}",
         ins=_ins(spec, "raw_microdata", "variable_classification"),
-        description=f"Protected variant by plan {plan.name!r}: {plan.description}",
+        description=(
+            f"Protected variant by plan {plan.name!r}: {plan.description}. Published as a release only "
+            "if its blocking release checks pass; otherwise withheld (kept here for evaluation only)."
+        ),
         code_version=code_version(spec.variables, spec.risk, plan),
         check_specs=release_check_specs(spec, plan, protected_key(spec, plan.name)),
         **_common(spec),
