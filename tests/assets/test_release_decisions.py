@@ -1,22 +1,28 @@
 """Blocking release checks: a variant that fails one is withheld (no protected file, no release
 manifest), the report names the failed check and why, and warnings stay warnings."""
 
+import dataclasses
+import hashlib
 import json
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 from dagster import AssetCheckSeverity, AssetKey, materialize
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assets.survey import build_survey_assets
 from resources import ParquetIOManager, duckdb_resource
-from sdc_dagster import lineage
+from sdc_dagster import lineage, survey
 from sdc_dagster.cli import run_audit
 from sdc_dagster.spec import load_spec
 
 WAVE = "2024"
 GOLDEN = "tests/data/sdcmicro/golden/a_testdata_risk_per_record.csv"
+TESTDATA_SPEC = load_spec(Path(__file__).resolve().parents[2] / "examples" / "testdata.yaml")
 
 
 @pytest.fixture
@@ -100,3 +106,39 @@ def test_a_variant_failing_a_blocking_check_is_withheld_and_the_report_says_why(
     # An audit finds no release of the withheld plan.
     assert run_audit(WAVE, plan="aggregate_only") == 2
     assert "no release of plan 'aggregate_only'" in capsys.readouterr().out
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    codes=st.lists(st.tuples(st.integers(1, 3), st.integers(1, 2)), min_size=1, max_size=40),
+    k=st.integers(1, 4),
+    max_global_risk=st.sampled_from([0.01, 0.2, 1.0]),
+)
+def test_release_checks_block_exactly_the_failed_rules(codes, k, max_global_risk):
+    """Blocking follows the rules: k-anonymity against a plain group count, global risk against the
+    unweighted mean of 1/fk (SPEC §3.3 without weights), and only blocking rules withhold."""
+    spec = dataclasses.replace(
+        TESTDATA_SPEC,
+        variables=tuple(v for v in TESTDATA_SPEC.variables if v.name in ("urbrur", "sex")),  # unweighted
+        risk=dataclasses.replace(TESTDATA_SPEC.risk, max_global_risk=max_global_risk),
+    )
+    plan = dataclasses.replace(TESTDATA_SPEC.plans[0], k=k)
+    frame = pd.DataFrame(codes, columns=["urbrur", "sex"])
+    checks = survey.release_checks(frame, spec, plan)
+    fk = frame.groupby(["urbrur", "sex"])["sex"].transform("size")
+    assert checks["k_anonymity"]["value"] == int((fk < k).sum())
+    assert checks["global_risk"]["value"] == pytest.approx(float((1 / fk).mean()))
+    failed = {name for name, c in checks.items() if not c["passed"]}
+    assert set(survey.blocking_failures(checks)) == failed - {"individual_risk"}
+    assert set(survey.release_warnings(checks)) == failed & {"individual_risk"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(lines=st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n")), max_size=5),
+       newline=st.sampled_from(["\n", "\r\n", "\r"]))
+def test_spec_copy_hash_is_the_hash_load_spec_records(tmp_path_factory, lines, newline):
+    """A stored spec copy (raw bytes) hashes as SurveySpec.spec_hash hashes the text Python reads."""
+    path = tmp_path_factory.mktemp("spec") / "spec.yaml"
+    path.write_bytes(newline.join(lines).encode("utf-8"))
+    expected = hashlib.sha256(path.read_text(encoding="utf-8").encode()).hexdigest()
+    assert lineage.spec_text_sha256(path.read_bytes()) == expected
