@@ -92,7 +92,8 @@ def residual_contributions(
     ``before``: the wave's global contributions (the ``global`` table of :func:`risk_contributions`,
     index: variables; columns ``shapley``, ``solidarity``). For each protected variant the risk
     games are played again on the released values (missing values from local suppression match
-    any value, SPEC §5.8), in one pass for both values.
+    any value, SPEC §5.8), in one pass for both values, with the quasi-identifiers the variant
+    still releases (a variable a plan removed has no contribution after it: NA).
 
     Returns
     -------
@@ -102,11 +103,19 @@ def residual_contributions(
     """
     tables = {}
     for name, frame in protected.items():
-        _, after = risk_contributions(frame, spec)
+        results = contribution.contribution_values(
+            frame,
+            [c for c in spec.categorical_keys if c in frame.columns],
+            [c for c in spec.continuous_keys if c in frame.columns],
+            spec.precision,
+            k=spec.risk.k,
+            weight=spec.weight if spec.weight in frame.columns else None,
+            values=("shapley", "solidarity"),
+        )
         table = pd.DataFrame(index=before.index)
         for value in ("shapley", "solidarity"):
             table[f"{value}_before"] = before[value]
-            table[f"{value}_after"] = after[value].reindex(before.index)
+            table[f"{value}_after"] = results[value][1].reindex(before.index)
         tables[name] = table
     columns = [f"{value}_{when}" for value in ("shapley", "solidarity") for when in ("before", "after")]
     if not tables:
