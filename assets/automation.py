@@ -2,13 +2,17 @@
 
 * ``<survey>_wave_job`` materialises the whole chain for one wave.
 * ``<survey>_landing_sensor`` watches ``$SDC_HOME/landing/<survey>/``: each new wave file adds its
-  wave as a partition and requests a run; a file replaced by a new version requests a rerun.
+  wave as a partition; runs are keyed by the file's content hash (sha256), and a wave whose latest
+  ``raw_microdata`` materialisation read the same content (e.g. by ``sdc demo``) is not run again,
+  so a touched or re-copied file publishes no duplicate release. A file replaced by new content
+  requests a rerun.
 * ``<survey>_nightly_catch_up`` requests a run for every registered wave not yet materialised.
 """
 
 
 import json
 import re
+from pathlib import Path
 
 from dagster import (
     AssetKey,
@@ -24,23 +28,38 @@ from dagster import (
     sensor,
 )
 
-from assets.partitions import wave_partitions
+from assets.partitions import materialised_sha256, wave_partitions
 from resources.storage import landing_dir
+from sdc_dagster.sources import file_sha256
 from sdc_dagster.spec import FORMATS, SurveySpec
 
 WAVE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-def wave_files(spec: SurveySpec) -> dict[str, float]:
-    """Wave name -> modification time of every readable wave file in the survey's landing folder."""
+def wave_files(spec: SurveySpec) -> dict[str, Path]:
+    """Wave name -> path of every readable wave file in the survey's landing folder."""
     folder = landing_dir() / spec.survey
     if not folder.is_dir():
         return {}
-    found = {}
-    for path in sorted(folder.iterdir()):
-        if path.is_file() and path.suffix.lower() in FORMATS and WAVE_NAME.match(path.stem):
-            found[path.stem] = path.stat().st_mtime
-    return found
+    return {
+        path.stem: path
+        for path in sorted(folder.iterdir())
+        if path.is_file() and path.suffix.lower() in FORMATS and WAVE_NAME.match(path.stem)
+    }
+
+
+def wave_hashes(files: dict[str, Path], seen: dict[str, dict]) -> dict[str, dict]:
+    """Wave -> {"stamp": [mtime, size], "sha256": content hash} of each file. A file whose
+    modification time and size are those of the previous evaluation (``seen``) keeps its recorded
+    hash instead of being read again."""
+    state = {}
+    for wave, path in files.items():
+        stat = path.stat()
+        stamp = [stat.st_mtime, stat.st_size]
+        before = seen.get(wave)
+        unchanged = before is not None and before.get("stamp") == stamp
+        state[wave] = {"stamp": stamp, "sha256": before["sha256"] if unchanged else file_sha256(path)}
+    return state
 
 
 def build_survey_automation(spec: SurveySpec):
@@ -58,22 +77,29 @@ def build_survey_automation(spec: SurveySpec):
         job=job,
         minimum_interval_seconds=30,
         default_status=DefaultSensorStatus.RUNNING,
-        description=f"Adds a wave partition and requests its run for each new file in landing/{spec.survey}/.",
+        description=(
+            f"Adds a wave partition for each new file in landing/{spec.survey}/ and requests a run for "
+            "each file whose content (sha256) differs from what the wave last materialised."
+        ),
     )
     def landing_sensor(context: SensorEvaluationContext) -> SensorResult:
-        seen = json.loads(context.cursor) if context.cursor else {}
+        # The cursor: each wave file's stamp and sha256 as of the previous evaluation (older cursors
+        # held modification times only, and are read as empty).
+        cursor = json.loads(context.cursor) if context.cursor else {}
+        seen = {w: file for w, file in cursor.items() if isinstance(file, dict)}
         known = set(context.instance.get_dynamic_partitions(parts.name))
-        files = wave_files(spec)
-        new_waves = sorted(w for w in files if w not in known)
+        state = wave_hashes(wave_files(spec), seen)
+        new_waves = sorted(w for w in state if w not in known)
         requests = [
-            RunRequest(partition_key=w, run_key=f"{w}@{mtime}")
-            for w, mtime in files.items()
-            if seen.get(w) != mtime
+            RunRequest(partition_key=w, run_key=f"{w}@{file['sha256']}")
+            for w, file in state.items()
+            if seen.get(w, {}).get("sha256") != file["sha256"]
+            and materialised_sha256(context.instance, spec, w) != file["sha256"]
         ]
         return SensorResult(
             run_requests=requests,
             dynamic_partitions_requests=[parts.build_add_request(new_waves)] if new_waves else [],
-            cursor=json.dumps(files, sort_keys=True),
+            cursor=json.dumps(state, sort_keys=True),
         )
 
     @schedule(

@@ -1,8 +1,12 @@
 """Asset checks guarding the release rules (SPEC §3.1, §3.3, §8.1).
 
 For each protection plan: the protected variant is k-anonymous for the plan's k, its global risk
-is under the spec's threshold, and it carries no direct identifier. For the original wave the
-global risk is checked against the same threshold (a warning: it is what protection must fix).
+is under the spec's threshold, and it carries no direct identifier. These three are blocking
+(severity ERROR): a variant failing one is withheld, no release is written (the protected asset
+enforces this; Dagster's own ``blocking`` flag is not used, because it would also skip the
+evaluation and the report that explain the failure). A record above the individual-risk threshold
+is a warning (severity WARN). For the original wave the global risk is checked against the same
+threshold (a warning: it is what protection must fix).
 
 The checks are declared as ``check_specs`` of the asset they guard and evaluated in the same step,
 so that a check of one wave reads that wave only.
@@ -12,15 +16,17 @@ from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetK
 
 from sdc_dagster.spec import Plan, SurveySpec
 
-RELEASE_CHECKS = ("k_anonymity", "global_risk", "no_direct_identifier")
+RELEASE_CHECKS = ("k_anonymity", "global_risk", "no_direct_identifier", "individual_risk")
 
 
 def release_check_specs(spec: SurveySpec, plan: Plan, asset: AssetKey) -> list[AssetCheckSpec]:
-    """The three release checks of one plan's protected asset."""
+    """The release checks of one plan's protected asset (the outcomes of
+    :func:`sdc_dagster.survey.release_checks`)."""
     descriptions = {
-        "k_anonymity": f"every record's key is shared by at least {plan.k} records (fk >= k, SPEC §3.1)",
-        "global_risk": f"global risk <= {spec.risk.max_global_risk} (SPEC §3.3)",
-        "no_direct_identifier": "no direct identifier column is released (SPEC §8.1)",
+        "k_anonymity": f"blocking: every record's key is shared by at least {plan.k} records (fk >= k, SPEC §3.1)",
+        "global_risk": f"blocking: global risk <= {spec.risk.max_global_risk} (SPEC §3.3)",
+        "no_direct_identifier": "blocking: no direct identifier column is released (SPEC §8.1)",
+        "individual_risk": f"warning: no record with individual risk > {spec.risk.individual_risk_threshold} (SPEC §3.3)",
     }
     return [AssetCheckSpec(name=name, asset=asset, description=descriptions[name]) for name in RELEASE_CHECKS]
 
@@ -31,8 +37,12 @@ def release_check_results(outcomes: dict[str, dict]) -> list[AssetCheckResult]:
         AssetCheckResult(
             check_name=name,
             passed=bool(outcomes[name]["passed"]),
-            severity=AssetCheckSeverity.ERROR,
-            metadata={"value": outcomes[name]["value"], "rule": outcomes[name]["rule"]},
+            severity=AssetCheckSeverity.ERROR if outcomes[name]["blocking"] else AssetCheckSeverity.WARN,
+            metadata={
+                "value": outcomes[name]["value"],
+                "rule": outcomes[name]["rule"],
+                "blocking": outcomes[name]["blocking"],
+            },
         )
         for name in RELEASE_CHECKS
     ]

@@ -1,10 +1,12 @@
 """The survey asset chain, built once per survey spec and partitioned by wave.
 
 raw_microdata -> variable_classification -> key_frequencies -> risk_scores -> risk_contributions
--> protected_<plan> (one asset per protection plan) -> residual_risk, information_loss -> sdc_report
+-> protected_<plan> (one asset per protection plan) -> residual_risk, residual_contributions,
+information_loss -> sdc_report
 
-Each asset reads its inputs, calls one function of :mod:`sdc_dagster.survey` (or the engine), and
-attaches its headline figures as metadata.
+One small factory per asset, grouped by stage (reading, risk, protection, evaluation, report);
+:func:`build_survey_assets` assembles them in chain order. Each asset reads its inputs, calls one
+function of :mod:`sdc_dagster.survey` (or the engine), and attaches its headline figures as metadata.
 """
 
 
@@ -17,7 +19,6 @@ import pandas as pd
 from dagster import (
     AssetExecutionContext,
     AssetIn,
-    AssetRecordsFilter,
     AssetKey,
     AssetsDefinition,
     DataVersion,
@@ -35,16 +36,16 @@ from assets.checks import (
     release_check_results,
     release_check_specs,
 )
-from assets.partitions import wave_partitions
+from assets.partitions import latest_materialization, wave_partitions
 from resources.storage import inputs_dir, landing_dir, releases_dir, reports_dir
 import sdc_dagster
 from sdc_dagster import lineage, risk, survey
 from sdc_dagster.classification import classify_variables
 from sdc_dagster.report import headline_table, render_report, report_plots
-from sdc_dagster.report.plots import boxplot_png, histogram_png
+from sdc_dagster.report.plots import boxplot_png, grouped_bars_png, histogram_png
 from sdc_dagster.schemas import classification_schema, key_frequencies_schema, microdata_schema, risk_scores_schema, validate
 from sdc_dagster.sources import read_wave
-from sdc_dagster.spec import SurveySpec
+from sdc_dagster.spec import Plan, SurveySpec
 
 CODE_VERSION = "1"
 
@@ -73,48 +74,52 @@ def table_markdown(frame: pd.DataFrame) -> MetadataValue:
 
 def raw_source(context: AssetExecutionContext, wave: str) -> dict:
     """Source file metadata (path, snapshot, sha256) of the wave's latest raw_microdata materialisation."""
-    key = [*context.asset_key.path[:-1], "raw_microdata"]
-    records = context.instance.fetch_materializations(
-        AssetRecordsFilter(asset_key=AssetKey(key), asset_partitions=[wave]), limit=1
-    ).records
-    if not records:
-        raise RuntimeError(f"{'/'.join(key)} has no materialisation for wave {wave!r}")
-    metadata = records[0].asset_materialization.metadata
-    return {name: metadata[name].value for name in ("source_file", "source_snapshot", "source_sha256")}
+    key = AssetKey([*context.asset_key.path[:-1], "raw_microdata"])
+    materialization = latest_materialization(context.instance, key, wave)
+    if materialization is None:
+        raise RuntimeError(f"{key.to_user_string()} has no materialisation for wave {wave!r}")
+    return {name: materialization.metadata[name].value for name in ("source_file", "source_snapshot", "source_sha256")}
 
 
 def protected_key(spec: SurveySpec, plan_name: str) -> AssetKey:
     return AssetKey([spec.survey, f"protected_{plan_name}"])
 
 
-@dataclass(frozen=True)
-class SurveyAssets:
-    """The assets of one survey, in chain order."""
-
-    spec: SurveySpec
-    assets: list[AssetsDefinition]
-
-    @property
-    def protected_keys(self) -> list[AssetKey]:
-        return [protected_key(self.spec, p.name) for p in self.spec.plans]
+def _common(spec: SurveySpec) -> dict:
+    """Key prefix, group and wave partitions shared by every asset of the survey."""
+    return dict(key_prefix=[spec.survey], group_name=spec.survey, partitions_def=wave_partitions(spec))
 
 
-def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
-    """Every asset of the survey chain for ``spec``, under key prefix and group ``spec.survey``."""
-    s = spec.survey
-    parts = wave_partitions(spec)
-    common = dict(key_prefix=[s], group_name=s, partitions_def=parts)
-    variables = spec.variables
+def _ins(spec: SurveySpec, *names: str) -> dict[str, AssetIn]:
+    return {n: AssetIn(key=AssetKey([spec.survey, n])) for n in names}
 
-    def ins(*names: str) -> dict[str, AssetIn]:
-        return {n: AssetIn(key=AssetKey([s, n])) for n in names}
 
+def _plan_ins(spec: SurveySpec) -> dict[str, AssetIn]:
+    """Every plan's protected variant as an input named ``protected_<plan>``."""
+    return {f"protected_{p.name}": AssetIn(key=protected_key(spec, p.name)) for p in spec.plans}
+
+
+def _variants(protected: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Plan name -> protected variant, from inputs named ``protected_<plan>``."""
+    return {name.removeprefix("protected_"): frame for name, frame in protected.items()}
+
+
+def decisions_of(spec: SurveySpec, plan_name: str, wave: str) -> list[Path]:
+    """The plan's release decisions of this wave (released or withheld), oldest first (written by
+    its protected asset)."""
+    return lineage.list_decisions(releases_dir(), spec.survey, wave, plan_name)
+
+
+# --- Stage 1: reading and classification -------------------------------------------------------
+
+
+def raw_microdata_asset(spec: SurveySpec) -> AssetsDefinition:
     @asset(
         name="raw_microdata",
         description=f"{spec.title}: one wave as read from the landing folder, validated by the spec's schema.",
         dagster_type=pandera_schema_to_dagster_type(microdata_schema(spec)),
-        code_version=code_version(spec.source, variables),
-        **common,
+        code_version=code_version(spec.source, spec.variables),
+        **_common(spec),
     )
     def raw_microdata(context: AssetExecutionContext):
         wave = read_wave(spec, context.partition_key, landing_dir())
@@ -134,13 +139,17 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
             },
         )
 
+    return raw_microdata
+
+
+def variable_classification_asset(spec: SurveySpec) -> AssetsDefinition:
     @asset(
         name="variable_classification",
-        ins=ins("raw_microdata"),
+        ins=_ins(spec, "raw_microdata"),
         description="Each column's role and scale from the spec, with data-driven suggestions.",
         dagster_type=CLASSIFICATION_TYPE,
-        code_version=code_version(variables),
-        **common,
+        code_version=code_version(spec.variables),
+        **_common(spec),
     )
     def variable_classification(context: AssetExecutionContext, raw_microdata: pd.DataFrame):
         table = validate(classify_variables(raw_microdata, spec), classification_schema, source="variable_classification")
@@ -155,13 +164,20 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         )
         return table
 
+    return variable_classification
+
+
+# --- Stage 2: risk of the original wave --------------------------------------------------------
+
+
+def key_frequencies_asset(spec: SurveySpec) -> AssetsDefinition:
     @asset(
         name="key_frequencies",
-        ins=ins("raw_microdata", "variable_classification"),
+        ins=_ins(spec, "raw_microdata", "variable_classification"),
         description="fk and Fk of every record's key (SPEC §2), computed in DuckDB.",
         dagster_type=KEY_FREQUENCIES_TYPE,
-        code_version=code_version(variables),
-        **common,
+        code_version=code_version(spec.variables),
+        **_common(spec),
     )
     def key_frequencies(
         context: AssetExecutionContext,
@@ -183,14 +199,18 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         )
         return table
 
+    return key_frequencies
+
+
+def risk_scores_asset(spec: SurveySpec) -> AssetsDefinition:
     @asset(
         name="risk_scores",
-        ins=ins("raw_microdata", "key_frequencies"),
+        ins=_ins(spec, "raw_microdata", "key_frequencies"),
         description="Per-record disclosure risk (SPEC §3, §5) with the wave's global figures as metadata.",
         dagster_type=RISK_SCORES_TYPE,
-        code_version=code_version(variables, spec.risk),
-        check_specs=[original_risk_check_spec(spec, AssetKey([s, "risk_scores"]))],
-        **common,
+        code_version=code_version(spec.variables, spec.risk),
+        check_specs=[original_risk_check_spec(spec, AssetKey([spec.survey, "risk_scores"]))],
+        **_common(spec),
     )
     def risk_scores(
         context: AssetExecutionContext, raw_microdata: pd.DataFrame, key_frequencies: pd.DataFrame, duckdb: DuckDBResource
@@ -207,12 +227,16 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         yield Output(table, metadata=metadata)
         yield original_risk_check_result(spec, float(figures["risk"]))
 
+    return risk_scores
+
+
+def risk_contributions_asset(spec: SurveySpec) -> AssetsDefinition:
     @asset(
         name="risk_contributions",
-        ins=ins("raw_microdata", "risk_scores"),
+        ins=_ins(spec, "raw_microdata", "risk_scores"),
         description="Each quasi-identifier's share of each record's risk: Shapley and solidarity values (SPEC §6).",
-        code_version=code_version(variables, spec.risk),
-        **common,
+        code_version=code_version(spec.variables, spec.risk),
+        **_common(spec),
     )
     def risk_contributions(context: AssetExecutionContext, raw_microdata: pd.DataFrame, risk_scores: pd.DataFrame):
         per_record, overall = survey.risk_contributions(raw_microdata, spec)
@@ -231,101 +255,163 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         )
         return {"per_record": per_record, "global": overall}
 
-    def releases_of(plan_name: str, wave: str) -> list[Path]:
-        """The plan's releases of this wave, oldest first (written by its protected asset)."""
-        return lineage.list_releases(releases_dir(), s, wave, plan_name)
+    return risk_contributions
 
-    def plan_asset(plan) -> AssetsDefinition:
-        @asset(
-            name=f"protected_{plan.name}",
-            ins=ins("raw_microdata", "variable_classification"),
-            description=f"Protected variant by plan {plan.name!r}: {plan.description}",
-            code_version=code_version(variables, spec.risk, plan),
-            check_specs=release_check_specs(spec, plan, protected_key(spec, plan.name)),
-            **common,
+
+# --- Stage 3: protection (one asset per plan) --------------------------------------------------
+
+
+def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
+    @asset(
+        name=f"protected_{plan.name}",
+        ins=_ins(spec, "raw_microdata", "variable_classification"),
+        description=(
+            f"Protected variant by plan {plan.name!r}: {plan.description}. Published as a release only "
+            "if its blocking release checks pass; otherwise withheld (kept here for evaluation only)."
+        ),
+        code_version=code_version(spec.variables, spec.risk, plan),
+        check_specs=release_check_specs(spec, plan, protected_key(spec, plan.name)),
+        **_common(spec),
+    )
+    def protected(context: AssetExecutionContext, raw_microdata: pd.DataFrame, variable_classification: pd.DataFrame):
+        wave = context.partition_key
+        result = survey.protect(raw_microdata, spec, plan, wave=wave)
+        validate(result.data, microdata_schema(spec, protected=True), source=f"protected_{plan.name}")
+        checks = survey.release_checks(result.data, spec, plan)
+        failures = survey.blocking_failures(checks)
+        source = raw_source(context, wave)
+        release = lineage.write_release(
+            releases_dir(),
+            survey=spec.survey,
+            wave=wave,
+            plan=plan.name,
+            run_id=context.run_id,
+            protected=result.data,
+            input_file=Path(source["source_snapshot"]),
+            input_sha256=source["source_sha256"],
+            spec_path=spec.spec_path,
+            spec_sha256=spec.spec_hash,
+            plan_definition={"steps": list(plan.steps), "k": plan.k, "random_state": plan.random_state},
+            steps=result.steps,
+            risk={"k_violations": checks["k_anonymity"]["value"], "global_risk": checks["global_risk"]["value"]},
+            loss=survey.headline_loss(raw_microdata, result.data, spec),
+            checks=checks,
+            matrices={key.split(":", 1)[1]: m for key, m in result.artifacts.items() if key.startswith("pram:")},
+            withheld=failures,
         )
-        def protected(context: AssetExecutionContext, raw_microdata: pd.DataFrame, variable_classification: pd.DataFrame):
-            wave = context.partition_key
-            result = survey.protect(raw_microdata, spec, plan, wave=wave)
-            validate(result.data, microdata_schema(spec, protected=True), source=f"protected_{plan.name}")
-            checks = survey.release_checks(result.data, spec, plan)
-            source = raw_source(context, wave)
-            release = lineage.write_release(
-                releases_dir(),
-                survey=s,
-                wave=wave,
-                plan=plan.name,
-                run_id=context.run_id,
-                protected=result.data,
-                input_file=Path(source["source_snapshot"]),
-                input_sha256=source["source_sha256"],
-                spec_path=spec.spec_path,
-                spec_sha256=spec.spec_hash,
-                plan_definition={"steps": list(plan.steps), "k": plan.k, "random_state": plan.random_state},
-                steps=result.steps,
-                risk={"k_violations": checks["k_anonymity"]["value"], "global_risk": checks["global_risk"]["value"]},
-                loss=survey.headline_loss(raw_microdata, result.data, spec),
-                checks=checks,
-                matrices={key.split(":", 1)[1]: m for key, m in result.artifacts.items() if key.startswith("pram:")},
+        if failures:
+            context.log.warning(
+                f"protected_{plan.name} wave {wave} withheld, no release written: "
+                + "; ".join(f"{name}: {why}" for name, why in failures.items())
             )
-            yield Output(
-                result.data,
-                metadata={
-                    "plan": plan.name,
-                    "random_state": plan.random_state,
-                    "steps": MetadataValue.json(result.steps),
-                    "records": len(result.data),
-                    **{f"check_{name}": bool(c["passed"]) for name, c in checks.items()},
-                    "k_violations": checks["k_anonymity"]["value"],
-                    "global_risk": checks["global_risk"]["value"],
-                    "release": MetadataValue.path(str(release.folder)),
-                    "previous_release": release.manifest["previous_release"] or "none",
-                    "manifest": MetadataValue.json(release.manifest),
-                },
-            )
-            yield from release_check_results(checks)
+        yield Output(
+            result.data,
+            metadata={
+                "plan": plan.name,
+                "random_state": plan.random_state,
+                "steps": MetadataValue.json(result.steps),
+                "records": len(result.data),
+                **{f"check_{name}": bool(c["passed"]) for name, c in checks.items()},
+                "k_violations": checks["k_anonymity"]["value"],
+                "global_risk": checks["global_risk"]["value"],
+                "released": release.published,
+                "withheld_because": MetadataValue.json(failures),
+                "warnings": MetadataValue.json(survey.release_warnings(checks)),
+                "release": MetadataValue.path(str(release.folder)),
+                "previous_release": release.manifest["previous_release"] or "none",
+                "manifest": MetadataValue.json(release.manifest),
+            },
+        )
+        yield from release_check_results(checks)
 
-        return protected
+    return protected
 
-    plan_assets = [plan_asset(p) for p in spec.plans]
-    plan_ins = {f"protected_{p.name}": AssetIn(key=protected_key(spec, p.name)) for p in spec.plans}
 
+# --- Stage 4: evaluation of the protected variants ---------------------------------------------
+
+
+def residual_risk_asset(spec: SurveySpec) -> AssetsDefinition:
     @asset(
         name="residual_risk",
-        ins={**ins("raw_microdata"), **plan_ins},
+        ins={**_ins(spec, "raw_microdata"), **_plan_ins(spec)},
         description="Every risk measure recomputed on each protected variant, next to the original.",
-        code_version=code_version(variables, spec.risk),
-        **common,
+        code_version=code_version(spec.variables, spec.risk),
+        **_common(spec),
     )
     def residual_risk(context: AssetExecutionContext, raw_microdata: pd.DataFrame, **protected: pd.DataFrame):
-        variants = {name.removeprefix("protected_"): frame for name, frame in protected.items()}
-        table = survey.residual_risk(raw_microdata, variants, spec)
+        table = survey.residual_risk(raw_microdata, _variants(protected), spec)
         context.add_output_metadata({"table": table_markdown(table.round(6))})
         return table
 
+    return residual_risk
+
+
+def residual_contributions_asset(spec: SurveySpec) -> AssetsDefinition:
+    @asset(
+        name="residual_contributions",
+        ins={**_ins(spec, "risk_contributions"), **_plan_ins(spec)},
+        description=(
+            "Shapley and solidarity contributions of each quasi-identifier recomputed on each protected "
+            "variant (SPEC §6, §5.8), next to the original's: how each plan moved every variable's share."
+        ),
+        code_version=code_version(spec.variables, spec.risk),
+        **_common(spec),
+    )
+    def residual_contributions(context: AssetExecutionContext, risk_contributions: dict, **protected: pd.DataFrame):
+        table = survey.residual_contributions(risk_contributions["global"], _variants(protected), spec)
+        metadata = {}
+        for plan in spec.plans:
+            moved = table.xs(plan.name, level="variant")
+            metadata[f"contributions_{plan.name}"] = table_markdown(moved.round(4))
+            metadata[f"contributions_{plan.name}_plot"] = image_markdown(
+                grouped_bars_png(moved, f"Contributions before and after {plan.name}", ylabel="global contribution"),
+                f"Contributions before and after {plan.name}",
+            )
+        context.add_output_metadata(metadata)
+        return table
+
+    return residual_contributions
+
+
+def information_loss_asset(spec: SurveySpec) -> AssetsDefinition:
     @asset(
         name="information_loss",
-        ins={**ins("raw_microdata"), **plan_ins},
+        ins={**_ins(spec, "raw_microdata"), **_plan_ins(spec)},
         description="Information loss of each protected variant (SPEC §9) and per-record TOPSIS loss (§10).",
-        code_version=code_version(variables),
-        **common,
+        code_version=code_version(spec.variables),
+        **_common(spec),
     )
     def information_loss(context: AssetExecutionContext, raw_microdata: pd.DataFrame, **protected: pd.DataFrame):
-        variants = {name.removeprefix("protected_"): frame for name, frame in protected.items()}
+        variants = _variants(protected)
         wave = context.partition_key
-        matrices = {name: lineage.read_matrices(releases_of(name, wave)[-1]) for name in variants}
+        matrices = {name: lineage.read_matrices(decisions_of(spec, name, wave)[-1]) for name in variants}
         summary, per_record = survey.information_loss(raw_microdata, variants, spec, matrices=matrices)
         context.add_output_metadata({"summary": table_markdown(summary.round(6))})
         return {"summary": summary, "per_record": per_record}
 
+    return information_loss
+
+
+# --- Stage 5: the release report ---------------------------------------------------------------
+
+
+def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
     @asset(
         name="sdc_report",
-        ins=ins("raw_microdata", "risk_scores", "risk_contributions", "residual_risk", "information_loss"),
+        ins=_ins(
+            spec,
+            "raw_microdata",
+            "risk_scores",
+            "risk_contributions",
+            "residual_risk",
+            "residual_contributions",
+            "information_loss",
+        ),
         # The plans' steps, seeds and release checks are read from their release manifests.
         deps=[protected_key(spec, p.name) for p in spec.plans],
         description="One self-contained HTML report per wave comparing the protection plans.",
-        code_version=code_version(variables, spec.risk, spec.plans),
-        **common,
+        code_version=code_version(spec.variables, spec.risk, spec.plans),
+        **_common(spec),
     )
     def sdc_report(
         context: AssetExecutionContext,
@@ -333,6 +419,7 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
         risk_scores: pd.DataFrame,
         risk_contributions: dict,
         residual_risk: pd.DataFrame,
+        residual_contributions: pd.DataFrame,
         information_loss: dict,
     ) -> MaterializeResult:
         wave = context.partition_key
@@ -346,7 +433,8 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
             residual_risk,
             information_loss["summary"],
             information_loss["per_record"],
-            {p.name: releases_of(p.name, wave) for p in spec.plans},
+            {p.name: decisions_of(spec, p.name, wave) for p in spec.plans},
+            residual_contributions=residual_contributions,
         )
         plans = inputs.plans
         path = reports_dir() / spec.survey / f"{wave}.html"
@@ -362,17 +450,35 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
             }
         )
 
+    return sdc_report
+
+
+@dataclass(frozen=True)
+class SurveyAssets:
+    """The assets of one survey, in chain order."""
+
+    spec: SurveySpec
+    assets: list[AssetsDefinition]
+
+    @property
+    def protected_keys(self) -> list[AssetKey]:
+        return [protected_key(self.spec, p.name) for p in self.spec.plans]
+
+
+def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
+    """Every asset of the survey chain for ``spec``, under key prefix and group ``spec.survey``."""
     return SurveyAssets(
         spec=spec,
         assets=[
-            raw_microdata,
-            variable_classification,
-            key_frequencies,
-            risk_scores,
-            risk_contributions,
-            *plan_assets,
-            residual_risk,
-            information_loss,
-            sdc_report,
+            raw_microdata_asset(spec),
+            variable_classification_asset(spec),
+            key_frequencies_asset(spec),
+            risk_scores_asset(spec),
+            risk_contributions_asset(spec),
+            *(protected_asset(spec, plan) for plan in spec.plans),
+            residual_risk_asset(spec),
+            residual_contributions_asset(spec),
+            information_loss_asset(spec),
+            sdc_report_asset(spec),
         ],
     )

@@ -57,8 +57,21 @@ def prepare_demo_waves() -> dict[str, list[str]]:
     return {"testdata": ["2024"], "simulation": ["w1", "w2"]}
 
 
+def release_decision(survey_name: str, wave: str, plan: str) -> str:
+    """"released" or "withheld: <failed blocking checks>" for the plan's latest decision of the wave."""
+    from resources.storage import releases_dir
+    from sdc_dagster import lineage
+
+    decisions = lineage.list_decisions(releases_dir(), survey_name, wave, plan)
+    if not decisions:
+        return ""
+    withheld = lineage.read_manifest(decisions[-1]).get("withheld")
+    return f"withheld: {', '.join(withheld)}" if withheld else "released"
+
+
 def wave_summary(survey_name: str, wave: str) -> str:
-    """Headline figures of one materialised wave, read back from the stored Parquet outputs."""
+    """Headline figures of one materialised wave, read back from the stored Parquet outputs, with
+    each plan's release decision."""
     from resources.storage import reports_dir, stored_output
 
     residual = stored_output([survey_name, "residual_risk"], wave)
@@ -66,6 +79,9 @@ def wave_summary(survey_name: str, wave: str) -> str:
     table = residual[["global_risk", "expected_reidentifications", "k3_violations", "suppressed_values"]].join(
         loss[["lambda_arctan", "topsis_mean"]], how="left"
     )
+    table["release"] = [
+        "" if variant == "original" else release_decision(survey_name, wave, variant) for variant in table.index
+    ]
     report = reports_dir() / survey_name / f"{wave}.html"
     return f"{table.to_string(float_format=lambda v: f'{v:.6g}')}\n   report: {report}"
 

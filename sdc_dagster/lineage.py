@@ -2,6 +2,8 @@
 
 Every protected output is written as a *release*: ``<releases>/<survey>/<wave>/<plan>/<run_id>/``
 holding ``protected.parquet``, ``manifest.json`` and ``spec.yaml`` (the exact spec text used).
+A variant that fails a blocking release check is *withheld*: its run folder holds ``withheld.json``
+(the same record, naming the failed checks, without an output) and no protected file.
 A manifest records the input file and its hash, the spec and its hash, the package versions, every
 protection step with its parameters and seed, the headline risk and loss figures, the release
 checks, the run id and the previous release of the same wave and plan. Earlier releases are never
@@ -24,6 +26,7 @@ import pandas as pd
 from sdc_dagster.sources import file_sha256 as sha256_file
 
 MANIFEST = "manifest.json"
+WITHHELD = "withheld.json"
 PROTECTED = "protected.parquet"
 SPEC_COPY = "spec.yaml"
 PACKAGES = ("sdc-dagster", "dagster", "pandas", "numpy", "duckdb", "pyarrow", "scipy", "pandera")
@@ -31,6 +34,14 @@ PACKAGES = ("sdc-dagster", "dagster", "pandas", "numpy", "duckdb", "pyarrow", "s
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def spec_text_sha256(data: bytes) -> str:
+    """The hash of a spec file's bytes as :func:`sdc_dagster.spec.load_spec` records it in
+    ``SurveySpec.spec_hash``: sha256 of the UTF-8 text with newlines read as ``Path.read_text``
+    reads them (universal newlines)."""
+    text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    return sha256_bytes(text.encode())
 
 
 def snapshot_input(path: Path, sha256: str, inputs: Path) -> Path:
@@ -75,13 +86,20 @@ class Release:
     folder: Path
     manifest: dict
 
+    @property
+    def published(self) -> bool:
+        """Whether the protected file was released (False: withheld by a blocking check)."""
+        return "withheld" not in self.manifest
+
 
 def release_root(releases: Path, survey: str, wave: str, plan: str) -> Path:
     return Path(releases) / survey / wave / plan
 
 
 def read_manifest(folder: Path) -> dict:
-    return json.loads((Path(folder) / MANIFEST).read_text())
+    """The manifest of a release folder, or the record of a withheld variant."""
+    folder = Path(folder)
+    return json.loads((folder / (MANIFEST if (folder / MANIFEST).is_file() else WITHHELD)).read_text())
 
 
 def read_matrices(folder: Path) -> dict[str, pd.DataFrame]:
@@ -93,11 +111,21 @@ def read_matrices(folder: Path) -> dict[str, pd.DataFrame]:
     }
 
 
-def list_releases(releases: Path, survey: str, wave: str, plan: str) -> list[Path]:
-    """Release folders of one wave and plan, oldest first (by the manifest's sequence number)."""
+def _run_folders(releases: Path, survey: str, wave: str, plan: str, records: tuple[str, ...]) -> list[Path]:
     root = release_root(releases, survey, wave, plan)
-    folders = [p for p in root.iterdir() if (p / MANIFEST).is_file()] if root.is_dir() else []
+    folders = [p for p in root.iterdir() if any((p / r).is_file() for r in records)] if root.is_dir() else []
     return sorted(folders, key=lambda p: read_manifest(p)["sequence"])
+
+
+def list_releases(releases: Path, survey: str, wave: str, plan: str) -> list[Path]:
+    """Published release folders of one wave and plan, oldest first (by the manifest's sequence number)."""
+    return _run_folders(releases, survey, wave, plan, (MANIFEST,))
+
+
+def list_decisions(releases: Path, survey: str, wave: str, plan: str) -> list[Path]:
+    """Run folders of one wave and plan, released or withheld, oldest first: the last one is the
+    outcome of the plan's latest materialisation."""
+    return _run_folders(releases, survey, wave, plan, (MANIFEST, WITHHELD))
 
 
 def write_release(
@@ -118,15 +146,30 @@ def write_release(
     loss: dict,
     checks: dict,
     matrices: dict[str, pd.DataFrame] | None = None,
+    withheld: dict[str, str] | None = None,
 ) -> Release:
     """Write the protected file, the spec text, the PRAM transition matrices used (``matrices``:
-    variable -> forward matrix, rows = original category) and the manifest of a new release."""
+    variable -> forward matrix, rows = original category) and the manifest of a new release.
+
+    ``withheld``: the failed blocking checks ({check: why}); when given, the variant is not
+    released: no protected file is written and the record is ``withheld.json`` (``output`` null,
+    ``withheld`` naming the checks), so that no audit or reader takes it for a release.
+    ``sequence`` counts every decision of the wave and plan; ``previous_release`` is the last
+    published release. ``spec_sha256`` is the hash of the spec as loaded (``SurveySpec.spec_hash``):
+    a spec file changed since then raises, since its copy would not be the spec that was used."""
     earlier = list_releases(releases, survey, wave, plan)
     previous = read_manifest(earlier[-1]) if earlier else None
+    decisions = list_decisions(releases, survey, wave, plan)
     folder = release_root(releases, survey, wave, plan) / run_id
-    payload = parquet_bytes(protected)
-    _atomic_write(folder / PROTECTED, payload)
     spec_text = Path(spec_path).read_bytes()
+    if spec_text_sha256(spec_text) != spec_sha256:
+        raise RuntimeError(
+            f"{spec_path} changed since the spec was loaded (its hash is no longer {spec_sha256}): the release "
+            "would store a spec copy other than the one used; reload the code location and rerun"
+        )
+    payload = None if withheld else parquet_bytes(protected)
+    if payload is not None:
+        _atomic_write(folder / PROTECTED, payload)
     _atomic_write(folder / SPEC_COPY, spec_text)
     artifacts = {}
     for variable, matrix in (matrices or {}).items():
@@ -139,13 +182,15 @@ def write_release(
         "wave": wave,
         "plan": plan,
         "run_id": run_id,
-        "sequence": (previous["sequence"] + 1) if previous else 1,
+        "sequence": (read_manifest(decisions[-1])["sequence"] + 1) if decisions else 1,
         "previous_release": previous["run_id"] if previous else None,
         "input": {"file": str(input_file), "sha256": input_sha256},
         "spec": {"file": str(spec_path), "sha256": spec_sha256, "copy": SPEC_COPY, "plan": plan_definition},
         "packages": package_versions(),
         "steps": steps,
-        "output": {
+        "output": None
+        if withheld
+        else {
             "file": PROTECTED,
             "sha256": sha256_bytes(payload),
             "records": int(len(protected)),
@@ -156,7 +201,10 @@ def write_release(
         "checks": checks,
         "pram_matrices": artifacts,
     }
-    _atomic_write(folder / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True, default=_json_default).encode())
+    if withheld:
+        manifest["withheld"] = dict(withheld)
+    record = WITHHELD if withheld else MANIFEST
+    _atomic_write(folder / record, json.dumps(manifest, indent=2, sort_keys=True, default=_json_default).encode())
     return Release(folder=folder, manifest=manifest)
 
 
@@ -177,16 +225,19 @@ class Verification:
     input_intact: bool
     byte_identical: bool
     detail: str
+    spec_copy_intact: bool = True
 
     @property
     def ok(self) -> bool:
-        return self.stored_file_intact and self.input_intact and self.byte_identical
+        return self.stored_file_intact and self.input_intact and self.spec_copy_intact and self.byte_identical
 
 
 def verify_release(folder: Path, recompute) -> Verification:
-    """Check a release: the stored file still has the recorded hash, the input file still has its
-    recorded hash, and ``recompute(input_file, spec_copy, manifest) -> DataFrame`` reproduces the
-    stored bytes exactly (the recomputation runs in memory, nothing is written to the release)."""
+    """Check a release: the stored file still has the recorded hash, the input file and the stored
+    spec copy still have theirs, and ``recompute(input_file, spec_copy, manifest) -> DataFrame``
+    reproduces the stored bytes exactly (the recomputation runs in memory, nothing is written to
+    the release). The spec copy is what the recomputation reads, so it is hashed itself rather
+    than trusting the hash recorded when the spec was loaded."""
     folder = Path(folder)
     manifest = read_manifest(folder)
     stored = folder / manifest["output"]["file"]
@@ -195,6 +246,15 @@ def verify_release(folder: Path, recompute) -> Verification:
     input_ok = input_file.is_file() and sha256_file(input_file) == manifest["input"]["sha256"]
     if not input_ok:
         return Verification(manifest, stored_ok, False, False, f"input file {input_file} is missing or changed")
+    spec_copy = folder / manifest["spec"]["copy"]
+    spec_ok = spec_copy.is_file() and spec_text_sha256(spec_copy.read_bytes()) == manifest["spec"]["sha256"]
+    if not spec_ok:
+        return Verification(
+            manifest, stored_ok, True, False,
+            f"the stored spec copy {spec_copy} is missing or differs from the spec hash in its manifest "
+            "(edited or damaged)",
+            spec_copy_intact=False,
+        )
     recomputed = parquet_bytes(recompute(input_file, folder / SPEC_COPY, manifest))
     identical = stored.is_file() and recomputed == stored.read_bytes()
     if identical and stored_ok:

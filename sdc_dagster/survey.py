@@ -85,6 +85,45 @@ def risk_contributions(data: pd.DataFrame, spec: SurveySpec) -> tuple[pd.DataFra
     return pd.DataFrame(per_record, index=data.index), pd.DataFrame(overall)
 
 
+def residual_contributions(
+    before: pd.DataFrame, protected: dict[str, pd.DataFrame], spec: SurveySpec
+) -> pd.DataFrame:
+    """How each plan moved every quasi-identifier's share of the risk (SPEC §6.5–6.6, §5.8).
+
+    ``before``: the wave's global contributions (the ``global`` table of :func:`risk_contributions`,
+    index: variables; columns ``shapley``, ``solidarity``). For each protected variant the risk
+    games are played again on the released values (missing values from local suppression match
+    any value, SPEC §5.8), in one pass for both values, with the quasi-identifiers the variant
+    still releases (a variable a plan removed has no contribution after it: NA).
+
+    Returns
+    -------
+    DataFrame indexed by (``variant``, ``variable``) with columns ``shapley_before``,
+    ``shapley_after``, ``solidarity_before``, ``solidarity_after``: global contributions, which sum
+    to 1 over the variables while some record is unsafe and are all 0 when none is (SPEC §6.6).
+    """
+    tables = {}
+    for name, frame in protected.items():
+        results = contribution.contribution_values(
+            frame,
+            [c for c in spec.categorical_keys if c in frame.columns],
+            [c for c in spec.continuous_keys if c in frame.columns],
+            spec.precision,
+            k=spec.risk.k,
+            weight=spec.weight if spec.weight in frame.columns else None,
+            values=("shapley", "solidarity"),
+        )
+        table = pd.DataFrame(index=before.index)
+        for value in ("shapley", "solidarity"):
+            table[f"{value}_before"] = before[value]
+            table[f"{value}_after"] = results[value][1].reindex(before.index)
+        tables[name] = table
+    columns = [f"{value}_{when}" for value in ("shapley", "solidarity") for when in ("before", "after")]
+    if not tables:
+        return pd.DataFrame(columns=columns, index=pd.MultiIndex.from_tuples([], names=["variant", "variable"]))
+    return pd.concat(tables, names=["variant", "variable"])[columns]
+
+
 def direct_identifiers(spec: SurveySpec) -> list[str]:
     """Variables the spec marks as direct identifiers (removed before release, SPEC §8.1)."""
     return spec.names("direct_identifier")
@@ -110,35 +149,71 @@ def protect(data: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: str) -> P
 
 
 def release_checks(protected: pd.DataFrame, spec: SurveySpec, plan: Plan) -> dict[str, dict]:
-    """The release rules for a protected variant: {check: {"passed": bool, "value": ..., "rule": str}}.
+    """The release rules for a protected variant:
+    ``{check: {"passed": bool, "value": ..., "rule": str, "blocking": bool}}``.
 
-    * ``k_anonymity``: no record with fk < k (SPEC §3.1, missing values matching any value, §2.4);
+    Blocking rules (a variant failing one is not released):
+
+    * ``k_anonymity``: no record with fk < k for the plan's k (SPEC §3.1, missing values matching
+      any value, §2.4);
     * ``global_risk``: global risk (SPEC §3.3) at most ``risk.max_global_risk``;
-    * ``no_direct_identifier``: no column the spec marks as a direct identifier.
+    * ``no_direct_identifier``: no column the spec marks as a direct identifier (SPEC §8.1).
+
+    Warning (reported, not blocking):
+
+    * ``individual_risk``: no record whose individual risk exceeds ``risk.individual_risk_threshold``
+      (count of records above a threshold, SPEC §3.3).
     """
     keys = [k for k in spec.categorical_keys if k in protected.columns]
     weight = spec.weight if spec.weight in protected.columns else None
     table = risk.risk_table(protected, keys, weight=weight) if keys else None
     violations = int((table["fk"] < plan.k).sum()) if keys else 0
     global_risk = risk.summarise_risk(table)["risk"] if keys else 0.0
+    threshold = spec.risk.individual_risk_threshold
+    risky = risk.risk_above_threshold(table["risk"], threshold) if keys else 0
     identifiers = [c for c in direct_identifiers(spec) if c in protected.columns]
     return {
         "k_anonymity": {
             "passed": violations == 0,
             "value": int(violations),
             "rule": f"every record's key is shared by at least k={plan.k} records",
+            "blocking": True,
         },
         "global_risk": {
             "passed": global_risk <= spec.risk.max_global_risk,
             "value": global_risk,
             "rule": f"global risk <= {spec.risk.max_global_risk}",
+            "blocking": True,
         },
         "no_direct_identifier": {
             "passed": not identifiers,
             "value": ", ".join(identifiers),
             "rule": "no direct identifier column is released",
+            "blocking": True,
+        },
+        "individual_risk": {
+            "passed": risky == 0,
+            "value": int(risky),
+            "rule": f"no record with individual risk > {threshold}",
+            "blocking": False,
         },
     }
+
+
+def _check_outcome(check: dict) -> str:
+    """Why a release check failed: its rule and the value found."""
+    return f"{check['rule']} (found: {check['value']})"
+
+
+def blocking_failures(checks: dict[str, dict]) -> dict[str, str]:
+    """The failed blocking checks of :func:`release_checks` outcomes: {check: why}. A variant with
+    any is withheld. Outcomes recorded without a ``blocking`` flag count as blocking."""
+    return {name: _check_outcome(c) for name, c in checks.items() if not c["passed"] and c.get("blocking", True)}
+
+
+def release_warnings(checks: dict[str, dict]) -> dict[str, str]:
+    """The failed non-blocking checks of :func:`release_checks` outcomes: {check: why}."""
+    return {name: _check_outcome(c) for name, c in checks.items() if not c["passed"] and not c.get("blocking", True)}
 
 
 def residual_risk(original: pd.DataFrame, protected: dict[str, pd.DataFrame], spec: SurveySpec) -> pd.DataFrame:
@@ -307,19 +382,27 @@ def plan_summary(
     loss_summary: pd.DataFrame,
     loss_per_record: pd.DataFrame,
     release: dict | None = None,
+    *,
+    contributions: pd.DataFrame | None = None,
 ) -> PlanSummary:
-    """What the report shows of one plan: its steps, residual risk, loss and release checks."""
+    """What the report shows of one plan: its steps, residual risk, loss, release checks (outcomes
+    of :func:`release_checks`), the release decision and, when given, the variables' global
+    contributions before and after the plan (a :func:`residual_contributions` table)."""
     loss_row = loss_summary.loc[plan.name].dropna().to_dict() if plan.name in loss_summary.index else {}
     topsis = loss_per_record.get(f"{plan.name}_topsis", pd.Series(dtype=float)).dropna()  # NaN: not released
     passed = {name: bool(c["passed"]) for name, c in checks.items()}
+    withheld = blocking_failures(checks)
     return PlanSummary(
         steps=steps,
         residual_risk=residual.loc[plan.name].dropna().to_dict(),
         loss={k: float(v) for k, v in loss_row.items()},
         topsis=topsis,
         checks=passed,
-        releasable=all(passed.values()),
+        releasable=not withheld,
         release=release,
+        withheld_because=withheld,
+        warnings=release_warnings(checks),
+        contributions=contributions,
     )
 
 
@@ -334,22 +417,33 @@ def report_inputs(
     loss_summary: pd.DataFrame,
     loss_per_record: pd.DataFrame,
     releases: dict[str, list[Path]],
+    *,
+    residual_contributions: pd.DataFrame | None = None,
 ) -> ReportInputs:
     """Gather the wave's results into the report's inputs. Each plan's steps (with their seeds) and
-    release checks come from the manifest of its latest release (``releases``: plan -> release
-    folders, oldest first), which the report links together with the release it supersedes."""
+    release checks come from the record of its latest release decision (``releases``: plan -> run
+    folders from :func:`~sdc_dagster.lineage.list_decisions`, oldest first). A released plan is
+    linked to its manifest and to the release it supersedes; a withheld plan has no link and names
+    the blocking checks it failed. ``residual_contributions``: the :func:`residual_contributions`
+    table of the wave, split by plan for the report."""
     plans = {}
     for p in spec.plans:
-        folders = releases[p.name]
-        manifest = lineage.read_manifest(folders[-1])
-        link = {
-            "run_id": manifest["run_id"],
-            "folder": str(folders[-1]),
-            "previous_release": manifest["previous_release"],
-            "previous_folder": str(folders[-2]) if len(folders) > 1 else None,
-        }
+        folder = releases[p.name][-1]
+        manifest = lineage.read_manifest(folder)
+        link = None
+        if "withheld" not in manifest:
+            previous = manifest["previous_release"]
+            link = {
+                "run_id": manifest["run_id"],
+                "folder": str(folder),
+                "previous_release": previous,
+                "previous_folder": str(folder.parent / previous) if previous else None,
+            }
+        moved = None
+        if residual_contributions is not None:
+            moved = residual_contributions.xs(p.name, level="variant")
         plans[p.name] = plan_summary(
-            p, manifest["steps"], manifest["checks"], residual, loss_summary, loss_per_record, link
+            p, manifest["steps"], manifest["checks"], residual, loss_summary, loss_per_record, link, contributions=moved
         )
     return ReportInputs(
         survey=spec.survey,

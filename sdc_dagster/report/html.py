@@ -17,7 +17,7 @@ import pandas as pd
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.loss.topsis import topsis_summary
 from sdc_dagster.report.inputs import ReportInputs
-from sdc_dagster.report.plots import boxplot_png, histogram_png, histograms_png, risk_utility_map_png
+from sdc_dagster.report.plots import boxplot_png, grouped_bars_png, histogram_png, histograms_png, risk_utility_map_png
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1100px;
@@ -101,6 +101,14 @@ def contribution_boxplots(inputs: ReportInputs) -> dict[str, bytes]:
             for value, frame in (inputs.contributions_per_record or {}).items()}
 
 
+def contribution_change_plots(inputs: ReportInputs) -> dict[str, bytes]:
+    """PNG bar charts, one per plan with contributions: each variable's global contribution to the
+    risk (SPEC §6.6) before and after the plan."""
+    return {name: grouped_bars_png(plan.contributions, f"Contributions to the risk before and after {name}",
+                                   ylabel="global contribution")
+            for name, plan in inputs.plans.items() if plan.contributions is not None}
+
+
 def topsis_histograms(inputs: ReportInputs) -> bytes:
     """PNG of the per-record TOPSIS losses of every plan, overlaid on a common bin grid."""
     return histograms_png({name: plan.topsis for name, plan in inputs.plans.items()},
@@ -125,6 +133,7 @@ def report_plots(inputs: ReportInputs) -> dict[str, bytes]:
     if combined is not None:
         plots["combined_risk_histogram"] = combined
     plots.update({f"{value}_boxplot": png for value, png in contribution_boxplots(inputs).items()})
+    plots.update({f"contributions_{name}": png for name, png in contribution_change_plots(inputs).items()})
     if inputs.plans:
         plots["topsis_histograms"] = topsis_histograms(inputs)
         plots["risk_utility_map"] = risk_utility_map(inputs)
@@ -195,6 +204,30 @@ def _release_note(release: dict | None) -> str:
     return text + ".</p>"
 
 
+def decision_table(inputs: ReportInputs) -> pd.DataFrame:
+    """The release decision of each plan: ``decision`` ("released" or "withheld"),
+    ``blocking_checks_failed`` (each failed blocking check with its rule and the value found) and
+    ``warnings`` (failed non-blocking checks)."""
+    def reasons(failed: dict) -> str:
+        return "; ".join(f"{check}: {why}" for check, why in failed.items()) or "none"
+
+    return pd.DataFrame(
+        {"decision": ["released" if plan.releasable else "withheld" for plan in inputs.plans.values()],
+         "blocking_checks_failed": [reasons(plan.withheld_because) for plan in inputs.plans.values()],
+         "warnings": [reasons(plan.warnings) for plan in inputs.plans.values()]},
+        index=pd.Index(list(inputs.plans), name="plan"),
+    )
+
+
+def _contributions_section(inputs: ReportInputs) -> str:
+    plots = contribution_change_plots(inputs)
+    return "".join(
+        f"<h3>{html.escape(name)}</h3>" + _table(plan.contributions, index_label="variable")
+        + _figure(plots[name], f"Global contributions before and after {name}")
+        for name, plan in inputs.plans.items() if plan.contributions is not None
+    )
+
+
 def _topsis_summary_table(inputs: ReportInputs) -> pd.DataFrame:
     columns = {}
     for name, plan in inputs.plans.items():
@@ -207,8 +240,10 @@ def render_report(inputs: ReportInputs) -> str:
     """The release report as one self-contained HTML document.
 
     Sections: headline table; risk before and after each plan (global, k-anonymity,
-    household); release checks; protection steps; contributions of the key variables
-    (global Shapley / solidarity values and per-record box plots); every information-loss
+    household); release checks and the release decision of each plan (withheld plans name the
+    blocking checks they failed); protection steps; contributions of the key variables
+    (global Shapley / solidarity values and per-record box plots) and, per plan, how the plan
+    moved each variable's contribution (table and bar chart); every information-loss
     measure per plan with the distribution of the TOPSIS losses (SPEC §10); plots of the
     individual risk, the TOPSIS losses and the risk-utility map.
 
@@ -241,6 +276,10 @@ def render_report(inputs: ReportInputs) -> str:
     sections.append("".join(figures))
     if inputs.plans:
         sections += ["<h2>Release checks</h2>", _table(_by_plan(inputs, "checks"), index_label="check"),
+                     "<h3>Release decision</h3>",
+                     "<p>A plan failing a blocking check is withheld: no protected file and no release "
+                     "manifest are published for it.</p>",
+                     _table(decision_table(inputs)),
                      "<h2>Protection steps</h2>", _steps_section(inputs)]
     if inputs.contributions_global is not None or inputs.contributions_per_record:
         sections.append("<h2>Contributions of the key variables to the risk</h2>")
@@ -248,6 +287,8 @@ def render_report(inputs: ReportInputs) -> str:
             sections.append(_table(inputs.contributions_global, index_label="variable"))
         sections.append("".join(_figure(png, f"{value.capitalize()} values per record and variable")
                                 for value, png in contribution_boxplots(inputs).items()))
+    if any(plan.contributions is not None for plan in inputs.plans.values()):
+        sections += ["<h2>Contributions to the residual risk after each plan</h2>", _contributions_section(inputs)]
     if inputs.plans:
         sections += [
             "<h2>Information loss</h2>", _table(_by_plan(inputs, "loss"), index_label="measure"),

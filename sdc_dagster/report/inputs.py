@@ -25,10 +25,19 @@ class PlanSummary:
     checks : dict
         ``{release check name: passed}``.
     releasable : bool
-        Whether the plan passes every release check.
+        Whether the plan passes every blocking release check (a plan that does not is withheld).
     release : dict or None
         The release this plan's output was written as: ``run_id``, ``folder`` (of its manifest)
-        and ``previous_release`` / ``previous_folder`` (the release it supersedes, if any).
+        and ``previous_release`` / ``previous_folder`` (the release it supersedes, if any);
+        None when the variant was withheld.
+    withheld_because : dict
+        ``{blocking check name: why it failed}``; empty for a releasable plan.
+    warnings : dict
+        ``{non-blocking check name: why it failed}``.
+    contributions : DataFrame or None
+        The variables' global contributions to the risk (SPEC §6.6) before and after the plan:
+        index = variables, columns ``<value>_before`` and ``<value>_after`` for each value
+        (e.g. "shapley", "solidarity").
     """
 
     steps: list[dict]
@@ -38,6 +47,9 @@ class PlanSummary:
     checks: dict
     releasable: bool
     release: dict | None = None
+    withheld_because: dict = field(default_factory=dict)
+    warnings: dict = field(default_factory=dict)
+    contributions: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -167,3 +167,24 @@ def risk_utility_map_png(points: pd.DataFrame, title: str = "Risk-utility map") 
     axes.set_xlabel("residual global risk")
     axes.set_ylabel("mean TOPSIS information loss")
     return _to_png(figure)
+
+
+def grouped_bars_png(frame: pd.DataFrame, title: str, *, ylabel: str = "") -> bytes:
+    """Grouped bar chart as PNG bytes: one group per row of ``frame`` (e.g. a variable), one bar
+    per column (e.g. its contribution before and after protection); NA drawn as no bar."""
+    figure = Figure(figsize=(max(_FIGSIZE[0], 0.9 * len(frame)), _FIGSIZE[1]))
+    axes = figure.add_subplot()
+    values = frame.apply(pd.to_numeric, errors="coerce").astype(float)
+    if len(values) and values.notna().any().any():
+        positions = np.arange(len(values))
+        width = 0.8 / max(len(values.columns), 1)
+        for n, column in enumerate(values.columns):
+            axes.bar(positions + (n - (len(values.columns) - 1) / 2) * width, values[column].to_numpy(),
+                     width=width, label=str(column))
+        axes.set_xticks(positions, [str(i) for i in values.index], rotation=30 if len(values) > 6 else 0)
+        axes.legend(fontsize="small")
+    else:
+        _empty_note(axes)
+    axes.set_title(title)
+    axes.set_ylabel(ylabel)
+    return _to_png(figure)

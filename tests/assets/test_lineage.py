@@ -5,6 +5,7 @@ import json
 import shutil
 
 import pandas as pd
+import pytest
 import yaml
 from dagster import AssetKey
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
@@ -13,6 +14,7 @@ from dagster._core.loader import LoadingContextForTest
 from sdc_dagster import lineage
 from sdc_dagster.cli import run_audit
 from sdc_dagster.definitions import build_definitions
+from sdc_dagster.spec import load_spec
 
 WAVE = "2024"
 
@@ -106,4 +108,34 @@ def test_changed_plan_parameter_marks_exactly_its_dependents_stale(sdc_home, tes
     assert job.execute_in_process(
         partition_key=WAVE, instance=instance, asset_selection=[AssetKey(["testdata", "protected_recode_suppress"])]
     ).success
-    assert stale() == {"residual_risk", "information_loss", "sdc_report"}
+    assert stale() == {"residual_risk", "residual_contributions", "information_loss", "sdc_report"}
+
+
+def test_audit_fails_naming_an_edited_spec_copy(sdc_home, testdata_only_specs, instance, capsys):
+    run_wave(testdata_only_specs, sdc_home, instance)
+    folder = releases(sdc_home, "suppress_k3")[-1]
+    copy = folder / "spec.yaml"
+    manifest = lineage.read_manifest(folder)
+    # The copy's recorded hash is SurveySpec.spec_hash, computed by load_spec from the original.
+    assert manifest["spec"]["sha256"] == load_spec(testdata_only_specs / "testdata.yaml").spec_hash
+    assert run_audit(WAVE, plan="suppress_k3") == 0
+    capsys.readouterr()
+
+    # An edit that leaves the plan's output unchanged: only the copy's hash can catch it.
+    copy.write_text(copy.read_text().replace("title:", "# edited after release\ntitle:", 1))
+    assert run_audit(WAVE, plan="suppress_k3") == 1
+    out = capsys.readouterr().out
+    assert f"audit FAILED: the stored spec copy {copy} is missing or differs from the spec hash" in out
+
+
+def test_release_refuses_a_spec_file_changed_since_it_was_loaded(sdc_home, testdata_only_specs, instance):
+    path = testdata_only_specs / "testdata.yaml"
+    spec = load_spec(path)
+    path.write_text(path.read_text() + "\n# edited after loading\n")
+    with pytest.raises(RuntimeError, match="changed since the spec was loaded"):
+        lineage.write_release(
+            sdc_home / "releases", survey="testdata", wave=WAVE, plan="suppress_k3", run_id="r1",
+            protected=pd.DataFrame({"a": [1]}), input_file=path, input_sha256="x", spec_path=path,
+            spec_sha256=spec.spec_hash, plan_definition={}, steps=[], risk={}, loss={}, checks={},
+        )
+    assert not (sdc_home / "releases").exists()

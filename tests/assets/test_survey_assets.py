@@ -9,6 +9,7 @@ from dagster import AssetKey
 from sdc_dagster import lineage
 from sdc_dagster.definitions import build_definitions
 from sdc_dagster.loss import ebil
+from sdc_dagster.spec import load_spec
 
 TESTDATA_ASSETS = [
     "raw_microdata",
@@ -20,9 +21,14 @@ TESTDATA_ASSETS = [
     "protected_recode_suppress",
     "protected_perturb",
     "residual_risk",
+    "residual_contributions",
     "information_loss",
     "sdc_report",
 ]
+
+
+def spec_keys(specs):
+    return load_spec(specs / "testdata.yaml").categorical_keys
 
 
 def land(home, survey, wave, source):
@@ -68,6 +74,23 @@ def test_whole_chain_on_testdata(sdc_home, testdata_only_specs, instance):
     assert residual.loc["original", "k3_violations"] == 281
     assert residual.loc["perturb", "record_linkage_risk"] < 1  # microaggregated continuous keys
     assert residual.loc["perturb", "interval_risk"] >= 0
+    # Contributions after each plan (SPEC §6.6). Before: the wave's own global contributions.
+    moved = pd.read_parquet(store / "residual_contributions" / "2024.parquet")
+    before = pd.read_parquet(store / "risk_contributions" / "2024" / "global.parquet")
+    for plan in ("suppress_k3", "recode_suppress", "perturb"):
+        table = moved.xs(plan, level="variant")
+        for value in ("shapley", "solidarity"):
+            assert table[f"{value}_before"].to_numpy() == pytest.approx(before[value].to_numpy(), abs=0)
+            # efficiency: the global contributions sum to 1 while some record is unsafe, else 0
+            assert table[f"{value}_after"].sum() == pytest.approx(1.0) or table[f"{value}_after"].sum() == 0
+    # After local suppression to 3-anonymity every categorical sub-combination has frequency >= 3
+    # (a record's key is compatible with at least 3 records, and so is any part of it): the
+    # categorical keys are null players of every risk game. Shapley gives them 0 (null-player
+    # axiom); solidarity need not (it has the A-null-player axiom instead) but treats these
+    # symmetric players equally (SPEC §6.3, §6.4).
+    after = moved.xs("suppress_k3", level="variant").loc[spec_keys(testdata_only_specs)]
+    assert (after["shapley_after"] == 0).all() and (after["shapley_before"] > 0).any()
+    assert after["solidarity_after"].to_numpy() == pytest.approx(after["solidarity_after"].iloc[0], rel=1e-12)
     loss = pd.read_parquet(store / "information_loss" / "2024" / "summary.parquet")
     assert 0 < loss.loc["perturb", "sse_tss"] < 1 and loss.loc["perturb", "ebil_water"] > 0
     # EBIL uses the PRAM matrix the plan recorded in its release (SPEC §9.8).

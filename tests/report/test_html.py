@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.report import headline_table, render_report, report_plots
+from sdc_dagster.report import decision_table, headline_table, render_report, report_plots
 from sdc_dagster.report.inputs import ReportInputs
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -87,3 +87,39 @@ def test_report_renders_in_headless_chromium(report_inputs, tmp_path):
             assert all(url.startswith(("file://", "data:")) for url in requests), requests
         finally:
             browser.close()
+
+
+def test_decision_table_names_the_failed_blocking_checks(report_inputs):
+    plans = dict(report_inputs.plans)
+    pram = plans["recode+pram"]
+    plans["recode+pram"] = type(pram)(
+        steps=pram.steps, residual_risk=pram.residual_risk, loss=pram.loss, topsis=pram.topsis, checks=pram.checks,
+        releasable=False, withheld_because={"k_anonymity_3": "fk >= 3 for every record (found: 11)"},
+        warnings={"individual_risk": "no record with risk > 0.05 (found: 2)"},
+    )
+    inputs = ReportInputs(**{**report_inputs.__dict__, "plans": plans})
+    table = decision_table(inputs)
+    assert table.loc["suppression"].tolist() == ["released", "none", "none"]
+    assert table.loc["recode+pram"].tolist() == [
+        "withheld", "k_anonymity_3: fk >= 3 for every record (found: 11)", "individual_risk: no record with risk > 0.05 (found: 2)"
+    ]
+    page = render_report(inputs)
+    assert "Release decision" in page and "k_anonymity_3: fk &gt;= 3 for every record (found: 11)" in page
+
+
+def test_contributions_before_and_after_each_plan(report_inputs):
+    moved = pd.DataFrame(
+        {"shapley_before": [0.5, 0.3, 0.2], "shapley_after": [0.0, 0.6, 0.4],
+         "solidarity_before": [0.4, 0.3, 0.3], "solidarity_after": [0.2, 0.45, 0.35]},
+        index=pd.Index(["age", "sex", "region"], name="variable"),
+    )
+    plans = dict(report_inputs.plans)
+    plans["suppression"] = type(plans["suppression"])(**{**plans["suppression"].__dict__, "contributions": moved})
+    inputs = ReportInputs(**{**report_inputs.__dict__, "plans": plans})
+    plots = report_plots(inputs)
+    assert set(plots) - set(report_plots(report_inputs)) == {"contributions_suppression"}
+    assert plots["contributions_suppression"].startswith(b"\x89PNG")
+    page = render_report(inputs)
+    section = page[page.index("Contributions to the residual risk after each plan"):page.index("Information loss")]
+    assert "shapley_after" in section and "<td>0.6000</td>" in section
+    assert section.count('src="data:image/png;base64,') == 1

@@ -1,0 +1,144 @@
+"""Blocking release checks: a variant that fails one is withheld (no protected file, no release
+manifest), the report names the failed check and why, and warnings stay warnings."""
+
+import dataclasses
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from dagster import AssetCheckSeverity, AssetKey, materialize
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assets.survey import build_survey_assets
+from resources import ParquetIOManager, duckdb_resource
+from sdc_dagster import lineage, survey
+from sdc_dagster.cli import run_audit
+from sdc_dagster.spec import load_spec
+
+WAVE = "2024"
+GOLDEN = "tests/data/sdcmicro/golden/a_testdata_risk_per_record.csv"
+TESTDATA_SPEC = load_spec(Path(__file__).resolve().parents[2] / "examples" / "testdata.yaml")
+
+
+@pytest.fixture
+def spec_with_a_failing_plan(testdata_only_specs):
+    """testdata with two plans: local suppression to 3-anonymity, and microaggregation of the
+    continuous keys only, which leaves the categorical keys (and their k-anonymity) as they were."""
+    path = testdata_only_specs / "testdata.yaml"
+    spec = yaml.safe_load(path.read_text())
+    spec["plans"] = {
+        "suppress_k3": spec["plans"]["suppress_k3"],
+        "aggregate_only": {
+            "description": "MDAV microaggregation of the continuous keys, categorical keys untouched",
+            "k": 3,
+            "steps": [{"method": "microaggregation", "columns": ["expend", "income", "savings"], "k": 3}],
+        },
+    }
+    # Low enough that some unprotected records exceed it (a warning, not blocking).
+    spec["risk"]["individual_risk_threshold"] = 0.002
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return load_spec(path)
+
+
+def test_a_variant_failing_a_blocking_check_is_withheld_and_the_report_says_why(
+    sdc_home, testdata_only_specs, spec_with_a_failing_plan, instance, capsys
+):
+    spec = spec_with_a_failing_plan
+    landing = sdc_home / "landing" / "testdata"
+    landing.mkdir(parents=True)
+    shutil.copy(testdata_only_specs / "data" / "testdata.csv", landing / f"{WAVE}.csv")
+    instance.add_dynamic_partitions("testdata_waves", [WAVE])
+    result = materialize(
+        build_survey_assets(spec).assets,
+        partition_key=WAVE,
+        instance=instance,
+        resources={"io_manager": ParquetIOManager(), "duckdb": duckdb_resource()},
+    )
+    assert result.success  # the failing plan is withheld, the rest of the chain still runs
+
+    # sdcMicro's figures for the unprotected keys (the plan left them as they were).
+    golden = pd.read_csv(GOLDEN)
+    violations = int((golden["fk"] < 3).sum())
+    above_threshold = int((golden["risk"] > spec.risk.individual_risk_threshold).sum())
+    assert violations > 0 and above_threshold > 0
+
+    checks = {
+        (e.asset_key.path[-1], e.check_name): e
+        for e in result.get_asset_check_evaluations()
+        if e.asset_key.path[-1].startswith("protected_")
+    }
+    failed = checks[("protected_aggregate_only", "k_anonymity")]
+    assert not failed.passed and failed.severity == AssetCheckSeverity.ERROR
+    assert failed.metadata["value"].value == violations
+    assert checks[("protected_aggregate_only", "global_risk")].passed
+    assert checks[("protected_aggregate_only", "no_direct_identifier")].passed
+    warning = checks[("protected_aggregate_only", "individual_risk")]
+    assert warning.severity == AssetCheckSeverity.WARN
+    assert warning.metadata["value"].value == above_threshold
+    assert all(checks[("protected_suppress_k3", name)].passed for name in ("k_anonymity", "global_risk"))
+
+    # Nothing is published for the withheld plan: no protected file, no manifest, no release.
+    root = lineage.release_root(sdc_home / "releases", "testdata", WAVE, "aggregate_only")
+    assert lineage.list_releases(sdc_home / "releases", "testdata", WAVE, "aggregate_only") == []
+    assert not list(root.rglob("protected.parquet")) and not list(root.rglob("manifest.json"))
+    (record,) = root.rglob("withheld.json")
+    withheld = json.loads(record.read_text())
+    assert list(withheld["withheld"]) == ["k_anonymity"] and withheld["output"] is None
+    assert f"found: {violations}" in withheld["withheld"]["k_anonymity"]
+    # The releasable plan is published as before.
+    (released,) = lineage.list_releases(sdc_home / "releases", "testdata", WAVE, "suppress_k3")
+    assert (released / "protected.parquet").is_file()
+
+    # The report says which plan was withheld, by which check and why; the warning is listed too.
+    report = (sdc_home / "reports" / "testdata" / f"{WAVE}.html").read_text()
+    decision = report[report.index("Release decision"):report.index("Protection steps")]
+    assert "withheld" in decision and "released" in decision
+    assert f"k_anonymity: every record&#x27;s key is shared by at least k=3 records (found: {violations})" in decision
+    assert f"individual_risk: no record with individual risk &gt; 0.002 (found: {above_threshold})" in decision
+    materialization = instance.get_latest_materialization_event(AssetKey(["testdata", "sdc_report"]))
+    assert materialization.asset_materialization.metadata["releasable_plans"].value == "suppress_k3"
+
+    # An audit finds no release of the withheld plan.
+    assert run_audit(WAVE, plan="aggregate_only") == 2
+    assert "no release of plan 'aggregate_only'" in capsys.readouterr().out
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    codes=st.lists(st.tuples(st.integers(1, 3), st.integers(1, 2)), min_size=1, max_size=40),
+    k=st.integers(1, 4),
+    max_global_risk=st.sampled_from([0.01, 0.2, 1.0]),
+)
+def test_release_checks_block_exactly_the_failed_rules(codes, k, max_global_risk):
+    """Blocking follows the rules: k-anonymity against a plain group count, global risk against the
+    unweighted mean of 1/fk (SPEC §3.3 without weights), and only blocking rules withhold."""
+    spec = dataclasses.replace(
+        TESTDATA_SPEC,
+        variables=tuple(v for v in TESTDATA_SPEC.variables if v.name in ("urbrur", "sex")),  # unweighted
+        risk=dataclasses.replace(TESTDATA_SPEC.risk, max_global_risk=max_global_risk),
+    )
+    plan = dataclasses.replace(TESTDATA_SPEC.plans[0], k=k)
+    frame = pd.DataFrame(codes, columns=["urbrur", "sex"])
+    checks = survey.release_checks(frame, spec, plan)
+    fk = frame.groupby(["urbrur", "sex"])["sex"].transform("size")
+    assert checks["k_anonymity"]["value"] == int((fk < k).sum())
+    assert checks["global_risk"]["value"] == pytest.approx(float((1 / fk).mean()))
+    failed = {name for name, c in checks.items() if not c["passed"]}
+    assert set(survey.blocking_failures(checks)) == failed - {"individual_risk"}
+    assert set(survey.release_warnings(checks)) == failed & {"individual_risk"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(lines=st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n")), max_size=5),
+       newline=st.sampled_from(["\n", "\r\n", "\r"]))
+def test_spec_copy_hash_is_the_hash_load_spec_records(tmp_path_factory, lines, newline):
+    """A stored spec copy (raw bytes) hashes as SurveySpec.spec_hash hashes the text Python reads."""
+    path = tmp_path_factory.mktemp("spec") / "spec.yaml"
+    path.write_bytes(newline.join(lines).encode("utf-8"))
+    expected = hashlib.sha256(path.read_text(encoding="utf-8").encode()).hexdigest()
+    assert lineage.spec_text_sha256(path.read_bytes()) == expected
