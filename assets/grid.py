@@ -1,23 +1,35 @@
-"""The census grid asset chain (SPEC §8.10, §8.11, §11), partitioned by region.
+"""The census grid asset chain as offices publish it (SPEC §8.10, §8.11, §11; Eurostat 2021 practice).
 
-census_microdata (one Parquet file per region under ``$SDC_HOME/census/``, validated) ->
-grid_counts, grid_counts_national -> grid_suppressed and grid_suppressed_national (the two
-populations suppressed consistently by one engine call, SPEC §11.2, §11.4) and grid_cell_key
-(cell key method) -> grid_loss (loss, size distribution, difference table, map).
-census_swapped reads every region at once (targeted record swapping across regions) and is not
-partitioned.
+census_microdata (one Parquet file per region under ``$SDC_HOME/census/``, validated; partitioned)
+-> census_swapped (targeted record swapping of household geography across every region: the one
+step that reads all regions; writes the swapped persons back per region under
+``$SDC_HOME/census_swapped/``) -> grid_national_totals (national counts of every figure, read from
+every swapped region) and, per region, grid_counts / grid_counts_national (tabulated from the
+swapped persons, all 13 figures of the EU 2021 grid) -> the protected tables of the two routes:
 
-Assets are thin: read, call one engine function, attach headline metadata.
+* ``cell_key``: grid_cell_key (cell key method, ONS record-key form, p-table D/V/js) ->
+  grid_cell_key_loss;
+* ``suppression``: grid_suppressed and grid_suppressed_national (primary/secondary suppression of
+  both populations consistently, the "distribution" strategy reading the national totals) ->
+  grid_loss.
+
+The grid spec (``examples/grid/census_grid.yaml``, :func:`load_grid_spec`) picks the routes and
+their parameters; :func:`run_grid_chain` runs the whole chain. Assets are thin: read, call one
+engine function, attach headline metadata.
 """
 
 
 import base64
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pandera.pandas as pa
+import pyarrow as arrow
+import pyarrow.parquet as pq
+import yaml
 from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
@@ -40,27 +52,32 @@ from dagster import (
 from dagster_pandera import pandera_schema_to_dagster_type
 
 from resources.storage import sdc_home
-from sdc_dagster.census import write_census_by_region
-from sdc_dagster.grid_counts import tabulate_grid
+from sdc_dagster.census import census_arrow_schema, write_census_by_region
+from sdc_dagster.errors import SDCInputError
+from sdc_dagster.grid_counts import GRID_COUNT_COLUMNS, GRID_VARIABLES, grid_variables_of, tabulate_grid
 from sdc_dagster.loss.tables import (
     difference_table,
     differencing_disclosure,
     disclosing_differences,
     grid_information_loss,
     homogeneous_cells,
+    perturbation_loss,
     resident_size_distribution,
     secondary_suppression_cost,
     suppression_map_png,
 )
-from sdc_dagster.protect.cellkey import assign_record_keys, grid_cell_key as cell_key_table, perturbation_table
-from sdc_dagster.protect.grid import AGE_COLUMNS, SEX_COLUMNS, consistent_grid_suppression
+from sdc_dagster.protect.cellkey import assign_record_keys, grid_cell_key as perturb_grid, perturbation_table
+from sdc_dagster.protect.grid import consistent_grid_suppression
 from sdc_dagster.protect.record_swapping import targeted_record_swap
 from sdc_dagster.schemas import validate
 
 GROUP = "grid"
-CODE_VERSION = "1"
-#: Consistent suppression of both populations (and grid_loss reading both) replaced the single table.
-SUPPRESSION_CODE_VERSION = "2"
+#: 2: tables from the swapped census, all 13 figures of the 2021 grid.
+CODE_VERSION = "2"
+#: 3: every variable group suppressed, "distribution" reads the national totals.
+SUPPRESSION_CODE_VERSION = "3"
+#: The routes of protection of the tabulated grid (seed 002: cell key method, or suppression).
+ROUTES: tuple[str, ...] = ("cell_key", "suppression")
 grid_regions = DynamicPartitionsDefinition(name="grid_regions")
 
 CELL_ID_PATTERN = r"^(\d+(km|m)N\d+E\d+|CRS3035RES\d+mN\d+E\d+)$"
@@ -77,6 +94,9 @@ census_schema = pa.DataFrameSchema(
         "sex": pa.Column(checks=pa.Check.isin([1, 2]), nullable=False),
         "age_group": pa.Column(checks=pa.Check.isin([1, 2, 3]), nullable=False),
         "household_id": pa.Column(nullable=False),
+        "employed": pa.Column(checks=pa.Check.isin([0, 1]), nullable=False, required=False),
+        "birth": pa.Column(checks=pa.Check.isin([1, 2, 3]), nullable=False, required=False),
+        "residence": pa.Column(checks=pa.Check.isin([1, 2, 3]), nullable=False, required=False),
     },
     name="census_microdata",
     strict=False,
@@ -86,6 +106,18 @@ census_schema = pa.DataFrameSchema(
 def census_dir(home: Path | None = None) -> Path:
     """Where region files live: ``<home>/census/<region>.parquet``."""
     return (home or sdc_home()) / "census"
+
+
+def swapped_dir(home: Path | None = None) -> Path:
+    """Where census_swapped writes the swapped persons: ``<home>/census_swapped/<region>.parquet``."""
+    return (home or sdc_home()) / "census_swapped"
+
+
+def _swapped_file(region: str) -> Path:
+    path = swapped_dir() / f"{region}.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(f"region {region!r}: no swapped census at {path}; materialise census_swapped first")
+    return path
 
 
 def prepare_demo_census(home: Path, *, n_persons: int = 100_000, random_state: int = 2021) -> list[str]:
@@ -107,30 +139,29 @@ def _region_seed(seed: int, region: str) -> np.random.SeedSequence:
 
 
 class SuppressionConfig(Config):
-    """SPEC §11.2 parameters; reference age counts default to the region's column sums."""
+    """SPEC §11.2 parameters; "distribution" reads the national totals of the resident population."""
 
     k: int = 3
     strategy: str = "distribution"
     tie_only: bool = True
-    reference_age_1: int = 0
-    reference_age_2: int = 0
-    reference_age_3: int = 0
     seed: int = 2021
 
 
 class CellKeyConfig(Config):
-    """SPEC §8.11 parameters: maximum deviation D, variance V, seed of the record keys."""
+    """SPEC §8.11 parameters: p-table D, V, js (sdcTools ptable) and the seed of the record keys."""
 
     max_deviation: int = 2
     variance: float = 1.05
+    threshold: int = 1
     seed: int = 2021
 
 
 class SwapConfig(Config):
-    """SPEC §8.10 parameters (sdcMicro recordSwap)."""
+    """SPEC §8.10 parameters (sdcMicro recordSwap): households matched on size, geography region > cell."""
 
     swaprate: float = 0.05
     k_anonymity: int = 3
+    risk_variables: list[str] = ["sex", "age_group"]
     seed: int = 2021
 
 
@@ -167,20 +198,38 @@ def _counts_metadata(counts: pd.DataFrame) -> dict:
     }
 
 
-@asset(group_name=GROUP, partitions_def=grid_regions, code_version=CODE_VERSION,
-       description="Resident population per 1-km cell: total, sex_1, sex_2, age_1..age_3 (DuckDB).")
-def grid_counts(context: AssetExecutionContext, census_microdata: pd.DataFrame) -> pd.DataFrame:
-    counts = tabulate_grid(census_microdata, where="resident", with_coordinates=True)
+@asset(group_name=GROUP, partitions_def=grid_regions, code_version=CODE_VERSION, deps=["census_swapped"],
+       description="Resident population per 1-km cell after record swapping: the 13 figures of the 2021 grid (DuckDB).")
+def grid_counts(context: AssetExecutionContext) -> pd.DataFrame:
+    counts = tabulate_grid(_swapped_file(context.partition_key), where="resident", with_coordinates=True)
     context.add_output_metadata(_counts_metadata(counts))
     return counts
 
 
-@asset(group_name=GROUP, partitions_def=grid_regions, code_version=CODE_VERSION,
-       description="Population per 1-km cell under the national definition (for the differencing table).")
-def grid_counts_national(context: AssetExecutionContext, census_microdata: pd.DataFrame) -> pd.DataFrame:
-    counts = tabulate_grid(census_microdata, where="national", with_coordinates=True)
+@asset(group_name=GROUP, partitions_def=grid_regions, code_version=CODE_VERSION, deps=["census_swapped"],
+       description="Population per 1-km cell under the national definition, after record swapping.")
+def grid_counts_national(context: AssetExecutionContext) -> pd.DataFrame:
+    counts = tabulate_grid(_swapped_file(context.partition_key), where="national", with_coordinates=True)
     context.add_output_metadata(_counts_metadata(counts))
     return counts
+
+
+@asset(group_name=GROUP, code_version=CODE_VERSION, deps=["census_swapped"],
+       description="National count of every grid figure, per population, read from every swapped region: "
+       "the reference counts of the \"distribution\" suppression strategy (SPEC §11.2).")
+def grid_national_totals(context: AssetExecutionContext) -> pd.DataFrame:
+    files = sorted(swapped_dir().glob("*.parquet"))
+    if not files:
+        raise FileNotFoundError(f"grid_national_totals: no swapped region under {swapped_dir()}")
+    rows = {}
+    for population in ("resident", "national"):
+        # Tabulated by region (DuckDB over every region file), then summed: one row per population.
+        by_region = tabulate_grid(files, cell="region", where=population)
+        rows[population] = by_region.drop(columns="region").sum()
+    totals = pd.DataFrame.from_dict(rows, orient="index").astype(np.int64)
+    totals.index.name = "population"
+    context.add_output_metadata({"regions": len(files), "totals": _markdown(totals.T)})
+    return totals
 
 
 # Checks run inside their (partitioned) assets: a separate @asset_check would load every
@@ -204,17 +253,21 @@ CONSISTENT_WITH_RESIDENT = AssetCheckSpec(
 CELL_KEY_BOUNDED = AssetCheckSpec(
     "cell_key_bounded",
     asset="grid_cell_key",
-    description="Perturbed counts are non-negative, within D of the original, and zeros stay zero.",
+    description="Perturbed counts are non-negative, within D of the original, zeros stay zero and no "
+    "published count lies in 1..js, in every figure.",
 )
 
 
+def _category_columns(table: pd.DataFrame) -> list[str]:
+    return [c for v in grid_variables_of(table.columns, published=True) for c in v.columns]
+
+
 def _hidden_metadata(protected: pd.DataFrame) -> dict:
-    hidden = protected[[*SEX_COLUMNS, *AGE_COLUMNS]].isna()
-    return {
-        "hidden_counts": int(hidden.to_numpy().sum()),
-        "cells_with_hidden_sex": int(hidden[list(SEX_COLUMNS)].any(axis=1).sum()),
-        "cells_with_hidden_age": int(hidden[list(AGE_COLUMNS)].any(axis=1).sum()),
-    }
+    hidden = protected[_category_columns(protected)].isna()
+    out = {"hidden_counts": int(hidden.to_numpy().sum())}
+    for v in grid_variables_of(protected.columns, published=True):
+        out[f"cells_with_hidden_{v.prefix}"] = int(hidden[list(v.columns)].any(axis=1).sum())
+    return out
 
 
 @multi_asset(
@@ -240,19 +293,25 @@ def grid_consistent_suppression(
     config: SuppressionConfig,
     grid_counts: pd.DataFrame,
     grid_counts_national: pd.DataFrame,
+    grid_national_totals: pd.DataFrame,
 ):
-    reference = [config.reference_age_1, config.reference_age_2, config.reference_age_3]
+    reference = national_reference_counts(grid_national_totals)
+    context.log.info(f"suppression reference counts (national, residents): {reference}")
     resident, national = consistent_grid_suppression(
         grid_counts,
         grid_counts_national,
         k=config.k,
         strategy=config.strategy,
-        reference_counts=reference if sum(reference) > 0 else None,
+        reference_counts=reference,
         tie_only=config.tie_only,
         random_state=_region_seed(config.seed, context.partition_key),
     )
     differencing = differencing_exposure(grid_counts, grid_counts_national, resident, national, k=config.k)
-    yield Output(resident, output_name="grid_suppressed", metadata=_hidden_metadata(resident))
+    yield Output(
+        resident,
+        output_name="grid_suppressed",
+        metadata={**_hidden_metadata(resident), "reference_counts": MetadataValue.json(reference)},
+    )
     yield Output(
         national,
         output_name="grid_suppressed_national",
@@ -263,15 +322,23 @@ def grid_consistent_suppression(
     yield consistent_with_resident_table(resident, national, differencing)
 
 
+def national_reference_counts(grid_national_totals: pd.DataFrame) -> dict[str, int]:
+    """Reference counts of the "distribution" strategy: the national resident count of every category."""
+    resident = grid_national_totals.loc["resident"]
+    return {c: int(resident[c]) for c in resident.index if c != "total"}
+
+
 @asset(group_name=GROUP, partitions_def=grid_regions, code_version=CODE_VERSION, check_specs=[CELL_KEY_BOUNDED],
-       description="Grid table perturbed by the cell key method (SPEC §8.11).")
-def grid_cell_key(context: AssetExecutionContext, config: CellKeyConfig, census_microdata: pd.DataFrame):
-    residents = census_microdata[census_microdata["resident"]] if "resident" in census_microdata else census_microdata
-    residents = residents.assign(
-        record_key=assign_record_keys(residents, random_state=_region_seed(config.seed, context.partition_key))
+       deps=["census_swapped"],
+       description="Resident grid table (13 figures) of the swapped census perturbed by the cell key method "
+       "(ONS record keys 0..255 hashed from the person id, p-table D/V/js; SPEC §8.11).")
+def grid_cell_key(context: AssetExecutionContext, config: CellKeyConfig):
+    persons = pd.read_parquet(_swapped_file(context.partition_key))
+    persons["record_key"] = assign_record_keys(
+        persons, n_key=255, first=0, id_column="person_id", random_state=config.seed
     )
-    table = perturbation_table(config.max_deviation, config.variance)
-    perturbed = cell_key_table(residents, record_key_col="record_key", ptable=table)
+    table = perturbation_table(config.max_deviation, config.variance, threshold=config.threshold)
+    perturbed = perturb_grid(persons, ptable=table, where="resident")
     deviation = perturbed["total"] - perturbed["total_original"]
     yield Output(
         perturbed,
@@ -279,10 +346,33 @@ def grid_cell_key(context: AssetExecutionContext, config: CellKeyConfig, census_
             "cells": len(perturbed),
             "share_of_totals_changed": float((deviation != 0).mean()) if len(perturbed) else 0.0,
             "mean_absolute_deviation_total": float(deviation.abs().mean()) if len(perturbed) else 0.0,
-            "ptable": _markdown(table.to_frame().round(4)),
+            "ptable": MetadataValue.json(
+                {"max_deviation": config.max_deviation, "variance": config.variance, "threshold": config.threshold}
+            ),
+            "ptable_rows": _markdown(table.to_frame().round(4)),
         },
     )
-    yield cell_key_bounded(perturbed, max_deviation=config.max_deviation)
+    yield cell_key_bounded(perturbed, max_deviation=config.max_deviation, threshold=config.threshold)
+
+
+def _original_and_perturbed(grid_cell_key: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    names = [c for c in GRID_COUNT_COLUMNS if c in grid_cell_key.columns]
+    original = grid_cell_key[[f"{c}_original" for c in names]].set_axis(names, axis=1)
+    return original, grid_cell_key[names]
+
+
+@asset(group_name=GROUP, partitions_def=grid_regions, code_version=CODE_VERSION,
+       description="Loss of the cell key route per variable: deviations, share changed, SPEC §9.1 distances.")
+def grid_cell_key_loss(context: AssetExecutionContext, grid_cell_key: pd.DataFrame) -> pd.DataFrame:
+    loss = perturbation_loss(*_original_and_perturbed(grid_cell_key))
+    context.add_output_metadata(
+        {
+            **{f"{v}_mean_absolute_deviation": float(loss.loc[v, "mean_absolute_deviation"]) for v in loss.index},
+            **{f"{v}_share_changed": float(loss.loc[v, "share_changed"]) for v in loss.index},
+            "loss": _markdown(loss.round(4)),
+        }
+    )
+    return loss
 
 
 @asset(group_name=GROUP, partitions_def=grid_regions, code_version=SUPPRESSION_CODE_VERSION,
@@ -311,10 +401,8 @@ def grid_loss(
     png = suppression_map_png(grid_suppressed, title=f"Hidden categories, region {context.partition_key}")
     context.add_output_metadata(
         {
-            "sex_absolute_loss": int(loss.loc["sex", "absolute_loss"]),
-            "sex_relative_loss_pct": float(loss.loc["sex", "relative_loss_pct"]),
-            "age_absolute_loss": int(loss.loc["age", "absolute_loss"]),
-            "age_relative_loss_pct": float(loss.loc["age", "relative_loss_pct"]),
+            **{f"{v}_absolute_loss": int(loss.loc[v, "absolute_loss"]) for v in loss.index},
+            **{f"{v}_relative_loss_pct": float(loss.loc[v, "relative_loss_pct"]) for v in loss.index},
             "secondary_suppressions": int(costs["equal"].sum()),
             "homogeneous_cells_open_item_4": int(homogeneous.sum()),
             "cells_disclosed_by_differencing": int(disclosing.sum()),
@@ -338,8 +426,9 @@ def grid_loss(
     group_name=GROUP,
     code_version=CODE_VERSION,
     deps=[census_microdata],
-    description="Resident persons of every region after targeted record swapping of household "
-    "geography (region > cell; SPEC §8.10). Reads all region files at once.",
+    description="Targeted record swapping of household geography (region > cell) across every region "
+    "(SPEC §8.10); the swapped persons are written back per region under $SDC_HOME/census_swapped/, "
+    "the output is the per-region summary.",
 )
 def census_swapped(context: AssetExecutionContext, config: SwapConfig) -> pd.DataFrame:
     regions = sorted(context.instance.get_dynamic_partitions(grid_regions.name))
@@ -347,31 +436,75 @@ def census_swapped(context: AssetExecutionContext, config: SwapConfig) -> pd.Dat
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
         raise FileNotFoundError(f"census_swapped: region files missing: {', '.join(missing)}")
-    persons = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
-    persons = persons[persons["resident"]].reset_index(drop=True)
-    for col in ("cell_id", "region"):
-        persons[col] = persons[col].astype(str)
+    persons = read_census_files(files)
     result = targeted_record_swap(
         persons,
         hid="household_id",
         hierarchy=["region", "cell_id"],
         similar=[["household_size"]],
-        risk_variables=["sex", "age_group"],
+        risk_variables=list(config.risk_variables),
         swaprate=config.swaprate,
         k_anonymity=config.k_anonymity,
         random_state=config.seed,
     )
+    summary = write_swapped_regions(persons, result.data, result.swapped_with, regions)
     context.add_output_metadata(
         {
             "regions": len(regions),
             "persons": len(persons),
             "households": int(result.swapped_with.size),
             "swapped_households": result.n_swapped_households,
+            "swap_rate_realised": result.n_swapped_households / max(1, int(result.swapped_with.size)),
             "risky_households": result.n_risky_households,
             "unmatched_households": result.n_unmatched_households,
+            "swap": MetadataValue.json(
+                {"swaprate": config.swaprate, "k_anonymity": config.k_anonymity,
+                 "risk_variables": list(config.risk_variables), "seed": config.seed}
+            ),
         }
     )
-    return result.data
+    return summary
+
+
+def read_census_files(files: Sequence[Path]) -> pd.DataFrame:
+    """Persons of several region files in one frame; cell and region stay categorical (one dictionary)."""
+    table = arrow.concat_tables([pq.read_table(f) for f in files]).unify_dictionaries()
+    return table.to_pandas()
+
+
+def write_swapped_regions(
+    persons: pd.DataFrame, swapped: pd.DataFrame, swapped_with: pd.Series, regions: Sequence[str]
+) -> pd.DataFrame:
+    """Write ``swapped`` to ``<swapped_dir>/<region>.parquet`` by its (new) region; per-region summary.
+
+    The summary has, per region, resident persons and households before and after the swap
+    (equal: donors are matched on household size, the number of resident members) and the
+    households that came in by swapping.
+    """
+    folder = swapped_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    moved = swapped["household_id"].map(swapped_with).to_numpy() != swapped["household_id"].to_numpy()
+    swapped_region = swapped["region"].astype(str).to_numpy()
+    by_region = {}
+    codes, names = pd.factorize(swapped_region)
+    for code, region in enumerate(names):  # one file per region (dozens), never per record
+        rows = np.flatnonzero(codes == code)
+        part = swapped.iloc[rows]
+        pq.write_table(arrow.Table.from_pandas(part, preserve_index=False).cast(census_arrow_schema()),
+                       folder / f"{region}.parquet")
+        by_region[region] = {
+            "households_swapped_in": int(part.loc[moved[rows], "household_id"].nunique()),
+        }
+    residents_before = persons[persons["resident"]]
+    residents_after = swapped[swapped["resident"]]
+    before = residents_before.groupby(residents_before["region"].astype(str), observed=True).agg(
+        persons_before=("person_id", "size"), households_before=("household_id", "nunique"))
+    after = residents_after.groupby(residents_after["region"].astype(str), observed=True).agg(
+        persons_after=("person_id", "size"), households_after=("household_id", "nunique"))
+    summary = before.join(after, how="outer").join(pd.DataFrame.from_dict(by_region, orient="index"))
+    summary = summary.reindex(list(regions)).fillna(0).astype(np.int64)
+    summary.index.name = "region"
+    return summary
 
 
 def differencing_exposure(
@@ -393,7 +526,7 @@ def differencing_exposure(
     * ``still_disclosed``: disclosing cells with a readable disclosing category (0 when protected
       consistently).
     """
-    cols = [*SEX_COLUMNS, *AGE_COLUMNS]
+    cols = _category_columns(resident)
     cells = pd.Index(resident["cell_id"]).union(pd.Index(national["cell_id"]))
 
     def aligned(frame: pd.DataFrame, fill):
@@ -421,7 +554,7 @@ def consistent_with_resident_table(
     resident_protected: pd.DataFrame, national_protected: pd.DataFrame, differencing: dict[str, int]
 ) -> AssetCheckResult:
     """Same hidden pattern on the cells of both tables, and no disclosing difference published."""
-    cols = [*SEX_COLUMNS, *AGE_COLUMNS]
+    cols = _category_columns(resident_protected)
     res = resident_protected.set_index("cell_id")[cols].isna()
     nat = national_protected.set_index("cell_id")[cols].isna()
     common = res.index.intersection(nat.index)
@@ -443,14 +576,15 @@ def consistent_with_resident_table(
 def no_small_published_counts(
     grid_suppressed: pd.DataFrame, *, k: int = 3, asset_key: str = "grid_suppressed"
 ) -> AssetCheckResult:
-    """No published category count in 1..k-1 and no margin with exactly one hidden count."""
+    """No published count in 1..k-1 in any grid variable and no complete margin with exactly one hidden count."""
     small = 0
     single_hidden = 0
-    for cols in (SEX_COLUMNS, AGE_COLUMNS):
-        values = grid_suppressed[list(cols)]
+    for variable in grid_variables_of(grid_suppressed.columns, published=True):
+        values = grid_suppressed[list(variable.columns)]
         numeric = values.to_numpy(dtype="float64", na_value=np.nan)
         small += int(((numeric > 0) & (numeric < k)).sum())
-        single_hidden += int((values.isna().sum(axis=1) == 1).sum())
+        if variable.complete_margin:
+            single_hidden += int((values.isna().sum(axis=1) == 1).sum())
     return AssetCheckResult(
         asset_key=asset_key,
         check_name=NO_SMALL_COUNTS.name,
@@ -460,32 +594,65 @@ def no_small_published_counts(
     )
 
 
-def cell_key_bounded(grid_cell_key: pd.DataFrame, *, max_deviation: int) -> AssetCheckResult:
-    """Perturbed counts are non-negative, within D of the original, and zeros stay zero."""
+def cell_key_bounded(grid_cell_key: pd.DataFrame, *, max_deviation: int, threshold: int = 0) -> AssetCheckResult:
+    """In every figure: perturbed counts non-negative, within D of the original, zeros stay zero, none in 1..js."""
     bad = 0
-    for col in ("total", *SEX_COLUMNS, *AGE_COLUMNS):
-        original = grid_cell_key[f"{col}_original"]
-        perturbed = grid_cell_key[col]
-        off = (perturbed < 0) | ((perturbed - original).abs() > max_deviation) | ((original == 0) & (perturbed != 0))
+    small = 0
+    original, perturbed = _original_and_perturbed(grid_cell_key)
+    for col in original.columns:
+        before, after = original[col], perturbed[col]
+        off = (after < 0) | ((after - before).abs() > max_deviation) | ((before == 0) & (after != 0))
         bad += int(off.sum())
+        small += int(((after >= 1) & (after <= threshold)).sum())
     return AssetCheckResult(
         check_name=CELL_KEY_BOUNDED.name,
-        passed=bad == 0,
-        metadata={"violations": bad, "max_deviation": max_deviation},
+        passed=bad == 0 and small == 0,
+        metadata={"violations": bad, "published_counts_in_1_to_js": small, "max_deviation": max_deviation,
+                  "figures": len(original.columns)},
     )
 
 
-grid_region_job = define_asset_job(
-    "grid_region_job",
-    selection=AssetSelection.assets(
-        census_microdata, grid_counts, grid_counts_national, grid_consistent_suppression, grid_cell_key, grid_loss
-    ),
+#: Per-region assets of each route (grid_counts and grid_counts_national are shared).
+ROUTE_ASSETS = {
+    "cell_key": ["grid_cell_key", "grid_cell_key_loss"],
+    "suppression": ["grid_suppressed", "grid_suppressed_national", "grid_loss"],
+}
+
+census_region_job = define_asset_job(
+    "census_region_job",
+    selection=AssetSelection.assets(census_microdata),
     partitions_def=grid_regions,
+    description="Validate one region's census file (before the national swap).",
+)
+
+census_swap_job = define_asset_job(
+    "census_swap_job",
+    selection=AssetSelection.assets(census_swapped, grid_national_totals),
+    description="Targeted record swapping across every region, then the national totals.",
 )
 
 
-@sensor(job=grid_region_job, minimum_interval_seconds=60,
-        description="Adds a grid_regions partition for every new $SDC_HOME/census/<region>.parquet and runs it.")
+def _region_job(name: str, routes: Sequence[str]):
+    keys = ["grid_counts", "grid_counts_national", *(k for r in routes for k in ROUTE_ASSETS[r])]
+    return define_asset_job(
+        name,
+        selection=AssetSelection.assets(*keys),
+        partitions_def=grid_regions,
+        description=f"Tabulate one region of the swapped census and protect it by: {', '.join(routes)}.",
+    )
+
+
+#: One per-region job per choice of routes (the grid spec's ``routes``).
+ROUTE_JOBS = {
+    ("cell_key", "suppression"): _region_job("grid_region_job", ROUTES),
+    ("cell_key",): _region_job("grid_cell_key_job", ["cell_key"]),
+    ("suppression",): _region_job("grid_suppression_job", ["suppression"]),
+}
+grid_region_job = ROUTE_JOBS[ROUTES]
+
+
+@sensor(job=census_region_job, minimum_interval_seconds=60,
+        description="Adds a grid_regions partition for every new $SDC_HOME/census/<region>.parquet and validates it.")
 def grid_region_sensor(context: SensorEvaluationContext) -> SensorResult:
     known = set(context.instance.get_dynamic_partitions(grid_regions.name))
     found = sorted(p.stem for p in census_dir().glob("*.parquet")) if census_dir().is_dir() else []
@@ -496,22 +663,83 @@ def grid_region_sensor(context: SensorEvaluationContext) -> SensorResult:
     )
 
 
-census_swap_job = define_asset_job(
-    "census_swap_job",
-    selection=AssetSelection.assets(census_swapped),
-    description="Targeted record swapping across every region (after the regions' runs).",
-)
+def load_grid_spec(path: str | Path) -> tuple[tuple[str, ...], dict]:
+    """The routes and the Dagster run config of a grid spec (YAML; ``examples/grid/census_grid.yaml``).
+
+    Keys: ``routes`` (a list of ``cell_key`` / ``suppression``), ``swap`` (:class:`SwapConfig`
+    fields), ``cell_key`` (:class:`CellKeyConfig`), ``suppression`` (:class:`SuppressionConfig`).
+    Returns the routes in canonical order and the run config of every step (one config for all
+    jobs of the chain; each job reads its own steps).
+    """
+    raw = yaml.safe_load(Path(path).read_text()) or {}
+    if not isinstance(raw, dict):
+        raise SDCInputError(f"grid spec {path}: expected a mapping")
+    unknown = set(raw) - {"routes", "swap", "cell_key", "suppression"}
+    if unknown:
+        raise SDCInputError(f"grid spec {path}: unknown key {sorted(unknown)[0]!r}")
+    routes = raw.get("routes", list(ROUTES))
+    if not isinstance(routes, list) or not routes or any(r not in ROUTES for r in routes):
+        raise SDCInputError(f"grid spec {path}, key 'routes': a non-empty list of {list(ROUTES)}, got {routes!r}")
+    sections = {"swap": (SwapConfig, "census_swapped"), "cell_key": (CellKeyConfig, "grid_cell_key"),
+                "suppression": (SuppressionConfig, "grid_consistent_suppression")}
+    ops = {}
+    for key, (config_class, op) in sections.items():
+        values = raw.get(key) or {}
+        fields = set(config_class.model_fields)
+        bad = set(values) - fields
+        if bad:
+            raise SDCInputError(f"grid spec {path}, section {key!r}: unknown parameter {sorted(bad)[0]!r}")
+        ops[op] = {"config": config_class(**values).model_dump()}
+    return tuple(r for r in ROUTES if r in routes), {"ops": ops}
+
+
+def run_grid_chain(instance, regions: Sequence[str], *, routes: Sequence[str] = ROUTES, run_config: dict | None = None,
+                   resources: dict | None = None) -> dict[str, bool]:
+    """Run the composed chain in process: validate every region, swap nationally, then each region's routes.
+
+    Returns the success of every run, keyed ``census:<region>``, ``swap`` and ``grid:<region>``.
+    """
+    from dagster import Definitions
+
+    routes = tuple(r for r in ROUTES if r in routes)
+    jobs = [census_region_job, census_swap_job, ROUTE_JOBS[routes]]
+    defs = Definitions(assets=GRID_ASSETS, jobs=jobs, resources=resources or {})
+    config = run_config or {}
+    outcome = {}
+
+    def config_for(job_name: str) -> dict:
+        ops = set(defs.resolve_job_def(job_name).graph.node_dict)
+        return {"ops": {k: v for k, v in config.get("ops", {}).items() if k in ops}}
+
+    for region in regions:
+        result = defs.resolve_job_def(census_region_job.name).execute_in_process(
+            partition_key=region, instance=instance, raise_on_error=False)
+        outcome[f"census:{region}"] = result.success
+    swap = defs.resolve_job_def(census_swap_job.name).execute_in_process(
+        instance=instance, raise_on_error=False, run_config=config_for(census_swap_job.name))
+    outcome["swap"] = swap.success
+    if not swap.success:
+        return outcome
+    job = defs.resolve_job_def(ROUTE_JOBS[routes].name)
+    for region in regions:
+        result = job.execute_in_process(partition_key=region, instance=instance, raise_on_error=False,
+                                        run_config=config_for(job.name))
+        outcome[f"grid:{region}"] = result.success
+    return outcome
+
 
 #: grid_consistent_suppression is one definition producing grid_suppressed and grid_suppressed_national.
 GRID_ASSETS = [
     census_microdata,
+    census_swapped,
+    grid_national_totals,
     grid_counts,
     grid_counts_national,
     grid_consistent_suppression,
     grid_cell_key,
+    grid_cell_key_loss,
     grid_loss,
-    census_swapped,
 ]
 #: The grid checks are declared on their assets (check_specs).
-GRID_JOBS = [grid_region_job, census_swap_job]
+GRID_JOBS = [census_region_job, census_swap_job, *ROUTE_JOBS.values()]
 GRID_SENSORS = [grid_region_sensor]
