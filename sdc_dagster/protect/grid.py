@@ -120,7 +120,7 @@ def _reference_counts(reference_counts, layout: _Layout, categories: np.ndarray)
             if len(v.columns) != 3:
                 continue
             given = [c for c in v.columns if c in reference_counts]
-            if not given and v.prefix != "age":
+            if not given:
                 continue
             missing = [c for c in v.columns if c not in reference_counts]
             if missing:
