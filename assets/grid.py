@@ -20,6 +20,7 @@ engine function, attach headline metadata.
 
 
 import base64
+import json
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,6 +33,7 @@ import pyarrow.parquet as pq
 import yaml
 from dagster import (
     AssetCheckResult,
+    AssetKey,
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
@@ -221,13 +223,7 @@ def grid_national_totals(context: AssetExecutionContext) -> pd.DataFrame:
     files = sorted(swapped_dir().glob("*.parquet"))
     if not files:
         raise FileNotFoundError(f"grid_national_totals: no swapped region under {swapped_dir()}")
-    rows = {}
-    for population in ("resident", "national"):
-        # Tabulated by region (DuckDB over every region file), then summed: one row per population.
-        by_region = tabulate_grid(files, cell="region", where=population)
-        rows[population] = by_region.drop(columns="region").sum()
-    totals = pd.DataFrame.from_dict(rows, orient="index").astype(np.int64)
-    totals.index.name = "population"
+    totals = national_totals(files)
     context.add_output_metadata({"regions": len(files), "totals": _markdown(totals.T)})
     return totals
 
@@ -256,6 +252,18 @@ CELL_KEY_BOUNDED = AssetCheckSpec(
     description="Perturbed counts are non-negative, within D of the original, zeros stay zero and no "
     "published count lies in 1..js, in every figure.",
 )
+
+
+def national_totals(files: Sequence[Path]) -> pd.DataFrame:
+    """National count of every figure per population (rows ``resident``, ``national``) over region files."""
+    rows = {}
+    for population in ("resident", "national"):
+        # Tabulated by region (DuckDB over every region file), then summed: one row per population.
+        by_region = tabulate_grid(list(files), cell="region", where=population)
+        rows[population] = by_region.drop(columns="region").sum()
+    totals = pd.DataFrame.from_dict(rows, orient="index").astype(np.int64)
+    totals.index.name = "population"
+    return totals
 
 
 def _category_columns(table: pd.DataFrame) -> list[str]:
@@ -297,20 +305,13 @@ def grid_consistent_suppression(
 ):
     reference = national_reference_counts(grid_national_totals)
     context.log.info(f"suppression reference counts (national, residents): {reference}")
-    resident, national = consistent_grid_suppression(
-        grid_counts,
-        grid_counts_national,
-        k=config.k,
-        strategy=config.strategy,
-        reference_counts=reference,
-        tie_only=config.tie_only,
-        random_state=_region_seed(config.seed, context.partition_key),
-    )
+    resident, national = suppress_region(grid_counts, grid_counts_national, reference, config, context.partition_key)
     differencing = differencing_exposure(grid_counts, grid_counts_national, resident, national, k=config.k)
     yield Output(
         resident,
         output_name="grid_suppressed",
-        metadata={**_hidden_metadata(resident), "reference_counts": MetadataValue.json(reference)},
+        metadata={**_hidden_metadata(resident), "reference_counts": MetadataValue.json(reference),
+                  "suppression": MetadataValue.json(config.model_dump())},
     )
     yield Output(
         national,
@@ -320,6 +321,44 @@ def grid_consistent_suppression(
     yield no_small_published_counts(resident, k=config.k)
     yield no_small_published_counts(national, k=config.k, asset_key="grid_suppressed_national")
     yield consistent_with_resident_table(resident, national, differencing)
+
+
+def suppress_region(
+    counts: pd.DataFrame, national: pd.DataFrame, reference: dict[str, int], config: SuppressionConfig, region: str
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The suppression route of one region (the asset's and the audit's one computation)."""
+    return consistent_grid_suppression(
+        counts,
+        national,
+        k=config.k,
+        strategy=config.strategy,
+        reference_counts=reference,
+        tie_only=config.tie_only,
+        random_state=_region_seed(config.seed, region),
+    )
+
+
+def cell_key_region(persons: pd.DataFrame, config: CellKeyConfig):
+    """The cell key route of one region's swapped persons: (perturbed table, p-table)."""
+    persons = persons.assign(
+        record_key=assign_record_keys(persons, n_key=255, first=0, id_column="person_id", random_state=config.seed)
+    )
+    table = perturbation_table(config.max_deviation, config.variance, threshold=config.threshold)
+    return perturb_grid(persons, ptable=table, where="resident"), table
+
+
+def swap_census(persons: pd.DataFrame, config: SwapConfig):
+    """Targeted record swapping of every region's persons (households matched on size; region > cell)."""
+    return targeted_record_swap(
+        persons,
+        hid="household_id",
+        hierarchy=["region", "cell_id"],
+        similar=[["household_size"]],
+        risk_variables=list(config.risk_variables),
+        swaprate=config.swaprate,
+        k_anonymity=config.k_anonymity,
+        random_state=config.seed,
+    )
 
 
 def national_reference_counts(grid_national_totals: pd.DataFrame) -> dict[str, int]:
@@ -333,12 +372,7 @@ def national_reference_counts(grid_national_totals: pd.DataFrame) -> dict[str, i
        description="Resident grid table (13 figures) of the swapped census perturbed by the cell key method "
        "(ONS record keys 0..255 hashed from the person id, p-table D/V/js; SPEC §8.11).")
 def grid_cell_key(context: AssetExecutionContext, config: CellKeyConfig):
-    persons = pd.read_parquet(_swapped_file(context.partition_key))
-    persons["record_key"] = assign_record_keys(
-        persons, n_key=255, first=0, id_column="person_id", random_state=config.seed
-    )
-    table = perturbation_table(config.max_deviation, config.variance, threshold=config.threshold)
-    perturbed = perturb_grid(persons, ptable=table, where="resident")
+    perturbed, table = cell_key_region(pd.read_parquet(_swapped_file(context.partition_key)), config)
     deviation = perturbed["total"] - perturbed["total_original"]
     yield Output(
         perturbed,
@@ -346,9 +380,7 @@ def grid_cell_key(context: AssetExecutionContext, config: CellKeyConfig):
             "cells": len(perturbed),
             "share_of_totals_changed": float((deviation != 0).mean()) if len(perturbed) else 0.0,
             "mean_absolute_deviation_total": float(deviation.abs().mean()) if len(perturbed) else 0.0,
-            "ptable": MetadataValue.json(
-                {"max_deviation": config.max_deviation, "variance": config.variance, "threshold": config.threshold}
-            ),
+            "cell_key": MetadataValue.json(config.model_dump()),
             "ptable_rows": _markdown(table.to_frame().round(4)),
         },
     )
@@ -428,26 +460,17 @@ def grid_loss(
     deps=[census_microdata],
     description="Targeted record swapping of household geography (region > cell) across every region "
     "(SPEC §8.10); the swapped persons are written back per region under $SDC_HOME/census_swapped/, "
-    "the output is the per-region summary.",
+    "the output is the per-region summary and the swapped households (cell before and after).",
 )
-def census_swapped(context: AssetExecutionContext, config: SwapConfig) -> pd.DataFrame:
+def census_swapped(context: AssetExecutionContext, config: SwapConfig) -> dict[str, pd.DataFrame]:
     regions = sorted(context.instance.get_dynamic_partitions(grid_regions.name))
     files = [census_dir() / f"{r}.parquet" for r in regions]
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
         raise FileNotFoundError(f"census_swapped: region files missing: {', '.join(missing)}")
     persons = read_census_files(files)
-    result = targeted_record_swap(
-        persons,
-        hid="household_id",
-        hierarchy=["region", "cell_id"],
-        similar=[["household_size"]],
-        risk_variables=list(config.risk_variables),
-        swaprate=config.swaprate,
-        k_anonymity=config.k_anonymity,
-        random_state=config.seed,
-    )
-    summary = write_swapped_regions(persons, result.data, result.swapped_with, regions)
+    result = swap_census(persons, config)
+    summary = write_swapped_regions(swapped_dir(), persons, result.data, result.swapped_with, regions)
     context.add_output_metadata(
         {
             "regions": len(regions),
@@ -457,13 +480,10 @@ def census_swapped(context: AssetExecutionContext, config: SwapConfig) -> pd.Dat
             "swap_rate_realised": result.n_swapped_households / max(1, int(result.swapped_with.size)),
             "risky_households": result.n_risky_households,
             "unmatched_households": result.n_unmatched_households,
-            "swap": MetadataValue.json(
-                {"swaprate": config.swaprate, "k_anonymity": config.k_anonymity,
-                 "risk_variables": list(config.risk_variables), "seed": config.seed}
-            ),
+            "swap": MetadataValue.json(config.model_dump()),
         }
     )
-    return summary
+    return {"summary": summary, "households": swapped_households(result.data, persons, result.swapped_with)}
 
 
 def read_census_files(files: Sequence[Path]) -> pd.DataFrame:
@@ -472,16 +492,31 @@ def read_census_files(files: Sequence[Path]) -> pd.DataFrame:
     return table.to_pandas()
 
 
+def swapped_households(swapped: pd.DataFrame, persons: pd.DataFrame, swapped_with: pd.Series) -> pd.DataFrame:
+    """One row per swapped household: its id, partner, and region / cell before and after the swap."""
+    first = ~swapped["household_id"].duplicated().to_numpy()
+    moved = (swapped["household_id"].map(swapped_with).to_numpy() != swapped["household_id"].to_numpy()) & first
+    return pd.DataFrame(
+        {
+            "household_id": swapped["household_id"].to_numpy()[moved],
+            "swapped_with": swapped["household_id"].map(swapped_with).to_numpy()[moved],
+            "region_before": persons["region"].astype(str).to_numpy()[moved],
+            "cell_before": persons["cell_id"].astype(str).to_numpy()[moved],
+            "region_after": swapped["region"].astype(str).to_numpy()[moved],
+            "cell_after": swapped["cell_id"].astype(str).to_numpy()[moved],
+        }
+    )
+
+
 def write_swapped_regions(
-    persons: pd.DataFrame, swapped: pd.DataFrame, swapped_with: pd.Series, regions: Sequence[str]
+    folder: Path, persons: pd.DataFrame, swapped: pd.DataFrame, swapped_with: pd.Series, regions: Sequence[str]
 ) -> pd.DataFrame:
-    """Write ``swapped`` to ``<swapped_dir>/<region>.parquet`` by its (new) region; per-region summary.
+    """Write ``swapped`` to ``<folder>/<region>.parquet`` by its (new) region; per-region summary.
 
     The summary has, per region, resident persons and households before and after the swap
     (equal: donors are matched on household size, the number of resident members) and the
     households that came in by swapping.
     """
-    folder = swapped_dir()
     folder.mkdir(parents=True, exist_ok=True)
     moved = swapped["household_id"].map(swapped_with).to_numpy() != swapped["household_id"].to_numpy()
     swapped_region = swapped["region"].astype(str).to_numpy()
@@ -697,12 +732,13 @@ def run_grid_chain(instance, regions: Sequence[str], *, routes: Sequence[str] = 
                    resources: dict | None = None) -> dict[str, bool]:
     """Run the composed chain in process: validate every region, swap nationally, then each region's routes.
 
-    Returns the success of every run, keyed ``census:<region>``, ``swap`` and ``grid:<region>``.
+    Returns the success of every run, keyed ``census:<region>``, ``swap``, ``grid:<region>`` and
+    ``release`` (the manifest and report, when everything before succeeded).
     """
     from dagster import Definitions
 
     routes = tuple(r for r in ROUTES if r in routes)
-    jobs = [census_region_job, census_swap_job, ROUTE_JOBS[routes]]
+    jobs = [census_region_job, census_swap_job, ROUTE_JOBS[routes], grid_release_job]
     defs = Definitions(assets=GRID_ASSETS, jobs=jobs, resources=resources or {})
     config = run_config or {}
     outcome = {}
@@ -725,7 +761,170 @@ def run_grid_chain(instance, regions: Sequence[str], *, routes: Sequence[str] = 
         result = job.execute_in_process(partition_key=region, instance=instance, raise_on_error=False,
                                         run_config=config_for(job.name))
         outcome[f"grid:{region}"] = result.success
+    if all(outcome.values()):
+        release = defs.resolve_job_def(grid_release_job.name).execute_in_process(
+            instance=instance, raise_on_error=False, run_config={"ops": {"grid_release": {"config": {"routes": list(routes)}}}})
+        outcome["release"] = release.success
     return outcome
+
+
+#: The protected tables of each route, as released and as the audit recomputes them.
+ROUTE_TABLES = {"cell_key": ("grid_cell_key",), "suppression": ("grid_suppressed", "grid_suppressed_national")}
+
+
+class GridReleaseConfig(Config):
+    """Which routes the release holds (the grid spec's ``routes``)."""
+
+    routes: list[str] = list(ROUTES)
+
+
+def table_digest(frame: pd.DataFrame) -> str:
+    """SHA-256 of a table's canonical CSV text (the byte-for-byte identity the audit compares)."""
+    import hashlib
+
+    return hashlib.sha256(frame.to_csv(index=False, lineterminator="\n").encode()).hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _latest_json(instance, key: str, name: str) -> dict:
+    event = instance.get_latest_materialization_event(AssetKey(key))
+    if event is None or name not in event.asset_materialization.metadata:
+        raise FileNotFoundError(f"grid_release: {key} has no recorded {name!r}; run the chain first")
+    return dict(event.asset_materialization.metadata[name].value)
+
+
+@asset(
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    deps=["census_swapped", "grid_national_totals", "grid_counts", "grid_counts_national", "grid_cell_key",
+          "grid_suppressed", "grid_suppressed_national"],
+    description="The grid release: manifest (swap rate, p-table, seeds, digests of every protected table; "
+    "replayed by `sdc audit grid`) and the HTML grid report (map with layers, loss per route, differencing).",
+)
+def grid_release(context: AssetExecutionContext, config: GridReleaseConfig) -> pd.DataFrame:
+    from resources.storage import releases_dir, reports_dir, stored_output
+
+    routes = [r for r in ROUTES if r in config.routes]
+    regions = sorted(context.instance.get_dynamic_partitions(grid_regions.name))
+    parameters = {"swap": _latest_json(context.instance, "census_swapped", "swap")}
+    if "cell_key" in routes:
+        parameters["cell_key"] = _latest_json(context.instance, "grid_cell_key", "cell_key")
+    if "suppression" in routes:
+        parameters["suppression"] = _latest_json(context.instance, "grid_suppressed", "suppression")
+    rows, tables = [], {}
+    for region in regions:
+        for route in routes:
+            for name in ROUTE_TABLES[route]:
+                frame = stored_output([name], region)
+                tables.setdefault(name, []).append(frame)
+                rows.append({"region": region, "table": name, "sha256": table_digest(frame)})
+    digests = pd.DataFrame(rows, columns=["region", "table", "sha256"])
+    swapped = stored_output(["census_swapped"], "all")
+    counts = pd.concat([stored_output(["grid_counts"], r) for r in regions], ignore_index=True)
+    national = pd.concat([stored_output(["grid_counts_national"], r) for r in regions], ignore_index=True)
+    manifest = {
+        "kind": "census_grid",
+        "run_id": context.run_id,
+        "regions": regions,
+        "routes": routes,
+        "parameters": parameters,
+        "seeds": {step: values["seed"] for step, values in parameters.items()},
+        "swap_rate": parameters["swap"]["swaprate"],
+        "swapped_households": int(len(swapped["households"])),
+        "census_files": {r: file_digest(census_dir() / f"{r}.parquet") for r in regions},
+        "tables": {r: {t: d for t, d in zip(g["table"], g["sha256"])} for r, g in digests.groupby("region")},
+    }
+    release = releases_dir() / "grid" / context.run_id
+    release.mkdir(parents=True, exist_ok=True)
+    (release / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+    from sdc_dagster.report.grid import render_grid_report
+
+    received = swapped["households"].groupby("cell_after").size()
+    page = render_grid_report(
+        counts,
+        title=f"Census grid release ({len(regions)} regions)",
+        suppressed=pd.concat(tables["grid_suppressed"], ignore_index=True) if "grid_suppressed" in tables else None,
+        perturbed=pd.concat(tables["grid_cell_key"], ignore_index=True) if "grid_cell_key" in tables else None,
+        national=national,
+        swapped_households=received,
+        parameters={f"{step}.{k}": v for step, values in parameters.items() for k, v in values.items()},
+    )
+    report = reports_dir() / "grid" / f"{context.run_id}.html"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(page, encoding="utf-8")
+    context.add_output_metadata(
+        {"manifest": str(release / "manifest.json"), "report": str(report), "routes": ", ".join(routes),
+         "seeds": MetadataValue.json(manifest["seeds"])}
+    )
+    return digests
+
+
+def replay_grid_release(manifest: dict, *, home: Path | None = None) -> dict[str, dict[str, bool]]:
+    """Recompute every table of a grid release from the census files; per region and table, equal or not.
+
+    The same step functions as the assets (swap_census, write_swapped_regions, national_totals,
+    tabulate_grid, cell_key_region, suppress_region) with the manifest's parameters, in a scratch
+    folder; equality is of :func:`table_digest`, i.e. byte for byte on the published table.
+    """
+    import tempfile
+
+    regions = list(manifest["regions"])
+    files = [census_dir(home) / f"{r}.parquet" for r in regions]
+    for region, path in zip(regions, files):
+        if not path.is_file() or file_digest(path) != manifest["census_files"][region]:
+            raise SDCInputError(f"grid audit: census file of region {region!r} missing or changed since the release")
+    parameters = manifest["parameters"]
+    persons = read_census_files(files)
+    result = swap_census(persons, SwapConfig(**parameters["swap"]))
+    outcome: dict[str, dict[str, bool]] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        write_swapped_regions(folder, persons, result.data, result.swapped_with, regions)
+        totals = national_totals(sorted(folder.glob("*.parquet")))
+        for region in regions:
+            path = folder / f"{region}.parquet"
+            tables = {}
+            if "cell_key" in manifest["routes"]:
+                tables["grid_cell_key"] = cell_key_region(pd.read_parquet(path), CellKeyConfig(**parameters["cell_key"]))[0]
+            if "suppression" in manifest["routes"]:
+                counts = tabulate_grid(path, where="resident", with_coordinates=True)
+                national = tabulate_grid(path, where="national", with_coordinates=True)
+                tables["grid_suppressed"], tables["grid_suppressed_national"] = suppress_region(
+                    counts, national, national_reference_counts(totals), SuppressionConfig(**parameters["suppression"]),
+                    region)
+            outcome[region] = {
+                name: table_digest(frame) == manifest["tables"][region][name] for name, frame in tables.items()
+            }
+    return outcome
+
+
+def run_grid_audit(*, run: str | None = None, out=None) -> int:
+    """``sdc audit grid``: print the latest (or run ``run``'s) grid manifest and replay it; 0 if identical."""
+    import sys
+
+    from resources.storage import releases_dir
+
+    out = out or sys.stdout
+    root = releases_dir() / "grid"
+    manifests = sorted(root.glob("*/manifest.json"), key=lambda p: p.stat().st_mtime) if root.is_dir() else []
+    if run is not None:
+        manifests = [p for p in manifests if p.parent.name == run]
+    if not manifests:
+        print(f"no grid release under {root}" + (f" for run {run}" if run else ""), file=out)
+        return 2
+    manifest = json.loads(manifests[-1].read_text())
+    print(json.dumps(manifest, indent=2, sort_keys=True), file=out)
+    outcome = replay_grid_release(manifest)
+    differing = [f"{r}/{t}" for r, tables in outcome.items() for t, same in tables.items() if not same]
+    verdict = "PASSED" if not differing else "FAILED"
+    detail = "every table byte-identical" if not differing else "differs: " + ", ".join(differing)
+    print(f"audit {verdict}: grid release {manifest['run_id']}: {detail}", file=out, flush=True)
+    return 0 if not differing else 1
 
 
 #: grid_consistent_suppression is one definition producing grid_suppressed and grid_suppressed_national.
@@ -739,7 +938,13 @@ GRID_ASSETS = [
     grid_cell_key,
     grid_cell_key_loss,
     grid_loss,
+    grid_release,
 ]
 #: The grid checks are declared on their assets (check_specs).
-GRID_JOBS = [census_region_job, census_swap_job, *ROUTE_JOBS.values()]
+grid_release_job = define_asset_job(
+    "grid_release_job",
+    selection=AssetSelection.assets(grid_release),
+    description="After every region's routes: the release manifest and the grid report.",
+)
+GRID_JOBS = [census_region_job, census_swap_job, *ROUTE_JOBS.values(), grid_release_job]
 GRID_SENSORS = [grid_region_sensor]

@@ -135,6 +135,10 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
 
     out = out or sys.stdout
     _prepare_environment(home)
+    if wave == "grid":  # the census grid release (assets/grid.py)
+        from assets.grid import run_grid_audit
+
+        return run_grid_audit(run=run, out=out)
     from resources.storage import releases_dir
     from sdc_dagster import lineage, survey
 

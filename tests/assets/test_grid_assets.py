@@ -1,5 +1,7 @@
 """The grid asset chain materialised in-process on a small generated census."""
 
+import io
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -15,10 +17,12 @@ from assets.grid import (
     grid_regions,
     load_grid_spec,
     prepare_demo_census,
+    replay_grid_release,
     run_grid_chain,
     swapped_dir,
 )
 from resources.storage import ParquetIOManager
+from sdc_dagster.cli import run_audit
 from sdc_dagster.grid_counts import GRID_COUNT_COLUMNS, GRID_VARIABLES, tabulate_grid
 from sdc_dagster.protect import consistent_grid_suppression, grid_suppression
 
@@ -35,7 +39,7 @@ def test_composed_grid_chain_end_to_end(sdc_home, instance):
     assert routes == ("cell_key", "suppression")
     resources = {"io_manager": ParquetIOManager()}
     outcome = run_grid_chain(instance, regions, routes=routes, run_config=run_config, resources=resources)
-    assert all(outcome.values()) and len(outcome) == 2 * len(regions) + 1
+    assert all(outcome.values()) and len(outcome) == 2 * len(regions) + 2
 
     store = sdc_home / "storage"
     census = pd.concat([pd.read_parquet(sdc_home / "census" / f"{r}.parquet") for r in regions], ignore_index=True)
@@ -54,8 +58,11 @@ def test_composed_grid_chain_end_to_end(sdc_home, instance):
         persons=("person_id", "size"), households=("household_id", "nunique"))
     pd.testing.assert_frame_equal(before.sort_index(), after.sort_index())
     assert (original["cell_id"].astype(str).to_numpy() != after_swap["cell_id"].astype(str).to_numpy()).any()
-    summary = pd.read_parquet(store / "census_swapped" / "all.parquet")
+    summary = pd.read_parquet(store / "census_swapped" / "all" / "summary.parquet")
     assert (summary["persons_before"] == summary["persons_after"]).all()
+    assert (summary["households_before"] == summary["households_after"]).all()
+    households = pd.read_parquet(store / "census_swapped" / "all" / "households.parquet")
+    assert len(households) > 0 and (households["cell_before"] != households["cell_after"]).all()
 
     # national reference counts: read from every region, the same for every region's suppression
     totals = pd.read_parquet(store / "grid_national_totals" / "all.parquet")
@@ -100,15 +107,33 @@ def test_composed_grid_chain_end_to_end(sdc_home, instance):
         suppression_loss = pd.read_parquet(store / "grid_loss" / region / "loss.parquet")
         assert list(suppression_loss.index) == ["sex", "age", "employed", "birth", "residence"]
 
-    checks = {}
-    for key, name in [("grid_suppressed", "no_small_published_counts"),
-                      ("grid_suppressed_national", "no_small_published_counts"),
-                      ("grid_suppressed_national", "consistent_with_resident_table"),
-                      ("grid_cell_key", "cell_key_bounded")]:
-        evaluation = instance.event_log_storage.get_latest_asset_check_execution_by_key(
-            [AssetCheckKey(AssetKey(key), name)])
-        checks[(key, name)] = evaluation
-    assert all(v is not None for v in checks.values())
+    # the release: manifest with swap rate, ptable and seeds; report; the audit replays it byte for byte
+    release = instance.get_latest_materialization_event(AssetKey("grid_release")).asset_materialization.metadata
+    manifest = json.loads(Path(release["manifest"].value).read_text())
+    assert manifest["swap_rate"] == 0.05 and manifest["routes"] == ["cell_key", "suppression"]
+    assert manifest["parameters"]["cell_key"] == {"max_deviation": 2, "variance": 1.05, "threshold": 1, "seed": 2021}
+    assert manifest["seeds"] == {"swap": 2021, "cell_key": 2021, "suppression": 2021}
+    assert set(manifest["tables"]) == set(regions)
+    page = Path(release["report"].value).read_text()
+    assert 'id="layer-swapped"' in page and "Cell key route" in page and "Suppression route" in page
+    printed = io.StringIO()
+    assert run_audit("grid", out=printed) == 0
+    assert "audit PASSED" in printed.getvalue()
+    # a changed table is caught
+    path = store / "grid_suppressed" / f"{regions[0]}.parquet"
+    tampered = manifest | {"tables": {**manifest["tables"], regions[0]: {**manifest["tables"][regions[0]],
+                                                                             "grid_suppressed": "0" * 64}}}
+    assert not replay_grid_release(tampered)[regions[0]]["grid_suppressed"]
+    assert path.is_file()
+
+    # every asset check of the chain ran and passed (on the last region run)
+    keys = [AssetCheckKey(AssetKey(key), name) for key, name in
+            [("grid_suppressed", "no_small_published_counts"),
+             ("grid_suppressed_national", "no_small_published_counts"),
+             ("grid_suppressed_national", "consistent_with_resident_table"),
+             ("grid_cell_key", "cell_key_bounded")]]
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(keys)
+    assert {k: latest[k].status.value for k in keys} == {k: "SUCCEEDED" for k in keys}
 
 
 def test_cell_key_is_consistent_on_rerun_and_across_partitions(sdc_home, instance):
