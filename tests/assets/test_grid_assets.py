@@ -175,3 +175,34 @@ def test_sensor_adds_new_regions(sdc_home, instance):
     result = sensor(build_sensor_context(instance=instance))
     assert sorted(r.partition_key for r in result.run_requests) == sorted(regions)
     assert result.dynamic_partitions_requests[0].partition_keys == sorted(regions)
+
+
+def test_two_regions_run_on_a_local_dask_cluster(sdc_home, tmp_path):
+    from dagster import DagsterInstance, execute_job, instance_for_test, reconstructable
+
+    from assets.grid import census_region_job, census_swap_job, grid_region_dask_job
+
+    regions = prepare_demo_census(sdc_home, n_persons=6_000)[:2]
+    (tmp_path / "dagster").mkdir()
+    with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        assert isinstance(instance, DagsterInstance)
+        instance.add_dynamic_partitions(grid_regions.name, regions)
+        defs = Definitions(assets=GRID_ASSETS, jobs=[census_region_job, census_swap_job],
+                           resources={"io_manager": ParquetIOManager()})
+        for region in regions:
+            assert defs.resolve_job_def("census_region_job").execute_in_process(
+                partition_key=region, instance=instance).success
+        assert defs.resolve_job_def("census_swap_job").execute_in_process(instance=instance).success
+        config = {"execution": {"config": {"cluster": {"local": {"n_workers": 1, "threads_per_worker": 1}}}}}
+        for region in regions:
+            with execute_job(reconstructable(grid_region_dask_job), instance=instance, run_config=config,
+                             tags={"dagster/partition": region}) as result:
+                assert result.success
+                steps = {e.step_key for e in result.all_events if e.is_step_success}
+                assert {"grid_cell_key", "grid_consistent_suppression", "grid_loss"} <= steps
+            runs = instance.get_runs(limit=1)
+            assert runs[0].job_name == "grid_region_dask_job" and runs[0].tags["dagster/partition"] == region
+        store = sdc_home / "storage"
+        for region in regions:
+            assert (store / "grid_cell_key" / f"{region}.parquet").is_file()
+            assert (store / "grid_suppressed" / f"{region}.parquet").is_file()
