@@ -55,7 +55,7 @@ from dagster import (
 from dagster_pandera import pandera_schema_to_dagster_type
 
 from resources.storage import sdc_home
-from sdc_dagster.census import census_arrow_schema, write_census_by_region
+from sdc_dagster.census import PARQUET_OPTIONS, census_arrow_schema, write_census_by_region
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.grid_counts import GRID_COUNT_COLUMNS, GRID_VARIABLES, grid_variables_of, tabulate_grid
 from sdc_dagster.loss.tables import (
@@ -259,9 +259,10 @@ def national_totals(files: Sequence[Path]) -> pd.DataFrame:
     """National count of every figure per population (rows ``resident``, ``national``) over region files."""
     rows = {}
     for population in ("resident", "national"):
-        # Tabulated by region (DuckDB over every region file), then summed: one row per population.
-        by_region = tabulate_grid(list(files), cell="region", where=population)
-        rows[population] = by_region.drop(columns="region").sum()
+        # DuckDB over every region file, grouped by the population flag: the "true" group is the population.
+        by_flag = tabulate_grid(list(files), cell=population)
+        flagged = by_flag[by_flag[population].str.lower() == "true"].drop(columns=population)
+        rows[population] = flagged.sum() if len(flagged) else pd.Series(0, index=flagged.columns)
     totals = pd.DataFrame.from_dict(rows, orient="index").astype(np.int64)
     totals.index.name = "population"
     return totals
@@ -339,6 +340,10 @@ def suppress_region(
     )
 
 
+#: Person columns the cell key route reads.
+CELL_KEY_COLUMNS = ["person_id", "cell_id", "resident", *(v.column for v in GRID_VARIABLES)]
+
+
 def cell_key_region(persons: pd.DataFrame, config: CellKeyConfig):
     """The cell key route of one region's swapped persons: (perturbed table, p-table)."""
     persons = persons.assign(
@@ -373,7 +378,8 @@ def national_reference_counts(grid_national_totals: pd.DataFrame) -> dict[str, i
        description="Resident grid table (13 figures) of the swapped census perturbed by the cell key method "
        "(ONS record keys 0..255 hashed from the person id, p-table D/V/js; SPEC §8.11).")
 def grid_cell_key(context: AssetExecutionContext, config: CellKeyConfig):
-    perturbed, table = cell_key_region(pd.read_parquet(_swapped_file(context.partition_key)), config)
+    perturbed, table = cell_key_region(pd.read_parquet(_swapped_file(context.partition_key), columns=CELL_KEY_COLUMNS),
+                                       config)
     deviation = perturbed["total"] - perturbed["total_original"]
     yield Output(
         perturbed,
@@ -516,30 +522,35 @@ def write_swapped_regions(
 
     The summary has, per region, resident persons and households before and after the swap
     (equal: donors are matched on household size, the number of resident members) and the
-    households that came in by swapping.
+    households that came in by swapping. Vectorised over persons (region codes, one stable sort).
     """
     folder.mkdir(parents=True, exist_ok=True)
-    moved = swapped["household_id"].map(swapped_with).to_numpy() != swapped["household_id"].to_numpy()
-    swapped_region = swapped["region"].astype(str).to_numpy()
-    by_region = {}
-    codes, names = pd.factorize(swapped_region)
-    for code, region in enumerate(names):  # one file per region (dozens), never per record
-        rows = np.flatnonzero(codes == code)
-        part = swapped.iloc[rows]
-        pq.write_table(arrow.Table.from_pandas(part, preserve_index=False).cast(census_arrow_schema()),
-                       folder / f"{region}.parquet")
-        by_region[region] = {
-            "households_swapped_in": int(part.loc[moved[rows], "household_id"].nunique()),
-        }
-    residents_before = persons[persons["resident"]]
-    residents_after = swapped[swapped["resident"]]
-    before = residents_before.groupby(residents_before["region"].astype(str), observed=True).agg(
-        persons_before=("person_id", "size"), households_before=("household_id", "nunique"))
-    after = residents_after.groupby(residents_after["region"].astype(str), observed=True).agg(
-        persons_after=("person_id", "size"), households_after=("household_id", "nunique"))
-    summary = before.join(after, how="outer").join(pd.DataFrame.from_dict(by_region, orient="index"))
-    summary = summary.reindex(list(regions)).fillna(0).astype(np.int64)
-    summary.index.name = "region"
+    names = pd.Index(list(regions))
+    before = names.get_indexer(persons["region"].astype(str) if persons["region"].dtype != "category"
+                               else persons["region"].cat.categories.astype(str)[persons["region"].cat.codes])
+    after = names.get_indexer(swapped["region"].astype(str) if swapped["region"].dtype != "category"
+                              else swapped["region"].cat.categories.astype(str)[swapped["region"].cat.codes])
+    household = swapped["household_id"].to_numpy()
+    moved = household != swapped["household_id"].map(swapped_with).to_numpy() if len(swapped) else np.zeros(0, bool)
+    resident = swapped["resident"].to_numpy(dtype=bool)
+    first = ~pd.Series(household).duplicated().to_numpy()
+    first_resident = ~pd.Series(np.where(resident, household, -1)).duplicated().to_numpy() & resident
+    n = len(names)
+    summary = pd.DataFrame(
+        {
+            "persons_before": np.bincount(before[resident], minlength=n),
+            "households_before": np.bincount(before[first_resident], minlength=n),
+            "persons_after": np.bincount(after[resident], minlength=n),
+            "households_after": np.bincount(after[first_resident], minlength=n),
+            "households_swapped_in": np.bincount(after[first & moved], minlength=n),
+        },
+        index=pd.Index(names, name="region"),
+    ).astype(np.int64)
+    order = np.argsort(after, kind="stable")
+    bounds = np.searchsorted(after[order], np.arange(n + 1))
+    table = arrow.Table.from_pandas(swapped, preserve_index=False).cast(census_arrow_schema())
+    for j, region in enumerate(names):  # one file per region (dozens), never per record
+        pq.write_table(table.take(order[bounds[j]:bounds[j + 1]]), folder / f"{region}.parquet", **PARQUET_OPTIONS)
     return summary
 
 
@@ -891,7 +902,8 @@ def replay_grid_release(manifest: dict, *, home: Path | None = None) -> dict[str
             path = folder / f"{region}.parquet"
             tables = {}
             if "cell_key" in manifest["routes"]:
-                tables["grid_cell_key"] = cell_key_region(pd.read_parquet(path), CellKeyConfig(**parameters["cell_key"]))[0]
+                tables["grid_cell_key"] = cell_key_region(pd.read_parquet(path, columns=CELL_KEY_COLUMNS),
+                                                          CellKeyConfig(**parameters["cell_key"]))[0]
             if "suppression" in manifest["routes"]:
                 counts = tabulate_grid(path, where="resident", with_coordinates=True)
                 national = tabulate_grid(path, where="national", with_coordinates=True)

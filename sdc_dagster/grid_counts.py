@@ -233,7 +233,7 @@ def tabulate_grid(
             raise SDCInputError("source: no Parquet file given")
         listing = ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths)
         relation = f"read_parquet([{listing}])"
-        available = set(db.execute(f"SELECT * FROM {relation} LIMIT 0").df().columns)
+        available = {column[0] for column in db.execute(f"SELECT * FROM {relation} LIMIT 0").description}
         for col in (cell, sex, age_group):
             if col not in available:
                 raise SDCInputError(f"census column {col!r} is not in the Parquet data")
