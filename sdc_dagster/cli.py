@@ -112,6 +112,15 @@ def run_grid_demo(defs, instance, out) -> int:
     print("\n== census grid: validate regions, swap nationally, tabulate and protect each region ...", file=out,
           flush=True)
     outcome = run_grid_chain(instance, regions, resources=defs.resources)
+    if outcome.get("swap"):
+        from dagster import AssetKey
+
+        metadata = instance.get_latest_materialization_event(AssetKey("census_swapped")).asset_materialization.metadata
+        print(
+            f"   {metadata['swapped_households'].value} of {metadata['households'].value} households swapped "
+            f"({metadata['risky_households'].value} at risk)",
+            file=out,
+        )
     for region in regions:
         if outcome.get(f"grid:{region}"):
             print(f"   region {region}:", grid_summary(region).strip(), file=out, flush=True)
