@@ -267,3 +267,22 @@ def test_cell_key_table_rejects_bad_input():
         cell_key_table(pd.DataFrame({"g": ["a"], "record_key": [256]}), ["g"], ptable)
     with pytest.raises(SDCInputError, match="pcv"):
         cell_key_table(pd.DataFrame({"g": ["a"], "record_key": [1]}), ["g"], ptable.drop(columns="pcv"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 4), st.integers(0, 3), st.floats(0.2, 0.95), st.integers(0, 2**32 - 1))
+def test_cell_key_table_property_bounds_threshold_and_consistency(d_max, js, share, seed):
+    js = min(js, d_max - 1)
+    table = perturbation_table(d_max, share * d_max * d_max, threshold=js)
+    rng = np.random.default_rng(seed)
+    n = 400
+    data = pd.DataFrame({"a": rng.integers(0, 40, n), "b": rng.integers(0, 3, n), "record_key": rng.integers(0, 256, n)})
+    out = cell_key_table(data, ["a", "b"], table)
+    published = out["count"].astype("int64")
+    assert (published >= 0).all()
+    assert (published - out["pre_sdc_count"]).abs().max() <= d_max
+    assert not ((published >= 1) & (published <= js)).any()
+    # the same records give the same cell wherever the cell appears (another table with one more column)
+    wider = cell_key_table(data.assign(c="x"), ["c", "b", "a"], table)
+    merged = out.merge(wider, on=["a", "b"], suffixes=("", "_wider"))
+    assert len(merged) == len(out) and (merged["count"] == merged["count_wider"]).all()
