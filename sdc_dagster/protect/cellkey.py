@@ -262,8 +262,16 @@ def perturbation_table(max_deviation: int, variance: float, *, threshold: int = 
     return PerturbationTable(max_deviation=d_max, variance=float(variance), probabilities=table, threshold=js)
 
 
+def _splitmix64(values: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser: a bijective scramble of uint64 values (wrapping arithmetic)."""
+    z = values.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
 def assign_record_keys(
-    data: pd.DataFrame, *, n_key: int | None = None, first: int = 1, random_state=None
+    data: pd.DataFrame, *, n_key: int | None = None, first: int = 1, id_column: str | None = None, random_state=None
 ) -> pd.Series:
     """Random record keys (SPEC §8.11 step 1), indexed like ``data``.
 
@@ -275,6 +283,10 @@ def assign_record_keys(
         N: integer keys uniform in first..N; None: uniform keys in [0, 1).
     first
         Smallest integer key: 1 (cellKey convention) or 0 (ONS record keys 0..255, ``n_key=255``).
+    id_column
+        Integer unit id column: the key is a seeded hash of the id (splitmix64 of id + seed),
+        so a unit keeps its key in every partition, table and rerun, whatever the row order
+        (integer keys only; ``random_state`` must then be an int).
     random_state
         int seed or numpy Generator.
 
@@ -283,6 +295,18 @@ def assign_record_keys(
     pandas.Series
         ``record_key``: int64 in first..N, or float64 in [0, 1).
     """
+    if id_column is not None:
+        require_columns(data, [id_column], role="unit id column")
+        if n_key is None or isinstance(random_state, bool) or not isinstance(random_state, int | np.integer):
+            raise SDCInputError("assign_record_keys with id_column: give integer keys (n_key) and an int random_state")
+        if first not in (0, 1):
+            raise SDCInputError(f"parameter first: must be 0 or 1, got {first!r}")
+        ids = data[id_column]
+        if ids.isna().any() or not pd.api.types.is_integer_dtype(ids):
+            raise SDCInputError(f"column {id_column!r}: unit ids must be integers without missing values")
+        mixed = _splitmix64(ids.to_numpy().astype(np.uint64) ^ _splitmix64(np.array([int(random_state)], dtype=np.uint64)))
+        keys = (mixed % np.uint64(int(n_key) - first + 1)).astype(np.int64) + first
+        return pd.Series(keys, index=data.index, name="record_key")
     rng = np.random.default_rng(random_state)
     if n_key is None:
         keys = rng.random(len(data))

@@ -2,7 +2,6 @@
 
 import re
 
-import numpy as np
 import pandas as pd
 import pytest
 from playwright.sync_api import sync_playwright
