@@ -548,9 +548,10 @@ def write_swapped_regions(
     ).astype(np.int64)
     order = np.argsort(after, kind="stable")
     bounds = np.searchsorted(after[order], np.arange(n + 1))
-    table = arrow.Table.from_pandas(swapped, preserve_index=False).cast(census_arrow_schema())
     for j, region in enumerate(names):  # one file per region (dozens), never per record
-        pq.write_table(table.take(order[bounds[j]:bounds[j + 1]]), folder / f"{region}.parquet", **PARQUET_OPTIONS)
+        # Converted region by region: only one region's copy is held beside the national frame.
+        part = arrow.Table.from_pandas(swapped.iloc[order[bounds[j]:bounds[j + 1]]], preserve_index=False)
+        pq.write_table(part.cast(census_arrow_schema()), folder / f"{region}.parquet", **PARQUET_OPTIONS)
     return summary
 
 
