@@ -229,12 +229,14 @@ def test_cell_key_table_parity_with_ons_package_10_5_rule(threshold):
     pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True), check_dtype=False)
 
 
-def test_cell_key_table_parity_with_ons_package_dvjs_table():
+@pytest.mark.parametrize("n_keys", [256, 4096])
+def test_cell_key_table_parity_with_ons_package_dvjs_table(n_keys):
     from cell_key_perturbation import create_perturbed_table as ckp
 
     data = _ons_microdata(3_000, 6)
     data["cell"] = np.random.default_rng(1).integers(0, 300, len(data))  # many small cells
-    ptable = perturbation_table(3, 2.0, threshold=2).to_ons_frame()
+    data["record_key"] = np.random.default_rng(2).integers(0, n_keys, len(data))  # ONS keys 0..255 or 0..4095
+    ptable = perturbation_table(3, 2.0, threshold=2).to_ons_frame(n_keys=n_keys)
     expected = ckp.create_perturbed_table(data, ptable, ["cell"], ["sex"], "record_key", threshold=0)
     # The package also lists unobserved (cell, sex) pairs of the cross product, with count 0;
     # cell_key_table lists observed cells only (CONTRACT), so compare those.
