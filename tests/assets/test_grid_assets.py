@@ -23,6 +23,7 @@ from assets.grid import (
 )
 from resources.storage import ParquetIOManager
 from sdc_dagster.cli import run_audit
+from sdc_dagster.errors import SDCInputError
 from sdc_dagster.grid_counts import GRID_COUNT_COLUMNS, GRID_VARIABLES, tabulate_grid
 from sdc_dagster.protect import consistent_grid_suppression, grid_suppression
 
@@ -210,3 +211,34 @@ def test_two_regions_run_on_a_local_dask_cluster(sdc_home, tmp_path):
         for region in regions:
             assert (store / "grid_cell_key" / f"{region}.parquet").is_file()
             assert (store / "grid_suppressed" / f"{region}.parquet").is_file()
+
+
+def test_spec_routes_pick_what_runs(sdc_home, instance, tmp_path):
+    spec = tmp_path / "grid.yaml"
+    spec.write_text("routes: [suppression]\nsuppression: {k: 4, strategy: fixed}\nswap: {swaprate: 0.1, seed: 7}\n")
+    routes, run_config = load_grid_spec(spec)
+    assert routes == ("suppression",)
+    assert run_config["ops"]["grid_consistent_suppression"]["config"]["k"] == 4
+    regions = prepare_demo_census(sdc_home, n_persons=5_000)[:2]
+    instance.add_dynamic_partitions(grid_regions.name, regions)
+    outcome = run_grid_chain(instance, regions, routes=routes, run_config=run_config,
+                             resources={"io_manager": ParquetIOManager()})
+    assert all(outcome.values())
+    assert instance.get_latest_materialization_event(AssetKey("grid_cell_key")) is None
+    suppressed = pd.read_parquet(sdc_home / "storage" / "grid_suppressed" / f"{regions[0]}.parquet")
+    published = suppressed[CATEGORIES].to_numpy(dtype="float64", na_value=float("nan"))
+    assert not ((published >= 1) & (published <= 3)).any()  # k = 4 from the spec
+    release = instance.get_latest_materialization_event(AssetKey("grid_release")).asset_materialization.metadata
+    manifest = json.loads(Path(release["manifest"].value).read_text())
+    assert manifest["routes"] == ["suppression"] and manifest["seeds"] == {"swap": 7, "suppression": 2021}
+    assert manifest["swap_rate"] == 0.1
+
+
+def test_grid_spec_errors_name_the_key(tmp_path):
+    spec = tmp_path / "grid.yaml"
+    spec.write_text("routes: [cell_key, rounding]\n")
+    with pytest.raises(SDCInputError, match="routes"):
+        load_grid_spec(spec)
+    spec.write_text("cell_key: {max_deviaton: 3}\n")
+    with pytest.raises(SDCInputError, match="max_deviaton"):
+        load_grid_spec(spec)
