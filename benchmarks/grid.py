@@ -1,11 +1,18 @@
-"""Census grid benchmarks: prints seconds and peak memory for each route (targets in the issue).
+"""Census grid benchmark: the composed chain as published, step by step (seconds, peak memory).
 
-Targets at full scale (37,019,327 persons, 197,130 cells, about 15 million households):
-route 1 (DuckDB tabulation over Parquet + suppression) < 90 s and < 8 GB peak; targeted record
-swapping < 5 min; cell key method on 197,000 cells x 5 tables < 10 s.
+The chain (generation aside) is what the Dagster assets run, through the same step functions
+(``assets.grid``): read every region -> targeted record swapping (13-variable persons, households
+matched on size) -> swapped persons written back per region -> national totals (DuckDB over every
+region) -> per region: tabulation of the 13 figures of both populations (DuckDB over Parquet), cell
+key method (ONS record keys, p-table D=2, V=1.05, js=1) and consistent suppression ("distribution"
+with the national totals). Regions run one after the other here; the multiprocess executor runs
+them in parallel.
 
-    .venv/bin/python benchmarks/grid.py --fraction 0.1      # 3.7 million persons
-    .venv/bin/python benchmarks/grid.py                     # full scale (writes ~0.5 GB Parquet)
+Targets (issue 15): the whole chain for 10 million persons in at most 20 s and for 37 million in at
+most 90 s, under 8 GB, on 2 cores.
+
+    .venv/bin/python benchmarks/grid.py --persons 1000000
+    .venv/bin/python benchmarks/grid.py --persons 10000000
 
 Timings are wall-clock on whatever else the machine is running; peak memory is the process's
 maximum resident set size (DuckDB runs in-process, so it is included).
@@ -15,83 +22,87 @@ import argparse
 import resource
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
-import duckdb
 import pandas as pd
 
-from sdc_dagster.census import SEED_RESIDENTS, write_census_parquet
+from assets.grid import (
+    CELL_KEY_COLUMNS,
+    CellKeyConfig,
+    SuppressionConfig,
+    SwapConfig,
+    cell_key_region,
+    national_reference_counts,
+    national_totals,
+    read_census_files,
+    suppress_region,
+    swap_census,
+    write_swapped_regions,
+)
+from sdc_dagster.census import write_census_by_region
 from sdc_dagster.grid_counts import tabulate_grid
-from sdc_dagster.protect.cellkey import assign_record_keys, grid_cell_key, perturbation_table
-from sdc_dagster.protect.grid import grid_suppression
-from sdc_dagster.protect.record_swapping import targeted_record_swap
 
 
 def peak_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
 
 
+TIMES: dict[str, float] = {}
+
+
+@contextmanager
+def timed(step: str):
+    t = time.perf_counter()
+    yield
+    TIMES[step] = TIMES.get(step, 0.0) + time.perf_counter() - t
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--fraction", type=float, default=1.0, help="share of the 37 million persons")
-    parser.add_argument("--workdir", type=Path, default=None, help="folder for the Parquet file")
-    parser.add_argument("--skip-swap", action="store_true")
+    parser.add_argument("--persons", type=int, default=1_000_000, help="resident persons")
+    parser.add_argument("--workdir", type=Path, default=None, help="folder for the region files (reused)")
+    parser.add_argument("--region-km", type=int, default=100)
     args = parser.parse_args()
-    n_persons = int(SEED_RESIDENTS * args.fraction)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sdc_grid_bench_"))
-    path = workdir / f"census_{n_persons}.parquet"
+    census = workdir / f"census_{args.persons}"
+    t = time.perf_counter()
+    if not census.is_dir():
+        write_census_by_region(census, args.persons, random_state=2021, region_km=args.region_km)
+    regions = sorted(p.stem for p in census.glob("*.parquet"))
+    print(f"persons {args.persons:,} in {len(regions)} regions; census ready in {time.perf_counter() - t:.1f} s "
+          "(generation, not part of the chain)")
 
-    t = time.perf_counter()
-    if not path.exists():
-        write_census_parquet(path, n_persons, random_state=2021)
-    print(f"persons {n_persons:,}; census Parquet {path.stat().st_size / 1e6:.0f} MB "
-          f"written in {time.perf_counter() - t:.1f} s")
-
-    # Route 1: DuckDB over Parquet, then suppression (memory limit keeps DuckDB under budget).
-    con = duckdb.connect(config={"memory_limit": "6GB"})
-    t = time.perf_counter()
-    counts = tabulate_grid(path, where="resident", con=con)
-    t_tab = time.perf_counter() - t
-    t = time.perf_counter()
-    protected = grid_suppression(counts, strategy="distribution", random_state=1)
-    t_sup = time.perf_counter() - t
-    print(f"route 1: tabulate {len(counts):,} cells {t_tab:.1f} s + suppress {t_sup:.3f} s "
-          f"= {t_tab + t_sup:.1f} s; peak RSS so far {peak_gb():.2f} GB; "
-          f"hidden counts {int(protected.iloc[:, 2:].isna().to_numpy().sum()):,}")
-
-    persons = pd.read_parquet(path, columns=["household_id", "cell_id", "region", "sex", "age_group",
-                                             "household_size", "resident"])
-    persons = persons[persons["resident"]].reset_index(drop=True)
-    persons["record_key"] = assign_record_keys(persons, random_state=3)
-    table = perturbation_table(2, 1.05)
-    t = time.perf_counter()
-    perturbed = grid_cell_key(persons, record_key_col="record_key", ptable=table, con=con)
-    t_ck = time.perf_counter() - t
-    keys = perturbed[["total_original"]]
-    t = time.perf_counter()
-    for col in ("total", "sex_1", "sex_2", "age_1", "age_2"):
-        table.lookup(perturbed[f"{col}_original"].to_numpy(), (perturbed[f"{col}_original"] % 97 / 97).to_numpy())
-    t_lookup = time.perf_counter() - t
-    print(f"cell key: {len(keys):,} cells x 6 tables from {len(persons):,} persons {t_ck:.1f} s "
-          f"(of which p-table lookups for 5 tables {t_lookup:.3f} s)")
-
-    if not args.skip_swap:
-        t = time.perf_counter()
-        result = targeted_record_swap(
-            persons,
-            hid="household_id",
-            hierarchy=["region", "cell_id"],
-            similar=[["household_size"]],
-            risk_variables=["sex", "age_group"],
-            swaprate=0.05,
-            k_anonymity=3,
-            random_state=4,
-        )
-        t_swap = time.perf_counter() - t
-        print(f"swapping: {result.swapped_with.size:,} households in {t_swap:.1f} s; swapped "
-              f"{result.n_swapped_households:,}, risky {result.n_risky_households:,}, "
-              f"unmatched {result.n_unmatched_households:,}")
-    print(f"peak RSS {peak_gb():.2f} GB")
+    with timed("read regions"):
+        persons = read_census_files([census / f"{r}.parquet" for r in regions])
+    with timed("swap"):
+        result = swap_census(persons, SwapConfig())
+    swapped = workdir / f"swapped_{args.persons}"
+    with timed("write swapped regions"):
+        write_swapped_regions(swapped, persons, result.data, result.swapped_with, regions)
+    n_households = int(result.swapped_with.size)
+    del persons, result
+    with timed("national totals"):
+        totals = national_totals(sorted(swapped.glob("*.parquet")))
+    reference = national_reference_counts(totals)
+    cells = hidden = 0
+    for region in regions:
+        path = swapped / f"{region}.parquet"
+        with timed("tabulate (2 populations)"):
+            counts = tabulate_grid(path, where="resident", with_coordinates=True)
+            national = tabulate_grid(path, where="national", with_coordinates=True)
+        with timed("cell key"):
+            region_persons = pd.read_parquet(path, columns=CELL_KEY_COLUMNS)
+            perturbed, _ = cell_key_region(region_persons, CellKeyConfig())
+        with timed("suppression"):
+            resident, _ = suppress_region(counts, national, reference, SuppressionConfig(), region)
+        cells += len(perturbed)
+        hidden += int(resident.drop(columns=["cell_id", "northing_km", "easting_km"]).isna().to_numpy().sum())
+    total = sum(TIMES.values())
+    print(f"{n_households:,} households, {cells:,} cells, {hidden:,} suppressed counts")
+    for step, seconds in TIMES.items():
+        print(f"  {step:<26} {seconds:6.1f} s")
+    print(f"  {'whole chain':<26} {total:6.1f} s; peak RSS {peak_gb():.2f} GB")
 
 
 if __name__ == "__main__":

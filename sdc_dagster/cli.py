@@ -119,33 +119,28 @@ def run_demo(home: str | None = None, *, out=None) -> int:
 
 
 def run_grid_demo(defs, instance, out) -> int:
-    """Generate the demo census, run every grid region and the cross-region swap; failures."""
-    from assets.grid import prepare_demo_census
+    """Generate the demo census and run the grid chain (regions, national swap, routes); failures."""
+    from assets.grid import prepare_demo_census, run_grid_chain
     from resources.storage import sdc_home
 
     regions = prepare_demo_census(sdc_home())
     instance.add_dynamic_partitions("grid_regions", regions)
-    job = defs.resolve_job_def("grid_region_job")
-    failures = 0
-    for region in regions:
-        print(f"\n== census grid region {region}: materialising {job.name} ...", file=out, flush=True)
-        result = job.execute_in_process(partition_key=region, instance=instance, raise_on_error=False, run_config=QUIET)
-        failures += not result.success
-        if result.success:
-            print(grid_summary(region), file=out, flush=True)
-    print("\n== census: targeted record swapping across all regions ...", file=out, flush=True)
-    swap = defs.resolve_job_def("census_swap_job").execute_in_process(
-        instance=instance, raise_on_error=False, run_config=QUIET
-    )
-    failures += not swap.success
-    if swap.success:
-        metadata = swap.get_asset_materialization_events()[0].materialization.metadata
+    print("\n== census grid: validate regions, swap nationally, tabulate and protect each region ...", file=out,
+          flush=True)
+    outcome = run_grid_chain(instance, regions, resources=defs.resources)
+    if outcome.get("swap"):
+        from dagster import AssetKey
+
+        metadata = instance.get_latest_materialization_event(AssetKey("census_swapped")).asset_materialization.metadata
         print(
             f"   {metadata['swapped_households'].value} of {metadata['households'].value} households swapped "
             f"({metadata['risky_households'].value} at risk)",
             file=out,
         )
-    return failures
+    for region in regions:
+        if outcome.get(f"grid:{region}"):
+            print(f"   region {region}:", grid_summary(region).strip(), file=out, flush=True)
+    return sum(not ok for ok in outcome.values())
 
 
 def grid_summary(region: str) -> str:
@@ -165,6 +160,10 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
 
     out = out or sys.stdout
     _prepare_environment(home)
+    if wave == "grid":  # the census grid release (assets/grid.py)
+        from assets.grid import run_grid_audit
+
+        return run_grid_audit(run=run, out=out)
     from resources.storage import releases_dir
     from sdc_dagster import lineage, survey
 

@@ -104,3 +104,57 @@ def test_tabulate_rejects_bad_codes():
         tabulate_grid(persons.assign(sex=1, age_group=[0, 1]))
     with pytest.raises(SDCInputError, match="cell"):
         tabulate_grid(persons.drop(columns="cell_id"))
+
+
+def test_further_grid_variables_have_plausible_shares_inside_households(census):
+    from sdc_dagster.census import BIRTH_SHARES, EMPLOYMENT_RATE, RESIDENCE_SHARES_NATIVE
+
+    resident = census[census["resident"]]
+    assert set(census["employed"].unique()) == {0, 1}
+    assert set(census["birth"].unique()) == {1, 2, 3}
+    assert set(census["residence"].unique()) == {1, 2, 3}
+    # nobody under 15 is employed; employment rates by age near the design rates (binomial error)
+    rate = resident.groupby("age_group")["employed"].mean()
+    assert rate[1] == 0.0
+    assert abs(rate[2] - EMPLOYMENT_RATE[1]) < 0.01 and abs(rate[3] - EMPLOYMENT_RATE[2]) < 0.01
+    # whole households move: one residence a year ago per household
+    assert (census.groupby("household_id")["residence"].nunique() == 1).all()
+    # adults of a household share the place of birth; children of foreign-born households are
+    # partly born in the country
+    adults = census[census["age_group"] > 1]
+    assert (adults.groupby("household_id")["birth"].nunique() == 1).all()
+    households = resident.drop_duplicates("household_id")
+    adult_birth = adults.drop_duplicates("household_id").set_index("household_id")["birth"]
+    share_native = (adult_birth == 1).mean()
+    assert abs(share_native - BIRTH_SHARES[0]) < 0.01
+    native_households = households[households["household_id"].map(adult_birth) == 1]
+    moved_within = (native_households["residence"] == 2).mean()
+    assert abs(moved_within - RESIDENCE_SHARES_NATIVE[1]) < 0.015
+    # movers from abroad are far more frequent among households born abroad
+    foreign = households[households["household_id"].map(adult_birth) > 1]
+    assert (foreign["residence"] == 3).mean() > 5 * (native_households["residence"] == 3).mean()
+
+
+def test_tabulate_grid_all_13_figures_match_pandas(census):
+    counts = tabulate_grid(census, where="resident")
+    assert list(counts.columns) == ["cell_id", "total", "sex_1", "sex_2", "age_1", "age_2", "age_3", "employed",
+                                    "birth_1", "birth_2", "birth_3", "residence_1", "residence_2", "residence_3"]
+    resident = census[census["resident"]].astype({"cell_id": str})
+    cells = counts["cell_id"]
+    employed = resident.groupby("cell_id")["employed"].sum()
+    assert counts["employed"].tolist() == employed.loc[cells].tolist()
+    for name in ("birth", "residence"):
+        table = pd.crosstab(resident["cell_id"], resident[name]).reindex(columns=[1, 2, 3], fill_value=0)
+        for code in (1, 2, 3):
+            assert counts[f"{name}_{code}"].tolist() == table[code].loc[cells].tolist()
+    # only the 2011 subset when asked
+    small = tabulate_grid(census, variables=["sex", "age_group"])
+    assert list(small.columns) == ["cell_id", "total", "sex_1", "sex_2", "age_1", "age_2", "age_3"]
+
+
+def test_tabulate_grid_names_the_bad_variable():
+    persons = pd.DataFrame({"cell_id": ["1kmN1E1"] * 2, "sex": [1, 2], "age_group": [1, 2], "birth": [1, 7]})
+    with pytest.raises(SDCInputError, match="'birth'.*1, 2, 3"):
+        tabulate_grid(persons)
+    with pytest.raises(SDCInputError, match="'religion'"):
+        tabulate_grid(persons, variables=["religion"])

@@ -1,6 +1,7 @@
 """Information loss of protected grid tables (SPEC §9.10, §11.3, §11.4).
 
-* :func:`grid_information_loss`: per variable (sex, age), absolute loss = published minus true
+* :func:`grid_information_loss`: per grid variable (sex, age, employed, place of birth, residence
+  a year before, whichever the table publishes), absolute loss = published minus true
   persons (= minus the persons whose category is hidden) and relative loss (SPEC §11.3).
 * :func:`resident_size_distribution`: cells and residents in cells of 1, 2 and 3+ residents, and
   "potentially safe / unsafe" cells (SPEC §11.4, S002 Rys. 3).
@@ -11,6 +12,9 @@
   discloses persons by differencing (SPEC §11.4); :func:`disclosing_differences` is the rule itself
   (also used by ``protect.grid.consistent_grid_suppression``).
 * :func:`homogeneous_cells`: the cells of SPEC §11.2 OPEN item 4 (every resident in one category).
+* :func:`perturbation_loss`: loss of a table perturbed cell by cell (cell key method), per
+  variable: mean absolute and relative deviation, share of cells changed and the distance measures
+  of SPEC §9.10 (distances (4), (5), (6) of §9.1 averaged over cells).
 * :func:`suppression_map_png`: a PNG map of the cells with hidden categories (S002 Rys. 6–7).
 
 All functions are vectorised over cells.
@@ -26,20 +30,28 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.grid_counts import GRID_VARIABLES as GRID_VARIABLE_REGISTRY
+from sdc_dagster.grid_counts import grid_variables_of
+from sdc_dagster.loss.distance import partial_distances
 
 #: Category columns of the published grid table, by variable (SPEC §11.1).
-GRID_VARIABLES: dict[str, tuple[str, ...]] = {
-    "sex": ("sex_1", "sex_2"),
-    "age": ("age_1", "age_2", "age_3"),
-}
-#: Row labels of the S002 difference table for each category column.
+GRID_VARIABLES: dict[str, tuple[str, ...]] = {v.prefix: v.columns for v in GRID_VARIABLE_REGISTRY}
+#: Row labels of the S002 difference table for each category column (SEX1.., AGE1.., then the
+#: further variables of the 2021 grid in the same style).
 DIFFERENCE_LABELS: dict[str, str] = {
-    "sex_1": "SEX1",
-    "sex_2": "SEX2",
-    "age_1": "AGE1",
-    "age_2": "AGE2",
-    "age_3": "AGE3",
+    column: column.replace("_", "").upper() for v in GRID_VARIABLE_REGISTRY for column in v.columns
 }
+
+
+def _published_variables(*tables: pd.DataFrame) -> dict[str, tuple[str, ...]]:
+    """Variable -> category columns of the grid variables every table publishes (sex, age required)."""
+    found = [grid_variables_of(t.columns, published=True) for t in tables]
+    common = [v for v in found[0] if all(v in f for f in found[1:])]
+    return {v.prefix: v.columns for v in common}
+
+
+def _difference_columns(*tables: pd.DataFrame) -> tuple[str, ...]:
+    return tuple(c for cols in _published_variables(*tables).values() for c in cols)
 
 
 def _hidden(protected: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
@@ -74,7 +86,8 @@ def grid_information_loss(
     protected
         The same rows with hidden counts as NA (e.g. from ``protect.grid_suppression``).
     variables
-        Variable name -> its category columns; default sex and age of SPEC §11.1.
+        Variable name -> its category columns; default every grid variable both tables publish
+        (SPEC §11.1: sex, age and, when present, employed, birth, residence).
     total
         Column of the cell totals (the population base of the relative loss).
 
@@ -89,7 +102,7 @@ def grid_information_loss(
     ----------
     SPEC §11.3 (S002 Rys. 4–5): sex -91719, 0.25%; age -261560, 0.71% of 37019327.
     """
-    variables = dict(GRID_VARIABLES if variables is None else variables)
+    variables = dict(_published_variables(original, protected) if variables is None else variables)
     require_columns(original, [total, *[c for cols in variables.values() for c in cols]], role="grid count column")
     require_columns(protected, [c for cols in variables.values() for c in cols], role="grid count column")
     _check_aligned(original, protected)
@@ -156,7 +169,7 @@ def resident_size_distribution(counts: pd.DataFrame, *, total: str = "total", k:
 
 def secondary_suppression_mask(original: pd.DataFrame, protected: pd.DataFrame, *, k: int = 3) -> pd.DataFrame:
     """Hidden category counts that are not primary (not 0 < c < k): the secondary suppressions."""
-    cols = [c for cols in GRID_VARIABLES.values() for c in cols]
+    cols = list(_difference_columns(original, protected))
     require_columns(original, cols, role="grid count column")
     require_columns(protected, cols, role="grid count column")
     _check_aligned(original, protected)
@@ -269,7 +282,7 @@ def differencing_disclosure(
     *,
     cell: str = "cell_id",
     k: int = 3,
-    columns: Sequence[str] = tuple(DIFFERENCE_LABELS),
+    columns: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Per cell, resident minus national counts and whether the difference discloses persons.
 
@@ -283,6 +296,7 @@ def differencing_disclosure(
         Indexed by cell id: ``diff_<column>`` (resident - national, int64) for each column and
         ``discloses`` (bool).
     """
+    columns = _difference_columns(resident, national) if columns is None else tuple(columns)
     a, b = _aligned_counts(resident, national, cell, columns)
     diff = a.to_numpy(dtype=np.int64) - b.to_numpy(dtype=np.int64)
     out = pd.DataFrame(diff, index=a.index, columns=[f"diff_{c}" for c in columns])
@@ -297,7 +311,7 @@ def difference_table(
     cell: str = "cell_id",
     differences: Sequence[int] = (-2, -1, 1, 2),
     n_cells: int | None = None,
-    columns: Sequence[str] = tuple(DIFFERENCE_LABELS),
+    columns: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Cells by variable and size of difference resident minus national (SPEC §11.4 table).
 
@@ -314,8 +328,10 @@ def difference_table(
     Returns
     -------
     pandas.DataFrame
-        Rows SEX1, SEX2, AGE1, AGE2, AGE3; columns a MultiIndex (difference, ``count`` / ``pct``).
+        Rows SEX1, SEX2, AGE1, AGE2, AGE3 (then EMPLOYED, BIRTH1.., RESIDENCE1.. when both
+        tables publish them; ``columns`` picks); columns a MultiIndex (difference, ``count`` / ``pct``).
     """
+    columns = _difference_columns(resident, national) if columns is None else tuple(columns)
     diffs = differencing_disclosure(resident, national, cell=cell, columns=columns)
     base = len(diffs) if n_cells is None else int(n_cells)
     if base <= 0:
@@ -330,6 +346,53 @@ def difference_table(
     return out
 
 
+def perturbation_loss(original: pd.DataFrame, perturbed: pd.DataFrame) -> pd.DataFrame:
+    """Loss of a grid table perturbed cell by cell, per variable and over all its counts (SPEC §9.10).
+
+    Parameters
+    ----------
+    original, perturbed
+        The same cells (same index) with the count columns of the grid (``total`` and every grid
+        variable both publish, e.g. ``grid_cell_key``'s perturbed columns and ``<name>_original``
+        renamed back).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by variable (``total``, ``sex``, ``age``, ...), over the counts of its columns and
+        all cells: ``counts``, ``mean_absolute_deviation`` (mean |x* - x|),
+        ``mean_relative_deviation`` (mean |x* - x| / x over counts x > 0),
+        ``share_changed`` (share of counts with x* != x), ``max_absolute_deviation``, and the
+        distance measures of SPEC §9.1 averaged over the counts: ``distance_max_abs`` (4),
+        ``distance_max_sq`` (5), ``distance_arctan`` (6) (from ``loss.distance.partial_distances``).
+    """
+    variables = {"total": ("total",), **_published_variables(original, perturbed)}
+    columns = [c for cols in variables.values() for c in cols]
+    require_columns(original, columns, role="grid count column")
+    require_columns(perturbed, columns, role="grid count column")
+    _check_aligned(original, perturbed)
+    rows = {}
+    for name, cols in variables.items():
+        x = _true_counts(original, cols).ravel()
+        y = _true_counts(perturbed, cols).ravel()
+        deviation = np.abs(y - x)
+        pair = (pd.DataFrame({"v": x}), pd.DataFrame({"v": y}))
+        row = {
+            "counts": x.size,
+            "mean_absolute_deviation": float(deviation.mean()) if x.size else np.nan,
+            "mean_relative_deviation": float((deviation[x > 0] / x[x > 0]).mean()) if (x > 0).any() else np.nan,
+            "share_changed": float((deviation > 0).mean()) if x.size else np.nan,
+            "max_absolute_deviation": int(deviation.max()) if x.size else 0,
+        }
+        for label, measure in (("max_abs", "max_abs"), ("max_sq", "max_sq"), ("arctan", "arctan")):
+            d = partial_distances(*pair, {"v": "continuous"}, continuous_distance=measure)["v"].to_numpy()
+            row[f"distance_{label}"] = float(d.mean()) if d.size else np.nan
+        rows[name] = row
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = "variable"
+    return out
+
+
 def homogeneous_cells(counts: pd.DataFrame, *, k: int = 3, total: str = "total") -> pd.DataFrame:
     """Cells with T >= k whose residents all share one category of a variable (SPEC §11.2 item 4).
 
@@ -338,15 +401,18 @@ def homogeneous_cells(counts: pd.DataFrame, *, k: int = 3, total: str = "total")
     Returns
     -------
     pandas.DataFrame
-        Indexed like ``counts``: one bool column per variable (``sex``, ``age``) and ``any``.
+        Indexed like ``counts``: one bool column per published variable (``sex``, ``age``, and
+        ``employed`` — all or none employed —, ``birth``, ``residence`` when present) and ``any``.
     """
     require_columns(counts, [total], role="grid count column")
     t = _true_counts(counts, [total])[:, 0]
     out = {}
-    for name, cols in GRID_VARIABLES.items():
-        require_columns(counts, cols, role="grid count column")
-        values = _true_counts(counts, cols)
-        out[name] = (t >= k) & ((values > 0).sum(axis=1) == 1)
+    for variable in grid_variables_of(counts.columns, published=True):
+        values = _true_counts(counts, variable.columns)
+        if variable.complete_margin:
+            out[variable.prefix] = (t >= k) & ((values > 0).sum(axis=1) == 1)
+        else:
+            out[variable.prefix] = (t >= k) & ((values[:, 0] == 0) | (values[:, 0] == t))
     frame = pd.DataFrame(out, index=counts.index)
     frame["any"] = frame.any(axis=1)
     return frame

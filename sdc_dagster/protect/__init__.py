@@ -4,6 +4,7 @@ from sdc_dagster.protect.cellkey import (  # SPEC §8.11
     PerturbationTable,
     assign_record_keys,
     cell_key_perturb,
+    cell_key_table,
     grid_cell_key,
     perturbation_table,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "assign_record_keys",
     "bottom_coding",
     "cell_key_perturb",
+    "cell_key_table",
     "consistent_grid_suppression",
     "global_recode",
     "grid_cell_key",

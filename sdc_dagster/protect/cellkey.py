@@ -14,16 +14,26 @@ Steps (S002; sdcTools/cellKey):
 Because the perturbation depends only on (contributing records, count), the same cell gets the same
 noise in every table it appears in.
 
-Perturbation table (OPEN in the seed, which only says "values +1 and -1"): for each original count
-i = 0..D, the maximum-entropy distribution on d in {-min(i, D), ..., D} with mean 0 and variance V.
-The truncation at -i makes every perturbed count non-negative, and row 0 is the point mass at 0,
-so zeros stay zeros. Counts above D use row D (no truncation needed). This follows the design
-constraints of the sdcTools ``ptable`` package (unbiased, fixed variance, bounded by D,
-non-negative results) with a maximum-entropy solution instead of ptable's optimisation; ptable's
-``js`` threshold (no perturbed counts in 1..js) is not offered. When V is not attainable on a
-short support (the largest variance of a mean-0 distribution on [-a, D] is a·D), the row takes
-90% of that bound, the largest variance at which the maximum-entropy solution stays well
-conditioned; :attr:`PerturbationTable.row_variance` reports the variance each row really has.
+Perturbation table (OPEN in the seed, which only says "values +1 and -1"), with the parameters of
+the sdcTools ``ptable`` package: maximum deviation D, variance V and threshold js. Row i (original
+count i) is the maximum-entropy distribution with mean 0 and variance V on the perturbations d with
+|d| <= D, i + d >= 0 and i + d not in 1..js (``ptable``'s blocking of small frequencies: no
+published count in 1..js). Row 0 is the point mass at 0, so zeros stay zeros; rows 0..D + js (+1
+when js > 0) are built and larger counts use the last row, which is unconstrained. This follows
+the design constraints of ``ptable`` (unbiased, fixed variance, bounded by D, non-negative results,
+js) with a maximum-entropy solution instead of ptable's optimisation. When V is not attainable on a
+row's support (a mean-0 distribution on a support with smallest value a < 0 and largest b has
+variance at most -a·b, and at least -a'·b' when 0 is excluded, a' and b' the values next to 0), the
+row takes the variance 10% inside that range (at most 90% of the bound when 0 is allowed), where
+the maximum-entropy solution stays well conditioned; :attr:`PerturbationTable.row_variance`
+reports the variance each row really has.
+
+Record-key mode of the UK Office for National Statistics (package ``cell-key-perturbation``,
+:func:`cell_key_table`): integer record keys 0..255 (or 0..4095), cell key = sum of the record keys
+mod (largest ckey + 1), and a p-table frame with columns ``pcv`` (count, 1..750; larger counts
+reuse rows 501..750 cyclically), ``ckey`` and ``pvalue``. :meth:`PerturbationTable.to_ons_frame`
+writes a D/V/js table in that form (pvalue of ckey c = the perturbation at u = (c + 0.5)/256 by
+inverse CDF), so the grid route (:func:`grid_cell_key`) and any ONS p-table share one lookup.
 
 Record keys as uniform numbers are summed as 32-bit fixed-point integers, so cell keys are exact
 and do not depend on the order DuckDB adds them in.
@@ -39,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.grid_counts import grid_variables_of
 
 #: Fixed-point scale for uniform record keys (2^32): a 37-million-record sum stays below 2^63.
 FIXED_POINT_SCALE = 2**32
@@ -52,7 +63,7 @@ def _quote(name: str) -> str:
 
 @dataclass(frozen=True)
 class PerturbationTable:
-    """p-table: row i (count i = 0..D; larger counts use row D) is a distribution over -D..D.
+    """p-table: row i (count i; larger counts use the last row) is a distribution over -D..D.
 
     Attributes
     ----------
@@ -61,12 +72,16 @@ class PerturbationTable:
     variance
         V, the target variance of the perturbations.
     probabilities
-        Array of shape (D + 1, 2D + 1); column j is the perturbation j - D.
+        Array of shape (rows, 2D + 1); column j is the perturbation j - D; rows = D + 1 + js
+        (+1 when js > 0).
+    threshold
+        js: no perturbed count lies in 1..js.
     """
 
     max_deviation: int
     variance: float
     probabilities: np.ndarray = field(repr=False)
+    threshold: int = 0
 
     @property
     def perturbations(self) -> np.ndarray:
@@ -88,9 +103,24 @@ class PerturbationTable:
         """The table as rows ``i`` by columns ``d`` (perturbation), for display and export."""
         return pd.DataFrame(
             self.probabilities,
-            index=pd.RangeIndex(self.max_deviation + 1, name="i"),
+            index=pd.RangeIndex(len(self.probabilities), name="i"),
             columns=pd.Index(self.perturbations, name="d"),
         )
+
+    def to_ons_frame(self, *, n_keys: int = 256, max_pcv: int = 750) -> pd.DataFrame:
+        """The table in the ONS form: columns ``pcv`` (1..max_pcv), ``ckey`` (0..n_keys-1), ``pvalue``.
+
+        pvalue(pcv, ckey) is the perturbation of a count pcv whose cell key maps to
+        u = (ckey + 0.5) / n_keys (inverse CDF, :meth:`lookup`).
+        """
+        if max_pcv < len(self.probabilities):
+            raise SDCInputError(f"parameter max_pcv: must be at least {len(self.probabilities)} (the rows of the table)")
+        if n_keys < 2:
+            raise SDCInputError(f"parameter n_keys: must be at least 2, got {n_keys!r}")
+        pcv = np.repeat(np.arange(1, max_pcv + 1, dtype=np.int64), n_keys)
+        ckey = np.tile(np.arange(n_keys, dtype=np.int64), max_pcv)
+        pvalue = self.lookup(pcv, (ckey + 0.5) / n_keys)
+        return pd.DataFrame({"pcv": pcv, "ckey": ckey, "pvalue": pvalue})
 
     def lookup(self, values, cell_keys) -> np.ndarray:
         """Perturbations for cells with counts ``values`` and cell keys ``cell_keys`` in [0, 1).
@@ -117,7 +147,7 @@ class PerturbationTable:
             raise SDCInputError("cell keys: must lie in [0, 1)")
         cumulative = np.cumsum(self.probabilities, axis=1)
         cumulative[:, -1] = 1.0  # guard against rounding leaving u just above the last bound
-        rows = np.minimum(values, self.max_deviation)
+        rows = np.minimum(values, len(self.probabilities) - 1)
         # Inverse CDF: the number of bounds F(d) <= u is the column of the d with F(d-1) <= u < F(d);
         # zero-probability columns (below -i) have F = 0 and are always passed over.
         column = (keys[:, None] >= cumulative[rows]).sum(axis=1)
@@ -170,8 +200,23 @@ def _max_entropy_row(support: np.ndarray, variance: float) -> np.ndarray:
     return p
 
 
-def perturbation_table(max_deviation: int, variance: float) -> PerturbationTable:
-    """Build the p-table for maximum deviation D and variance V (SPEC §8.11 step 3).
+def _row_support(i: int, d_max: int, threshold: int) -> np.ndarray:
+    """Perturbations allowed for count i: |d| <= D, i + d >= 0, i + d not in 1..js."""
+    d = np.arange(-min(i, d_max), d_max + 1)
+    result = i + d
+    return d[(result == 0) | (result > threshold)]
+
+
+def _attainable_variance(support: np.ndarray, variance: float) -> float:
+    """V moved 10% inside the range of variances a mean-0 distribution on ``support`` can have."""
+    negative, positive = support[support < 0], support[support > 0]
+    high = float(-negative.min() * positive.max())
+    low = 0.0 if (support == 0).any() else float(-negative.max() * positive.min())
+    return float(np.clip(variance, low + 0.1 * (high - low), low + 0.9 * (high - low)))
+
+
+def perturbation_table(max_deviation: int, variance: float, *, threshold: int = 0) -> PerturbationTable:
+    """Build the p-table for maximum deviation D, variance V and threshold js (SPEC §8.11 step 3).
 
     Parameters
     ----------
@@ -179,18 +224,20 @@ def perturbation_table(max_deviation: int, variance: float) -> PerturbationTable
         D >= 1: perturbations lie in -D..D.
     variance
         V > 0: target variance of the perturbation of every count (rows with a short support
-        get the largest well-conditioned variance below V, see the module docstring).
+        get the nearest well-conditioned variance, see the module docstring).
+    threshold
+        js, 0 <= js < D (sdcTools ptable): no perturbed count lies in 1..js; 0 blocks nothing.
 
     Returns
     -------
     PerturbationTable
-        Rows 0..D; row 0 is the point mass at 0; every row has mean 0 and never takes a count
-        below 0.
+        Rows 0..D + js (+1 when js > 0); row 0 is the point mass at 0; every row has mean 0, never
+        takes a count below 0 nor into 1..js.
 
     References
     ----------
     SPEC §8.11; Enderle, Giessing, Tent (2018), "Designing confidentiality on the fly: the cell key
-    method" / sdcTools ptable package (constraints of the table).
+    method" / sdcTools ptable package (parameters D, V, js and the constraints of the table).
     """
     if isinstance(max_deviation, bool) or not isinstance(max_deviation, int | np.integer) or max_deviation < 1:
         raise SDCInputError(f"parameter max_deviation: must be an integer >= 1, got {max_deviation!r}")
@@ -202,18 +249,30 @@ def perturbation_table(max_deviation: int, variance: float) -> PerturbationTable
             f"parameter variance: {variance} is not below D^2 = {d_max * d_max}, the largest variance of "
             "a mean-0 perturbation bounded by D"
         )
-    width = 2 * d_max + 1
-    table = np.zeros((d_max + 1, width))
+    if isinstance(threshold, bool) or not isinstance(threshold, int | np.integer) or not 0 <= threshold < d_max:
+        raise SDCInputError(f"parameter threshold: js must be an integer with 0 <= js < D = {d_max}, got {threshold!r}")
+    js = int(threshold)
+    n_rows = d_max + js + 1 + (1 if js > 0 else 0)
+    table = np.zeros((n_rows, 2 * d_max + 1))
     table[0, d_max] = 1.0  # zeros stay zeros
-    for i in range(1, d_max + 1):  # D rows, never records
-        lowest = -min(i, d_max)
-        support = np.arange(lowest, d_max + 1)
-        row_variance = min(variance, ATTAINABLE_VARIANCE_SHARE * (-lowest) * d_max)
-        table[i, lowest + d_max :] = _max_entropy_row(support, row_variance)
-    return PerturbationTable(max_deviation=d_max, variance=float(variance), probabilities=table)
+    for i in range(1, n_rows):  # D + js rows, never records
+        support = _row_support(i, d_max, js)
+        row = _max_entropy_row(support, _attainable_variance(support, variance))
+        table[i, support + d_max] = row
+    return PerturbationTable(max_deviation=d_max, variance=float(variance), probabilities=table, threshold=js)
 
 
-def assign_record_keys(data: pd.DataFrame, *, n_key: int | None = None, random_state=None) -> pd.Series:
+def _splitmix64(values: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser: a bijective scramble of uint64 values (wrapping arithmetic)."""
+    z = values.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def assign_record_keys(
+    data: pd.DataFrame, *, n_key: int | None = None, first: int = 1, id_column: str | None = None, random_state=None
+) -> pd.Series:
     """Random record keys (SPEC §8.11 step 1), indexed like ``data``.
 
     Parameters
@@ -221,22 +280,42 @@ def assign_record_keys(data: pd.DataFrame, *, n_key: int | None = None, random_s
     data
         The microdata (only its length and index are used).
     n_key
-        N: integer keys uniform in 1..N; None: uniform keys in [0, 1).
+        N: integer keys uniform in first..N; None: uniform keys in [0, 1).
+    first
+        Smallest integer key: 1 (cellKey convention) or 0 (ONS record keys 0..255, ``n_key=255``).
+    id_column
+        Integer unit id column: the key is a seeded hash of the id (splitmix64 of id + seed),
+        so a unit keeps its key in every partition, table and rerun, whatever the row order
+        (integer keys only; ``random_state`` must then be an int).
     random_state
         int seed or numpy Generator.
 
     Returns
     -------
     pandas.Series
-        ``record_key``: int64 in 1..N, or float64 in [0, 1).
+        ``record_key``: int64 in first..N, or float64 in [0, 1).
     """
+    if id_column is not None:
+        require_columns(data, [id_column], role="unit id column")
+        if n_key is None or isinstance(random_state, bool) or not isinstance(random_state, int | np.integer):
+            raise SDCInputError("assign_record_keys with id_column: give integer keys (n_key) and an int random_state")
+        if first not in (0, 1):
+            raise SDCInputError(f"parameter first: must be 0 or 1, got {first!r}")
+        ids = data[id_column]
+        if ids.isna().any() or not pd.api.types.is_integer_dtype(ids):
+            raise SDCInputError(f"column {id_column!r}: unit ids must be integers without missing values")
+        mixed = _splitmix64(ids.to_numpy().astype(np.uint64) ^ _splitmix64(np.array([int(random_state)], dtype=np.uint64)))
+        keys = (mixed % np.uint64(int(n_key) - first + 1)).astype(np.int64) + first
+        return pd.Series(keys, index=data.index, name="record_key")
     rng = np.random.default_rng(random_state)
     if n_key is None:
         keys = rng.random(len(data))
     else:
         if isinstance(n_key, bool) or not isinstance(n_key, int | np.integer) or n_key < 2:
             raise SDCInputError(f"parameter n_key: must be an integer >= 2, got {n_key!r}")
-        keys = rng.integers(1, int(n_key), size=len(data), endpoint=True, dtype=np.int64)
+        if first not in (0, 1):
+            raise SDCInputError(f"parameter first: must be 0 or 1, got {first!r}")
+        keys = rng.integers(int(first), int(n_key), size=len(data), endpoint=True, dtype=np.int64)
     return pd.Series(keys, index=data.index, name="record_key")
 
 
@@ -321,62 +400,203 @@ def cell_key_perturb(
     return cells
 
 
+@dataclass(frozen=True)
+class _OnsTable:
+    """An ONS p-table as a dense array: ``pvalue[pcv, ckey]`` (row 0 unused: zeros are not looked up)."""
+
+    pvalue: np.ndarray
+
+    @property
+    def n_keys(self) -> int:
+        return self.pvalue.shape[1]
+
+    def perturb(self, counts: np.ndarray, key_sums: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Cell keys, pcv and pvalues of cells with ``counts`` and record-key sums ``key_sums``.
+
+        Counts above 750 use pcv ((count - 1) mod 250) + 501, as ``cell-key-perturbation`` does; a
+        zero count gets pvalue 0.
+        """
+        ckey = key_sums % self.n_keys
+        max_pcv = self.pvalue.shape[0] - 1
+        pcv = np.where(counts <= 750, counts, (counts - 1) % 250 + 501)
+        if (pcv > max_pcv).any():
+            raise SDCInputError(f"ptable: no row for pcv {int(pcv.max())} (the table stops at pcv {max_pcv})")
+        return ckey, pcv, self.pvalue[pcv, ckey]
+
+
+def _ons_table(ptable: pd.DataFrame | PerturbationTable) -> _OnsTable:
+    """Check an ONS p-table frame (pcv, ckey, pvalue) and index it densely; a D/V/js table is converted."""
+    if isinstance(ptable, PerturbationTable):
+        ptable = ptable.to_ons_frame()
+    if not isinstance(ptable, pd.DataFrame):
+        raise SDCInputError("ptable: expected a frame with columns 'pcv', 'ckey', 'pvalue' (or a PerturbationTable)")
+    require_columns(ptable, ["pcv", "ckey", "pvalue"], role="ptable column")
+    values = {}
+    for col in ("pcv", "ckey", "pvalue"):
+        column = ptable[col]
+        if column.isna().any() or not pd.api.types.is_numeric_dtype(column):
+            raise SDCInputError(f"ptable column {col!r}: must be integers without missing values")
+        values[col] = column.to_numpy(dtype=np.int64)
+    if (values["pcv"] < 0).any() or (values["ckey"] < 0).any():
+        raise SDCInputError("ptable columns 'pcv' and 'ckey': must be non-negative")
+    if ptable.duplicated(["pcv", "ckey"]).any():
+        raise SDCInputError("ptable: each (pcv, ckey) pair must appear once")
+    dense = np.zeros((int(values["pcv"].max()) + 1, int(values["ckey"].max()) + 1), dtype=np.int64)
+    dense[values["pcv"], values["ckey"]] = values["pvalue"]  # pairs absent from the table: pvalue 0
+    return _OnsTable(dense)
+
+
+def _integer_record_keys(data: pd.DataFrame, record_key: str, n_keys: int) -> np.ndarray:
+    keys = data[record_key]
+    if keys.isna().any():
+        raise SDCInputError(f"column {record_key!r}: record keys must not be missing")
+    values = keys.to_numpy(dtype=np.float64)
+    if ((values < 0) | (values >= n_keys) | (values != np.floor(values))).any():
+        raise SDCInputError(f"column {record_key!r}: record keys must be integers in 0..{n_keys - 1} (the ptable's ckeys)")
+    return values.astype(np.int64)
+
+
+def cell_key_table(
+    data: pd.DataFrame,
+    by: Sequence[str] | str,
+    ptable: pd.DataFrame | PerturbationTable,
+    *,
+    record_key: str = "record_key",
+    threshold: int = 0,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> pd.DataFrame:
+    """Frequency table of ``data`` by ``by`` perturbed in the ONS record-key form of the cell key method.
+
+    Parameters
+    ----------
+    data
+        Microdata, one row per unit, with integer record keys.
+    by
+        Columns spanning the table (one row per observed combination; values must not be missing).
+    ptable
+        Frame with columns ``pcv``, ``ckey``, ``pvalue`` (e.g. the 10-5 rule table of
+        ``cell-key-perturbation``), or a :class:`PerturbationTable` (converted by
+        :meth:`PerturbationTable.to_ons_frame`).
+    record_key
+        Column of integer record keys in 0..max ckey.
+    threshold
+        Perturbed counts below it are published as NA (0: none).
+    con
+        DuckDB connection (default: a fresh in-memory database).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Sorted by ``by``: the ``by`` columns, ``pre_sdc_count``, ``ckey`` (sum of record keys mod
+        (max ckey + 1)), ``pcv`` (the count, counts above 750 mapped into 501..750), ``pvalue`` and
+        ``count`` (pre_sdc_count + pvalue, nullable Int64, NA below ``threshold``).
+
+    References
+    ----------
+    SPEC §8.11; ONS ``cell-key-perturbation`` (create_perturbed_table), whose output this equals.
+    """
+    by = require_columns(data, by, role="table variable")
+    if not by:
+        raise SDCInputError("by: name at least one column spanning the table")
+    require_columns(data, [record_key], role="record key column")
+    for col in by:
+        if data[col].isna().any():
+            raise SDCInputError(f"column {col!r}: table variables must not be missing")
+    table = _ons_table(ptable)
+    frame = pd.DataFrame({f"v{j}": data[c].to_numpy() for j, c in enumerate(by)})
+    frame["rk"] = _integer_record_keys(data, record_key, table.n_keys)
+    cols = ", ".join(_quote(f"v{j}") for j in range(len(by)))
+    db = con if con is not None else duckdb.connect()
+    db.register("sdc_ckm_table", frame)
+    try:
+        cells = db.execute(
+            f"SELECT {cols}, count(*) AS pre_sdc_count, CAST(sum(rk) % {table.n_keys} AS BIGINT) AS key_sum "
+            f"FROM sdc_ckm_table GROUP BY {cols} ORDER BY {cols}"
+        ).df()
+    finally:
+        db.unregister("sdc_ckm_table")
+    out = cells.drop(columns="key_sum").rename(columns={f"v{j}": c for j, c in enumerate(by)})
+    for c in by:  # DuckDB may widen integer types; keep the input's
+        out[c] = out[c].astype(data[c].dtype) if not isinstance(data[c].dtype, pd.CategoricalDtype) else out[c]
+    counts = out["pre_sdc_count"].to_numpy(dtype=np.int64)
+    ckey, pcv, pvalue = table.perturb(counts, cells["key_sum"].to_numpy(dtype=np.int64))
+    out["pre_sdc_count"] = counts
+    out["ckey"] = ckey
+    out["pcv"] = pcv
+    out["pvalue"] = pvalue
+    published = pd.array(counts + pvalue, dtype="Int64")
+    published[published < threshold] = pd.NA
+    out["count"] = published
+    return out
+
+
 def grid_cell_key(
     microdata: pd.DataFrame,
     *,
-    record_key_col: str,
-    ptable: PerturbationTable,
+    ptable: pd.DataFrame | PerturbationTable,
+    record_key_col: str = "record_key",
     cell: str = "cell_id",
-    sex: str = "sex",
-    age_group: str = "age_group",
-    n_key: int | None = None,
+    where: str | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
 ) -> pd.DataFrame:
-    """The grid table (total, sex_1, sex_2, age_1..age_3 per cell) perturbed by the cell key method.
+    """The grid table (every figure of :data:`GRID_VARIABLES` per cell) perturbed by the cell key method.
 
-    The six tables are computed in one DuckDB pass (count and key sum per cell and category);
-    each count gets its own cell key from its own contributing records, so a category holding every
-    resident of a cell gets the same noise as the cell total (SPEC §8.11 consistency).
+    Every figure is the cell of a table by (cell, variable) in the ONS record-key form of
+    :func:`cell_key_table` (same keys, same p-table lookup), computed for all figures in one DuckDB
+    pass: each count gets its own cell key from its own contributing records, so a count gets the
+    same noise in every table and partition it appears in, and a category holding every resident
+    of a cell gets the same noise as the cell total (SPEC §8.11 consistency).
+
+    Parameters
+    ----------
+    microdata
+        Persons with the cell column, sex and age group (other grid variables used when present)
+        and integer record keys in 0..max ckey.
+    ptable
+        ONS p-table frame (``pcv``, ``ckey``, ``pvalue``) or a :class:`PerturbationTable`.
+    record_key_col, cell
+        Column names.
+    where
+        Optional SQL predicate selecting the population (e.g. ``"resident"``).
+    con
+        DuckDB connection (default: a fresh in-memory database).
 
     Returns
     -------
     pandas.DataFrame
         One row per inhabited cell, sorted by cell id (as text, like ``tabulate_grid``): the cell
-        column, the six perturbed counts
-        (int64) and the six original counts as ``<name>_original``.
+        column, the perturbed counts (int64) in the columns of ``tabulate_grid`` and the original
+        counts as ``<name>_original``.
     """
-    require_columns(microdata, [cell, sex, age_group, record_key_col], role="census column")
-    addends, modulus = _key_column(microdata, record_key_col, n_key)
-    frame = pd.DataFrame(
-        {"c": microdata[cell].to_numpy(), "s": microdata[sex].to_numpy(), "a": microdata[age_group].to_numpy()}
-    )
-    frame["rk"] = addends
-    conditions = {
-        "total": "TRUE",
-        "sex_1": "s = 1",
-        "sex_2": "s = 2",
-        "age_1": "a = 1",
-        "age_2": "a = 2",
-        "age_3": "a = 3",
-    }
+    variables = grid_variables_of(microdata.columns)
+    require_columns(microdata, [cell, record_key_col], role="census column")
+    table = _ons_table(ptable)
+    frame = pd.DataFrame({"c": microdata[cell].to_numpy()})
+    conditions = {"total": "TRUE"}
+    for j, v in enumerate(variables):
+        frame[f"x{j}"] = microdata[v.column].to_numpy()
+        conditions.update({name: f"x{j} = {code}" for code, name in zip(v.published, v.columns)})
+    frame["rk"] = _integer_record_keys(microdata, record_key_col, table.n_keys)
+    if where:
+        frame["w"] = microdata.eval(where).to_numpy(dtype=bool)
     select = ",\n".join(
         f"count(*) FILTER (WHERE {cond}) AS n_{name}, "
-        f"CAST(coalesce(sum(rk) FILTER (WHERE {cond}), 0) % {modulus} AS BIGINT) AS k_{name}"
+        f"CAST(coalesce(sum(rk) FILTER (WHERE {cond}), 0) % {table.n_keys} AS BIGINT) AS k_{name}"
         for name, cond in conditions.items()
     )
     db = con if con is not None else duckdb.connect()
     db.register("sdc_ckm_grid", frame)
     try:
         cells = db.execute(
-            f"SELECT CAST(c AS VARCHAR) AS cell_key, {select} FROM sdc_ckm_grid GROUP BY cell_key ORDER BY cell_key"
+            f"SELECT CAST(c AS VARCHAR) AS cell_key, {select} FROM sdc_ckm_grid {'WHERE w' if where else ''} "
+            "GROUP BY cell_key ORDER BY cell_key"
         ).df()
     finally:
         db.unregister("sdc_ckm_grid")
-    out = pd.DataFrame({cell: cells["cell_key"].to_numpy()})
+    out = {cell: cells["cell_key"].to_numpy()}
     for name in conditions:
         counts = cells[f"n_{name}"].to_numpy(dtype=np.int64)
-        keys = cells[f"k_{name}"].to_numpy(dtype=np.float64) / modulus
-        out[name] = counts + ptable.lookup(counts, keys)
+        out[name] = counts + table.perturb(counts, cells[f"k_{name}"].to_numpy(dtype=np.int64))[2]
     for name in conditions:
         out[f"{name}_original"] = cells[f"n_{name}"].to_numpy(dtype=np.int64)
-    return out
+    return pd.DataFrame(out)

@@ -1,10 +1,16 @@
 """Primary and secondary suppression of 1-km grid tables (SPEC §11.1–§11.2).
 
-Every inhabited grid cell publishes its total resident population T and two marginal
-distributions: sex (``sex_1``, ``sex_2``) and age group (``age_1``, ``age_2``, ``age_3``). The rule
-protects each margin separately with k-anonymity (primary suppression of counts 1..k-1) and the
-l = 2 part (secondary suppression so that no hidden count can be recovered as T minus the
-published counts of its margin).
+Every inhabited grid cell publishes its total resident population T and the counts of the grid
+variables of :data:`sdc_dagster.grid_counts.GRID_VARIABLES`: the margins of sex (``sex_1``,
+``sex_2``), age group (``age_1``..``age_3``), place of birth (``birth_1``..``birth_3``) and residence
+one year before (``residence_1``..``residence_3``), and the number of employed persons
+(``employed``). Sex and age are always there; the other variables are protected when their columns
+are present. The rule protects each variable separately with k-anonymity (primary suppression of
+counts 1..k-1) and, for complete margins, the l = 2 part (secondary suppression so that no hidden
+count can be recovered as T minus the published counts of its margin). ``employed`` is not a
+complete margin (the non-employed count is not published), so a hidden employed count cannot be
+recovered and needs no secondary suppression. Three-category margins (age, birth, residence) choose
+their second hidden category by the strategies of §11.2 item 3, each with its own reference counts.
 
 The whole table is processed at once with numpy boolean masks over cells; nothing loops over cells
 in Python, so 197,000 cells take a few milliseconds.
@@ -20,8 +26,9 @@ OPEN decisions (SPEC §11.2) and how they are resolved here
   counts, or two zero groups next to an unsafe one). ``tie_only=False``: the strategy decides in
   every case.
 * Item 3, "fixed" in the zero tie: the same cyclic successor (1 -> 2, 2 -> 3, 3 -> 1) is hidden.
-* Item 3, "distribution": reference counts N_1..N_3 of the age groups in the population; by default
-  the column sums of the table. When both candidates have reference count 0 the draw is uniform.
+* Item 3, "distribution": reference counts N_1..N_3 of the categories in the population (national
+  totals; the assets pass the national counts of every region); by default the column sums of the
+  table. When both candidates have reference count 0 the draw is uniform.
 * Item 4 (not treated, by design of the seed's rule): a cell with T >= k whose residents all fall in
   one category (e.g. sex = (T, 0)) publishes the category of every resident, which breaks strict
   l-diversity. The rule suppresses nothing there; :func:`sdc_dagster.loss.tables.homogeneous_cells`
@@ -33,17 +40,17 @@ OPEN decisions (SPEC §11.2) and how they are resolved here
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.errors import SDCInputError
+from sdc_dagster.grid_counts import GridVariable, grid_variables_of
 from sdc_dagster.loss.tables import disclosing_differences
 
 SEX_COLUMNS: tuple[str, str] = ("sex_1", "sex_2")
 AGE_COLUMNS: tuple[str, str, str] = ("age_1", "age_2", "age_3")
-CATEGORY_COLUMNS: tuple[str, ...] = (*SEX_COLUMNS, *AGE_COLUMNS)
-COUNT_COLUMNS: tuple[str, ...] = ("total", *CATEGORY_COLUMNS)
 STRATEGIES: tuple[str, ...] = ("fixed", "uniform", "distribution")
 
 
@@ -63,29 +70,81 @@ def _count_matrix(counts: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     return np.column_stack(blocks) if blocks else np.empty((len(counts), 0), dtype=np.int64)
 
 
-def _reference_age_counts(reference_counts, ages: np.ndarray) -> np.ndarray:
-    """N_1..N_3 for the "distribution" strategy: given, or the column sums of the table."""
+@dataclass(frozen=True)
+class _Layout:
+    """Where each grid variable's counts sit in the category matrix of a table."""
+
+    variables: tuple[GridVariable, ...]
+
+    @property
+    def categories(self) -> tuple[str, ...]:
+        return tuple(c for v in self.variables for c in v.columns)
+
+    @property
+    def counts(self) -> tuple[str, ...]:
+        return ("total", *self.categories)
+
+    def margins(self) -> list[tuple[GridVariable, slice]]:
+        """Complete margins (secondary suppression applies) with their column slice."""
+        out, start = [], 0
+        for v in self.variables:
+            width = len(v.columns)
+            if v.complete_margin:
+                out.append((v, slice(start, start + width)))
+            start += width
+        return out
+
+
+def _layout(*tables: pd.DataFrame) -> _Layout:
+    variables = [grid_variables_of(t.columns, published=True) for t in tables]
+    if any(v != variables[0] for v in variables[1:]):
+        raise SDCInputError("grid tables: both tables must publish the same grid variables")
+    return _Layout(variables[0])
+
+
+def _reference_counts(reference_counts, layout: _Layout, categories: np.ndarray) -> dict[str, np.ndarray]:
+    """N per category of every three-category margin for "distribution": given, or column sums.
+
+    ``reference_counts`` is None (column sums of ``categories``), a mapping or Series keyed by count
+    column (a margin whose columns are all absent uses its column sums), or three numbers (age).
+    """
+    sums = categories.sum(axis=0).astype(np.float64)
+    out = {}
+    for v, cols in layout.margins():
+        if len(v.columns) == 3:
+            out[v.prefix] = sums[cols]
     if reference_counts is None:
-        return ages.sum(axis=0).astype(np.float64)
+        return out
     if isinstance(reference_counts, Mapping | pd.Series):
-        missing = [c for c in AGE_COLUMNS if c not in reference_counts]
-        if missing:
-            raise SDCInputError(
-                f"reference_counts: no value for {missing[0]!r}; give one count per age group "
-                f"{list(AGE_COLUMNS)}"
-            )
-        values = np.array([reference_counts[c] for c in AGE_COLUMNS], dtype=np.float64)
-    else:
-        values = np.asarray(reference_counts, dtype=np.float64).ravel()
-        if values.shape != (3,):
-            raise SDCInputError("reference_counts: expected three counts (age groups 1, 2, 3)")
+        for v, _ in layout.margins():
+            if len(v.columns) != 3:
+                continue
+            given = [c for c in v.columns if c in reference_counts]
+            if not given:
+                continue
+            missing = [c for c in v.columns if c not in reference_counts]
+            if missing:
+                raise SDCInputError(
+                    f"reference_counts: no value for {missing[0]!r}; give one count per category "
+                    f"{list(v.columns)}"
+                )
+            out[v.prefix] = _check_reference(np.array([reference_counts[c] for c in v.columns], dtype=np.float64))
+        return out
+    values = np.asarray(reference_counts, dtype=np.float64).ravel()
+    if values.shape != (3,):
+        raise SDCInputError("reference_counts: expected three counts (age groups 1, 2, 3) or a mapping by column")
+    out["age"] = _check_reference(values)
+    return out
+
+
+def _check_reference(values: np.ndarray) -> np.ndarray:
     if not np.isfinite(values).all() or (values < 0).any():
         raise SDCInputError("reference_counts: counts must be finite and non-negative")
     return values
 
 
-def _secondary_age_choice(
-    ages: np.ndarray,
+def _secondary_choice(
+    counts: np.ndarray,
     primary: np.ndarray,
     *,
     strategy: str,
@@ -93,8 +152,8 @@ def _secondary_age_choice(
     tie_only: bool,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """Mask of the age groups hidden by secondary suppression (SPEC §11.2 items 2–3)."""
-    n = len(ages)
+    """Mask of the categories of a three-category margin hidden by secondary suppression (SPEC §11.2 items 2–3)."""
+    n = len(counts)
     # One uniform draw per cell, drawn for every cell, so the outcome for a cell depends only on
     # the seed and its row position, not on which other cells happened to need a draw.
     draws = rng.random(n)
@@ -116,8 +175,8 @@ def _secondary_age_choice(
         p_succ = np.divide(n_other, pair, out=np.full(rows.size, 0.5), where=pair > 0)
         pick_succ = draws[rows] < p_succ
     if tie_only:
-        c_succ = ages[rows, succ]
-        c_other = ages[rows, other]
+        c_succ = counts[rows, succ]
+        c_other = counts[rows, other]
         pick_succ = np.where(c_succ < c_other, True, np.where(c_succ > c_other, False, pick_succ))
     secondary[rows, np.where(pick_succ, succ, other)] = True
     return secondary
@@ -138,50 +197,50 @@ def grid_suppression(
     ----------
     counts
         One row per inhabited grid cell with integer columns ``total``, ``sex_1``, ``sex_2``,
-        ``age_1``, ``age_2``, ``age_3``. Other columns (cell id, coordinates...) are carried through.
+        ``age_1``, ``age_2``, ``age_3`` and, when published, ``employed``, ``birth_1..3``,
+        ``residence_1..3``. Other columns (cell id, coordinates...) are carried through.
     k
         k-anonymity threshold: a category count c with 0 < c < k is primarily suppressed.
     strategy
-        How the second age group to hide is chosen (SPEC §11.2 item 3): ``"fixed"`` (cyclic
-        successor of the unsafe group), ``"uniform"`` (each candidate with probability 0.5) or
-        ``"distribution"`` (candidate a hidden with probability N_b / (N_a + N_b)).
+        How the second category of a three-category margin is chosen (SPEC §11.2 item 3):
+        ``"fixed"`` (cyclic successor of the unsafe category), ``"uniform"`` (each candidate with
+        probability 0.5) or ``"distribution"`` (candidate a hidden with probability N_b / (N_a + N_b)).
     reference_counts
-        Population counts N of the age groups for ``"distribution"``: a mapping or Series keyed by
-        ``age_1``..``age_3`` or a sequence of three numbers. Default: the column sums of ``counts``.
+        Population counts N for ``"distribution"``: a mapping or Series keyed by count column
+        (e.g. ``age_1``..``age_3``, ``birth_1``..``birth_3``; national totals in the assets) or a
+        sequence of three numbers (age groups). Default: the column sums of ``counts``.
     tie_only
         True: the strategy only breaks ties (equal candidate counts); otherwise the smaller
-        candidate is hidden. False: the strategy decides whenever a second group must be hidden.
+        candidate is hidden. False: the strategy decides whenever a second category must be hidden.
     random_state
         int seed or numpy Generator for the random strategies.
 
     Returns
     -------
     pandas.DataFrame
-        A copy of ``counts`` (same index and columns) whose six count columns are nullable
-        ``Int64``; suppressed category counts are ``pd.NA``. ``total`` is never suppressed.
+        A copy of ``counts`` (same index and columns) whose count columns are nullable ``Int64``;
+        suppressed category counts are ``pd.NA``. ``total`` is never suppressed.
 
     References
     ----------
-    SPEC §11.2; S002 (Klimanek, Józefowski, Młodak 2023), eqs (1)–(9) and Rys. 2.
+    SPEC §11.1-§11.2; S002 (Klimanek, Józefowski, Młodak 2023), eqs (1)–(9) and Rys. 2.
     """
-    require_columns(counts, COUNT_COLUMNS, role="grid count column")
+    layout = _layout(counts)
     _check_parameters(k, strategy)
     totals = _count_matrix(counts, ["total"])[:, 0]
-    sexes = _count_matrix(counts, SEX_COLUMNS)
-    ages = _count_matrix(counts, AGE_COLUMNS)
-    reference = _reference_age_counts(reference_counts, ages)
+    categories = _count_matrix(counts, layout.categories)
+    reference = _reference_counts(reference_counts, layout, categories)
     rng = np.random.default_rng(random_state)
-
-    sex_hidden, age_hidden = _secondary_suppression(
-        (sexes > 0) & (sexes < k),
-        (ages > 0) & (ages < k),
-        ages,
+    hidden = _secondary_suppression(
+        (categories > 0) & (categories < k),
+        categories,
+        layout,
         strategy=strategy,
         reference=reference,
         tie_only=tie_only,
         rng=rng,
     )
-    return _published(counts, totals, np.hstack([sexes, ages]), np.hstack([sex_hidden, age_hidden]))
+    return _published(counts, layout, totals, categories, hidden)
 
 
 def _check_parameters(k, strategy: str) -> None:
@@ -192,41 +251,49 @@ def _check_parameters(k, strategy: str) -> None:
 
 
 def _secondary_suppression(
-    sex_hidden: np.ndarray,
-    age_hidden: np.ndarray,
-    ages: np.ndarray,
+    hidden: np.ndarray,
+    categories: np.ndarray,
+    layout: _Layout,
     *,
     strategy: str,
-    reference: np.ndarray,
+    reference: dict[str, np.ndarray],
     tie_only: bool,
     rng: np.random.Generator,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The l = 2 step (SPEC §11.2 item 2) on the current hidden masks: no margin keeps one hidden count.
+) -> np.ndarray:
+    """The l = 2 step (SPEC §11.2 item 2) on the current hidden mask: no margin keeps one hidden count.
 
-    Sex: a single hidden count is T minus the other, so both are hidden. Age: one of the two
-    remaining groups is added by :func:`_secondary_age_choice` (``ages`` gives the counts compared
-    under ``tie_only``). Margins with 0 or >= 2 hidden counts are left alone.
+    Two-category margins (sex): a single hidden count is T minus the other, so both are hidden.
+    Three-category margins (age, birth, residence, in that order, each drawing its own numbers): one
+    of the two remaining categories is added by :func:`_secondary_choice` (``categories`` gives the
+    counts compared under ``tie_only``). Margins with 0 or >= 2 hidden counts, and ``employed``
+    (not a complete margin), are left alone.
     """
-    sex_out = sex_hidden | (sex_hidden.sum(axis=1) == 1)[:, None]
-    age_out = age_hidden | _secondary_age_choice(
-        ages, age_hidden, strategy=strategy, reference=reference, tie_only=tie_only, rng=rng
-    )
-    return sex_out, age_out
+    out = hidden.copy()
+    for v, cols in layout.margins():
+        part = hidden[:, cols]
+        if part.shape[1] == 2:
+            out[:, cols] = part | (part.sum(axis=1) == 1)[:, None]
+        else:
+            out[:, cols] = part | _secondary_choice(
+                categories[:, cols], part, strategy=strategy, reference=reference[v.prefix], tie_only=tie_only, rng=rng
+            )
+    return out
 
 
-def _published(counts: pd.DataFrame, totals: np.ndarray, categories: np.ndarray, hidden: np.ndarray) -> pd.DataFrame:
+def _published(
+    counts: pd.DataFrame, layout: _Layout, totals: np.ndarray, categories: np.ndarray, hidden: np.ndarray
+) -> pd.DataFrame:
     """A copy of ``counts`` with nullable Int64 count columns; hidden category counts are NA."""
     out = counts.copy()
     out["total"] = pd.arrays.IntegerArray(totals.copy(), np.zeros(len(totals), dtype=bool))
-    for j, col in enumerate(CATEGORY_COLUMNS):
+    for j, col in enumerate(layout.categories):
         out[col] = pd.arrays.IntegerArray(categories[:, j].copy(), hidden[:, j].copy())
     return out
 
 
 def primary_suppression_mask(counts: pd.DataFrame, *, k: int = 3) -> pd.DataFrame:
     """Boolean frame (indexed like ``counts``) of the category counts with 0 < c < k (SPEC §11.2 item 1)."""
-    require_columns(counts, (*SEX_COLUMNS, *AGE_COLUMNS), role="grid count column")
-    cols = [*SEX_COLUMNS, *AGE_COLUMNS]
+    cols = list(_layout(counts).categories)
     values = _count_matrix(counts, cols)
     return pd.DataFrame((values > 0) & (values < k), index=counts.index, columns=cols)
 
@@ -297,7 +364,8 @@ def consistent_grid_suppression(
     ----------
     first, second
         One row per cell, integer columns ``total``, ``sex_1``, ``sex_2``, ``age_1``, ``age_2``,
-        ``age_3``; other columns are carried through. Cells are matched by the ``cell_id`` column
+        ``age_3`` and the other grid variables' columns when published (both tables the same);
+        other columns are carried through. Cells are matched by the ``cell_id`` column
         when both tables have it, otherwise by the index (keys must be unique). A cell may be present
         in only one table (inhabited under one definition only): it counts as all-zero in the other
         table, as in ``differencing_disclosure``, so its differences are its own counts (already
@@ -308,10 +376,10 @@ def consistent_grid_suppression(
     strategy, tie_only
         As in :func:`grid_suppression`. When the joint pattern needs a second age group (step c),
         the counts compared under ``tie_only`` are the persons hidden in both tables together
-        (``first + second`` per group).
+        (``first + second`` per category).
     reference_counts
-        Reference age-group counts N_1..N_3 for ``"distribution"`` (mapping, Series or three
-        numbers). Default: the column sums of both tables together, used for both tables.
+        Reference counts for ``"distribution"`` as in :func:`grid_suppression`. Default: the
+        column sums of both tables together, used for both tables.
     random_state
         int seed, numpy Generator or SeedSequence.
 
@@ -332,56 +400,53 @@ def consistent_grid_suppression(
     ----------
     SPEC §11.2 (rules), §11.4 (difference table, differencing between the two populations); S002.
     """
-    require_columns(first, COUNT_COLUMNS, role="grid count column")
-    require_columns(second, COUNT_COLUMNS, role="grid count column")
+    layout = _layout(first, second)
     _check_parameters(k, strategy)
     keys_first, keys_second = _cell_keys(first, second)
-    values_first = _count_matrix(first, COUNT_COLUMNS)
-    values_second = _count_matrix(second, COUNT_COLUMNS)
+    columns = list(layout.counts)
+    values_first = _count_matrix(first, columns)
+    values_second = _count_matrix(second, columns)
 
     # Union of cells: first's cells in its order, then the cells only in second.
     cells = keys_first.append(keys_second[~keys_second.isin(keys_first)])
     pos_first = np.arange(len(keys_first))
     pos_second = cells.get_indexer(keys_second)
     n = len(cells)
-    counts_first = np.zeros((n, len(COUNT_COLUMNS)), dtype=np.int64)
+    counts_first = np.zeros((n, len(columns)), dtype=np.int64)
     counts_second = np.zeros_like(counts_first)
     counts_first[pos_first] = values_first
     counts_second[pos_second] = values_second
-    ages_both = counts_first[:, 3:] + counts_second[:, 3:]
-    if reference_counts is None:
-        reference = ages_both.sum(axis=0).astype(np.float64)
-    else:
-        reference = _reference_age_counts(reference_counts, ages_both)
+    categories_both = counts_first[:, 1:] + counts_second[:, 1:]
+    reference = _reference_counts(reference_counts, layout, categories_both)
+    reference_by_column = {
+        c: value for v, _ in layout.margins() if v.prefix in reference for c, value in zip(v.columns, reference[v.prefix])
+    }
 
     rng = np.random.default_rng(random_state)
     table_seed = int(rng.integers(2**63 - 1))
-    hidden = np.zeros((n, len(CATEGORY_COLUMNS)), dtype=bool)
+    hidden = np.zeros((n, len(layout.categories)), dtype=bool)
     for matrix in (counts_first, counts_second):
         single = grid_suppression(
-            pd.DataFrame(matrix, columns=list(COUNT_COLUMNS)),
+            pd.DataFrame(matrix, columns=columns),
             k=k,
             strategy=strategy,
-            reference_counts=reference,
+            reference_counts=reference_by_column,
             tie_only=tie_only,
             random_state=table_seed,
         )
-        hidden |= single[list(CATEGORY_COLUMNS)].isna().to_numpy()  # (a)
+        hidden |= single[list(layout.categories)].isna().to_numpy()  # (a)
     hidden |= disclosing_differences(counts_first[:, 1:], counts_second[:, 1:], k=k)  # (b)
 
-    n_sex = len(SEX_COLUMNS)
     for _ in range(_MAX_CONSISTENCY_PASSES):  # (c), until stable
-        sex_hidden, age_hidden = hidden[:, :n_sex], hidden[:, n_sex:]
-        if not ((sex_hidden.sum(axis=1) == 1).any() or (age_hidden.sum(axis=1) == 1).any()):
+        if not any((hidden[:, cols].sum(axis=1) == 1).any() for _, cols in layout.margins()):
             break
-        sex_hidden, age_hidden = _secondary_suppression(
-            sex_hidden, age_hidden, ages_both, strategy=strategy, reference=reference, tie_only=tie_only, rng=rng
+        hidden = _secondary_suppression(
+            hidden, categories_both, layout, strategy=strategy, reference=reference, tie_only=tie_only, rng=rng
         )
-        hidden = np.hstack([sex_hidden, age_hidden])
     else:  # pragma: no cover - one pass always reaches the fixed point (see docstring)
         raise RuntimeError("consistent_grid_suppression: the hidden pattern did not stabilise")
 
     return (
-        _published(first, values_first[:, 0], values_first[:, 1:], hidden[pos_first]),
-        _published(second, values_second[:, 0], values_second[:, 1:], hidden[pos_second]),
+        _published(first, layout, values_first[:, 0], values_first[:, 1:], hidden[pos_first]),
+        _published(second, layout, values_second[:, 0], values_second[:, 1:], hidden[pos_second]),
     )

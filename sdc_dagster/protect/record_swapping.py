@@ -71,17 +71,24 @@ class RecordSwapResult:
     n_unmatched_households: int
 
 
-def _codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+def _codes(frame: pd.DataFrame, columns: Sequence[str], factors: dict | None = None) -> np.ndarray:
     """Non-negative int64 codes of the value combinations of ``columns`` (NA forms a value).
 
     Codes are mixed-radix numbers of the per-column factor codes, re-densified (a sort) only when
-    their range would grow too large for ``np.bincount``.
+    their range would grow too large for ``np.bincount``. ``factors`` caches each column's
+    factorisation across calls (the same columns are coded at every hierarchy level).
     """
     code = np.zeros(len(frame), dtype=np.int64)
     bound = 1
     for col in columns:
-        part, uniques = pd.factorize(frame[col], use_na_sentinel=False)
-        radix = len(uniques) + 1
+        if factors is not None and col in factors:
+            part, n_uniques = factors[col]
+        else:
+            part, uniques = pd.factorize(frame[col], use_na_sentinel=False)
+            n_uniques = len(uniques)
+            if factors is not None:
+                factors[col] = (part, n_uniques)
+        radix = n_uniques + 1
         if bound * radix > 2**26:
             code = np.unique(code, return_inverse=True)[1].astype(np.int64).ravel()
             bound = int(code.max()) + 1 if len(code) else 1
@@ -238,16 +245,17 @@ def targeted_record_swap(
     n_levels = len(hierarchy)
 
     # Geography and similarity at household level (checked constant within households).
+    factors: dict = {}
     area = []
     for level in range(n_levels):
-        codes = _codes(data, hierarchy[: level + 1])
+        codes = _codes(data, hierarchy[: level + 1], factors)
         _household_constant(codes, hh, first_row, hierarchy[level])
         area.append(codes[first_row])
     for col in carry_along:
-        _household_constant(_codes(data, [col]), hh, first_row, col)
+        _household_constant(_codes(data, [col], factors), hh, first_row, col)
     profile_codes = []
     for p in profiles:
-        codes = _codes(data, p)
+        codes = _codes(data, p, factors)
         _household_constant(codes, hh, first_row, ", ".join(p))
         profile_codes.append(codes[first_row])
 
@@ -255,7 +263,7 @@ def targeted_record_swap(
     risk = np.empty((n_levels, n_hh))
     min_count = np.empty((n_levels, n_hh), dtype=np.int64)
     for level in range(n_levels):
-        codes = _codes(data, [*risk_variables, *hierarchy[: level + 1]])
+        codes = _codes(data, [*risk_variables, *hierarchy[: level + 1]], factors)
         person_count = np.bincount(codes)[codes]
         min_count[level] = np.minimum.reduceat(person_count[order], starts) if n_hh else []
         risk[level] = 1.0 / min_count[level]

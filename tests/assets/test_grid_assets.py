@@ -1,86 +1,157 @@
 """The grid asset chain materialised in-process on a small generated census."""
 
+import io
+import json
+from pathlib import Path
+
 import pandas as pd
 import pytest
-from dagster import AssetKey, Definitions, build_sensor_context, materialize
+from dagster import AssetCheckKey, AssetKey, Definitions, build_sensor_context, materialize
+
+from assets.grid import _region_seed
 
 from assets.grid import (
     GRID_ASSETS,
     GRID_JOBS,
     GRID_SENSORS,
-    census_swapped,
     grid_regions,
+    load_grid_spec,
     prepare_demo_census,
+    replay_grid_release,
+    run_grid_chain,
+    swapped_dir,
 )
 from resources.storage import ParquetIOManager
+from sdc_dagster.cli import run_audit
+from sdc_dagster.errors import SDCInputError
+from sdc_dagster.grid_counts import GRID_COUNT_COLUMNS, GRID_VARIABLES, tabulate_grid
 from sdc_dagster.protect import consistent_grid_suppression, grid_suppression
 
-PARTITIONED = [a for a in GRID_ASSETS if a.partitions_def is not None]
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+CATEGORIES = [c for v in GRID_VARIABLES for c in v.columns]
 
 
-def test_grid_chain_on_a_small_census(sdc_home, instance):
+def test_composed_grid_chain_end_to_end(sdc_home, instance):
     regions = prepare_demo_census(sdc_home, n_persons=15_000)
     assert len(regions) > 1
     assert all((sdc_home / "census" / f"{r}.parquet").is_file() for r in regions)
     instance.add_dynamic_partitions(grid_regions.name, regions)
+    routes, run_config = load_grid_spec(EXAMPLES / "grid" / "census_grid.yaml")
+    assert routes == ("cell_key", "suppression")
     resources = {"io_manager": ParquetIOManager()}
-    region = regions[0]
-    result = materialize(
-        PARTITIONED, partition_key=region, instance=instance, resources=resources
-    )
-    assert result.success
-    checks = {
-        (e.asset_key.to_user_string(), e.check_name): e.passed for e in result.get_asset_check_evaluations()
-    }
-    assert checks == {
-        ("grid_suppressed", "no_small_published_counts"): True,
-        ("grid_suppressed_national", "no_small_published_counts"): True,
-        ("grid_suppressed_national", "consistent_with_resident_table"): True,
-        ("grid_cell_key", "cell_key_bounded"): True,
-    }
+    outcome = run_grid_chain(instance, regions, routes=routes, run_config=run_config, resources=resources)
+    assert all(outcome.values()) and len(outcome) == 2 * len(regions) + 2
 
     store = sdc_home / "storage"
-    counts = pd.read_parquet(store / "grid_counts" / f"{region}.parquet")
-    national = pd.read_parquet(store / "grid_counts_national" / f"{region}.parquet")
-    suppressed = pd.read_parquet(store / "grid_suppressed" / f"{region}.parquet")
-    suppressed_national = pd.read_parquet(store / "grid_suppressed_national" / f"{region}.parquet")
-    # the stored assets are the engine's output on the stored counts (sex suppression draws nothing)
-    assert suppressed["total"].tolist() == counts["total"].tolist()
-    assert suppressed_national["total"].tolist() == national["total"].tolist()
-    again, again_national = consistent_grid_suppression(counts, national, strategy="distribution")
-    sex = ["sex_1", "sex_2"]
-    assert suppressed[sex].isna().equals(again[sex].isna())
-    assert suppressed_national[sex].isna().equals(again_national[sex].isna())
-    # consistency only adds suppressions to what the resident table alone hides
-    alone = grid_suppression(counts, strategy="distribution")
-    assert not (alone[sex].isna() & suppressed[sex].notna()).any().any()
-    # one hidden pattern per cell in the two published tables
-    cats = [*sex, "age_1", "age_2", "age_3"]
-    res = suppressed.set_index("cell_id")[cats].isna()
-    nat = suppressed_national.set_index("cell_id")[cats].isna()
-    common = res.index.intersection(nat.index)
-    assert len(common) > 0
-    assert res.loc[common].equals(nat.loc[common])
+    census = pd.concat([pd.read_parquet(sdc_home / "census" / f"{r}.parquet") for r in regions], ignore_index=True)
+    swapped = pd.concat([pd.read_parquet(swapped_dir(sdc_home) / f"{r}.parquet") for r in regions], ignore_index=True)
+    # swapping moves whole households and keeps persons and households per region (top level)
+    assert len(swapped) == len(census)
+    per_household = swapped.groupby("household_id")["cell_id"].nunique()
+    assert (per_household == 1).all()
+    original = census.set_index("person_id").sort_index()
+    after_swap = swapped.set_index("person_id").sort_index()
+    for col in ("household_id", "sex", "age_group", "employed", "birth", "residence"):
+        assert (original[col].to_numpy() == after_swap[col].to_numpy()).all()  # only geography moves
+    before = census[census["resident"]].groupby(census["region"].astype(str)).agg(
+        persons=("person_id", "size"), households=("household_id", "nunique"))
+    after = swapped[swapped["resident"]].groupby(swapped["region"].astype(str)).agg(
+        persons=("person_id", "size"), households=("household_id", "nunique"))
+    pd.testing.assert_frame_equal(before.sort_index(), after.sort_index())
+    assert (original["cell_id"].astype(str).to_numpy() != after_swap["cell_id"].astype(str).to_numpy()).any()
+    summary = pd.read_parquet(store / "census_swapped" / "all" / "summary.parquet")
+    assert (summary["persons_before"] == summary["persons_after"]).all()
+    assert (summary["households_before"] == summary["households_after"]).all()
+    households = pd.read_parquet(store / "census_swapped" / "all" / "households.parquet")
+    assert len(households) > 0 and (households["cell_before"] != households["cell_after"]).all()
 
-    mat = instance.get_latest_materialization_event(AssetKey("grid_loss")).asset_materialization
-    assert mat.metadata["sex_absolute_loss"].value <= 0
-    assert mat.metadata["cells_still_disclosed_by_differencing"].value == 0
-    assert mat.metadata["cells_differencing_blocked"].value == mat.metadata["cells_disclosed_by_differencing"].value
-    assert 0 <= mat.metadata["cells_differencing_blocked_beyond_primary"].value <= mat.metadata[
-        "cells_differencing_blocked"
-    ].value
-    assert "data:image/png;base64" in mat.metadata["map"].value
-    loss = pd.read_parquet(store / "grid_loss" / region / "loss.parquet")
-    hidden_sex = int(counts[["sex_1", "sex_2"]].where(suppressed[["sex_1", "sex_2"]].isna(), 0).sum().sum())
-    assert loss.loc["sex", "hidden_persons"] == hidden_sex
+    # national reference counts: read from every region, the same for every region's suppression
+    totals = pd.read_parquet(store / "grid_national_totals" / "all.parquet")
+    resident = swapped[swapped["resident"]]
+    assert totals.loc["resident", "total"] == len(resident)
+    assert totals.loc["resident", "birth_3"] == int((resident["birth"] == 3).sum())
+    assert totals.loc["national", "total"] == int(swapped["national"].sum())
+    records = instance.fetch_materializations(AssetKey("grid_suppressed"), limit=100).records
+    reference_counts = [r.asset_materialization.metadata["reference_counts"].value for r in records]
+    assert len(reference_counts) == len(regions)
+    assert all(r == reference_counts[0] for r in reference_counts)
+    assert reference_counts[0]["age_2"] == int((resident["age_group"] == 2).sum())
 
-    swapped = materialize([census_swapped], instance=instance, resources=resources)
-    assert swapped.success
-    out = pd.read_parquet(store / "census_swapped" / "all.parquet")
-    meta = instance.get_latest_materialization_event(AssetKey("census_swapped")).asset_materialization.metadata
-    assert meta["regions"].value == len(regions)
-    assert meta["swapped_households"].value > 0
-    assert len(out) == meta["persons"].value
+    for region in regions:
+        counts = pd.read_parquet(store / "grid_counts" / f"{region}.parquet")
+        national = pd.read_parquet(store / "grid_counts_national" / f"{region}.parquet")
+        # tabulated from the swapped persons, all 13 figures
+        assert [c for c in counts.columns if c in GRID_COUNT_COLUMNS] == list(GRID_COUNT_COLUMNS)
+        again = tabulate_grid(swapped[swapped["region"].astype(str) == region], where="resident")
+        assert counts[list(GRID_COUNT_COLUMNS)].equals(again[list(GRID_COUNT_COLUMNS)])
+        # suppression route: no published count in 1..k-1 in any of the 13 figures
+        suppressed = pd.read_parquet(store / "grid_suppressed" / f"{region}.parquet")
+        suppressed_national = pd.read_parquet(store / "grid_suppressed_national" / f"{region}.parquet")
+        for table in (suppressed, suppressed_national):
+            published = table[CATEGORIES].to_numpy(dtype="float64", na_value=float("nan"))
+            assert not ((published >= 1) & (published <= 2)).any()
+        assert suppressed["total"].tolist() == counts["total"].tolist()
+        again_res, again_nat = consistent_grid_suppression(
+            counts, national, strategy="distribution", reference_counts=reference_counts[0],
+            random_state=_region_seed(2021, region))
+        assert suppressed[CATEGORIES].isna().equals(again_res[CATEGORIES].isna())
+        # consistency only adds suppressions to what the resident table alone hides (sex: no draws)
+        alone = grid_suppression(counts, reference_counts=reference_counts[0])
+        sex = ["sex_1", "sex_2"]
+        assert not (alone[sex].isna() & suppressed[sex].notna()).any().any()
+        # cell key route: no published count in 1..js (js = 1), deviation <= D = 2, zeros stay zero
+        ckm = pd.read_parquet(store / "grid_cell_key" / f"{region}.parquet")
+        for col in GRID_COUNT_COLUMNS:
+            assert not (ckm[col] == 1).any()
+            assert (ckm[col] - ckm[f"{col}_original"]).abs().max() <= 2
+            assert (ckm.loc[ckm[f"{col}_original"] == 0, col] == 0).all()
+        assert ckm[[f"{c}_original" for c in GRID_COUNT_COLUMNS]].set_axis(list(GRID_COUNT_COLUMNS), axis=1).equals(
+            counts[list(GRID_COUNT_COLUMNS)])
+        loss = pd.read_parquet(store / "grid_cell_key_loss" / f"{region}.parquet")
+        assert list(loss.index) == ["total", "sex", "age", "employed", "birth", "residence"]
+        suppression_loss = pd.read_parquet(store / "grid_loss" / region / "loss.parquet")
+        assert list(suppression_loss.index) == ["sex", "age", "employed", "birth", "residence"]
+
+    # the release: manifest with swap rate, ptable and seeds; report; the audit replays it byte for byte
+    release = instance.get_latest_materialization_event(AssetKey("grid_release")).asset_materialization.metadata
+    manifest = json.loads(Path(release["manifest"].value).read_text())
+    assert manifest["swap_rate"] == 0.05 and manifest["routes"] == ["cell_key", "suppression"]
+    assert manifest["parameters"]["cell_key"] == {"max_deviation": 2, "variance": 1.05, "threshold": 1, "seed": 2021}
+    assert manifest["seeds"] == {"swap": 2021, "cell_key": 2021, "suppression": 2021}
+    assert set(manifest["tables"]) == set(regions)
+    page = Path(release["report"].value).read_text()
+    assert 'id="layer-swapped"' in page and "Cell key route" in page and "Suppression route" in page
+    printed = io.StringIO()
+    assert run_audit("grid", out=printed) == 0
+    assert "audit PASSED" in printed.getvalue()
+    # a changed table is caught
+    path = store / "grid_suppressed" / f"{regions[0]}.parquet"
+    tampered = manifest | {"tables": {**manifest["tables"], regions[0]: {**manifest["tables"][regions[0]],
+                                                                             "grid_suppressed": "0" * 64}}}
+    assert not replay_grid_release(tampered)[regions[0]]["grid_suppressed"]
+    assert path.is_file()
+
+    # every asset check of the chain ran and passed (on the last region run)
+    keys = [AssetCheckKey(AssetKey(key), name) for key, name in
+            [("grid_suppressed", "no_small_published_counts"),
+             ("grid_suppressed_national", "no_small_published_counts"),
+             ("grid_suppressed_national", "consistent_with_resident_table"),
+             ("grid_cell_key", "cell_key_bounded")]]
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(keys)
+    assert {k: latest[k].status.value for k in keys} == {k: "SUCCEEDED" for k in keys}
+
+
+def test_cell_key_is_consistent_on_rerun_and_across_partitions(sdc_home, instance):
+    regions = prepare_demo_census(sdc_home, n_persons=8_000)
+    instance.add_dynamic_partitions(grid_regions.name, regions)
+    resources = {"io_manager": ParquetIOManager()}
+    routes = ("cell_key",)
+    assert all(run_grid_chain(instance, regions, routes=routes, resources=resources).values())
+    store = sdc_home / "storage"
+    first = {r: pd.read_parquet(store / "grid_cell_key" / f"{r}.parquet") for r in regions}
+    assert all(run_grid_chain(instance, regions, routes=routes, resources=resources).values())
+    for r in regions:
+        pd.testing.assert_frame_equal(first[r], pd.read_parquet(store / "grid_cell_key" / f"{r}.parquet"))
 
 
 def test_bad_census_file_fails_validation(sdc_home, instance):
@@ -109,3 +180,65 @@ def test_sensor_adds_new_regions(sdc_home, instance):
     result = sensor(build_sensor_context(instance=instance))
     assert sorted(r.partition_key for r in result.run_requests) == sorted(regions)
     assert result.dynamic_partitions_requests[0].partition_keys == sorted(regions)
+
+
+def test_two_regions_run_on_a_local_dask_cluster(sdc_home, tmp_path):
+    from dagster import DagsterInstance, execute_job, instance_for_test, reconstructable
+
+    from assets.grid import census_region_job, census_swap_job, grid_region_dask_job
+
+    regions = prepare_demo_census(sdc_home, n_persons=6_000)[:2]
+    (tmp_path / "dagster").mkdir()
+    with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        assert isinstance(instance, DagsterInstance)
+        instance.add_dynamic_partitions(grid_regions.name, regions)
+        defs = Definitions(assets=GRID_ASSETS, jobs=[census_region_job, census_swap_job],
+                           resources={"io_manager": ParquetIOManager()})
+        for region in regions:
+            assert defs.resolve_job_def("census_region_job").execute_in_process(
+                partition_key=region, instance=instance).success
+        assert defs.resolve_job_def("census_swap_job").execute_in_process(instance=instance).success
+        config = {"execution": {"config": {"cluster": {"local": {"n_workers": 1, "threads_per_worker": 1}}}}}
+        for region in regions:
+            with execute_job(reconstructable(grid_region_dask_job), instance=instance, run_config=config,
+                             tags={"dagster/partition": region}) as result:
+                assert result.success
+                steps = {e.step_key for e in result.all_events if e.is_step_success}
+                assert {"grid_cell_key", "grid_consistent_suppression", "grid_loss"} <= steps
+            runs = instance.get_runs(limit=1)
+            assert runs[0].job_name == "grid_region_dask_job" and runs[0].tags["dagster/partition"] == region
+        store = sdc_home / "storage"
+        for region in regions:
+            assert (store / "grid_cell_key" / f"{region}.parquet").is_file()
+            assert (store / "grid_suppressed" / f"{region}.parquet").is_file()
+
+
+def test_spec_routes_pick_what_runs(sdc_home, instance, tmp_path):
+    spec = tmp_path / "grid.yaml"
+    spec.write_text("routes: [suppression]\nsuppression: {k: 4, strategy: fixed}\nswap: {swaprate: 0.1, seed: 7}\n")
+    routes, run_config = load_grid_spec(spec)
+    assert routes == ("suppression",)
+    assert run_config["ops"]["grid_consistent_suppression"]["config"]["k"] == 4
+    regions = prepare_demo_census(sdc_home, n_persons=5_000)[:2]
+    instance.add_dynamic_partitions(grid_regions.name, regions)
+    outcome = run_grid_chain(instance, regions, routes=routes, run_config=run_config,
+                             resources={"io_manager": ParquetIOManager()})
+    assert all(outcome.values())
+    assert instance.get_latest_materialization_event(AssetKey("grid_cell_key")) is None
+    suppressed = pd.read_parquet(sdc_home / "storage" / "grid_suppressed" / f"{regions[0]}.parquet")
+    published = suppressed[CATEGORIES].to_numpy(dtype="float64", na_value=float("nan"))
+    assert not ((published >= 1) & (published <= 3)).any()  # k = 4 from the spec
+    release = instance.get_latest_materialization_event(AssetKey("grid_release")).asset_materialization.metadata
+    manifest = json.loads(Path(release["manifest"].value).read_text())
+    assert manifest["routes"] == ["suppression"] and manifest["seeds"] == {"swap": 7, "suppression": 2021}
+    assert manifest["swap_rate"] == 0.1
+
+
+def test_grid_spec_errors_name_the_key(tmp_path):
+    spec = tmp_path / "grid.yaml"
+    spec.write_text("routes: [cell_key, rounding]\n")
+    with pytest.raises(SDCInputError, match="routes"):
+        load_grid_spec(spec)
+    spec.write_text("cell_key: {max_deviaton: 3}\n")
+    with pytest.raises(SDCInputError, match="max_deviaton"):
+        load_grid_spec(spec)

@@ -10,6 +10,7 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.protect import (
     assign_record_keys,
     cell_key_perturb,
+    cell_key_table,
     grid_cell_key,
     perturbation_table,
 )
@@ -118,6 +119,7 @@ def test_grid_cell_key_consistency_bounds_and_zeros(persons):
     table = perturbation_table(2, 1.05)
     # make one cell all male and without old people
     data = persons.copy()
+    data["record_key"] = assign_record_keys(data, n_key=255, first=0, random_state=1)
     only_men = data["cell_id"] == "7"
     data.loc[only_men, "sex"] = 1
     data.loc[only_men, "age_group"] = 2
@@ -133,9 +135,9 @@ def test_grid_cell_key_consistency_bounds_and_zeros(persons):
     # the same records make the total, sex_1 and age_2 of this cell: the same noise
     assert row["total"] == row["sex_1"] == row["age_2"]
     assert row["sex_2"] == 0 and row["age_1"] == 0 and row["age_3"] == 0
-    # and the per-category tables agree with cell_key_perturb
-    by_sex = cell_key_perturb(data, ["cell_id", "sex"], record_key_col="record_key", ptable=table)
-    men = by_sex[by_sex["sex"] == 1].set_index("cell_id")["perturbed"]
+    # and the per-category tables agree with cell_key_table (one lookup for both)
+    by_sex = cell_key_table(data, ["cell_id", "sex"], table)
+    men = by_sex[by_sex["sex"] == 1].set_index("cell_id")["count"].astype("int64")
     assert (out.set_index("cell_id").loc[men.index, "sex_1"] == men).all()
 
 
@@ -165,3 +167,124 @@ def test_perturbation_bounds_property(d_max, share, values, seed):
     assert (np.abs(noise) <= d_max).all()
     assert (values + noise >= 0).all()
     assert (noise[values == 0] == 0).all()
+
+
+# --- threshold js (sdcTools ptable) and the ONS record-key mode -------------------------------------
+
+
+@pytest.mark.parametrize("d_max, variance, js", [(2, 1.05, 1), (3, 2.0, 2), (5, 3.0, 2), (4, 2.5, 3)])
+def test_ptable_threshold_blocks_small_counts(d_max, variance, js):
+    table = perturbation_table(d_max, variance, threshold=js)
+    p = table.probabilities
+    assert p.shape == (d_max + js + 2, 2 * d_max + 1)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(table.row_mean, 0.0, atol=1e-9)
+    d = table.perturbations
+    for i in range(len(p)):
+        result = i + d
+        forbidden = (result < 0) | ((result >= 1) & (result <= js))
+        assert p[i, forbidden].sum() == 0.0
+    # rows far from the threshold have the designed variance
+    assert table.row_variance[-1] == pytest.approx(variance, abs=1e-9)
+
+
+def test_ptable_threshold_row_by_hand():
+    # D = 2, js = 1, count 1: results 0, 2, 3 only (d = -1, 1, 2). Mean-0 variances on {-1, 1, 2}
+    # lie in [1·1, 1·2]; V = 1.05 is moved 10% inside: 1 + 0.1 = 1.1. With a, b, c = p(-1), p(1), p(2):
+    # a + b + c = 1; mean -a + b + 2c = 0; variance a + b + 4c = 1.1  ->  3c = 0.1, c = 1/30,
+    # 2b = 1 - 3c -> b = 0.45, a = 1 - b - c = 31/60 (three constraints on three values fix the row).
+    table = perturbation_table(2, 1.05, threshold=1)
+    np.testing.assert_allclose(table.probabilities[1], [0, 31 / 60, 0, 0.45, 1 / 30], atol=1e-9)
+
+
+def test_ptable_threshold_is_checked():
+    with pytest.raises(SDCInputError, match="threshold"):
+        perturbation_table(2, 1.0, threshold=2)
+    with pytest.raises(SDCInputError, match="threshold"):
+        perturbation_table(2, 1.0, threshold=-1)
+
+
+def _ons_microdata(n, seed):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "area": rng.choice(["A", "B", "C"], n, p=[0.6, 0.3, 0.1]),
+            "sex": rng.integers(1, 3, n),
+            "age": rng.integers(1, 6, n),
+            "record_key": rng.integers(0, 256, n),
+        }
+    )
+
+
+@pytest.mark.parametrize("threshold", [0, 10])
+def test_cell_key_table_parity_with_ons_package_10_5_rule(threshold):
+    from cell_key_perturbation import create_perturbed_table as ckp
+    from cell_key_perturbation.utils.generate_test_ptable import generate_ptable_10_5_rule
+
+    data = _ons_microdata(30_000, 5)  # counts above 750 exercise the pcv 501..750 reuse
+    ptable = generate_ptable_10_5_rule()
+    expected = ckp.create_perturbed_table(data, ptable, ["area"], ["sex", "age"], "record_key", threshold=threshold)
+    got = cell_key_table(data, ["area", "sex", "age"], ptable, threshold=threshold)
+    assert (got["pre_sdc_count"] > 750).any()
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True), check_dtype=False)
+
+
+@pytest.mark.parametrize("n_keys", [256, 4096])
+def test_cell_key_table_parity_with_ons_package_dvjs_table(n_keys):
+    from cell_key_perturbation import create_perturbed_table as ckp
+
+    data = _ons_microdata(3_000, 6)
+    data["cell"] = np.random.default_rng(1).integers(0, 300, len(data))  # many small cells
+    data["record_key"] = np.random.default_rng(2).integers(0, n_keys, len(data))  # ONS keys 0..255 or 0..4095
+    ptable = perturbation_table(3, 2.0, threshold=2).to_ons_frame(n_keys=n_keys)
+    expected = ckp.create_perturbed_table(data, ptable, ["cell"], ["sex"], "record_key", threshold=0)
+    # The package also lists unobserved (cell, sex) pairs of the cross product, with count 0;
+    # cell_key_table lists observed cells only (CONTRACT), so compare those.
+    assert (expected.loc[expected["pre_sdc_count"] == 0, "count"] == 0).all()
+    expected = expected[expected["pre_sdc_count"] > 0]
+    got = cell_key_table(data, ["cell", "sex"], ptable)
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True), check_dtype=False)
+    published = got["count"].astype("int64")
+    assert not ((published >= 1) & (published <= 2)).any()  # js = 2: no published 1 or 2
+    assert (published - got["pre_sdc_count"]).abs().max() <= 3
+
+
+def test_cell_key_table_by_hand():
+    # Two cells; keys 200 + 100 = 300 -> ckey 300 mod 256 = 44; a single key 7 -> ckey 7.
+    data = pd.DataFrame({"g": ["a", "a", "b"], "record_key": [200, 100, 7]})
+    ptable = pd.DataFrame({"pcv": [2, 1], "ckey": [44, 7], "pvalue": [1, -1]})
+    ptable = pd.concat([ptable, pd.DataFrame({"pcv": [1], "ckey": [255], "pvalue": [0]})])  # ckeys 0..255
+    out = cell_key_table(data, "g", ptable, threshold=1)
+    assert out["ckey"].tolist() == [44, 7]
+    assert out["pvalue"].tolist() == [1, -1]
+    assert out["count"].tolist() == [3, pd.NA]
+
+
+def test_cell_key_table_rejects_bad_input():
+    data = pd.DataFrame({"g": ["a", None], "record_key": [1, 2]})
+    ptable = perturbation_table(2, 1.0).to_ons_frame()
+    with pytest.raises(SDCInputError, match="'g'"):
+        cell_key_table(data, ["g"], ptable)
+    with pytest.raises(SDCInputError, match="record_key.*0..255"):
+        cell_key_table(pd.DataFrame({"g": ["a"], "record_key": [256]}), ["g"], ptable)
+    with pytest.raises(SDCInputError, match="pcv"):
+        cell_key_table(pd.DataFrame({"g": ["a"], "record_key": [1]}), ["g"], ptable.drop(columns="pcv"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 4), st.integers(0, 3), st.floats(0.2, 0.95), st.integers(0, 2**32 - 1))
+def test_cell_key_table_property_bounds_threshold_and_consistency(d_max, js, share, seed):
+    js = min(js, d_max - 1)
+    table = perturbation_table(d_max, share * d_max * d_max, threshold=js)
+    rng = np.random.default_rng(seed)
+    n = 400
+    data = pd.DataFrame({"a": rng.integers(0, 40, n), "b": rng.integers(0, 3, n), "record_key": rng.integers(0, 256, n)})
+    out = cell_key_table(data, ["a", "b"], table)
+    published = out["count"].astype("int64")
+    assert (published >= 0).all()
+    assert (published - out["pre_sdc_count"]).abs().max() <= d_max
+    assert not ((published >= 1) & (published <= js)).any()
+    # the same records give the same cell wherever the cell appears (another table with one more column)
+    wider = cell_key_table(data.assign(c="x"), ["c", "b", "a"], table)
+    merged = out.merge(wider, on=["a", "b"], suffixes=("", "_wider"))
+    assert len(merged) == len(out) and (merged["count"] == merged["count_wider"]).all()

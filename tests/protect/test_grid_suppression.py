@@ -205,3 +205,60 @@ def test_suppression_invariants(counts, k, strategy, tie_only, seed):
         # margins add up to the total where nothing is hidden
         full = n_hidden == 0
         assert (published[full].sum(axis=1).astype("int64") == counts.loc[full, "total"]).all()
+
+
+# --- the further variables of the 2021 grid --------------------------------------------------------
+
+FULL = ["sex_1", "sex_2", "age_1", "age_2", "age_3", "employed", "birth_1", "birth_2", "birth_3",
+        "residence_1", "residence_2", "residence_3"]
+
+
+def test_every_variable_group_is_suppressed_by_hand():
+    # One cell of 10 residents, worked out from SPEC §11.2 with k = 3, tie_only, strategy "fixed":
+    # sex (5, 5), age (2, 5, 3): age 1 unsafe; candidates 2 (5) and 3 (3): the smaller, 3, hidden;
+    # employed 2: primary; not a complete margin, nothing else;
+    # birth (8, 1, 1): two unsafe counts hidden, nothing more;
+    # residence (9, 1, 0): residence 2 unsafe; candidates 3 (0) and 1 (9): the smaller, 3, hidden.
+    counts = pd.DataFrame([[10, 5, 5, 2, 5, 3, 2, 8, 1, 1, 9, 1, 0]], columns=["total", *FULL])
+    out = grid_suppression(counts, strategy="fixed")
+    expected = {"age_1", "age_3", "employed", "birth_2", "birth_3", "residence_2", "residence_3"}
+    assert {c for c in FULL if pd.isna(out.loc[0, c])} == expected
+    assert out.loc[0, "total"] == 10
+
+
+def test_reference_counts_per_variable_drive_the_distribution_strategy():
+    # birth_1 unsafe; candidates 2 and 3 tie at 4. Reference N = (.., 0, 1000): P(hide 2) =
+    # N_3 / (N_2 + N_3) = 1, so birth_2 is always hidden, whatever the seed.
+    counts = pd.DataFrame([[10, 5, 5, 3, 4, 3, 5, 2, 4, 4, 10, 0, 0]], columns=["total", *FULL])
+    for seed in range(5):
+        out = grid_suppression(counts, strategy="distribution", random_state=seed,
+                               reference_counts={"birth_1": 10, "birth_2": 0, "birth_3": 1000})
+        assert out.loc[0, ["birth_1", "birth_2", "birth_3"]].isna().tolist() == [True, True, False]
+    with pytest.raises(SDCInputError, match="birth_3"):
+        grid_suppression(counts, reference_counts={"age_1": 1, "age_2": 1, "age_3": 1, "birth_1": 1, "birth_2": 1})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4), st.integers(0, 4), st.integers(0, 6)), min_size=1,
+                max_size=30),
+       st.integers(0, 2**32 - 1), st.sampled_from(["fixed", "uniform", "distribution"]))
+def test_no_small_count_and_no_single_hidden_count_in_any_of_the_13_figures(cells, seed, strategy):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for a, b, c, extra in cells:
+        total = a + b + c + extra
+        sex_1 = int(rng.integers(0, total + 1))
+        ages = rng.multinomial(total, [0.2, 0.5, 0.3])
+        birth = rng.multinomial(total, [0.8, 0.1, 0.1])
+        residence = rng.multinomial(total, [0.7, 0.2, 0.1])
+        rows.append([total, sex_1, total - sex_1, *ages, int(rng.integers(0, total + 1)), *birth, *residence])
+    counts = pd.DataFrame(rows, columns=["total", *FULL])
+    out = grid_suppression(counts, strategy=strategy, random_state=seed)
+    published = out[FULL].to_numpy(dtype="float64", na_value=np.nan)
+    assert not ((published > 0) & (published < 3)).any()
+    for cols in (["sex_1", "sex_2"], ["age_1", "age_2", "age_3"], ["birth_1", "birth_2", "birth_3"],
+                 ["residence_1", "residence_2", "residence_3"]):
+        assert not (out[cols].isna().sum(axis=1) == 1).any()
+    # published values are the originals
+    keep = ~np.isnan(published)
+    assert (published[keep] == counts[FULL].to_numpy()[keep]).all()
