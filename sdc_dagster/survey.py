@@ -239,17 +239,15 @@ def residual_risk(original: pd.DataFrame, protected: dict[str, pd.DataFrame], sp
             "k5_violations": int((fk < 5).sum()),
             "suppressed_values": int(frame[present].isna().sum().sum() - original[present].isna().sum().sum()),
         }
+        # a subsampled variant is compared with the original records it releases
+        matched = _retained_records(original, frame, name)
         changed = [
             c
             for c in spec.continuous_keys
-            if c in frame.columns and not np.allclose(frame[c].to_numpy(float), original[c].to_numpy(float), equal_nan=True)
+            if c in frame.columns and not np.allclose(frame[c].to_numpy(float), matched[c].to_numpy(float), equal_nan=True)
         ]
-        row["record_linkage_risk"] = (
-            float(risk.record_linkage_risk(original, frame, changed).risk) if changed and len(frame) == len(original) else np.nan
-        )
-        row["interval_risk"] = (
-            float(risk.interval_risk(original, frame, changed).risk) if changed and len(frame) == len(original) else np.nan
-        )
+        row["record_linkage_risk"] = float(risk.record_linkage_risk(matched, frame, changed).risk) if changed else np.nan
+        row["interval_risk"] = float(risk.interval_risk(matched, frame, changed).risk) if changed else np.nan
         rows.append(row)
     return pd.DataFrame(rows).set_index("variant")
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 import yaml
 from dagster import instance_for_test
 
@@ -125,8 +126,12 @@ def test_every_plan_on_a_messy_wave_and_its_reordered_twin(tmp_path, instance, m
     assert raw[WITH_NONRESPONSE].isna().any().all()  # -999 became missing, nothing was dropped
     assert len(raw) == len(wave)
 
-    contributions = pd.read_parquet(store / "risk_contributions" / "2031.parquet")
-    assert len(contributions) > 0 and np.isfinite(contributions.select_dtypes("number").to_numpy()).all()
+    contributions = pd.read_parquet(store / "risk_contributions" / "2031" / "per_record.parquet")
+    assert len(contributions) == len(wave) and np.isfinite(contributions.select_dtypes("number").to_numpy()).all()
+    shares = pd.read_parquet(store / "risk_contributions" / "2031" / "global.parquet")
+    assert shares.select_dtypes("number").sum().to_numpy() == pytest.approx(1.0)  # efficiency (SPEC §6.6)
+    residual_shares = pd.read_parquet(store / "residual_contributions" / "2031.parquet")
+    assert set(plans) <= set(residual_shares.index.get_level_values(0))
     for plan in plans:
         protected = pd.read_parquet(store / f"protected_{plan}" / "2031.parquet")
         assert k_anonymity_violations(protected, KEYS, 3) == 0, plan
