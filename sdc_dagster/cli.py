@@ -127,7 +127,7 @@ def run_grid_demo(defs, instance, out) -> int:
     instance.add_dynamic_partitions("grid_regions", regions)
     print("\n== census grid: validate regions, swap nationally, tabulate and protect each region ...", file=out,
           flush=True)
-    outcome = run_grid_chain(instance, regions, resources=defs.resources)
+    outcome = run_grid_chain(instance, regions, resources=defs.resources, run_config=QUIET)
     if outcome.get("swap"):
         from dagster import AssetKey
 
