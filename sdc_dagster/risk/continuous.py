@@ -124,7 +124,7 @@ class RecordLinkageRisk:
 _LINKAGE_DISTANCES = ("euclidean", "mahalanobis", "gower")
 _LINKAGE_ASSIGNMENTS = ("nearest", "one_to_one")
 # one-to-one linkage builds an n x n cost matrix (8 n^2 bytes) and solves it in O(n^3)
-_MAX_ONE_TO_ONE = 10_000
+MAX_ONE_TO_ONE_LINKAGE = 10_000
 
 
 def _linkage_space(x: np.ndarray, xm: np.ndarray, distance: str, columns: Sequence[str]):
@@ -256,9 +256,9 @@ def record_linkage_risk(
     x_all, xm_all = _paired(original, protected, columns)
     observed = np.isfinite(x_all).all(axis=1) & np.isfinite(xm_all).all(axis=1)
     x, xm = x_all[observed], xm_all[observed]
-    if assignment == "one_to_one" and len(x) > _MAX_ONE_TO_ONE:
+    if assignment == "one_to_one" and len(x) > MAX_ONE_TO_ONE_LINKAGE:
         raise SDCInputError(
-            f"assignment 'one_to_one': {len(x)} records compared, at most {_MAX_ONE_TO_ONE} "
+            f"assignment 'one_to_one': {len(x)} records compared, at most {MAX_ONE_TO_ONE_LINKAGE} "
             "(an n x n distance matrix); use assignment='nearest'"
         )
     linked = np.zeros(len(x_all), dtype=bool)
