@@ -296,8 +296,8 @@ def local_suppression(
         _prepare(data, keys, k_size)
     codes, values = stratum_codes(data, strata)
     members = stratum_members(codes) if len(data) else []
+    largest_k = max(k_size for _, k_size in targets)
     for which, rows in enumerate(members):
-        largest_k = max(k_size for _, k_size in targets)
         if largest_k > len(rows):
             raise SDCInputError(
                 f"k: {largest_k}-anonymity is impossible in stratum {values[which]!r} of strata {strata!r}, "

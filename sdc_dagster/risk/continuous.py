@@ -168,7 +168,8 @@ def _one_to_one_links(zx: np.ndarray, zm: np.ndarray, p: int, x: np.ndarray, xm:
     # each (protected value a, original value b) class, as many records count as linked as the
     # assignment sends protected records of a to originals of b (c_ab); at random, each record of
     # the class is linked with probability c_ab / (|a| |b|).
-    protected_class, original_class = _row_ids(xm), _row_ids(x)
+    protected_class = np.unique(xm, axis=0, return_inverse=True)[1].ravel()
+    original_class = np.unique(x, axis=0, return_inverse=True)[1].ravel()
     own = pd.MultiIndex.from_arrays([protected_class, original_class])
     sent = pd.MultiIndex.from_arrays([protected_class, original_class[partner]])
     links = pd.Series(1, index=sent).groupby(level=[0, 1]).sum().reindex(own, fill_value=0).to_numpy()
@@ -176,13 +177,6 @@ def _one_to_one_links(zx: np.ndarray, zm: np.ndarray, p: int, x: np.ndarray, xm:
     size_a = np.bincount(protected_class)[protected_class]
     size_b = np.bincount(original_class)[original_class]
     return rank_in_class < links, partner, links / (size_a * size_b)
-
-
-def _row_ids(rows: np.ndarray) -> np.ndarray:
-    """Dense ids of identical rows."""
-    if len(rows) == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.unique(rows, axis=0, return_inverse=True)[1].ravel().astype(np.int64)
 
 
 def record_linkage_risk(
