@@ -282,3 +282,30 @@ def test_mdav_strata_bad_input_names_the_column():
     testdata2 = pd.read_csv(DATA / "testdata2.csv")
     with pytest.raises(SDCInputError, match="strata variable 'nope'"):
         microaggregation(testdata2, COLUMNS, k=3, strata=["urbrur", "nope"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    arrays(np.float64, st.tuples(st.integers(4, 40), st.just(2)), elements=st.floats(-1e3, 1e3, width=32)),
+    st.integers(1, 4),
+    st.integers(2, 4),
+    st.sampled_from(["mdav", "individual_ranking"]),
+)
+def test_property_strata_groups_stay_within_strata_and_keep_stratum_totals(x, n_strata, k, method):
+    stratum = np.arange(len(x)) % n_strata
+    frame = pd.DataFrame(x, columns=["a", "b"]).assign(s=stratum)
+    if method == "individual_ranking" and np.bincount(stratum).min() < k:
+        return  # individual ranking refuses a stratum with fewer than k values (tested above)
+    out = microaggregation(frame, ["a", "b"], k=k, method=method, strata="s")
+    for s in range(n_strata):
+        part, before = out[stratum == s], frame[stratum == s]
+        # group means keep each stratum's totals
+        np.testing.assert_allclose(part[["a", "b"]].sum(), before[["a", "b"]].sum(), rtol=1e-9, atol=1e-6)
+        if method == "mdav":
+            sizes = part.groupby(["a", "b"]).size()
+            # groups of at least k; a stratum smaller than 2k is one group (sdcMicro)
+            assert sizes.min() >= min(k, len(part)) or len(part) < k
+    # a record's released values are means of records of its own stratum only
+    alone = microaggregation(frame[stratum == 0], ["a", "b"], k=k, method=method) if (stratum == 0).sum() >= k else None
+    if alone is not None:
+        pd.testing.assert_frame_equal(out[stratum == 0], alone)

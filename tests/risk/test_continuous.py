@@ -259,3 +259,31 @@ def test_record_linkage_bad_input():
         record_linkage_risk(FIVE, FIVE, ["x"], assignment="greedy")
     with pytest.raises(SDCInputError, match="singular"):
         record_linkage_risk(FIVE.assign(z=FIVE["x"] * 2), FIVE.assign(z=FIVE["x"] * 2), ["x", "z"], distance="mahalanobis")
+
+
+def brute_force_distances(x: np.ndarray, xm: np.ndarray, distance: str) -> np.ndarray:
+    """(protected, original) distance matrix written out from each definition."""
+    diff = xm[:, None, :] - x[None, :, :]
+    if distance == "euclidean":
+        return np.sqrt(((diff / x.std(axis=0, ddof=1)) ** 2).sum(axis=2))
+    if distance == "gower":
+        return (np.abs(diff) / (x.max(axis=0) - x.min(axis=0))).mean(axis=2)
+    inverse = np.linalg.inv(np.cov(x, rowvar=False))
+    return np.sqrt(np.einsum("pok,kl,pol->po", diff, inverse, diff))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    arrays(np.float64, (12, 3), elements=st.floats(-100, 100, width=32)),
+    arrays(np.float64, (12, 3), elements=st.floats(-20, 20, width=32)),
+)
+def test_property_nearest_linkage_equals_the_definitions(x, noise):
+    assume(np.linalg.eigvalsh(np.cov(x, rowvar=False)).min() > 1e-3 * max(1.0, np.abs(x).max()) ** 2)
+    original, protected = pd.DataFrame(x, columns=list("abc")), pd.DataFrame(x + noise, columns=list("abc"))
+    for distance in ("euclidean", "mahalanobis", "gower"):
+        d = brute_force_distances(x, x + noise, distance)
+        own = np.diag(d)
+        nearest = d.min(axis=1)
+        clear = (np.abs(own - nearest) > 1e-9 * np.maximum(1.0, nearest)) | (own == nearest)
+        result = record_linkage_risk(original, protected, list("abc"), distance=distance)
+        assert (result.linked.to_numpy()[clear] == (own <= nearest)[clear]).all()
