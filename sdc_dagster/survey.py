@@ -220,7 +220,12 @@ def residual_risk(original: pd.DataFrame, protected: dict[str, pd.DataFrame], sp
     """Risk measures recomputed on each protected variant next to the original (one row per variant).
 
     The first row (``original``) is the unprotected wave. For continuous keys that a plan changed,
-    record linkage (SPEC §4.1) and the interval measure (SPEC §4.2) compare original and protected.
+    record linkage (SPEC §4.1) and the interval measure (SPEC §4.2) compare original and protected:
+    ``record_linkage_risk`` (Euclidean, nearest original), ``record_linkage_mahalanobis_risk`` and
+    ``record_linkage_gower_risk`` (nearest original under those distances),
+    ``record_linkage_one_to_one_risk`` (Euclidean, one-to-one assignment, ties between identical
+    records in the intruder's favour) and ``record_linkage_one_to_one_expected_risk`` (the same,
+    ties broken at random); see :func:`risk.record_linkage_risk`.
     """
     keys, weight, household = spec.categorical_keys, spec.weight, spec.household_id
     rows = []
@@ -248,8 +253,43 @@ def residual_risk(original: pd.DataFrame, protected: dict[str, pd.DataFrame], sp
         ]
         row["record_linkage_risk"] = float(risk.record_linkage_risk(matched, frame, changed).risk) if changed else np.nan
         row["interval_risk"] = float(risk.interval_risk(matched, frame, changed).risk) if changed else np.nan
+        row.update(_record_linkage_variants(matched, frame, changed))
         rows.append(row)
     return pd.DataFrame(rows).set_index("variant")
+
+
+# residual_risk column -> (distance, assignment, reported figure) of risk.record_linkage_risk
+_LINKAGE_VARIANTS = {
+    "record_linkage_mahalanobis_risk": ("mahalanobis", "nearest", "risk"),
+    "record_linkage_gower_risk": ("gower", "nearest", "risk"),
+    "record_linkage_one_to_one_risk": ("euclidean", "one_to_one", "risk"),
+    "record_linkage_one_to_one_expected_risk": ("euclidean", "one_to_one", "expected_risk"),
+}
+
+
+def _record_linkage_variants(original: pd.DataFrame, protected: pd.DataFrame, changed: list[str]) -> dict[str, float]:
+    """Linked shares of the other record-linkage variants of SPEC §4.1 (NaN when no continuous key
+    changed; the Mahalanobis share is NaN when the changed keys have a singular covariance, and the
+    one-to-one shares when more records are compared than one-to-one linkage allows)."""
+    figures = dict.fromkeys(_LINKAGE_VARIANTS, np.nan)
+    if not changed:
+        return figures
+    compared = int((original[changed].notna().all(axis=1) & protected[changed].notna().all(axis=1)).sum())
+    results = {}
+    for column, (distance, assignment, figure) in _LINKAGE_VARIANTS.items():
+        if assignment == "one_to_one" and compared > risk.MAX_ONE_TO_ONE_LINKAGE:
+            continue
+        if (distance, assignment) not in results:
+            try:
+                results[distance, assignment] = risk.record_linkage_risk(
+                    original, protected, changed, distance=distance, assignment=assignment
+                )
+            except SDCInputError:  # the inputs passed the Euclidean linkage: a singular covariance
+                if distance != "mahalanobis":
+                    raise
+                continue
+        figures[column] = float(getattr(results[distance, assignment], figure))
+    return figures
 
 
 def information_loss(

@@ -57,6 +57,7 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.protect.strata import stratum_codes, stratum_members
 
 _REL_TOL = 1e-5  # >> single-precision rounding of a distance (about 2e-7 relative)
 _EXACT_CENTER_LIMIT = 5_000  # up to here the centroid is re-summed in data order as sdcMicro does
@@ -425,12 +426,22 @@ def _individual_ranking(x: np.ndarray, k: int, columns: Sequence[str]) -> np.nda
     return out
 
 
+def _aggregate(x: np.ndarray, k: int, method: str, columns: Sequence[str]) -> np.ndarray:
+    """The microaggregated values of ``x`` (one stratum): group means, missing values kept."""
+    if method == "individual_ranking":
+        return _individual_ranking(x, k, columns)
+    missing = np.isnan(x)
+    labels = _mdav_groups_with_missing(x, k) if missing.any() else _mdav_groups(x, k)
+    return np.where(missing, np.nan, _group_means(x, labels)[labels])
+
+
 def microaggregation(
     data: pd.DataFrame,
     columns: Sequence[str],
     *,
     k: int = 3,
     method: str = "mdav",
+    strata: str | Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Replace ``columns`` by group means over groups of at least k records (SPEC §8.6).
 
@@ -441,6 +452,10 @@ def microaggregation(
     k : minimum group size (sdcMicro ``aggr``).
     method : "mdav" (sdcMicro ``microaggregation(method="mdav")``) or "individual_ranking"
         (sdcMicro ``method="onedims"``).
+    strata : column name(s) (sdcMicro ``strata_variables``): each stratum is microaggregated on its
+        own (its own variable weights and groups) and the results are reassembled in record order;
+        a missing stratum value is a stratum. As in sdcMicro, a stratum of fewer than 2k records is
+        one group, even with fewer than k records (a stratum of 2 with k=3 becomes a group of 2).
 
     Returns
     -------
@@ -463,15 +478,13 @@ def microaggregation(
         series = data[column]
         if not pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
             raise SDCInputError(f"column {column!r}: microaggregation needs a numeric column, got {series.dtype}")
-    if len(data) < k:
+    if strata is None and len(data) < k:
         raise SDCInputError(f"k: groups of {k} need at least {k} records, the data have {len(data)}")
     x = data[columns].to_numpy(dtype="float64", na_value=np.nan)
-    missing = np.isnan(x)
-    if method == "mdav":
-        labels = _mdav_groups_with_missing(x, int(k)) if missing.any() else _mdav_groups(x, int(k))
-        aggregated = np.where(missing, np.nan, _group_means(x, labels)[labels])
-    else:
-        aggregated = _individual_ranking(x, int(k), columns)
+    codes, _ = stratum_codes(data, strata)
+    aggregated = np.empty_like(x)
+    for members in stratum_members(codes):  # strata, not records
+        aggregated[members] = _aggregate(x[members], int(k), method, columns)
     out = data.copy()
     for j, column in enumerate(columns):
         out[column] = aggregated[:, j]

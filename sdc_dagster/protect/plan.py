@@ -63,14 +63,16 @@ PLAN_METHODS: dict[str, Callable[..., Any]] = {
 }
 
 # Expected kind of every step parameter. Kinds: "column" (one existing column), "columns" (a column
-# or a list of columns), "int", "number", "bool", "str", "mapping", "list", "matrix", or a tuple of
-# allowed string values.
+# or a list of columns), "int", "ints" (an integer or a non-empty list of integers), "number", "bool",
+# "str", "mapping", "list", "matrix", or a tuple of allowed string values.
 _PARAMETER_KINDS: dict[str, dict[str, Any]] = {
     "recode": {"variable": "column", "mapping": "mapping", "groups": "list"},
     "interval_recode": {"variable": "column", "breaks": "list", "labels": "list", "right": "bool"},
     "top_coding": {"variable": "column", "value": "number", "replacement": "number"},
     "bottom_coding": {"variable": "column", "value": "number", "replacement": "number"},
-    "local_suppression": {"keys": "columns", "k": "int", "importance": "columns"},
+    "local_suppression": {
+        "keys": "columns", "k": "ints", "importance": "columns", "strata": "columns", "combs": "ints",
+    },
     "risk_suppression": {
         "keys": "columns", "risk": ("individual",), "threshold": "number", "weight": "column", "importance": "columns",
     },
@@ -78,7 +80,9 @@ _PARAMETER_KINDS: dict[str, dict[str, Any]] = {
         "variable": "column", "matrix": "matrix", "retention": "retention", "nearest": "int",
         "invariant": "bool", "categories": "list",
     },
-    "microaggregation": {"columns": "columns", "k": "int", "kind": ("mdav", "individual_ranking")},
+    "microaggregation": {
+        "columns": "columns", "k": "int", "kind": ("mdav", "individual_ranking"), "strata": "columns",
+    },
     "noise": {
         "columns": "columns", "amount": "number", "kind": ("additive", "multiplicative", "correlated"),
     },
@@ -144,6 +148,10 @@ def _check_kind(where: str, name: str, value, kind, columns: set[str] | None) ->
     elif kind == "int":
         if not isinstance(value, Integral) or isinstance(value, bool):
             fail("an integer")
+    elif kind == "ints":
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if not values or not all(isinstance(v, Integral) and not isinstance(v, bool) for v in values):
+            fail("an integer or a non-empty list of integers")
     elif kind == "number":
         if not _is_number(value):
             fail("a number")

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.protect.strata import stratum_codes
 
 _ROW_SUM_TOL = 1e-9
 
@@ -141,17 +142,6 @@ def _probability(value, name: str, variable) -> float:
     return float(value)
 
 
-def _stratum_codes(data: pd.DataFrame, strata: str | Sequence[str] | None) -> tuple[np.ndarray, list]:
-    """Stratum number of every record and the stratum values (a missing value is a stratum)."""
-    if strata is None:
-        return np.zeros(len(data), dtype=np.int64), [None]
-    columns = require_columns(data, [strata] if isinstance(strata, str) else list(strata), role="strata variable")
-    grouped = data.groupby(columns, dropna=False, sort=True).ngroup().to_numpy().astype(np.int64)
-    first = np.unique(grouped, return_index=True)[1]  # first record of stratum 0, 1, ...
-    rows = data[columns].iloc[first].itertuples(index=False)
-    return grouped, [tuple(row) if len(columns) > 1 else row[0] for row in rows]
-
-
 def pram(
     data: pd.DataFrame,
     variable: str,
@@ -212,7 +202,7 @@ def pram(
         base = _matrix_from_retention(column, cats, retention, nearest)
     codes = pd.Index(cats).get_indexer(series)
     present = codes >= 0
-    stratum, stratum_values = _stratum_codes(data, strata)
+    stratum, stratum_values = stratum_codes(data, strata)
     c, n_strata = len(cats), len(stratum_values)
     counts = np.zeros((n_strata, c))
     np.add.at(counts, (stratum[present], codes[present]), 1.0)

@@ -29,6 +29,9 @@ Where this implementation differs (vectorisation; documented deviations):
   instead walks the sampled households one by one, area by area.
 * Households sampled at the current level are not used as donors for each other (sdcMicro allows a
   risky household of another area to serve as donor).
+* A risk supplied by the user (``risk``, sdcMicro's ``risk`` / ``risk_threshold``) replaces the
+  k-anonymity risk: see :func:`targeted_record_swap`. sdcMicro ignores ``risk_threshold`` without
+  ``risk``; here that combination is refused.
 * Risk variables and similarity variables are taken as given; similarity variables must be
   constant within a household (checked), as must the hierarchy and carry-along columns.
 """
@@ -169,18 +172,46 @@ def _match_donors(
     return np.concatenate(matched_s), np.concatenate(matched_d)
 
 
+def _user_risk(data: pd.DataFrame, risk, n_levels: int) -> np.ndarray:
+    """The user's risk as an (n, levels) float array, checked (sdcMicro ``recordSwap(risk=)``)."""
+    if isinstance(risk, str) or (isinstance(risk, Sequence) and all(isinstance(c, str) for c in risk)):
+        values = data[require_columns(data, risk, role="risk column")]
+    else:
+        values = risk
+        if not isinstance(risk, pd.DataFrame):
+            values = pd.DataFrame(np.asarray(risk, dtype="float64").reshape(len(np.asarray(risk)), -1))
+            values.columns = [f"risk column {j}" for j in range(values.shape[1])]
+        if len(values) != len(data):
+            raise SDCInputError(f"risk: needs one row per record ({len(data)}), got {len(values)} rows")
+    if values.shape[1] != n_levels:
+        raise SDCInputError(
+            f"risk: needs one column per hierarchy level ({n_levels}), got {values.shape[1]}"
+        )
+    out = np.empty(values.shape, dtype=np.float64)
+    for j, name in enumerate(values.columns):
+        column = values.iloc[:, j]
+        if not pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+            raise SDCInputError(f"risk {name!r}: must be numeric, got {column.dtype}")
+        out[:, j] = column.to_numpy(dtype="float64", na_value=np.nan)
+        if not np.isfinite(out[:, j]).all() or (out[:, j] < 0).any():
+            raise SDCInputError(f"risk {name!r}: must hold finite values >= 0 (no missing value)")
+    return out
+
+
 def targeted_record_swap(
     data: pd.DataFrame,
     *,
     hid: str,
     hierarchy: Sequence[str],
     similar: Sequence[Sequence[str]] | Sequence[str],
-    risk_variables: Sequence[str],
+    risk_variables: Sequence[str] | None = None,
     swaprate: float = 0.05,
     k_anonymity: int = 3,
     carry_along: Sequence[str] = (),
     random_state=None,
     matching_rounds: int = 4,
+    risk: Sequence[str] | pd.DataFrame | np.ndarray | None = None,
+    risk_threshold: float = 0.0,
 ) -> RecordSwapResult:
     """Targeted record swapping of household geography (SPEC §8.10; sdcMicro ``recordSwap``).
 
@@ -197,7 +228,8 @@ def targeted_record_swap(
         Similarity profiles: a list of column lists (or one list) of household-level variables a
         donor must share (e.g. ``[["household_size"]]``); later profiles are fall-backs.
     risk_variables
-        Person-level variables whose counts within each area define the k-anonymity risk.
+        Person-level variables whose counts within each area define the k-anonymity risk (not used,
+        and not needed, when ``risk`` is given).
     swaprate
         Share of households to swap (0..1); each swap counts two households.
     k_anonymity
@@ -208,6 +240,19 @@ def targeted_record_swap(
         int seed or numpy Generator; the same seed gives the same swaps.
     matching_rounds
         Rounds of rank pairing per similarity profile (see the module docstring).
+    risk
+        A risk supplied by the user (sdcMicro ``risk``), one value per record and hierarchy level:
+        column names (one per level, highest first), or a DataFrame / array of n rows and one column
+        per level (matched by position). Values must be finite and >= 0. As in sdcMicro, the
+        k-anonymity rule is then not used; each household takes the largest risk of its members at
+        each level; a household is at risk at the first (highest) level where its risk exceeds the
+        threshold and is swapped across that level; the risk replaces 1/count as the weight of the
+        lowest-level sampling and of the donor order, so a household of risk 0 is drawn, or serves
+        as donor, only when no household of positive risk is left.
+    risk_threshold
+        sdcMicro ``risk_threshold``: a household is at risk at a level when its risk is strictly
+        above it. 0 (the default) means 1 / ``k_anonymity`` (no household at risk when
+        ``k_anonymity`` is 0), which with the k-anonymity risk 1/count is the rule count < k.
 
     Returns
     -------
@@ -220,7 +265,16 @@ def targeted_record_swap(
     hierarchy = require_columns(data, hierarchy, role="hierarchy column")
     if not hierarchy:
         raise SDCInputError("hierarchy: name at least one geographic column")
-    risk_variables = require_columns(data, risk_variables, role="risk variable")
+    if risk is None:
+        if risk_variables is None:
+            raise SDCInputError("risk_variables: name the variables of the k-anonymity risk, or give a risk")
+        risk_variables = require_columns(data, risk_variables, role="risk variable")
+    else:
+        record_risk = _user_risk(data, risk, len(hierarchy))
+    if isinstance(risk_threshold, bool) or not np.isfinite(risk_threshold) or risk_threshold < 0:
+        raise SDCInputError(f"parameter risk_threshold: must be a number >= 0, got {risk_threshold!r}")
+    if risk is None and risk_threshold != 0:
+        raise SDCInputError("parameter risk_threshold: applies to a given risk only (the k-anonymity rule uses k_anonymity)")
     carry_along = [c for c in require_columns(data, carry_along, role="carry-along column") if c not in hierarchy]
     require_columns(data, [hid], role="household id column")
     if isinstance(similar, str) or (len(similar) and isinstance(similar[0], str)):
@@ -259,15 +313,21 @@ def targeted_record_swap(
         _household_constant(codes, hh, first_row, ", ".join(p))
         profile_codes.append(codes[first_row])
 
-    # Risk per household and level: the largest 1/count of its members (sdcMicro setRisk).
-    risk = np.empty((n_levels, n_hh))
-    min_count = np.empty((n_levels, n_hh), dtype=np.int64)
-    for level in range(n_levels):
-        codes = _codes(data, [*risk_variables, *hierarchy[: level + 1]], factors)
-        person_count = np.bincount(codes)[codes]
-        min_count[level] = np.minimum.reduceat(person_count[order], starts) if n_hh else []
-        risk[level] = 1.0 / min_count[level]
-    at_risk = min_count < k_anonymity if k_anonymity > 0 else np.zeros_like(min_count, dtype=bool)
+    if risk is None:
+        # Risk per household and level: the largest 1/count of its members (sdcMicro setRisk).
+        risk_level = np.empty((n_levels, n_hh))
+        min_count = np.empty((n_levels, n_hh), dtype=np.int64)
+        for level in range(n_levels):
+            codes = _codes(data, [*risk_variables, *hierarchy[: level + 1]], factors)
+            person_count = np.bincount(codes)[codes]
+            min_count[level] = np.minimum.reduceat(person_count[order], starts) if n_hh else []
+            risk_level[level] = 1.0 / min_count[level]
+        at_risk = min_count < k_anonymity if k_anonymity > 0 else np.zeros_like(min_count, dtype=bool)
+    else:
+        # The user's risk: the largest of the household's members at each level.
+        risk_level = np.maximum.reduceat(record_risk[order], starts, axis=0).T if n_hh else np.empty((n_levels, 0))
+        threshold = risk_threshold if risk_threshold > 0 else (1.0 / k_anonymity if k_anonymity > 0 else np.inf)
+        at_risk = risk_level > threshold
     swap_level = np.where(at_risk.any(axis=0), at_risk.argmax(axis=0), n_levels)
 
     half = n_hh * float(swaprate) / 2
@@ -288,7 +348,7 @@ def targeted_record_swap(
             # Lowest level: risky households plus risk-weighted draws up to each area's target.
             need = np.maximum(0, target - sampled_count - np.bincount(lowest[must], minlength=len(target)))
             candidates = np.flatnonzero(free & ~must)
-            key = risk[level, candidates] / rng.exponential(size=candidates.size)
+            key = risk_level[level, candidates] / rng.exponential(size=candidates.size)
             by_area = np.lexsort((-key, lowest[candidates]))
             cand_sorted = candidates[by_area]
             rank = _rank_within(lowest[cand_sorted])
@@ -298,7 +358,7 @@ def targeted_record_swap(
             continue
         is_sampled = np.zeros(n_hh, dtype=bool)
         is_sampled[sampled] = True
-        priority = risk[level] / rng.exponential(size=n_hh)
+        priority = risk_level[level] / rng.exponential(size=n_hh)
         pending = sampled
         for codes in profile_codes:
             pool = np.flatnonzero(~used & ~unmatched & ~is_sampled)

@@ -16,6 +16,8 @@ from sdc_dagster.risk.categorical import (  # SPEC §2, §3.1–3.5
 from sdc_dagster.risk.combinations import risky_cells, unsafe_combinations  # SPEC §3.10
 from sdc_dagster.risk.combined import combined_risk, global_combined_risk  # SPEC §5
 from sdc_dagster.risk.continuous import (  # SPEC §4, §5.2
+    MAX_ONE_TO_ONE_LINKAGE,
+    RecordLinkageRisk,
     interval_risk,
     interval_risk_rmd,
     neighbourhood_counts,
@@ -26,6 +28,8 @@ from sdc_dagster.risk.diversity import l_diversity, t_closeness  # SPEC §3.6, �
 from sdc_dagster.risk.suda import suda2, suda2_attribute_contributions  # SPEC §3.8
 
 __all__ = [
+    "MAX_ONE_TO_ONE_LINKAGE",
+    "RecordLinkageRisk",
     "GlobalRiskThreshold",
     "combined_risk",
     "exact_risk",

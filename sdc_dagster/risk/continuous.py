@@ -2,7 +2,8 @@
 
 * :func:`neighbourhood_counts` — Młodak's eta(x_ij, p_j) (SPEC §5.2), the building block of the
   combined measure in :mod:`sdc_dagster.risk.combined`.
-* :func:`record_linkage_risk` — distance-based record linkage (SPEC §4.1).
+* :func:`record_linkage_risk` — distance-based record linkage (SPEC §4.1): Euclidean, Mahalanobis
+  or Gower distance, nearest or one-to-one assignment.
 * :func:`interval_risk` — sdcMicro ``dRisk`` (SPEC §4.2).
 * :func:`interval_risk_rmd` — sdcMicro ``dRiskRMD`` (SPEC §4.4).
 * :func:`outlier_flags` — values above a percentile (SPEC §4.3).
@@ -19,7 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import stats
+from scipy.optimize import linear_sum_assignment
 from scipy.spatial import cKDTree
+from scipy.spatial.distance import cdist
 
 from sdc_dagster.errors import SDCInputError, require_columns
 
@@ -100,22 +103,119 @@ def neighbourhood_counts(values, precision: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RecordLinkageRisk:
-    """Result of :func:`record_linkage_risk`: the share of correct links and the per-record flags."""
+    """Result of :func:`record_linkage_risk`: the share of correct links and the per-record flags.
+
+    ``expected_risk`` (one-to-one assignment only): the expected share of correct links when the
+    intruder breaks the ties between identical records at random instead of in his favour.
+
+    ``partner``: the index label of the original record each protected record is linked to (NA
+    for a record that takes no part); with ties in "nearest" mode, the first nearest in data order.
+    """
 
     risk: float
     linked: pd.Series
     compared: int
+    partner: pd.Series | None = None
+    distance: str = "euclidean"
+    assignment: str = "nearest"
+    expected_risk: float | None = None
 
 
-def record_linkage_risk(original: pd.DataFrame, protected: pd.DataFrame, columns: Sequence[str]) -> RecordLinkageRisk:
-    """Distance-based record linkage: share of protected records whose nearest original is their own.
+_LINKAGE_DISTANCES = ("euclidean", "mahalanobis", "gower")
+_LINKAGE_ASSIGNMENTS = ("nearest", "one_to_one")
+# one-to-one linkage builds an n x n cost matrix (8 n^2 bytes) and solves it in O(n^3)
+MAX_ONE_TO_ONE_LINKAGE = 10_000
 
-    SPEC §4.1. Variables are standardised with the mean and standard deviation of the ORIGINAL
-    data (so both files are on the same scale; a constant variable is centred only). Each protected
-    record is linked to the nearest original record in Euclidean distance (scipy cKDTree). A
-    record counts as linked when its own original is at the nearest distance; a tie with another
-    original record counts as a correct link (worst case, as in SPEC §4.5's intruder who takes
-    every nearest neighbour to be the unit itself).
+
+def _linkage_space(x: np.ndarray, xm: np.ndarray, distance: str, columns: Sequence[str]):
+    """Original and protected records mapped so that the chosen distance is a Minkowski distance
+    (p = 2 for Euclidean and Mahalanobis, p = 1 for Gower) between the mapped rows."""
+    if distance == "gower":
+        # Gower (1971) for continuous variables: mean over variables of |a - b| / range of the original
+        spread = x.max(axis=0) - x.min(axis=0)
+        scale = np.where(spread > 0, spread, np.inf) * x.shape[1]
+        return x / scale, xm / scale, 1
+    centre = x.mean(axis=0)
+    if distance == "euclidean":
+        scale = x.std(axis=0, ddof=1) if len(x) > 1 else np.ones(x.shape[1])
+        scale = np.where(scale > 0, scale, 1.0)
+        return (x - centre) / scale, (xm - centre) / scale, 2
+    # Mahalanobis: whiten with the covariance of the original records, d^2 = (a - b)' S^-1 (a - b)
+    if len(x) <= x.shape[1]:
+        raise SDCInputError(
+            f"distance 'mahalanobis': needs more records observed in both files ({len(x)}) than columns "
+            f"({x.shape[1]}) to estimate the covariance"
+        )
+    covariance = np.atleast_2d(np.cov(x, rowvar=False, ddof=1))
+    eigenvalues, eigenvectors = np.linalg.eigh(covariance)
+    if eigenvalues.min() <= 1e-12 * max(eigenvalues.max(), 0.0) or eigenvalues.max() <= 0:
+        raise SDCInputError(
+            f"distance 'mahalanobis': the covariance of the original columns {list(columns)} is singular "
+            "(a constant or linearly dependent column); drop it or use distance='euclidean'"
+        )
+    whiten = eigenvectors / np.sqrt(eigenvalues)
+    return (x - centre) @ whiten, (xm - centre) @ whiten, 2
+
+
+def _one_to_one_links(zx: np.ndarray, zm: np.ndarray, p: int, x: np.ndarray, xm: np.ndarray):
+    """Linked flags, partners and link probabilities of the assignment of protected to original
+    records (each original used once) with the least total distance; ties between identical
+    records counted for the intruder (flags) or broken at random (probabilities)."""
+    cost = cdist(zm, zx, metric="euclidean" if p == 2 else "cityblock")
+    protected_rows, partner = linear_sum_assignment(cost)
+    partner = partner[np.argsort(protected_rows)]
+    # Identical protected records (or identical originals) can trade partners at no cost: within
+    # each (protected value a, original value b) class, as many records count as linked as the
+    # assignment sends protected records of a to originals of b (c_ab); at random, each record of
+    # the class is linked with probability c_ab / (|a| |b|).
+    protected_class = np.unique(xm, axis=0, return_inverse=True)[1].ravel()
+    original_class = np.unique(x, axis=0, return_inverse=True)[1].ravel()
+    own = pd.MultiIndex.from_arrays([protected_class, original_class])
+    sent = pd.MultiIndex.from_arrays([protected_class, original_class[partner]])
+    links = pd.Series(1, index=sent).groupby(level=[0, 1]).sum().reindex(own, fill_value=0).to_numpy()
+    rank_in_class = pd.Series(np.arange(len(x))).groupby([protected_class, original_class]).cumcount().to_numpy()
+    size_a = np.bincount(protected_class)[protected_class]
+    size_b = np.bincount(original_class)[original_class]
+    return rank_in_class < links, partner, links / (size_a * size_b)
+
+
+def record_linkage_risk(
+    original: pd.DataFrame,
+    protected: pd.DataFrame,
+    columns: Sequence[str],
+    *,
+    distance: str = "euclidean",
+    assignment: str = "nearest",
+) -> RecordLinkageRisk:
+    """Distance-based record linkage: share of protected records linked to their own original.
+
+    SPEC §4.1. Each protected record is linked to an original record; it is a correct link when
+    that original is its own, and the risk is the share of correct links.
+
+    Distances (``distance``):
+
+    * ``"euclidean"`` (default): on variables standardised with the mean and standard deviation of
+      the ORIGINAL data (so both files are on the same scale; a constant variable is centred only).
+    * ``"mahalanobis"``: d(a, b)^2 = (a - b)' S^-1 (a - b), S the sample covariance (n - 1) of the
+      original records (Domingo-Ferrer & Torra 2001 and Torra, Abowd & Domingo-Ferrer 2006 use
+      Mahalanobis distance-based linkage; taking S from the original file is our choice). A
+      singular S is refused.
+    * ``"gower"``: Gower's (1971) similarity for continuous variables as a distance, the mean over
+      the variables of |a_j - b_j| / R_j, R_j the range of the original variable (a constant
+      variable adds 0).
+
+    Assignments (``assignment``):
+
+    * ``"nearest"``: every protected record is linked to its nearest original (scipy cKDTree); a
+      tie between its own original and another counts as a correct link (worst case, SPEC §4.5's
+      intruder who takes every nearest neighbour to be the unit itself).
+    * ``"one_to_one"``: protected records are assigned to distinct originals with the least total
+      distance (``scipy.optimize.linear_sum_assignment``), the intruder who knows both files hold
+      the same units. Identical protected records (e.g. one microaggregation group) or identical
+      originals may trade partners at no cost; the number of correct links is the largest such a
+      trade gives (per class of identical records, the first ones in data order are flagged);
+      ``expected_risk`` gives the share when such ties are broken at random instead. Other ties of equal total distance are broken by the solver. Needs an n x n matrix: at most
+      10,000 compared records (800 MB).
 
     Missing values (item non-response, suppression): only records observed on every column in both
     files take part, as candidates and as records to link; a record with a missing value is never
@@ -128,32 +228,62 @@ def record_linkage_risk(original: pd.DataFrame, protected: pd.DataFrame, columns
         Same number of rows, matched by position.
     columns : sequence of str
         Continuous variables used for linkage.
+    distance : "euclidean", "mahalanobis" or "gower".
+    assignment : "nearest" or "one_to_one".
 
     Returns
     -------
     RecordLinkageRisk with ``risk`` (share of linked records), ``linked`` (bool Series indexed
-    like ``protected``) and ``compared`` (records observed in both files).
+    like ``protected``), ``compared`` (records observed in both files) and ``partner`` (index
+    label of the original each protected record is linked to).
 
     References
     ----------
-    SDC Practice Guide ch. 7.6 (S004); Domingo-Ferrer & Torra (2001), distance-based record linkage.
+    SDC Practice Guide ch. 7.6 (S004); Domingo-Ferrer & Torra (2001), A quantitative comparison of
+    disclosure control methods for microdata; Gower (1971), Biometrics 27(4); Kuhn (1955) /
+    Crouse (2016) for the assignment problem.
     """
+    if distance not in _LINKAGE_DISTANCES:
+        raise SDCInputError(f"distance: must be one of {_LINKAGE_DISTANCES}, got {distance!r}")
+    if assignment not in _LINKAGE_ASSIGNMENTS:
+        raise SDCInputError(f"assignment: must be one of {_LINKAGE_ASSIGNMENTS}, got {assignment!r}")
     x_all, xm_all = _paired(original, protected, columns)
     observed = np.isfinite(x_all).all(axis=1) & np.isfinite(xm_all).all(axis=1)
     x, xm = x_all[observed], xm_all[observed]
+    if assignment == "one_to_one" and len(x) > MAX_ONE_TO_ONE_LINKAGE:
+        raise SDCInputError(
+            f"assignment 'one_to_one': {len(x)} records compared, at most {MAX_ONE_TO_ONE_LINKAGE} "
+            "(an n x n distance matrix); use assignment='nearest'"
+        )
     linked = np.zeros(len(x_all), dtype=bool)
+    partner = np.full(len(x_all), -1, dtype=np.int64)
+    positions = np.flatnonzero(observed)
+    expected = 0.0 if assignment == "one_to_one" else None
     if len(x):
-        centre = x.mean(axis=0)
-        scale = x.std(axis=0, ddof=1) if len(x) > 1 else np.ones(x.shape[1])
-        scale = np.where(scale > 0, scale, 1.0)
-        zx, zm = (x - centre) / scale, (xm - centre) / scale
-        nearest, _ = cKDTree(zx).query(zm, k=1)
-        own = np.sqrt(((zm - zx) ** 2).sum(axis=1))
-        # The tree and the direct formula may round differently; a relative tolerance keeps exact ties.
-        linked[observed] = own <= nearest * (1.0 + 1e-12) + 1e-300
+        zx, zm, p = _linkage_space(x, xm, distance, columns)
+        if assignment == "nearest":
+            nearest, nearest_row = cKDTree(zx).query(zm, k=1, p=p)
+            gap = np.abs(zm - zx)
+            own = np.sqrt((gap**2).sum(axis=1)) if p == 2 else gap.sum(axis=1)
+            # The tree and the direct formula may round differently; a relative tolerance keeps exact ties.
+            linked[observed] = own <= nearest * (1.0 + 1e-12) + 1e-300
+            partner[observed] = positions[np.where(linked[observed], np.arange(len(x)), nearest_row)]
+        else:
+            flags, rows, probability = _one_to_one_links(zx, zm, p, x, xm)
+            linked[observed] = flags
+            partner[observed] = positions[rows]
+            expected = float(probability.sum() / len(x_all))
+    labels = pd.Series(original.index[np.maximum(partner, 0)], index=protected.index, name="partner")
     flags = pd.Series(linked, index=protected.index, name="linked")
-    return RecordLinkageRisk(risk=float(linked.mean()) if len(linked) else 0.0, linked=flags,
-                             compared=int(observed.sum()))
+    return RecordLinkageRisk(
+        risk=float(linked.mean()) if len(linked) else 0.0,
+        linked=flags,
+        compared=int(observed.sum()),
+        partner=labels.where(partner >= 0),
+        distance=distance,
+        assignment=assignment,
+        expected_risk=expected,
+    )
 
 
 @dataclass(frozen=True)

@@ -205,3 +205,107 @@ def test_indexed_mdav_equals_exhaustive_transcription_on_thousands_of_records():
     x[rng.choice(n, 300, replace=False)] = x[rng.choice(n, 300, replace=False)]  # duplicated records: ties
     labels = _mdav_groups(x, 3)
     assert np.array_equal(labels, reference_mdav(x, 3))
+
+
+# --- strata (sdcMicro strata_variables; golden_parity d_*) -----------------------------------------
+
+PARITY = DATA / "golden_parity"
+MDAV_STRATA_CASES = [
+    ("testdata2_strata_urbrur", ["urbrur"]),
+    ("testdata2_strata_water2", ["water2"]),
+    ("testdata2_strata_urbrur_electcon", ["urbrur", "electcon"]),
+    ("testdata2_strata_urbrur_hhcivil", ["urbrur", "hhcivil"]),
+]
+
+
+def group_sizes_by_stratum(out: pd.DataFrame, strata: list[str], columns: list[str]) -> dict:
+    """Per stratum ("1-4" = values joined by "-"): records, groups, smallest and largest group (a group
+    = records of the stratum sharing their aggregated values)."""
+    label = out[strata].astype(str).agg("-".join, axis=1)
+    result = {}
+    for name, part in out.groupby(label):
+        sizes = part.groupby(columns).size()
+        result[name] = {"n": len(part), "n_groups": len(sizes), "min_group_size": int(sizes.min()),
+                        "max_group_size": int(sizes.max())}
+    return result
+
+
+@pytest.mark.parametrize("case, strata", MDAV_STRATA_CASES, ids=[c[0] for c in MDAV_STRATA_CASES])
+def test_mdav_strata_matches_sdcmicro_golden_record_by_record(case, strata):
+    summary = json.loads((PARITY / "d_mdav_strata_summary.json").read_text())[case]
+    testdata2 = pd.read_csv(DATA / "testdata2.csv")
+    golden = pd.read_csv(PARITY / summary["output_file"])
+    before = testdata2.copy()
+    out = microaggregation(testdata2, COLUMNS, k=3, strata=strata)
+    pd.testing.assert_frame_equal(testdata2, before)
+    assert golden["row"].tolist() == list(range(1, len(testdata2) + 1))
+    assert (golden[strata].to_numpy() == testdata2[strata].to_numpy()).all()
+    np.testing.assert_allclose(out[COLUMNS].to_numpy(), golden[COLUMNS].to_numpy(), rtol=1e-12, atol=0)
+    assert out.drop(columns=COLUMNS).equals(testdata2.drop(columns=COLUMNS))
+    sizes = group_sizes_by_stratum(out, strata, COLUMNS)
+    expected = {s: {key: v[key] for key in ("n", "n_groups", "min_group_size", "max_group_size")}
+                for s, v in summary["by_stratum"].items()}
+    assert sizes == expected
+
+
+def test_mdav_strata_small_stratum_is_one_group_below_k():
+    """sdcMicro note 3: the urbrur 1 x hhcivil 4 stratum has 2 records and becomes one group of 2."""
+    testdata2 = pd.read_csv(DATA / "testdata2.csv")
+    out = microaggregation(testdata2, COLUMNS, k=3, strata=["urbrur", "hhcivil"])
+    small = (testdata2["urbrur"] == 1) & (testdata2["hhcivil"] == 4)
+    assert small.sum() == 2
+    np.testing.assert_allclose(out.loc[small, COLUMNS].to_numpy(), np.tile(testdata2.loc[small, COLUMNS].mean(), (2, 1)))
+
+
+def test_mdav_strata_on_cascref_and_testdata_match_sdcmicro():
+    casc = pd.read_csv(DATA / "CASCrefmicrodata.csv")
+    v4 = ["EMCONTRB", "FEDTAX", "STATETAX", "FICA"]
+    golden = pd.read_csv(PARITY / "d_CASCref_4vars_strata_PTOTVALgrp_mdav3.csv")
+    # grp = 1 if PTOTVAL < 30000, 2 if 30000 <= PTOTVAL < 60000, else 3 (README of golden_parity)
+    grp = np.where(casc["PTOTVAL"] < 30000, 1, np.where(casc["PTOTVAL"] < 60000, 2, 3))
+    assert (golden["grp"].to_numpy() == grp).all()
+    out = microaggregation(casc.assign(grp=grp), v4, k=3, strata="grp")
+    np.testing.assert_allclose(out[v4].to_numpy(), golden[v4].to_numpy(), rtol=1e-12, atol=0)
+    # terciles of AFNLWGT as R cut() gives them: taken from the golden file (its first column)
+    golden = pd.read_csv(PARITY / "d_casc_mdav_strata_k3.csv")
+    four = ["AGI", "FEDTAX", "PTOTVAL", "TAXINC"]
+    out = microaggregation(casc.assign(grp=golden["grp"].to_numpy()), four, k=3, strata="grp")
+    np.testing.assert_allclose(out[four].to_numpy(), golden[four].to_numpy(), rtol=1e-12, atol=0)
+    testdata = pd.read_csv(DATA / "testdata.csv")
+    golden = pd.read_csv(PARITY / "d_testdata_mdav_strata_urbrur_k3.csv")
+    out = microaggregation(testdata, COLUMNS, k=3, strata="urbrur")
+    # this golden file is printed with 15 significant digits
+    np.testing.assert_allclose(out[COLUMNS].to_numpy(), golden[COLUMNS].to_numpy(), rtol=1e-14, atol=0)
+
+
+def test_mdav_strata_bad_input_names_the_column():
+    testdata2 = pd.read_csv(DATA / "testdata2.csv")
+    with pytest.raises(SDCInputError, match="strata variable 'nope'"):
+        microaggregation(testdata2, COLUMNS, k=3, strata=["urbrur", "nope"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    arrays(np.float64, st.tuples(st.integers(4, 40), st.just(2)), elements=st.floats(-1e3, 1e3, width=32)),
+    st.integers(1, 4),
+    st.integers(2, 4),
+    st.sampled_from(["mdav", "individual_ranking"]),
+)
+def test_property_strata_groups_stay_within_strata_and_keep_stratum_totals(x, n_strata, k, method):
+    stratum = np.arange(len(x)) % n_strata
+    frame = pd.DataFrame(x, columns=["a", "b"]).assign(s=stratum)
+    if method == "individual_ranking" and np.bincount(stratum).min() < k:
+        return  # individual ranking refuses a stratum with fewer than k values (tested above)
+    out = microaggregation(frame, ["a", "b"], k=k, method=method, strata="s")
+    for s in range(n_strata):
+        part, before = out[stratum == s], frame[stratum == s]
+        # group means keep each stratum's totals
+        np.testing.assert_allclose(part[["a", "b"]].sum(), before[["a", "b"]].sum(), rtol=1e-9, atol=1e-6)
+        if method == "mdav":
+            sizes = part.groupby(["a", "b"]).size()
+            # groups of at least k; a stratum smaller than 2k is one group (sdcMicro)
+            assert sizes.min() >= min(k, len(part)) or len(part) < k
+    # a record's released values are means of records of its own stratum only
+    alone = microaggregation(frame[stratum == 0], ["a", "b"], k=k, method=method) if (stratum == 0).sum() >= k else None
+    if alone is not None:
+        pd.testing.assert_frame_equal(out[stratum == 0], alone)

@@ -129,3 +129,106 @@ def test_swap_invariants_property(census, seed, rate, k):
     sample = census[census["region"].isin(census["region"].cat.categories[:4])].reset_index(drop=True)
     result = targeted_record_swap(sample, **ARGS, swaprate=rate, k_anonymity=k, random_state=seed)
     check_swap_invariants(sample, result)
+
+
+# --- a risk supplied by the user (sdcMicro recordSwap risk / risk_threshold) ---------------------------
+
+USER_RISK_ARGS = {key: value for key, value in ARGS.items() if key != "risk_variables"}
+
+
+def test_user_risk_hand_example_replaces_the_k_anonymity_rule():
+    data = small_population()
+    # the k-anonymity rule would treat the 65+ single (row 5); the user's risk names row 1 instead,
+    # at the top level (0.9 > 0.5), so it must leave region R1
+    risk = pd.DataFrame({"region_risk": 0.0, "cell_risk": 0.0}, index=data.index)
+    risk.loc[1, "region_risk"] = 0.9
+    before = data.copy()
+    result = targeted_record_swap(data, **USER_RISK_ARGS, risk=risk, risk_threshold=0.5, swaprate=0.0, random_state=1)
+    pd.testing.assert_frame_equal(data, before)
+    assert result.n_risky_households == 1 and result.n_swapped_households == 2
+    assert result.swapped_with.loc[101] != 101 and result.swapped_with.loc[105] == 105
+    assert result.data.loc[1, "region"] == "R2"
+    # the same risk as columns of the data, and as an array
+    with_columns = data.assign(region_risk=risk["region_risk"], cell_risk=risk["cell_risk"])
+    by_name = targeted_record_swap(
+        with_columns, **USER_RISK_ARGS, risk=["region_risk", "cell_risk"], risk_threshold=0.5, swaprate=0.0, random_state=1
+    )
+    pd.testing.assert_frame_equal(by_name.data.drop(columns=["region_risk", "cell_risk"]), result.data)
+    by_array = targeted_record_swap(data, **USER_RISK_ARGS, risk=risk.to_numpy(), risk_threshold=0.5, swaprate=0.0, random_state=1)
+    pd.testing.assert_frame_equal(by_array.data, result.data)
+
+
+def test_user_risk_threshold_is_strict_and_defaults_to_one_over_k():
+    data = small_population()
+    risk = np.zeros((len(data), 2))
+    risk[1, 1] = 0.5
+    # 0.5 is not above 0.5: nobody at risk, nothing swapped with swap rate 0
+    assert targeted_record_swap(data, **USER_RISK_ARGS, risk=risk, risk_threshold=0.5, swaprate=0.0, random_state=1).n_swapped_households == 0
+    # default threshold 1/k: 0.5 > 1/3 at the lowest level, so household 101 leaves its cell
+    result = targeted_record_swap(data, **USER_RISK_ARGS, risk=risk, k_anonymity=3, swaprate=0.0, random_state=1)
+    assert result.n_risky_households == 1 and result.swapped_with.loc[101] != 101
+    # k_anonymity 0 and no threshold: nobody at risk
+    assert targeted_record_swap(data, **USER_RISK_ARGS, risk=risk, k_anonymity=0, swaprate=0.0, random_state=1).n_risky_households == 0
+
+
+def test_user_risk_is_the_household_maximum():
+    data = small_population()
+    data.loc[[0, 1], "household_id"] = 100  # a household of two persons in R1
+    data.loc[[6, 7], "household_id"] = 106  # and one in R2, its only possible donor
+    data["household_size"] = data.groupby("household_id")["household_id"].transform("size")
+    risk = np.zeros((len(data), 2))
+    risk[1, 0] = 0.9  # only the second member carries the risk
+    result = targeted_record_swap(data, **USER_RISK_ARGS, risk=risk, risk_threshold=0.5, swaprate=0.0, random_state=3)
+    assert result.swapped_with.loc[100] == 106
+    assert result.data.loc[[0, 1], "region"].tolist() == ["R2", "R2"]
+
+
+def test_user_risk_equal_to_the_k_anonymity_risk_gives_the_same_swaps(census):
+    """sdcMicro setRisk: 1/count of the persons sharing the risk variables within the area at each
+    level (counted here with pandas); with threshold 1/k it is the k-anonymity rule count < k."""
+    sample = census[census["region"].isin(census["region"].cat.categories[:6])].reset_index(drop=True)
+    levels = (["region"], ["region", "cell_id"])
+    risk = np.column_stack([
+        1.0 / sample.groupby([*ARGS["risk_variables"], *level], observed=True)["person_id"].transform("size").to_numpy()
+        for level in levels
+    ])
+    by_rule = targeted_record_swap(sample, **ARGS, swaprate=0.05, k_anonymity=3, random_state=21)
+    by_risk = targeted_record_swap(sample, **USER_RISK_ARGS, risk=risk, swaprate=0.05, k_anonymity=3, random_state=21)
+    assert by_risk.n_risky_households == by_rule.n_risky_households > 0
+    pd.testing.assert_frame_equal(by_risk.data, by_rule.data)
+    check_swap_invariants(sample, by_risk)
+
+
+def test_user_risk_households_at_risk_leave_their_region_and_reruns_are_identical(census):
+    sample = census[census["region"].isin(census["region"].cat.categories[:6])].reset_index(drop=True)
+    rng = np.random.default_rng(4)
+    household_risk = pd.Series(rng.random(sample["household_id"].nunique()), index=sample["household_id"].unique())
+    risk = np.column_stack([sample["household_id"].map(household_risk).to_numpy(), np.zeros(len(sample))])
+    result = targeted_record_swap(sample, **USER_RISK_ARGS, risk=risk, risk_threshold=0.98, swaprate=0.02, random_state=9)
+    check_swap_invariants(sample, result)
+    risky = household_risk.index[household_risk > 0.98]
+    assert result.n_risky_households == len(risky) > 0
+    partner = result.swapped_with.loc[risky]
+    swapped = partner[partner.index != partner.to_numpy()]
+    assert len(swapped) >= 0.9 * len(risky)
+    region = sample.groupby("household_id", observed=True)["region"].first().astype(str)
+    assert (region.loc[swapped.index].to_numpy() != region.loc[swapped.to_numpy()].to_numpy()).all()
+    again = targeted_record_swap(sample, **USER_RISK_ARGS, risk=risk, risk_threshold=0.98, swaprate=0.02, random_state=9)
+    pd.testing.assert_frame_equal(result.data, again.data)
+    pd.testing.assert_series_equal(result.swapped_with, again.swapped_with)
+
+
+def test_user_risk_bad_input():
+    data = small_population()
+    with pytest.raises(SDCInputError, match="risk_variables: name the variables"):
+        targeted_record_swap(data, **USER_RISK_ARGS)
+    with pytest.raises(SDCInputError, match=r"risk: needs one column per hierarchy level \(2\), got 1"):
+        targeted_record_swap(data, **USER_RISK_ARGS, risk=np.zeros(len(data)))
+    with pytest.raises(SDCInputError, match=r"risk: needs one row per record \(11\), got 3 rows"):
+        targeted_record_swap(data, **USER_RISK_ARGS, risk=np.zeros((3, 2)))
+    with pytest.raises(SDCInputError, match="risk 'b': must hold finite values >= 0"):
+        targeted_record_swap(data, **USER_RISK_ARGS, risk=pd.DataFrame({"a": 0.0, "b": -1.0}, index=data.index))
+    with pytest.raises(SDCInputError, match="risk column 'nope'"):
+        targeted_record_swap(data, **USER_RISK_ARGS, risk=["nope", "sex"])
+    with pytest.raises(SDCInputError, match="risk_threshold: applies to a given risk only"):
+        targeted_record_swap(data, **ARGS, risk_threshold=0.5)

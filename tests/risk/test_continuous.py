@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.risk import interval_risk, interval_risk_rmd, outlier_flags, record_linkage_risk
@@ -137,3 +141,149 @@ def test_record_linkage_with_missing_values_by_hand():
     # record 3 lies nearer record 2's original; record 4 is not observed in the original file
     assert result.linked.tolist() == [True, True, False, False]
     assert result.compared == 3 and result.risk == 0.5
+
+
+# --- record linkage: Mahalanobis and Gower distances, one-to-one assignment (SPEC §4.1) ---------------
+
+# Five originals with sample covariance S = [[2.5, 1.5], [1.5, 2.5]] (mean 0, n - 1 = 4), so
+# S^-1 = [[2.5, -1.5], [-1.5, 2.5]] / 4 and both standard deviations are sqrt(2.5).
+FIVE = pd.DataFrame({"x": [0.0, 2, -2, 1, -1], "y": [0.0, 2, -2, -1, 1]})
+# Record 3 (original (1, -1)) is released as (2, 0.5); the others unchanged.
+FIVE_PROTECTED = FIVE.assign(x=[0.0, 2, -2, 2, -1], y=[0.0, 2, -2, 0.5, 1])
+
+
+def test_record_linkage_mahalanobis_by_hand():
+    # Euclidean on standardised values: to original 1 (2, 2): (0 + 1.5^2) / 2.5 = 0.9; to its own
+    # (1, -1): (1 + 1.5^2) / 2.5 = 1.3 -> linked to record 1, not its own.
+    euclid = record_linkage_risk(FIVE, FIVE_PROTECTED, ["x", "y"])
+    assert euclid.linked.tolist() == [True, True, True, False, True] and euclid.risk == pytest.approx(0.8)
+    assert euclid.partner.tolist() == [0, 1, 2, 1, 4]
+    # Mahalanobis: d^2 = (2.5 v1^2 - 3 v1 v2 + 2.5 v2^2) / 4; to its own, v = (1, 1.5): 3.625 / 4 = 0.90625;
+    # to record 1, v = (0, -1.5): 5.625 / 4 = 1.40625 -> linked to its own.
+    mahalanobis = record_linkage_risk(FIVE, FIVE_PROTECTED, ["x", "y"], distance="mahalanobis")
+    assert mahalanobis.linked.all() and mahalanobis.risk == 1.0
+    assert mahalanobis.distance == "mahalanobis" and mahalanobis.assignment == "nearest"
+
+
+def test_record_linkage_gower_by_hand():
+    # Gower: ranges 4 and 4; to record 1: (0/4 + 1.5/4) / 2 = 0.1875; to its own: (1/4 + 1.5/4) / 2 = 0.3125
+    gower = record_linkage_risk(FIVE, FIVE_PROTECTED, ["x", "y"], distance="gower")
+    assert gower.linked.tolist() == [True, True, True, False, True] and gower.partner[3] == 1
+    # Ranges differ, standard deviations do not: x in {0, 10} (range 10), y in {0, 1} (range 1).
+    original = pd.DataFrame({"x": [0.0, 10, 0, 10, 5], "y": [0.0, 0, 1, 1, 0.5]})
+    protected = original.assign(x=[3.0, 10, 0, 10, 5], y=[0.6, 0, 1, 1, 0.5])
+    # record 0 released as (3, 0.6): Gower to its own (0.3 + 0.6) / 2 = 0.45, to record 2 (0, 1):
+    # (0.3 + 0.4) / 2 = 0.35, to record 4 (5, 0.5): (0.2 + 0.1) / 2 = 0.15 -> record 4
+    gower = record_linkage_risk(original, protected, ["x", "y"], distance="gower")
+    assert gower.partner.tolist() == [4, 1, 2, 3, 4] and gower.risk == pytest.approx(0.8)
+
+
+def test_record_linkage_one_to_one_by_hand():
+    original = pd.DataFrame({"x": [0.0, 1.0, 2.0]})
+    protected = pd.DataFrame({"x": [0.9, 1.0, 2.0]})
+    # nearest: 0.9 is nearest to original 1 -> 2 of 3 linked
+    assert record_linkage_risk(original, protected, ["x"]).risk == pytest.approx(2 / 3)
+    # one-to-one: identity costs 0.9 (standardised: 0.9 / sd), swapping the first two 0.1 + 1.0 = 1.1
+    one = record_linkage_risk(original, protected, ["x"], assignment="one_to_one")
+    assert one.linked.all() and one.risk == 1.0 and one.expected_risk == 1.0
+    assert one.partner.tolist() == [0, 1, 2]
+    # the five-point case: identity costs sqrt(1.3) = 1.14; swapping records 1 and 3 sqrt(0.9) + 2
+    one = record_linkage_risk(FIVE, FIVE_PROTECTED, ["x", "y"], assignment="one_to_one")
+    assert one.risk == 1.0
+
+
+def test_record_linkage_one_to_one_identical_records():
+    """Microaggregation-like release: identical protected records may trade partners at no cost."""
+    original = pd.DataFrame({"x": [0.0, 1, 2, 10, 11, 12]})
+    protected = pd.DataFrame({"x": [1.0, 1, 1, 11, 11, 11]})
+    nearest = record_linkage_risk(original, protected, ["x"])
+    assert nearest.linked.tolist() == [False, True, False, False, True, False]
+    one = record_linkage_risk(original, protected, ["x"], assignment="one_to_one")
+    # every group is sent to its own three originals: in the intruder's favour all 6 are links;
+    # at random each record is linked with probability 1/3
+    assert one.risk == 1.0
+    assert one.expected_risk == pytest.approx(1 / 3)
+
+
+def brute_force_assignment(original: np.ndarray, protected: np.ndarray) -> tuple[int, ...]:
+    """The permutation (protected i -> original perm[i]) with the least total Euclidean distance."""
+    best, best_cost = None, np.inf
+    for perm in itertools.permutations(range(len(original))):
+        cost = sum(np.sqrt(((protected[i] - original[j]) ** 2).sum()) for i, j in enumerate(perm))
+        if cost < best_cost - 1e-12:
+            best, best_cost = perm, cost
+    return best
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    arrays(np.float64, st.tuples(st.integers(3, 6), st.just(2)), elements=st.floats(-100, 100, width=32)),
+    arrays(np.float64, (6, 2), elements=st.floats(-30, 30, width=32)),
+)
+def test_property_one_to_one_is_the_least_total_distance_assignment(x, noise):
+    assume(len(np.unique(x, axis=0)) == len(x) and (x.std(axis=0, ddof=1) > 1e-3).all())
+    original = pd.DataFrame(x, columns=["a", "b"])
+    protected = pd.DataFrame(x + noise[: len(x)], columns=["a", "b"])
+    assume(len(np.unique(protected.to_numpy(), axis=0)) == len(x))
+    result = record_linkage_risk(original, protected, ["a", "b"], assignment="one_to_one")
+    scale = x.std(axis=0, ddof=1)
+    perm = brute_force_assignment(x / scale, protected.to_numpy() / scale)
+    costs = lambda p: sum(np.linalg.norm((protected.to_numpy()[i] - x[j]) / scale) for i, j in enumerate(p))
+    # the solver's assignment has the least total distance (the same permutation unless tied)
+    assert costs(result.partner.tolist()) == pytest.approx(costs(perm), rel=1e-9, abs=1e-9)
+    assert sorted(result.partner.tolist()) == list(range(len(x)))
+    assert result.linked.tolist() == [result.partner[i] == i for i in range(len(x))]
+    # an unchanged release is fully linked in every mode
+    for distance in ("euclidean", "mahalanobis", "gower"):
+        for assignment in ("nearest", "one_to_one"):
+            if distance == "mahalanobis" and abs(np.corrcoef(x.T)[0, 1]) > 0.999:
+                continue
+            assert record_linkage_risk(original, original, ["a", "b"], distance=distance, assignment=assignment).risk == 1.0
+
+
+def test_record_linkage_one_to_one_with_missing_values():
+    original = pd.DataFrame({"a": [0.0, 10, 20, 30], "b": [0.0, 10, 20, np.nan]})
+    protected = pd.DataFrame({"a": [1.0, 14, 14.5, 30], "b": [1.0, 14, 14.5, 30]})
+    # record 3 is not observed in the original: three records compared; nearest links records 1-2
+    # and 3 both to original 2, one-to-one must give record 2 its own original -> 3 of 4
+    result = record_linkage_risk(original, protected, ["a", "b"], assignment="one_to_one")
+    assert result.compared == 3
+    assert result.linked.tolist() == [True, True, True, False]
+    assert result.risk == 0.75 and pd.isna(result.partner[3])
+
+
+def test_record_linkage_bad_input():
+    with pytest.raises(SDCInputError, match="distance: must be one of"):
+        record_linkage_risk(FIVE, FIVE, ["x"], distance="manhattan")
+    with pytest.raises(SDCInputError, match="assignment: must be one of"):
+        record_linkage_risk(FIVE, FIVE, ["x"], assignment="greedy")
+    with pytest.raises(SDCInputError, match="singular"):
+        record_linkage_risk(FIVE.assign(z=FIVE["x"] * 2), FIVE.assign(z=FIVE["x"] * 2), ["x", "z"], distance="mahalanobis")
+
+
+def brute_force_distances(x: np.ndarray, xm: np.ndarray, distance: str) -> np.ndarray:
+    """(protected, original) distance matrix written out from each definition."""
+    diff = xm[:, None, :] - x[None, :, :]
+    if distance == "euclidean":
+        return np.sqrt(((diff / x.std(axis=0, ddof=1)) ** 2).sum(axis=2))
+    if distance == "gower":
+        return (np.abs(diff) / (x.max(axis=0) - x.min(axis=0))).mean(axis=2)
+    inverse = np.linalg.inv(np.cov(x, rowvar=False))
+    return np.sqrt(np.einsum("pok,kl,pol->po", diff, inverse, diff))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    arrays(np.float64, (12, 3), elements=st.floats(-100, 100, width=32)),
+    arrays(np.float64, (12, 3), elements=st.floats(-20, 20, width=32)),
+)
+def test_property_nearest_linkage_equals_the_definitions(x, noise):
+    assume(np.linalg.eigvalsh(np.cov(x, rowvar=False)).min() > 1e-3 * max(1.0, np.abs(x).max()) ** 2)
+    original, protected = pd.DataFrame(x, columns=list("abc")), pd.DataFrame(x + noise, columns=list("abc"))
+    for distance in ("euclidean", "mahalanobis", "gower"):
+        d = brute_force_distances(x, x + noise, distance)
+        own = np.diag(d)
+        nearest = d.min(axis=1)
+        clear = (np.abs(own - nearest) > 1e-9 * np.maximum(1.0, nearest)) | (own == nearest)
+        result = record_linkage_risk(original, protected, list("abc"), distance=distance)
+        assert (result.linked.to_numpy()[clear] == (own <= nearest)[clear]).all()

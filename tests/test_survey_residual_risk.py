@@ -1,0 +1,66 @@
+"""survey.residual_risk: the record-linkage variants of SPEC §4.1 (one column each) next to the
+existing measures, on testdata with the example spec; missing continuous values accepted."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdc_dagster.protect import microaggregation
+from sdc_dagster.risk import record_linkage_risk
+from sdc_dagster.spec import load_spec
+from sdc_dagster.survey import residual_risk
+
+ROOT = Path(__file__).resolve().parents[1]
+CONTINUOUS = ["expend", "income", "savings"]
+LINKAGE_COLUMNS = [
+    "record_linkage_risk",
+    "record_linkage_mahalanobis_risk",
+    "record_linkage_gower_risk",
+    "record_linkage_one_to_one_risk",
+    "record_linkage_one_to_one_expected_risk",
+]
+
+
+@pytest.fixture(scope="module")
+def wave():
+    data = pd.read_csv(ROOT / "tests" / "data" / "sdcmicro" / "testdata.csv").iloc[:600].copy()
+    return data, load_spec(ROOT / "examples" / "testdata.yaml")
+
+
+def test_residual_risk_reports_every_linkage_variant(wave):
+    data, spec = wave
+    assert set(CONTINUOUS) <= set(spec.continuous_keys)
+    mdav = microaggregation(data, CONTINUOUS, k=3)
+    noisy = data.assign(income=data["income"] * (1 + 0.01 * np.sin(np.arange(len(data)))))
+    table = residual_risk(data, {"mdav": mdav, "noisy": noisy}, spec)
+    # existing columns kept
+    assert {"global_risk", "k3_violations", "interval_risk", "suppressed_values"} <= set(table.columns)
+    # nothing changed in the original row: no linkage figure
+    assert table.loc["original", LINKAGE_COLUMNS].isna().all()
+    for name, frame, changed in (("mdav", mdav, CONTINUOUS), ("noisy", noisy, ["income"])):
+        expected = {
+            "record_linkage_risk": record_linkage_risk(data, frame, changed).risk,
+            "record_linkage_mahalanobis_risk": record_linkage_risk(data, frame, changed, distance="mahalanobis").risk,
+            "record_linkage_gower_risk": record_linkage_risk(data, frame, changed, distance="gower").risk,
+        }
+        one = record_linkage_risk(data, frame, changed, assignment="one_to_one")
+        expected["record_linkage_one_to_one_risk"] = one.risk
+        expected["record_linkage_one_to_one_expected_risk"] = one.expected_risk
+        assert table.loc[name, LINKAGE_COLUMNS].to_dict() == pytest.approx(expected)
+        assert ((table.loc[name, LINKAGE_COLUMNS] >= 0) & (table.loc[name, LINKAGE_COLUMNS] <= 1)).all()
+    # groups of 3 identical records: at random about one record in three is linked one-to-one
+    assert table.loc["mdav", "record_linkage_one_to_one_expected_risk"] <= 0.4
+    assert table.loc["mdav", "record_linkage_one_to_one_risk"] > 0.8
+
+
+def test_residual_risk_accepts_missing_continuous_values(wave):
+    data, spec = wave
+    holed = data.copy()
+    holed.loc[holed.index[::7], "income"] = np.nan
+    mdav = microaggregation(holed, CONTINUOUS, k=3)
+    table = residual_risk(holed, {"mdav": mdav}, spec)
+    compared = holed[CONTINUOUS].notna().all(axis=1).mean()
+    for column in LINKAGE_COLUMNS:
+        assert 0 < table.loc["mdav", column] <= compared
