@@ -78,7 +78,8 @@ _PARAMETER_KINDS: dict[str, dict[str, Any]] = {
     },
     "pram": {
         "variable": "column", "matrix": "matrix", "retention": "retention", "nearest": "int",
-        "invariant": "bool", "categories": "list",
+        "invariant": "bool", "categories": "list", "min_retention": "number", "alpha": "number",
+        "strata": "columns",
     },
     "microaggregation": {
         "columns": "columns", "k": "int", "kind": ("mdav", "individual_ranking"), "strata": "columns",

@@ -76,3 +76,13 @@ def test_spec_accepts_strata_and_combs_steps(tmp_path):
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     with pytest.raises(SpecError, match=r"step 0 \(local_suppression\): parameter 'combs' must be an integer or a non-empty list"):
         load_spec(path)
+
+
+def test_pram_step_takes_strata_alpha_and_min_retention():
+    data = pd.DataFrame({"s": [1, 1, 1, 1, 2, 2, 2, 2] * 25, "v": [1, 2, 3, 1, 2, 3, 1, 2] * 25})
+    step = {"method": "pram", "variable": "v", "min_retention": 0.5, "strata": "s", "alpha": 0.5}
+    first = apply_plan(data, [step], keys=["v"], random_state=4)
+    again = apply_plan(data, [step], keys=["v"], random_state=4)
+    assert first.data.equals(again.data) and not first.data["v"].equals(data["v"])
+    with pytest.raises(SDCInputError, match="'strata' names column 'nope'"):
+        apply_plan(data, [{**step, "strata": "nope"}], keys=["v"], random_state=4)
