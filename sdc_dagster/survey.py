@@ -511,6 +511,8 @@ def report_inputs(
     if keys:
         by_variable, by_category = risk.unsafe_combinations(original, keys, k=spec.risk.k,
                                                             max_dim=min(3, len(keys)), con=con)
+    if protected:
+        protected = {p.name: protected[p.name] for p in spec.plans if p.name in protected}  # spec order
     distributions, continuous = protected_distributions(original, protected, spec) if protected else ({}, [])
     return ReportInputs(
         survey=spec.survey,

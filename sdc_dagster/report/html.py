@@ -146,7 +146,7 @@ def plan_points(inputs: ReportInputs) -> pd.DataFrame:
         index=pd.Index(list(inputs.plans), name="plan"),
     )
     points["utility"] = 1.0 - points["loss"]
-    front = pareto_optimal(points[points["releasable"]])
+    front = pareto_optimal(points[points["releasable"].astype(bool)])
     points["pareto"] = front.reindex(points.index, fill_value=False).astype(bool)
     return points
 
@@ -337,6 +337,10 @@ def _format_cell(value) -> str:
     return html.escape(str(value))
 
 
+class _Markup(str):
+    """A table label that is already HTML (not escaped again)."""
+
+
 def _table(frame: pd.DataFrame, *, caption: str = "", index_label: str | None = None, raw: bool = False) -> str:
     """An HTML table in its own horizontal scroll container; the index becomes the first column.
     ``raw``: cells are already HTML."""
@@ -344,7 +348,7 @@ def _table(frame: pd.DataFrame, *, caption: str = "", index_label: str | None = 
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in [label, *frame.columns])
     cell = (lambda v: str(v)) if raw else _format_cell
     body = "".join(
-        "<tr><td>" + html.escape(str(index)) + "</td>" + "".join(
+        "<tr><td>" + (str(index) if isinstance(index, _Markup) else html.escape(str(index))) + "</td>" + "".join(
             f'<td class="text">{cell(v)}</td>' if isinstance(v, str) and not _NUMBER.match(v) else f"<td>{cell(v)}</td>"
             for v in row
         ) + "</tr>"
@@ -543,11 +547,13 @@ def _measures_section(inputs: ReportInputs) -> str:
             info = measure_info(name)
             values = {"original": inputs.risk_before if name in risk_names else {},
                       **{p: (plan.residual_risk if name in risk_names else plan.loss) for p, plan in inputs.plans.items()}}
-            rows[name] = {"measure": info.label, "meaning": info.meaning, "direction": info.direction,
-                          "range": info.range, "SPEC": info.spec,
-                          **{c: format_measure(name, values[c]) for c in columns}}
+            rows[name] = {"measure": f"<strong>{html.escape(info.label)}</strong><br><code>{html.escape(name)}</code>",
+                          "what it says": html.escape(f"{info.meaning}; {info.direction}; range {info.range}"),
+                          "SPEC": html.escape(info.spec),
+                          **{c: html.escape(format_measure(name, values[c])) for c in columns}}
         table = pd.DataFrame.from_dict(rows, orient="index").set_index("measure")
-        parts += [f"<h3>{html.escape(group)}</h3>", _table(table)]
+        table.index = table.index.map(_Markup)
+        parts += [f"<h3>{html.escape(group)}</h3>", _table(table, raw=True)]
         if group == GROUPS[0]:
             figures = [_chart(risk_histogram(inputs), "Histogram of the individual re-identification risk of the "
                               "unprotected records", "Individual re-identification risk before protection",
