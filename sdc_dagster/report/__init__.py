@@ -1,7 +1,7 @@
 """The self-contained HTML release report, its PDF, JSON and index formats, and its plots."""
 
 from sdc_dagster.report.decision import RECOMMENDATION_RULE, Recommendation, pareto_optimal, recommend_plan
-from sdc_dagster.report.formats import report_data, wave_trend, write_index, write_pdf, write_report
+from sdc_dagster.report.formats import export_report, report_data, wave_trend, write_index, write_pdf, write_report
 from sdc_dagster.report.html import (
     category_shares,
     combined_risk_histogram,

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sdc_dagster.errors import SDCInputError
 from sdc_dagster.report.decision import RECOMMENDATION_RULE
 from sdc_dagster.report.html import (
     _CSS,
@@ -189,3 +190,18 @@ def write_index(folder: Path) -> Path:
     path.write_text(page, encoding="utf-8")
     return path
 
+
+
+def export_report(folder: Path, wave: str, *, pdf: bool = False) -> dict[str, Path]:
+    """The files of a wave's report in a survey's report folder (as the ``sdc_report`` asset wrote
+    them): ``html``, ``json``, the refreshed ``index`` and, with ``pdf``, the PDF printed from the
+    HTML (``<wave>.pdf``). Raises SDCInputError naming the missing file when the wave has no report."""
+    folder = Path(folder)
+    paths = {"html": folder / f"{wave}.html", "json": folder / f"{wave}.json"}
+    for kind, path in paths.items():
+        if not path.is_file():
+            raise SDCInputError(f"report of wave {wave!r}: {path} ({kind}) not found; materialise sdc_report first")
+    paths["index"] = write_index(folder)
+    if pdf:
+        paths["pdf"] = write_pdf(paths["html"], folder / f"{wave}.pdf")
+    return paths
