@@ -183,14 +183,15 @@ def step_sentence(step: dict) -> str:
     recorded = "parameters" in step
     parameters = step["parameters"] if recorded else {k: v for k, v in step.items() if k != "method"}
 
-    def written(value) -> str:
-        if isinstance(value, dict):
-            return ", ".join(f"{k} {written(v)}" for k, v in value.items())
+    def written(key: str, value) -> str:
+        label = key.replace("_", " ")
+        if isinstance(value, dict):  # a mapping of categories
+            return f"{label} " + ", ".join(f"{k} → {v}" for k, v in value.items())
         if isinstance(value, (list, tuple)):
-            return ", ".join(map(str, value))
-        return str(value)
+            return f"{label} " + ", ".join(map(str, value))
+        return f"{label} {value}" if isinstance(value, str) else f"{label} = {value}"
 
-    shown = [f"{key.replace('_', ' ')} {written(value)}" for key, value in parameters.items()
+    shown = [written(key, value) for key, value in parameters.items()
              if value is not None and value is not False and value != [] and value != {}]
     sentence = _METHOD_LABELS.get(method, method.replace("_", " ").capitalize())
     if shown:

@@ -169,10 +169,12 @@ _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 def _significant(value: float, digits: int = 3) -> str:
     """``value`` to ``digits`` significant digits: fixed notation between 0.001 and 100 000,
-    otherwise ``m × 10ⁿ`` (where fixed notation would hide the figure in zeros)."""
+    otherwise ``m × 10ⁿ`` (where fixed notation would hide the figure in zeros); below 10⁻¹² "≈ 0"."""
     if value == 0:
         return "0"
     magnitude = abs(value)
+    if magnitude < 1e-12:  # floating-point residue of an unchanged figure, not a measurement
+        return "≈ 0"
     if 1e-3 <= magnitude < 1e5:
         decimals = max(0, digits - 1 - math.floor(math.log10(magnitude)))
         text = f"{value:,.{decimals}f}"

@@ -84,6 +84,8 @@ def test_recommendation_is_eligible_pareto_and_undominated(rows):
     (5.2e24, "scale", "5.2 × 10²⁴"),
     (1.234e-7, "index", "1.23 × 10⁻⁷"),
     (123456.0, "scale", "1.23 × 10⁵"),
+    (6.25e-17, "share", "≈ 0 %"),
+    (-2.0e-13, "index", "≈ 0"),
     (float("nan"), "share", "–"),
     (None, "count", "–"),
 ])

@@ -85,7 +85,7 @@ def test_report_order_decision_first_and_self_contained(full_report_inputs):
                  "EBIL of sex", "shapiro_w"):
         assert text in measures, text
     provenance = page[page.index('id="provenance"'):]
-    assert "Local suppression with k 3; keys age, sex, region: suppressed 4 values (age 4)." in provenance
+    assert "Local suppression with k = 3; keys age, sex, region: suppressed 4 values (age 4)." in provenance
     assert "sdc audit 2024Q1 --survey s --plan suppression --run run-1" in provenance
     assert "a" * 64 in provenance and "Versions" in provenance
     # every chart: alt text and a table behind it
@@ -143,15 +143,16 @@ def test_contributions_before_and_after_each_plan(full_report_inputs):
 
 
 def test_step_sentences():
-    assert step_sentence({"method": "recode", "variable": "age", "width": 10}) == "Global recoding with variable age; width 10."
+    assert step_sentence({"method": "recode", "variable": "water", "mapping": {7: 5, 8: 5}}) == (
+        "Global recoding with variable water; mapping 7 → 5, 8 → 5.")
     recorded = {"method": "pram", "parameters": {"variable": "water", "retention": 0.9, "matrix": None, "invariant": False},
                 "random_state": 4207457573, "records_before": 10, "records_after": 10,
                 "values_changed": {"water": 3}, "values_suppressed": {}, "columns_removed": []}
-    assert step_sentence(recorded) == ("PRAM with variable water; retention 0.9 (seed 4207457573): "
+    assert step_sentence(recorded) == ("PRAM with variable water; retention = 0.9 (seed 4207457573): "
                                        "changed 3 values (water 3).")
     subsample = {"method": "subsample", "parameters": {"fraction": 0.5}, "random_state": 1, "records_before": 10,
                  "records_after": 5, "values_changed": {}, "values_suppressed": {}, "columns_removed": []}
-    assert step_sentence(subsample) == "Subsampling with fraction 0.5 (seed 1): kept 5 of 10 records."
+    assert step_sentence(subsample) == "Subsampling with fraction = 0.5 (seed 1): kept 5 of 10 records."
 
 
 def test_json_has_every_figure_and_is_strict(full_report_inputs, tmp_path):
