@@ -1,7 +1,6 @@
 """What survey.report_inputs gathers for the report: suppressions per key, distributions before and
 after, provenance from a release record, and the report files a CLI exports (numbers by hand)."""
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -84,4 +83,4 @@ def test_export_report_names_a_missing_wave_and_writes_the_pdf(full_report_input
 def test_export_report_pdf(full_report_inputs, tmp_path):
     write_report(full_report_inputs, tmp_path)
     pdf = export_report(tmp_path, "2024Q1", pdf=True)["pdf"]
-    assert pdf.read_bytes().startswith(b"%PDF") and np.isfinite(pdf.stat().st_size)
+    assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 10_000
