@@ -84,3 +84,15 @@ def test_export_report_pdf(full_report_inputs, tmp_path):
     write_report(full_report_inputs, tmp_path)
     pdf = export_report(tmp_path, "2024Q1", pdf=True)["pdf"]
     assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 10_000
+
+
+def test_sdc_report_command_lists_the_files_and_names_a_missing_wave(full_report_inputs, tmp_path, monkeypatch, capsys):
+    from sdc_dagster.cli import main
+
+    monkeypatch.setenv("SDC_HOME", str(tmp_path))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    write_report(full_report_inputs, tmp_path / "reports" / "s")
+    assert main(["--home", str(tmp_path), "report", "s", "2024Q1"]) == 0
+    assert f"index: {tmp_path / 'reports' / 's' / 'index.html'}" in capsys.readouterr().out
+    assert main(["--home", str(tmp_path), "report", "s", "1999"]) == 2
+    assert "'1999'" in capsys.readouterr().err
