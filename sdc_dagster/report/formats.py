@@ -19,6 +19,7 @@ from sdc_dagster.report.html import (
     _CSS,
     _chart,
     _table,
+    _topsis_summary_table,
     category_shares,
     plan_points,
     quantile_table,
@@ -59,12 +60,14 @@ def _plain(value):
 
 def report_data(inputs: ReportInputs) -> dict:
     """Every figure of the report as plain JSON types, for other tools: the decision (rule,
-    recommendation, plan points), the risk before protection, each plan's residual risk, loss,
-    checks, steps (records and sentences), contributions, PRAM matrices and provenance, the
+    recommendation, plan points), the risk before protection (and the summary of the per-record
+    risk), each plan's residual risk, loss, TOPSIS summary, checks, steps (records and
+    sentences), contributions, PRAM matrices and provenance, the
     description of every measure, the suppressions, unsafe combinations and distributions."""
     points = plan_points(inputs)
     chosen = recommendation(inputs)
     measures = set(inputs.risk_before)
+    topsis_table = _topsis_summary_table(inputs).to_dict() if inputs.plans else {}
     plans = {}
     for name, plan in inputs.plans.items():
         measures |= set(plan.residual_risk) | set(plan.loss)
@@ -73,6 +76,7 @@ def report_data(inputs: ReportInputs) -> dict:
             "checks": plan.checks, "withheld_because": plan.withheld_because, "warnings": plan.warnings,
             "steps": plan.steps, "steps_text": [step_sentence(s) for s in plan.steps],
             "topsis_mean": float(plan.topsis.mean()) if len(plan.topsis) else None,
+            "topsis_summary": topsis_table.get(name),
             "contributions": plan.contributions, "pram_matrices": plan.pram_matrices,
             "provenance": plan.provenance, "release": plan.release,
         }
@@ -87,7 +91,9 @@ def report_data(inputs: ReportInputs) -> dict:
         "risk_measure": inputs.risk_measure, "loss_measure": inputs.loss_measure,
         "decision": {"rule": RECOMMENDATION_RULE, "recommended": chosen.plan, "reason": chosen.reason,
                      "pareto": chosen.pareto, "tied": chosen.tied, "points": points},
-        "risk_before": inputs.risk_before, "plans": plans,
+        "risk_before": inputs.risk_before,
+        "risk_per_record_summary": inputs.risk_per_record.describe(),
+        "plans": plans,
         "measures": {name: vars(measure_info(name)) for name in sorted(measures)},
         "contributions_global": inputs.contributions_global,
         "suppressions": inputs.suppressions,

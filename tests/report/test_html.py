@@ -166,6 +166,8 @@ def test_json_has_every_figure_and_is_strict(full_report_inputs, tmp_path):
     assert data["suppressions"]["data"][0] == [4, 0, 4]
     assert data["distributions"]["sex"]["kind"] == "categorical"
     assert data["distributions"]["age"]["kind"] == "continuous"
+    assert data["plans"]["suppression"]["topsis_summary"]["n"] == 60
+    assert data["risk_per_record_summary"]["index"][0] == "count"
     assert "NaN" not in paths["json"].read_text()
 
 
