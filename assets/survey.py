@@ -41,7 +41,7 @@ from resources.storage import inputs_dir, landing_dir, releases_dir, reports_dir
 import sdc_dagster
 from sdc_dagster import lineage, risk, survey
 from sdc_dagster.classification import classify_variables
-from sdc_dagster.report import headline_table, render_report, report_plots
+from sdc_dagster.report import headline_table, recommendation, report_plots, write_report
 from sdc_dagster.report.plots import boxplot_png, grouped_bars_png, histogram_png
 from sdc_dagster.schemas import classification_schema, key_frequencies_schema, microdata_schema, risk_scores_schema, validate
 from sdc_dagster.sources import read_wave
@@ -398,18 +398,24 @@ def information_loss_asset(spec: SurveySpec) -> AssetsDefinition:
 def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
     @asset(
         name="sdc_report",
-        ins=_ins(
-            spec,
-            "raw_microdata",
-            "risk_scores",
-            "risk_contributions",
-            "residual_risk",
-            "residual_contributions",
-            "information_loss",
+        ins={
+            **_ins(
+                spec,
+                "raw_microdata",
+                "risk_scores",
+                "risk_contributions",
+                "residual_risk",
+                "residual_contributions",
+                "information_loss",
+            ),
+            # The plans' variants give the suppressions and distributions; their steps, seeds and
+            # release checks are read from their release records.
+            **_plan_ins(spec),
+        },
+        description=(
+            "One self-contained HTML report per wave (decision first), its JSON figures, and the survey's "
+            "index of waves."
         ),
-        # The plans' steps, seeds and release checks are read from their release manifests.
-        deps=[protected_key(spec, p.name) for p in spec.plans],
-        description="One self-contained HTML report per wave comparing the protection plans.",
         code_version=code_version(spec.variables, spec.risk, spec.plans),
         **_common(spec),
     )
@@ -421,6 +427,7 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
         residual_risk: pd.DataFrame,
         residual_contributions: pd.DataFrame,
         information_loss: dict,
+        **protected: pd.DataFrame,
     ) -> MaterializeResult:
         wave = context.partition_key
         inputs = survey.report_inputs(
@@ -435,15 +442,17 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
             information_loss["per_record"],
             {p.name: decisions_of(spec, p.name, wave) for p in spec.plans},
             residual_contributions=residual_contributions,
+            protected=_variants(protected),
         )
         plans = inputs.plans
-        path = reports_dir() / spec.survey / f"{wave}.html"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_report(inputs), encoding="utf-8")
+        paths = write_report(inputs, reports_dir() / spec.survey)
         headline = headline_table(inputs)
         return MaterializeResult(
             metadata={
-                "report": MetadataValue.path(str(path)),
+                "report": MetadataValue.path(str(paths["html"])),
+                "report_json": MetadataValue.path(str(paths["json"])),
+                "index": MetadataValue.path(str(paths["index"])),
+                "recommended_plan": recommendation(inputs).plan or "none",
                 "headline": table_markdown(headline),
                 "releasable_plans": ", ".join(n for n, p in plans.items() if p.releasable) or "none",
                 **{name: image_markdown(png, name.replace("_", " ")) for name, png in report_plots(inputs).items()},

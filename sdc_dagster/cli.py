@@ -5,6 +5,8 @@
 ``sdc ui``    starts the Dagster UI and daemon (``dagster dev``) on this code location.
 ``sdc audit WAVE [--plan P]`` prints a release manifest and recomputes the release to prove that it
               is byte-identical.
+``sdc report SURVEY WAVE [--pdf]`` lists a wave's report files (HTML, JSON, the survey's index)
+              and, with ``--pdf``, prints the HTML report to PDF with headless Chromium.
 """
 
 from __future__ import annotations
@@ -216,11 +218,28 @@ def main(argv: list[str] | None = None) -> int:
     audit.add_argument("--plan", help="one protection plan (default: every plan of the wave)")
     audit.add_argument("--survey", help="the survey (needed when several surveys have this wave)")
     audit.add_argument("--run", help="a release's run id (default: the latest release)")
+    report = sub.add_parser("report", help="a wave's report files (HTML, JSON, index); --pdf also prints the PDF")
+    report.add_argument("survey")
+    report.add_argument("wave")
+    report.add_argument("--pdf", action="store_true", help="print the report to <wave>.pdf with headless Chromium")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return run_demo(args.home)
     if args.command == "audit":
         return run_audit(args.wave, plan=args.plan, survey_name=args.survey, run=args.run, home=args.home)
+    if args.command == "report":
+        from resources.storage import reports_dir
+        from sdc_dagster.errors import SDCInputError
+        from sdc_dagster.report import export_report
+
+        _prepare_environment(args.home)
+        try:
+            paths = export_report(reports_dir() / args.survey, args.wave, pdf=args.pdf)
+        except SDCInputError as error:
+            print(error, file=sys.stderr)
+            return 2
+        print("\n".join(f"{kind}: {path}" for kind, path in paths.items()))
+        return 0
     return run_ui(args.home, args.port)
 
 

@@ -422,10 +422,13 @@ def plan_summary(
     release: dict | None = None,
     *,
     contributions: pd.DataFrame | None = None,
+    pram_matrices: dict[str, pd.DataFrame] | None = None,
+    provenance: dict | None = None,
 ) -> PlanSummary:
     """What the report shows of one plan: its steps, residual risk, loss, release checks (outcomes
     of :func:`release_checks`), the release decision and, when given, the variables' global
-    contributions before and after the plan (a :func:`residual_contributions` table)."""
+    contributions before and after the plan (a :func:`residual_contributions` table), the PRAM
+    matrices it used and its provenance (:func:`release_provenance`)."""
     loss_row = loss_summary.loc[plan.name].dropna().to_dict() if plan.name in loss_summary.index else {}
     topsis = loss_per_record.get(f"{plan.name}_topsis", pd.Series(dtype=float)).dropna()  # NaN: not released
     passed = {name: bool(c["passed"]) for name, c in checks.items()}
@@ -441,7 +444,60 @@ def plan_summary(
         withheld_because=withheld,
         warnings=release_warnings(checks),
         contributions=contributions,
+        pram_matrices=dict(pram_matrices or {}),
+        provenance=dict(provenance or {}),
     )
+
+
+def release_provenance(folder: Path, manifest: dict) -> dict:
+    """Where a plan's output comes from, as the report shows it: its seed, run, hashes of the spec,
+    input and output, package versions, the path of its manifest (or withheld record) and the
+    ``sdc audit`` command that recomputes a released output and compares it byte by byte."""
+    released = "withheld" not in manifest
+    record = Path(folder) / ("manifest.json" if released else "withheld.json")
+    command = (f"sdc audit {manifest['wave']} --survey {manifest['survey']} --plan {manifest['plan']} "
+               f"--run {manifest['run_id']}")
+    return {
+        "seed": manifest["spec"]["plan"].get("random_state"),
+        "run_id": manifest["run_id"],
+        "spec_sha256": manifest["spec"]["sha256"],
+        "input_sha256": manifest["input"]["sha256"],
+        "output_sha256": manifest["output"]["sha256"] if released else None,
+        "packages": dict(manifest.get("packages", {})),
+        "record": str(record),
+        "audit_command": command if released else None,
+    }
+
+
+def suppressions_by_key(original: pd.DataFrame, protected: dict[str, pd.DataFrame], keys: list[str]) -> pd.DataFrame:
+    """Values each plan suppressed, per key variable (SPEC §8.3): values observed in the original
+    record and missing in its release (index: keys; columns: plans; a key a plan does not release
+    counts all of its observed values)."""
+    counts = {}
+    for name, frame in protected.items():
+        matched = _retained_records(original, frame, name)
+        released = frame.reindex(columns=keys)
+        counts[name] = (released.isna() & matched[keys].notna()).sum().astype("int64")
+    return pd.DataFrame(counts, index=pd.Index(keys, name="variable"), dtype="int64")
+
+
+def protected_distributions(
+    original: pd.DataFrame, protected: dict[str, pd.DataFrame], spec: SurveySpec
+) -> tuple[dict[str, dict[str, pd.Series]], list[str]]:
+    """The values of every quasi-identifier some plan changed or suppressed, before and after each
+    plan that releases it (for the report's distribution plots), and which of them are continuous.
+    Variables in spec order."""
+    matched = {name: _retained_records(original, frame, name) for name, frame in protected.items()}
+    distributions = {}
+    for variable in [v for v in spec.categorical_keys + spec.continuous_keys if v in original.columns]:
+        after = {name: frame[variable] for name, frame in protected.items() if variable in frame.columns}
+        moved = any(
+            _changed(matched[name][variable], values) or values.isna().sum() != matched[name][variable].isna().sum()
+            for name, values in after.items()
+        )
+        if moved:
+            distributions[variable] = {"original": original[variable], **after}
+    return distributions, [v for v in spec.continuous_keys if v in distributions]
 
 
 def report_inputs(
@@ -457,13 +513,18 @@ def report_inputs(
     releases: dict[str, list[Path]],
     *,
     residual_contributions: pd.DataFrame | None = None,
+    protected: dict[str, pd.DataFrame] | None = None,
+    con=None,
 ) -> ReportInputs:
-    """Gather the wave's results into the report's inputs. Each plan's steps (with their seeds) and
-    release checks come from the record of its latest release decision (``releases``: plan -> run
-    folders from :func:`~sdc_dagster.lineage.list_decisions`, oldest first). A released plan is
-    linked to its manifest and to the release it supersedes; a withheld plan has no link and names
-    the blocking checks it failed. ``residual_contributions``: the :func:`residual_contributions`
-    table of the wave, split by plan for the report."""
+    """Gather the wave's results into the report's inputs. Each plan's steps (with their seeds),
+    release checks, PRAM matrices and provenance come from the record of its latest release
+    decision (``releases``: plan -> run folders from :func:`~sdc_dagster.lineage.list_decisions`,
+    oldest first). A released plan is linked to its manifest and to the release it supersedes; a
+    withheld plan has no link and names the blocking checks it failed. ``residual_contributions``:
+    the :func:`residual_contributions` table of the wave, split by plan for the report.
+    ``protected``: the plans' protected variants, for the suppressions per key and the
+    distributions before and after; the unsafe combinations table (SPEC §3.10) is computed on
+    ``original`` with the spec's k."""
     plans = {}
     for p in spec.plans:
         folder = releases[p.name][-1]
@@ -481,14 +542,27 @@ def report_inputs(
         if residual_contributions is not None:
             moved = residual_contributions.xs(p.name, level="variant")
         plans[p.name] = plan_summary(
-            p, manifest["steps"], manifest["checks"], residual, loss_summary, loss_per_record, link, contributions=moved
+            p, manifest["steps"], manifest["checks"], residual, loss_summary, loss_per_record, link,
+            contributions=moved, pram_matrices=lineage.read_matrices(folder),
+            provenance=release_provenance(folder, manifest),
         )
+    keys = [k for k in spec.categorical_keys if k in original.columns]
+    by_variable = by_category = None
+    if keys:
+        by_variable, by_category = risk.unsafe_combinations(original, keys, k=spec.risk.k,
+                                                            max_dim=min(3, len(keys)), con=con)
+    if protected:
+        protected = {p.name: protected[p.name] for p in spec.plans if p.name in protected}  # spec order
+    distributions, continuous = protected_distributions(original, protected, spec) if protected else ({}, [])
     return ReportInputs(
         survey=spec.survey,
         wave=wave,
         n_records=len(original),
         keys=spec.categorical_keys,
-        risk_before=residual.loc["original"].dropna().to_dict(),
+        risk_before={
+            **residual.loc["original"].dropna().to_dict(),
+            "records_above_threshold": risk.risk_above_threshold(risk_table["risk"], spec.risk.individual_risk_threshold),
+        },
         risk_per_record=risk_table,
         contributions_global=contributions_global,
         contributions_per_record={
@@ -496,6 +570,14 @@ def report_inputs(
             for value in ("shapley", "solidarity")
         },
         plans=plans,
+        k=spec.risk.k,
+        risk_threshold=spec.risk.individual_risk_threshold,
+        max_global_risk=spec.risk.max_global_risk,
+        suppressions=suppressions_by_key(original, protected, keys) if protected else None,
+        unsafe_by_variable=by_variable,
+        unsafe_by_category=by_category,
+        distributions=distributions,
+        continuous=continuous,
     )
 
 

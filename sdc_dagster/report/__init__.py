@@ -1,16 +1,32 @@
-"""The self-contained HTML release report and its plots."""
+"""The self-contained HTML release report, its PDF, JSON and index formats, and its plots."""
 
+from sdc_dagster.report.decision import RECOMMENDATION_RULE, Recommendation, pareto_optimal, recommend_plan
+from sdc_dagster.report.formats import export_report, report_data, wave_trend, write_index, write_pdf, write_report
 from sdc_dagster.report.html import (
+    category_shares,
     combined_risk_histogram,
     contribution_boxplots,
     contribution_change_plots,
     decision_table,
     headline_table,
+    plan_points,
+    quantile_table,
+    recommendation,
     render_report,
     report_plots,
     risk_histogram,
     risk_utility_map,
+    step_sentence,
     topsis_histograms,
 )
 from sdc_dagster.report.inputs import PlanSummary, ReportInputs
-from sdc_dagster.report.plots import boxplot_png, grouped_bars_png, histogram_png, histograms_png, risk_utility_map_png
+from sdc_dagster.report.measures import Measure, format_measure, format_value, measure_info
+from sdc_dagster.report.plots import (
+    boxplot_png,
+    grouped_bars_png,
+    heatmap_png,
+    histogram_png,
+    histograms_png,
+    lines_png,
+    risk_utility_map_png,
+)

@@ -1,14 +1,17 @@
 """The self-contained HTML release report comparing the protection plans of one survey wave.
 
-One file, no external resources: inline CSS, plots embedded as base64 PNG data URIs, so the
-report can be archived, mailed or attached to a Dagster materialisation as it is.
+One file, no external resources: inline CSS, plots embedded as base64 PNG data URIs (each with
+alt text and the table of its numbers behind it), so the report can be archived, mailed, printed
+to PDF or attached to a Dagster materialisation as it is. The order is the one a methodologist
+signs off in: the decision first, then the risk-utility map, the variables, every measure
+explained, and the provenance of each plan.
 """
 
 from __future__ import annotations
 
 import base64
 import html
-import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -16,29 +19,73 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.loss.topsis import topsis_summary
+from sdc_dagster.report.decision import RECOMMENDATION_RULE, Recommendation, pareto_optimal, recommend_plan
 from sdc_dagster.report.inputs import ReportInputs
-from sdc_dagster.report.plots import boxplot_png, grouped_bars_png, histogram_png, histograms_png, risk_utility_map_png
+from sdc_dagster.report.measures import GROUPS, format_measure, format_value, is_missing, measure_info
+from sdc_dagster.report.plots import (
+    boxplot_png,
+    grouped_bars_png,
+    heatmap_png,
+    histogram_png,
+    histograms_png,
+    risk_utility_map_png,
+)
 
 _CSS = """
+*, *::before, *::after { box-sizing: border-box; }
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1100px;
-       color: #222; line-height: 1.4; padding: 0 1em; }
-h1 { border-bottom: 2px solid #4575b4; padding-bottom: .3em; }
-h2 { margin-top: 2em; color: #4575b4; }
-.scroll { overflow-x: auto; }
-table { border-collapse: collapse; margin: .8em 0; font-size: .9em; }
-th, td { border: 1px solid #ccc; padding: .3em .6em; text-align: right; }
-th { background: #eef2f8; }
-td:first-child, th:first-child { text-align: left; }
-.pass { color: #1b7837; font-weight: bold; }
-.fail { color: #b2182b; font-weight: bold; }
-.meta { color: #555; }
-figure { display: inline-block; margin: .5em 1em .5em 0; }
-figcaption { font-size: .85em; color: #555; }
-img { max-width: 100%; border: 1px solid #eee; }
+       color: #222; line-height: 1.45; padding: 0 1em; }
+h1 { border-bottom: 2px solid #0072B2; padding-bottom: .3em; font-size: 1.7em; }
+h2 { margin-top: 2em; color: #0b4f7c; border-bottom: 1px solid #ddd; }
+h3 { margin-top: 1.4em; }
+.scroll { overflow-x: auto; max-width: 100%; }
+table { border-collapse: collapse; margin: .6em 0; font-size: .88em; }
+caption { text-align: left; font-weight: 600; padding: .2em 0; }
+th, td { border: 1px solid #ccc; padding: .3em .55em; text-align: right; vertical-align: top; }
+th { background: #eef3f8; text-align: left; }
+td:first-child, th:first-child, td.text, th.text { text-align: left; }
+.pass { color: #005a8c; font-weight: bold; }
+.fail { color: #a23b00; font-weight: bold; }
+.meta { color: #444; }
+.decision { border: 2px solid #0072B2; background: #f2f8fc; padding: .6em 1em; margin: 1em 0; }
+.decision.none { border-color: #D55E00; background: #fdf3ec; }
+.rule { font-size: .9em; color: #444; }
+figure { margin: .8em 0; max-width: 100%; }
+figcaption { font-size: .88em; color: #444; }
+img { max-width: 100%; height: auto; border: 1px solid #eee; }
+details { margin: .3em 0 1em; }
+summary { cursor: pointer; color: #0b4f7c; }
+code, .hash { overflow-wrap: anywhere; word-break: break-all; font-size: .88em; }
+.grid { display: flex; flex-wrap: wrap; gap: 1em; }
+.grid > figure { flex: 1 1 420px; min-width: 0; }
+@page { size: A4; margin: 14mm; }
+@media print {
+  body { margin: 0; max-width: none; font-size: 10pt; }
+  details > *:not(summary) { display: block; }
+  .scroll { overflow: visible; }
+  h2 { break-after: avoid; }
+  figure, table { break-inside: avoid; }
+}
 """
 
 _TOPSIS_STATISTICS = ("n", "min", "q1", "median", "mean", "q3", "max", "cv", "skewness",
                       "shapiro_w", "shapiro_p", "ks_d", "ks_p", "cvm_w2", "cvm_p", "ad_a2", "ad_p")
+
+_NUMBER = re.compile(r"^[-−–]?\d|^–$")  # a formatted number (or a missing one): right-aligned
+
+_DECISION_RISK = ("global_risk", "expected_reidentifications", "k2_violations", "k3_violations",
+                  "k5_violations", "records_above_threshold", "household_risk")
+
+_METHOD_LABELS = {
+    "local_suppression": "Local suppression", "pram": "PRAM", "microaggregation": "Microaggregation",
+    "recode": "Global recoding", "global_recode": "Global recoding", "top_code": "Top coding",
+    "bottom_code": "Bottom coding", "noise": "Noise addition", "rounding": "Rounding",
+    "rank_swap": "Rank swapping", "record_swap": "Targeted record swapping", "subsample": "Subsampling",
+    "remove": "Removal of variables",
+}
+
+
+# --- inputs and the figures every format shares ------------------------------------------------
 
 
 def _check_inputs(inputs: ReportInputs) -> None:
@@ -54,6 +101,13 @@ def _risk_measures(inputs: ReportInputs) -> list[str]:
     names = list(inputs.risk_before)
     for plan in inputs.plans.values():
         names.extend(name for name in plan.residual_risk if name not in names)
+    return names
+
+
+def _loss_measures(inputs: ReportInputs) -> list[str]:
+    names: list[str] = []
+    for plan in inputs.plans.values():
+        names.extend(name for name in plan.loss if name not in names)
     return names
 
 
@@ -79,6 +133,87 @@ def headline_table(inputs: ReportInputs) -> pd.DataFrame:
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "plan"
     return table
+
+
+def plan_points(inputs: ReportInputs) -> pd.DataFrame:
+    """The plans on the risk-utility map: index = plans (spec order); ``risk`` (residual
+    ``inputs.risk_measure``), ``loss`` (``inputs.loss_measure``), ``utility`` (1 - loss),
+    ``releasable`` and ``pareto`` (Pareto-optimal among the releasable plans)."""
+    points = pd.DataFrame(
+        {"risk": [float(plan.residual_risk.get(inputs.risk_measure, np.nan)) for plan in inputs.plans.values()],
+         "loss": [float(plan.loss.get(inputs.loss_measure, np.nan)) for plan in inputs.plans.values()],
+         "releasable": [bool(plan.releasable) for plan in inputs.plans.values()]},
+        index=pd.Index(list(inputs.plans), name="plan"),
+    )
+    points["utility"] = 1.0 - points["loss"]
+    front = pareto_optimal(points[points["releasable"].astype(bool)])
+    points["pareto"] = front.reindex(points.index, fill_value=False).astype(bool)
+    return points
+
+
+def recommendation(inputs: ReportInputs) -> Recommendation:
+    """The plan to release by :data:`~sdc_dagster.report.decision.RECOMMENDATION_RULE`."""
+    return recommend_plan(plan_points(inputs))
+
+
+def decision_table(inputs: ReportInputs) -> pd.DataFrame:
+    """The release decision of each plan: ``decision`` ("released" or "withheld"),
+    ``blocking_checks_failed`` (each failed blocking check with its rule and the value found) and
+    ``warnings`` (failed non-blocking checks)."""
+    def reasons(failed: dict) -> str:
+        return "; ".join(f"{check}: {why}" for check, why in failed.items()) or "none"
+
+    return pd.DataFrame(
+        {"decision": ["released" if plan.releasable else "withheld" for plan in inputs.plans.values()],
+         "blocking_checks_failed": [reasons(plan.withheld_because) for plan in inputs.plans.values()],
+         "warnings": [reasons(plan.warnings) for plan in inputs.plans.values()]},
+        index=pd.Index(list(inputs.plans), name="plan"),
+    )
+
+
+def step_sentence(step: dict) -> str:
+    """One protection step as a sentence: the method, its parameters, its seed and what it did.
+
+    ``step`` is a step record of a release manifest (``method``, ``parameters``,
+    ``random_state``, ``values_changed``, ``values_suppressed``, ``records_before`` /
+    ``records_after``, ``columns_removed``) or a step as written in the spec (``method`` and its
+    parameters side by side).
+    """
+    method = str(step.get("method", "step"))
+    recorded = "parameters" in step
+    parameters = step["parameters"] if recorded else {k: v for k, v in step.items() if k != "method"}
+
+    def written(key: str, value) -> str:
+        label = key.replace("_", " ")
+        if isinstance(value, dict):  # a mapping of categories
+            return f"{label} " + ", ".join(f"{k} → {v}" for k, v in value.items())
+        if isinstance(value, (list, tuple)):
+            return f"{label} " + ", ".join(map(str, value))
+        return f"{label} {value}" if isinstance(value, str) else f"{label} = {value}"
+
+    shown = [written(key, value) for key, value in parameters.items()
+             if value is not None and value is not False and value != [] and value != {}]
+    sentence = _METHOD_LABELS.get(method, method.replace("_", " ").capitalize())
+    if shown:
+        sentence += " with " + "; ".join(shown)
+    if step.get("random_state") is not None:
+        sentence += f" (seed {step['random_state']})"
+    outcomes = []
+    for key, verb in (("values_changed", "changed"), ("values_suppressed", "suppressed")):
+        counts = step.get(key) or {}
+        if counts and (key == "values_suppressed" or counts != step.get("values_suppressed")):
+            outcomes.append(f"{verb} {sum(counts.values()):,} values ("
+                            + ", ".join(f"{v} {n:,}" for v, n in counts.items()) + ")")
+    if recorded and step.get("records_after", 0) < step.get("records_before", 0):
+        outcomes.append(f"kept {step['records_after']:,} of {step['records_before']:,} records")
+    if step.get("columns_removed"):
+        outcomes.append("removed " + ", ".join(map(str, step["columns_removed"])))
+    if outcomes:
+        sentence += ": " + "; ".join(outcomes)
+    return sentence + "."
+
+
+# --- plots (also the Dagster metadata of the report asset) ------------------------------------
 
 
 def risk_histogram(inputs: ReportInputs) -> bytes:
@@ -110,24 +245,25 @@ def contribution_change_plots(inputs: ReportInputs) -> dict[str, bytes]:
 
 
 def topsis_histograms(inputs: ReportInputs) -> bytes:
-    """PNG of the per-record TOPSIS losses of every plan, overlaid on a common bin grid."""
+    """PNG of the per-record TOPSIS losses of every plan, on a common bin grid."""
     return histograms_png({name: plan.topsis for name, plan in inputs.plans.items()},
                           "TOPSIS information loss per record", xlabel="eta (0 = least, 1 = most loss)")
 
 
 def risk_utility_map(inputs: ReportInputs) -> bytes:
-    """PNG scatter of the plans: residual ``inputs.risk_measure`` against mean TOPSIS loss."""
-    points = pd.DataFrame(
-        {"risk": [float(plan.residual_risk.get(inputs.risk_measure, np.nan)) for plan in inputs.plans.values()],
-         "loss": [float(plan.topsis.mean()) if len(plan.topsis) else np.nan for plan in inputs.plans.values()],
-         "releasable": [bool(plan.releasable) for plan in inputs.plans.values()]},
-        index=list(inputs.plans),
+    """PNG scatter of the plans: residual risk against information loss, the Pareto front of the
+    plans passing their blocking checks drawn and the recommended plan ringed."""
+    points = plan_points(inputs)
+    return risk_utility_map_png(
+        points, f"Risk-utility map of the {len(points)} plan(s)",
+        xlabel=f"residual risk: {measure_info(inputs.risk_measure).label}",
+        ylabel=f"information loss: {measure_info(inputs.loss_measure).label}",
+        recommended=recommend_plan(points).plan,
     )
-    return risk_utility_map_png(points, f"Risk-utility map ({inputs.risk_measure})")
 
 
 def report_plots(inputs: ReportInputs) -> dict[str, bytes]:
-    """Every plot of the report as ``{name: PNG bytes}`` (for Dagster metadata)."""
+    """The summary plots of the report as ``{name: PNG bytes}`` (for Dagster metadata)."""
     plots = {"risk_histogram": risk_histogram(inputs)}
     combined = combined_risk_histogram(inputs)
     if combined is not None:
@@ -140,53 +276,95 @@ def report_plots(inputs: ReportInputs) -> dict[str, bytes]:
     return plots
 
 
+def category_shares(values: dict[str, pd.Series]) -> pd.DataFrame:
+    """Share of the records in each category (missing values as "(missing)"), one column per
+    series of ``values`` (e.g. "original" and each plan); categories in sorted order."""
+    shares = {name: series.astype(object).where(series.notna(), "(missing)").astype(str)
+              .value_counts(normalize=True) for name, series in values.items()}
+    table = pd.DataFrame(shares).fillna(0.0)
+    ordered = sorted(table.index, key=lambda c: (c == "(missing)", len(c), c))
+    return table.reindex(ordered).rename_axis("category")
+
+
+def quantile_table(values: dict[str, pd.Series]) -> pd.DataFrame:
+    """Quantiles (min, 10 %, 25 %, median, 75 %, 90 %, max), mean and missing count of each series."""
+    levels = {"min": 0.0, "q10": 0.1, "q25": 0.25, "median": 0.5, "q75": 0.75, "q90": 0.9, "max": 1.0}
+    table = {}
+    for name, series in values.items():
+        numbers = pd.to_numeric(series, errors="coerce")
+        row = numbers.quantile(list(levels.values())).set_axis(list(levels)).to_dict()
+        table[name] = {**row, "mean": numbers.mean(), "missing": int(numbers.isna().sum())}
+    return pd.DataFrame(table).rename_axis("statistic")
+
+
+def _topsis_summary_table(inputs: ReportInputs) -> pd.DataFrame:
+    columns = {}
+    for name, plan in inputs.plans.items():
+        eta = plan.topsis.dropna()
+        columns[name] = topsis_summary(eta) if len(eta) >= 3 else {"n": len(eta)}
+    return pd.DataFrame(columns, index=list(_TOPSIS_STATISTICS))
+
+
+def _contributions_side_by_side(inputs: ReportInputs) -> pd.DataFrame | None:
+    """Variables x (value, plan): each global contribution before (the wave) and after each plan."""
+    frames = {name: plan.contributions for name, plan in inputs.plans.items() if plan.contributions is not None}
+    if not frames:
+        return None
+    columns = {}
+    for value in ("shapley", "solidarity"):
+        first = next(iter(frames.values()))
+        if f"{value}_before" not in first.columns:
+            continue
+        columns[f"{value} before"] = first[f"{value}_before"]
+        for name, frame in frames.items():
+            columns[f"{value} after {name}"] = frame[f"{value}_after"]
+    return pd.DataFrame(columns).rename_axis("variable")
+
+
+# --- HTML building blocks ----------------------------------------------------------------------
+
+
 def _format_cell(value) -> str:
     if isinstance(value, (bool, np.bool_)):
         return '<span class="pass">yes</span>' if value else '<span class="fail">no</span>'
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+    if value is None or value is pd.NA or (isinstance(value, float) and is_missing(value)):
         return "&ndash;"
     if isinstance(value, (int, np.integer)):
         return f"{int(value):,}"
     if isinstance(value, (float, np.floating)):
-        magnitude = abs(float(value))
-        if float(value).is_integer() and magnitude >= 1:  # counts that passed through a float column
+        if float(value).is_integer() and abs(float(value)) >= 1:  # counts that passed through a float column
             return f"{int(value):,}"
-        return f"{value:.4g}" if magnitude >= 1e5 or (0 < magnitude < 1e-3) else f"{value:.4f}"
+        return html.escape(format_value(value, "index"))
     return html.escape(str(value))
 
 
-def _table(frame: pd.DataFrame, *, caption: str = "", index_label: str | None = None) -> str:
-    """An escaped HTML table; the index becomes the first column."""
+class _Markup(str):
+    """A table label that is already HTML (not escaped again)."""
+
+
+def _table(frame: pd.DataFrame, *, caption: str = "", index_label: str | None = None, raw: bool = False) -> str:
+    """An HTML table in its own horizontal scroll container; the index becomes the first column.
+    ``raw``: cells are already HTML."""
     label = index_label if index_label is not None else (frame.index.name or "")
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in [label, *frame.columns])
+    cell = (lambda v: str(v)) if raw else _format_cell
     body = "".join(
-        "<tr><td>" + html.escape(str(index)) + "</td>" + "".join(f"<td>{_format_cell(v)}</td>" for v in row) + "</tr>"
+        "<tr><td>" + (str(index) if isinstance(index, _Markup) else html.escape(str(index))) + "</td>" + "".join(
+            f'<td class="text">{cell(v)}</td>' if isinstance(v, str) and not _NUMBER.match(v) else f"<td>{cell(v)}</td>"
+            for v in row
+        ) + "</tr>"
         for index, row in zip(frame.index, frame.itertuples(index=False, name=None))
     )
     caption_html = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-    # wide tables (many risk measures or plans) scroll instead of overflowing the page
     return f'<div class="scroll"><table>{caption_html}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def _figure(png: bytes, caption: str) -> str:
-    data = base64.b64encode(png).decode("ascii")
-    return (f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
-
-
-def _by_plan(inputs: ReportInputs, attribute: str) -> pd.DataFrame:
-    """Rows = entries of a per-plan dict attribute (union over plans), columns = plans."""
-    return pd.DataFrame({name: pd.Series(getattr(plan, attribute), dtype=object)
-                         for name, plan in inputs.plans.items()})
-
-
-def _steps_section(inputs: ReportInputs) -> str:
-    parts = []
-    for name, plan in inputs.plans.items():
-        steps = pd.DataFrame(plan.steps) if plan.steps else pd.DataFrame({"method": ["(none)"]})
-        steps.index = pd.RangeIndex(1, len(steps) + 1, name="step")
-        parts.append(f"<h3>{html.escape(name)}</h3>" + _table(steps) + _release_note(plan.release))
-    return "".join(parts)
+def _chart(png: bytes, alt: str, caption: str, data: str) -> str:
+    """A chart with alt text, a caption and the table of its numbers behind it."""
+    encoded = base64.b64encode(png).decode("ascii")
+    return (f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{encoded}">'
+            f"<figcaption>{html.escape(caption)}</figcaption>"
+            f"<details><summary>Data behind the chart</summary>{data}</details></figure>")
 
 
 def _release_note(release: dict | None) -> str:
@@ -204,52 +382,243 @@ def _release_note(release: dict | None) -> str:
     return text + ".</p>"
 
 
-def decision_table(inputs: ReportInputs) -> pd.DataFrame:
-    """The release decision of each plan: ``decision`` ("released" or "withheld"),
-    ``blocking_checks_failed`` (each failed blocking check with its rule and the value found) and
-    ``warnings`` (failed non-blocking checks)."""
-    def reasons(failed: dict) -> str:
-        return "; ".join(f"{check}: {why}" for check, why in failed.items()) or "none"
-
-    return pd.DataFrame(
-        {"decision": ["released" if plan.releasable else "withheld" for plan in inputs.plans.values()],
-         "blocking_checks_failed": [reasons(plan.withheld_because) for plan in inputs.plans.values()],
-         "warnings": [reasons(plan.warnings) for plan in inputs.plans.values()]},
-        index=pd.Index(list(inputs.plans), name="plan"),
-    )
+# --- sections ------------------------------------------------------------------------------------
 
 
-def _contributions_section(inputs: ReportInputs) -> str:
-    plots = contribution_change_plots(inputs)
-    return "".join(
-        f"<h3>{html.escape(name)}</h3>" + _table(plan.contributions, index_label="variable")
-        + _figure(plots[name], f"Global contributions before and after {name}")
-        for name, plan in inputs.plans.items() if plan.contributions is not None
-    )
-
-
-def _topsis_summary_table(inputs: ReportInputs) -> pd.DataFrame:
-    columns = {}
+def _decision_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recommendation) -> str:
+    settings = [f"{inputs.n_records:,} records", "key variables " + ", ".join(map(str, inputs.keys))]
+    if inputs.k is not None:
+        settings.append(f"k = {inputs.k}")
+    if inputs.risk_threshold is not None:
+        settings.append(f"individual-risk threshold {format_value(inputs.risk_threshold, 'share')}")
+    if inputs.max_global_risk is not None:
+        settings.append(f"global-risk target at most {format_value(inputs.max_global_risk, 'share')}")
+    parts = ["<h2 id=\"decision\">Decision</h2>", f"<p class=\"meta\">Wave {html.escape(str(inputs.wave))}: "
+             f"{html.escape('; '.join(settings))}.</p>"]
+    if not inputs.plans:
+        return "".join(parts) + "<p>No protection plan is configured: nothing to release.</p>" + _risk_before(inputs)
+    box = "decision" + ("" if chosen.plan else " none")
+    verdict = (f"Recommended plan: <strong>{html.escape(chosen.plan)}</strong>" if chosen.plan
+               else "<strong>No plan is recommended</strong>")
+    parts.append(f'<div class="{box}"><p>{verdict}. {html.escape(chosen.reason)}</p>'
+                 f'<p class="rule">Rule: {html.escape(RECOMMENDATION_RULE)}</p></div>')
+    parts.append(_risk_before(inputs))
+    loss_label = measure_info(inputs.loss_measure)
+    rows = {}
     for name, plan in inputs.plans.items():
-        eta = plan.topsis.dropna()
-        columns[name] = topsis_summary(eta) if len(eta) >= 3 else {"n": len(eta)}
-    return pd.DataFrame(columns, index=list(_TOPSIS_STATISTICS))
+        failed = "; ".join(f"{c}: {why}" for c, why in plan.withheld_because.items())
+        rows[name] = {
+            "residual risk": format_measure(inputs.risk_measure, plan.residual_risk),
+            f"information loss ({loss_label.label})": format_measure(inputs.loss_measure, plan.loss),
+            "utility (1 - loss)": format_value(points.loc[name, "utility"], "index"),
+            "blocking checks": "passed" if plan.releasable else f"failed: {failed}",
+            "warnings": "; ".join(f"{c}: {why}" for c, why in plan.warnings.items()) or "none",
+            "Pareto-optimal": "yes" if points.loc[name, "pareto"] else "no",
+        }
+    plans = pd.DataFrame.from_dict(rows, orient="index").rename_axis("plan")
+    parts.append(_table(plans, caption=f"Each plan: residual {measure_info(inputs.risk_measure).label.lower()}, "
+                                        "information loss and its blocking release checks"))
+    parts += ["<h3>Release decision</h3>",
+              "<p>A plan failing a blocking check is withheld: no protected file and no release manifest are "
+              "published for it.</p>", _table(decision_table(inputs)),
+              _table(_by_plan(inputs, "checks"), caption="Release checks passed", index_label="check")]
+    return "".join(parts)
+
+
+def _by_plan(inputs: ReportInputs, attribute: str) -> pd.DataFrame:
+    """Rows = entries of a per-plan dict attribute (union over plans), columns = plans."""
+    return pd.DataFrame({name: pd.Series(getattr(plan, attribute), dtype=object)
+                         for name, plan in inputs.plans.items()})
+
+
+def _risk_before(inputs: ReportInputs) -> str:
+    names = [n for n in _DECISION_RISK if n in inputs.risk_before]
+    if not names:
+        return ""
+    rows = {measure_info(n).label: [format_measure(n, inputs.risk_before), measure_info(n).meaning] for n in names}
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=["before protection", "meaning"])
+    return _table(table.rename_axis("risk of the unprotected wave"), caption="Risk before protection")
+
+
+def _map_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recommendation) -> str:
+    if not inputs.plans:
+        return ""
+    data = points.assign(recommended=[name == chosen.plan for name in points.index])
+    alt = ("Scatter plot of the plans, residual risk on the horizontal axis and information loss on the vertical "
+           "axis: " + "; ".join(f"{name} risk {format_value(r.risk, 'index')}, loss {format_value(r.loss, 'index')}, "
+                                 f"{'passes' if r.releasable else 'fails'} its checks"
+                                 for name, r in points.iterrows())
+           + (f"; recommended: {chosen.plan}" if chosen.plan else "; no plan recommended"))
+    return ("<h2 id=\"map\">Risk-utility map</h2>"
+            "<p>Lower left is better. Circles pass their blocking checks, crosses fail them; the dashed line is "
+            "the Pareto front of the passing plans; the ring marks the recommendation.</p>"
+            + _chart(risk_utility_map(inputs), alt, "Residual risk against information loss per plan",
+                     _table(data, index_label="plan")))
+
+
+def _variables_section(inputs: ReportInputs) -> str:
+    parts = ["<h2 id=\"variables\">Per variable</h2>"]
+    if inputs.suppressions is not None and not inputs.suppressions.empty:
+        parts += ["<h3>Suppressions per key and plan</h3>",
+                  "<p>Values observed in the original record and missing after the plan (SPEC §8.3).</p>",
+                  _chart(grouped_bars_png(inputs.suppressions, "Values suppressed per key variable",
+                                          ylabel="values suppressed"),
+                         "Bar chart of the values suppressed per key variable and plan",
+                         "Values suppressed per key variable and plan", _table(inputs.suppressions))]
+    side = _contributions_side_by_side(inputs)
+    if inputs.contributions_global is not None or side is not None:
+        parts += ["<h3>Contributions to the risk: Shapley and solidarity values</h3>",
+                  "<p>Share of the risk each variable carries (SPEC §6.6; sums to 1 over the variables while "
+                  "some record is unsafe, 0 when none is), before protection and after each plan.</p>"]
+        if side is not None:
+            parts.append(_table(side, caption="Global contributions before and after each plan"))
+        elif inputs.contributions_global is not None:
+            parts.append(_table(inputs.contributions_global, index_label="variable"))
+        if any(plan.contributions is not None for plan in inputs.plans.values()):
+            parts.append("<h3>Contributions to the residual risk after each plan</h3>")
+            plots = contribution_change_plots(inputs)
+            parts.append('<div class="grid">' + "".join(
+                _chart(plots[name], f"Bar chart of each variable's Shapley and solidarity contribution before and "
+                                    f"after {name}", f"Contributions before and after {name}",
+                       _table(plan.contributions, index_label="variable"))
+                for name, plan in inputs.plans.items() if plan.contributions is not None) + "</div>")
+        boxes = contribution_boxplots(inputs)
+        if boxes:
+            parts.append('<div class="grid">' + "".join(
+                _chart(png, f"Box plots of the per-record {value} values of each variable",
+                       f"{value.capitalize()} values per record and variable, before protection",
+                       _table(inputs.contributions_per_record[value].describe().rename_axis("statistic")))
+                for value, png in boxes.items()) + "</div>")
+    if inputs.unsafe_by_variable is not None:
+        parts += [f"<h3>Unsafe combinations (k = {inputs.k})</h3>",
+                  "<p>Value combinations of 1, 2, 3 key variables shared by fewer than k records in the unprotected "
+                  "wave, counted for each variable and category involved (SPEC §3.10, the mu-Argus table of "
+                  "seed 001).</p>",
+                  _table(inputs.unsafe_by_variable, caption="By variable and dimension", index_label="variable")]
+        if inputs.unsafe_by_category is not None:
+            by_category = inputs.unsafe_by_category.set_index(["variable", "category"])
+            by_category.index = [f"{v} = {c}" for v, c in by_category.index]
+            parts.append(_table(by_category, caption="By category and dimension", index_label="variable = category"))
+    matrices = [(name, variable, matrix) for name, plan in inputs.plans.items()
+                for variable, matrix in plan.pram_matrices.items()]
+    if matrices:
+        parts += ["<h3>PRAM transition matrices</h3>",
+                  "<p>Probability that a record with the original category (row) is released with the category of "
+                  "the column (SPEC §8.8).</p>", '<div class="grid">']
+        parts += [_chart(heatmap_png(matrix, f"PRAM of {variable}, plan {name}"),
+                         f"Heat map of the PRAM transition matrix of {variable} in plan {name}; diagonal "
+                         f"(retention) from {format_value(np.nanmin(np.diag(matrix.to_numpy(float))), 'index')} to "
+                         f"{format_value(np.nanmax(np.diag(matrix.to_numpy(float))), 'index')}",
+                         f"PRAM transition matrix of {variable}, plan {name}",
+                         _table(matrix.rename_axis(index=None, columns=None), index_label="from \\ to"))
+                  for name, variable, matrix in matrices]
+        parts.append("</div>")
+    if inputs.distributions:
+        parts += ["<h3>Distributions before and after</h3>",
+                  "<p>Every quasi-identifier a plan changed or suppressed: categories as shares of the records, "
+                  "continuous variables as histograms and quantiles.</p>", '<div class="grid">']
+        for variable, values in inputs.distributions.items():
+            if variable in inputs.continuous:
+                png = histograms_png(values, f"{variable}: before and after", xlabel=variable)
+                parts.append(_chart(png, f"Overlaid histograms of {variable} before protection and after each plan",
+                                    f"{variable} before and after", _table(quantile_table(values))))
+            else:
+                shares = category_shares(values)
+                png = grouped_bars_png(100 * shares, f"{variable}: share of records per category", ylabel="% of records")
+                parts.append(_chart(png, f"Bar chart of the share of records in each category of {variable}, before "
+                                         "protection and after each plan", f"{variable} before and after",
+                                    _table((100 * shares).round(2), caption="% of records")))
+        parts.append("</div>")
+    return "".join(parts) if len(parts) > 1 else ""
+
+
+def _measures_section(inputs: ReportInputs) -> str:
+    risk_names, loss_names = _risk_measures(inputs), _loss_measures(inputs)
+    columns = ["original", *inputs.plans]
+    parts = ["<h2 id=\"measures\">All measures, explained</h2>",
+             "<p>Each measure with its meaning, the direction in which it is better, its range and the SPEC section "
+             "that defines it. Counts are integers, shares percentages; a scale-dependent measure is followed by its "
+             "relative form.</p>"]
+    for group in GROUPS:
+        names = [n for n in risk_names + loss_names if measure_info(n).group == group]
+        if not names:
+            continue
+        rows = {}
+        for name in names:
+            info = measure_info(name)
+            values = {"original": inputs.risk_before if name in risk_names else {},
+                      **{p: (plan.residual_risk if name in risk_names else plan.loss) for p, plan in inputs.plans.items()}}
+            rows[name] = {"measure": f"<strong>{html.escape(info.label)}</strong><br><code>{html.escape(name)}</code>",
+                          "what it says": html.escape(f"{info.meaning}; {info.direction}; range {info.range}"),
+                          "SPEC": html.escape(info.spec),
+                          **{c: html.escape(format_measure(name, values[c])) for c in columns}}
+        table = pd.DataFrame.from_dict(rows, orient="index").set_index("measure")
+        table.index = table.index.map(_Markup)
+        parts += [f"<h3>{html.escape(group)}</h3>", _table(table, raw=True)]
+        if group == GROUPS[0]:
+            figures = [_chart(risk_histogram(inputs), "Histogram of the individual re-identification risk of the "
+                              "unprotected records", "Individual re-identification risk before protection",
+                              _table(inputs.risk_per_record["risk"].describe().to_frame("risk").rename_axis("statistic")))]
+            combined = combined_risk_histogram(inputs)
+            if combined is not None:
+                figures.append(_chart(combined, "Histogram of the combined categorical and continuous record risk",
+                                      "Combined categorical and continuous risk before protection",
+                                      _table(inputs.risk_per_record["combined_risk"].describe().to_frame("combined risk")
+                                             .rename_axis("statistic"))))
+            parts.append('<div class="grid">' + "".join(figures) + "</div>")
+    if inputs.plans:
+        parts += ["<h3>TOPSIS information loss per record (SPEC §10)</h3>",
+                  "<p>Per-record loss relative to the best and worst record of the same plan (0 = least, 1 = most): "
+                  "compare distributions within a plan, not levels across plans.</p>",
+                  _chart(topsis_histograms(inputs), "Histograms of the per-record TOPSIS loss of each plan",
+                         "TOPSIS information loss per record",
+                         _table(_topsis_summary_table(inputs), index_label="statistic"))]
+    return "".join(parts)
+
+
+def _provenance_section(inputs: ReportInputs) -> str:
+    if not inputs.plans:
+        return ""
+    parts = ["<h2 id=\"provenance\">Protection steps and provenance</h2>"]
+    versions: dict[str, dict] = {}
+    for name, plan in inputs.plans.items():
+        steps = plan.steps or [{"method": "none"}]
+        parts += [f"<h3>{html.escape(name)}</h3>",
+                  "<ol>" + "".join(f"<li>{html.escape(step_sentence(s))}</li>" for s in steps) + "</ol>"]
+        origin = plan.provenance
+        if origin:
+            facts = [("plan seed (random_state)", origin.get("seed")), ("run", origin.get("run_id")),
+                     ("spec SHA-256", origin.get("spec_sha256")), ("input data SHA-256", origin.get("input_sha256")),
+                     ("output SHA-256", origin.get("output_sha256") or "none (withheld)")]
+            record = origin.get("record")
+            items = "".join(f'<li>{html.escape(label)}: <span class="hash">{html.escape(str(value))}</span></li>'
+                            for label, value in facts)
+            if record:
+                items += (f'<li>{"manifest" if plan.releasable else "withheld record"}: '
+                          f'<a class="hash" href="{html.escape(Path(record).as_uri())}">{html.escape(record)}</a></li>')
+            if origin.get("audit_command"):
+                items += f"<li>replay and verify: <code>{html.escape(origin['audit_command'])}</code></li>"
+            parts.append(f"<ul>{items}</ul>")
+            versions[name] = origin.get("packages", {})
+        parts.append(_release_note(plan.release))
+    if versions:
+        table = pd.DataFrame(versions).fillna("").rename_axis("package")
+        parts += ["<h3>Versions</h3>", _table(table)]
+    return "".join(parts)
 
 
 def render_report(inputs: ReportInputs) -> str:
     """The release report as one self-contained HTML document.
 
-    Sections: headline table; risk before and after each plan (global, k-anonymity,
-    household); release checks and the release decision of each plan (withheld plans name the
-    blocking checks they failed); protection steps; contributions of the key variables
-    (global Shapley / solidarity values and per-record box plots) and, per plan, how the plan
-    moved each variable's contribution (table and bar chart); every information-loss
-    measure per plan with the distribution of the TOPSIS losses (SPEC §10); plots of the
-    individual risk, the TOPSIS losses and the risk-utility map.
-
-    Parameters
-    ----------
-    inputs : ReportInputs
+    Sections, in order: the decision (wave, keys, k and thresholds, risk before protection, one
+    line per plan with its residual risk, loss, utility and blocking checks, the recommended plan
+    with its reason and the rule of :mod:`~sdc_dagster.report.decision`, the release decision of
+    each plan); the risk-utility map with the Pareto front; per variable (suppressions per key
+    and plan, Shapley and solidarity contributions before and after each plan, the unsafe
+    combinations of SPEC §3.10, PRAM matrices as heat maps, distributions before and after);
+    every measure explained and grouped (meaning, direction, range, SPEC section), formatted by
+    kind; the plans' steps as sentences with seeds, hashes, versions, manifest links and the
+    ``sdc audit`` command. Every chart has alt text and its numbers in a table behind it.
 
     Returns
     -------
@@ -258,46 +627,18 @@ def render_report(inputs: ReportInputs) -> str:
     """
     _check_inputs(inputs)
     title = f"Disclosure control report: {inputs.survey}, wave {inputs.wave}"
+    points = plan_points(inputs)
+    chosen = recommend_plan(points)
     sections = [
         f"<h1>{html.escape(title)}</h1>",
-        f'<p class="meta">{inputs.n_records:,} records; key variables: '
-        f"{html.escape(', '.join(map(str, inputs.keys)))}; {len(inputs.plans)} protection plan(s).</p>",
-        "<h2>Headline</h2>", _table(headline_table(inputs)),
+        _decision_section(inputs, points, chosen),
+        _map_section(inputs, points, chosen),
+        _variables_section(inputs),
+        _measures_section(inputs),
+        _provenance_section(inputs),
     ]
-    risk = pd.DataFrame({"original": pd.Series(inputs.risk_before, dtype=object)})
-    for name, plan in inputs.plans.items():
-        risk[name] = pd.Series(plan.residual_risk, dtype=object)
-    risk = risk.reindex(_risk_measures(inputs))
-    sections += ["<h2>Disclosure risk before and after protection</h2>", _table(risk, index_label="measure")]
-    figures = [_figure(risk_histogram(inputs), "Individual re-identification risk before protection")]
-    combined = combined_risk_histogram(inputs)
-    if combined is not None:
-        figures.append(_figure(combined, "Combined categorical and continuous risk before protection"))
-    sections.append("".join(figures))
-    if inputs.plans:
-        sections += ["<h2>Release checks</h2>", _table(_by_plan(inputs, "checks"), index_label="check"),
-                     "<h3>Release decision</h3>",
-                     "<p>A plan failing a blocking check is withheld: no protected file and no release "
-                     "manifest are published for it.</p>",
-                     _table(decision_table(inputs)),
-                     "<h2>Protection steps</h2>", _steps_section(inputs)]
-    if inputs.contributions_global is not None or inputs.contributions_per_record:
-        sections.append("<h2>Contributions of the key variables to the risk</h2>")
-        if inputs.contributions_global is not None:
-            sections.append(_table(inputs.contributions_global, index_label="variable"))
-        sections.append("".join(_figure(png, f"{value.capitalize()} values per record and variable")
-                                for value, png in contribution_boxplots(inputs).items()))
-    if any(plan.contributions is not None for plan in inputs.plans.values()):
-        sections += ["<h2>Contributions to the residual risk after each plan</h2>", _contributions_section(inputs)]
-    if inputs.plans:
-        sections += [
-            "<h2>Information loss</h2>", _table(_by_plan(inputs, "loss"), index_label="measure"),
-            "<h3>TOPSIS information loss per record</h3>",
-            _table(_topsis_summary_table(inputs), index_label="statistic"),
-            _figure(topsis_histograms(inputs), "TOPSIS information loss per record"),
-            "<h2>Risk-utility map</h2>",
-            _figure(risk_utility_map(inputs), "Residual risk against mean TOPSIS loss per plan"),
-        ]
-    body = "\n".join(sections)
+    body = "\n".join(s for s in sections if s)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n")
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n<body>\n<main>\n{body}\n</main>\n"
+            "</body></html>\n")

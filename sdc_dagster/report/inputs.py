@@ -38,6 +38,14 @@ class PlanSummary:
         The variables' global contributions to the risk (SPEC §6.6) before and after the plan:
         index = variables, columns ``<value>_before`` and ``<value>_after`` for each value
         (e.g. "shapley", "solidarity").
+    pram_matrices : dict
+        ``{variable: transition matrix}`` (rows = original category, columns = released
+        category, probabilities) of each PRAM step of the plan (SPEC §8.8).
+    provenance : dict
+        Where the plan's output comes from: ``seed`` (the plan's random_state), ``run_id``,
+        ``spec_sha256``, ``input_sha256``, ``output_sha256`` (None when withheld), ``packages``
+        (``{name: version}``), ``record`` (path of the manifest or withheld record) and
+        ``audit_command`` (the ``sdc audit`` command that replays the release).
     """
 
     steps: list[dict]
@@ -50,6 +58,8 @@ class PlanSummary:
     withheld_because: dict = field(default_factory=dict)
     warnings: dict = field(default_factory=dict)
     contributions: pd.DataFrame | None = None
+    pram_matrices: dict[str, pd.DataFrame] = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,6 +89,24 @@ class ReportInputs:
         ``{plan name: PlanSummary}``.
     risk_measure : str
         Entry of ``risk_before`` / ``residual_risk`` used as the x axis of the risk-utility map.
+    loss_measure : str
+        Entry of ``PlanSummary.loss`` used as the information loss (y axis of the map, and the
+        utility the recommendation maximises: utility = 1 - loss); default the distance measure
+        with arctan distances (SPEC §9.1 eq (1), (6)), in [0, 1] and comparable across plans.
+    k : int or None
+        The k of k-anonymity the spec asks for; ``risk_threshold``: the individual-risk threshold;
+        ``max_global_risk``: the global-risk target (None when unknown).
+    suppressions : DataFrame or None
+        Values suppressed by each plan: index = key variables, columns = plans (counts).
+    unsafe_by_variable, unsafe_by_category : DataFrame or None
+        The unsafe combinations of the unprotected wave (SPEC §3.10; the two tables of
+        :func:`~sdc_dagster.risk.unsafe_combinations`).
+    distributions : dict
+        ``{variable: {"original": Series, <plan>: Series}}``: the values of each protected
+        variable before and after each plan (a plan that does not release it is left out).
+    continuous : list of str
+        The variables of ``distributions`` drawn as continuous (histograms and quantiles); the
+        others are drawn as categories.
     """
 
     survey: str
@@ -91,3 +119,12 @@ class ReportInputs:
     contributions_per_record: dict[str, pd.DataFrame] | None
     plans: dict[str, PlanSummary] = field(default_factory=dict)
     risk_measure: str = "global_risk"
+    loss_measure: str = "lambda_arctan"
+    k: int | None = None
+    risk_threshold: float | None = None
+    max_global_risk: float | None = None
+    suppressions: pd.DataFrame | None = None
+    unsafe_by_variable: pd.DataFrame | None = None
+    unsafe_by_category: pd.DataFrame | None = None
+    distributions: dict[str, dict[str, pd.Series]] = field(default_factory=dict)
+    continuous: list[str] = field(default_factory=list)

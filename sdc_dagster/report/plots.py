@@ -16,8 +16,10 @@ from matplotlib.figure import Figure
 
 _FIGSIZE = (6.4, 4.0)
 _DPI = 96
-_PASS_COLOUR = "#1b7837"
-_FAIL_COLOUR = "#b2182b"
+# Okabe & Ito's colour-blind-safe palette; pass / fail differ in marker shape as well as colour.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+_PASS_COLOUR = PALETTE[0]
+_FAIL_COLOUR = PALETTE[5]
 
 
 def _finite(values) -> np.ndarray:
@@ -63,7 +65,7 @@ def histogram_png(values, title: str, *, bins: int = 30, xlabel: str = "") -> by
     axes = figure.add_subplot()
     if data.size:
         distinct = np.unique(data).size
-        axes.hist(data, bins=max(1, min(bins, distinct)), color="#4575b4", edgecolor="white")
+        axes.hist(data, bins=max(1, min(bins, distinct)), color=PALETTE[0], edgecolor="white")
     else:
         _empty_note(axes)
     axes.set_title(title)
@@ -114,9 +116,10 @@ def histograms_png(series_by_name: Mapping[str, Sequence[float]], title: str, *,
     if pooled.size:
         low, high = float(pooled.min()), float(pooled.max())
         edges = np.linspace(low, high if high > low else low + 1.0, bins + 1)
-        for name, values in named.items():
+        for n, (name, values) in enumerate(named.items()):
             if values.size:
-                axes.hist(values, bins=edges, alpha=0.5, label=name)
+                axes.hist(values, bins=edges, histtype="step", linewidth=2, color=PALETTE[n % len(PALETTE)],
+                          label=name)
         axes.legend(fontsize="small")
     else:
         _empty_note(axes)
@@ -126,16 +129,21 @@ def histograms_png(series_by_name: Mapping[str, Sequence[float]], title: str, *,
     return _to_png(figure)
 
 
-def risk_utility_map_png(points: pd.DataFrame, title: str = "Risk-utility map") -> bytes:
+def risk_utility_map_png(points: pd.DataFrame, title: str = "Risk-utility map", *, xlabel: str = "residual global risk",
+                         ylabel: str = "information loss", recommended: str | None = None) -> bytes:
     """Scatter of protection plans: residual risk (x) against information loss (y).
 
     Parameters
     ----------
     points : DataFrame
-        Index = plan names; columns "risk", "loss" (numbers) and "releasable" (bool).
-        Plans passing the release checks are drawn as green circles, the others as red crosses.
+        Index = plan names; columns "risk", "loss" (numbers) and "releasable" (bool), optionally
+        "pareto" (bool: on the Pareto front of the releasable plans, drawn as a step line).
+        Plans passing the release checks are drawn as filled blue circles, the others as
+        vermillion crosses (shape and colour differ, for colour-blind readers).
     title : str
         Figure title.
+    recommended : str or None
+        The recommended plan, ringed and labelled.
 
     Returns
     -------
@@ -144,28 +152,85 @@ def risk_utility_map_png(points: pd.DataFrame, title: str = "Risk-utility map") 
     """
     figure = Figure(figsize=_FIGSIZE)
     axes = figure.add_subplot()
+    risk = pd.to_numeric(points["risk"], errors="coerce").astype(float)
+    loss = pd.to_numeric(points["loss"], errors="coerce").astype(float)
+    finite = np.isfinite(risk) & np.isfinite(loss)
     drawn = False
+    if "pareto" in points.columns:
+        front = points.index[points["pareto"].astype(bool) & finite]
+        if len(front):
+            order = risk[front].sort_values().index
+            axes.step(risk[order], loss[order], where="post", color="grey", linestyle="--", linewidth=1,
+                      label="Pareto front (passing plans)")
     for releasable, marker, colour, label in (
-        (True, "o", _PASS_COLOUR, "passes release checks"),
-        (False, "X", _FAIL_COLOUR, "fails release checks"),
+        (True, "o", _PASS_COLOUR, "passes blocking checks"),
+        (False, "X", _FAIL_COLOUR, "fails blocking checks"),
     ):
-        subset = points[points["releasable"].astype(bool) == releasable]
-        subset = subset[np.isfinite(subset["risk"].astype(float)) & np.isfinite(subset["loss"].astype(float))]
-        if subset.empty:
+        chosen = finite & (points["releasable"].astype(bool) == releasable)
+        if not chosen.any():
             continue
         drawn = True
-        axes.scatter(subset["risk"].astype(float), subset["loss"].astype(float), marker=marker,
-                     s=70, color=colour, label=label)
-        for name, row in subset.iterrows():
-            axes.annotate(str(name), (float(row["risk"]), float(row["loss"])), xytext=(5, 5),
-                          textcoords="offset points", fontsize="small")
+        axes.scatter(risk[chosen], loss[chosen], marker=marker, s=70, color=colour, label=label)
+        for name in points.index[chosen]:
+            axes.annotate(str(name), (risk[name], loss[name]), xytext=(5, 5), textcoords="offset points",
+                          fontsize="small")
+    if recommended is not None and recommended in points.index and finite[recommended]:
+        axes.scatter([risk[recommended]], [loss[recommended]], s=260, facecolors="none", edgecolors="black",
+                     linewidths=2, label=f"recommended: {recommended}")
     if drawn:
         axes.legend(fontsize="small")
     else:
         _empty_note(axes)
     axes.set_title(title)
-    axes.set_xlabel("residual global risk")
-    axes.set_ylabel("mean TOPSIS information loss")
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    return _to_png(figure)
+
+
+def heatmap_png(matrix: pd.DataFrame, title: str, *, xlabel: str = "released category",
+                ylabel: str = "original category") -> bytes:
+    """A matrix of probabilities as a heat map (viridis, readable in grey and by colour-blind
+    readers), each cell labelled with its value when the matrix is at most 12 x 12."""
+    values = matrix.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    side = max(3.5, 0.5 * max(values.shape, default=1) + 2)
+    figure = Figure(figsize=(side + 1, side))
+    axes = figure.add_subplot()
+    if values.size:
+        image = axes.imshow(values, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+        figure.colorbar(image, ax=axes, label="probability")
+        axes.set_xticks(range(values.shape[1]), [str(c) for c in matrix.columns], rotation=45)
+        axes.set_yticks(range(values.shape[0]), [str(i) for i in matrix.index])
+        if max(values.shape) <= 12:
+            rows, cols = np.indices(values.shape)
+            for r, c, v in zip(rows.ravel(), cols.ravel(), values.ravel()):
+                if np.isfinite(v):
+                    axes.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize="x-small",
+                              color="black" if v > 0.6 else "white")
+    else:
+        _empty_note(axes)
+    axes.set_title(title)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    return _to_png(figure)
+
+
+def lines_png(frame: pd.DataFrame, title: str, *, ylabel: str = "", xlabel: str = "") -> bytes:
+    """One line with markers per column of ``frame`` over its index (e.g. a figure across waves)."""
+    figure = Figure(figsize=_FIGSIZE)
+    axes = figure.add_subplot()
+    values = frame.apply(pd.to_numeric, errors="coerce").astype(float)
+    if len(values) and values.notna().any().any():
+        positions = np.arange(len(values))
+        for n, column in enumerate(values.columns):
+            axes.plot(positions, values[column].to_numpy(), marker="osD^v"[n % 5], color=PALETTE[n % len(PALETTE)],
+                      label=str(column))
+        axes.set_xticks(positions, [str(i) for i in values.index])
+        axes.legend(fontsize="small")
+    else:
+        _empty_note(axes)
+    axes.set_title(title)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
     return _to_png(figure)
 
 
@@ -180,7 +245,7 @@ def grouped_bars_png(frame: pd.DataFrame, title: str, *, ylabel: str = "") -> by
         width = 0.8 / max(len(values.columns), 1)
         for n, column in enumerate(values.columns):
             axes.bar(positions + (n - (len(values.columns) - 1) / 2) * width, values[column].to_numpy(),
-                     width=width, label=str(column))
+                     width=width, label=str(column), color=PALETTE[n % len(PALETTE)])
         axes.set_xticks(positions, [str(i) for i in values.index], rotation=30 if len(values) > 6 else 0)
         axes.legend(fontsize="small")
     else:

@@ -1,5 +1,8 @@
-"""The HTML release report: content, self-containment, and rendering in headless Chromium."""
+"""The HTML release report: content and order, self-containment, the JSON and index formats, and
+rendering in headless Chromium (no overflow at 1280 and 800 px, no console error, every image
+loads, the PDF has the decision on page 1)."""
 
+import json
 import re
 
 import pandas as pd
@@ -7,11 +10,25 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.report import decision_table, headline_table, render_report, report_plots
+from sdc_dagster.report import (
+    decision_table,
+    headline_table,
+    plan_points,
+    recommendation,
+    render_report,
+    report_data,
+    report_plots,
+    step_sentence,
+    wave_trend,
+    write_pdf,
+    write_report,
+)
+from sdc_dagster.report.formats import chromium_executable
 from sdc_dagster.report.inputs import ReportInputs
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
+WIDE_PLAN = "plan_with_a_rather_long_name_that_keeps_going_and_going"
 
 
 def test_headline_table(report_inputs):
@@ -32,18 +49,48 @@ def test_report_plots_are_png(report_inputs):
     assert all(png.startswith(b"\x89PNG") for png in plots.values())
 
 
-def test_report_is_self_contained_and_escaped(report_inputs):
-    page = render_report(report_inputs)
+def test_plan_points_and_recommendation_from_the_fixture(full_report_inputs):
+    points = plan_points(full_report_inputs)
+    # loss axis = lambda_arctan of each plan (0.12, 0.2, 0.12), risk = residual global risk
+    assert points["loss"].tolist() == [0.12, 0.2, 0.12]
+    assert points["risk"].tolist() == [0.05, 0.18, 0.05]
+    assert points["utility"].tolist() == pytest.approx([0.88, 0.8, 0.88])
+    assert points["pareto"].tolist() == [True, False, True]
+    chosen = recommendation(full_report_inputs)
+    assert chosen.plan == "suppression" and chosen.tied == ["suppression", WIDE_PLAN]
+
+
+def test_report_order_decision_first_and_self_contained(full_report_inputs):
+    page = render_report(full_report_inputs)
     assert page.startswith("<!DOCTYPE html>")
-    # no external resource of any kind
-    assert not re.search(r"(src|href)=\"(?!data:)", page)
+    assert not re.search(r"src=\"(?!data:)", page)
+    assert not re.search(r"href=\"(?!file:)", page)  # only links to release manifests on disk
     assert "http://" not in page and "https://" not in page
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "Household budget &lt;survey&gt;" in page
-    assert page.count('src="data:image/png;base64,') == 6
-    for text in ("Headline", "Release checks", "Information loss", "Risk-utility map", "k3_violations",
-                 "household_risk", "lambda_arctan", "shapiro_w", "local_suppression"):
-        assert text in page, text
+    headings = re.findall(r"<h2 id=\"(\w+)\"", page)
+    assert headings == ["decision", "map", "variables", "measures", "provenance"]
+    decision = page[page.index('id="decision"'):page.index('id="map"')]
+    assert "Recommended plan: <strong>suppression</strong>" in decision and "Rule: Only plans" in decision
+    assert "k = 3" in decision and "individual-risk threshold 5 %" in decision
+    assert "failed: k_anonymity: fk &gt;= 3 (found: 11)" in decision
+    assert "31 %" in decision and "18.6" in decision  # global risk 0.31 as a share, expected re-identifications
+    variables = page[page.index('id="variables"'):page.index('id="measures"')]
+    for text in ("Suppressions per key and plan", "shapley after suppression", "Unsafe combinations (k = 3)",
+                 "age = 68", "PRAM transition matrix of sex, plan recode+pram", "age before and after",
+                 "sex before and after"):
+        assert text in variables, text
+    measures = page[page.index('id="measures"'):page.index('id="provenance"')]
+    for text in ("Disclosure risk", "The seeds&#x27; own measures", "lower is better", "§9.1 eq (1), (6)",
+                 "EBIL of sex", "shapiro_w"):
+        assert text in measures, text
+    provenance = page[page.index('id="provenance"'):]
+    assert "Local suppression with k = 3; keys age, sex, region: suppressed 4 values (age 4)." in provenance
+    assert "sdc audit 2024Q1 --survey s --plan suppression --run run-1" in provenance
+    assert "a" * 64 in provenance and "Versions" in provenance
+    # every chart: alt text and a table behind it
+    assert page.count("<img ") == page.count("Data behind the chart") >= 10
+    assert all(alt.strip() for alt in re.findall(r'<img alt="([^"]*)"', page))
 
 
 def test_report_without_plans_or_contributions(report_inputs):
@@ -51,7 +98,14 @@ def test_report_without_plans_or_contributions(report_inputs):
                            risk_per_record=report_inputs.risk_per_record[["fk", "risk"]],
                            contributions_global=None, contributions_per_record=None)
     page = render_report(minimal)
-    assert page.count("data:image/png") == 1 and "Release checks" not in page
+    assert page.count("data:image/png") == 1 and "No protection plan is configured" in page
+    assert report_data(minimal)["decision"]["recommended"] is None
+
+
+def test_no_plan_passes_says_so(report_inputs):
+    plans = {name: type(plan)(**{**plan.__dict__, "releasable": False}) for name, plan in report_inputs.plans.items()}
+    page = render_report(ReportInputs(**{**report_inputs.__dict__, "plans": plans}))
+    assert "<strong>No plan is recommended</strong>. No plan passes its blocking release checks" in page
 
 
 def test_missing_risk_column_raises(report_inputs):
@@ -60,33 +114,6 @@ def test_missing_risk_column_raises(report_inputs):
                        contributions_per_record=None)
     with pytest.raises(SDCInputError, match="'risk'"):
         render_report(bad)
-
-
-@pytest.mark.ui
-def test_report_renders_in_headless_chromium(report_inputs, tmp_path):
-    path = tmp_path / "report.html"
-    path.write_text(render_report(report_inputs), encoding="utf-8")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            requests = []
-            page.on("request", lambda request: requests.append(request.url))
-            page.goto(path.as_uri())
-            page.wait_for_load_state("load")
-            assert "wave 2024Q1" in page.title()
-            assert page.locator("table").count() >= 7
-            headline = page.locator("table").first
-            assert headline.locator("tbody tr").count() == 3
-            assert "suppression" in headline.inner_text()
-            images = page.locator("img")
-            assert images.count() == 6
-            widths = images.evaluate_all("imgs => imgs.map(i => i.complete ? i.naturalWidth : 0)")
-            assert all(width > 0 for width in widths), widths
-            # only the file itself and its inline data: images are requested
-            assert all(url.startswith(("file://", "data:")) for url in requests), requests
-        finally:
-            browser.close()
 
 
 def test_decision_table_names_the_failed_blocking_checks(report_inputs):
@@ -107,19 +134,105 @@ def test_decision_table_names_the_failed_blocking_checks(report_inputs):
     assert "Release decision" in page and "k_anonymity_3: fk &gt;= 3 for every record (found: 11)" in page
 
 
-def test_contributions_before_and_after_each_plan(report_inputs):
-    moved = pd.DataFrame(
-        {"shapley_before": [0.5, 0.3, 0.2], "shapley_after": [0.0, 0.6, 0.4],
-         "solidarity_before": [0.4, 0.3, 0.3], "solidarity_after": [0.2, 0.45, 0.35]},
-        index=pd.Index(["age", "sex", "region"], name="variable"),
-    )
-    plans = dict(report_inputs.plans)
-    plans["suppression"] = type(plans["suppression"])(**{**plans["suppression"].__dict__, "contributions": moved})
-    inputs = ReportInputs(**{**report_inputs.__dict__, "plans": plans})
-    plots = report_plots(inputs)
-    assert set(plots) - set(report_plots(report_inputs)) == {"contributions_suppression"}
-    assert plots["contributions_suppression"].startswith(b"\x89PNG")
-    page = render_report(inputs)
-    section = page[page.index("Contributions to the residual risk after each plan"):page.index("Information loss")]
-    assert "shapley_after" in section and "<td>0.6000</td>" in section
-    assert section.count('src="data:image/png;base64,') == 1
+def test_contributions_before_and_after_each_plan(full_report_inputs):
+    plots = report_plots(full_report_inputs)
+    assert "contributions_suppression" in plots and plots["contributions_suppression"].startswith(b"\x89PNG")
+    page = render_report(full_report_inputs)
+    section = page[page.index("Contributions to the residual risk after each plan"):page.index("Unsafe combinations")]
+    assert "shapley_after" in section and "<td>0.6</td>" in section
+
+
+def test_step_sentences():
+    assert step_sentence({"method": "recode", "variable": "water", "mapping": {7: 5, 8: 5}}) == (
+        "Global recoding with variable water; mapping 7 → 5, 8 → 5.")
+    recorded = {"method": "pram", "parameters": {"variable": "water", "retention": 0.9, "matrix": None, "invariant": False},
+                "random_state": 4207457573, "records_before": 10, "records_after": 10,
+                "values_changed": {"water": 3}, "values_suppressed": {}, "columns_removed": []}
+    assert step_sentence(recorded) == ("PRAM with variable water; retention = 0.9 (seed 4207457573): "
+                                       "changed 3 values (water 3).")
+    subsample = {"method": "subsample", "parameters": {"fraction": 0.5}, "random_state": 1, "records_before": 10,
+                 "records_after": 5, "values_changed": {}, "values_suppressed": {}, "columns_removed": []}
+    assert step_sentence(subsample) == "Subsampling with fraction = 0.5 (seed 1): kept 5 of 10 records."
+
+
+def test_json_has_every_figure_and_is_strict(full_report_inputs, tmp_path):
+    paths = write_report(full_report_inputs, tmp_path / "survey")
+    data = json.loads(paths["json"].read_text())  # strict JSON: NaN written as null
+    assert data["decision"]["recommended"] == "suppression"
+    assert data["risk_before"]["global_risk"] == 0.31
+    assert data["plans"]["recode+pram"]["pram_matrices"]["sex"]["data"] == [[0.9, 0.1], [0.2, 0.8]]
+    assert data["plans"]["suppression"]["provenance"]["seed"] == 42
+    assert data["measures"]["global_risk"]["spec"] == "§3.3"
+    assert data["suppressions"]["data"][0] == [4, 0, 4]
+    assert data["distributions"]["sex"]["kind"] == "categorical"
+    assert data["distributions"]["age"]["kind"] == "continuous"
+    assert data["plans"]["suppression"]["topsis_summary"]["n"] == 60
+    assert data["risk_per_record_summary"]["index"][0] == "count"
+    assert "NaN" not in paths["json"].read_text()
+
+
+def test_index_links_every_wave_with_the_trend(full_report_inputs, tmp_path):
+    folder = tmp_path / "survey"
+    for wave in ("w10", "w2"):
+        write_report(ReportInputs(**{**full_report_inputs.__dict__, "wave": wave}), folder)
+    trend = wave_trend(folder)
+    assert list(trend.index) == ["w2", "w10"]  # natural wave order
+    assert trend.loc["w2"].tolist() == [0.31, "suppression", 0.05, 0.12]
+    index = (folder / "index.html").read_text()
+    assert '<a href="w2.html">' in index and '<a href="w10.html">' in index
+    assert "Risk and utility across waves" in index and index.count("data:image/png") == 2
+
+
+def _open(browser, path, width):
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    problems, requests = [], []
+    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(path.as_uri())
+    page.wait_for_load_state("load")
+    return page, problems, requests
+
+
+@pytest.mark.ui
+@pytest.mark.parametrize("width", [1280, 800])
+def test_report_renders_without_overflow_in_headless_chromium(full_report_inputs, tmp_path, width):
+    paths = write_report(full_report_inputs, tmp_path / "survey")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_executable(), args=CHROMIUM_ARGS)
+        try:
+            for path in (paths["html"], paths["index"]):
+                page, problems, requests = _open(browser, path, width)
+                widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+                assert widths[0] <= widths[1], (path.name, widths)
+                # no element sticks out of the page; wide tables scroll inside their own container
+                sticking_out = page.evaluate("""() => [...document.querySelectorAll('body *')]
+                    .filter(e => !e.closest('.scroll'))
+                    .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
+                    .map(e => e.tagName + '.' + e.className)""")
+                assert sticking_out == [], (path.name, sticking_out)
+                images = page.locator("img")
+                assert images.count() >= 2
+                loaded = images.evaluate_all("imgs => imgs.map(i => i.complete && i.naturalWidth > 0)")
+                assert all(loaded), loaded
+                assert problems == [], problems
+                assert all(url.startswith(("file://", "data:")) for url in requests), requests
+                page.close()
+            page, _, _ = _open(browser, paths["html"], width)
+            first = page.locator("h2").first.inner_text()
+            assert first == "Decision"
+            assert "Recommended plan: suppression" in page.locator(".decision").inner_text()
+        finally:
+            browser.close()
+
+
+@pytest.mark.ui
+def test_pdf_has_the_decision_on_page_one(full_report_inputs, tmp_path):
+    from pypdf import PdfReader
+
+    paths = write_report(full_report_inputs, tmp_path / "survey")
+    pdf = write_pdf(paths["html"], tmp_path / "report.pdf")
+    reader = PdfReader(pdf)
+    first = reader.pages[0].extract_text()
+    assert "Decision" in first and "Recommended plan: suppression" in first
+    assert len(reader.pages) >= 2

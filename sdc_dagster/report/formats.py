@@ -1,0 +1,213 @@
+"""The report's other formats: JSON with every figure, PDF printed by headless Chromium from the
+same HTML, and an index page linking every wave of a survey with the trend of risk and utility."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sdc_dagster.errors import SDCInputError
+from sdc_dagster.report.decision import RECOMMENDATION_RULE
+from sdc_dagster.report.html import (
+    _CSS,
+    _chart,
+    _table,
+    _topsis_summary_table,
+    category_shares,
+    plan_points,
+    quantile_table,
+    recommendation,
+    render_report,
+    step_sentence,
+)
+from sdc_dagster.report.inputs import ReportInputs
+from sdc_dagster.report.measures import format_value, measure_info
+from sdc_dagster.report.plots import lines_png
+
+_CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"]
+
+
+def _plain(value):
+    """``value`` with pandas / numpy objects turned into JSON types (NaN and infinity -> null;
+    a DataFrame -> ``{"index", "columns", "data"}``; a Series -> ``{label: value}``)."""
+    if isinstance(value, pd.DataFrame):
+        return {"index": [_plain(i) for i in value.index], "columns": [str(c) for c in value.columns],
+                "data": [[_plain(v) for v in row] for row in value.itertuples(index=False, name=None)]}
+    if isinstance(value, pd.Series):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(float(value)) else None
+    if value is None or value is pd.NA:
+        return None
+    return str(value)
+
+
+def report_data(inputs: ReportInputs) -> dict:
+    """Every figure of the report as plain JSON types, for other tools: the decision (rule,
+    recommendation, plan points), the risk before protection (and the summary of the per-record
+    risk), each plan's residual risk, loss, TOPSIS summary, checks, steps (records and
+    sentences), contributions, PRAM matrices and provenance, the
+    description of every measure, the suppressions, unsafe combinations and distributions."""
+    points = plan_points(inputs)
+    chosen = recommendation(inputs)
+    measures = set(inputs.risk_before)
+    topsis_table = _topsis_summary_table(inputs).to_dict() if inputs.plans else {}
+    plans = {}
+    for name, plan in inputs.plans.items():
+        measures |= set(plan.residual_risk) | set(plan.loss)
+        plans[name] = {
+            "releasable": plan.releasable, "residual_risk": plan.residual_risk, "loss": plan.loss,
+            "checks": plan.checks, "withheld_because": plan.withheld_because, "warnings": plan.warnings,
+            "steps": plan.steps, "steps_text": [step_sentence(s) for s in plan.steps],
+            "topsis_mean": float(plan.topsis.mean()) if len(plan.topsis) else None,
+            "topsis_summary": topsis_table.get(name),
+            "contributions": plan.contributions, "pram_matrices": plan.pram_matrices,
+            "provenance": plan.provenance, "release": plan.release,
+        }
+    distributions = {
+        variable: {"kind": "continuous", "quantiles": quantile_table(values)} if variable in inputs.continuous
+        else {"kind": "categorical", "shares": category_shares(values)}
+        for variable, values in inputs.distributions.items()
+    }
+    return _plain({
+        "survey": inputs.survey, "wave": inputs.wave, "n_records": inputs.n_records, "keys": inputs.keys,
+        "k": inputs.k, "risk_threshold": inputs.risk_threshold, "max_global_risk": inputs.max_global_risk,
+        "risk_measure": inputs.risk_measure, "loss_measure": inputs.loss_measure,
+        "decision": {"rule": RECOMMENDATION_RULE, "recommended": chosen.plan, "reason": chosen.reason,
+                     "pareto": chosen.pareto, "tied": chosen.tied, "points": points},
+        "risk_before": inputs.risk_before,
+        "risk_per_record_summary": inputs.risk_per_record.describe(),
+        "plans": plans,
+        "measures": {name: vars(measure_info(name)) for name in sorted(measures)},
+        "contributions_global": inputs.contributions_global,
+        "suppressions": inputs.suppressions,
+        "unsafe_by_variable": inputs.unsafe_by_variable, "unsafe_by_category": inputs.unsafe_by_category,
+        "distributions": distributions,
+    })
+
+
+def write_report(inputs: ReportInputs, folder: Path) -> dict[str, Path]:
+    """Write ``<wave>.html`` and ``<wave>.json`` into ``folder`` (created) and refresh the
+    survey's ``index.html`` there. Returns ``{"html", "json", "index"}`` paths."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"html": folder / f"{inputs.wave}.html", "json": folder / f"{inputs.wave}.json"}
+    paths["html"].write_text(render_report(inputs), encoding="utf-8")
+    paths["json"].write_text(json.dumps(report_data(inputs), indent=1, allow_nan=False), encoding="utf-8")
+    paths["index"] = write_index(folder)
+    return paths
+
+
+def chromium_executable() -> str | None:
+    """The system Chromium when installed (Debian ``chromium``), else None (playwright's own)."""
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def write_pdf(html_path: Path, pdf_path: Path) -> Path:
+    """Print the HTML report to PDF (A4) with headless Chromium, the decision on page 1."""
+    from playwright.sync_api import sync_playwright
+
+    pdf_path = Path(pdf_path)
+    pdf_path.parent.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_executable(), args=_CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(Path(html_path).resolve().as_uri())
+            page.wait_for_load_state("load")
+            page.emulate_media(media="print")
+            page.pdf(path=str(pdf_path), format="A4", print_background=True)
+        finally:
+            browser.close()
+    return pdf_path
+
+
+def _wave_order(wave: str):
+    """Natural order of wave names (w2 before w10)."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", wave)]
+
+
+def wave_trend(folder: Path) -> pd.DataFrame:
+    """One row per wave report (``<wave>.json``) in ``folder``, in natural wave order: global risk
+    before protection, the recommended plan, its residual risk and its information loss."""
+    rows = {}
+    for path in sorted(Path(folder).glob("*.json"), key=lambda p: _wave_order(p.stem)):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if "decision" not in data:
+            continue
+        chosen = data["decision"]["recommended"]
+        plan = data["plans"].get(chosen, {}) if chosen else {}
+        rows[str(data["wave"])] = {
+            "risk before": data["risk_before"].get(data["risk_measure"]),
+            "recommended plan": chosen or "none",
+            "risk after": plan.get("residual_risk", {}).get(data["risk_measure"]),
+            "information loss": plan.get("loss", {}).get(data["loss_measure"]),
+        }
+    columns = ["risk before", "recommended plan", "risk after", "information loss"]
+    return pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis("wave")
+
+
+def write_index(folder: Path) -> Path:
+    """``index.html`` in a survey's report folder: a link to every wave's report and the trend of
+    the risk before and after the recommended plan and of its information loss across waves."""
+    folder = Path(folder)
+    trend = wave_trend(folder)
+    survey = folder.name
+    links = "".join(f'<li><a href="{html.escape(w)}.html">wave {html.escape(w)}</a> '
+                    f"(recommended: {html.escape(str(r['recommended plan']))})</li>"
+                    for w, r in trend.iterrows())
+    shown = trend.copy()
+    for column in ("risk before", "risk after"):
+        shown[column] = [format_value(v, "share") for v in trend[column]]
+    shown["information loss"] = [format_value(v, "index") for v in trend["information loss"]]
+    body = f"<h1>Disclosure control reports: {html.escape(survey)}</h1><ul>{links}</ul>"
+    if len(trend):
+        numbers = trend[["risk before", "risk after", "information loss"]].astype(float)
+        body += ("<h2>Risk and utility across waves</h2>"
+                 + _chart(lines_png(numbers[["risk before", "risk after"]], "Global risk across waves",
+                                    ylabel="global risk", xlabel="wave"),
+                          "Line chart of the global risk before protection and after the recommended plan, by wave",
+                          "Global risk before and after the recommended plan", _table(shown))
+                 + _chart(lines_png(numbers[["information loss"]], "Information loss of the recommended plan",
+                                    ylabel="information loss", xlabel="wave"),
+                          "Line chart of the information loss of the recommended plan, by wave",
+                          "Information loss of the recommended plan", _table(shown)))
+    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>Reports: {html.escape(survey)}</title><style>{_CSS}</style></head>\n<body><main>{body}</main>"
+            "</body></html>\n")
+    path = folder / "index.html"
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+
+def export_report(folder: Path, wave: str, *, pdf: bool = False) -> dict[str, Path]:
+    """The files of a wave's report in a survey's report folder (as the ``sdc_report`` asset wrote
+    them): ``html``, ``json``, the refreshed ``index`` and, with ``pdf``, the PDF printed from the
+    HTML (``<wave>.pdf``). Raises SDCInputError naming the missing file when the wave has no report."""
+    folder = Path(folder)
+    paths = {"html": folder / f"{wave}.html", "json": folder / f"{wave}.json"}
+    for kind, path in paths.items():
+        if not path.is_file():
+            raise SDCInputError(f"report of wave {wave!r}: {path} ({kind}) not found; materialise sdc_report first")
+    paths["index"] = write_index(folder)
+    if pdf:
+        paths["pdf"] = write_pdf(paths["html"], folder / f"{wave}.pdf")
+    return paths
