@@ -310,7 +310,8 @@ def _extend_code(
     """Mixed-radix code of a combination extended by one dense code column, code space <= limit."""
     if space * card > limit:
         code, space = _dense(code)
-    code = code * card + column
+    code = code * card
+    code += column
     space *= card
     if space > limit:
         code, space = _dense(code)
@@ -522,12 +523,17 @@ def _msu_scores(
         active_combos = unique_combos[active]
         # One row per key subset, one column per active record: subsets are gathered as whole rows.
         unique = np.empty((len(subsets), len(active)), dtype=bool)
-        for row, (code, space) in enumerate(_subset_codes(key_codes, key_cards, subsets, combo_limit)):
-            single = np.bincount(code, weights=frequency, minlength=space) == 1
+        # The candidates are sample uniques, so a candidate is unique on S exactly when no other
+        # combination shares its values of S: counting combinations (unweighted) suffices.
+        subset_codes = _subset_codes(key_codes, key_cards, subsets[: len(subsets) - (size == n_keys)], combo_limit)
+        for row, (code, space) in enumerate(subset_codes):
+            single = np.bincount(code, minlength=space) == 1
             if single.any():
                 unique[row] = single[code[active_combos]]
             else:
                 unique[row] = False
+        if size == n_keys:
+            unique[-1] = True  # the full key of a sample unique
         # A key whose value is the missing code never enters an MSU.
         for j in range(n_keys):
             missing_j = cand_missing[active, j]
