@@ -14,7 +14,7 @@ n the number of records:
   so that the expected covariance of x* is Sigma again (Kim 1986, "restricted" noise).
   Deviation, documented: sdcMicro 5.8 computes c and d but leaves out e (its "restr" is then a
   deterministic shrinkage towards the mean that adds no noise); here e is added as in Kim.
-* ROMM:           x* = T x, T = the orthonormalised (Gram–Schmidt, QR with a positive diagonal)
+* ROMM:           x* = T x, T = the orthonormalised (Gram–Schmidt, i.e. QR with a positive diagonal)
   n x n matrix I + p·M, M standard normal (Ting, Fienberg & Trottini 2008; sdcMicro "ROMM" with
   ``p``). T is orthogonal, so the cross products x*'x* = x'x are kept exactly; records are mixed.
   Needs n^2 memory: at most ``ROMM_MAX_RECORDS`` records, and no missing values.
@@ -23,7 +23,8 @@ n the number of records:
   robust Mahalanobis distance above sqrt(chi^2_{0.975, m}), the distance from the MCD estimate
   with half of the records (sdcMicro "outdect"; MCD by scikit-learn's FAST-MCD ``MinCovDet``,
   reweighted and consistency-corrected like robustbase's ``covMcd``, which also applies small-sample
-  factors: borderline outliers may differ).
+  factors: borderline outliers may differ). Past ``MCD_MAX_RECORDS`` complete records the MCD is
+  fitted on a seeded random sample of that size (a 1,000,000-record fit takes minutes).
 
 Sigma is pairwise with missing values (made positive semi-definite when missing values break that;
 sdcMicro uses complete cases). Missing values stay missing.
@@ -42,18 +43,21 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import linalg, stats
 
 from sdc_dagster.errors import SDCInputError, require_columns
 
 NOISE_METHODS = ("additive", "multiplicative", "correlated", "correlated2", "restr", "ROMM", "outdect")
-# ROMM builds an n x n orthogonal matrix: 20,000 records take 3.2 GB.
-ROMM_MAX_RECORDS = 20_000
+# ROMM builds n x n matrices: 10,000 records take two of 800 MB.
+ROMM_MAX_RECORDS = 10_000
 # sdcMicro's "outdect": univariate outliers above this quantile, robust distances above the
 # square root of this chi-square quantile, MCD on this share of the records.
 OUTLIER_QUANTILE = 0.99
 OUTLIER_CHI2_LEVEL = 0.975
 MCD_SUPPORT_FRACTION = 0.5
+# FAST-MCD is fitted on a random sample of at most this many complete records (seeded); the robust
+# distances of all records use that fit.
+MCD_MAX_RECORDS = 20_000
 
 
 def _noise_covariance(x: np.ndarray) -> np.ndarray:
@@ -90,12 +94,17 @@ def restricted_noise_factor(n: int, amount: float) -> float:
     return float(np.sqrt((n - 1) / (n + n * amount - 1)))
 
 
-def romm_matrix(n: int, p: float, rng: np.random.Generator) -> np.ndarray:
-    """The orthogonal n x n ROMM matrix: Gram–Schmidt of the columns of I + p·M, M standard normal.
+def romm_transform(x: np.ndarray, p: float, rng: np.random.Generator) -> np.ndarray:
+    """T x for the orthogonal ROMM matrix T: Gram–Schmidt of the columns of A = I + p·M, M standard normal.
 
-    Gram–Schmidt with normalised columns is the QR decomposition whose R has a positive diagonal."""
-    q, r = np.linalg.qr(np.eye(n) + p * rng.standard_normal((n, n)))
-    return q * np.sign(np.diag(r))
+    Gram–Schmidt with normalised columns is A = T R with R upper triangular with a positive
+    diagonal, i.e. R' R = A'A (Cholesky), so T x = A (R^-1 x) without forming T (Cholesky QR:
+    accurate while A is well conditioned, as I + p·M is for the small p ROMM is used with)."""
+    n = len(x)
+    a = p * rng.standard_normal((n, n))
+    a[np.diag_indices(n)] += 1.0
+    r = np.linalg.cholesky(a.T @ a).T
+    return a @ linalg.solve_triangular(r, x, lower=False)
 
 
 def outlier_records(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -111,8 +120,11 @@ def outlier_records(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     complete = ~np.isnan(x).any(axis=1)
     if complete.sum() <= m + 1:
         return univariate
+    fitted = x[complete]
+    if len(fitted) > MCD_MAX_RECORDS:
+        fitted = fitted[np.sort(rng.choice(len(fitted), MCD_MAX_RECORDS, replace=False))]
     mcd = MinCovDet(support_fraction=MCD_SUPPORT_FRACTION, random_state=int(rng.integers(0, 2**31 - 1)))
-    mcd.fit(x[complete])
+    mcd.fit(fitted)
     distance = np.zeros(n)
     distance[complete] = np.sqrt(mcd.mahalanobis(x[complete]))
     return univariate | (distance > np.sqrt(stats.chi2.ppf(OUTLIER_CHI2_LEVEL, m)))
@@ -200,7 +212,7 @@ def add_noise(
             raise SDCInputError(
                 f"column {holes[0]!r}: ROMM mixes all records, so it cannot keep missing values in place"
             )
-        noisy = romm_matrix(n, p, rng) @ x
+        noisy = romm_transform(x, p, rng)
     else:
         outliers = outlier_records(x, rng)
         scale = 1.96 * _column_sd(x) / np.sqrt(n) * amount

@@ -77,7 +77,7 @@ from sdc_dagster.protect.noise import (  # noqa: E402
     NOISE_METHODS,
     outlier_records,
     restricted_noise_factor,
-    romm_matrix,
+    romm_transform,
 )
 
 LEVEL = 0.999
@@ -155,9 +155,13 @@ def test_romm_keeps_cross_products_exactly_and_stays_near_the_data():
     x, released = frame.to_numpy(), out.to_numpy()
     # T orthogonal (Ting, Fienberg & Trottini 2008): x*'x* = x'x
     np.testing.assert_allclose(released.T @ released, x.T @ x, rtol=1e-10)
-    t = romm_matrix(300, 0.001, np.random.default_rng(1))
+    t = romm_transform(np.eye(300), 0.001, np.random.default_rng(1))
     np.testing.assert_allclose(t.T @ t, np.eye(300), atol=1e-12)
-    assert (np.diag(t) > 0).all()
+    # Gram–Schmidt of the columns of A = I + p M: T'A is upper triangular with a positive diagonal
+    a = np.eye(300) + 0.001 * np.random.default_rng(1).standard_normal((300, 300))
+    r = t.T @ a
+    np.testing.assert_allclose(np.tril(r, -1), 0, atol=1e-12)
+    assert (np.diag(r) > 0).all()
     assert not np.allclose(released, x) and np.abs(released - x).max() < 0.5 * x.std()
     with pytest.raises(SDCInputError, match="column 'a': ROMM"):
         add_noise(frame.assign(a=np.where(np.arange(300) == 0, np.nan, frame["a"])), ["a", "b"], method="ROMM")
@@ -216,3 +220,19 @@ def test_parameter_errors_name_the_parameter():
         add_noise(frame, ["x"], noise=-5)
     with pytest.raises(SDCInputError, match="restr"):
         add_noise(frame, ["x"], method="restr", amount=9.5)
+
+
+def test_outdect_fits_the_mcd_on_a_seeded_sample_of_large_data(monkeypatch):
+    import sdc_dagster.protect.noise as noise_module
+
+    monkeypatch.setattr(noise_module, "MCD_MAX_RECORDS", 500)
+    rng = np.random.default_rng(8)
+    x = rng.normal(0, 1, (3000, 2))
+    far = np.array([10, 1000, 2000])
+    x[far] = [15.0, -15.0]  # far in the robust distance, below the 99% quantile of the second column
+    flagged = outlier_records(x, np.random.default_rng(3))
+    assert set(far) <= set(np.flatnonzero(flagged))
+    np.testing.assert_array_equal(flagged, outlier_records(x, np.random.default_rng(3)))
+    # 99% quantiles flag 30 + 30 records at most; normal records beyond the chi-square cut-off
+    # are 2.5% in expectation (75): far fewer than 300 in all
+    assert flagged.sum() < 300
