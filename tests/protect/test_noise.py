@@ -236,3 +236,26 @@ def test_outdect_fits_the_mcd_on_a_seeded_sample_of_large_data(monkeypatch):
     # 99% quantiles flag 30 + 30 records at most; normal records beyond the chi-square cut-off
     # are 2.5% in expectation (75): far fewer than 300 in all
     assert flagged.sum() < 300
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(5, 80),
+    st.sampled_from([m for m in NOISE_METHODS if m != "ROMM"]),
+    st.floats(0, 0.5),
+    st.integers(0, 2**32 - 1),
+)
+def test_property_missing_stay_missing_input_untouched(n, method, hole_share, seed):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(rng.normal(10, 3, (n, 2)), columns=["a", "b"])
+    frame[frame.columns] = frame.mask(rng.random((n, 2)) < hole_share)
+    before = frame.copy()
+    out = add_noise(frame, ["a", "b"], method=method, amount=0.5, random_state=seed)
+    pd.testing.assert_frame_equal(frame, before)
+    assert np.array_equal(out.isna().to_numpy(), frame.isna().to_numpy())
+    again = add_noise(frame, ["a", "b"], method=method, amount=0.5, random_state=seed)
+    assert out.to_numpy().tobytes() == again.to_numpy().tobytes()

@@ -144,3 +144,38 @@ def test_plan_steps_take_the_sdcmicro_parameters():
         validate_plan([{"method": "noise", "columns": ["a"], "kind": "romm"}], columns=["a"])
     with pytest.raises(SDCInputError, match=r"step 0 \(rank_swap\): parameter 'k0' must be a number"):
         validate_plan([{"method": "rank_swap", "columns": ["a"], "k0": "big"}], columns=["a"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(-50, 50), min_size=2, max_size=200),
+    st.sampled_from([{"p": 7.5}, {"r0": 0.9}, {"k0": 0.05}, {"p": 40.0}]),
+    st.floats(0, 20),
+    st.floats(0, 20),
+    st.integers(0, 2**32 - 1),
+)
+def test_property_values_kept_and_moves_within_window(values, parameter, top, bottom, seed):
+    frame = pd.DataFrame({"x": np.array(values, dtype=float)})
+    out = rank_swap(frame, ["x"], top_percent=top, bottom_percent=bottom, random_state=seed, **parameter)
+    n = len(values)
+    n_top, n_bottom = int(np.floor(n * top / 100)), int(np.floor(n * bottom / 100))
+    order = np.argsort(frame["x"].to_numpy(), kind="stable")
+    middle = order[n_bottom : n - n_top]
+    x, released = frame["x"].to_numpy(), out["x"].to_numpy()
+    # the swappable values are permuted among themselves ...
+    assert np.array_equal(np.sort(released[middle]), np.sort(x[middle]))
+    # ... each to a record whose rank is within the window (ties: some value of equal rank range)
+    window = rank_swap_window(
+        x[middle], **parameter,
+        low=x[order[n_bottom - 1]] if n_bottom else None, high=x[order[n - n_top]] if n_top else None,
+    )
+    ranks = np.empty(n, dtype=int)
+    ranks[order] = np.arange(n)
+    sorted_x = x[order]
+    lowest = np.searchsorted(sorted_x, released[middle], side="left")
+    highest = np.searchsorted(sorted_x, released[middle], side="right") - 1
+    assert (lowest <= ranks[middle] + window).all() and (highest >= ranks[middle] - window).all()
+    # the coded values are the means of their groups
+    for coded in (order[:n_bottom], order[n - n_top :]):
+        if len(coded):
+            assert np.allclose(released[coded], x[coded].mean())
