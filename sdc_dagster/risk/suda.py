@@ -158,11 +158,16 @@ def suda2(
     # sdcMicro hashes the padded columns too (constant 1 for a missing second or third key).
     padded = np.hstack([combo_values, np.ones((len(frequency), n_columns - n_keys), dtype=np.int64)])
     uniques = _records_alone_in_hash_bucket(padded, frequency)
-    dis_score = _dis_scores(cand_score, n_columns, uniques, records_in_pairs, fraction)
+    rows = representative[scored]
+    # DIS sums over the scores in record order (as sdcMicro's loop does), not in combination order.
+    in_record_order = np.argsort(rows)
+    dis_score = np.empty(len(rows))
+    dis_score[in_record_order] = _dis_scores(
+        cand_score[in_record_order], n_columns, uniques, records_in_pairs, fraction
+    )
 
     # One (columns x records) block, so the DataFrame wraps it without copying column by column.
     block = np.zeros((2 + n_keys, len(data)))
-    rows = representative[scored]
     block[0, rows] = cand_score
     block[1, rows] = dis_score
     block[2:, rows] = cand_contribution.T
