@@ -11,10 +11,12 @@ finds the MSUs with the recursive SUDA2 search; here they are found by a vectori
 the lattice of key subsets:
 
 1. every key is turned into integer codes, and records with the same full key are collapsed into
-   one combination with its frequency (only combinations of frequency 1, the sample uniques, can
-   have MSUs);
-2. for every key subset S, size by size, a bincount over the combinations gives each sample
-   unique's frequency on S, so "unique on S" is one boolean row per subset;
+   one combination with its frequency (one bincount of the mixed-radix code); everything after
+   this works on the combinations, not the records (only combinations of frequency 1, the sample
+   uniques, can have MSUs; sdcMicro's hash count for DIS-SUDA is also taken per combination);
+2. for every key subset S, size by size, a bincount of the combinations' codes on S says which
+   sample uniques no other combination shares on S ("unique on S", one boolean row per subset);
+   sizes on which no candidate is unique are skipped, and the full key is unique by definition;
 3. S is an MSU of a record when the record is unique on S and on none of the subsets S minus one
    key (uniqueness is monotone, so the immediate subsets suffice). A record all of whose subsets
    of one size are unique has no larger MSU and leaves the sweep.
