@@ -1,17 +1,40 @@
-"""Noise addition to continuous variables (SPEC §8.5).
+"""Noise addition to continuous variables (SPEC §8.5), with the methods of sdcMicro's ``addNoise``.
 
-* additive:        x* = x + e,      e ~ N(0, (a · sd_j)^2)    independently per variable j
-* multiplicative:  x* = x · (1 + e), e ~ N(0, a^2)            (SPEC ASSUMPTION: x·(1 + e), E e = 0)
-* correlated:      x* = x + e,      e ~ N(0, a · Sigma)       Sigma = sample covariance of the columns,
-  so the noise has the correlation structure of the data (Kim 1986; sdcMicro ``addNoise`` "correlated").
+With a the noise amount (``amount``, a fraction; sdcMicro's ``noise`` is 100·a, a percentage),
+sd_j, Sigma and xbar_j the sample moments of the data (divisor n - 1, missing values left out) and
+n the number of records:
 
-sd_j and Sigma are sample moments (divisor n - 1) of the non-missing values (Sigma pairwise, made
-positive semi-definite when missing values break that). ``amount`` a is a fraction
-(a = 0.1: noise SD 10% of the variable's SD), not sdcMicro's percentage. Missing values stay missing.
+* additive:       x* = x + e,  e ~ N(0, (a · sd_j)^2)   independently per variable j (sdcMicro "additive")
+* multiplicative: x* = x · (1 + e), e ~ N(0, a^2)       (SPEC ASSUMPTION: x·(1 + e), E e = 0)
+* correlated:     x* = x + e,  e ~ N(0, a · Sigma)      (Kim 1986; sdcMicro "correlated")
+* correlated2:    x* = d·x + (1 - d)·xbar_j + delta·sd_j·e, e ~ N(0, 1), d = sqrt(1 - delta^2)
+  (Brand 2002; sdcMicro "correlated2": mean and variance kept in expectation; uses ``delta``, not a)
+* restr:          x* = c·(x + e) + (1 - c)·xbar_j,  e ~ N(0, a · Sigma), with sdcMicro's constant
+  c = sqrt((n - 1 - a) / ((n + 1)(1 + a))) for n < 500, c = sqrt((n - 1) / (n + n·a - 1)) otherwise,
+  so that the expected covariance of x* is Sigma again (Kim 1986, "restricted" noise).
+  Deviation, documented: sdcMicro 5.8 computes c and d but leaves out e (its "restr" is then a
+  deterministic shrinkage towards the mean that adds no noise); here e is added as in Kim.
+* ROMM:           x* = T x, T = the orthonormalised (Gram–Schmidt, i.e. QR with a positive diagonal)
+  n x n matrix I + p·M, M standard normal (Ting, Fienberg & Trottini 2008; sdcMicro "ROMM" with
+  ``p``). T is orthogonal, so the cross products x*'x* = x'x are kept exactly; records are mixed.
+  Needs n^2 memory: at most ``ROMM_MAX_RECORDS`` records, and no missing values.
+* outdect:        noise e ~ N(0, (1.96 · sd_j / sqrt(n) · a)^2) on the outliers only, in every
+  column: records above the 99% quantile of some column (R's default quantile, type 7) or with a
+  robust Mahalanobis distance above sqrt(chi^2_{0.975, m}), the distance from the MCD estimate
+  with half of the records (sdcMicro "outdect"; MCD by scikit-learn's FAST-MCD ``MinCovDet``,
+  reweighted and consistency-corrected like robustbase's ``covMcd``, which also applies small-sample
+  factors: borderline outliers may differ). Past ``MCD_MAX_RECORDS`` complete records the MCD is
+  fitted on a seeded random sample of that size (a 1,000,000-record fit takes minutes).
+
+Sigma is pairwise with missing values (made positive semi-definite when missing values break that;
+sdcMicro uses complete cases). Missing values stay missing.
 
 References
 ----------
-Brand (2002), Microdata protection through noise addition; Kim (1986); sdcMicro ``addNoise``.
+Brand (2002), Microdata protection through noise addition; Kim (1986), A method for limiting
+disclosure in microdata based on random noise and transformation; Ting, Fienberg & Trottini (2008),
+Random orthogonal matrix masking methodology for microdata release; Templ & Meindl (2008),
+Robustification of microdata masking methods; sdcMicro ``addNoise``.
 """
 
 from __future__ import annotations
@@ -20,10 +43,21 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import linalg, stats
 
 from sdc_dagster.errors import SDCInputError, require_columns
 
-NOISE_METHODS = ("additive", "multiplicative", "correlated")
+NOISE_METHODS = ("additive", "multiplicative", "correlated", "correlated2", "restr", "ROMM", "outdect")
+# ROMM builds n x n matrices: 10,000 records take two of 800 MB.
+ROMM_MAX_RECORDS = 10_000
+# sdcMicro's "outdect": univariate outliers above this quantile, robust distances above the
+# square root of this chi-square quantile, MCD on this share of the records.
+OUTLIER_QUANTILE = 0.99
+OUTLIER_CHI2_LEVEL = 0.975
+MCD_SUPPORT_FRACTION = 0.5
+# FAST-MCD is fitted on a random sample of at most this many complete records (seeded); the robust
+# distances of all records use that fit.
+MCD_MAX_RECORDS = 20_000
 
 
 def _noise_covariance(x: np.ndarray) -> np.ndarray:
@@ -44,34 +78,110 @@ def _noise_covariance(x: np.ndarray) -> np.ndarray:
     return (vectors * np.clip(values, 0.0, None)) @ vectors.T
 
 
+def _column_sd(x: np.ndarray) -> np.ndarray:
+    return np.nanstd(x, axis=0, ddof=1) if len(x) > 1 else np.zeros(x.shape[1])
+
+
+def _correlated_noise(x: np.ndarray, amount: float, rng: np.random.Generator) -> np.ndarray:
+    n, m = x.shape
+    return rng.multivariate_normal(np.zeros(m), amount * _noise_covariance(x), size=n, method="eigh")
+
+
+def restricted_noise_factor(n: int, amount: float) -> float:
+    """sdcMicro's scaling constant c of the "restr" method (SPEC §8.5; Kim 1986), see module docstring."""
+    if n < 500:
+        return float(np.sqrt(max(n - 1 - amount, 0.0) / ((n + 1) * (1 + amount))))
+    return float(np.sqrt((n - 1) / (n + n * amount - 1)))
+
+
+def romm_transform(x: np.ndarray, p: float, rng: np.random.Generator) -> np.ndarray:
+    """T x for the orthogonal ROMM matrix T: Gram–Schmidt of the columns of A = I + p·M, M standard normal.
+
+    Gram–Schmidt with normalised columns is A = T R with R upper triangular with a positive
+    diagonal, i.e. R' R = A'A (Cholesky), so T x = A (R^-1 x) without forming T (Cholesky QR:
+    accurate while A is well conditioned, as I + p·M is for the small p ROMM is used with)."""
+    n = len(x)
+    a = p * rng.standard_normal((n, n))
+    a[np.diag_indices(n)] += 1.0
+    r = np.linalg.cholesky(a.T @ a).T
+    return a @ linalg.solve_triangular(r, x, lower=False)
+
+
+def outlier_records(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Boolean mask of the outliers of sdcMicro's "outdect" noise (SPEC §8.5), see module docstring.
+
+    Records with a missing value get no robust distance (as in sdcMicro) but may still be
+    univariate outliers on their observed columns."""
+    from sklearn.covariance import MinCovDet
+
+    n, m = x.shape
+    with np.errstate(invalid="ignore"):
+        univariate = (x > np.nanquantile(x, OUTLIER_QUANTILE, axis=0)).any(axis=1)
+    complete = ~np.isnan(x).any(axis=1)
+    if complete.sum() <= m + 1:
+        return univariate
+    fitted = x[complete]
+    if len(fitted) > MCD_MAX_RECORDS:
+        fitted = fitted[np.sort(rng.choice(len(fitted), MCD_MAX_RECORDS, replace=False))]
+    mcd = MinCovDet(support_fraction=MCD_SUPPORT_FRACTION, random_state=int(rng.integers(0, 2**31 - 1)))
+    mcd.fit(fitted)
+    distance = np.zeros(n)
+    distance[complete] = np.sqrt(mcd.mahalanobis(x[complete]))
+    return univariate | (distance > np.sqrt(stats.chi2.ppf(OUTLIER_CHI2_LEVEL, m)))
+
+
+def _check_fraction(name: str, value, *, upper_open: bool) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise SDCInputError(f"{name}: must be a number, got {value!r}")
+    if not (0 < value < 1 if upper_open else value >= 0):
+        rule = "strictly between 0 and 1" if upper_open else "non-negative"
+        raise SDCInputError(f"{name}: must be {rule}, got {value!r}")
+
+
 def add_noise(
     data: pd.DataFrame,
     columns: Sequence[str],
     *,
-    amount: float = 0.1,
+    amount: float | None = None,
     method: str = "additive",
+    noise: float | None = None,
+    delta: float = 0.1,
+    p: float = 0.001,
     random_state=None,
 ) -> pd.DataFrame:
-    """Add random noise to continuous columns (SPEC §8.5).
+    """Add random noise to continuous columns (SPEC §8.5), the methods of sdcMicro's ``addNoise``.
 
     Parameters
     ----------
     data : the microdata; not modified.
     columns : numeric columns.
-    amount : a >= 0; noise SD a·sd_j (additive), a (multiplicative, relative), covariance a·Sigma
-        (correlated).
-    method : "additive", "multiplicative" or "correlated".
+    amount : a >= 0, a fraction (default 0.1): noise SD a·sd_j (additive), a (multiplicative,
+        relative), covariance a·Sigma (correlated, restr), 1.96·a·sd_j/sqrt(n) (outdect).
+    method : one of ``NOISE_METHODS`` (see the module docstring for each formula).
+    noise : sdcMicro's ``noise``, the amount in percent (``noise=150`` is ``amount=1.5``); give
+        ``amount`` or ``noise``, not both.
+    delta : 0 < delta < 1, the noise weight of "correlated2" (sdcMicro's ``delta``).
+    p : p >= 0, the perturbation of the identity in "ROMM" (sdcMicro's ``p``).
     random_state : int seed or numpy Generator.
 
     Returns
     -------
-    A copy of ``data`` with the columns perturbed (float64).
+    A copy of ``data`` with the columns perturbed (float64); missing values stay missing.
     """
     columns = require_columns(data, columns, role="column")
     if method not in NOISE_METHODS:
         raise SDCInputError(f"method: must be one of {', '.join(NOISE_METHODS)}, got {method!r}")
+    if amount is not None and noise is not None:
+        raise SDCInputError(f"amount, noise: give one of them (noise = 100 · amount), got {amount!r} and {noise!r}")
+    if noise is not None:
+        if isinstance(noise, bool) or not isinstance(noise, (int, float, np.integer, np.floating)) or not noise >= 0:
+            raise SDCInputError(f"noise: must be a non-negative percentage, got {noise!r}")
+        amount = noise / 100.0
+    amount = 0.1 if amount is None else amount
     if isinstance(amount, bool) or not isinstance(amount, (int, float, np.integer, np.floating)) or not amount >= 0:
         raise SDCInputError(f"amount: must be a non-negative number, got {amount!r}")
+    _check_fraction("delta", delta, upper_open=True)
+    _check_fraction("p", p, upper_open=False)
     for column in columns:
         if not pd.api.types.is_numeric_dtype(data[column]) or pd.api.types.is_bool_dtype(data[column]):
             raise SDCInputError(f"column {column!r}: noise needs a numeric column, got {data[column].dtype}")
@@ -79,12 +189,35 @@ def add_noise(
     rng = np.random.default_rng(random_state)
     n, m = x.shape
     if method == "additive":
-        sd = np.nanstd(x, axis=0, ddof=1) if n > 1 else np.zeros(m)
-        noisy = x + rng.standard_normal((n, m)) * (amount * sd)
+        noisy = x + rng.standard_normal((n, m)) * (amount * _column_sd(x))
     elif method == "multiplicative":
         noisy = x * (1.0 + amount * rng.standard_normal((n, m)))
+    elif method == "correlated":
+        noisy = x + _correlated_noise(x, amount, rng)
+    elif method == "correlated2":
+        d = np.sqrt(1.0 - delta**2)
+        noisy = d * x + (1.0 - d) * np.nanmean(x, axis=0) + delta * _column_sd(x) * rng.standard_normal((n, m))
+    elif method == "restr":
+        if n < 2:
+            raise SDCInputError(f"method 'restr': needs at least 2 records, got {n}")
+        c = restricted_noise_factor(n, amount)
+        if c == 0:
+            raise SDCInputError(f"method 'restr': amount {amount!r} must be below n - 1 = {n - 1} for n < 500 records")
+        noisy = c * (x + _correlated_noise(x, amount, rng)) + (1.0 - c) * np.nanmean(x, axis=0)
+    elif method == "ROMM":
+        if n > ROMM_MAX_RECORDS:
+            raise SDCInputError(f"method 'ROMM': at most {ROMM_MAX_RECORDS} records (an n x n matrix), got {n}")
+        holes = [c for c, hole in zip(columns, np.isnan(x).any(axis=0)) if hole]
+        if holes:
+            raise SDCInputError(
+                f"column {holes[0]!r}: ROMM mixes all records, so it cannot keep missing values in place"
+            )
+        noisy = romm_transform(x, p, rng)
     else:
-        noisy = x + rng.multivariate_normal(np.zeros(m), amount * _noise_covariance(x), size=n, method="eigh")
+        outliers = outlier_records(x, rng)
+        scale = 1.96 * _column_sd(x) / np.sqrt(n) * amount
+        noisy = x.copy()
+        noisy[outliers] += rng.standard_normal((int(outliers.sum()), m)) * scale
     out = data.copy()
     for j, column in enumerate(columns):
         out[column] = noisy[:, j]

@@ -31,7 +31,7 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.protect.microaggregation import microaggregation
-from sdc_dagster.protect.noise import add_noise
+from sdc_dagster.protect.noise import NOISE_METHODS, add_noise
 from sdc_dagster.protect.pram import pram
 from sdc_dagster.protect.rank_swapping import rank_swap
 from sdc_dagster.protect.recode import absent_categories, bottom_coding, interval_recode, recode, top_coding
@@ -85,9 +85,13 @@ _PARAMETER_KINDS: dict[str, dict[str, Any]] = {
         "columns": "columns", "k": "int", "kind": ("mdav", "individual_ranking"), "strata": "columns",
     },
     "noise": {
-        "columns": "columns", "amount": "number", "kind": ("additive", "multiplicative", "correlated"),
+        "columns": "columns", "amount": "number", "kind": NOISE_METHODS, "noise": "number", "delta": "number",
+        "p": "number",
     },
-    "rank_swap": {"columns": "columns", "p": "number"},
+    "rank_swap": {
+        "columns": "columns", "p": "number", "r0": "number", "k0": "number", "top_percent": "number",
+        "bottom_percent": "number",
+    },
     "rounding": {
         "columns": "columns", "base": "number", "kind": ("deterministic", "random"), "probability_up": "number",
     },

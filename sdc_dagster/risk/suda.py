@@ -11,10 +11,12 @@ finds the MSUs with the recursive SUDA2 search; here they are found by a vectori
 the lattice of key subsets:
 
 1. every key is turned into integer codes, and records with the same full key are collapsed into
-   one combination with its frequency (only combinations of frequency 1, the sample uniques, can
-   have MSUs);
-2. for every key subset S, size by size, a bincount over the combinations gives each sample
-   unique's frequency on S, so "unique on S" is one boolean row per subset;
+   one combination with its frequency (one bincount of the mixed-radix code); everything after
+   this works on the combinations, not the records (only combinations of frequency 1, the sample
+   uniques, can have MSUs; sdcMicro's hash count for DIS-SUDA is also taken per combination);
+2. for every key subset S, size by size, a bincount of the combinations' codes on S says which
+   sample uniques no other combination shares on S ("unique on S", one boolean row per subset);
+   sizes on which no candidate is unique are skipped, and the full key is unique by definition;
 3. S is an MSU of a record when the record is unique on S and on none of the subsets S minus one
    key (uniqueness is monotone, so the immediate subsets suffice). A record all of whose subsets
    of one size are unique has no larger MSU and leaves the sweep.
@@ -140,28 +142,38 @@ def suda2(
     if not isinstance(original_scores, (bool, np.bool_)):
         raise SDCInputError(f"original_scores: must be True or False, got {original_scores!r}")
 
-    values = np.column_stack([_sdcmicro_codes(data[k], k, missing) for k in keys])
+    codes = [_sdcmicro_codes(data[k], k, missing) for k in keys]
     n_keys = len(keys)
     n_columns = max(n_keys, _SDCMICRO_MIN_COLUMNS)
-    if n_columns > n_keys:
-        values = np.hstack([values, np.ones((len(data), n_columns - n_keys), dtype=np.int64)])
 
     contribution_names = [f"{k}_contribution" for k in keys]
     if len(data) == 0:
         empty = {"score": [], "dis_score": [], **{c: [] for c in contribution_names}}
         return pd.DataFrame(empty, index=data.index, dtype="float64")
 
+    # Everything after this line works on the distinct full keys, not on the records.
+    combination, frequency, representative = _full_key_combinations(codes)
+    combo_values = np.column_stack([c[representative] for c in codes])
     weights = _msu_weights(n_columns, max_size, bool(original_scores))
-    full_keys = _full_key_combinations(values[:, :n_keys])
-    score, contribution = _msu_scores(values[:, :n_keys], values[:, :n_keys] == missing, weights, full_keys)
-    combination, frequency, _ = full_keys
-    records_in_pairs = int(np.count_nonzero(frequency[combination] == 2))
-    dis_score = _dis_scores(score, values, records_in_pairs, fraction)
+    scored, cand_score, cand_contribution = _msu_scores(combo_values, combo_values == missing, weights, frequency)
+    records_in_pairs = int(frequency[frequency == 2].sum())
+    # sdcMicro hashes the padded columns too (constant 1 for a missing second or third key).
+    padded = np.hstack([combo_values, np.ones((len(frequency), n_columns - n_keys), dtype=np.int64)])
+    uniques = _records_alone_in_hash_bucket(padded, frequency)
+    rows = representative[scored]
+    # DIS sums over the scores in record order (as sdcMicro's loop does), not in combination order.
+    in_record_order = np.argsort(rows)
+    dis_score = np.empty(len(rows))
+    dis_score[in_record_order] = _dis_scores(
+        cand_score[in_record_order], n_columns, uniques, records_in_pairs, fraction
+    )
 
-    result = pd.DataFrame({"score": score, "dis_score": dis_score}, index=data.index)
-    for j, name in enumerate(contribution_names):
-        result[name] = contribution[:, j]
-    return result
+    # One (columns x records) block, so the DataFrame wraps it without copying column by column.
+    block = np.zeros((2 + n_keys, len(data)))
+    block[0, rows] = cand_score
+    block[1, rows] = dis_score
+    block[2:, rows] = cand_contribution.T
+    return pd.DataFrame(block.T, index=data.index, columns=["score", "dis_score", *contribution_names], copy=False)
 
 
 def suda2_attribute_contributions(scores: pd.DataFrame) -> pd.DataFrame:
@@ -233,6 +245,11 @@ def _sdcmicro_codes(column: pd.Series, name: str, missing: int) -> np.ndarray:
     if isinstance(column.dtype, pd.CategoricalDtype):
         codes = column.cat.codes.to_numpy(dtype=np.int64) + 1
         return np.where(codes == 0, missing, codes)
+    if pd.api.types.is_integer_dtype(column.dtype) and not column.hasnans:
+        numbers = column.to_numpy(dtype=np.int64)
+        if numbers.size and (numbers.min() < _INT32.min or numbers.max() > _INT32.max):
+            raise SDCInputError(f"key variable {name!r}: category codes must fit in 32-bit integers")
+        return numbers
     if pd.api.types.is_bool_dtype(column.dtype):
         if column.isna().any():
             numbers = column.astype("float64").to_numpy(na_value=np.nan)
@@ -285,13 +302,23 @@ def _dense(codes: np.ndarray) -> tuple[np.ndarray, int]:
     return dense.astype(np.int64, copy=False), len(uniques)
 
 
+def _offset_codes(column: np.ndarray, limit: int) -> tuple[np.ndarray, int]:
+    """Codes 0..c-1 for one column: the values minus their minimum when their range is at most
+    ``limit`` (no hashing; unused values leave gaps), otherwise densified."""
+    low, high = int(column.min()), int(column.max())
+    if high - low < limit:
+        return column - low, high - low + 1
+    return _dense(column)
+
+
 def _extend_code(
     code: np.ndarray, space: int, column: np.ndarray, card: int, limit: int
 ) -> tuple[np.ndarray, int]:
     """Mixed-radix code of a combination extended by one dense code column, code space <= limit."""
     if space * card > limit:
         code, space = _dense(code)
-    code = code * card + column
+    code = code * card
+    code += column
     space *= card
     if space > limit:
         code, space = _dense(code)
@@ -334,15 +361,21 @@ def _subset_codes(
         yield chain[-1]
 
 
-def _full_key_combinations(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct full keys: each record's combination, each combination's frequency and one of its records."""
-    n = len(values)
+def _full_key_combinations(codes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct full keys: each record's combination, each combination's frequency and one of its records.
+
+    The mixed-radix code of the keys (code space bounded by :func:`_combination_codes`) is counted
+    with one bincount, so the combinations come out in code order."""
+    n = len(codes[0])
     limit = max(_MIN_CODE_SPACE, _CODE_SPACE_PER_ROW * n)
-    key_codes, key_cards = zip(*(_dense(values[:, j]) for j in range(values.shape[1])))
-    full, _ = _combination_codes(key_codes, key_cards, limit)
-    combination, n_combinations = _dense(full)
-    frequency = np.bincount(combination, minlength=n_combinations)
-    representative = np.empty(n_combinations, dtype=np.int64)
+    key_codes, key_cards = zip(*(_offset_codes(c, limit) for c in codes))
+    full, space = _combination_codes(key_codes, key_cards, limit)
+    counts = np.bincount(full, minlength=space)
+    occupied = np.flatnonzero(counts)
+    slot_to_combination = np.empty(space, dtype=np.int64)
+    slot_to_combination[occupied] = np.arange(len(occupied))
+    combination, frequency = slot_to_combination[full], counts[occupied]
+    representative = np.empty(len(frequency), dtype=np.int64)
     # Any record can stand for its combination: they all carry the same key values.
     representative[combination] = np.arange(n, dtype=np.int64)
     return combination, frequency, representative
@@ -366,63 +399,115 @@ def _sdcmicro_base_keys(
     paired with the other key's base item credits it.
 
     Returns the base key index for each of ``rows`` and each key (j itself when the record's
-    value of j is not a correlated item), shape (len(rows), n_keys).
+    value of j is not a correlated item), shape (len(rows), n_keys); None when no value of any
+    record is a correlated item.
     """
     n_keys = len(combo_codes)
     limit = max(_MIN_CODE_SPACE, _CODE_SPACE_PER_ROW * len(frequency))
-    item_frequency = [
-        np.bincount(combo_codes[j], weights=frequency, minlength=key_cards[j])[combo_codes[j][rows]]
-        for j in range(n_keys)
-    ]
+    value_frequency = [np.bincount(combo_codes[j], weights=frequency, minlength=key_cards[j]) for j in range(n_keys)]
+    shared_values = [f[f >= 2] for f in value_frequency]
     present = ~combo_missing[rows]
-    base = np.tile(np.arange(n_keys), (len(rows), 1))
+    base = None
     for j in range(1, n_keys):
         undecided = np.ones(len(rows), dtype=bool)
         for i in range(j):
+            # Values of i and j held by the same records have the same frequency: pairs of keys
+            # with no frequency in common have no correlated items (skips the pass over the data).
+            if not np.intersect1d(shared_values[i], shared_values[j]).size:
+                continue
             code, space = _combination_codes(
                 [combo_codes[i], combo_codes[j]], [key_cards[i], key_cards[j]], limit
             )
             together = np.bincount(code, weights=frequency, minlength=space)[code[rows]]
+            frequency_i = value_frequency[i][combo_codes[i][rows]]
+            frequency_j = value_frequency[j][combo_codes[j][rows]]
             same_records = (
-                (together == item_frequency[i])
-                & (together == item_frequency[j])
-                & (item_frequency[j] >= 2)
+                (together == frequency_i)
+                & (together == frequency_j)
+                & (frequency_j >= 2)
                 & present[:, i]
                 & present[:, j]
             )
             first = undecided & same_records
-            base[first, j] = i
+            if first.any():
+                if base is None:
+                    base = np.tile(np.arange(n_keys, dtype=np.int16), (len(rows), 1))
+                base[first, j] = i
             undecided &= ~same_records
     return base
 
 
+def _credit_msus(
+    unique: np.ndarray,
+    previous_unique: np.ndarray | None,
+    previous_row: dict[int, int],
+    subsets: Sequence[tuple[int, ...]],
+    masks: np.ndarray,
+    rows_with: Sequence[np.ndarray],
+    weight: float,
+    size: int,
+    target: np.ndarray,
+    cand_score: np.ndarray,
+    cand_contribution: np.ndarray,
+    base: np.ndarray | None,
+    correlated_bits: np.ndarray | None,
+) -> None:
+    """Add the MSUs of one size to the scores and contributions of the ``target`` candidates.
+
+    ``unique`` (subsets x targets) says which subsets are unique for each target; a subset is an
+    MSU when none of its immediate subsets (rows of ``previous_unique``) is unique."""
+    minimal = unique.copy()
+    if previous_unique is not None:
+        previous_shared = ~previous_unique
+        for row, mask in enumerate(masks):
+            for j in subsets[row]:
+                parent = previous_row[int(mask) ^ (1 << j)]
+                np.logical_and(minimal[row], previous_shared[parent], out=minimal[row])
+    cand_score[target] += np.count_nonzero(minimal, axis=0) * weight
+
+    # Contributions as sdcMicro credits them (see _sdcmicro_base_keys): a two-key MSU credits
+    # both keys unless both values are correlated items (sdcMicro then credits each of them
+    # once only, through the MSU with the other's base item); a larger MSU credits the base
+    # key of each of its values.
+    credited = minimal
+    if size == 2 and base is not None:
+        credited = minimal & ((masks[:, None] & correlated_bits[target][None, :]) != masks[:, None])
+    counter = np.uint16 if len(rows_with[0]) < np.iinfo(np.uint16).max else np.int64
+    for j in range(len(rows_with)):
+        msu_count = np.zeros(len(target), dtype=counter)
+        for row in rows_with[j]:
+            msu_count += credited[row]
+        credit = msu_count * weight
+        if size >= 3 and base is not None:
+            cand_contribution[target, base[target, j]] += credit
+        else:
+            cand_contribution[target, j] += credit
+
+
 def _msu_scores(
-    values: np.ndarray,
+    combo_values: np.ndarray,
     is_missing: np.ndarray,
     weights: np.ndarray,
-    full_keys: tuple[np.ndarray, np.ndarray, np.ndarray],
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per record SUDA score and per-key contribution share from the MSUs up to len(weights)-1 keys."""
-    n, n_keys = values.shape
-    max_size = len(weights) - 1
-    _, record_frequency, representative = full_keys
-    frequency = record_frequency.astype(np.float64)
-    combo_values = values[representative]
-    key_codes, key_cards = zip(*(_dense(combo_values[:, j]) for j in range(n_keys)))
-    combo_limit = max(_MIN_CODE_SPACE, _CODE_SPACE_PER_ROW * len(frequency))
+    record_frequency: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SUDA score and per-key contribution share of the sample uniques, from the MSUs up to len(weights)-1 keys.
 
-    score = np.zeros(n)
-    contribution = np.zeros((n, n_keys))
+    Works on the distinct full keys (``combo_values``, one row per combination, with their
+    frequencies); returns the combinations that are sample uniques, their scores and their
+    contribution shares."""
+    n_keys = combo_values.shape[1]
+    max_size = len(weights) - 1
+    frequency = record_frequency.astype(np.float64)
+    combo_limit = max(_MIN_CODE_SPACE, _CODE_SPACE_PER_ROW * len(frequency))
+    key_codes, key_cards = zip(*(_offset_codes(combo_values[:, j], combo_limit) for j in range(n_keys)))
+
     # Only sample uniques (full-key frequency 1) can have MSUs.
     unique_combos = np.flatnonzero(record_frequency == 1)
     n_candidates = len(unique_combos)
-    if n_candidates == 0:
-        return score, contribution
     bits = np.int64(1) << np.arange(n_keys, dtype=np.int64)
-    cand_missing = is_missing[representative[unique_combos]]
-    base = _sdcmicro_base_keys(key_codes, key_cards, frequency, is_missing[representative], unique_combos)
-    correlated_bits = ((base != np.arange(n_keys)) * bits).sum(axis=1)
-    has_correlated = bool(correlated_bits.any())
+    cand_missing = is_missing[unique_combos]
+    base = _sdcmicro_base_keys(key_codes, key_cards, frequency, is_missing, unique_combos)
+    correlated_bits = None if base is None else ((base != np.arange(n_keys)) * bits).sum(axis=1)
 
     cand_score = np.zeros(n_candidates)
     cand_contribution = np.zeros((n_candidates, n_keys))
@@ -445,41 +530,38 @@ def _msu_scores(
         active_combos = unique_combos[active]
         # One row per key subset, one column per active record: subsets are gathered as whole rows.
         unique = np.empty((len(subsets), len(active)), dtype=bool)
-        for row, (code, space) in enumerate(_subset_codes(key_codes, key_cards, subsets, combo_limit)):
-            subset_frequency = np.bincount(code, weights=frequency, minlength=space)
-            unique[row] = subset_frequency[code[active_combos]] == 1
+        # The candidates are sample uniques, so a candidate is unique on S exactly when no other
+        # combination shares its values of S: counting combinations (unweighted) suffices.
+        subset_codes = _subset_codes(key_codes, key_cards, subsets[: len(subsets) - (size == n_keys)], combo_limit)
+        for row, (code, space) in enumerate(subset_codes):
+            single = np.bincount(code, minlength=space) == 1
+            if single.any():
+                unique[row] = single[code[active_combos]]
+            else:
+                unique[row] = False
+        if size == n_keys:
+            unique[-1] = True  # the full key of a sample unique
         # A key whose value is the missing code never enters an MSU.
         for j in range(n_keys):
             missing_j = cand_missing[active, j]
             if missing_j.any():
                 unique[rows_with[j]] &= ~missing_j
 
-        minimal = unique.copy()
-        if previous_unique is not None:
-            previous_shared = ~previous_unique
-            for row, mask in enumerate(masks):
-                for j in subsets[row]:
-                    parent = previous_row[int(mask) ^ (1 << j)]
-                    np.logical_and(minimal[row], previous_shared[parent], out=minimal[row])
-        cand_score[active] += np.count_nonzero(minimal, axis=0) * weights[size]
-
-        # Contributions as sdcMicro credits them (see _sdcmicro_base_keys): a two-key MSU credits
-        # both keys unless both values are correlated items (sdcMicro then credits each of them
-        # once only, through the MSU with the other's base item); a larger MSU credits the base
-        # key of each of its values.
-        credited = minimal
-        if size == 2 and has_correlated:
-            credited = minimal & ((masks[:, None] & correlated_bits[active][None, :]) != masks[:, None])
-        counter = np.uint16 if len(rows_with[0]) < np.iinfo(np.uint16).max else np.int64
-        for j in range(n_keys):
-            msu_count = np.zeros(len(active), dtype=counter)
-            for row in rows_with[j]:
-                msu_count += credited[row]
-            credit = msu_count * weights[size]
-            if size >= 3 and has_correlated:
-                cand_contribution[active, base[active, j]] += credit
-            else:
-                cand_contribution[active, j] += credit
+        # Only records unique on some subset of this size can have an MSU of this size.
+        hit = unique.any(axis=0)
+        if hit.all():
+            target, hit_unique, hit_previous = active, unique, previous_unique
+        elif hit.any():
+            columns = np.flatnonzero(hit)
+            target, hit_unique = active[columns], np.ascontiguousarray(unique[:, columns])
+            hit_previous = None if previous_unique is None else np.ascontiguousarray(previous_unique[:, columns])
+        else:
+            target = None
+        if target is not None:
+            _credit_msus(
+                hit_unique, hit_previous, previous_row, subsets, masks, rows_with, weights[size], size,
+                target, cand_score, cand_contribution, base, correlated_bits,
+            )
 
         still_open = ~unique.all(axis=0)
         if still_open.all():
@@ -492,37 +574,35 @@ def _msu_scores(
 
     scored = cand_score > 0
     cand_contribution[scored] /= cand_score[scored, None]
-    rows = representative[unique_combos]
-    score[rows] = cand_score
-    contribution[rows] = cand_contribution
-    return score, contribution
+    return unique_combos, cand_score, cand_contribution
 
 
-def _records_alone_in_hash_bucket(values: np.ndarray) -> int:
+def _records_alone_in_hash_bucket(values: np.ndarray, frequency: np.ndarray) -> int:
     """sdcMicro's count of sample uniques: records alone in their 16-bit key-hash bucket.
 
     sdcMicro's duplicate scan counts a unique record only when no other record shares its hash
-    bucket (uniques in shared buckets are missed), and the DIS formula uses that count.
+    bucket (uniques in shared buckets are missed), and the DIS formula uses that count. ``values``
+    are the distinct full keys (hashed once each) and ``frequency`` their numbers of records.
     """
     bucket = np.zeros(len(values), dtype=np.int64)
     for j in range(values.shape[1]):
         carry = (bucket >> 15) & 1
         bucket = ((bucket << 1) + values[:, j] + carry) & _HASH_MASK
-    occupancy = np.bincount(bucket, minlength=_HASH_MASK + 1)
+    occupancy = np.bincount(bucket, weights=frequency, minlength=_HASH_MASK + 1)
     return int(np.count_nonzero(occupancy[bucket] == 1))
 
 
 def _dis_scores(
-    score: np.ndarray, values: np.ndarray, records_in_pairs: int, fraction: np.float32
+    score: np.ndarray, n_columns: int, uniques: int, records_in_pairs: int, fraction: np.float32
 ) -> np.ndarray:
-    """DIS-SUDA per record from the SUDA scores, in sdcMicro's mixed single/double precision.
+    """DIS-SUDA from the SUDA scores of the sample uniques, in sdcMicro's mixed single/double precision.
 
-    ``values`` are the columns sdcMicro hashes (keys plus padding); ``records_in_pairs`` is the
-    number of records whose full key occurs exactly twice.
+    ``n_columns`` is the number of columns sdcMicro sees (keys plus padding), ``uniques`` its count
+    of sample uniques (:func:`_records_alone_in_hash_bucket`) and ``records_in_pairs`` the number of
+    records whose full key occurs exactly twice.
     """
-    n_columns = values.shape[1]
     pairs = np.float32(records_in_pairs)
-    uniques = np.float32(_records_alone_in_hash_bucket(values))
+    uniques = np.float32(uniques)
     with np.errstate(divide="ignore", invalid="ignore"):
         dis = uniques * fraction / (uniques * fraction + pairs * (np.float32(1) - fraction))
         excess = float(uniques / dis - uniques)
