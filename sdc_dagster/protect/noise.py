@@ -21,9 +21,9 @@ n the number of records:
 * outdect:        noise e ~ N(0, (1.96 · sd_j / sqrt(n) · a)^2) on the outliers only, in every
   column: records above the 99% quantile of some column (R's default quantile, type 7) or with a
   robust Mahalanobis distance above sqrt(chi^2_{0.975, m}), the distance from the MCD estimate
-  with half of the records (sdcMicro "outdect"; MCD by scikit-learn's FAST-MCD ``MinCovDet``,
-  reweighted and consistency-corrected like robustbase's ``covMcd``, which also applies small-sample
-  factors: borderline outliers may differ). Past ``MCD_MAX_RECORDS`` complete records the MCD is
+  with half of the records (sdcMicro "outdect"; the project's robustbase-style FastMCD,
+  :func:`sdc_dagster.risk.continuous.minimum_covariance_determinant`, without robustbase's
+  small-sample factors: borderline outliers may differ). Past ``MCD_MAX_RECORDS`` complete records the MCD is
   fitted on a seeded random sample of that size (a 1,000,000-record fit takes minutes).
 
 Sigma is pairwise with missing values (made positive semi-definite when missing values break that;
@@ -46,6 +46,7 @@ import pandas as pd
 from scipy import linalg, stats
 
 from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.risk.continuous import minimum_covariance_determinant
 
 NOISE_METHODS = ("additive", "multiplicative", "correlated", "correlated2", "restr", "ROMM", "outdect")
 # ROMM builds n x n matrices: 10,000 records take two of 800 MB.
@@ -54,7 +55,6 @@ ROMM_MAX_RECORDS = 10_000
 # square root of this chi-square quantile, MCD on this share of the records.
 OUTLIER_QUANTILE = 0.99
 OUTLIER_CHI2_LEVEL = 0.975
-MCD_SUPPORT_FRACTION = 0.5
 # FAST-MCD is fitted on a random sample of at most this many complete records (seeded); the robust
 # distances of all records use that fit.
 MCD_MAX_RECORDS = 20_000
@@ -112,8 +112,6 @@ def outlier_records(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
     Records with a missing value get no robust distance (as in sdcMicro) but may still be
     univariate outliers on their observed columns."""
-    from sklearn.covariance import MinCovDet
-
     n, m = x.shape
     with np.errstate(invalid="ignore"):
         univariate = (x > np.nanquantile(x, OUTLIER_QUANTILE, axis=0)).any(axis=1)
@@ -123,10 +121,10 @@ def outlier_records(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     fitted = x[complete]
     if len(fitted) > MCD_MAX_RECORDS:
         fitted = fitted[np.sort(rng.choice(len(fitted), MCD_MAX_RECORDS, replace=False))]
-    mcd = MinCovDet(support_fraction=MCD_SUPPORT_FRACTION, random_state=int(rng.integers(0, 2**31 - 1)))
-    mcd.fit(fitted)
+    location, covariance = minimum_covariance_determinant(fitted, random_state=rng)
+    diff = x[complete] - location
     distance = np.zeros(n)
-    distance[complete] = np.sqrt(mcd.mahalanobis(x[complete]))
+    distance[complete] = np.sqrt(np.einsum("ij,ij->i", diff @ np.linalg.inv(covariance), diff))
     return univariate | (distance > np.sqrt(stats.chi2.ppf(OUTLIER_CHI2_LEVEL, m)))
 
 

@@ -371,13 +371,14 @@ def _consistency_factor(alpha: float, p: int) -> float:
     return alpha / stats.chi2.cdf(q, p + 2)
 
 
-def minimum_covariance_determinant(x: np.ndarray, *, random_state=None) -> np.ndarray:
-    """Reweighted MCD covariance (FastMCD, Rousseeuw & Van Driessen 1999), robustbase-style.
+def minimum_covariance_determinant(x: np.ndarray, *, random_state=None) -> tuple[np.ndarray, np.ndarray]:
+    """Reweighted MCD location and covariance (FastMCD, Rousseeuw & Van Driessen 1999), robustbase-style.
 
     Mirrors robustbase ``covMcd`` defaults: h = floor((n + p + 1) / 2), 500 random (p+1)-subsets
     with two C-steps each, the 10 best iterated to convergence, raw covariance scaled for
     consistency, then one reweighting step keeping the points with squared distance below the
-    chi-square 0.975 quantile, scaled again for consistency.
+    chi-square 0.975 quantile, scaled again for consistency. Returns (location, covariance): the mean and the covariance
+    of the retained points.
 
     Deviation from robustbase: the small-sample correction factors of Pison et al. (2002) are
     not applied and the random subsets differ, so covariances can differ slightly from R's.
@@ -403,7 +404,7 @@ def minimum_covariance_determinant(x: np.ndarray, *, random_state=None) -> np.nd
     diff = x - centre
     d2 = np.einsum("ij,ij->i", diff @ np.linalg.inv(raw), diff)
     keep = d2 <= stats.chi2.ppf(0.975, p)
-    return np.cov(x[keep], rowvar=False).reshape(p, p) * _consistency_factor(keep.mean(), p)
+    return x[keep].mean(axis=0), np.cov(x[keep], rowvar=False).reshape(p, p) * _consistency_factor(keep.mean(), p)
 
 
 @dataclass(frozen=True)
@@ -481,7 +482,7 @@ def interval_risk_rmd(
         return (a - a.mean(axis=0)) / sd
 
     zx, zm = scale(x), scale(xm)
-    cov = minimum_covariance_determinant(zx, random_state=random_state)
+    _, cov = minimum_covariance_determinant(zx, random_state=random_state)
     centred = zx - zx.mean(axis=0)
     rmd = 0.05 * np.sqrt(np.einsum("ij,ij->i", centred @ np.linalg.inv(cov), centred))
     lower, upper = zx - k * rmd[:, None], zx + k * rmd[:, None]
