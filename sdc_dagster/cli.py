@@ -315,13 +315,13 @@ def run_check(spec_file: str, *, data_file: str | None = None, out=None) -> int:
 _DATA_ERRORS = ("SDCInputError", "SchemaViolation")
 
 
-def _error_classes(error) -> list[str]:
-    """Class names along a serialised error's cause/context chain."""
-    names = []
+def _data_error(error):
+    """The engine's data error (:data:`_DATA_ERRORS`) along a serialised error's cause chain, or None."""
     while error is not None:
-        names.append(error.cls_name)
+        if error.cls_name in _DATA_ERRORS:
+            return error
         error = error.cause or error.context
-    return names
+    return None
 
 
 def _land_wave_file(spec, wave: str, data_file: Path) -> Path:
@@ -423,8 +423,10 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
     result = job.execute_in_process(partition_key=wave, instance=instance, raise_on_error=False,
                                     run_config=QUIET, run_id=run_id)
     if not result.success:
-        data_errors = [(step, error) for step, error in failures if set(_error_classes(error)) & set(_DATA_ERRORS)]
+        data_errors = [(step, _data_error(error)) for step, error in failures if _data_error(error) is not None]
         step, error = (data_errors or failures or [("run", None)])[0]
+        while error is not None and error.cause is not None:  # the user code's error, not Dagster's wrapper
+            error = error.cause
         message = error.message.strip() if error is not None else "see the run in the UI (sdc ui)"
         print(f"sdc run: {'bad data' if data_errors else 'failed'} in {step}: {message}", file=out)
         return EXIT_BAD_DATA if data_errors else EXIT_RUN_FAILED
@@ -480,7 +482,7 @@ def run_ui(home: str | None = None, port: int = 3000, *, out=None) -> int:
     import sdc_dagster
 
     dagster = Path(sys.executable).parent / "dagster"
-    command = [str(dagster if dagster.exists() else "dagster"), "dev", "-m", "sdc_dagster.definitions",
+    command = [str(dagster if dagster.exists() else "dagster"), "dev", "-m", "sdc_dagster.definitions", "-a", "defs",
                "-p", str(port)]
     # The code server and run workers import sdc_dagster from where this process did.
     package_root = str(Path(sdc_dagster.__file__).resolve().parent.parent)
