@@ -239,4 +239,4 @@ def test_readme_own_survey_in_five_commands(tmp_path, home, capsys):
     from dagster import DagsterInstance
 
     with DagsterInstance.get() as instance:
-        assert instance.get_run_by_id(run_id).status.value in ("CANCELED", "SUCCESS")
+        assert instance.get_run_by_id(run_id).is_finished  # interrupted or canceled, not left "started"
