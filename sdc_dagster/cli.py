@@ -481,24 +481,30 @@ def run_ui(home: str | None = None, port: int = 3000, *, out=None) -> int:
     root = _prepare_environment(home)
     import sdc_dagster
 
-    dagster = Path(sys.executable).parent / "dagster"
-    command = [str(dagster if dagster.exists() else "dagster"), "dev", "-m", "sdc_dagster.definitions", "-a", "defs",
-               "-p", str(port)]
+    command = [sys.executable, "-m", "dagster", "dev", "-m", "sdc_dagster.definitions", "-a", "defs", "-p", str(port)]
     # The code server and run workers import sdc_dagster from where this process did.
     package_root = str(Path(sdc_dagster.__file__).resolve().parent.parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
-    process = subprocess.Popen(command, cwd=root, env=env, start_new_session=True)
     signals: list[int] = []
+    started: list[subprocess.Popen] = []
 
     def stop(signum, frame) -> None:
         signals.append(signum)
+        if not started:
+            return
         if len(signals) == 1:
             print("\nsdc ui: stopping the Dagster webserver and daemon ...", file=out, flush=True)
-            process.send_signal(signal.SIGINT)
+            started[0].send_signal(signal.SIGINT)
         else:
-            _end_process_group(process.pid, 0.0)
+            _end_process_group(started[0].pid, 0.0)
 
+    # Handlers first: a child inherits an ignored SIGINT (a shell's background job) but not a handler,
+    # so `dagster dev` always gets the default SIGINT behaviour (stop its services).
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    process = subprocess.Popen(command, cwd=root, env=env, start_new_session=True)
+    started.append(process)
+    if signals:
+        process.send_signal(signal.SIGINT)
     try:
         while process.poll() is None and not signals:
             time.sleep(0.2)

@@ -170,7 +170,8 @@ STATUS = "query Status($id: ID!) { runOrError(runId: $id) { ... on Run { status 
 def wait_for_server(url: str, process: subprocess.Popen, seconds: float = 300) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        assert process.poll() is None, f"sdc ui exited with {process.returncode}"
+        if process.poll() is not None:
+            raise AssertionError(f"sdc ui exited with {process.returncode}:\n{process.stdout.read()}")
         try:
             with urllib.request.urlopen(url, timeout=5) as response:
                 if response.status == 200:
