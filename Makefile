@@ -32,7 +32,7 @@ test: $(BIN)/sdc chromium
 # user home (so the per-user data home is used): check that no top-level `assets`/`resources` package
 # was installed, run `sdc demo`, then draft, check and run a survey of its own.
 wheel-check: $(BIN)/sdc
-	rm -rf dist $(WHEEL_VENV)
+	rm -rf dist build
 	$(BIN)/pip wheel --quiet --no-deps -w dist .
 	$(PYTHON) -m venv $(WHEEL_VENV)
 	$(WHEEL_VENV)/bin/pip install --quiet --upgrade pip

@@ -239,7 +239,7 @@ def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, 
     from sdc_dagster.definitions import bundled_examples
     from sdc_dagster.errors import SDCInputError
     from sdc_dagster.resources.storage import user_specs_dir
-    from sdc_dagster.spec import load_spec, load_specs
+    from sdc_dagster.spec import SpecError, load_spec, load_specs
     from sdc_dagster.spec_draft import draft_spec
 
     target = Path(spec_file) if spec_file else user_specs_dir() / f"{survey_name}.yaml"
@@ -257,7 +257,11 @@ def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, 
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "x", encoding="utf-8") as fh:  # "x": never overwrite, even if created meanwhile
         fh.write(text)
-    spec = load_spec(target)
+    try:
+        spec = load_spec(target)
+    except SpecError as exc:
+        print(f"wrote {target}, but it needs an edit before sdc check accepts it: {exc}", file=out)
+        return EXIT_BAD_SPEC
     roles = ", ".join(f"{len(spec.names(role))} {role}" for role in
                       ("categorical_key", "continuous_key", "sensitive", "direct_identifier") if spec.names(role))
     print(f"wrote {target}: {len(spec.variables)} variables ({roles}); every role is a guess with its reason.\n"
