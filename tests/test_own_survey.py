@@ -164,6 +164,7 @@ def graphql(server: str, query: str, variables: dict) -> dict:
 
 LAUNCH = """mutation Launch($params: ExecutionParams!) { launchRun(executionParams: $params) {
   __typename ... on LaunchRunSuccess { run { runId } } ... on PythonError { message } } }"""
+RUNS = "query Runs { runsOrError { ... on Runs { results { jobName tags { key value } } } } }"
 STATUS = "query Status($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"
 
 
@@ -212,6 +213,8 @@ def test_readme_own_survey_in_five_commands(tmp_path, home, capsys):
     try:
         server = f"http://127.0.0.1:{port}"
         wait_for_server(f"{server}/server_info", process)
+        runs = graphql(server, RUNS, {})["runsOrError"]["results"]
+        assert [r["tags"] for r in runs if r["jobName"] == "health_wave_job"]  # `sdc run` is in the UI's history
         settings = yaml.safe_load((home / "dagster" / "dagster.yaml").read_text())
         assert settings["nux"] == {"enabled": False} and settings["telemetry"] == {"enabled": False}
         params = {"selector": {"repositoryLocationName": "sdc_dagster.definitions:defs",
