@@ -15,6 +15,8 @@ import pandas as pd
 import platformdirs
 from dagster import ConfigurableIOManager, InputContext, OutputContext
 
+import sdc_dagster
+
 #: The data home of a project folder: a working directory holding this folder uses it.
 PROJECT_HOME = ".sdc_home"
 
@@ -34,6 +36,23 @@ def sdc_home() -> Path:
 def user_specs_dir() -> Path:
     """Where the user's survey specs live (``sdc init`` writes there): ``<data home>/specs``."""
     return sdc_home() / "specs"
+
+
+def bundled_examples() -> Path:
+    """The demo specs and data shipped with the package: ``sdc_dagster/examples`` of an installed
+    wheel, the top-level ``examples/`` of a checkout."""
+    for folder in sdc_dagster.__path__:
+        if (Path(folder) / "examples" / "testdata.yaml").is_file():
+            return Path(folder) / "examples"
+    raise FileNotFoundError(f"no bundled examples/ beside {sdc_dagster.__path__}: a broken installation")
+
+
+def spec_folders() -> list[Path]:
+    """Where the survey specs are read from: ``[$SDC_SPECS]`` when set, else the bundled demo specs
+    and ``<data home>/specs``."""
+    if os.environ.get("SDC_SPECS"):
+        return [Path(os.environ["SDC_SPECS"])]
+    return [bundled_examples(), user_specs_dir()]
 
 
 def landing_dir() -> Path:

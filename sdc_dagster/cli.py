@@ -76,8 +76,7 @@ def prepare_demo_waves() -> dict[str, list[str]]:
     testdata: sdcMicro's testdata as wave ``2024``; simulation: two waves ``w1`` and ``w2`` drawn
     from seed 000's simulation design (SPEC §5.7) with seeds 1 and 2.
     """
-    from sdc_dagster.definitions import bundled_examples
-    from sdc_dagster.resources.storage import landing_dir
+    from sdc_dagster.resources.storage import bundled_examples, landing_dir
     from sdc_dagster.simulation import simulate_survey
 
     landing = landing_dir()
@@ -236,9 +235,8 @@ def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, 
     into ``spec_file`` (default ``<data home>/specs/<survey>.yaml``); an existing file is never overwritten."""
     out = out or sys.stdout
     _prepare_environment(home)
-    from sdc_dagster.definitions import bundled_examples
     from sdc_dagster.errors import SDCInputError
-    from sdc_dagster.resources.storage import user_specs_dir
+    from sdc_dagster.resources.storage import bundled_examples, user_specs_dir
     from sdc_dagster.spec import SpecError, load_spec, load_specs
     from sdc_dagster.spec_draft import draft_spec
 

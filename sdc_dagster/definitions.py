@@ -1,42 +1,24 @@
 """The Dagster code location: assembles ``Definitions`` from ``sdc_dagster.assets`` and
 ``sdc_dagster.resources``.
 
-Survey specs: the bundled demo specs (:func:`bundled_examples`) and the user's own specs in
-``<data home>/specs`` (``sdc init`` writes there); ``$SDC_SPECS`` names one folder to use instead of
-both. Each spec gives one survey asset chain partitioned by wave, its checks, job, sensor and
+Survey specs are read from :func:`~sdc_dagster.resources.storage.spec_folders`: the bundled demo
+specs and the user's own specs in ``<data home>/specs`` (``sdc init`` writes there), or
+``$SDC_SPECS`` instead of both. Each spec gives one survey asset chain partitioned by wave, its checks, job, sensor and
 schedule. The census grid chain (partitioned by region) comes from ``sdc_dagster.assets.grid``.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from dagster import Definitions
 
-import sdc_dagster
 from sdc_dagster.assets.automation import build_survey_automation
 from sdc_dagster.assets.grid import GRID_ASSETS, GRID_JOBS, GRID_SENSORS
 from sdc_dagster.assets.survey import build_survey_assets
-from sdc_dagster.resources import ParquetIOManager, duckdb_resource, user_specs_dir
+from sdc_dagster.resources import ParquetIOManager, duckdb_resource
+from sdc_dagster.resources.storage import spec_folders
 from sdc_dagster.spec import SpecError, SurveySpec, load_specs
-
-
-def bundled_examples() -> Path:
-    """The demo specs and data shipped with the package: ``sdc_dagster/examples`` of an installed
-    wheel, the top-level ``examples/`` of a checkout."""
-    for folder in sdc_dagster.__path__:
-        if (Path(folder) / "examples" / "testdata.yaml").is_file():
-            return Path(folder) / "examples"
-    raise FileNotFoundError(f"no bundled examples/ beside {sdc_dagster.__path__}: a broken installation")
-
-
-def spec_folders() -> list[Path]:
-    """Where the survey specs are read from: ``[$SDC_SPECS]`` when set, else the bundled demo specs
-    and ``<data home>/specs``."""
-    if os.environ.get("SDC_SPECS"):
-        return [Path(os.environ["SDC_SPECS"])]
-    return [bundled_examples(), user_specs_dir()]
 
 
 def survey_specs(folders: list[Path] | None = None) -> list[SurveySpec]:

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from sdc_dagster.cli import _instance_settings, main
-from sdc_dagster.definitions import bundled_examples, spec_folders
+from sdc_dagster.resources.storage import bundled_examples, spec_folders
 from sdc_dagster.resources.storage import sdc_home, user_specs_dir
 
 CHECKOUT = Path(__file__).resolve().parents[1]
