@@ -441,7 +441,7 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
 
 
 #: Seconds `sdc ui` waits for `dagster dev` to stop its services before ending what is left.
-UI_GRACE_SECONDS = 6.0
+UI_GRACE_SECONDS = 5.0
 
 
 def _end_process_group(group: int, grace: float) -> None:

@@ -7,12 +7,16 @@ The fresh-venv install of the wheel with `sdc demo` and `sdc run` from an empty 
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
 import platformdirs
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
 
 from sdc_dagster.cli import _instance_settings, main
 from sdc_dagster.resources.storage import bundled_examples, spec_folders
@@ -109,3 +113,25 @@ def test_init_says_when_the_draft_needs_an_edit(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "needs an edit" in out and "expected at least one categorical_key variable" in out
     assert (tmp_path / "home" / "specs" / "incomes.yaml").is_file()
+
+
+instance_configs = st.dictionaries(
+    st.sampled_from(["telemetry", "nux", "run_coordinator", "run_launcher", "storage", "retention"]),
+    st.dictionaries(st.text(alphabet="abcdefgh_", min_size=1, max_size=8),
+                    st.one_of(st.booleans(), st.integers(), st.text(max_size=8)), max_size=3),
+    max_size=6,
+)
+
+
+@given(instance_configs)
+@hyp_settings(max_examples=50, deadline=None)
+def test_instance_settings_only_add_what_is_missing(user_settings):
+    with tempfile.TemporaryDirectory() as folder:
+        config_file = Path(folder) / "dagster.yaml"
+        if user_settings:
+            config_file.write_text(yaml.safe_dump(user_settings))
+        _instance_settings(Path(folder))
+        written = yaml.safe_load(config_file.read_text())
+    assert {k: written[k] for k in user_settings} == user_settings  # the user's settings are kept as they were
+    assert {k: v for k, v in written.items() if k not in user_settings} == {
+        k: v for k, v in {"telemetry": {"enabled": False}, "nux": {"enabled": False}}.items() if k not in user_settings}
