@@ -1,10 +1,12 @@
 # Two entry points on a fresh machine (see README): `make demo` and `make test`.
+# CI (.ci/run) also runs `make wheel-check`: the built wheel in a fresh venv, from an empty directory.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+WHEEL_VENV := build/wheel-venv
 
-.PHONY: demo test ui chromium
+.PHONY: demo test ui chromium wheel-check
 
 $(BIN)/sdc: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,11 +18,32 @@ $(BIN)/sdc: pyproject.toml
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
+# The checkout is a project folder: its data home is .sdc_home/ (git-ignored).
 demo: $(BIN)/sdc
-	$(BIN)/sdc demo
+	$(BIN)/sdc --home .sdc_home demo
 
 ui: $(BIN)/sdc
-	$(BIN)/sdc ui
+	$(BIN)/sdc --home .sdc_home ui
 
 test: $(BIN)/sdc chromium
 	$(BIN)/python -m pytest -q
+
+# Build the wheel, install it into a fresh venv and, from an empty temporary directory with an empty
+# user home (so the per-user data home is used): check that no top-level `assets`/`resources` package
+# was installed, run `sdc demo`, then draft, check and run a survey of its own.
+wheel-check: $(BIN)/sdc
+	rm -rf dist build
+	$(BIN)/pip wheel --quiet --no-deps -w dist .
+	$(PYTHON) -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/pip install --quiet --upgrade pip
+	$(WHEEL_VENV)/bin/pip install --quiet dist/sdc_dagster-*.whl
+	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; cd "$$tmp"; \
+	export HOME="$$tmp/user"; unset SDC_HOME SDC_SPECS DAGSTER_HOME XDG_DATA_HOME PYTHONPATH; \
+	sdc=$(CURDIR)/$(WHEEL_VENV)/bin/sdc; \
+	$(CURDIR)/$(WHEEL_VENV)/bin/python -c "import importlib.util as u; \
+	  assert u.find_spec('assets') is None and u.find_spec('resources') is None, 'top-level package installed'"; \
+	$$sdc demo; \
+	cp $(CURDIR)/examples/data/testdata.csv survey.csv; \
+	$$sdc init own --from survey.csv; \
+	$$sdc check "$$HOME/.local/share/sdc-dagster/specs/own.yaml" --data survey.csv; \
+	$$sdc run own 2024

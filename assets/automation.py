@@ -28,8 +28,8 @@ from dagster import (
     sensor,
 )
 
-from assets.partitions import materialised_sha256, wave_partitions
-from resources.storage import landing_dir
+from sdc_dagster.assets.partitions import materialised_sha256, wave_partitions
+from sdc_dagster.resources.storage import landing_dir
 from sdc_dagster.sources import file_sha256
 from sdc_dagster.spec import FORMATS, SurveySpec
 

@@ -54,7 +54,7 @@ from dagster import (
 )
 from dagster_pandera import pandera_schema_to_dagster_type
 
-from resources.storage import sdc_home
+from sdc_dagster.resources.storage import sdc_home
 from sdc_dagster.census import PARQUET_OPTIONS, census_arrow_schema, write_census_by_region
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.grid_counts import GRID_COUNT_COLUMNS, GRID_VARIABLES, grid_variables_of, tabulate_grid
@@ -820,7 +820,7 @@ def _latest_json(instance, key: str, name: str) -> dict:
     "replayed by `sdc audit grid`) and the HTML grid report (map with layers, loss per route, differencing).",
 )
 def grid_release(context: AssetExecutionContext, config: GridReleaseConfig) -> pd.DataFrame:
-    from resources.storage import releases_dir, reports_dir, stored_output
+    from sdc_dagster.resources.storage import releases_dir, reports_dir, stored_output
 
     routes = [r for r in ROUTES if r in config.routes]
     regions = sorted(context.instance.get_dynamic_partitions(grid_regions.name))
@@ -921,7 +921,7 @@ def run_grid_audit(*, run: str | None = None, out=None) -> int:
     """``sdc audit grid``: print the latest (or run ``run``'s) grid manifest and replay it; 0 if identical."""
     import sys
 
-    from resources.storage import releases_dir
+    from sdc_dagster.resources.storage import releases_dir
 
     out = out or sys.stdout
     root = releases_dir() / "grid"
@@ -1011,7 +1011,7 @@ def grid_dask_definitions(routes: Sequence[str] = ROUTES):
     """
     from dagster import Definitions
 
-    from resources.storage import ParquetIOManager
+    from sdc_dagster.resources.storage import ParquetIOManager
 
     routes = tuple(r for r in ROUTES if r in routes)
     keys = ["grid_counts", "grid_counts_national", *(k for r in routes for k in ROUTE_ASSETS[r])]

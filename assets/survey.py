@@ -30,14 +30,14 @@ from dagster import (
 from dagster_duckdb import DuckDBResource
 from dagster_pandera import pandera_schema_to_dagster_type
 
-from assets.checks import (
+from sdc_dagster.assets.checks import (
     original_risk_check_result,
     original_risk_check_spec,
     release_check_results,
     release_check_specs,
 )
-from assets.partitions import latest_materialization, wave_partitions
-from resources.storage import inputs_dir, landing_dir, releases_dir, reports_dir
+from sdc_dagster.assets.partitions import latest_materialization, wave_partitions
+from sdc_dagster.resources.storage import inputs_dir, landing_dir, releases_dir, reports_dir
 import sdc_dagster
 from sdc_dagster import lineage, risk, survey
 from sdc_dagster.classification import classify_variables

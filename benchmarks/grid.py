@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from assets.grid import (
+from sdc_dagster.assets.grid import (
     CELL_KEY_COLUMNS,
     CellKeyConfig,
     SuppressionConfig,

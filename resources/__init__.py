@@ -1,7 +1,7 @@
 """Dagster resources: the DuckDB connection and the Parquet storage of asset outputs."""
 
-from resources.duckdb import duckdb_resource
-from resources.storage import ParquetIOManager, inputs_dir, landing_dir, releases_dir, reports_dir, sdc_home
+from sdc_dagster.resources.duckdb import duckdb_resource
+from sdc_dagster.resources.storage import ParquetIOManager, inputs_dir, landing_dir, releases_dir, reports_dir, sdc_home, user_specs_dir
 
 __all__ = [
     "ParquetIOManager",
@@ -11,4 +11,5 @@ __all__ = [
     "releases_dir",
     "reports_dir",
     "sdc_home",
+    "user_specs_dir",
 ]

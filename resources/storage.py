@@ -1,8 +1,8 @@
 """Where sdc-dagster keeps its files, and the IO manager that stores asset outputs as Parquet.
 
-Everything lives under the data home ``$SDC_HOME`` (default: ``.sdc_home`` in the checkout,
-git-ignored): ``landing/<survey>/<wave>.<ext>`` (incoming wave files), ``storage/`` (asset
-outputs, one Parquet file per asset and partition, readable by any tool), ``reports/`` and
+Everything lives under the data home (:func:`sdc_home`): ``specs/`` (the user's survey specs),
+``landing/<survey>/<wave>.<ext>`` (incoming wave files), ``storage/`` (asset outputs, one Parquet
+file per asset and partition, readable by any tool), ``reports/``, ``releases/``, ``inputs/`` and
 ``dagster/`` (Dagster's local instance storage).
 """
 
@@ -12,14 +12,47 @@ import os
 from pathlib import Path
 
 import pandas as pd
+import platformdirs
 from dagster import ConfigurableIOManager, InputContext, OutputContext
 
-_CHECKOUT = Path(__file__).resolve().parent.parent
+import sdc_dagster
+
+#: The data home of a project folder: a working directory holding this folder uses it.
+PROJECT_HOME = ".sdc_home"
 
 
 def sdc_home() -> Path:
-    """The data home: ``$SDC_HOME`` or ``<checkout>/.sdc_home``."""
-    return Path(os.environ.get("SDC_HOME") or _CHECKOUT / ".sdc_home").resolve()
+    """The data home, first of: ``$SDC_HOME`` (``sdc --home`` sets it); ``./.sdc_home`` when the
+    working directory is a project folder (it holds a ``.sdc_home/`` folder, as a checkout does after
+    ``make demo``); the per-user data folder (platformdirs: ``~/.local/share/sdc-dagster`` on Linux,
+    ``~/Library/Application Support/sdc-dagster`` on macOS, ``%LOCALAPPDATA%\\sdc-dagster`` on Windows)."""
+    if os.environ.get("SDC_HOME"):
+        return Path(os.environ["SDC_HOME"]).resolve()
+    if (Path.cwd() / PROJECT_HOME).is_dir():
+        return (Path.cwd() / PROJECT_HOME).resolve()
+    return Path(platformdirs.user_data_dir("sdc-dagster", appauthor=False)).resolve()
+
+
+def user_specs_dir() -> Path:
+    """Where the user's survey specs live (``sdc init`` writes there): ``<data home>/specs``."""
+    return sdc_home() / "specs"
+
+
+def bundled_examples() -> Path:
+    """The demo specs and data shipped with the package: ``sdc_dagster/examples`` of an installed
+    wheel, the top-level ``examples/`` of a checkout."""
+    for folder in sdc_dagster.__path__:
+        if (Path(folder) / "examples" / "testdata.yaml").is_file():
+            return Path(folder) / "examples"
+    raise FileNotFoundError(f"no bundled examples/ beside {sdc_dagster.__path__}: a broken installation")
+
+
+def spec_folders() -> list[Path]:
+    """Where the survey specs are read from: ``[$SDC_SPECS]`` when set, else the bundled demo specs
+    and ``<data home>/specs``."""
+    if os.environ.get("SDC_SPECS"):
+        return [Path(os.environ["SDC_SPECS"])]
+    return [bundled_examples(), user_specs_dir()]
 
 
 def landing_dir() -> Path:

@@ -1,5 +1,9 @@
-"""The ``sdc`` command: run the pipeline without the UI, or start the UI.
+"""The ``sdc`` command: draft, check and run a survey without the UI, or start the UI.
 
+``sdc init SURVEY --from FILE``  drafts a commented survey spec from a data file into
+              ``<data home>/specs/SURVEY.yaml`` (never overwriting one).
+``sdc check SPEC [--data FILE]`` validates a spec (and a data file against it) without running anything.
+``sdc run SURVEY WAVE [--file FILE]`` materialises one wave through the code location of the UI.
 ``sdc demo``  puts the bundled demo waves into the landing folder, registers them as partitions and
               materialises every asset (with its checks) in-process, then prints a summary.
 ``sdc ui``    starts the Dagster UI and daemon (``dagster dev``) on this code location.
@@ -7,6 +11,8 @@
               is byte-identical.
 ``sdc report SURVEY WAVE [--pdf]`` lists a wave's report files (HTML, JSON, the survey's index)
               and, with ``--pdf``, prints the HTML report to PDF with headless Chromium.
+
+Exit status (``sdc run``, ``sdc check``, ``sdc init``): see the ``EXIT_*`` constants.
 """
 
 from __future__ import annotations
@@ -14,28 +20,55 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-CHECKOUT = Path(__file__).resolve().parent.parent
-DEMO_TESTDATA = CHECKOUT / "examples" / "data" / "testdata.csv"
+import yaml
+
 # Dagster's step-by-step DEBUG log goes to the run's event log (see `sdc ui`), not the terminal.
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
+EXIT_OK = 0
+#: A step of the run failed for a reason other than the spec or the data (the message says which).
+EXIT_RUN_FAILED = 1
+#: Wrong command line: unknown survey, a spec that exists already (argparse uses 2 too).
+EXIT_USAGE = 2
+#: The run completed but a blocking release check failed: that variant is withheld.
+EXIT_WITHHELD = 3
+#: The survey spec is wrong (the message names the file, the line and the key).
+EXIT_BAD_SPEC = 4
+#: The data file is wrong or unreadable (the message names the column, the rule and the rows).
+EXIT_BAD_DATA = 5
+
+#: Settings of the Dagster instance ``sdc`` creates: no telemetry, no community sign-up modal.
+INSTANCE_DEFAULTS = {"telemetry": {"enabled": False}, "nux": {"enabled": False}}
+
+
+def _instance_settings(dagster_home: Path) -> None:
+    """Write :data:`INSTANCE_DEFAULTS` into ``dagster.yaml``, keeping every setting already there."""
+    config_file = dagster_home / "dagster.yaml"
+    config = (yaml.safe_load(config_file.read_text()) if config_file.exists() else None) or {}
+    missing = {key: value for key, value in INSTANCE_DEFAULTS.items() if key not in config}
+    if missing:
+        config_file.write_text(yaml.safe_dump({**config, **missing}, sort_keys=False))
+
 
 def _prepare_environment(home: str | None) -> Path:
-    """Set ``SDC_HOME`` and ``DAGSTER_HOME`` (under it) and return the data home."""
+    """Set ``SDC_HOME`` (resolved, so child processes agree) and ``DAGSTER_HOME`` (default: under
+    it, with :data:`INSTANCE_DEFAULTS`), and return the data home."""
     if home:
         os.environ["SDC_HOME"] = str(Path(home).resolve())
-    from resources.storage import sdc_home
+    from sdc_dagster.resources.storage import sdc_home
 
     root = sdc_home()
+    os.environ["SDC_HOME"] = str(root)
     os.environ.setdefault("DAGSTER_HOME", str(root / "dagster"))
     dagster_home = Path(os.environ["DAGSTER_HOME"])
     dagster_home.mkdir(parents=True, exist_ok=True)
-    if not (dagster_home / "dagster.yaml").exists():
-        (dagster_home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    _instance_settings(dagster_home)
     return root
 
 
@@ -45,12 +78,12 @@ def prepare_demo_waves() -> dict[str, list[str]]:
     testdata: sdcMicro's testdata as wave ``2024``; simulation: two waves ``w1`` and ``w2`` drawn
     from seed 000's simulation design (SPEC §5.7) with seeds 1 and 2.
     """
-    from resources.storage import landing_dir
+    from sdc_dagster.resources.storage import bundled_examples, landing_dir
     from sdc_dagster.simulation import simulate_survey
 
     landing = landing_dir()
     (landing / "testdata").mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(DEMO_TESTDATA, landing / "testdata" / "2024.csv")
+    shutil.copyfile(bundled_examples() / "data" / "testdata.csv", landing / "testdata" / "2024.csv")
     (landing / "simulation").mkdir(parents=True, exist_ok=True)
     for seed, wave in ((1, "w1"), (2, "w2")):
         target = landing / "simulation" / f"{wave}.csv"
@@ -61,7 +94,7 @@ def prepare_demo_waves() -> dict[str, list[str]]:
 
 def release_decision(survey_name: str, wave: str, plan: str) -> str:
     """"released" or "withheld: <failed blocking checks>" for the plan's latest decision of the wave."""
-    from resources.storage import releases_dir
+    from sdc_dagster.resources.storage import releases_dir
     from sdc_dagster import lineage
 
     decisions = lineage.list_decisions(releases_dir(), survey_name, wave, plan)
@@ -74,7 +107,7 @@ def release_decision(survey_name: str, wave: str, plan: str) -> str:
 def wave_summary(survey_name: str, wave: str) -> str:
     """Headline figures of one materialised wave, read back from the stored Parquet outputs, with
     each plan's release decision."""
-    from resources.storage import reports_dir, stored_output
+    from sdc_dagster.resources.storage import reports_dir, stored_output
 
     residual = stored_output([survey_name, "residual_risk"], wave)
     loss = stored_output([survey_name, "information_loss"], wave)["summary"]
@@ -122,8 +155,8 @@ def run_demo(home: str | None = None, *, out=None) -> int:
 
 def run_grid_demo(defs, instance, out) -> int:
     """Generate the demo census and run the grid chain (regions, national swap, routes); failures."""
-    from assets.grid import prepare_demo_census, run_grid_chain
-    from resources.storage import sdc_home
+    from sdc_dagster.assets.grid import prepare_demo_census, run_grid_chain
+    from sdc_dagster.resources.storage import sdc_home
 
     regions = prepare_demo_census(sdc_home())
     instance.add_dynamic_partitions("grid_regions", regions)
@@ -147,7 +180,7 @@ def run_grid_demo(defs, instance, out) -> int:
 
 def grid_summary(region: str) -> str:
     """Suppression figures of one grid region, read back from the stored outputs."""
-    from resources.storage import stored_output
+    from sdc_dagster.resources.storage import stored_output
 
     suppressed = stored_output(["grid_suppressed"], region)
     hidden = int(suppressed.drop(columns="total").select_dtypes("number").isna().sum().sum())
@@ -163,10 +196,10 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
     out = out or sys.stdout
     _prepare_environment(home)
     if wave == "grid":  # the census grid release (assets/grid.py)
-        from assets.grid import run_grid_audit
+        from sdc_dagster.assets.grid import run_grid_audit
 
         return run_grid_audit(run=run, out=out)
-    from resources.storage import releases_dir
+    from sdc_dagster.resources.storage import releases_dir
     from sdc_dagster import lineage, survey
 
     root = releases_dir()
@@ -198,18 +231,320 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
     return status
 
 
-def run_ui(home: str | None = None, port: int = 3000) -> int:
-    """Start ``dagster dev`` (webserver and daemon) on this code location."""
+def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, home: str | None = None,
+             out=None) -> int:
+    """Draft the spec of survey ``survey_name`` from ``data_file`` (:func:`sdc_dagster.spec_draft.draft_spec`)
+    into ``spec_file`` (default ``<data home>/specs/<survey>.yaml``); an existing file is never overwritten."""
+    out = out or sys.stdout
     _prepare_environment(home)
-    dagster = Path(sys.executable).parent / "dagster"
-    command = [str(dagster if dagster.exists() else "dagster"), "dev", "-w", str(CHECKOUT / "workspace.yaml"), "-p", str(port)]
-    return subprocess.call(command, cwd=CHECKOUT)
+    from sdc_dagster.errors import SDCInputError
+    from sdc_dagster.resources.storage import bundled_examples, user_specs_dir
+    from sdc_dagster.spec import SpecError, load_spec, load_specs
+    from sdc_dagster.spec_draft import draft_spec
+
+    target = Path(spec_file) if spec_file else user_specs_dir() / f"{survey_name}.yaml"
+    if target.exists():
+        print(f"sdc init: {target} exists; not overwritten (edit it, or delete it to draft again)", file=out)
+        return EXIT_USAGE
+    if survey_name in {s.survey for s in load_specs(bundled_examples())}:
+        print(f"sdc init: {survey_name!r} is the name of a bundled demo survey; choose another name", file=out)
+        return EXIT_USAGE
+    try:
+        text = draft_spec(data_file, survey_name)
+    except SDCInputError as exc:
+        print(f"sdc init: {exc}", file=out)
+        return EXIT_BAD_DATA
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "x", encoding="utf-8") as fh:  # "x": never overwrite, even if created meanwhile
+        fh.write(text)
+    try:
+        spec = load_spec(target)
+    except SpecError as exc:
+        print(f"wrote {target}, but it needs an edit before sdc check accepts it: {exc}", file=out)
+        return EXIT_BAD_SPEC
+    roles = ", ".join(f"{len(spec.names(role))} {role}" for role in
+                      ("categorical_key", "continuous_key", "sensitive", "direct_identifier") if spec.names(role))
+    print(f"wrote {target}: {len(spec.variables)} variables ({roles}); every role is a guess with its reason.\n"
+          f"Edit it, then: sdc check {target} --data {data_file}\n"
+          f"          and: sdc run {survey_name} WAVE --file {data_file}", file=out)
+    return EXIT_OK
+
+
+def _spec_line(spec_file: Path, message: str) -> str:
+    """The YAML line a :class:`SpecError` message points at (``file.yaml:12: ...``), numbered."""
+    prefix = f"{spec_file.name}:"
+    if not message.startswith(prefix):
+        return ""
+    number = message[len(prefix):].split(":", 1)[0]
+    lines = spec_file.read_text(encoding="utf-8").splitlines()
+    if not number.isdigit() or not 0 < int(number) <= len(lines):
+        return ""
+    return f"   {number} | {lines[int(number) - 1]}"
+
+
+def run_check(spec_file: str, *, data_file: str | None = None, out=None) -> int:
+    """Validate a spec and, given ``data_file``, the data against it (the schema of ``raw_microdata``);
+    nothing is run or written. Every error names the file, the line and key, and what was expected."""
+    out = out or sys.stdout
+    from sdc_dagster.errors import SDCInputError
+    from sdc_dagster.sources import read_wave_file
+    from sdc_dagster.spec import SpecError, load_spec
+
+    path = Path(spec_file)
+    try:
+        spec = load_spec(path)
+    except SpecError as exc:
+        print(f"sdc check: {exc}", file=out)
+        shown = _spec_line(path, str(exc))
+        if shown:
+            print(shown, file=out)
+        print("hint: fix that key (the message says what is expected there) and run sdc check again; "
+              "`sdc init NAME --from FILE` drafts a valid spec to compare with", file=out)
+        return EXIT_BAD_SPEC
+    plans = ", ".join(p.name for p in spec.plans)
+    print(f"{path}: spec of survey {spec.survey!r} is valid ({len(spec.variables)} variables, "
+          f"{len(spec.categorical_keys)} categorical keys, plans: {plans})", file=out)
+    if data_file is None:
+        return EXIT_OK
+    try:
+        data = read_wave_file(spec, Path(data_file))
+    except SDCInputError as exc:
+        print(f"sdc check: {exc}", file=out)
+        return EXIT_BAD_DATA
+    print(f"{data_file}: {len(data)} records match the spec", file=out)
+    return EXIT_OK
+
+
+# Error classes of the engine that mean "the data is wrong" when a step fails with them.
+_DATA_ERRORS = ("SDCInputError", "SchemaViolation")
+
+
+def _data_error(error):
+    """The engine's data error (:data:`_DATA_ERRORS`) along a serialised error's cause chain, or None."""
+    while error is not None:
+        if error.cls_name in _DATA_ERRORS:
+            return error
+        error = error.cause or error.context
+    return None
+
+
+def _land_wave_file(spec, wave: str, data_file: Path) -> Path:
+    """Copy ``data_file`` into the landing folder as wave ``wave`` (what the landing sensor watches);
+    a file of another type already landed for that wave is an error."""
+    from sdc_dagster.errors import SDCInputError
+    from sdc_dagster.resources.storage import landing_dir
+    from sdc_dagster.sources import file_format
+    from sdc_dagster.spec import FORMATS
+
+    if not data_file.is_file():
+        raise SDCInputError(f"{data_file}: no such file")
+    file_format(data_file)  # an unknown file type fails here, naming it
+    folder = landing_dir() / spec.survey
+    target = folder / f"{wave}{data_file.suffix.lower()}"
+    others = [folder / f"{wave}{ext}" for ext in FORMATS if (folder / f"{wave}{ext}").is_file()]
+    if any(other != target for other in others):
+        raise SDCInputError(f"wave {wave!r} of survey {spec.survey!r}: {others[0]} is already landed; "
+                            "remove it or use another wave name")
+    folder.mkdir(parents=True, exist_ok=True)
+    if target.resolve() != data_file.resolve():
+        shutil.copyfile(data_file, target)
+    return target
+
+
+def run_wave(survey_name: str, wave: str, *, data_file: str | None = None, home: str | None = None,
+             out=None) -> int:
+    """Materialise wave ``wave`` of a survey through the job of the UI's code location (recorded in
+    the instance under ``DAGSTER_HOME``, so the run is in the UI's history), printing a line per
+    materialised asset, then the summary of ``sdc demo`` and the report path.
+
+    Returns :data:`EXIT_OK`, or :data:`EXIT_WITHHELD` naming the failed blocking checks,
+    :data:`EXIT_BAD_SPEC`, :data:`EXIT_BAD_DATA`, :data:`EXIT_RUN_FAILED`, :data:`EXIT_USAGE`."""
+    out = out or sys.stdout
+    _prepare_environment(home)
+    import warnings
+
+    from dagster import BetaWarning, DagsterInstance
+
+    warnings.filterwarnings("ignore", category=BetaWarning)
+    from sdc_dagster.definitions import build_definitions, survey_specs
+    from sdc_dagster.errors import SDCInputError
+    from sdc_dagster.resources.storage import landing_dir
+    from sdc_dagster.sources import locate_wave_file
+    from sdc_dagster.spec import SpecError
+
+    try:
+        specs = {spec.survey: spec for spec in survey_specs()}
+        defs = build_definitions()
+    except SpecError as exc:
+        print(f"sdc run: bad spec: {exc}", file=out)
+        return EXIT_BAD_SPEC
+    if survey_name not in specs:
+        print(f"sdc run: no survey {survey_name!r}; known: {', '.join(sorted(specs))} "
+              "(draft one with: sdc init NAME --from FILE)", file=out)
+        return EXIT_USAGE
+    spec = specs[survey_name]
+    try:
+        source = _land_wave_file(spec, wave, Path(data_file)) if data_file else locate_wave_file(spec, wave, landing_dir())
+    except SDCInputError as exc:
+        print(f"sdc run: bad data: {exc}", file=out)
+        return EXIT_BAD_DATA
+    job = defs.resolve_job_def(f"{survey_name}_wave_job")
+    with DagsterInstance.get() as instance:
+        return _materialise_wave(job, instance, spec.survey, wave, source, out)
+
+
+def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, out) -> int:
+    """The run of :func:`run_wave` with its progress lines; the exit status."""
+    from dagster import DagsterEventType
+    from dagster._core.utils import make_new_run_id
+
+    instance.add_dynamic_partitions(f"{survey_name}_waves", [wave])
+    run_id = make_new_run_id()
+    withheld: dict[str, dict] = {}
+    failures: list = []
+    started = time.monotonic()
+
+    def progress(entry) -> None:
+        event = entry.dagster_event
+        if event is None:
+            return
+        if event.event_type == DagsterEventType.ASSET_MATERIALIZATION:
+            materialization = event.step_materialization_data.materialization
+            name = materialization.asset_key.to_user_string()
+            reasons = materialization.metadata.get("withheld_because")
+            line = f"   {time.monotonic() - started:6.1f}s  {name}"
+            if reasons is not None and reasons.value:
+                withheld[name] = reasons.value
+                line += "  WITHHELD: " + "; ".join(f"{check}: {why}" for check, why in reasons.value.items())
+            print(line, file=out, flush=True)
+        elif event.event_type == DagsterEventType.STEP_FAILURE:
+            failures.append((event.step_key, event.step_failure_data.error))
+            print(f"   {time.monotonic() - started:6.1f}s  {event.step_key} FAILED", file=out, flush=True)
+
+    instance.add_event_listener(run_id, progress)
+    print(f"== {survey_name} wave {wave} ({source.name}): run {run_id} of {job.name}, "
+          f"DAGSTER_HOME {os.environ['DAGSTER_HOME']}", file=out, flush=True)
+    result = job.execute_in_process(partition_key=wave, instance=instance, raise_on_error=False,
+                                    run_config=QUIET, run_id=run_id)
+    if not result.success:
+        data_errors = [(step, _data_error(error)) for step, error in failures if _data_error(error) is not None]
+        step, error = (data_errors or failures or [("run", None)])[0]
+        while error is not None and error.cause is not None:  # the user code's error, not Dagster's wrapper
+            error = error.cause
+        message = error.message.strip() if error is not None else "see the run in the UI (sdc ui)"
+        print(f"sdc run: {'bad data' if data_errors else 'failed'} in {step}: {message}", file=out)
+        return EXIT_BAD_DATA if data_errors else EXIT_RUN_FAILED
+    print(wave_summary(survey_name, wave), file=out, flush=True)
+    if withheld:
+        for name, reasons in withheld.items():
+            print(f"sdc run: {name} withheld, failed blocking check(s): {', '.join(reasons)}", file=out)
+        return EXIT_WITHHELD
+    return EXIT_OK
+
+
+#: Seconds `sdc ui` waits for `dagster dev` to stop its services before ending what is left.
+UI_GRACE_SECONDS = 5.0
+
+
+def _end_process_group(group: int, grace: float) -> None:
+    """SIGTERM every process left in process group ``group``, then SIGKILL after ``grace`` seconds."""
+    if not hasattr(os, "killpg"):
+        return
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 0.0)):
+        try:
+            os.killpg(group, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(group, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+
+
+def _cancel_unfinished_runs(message: str) -> None:
+    """Mark the runs still starting or started in the instance as canceled (their processes are gone)."""
+    from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+
+    with DagsterInstance.get() as instance:
+        statuses = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
+        for run in instance.get_runs(filters=RunsFilter(statuses=statuses)):
+            instance.report_run_canceled(run, message=message)
+
+
+def run_ui(home: str | None = None, port: int = 3000, *, out=None) -> int:
+    """Start ``dagster dev`` (webserver and daemon) on this code location, in its own process group.
+
+    The first SIGINT (Ctrl-C) or SIGTERM asks ``dagster dev`` to stop its services; whatever is still
+    running :data:`UI_GRACE_SECONDS` later (run workers of runs in flight, code servers) is terminated
+    with the whole group, and runs left unfinished are marked canceled. A second signal ends the
+    group at once."""
+    out = out or sys.stderr
+    root = _prepare_environment(home)
+    import sdc_dagster
+
+    command = [sys.executable, "-m", "dagster", "dev", "-m", "sdc_dagster.definitions", "-a", "defs", "-p", str(port)]
+    # The code server and run workers import sdc_dagster from where this process did.
+    package_root = str(Path(sdc_dagster.__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
+    signals: list[int] = []
+    started: list[subprocess.Popen] = []
+
+    def stop(signum, frame) -> None:
+        signals.append(signum)
+        if not started:
+            return
+        if len(signals) == 1:
+            print("\nsdc ui: stopping the Dagster webserver and daemon ...", file=out, flush=True)
+            started[0].send_signal(signal.SIGINT)
+        else:
+            _end_process_group(started[0].pid, 0.0)
+
+    # Handlers first: a child inherits an ignored SIGINT (a shell's background job) but not a handler,
+    # so `dagster dev` always gets the default SIGINT behaviour (stop its services).
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    process = subprocess.Popen(command, cwd=root, env=env, start_new_session=True)
+    started.append(process)
+    if signals:
+        process.send_signal(signal.SIGINT)
+    try:
+        while process.poll() is None and not signals:
+            time.sleep(0.2)
+        deadline = time.monotonic() + UI_GRACE_SECONDS
+        while process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        _end_process_group(process.pid, 2.0)
+        process.wait()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    _cancel_unfinished_runs("sdc ui stopped while the run was in flight")
+    print("sdc ui: stopped", file=out, flush=True)
+    return EXIT_OK if signals else process.returncode
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="sdc", description="Statistical disclosure control pipeline (Dagster).")
-    parser.add_argument("--home", help="data home (default: $SDC_HOME or .sdc_home in the checkout)")
+    parser = argparse.ArgumentParser(
+        prog="sdc", description="Statistical disclosure control pipeline (Dagster).",
+        epilog=f"exit status: {EXIT_OK} success, {EXIT_RUN_FAILED} run failed, {EXIT_USAGE} usage, "
+               f"{EXIT_WITHHELD} a blocking release check failed, {EXIT_BAD_SPEC} bad spec, {EXIT_BAD_DATA} bad data",
+    )
+    parser.add_argument("--home", help="data home (default: $SDC_HOME, else ./.sdc_home if it exists, else the "
+                                       "per-user data folder)")
     sub = parser.add_subparsers(dest="command", required=True)
+    init = sub.add_parser("init", help="draft a survey spec from a data file (.sav .zsav .dta .sas7bdat .xpt .csv .parquet)")
+    init.add_argument("survey")
+    init.add_argument("--from", dest="data_file", required=True, metavar="FILE")
+    init.add_argument("--spec", help="where to write it (default: <data home>/specs/SURVEY.yaml)")
+    check = sub.add_parser("check", help="validate a spec, and a data file against it, without running anything")
+    check.add_argument("spec")
+    check.add_argument("--data", metavar="FILE")
+    run = sub.add_parser("run", help="materialise one wave of one survey (recorded in the UI's run history)")
+    run.add_argument("survey")
+    run.add_argument("wave")
+    run.add_argument("--file", metavar="FILE", help="the wave's data file (copied into the landing folder)")
     sub.add_parser("demo", help="materialise every asset for the bundled demo waves and print a summary")
     ui = sub.add_parser("ui", help="start the Dagster UI on this code location")
     ui.add_argument("--port", type=int, default=3000)
@@ -223,12 +558,18 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("wave")
     report.add_argument("--pdf", action="store_true", help="print the report to <wave>.pdf with headless Chromium")
     args = parser.parse_args(argv)
+    if args.command == "init":
+        return run_init(args.survey, args.data_file, spec_file=args.spec, home=args.home)
+    if args.command == "check":
+        return run_check(args.spec, data_file=args.data)
+    if args.command == "run":
+        return run_wave(args.survey, args.wave, data_file=args.file, home=args.home)
     if args.command == "demo":
         return run_demo(args.home)
     if args.command == "audit":
         return run_audit(args.wave, plan=args.plan, survey_name=args.survey, run=args.run, home=args.home)
     if args.command == "report":
-        from resources.storage import reports_dir
+        from sdc_dagster.resources.storage import reports_dir
         from sdc_dagster.errors import SDCInputError
         from sdc_dagster.report import export_report
 

@@ -11,7 +11,7 @@ proposal: the methodologist decides which variables an intruder could know (SPEC
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +69,7 @@ class FileContents:
     measures: dict
     user_missing: dict
     format: str
+    column_labels: dict = field(default_factory=dict)
 
 
 def read_with_metadata(path: Path) -> FileContents:
@@ -102,7 +103,8 @@ def read_with_metadata(path: Path) -> FileContents:
         if codes:
             user_missing[column] = tuple(codes)
     measures = {c: m for c, m in (getattr(meta, "variable_measure", None) or {}).items() if m != "unknown"}
-    return FileContents(data, dict(meta.variable_value_labels or {}), measures, user_missing, fmt)
+    column_labels = {c: label for c, label in zip(meta.column_names, meta.column_labels or ()) if label}
+    return FileContents(data, dict(meta.variable_value_labels or {}), measures, user_missing, fmt, column_labels)
 
 
 def _plain(value):
@@ -191,6 +193,17 @@ def _one_of_each(drafted: list[DraftedVariable]) -> list[DraftedVariable]:
     return out
 
 
+def column_type(values: pd.Series) -> str:
+    """The type of a column as the draft states it: integer, number, text, date or boolean."""
+    if pd.api.types.is_bool_dtype(values):
+        return "boolean"
+    if pd.api.types.is_datetime64_any_dtype(values):
+        return "date"
+    if pd.api.types.is_numeric_dtype(values):
+        return "integer" if _whole_numbers(values) else "number"
+    return "text"
+
+
 def _flow(value) -> str:
     text = yaml.safe_dump(value, default_flow_style=True, sort_keys=False, allow_unicode=True, width=10_000).strip()
     return text.removesuffix("...").strip()  # a scalar is dumped as a document with an end marker
@@ -206,8 +219,8 @@ def draft_spec(path: str | Path, survey: str) -> str:
 
     Returns
     -------
-    The spec text: every column with its guessed role and a comment giving the reason, value
-    labels as commented categories, SPSS user-missing codes as ``missing:``, the risk parameters of
+    The spec text: every column with its type (and SPSS/Stata variable label) and its guessed role
+    with a comment giving the reason, value labels as commented categories, SPSS user-missing codes as ``missing:``, the risk parameters of
     SPEC §12 and one protection plan (local suppression to 3-anonymity) to start from.
     """
     path = Path(path)
@@ -242,6 +255,8 @@ def draft_spec(path: str | Path, survey: str) -> str:
         if v.role == "continuous_key":
             entry["precision"] = 0.01
         lines.append(f"  {_flow(v.name)}: {_flow(entry)}")
+        label = contents.column_labels.get(v.name)
+        lines.append(f"    # type: {column_type(contents.data[v.name])}" + (f"; label: {label}" if label else ""))
         lines.append(f"    # guess: {v.reason}")
         if v.category_labels:
             shown = ", ".join(f"{_plain(code)} = {label}" for code, label in v.category_labels.items())

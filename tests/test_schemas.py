@@ -95,8 +95,8 @@ def test_categories_rule_flags_exactly_the_unlisted_codes(codes):
 
 
 def _materialize(home, monkeypatch, frame, wave_name, *, only_raw=False):
-    from assets.survey import build_survey_assets
-    from resources import ParquetIOManager, duckdb_resource
+    from sdc_dagster.assets.survey import build_survey_assets
+    from sdc_dagster.resources import ParquetIOManager, duckdb_resource
 
     monkeypatch.setenv("SDC_HOME", str(home))
     folder = home / "landing" / SPEC.survey

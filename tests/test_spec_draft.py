@@ -42,6 +42,7 @@ def test_spss_labels_measures_and_user_missing(tmp_path, survey_frame):
         variable_value_labels={"urbrur": {1: "urban", 2: "rural"}, "water": {99: "don't know"}},
         missing_ranges={"water": [99]},
         variable_measure={"urbrur": "nominal", "roof": "ordinal", "income": "scale"},
+        column_labels={"urbrur": "Urban or rural area"},
     )
     spec, text = drafted(tmp_path, source)
     assert spec.categorical_keys == SDCMICRO_KEYS
@@ -55,6 +56,9 @@ def test_spss_labels_measures_and_user_missing(tmp_path, survey_frame):
     assert set(spec.continuous_keys) == {"age", "expend", "income", "savings"}
     assert spec.source.format == "spss" and spec.plans[0].name == "suppress_k3"
     assert text.count("# guess:") == survey_frame.shape[1]  # every role says why
+    assert text.count("# type: ") == survey_frame.shape[1]  # every column states its type
+    assert "urbrur: {role: categorical_key, scale: nominal, categories: [1, 2]}\n    # type: integer; label: Urban or rural area" in text
+    assert "  surname: {role: direct_identifier}\n    # type: text\n" in text
 
 
 @pytest.mark.parametrize("suffix", [".dta", ".csv", ".parquet"])

@@ -8,7 +8,7 @@ import shutil
 import pandas as pd
 from dagster import AssetKey, build_schedule_context, build_sensor_context
 
-from assets.automation import build_survey_automation
+from sdc_dagster.assets.automation import build_survey_automation
 from sdc_dagster.definitions import build_definitions
 from sdc_dagster.spec import load_spec
 

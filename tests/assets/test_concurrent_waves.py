@@ -49,7 +49,7 @@ with DagsterInstance.get() as instance:
 # Another process holding a connection of the same resource until its stdin closes.
 HOLD_A_CONNECTION = """
 import sys
-from resources import duckdb_resource
+from sdc_dagster.resources import duckdb_resource
 
 with duckdb_resource().get_connection() as con:
     con.execute("select 1").fetchall()

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from dagster import AssetCheckKey, AssetKey, Definitions, build_sensor_context, materialize
 
-from assets.grid import _region_seed
+from sdc_dagster.assets.grid import _region_seed
 
-from assets.grid import (
+from sdc_dagster.assets.grid import (
     GRID_ASSETS,
     GRID_JOBS,
     GRID_SENSORS,
@@ -21,7 +21,7 @@ from assets.grid import (
     run_grid_chain,
     swapped_dir,
 )
-from resources.storage import ParquetIOManager
+from sdc_dagster.resources.storage import ParquetIOManager
 from sdc_dagster.cli import run_audit
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.grid_counts import GRID_COUNT_COLUMNS, GRID_VARIABLES, tabulate_grid
@@ -161,7 +161,7 @@ def test_bad_census_file_fails_validation(sdc_home, instance):
         {"cell_id": ["1kmN1E1", "nonsense"], "sex": [1, 5], "age_group": [1, 2], "household_id": [1, 2]}
     ).to_parquet(folder / "R1.parquet")
     instance.add_dynamic_partitions(grid_regions.name, ["R1"])
-    from assets.grid import census_microdata
+    from sdc_dagster.assets.grid import census_microdata
 
     with pytest.raises(Exception, match="sex|cell_id"):
         materialize([census_microdata], partition_key="R1", instance=instance,
@@ -185,7 +185,7 @@ def test_sensor_adds_new_regions(sdc_home, instance):
 def test_two_regions_run_on_a_local_dask_cluster(sdc_home, tmp_path):
     from dagster import DagsterInstance, execute_job, instance_for_test, reconstructable
 
-    from assets.grid import census_region_job, census_swap_job, grid_region_dask_job
+    from sdc_dagster.assets.grid import census_region_job, census_swap_job, grid_region_dask_job
 
     regions = prepare_demo_census(sdc_home, n_persons=6_000)[:2]
     (tmp_path / "dagster").mkdir()

@@ -14,8 +14,8 @@ from dagster import AssetCheckSeverity, AssetKey, materialize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assets.survey import build_survey_assets
-from resources import ParquetIOManager, duckdb_resource
+from sdc_dagster.assets.survey import build_survey_assets
+from sdc_dagster.resources import ParquetIOManager, duckdb_resource
 from sdc_dagster import lineage, survey
 from sdc_dagster.cli import run_audit
 from sdc_dagster.spec import load_spec

@@ -9,8 +9,8 @@ import pytest
 import yaml
 from dagster import AssetKey, materialize
 
-from assets.survey import build_survey_assets
-from resources import ParquetIOManager, duckdb_resource
+from sdc_dagster.assets.survey import build_survey_assets
+from sdc_dagster.resources import ParquetIOManager, duckdb_resource
 from sdc_dagster.spec import load_spec
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "missing" / "combined_risk_na.json"

@@ -1,0 +1,248 @@
+"""A methodologist's own survey with the installed ``sdc`` command: init, check, run (and their exit
+status), and the README's "Your own survey" in five commands, ending with ``sdc ui`` stopped by Ctrl-C.
+
+The expected figures are sdcMicro's (tests/data/sdcmicro/golden/a_testdata_risk_global.json, made by
+``createSdcObj(testdata, keyVars=c('urbrur','roof','walls','water','electcon','relat','sex'),
+w='sampling_weight', hhId='ori_hid')``): a spec drafted from the file must find that setup by itself.
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import psutil
+import pyreadstat
+import pytest
+import yaml
+
+from sdc_dagster.cli import EXIT_BAD_DATA, EXIT_BAD_SPEC, EXIT_OK, EXIT_USAGE, EXIT_WITHHELD, main
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+TESTDATA = CHECKOUT / "examples" / "data" / "testdata.csv"
+GOLDEN = json.loads((CHECKOUT / "tests" / "data" / "sdcmicro" / "golden" / "a_testdata_risk_global.json").read_text())
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    """An empty working directory and data home, as for a new user (no SDC_SPECS: demo specs + own)."""
+    root = tmp_path / "home"
+    monkeypatch.setenv("SDC_HOME", str(root))
+    monkeypatch.setenv("DAGSTER_HOME", str(root / "dagster"))
+    monkeypatch.delenv("SDC_SPECS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return root
+
+
+def sdc(capsys, *argv) -> tuple[int, str]:
+    """``sdc ARGV`` in-process: the exit status and everything it printed."""
+    capsys.readouterr()
+    status = main(list(argv))
+    return status, capsys.readouterr().out
+
+
+def survey_file(folder: Path, suffix: str, frame: pd.DataFrame, **metadata) -> Path:
+    path = folder / f"wave2024{suffix}"
+    if suffix == ".sav":
+        pyreadstat.write_sav(frame, str(path), **metadata)
+    elif suffix == ".dta":
+        pyreadstat.write_dta(frame, str(path), **metadata)
+    else:
+        frame.to_csv(path, index=False)
+    return path
+
+
+def with_identifiers(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.copy()
+    out.insert(0, "person_id", np.arange(len(out)) + 1000)
+    out["surname"] = [f"N{i:05d}" for i in range(len(out))]
+    return out
+
+
+@pytest.mark.parametrize("suffix", [".sav", ".dta", ".csv"])
+def test_init_check_and_run_reproduce_sdcmicro(tmp_path, home, capsys, suffix):
+    labels = {} if suffix == ".csv" else {"variable_value_labels": {"urbrur": {1: "urban", 2: "rural"}}}
+    source = survey_file(tmp_path, suffix, with_identifiers(pd.read_csv(TESTDATA)), **labels)
+
+    status, text = sdc(capsys, "init", "household", "--from", str(source))
+    spec_file = home / "specs" / "household.yaml"
+    assert status == EXIT_OK and spec_file.is_file() and str(spec_file) in text
+    drafted = spec_file.read_text()
+    status, text = sdc(capsys, "init", "household", "--from", str(source))
+    assert status == EXIT_USAGE and "not overwritten" in text and spec_file.read_text() == drafted
+
+    status, text = sdc(capsys, "check", str(spec_file), "--data", str(source))
+    assert status == EXIT_OK, text
+    assert "4580 records match the spec" in text
+
+    status, text = sdc(capsys, "run", "household", "2024")
+    assert status == EXIT_OK, text
+    for asset in ("raw_microdata", "risk_scores", "protected_suppress_k3", "sdc_report"):
+        assert re.search(rf"^\s+[\d.]+s  household/{asset}$", text, re.M), asset  # one progress line per asset
+    assert re.search(r"^suppress_k3 .* released$", text, re.M)
+    report = home / "reports" / "household" / "2024.html"
+    assert f"report: {report}" in text and report.is_file()
+    original = pd.read_parquet(home / "storage" / "household" / "residual_risk" / "2024.parquet").loc["original"]
+    assert original["global_risk"] == pytest.approx(GOLDEN["global"]["risk"], rel=1e-9)
+    assert original["expected_reidentifications"] == pytest.approx(GOLDEN["global"]["risk_ER"], rel=1e-9)
+    assert original["k3_violations"] == GOLDEN["kAnon_violations"]["k3_unweighted_fk_lt_k"]
+
+
+@pytest.fixture
+def small_survey(tmp_path, home, capsys) -> Path:
+    """A drafted spec (in the data home) for every fourth record of testdata, landed as wave 2024."""
+    source = tmp_path / "small.csv"
+    pd.read_csv(TESTDATA).iloc[::4].to_csv(source, index=False)
+    assert sdc(capsys, "init", "small", "--from", str(source))[0] == EXIT_OK
+    return source
+
+
+def edit_spec(path: Path, change) -> None:
+    spec = yaml.safe_load(path.read_text())
+    change(spec)
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+
+
+def test_run_exit_status_when_a_blocking_check_fails(home, small_survey, capsys):
+    spec_file = home / "specs" / "small.yaml"
+    edit_spec(spec_file, lambda s: s["risk"].update(max_global_risk=1e-9))
+    status, text = sdc(capsys, "run", "small", "2024", "--file", str(small_survey))
+    assert status == EXIT_WITHHELD, text
+    assert "small/protected_suppress_k3 withheld, failed blocking check(s): global_risk" in text
+    assert (home / "landing" / "small" / "2024.csv").is_file()  # --file lands the wave
+
+
+def test_run_and_check_exit_status_on_a_bad_spec(home, small_survey, capsys):
+    spec_file = home / "specs" / "small.yaml"
+    text = spec_file.read_text().replace("urbrur: {role: categorical_key", "urbrur: {role: categorical_kye")
+    spec_file.write_text(text)
+    line = 1 + text.splitlines().index(next(l for l in text.splitlines() if "categorical_kye" in l))
+    status, out = sdc(capsys, "run", "small", "2024")
+    assert status == EXIT_BAD_SPEC
+    assert f"bad spec: small.yaml:{line}: variables.urbrur.role: expected one of" in out
+    status, out = sdc(capsys, "check", str(spec_file))
+    assert status == EXIT_BAD_SPEC
+    assert f"small.yaml:{line}: variables.urbrur.role" in out and f"   {line} |   urbrur: {{role: categorical_kye" in out
+    assert "hint:" in out
+
+
+def test_run_and_check_exit_status_on_bad_data(tmp_path, home, small_survey, capsys):
+    bad = pd.read_csv(small_survey)
+    bad.loc[bad.index[[2, 5]], "urbrur"] = 7  # not a category of the drafted spec (1, 2)
+    bad_file = tmp_path / "bad.csv"
+    bad.to_csv(bad_file, index=False)
+    status, out = sdc(capsys, "run", "small", "2025", "--file", str(bad_file))
+    assert status == EXIT_BAD_DATA, out
+    assert "bad data in small__raw_microdata" in out and "column 'urbrur'" in out and "rows (1-based): 3, 6" in out
+    assert not list((home / "storage").rglob("2025*"))
+    status, out = sdc(capsys, "check", str(home / "specs" / "small.yaml"), "--data", str(bad_file))
+    assert status == EXIT_BAD_DATA and "column 'urbrur'" in out and "rows (1-based): 3, 6" in out
+
+
+# --- The README's "Your own survey" in five commands --------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def graphql(server: str, query: str, variables: dict) -> dict:
+    request = urllib.request.Request(f"{server}/graphql", data=json.dumps({"query": query, "variables": variables}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())["data"]
+
+
+LAUNCH = """mutation Launch($params: ExecutionParams!) { launchRun(executionParams: $params) {
+  __typename ... on LaunchRunSuccess { run { runId } } ... on PythonError { message } } }"""
+RUNS = "query Runs { runsOrError { ... on Runs { results { jobName tags { key value } } } } }"
+STATUS = "query Status($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"
+
+
+def wait_for_server(url: str, process: subprocess.Popen, seconds: float = 300) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"sdc ui exited with {process.returncode}:\n{process.stdout.read()}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(1)
+    raise TimeoutError(url)
+
+
+def test_readme_own_survey_in_five_commands(tmp_path, home, capsys):
+    frame = pd.read_csv(TESTDATA)
+    frame.loc[::50, "water"] = 99  # "don't know", user-missing in the SPSS file
+    source = survey_file(tmp_path, ".sav", frame,
+                         variable_value_labels={"urbrur": {1: "urban", 2: "rural"}, "water": {99: "don't know"}},
+                         missing_ranges={"water": [99]})
+    # 1. sdc init health --from survey.sav
+    assert sdc(capsys, "init", "health", "--from", str(source))[0] == EXIT_OK
+    spec_file = home / "specs" / "health.yaml"
+    text = spec_file.read_text()
+    assert "1 = urban, 2 = rural" in text and "missing: [99]" in text
+    # 2. edit: age is not known to an intruder here
+    spec_file.write_text(re.sub(r"^  age: \{.*\}$", "  age: {role: other, scale: continuous}", text, flags=re.M))
+    # 3. sdc check
+    status, out = sdc(capsys, "check", str(spec_file), "--data", str(source))
+    assert status == EXIT_OK, out
+    # 4. sdc run
+    status, out = sdc(capsys, "run", "health", "2024", "--file", str(source))
+    assert status == EXIT_OK, out
+    raw = pd.read_parquet(home / "storage" / "health" / "raw_microdata" / "2024.parquet")
+    assert raw["water"].isna().sum() == len(frame.index[::50])  # the user-missing code became missing
+    assert "age" not in pd.read_parquet(home / "storage" / "health" / "variable_classification" / "2024.parquet").query(
+        "role == 'continuous_key'").index
+    # 5. sdc ui, with a run of that wave in flight, then Ctrl-C
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(CHECKOUT), os.environ.get("PYTHONPATH")]))}
+    process = subprocess.Popen([sys.executable, "-m", "sdc_dagster.cli", "ui", "--port", str(port)], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        server = f"http://127.0.0.1:{port}"
+        wait_for_server(f"{server}/server_info", process)
+        runs = graphql(server, RUNS, {})["runsOrError"]["results"]
+        assert [r["tags"] for r in runs if r["jobName"] == "health_wave_job"]  # `sdc run` is in the UI's history
+        settings = yaml.safe_load((home / "dagster" / "dagster.yaml").read_text())
+        assert settings["nux"] == {"enabled": False} and settings["telemetry"] == {"enabled": False}
+        params = {"selector": {"repositoryLocationName": "sdc_dagster.definitions:defs",
+                               "repositoryName": "__repository__", "jobName": "health_wave_job"},
+                  "executionMetadata": {"tags": [{"key": "dagster/partition", "value": "2024"}]}, "runConfigData": {}}
+        launched = graphql(server, LAUNCH, {"params": params})["launchRun"]
+        assert launched["__typename"] == "LaunchRunSuccess", launched
+        run_id = launched["run"]["runId"]
+        deadline = time.monotonic() + 120
+        while graphql(server, STATUS, {"id": run_id})["runOrError"]["status"] != "STARTED":
+            assert time.monotonic() < deadline, "the run never started"
+            time.sleep(0.5)
+        children = psutil.Process(process.pid).children(recursive=True)
+        assert len(children) >= 4  # dagster dev, webserver, daemon, code server (and the run worker)
+        stopped_at = time.monotonic()
+        process.send_signal(signal.SIGINT)  # what Ctrl-C in the terminal sends to sdc
+        process.wait(timeout=10)
+        gone, alive = psutil.wait_procs(children, timeout=max(0.1, 10 - (time.monotonic() - stopped_at)))
+        assert not alive, f"still running 10 s after Ctrl-C: {[p.cmdline() for p in alive]}"
+        elapsed = time.monotonic() - stopped_at
+        assert elapsed < 10
+        print(f"sdc ui and its {len(children)} child processes stopped {elapsed:.1f} s after Ctrl-C")
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert "sdc ui: stopped" in process.stdout.read()
+    from dagster import DagsterInstance
+
+    with DagsterInstance.get() as instance:
+        assert instance.get_run_by_id(run_id).is_finished  # interrupted or canceled, not left "started"
