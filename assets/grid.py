@@ -756,13 +756,16 @@ def run_grid_chain(instance, regions: Sequence[str], *, routes: Sequence[str] = 
     config = run_config or {}
     outcome = {}
 
-    def config_for(job_name: str) -> dict:
+    def config_for(job_name: str, **ops_config) -> dict:
+        """The run config for one job: the ops it has, and the rest (e.g. loggers) as given."""
         ops = set(defs.resolve_job_def(job_name).graph.node_dict)
-        return {"ops": {k: v for k, v in config.get("ops", {}).items() if k in ops}}
+        own = {k: v for k, v in config.get("ops", {}).items() if k in ops}
+        return {**{k: v for k, v in config.items() if k != "ops"}, "ops": {**own, **ops_config}}
 
     for region in regions:
         result = defs.resolve_job_def(census_region_job.name).execute_in_process(
-            partition_key=region, instance=instance, raise_on_error=False)
+            partition_key=region, instance=instance, raise_on_error=False,
+            run_config=config_for(census_region_job.name))
         outcome[f"census:{region}"] = result.success
     swap = defs.resolve_job_def(census_swap_job.name).execute_in_process(
         instance=instance, raise_on_error=False, run_config=config_for(census_swap_job.name))
@@ -776,7 +779,8 @@ def run_grid_chain(instance, regions: Sequence[str], *, routes: Sequence[str] = 
         outcome[f"grid:{region}"] = result.success
     if all(outcome.values()):
         release = defs.resolve_job_def(grid_release_job.name).execute_in_process(
-            instance=instance, raise_on_error=False, run_config={"ops": {"grid_release": {"config": {"routes": list(routes)}}}})
+            instance=instance, raise_on_error=False,
+            run_config=config_for(grid_release_job.name, grid_release={"config": {"routes": list(routes)}}))
         outcome["release"] = release.success
     return outcome
 
