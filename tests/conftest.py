@@ -5,7 +5,14 @@ their own home set ``SDC_HOME`` themselves."""
 
 import os
 import shutil
+import socket
+import subprocess
 import tempfile
+import time
+import urllib.request
+from types import SimpleNamespace
+
+import pytest
 
 
 def pytest_configure(config):
@@ -17,3 +24,31 @@ def pytest_configure(config):
 
 def pytest_unconfigure(config):
     shutil.rmtree(getattr(config, "_sdc_test_home", ""), ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(url: str, process: subprocess.Popen, seconds: float = 300) -> None:
+    """Until ``url`` answers 200; fails at once, with the server's output, if the server exits."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            output = process.stdout.read() if process.stdout is not None else ""
+            raise AssertionError(f"the server exited with {process.returncode}:\n{output}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(1)
+    raise TimeoutError(url)
+
+
+@pytest.fixture(scope="session")
+def servers():
+    """Helpers for tests that start the real webserver: ``free_port()`` and ``wait_for(url, process)``."""
+    return SimpleNamespace(free_port=_free_port, wait_for=_wait_for)

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -149,12 +148,6 @@ def test_run_and_check_exit_status_on_bad_data(tmp_path, home, small_survey, cap
 
 # --- The README's "Your own survey" in five commands --------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def graphql(server: str, query: str, variables: dict) -> dict:
     request = urllib.request.Request(f"{server}/graphql", data=json.dumps({"query": query, "variables": variables}).encode(),
                                      headers={"Content-Type": "application/json"})
@@ -168,21 +161,7 @@ RUNS = "query Runs { runsOrError { ... on Runs { results { jobName tags { key va
 STATUS = "query Status($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"
 
 
-def wait_for_server(url: str, process: subprocess.Popen, seconds: float = 300) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"sdc ui exited with {process.returncode}:\n{process.stdout.read()}")
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(1)
-    raise TimeoutError(url)
-
-
-def test_readme_own_survey_in_five_commands(tmp_path, home, capsys):
+def test_readme_own_survey_in_five_commands(tmp_path, home, capsys, servers):
     frame = pd.read_csv(TESTDATA)
     frame.loc[::50, "water"] = 99  # "don't know", user-missing in the SPSS file
     source = survey_file(tmp_path, ".sav", frame,
@@ -206,13 +185,13 @@ def test_readme_own_survey_in_five_commands(tmp_path, home, capsys):
     assert "age" not in pd.read_parquet(home / "storage" / "health" / "variable_classification" / "2024.parquet").query(
         "role == 'continuous_key'").index
     # 5. sdc ui, with a run of that wave in flight, then Ctrl-C
-    port = free_port()
+    port = servers.free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(CHECKOUT), os.environ.get("PYTHONPATH")]))}
     process = subprocess.Popen([sys.executable, "-m", "sdc_dagster.cli", "ui", "--port", str(port)], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         server = f"http://127.0.0.1:{port}"
-        wait_for_server(f"{server}/server_info", process)
+        servers.wait_for(f"{server}/server_info", process)
         runs = graphql(server, RUNS, {})["runsOrError"]["results"]
         assert [r["tags"] for r in runs if r["jobName"] == "health_wave_job"]  # `sdc run` is in the UI's history
         settings = yaml.safe_load((home / "dagster" / "dagster.yaml").read_text())

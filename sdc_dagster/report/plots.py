@@ -37,6 +37,14 @@ def _to_png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
+def _labelled_png(figure: Figure, axes, title: str, *, xlabel: str = "", ylabel: str = "") -> bytes:
+    """The chart with its title and axis labels, as PNG bytes."""
+    axes.set_title(title)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    return _to_png(figure)
+
+
 def _empty_note(axes, text: str = "no data") -> None:
     axes.text(0.5, 0.5, text, ha="center", va="center", transform=axes.transAxes, color="grey")
 
@@ -68,10 +76,7 @@ def histogram_png(values, title: str, *, bins: int = 30, xlabel: str = "") -> by
         axes.hist(data, bins=max(1, min(bins, distinct)), color=PALETTE[0], edgecolor="white")
     else:
         _empty_note(axes)
-    axes.set_title(title)
-    axes.set_xlabel(xlabel)
-    axes.set_ylabel("records")
-    return _to_png(figure)
+    return _labelled_png(figure, axes, title, xlabel=xlabel, ylabel="records")
 
 
 def boxplot_png(frame: pd.DataFrame, title: str, *, ylabel: str = "") -> bytes:
@@ -101,9 +106,7 @@ def boxplot_png(frame: pd.DataFrame, title: str, *, ylabel: str = "") -> bytes:
         axes.tick_params(axis="x", labelrotation=30 if len(columns) > 6 else 0)
     else:
         _empty_note(axes)
-    axes.set_title(title)
-    axes.set_ylabel(ylabel)
-    return _to_png(figure)
+    return _labelled_png(figure, axes, title, ylabel=ylabel)
 
 
 def histograms_png(series_by_name: Mapping[str, Sequence[float]], title: str, *, bins: int = 20,
@@ -123,10 +126,7 @@ def histograms_png(series_by_name: Mapping[str, Sequence[float]], title: str, *,
         axes.legend(fontsize="small")
     else:
         _empty_note(axes)
-    axes.set_title(title)
-    axes.set_xlabel(xlabel)
-    axes.set_ylabel("records")
-    return _to_png(figure)
+    return _labelled_png(figure, axes, title, xlabel=xlabel, ylabel="records")
 
 
 def risk_utility_map_png(points: pd.DataFrame, title: str = "Risk-utility map", *, xlabel: str = "residual global risk",
@@ -181,10 +181,7 @@ def risk_utility_map_png(points: pd.DataFrame, title: str = "Risk-utility map", 
         axes.legend(fontsize="small")
     else:
         _empty_note(axes)
-    axes.set_title(title)
-    axes.set_xlabel(xlabel)
-    axes.set_ylabel(ylabel)
-    return _to_png(figure)
+    return _labelled_png(figure, axes, title, xlabel=xlabel, ylabel=ylabel)
 
 
 def heatmap_png(matrix: pd.DataFrame, title: str, *, xlabel: str = "released category",
@@ -208,10 +205,7 @@ def heatmap_png(matrix: pd.DataFrame, title: str, *, xlabel: str = "released cat
                               color="black" if v > 0.6 else "white")
     else:
         _empty_note(axes)
-    axes.set_title(title)
-    axes.set_xlabel(xlabel)
-    axes.set_ylabel(ylabel)
-    return _to_png(figure)
+    return _labelled_png(figure, axes, title, xlabel=xlabel, ylabel=ylabel)
 
 
 def lines_png(frame: pd.DataFrame, title: str, *, ylabel: str = "", xlabel: str = "") -> bytes:
@@ -228,10 +222,7 @@ def lines_png(frame: pd.DataFrame, title: str, *, ylabel: str = "", xlabel: str 
         axes.legend(fontsize="small")
     else:
         _empty_note(axes)
-    axes.set_title(title)
-    axes.set_xlabel(xlabel)
-    axes.set_ylabel(ylabel)
-    return _to_png(figure)
+    return _labelled_png(figure, axes, title, xlabel=xlabel, ylabel=ylabel)
 
 
 def grouped_bars_png(frame: pd.DataFrame, title: str, *, ylabel: str = "") -> bytes:
@@ -250,6 +241,4 @@ def grouped_bars_png(frame: pd.DataFrame, title: str, *, ylabel: str = "") -> by
         axes.legend(fontsize="small")
     else:
         _empty_note(axes)
-    axes.set_title(title)
-    axes.set_ylabel(ylabel)
-    return _to_png(figure)
+    return _labelled_png(figure, axes, title, ylabel=ylabel)

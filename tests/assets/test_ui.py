@@ -1,7 +1,6 @@
 """The real Dagster UI: start the webserver on this code location and find every asset in Chromium."""
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -30,26 +29,6 @@ CHROMIUM_ARGS = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(url: str, process: subprocess.Popen, seconds: float = 180) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"dagster-webserver exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(1)
-    raise TimeoutError(url)
-
-
 @pytest.fixture(scope="module")
 def home(tmp_path_factory) -> Path:
     """A data home with wave 2024 of testdata in its landing folder and registered as a partition."""
@@ -65,9 +44,9 @@ def home(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def webserver(home):
+def webserver(home, servers):
     """``sdc ui``: the Dagster webserver and daemon (``dagster dev``) on this code location."""
-    port = free_port()
+    port = servers.free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("SDC_HOME", "DAGSTER_HOME")}
     log = open(home / "ui.log", "w")
     process = subprocess.Popen(
@@ -75,7 +54,7 @@ def webserver(home):
         cwd=CHECKOUT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     try:
-        wait_for(f"http://127.0.0.1:{port}/server_info", process)
+        servers.wait_for(f"http://127.0.0.1:{port}/server_info", process)
         yield f"http://127.0.0.1:{port}"
     finally:
         os.killpg(process.pid, signal.SIGTERM)
