@@ -496,23 +496,35 @@ def census_swapped(context: AssetExecutionContext, config: SwapConfig) -> dict[s
 def read_census_files(files: Sequence[Path]) -> pd.DataFrame:
     """Persons of several region files in one frame; cell and region stay categorical (one dictionary)."""
     table = arrow.concat_tables([pq.read_table(f) for f in files]).unify_dictionaries()
-    return table.to_pandas()
+    # Arrow buffers are released column by column as pandas takes them over (peak: one copy, not two).
+    return table.to_pandas(self_destruct=True, split_blocks=True)
 
 
 def swapped_households(swapped: pd.DataFrame, persons: pd.DataFrame, swapped_with: pd.Series) -> pd.DataFrame:
     """One row per swapped household: its id, partner, and region / cell before and after the swap."""
     first = ~swapped["household_id"].duplicated().to_numpy()
-    moved = (swapped["household_id"].map(swapped_with).to_numpy() != swapped["household_id"].to_numpy()) & first
+    partner = swapped["household_id"].map(swapped_with).to_numpy()
+    moved = (partner != swapped["household_id"].to_numpy()) & first
+    # Rows selected before the text conversion: only the swapped households become strings.
     return pd.DataFrame(
         {
             "household_id": swapped["household_id"].to_numpy()[moved],
-            "swapped_with": swapped["household_id"].map(swapped_with).to_numpy()[moved],
-            "region_before": persons["region"].astype(str).to_numpy()[moved],
-            "cell_before": persons["cell_id"].astype(str).to_numpy()[moved],
-            "region_after": swapped["region"].astype(str).to_numpy()[moved],
-            "cell_after": swapped["cell_id"].astype(str).to_numpy()[moved],
+            "swapped_with": partner[moved],
+            "region_before": persons["region"][moved].astype(str).to_numpy(),
+            "cell_before": persons["cell_id"][moved].astype(str).to_numpy(),
+            "region_after": swapped["region"][moved].astype(str).to_numpy(),
+            "cell_after": swapped["cell_id"][moved].astype(str).to_numpy(),
         }
     )
+
+
+def _region_positions(region: pd.Series, names: pd.Index) -> np.ndarray:
+    """Position of each person's region in ``names`` (-1 if absent); categoricals via their categories."""
+    if not isinstance(region.dtype, pd.CategoricalDtype):
+        return names.get_indexer(region.astype(str))
+    codes = region.cat.codes.to_numpy()
+    positions = names.get_indexer(region.cat.categories.astype(str))
+    return np.where(codes >= 0, positions[codes], -1)
 
 
 def write_swapped_regions(
@@ -526,10 +538,8 @@ def write_swapped_regions(
     """
     folder.mkdir(parents=True, exist_ok=True)
     names = pd.Index(list(regions))
-    before = names.get_indexer(persons["region"].astype(str) if persons["region"].dtype != "category"
-                               else persons["region"].cat.categories.astype(str)[persons["region"].cat.codes])
-    after = names.get_indexer(swapped["region"].astype(str) if swapped["region"].dtype != "category"
-                              else swapped["region"].cat.categories.astype(str)[swapped["region"].cat.codes])
+    before = _region_positions(persons["region"], names)
+    after = _region_positions(swapped["region"], names)
     household = swapped["household_id"].to_numpy()
     moved = household != swapped["household_id"].map(swapped_with).to_numpy() if len(swapped) else np.zeros(0, bool)
     resident = swapped["resident"].to_numpy(dtype=bool)

@@ -54,8 +54,8 @@ class RecordSwapResult:
     Attributes
     ----------
     data
-        Copy of the input with the hierarchy (and carry-along) columns exchanged between swapped
-        households; indexed like the input.
+        The input with the hierarchy (and carry-along) columns exchanged between swapped
+        households (new arrays; the other columns share the input's memory); indexed like the input.
     swapped_with
         Per household id, the id of the household it exchanged geography with (itself if not
         swapped).
@@ -89,6 +89,8 @@ def _codes(frame: pd.DataFrame, columns: Sequence[str], factors: dict | None = N
         else:
             part, uniques = pd.factorize(frame[col], use_na_sentinel=False)
             n_uniques = len(uniques)
+            # Kept in the smallest integer type (one code per record and column is cached).
+            part = part.astype(np.min_scalar_type(max(n_uniques - 1, 0)), copy=False)
             if factors is not None:
                 factors[col] = (part, n_uniques)
         radix = n_uniques + 1
@@ -291,7 +293,7 @@ def targeted_record_swap(
     rng = np.random.default_rng(random_state)
 
     hh, hh_ids = pd.factorize(data[hid])
-    hh = hh.astype(np.int64)
+    hh = hh.astype(np.int64, copy=False)
     n_hh = len(hh_ids)
     order = np.argsort(hh, kind="stable")
     starts = np.flatnonzero(np.r_[True, hh[order][1:] != hh[order][:-1]]) if len(hh) else np.empty(0, np.int64)
@@ -373,7 +375,9 @@ def targeted_record_swap(
         unmatched[pending] = True
         sampled_count += np.bincount(lowest[sampled[used[sampled]]], minlength=len(target))
 
-    out = data.copy()
+    # A shallow copy: the exchanged columns are new arrays, the others are shared with ``data``
+    # (a deep copy of a census of millions of persons would double its memory).
+    out = data.copy(deep=False)
     source_rows = first_row[partner[hh]]
     for col in [*hierarchy, *carry_along]:
         values = data[col].take(source_rows)
