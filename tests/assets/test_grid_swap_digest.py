@@ -13,7 +13,13 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
-from sdc_dagster.assets.grid import SwapConfig, read_census_files, swap_census, write_swapped_regions
+from sdc_dagster.assets.grid import (
+    SwapConfig,
+    read_census_files,
+    swap_census,
+    swapped_households,
+    write_swapped_regions,
+)
 
 DATA = Path(__file__).parent.parent / "data" / "census_small"
 REGIONS = ["N300E460", "N300E461", "N301E460", "N301E461"]
@@ -21,6 +27,7 @@ REGIONS = ["N300E460", "N300E461", "N301E460", "N301E461"]
 SWAPPED_FRAME_DIGEST = "74cc038e0c1aeb585f23756317dec64de2ec4936f475ec6fdcedf6a13e5fef03"
 SWAPPED_FILES_DIGEST = "9264dc209a470830ebf54ec6bdd67c2fb3db6243a2dccdbecd0188b67f2e0dee"
 SWAPPED_WITH_DIGEST = "cf586038cc95ee75fc9dc1c778a9cb1eed1f9c2abb0fec12973a412c5b08ac41"
+SWAPPED_HOUSEHOLDS_DIGEST = "1ee1de86830f4e12726f94a34710e0c959453cd6cb425004e8e348c9e1d692bb"
 SUMMARY = {
     "persons_before": [22370, 2535, 3506, 1589],
     "households_before": [8320, 966, 1323, 597],
@@ -65,5 +72,8 @@ def test_swapped_census_is_unchanged(tmp_path):
     assert content_digest(files) == SWAPPED_FILES_DIGEST
     assert content_digest(result.swapped_with.reset_index()) == SWAPPED_WITH_DIGEST
     assert summary.to_dict(orient="list") == SUMMARY
+    households = swapped_households(result.data, persons, result.swapped_with)
+    assert len(households) == 2332
+    assert content_digest(households) == SWAPPED_HOUSEHOLDS_DIGEST
     # The input frame is not modified by the swap.
     assert content_digest(as_text(persons)) == before
