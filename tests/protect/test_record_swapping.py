@@ -127,8 +127,13 @@ def test_bad_input_names_the_column(census):
 @given(seed=st.integers(0, 10_000), rate=st.floats(0.0, 0.3), k=st.integers(0, 4))
 def test_swap_invariants_property(census, seed, rate, k):
     sample = census[census["region"].isin(census["region"].cat.categories[:4])].reset_index(drop=True)
+    before = sample.copy()
     result = targeted_record_swap(sample, **ARGS, swaprate=rate, k_anonymity=k, random_state=seed)
     check_swap_invariants(sample, result)
+    # The input is not modified, though the output shares its columns other than the geography.
+    pd.testing.assert_frame_equal(sample, before)
+    others = [c for c in sample.columns if c not in ARGS["hierarchy"]]
+    pd.testing.assert_frame_equal(result.data[others], before[others])
 
 
 # --- a risk supplied by the user (sdcMicro recordSwap risk / risk_threshold) ---------------------------
