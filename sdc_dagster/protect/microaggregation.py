@@ -149,6 +149,31 @@ def _mdav_kernel(x, z, weights, origin, scale, total, order, start, end, childre
         for j in range(p):
             low[node, j] = zs[start[node]:end[node], j].min()
             high[node, j] = zs[start[node]:end[node], j].max()
+    reference = np.zeros(p)  # a recent centroid (z): the centre of the balls
+    norm = np.empty(n)  # distance of every record to the reference
+    radius = np.empty(n_nodes)  # largest ``norm`` of the remaining records of a node
+    waste = 0  # leaves visited by centroid searches since the balls were last re-centred
+
+    def recentre(point_z):
+        reference[:] = point_z
+        for i in range(n):
+            total_square = 0.0
+            for j in range(p):
+                total_square += (zs[i, j] - reference[j]) ** 2
+            norm[i] = np.sqrt(total_square)
+        for node in range(n_nodes - 1, -1, -1):  # children come after their parent
+            if count[node] == 0:
+                continue
+            a, b = children[node, 0], children[node, 1]
+            if a < 0:
+                radius[node] = 0.0
+                for i in range(start[node], end[node]):
+                    if alive[i]:
+                        radius[node] = max(radius[node], norm[i])
+            else:
+                radius[node] = radius[b] if count[a] == 0 else radius[a] if count[b] == 0 else max(radius[a], radius[b])
+
+    recentre(reference)
     labels = np.full(n, -1, dtype=np.int64)
     stack = np.empty(256, dtype=np.int64)
     bounds = np.empty(256)
@@ -161,7 +186,8 @@ def _mdav_kernel(x, z, weights, origin, scale, total, order, start, end, childre
 
     def farthest(point, point_z):
         """Original row of the remaining record farthest from ``point`` (first in data order on ties)."""
-        best, best_id = -1.0, n
+        best, best_id, leaves = -1.0, n, 0
+        offset = np.sqrt(((point_z - reference) ** 2).sum())
         stack[0], bounds[0], top = 0, np.inf, 1
         while top:
             top -= 1
@@ -169,6 +195,7 @@ def _mdav_kernel(x, z, weights, origin, scale, total, order, start, end, childre
             if bounds[top] * (1 + _REL_TOL) + abs_tol < best:
                 continue
             if children[node, 0] < 0:
+                leaves += 1
                 for i in range(start[node], end[node]):
                     if alive[i]:
                         d = _single_precision_distance(xs, i, point, weights)
@@ -182,13 +209,16 @@ def _mdav_kernel(x, z, weights, origin, scale, total, order, start, end, childre
                 bound_a += reach * reach
                 reach = max(abs(point_z[j] - low[b, j]), abs(point_z[j] - high[b, j]))
                 bound_b += reach * reach
+            # the ball about the reference holding the node's records bounds them too (tight near the centroid)
+            bound_a = min(bound_a, (radius[a] + offset) ** 2)
+            bound_b = min(bound_b, (radius[b] + offset) ** 2)
             if bound_a > bound_b:  # the more promising child on top of the stack
                 a, b, bound_a, bound_b = b, a, bound_b, bound_a
             for child, bound in ((a, bound_a), (b, bound_b)):
                 if count[child] > 0:
                     stack[top], bounds[top] = child, bound
                     top += 1
-        return best_id
+        return best_id, leaves
 
     def nearest(row):
         """Original rows of the k remaining records nearest to record ``row`` (by distance, later
@@ -241,8 +271,10 @@ def _mdav_kernel(x, z, weights, origin, scale, total, order, start, end, childre
         if count[node] > 0:
             for j in range(p):
                 low[node, j], high[node, j] = np.inf, -np.inf
+            radius[node] = 0.0
             for r in range(start[node], end[node]):
                 if alive[r]:
+                    radius[node] = max(radius[node], norm[r])
                     for j in range(p):
                         low[node, j] = min(low[node, j], zs[r, j])
                         high[node, j] = max(high[node, j], zs[r, j])
@@ -258,6 +290,7 @@ def _mdav_kernel(x, z, weights, origin, scale, total, order, start, end, childre
                         low[node, j], high[node, j] = low[a, j], high[a, j]
                     else:
                         low[node, j], high[node, j] = min(low[a, j], low[b, j]), max(high[a, j], high[b, j])
+                radius[node] = radius[b] if count[a] == 0 else radius[a] if count[b] == 0 else max(radius[a], radius[b])
             node = parent[node]
 
     while left >= 2 * k:
@@ -278,8 +311,12 @@ def _mdav_kernel(x, z, weights, origin, scale, total, order, start, end, childre
                 center[j] = total[j] / left
         for j in range(p):
             center_z[j] = (center[j] - origin[j]) * scale[j]
-        record_r = farthest(center, center_z)
-        record_s = farthest(x[record_r], z[record_r])
+        record_r, leaves = farthest(center, center_z)
+        waste += leaves
+        if waste * _LEAF_SIZE > left:  # re-centring costs about as much as the visits since the last one
+            recentre(center_z)
+            waste = 0
+        record_s = farthest(x[record_r], z[record_r])[0]
         for step in range(2 if two_groups else 1):
             members = nearest(record_r if step == 0 else record_s)
             group_sum = x[members[0]].copy()
