@@ -20,8 +20,13 @@ go). Farthest and k-nearest searches are branch and bound over these boxes in do
 records of the leaves reached are ranked with sdcMicro's single-precision distance and a node is
 skipped only when its bound misses the decision by more than a relative tolerance, so the result is
 that of the exhaustive algorithm, ties included (tested against a direct transcription of sdcMicro's
-loop and against labels stored from the previous implementation). 200,000 records x 5 variables,
-k=3: about 9 s on a shared 2-core machine (was 17-36 s).
+loop and against labels stored from the previous implementation). For the farthest record from
+the centroid the nodes also keep the radius of their records about a recent centroid (re-centred
+when the searches since the last re-centring have visited about as many leaves as there are records
+left), which the slowly moving centroid keeps tight. 5 variables, k=3, on a 2-core machine shared
+with another benchmark: 50,000 records 0.55 s, 200,000 2.5 s, 1,000,000 about 30 s (before: 2.3 s,
+17 s, about 15 min). The first call in a fresh environment compiles the loop (about 10 s; cached on
+disk by numba afterwards).
 
 Missing values (item non-response) follow sdcMicro's ``mdav`` (``R/mdav.R`` codes NA as -999 for
 the C++ ``Mdav`` and restores NA afterwards):

@@ -10,7 +10,7 @@ import pytest
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.protect import microaggregation
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -214,6 +214,17 @@ def test_indexed_mdav_equals_exhaustive_transcription_on_thousands_of_records():
     x[rng.choice(n, 300, replace=False)] = x[rng.choice(n, 300, replace=False)]  # duplicated records: ties
     labels = _mdav_groups(x, 3)
     assert np.array_equal(labels, reference_mdav(x, 3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    x=arrays(np.float64, st.tuples(st.integers(1, 120), st.integers(1, 4)), elements=st.integers(-3, 3).map(float)),
+    k=st.integers(1, 4),
+)
+def test_property_mdav_equals_exhaustive_transcription_on_tied_data(x, k):
+    """Heavy ties (7 values per variable) through the k-d tree kernel: the same labels as the full scans."""
+    assume(len(x) >= k)
+    assert np.array_equal(_mdav_groups(x, k), reference_mdav(x, k))
 
 
 REFERENCE = Path(__file__).parents[1] / "data" / "mdav" / "reference_labels.npz"
