@@ -302,8 +302,7 @@ def _mdav_kernel(x, z, weights, origin, scale, total, order, start, end, childre
         two_groups = left >= 3 * k
         if left <= _EXACT_CENTER_LIMIT:
             if len(exact) == 0 or 2 * left < len(exact):
-                keep = np.sort(order[alive])
-                exact = keep
+                exact = np.sort(order[alive])
             center[:] = 0.0
             for r in exact:
                 if alive[position[r]]:
