@@ -4,7 +4,9 @@ Targets (project issue "Protected variants: every microdata protection method of
 MDAV on 100,000 records x 3 variables < 20 s; local suppression of 1,000,000 records x 7 keys to
 3-anonymity < 60 s; PRAM, noise, rank swapping and rounding on 1,000,000 records < 2 s each.
 Issue 16: MDAV on 1,000,000 records x 5 variables within 60 s (50,000 x 5 took 4.4 s, sdcMicro
-15.4 s); ``--mdav5-n`` times MDAV on x 5 at the given sizes, so the growth can be read off.
+15.4 s; with the compiled k-d tree loop 0.55 s, and 1,000,000 x 5 about 30 s); ``--mdav5-n`` times
+MDAV on x 5 at the given sizes, so the growth can be read off (the first size includes numba's
+compilation when its on-disk cache is cold).
 The local-suppression results (default importance, and keys given in order as importance) are
 verified with ``risk.k_anonymity_violations`` (the same §2.4 counter as the checks).
 

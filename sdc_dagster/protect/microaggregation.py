@@ -14,16 +14,19 @@ The grouping algorithm is OPEN in SPEC §8.6; ``method="mdav"`` reproduces sdcMi
   distances, puts later records first (sdcMicro's hash-list insertion);
 * the k..2k-1 records left at the end form the last group.
 
-Speed: nearest-neighbour queries use a k-d tree over the remaining records (scipy ``cKDTree``,
-rebuilt when half of its records are gone; the two queries of a step are asked in one call).
-Farthest-record queries use blocks of 32 records (leaves of a balanced k-d split) with the bounding
-box of their remaining records: the farthest corner of a box bounds the distance of its records (for
-the centroid, which moves slowly, also the block's radius about a reference point plus the distance
-of the centroid to it), so only the few blocks whose bound reaches a distance already found are
-evaluated. Both work in double precision and return the few records within a relative tolerance of
-the decision, which are then re-ranked with sdcMicro's single-precision distance, so the result is
-that of the exhaustive algorithm (tested against a direct transcription of sdcMicro's loop, ties
-included). 100,000 records x 3 variables, k=3: about 7 s on 2 cores (was about 35 s).
+Speed (issue 16): the loop runs compiled (numba) over a balanced k-d tree of the centred, weighted
+coordinates whose nodes keep the bounding box and count of their remaining records (shrunk as records
+go). Farthest and k-nearest searches are branch and bound over these boxes in double precision; the
+records of the leaves reached are ranked with sdcMicro's single-precision distance and a node is
+skipped only when its bound misses the decision by more than a relative tolerance, so the result is
+that of the exhaustive algorithm, ties included (tested against a direct transcription of sdcMicro's
+loop and against labels stored from the previous implementation). For the farthest record from
+the centroid the nodes also keep the radius of their records about a recent centroid (re-centred
+when the searches since the last re-centring have visited about as many leaves as there are records
+left), which the slowly moving centroid keeps tight. 5 variables, k=3, on a 2-core machine shared
+with another benchmark: 50,000 records 0.55 s, 200,000 2.5 s, 1,000,000 about 30 s (before: 2.3 s,
+17 s, about 15 min). The first call in a fresh environment compiles the loop (about 10 s; cached on
+disk by numba afterwards).
 
 Missing values (item non-response) follow sdcMicro's ``mdav`` (``R/mdav.R`` codes NA as -999 for
 the C++ ``Mdav`` and restores NA afterwards):
@@ -54,13 +57,14 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.spatial import cKDTree
+from numba import njit
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.protect.strata import stratum_codes, stratum_members
 
 _REL_TOL = 1e-5  # >> single-precision rounding of a distance (about 2e-7 relative)
 _EXACT_CENTER_LIMIT = 5_000  # up to here the centroid is re-summed in data order as sdcMicro does
+_LEAF_SIZE = 16  # records per leaf of the k-d tree
 
 
 def _variable_weights(x: np.ndarray) -> np.ndarray:
@@ -83,245 +87,267 @@ def _missing_penalties(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return ((high - low) ** 2 * weights).astype(np.float32)
 
 
-def _single_precision_distance(rows: np.ndarray, point: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """sdcMicro's Dist: each weighted squared difference rounded to float32 and summed in float32."""
-    terms = ((rows - point) ** 2 * weights).astype(np.float32)
-    total = terms[:, 0].copy()
-    for j in range(1, terms.shape[1]):
-        total = total + terms[:, j]
-    return total
+@njit(cache=True)
+def _single_precision_distance(x: np.ndarray, row: int, point: np.ndarray, weights: np.ndarray) -> float:
+    """sdcMicro's Dist of record ``row`` of ``x`` to ``point``: each weighted squared difference
+    rounded to float32 and summed in float32 (sdcMicro's ``TDist`` is ``float``)."""
+    total = np.float32(0.0)
+    for j in range(x.shape[1]):
+        difference = x[row, j] - point[j]
+        term = np.float32(difference * difference * weights[j])
+        total = term if j == 0 else np.float32(total + term)
+    return float(total)
 
 
-class _NeighbourIndex:
-    """k-d tree over the remaining records (rebuilt when half of its records are gone)."""
-
-    def __init__(self, z: np.ndarray, alive: np.ndarray, abs_tol: float):
-        self.z, self.alive, self.abs_tol = z, alive, abs_tol
-        self.left = int(np.count_nonzero(alive))
-        self._build()
-
-    def _build(self) -> None:
-        self.records = np.flatnonzero(self.alive)
-        self.tree = cKDTree(self.z[self.records])
-
-    def remove(self, count: int) -> None:
-        self.left -= count
-
-    def refresh(self) -> None:
-        """Rebuild the tree when half of its records are gone (not between ``query`` and its use)."""
-        if 2 * self.left < len(self.records):
-            self._build()
-
-    def query(self, queries: np.ndarray, k: int) -> list:
-        """First-round tree answers for several queries at once, for ``nearest_candidates``."""
-        want = min(4 * k + 8, len(self.records))
-        distance, position = self.tree.query(queries, k=want)
-        if want == 1:
-            distance, position = distance[:, None], position[:, None]
-        return [(want, distance[i], position[i]) for i in range(len(queries))]
-
-    def nearest_candidates(self, query: np.ndarray, k: int, first=None) -> np.ndarray:
-        """Remaining records that may be among the k nearest to ``query`` (double precision, with
-        tolerance); ``first``: this query's answer from ``query``."""
-        size = len(self.records)
-        want = min(4 * k + 8, size)
-        while True:
-            if first is not None:
-                want, distance, position = first
-                first = None
-            else:
-                distance, position = self.tree.query(query, k=want)
-                distance, position = np.atleast_1d(distance), np.atleast_1d(position)
-            records = self.records[position]
-            live = self.alive[records]
-            squared = distance[live] ** 2
-            if len(squared) >= k:
-                threshold = squared[k - 1] * (1 + _REL_TOL) + self.abs_tol
-                if want == size or distance[-1] ** 2 > threshold:
-                    return records[live][squared <= threshold]
-            elif want == size:
-                return records[live]
-            want = min(4 * want, size)
+def _kd_tree(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Balanced k-d tree over the rows of ``z`` (split at the median of the widest coordinate, leaves of
+    at most ``_LEAF_SIZE`` rows): the rows in leaf order and, per node, the first and past-last
+    position of its rows in that order and its two children (-1 for a leaf); node 0 is the root."""
+    order = np.arange(len(z))
+    start, end, children = [0], [len(z)], [(-1, -1)]
+    stack = [0]
+    while stack:  # nodes, not records
+        node = stack.pop()
+        lo, hi = start[node], end[node]
+        if hi - lo <= _LEAF_SIZE:
+            continue
+        rows = order[lo:hi]
+        points = z[rows]
+        dim = int(np.argmax(points.max(axis=0) - points.min(axis=0)))
+        half = (hi - lo) // 2
+        order[lo:hi] = rows[np.argpartition(points[:, dim], half)]
+        first_child = len(start)
+        start += [lo, lo + half]
+        end += [lo + half, hi]
+        children += [(-1, -1), (-1, -1)]
+        children[node] = (first_child, first_child + 1)
+        stack += [first_child, first_child + 1]
+    return order, np.array(start), np.array(end), np.array(children, dtype=np.int64)
 
 
-class _Blocks:
-    """The remaining records in small blocks (leaves of a balanced k-d split), for farthest-record queries.
-
-    Each block keeps the bounding box of its remaining records (as centre and half-widths). The
-    distance from a query to the farthest corner of a box bounds the distance of every record in it,
-    so only blocks whose bound reaches the best distance found in the most promising block are
-    evaluated, all at once. Coordinates are stored block by block, NaN where a record is gone (NaN
-    drops out of ``np.fmin``/``np.fmax`` and fails every comparison); the boxes of the blocks that
-    lost records are shrunk after every step, and the blocks are rebuilt when half of their records
-    are gone.
-    """
-
-    SIZE = 32  # records per block
-    RESET_BLOCKS = 16  # re-centre the radii when a centroid query has to evaluate more blocks
-
-    def __init__(self, z: np.ndarray, alive: np.ndarray, abs_tol: float):
-        self.z, self.alive, self.abs_tol = z, alive, abs_tol
-        self.n, self.p = z.shape
-        self.block_of = np.zeros(self.n, dtype=np.int64)
-        self.slot_of = np.zeros(self.n, dtype=np.int64)
-        self.reference = None
-        self._build()
-
-    def _build(self) -> None:
-        size, z = self.SIZE, self.z
-        leaves, stack = [], [np.flatnonzero(self.alive)]
-        while stack:
-            records = stack.pop()
-            if len(records) <= size:
-                leaves.append(records)
-                continue
-            points = z[records]
-            dim = int(np.argmax(points.max(axis=0) - points.min(axis=0)))
-            half = size * (-(-len(records) // size) // 2)  # the left part fills whole blocks
-            order = np.argpartition(points[:, dim], half)
-            stack.append(records[order[half:]])
-            stack.append(records[order[:half]])
-        n_blocks = len(leaves)
-        lengths = np.array([len(leaf) for leaf in leaves])
-        records = np.concatenate(leaves)
-        blocks = np.repeat(np.arange(n_blocks), lengths)
-        slots = np.arange(len(records)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        self.block_of[records], self.slot_of[records] = blocks, slots
-        self.ids = np.full((n_blocks, size), -1, dtype=np.int64)
-        self.ids[blocks, slots] = records
-        self.coordinates = np.full((n_blocks, size, self.p), np.nan)  # NaN: no (more) record
-        self.coordinates[blocks, slots] = z[records]
-        self.centre = np.zeros((self.p, n_blocks))
-        self.half = np.zeros((self.p, n_blocks))
-        self.penalty = np.zeros(n_blocks)  # -inf for an empty block
-        self.radius = np.zeros(n_blocks)  # largest distance of a remaining record to the reference
-        if self.reference is None:
-            self.reference = np.zeros(self.p)
-        self.built, self.left = len(records), len(records)
-        self._update_boxes(np.arange(n_blocks))
-
-    def _update_boxes(self, blocks: np.ndarray) -> None:
-        points = self.coordinates[blocks]
-        lower = np.fmin.reduce(points, axis=1)  # NaN (no record) is ignored
-        upper = np.fmax.reduce(points, axis=1)
-        centre = lower + upper
-        centre *= 0.5
-        upper -= lower
-        upper *= 0.5  # half-width: rounding is covered by the slack in ``farthest_candidates``
-        self.centre[:, blocks] = centre.T
-        self.half[:, blocks] = upper.T
-        self._update_radius(blocks)
-        empty = np.isnan(lower[:, 0])
-        if empty.any():
-            empty = blocks[empty]
-            self.centre[:, empty] = self.half[:, empty] = 0.0
-            self.penalty[empty] = -np.inf
-
-    def _update_radius(self, blocks) -> None:
-        self.radius[blocks] = np.sqrt(np.fmax.reduce(self._squared(blocks, self.reference), axis=-1))
-
-    def remove(self, records: np.ndarray) -> None:
-        """Take ``records`` out and shrink the boxes of their blocks (or rebuild when half are gone)."""
-        self.coordinates[self.block_of[records], self.slot_of[records]] = np.nan
-        self.left -= len(records)
-        if 2 * self.left < self.built:
-            self._build()
+@njit(cache=True)
+def _mdav_kernel(x, z, weights, origin, scale, total, order, start, end, children, k, abs_tol):
+    """sdcMicro's MDAV loop (module docstring) over a k-d tree of the centred, weighted coordinates
+    ``z``: boxes of the remaining records per node (shrunk as records go) bound the distances of
+    their records, so farthest and k-nearest searches visit few nodes; records in the leaves reached
+    are ranked with sdcMicro's single-precision distance, and a node is skipped only when its
+    double-precision bound misses the decision by more than a relative ``_REL_TOL`` (plus
+    ``abs_tol``), so the result is that of the exhaustive loop, ties included."""
+    n, p = x.shape
+    n_nodes = len(start)
+    xs, zs = x[order], z[order]  # rows in leaf order
+    alive = np.ones(n, dtype=np.bool_)  # by leaf position
+    position = np.empty(n, dtype=np.int64)
+    position[order] = np.arange(n)
+    parent = np.full(n_nodes, -1, dtype=np.int64)
+    leaf_of = np.empty(n, dtype=np.int64)
+    for node in range(n_nodes):
+        if children[node, 0] >= 0:
+            parent[children[node, 0]] = node
+            parent[children[node, 1]] = node
         else:
-            self._update_boxes(self.block_of[records])
+            leaf_of[start[node]:end[node]] = node
+    low = np.empty((n_nodes, p))
+    high = np.empty((n_nodes, p))
+    count = end - start
+    for node in range(n_nodes - 1, -1, -1):  # children come after their parent
+        for j in range(p):
+            low[node, j] = zs[start[node]:end[node], j].min()
+            high[node, j] = zs[start[node]:end[node], j].max()
+    reference = np.zeros(p)  # a recent centroid (z): the centre of the balls
+    norm = np.empty(n)  # distance of every record to the reference
+    radius = np.empty(n_nodes)  # largest ``norm`` of the remaining records of a node
+    waste = 0  # leaves visited by centroid searches since the balls were last re-centred
 
-    def _squared(self, blocks, query: np.ndarray) -> np.ndarray:
-        """Squared distances to ``query`` of the slots of ``blocks`` (NaN where no record)."""
-        difference = self.coordinates[blocks] - query
-        return np.einsum("...j,...j->...", difference, difference)
+    def recentre(point_z):
+        reference[:] = point_z
+        for i in range(n):
+            total_square = 0.0
+            for j in range(p):
+                total_square += (zs[i, j] - reference[j]) ** 2
+            norm[i] = np.sqrt(total_square)
+        for node in range(n_nodes - 1, -1, -1):  # children come after their parent
+            if count[node] == 0:
+                continue
+            a, b = children[node, 0], children[node, 1]
+            if a < 0:
+                radius[node] = 0.0
+                for i in range(start[node], end[node]):
+                    if alive[i]:
+                        radius[node] = max(radius[node], norm[i])
+            else:
+                radius[node] = radius[b] if count[a] == 0 else radius[a] if count[b] == 0 else max(radius[a], radius[b])
 
-    def farthest_candidates(self, query: np.ndarray, centroid: bool = False) -> np.ndarray:
-        """Remaining records whose squared distance to ``query`` is within tolerance of the maximum.
-
-        For the centroid, which moves little from one step to the next, the distance to the farthest
-        corner is also bounded by (block radius about the reference + |query - reference|)^2; the
-        reference is moved to the centroid when that bound has become loose."""
-        reach = np.abs(query[:, None] - self.centre)
-        reach += self.half
-        reach *= reach
-        bound = reach.sum(axis=0)  # >= the squared distance of every record of the block
-        if centroid:
-            shell = self.radius + float(np.sqrt(((query - self.reference) ** 2).sum()))
-            shell *= shell
-            np.fmin(bound, shell, out=bound)  # (the radius of an empty block is NaN)
-        bound += self.penalty
-        best = np.fmax.reduce(self._squared(int(np.argmax(bound)), query))
-        # (1 - 1e-9): slack for the rounding of the bounds, far below the tolerance
-        blocks = np.flatnonzero(bound >= (best * (1 - _REL_TOL) - self.abs_tol) * (1 - 1e-9))
-        squared = self._squared(blocks, query)
-        best = np.fmax.reduce(squared, axis=None)
-        if centroid and len(blocks) > self.RESET_BLOCKS:
-            self.reference = query.copy()
-            self._update_radius(slice(None))
-        return self.ids[blocks][squared >= best * (1 - _REL_TOL) - self.abs_tol]
-
-
-def _mdav_groups(x: np.ndarray, k: int) -> np.ndarray:
-    """Group label of every row under sdcMicro's MDAV (see module docstring)."""
-    n = len(x)
-    weights = _variable_weights(x)
-    origin, scale = x.mean(axis=0), np.sqrt(weights)
-    z = (x - origin) * scale
-    alive = np.ones(n, dtype=bool)
-    # rounding of the centred coordinates: an absolute error bound for squared distances
-    abs_tol = 1e-12 * (1.0 + float((z**2).sum(axis=1).max()))
-    neighbours = _NeighbourIndex(z, alive, abs_tol)
-    blocks = _Blocks(z, alive, abs_tol)
+    recentre(reference)
     labels = np.full(n, -1, dtype=np.int64)
-    running_sum = x.sum(axis=0)
+    stack = np.empty(256, dtype=np.int64)
+    bounds = np.empty(256)
+    best_distance = np.empty(k)
+    best_row = np.empty(k, dtype=np.int64)
+    exact = np.empty(0, dtype=np.int64)  # leaf positions of the remaining records in data order
+    center = np.empty(p)
+    center_z = np.empty(p)
     left, group = n, 0
-    exact_records = exact_x = None  # remaining records in data order once the centroid is re-summed
 
-    def farthest(point: np.ndarray, candidates: np.ndarray) -> int:
-        if len(candidates) == 1:
-            return int(candidates[0])
-        candidates = np.sort(candidates)
-        d = _single_precision_distance(x[candidates], point, weights)
-        return int(candidates[np.argmax(d)])  # first maximum in data order
+    def farthest(point, point_z):
+        """Original row of the remaining record farthest from ``point`` (first in data order on ties)."""
+        best, best_id, leaves = -1.0, n, 0
+        offset = np.sqrt(((point_z - reference) ** 2).sum())
+        stack[0], bounds[0], top = 0, np.inf, 1
+        while top:
+            top -= 1
+            node = stack[top]
+            if bounds[top] * (1 + _REL_TOL) + abs_tol < best:
+                continue
+            if children[node, 0] < 0:
+                leaves += 1
+                for i in range(start[node], end[node]):
+                    if alive[i]:
+                        d = _single_precision_distance(xs, i, point, weights)
+                        if d > best or (d == best and order[i] < best_id):
+                            best, best_id = d, order[i]
+                continue
+            a, b = children[node, 0], children[node, 1]
+            bound_a = bound_b = 0.0
+            for j in range(p):
+                reach = max(abs(point_z[j] - low[a, j]), abs(point_z[j] - high[a, j]))
+                bound_a += reach * reach
+                reach = max(abs(point_z[j] - low[b, j]), abs(point_z[j] - high[b, j]))
+                bound_b += reach * reach
+            # the ball about the reference holding the node's records bounds them too (tight near the centroid)
+            bound_a = min(bound_a, (radius[a] + offset) ** 2)
+            bound_b = min(bound_b, (radius[b] + offset) ** 2)
+            if bound_a > bound_b:  # the more promising child on top of the stack
+                a, b, bound_a, bound_b = b, a, bound_b, bound_a
+            for child, bound in ((a, bound_a), (b, bound_b)):
+                if count[child] > 0:
+                    stack[top], bounds[top] = child, bound
+                    top += 1
+        return best_id, leaves
 
-    def nearest(record: int, first) -> np.ndarray:
-        candidates = neighbours.nearest_candidates(z[record], k, first)
-        d = _single_precision_distance(x[candidates], x[record], weights)
-        ranked = np.lexsort((-candidates, d))  # by distance, later records first on ties
-        return candidates[ranked[:k]]
+    def nearest(row):
+        """Original rows of the k remaining records nearest to record ``row`` (by distance, later
+        records first on ties)."""
+        point, point_z = x[row], z[row]
+        found = 0
+        stack[0], bounds[0], top = 0, 0.0, 1
+        while top:
+            top -= 1
+            node = stack[top]
+            if found == k and bounds[top] * (1 - _REL_TOL) - abs_tol > best_distance[k - 1]:
+                continue
+            if children[node, 0] < 0:
+                for i in range(start[node], end[node]):
+                    if not alive[i]:
+                        continue
+                    d, r = _single_precision_distance(xs, i, point, weights), order[i]
+                    if found == k:
+                        if d > best_distance[k - 1] or (d == best_distance[k - 1] and r < best_row[k - 1]):
+                            continue
+                    else:
+                        found += 1
+                    slot = found - 1  # insertion into the sorted list of the best
+                    while slot > 0 and (d < best_distance[slot - 1]
+                                        or (d == best_distance[slot - 1] and r > best_row[slot - 1])):
+                        best_distance[slot], best_row[slot] = best_distance[slot - 1], best_row[slot - 1]
+                        slot -= 1
+                    best_distance[slot], best_row[slot] = d, r
+                continue
+            a, b = children[node, 0], children[node, 1]
+            bound_a = bound_b = 0.0
+            for j in range(p):
+                gap = max(low[a, j] - point_z[j], point_z[j] - high[a, j], 0.0)
+                bound_a += gap * gap
+                gap = max(low[b, j] - point_z[j], point_z[j] - high[b, j], 0.0)
+                bound_b += gap * gap
+            if bound_a < bound_b:  # the nearer child on top of the stack
+                a, b, bound_a, bound_b = b, a, bound_b, bound_a
+            for child, bound in ((a, bound_a), (b, bound_b)):
+                if count[child] > 0:
+                    stack[top], bounds[top] = child, bound
+                    top += 1
+        return best_row[:k].copy()
 
-    def close_group(members: np.ndarray) -> None:
-        nonlocal left, group, running_sum
-        labels[members] = group
-        group += 1
-        alive[members] = False
-        neighbours.remove(len(members))
-        running_sum = running_sum - x[members].sum(axis=0)
-        left -= len(members)
+    def remove(row):
+        i = position[row]
+        alive[i] = False
+        node = leaf_of[i]
+        count[node] -= 1
+        if count[node] > 0:
+            for j in range(p):
+                low[node, j], high[node, j] = np.inf, -np.inf
+            radius[node] = 0.0
+            for r in range(start[node], end[node]):
+                if alive[r]:
+                    radius[node] = max(radius[node], norm[r])
+                    for j in range(p):
+                        low[node, j] = min(low[node, j], zs[r, j])
+                        high[node, j] = max(high[node, j], zs[r, j])
+        node = parent[node]
+        while node >= 0:
+            count[node] -= 1
+            if count[node] > 0:
+                a, b = children[node, 0], children[node, 1]
+                for j in range(p):
+                    if count[a] == 0:
+                        low[node, j], high[node, j] = low[b, j], high[b, j]
+                    elif count[b] == 0:
+                        low[node, j], high[node, j] = low[a, j], high[a, j]
+                    else:
+                        low[node, j], high[node, j] = min(low[a, j], low[b, j]), max(high[a, j], high[b, j])
+                radius[node] = radius[b] if count[a] == 0 else radius[a] if count[b] == 0 else max(radius[a], radius[b])
+            node = parent[node]
 
     while left >= 2 * k:
         two_groups = left >= 3 * k
         if left <= _EXACT_CENTER_LIMIT:
-            if exact_records is None or 2 * left < len(exact_records):
-                exact_records = np.flatnonzero(alive)
-                exact_x = x[exact_records]
-            center = np.cumsum(exact_x[alive[exact_records]], axis=0)[-1] / left
+            if len(exact) == 0 or 2 * left < len(exact):
+                exact = np.sort(order[alive])
+            center[:] = 0.0
+            for r in exact:
+                if alive[position[r]]:
+                    for j in range(p):
+                        center[j] += x[r, j]
+            for j in range(p):
+                center[j] /= left
         else:
-            center = running_sum / left
-        center_z = (center - origin) * scale
-        record_r = farthest(center, blocks.farthest_candidates(center_z, centroid=True))
-        record_s = farthest(x[record_r], blocks.farthest_candidates(z[record_r]))
-        answers = neighbours.query(z[[record_r, record_s]] if two_groups else z[[record_r]], k)
-        first = nearest(record_r, answers[0])
-        close_group(first)
-        if two_groups:
-            second = nearest(record_s, answers[1])
-            close_group(second)
-            first = np.concatenate([first, second])
-        blocks.remove(first)
-        neighbours.refresh()
-    if left:
-        labels[alive] = group
+            for j in range(p):
+                center[j] = total[j] / left
+        for j in range(p):
+            center_z[j] = (center[j] - origin[j]) * scale[j]
+        record_r, leaves = farthest(center, center_z)
+        waste += leaves
+        if waste * _LEAF_SIZE > left:  # re-centring costs about as much as the visits since the last one
+            recentre(center_z)
+            waste = 0
+        record_s = farthest(x[record_r], z[record_r])[0]
+        for step in range(2 if two_groups else 1):
+            members = nearest(record_r if step == 0 else record_s)
+            group_sum = x[members[0]].copy()
+            for m in members[1:]:
+                group_sum += x[m]
+            total -= group_sum
+            for m in members:
+                labels[m] = group
+                remove(m)
+            group += 1
+            left -= k
+    for i in range(n):
+        if alive[i]:
+            labels[order[i]] = group
     return labels
+
+
+def _mdav_groups(x: np.ndarray, k: int) -> np.ndarray:
+    """Group label of every row under sdcMicro's MDAV (see module docstring)."""
+    weights = _variable_weights(x)
+    origin, scale = x.mean(axis=0), np.sqrt(weights)
+    z = (x - origin) * scale
+    # rounding of the centred coordinates: an absolute error bound for squared distances
+    abs_tol = 1e-12 * (1.0 + float((z**2).sum(axis=1).max()))
+    order, start, end, children = _kd_tree(z)
+    x, z = np.ascontiguousarray(x), np.ascontiguousarray(z)
+    return _mdav_kernel(x, z, weights, origin, scale, x.sum(axis=0), order, start, end, children, k, abs_tol)
 
 
 def _observed_mean(x: np.ndarray) -> np.ndarray:

@@ -10,14 +10,13 @@ import pytest
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.protect import microaggregation
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from sdc_dagster.protect.microaggregation import (
     _mdav_groups,
     _mdav_groups_with_missing,
-    _single_precision_distance,
     _variable_weights,
 )
 
@@ -40,6 +39,16 @@ def test_mdav_matches_sdcmicro_golden_record_by_record():
     assert out.drop(columns=COLUMNS).equals(testdata.drop(columns=COLUMNS))
 
 
+def single_precision_distance(rows, point, weights):
+    """sdcMicro's Dist (``TDist`` is float): each weighted squared difference rounded to float32, summed
+    in float32 from the first variable on."""
+    terms = ((rows - point) ** 2 * weights).astype(np.float32)
+    total = terms[:, 0].copy()
+    for j in range(1, terms.shape[1]):
+        total = total + terms[:, j]
+    return total
+
+
 def reference_mdav(x, k):
     """sdcMicro's Mdav loop transcribed without any index: full distance scans every step."""
     n = len(x)
@@ -49,11 +58,11 @@ def reference_mdav(x, k):
         two = left >= 3 * k
         idx = np.flatnonzero(alive)
         center = np.cumsum(x[idx], axis=0)[-1] / left
-        r = idx[np.argmax(_single_precision_distance(x[idx], center, w))]
-        s = idx[np.argmax(_single_precision_distance(x[idx], x[r], w))]
+        r = idx[np.argmax(single_precision_distance(x[idx], center, w))]
+        s = idx[np.argmax(single_precision_distance(x[idx], x[r], w))]
         for q in ([r, s] if two else [r]):
             idx = np.flatnonzero(alive)
-            d = _single_precision_distance(x[idx], x[q], w)
+            d = single_precision_distance(x[idx], x[q], w)
             members = idx[np.lexsort((-idx, d))[:k]]
             labels[members], alive[members] = group, False
             group, left = group + 1, left - k
@@ -205,6 +214,35 @@ def test_indexed_mdav_equals_exhaustive_transcription_on_thousands_of_records():
     x[rng.choice(n, 300, replace=False)] = x[rng.choice(n, 300, replace=False)]  # duplicated records: ties
     labels = _mdav_groups(x, 3)
     assert np.array_equal(labels, reference_mdav(x, 3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    x=arrays(np.float64, st.tuples(st.integers(1, 120), st.integers(1, 4)), elements=st.integers(-3, 3).map(float)),
+    k=st.integers(1, 4),
+)
+def test_property_mdav_equals_exhaustive_transcription_on_tied_data(x, k):
+    """Heavy ties (7 values per variable) through the k-d tree kernel: the same labels as the full scans."""
+    assume(len(x) >= k)
+    assert np.array_equal(_mdav_groups(x, k), reference_mdav(x, k))
+
+
+REFERENCE = Path(__file__).parents[1] / "data" / "mdav" / "reference_labels.npz"
+REFERENCE_CASES = ["continuous5", "ties4", "duplicates_constant", "clusters", "missing"]
+
+
+@pytest.mark.parametrize("case", REFERENCE_CASES)
+def test_mdav_groups_equal_stored_labels_of_the_previous_implementation(case):
+    """Issue 16 (speed) keeps the output: labels stored from the implementation before the k-d tree
+    kernel (commit ba6dbb9) on 12,000-20,000 records (5 variables on a grid, a 6-level integer grid
+    with heavy ties, duplicated records with a constant column and k=5, 20 clusters with k=2) and
+    3,000 records with 10% missing values."""
+    with np.load(REFERENCE) as stored:
+        x, k, expected = stored[f"{case}_x"], int(stored[f"{case}_k"]), stored[f"{case}_labels"]
+    before = x.copy()
+    labels = _mdav_groups_with_missing(x, k) if np.isnan(x).any() else _mdav_groups(x, k)
+    np.testing.assert_array_equal(labels, expected)
+    np.testing.assert_array_equal(x, before)
 
 
 # --- strata (sdcMicro strata_variables; golden_parity d_*) -----------------------------------------
