@@ -63,6 +63,7 @@ class Variable:
     categories: tuple | None = None
     missing_codes: tuple = ()
     precision: float | None = None
+    hierarchy: tuple = ()  # recode levels, coarser with each: a level is a tuple of groups of categories
 
     @property
     def numeric(self) -> bool:
@@ -167,6 +168,11 @@ class SurveySpec:
     def scales(self) -> dict[str, str]:
         return {v.name: v.scale for v in self.variables if v.scale is not None}
 
+    @property
+    def hierarchies(self) -> dict[str, list[list[list]]]:
+        """The category hierarchy of each categorical key that has one (``hierarchy:``), as lists."""
+        return {v.name: [[list(g) for g in level] for level in v.hierarchy] for v in self.variables if v.hierarchy}
+
     def plan(self, name: str) -> Plan:
         for p in self.plans:
             if p.name == name:
@@ -194,7 +200,7 @@ def _parse_variable(name: str, raw: Any, global_missing: tuple) -> Variable:
     where = f"variables.{name}"
     _expect(isinstance(name, str) and bool(name), "variables", "non-empty column names")
     raw = _mapping(raw, where)
-    _allowed_keys(raw, where, {"role", "scale", "categories", "order", "missing", "precision", "label"})
+    _allowed_keys(raw, where, {"role", "scale", "categories", "order", "missing", "precision", "label", "hierarchy"})
     _expect("role" in raw, f"{where}.role", f"one of {list(ROLES)} (missing)")
     role = raw["role"]
     _expect(role in ROLES, f"{where}.role", f"one of {list(ROLES)}, got {role!r}")
@@ -228,6 +234,7 @@ def _parse_variable(name: str, raw: Any, global_missing: tuple) -> Variable:
         precision = float(precision)
     if role == "continuous_key":
         _expect(precision is not None, f"{where}.precision", "p_j in (0, 1) for a continuous key (SPEC §5.2)")
+    hierarchy = _parse_hierarchy(raw.get("hierarchy"), f"{where}.hierarchy", role, categories)
     return Variable(
         name=name,
         role=role,
@@ -235,7 +242,28 @@ def _parse_variable(name: str, raw: Any, global_missing: tuple) -> Variable:
         categories=categories,
         missing_codes=tuple(missing),
         precision=precision,
+        hierarchy=hierarchy,
     )
+
+
+def _parse_hierarchy(raw: Any, where: str, role: str, categories: tuple | None) -> tuple:
+    """A categorical key's recode levels (for the plan search): a list of levels, each a list of
+    groups of categories merged by one recode, coarser with each level."""
+    if raw is None:
+        return ()
+    _expect(role == "categorical_key", where, "only on a categorical_key")
+    _expect(isinstance(raw, list) and len(raw) > 0, where, "a non-empty list of levels, each a list of groups")
+    levels = []
+    for i, level in enumerate(raw):
+        _expect(isinstance(level, list) and len(level) > 0 and all(isinstance(g, list) and g for g in level),
+                f"{where}[{i}]", "a list of groups, each a non-empty list of categories")
+        members = [c for g in level for c in g]
+        _expect(len(set(map(str, members))) == len(members), f"{where}[{i}]", "each category in one group at most")
+        if categories is not None:
+            unknown = [c for c in members if str(c) not in set(map(str, categories))]
+            _expect(not unknown, f"{where}[{i}]", f"categories of the variable, got {unknown}")
+        levels.append(tuple(tuple(g) for g in level))
+    return tuple(levels)
 
 
 def _parse_plan(name: str, raw: Any, default_k: int) -> Plan:

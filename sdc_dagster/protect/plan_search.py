@@ -35,7 +35,7 @@ from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.loss.distance import distance_loss
 from sdc_dagster.protect.plan import apply_plan
 from sdc_dagster.risk.categorical import global_risk, k_anonymity_violations
-from sdc_dagster.spec import Plan
+from sdc_dagster.spec import Plan, SurveySpec
 
 # Plans found by the search get this seed: they are deterministic (recode and local suppression).
 SEARCH_SEED = 20240
@@ -215,6 +215,14 @@ def search_plans(
         )
     front = pareto_front([c for c in candidates if c.reaches_target])
     return PlanSearchResult(candidates=tuple(candidates), front=tuple(front))
+
+
+def search_plans_for_spec(data: pd.DataFrame, spec: SurveySpec, **options) -> PlanSearchResult:
+    """:func:`search_plans` on a wave with the survey's own keys, category hierarchies (the
+    variables' ``hierarchy:``), risk target (``risk.k``, ``risk.max_global_risk``) and weight;
+    ``options`` are the other keywords of :func:`search_plans` (``k_values``, ``importances``, ``name``)."""
+    return search_plans(data, spec.categorical_keys, spec.hierarchies, k=spec.risk.k,
+                        max_global_risk=spec.risk.max_global_risk, weight=spec.weight, **options)
 
 
 def front_as_yaml(result: PlanSearchResult) -> str:

@@ -9,9 +9,16 @@ import yaml
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.protect.plan import apply_plan
-from sdc_dagster.protect.plan_search import PlanCandidate, candidate_plans, front_as_yaml, pareto_front, search_plans
+from sdc_dagster.protect.plan_search import (
+    PlanCandidate,
+    candidate_plans,
+    front_as_yaml,
+    pareto_front,
+    search_plans,
+    search_plans_for_spec,
+)
 from sdc_dagster.risk.categorical import global_risk, k_anonymity_violations
-from sdc_dagster.spec import Plan, parse_spec
+from sdc_dagster.spec import Plan, SpecError, parse_spec
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sdcmicro" / "testdata.csv"
 EXAMPLE_SPEC = Path(__file__).resolve().parents[2] / "examples" / "testdata.yaml"
@@ -115,3 +122,35 @@ def test_candidate_plans_and_input_errors(testdata):
     unweighted = search_plans(testdata, KEYS, {}, k=2, max_global_risk=0.01)
     assert len(unweighted.candidates) == 1 and unweighted.front == ()
     assert unweighted.candidates[0].k_violations == 0 and unweighted.candidates[0].risk > 0.01
+
+
+def test_the_spec_carries_the_hierarchies_and_the_target(testdata, result):
+    raw = yaml.safe_load(EXAMPLE_SPEC.read_text())
+    for variable, levels in HIERARCHIES.items():
+        raw["variables"][variable]["hierarchy"] = levels
+    raw["risk"]["max_global_risk"] = MAX_GLOBAL_RISK
+    spec = parse_spec(raw)
+    assert spec.hierarchies == HIERARCHIES
+    from_spec = search_plans_for_spec(testdata, spec, importances=(None, KEYS))
+
+    def front(found):  # recodes of different keys commute: the spec lists them in variable order
+        return sorted((c.risk, c.loss, sorted(map(repr, c.plan.steps))) for c in found.front)
+
+    assert front(from_spec) == front(result)
+    assert all(c.k_violations == 0 and c.risk <= MAX_GLOBAL_RISK for c in from_spec.front)
+
+
+@pytest.mark.parametrize(
+    ("hierarchy", "role", "message"),
+    [
+        ([[[1, 2], [2, 3]]], "categorical_key", "each category in one group at most"),
+        ([[1, 2]], "categorical_key", "a list of groups"),
+        ([[[1, 7]]], "categorical_key", "categories of the variable"),
+        ([[[1, 2]]], "other", "only on a categorical_key"),
+    ],
+)
+def test_bad_hierarchy_is_a_spec_error(hierarchy, role, message):
+    raw = {"survey": "s", "variables": {"v": {"role": role, "scale": "nominal", "categories": [1, 2, 3],
+                                               "hierarchy": hierarchy}}}
+    with pytest.raises(SpecError, match=message):
+        parse_spec(raw)
