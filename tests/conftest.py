@@ -13,6 +13,14 @@ import urllib.request
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import settings
+
+
+# CI runs every property test on the same examples, so a run is reproducible; local runs keep exploring
+# new examples (every counterexample found that way becomes a test of its own).
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 def pytest_configure(config):

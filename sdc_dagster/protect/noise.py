@@ -79,7 +79,14 @@ def _noise_covariance(x: np.ndarray) -> np.ndarray:
 
 
 def _column_sd(x: np.ndarray) -> np.ndarray:
-    return np.nanstd(x, axis=0, ddof=1) if len(x) > 1 else np.zeros(x.shape[1])
+    """Sample SD of each column over its observed values; 0 where fewer than two are observed (no
+    spread to scale the noise by), so an observed value never becomes missing."""
+    observed = (~np.isnan(x)).sum(axis=0)
+    sd = np.zeros(x.shape[1])
+    spread = observed > 1
+    if spread.any():
+        sd[spread] = np.nanstd(x[:, spread], axis=0, ddof=1)
+    return sd
 
 
 def _correlated_noise(x: np.ndarray, amount: float, rng: np.random.Generator) -> np.ndarray:

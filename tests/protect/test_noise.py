@@ -259,3 +259,11 @@ def test_property_missing_stay_missing_input_untouched(n, method, hole_share, se
     assert np.array_equal(out.isna().to_numpy(), frame.isna().to_numpy())
     again = add_noise(frame, ["a", "b"], method=method, amount=0.5, random_state=seed)
     assert out.to_numpy().tobytes() == again.to_numpy().tobytes()
+
+
+@pytest.mark.parametrize("method", [m for m in NOISE_METHODS if m != "ROMM"])
+def test_a_column_with_one_observed_value_keeps_it(method):
+    # found by the property test above (n=5, hole_share=0.5, seed=0): the SD of one value is undefined
+    frame = pd.DataFrame({"a": [10.5, 12.7, 7.8, 15.4, np.nan], "b": [np.nan, np.nan, np.nan, 12.8, np.nan]})
+    out = add_noise(frame, ["a", "b"], method=method, amount=0.5, random_state=0)
+    assert np.array_equal(out.isna().to_numpy(), frame.isna().to_numpy())
