@@ -3,8 +3,36 @@
 import numpy as np
 import pandas as pd
 import pytest
+from playwright.sync_api import sync_playwright
 
 from sdc_dagster.report import PlanSummary, ReportInputs
+from sdc_dagster.report.formats import chromium_executable
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture
+def open_in_chromium():
+    """``open(path, width=1280) -> (page, problems, requests)``: a local HTML file in headless Chromium,
+    with the console errors and page errors it raised and every URL it requested."""
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_executable(), args=CHROMIUM_ARGS)
+
+        def open_page(path, width=1280):
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            problems, requests = [], []
+            page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+            page.on("pageerror", lambda error: problems.append(str(error)))
+            page.on("request", lambda request: requests.append(request.url))
+            page.goto(path.as_uri())
+            page.wait_for_load_state("load")
+            return page, problems, requests
+
+        try:
+            yield open_page
+        finally:
+            browser.close()
 
 
 @pytest.fixture

@@ -4,15 +4,11 @@ import re
 
 import pandas as pd
 import pytest
-from playwright.sync_api import sync_playwright
 
 from sdc_dagster.census import generate_census
 from sdc_dagster.grid_counts import tabulate_grid
 from sdc_dagster.protect import assign_record_keys, consistent_grid_suppression, grid_cell_key, perturbation_table
 from sdc_dagster.report.grid import grid_map_svg, render_grid_report
-
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="module")
@@ -56,29 +52,18 @@ def test_report_content_is_self_contained(grid_release):
 
 
 @pytest.mark.ui
-def test_grid_report_renders_in_chromium(grid_release, tmp_path):
+def test_grid_report_renders_in_chromium(grid_release, tmp_path, open_in_chromium):
     counts, national, suppressed, perturbed, swapped = grid_release
     path = tmp_path / "grid.html"
     path.write_text(render_grid_report(counts, suppressed=suppressed, perturbed=perturbed, national=national,
                                        swapped_households=swapped), encoding="utf-8")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            errors, requests = [], []
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(path.as_uri())
-            page.wait_for_load_state("load")
-            assert page.locator("#layer-population rect").count() == len(counts)
-            box = page.locator("#grid-map").bounding_box()
-            assert box["width"] > 100 and box["height"] > 100
-            assert page.locator("#layer-swapped").is_visible()
-            page.locator('input[data-layer="swapped"]').uncheck()
-            assert page.locator("#layer-swapped").evaluate("g => getComputedStyle(g).display") == "none"
-            assert page.locator("table").count() >= 4
-            assert errors == []
-            assert all(url.startswith("file://") for url in requests)
-        finally:
-            browser.close()
+    page, errors, requests = open_in_chromium(path)
+    assert page.locator("#layer-population rect").count() == len(counts)
+    box = page.locator("#grid-map").bounding_box()
+    assert box["width"] > 100 and box["height"] > 100
+    assert page.locator("#layer-swapped").is_visible()
+    page.locator('input[data-layer="swapped"]').uncheck()
+    assert page.locator("#layer-swapped").evaluate("g => getComputedStyle(g).display") == "none"
+    assert page.locator("table").count() >= 4
+    assert errors == []
+    assert all(url.startswith("file://") for url in requests)

@@ -7,7 +7,6 @@ import re
 
 import pandas as pd
 import pytest
-from playwright.sync_api import sync_playwright
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.report import (
@@ -23,11 +22,8 @@ from sdc_dagster.report import (
     write_pdf,
     write_report,
 )
-from sdc_dagster.report.formats import chromium_executable
 from sdc_dagster.report.inputs import ReportInputs
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 WIDE_PLAN = "plan_with_a_rather_long_name_that_keeps_going_and_going"
 
 
@@ -183,47 +179,32 @@ def test_index_links_every_wave_with_the_trend(full_report_inputs, tmp_path):
     assert "Risk and utility across waves" in index and index.count("data:image/png") == 2
 
 
-def _open(browser, path, width):
-    page = browser.new_page(viewport={"width": width, "height": 900})
-    problems, requests = [], []
-    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: problems.append(str(error)))
-    page.on("request", lambda request: requests.append(request.url))
-    page.goto(path.as_uri())
-    page.wait_for_load_state("load")
-    return page, problems, requests
-
-
 @pytest.mark.ui
 @pytest.mark.parametrize("width", [1280, 800])
-def test_report_renders_without_overflow_in_headless_chromium(full_report_inputs, tmp_path, width):
+def test_report_renders_without_overflow_in_headless_chromium(full_report_inputs, tmp_path, width,
+                                                            open_in_chromium):
     paths = write_report(full_report_inputs, tmp_path / "survey")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_executable(), args=CHROMIUM_ARGS)
-        try:
-            for path in (paths["html"], paths["index"]):
-                page, problems, requests = _open(browser, path, width)
-                widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
-                assert widths[0] <= widths[1], (path.name, widths)
-                # no element sticks out of the page; wide tables scroll inside their own container
-                sticking_out = page.evaluate("""() => [...document.querySelectorAll('body *')]
-                    .filter(e => !e.closest('.scroll'))
-                    .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
-                    .map(e => e.tagName + '.' + e.className)""")
-                assert sticking_out == [], (path.name, sticking_out)
-                images = page.locator("img")
-                assert images.count() >= 2
-                loaded = images.evaluate_all("imgs => imgs.map(i => i.complete && i.naturalWidth > 0)")
-                assert all(loaded), loaded
-                assert problems == [], problems
-                assert all(url.startswith(("file://", "data:")) for url in requests), requests
-                page.close()
-            page, _, _ = _open(browser, paths["html"], width)
-            first = page.locator("h2").first.inner_text()
-            assert first == "Decision"
-            assert "Recommended plan: suppression" in page.locator(".decision").inner_text()
-        finally:
-            browser.close()
+    for path in (paths["html"], paths["index"]):
+        page, problems, requests = open_in_chromium(path, width)
+        widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert widths[0] <= widths[1], (path.name, widths)
+        # no element sticks out of the page; wide tables scroll inside their own container
+        sticking_out = page.evaluate("""() => [...document.querySelectorAll('body *')]
+            .filter(e => !e.closest('.scroll'))
+            .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
+            .map(e => e.tagName + '.' + e.className)""")
+        assert sticking_out == [], (path.name, sticking_out)
+        images = page.locator("img")
+        assert images.count() >= 2
+        loaded = images.evaluate_all("imgs => imgs.map(i => i.complete && i.naturalWidth > 0)")
+        assert all(loaded), loaded
+        assert problems == [], problems
+        assert all(url.startswith(("file://", "data:")) for url in requests), requests
+        page.close()
+    page, _, _ = open_in_chromium(paths["html"], width)
+    first = page.locator("h2").first.inner_text()
+    assert first == "Decision"
+    assert "Recommended plan: suppression" in page.locator(".decision").inner_text()
 
 
 @pytest.mark.ui
