@@ -291,13 +291,6 @@ def _published(
     return out
 
 
-def primary_suppression_mask(counts: pd.DataFrame, *, k: int = 3) -> pd.DataFrame:
-    """Boolean frame (indexed like ``counts``) of the category counts with 0 < c < k (SPEC §11.2 item 1)."""
-    cols = list(_layout(counts).categories)
-    values = _count_matrix(counts, cols)
-    return pd.DataFrame((values > 0) & (values < k), index=counts.index, columns=cols)
-
-
 CELL_ID = "cell_id"
 #: Upper bound on the consolidation passes of :func:`consistent_grid_suppression` (one suffices).
 _MAX_CONSISTENCY_PASSES = 4
