@@ -64,14 +64,16 @@ PLAN_METHODS: dict[str, Callable[..., Any]] = {
 
 # Expected kind of every step parameter. Kinds: "column" (one existing column), "columns" (a column
 # or a list of columns), "int", "ints" (an integer or a non-empty list of integers), "number", "bool",
-# "str", "mapping", "list", "matrix", or a tuple of allowed string values.
+# "str", "mapping", "list", "matrix", "importance" (columns, or a mapping column -> integer as
+# sdcMicro's numeric importance), or a tuple of allowed string values.
 _PARAMETER_KINDS: dict[str, dict[str, Any]] = {
     "recode": {"variable": "column", "mapping": "mapping", "groups": "list"},
     "interval_recode": {"variable": "column", "breaks": "list", "labels": "list", "right": "bool"},
     "top_coding": {"variable": "column", "value": "number", "replacement": "number"},
     "bottom_coding": {"variable": "column", "value": "number", "replacement": "number"},
     "local_suppression": {
-        "keys": "columns", "k": "ints", "importance": "columns", "strata": "columns", "combs": "ints",
+        "keys": "columns", "k": "ints", "importance": "importance", "strata": "columns", "combs": "ints",
+        "kind": ("greedy", "sdcmicro"),
     },
     "risk_suppression": {
         "keys": "columns", "risk": ("individual",), "threshold": "number", "weight": "column", "importance": "columns",
@@ -150,6 +152,15 @@ def _check_kind(where: str, name: str, value, kind, columns: set[str] | None) ->
         missing = [c for c in names if columns is not None and c not in columns]
         if missing:
             raise SDCInputError(f"{where}: parameter {name!r} names column {missing[0]!r}, which is not in the data")
+    elif kind == "importance":
+        if isinstance(value, Mapping):
+            unknown = [c for c in value if columns is not None and c not in columns]
+            if unknown:
+                raise SDCInputError(f"{where}: parameter {name!r} names column {unknown[0]!r}, which is not in the data")
+            if not all(isinstance(v, Integral) and not isinstance(v, bool) for v in value.values()):
+                fail("a list of key columns (most important first) or a mapping key -> integer (1 = most important)")
+        else:
+            _check_kind(where, name, value, "columns", columns)
     elif kind == "int":
         if not isinstance(value, Integral) or isinstance(value, bool):
             fail("an integer")

@@ -47,6 +47,35 @@ anything. sdcMicro 5.8.1 reaches the same targets with more suppressions on its 
 72 -> 63, 79 -> 63, 95/96 -> 73, 81 -> 66 with combs); with strata and combs together its
 data.frame method also misses targets (golden README, note 1), which does not happen here.
 
+sdcMicro's own algorithm (``method="sdcmicro"``)
+-----------------------------------------------
+For an office that must publish the same file sdcMicro would, ``method="sdcmicro"`` transcribes
+sdcMicro 5.8.1's ``suppSubset`` (``R/localSuppression.R`` with ``src/calcSuppInds.cpp``):
+
+1. records are grouped by their exact key (a missing value is a value of its own here); of a
+   group of more than k records only the first k (in record order) take part, the others are put
+   back unchanged at the end;
+2. fk of the remaining records is counted (SPEC §2.4, unweighted, so sdcMicro's individual risk
+   is 1/fk); the unsafe records (fk < k) are visited from the lowest fk, ties in record order;
+3. for each, its nearest records are those at the smallest positive distance (the number of keys
+   observed in both and different); the least important key (highest importance number, ties in
+   key order) in which one of them differs from it, and that it still shows, is suppressed. The
+   visit goes on over the whole list even if an earlier suppression already made a record safe.
+   (When no record is at a positive distance, which only records missing every key allow,
+   sdcMicro stops with an error; here the record's least important key is suppressed);
+4. fk is counted again and step 3 repeats until every record is safe.
+
+Strata are protected one by one, and with ``combs`` every key subset of each size is treated in
+``combn`` order (= ``itertools.combinations``), the importance ranks restricted to the subset. The
+result equals sdcMicro's record for record on every golden case (a_*, b_* and c_* of
+``tests/data/sdcmicro/golden_parity``, 157 / 293 / 500 suppressions on testdata for k = 2 / 3 / 5),
+except the data.frame call with both strata and combs whose key columns are not the first ones,
+where sdcMicro suppresses the wrong columns (golden README, note 1): here that call gives what
+sdcMicro gives with the keys first and through an sdcMicroObj. As with the greedy method the passes
+over the targets repeat until each holds (the first pass is sdcMicro's; a second one only runs in
+the rare all-missing case of SPEC §2.4). The distance scan makes one pass O(unsafe x n x m), as
+in sdcMicro; step 1 keeps n small when keys repeat.
+
 References
 ----------
 Templ, Kowarik & Meindl (2015), sdcMicro, J. Stat. Softw. 67(4), §3.3 (local suppression);
@@ -55,15 +84,16 @@ sdcMicro 5.8.1 ``R/localSuppression.R`` (``suppSubset``). Hundepool et al. (2012
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
 from math import comb
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import IncrementalCompatibleCounts, key_digits
+from sdc_dagster.frequencies import IncrementalCompatibleCounts, key_digits, pack_codes
 from sdc_dagster.protect.strata import stratum_codes, stratum_members
 from sdc_dagster.risk.categorical import _weights, risk_from_frequencies
 
@@ -74,6 +104,7 @@ _MAX_SETS = 256
 _STRICT_ORDER_SETS = 127
 # Probe rows evaluated per batch of suppression sets.
 _BATCH_PROBES = 400_000
+_LOCAL_SUPPRESSION_METHODS = ("greedy", "sdcmicro")
 
 
 # --------------------------------------------------------------------------------------------
@@ -81,12 +112,31 @@ _BATCH_PROBES = 400_000
 # --------------------------------------------------------------------------------------------
 
 
-def _suppression_ranks(data: pd.DataFrame, keys: list[str], importance: Sequence[str] | None) -> np.ndarray:
+def _suppression_ranks(
+    data: pd.DataFrame, keys: list[str], importance: Sequence[str] | Mapping[str, int] | None
+) -> np.ndarray:
     """Per key, its rank in the suppression order: 0 = suppressed first (least important).
 
-    ``importance`` lists the keys from the most to the least important. Default as sdcMicro:
-    keys with fewer categories are more important, ties in the order of ``keys``.
+    ``importance`` is either the keys listed from the most to the least important, or sdcMicro's
+    numeric form, a mapping key -> number from 1 (most important) to the number of keys, ties
+    allowed (the key with the largest number is suppressed first, ties in the order of ``keys``).
+    Default as sdcMicro: keys with fewer categories are more important, ties in the order of
+    ``keys``.
     """
+    ranks = np.empty(len(keys), dtype=np.int64)
+    if isinstance(importance, Mapping):
+        if sorted(map(str, importance)) != sorted(map(str, keys)):
+            raise SDCInputError(
+                f"importance: must give a number for every key variable and no other (keys {keys}, "
+                f"got {sorted(map(str, importance))})"
+            )
+        numbers = [importance[k] for k in keys]
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 1 <= v <= len(keys) for v in numbers):
+            raise SDCInputError(
+                f"importance: numbers must be integers from 1 (most important) to {len(keys)}, got {dict(importance)}"
+            )
+        ranks[sorted(range(len(keys)), key=lambda j: (-numbers[j], j))] = np.arange(len(keys))
+        return ranks
     if importance is None:
         n_categories = [data[k].nunique(dropna=True) for k in keys]
         most_important_first = sorted(range(len(keys)), key=lambda j: (n_categories[j], j))
@@ -97,7 +147,6 @@ def _suppression_ranks(data: pd.DataFrame, keys: list[str], importance: Sequence
                 f"importance: must list every key variable exactly once (keys {keys}, got {importance})"
             )
         most_important_first = [keys.index(k) for k in importance]
-    ranks = np.empty(len(keys), dtype=np.int64)
     ranks[most_important_first[::-1]] = np.arange(len(keys))
     return ranks
 
@@ -252,9 +301,10 @@ def local_suppression(
     keys: Sequence[str],
     *,
     k: int | Sequence[int] = 3,
-    importance: Sequence[str] | None = None,
+    importance: Sequence[str] | Mapping[str, int] | None = None,
     strata: str | Sequence[str] | None = None,
     combs: Sequence[int] | None = None,
+    method: str = "greedy",
 ) -> pd.DataFrame:
     """Suppress key values (set them to NA) until every record's §2.4 fk is at least k (SPEC §8.3).
 
@@ -264,11 +314,12 @@ def local_suppression(
     keys : the categorical key variables (quasi-identifiers).
     k : the k-anonymity threshold; with ``combs``, one threshold per subset size (a single number
         is used for every size).
-    importance : the keys from the most important (suppressed least) to the least important.
-        Given, it is honoured lexicographically as in sdcMicro: a key is suppressed in a record
-        only when no combination of less important keys makes the record safe. Default: the
-        fewest suppressions per record, ties broken by sdcMicro's default importance (keys with
-        fewer categories are more important, counted on the whole data also with strata).
+    importance : the keys from the most important (suppressed least) to the least important, or
+        sdcMicro's numeric form {key: 1 (most important) .. number of keys}, ties allowed. With
+        the greedy method it is honoured lexicographically as in sdcMicro: a key is suppressed in
+        a record only when no combination of less important keys makes the record safe. Default:
+        the fewest suppressions per record, ties broken by sdcMicro's default importance (keys
+        with fewer categories are more important, counted on the whole data also with strata).
     strata : column name(s) (sdcMicro ``strataVars``): fk is counted within each stratum and each
         stratum is suppressed on its own; the result is reassembled in record order. A missing
         stratum value is a stratum.
@@ -277,6 +328,9 @@ def local_suppression(
         processed in the order given, subset after subset as ``itertools.combinations`` lists them,
         and the pass is repeated until every target holds (a later suppression can only break an
         earlier target through the all-missing rule of SPEC §2.4).
+    method : "greedy" (default; the module docstring's algorithm, fewer suppressions) or
+        "sdcmicro" (sdcMicro 5.8.1's ``localSuppression`` transcribed: the same file as sdcMicro,
+        record for record, for an office that must reproduce it).
 
     Returns
     -------
@@ -291,6 +345,8 @@ def local_suppression(
     algorithm is described in the module docstring.
     """
     keys = require_columns(data, keys, role="key variable")
+    if method not in _LOCAL_SUPPRESSION_METHODS:
+        raise SDCInputError(f"method: must be one of {', '.join(_LOCAL_SUPPRESSION_METHODS)}, got {method!r}")
     targets = _suppression_targets(keys, k, combs)
     for _, k_size in targets:
         _prepare(data, keys, k_size)
@@ -311,7 +367,7 @@ def local_suppression(
     for rows in members:  # strata, not records; each coded on its own, as if suppressed alone
         original[rows], radices = key_digits(data.iloc[rows], keys)
         suppressed[rows] = _suppress_to_targets(
-            original[rows], radices, ranks, targets, lexicographic=importance is not None
+            original[rows], radices, ranks, targets, lexicographic=importance is not None, method=method
         )
     return _apply_to_frame(data, keys, suppressed, original)
 
@@ -336,7 +392,7 @@ def _suppression_targets(
     return targets
 
 
-def _suppress_to_targets(digits, radices, ranks, targets, *, lexicographic: bool) -> np.ndarray:
+def _suppress_to_targets(digits, radices, ranks, targets, *, lexicographic: bool, method: str) -> np.ndarray:
     """Digits after suppression until every (key subsets, k) target holds (one stratum)."""
     digits = digits.copy()
     single_target = len(targets) == 1 and len(targets[0][0]) == 1
@@ -346,9 +402,11 @@ def _suppress_to_targets(digits, radices, ranks, targets, *, lexicographic: bool
             for subset in subsets:
                 columns = list(subset)
                 before = digits[:, columns]
-                after = _suppress_to_k(
-                    before, radices[columns], np.argsort(np.argsort(ranks[columns])), int(k), lexicographic
-                )
+                subset_ranks = np.argsort(np.argsort(ranks[columns]))
+                if method == "sdcmicro":
+                    after = _sdcmicro_suppress_to_k(before, radices[columns], subset_ranks, int(k))
+                else:
+                    after = _suppress_to_k(before, radices[columns], subset_ranks, int(k), lexicographic)
                 if (after != before).any():
                     digits[:, columns] = after
                     changed = True
@@ -384,6 +442,68 @@ def _suppress_to_k(digits, radices, ranks, k: int, lexicographic: bool) -> np.nd
             counter.set_missing(unsafe, _present_masks(counter.digits[unsafe]))
             f, _ = counter.record_counts()
     return counter.digits
+
+
+def _sdcmicro_suppress_to_k(digits, radices, ranks, k: int) -> np.ndarray:
+    """Digits after sdcMicro's ``suppSubset`` (module docstring, steps 1-4): every record's fk >= k."""
+    k = min(k, len(digits))
+    (code,) = pack_codes([digits], radices)
+    group = pd.factorize(code)[0]
+    # step 1: of each group of identical keys only the first k records take part
+    taking_part = np.flatnonzero(pd.Series(group).groupby(group).cumcount().to_numpy() < k)
+    keys = np.ascontiguousarray(digits[taking_part])
+    order = np.argsort(ranks, kind="stable").astype(np.int64)  # least important key first
+    while True:
+        fk, _ = IncrementalCompatibleCounts(keys, radices).record_counts()
+        unsafe = np.flatnonzero(fk < k)
+        if not len(unsafe):
+            break
+        unsafe = unsafe[np.argsort(fk[unsafe], kind="stable")]
+        _sdcmicro_pass(keys, unsafe, order)
+    out = digits.copy()
+    out[taking_part] = keys
+    return out
+
+
+@njit(cache=True)
+def _sdcmicro_pass(keys, unsafe, order):
+    """One visit of the unsafe records (sdcMicro ``cpp_calcSuppInds`` and its caller), suppressing in
+    place (0 = missing).
+
+    A record that every other record agrees with wherever both are observed can still be unsafe,
+    when the others miss every key (SPEC §2.4 does not count them for a complete key); sdcMicro
+    stops there with "the length of the index vector is 0". Here its least important key is
+    suppressed, after which those records count for it.
+    """
+    n, m = keys.shape
+    distance = np.empty(n, np.int64)
+    for p in range(unsafe.shape[0]):
+        i = unsafe[p]
+        nearest = m + 1
+        for r in range(n):
+            d = 0
+            for j in range(m):
+                a = keys[r, j]
+                b = keys[i, j]
+                if a != 0 and b != 0 and a != b:
+                    d += 1
+            distance[r] = d
+            if 0 < d < nearest:
+                nearest = d
+        for position in range(m):
+            j = order[position]
+            own = keys[i, j]
+            if own == 0:
+                continue
+            differs = nearest == m + 1
+            for r in range(n):
+                if differs:
+                    break
+                if distance[r] == nearest and keys[r, j] != 0 and keys[r, j] != own:
+                    differs = True
+            if differs:
+                keys[i, j] = 0
+                break
 
 
 def suppression_counts(original: pd.DataFrame, protected: pd.DataFrame, keys: Sequence[str]) -> pd.Series:

@@ -97,6 +97,9 @@ def test_step_seed_derived_from_plan_seed_and_step_identity(testdata):
          r"step 1 \(noise\): parameter 'columns' names column 'age'"),
         ([{"method": "recode", "variable": "water", "mapping": [1, 2]}], r"parameter 'mapping' must be a mapping"),
         ("local_suppression", r"plan: must be a list"),
+        ([{"method": "local_suppression", "kind": "argus"}], r"parameter 'kind' must be one of 'greedy', 'sdcmicro'"),
+        ([{"method": "local_suppression", "importance": {"roof": "high"}}], r"parameter 'importance' must be a list of key"),
+        ([{"method": "local_suppression", "importance": {"nope": 1}}], r"parameter 'importance' names column 'nope'"),
     ],
 )
 def test_validation_names_step_key_and_expectation(testdata, steps, message):
@@ -110,3 +113,15 @@ def test_errors_inside_a_step_name_the_step(testdata):
         apply_plan(testdata, [{"method": "interval_recode", "variable": "income", "breaks": [0, 1]}], keys=KEYS)
     with pytest.raises(SDCInputError, match="random_state"):
         apply_plan(testdata, PLAN[:1], keys=KEYS, random_state="x")
+
+
+def test_sdcmicro_local_suppression_step_is_sdcmicros_output(testdata):
+    """A spec step {method: local_suppression, kind: sdcmicro, importance: {key: number}} gives
+    sdcMicro 5.8.1's file (golden_parity c_testdata_ls_importance_reverse_k3.csv)."""
+    steps = [{"method": "local_suppression", "k": 3, "kind": "sdcmicro", "importance": dict(zip(KEYS, range(7, 0, -1)))}]
+    validate_plan(steps, columns=list(testdata.columns))
+    result = apply_plan(testdata, steps, keys=KEYS, random_state=1)
+    golden = pd.read_csv(DATA / "golden_parity" / "c_testdata_ls_importance_reverse_k3.csv")
+    assert result.data[KEYS].isna().equals(golden[KEYS].isna())
+    assert result.steps[0]["parameters"]["kind"] == "sdcmicro"
+    assert sum(result.steps[0]["values_suppressed"].values()) == 298

@@ -572,3 +572,124 @@ def test_strata_and_combs_bad_input(testdata2):
     # hhcivil 4 has 6 records
     with pytest.raises(SDCInputError, match="stratum 4 of strata 'hhcivil', which has 6 records"):
         local_suppression(testdata2, K6, k=7, strata="hhcivil")
+
+
+# --------------------------------------------------------------------------------------------
+# method="sdcmicro": sdcMicro's own algorithm, record for record (golden_parity a_*, b_*, c_*)
+# --------------------------------------------------------------------------------------------
+
+
+def sdcmicro_record_cases():
+    """(id, data file, keys, local_suppression keywords, sdcMicro output file) for every golden
+    localSuppression output whose call sdcMicro carries out as documented."""
+    cases = []
+    for name, case in json.loads((PARITY / "c_testdata2_ls_importance_summary.json").read_text())["cases"].items():
+        importance = None if name == "default" else dict(zip(KEYS, case["importance_given"]))
+        cases.append((f"c_testdata2_{name}", "testdata2.csv", KEYS, {"k": 3, "importance": importance}, case["output_file"]))
+    for name, case in json.loads((PARITY / "c_testdata_ls_importance_k3.json").read_text())["cases"].items():
+        cases.append((f"c_testdata_{name}", "testdata.csv", KEYS, {"k": 3, "importance": dict(zip(KEYS, case["importance"]))},
+                      f"c_testdata_ls_importance_{name}_k3.csv"))
+    for name, case in STRATA_SUMMARY.items():
+        if isinstance(case, dict) and "output_file" in case:
+            cases.append((f"a_testdata2_{name}", "testdata2.csv", K6, {"k": 3, "strata": case["strataVars"]}, case["output_file"]))
+    strata_testdata = json.loads((PARITY / "a_testdata_ls_strata_urbrur_k3.json").read_text())
+    cases.append(("a_testdata_urbrur", "testdata.csv", strata_testdata["keys"], {"k": 3, "strata": "urbrur"},
+                  "a_testdata_ls_strata_urbrur_k3.csv"))
+    for name in COMBS_CASES:
+        case = COMBS_SUMMARY[name]
+        if name == "testdata2_strata_electcon_combs23_k5_3":
+            continue  # sdcMicro's column-position defect (golden README note 1): tested below
+        kwargs = {"k": case["k"], "combs": case["combs"], "strata": case.get("strataVars")}
+        cases.append((f"b_{name}", "testdata2.csv" if name.startswith("testdata2") else "testdata.csv",
+                      case["keys"], kwargs, case["output_file"]))
+    return cases
+
+
+SDCMICRO_RECORD_CASES = sdcmicro_record_cases()
+
+
+def test_every_golden_local_suppression_output_is_covered():
+    files = {case[-1] for case in SDCMICRO_RECORD_CASES}
+    golden = {f.name for f in PARITY.glob("[abc]_*.csv")}
+    assert golden - files == {"b_testdata2_strata_electcon_combs23_k5_3_keys.csv", "b_testdata_ls_combs_2_3_k5_3.csv"}
+    # the testdata combs output exists twice (two scripts, the same call): they are the same file
+    pd.testing.assert_frame_equal(pd.read_csv(PARITY / "b_testdata_ls_combs_2_3_k5_3.csv")[KEYS],
+                                  pd.read_csv(PARITY / "b_testdata_combs23_k5_3_keys.csv")[KEYS])
+
+
+@pytest.mark.parametrize("case_id, data_file, keys, kwargs, output_file", SDCMICRO_RECORD_CASES,
+                         ids=[case[0] for case in SDCMICRO_RECORD_CASES])
+def test_sdcmicro_method_is_sdcmicros_output_record_for_record(case_id, data_file, keys, kwargs, output_file):
+    data = pd.read_csv(DATA / data_file)
+    before = data.copy()
+    out = local_suppression(data, keys, method="sdcmicro", **kwargs)
+    pd.testing.assert_frame_equal(data, before)
+    golden = pd.read_csv(PARITY / output_file)
+    assert_only_suppressed(data, out)
+    for key in keys:
+        assert out[key].isna().tolist() == golden[key].isna().tolist(), key
+        kept = golden[key].notna()
+        assert out[key][kept].astype("float64").tolist() == golden[key][kept].astype("float64").tolist()
+    assert out.drop(columns=keys).equals(data.drop(columns=keys))
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_sdcmicro_method_totals_on_testdata(testdata, k):
+    out = local_suppression(testdata, KEYS, k=k, method="sdcmicro")
+    counts = suppression_counts(testdata, out, KEYS)
+    assert counts.sum() == SDCMICRO_TOTALS[k]
+    assert k_anonymity_violations(out, KEYS, k) == 0
+    if k == 3:
+        golden = json.loads((DATA / "golden" / "d_testdata_localSuppression_k3_summary.json").read_text())["k3"]
+        assert counts.to_dict() == golden["suppressions_per_key"]
+
+
+def test_sdcmicro_method_with_strata_and_combs_does_what_sdcmicro_documents(testdata2):
+    """sdcMicro's data.frame call with strata and combs suppresses the wrong columns when the keys
+    are not the first columns (golden README note 1); ours gives its output for the keys-first call
+    and for the sdcMicroObj route, which reach every target."""
+    summary = COMBS_SUMMARY["testdata2_strata_electcon_combs23_k5_3"]
+    out = local_suppression(testdata2, K6, k=[5, 3], combs=[2, 3], strata="electcon", method="sdcmicro")
+    keys_first = pd.read_csv(PARITY / "b_testdata2_keysfirst_strata_electcon_combs23_k5_3_keys.csv")
+    assert out[K6].isna().to_numpy().tolist() == keys_first[K6].isna().to_numpy().tolist()
+    defective = pd.read_csv(PARITY / summary["output_file"])
+    assert defective["sex"].notna().all() and out["sex"].isna().any()
+    for size, k in zip(summary["combs"], summary["k"]):
+        assert subset_check(out, K6, size, k, "electcon")[2] == 0
+
+
+def test_sdcmicro_method_where_sdcmicro_stops():
+    """A complete record that every other record agrees with is unsafe when the others miss every
+    key (SPEC §2.4); sdcMicro stops with an error, ours suppresses its least important key."""
+    frame = pd.DataFrame({"a": [1, np.nan, np.nan, 1], "b": [1, np.nan, np.nan, 1]})
+    assert brute_force_fk(frame, ["a", "b"]).tolist() == [2, 4, 4, 2]
+    out = local_suppression(frame, ["a", "b"], k=3, importance={"a": 1, "b": 2}, method="sdcmicro")
+    assert out["a"].isna().tolist() == [False, True, True, False] and out.loc[[0, 3], "a"].tolist() == [1, 1]
+    assert out["b"].isna().all()
+    assert brute_force_fk(out, ["a", "b"]).tolist() == [4, 4, 4, 4]
+
+
+@settings(max_examples=120, deadline=None)
+@given(frames_with_missing)
+def test_property_sdcmicro_method_reaches_k_anonymity(case):
+    rows, k = case
+    frame = pd.DataFrame(rows, columns=["a", "b", "c", "w"], dtype="float64")
+    before = frame.copy()
+    out = local_suppression(frame, ["a", "b", "c"], k=k, method="sdcmicro")
+    pd.testing.assert_frame_equal(frame, before)
+    assert (brute_force_fk(out, ["a", "b", "c"]) >= k).all()
+    assert k_anonymity_violations(out, ["a", "b", "c"], k) == 0
+    assert_only_suppressed(frame, out)
+
+
+def test_numeric_importance_and_method_bad_input(testdata2):
+    with pytest.raises(SDCInputError, match="method: must be one of greedy, sdcmicro"):
+        local_suppression(testdata2, KEYS, k=3, method="mu-argus")
+    with pytest.raises(SDCInputError, match="importance: numbers must be integers from 1"):
+        local_suppression(testdata2, KEYS, k=3, importance=dict(zip(KEYS, [0, 1, 2, 3, 4, 5, 6])))
+    with pytest.raises(SDCInputError, match="importance: must give a number for every key"):
+        local_suppression(testdata2, KEYS, k=3, importance={"urbrur": 1})
+    # the numeric form with distinct numbers is the list form
+    ranks = [3, 1, 2, 7, 4, 6, 5]
+    pd.testing.assert_frame_equal(local_suppression(testdata2, KEYS, k=3, importance=dict(zip(KEYS, ranks))),
+                                  local_suppression(testdata2, KEYS, k=3, importance=importance_names(ranks)))
