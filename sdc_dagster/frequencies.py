@@ -67,22 +67,50 @@ def key_columns(data: pd.DataFrame, keys: Sequence[str] | str) -> list[str]:
     return keys
 
 
+def category_codes(column: pd.Series, *, sort: bool = False) -> tuple[np.ndarray, pd.Index]:
+    """The one integer coding of a categorical column (key variables, SPEC §2.1; also the
+    sensitive variables of SPEC §3.6-3.7): 0 for a missing value, 1..c for its c categories.
+
+    Missing is whatever pandas treats as missing (``None``, ``np.nan``, ``pd.NA``, ``NaT``): every
+    spelling gets code 0. Values compare as pandas does (``1`` and ``1.0`` are the same category).
+    Order of the categories: first appearance by default (a hash pass, no sort; what frequency
+    counts need), or with ``sort=True`` sorted order (a Categorical's category order; pandas
+    ``factorize(sort=True)``, which puts numbers before strings in a mixed column), for callers whose
+    output lists the categories or whose reference (sdcMicro: R factor levels) sorts them. Only
+    categories present in the column get a code (unused Categorical categories do not).
+
+    Returns ``(codes, categories)``: int64 codes, one per row, and the categories (code d is
+    ``categories[d - 1]``).
+
+    Raises
+    ------
+    SDCInputError : ``sort=True`` and the values do not sort against each other.
+    """
+    try:
+        codes, uniques = pd.factorize(column, sort=sort, use_na_sentinel=True)
+    except TypeError:
+        raise SDCInputError(
+            f"column {column.name!r}: its values cannot be ordered into categories (mixed types)"
+        ) from None
+    codes = codes.astype(np.int64, copy=False)
+    codes += 1
+    return codes, pd.Index(uniques)
+
+
 def key_digits(data: pd.DataFrame, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Integer coding of the key columns.
+    """:func:`category_codes` of each key column, side by side.
 
     Returns ``(digits, radices)``: ``digits`` is an (n, m) int64 array with 0 for a missing value
-    and 1..c_j for the c_j categories of key j (in order of first appearance); ``radices[j] =
-    c_j + 1``. Values compare as pandas does (``1`` and ``1.0`` are the same category).
+    and 1..c_j for the c_j categories of key j in order of first appearance; ``radices[j] = c_j + 1``.
     """
     n = len(data)
     # column-major: each key's digits are written and later read contiguously
     digits = np.empty((n, len(keys)), dtype=np.int64, order="F")
     radices = np.empty(len(keys), dtype=np.int64)
     for j, key in enumerate(keys):
-        codes, uniques = pd.factorize(data[key], use_na_sentinel=True)
+        codes, categories = category_codes(data[key])
         digits[:, j] = codes
-        radices[j] = len(uniques) + 1
-    digits += 1
+        radices[j] = len(categories) + 1
     return digits, radices
 
 

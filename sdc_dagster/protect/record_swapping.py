@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.frequencies import category_codes
 
 
 @dataclass(frozen=True)
@@ -77,23 +78,23 @@ class RecordSwapResult:
 def _codes(frame: pd.DataFrame, columns: Sequence[str], factors: dict | None = None) -> np.ndarray:
     """Non-negative int64 codes of the value combinations of ``columns`` (NA forms a value).
 
-    Codes are mixed-radix numbers of the per-column factor codes, re-densified (a sort) only when
-    their range would grow too large for ``np.bincount``. ``factors`` caches each column's
-    factorisation across calls (the same columns are coded at every hierarchy level).
+    Codes are mixed-radix numbers of the per-column codes of
+    :func:`~sdc_dagster.frequencies.category_codes` (0 = missing, 1..c), re-densified (a sort) only
+    when their range would grow too large for ``np.bincount``. ``factors`` caches each column's
+    codes across calls (the same columns are coded at every hierarchy level).
     """
     code = np.zeros(len(frame), dtype=np.int64)
     bound = 1
     for col in columns:
         if factors is not None and col in factors:
-            part, n_uniques = factors[col]
+            part, radix = factors[col]
         else:
-            part, uniques = pd.factorize(frame[col], use_na_sentinel=False)
-            n_uniques = len(uniques)
+            part, categories = category_codes(frame[col])
+            radix = len(categories) + 1
             # Kept in the smallest integer type (one code per record and column is cached).
-            part = part.astype(np.min_scalar_type(max(n_uniques - 1, 0)), copy=False)
+            part = part.astype(np.min_scalar_type(radix - 1), copy=False)
             if factors is not None:
-                factors[col] = (part, n_uniques)
-        radix = n_uniques + 1
+                factors[col] = (part, radix)
         if bound * radix > 2**26:
             code = np.unique(code, return_inverse=True)[1].astype(np.int64).ravel()
             bound = int(code.max()) + 1 if len(code) else 1

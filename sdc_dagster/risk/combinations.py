@@ -16,21 +16,13 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import grouping_sets_counts, key_columns, key_digits
+from sdc_dagster.frequencies import category_codes, grouping_sets_counts, key_columns, key_digits
 
 
 def _positive_int(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise SDCInputError(f"parameter {name} must be a positive integer (got {value!r})")
     return int(value)
-
-
-def _factorize(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
-    try:
-        codes, uniques = pd.factorize(column, sort=True, use_na_sentinel=True)
-    except TypeError:  # values that do not sort against each other: keep first-appearance order
-        codes, uniques = pd.factorize(column, use_na_sentinel=True)
-    return codes, pd.Index(uniques)
 
 
 def unsafe_combinations(
@@ -63,7 +55,12 @@ def unsafe_combinations(
         number of unsafe combinations of that dimension involving the variable;
         ``per_category`` with columns ``variable``, ``category`` (the value), ``frequency``
         (records with that value) and ``dim_1`` .. ``dim_<max_dim>``: unsafe combinations of each
-        dimension in which the variable takes that value. One row per observed value.
+        dimension in which the variable takes that value. One row per observed value, each
+        variable's values in sorted order (:func:`~sdc_dagster.frequencies.category_codes`).
+
+    Raises
+    ------
+    SDCInputError : a key whose values do not sort against each other.
 
     References
     ----------
@@ -76,9 +73,8 @@ def unsafe_combinations(
 
     coded, categories = {}, {}
     for key in keys:
-        codes, uniques = _factorize(data[key])
-        coded[key] = codes.astype(np.int64) + 1  # 0 = missing, so DuckDB never sees a NULL value
-        categories[key] = uniques
+        # sorted: per_category lists each key's values in order; 0 = missing, so DuckDB never sees NULL
+        coded[key], categories[key] = category_codes(data[key], sort=True)
     frame = pd.DataFrame(coded, index=data.index)
 
     subsets = [list(s) for d in range(1, min(max_dim, len(keys)) + 1) for s in combinations(keys, d)]

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import distinct_keys, key_columns
+from sdc_dagster.frequencies import category_codes, distinct_keys, key_columns
 
 
 def _key_groups(data: pd.DataFrame, keys: list[str], con) -> tuple[np.ndarray, int]:
@@ -125,7 +125,7 @@ def l_diversity(
     group, n_groups = _key_groups(data, keys, con)
     parts = []
     for column in columns:
-        values = pd.factorize(data[column], use_na_sentinel=True)[0].astype(np.int64)
+        values = category_codes(data[column])[0] - 1  # -1 = missing
         part = _l_diversity_of(group, n_groups, values, float(recursive_c))
         if not isinstance(sensitive, str):
             part = part.add_prefix(f"{column}_")
@@ -196,7 +196,7 @@ def t_closeness(
         raise SDCInputError("t_closeness takes one sensitive variable (a column name)")
     (column,) = _sensitive_columns(data, keys, sensitive)
     group, n_groups = _key_groups(data, keys, con)
-    values = pd.factorize(data[column], sort=True, use_na_sentinel=True)[0].astype(np.int64)
+    values = category_codes(data[column], sort=True)[0] - 1  # sorted for the ordinal EMD; -1 = missing
     valid = values >= 0
     m = int(values.max()) + 1 if valid.any() else 0
     q = np.bincount(values[valid], minlength=m) / max(int(valid.sum()), 1)

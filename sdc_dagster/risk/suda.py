@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.frequencies import category_codes
 
 # sdcMicro's C++ search needs at least three variables; its R wrapper pads one or two keys with
 # constant columns, which changes the score weights and the DIS exponent (both depend on the
@@ -241,7 +242,12 @@ def _check_max_size(max_size, n_keys: int) -> int:
 
 
 def _sdcmicro_codes(column: pd.Series, name: str, missing: int) -> np.ndarray:
-    """The integer codes sdcMicro's C++ sees for one key (R: as.numeric, NA -> missing, cast to int)."""
+    """The integer codes sdcMicro's C++ sees for one key (R: as.numeric, NA -> missing, cast to int).
+
+    Integer category codes pass through as R's numbers; a Categorical is R's factor (its level
+    index, unused levels included); other values are coded by
+    :func:`~sdc_dagster.frequencies.category_codes` in sorted order, as R's ``factor`` levels.
+    """
     if isinstance(column.dtype, pd.CategoricalDtype):
         codes = column.cat.codes.to_numpy(dtype=np.int64) + 1
         return np.where(codes == 0, missing, codes)
@@ -257,17 +263,9 @@ def _sdcmicro_codes(column: pd.Series, name: str, missing: int) -> np.ndarray:
             return column.to_numpy(dtype=np.int64)
     elif pd.api.types.is_numeric_dtype(column.dtype):
         numbers = column.astype("float64").to_numpy(na_value=np.nan)
-    else:
-        is_na = column.isna().to_numpy()
-        present = column[~is_na]
-        try:
-            levels = np.sort(pd.unique(present.to_numpy()))
-        except TypeError:
-            raise SDCInputError(
-                f"key variable {name!r}: its values cannot be ordered into categories (mixed types)"
-            ) from None
-        codes = np.full(len(column), missing, dtype=np.int64)
-        codes[~is_na] = np.searchsorted(levels, present.to_numpy()) + 1
+    else:  # strings etc.: R's factor() codes the sorted levels 1..c
+        codes, _ = category_codes(column, sort=True)
+        codes[codes == 0] = missing
         return codes
     is_na = np.isnan(numbers)
     present = numbers[~is_na]
