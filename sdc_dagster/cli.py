@@ -270,13 +270,13 @@ def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, 
     return EXIT_OK
 
 
-def _spec_line(spec_file: Path, message: str) -> str:
-    """The YAML line a :class:`SpecError` message points at (``file.yaml:12: ...``), numbered."""
+def _spec_line(spec_file: Path, lines: list[str], message: str) -> str:
+    """The YAML line (of ``lines``, the spec's text) a :class:`SpecError` message points at
+    (``file.yaml:12: ...``), numbered."""
     prefix = f"{spec_file.name}:"
     if not message.startswith(prefix):
         return ""
     number = message[len(prefix):].split(":", 1)[0]
-    lines = spec_file.read_text(encoding="utf-8").splitlines()
     if not number.isdigit() or not 0 < int(number) <= len(lines):
         return ""
     return f"   {number} | {lines[int(number) - 1]}"
@@ -284,9 +284,12 @@ def _spec_line(spec_file: Path, message: str) -> str:
 
 def run_check(spec_file: str, *, data_file: str | None = None, out=None) -> int:
     """Validate a spec and, given ``data_file``, the data against it (the schema of ``raw_microdata``);
-    nothing is run or written. Every error names the file, the line and key, and what was expected."""
+    nothing is run or written. Every independent error of the spec (in YAML line order), or else of
+    the data, is printed on its own line: the file, the line and key, and what was expected; or the
+    column, the rule and the first offending rows."""
     out = out or sys.stdout
     from sdc_dagster.errors import SDCInputError
+    from sdc_dagster.schemas import SchemaViolation
     from sdc_dagster.sources import read_wave_file
     from sdc_dagster.spec import SpecError, load_spec
 
@@ -294,11 +297,14 @@ def run_check(spec_file: str, *, data_file: str | None = None, out=None) -> int:
     try:
         spec = load_spec(path)
     except SpecError as exc:
-        print(f"sdc check: {exc}", file=out)
-        shown = _spec_line(path, str(exc))
-        if shown:
-            print(shown, file=out)
-        print("hint: fix that key (the message says what is expected there) and run sdc check again; "
+        lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+        for error in exc.errors:
+            print(f"sdc check: {error}", file=out)
+            shown = _spec_line(path, lines, str(error))
+            if shown:
+                print(shown, file=out)
+        keys = "that key (the message says" if len(exc.errors) == 1 else f"those {len(exc.errors)} keys (each message says"
+        print(f"hint: fix {keys} what is expected there) and run sdc check again; "
               "`sdc init NAME --from FILE` drafts a valid spec to compare with", file=out)
         return EXIT_BAD_SPEC
     plans = ", ".join(p.name for p in spec.plans)
@@ -308,6 +314,10 @@ def run_check(spec_file: str, *, data_file: str | None = None, out=None) -> int:
         return EXIT_OK
     try:
         data = read_wave_file(spec, Path(data_file))
+    except SchemaViolation as exc:
+        for problem in exc.problems:
+            print(f"sdc check: {exc.source}: {problem}", file=out)
+        return EXIT_BAD_DATA
     except SDCInputError as exc:
         print(f"sdc check: {exc}", file=out)
         return EXIT_BAD_DATA
@@ -376,7 +386,8 @@ def run_wave(survey_name: str, wave: str, *, data_file: str | None = None, home:
         specs = {spec.survey: spec for spec in survey_specs()}
         defs = build_definitions()
     except SpecError as exc:
-        print(f"sdc run: bad spec: {exc}", file=out)
+        for error in exc.errors:
+            print(f"sdc run: bad spec: {error}", file=out)
         return EXIT_BAD_SPEC
     if survey_name not in specs:
         print(f"sdc run: no survey {survey_name!r}; known: {', '.join(sorted(specs))} "

@@ -18,7 +18,16 @@ from sdc_dagster.spec import SurveySpec
 
 
 class SchemaViolation(SDCInputError):
-    """Data broke a schema rule; the message names the column, the rule and offending rows."""
+    """Data broke schema rules; the message names the data (``source``), then each broken rule
+    (``problems``: the column, the rule and offending rows), separated by "; "."""
+
+    def __init__(self, source: str, problems: list[str]):
+        super().__init__(f"{source}: " + "; ".join(problems))
+        self.source = source
+        self.problems = list(problems)
+
+    def __reduce__(self):
+        return type(self), (self.source, self.problems)
 
 
 def _numeric() -> pa.Check:
@@ -156,7 +165,7 @@ def validate(
             rows = ", ".join(str(int(i) + 1) if isinstance(i, (int, float)) else str(i) for i, _ in offending)
             values = ", ".join(_shown_value(value, text, index, column) for index, value in offending)
             lines.append(f"{where} breaks rule {check!r}; first offending rows (1-based): {rows}; values: {values}")
-        raise SchemaViolation(f"{source}: " + "; ".join(lines)) from None
+        raise SchemaViolation(source, lines) from None
 
 
 def _shown_value(value, text: pd.DataFrame | None, index, column) -> str:

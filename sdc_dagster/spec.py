@@ -2,8 +2,11 @@
 
 A spec names the survey, how its wave files are read, the role and scale of every variable
 (SPEC §1.1–1.2), its missing-value codes, the risk parameters (SPEC §3, §5, §12) and the named
-protection plans (ordered steps, SPEC §8). Every problem raises :class:`SpecError` naming the key
-path (``variables.roof.scale``) and what was expected; :func:`load_spec` adds the YAML line of that key.
+protection plans (ordered steps, SPEC §8). A problem is a :class:`SpecError` naming the key path
+(``variables.roof.scale``) and what was expected; :func:`load_spec` adds the YAML line of that key.
+Every independent problem is found in one pass and raised as one :class:`SpecError` listing them
+(its ``errors``); a problem that makes the later checks meaningless (the spec is not a mapping, a
+required section is missing) stops the pass there.
 """
 
 from __future__ import annotations
@@ -46,11 +49,21 @@ class SpecError(ValueError):
     """The survey spec is wrong; the message names the key and what was expected.
 
     ``key`` is the key path of the problem (``plans.p.steps[0]``), used to find its YAML line.
+    ``errors`` are the independent problems: ``(self,)`` for one; for several (:meth:`combine`) the
+    message lists theirs, one per line, and ``key`` is the first one's.
     """
 
-    def __init__(self, message: str, *, key: str | None = None):
+    def __init__(self, message: str, *, key: str | None = None, errors: tuple[SpecError, ...] = ()):
         super().__init__(message)
         self.key = key
+        self.errors = tuple(errors) or (self,)
+
+    @classmethod
+    def combine(cls, errors: list[SpecError]) -> SpecError:
+        """One error for ``errors`` (non-empty): the error itself if it is alone."""
+        if len(errors) == 1:
+            return errors[0]
+        return cls("\n".join(map(str, errors)), key=errors[0].key, errors=tuple(errors))
 
 
 @dataclass(frozen=True)
@@ -190,17 +203,74 @@ def _mapping(value: Any, where: str) -> Mapping[str, Any]:
     return value
 
 
-def _allowed_keys(value: Mapping, where: str, allowed: set[str]) -> None:
-    unknown = sorted(set(value) - allowed)
-    if unknown:
-        raise SpecError(f"{where}.{unknown[0]}: unknown key; expected one of {sorted(allowed)}", key=f"{where}.{unknown[0]}")
+# What _Problems.attempt returns for a part that failed, where None would mean "not given".
+_FAILED = object()
 
 
-def _parse_variable(name: str, raw: Any, global_missing: tuple) -> Variable:
+class _Problems:
+    """The spec errors found so far, so that independent parts are checked after one fails."""
+
+    def __init__(self):
+        self.errors: list[SpecError] = []
+
+    def collect(self, check, *args, default=None):
+        """``check(*args)``, or ``default`` if it raised a :class:`SpecError` (recorded)."""
+        try:
+            return check(*args)
+        except SpecError as error:
+            self.errors.append(error)
+            return default
+
+    def attempt(self, check, *args, default=None):
+        """:meth:`collect`, with ``default`` also if ``check`` recorded an error."""
+        found = len(self.errors)
+        value = self.collect(check, *args, default=default)
+        return default if len(self.errors) > found else value
+
+    def unknown_keys(self, value: Mapping, where: str, allowed: set[str]) -> None:
+        """One error per key of ``value`` not in ``allowed``."""
+        self.errors += [
+            SpecError(f"{where}.{key}: unknown key; expected one of {sorted(allowed)}", key=f"{where}.{key}")
+            for key in sorted(set(value) - allowed, key=str)
+        ]
+
+
+def _categories(raw: Mapping, where: str) -> tuple | None:
+    """A variable's ``categories:`` (or ``order:``, which must list the same ones), or None."""
+    categories = raw.get("order", raw.get("categories"))
+    if "order" in raw and "categories" in raw:
+        _expect(
+            isinstance(raw["order"], list) and isinstance(raw["categories"], list)
+            and sorted(map(str, raw["order"])) == sorted(map(str, raw["categories"])),
+            f"{where}.order",
+            "the same categories as 'categories' (the order of an ordinal variable lists every category once)",
+        )
+    if categories is None:
+        return None
+    _expect(isinstance(categories, list) and len(categories) > 0, f"{where}.categories", "a non-empty list")
+    _expect(len(set(map(str, categories))) == len(categories), f"{where}.categories", "distinct values")
+    return tuple(categories)
+
+
+def _precision(precision: Any, where: str) -> float | None:
+    if precision is None:
+        return None
+    _expect(isinstance(precision, (int, float)) and 0 < precision < 1, f"{where}.precision", "a number in (0, 1)")
+    return float(precision)
+
+
+def _parse_variable(name: str, raw: Any, global_missing: tuple, problems: _Problems) -> Variable | None:
+    """One variable; its independent problems (unknown keys, categories, missing codes, precision)
+    are recorded, a wrong role or scale raises (the remaining rules depend on them). The variable is
+    returned when its role, scale and categories are right, for the checks that read them."""
     where = f"variables.{name}"
     _expect(isinstance(name, str) and bool(name), "variables", "non-empty column names")
     raw = _mapping(raw, where)
-    _allowed_keys(raw, where, {"role", "scale", "categories", "order", "missing", "precision", "label", "hierarchy"})
+    problems.unknown_keys(raw, where, {"role", "scale", "categories", "order", "missing", "precision", "label", "hierarchy"})
+    categories = problems.attempt(_categories, raw, where, default=_FAILED)
+    missing = raw.get("missing", list(global_missing))
+    problems.attempt(_expect, isinstance(missing, list), f"{where}.missing", "a list of missing-value codes")
+    precision = problems.attempt(_precision, raw.get("precision"), where, default=_FAILED)
     _expect("role" in raw, f"{where}.role", f"one of {list(ROLES)} (missing)")
     role = raw["role"]
     _expect(role in ROLES, f"{where}.role", f"one of {list(ROLES)}, got {role!r}")
@@ -212,76 +282,81 @@ def _parse_variable(name: str, raw: Any, global_missing: tuple) -> Variable:
         _expect(scale == "continuous", f"{where}.scale", "'continuous' for a continuous_key")
     if role == "categorical_key":
         _expect(scale in ("nominal", "ordinal"), f"{where}.scale", "'nominal' or 'ordinal' for a categorical_key")
-    categories = raw.get("order", raw.get("categories"))
-    if "order" in raw and "categories" in raw:
-        _expect(
-            isinstance(raw["order"], list) and isinstance(raw["categories"], list)
-            and sorted(map(str, raw["order"])) == sorted(map(str, raw["categories"])),
-            f"{where}.order",
-            "the same categories as 'categories' (the order of an ordinal variable lists every category once)",
-        )
-    if scale == "ordinal":
+    if scale == "ordinal" and categories is not _FAILED:
         _expect(categories is not None, f"{where}.order", "the category order (a list) for an ordinal variable")
-    if categories is not None:
-        _expect(isinstance(categories, list) and len(categories) > 0, f"{where}.categories", "a non-empty list")
-        _expect(len(set(map(str, categories))) == len(categories), f"{where}.categories", "distinct values")
-        categories = tuple(categories)
-    missing = raw.get("missing", list(global_missing))
-    _expect(isinstance(missing, list), f"{where}.missing", "a list of missing-value codes")
-    precision = raw.get("precision")
-    if precision is not None:
-        _expect(isinstance(precision, (int, float)) and 0 < precision < 1, f"{where}.precision", "a number in (0, 1)")
-        precision = float(precision)
-    if role == "continuous_key":
+    if role == "continuous_key" and precision is not _FAILED:
         _expect(precision is not None, f"{where}.precision", "p_j in (0, 1) for a continuous key (SPEC §5.2)")
-    hierarchy = _parse_hierarchy(raw.get("hierarchy"), f"{where}.hierarchy", role, categories)
+    if categories is _FAILED:
+        return None  # the hierarchy's categories cannot be checked; the error is recorded
     return Variable(
         name=name,
         role=role,
         scale=scale,
         categories=categories,
-        missing_codes=tuple(missing),
-        precision=precision,
-        hierarchy=hierarchy,
+        missing_codes=tuple(missing) if isinstance(missing, list) else (),
+        precision=None if precision is _FAILED else precision,
+        hierarchy=_parse_hierarchy(raw.get("hierarchy"), f"{where}.hierarchy", role, categories, problems),
     )
 
 
-def _parse_hierarchy(raw: Any, where: str, role: str, categories: tuple | None) -> tuple:
+def _parse_hierarchy(raw: Any, where: str, role: str, categories: tuple | None, problems: _Problems) -> tuple:
     """A categorical key's recode levels (for the plan search): a list of levels, each a list of
-    groups of categories merged by one recode, coarser with each level."""
+    groups of categories merged by one recode, coarser with each level. Each wrong level is recorded."""
     if raw is None:
         return ()
     _expect(role == "categorical_key", where, "only on a categorical_key")
     _expect(isinstance(raw, list) and len(raw) > 0, where, "a non-empty list of levels, each a list of groups")
-    levels = []
-    for i, level in enumerate(raw):
-        _expect(isinstance(level, list) and len(level) > 0 and all(isinstance(g, list) and g for g in level),
-                f"{where}[{i}]", "a list of groups, each a non-empty list of categories")
-        members = [c for g in level for c in g]
-        _expect(len(set(map(str, members))) == len(members), f"{where}[{i}]", "each category in one group at most")
-        if categories is not None:
-            unknown = [c for c in members if str(c) not in set(map(str, categories))]
-            _expect(not unknown, f"{where}[{i}]", f"categories of the variable, got {unknown}")
-        levels.append(tuple(tuple(g) for g in level))
-    return tuple(levels)
+    return tuple(problems.attempt(_hierarchy_level, level, f"{where}[{i}]", categories) for i, level in enumerate(raw))
 
 
-def _parse_plan(name: str, raw: Any, default_k: int) -> Plan:
+def _hierarchy_level(level: Any, where: str, categories: tuple | None) -> tuple:
+    _expect(isinstance(level, list) and len(level) > 0 and all(isinstance(g, list) and g for g in level),
+            where, "a list of groups, each a non-empty list of categories")
+    members = [c for g in level for c in g]
+    _expect(len(set(map(str, members))) == len(members), where, "each category in one group at most")
+    if categories is not None:
+        unknown = [c for c in members if str(c) not in set(map(str, categories))]
+        _expect(not unknown, where, f"categories of the variable, got {unknown}")
+    return tuple(tuple(g) for g in level)
+
+
+def _step_structure(step: Any, where: str) -> bool:
+    _mapping(step, where)
+    _expect("method" in step, f"{where}.method", "the name of a protection method")
+    return True
+
+
+def _parse_plan(name: str, raw: Any, default_k: int | None, variables: dict[str, Variable | None],
+                problems: _Problems) -> Plan | None:
+    """One plan: its keys, its steps' structure, then (SPEC §8) each step's method, parameters and
+    columns (:func:`~sdc_dagster.protect.plan.plan_problems`, keyed by the failing step so that
+    :func:`load_spec` gives its line) and the categories its recodes name. ``default_k`` is None when
+    ``risk.k`` is wrong (recorded there), so that a plan without ``k`` is not blamed for it."""
+    from sdc_dagster.protect.plan import plan_problems
+
     where = f"plans.{name}"
-    _expect(isinstance(name, str) and bool(_NAME.match(name)), where, "a plan name of letters, digits and _")
+    problems.attempt(_expect, isinstance(name, str) and bool(_NAME.match(name)), where,
+                     "a plan name of letters, digits and _")
     if isinstance(raw, list):
         raw = {"steps": raw}
     raw = _mapping(raw, where)
-    _allowed_keys(raw, where, {"steps", "k", "random_state", "description"})
+    problems.unknown_keys(raw, where, {"steps", "k", "random_state", "description"})
+    k = raw.get("k", default_k)
+    if "k" in raw or default_k is not None:
+        problems.attempt(_expect, isinstance(k, int) and k >= 1, f"{where}.k", "a positive integer")
+    seed = raw.get("random_state", 20240)  # step seeds also hash the plan name: no dependence on plan order
+    problems.attempt(_expect, isinstance(seed, int) and seed >= 0, f"{where}.random_state",
+                     "a non-negative integer seed")
     steps = raw.get("steps")
     _expect(isinstance(steps, list) and len(steps) > 0, f"{where}.steps", "a non-empty list of steps")
-    for i, step in enumerate(steps):
-        _mapping(step, f"{where}.steps[{i}]")
-        _expect("method" in step, f"{where}.steps[{i}].method", "the name of a protection method")
-    k = raw.get("k", default_k)
-    _expect(isinstance(k, int) and k >= 1, f"{where}.k", "a positive integer")
-    seed = raw.get("random_state", 20240)  # step seeds also hash the plan name: no dependence on plan order
-    _expect(isinstance(seed, int) and seed >= 0, f"{where}.random_state", "a non-negative integer seed")
+    failed = {i for i, step in enumerate(steps) if not problems.attempt(_step_structure, step, f"{where}.steps[{i}]")}
+    for index, message in plan_problems(steps, columns=list(variables)):
+        if index not in failed:
+            failed.add(index)
+            problems.errors.append(SpecError(f"{where}.steps: {message}", key=f"{where}.steps[{index}]"))
+    _check_recode_categories(where, steps, failed, variables, problems)
+    if failed:
+        return None
     return Plan(
         name=name,
         steps=tuple(dict(s) for s in steps),
@@ -291,97 +366,121 @@ def _parse_plan(name: str, raw: Any, default_k: int) -> Plan:
     )
 
 
-def _validate_plan_steps(plans: tuple[Plan, ...], columns: list[str]) -> None:
-    """Each plan's steps name known methods, parameters and spec variables (SPEC §8); the error's
-    key is the first failing step, so that :func:`load_spec` can give its line."""
-    from sdc_dagster.errors import SDCInputError
-    from sdc_dagster.protect.plan import validate_plan
-
-    for plan in plans:
-        steps = list(plan.steps)
-        # Validating growing prefixes finds the failing step without parsing validate_plan's message.
-        for index in range(len(steps)):
-            try:
-                validate_plan(steps[: index + 1], columns=columns)
-            except SDCInputError as exc:
-                raise SpecError(f"plans.{plan.name}.steps: {exc}", key=f"plans.{plan.name}.steps[{index}]") from None
-
-
-def _validate_recode_categories(plans: tuple[Plan, ...], variables: tuple[Variable, ...]) -> None:
+def _check_recode_categories(where: str, steps: list, failed: set[int], variables: dict[str, Variable | None],
+                             problems: _Problems) -> None:
     """A recode step of a variable with ``categories:`` recodes only listed categories (or codes an
     earlier recode step of the plan produced): ``"7"`` for category ``7`` is a spec error, not a
-    silent no-op. A listed category absent from a wave is fine (the step records it)."""
+    silent no-op. A listed category absent from a wave is fine (the step records it). A step in
+    ``failed`` (its problems recorded) ends the check of the variables it may name, as any step of
+    another method does (it may change the codes)."""
     from sdc_dagster.errors import SDCInputError
     from sdc_dagster.protect.recode import merge_mapping
 
-    declared = {v.name: list(v.categories) for v in variables if v.categories is not None}
-    for plan in plans:
-        known = dict(declared)
-        for index, step in enumerate(plan.steps):
-            variable = step.get("variable")
-            if variable not in known:
-                continue
-            if step["method"] != "recode":
-                known.pop(variable)  # other methods may change the codes; later steps are not checked
-                continue
-            parameter = "groups" if step.get("groups") is not None else "mapping"
-            try:
-                mapping = merge_mapping(step["groups"]) if parameter == "groups" else step["mapping"]
-            except SDCInputError as exc:
-                where = f"plans.{plan.name}.steps[{index}].groups"
-                raise SpecError(f"{where}: {exc}", key=where) from None
-            unknown = [category for category in mapping if category not in known[variable]]
-            if unknown:
-                raise SpecError(
-                    f"plans.{plan.name}.steps[{index}].{parameter}: expected categories of {variable!r} "
-                    f"({known[variable]}), got {unknown[0]!r}",
-                    key=f"plans.{plan.name}.steps[{index}].{parameter}.{unknown[0]}",
-                )
-            known[variable] = known[variable] + [new for new in mapping.values() if new not in known[variable]]
+    known = {name: list(v.categories) for name, v in variables.items() if v is not None and v.categories is not None}
+    for index, step in enumerate(steps):
+        variable = step.get("variable") if isinstance(step, Mapping) else None
+        if index in failed:
+            if isinstance(variable, str):
+                known.pop(variable, None)
+            continue
+        if variable not in known:
+            continue
+        if step["method"] != "recode":
+            known.pop(variable)  # other methods may change the codes; later steps are not checked
+            continue
+        parameter = "groups" if step.get("groups") is not None else "mapping"
+        try:
+            mapping = merge_mapping(step["groups"]) if parameter == "groups" else step["mapping"]
+        except SDCInputError as exc:
+            problems.errors.append(SpecError(f"{where}.steps[{index}].groups: {exc}", key=f"{where}.steps[{index}].groups"))
+            known.pop(variable)
+            continue
+        unknown = [category for category in mapping if category not in known[variable]]
+        if unknown:
+            problems.errors.append(SpecError(
+                f"{where}.steps[{index}].{parameter}: expected categories of {variable!r} "
+                f"({known[variable]}), got {unknown[0]!r}",
+                key=f"{where}.steps[{index}].{parameter}.{unknown[0]}",
+            ))
+            known.pop(variable)
+            continue
+        known[variable] = known[variable] + [new for new in mapping.values() if new not in known[variable]]
+
+
+def _parse_source(raw: Any, problems: _Problems) -> Source:
+    src = _mapping(raw, "source")
+    problems.unknown_keys(src, "source", {"path", "format", "options"})
+    fmt = src.get("format")
+    problems.attempt(_expect, fmt is None or fmt in FORMATS.values(), "source.format",
+                     f"one of {sorted(set(FORMATS.values()))}")
+    options = problems.attempt(_mapping, src.get("options", {}), "source.options", default={})
+    return Source(path=src.get("path"), format=fmt, options=dict(options))
+
+
+def _parse_risk(raw: Any, problems: _Problems) -> RiskParameters:
+    fields = {"k", "l", "recursive_c", "max_global_risk", "individual_risk_threshold"}
+    raw = _mapping(raw, "risk")
+    problems.unknown_keys(raw, "risk", fields)
+    risk = RiskParameters(**{key: value for key, value in raw.items() if key in fields})
+    problems.attempt(_expect, isinstance(risk.k, int) and risk.k >= 1, "risk.k", "a positive integer")
+    problems.attempt(_expect, isinstance(risk.l, int) and risk.l >= 1, "risk.l", "a positive integer")
+    for name in ("max_global_risk", "individual_risk_threshold"):
+        value = getattr(risk, name)
+        problems.attempt(_expect, isinstance(value, (int, float)) and 0 <= value <= 1, f"risk.{name}", "a number in [0, 1]")
+    return risk
 
 
 def parse_spec(raw: Any, *, spec_path: Path | None = None, text: str = "") -> SurveySpec:
-    """Validate a parsed YAML document and build the :class:`SurveySpec`."""
+    """Validate a parsed YAML document and build the :class:`SurveySpec`.
+
+    Raises one :class:`SpecError` listing every independent problem (``errors``), in the order found.
+    """
+    problems = _Problems()
+    try:
+        spec = _parse_spec(raw, problems, spec_path, text)
+    except SpecError as stop:  # later checks would be meaningless
+        problems.errors.append(stop)
+    if problems.errors:
+        raise SpecError.combine(problems.errors)
+    return spec
+
+
+def _parse_spec(raw: Any, problems: _Problems, spec_path: Path | None, text: str) -> SurveySpec | None:
     raw = _mapping(raw, "spec")
-    _allowed_keys(raw, "spec", {"survey", "title", "source", "variables", "missing", "risk", "plans"})
+    problems.unknown_keys(raw, "spec", {"survey", "title", "source", "variables", "missing", "risk", "plans"})
     _expect("survey" in raw, "survey", "the survey name (missing)")
     survey = raw["survey"]
-    _expect(isinstance(survey, str) and bool(_NAME.match(survey)), "survey", "a name of letters, digits and _")
+    problems.attempt(_expect, isinstance(survey, str) and bool(_NAME.match(survey)), "survey",
+                     "a name of letters, digits and _")
+    source = problems.attempt(_parse_source, raw.get("source", {}), problems)
 
-    src = _mapping(raw.get("source", {}), "source")
-    _allowed_keys(src, "source", {"path", "format", "options"})
-    fmt = src.get("format")
-    _expect(fmt is None or fmt in FORMATS.values(), "source.format", f"one of {sorted(set(FORMATS.values()))}")
-    source = Source(path=src.get("path"), format=fmt, options=dict(_mapping(src.get("options", {}), "source.options")))
-
+    _expect("variables" in raw, "variables", "a mapping of column name to role")
+    variables_raw = _mapping(raw["variables"], "variables")
+    _expect(len(variables_raw) > 0, "variables", "a mapping of column name to role")
     global_missing = raw.get("missing", [])
-    _expect(isinstance(global_missing, list), "missing", "a list of missing-value codes")
-    variables_raw = _mapping(raw.get("variables"), "variables") if "variables" in raw else None
-    _expect(variables_raw is not None and len(variables_raw) > 0, "variables", "a mapping of column name to role")
-    variables = Variables(_parse_variable(n, v, tuple(global_missing)) for n, v in variables_raw.items())
-
+    if problems.attempt(_expect, isinstance(global_missing, list), "missing", "a list of missing-value codes",
+                        default=_FAILED) is _FAILED:
+        global_missing = []
+    parsed = {
+        name: problems.collect(_parse_variable, name, value, tuple(global_missing), problems)
+        for name, value in variables_raw.items()
+    }
+    variables = Variables(v for v in parsed.values() if v is not None)
     for role in ("weight", "household_id", "record_id"):
         found = [v.name for v in variables if v.role == role]
-        _expect(len(found) <= 1, f"variables ({role})", f"at most one {role} variable, got {found}")
-    _expect(
-        any(v.role == "categorical_key" for v in variables),
-        "variables",
-        "at least one categorical_key variable",
+        problems.attempt(_expect, len(found) <= 1, f"variables ({role})", f"at most one {role} variable, got {found}")
+    if len(variables) == len(parsed):  # a variable without a valid role may be the categorical key
+        problems.attempt(_expect, any(v.role == "categorical_key" for v in variables), "variables",
+                         "at least one categorical_key variable")
+
+    risk = problems.attempt(_parse_risk, raw.get("risk", {}), problems)
+    plans_raw = problems.attempt(_mapping, raw.get("plans", {}), "plans", default={})
+    plans = tuple(
+        problems.attempt(_parse_plan, name, value, risk.k if risk else None, parsed, problems)
+        for name, value in plans_raw.items()
     )
-
-    risk_raw = _mapping(raw.get("risk", {}), "risk")
-    _allowed_keys(risk_raw, "risk", {"k", "l", "recursive_c", "max_global_risk", "individual_risk_threshold"})
-    risk = RiskParameters(**risk_raw)
-    _expect(isinstance(risk.k, int) and risk.k >= 1, "risk.k", "a positive integer")
-    _expect(isinstance(risk.l, int) and risk.l >= 1, "risk.l", "a positive integer")
-    for name in ("max_global_risk", "individual_risk_threshold"):
-        value = getattr(risk, name)
-        _expect(isinstance(value, (int, float)) and 0 <= value <= 1, f"risk.{name}", "a number in [0, 1]")
-
-    plans_raw = _mapping(raw.get("plans", {}), "plans")
-    plans = tuple(_parse_plan(n, p, risk.k) for n, p in plans_raw.items())
-    _validate_plan_steps(plans, [v.name for v in variables])
-    _validate_recode_categories(plans, variables)
+    if problems.errors:
+        return None
     return SurveySpec(
         survey=survey,
         title=str(raw.get("title", survey)),
@@ -427,7 +526,8 @@ def _line_of(key: str | None, lines: dict[str, int]) -> int | None:
 
 def load_spec(path: str | Path) -> SurveySpec:
     """Read and validate a survey spec from a YAML file; a :class:`SpecError` reads
-    ``<file>:<line>: <key>: ...`` with the YAML line of the offending key."""
+    ``<file>:<line>: <key>: ...`` with the YAML line of the offending key, one line per independent
+    problem (its ``errors``), sorted by YAML line (problems without one last)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -444,9 +544,13 @@ def load_spec(path: str | Path) -> SurveySpec:
     try:
         return parse_spec(raw, spec_path=path.resolve(), text=text)
     except SpecError as exc:
-        line = _line_of(exc.key, _key_lines(node))
-        where = f"{path.name}:{line}" if line is not None else path.name
-        raise SpecError(f"{where}: {exc}", key=exc.key) from None
+        lines = _key_lines(node)
+        located = sorted(((_line_of(error.key, lines), error) for error in exc.errors),
+                         key=lambda pair: (pair[0] is None, pair[0] or 0))
+        raise SpecError.combine([
+            SpecError(f"{path.name}:{line}: {error}" if line is not None else f"{path.name}: {error}", key=error.key)
+            for line, error in located
+        ]) from None
 
 
 def load_specs(directory: str | Path) -> list[SurveySpec]:

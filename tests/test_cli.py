@@ -1,8 +1,9 @@
-"""`sdc demo` (the README's first command, after installation) runs every demo wave and region."""
+"""`sdc demo` (the README's first command, after installation) runs every demo wave and region;
+`sdc check` reports every error of a spec, or of the data, in one run."""
 
 import io
 
-from sdc_dagster.cli import run_demo
+from sdc_dagster.cli import EXIT_BAD_DATA, EXIT_BAD_SPEC, run_check, run_demo
 
 
 def test_demo_materialises_every_wave_and_prints_the_summary(tmp_path, monkeypatch):
@@ -20,3 +21,81 @@ def test_demo_materialises_every_wave_and_prints_the_summary(tmp_path, monkeypat
     plan_rows = [line for line in text.splitlines() if line.startswith(("suppress_k3", "recode_suppress", "perturb"))]
     assert len(plan_rows) == 5 and all(line.rstrip().endswith(" released") for line in plan_rows)
     assert "category counts suppressed" in text and "households swapped" in text
+
+
+# --- sdc check: every error in one run ---------------------------------------------------------------
+
+SPEC_WITH_THREE_ERRORS = """\
+survey: s
+variables:
+  a: {role: categorical_key, categories: [1, 2], colour: 1}
+  x:
+    role: continuous_key
+    precision: 7
+plans:
+  p:
+    - {method: local_suppression, k: 3}
+    - {method: recode, variable: a, mapping: {"7": 1}}
+"""
+
+
+def check(tmp_path, text: str, data: str | None = None) -> tuple[int, list[str]]:
+    """``sdc check s.yaml [--data d.csv]`` on these texts: the exit status and the lines printed."""
+    spec_file = tmp_path / "s.yaml"
+    spec_file.write_text(text)
+    data_file = None
+    if data is not None:
+        data_file = tmp_path / "d.csv"
+        data_file.write_text(data)
+    out = io.StringIO()
+    status = run_check(str(spec_file), data_file=str(data_file) if data_file else None, out=out)
+    return status, out.getvalue().splitlines()
+
+
+def test_check_reports_three_independent_spec_errors_in_line_order(tmp_path):
+    status, lines = check(tmp_path, SPEC_WITH_THREE_ERRORS)
+    assert status == EXIT_BAD_SPEC == 4
+    assert lines == [
+        "sdc check: s.yaml:3: variables.a.colour: unknown key; expected one of "
+        "['categories', 'hierarchy', 'label', 'missing', 'order', 'precision', 'role', 'scale']",
+        "   3 |   a: {role: categorical_key, categories: [1, 2], colour: 1}",
+        "sdc check: s.yaml:6: variables.x.precision: expected a number in (0, 1)",
+        "   6 |     precision: 7",
+        "sdc check: s.yaml:10: plans.p.steps[1].mapping: expected categories of 'a' ([1, 2]), got '7'",
+        '   10 |     - {method: recode, variable: a, mapping: {"7": 1}}',
+        "hint: fix those 3 keys (each message says what is expected there) and run sdc check again; "
+        "`sdc init NAME --from FILE` drafts a valid spec to compare with",
+    ]
+
+
+def test_check_reports_a_yaml_syntax_error_alone(tmp_path):
+    status, lines = check(tmp_path, SPEC_WITH_THREE_ERRORS.replace("precision: 7", "precision: [7"))
+    assert status == EXIT_BAD_SPEC
+    errors = [line for line in lines if line.startswith("sdc check:")]
+    assert len(errors) == 1 and errors[0].startswith(f"sdc check: {tmp_path / 's.yaml'}: not valid YAML (")
+    assert lines[-1].startswith("hint: fix that key (the message says what is expected there)")
+
+
+def test_check_reports_every_column_problem_of_the_data(tmp_path):
+    spec = """\
+survey: s
+variables:
+  a: {role: categorical_key, categories: [1, 2]}
+  b: {role: categorical_key}
+  c: {role: categorical_key}
+  x: {role: continuous_key, precision: 0.05}
+  w: {role: weight}
+"""
+    # c is missing, a has category 3 (row 2), x has text (row 2), w is 0 (row 3), b is entirely missing.
+    status, lines = check(tmp_path, spec, "a,b,x,w\n1,,1.5,1\n3,,abc,2\n2,,2,0\n")
+    assert status == EXIT_BAD_DATA == 5
+    source = "sdc check: s (d.csv, csv): "
+    assert lines[0].endswith("spec of survey 's' is valid (5 variables, 3 categorical keys, plans: )")
+    assert sorted(lines[1:]) == sorted([
+        source + "column 'c' named in the spec is missing from the data",
+        source + "column 'a' breaks rule 'categories must be one of [1, 2]'; first offending rows (1-based): 2; "
+                 "values: 3",
+        source + "column 'x' breaks rule 'values must be numeric'; first offending rows (1-based): 2; values: 'abc'",
+        source + "column 'w' breaks rule 'weights must be > 0'; first offending rows (1-based): 3; values: 0",
+        source + "column 'b' breaks rule 'not entirely missing'",
+    ])

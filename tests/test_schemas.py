@@ -1,6 +1,8 @@
 """The spec's pandera schema of a raw wave, and its effect in the asset graph: a wave that breaks a rule
 is rejected at raw_microdata and leaves nothing behind for its partition."""
 
+import pickle
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -50,6 +52,22 @@ def test_rules_of_a_raw_wave():
     validate(wave().assign(edu="low", sex=1, region=[7, 8] * 4), microdata_schema(SPEC))
     # A protected variant may have a key suppressed entirely.
     validate(wave().assign(region=np.nan), microdata_schema(SPEC, protected=True))
+
+
+def test_every_broken_rule_is_one_problem_of_the_violation():
+    bad = wave().assign(region=np.nan, edu=["low", "medium"] + ["low"] * 6).drop(columns="w")
+    with pytest.raises(SchemaViolation) as err:
+        validate(bad, microdata_schema(SPEC), source="wave")
+    assert sorted(err.value.problems) == sorted([
+        "column 'w' named in the spec is missing from the data",
+        "column 'region' breaks rule 'not entirely missing'",
+        "column 'edu' breaks rule \"categories must be one of ['low', 'mid', 'high']\"; first offending rows "
+        "(1-based): 2; values: 'medium'",
+    ])
+    assert err.value.source == "wave" and str(err.value) == "wave: " + "; ".join(err.value.problems)
+    # Picklable (e.g. across processes) with its problems.
+    copy = pickle.loads(pickle.dumps(err.value))
+    assert (type(copy), str(copy), copy.problems) == (SchemaViolation, str(err.value), err.value.problems)
 
 
 def test_original_text_is_only_read_when_validation_fails():

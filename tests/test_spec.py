@@ -4,7 +4,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from sdc_dagster.errors import SDCInputError
+from sdc_dagster.protect.noise import NOISE_METHODS
+from sdc_dagster.protect.plan import PLAN_METHODS, plan_problems, validate_plan
 from sdc_dagster.spec import SpecError, load_spec, load_specs, parse_spec
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -195,3 +200,170 @@ def test_ordinal_order_is_the_variables_categories_by_name():
     assert parse_spec(minimal(variables={"edu": both})).variables["edu"].categories == (3, 1, 2)
     with pytest.raises(SpecError, match="variables.edu.order: expected the same categories"):
         parse_spec(minimal(variables={"edu": {**both, "categories": [1, 2, 4]}}))
+
+
+# --- Every independent error in one pass ----------------------------------------------------------
+
+THREE_ERRORS = """\
+plans:
+  p:
+    - {method: local_suppression, k: 3}
+    - {method: shred}
+survey: s
+variables:
+  a: {role: categorical_key}
+  x:
+    role: continuous_key
+    precision: 7
+risk: {k: 3, kk: 1}
+"""
+
+
+def located(error: SpecError) -> list[tuple[int, str]]:
+    """(line, rest of the message) of each error of a load_spec SpecError ``s.yaml:<line>: ...``."""
+    out = []
+    for message in (str(e) for e in error.errors):
+        name, line, rest = message.split(":", 2)
+        assert name == "s.yaml"
+        out.append((int(line), rest.strip()))
+    return out
+
+
+def test_three_independent_errors_are_reported_at_once_in_line_order(tmp_path):
+    # Found in the order variables (line 10), risk (11), plans (4); reported by line.
+    with pytest.raises(SpecError) as err:
+        load_spec(write(tmp_path, THREE_ERRORS))
+    assert located(err.value) == [
+        (4, "plans.p.steps: step 1: unknown method 'shred' (expected one of " + ", ".join(sorted(PLAN_METHODS)) + ")"),
+        (10, "variables.x.precision: expected a number in (0, 1)"),
+        (11, "risk.kk: unknown key; expected one of "
+             "['individual_risk_threshold', 'k', 'l', 'max_global_risk', 'recursive_c']"),
+    ]
+    # The library's message lists them all, one per line; its key is the first one's.
+    assert str(err.value).splitlines() == [str(e) for e in err.value.errors]
+    assert err.value.key == "plans.p.steps[1]"
+
+
+def test_parse_spec_raises_one_error_listing_every_problem():
+    raw = minimal(risk={"l": 0}, plans={"p": [{"method": "shred"}], "q": {"steps": [{"k": 3}], "k": 0}})
+    raw["variables"]["x"] = {"role": "continuous_key", "precision": 2}
+    with pytest.raises(SpecError) as err:
+        parse_spec(raw)
+    assert [e.key for e in err.value.errors] == [
+        "variables.x.precision", "risk.l", "plans.p.steps[0]", "plans.q.k", "plans.q.steps[0].method",
+    ]
+
+
+def test_a_yaml_syntax_error_is_one_error(tmp_path):
+    with pytest.raises(SpecError) as err:
+        load_spec(write(tmp_path, THREE_ERRORS + "  broken: [unclosed\n"))
+    assert len(err.value.errors) == 1 and "not valid YAML" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # Not a mapping: nothing else can be checked.
+        ("- survey: s\n", ["s.yaml: spec: expected a mapping, got list"]),
+        # A missing section stops the pass; what was found before it (line 3) is kept, the plans are
+        # not checked (their step 0 names no known column only because no variable is known).
+        ("survey: s\nsource:\n  colour: 1\nplans:\n  p: [{method: pram, variable: a, retention: 0.8}]\n",
+         ["s.yaml:3: source.colour: unknown key; expected one of ['format', 'options', 'path']",
+          "s.yaml: variables: expected a mapping of column name to role"]),
+    ],
+)
+def test_errors_that_make_later_checks_meaningless_stop_the_pass(tmp_path, text, expected):
+    with pytest.raises(SpecError) as err:
+        load_spec(write(tmp_path, text))
+    assert [str(e) for e in err.value.errors] == expected
+
+
+def test_an_error_does_not_cascade_into_errors_of_what_depends_on_it(tmp_path):
+    # The only categorical key has a wrong role: no "at least one categorical_key", and the steps
+    # naming it still find the column. The failing recode (unknown parameter) ends the category
+    # check of 'b', so step 2's codes (which that recode might have produced) are not blamed.
+    text = """\
+survey: s
+variables:
+  a: {role: categorical_kye}
+  b: {role: sensitive, categories: [1, 2]}
+risk: {k: 0}
+plans:
+  p:
+    - {method: pram, variable: a, retention: 0.8}
+    - {method: recode, variable: b, mapping: {1: 9}, colour: 1}
+    - {method: recode, variable: b, mapping: {9: 1}}
+"""
+    with pytest.raises(SpecError) as err:
+        load_spec(write(tmp_path, text))
+    assert [line for line, _ in located(err.value)] == [3, 5, 9]
+    assert "variables.a.role: expected one of" in str(err.value.errors[0])
+    assert "risk.k: expected a positive integer" in str(err.value.errors[1])  # p has no k of its own: not blamed
+    assert "step 1 (recode): unknown parameter 'colour'" in str(err.value.errors[2])
+
+
+def test_every_problem_of_a_step_and_of_a_plan_is_listed():
+    steps = [
+        {"method": "recode", "variabel": "a", "mapping": [1]},
+        {"method": "local_suppression", "k": 3},
+        {"method": "noise", "columns": ["gone"], "kind": "romm"},
+    ]
+    assert plan_problems(steps, columns=["a", "x"]) == [
+        (0, "step 0 (recode): unknown parameter 'variabel' (expected some of variable, mapping, groups)"),
+        (0, "step 0 (recode): missing parameter 'variable'"),
+        (0, "step 0 (recode): parameter 'mapping' must be a mapping, got [1]"),
+        (2, "step 2 (noise): parameter 'columns' names column 'gone', which is not in the data"),
+        (2, "step 2 (noise): parameter 'kind' must be one of " + ", ".join(repr(m) for m in NOISE_METHODS)
+            + ", got 'romm'"),
+    ]
+    with pytest.raises(SDCInputError) as err:
+        validate_plan(steps, columns=["a", "x"])
+    assert str(err.value) == "; ".join(message for _, message in plan_problems(steps, columns=["a", "x"]))
+
+
+# Independent errors, each on a line of its own: (YAML line, the key path its message starts with).
+VARIABLE_ERRORS = [
+    ("  e{i}: {{role: categorical_key, colour: 1}}", "variables.e{i}.colour: unknown key"),
+    ("  e{i}: {{role: continuous_key, precision: 7}}", "variables.e{i}.precision: expected a number in (0, 1)"),
+    ("  e{i}: {{role: quasi}}", "variables.e{i}.role: expected one of"),
+    ("  e{i}: {{role: sensitive, categories: [1, 1]}}", "variables.e{i}.categories: expected distinct values"),
+]
+STEP_ERRORS = [
+    ("    - {{method: shred}}", "plans.p.steps: step {i}: unknown method 'shred'"),
+    ("    - {{method: pram, variable: nope, retention: 0.8}}", "plans.p.steps: step {i} (pram): parameter 'variable'"),
+    ("    - {{method: local_suppression, k: three}}", "plans.p.steps: step {i} (local_suppression): parameter 'k'"),
+]
+
+
+@given(
+    variables=st.lists(st.sampled_from([None, *VARIABLE_ERRORS]), max_size=6),
+    steps=st.lists(st.sampled_from([None, *STEP_ERRORS]), min_size=1, max_size=6),
+    plans_first=st.booleans(),
+)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_every_independent_error_is_reported_with_its_line(tmp_path, variables, steps, plans_first):
+    """Property: a spec with any set of independent errors gets exactly those, each with the line it
+    is on (counted here from the text written), in line order."""
+    variable_lines = [("  k: {role: categorical_key}", None)] + [
+        ("  e{i}: {{role: sensitive}}".format(i=i), None) if error is None
+        else (error[0].format(i=i), error[1].format(i=i))
+        for i, error in enumerate(variables)
+    ]
+    step_lines = [
+        ("    - {method: local_suppression, k: 3}", None) if error is None
+        else (error[0].format(i=i), error[1].format(i=i))
+        for i, error in enumerate(steps)
+    ]
+    variable_block = [("variables:", None), *variable_lines]
+    plan_block = [("plans:", None), ("  p:", None), *step_lines]
+    document = [("survey: s", None), *(plan_block + variable_block if plans_first else variable_block + plan_block)]
+    text = "".join(line + "\n" for line, _ in document)
+    expected = [(number, message) for number, (_, message) in enumerate(document, start=1) if message]
+    if not expected:
+        assert load_spec(write(tmp_path, text)).plan("p").steps
+        return
+    with pytest.raises(SpecError) as err:
+        load_spec(write(tmp_path, text))
+    found = located(err.value)
+    assert [line for line, _ in found] == [line for line, _ in expected]
+    assert all(message.startswith(start) for (_, message), (_, start) in zip(found, expected))

@@ -10,11 +10,11 @@ A plan is a list of steps, each a mapping ``{"method": <name>, **parameters}`` (
 :data:`PLAN_METHODS` maps every method name to the engine function that implements it; the
 function's keyword parameters are the step's parameters (the data, and for the suppression methods
 the plan's key variables, are supplied by :func:`apply_plan`). :func:`validate_plan` checks a plan
-before anything runs; :func:`apply_plan` runs it reproducibly: the seed of every random step is
-derived from the plan's ``random_state`` and the step's identity (the caller's labels, e.g. survey,
-wave and plan name, plus the step's position and method; :func:`step_seed`) and recorded, so the
-same plan and seed give byte-identical output, and a plan's output does not depend on which other
-plans exist or in which order they are listed.
+before anything runs (:func:`plan_problems` lists every problem); :func:`apply_plan` runs it
+reproducibly: the seed of every random step is derived from the plan's ``random_state`` and the
+step's identity (the caller's labels, e.g. survey, wave and plan name, plus the step's position and
+method; :func:`step_seed`) and recorded, so the same plan and seed give byte-identical output, and
+a plan's output does not depend on which other plans exist or in which order they are listed.
 """
 
 from __future__ import annotations
@@ -133,63 +133,63 @@ def _is_number(value) -> bool:
     return isinstance(value, Real) and not isinstance(value, bool)
 
 
-def _check_kind(where: str, name: str, value, kind, columns: set[str] | None) -> None:
-    def fail(expected: str):
-        raise SDCInputError(f"{where}: parameter {name!r} must be {expected}, got {value!r}")
-
+def _kind_problem(where: str, name: str, value, kind, columns: set[str] | None) -> str | None:
+    """What is wrong with parameter ``name`` of a step (see ``_PARAMETER_KINDS``), or None."""
+    expected = None
     if isinstance(kind, tuple):
         if value not in kind:
-            fail("one of " + ", ".join(repr(v) for v in kind))
-    elif kind == "column":
-        if not isinstance(value, str):
-            fail("a column name")
-        if columns is not None and value not in columns:
-            raise SDCInputError(f"{where}: parameter {name!r} names column {value!r}, which is not in the data")
-    elif kind == "columns":
+            expected = "one of " + ", ".join(repr(v) for v in kind)
+    elif kind in ("column", "columns"):
         names = [value] if isinstance(value, str) else value
-        if not isinstance(names, (list, tuple)) or not names or not all(isinstance(c, str) for c in names):
-            fail("a column name or a non-empty list of column names")
-        missing = [c for c in names if columns is not None and c not in columns]
-        if missing:
-            raise SDCInputError(f"{where}: parameter {name!r} names column {missing[0]!r}, which is not in the data")
-    elif kind == "importance":
-        if isinstance(value, Mapping):
-            unknown = [c for c in value if columns is not None and c not in columns]
-            if unknown:
-                raise SDCInputError(f"{where}: parameter {name!r} names column {unknown[0]!r}, which is not in the data")
-            if not all(isinstance(v, Integral) and not isinstance(v, bool) for v in value.values()):
-                fail("a list of key columns (most important first) or a mapping key -> integer (1 = most important)")
+        if kind == "column" and not isinstance(value, str):
+            expected = "a column name"
+        elif not isinstance(names, (list, tuple)) or not names or not all(isinstance(c, str) for c in names):
+            expected = "a column name or a non-empty list of column names"
         else:
-            _check_kind(where, name, value, "columns", columns)
+            missing = [c for c in names if columns is not None and c not in columns]
+            if missing:
+                return f"{where}: parameter {name!r} names column {missing[0]!r}, which is not in the data"
+    elif kind == "importance":
+        if not isinstance(value, Mapping):
+            return _kind_problem(where, name, value, "columns", columns)
+        unknown = [c for c in value if columns is not None and c not in columns]
+        if unknown:
+            return f"{where}: parameter {name!r} names column {unknown[0]!r}, which is not in the data"
+        if not all(isinstance(v, Integral) and not isinstance(v, bool) for v in value.values()):
+            expected = "a list of key columns (most important first) or a mapping key -> integer (1 = most important)"
     elif kind == "int":
         if not isinstance(value, Integral) or isinstance(value, bool):
-            fail("an integer")
+            expected = "an integer"
     elif kind == "ints":
         values = value if isinstance(value, (list, tuple)) else [value]
         if not values or not all(isinstance(v, Integral) and not isinstance(v, bool) for v in values):
-            fail("an integer or a non-empty list of integers")
+            expected = "an integer or a non-empty list of integers"
     elif kind == "number":
         if not _is_number(value):
-            fail("a number")
+            expected = "a number"
     elif kind == "bool":
         if not isinstance(value, (bool, np.bool_)):
-            fail("true or false")
+            expected = "true or false"
     elif kind == "mapping":
         if not isinstance(value, Mapping):
-            fail("a mapping")
+            expected = "a mapping"
     elif kind == "list":
         if not isinstance(value, (list, tuple)):
-            fail("a list")
+            expected = "a list"
     elif kind == "matrix":
         if not isinstance(value, (Mapping, pd.DataFrame)):
-            fail("a transition matrix (a DataFrame, or a mapping from category to {category: probability})")
+            expected = "a transition matrix (a DataFrame, or a mapping from category to {category: probability})"
     elif kind == "retention":
         if not (_is_number(value) or isinstance(value, Mapping)):
-            fail("a probability or a mapping category -> probability")
+            expected = "a probability or a mapping category -> probability"
+    return None if expected is None else f"{where}: parameter {name!r} must be {expected}, got {value!r}"
 
 
-def validate_plan(steps: Sequence[Mapping[str, Any]], *, columns: Sequence[str] | None = None) -> None:
-    """Check a plan without running it; raise :class:`SDCInputError` naming the step and the problem.
+def plan_problems(
+    steps: Sequence[Mapping[str, Any]], *, columns: Sequence[str] | None = None
+) -> list[tuple[int | None, str]]:
+    """Every problem of a plan, found without running it: ``(step index, message)`` pairs in step
+    order (index None for a plan that is not a list of steps).
 
     Parameters
     ----------
@@ -197,43 +197,63 @@ def validate_plan(steps: Sequence[Mapping[str, Any]], *, columns: Sequence[str] 
     columns : the data's columns; when given, every column a step names must exist at that point of
         the plan (``remove_variables`` removes columns for the later steps).
 
-    Raises
-    ------
-    SDCInputError : "step <i> (<method>): ..." for an unknown method, an unknown or missing
-        parameter, or a parameter of the wrong type.
+    Returns
+    -------
+    ``[(i, "step <i> (<method>): ..."), ...]`` for each unknown method, unknown or missing parameter
+    and parameter of the wrong type; a step with an unknown method has no other problem listed.
     """
     if isinstance(steps, (str, bytes, Mapping)) or not isinstance(steps, Sequence):
-        raise SDCInputError("plan: must be a list of steps, each a mapping with a 'method' key")
+        return [(None, "plan: must be a list of steps, each a mapping with a 'method' key")]
     available = set(columns) if columns is not None else None
+    problems: list[tuple[int | None, str]] = []
     for index, step in enumerate(steps):
         if not isinstance(step, Mapping):
-            raise SDCInputError(f"step {index}: must be a mapping with a 'method' key, got {step!r}")
+            problems.append((index, f"step {index}: must be a mapping with a 'method' key, got {step!r}"))
+            continue
         method = step.get("method")
         if method not in PLAN_METHODS:
-            raise SDCInputError(
-                f"step {index}: unknown method {method!r} (expected one of {', '.join(sorted(PLAN_METHODS))})"
+            problems.append(
+                (index, f"step {index}: unknown method {method!r} (expected one of {', '.join(sorted(PLAN_METHODS))})")
             )
+            continue
         where = f"step {index} ({method})"
-        signature = inspect.signature(PLAN_METHODS[method])
-        accepted = _step_parameters(signature)
+        accepted = _step_parameters(inspect.signature(PLAN_METHODS[method]))
         params = {key: value for key, value in step.items() if key != "method"}
-        for name in params:
-            if name not in accepted:
-                raise SDCInputError(
-                    f"{where}: unknown parameter {name!r} (expected some of {', '.join(accepted)})"
-                )
-        for name, parameter in accepted.items():
-            required = parameter.default is inspect.Parameter.empty
-            if required and name not in params and not (name == "keys" and method in _KEYED):
-                raise SDCInputError(f"{where}: missing parameter {name!r}")
+        found = [
+            f"{where}: unknown parameter {name!r} (expected some of {', '.join(accepted)})"
+            for name in params if name not in accepted
+        ]
+        found += [
+            f"{where}: missing parameter {name!r}"
+            for name, parameter in accepted.items()
+            if parameter.default is inspect.Parameter.empty and name not in params
+            and not (name == "keys" and method in _KEYED)
+        ]
         kinds = _PARAMETER_KINDS[method]
-        for name, value in params.items():
-            if value is None and accepted[name].default is None:
-                continue
-            _check_kind(where, name, value, kinds[name], available)
-        if method == "remove_variables" and available is not None:
+        found += [
+            problem
+            for name, value in params.items()
+            if name in accepted and not (value is None and accepted[name].default is None)
+            and (problem := _kind_problem(where, name, value, kinds[name], available)) is not None
+        ]
+        problems += [(index, message) for message in found]
+        if method == "remove_variables" and available is not None and not found:
             removed = [params["variables"]] if isinstance(params["variables"], str) else params["variables"]
             available -= set(removed)
+    return problems
+
+
+def validate_plan(steps: Sequence[Mapping[str, Any]], *, columns: Sequence[str] | None = None) -> None:
+    """Check a plan without running it (:func:`plan_problems`).
+
+    Raises
+    ------
+    SDCInputError : listing every problem, "step <i> (<method>): ...; step <j> ...", for unknown
+        methods, unknown or missing parameters, or parameters of the wrong type.
+    """
+    problems = plan_problems(steps, columns=columns)
+    if problems:
+        raise SDCInputError("; ".join(message for _, message in problems))
 
 
 def _step_parameters(signature: inspect.Signature) -> dict[str, inspect.Parameter]:
