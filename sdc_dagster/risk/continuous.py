@@ -250,12 +250,20 @@ def _gower_block(zm: np.ndarray, zx: np.ndarray, nominal: np.ndarray) -> np.ndar
     with no such variable (daisy's pairwise treatment of missing values, equal weights)."""
     total = np.zeros((len(zm), len(zx)))
     count = np.zeros((len(zm), len(zx)))
+    complete = 0  # variables observed in every record of both blocks
     for j in range(zm.shape[1]):
-        a, b = zm[:, j, None], zx[None, :, j]
-        seen = ~np.isnan(a) & ~np.isnan(b)
-        partial = (a != b) if nominal[j] else np.abs(a - b)
-        total += np.where(seen, partial, 0.0)
-        count += seen
+        # |a - b| is NaN exactly when a value is missing; for nominal codes it is > 0 when they differ
+        gap = np.abs(zm[:, j, None] - zx[None, :, j])
+        if np.isnan(zm[:, j]).any() or np.isnan(zx[:, j]).any():
+            seen = ~np.isnan(gap)
+            count += seen
+        else:
+            complete += 1
+        if nominal[j]:
+            total += gap > 0
+        else:
+            total += np.nan_to_num(gap, copy=False, nan=0.0)
+    count += complete
     with np.errstate(invalid="ignore"):
         return total / count
 
@@ -655,7 +663,9 @@ def rank_interval_disclosure(
         if not counts[j]:
             continue
         half = np.floor(width * len(ranked)).astype(np.int64)  # (percents, 1)
-        masked, value = xm[both, j], x[both, j]
+        # in the order of the masked values, so that the searches and look-ups run through memory in order
+        order = np.argsort(xm[both, j], kind="stable")
+        masked, value = xm[both, j][order], x[both, j][order]
         first = np.searchsorted(ranked, masked, side="left") - half
         last = np.searchsorted(ranked, masked, side="right") - 1 + half
         filled = (first <= last) & (last >= 0) & (first < len(ranked))
