@@ -220,12 +220,17 @@ def residual_risk(original: pd.DataFrame, protected: dict[str, pd.DataFrame], sp
     """Risk measures recomputed on each protected variant next to the original (one row per variant).
 
     The first row (``original``) is the unprotected wave. For continuous keys that a plan changed,
-    record linkage (SPEC §4.1) and the interval measure (SPEC §4.2) compare original and protected:
-    ``record_linkage_risk`` (Euclidean, nearest original), ``record_linkage_mahalanobis_risk`` and
-    ``record_linkage_gower_risk`` (nearest original under those distances),
+    record linkage (SPEC §4.1) and the interval measures (SPEC §4.2) compare original and protected:
+    ``record_linkage_risk`` (Euclidean, nearest original), ``record_linkage_mahalanobis_risk``
+    (nearest original under that distance), ``record_linkage_gower_risk`` (nearest original under
+    Gower's distance for mixed data on the changed continuous keys AND the categorical keys the
+    variant releases, with their spec scales and orders, as sdcMicro's ``recordLinkage`` links on
+    quasi-identifiers of any type; suppressed key values are skipped pairwise),
     ``record_linkage_one_to_one_risk`` (Euclidean, one-to-one assignment, ties between identical
     records in the intruder's favour) and ``record_linkage_one_to_one_expected_risk`` (the same,
-    ties broken at random); see :func:`risk.record_linkage_risk`.
+    ties broken at random); see :func:`risk.record_linkage_risk`. ``interval_risk`` is sdcMicro's
+    dRisk and ``rank_interval_disclosure`` the rank-based interval disclosure ID of Domingo-Ferrer,
+    Mateo-Sanz & Torra (mean over p = 1..10 %, :func:`risk.rank_interval_disclosure`).
     """
     keys, weight, household = spec.categorical_keys, spec.weight, spec.household_id
     rows = []
@@ -253,7 +258,10 @@ def residual_risk(original: pd.DataFrame, protected: dict[str, pd.DataFrame], sp
         ]
         row["record_linkage_risk"] = float(risk.record_linkage_risk(matched, frame, changed).risk) if changed else np.nan
         row["interval_risk"] = float(risk.interval_risk(matched, frame, changed).risk) if changed else np.nan
-        row.update(_record_linkage_variants(matched, frame, changed))
+        row["rank_interval_disclosure"] = (
+            float(risk.rank_interval_disclosure(matched, frame, changed).value) if changed else np.nan
+        )
+        row.update(_record_linkage_variants(matched, frame, changed, spec))
         rows.append(row)
     return pd.DataFrame(rows).set_index("variant")
 
@@ -267,22 +275,30 @@ _LINKAGE_VARIANTS = {
 }
 
 
-def _record_linkage_variants(original: pd.DataFrame, protected: pd.DataFrame, changed: list[str]) -> dict[str, float]:
+def _record_linkage_variants(
+    original: pd.DataFrame, protected: pd.DataFrame, changed: list[str], spec: SurveySpec
+) -> dict[str, float]:
     """Linked shares of the other record-linkage variants of SPEC §4.1 (NaN when no continuous key
     changed; the Mahalanobis share is NaN when the changed keys have a singular covariance, and the
-    one-to-one shares when more records are compared than one-to-one linkage allows)."""
+    one-to-one shares when more records are compared than one-to-one linkage allows). Gower links
+    on the changed continuous keys and the categorical keys the variant releases (spec scales,
+    nominal when none is given, and ordinal orders)."""
     figures = dict.fromkeys(_LINKAGE_VARIANTS, np.nan)
     if not changed:
         return figures
     compared = int((original[changed].notna().all(axis=1) & protected[changed].notna().all(axis=1)).sum())
+    keys = [k for k in spec.categorical_keys if k in protected.columns]
+    key_scales = {k: spec.scales.get(k, "nominal") for k in keys}
+    gower = {"scales": key_scales, "categories": _ordinal_orders(spec, key_scales)}
     results = {}
     for column, (distance, assignment, figure) in _LINKAGE_VARIANTS.items():
         if assignment == "one_to_one" and compared > risk.MAX_ONE_TO_ONE_LINKAGE:
             continue
         if (distance, assignment) not in results:
+            columns, options = (changed + keys, gower) if distance == "gower" else (changed, {})
             try:
                 results[distance, assignment] = risk.record_linkage_risk(
-                    original, protected, changed, distance=distance, assignment=assignment
+                    original, protected, columns, distance=distance, assignment=assignment, **options
                 )
             except SDCInputError:  # the inputs passed the Euclidean linkage: a singular covariance
                 if distance != "mahalanobis":

@@ -1,5 +1,6 @@
-"""survey.residual_risk: the record-linkage variants of SPEC §4.1 (one column each) next to the
-existing measures, on testdata with the example spec; missing continuous values accepted."""
+"""survey.residual_risk: the record-linkage variants of SPEC §4.1 (one column each) and the
+interval measures of SPEC §4.2 next to the existing measures, on testdata with the example spec;
+missing continuous values accepted."""
 
 from pathlib import Path
 
@@ -8,12 +9,13 @@ import pandas as pd
 import pytest
 
 from sdc_dagster.protect import microaggregation
-from sdc_dagster.risk import record_linkage_risk
+from sdc_dagster.risk import rank_interval_disclosure, record_linkage_risk
 from sdc_dagster.spec import load_spec
 from sdc_dagster.survey import residual_risk
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTINUOUS = ["expend", "income", "savings"]
+KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
 LINKAGE_COLUMNS = [
     "record_linkage_risk",
     "record_linkage_mahalanobis_risk",
@@ -43,7 +45,10 @@ def test_residual_risk_reports_every_linkage_variant(wave):
         expected = {
             "record_linkage_risk": record_linkage_risk(data, frame, changed).risk,
             "record_linkage_mahalanobis_risk": record_linkage_risk(data, frame, changed, distance="mahalanobis").risk,
-            "record_linkage_gower_risk": record_linkage_risk(data, frame, changed, distance="gower").risk,
+            # Gower links on the changed continuous keys and the (nominal) categorical keys
+            "record_linkage_gower_risk": record_linkage_risk(
+                data, frame, changed + KEYS, distance="gower", scales=dict.fromkeys(KEYS, "nominal")
+            ).risk,
         }
         one = record_linkage_risk(data, frame, changed, assignment="one_to_one")
         expected["record_linkage_one_to_one_risk"] = one.risk
@@ -63,4 +68,23 @@ def test_residual_risk_accepts_missing_continuous_values(wave):
     table = residual_risk(holed, {"mdav": mdav}, spec)
     compared = holed[CONTINUOUS].notna().all(axis=1).mean()
     for column in LINKAGE_COLUMNS:
-        assert 0 < table.loc["mdav", column] <= compared
+        if column == "record_linkage_gower_risk":
+            # Gower skips missing values pairwise: a record without income still links on the rest
+            assert compared < table.loc["mdav", column] <= 1
+        else:
+            assert 0 < table.loc["mdav", column] <= compared
+    assert 0 < table.loc["mdav", "rank_interval_disclosure"] <= 1
+
+
+def test_residual_risk_reports_rank_interval_disclosure(wave):
+    data, spec = wave
+    mdav = microaggregation(data, CONTINUOUS, k=3)
+    noisy = data.assign(income=data["income"] * (1 + 0.01 * np.sin(np.arange(len(data)))))
+    table = residual_risk(data, {"mdav": mdav, "noisy": noisy}, spec)
+    assert np.isnan(table.loc["original", "rank_interval_disclosure"])  # nothing perturbed
+    for name, frame, changed in (("mdav", mdav, CONTINUOUS), ("noisy", noisy, ["income"])):
+        value = table.loc[name, "rank_interval_disclosure"]
+        assert value == pytest.approx(rank_interval_disclosure(data, frame, changed).value)
+        assert 0 <= value <= 1
+    # 1 % multiplicative noise keeps most incomes within a few ranks of their own
+    assert table.loc["noisy", "rank_interval_disclosure"] > 0.5

@@ -74,6 +74,10 @@ _MEASURES: dict[str, Measure] = {
         LOWER, "0 to 1", "§4.1", "share"),
     "interval_risk": Measure("Interval risk", _RISK, "share of original values inside the interval around their perturbed value",
                              LOWER, "0 to 1", "§4.2", "share"),
+    "rank_interval_disclosure": Measure(
+        "Rank interval disclosure", _RISK,
+        "share of original values inside a rank interval of p % of the records around their perturbed value, "
+        "mean over p = 1..10 %", LOWER, "0 to 1", "§4.2, §4.5", "share"),
     "combined_global_risk": Measure(
         "Combined risk (categorical + continuous)", _RISK, "mean of Młodak's combined record risk", LOWER, "0 to 1",
         "§5.5", "share"),

@@ -17,11 +17,14 @@ from sdc_dagster.risk.combinations import risky_cells, unsafe_combinations  # SP
 from sdc_dagster.risk.combined import combined_risk, global_combined_risk  # SPEC §5
 from sdc_dagster.risk.continuous import (  # SPEC §4, §5.2
     MAX_ONE_TO_ONE_LINKAGE,
+    RankIntervalDisclosure,
     RecordLinkageRisk,
+    gower_distances,
     interval_risk,
     interval_risk_rmd,
     neighbourhood_counts,
     outlier_flags,
+    rank_interval_disclosure,
     record_linkage_risk,
 )
 from sdc_dagster.risk.diversity import l_diversity, t_closeness  # SPEC §3.6, §3.7
@@ -29,12 +32,14 @@ from sdc_dagster.risk.suda import suda2, suda2_attribute_contributions  # SPEC �
 
 __all__ = [
     "MAX_ONE_TO_ONE_LINKAGE",
+    "RankIntervalDisclosure",
     "RecordLinkageRisk",
     "GlobalRiskThreshold",
     "combined_risk",
     "exact_risk",
     "global_combined_risk",
     "global_risk",
+    "gower_distances",
     "global_risk_threshold",
     "household_risk",
     "individual_risk",
@@ -45,6 +50,7 @@ __all__ = [
     "l_diversity",
     "neighbourhood_counts",
     "outlier_flags",
+    "rank_interval_disclosure",
     "record_linkage_risk",
     "risk_above_threshold",
     "risk_table",

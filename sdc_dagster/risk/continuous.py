@@ -3,8 +3,11 @@
 * :func:`neighbourhood_counts` — Młodak's eta(x_ij, p_j) (SPEC §5.2), the building block of the
   combined measure in :mod:`sdc_dagster.risk.combined`.
 * :func:`record_linkage_risk` — distance-based record linkage (SPEC §4.1): Euclidean, Mahalanobis
-  or Gower distance, nearest or one-to-one assignment.
+  or Gower distance (mixed continuous, nominal and ordinal variables, as ``cluster::daisy``),
+  nearest or one-to-one assignment.
 * :func:`interval_risk` — sdcMicro ``dRisk`` (SPEC §4.2).
+* :func:`rank_interval_disclosure` — rank-based interval disclosure of Domingo-Ferrer, Mateo-Sanz
+  & Torra (2001) (SPEC §4.2, §4.5).
 * :func:`interval_risk_rmd` — sdcMicro ``dRiskRMD`` (SPEC §4.4).
 * :func:`outlier_flags` — values above a percentile (SPEC §4.3).
 
@@ -14,7 +17,7 @@ the same length; rows are matched by position and results are indexed like ``pro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +28,7 @@ from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist
 
 from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.loss.distance import ordinal_positions
 
 
 def _numeric_matrix(data: pd.DataFrame, columns: Sequence[str], *, role: str, allow_missing: bool = False) -> np.ndarray:
@@ -123,18 +127,16 @@ class RecordLinkageRisk:
 
 _LINKAGE_DISTANCES = ("euclidean", "mahalanobis", "gower")
 _LINKAGE_ASSIGNMENTS = ("nearest", "one_to_one")
+_GOWER_SCALES = ("nominal", "ordinal", "continuous")
 # one-to-one linkage builds an n x n cost matrix (8 n^2 bytes) and solves it in O(n^3)
 MAX_ONE_TO_ONE_LINKAGE = 10_000
+# the exact Gower computation holds about this many (protected, original) pairs at a time
+_GOWER_BLOCK_PAIRS = 1 << 22
 
 
 def _linkage_space(x: np.ndarray, xm: np.ndarray, distance: str, columns: Sequence[str]):
-    """Original and protected records mapped so that the chosen distance is a Minkowski distance
-    (p = 2 for Euclidean and Mahalanobis, p = 1 for Gower) between the mapped rows."""
-    if distance == "gower":
-        # Gower (1971) for continuous variables: mean over variables of |a - b| / range of the original
-        spread = x.max(axis=0) - x.min(axis=0)
-        scale = np.where(spread > 0, spread, np.inf) * x.shape[1]
-        return x / scale, xm / scale, 1
+    """Original and protected records mapped so that the Euclidean or Mahalanobis distance is the
+    Euclidean distance (Minkowski p = 2) between the mapped rows."""
     centre = x.mean(axis=0)
     if distance == "euclidean":
         scale = x.std(axis=0, ddof=1) if len(x) > 1 else np.ones(x.shape[1])
@@ -157,26 +159,205 @@ def _linkage_space(x: np.ndarray, xm: np.ndarray, distance: str, columns: Sequen
     return (x - centre) @ whiten, (xm - centre) @ whiten, 2
 
 
-def _one_to_one_links(zx: np.ndarray, zm: np.ndarray, p: int, x: np.ndarray, xm: np.ndarray):
+def _gower_scale(column: str, x: pd.Series, y: pd.Series, scales: Mapping[str, str]) -> str:
+    """The scale of a linkage column: ``scales[column]`` when given, otherwise from the dtypes as
+    sdcMicro ``recordLinkage`` and ``daisy`` read R classes (ordered Categorical in either file:
+    ordinal; Categorical, object, string or bool: nominal; numeric: continuous)."""
+    if column in scales:
+        scale = scales[column]
+        if scale not in _GOWER_SCALES:
+            raise SDCInputError(f"scales[{column!r}]: must be one of {_GOWER_SCALES}, got {scale!r}")
+        return scale
+    if any(isinstance(s.dtype, pd.CategoricalDtype) and s.dtype.ordered for s in (x, y)):
+        return "ordinal"
+    if all(pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) for s in (x, y)):
+        return "continuous"
+    return "nominal"
+
+
+def _gower_order(column: str, x: pd.Series, y: pd.Series, categories: Mapping[str, Sequence]):
+    """The category order of an ordinal column: ``categories[column]``, else the categories of its
+    ordered Categorical dtype (the same in both files when both are ordered), else None (the sorted
+    codes observed in either file, :func:`~sdc_dagster.loss.distance.ordinal_positions`)."""
+    if column in categories:
+        return list(categories[column])
+    orders = [list(s.dtype.categories) for s in (x, y) if isinstance(s.dtype, pd.CategoricalDtype) and s.dtype.ordered]
+    if len(orders) == 2 and orders[0] != orders[1]:
+        raise SDCInputError(
+            f"column {column!r}: the ordered categories differ between the original and the protected file"
+        )
+    return orders[0] if orders else None
+
+
+def _gower_encoding(
+    original: pd.DataFrame,
+    protected: pd.DataFrame,
+    columns: Sequence[str],
+    scales: Mapping[str, str],
+    categories: Mapping[str, Sequence],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Both files as float matrices on which Gower's partial distances are simple, and the nominal flags.
+
+    As ``cluster::daisy(rbind(x, y), metric = "gower")``: a continuous variable becomes
+    (v - min) / range and an ordinal one (position - min) / range of its category positions, min
+    and range over the values observed in BOTH files (a range of 0 becomes 1), so that |a - b| is
+    its partial distance; a nominal variable becomes integer codes shared by both files, whose
+    partial distance is 0 when equal and 1 otherwise. Missing values are NaN.
+    """
+    columns = require_columns(original, columns, role="original column")
+    require_columns(protected, columns, role="protected column")
+    if not columns:
+        raise SDCInputError("original column: the selection is empty; name at least one column")
+    if len(original) != len(protected):
+        raise SDCInputError(
+            f"protected: has {len(protected)} rows but original has {len(original)}; rows are matched by position"
+        )
+    n = len(original)
+    encoded = np.empty((2 * n, len(columns)), dtype=np.float64)
+    nominal = np.zeros(len(columns), dtype=bool)
+    for j, c in enumerate(columns):
+        x, y = original[c].reset_index(drop=True), protected[c].reset_index(drop=True)
+        scale = _gower_scale(c, x, y, scales)
+        if scale == "nominal":
+            codes = pd.factorize(pd.concat([x.astype(object), y.astype(object)], ignore_index=True))[0]
+            encoded[:, j] = np.where(codes >= 0, codes, np.nan)
+            nominal[j] = True
+            continue
+        if scale == "ordinal":
+            px, py, _ = ordinal_positions(x, y, c, _gower_order(c, x, y, categories))
+            values = np.concatenate([px, py])
+        else:
+            values = np.empty(2 * n)
+            for side, series, part in (("original", x, slice(0, n)), ("protected", y, slice(n, None))):
+                try:
+                    values[part] = pd.to_numeric(series, errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
+                except (TypeError, ValueError) as exc:
+                    raise SDCInputError(
+                        f"{side} column {c!r}: a continuous Gower variable must be numeric ({exc}); "
+                        "name it in scales= as 'nominal' or 'ordinal'"
+                    ) from exc
+                if np.isinf(values[part]).any():
+                    raise SDCInputError(f"{side} column {c!r}: contains infinite values, which this measure does not allow")
+        seen = values[~np.isnan(values)]
+        low, spread = (seen.min(), seen.max() - seen.min()) if len(seen) else (0.0, 1.0)
+        encoded[:, j] = (values - low) / (spread if spread > 0 else 1.0)
+    return encoded[:n], encoded[n:], nominal
+
+
+def _gower_block(zm: np.ndarray, zx: np.ndarray, nominal: np.ndarray) -> np.ndarray:
+    """Gower distances between the rows of ``zm`` and of ``zx`` (encoded by :func:`_gower_encoding`):
+    the mean of the partial distances over the variables observed in both records, NaN for a pair
+    with no such variable (daisy's pairwise treatment of missing values, equal weights)."""
+    total = np.zeros((len(zm), len(zx)))
+    count = np.zeros((len(zm), len(zx)))
+    complete = 0  # variables observed in every record of both blocks
+    for j in range(zm.shape[1]):
+        # |a - b| is NaN exactly when a value is missing; for nominal codes it is > 0 when they differ
+        gap = np.abs(zm[:, j, None] - zx[None, :, j])
+        if np.isnan(zm[:, j]).any() or np.isnan(zx[:, j]).any():
+            seen = ~np.isnan(gap)
+            count += seen
+        else:
+            complete += 1
+        if nominal[j]:
+            total += gap > 0
+        else:
+            total += np.nan_to_num(gap, copy=False, nan=0.0)
+    count += complete
+    with np.errstate(invalid="ignore"):
+        return total / count
+
+
+def gower_distances(
+    original: pd.DataFrame,
+    protected: pd.DataFrame,
+    columns: Sequence[str],
+    *,
+    scales: Mapping[str, str] | None = None,
+    categories: Mapping[str, Sequence] | None = None,
+) -> np.ndarray:
+    """Gower distances between every protected and every original record (SPEC §4.1).
+
+    The (protected x original) block of ``cluster::daisy(rbind(original, protected), metric =
+    "gower")`` with equal weights, which sdcMicro's ``recordLinkage`` links on; the variables'
+    scales and the missing-value rule are those of :func:`record_linkage_risk` with
+    ``distance="gower"``. NaN marks a pair with no variable observed in both records. Holds an
+    n x n float matrix.
+
+    References
+    ----------
+    Gower (1971), Biometrics 27(4); Kaufman & Rousseeuw (1990); R ``cluster::daisy``.
+    """
+    zx, zm, nominal = _gower_encoding(original, protected, columns, dict(scales or {}), dict(categories or {}))
+    return _gower_block(zm, zx, nominal)
+
+
+def _gower_embedding(z: np.ndarray, nominal: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """Complete records mapped so that the L1 distance between mapped rows is their Gower distance:
+    a nominal variable one-hot coded with entries 1/2 (two different categories differ in two
+    entries), every block divided by the number of variables."""
+    blocks = [z[:, ~nominal]]
+    for j in np.flatnonzero(nominal):
+        blocks.append(0.5 * (z[:, j, None] == np.arange(levels[j])[None, :]))
+    return np.hstack(blocks) / z.shape[1]
+
+
+def _one_to_one_links(cost: np.ndarray, original_keys: np.ndarray, protected_keys: np.ndarray):
     """Linked flags, partners and link probabilities of the assignment of protected to original
-    records (each original used once) with the least total distance; ties between identical
-    records counted for the intruder (flags) or broken at random (probabilities)."""
-    cost = cdist(zm, zx, metric="euclidean" if p == 2 else "cityblock")
+    records (each original used once) with the least total ``cost`` (protected x original); ties
+    between identical records (equal rows of the ``*_keys`` matrices) counted for the intruder
+    (flags) or broken at random (probabilities)."""
     protected_rows, partner = linear_sum_assignment(cost)
     partner = partner[np.argsort(protected_rows)]
     # Identical protected records (or identical originals) can trade partners at no cost: within
     # each (protected value a, original value b) class, as many records count as linked as the
     # assignment sends protected records of a to originals of b (c_ab); at random, each record of
     # the class is linked with probability c_ab / (|a| |b|).
-    protected_class = np.unique(xm, axis=0, return_inverse=True)[1].ravel()
-    original_class = np.unique(x, axis=0, return_inverse=True)[1].ravel()
+    protected_class = np.unique(protected_keys, axis=0, return_inverse=True)[1].ravel()
+    original_class = np.unique(original_keys, axis=0, return_inverse=True)[1].ravel()
     own = pd.MultiIndex.from_arrays([protected_class, original_class])
     sent = pd.MultiIndex.from_arrays([protected_class, original_class[partner]])
     links = pd.Series(1, index=sent).groupby(level=[0, 1]).sum().reindex(own, fill_value=0).to_numpy()
-    rank_in_class = pd.Series(np.arange(len(x))).groupby([protected_class, original_class]).cumcount().to_numpy()
+    rank_in_class = pd.Series(np.arange(len(partner))).groupby([protected_class, original_class]).cumcount().to_numpy()
     size_a = np.bincount(protected_class)[protected_class]
     size_b = np.bincount(original_class)[original_class]
     return rank_in_class < links, partner, links / (size_a * size_b)
+
+
+def _gower_links(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, assignment: str):
+    """Linked flags, partner positions (-1: none), own distances (NaN: undefined) and, for the
+    one-to-one assignment, link probabilities of Gower linkage on encoded records."""
+    n = len(zx)
+    complete = not (np.isnan(zx).any() or np.isnan(zm).any())
+    if assignment == "one_to_one":
+        distances = _gower_block(zm, zx, nominal)
+        own = np.diag(distances).copy()
+        # A pair with no variable observed in both records has no distance: it costs more than any
+        # assignment of defined pairs (each at most 1), so the solver uses as few as it can.
+        cost = np.where(np.isnan(distances), n + 1.0, distances)
+        keys = lambda z: np.where(np.isnan(z), np.inf, z)  # noqa: E731 - one missing-value pattern, one class
+        flags, partner, probability = _one_to_one_links(cost, keys(zx), keys(zm))
+        defined = ~np.isnan(own)
+        return flags & defined, partner, own, np.where(defined, probability, 0.0)
+    if complete:
+        levels = np.where(nominal, np.nanmax(np.vstack([zx, zm]), axis=0, initial=0) + 1, 0).astype(np.int64)
+        ex, em = _gower_embedding(zx, nominal, levels), _gower_embedding(zm, nominal, levels)
+        nearest, partner = cKDTree(ex).query(em, k=1, p=1)
+        own = np.abs(em - ex).sum(axis=1)
+    else:
+        nearest, partner, own = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n)
+        step = max(1, _GOWER_BLOCK_PAIRS // max(n, 1))
+        for start in range(0, n, step):
+            rows = np.arange(start, min(start + step, n))
+            distances = _gower_block(zm[rows], zx, nominal)
+            own[rows] = distances[np.arange(len(rows)), rows]
+            filled = np.where(np.isnan(distances), np.inf, distances)
+            partner[rows] = filled.argmin(axis=1)
+            nearest[rows] = filled[np.arange(len(rows)), partner[rows]]
+    # The tree and the direct formula may round differently; a relative tolerance keeps exact ties.
+    linked = (own <= nearest * (1.0 + 1e-12) + 1e-300) & ~np.isnan(own)
+    partner = np.where(linked, np.arange(n), np.where(np.isfinite(nearest), partner, -1))
+    return linked, partner, own, None
 
 
 def record_linkage_risk(
@@ -186,6 +367,8 @@ def record_linkage_risk(
     *,
     distance: str = "euclidean",
     assignment: str = "nearest",
+    scales: Mapping[str, str] | None = None,
+    categories: Mapping[str, Sequence] | None = None,
 ) -> RecordLinkageRisk:
     """Distance-based record linkage: share of protected records linked to their own original.
 
@@ -200,13 +383,31 @@ def record_linkage_risk(
       original records (Domingo-Ferrer & Torra 2001 and Torra, Abowd & Domingo-Ferrer 2006 use
       Mahalanobis distance-based linkage; taking S from the original file is our choice). A
       singular S is refused.
-    * ``"gower"``: Gower's (1971) similarity for continuous variables as a distance, the mean over
-      the variables of |a_j - b_j| / R_j, R_j the range of the original variable (a constant
-      variable adds 0).
+    * ``"gower"``: Gower's (1971) distance for mixed data exactly as sdcMicro's ``recordLinkage``
+      computes it, ``cluster::daisy(rbind(x, y), metric = "gower")`` with equal weights: the mean
+      over the variables of the partial distances d_j(a, b), where for a continuous variable
+      d_j = |a_j - b_j| / R_j with R_j the range of the variable over BOTH files together; for an
+      ordinal variable the same on its category positions (codes 0..k-1 in the given order, R_j
+      their range over both files); for a nominal variable d_j = 0 if a_j = b_j, else 1. A
+      variable constant over both files has d_j = 0 and still counts in the mean. Missing values
+      are handled pairwise: the mean is over the variables observed in both records, and a pair
+      with no such variable has no distance.
+
+    Which Gower variables are nominal or ordinal (``scales``, ``categories``): ``scales`` maps a
+    column to "nominal", "ordinal" or "continuous" (as in
+    :func:`~sdc_dagster.loss.distance_losses`); ``categories`` maps an ordinal column to its
+    categories in order. A column not in ``scales`` takes its scale from the dtypes, as daisy
+    reads R classes: an ordered pandas Categorical (in either file) is ordinal with its
+    categories as the order; an unordered Categorical, object, string or bool column is nominal
+    (daisy treats R logicals as asymmetric binary; we do not); a numeric column is continuous.
+    An ordinal column with neither ``categories`` nor an ordered dtype is ordered by the sorted
+    values observed in either file. Euclidean and Mahalanobis distances take continuous columns
+    only.
 
     Assignments (``assignment``):
 
-    * ``"nearest"``: every protected record is linked to its nearest original (scipy cKDTree); a
+    * ``"nearest"``: every protected record is linked to its nearest original (scipy cKDTree; for
+      Gower with missing values an exact computation in blocks of protected records); a
       tie between its own original and another counts as a correct link (worst case, SPEC §4.5's
       intruder who takes every nearest neighbour to be the unit itself).
     * ``"one_to_one"``: protected records are assigned to distinct originals with the least total
@@ -214,71 +415,105 @@ def record_linkage_risk(
       the same units. Identical protected records (e.g. one microaggregation group) or identical
       originals may trade partners at no cost; the number of correct links is the largest such a
       trade gives (per class of identical records, the first ones in data order are flagged);
-      ``expected_risk`` gives the share when such ties are broken at random instead. Other ties of equal total distance are broken by the solver. Needs an n x n matrix: at most
-      10,000 compared records (800 MB).
+      ``expected_risk`` gives the share when such ties are broken at random instead. Other ties of
+      equal total distance are broken by the solver. Needs an n x n matrix: at most
+      10,000 compared records (800 MB). For Gower, pairs without a distance are assigned only
+      when no assignment avoids them (they cost more than any total of defined distances).
 
-    Missing values (item non-response, suppression): only records observed on every column in both
-    files take part, as candidates and as records to link; a record with a missing value is never
-    counted as linked (it does not show the intruder all the values linkage uses), and the risk is
-    the share of linked records among all records.
+    Missing values (item non-response, suppression): Euclidean and Mahalanobis linkage use only
+    records observed on every column in both files, as candidates and as records to link; a
+    record with a missing value is never counted as linked (it does not show the intruder all the
+    values linkage uses). Gower linkage uses every record, with daisy's pairwise distances; a
+    record whose distance to its own original is undefined (no variable observed in both) is never
+    linked. The risk is the share of linked records among all records.
 
     Parameters
     ----------
     original, protected : DataFrame
         Same number of rows, matched by position.
     columns : sequence of str
-        Continuous variables used for linkage.
+        Variables used for linkage (continuous; for Gower also nominal and ordinal).
     distance : "euclidean", "mahalanobis" or "gower".
     assignment : "nearest" or "one_to_one".
+    scales : mapping {column: "nominal" | "ordinal" | "continuous"}, optional
+        Scales of the linkage columns; a column not named takes its scale from its dtype.
+    categories : mapping {column: ordered list of categories}, optional
+        The order of ordinal columns.
 
     Returns
     -------
     RecordLinkageRisk with ``risk`` (share of linked records), ``linked`` (bool Series indexed
-    like ``protected``), ``compared`` (records observed in both files) and ``partner`` (index
-    label of the original each protected record is linked to).
+    like ``protected``), ``compared`` (records observed in both files; for Gower, records with a
+    distance to their own original) and ``partner`` (index label of the original each protected
+    record is linked to).
 
     References
     ----------
     SDC Practice Guide ch. 7.6 (S004); Domingo-Ferrer & Torra (2001), A quantitative comparison of
-    disclosure control methods for microdata; Gower (1971), Biometrics 27(4); Kuhn (1955) /
-    Crouse (2016) for the assignment problem.
+    disclosure control methods for microdata; Gower (1971), Biometrics 27(4); Kaufman &
+    Rousseeuw (1990) and R ``cluster::daisy``; sdcMicro ``R/recordLinkage.R`` (Herranz et al.
+    2015, global distance-based record linkage); Kuhn (1955) / Crouse (2016) for the assignment
+    problem.
     """
     if distance not in _LINKAGE_DISTANCES:
         raise SDCInputError(f"distance: must be one of {_LINKAGE_DISTANCES}, got {distance!r}")
     if assignment not in _LINKAGE_ASSIGNMENTS:
         raise SDCInputError(f"assignment: must be one of {_LINKAGE_ASSIGNMENTS}, got {assignment!r}")
-    x_all, xm_all = _paired(original, protected, columns)
-    observed = np.isfinite(x_all).all(axis=1) & np.isfinite(xm_all).all(axis=1)
-    x, xm = x_all[observed], xm_all[observed]
-    if assignment == "one_to_one" and len(x) > MAX_ONE_TO_ONE_LINKAGE:
-        raise SDCInputError(
-            f"assignment 'one_to_one': {len(x)} records compared, at most {MAX_ONE_TO_ONE_LINKAGE} "
-            "(an n x n distance matrix); use assignment='nearest'"
-        )
-    linked = np.zeros(len(x_all), dtype=bool)
-    partner = np.full(len(x_all), -1, dtype=np.int64)
-    positions = np.flatnonzero(observed)
-    expected = 0.0 if assignment == "one_to_one" else None
-    if len(x):
-        zx, zm, p = _linkage_space(x, xm, distance, columns)
-        if assignment == "nearest":
-            nearest, nearest_row = cKDTree(zx).query(zm, k=1, p=p)
-            gap = np.abs(zm - zx)
-            own = np.sqrt((gap**2).sum(axis=1)) if p == 2 else gap.sum(axis=1)
-            # The tree and the direct formula may round differently; a relative tolerance keeps exact ties.
-            linked[observed] = own <= nearest * (1.0 + 1e-12) + 1e-300
-            partner[observed] = positions[np.where(linked[observed], np.arange(len(x)), nearest_row)]
+    scales, categories = dict(scales or {}), dict(categories or {})
+    if distance == "gower":
+        zx, zm, nominal = _gower_encoding(original, protected, columns, scales, categories)
+        if assignment == "one_to_one" and len(zx) > MAX_ONE_TO_ONE_LINKAGE:
+            raise SDCInputError(
+                f"assignment 'one_to_one': {len(zx)} records compared, at most {MAX_ONE_TO_ONE_LINKAGE} "
+                "(an n x n distance matrix); use assignment='nearest'"
+            )
+        if len(zx):
+            linked, partner, own, probability = _gower_links(zx, zm, nominal, assignment)
         else:
-            flags, rows, probability = _one_to_one_links(zx, zm, p, x, xm)
-            linked[observed] = flags
-            partner[observed] = positions[rows]
-            expected = float(probability.sum() / len(x_all))
+            linked, partner, own, probability = np.zeros(0, bool), np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
+        compared = int((~np.isnan(own)).sum())
+        expected = float(probability.sum() / len(zx)) if probability is not None and len(zx) else None
+        if assignment == "one_to_one" and expected is None:
+            expected = 0.0
+    else:
+        wrong = [c for c in columns if scales.get(c, "continuous") != "continuous"]
+        if wrong:
+            raise SDCInputError(
+                f"scales[{wrong[0]!r}]: distance {distance!r} links on continuous variables only; "
+                "use distance='gower' for nominal or ordinal variables"
+            )
+        x_all, xm_all = _paired(original, protected, columns)
+        observed = np.isfinite(x_all).all(axis=1) & np.isfinite(xm_all).all(axis=1)
+        x, xm = x_all[observed], xm_all[observed]
+        if assignment == "one_to_one" and len(x) > MAX_ONE_TO_ONE_LINKAGE:
+            raise SDCInputError(
+                f"assignment 'one_to_one': {len(x)} records compared, at most {MAX_ONE_TO_ONE_LINKAGE} "
+                "(an n x n distance matrix); use assignment='nearest'"
+            )
+        linked = np.zeros(len(x_all), dtype=bool)
+        partner = np.full(len(x_all), -1, dtype=np.int64)
+        positions = np.flatnonzero(observed)
+        expected = 0.0 if assignment == "one_to_one" else None
+        if len(x):
+            zx, zm, p = _linkage_space(x, xm, distance, columns)
+            if assignment == "nearest":
+                nearest, nearest_row = cKDTree(zx).query(zm, k=1, p=p)
+                own = np.sqrt(((zm - zx) ** 2).sum(axis=1))
+                # The tree and the direct formula may round differently; a relative tolerance keeps exact ties.
+                linked[observed] = own <= nearest * (1.0 + 1e-12) + 1e-300
+                partner[observed] = positions[np.where(linked[observed], np.arange(len(x)), nearest_row)]
+            else:
+                flags, rows, probability = _one_to_one_links(cdist(zm, zx, metric="euclidean"), x, xm)
+                linked[observed] = flags
+                partner[observed] = positions[rows]
+                expected = float(probability.sum() / len(x_all))
+        compared = int(observed.sum())
     labels = pd.Series(original.index[np.maximum(partner, 0)], index=protected.index, name="partner")
     flags = pd.Series(linked, index=protected.index, name="linked")
     return RecordLinkageRisk(
         risk=float(linked.mean()) if len(linked) else 0.0,
         linked=flags,
-        compared=int(observed.sum()),
+        compared=compared,
         partner=labels.where(partner >= 0),
         distance=distance,
         assignment=assignment,
@@ -338,6 +573,116 @@ def interval_risk(original: pd.DataFrame, protected: pd.DataFrame, columns: Sequ
     at_risk = ~outside.any(axis=1) & shown.any(axis=1)
     flags = pd.Series(at_risk, index=protected.index, name="at_risk")
     return IntervalRisk(risk=float(at_risk.mean()) if len(at_risk) else 0.0, at_risk=flags)
+
+
+@dataclass(frozen=True)
+class RankIntervalDisclosure:
+    """Result of :func:`rank_interval_disclosure`.
+
+    ``value``: the mean of ID(p) over the percents; ``by_percent``: ID(p), the share of compared
+    (record, variable) values disclosed, indexed by p; ``by_variable``: for each variable the mean
+    over p of the share of its compared values disclosed (NaN for a variable with none compared);
+    ``compared``: the (record, variable) values observed in both files.
+    """
+
+    value: float
+    by_percent: pd.Series
+    by_variable: pd.Series
+    compared: int
+
+
+def rank_interval_disclosure(
+    original: pd.DataFrame,
+    protected: pd.DataFrame,
+    columns: Sequence[str],
+    *,
+    percents: Sequence[float] = range(1, 11),
+) -> RankIntervalDisclosure:
+    """Rank-based interval disclosure ID (Domingo-Ferrer, Mateo-Sanz & Torra 2001), SPEC §4.2 / §4.5.
+
+    The published definition (Domingo-Ferrer, Mateo-Sanz & Torra 2001, §2.2; Domingo-Ferrer &
+    Torra 2001, §3.2): each variable is ranked independently; around the value of each record a
+    rank interval is defined whose ranks differ by at most p % of the number of records, with the
+    rank of the masked value in its centre; the share of original values that fall into the
+    interval centred on their masked value measures interval disclosure, and ID is its mean over
+    p = 1, ..., 10 % (the paper's "average over all attributes and over p").
+
+    Where the papers are silent we choose, for variable j with sorted observed ORIGINAL values
+    s_0 <= ... <= s_{n_j - 1}:
+
+    * half-width h = floor(p · n_j / 200) ranks on each side, so the ranks in an interval differ
+      by at most p % of n_j;
+    * the rank of a masked value v among the originals: lo = #{s < v}, hi = #{s <= v}
+      (``np.searchsorted``, left and right). Originals tied with v share the centre: the interval
+      is [s_{lo - h}, s_{hi - 1 + h}], i.e. the originals equal to v plus h ranks below and h
+      above; when v is no original value (lo = hi) it is the h originals just below v and the h
+      just above (empty for h = 0);
+    * at the ends the interval is cut at s_0 and s_{n_j - 1}, not shifted, so the masked value's
+      rank stays in its centre;
+    * the original value x is disclosed when s_{lo - h} <= x <= s_{hi - 1 + h} (closed), so ties
+      of x with a bound count as inside.
+
+    Identity masking gives 1 for every p, and the interval only grows with p, so ID(p) is
+    non-decreasing in p. Missing values are skipped pairwise: a (record, variable) value counts
+    when it is observed in both files; the ranking uses all observed original values of the
+    variable (n_j of them).
+
+    Parameters
+    ----------
+    original, protected : DataFrame
+        Same number of rows, matched by position.
+    columns : sequence of str
+        Continuous (at least ordinal, numeric) variables.
+    percents : sequence of float
+        The interval widths p, in percent of the number of records, each in (0, 100];
+        default 1, ..., 10 as in the paper.
+
+    Returns
+    -------
+    RankIntervalDisclosure: ``value`` (mean of ID(p) over the percents, NaN when nothing was
+    compared), ``by_percent``, ``by_variable`` and ``compared``.
+
+    References
+    ----------
+    Domingo-Ferrer, Mateo-Sanz & Torra (2001), "Comparing SDC methods for microdata on the basis
+    of information loss and disclosure risk", Pre-proceedings of ETK-NTTS 2001, 807-826;
+    Domingo-Ferrer & Torra (2001), "A quantitative comparison of disclosure control methods for
+    microdata", in Confidentiality, Disclosure and Data Access, 111-133.
+    """
+    percents = [float(p) for p in percents]
+    if not percents or not all(np.isfinite(p) and 0 < p <= 100 for p in percents):
+        raise SDCInputError(f"percents: must be a non-empty list of numbers in (0, 100], got {percents!r}")
+    x, xm = _paired(original, protected, columns)
+    width = np.asarray(percents)[:, None] / 200.0
+    disclosed = np.zeros((len(percents), x.shape[1]))
+    counts = np.zeros(x.shape[1])
+    for j in range(x.shape[1]):
+        ranked = np.sort(x[~np.isnan(x[:, j]), j])
+        both = ~np.isnan(x[:, j]) & ~np.isnan(xm[:, j])
+        counts[j] = both.sum()
+        if not counts[j]:
+            continue
+        half = np.floor(width * len(ranked)).astype(np.int64)  # (percents, 1)
+        # in the order of the masked values, so that the searches and look-ups run through memory in order
+        order = np.argsort(xm[both, j], kind="stable")
+        masked, value = xm[both, j][order], x[both, j][order]
+        first = np.searchsorted(ranked, masked, side="left") - half
+        last = np.searchsorted(ranked, masked, side="right") - 1 + half
+        filled = (first <= last) & (last >= 0) & (first < len(ranked))
+        lower = ranked[np.clip(first, 0, len(ranked) - 1)]
+        upper = ranked[np.clip(last, 0, len(ranked) - 1)]
+        disclosed[:, j] = (filled & (lower <= value) & (value <= upper)).sum(axis=1)
+    total = counts.sum()
+    index = pd.Index(percents, name="percent")
+    by_percent = pd.Series(disclosed.sum(axis=1) / total if total else np.nan, index=index, name="interval_disclosure")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        by_variable = pd.Series((disclosed / counts).mean(axis=0), index=list(columns), name="interval_disclosure")
+    return RankIntervalDisclosure(
+        value=float(by_percent.mean()) if total else float("nan"),
+        by_percent=by_percent,
+        by_variable=by_variable,
+        compared=int(total),
+    )
 
 
 # --- robust covariance (FastMCD) for dRiskRMD ---------------------------------------------------------

@@ -107,7 +107,7 @@ def test_scale_dependent_measure_shows_its_relative_form():
 def test_every_known_measure_is_described():
     names = ["global_risk", "expected_reidentifications", "k3_violations", "lambda_arctan", "topsis_mean",
              "moment_covariance_squared", "moment_inverse_correlation_raw", "ebil_sex", "cramers_v_change_mean",
-             "dUtility_IL1", "sse_tss", "income_records_below_l"]
+             "dUtility_IL1", "sse_tss", "income_records_below_l", "interval_risk", "rank_interval_disclosure"]
     for name in names:
         info = measure_info(name)
         assert info.meaning != "not described" and info.group in GROUPS and info.kind in KINDS, name

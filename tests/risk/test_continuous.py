@@ -269,8 +269,10 @@ def brute_force_distances(x: np.ndarray, xm: np.ndarray, distance: str) -> np.nd
     diff = xm[:, None, :] - x[None, :, :]
     if distance == "euclidean":
         return np.sqrt(((diff / x.std(axis=0, ddof=1)) ** 2).sum(axis=2))
-    if distance == "gower":
-        return (np.abs(diff) / (x.max(axis=0) - x.min(axis=0))).mean(axis=2)
+    if distance == "gower":  # daisy on rbind(x, xm): ranges over both files, a range of 0 counts as 1
+        both = np.vstack([x, xm])
+        spread = both.max(axis=0) - both.min(axis=0)
+        return (np.abs(diff) / np.where(spread > 0, spread, 1.0)).mean(axis=2)
     inverse = np.linalg.inv(np.cov(x, rowvar=False))
     return np.sqrt(np.einsum("pok,kl,pol->po", diff, inverse, diff))
 
