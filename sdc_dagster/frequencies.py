@@ -394,6 +394,11 @@ def _column_mask(pattern: int, m: int) -> np.ndarray:
     return ((int(pattern) >> np.arange(m)) & 1).astype(np.int64)
 
 
+def _column_masks(patterns: np.ndarray, m: int) -> np.ndarray:
+    """(len(patterns), m) 0/1 int64 matrix: :func:`_column_mask` of each pattern."""
+    return (np.asarray(patterns, dtype=np.int64)[:, None] >> np.arange(m, dtype=np.int64)) & 1
+
+
 def _add_partial_keys_to_complete_keys(projector, count, weight_sum, mask, complete, partial, alpha, f, F):
     """For each complete key, alpha times the counts of the partially missing keys it matches.
 
@@ -407,7 +412,7 @@ def _add_partial_keys_to_complete_keys(projector, count, weight_sum, mask, compl
     complete_keys = projector.subset(complete_rows)
     add_f = np.zeros(len(complete_rows))
     add_F = np.zeros(len(complete_rows))
-    for pattern, rows in _keys_by_pattern(mask, partial):
+    for pattern, rows in _keys_by_pattern(mask, partial & (count > 0)):  # keys without records add nothing
         keep = _column_mask(pattern, m)
         table, probes = projection_codes([(projector, rows, keep), (complete_keys, None, keep)])
         pos = pd.Index(table).get_indexer(probes)
@@ -429,15 +434,25 @@ def _add_compatible_keys_to_partial_keys(projector, count, weight_sum, mask, com
     Complete keys weigh 1, keys with a missing value alpha.
     """
     m = projector.digits.shape[1]
-    coef = np.where(complete, 1.0, alpha)
-    weighted_f, weighted_F = coef * count, coef * weight_sum
-    present_masks = np.flatnonzero(np.bincount(mask, minlength=1 << m))
+    # only keys with records add to other keys (probe keys of IncrementalCompatibleCounts have none)
+    counted = np.flatnonzero(count > 0)
+    counted_keys = projector.subset(counted)
+    coef = np.where(complete, 1.0, alpha)[counted]
+    weighted_f, weighted_F = coef * count[counted], coef * weight_sum[counted]
+    present_masks = np.unique(mask[counted])
     for pattern, rows in _keys_by_pattern(mask, partial):
         subsets = np.unique(present_masks & pattern)
-        table, *probes = projection_codes(
-            [(projector, None, _column_mask(pattern, m))] + [(projector, rows, _column_mask(s, m)) for s in subsets]
-        )
-        probe_index, probe_codes = pd.factorize(np.concatenate(probes))
+        if projector.terms is not None:
+            # every (subset, key) probe code at once: the place-value terms times the 0/1 subset columns
+            (table,) = projection_codes([(counted_keys, None, _column_mask(pattern, m))])
+            probes = (projector.terms[rows] @ _column_masks(subsets, m).T).T.ravel()
+        else:
+            table, *parts = projection_codes(
+                [(counted_keys, None, _column_mask(pattern, m))]
+                + [(projector, rows, _column_mask(s, m)) for s in subsets]
+            )
+            probes = np.concatenate(parts)
+        probe_index, probe_codes = pd.factorize(probes)
         pos = pd.Index(probe_codes).get_indexer(table)
         hit = np.flatnonzero(pos >= 0)
         sum_f = np.bincount(pos[hit], weights=weighted_f[hit], minlength=len(probe_codes))
