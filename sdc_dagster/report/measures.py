@@ -72,6 +72,21 @@ _MEASURES: dict[str, Measure] = {
     "record_linkage_risk": Measure(
         "Record linkage risk", _RISK, "share of perturbed records whose nearest original record is their own",
         LOWER, "0 to 1", "§4.1", "share"),
+    "record_linkage_mahalanobis_risk": Measure(
+        "Record linkage risk, Mahalanobis", _RISK,
+        "share of perturbed records whose nearest original under the Mahalanobis distance is their own",
+        LOWER, "0 to 1", "§4.1", "share"),
+    "record_linkage_gower_risk": Measure(
+        "Record linkage risk, Gower", _RISK,
+        "share of perturbed records whose nearest original under Gower's distance (changed continuous and released "
+        "categorical keys) is their own", LOWER, "0 to 1", "§4.1", "share"),
+    "record_linkage_one_to_one_risk": Measure(
+        "Record linkage risk, one-to-one", _RISK,
+        "share of records linked to their own original when each original is used once (least total distance; "
+        "ties between identical records in the intruder's favour)", LOWER, "0 to 1", "§4.1", "share"),
+    "record_linkage_one_to_one_expected_risk": Measure(
+        "Record linkage risk, one-to-one, expected", _RISK,
+        "the same with ties between identical records broken at random", LOWER, "0 to 1", "§4.1", "share"),
     "interval_risk": Measure("Interval risk", _RISK, "share of original values inside the interval around their perturbed value",
                              LOWER, "0 to 1", "§4.2", "share"),
     "rank_interval_disclosure": Measure(
