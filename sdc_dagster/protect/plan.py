@@ -37,7 +37,7 @@ from sdc_dagster.protect.rank_swapping import rank_swap
 from sdc_dagster.protect.recode import absent_categories, bottom_coding, interval_recode, recode, top_coding
 from sdc_dagster.protect.rounding import rounding
 from sdc_dagster.protect.subsampling import subsample
-from sdc_dagster.protect.suppression import local_suppression, risk_suppression
+from sdc_dagster.protect.suppression import LOCAL_SUPPRESSION_METHODS, local_suppression, risk_suppression
 
 
 def remove_variables(data: pd.DataFrame, variables: Sequence[str]) -> pd.DataFrame:
@@ -73,7 +73,7 @@ _PARAMETER_KINDS: dict[str, dict[str, Any]] = {
     "bottom_coding": {"variable": "column", "value": "number", "replacement": "number"},
     "local_suppression": {
         "keys": "columns", "k": "ints", "importance": "importance", "strata": "columns", "combs": "ints",
-        "kind": ("greedy", "sdcmicro"),
+        "kind": LOCAL_SUPPRESSION_METHODS,
     },
     "risk_suppression": {
         "keys": "columns", "risk": ("individual",), "threshold": "number", "weight": "column", "importance": "columns",

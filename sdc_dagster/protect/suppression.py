@@ -104,7 +104,7 @@ _MAX_SETS = 256
 _STRICT_ORDER_SETS = 127
 # Probe rows evaluated per batch of suppression sets.
 _BATCH_PROBES = 400_000
-_LOCAL_SUPPRESSION_METHODS = ("greedy", "sdcmicro")
+LOCAL_SUPPRESSION_METHODS = ("greedy", "sdcmicro")
 
 
 # --------------------------------------------------------------------------------------------
@@ -345,8 +345,8 @@ def local_suppression(
     algorithm is described in the module docstring.
     """
     keys = require_columns(data, keys, role="key variable")
-    if method not in _LOCAL_SUPPRESSION_METHODS:
-        raise SDCInputError(f"method: must be one of {', '.join(_LOCAL_SUPPRESSION_METHODS)}, got {method!r}")
+    if method not in LOCAL_SUPPRESSION_METHODS:
+        raise SDCInputError(f"method: must be one of {', '.join(LOCAL_SUPPRESSION_METHODS)}, got {method!r}")
     targets = _suppression_targets(keys, k, combs)
     for _, k_size in targets:
         _prepare(data, keys, k_size)

@@ -227,17 +227,15 @@ def _gower_encoding(
             px, py, _ = ordinal_positions(x, y, c, _gower_order(c, x, y, categories))
             values = np.concatenate([px, py])
         else:
-            values = np.empty(2 * n)
-            for side, series, part in (("original", x, slice(0, n)), ("protected", y, slice(n, None))):
-                try:
-                    values[part] = pd.to_numeric(series, errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
-                except (TypeError, ValueError) as exc:
-                    raise SDCInputError(
-                        f"{side} column {c!r}: a continuous Gower variable must be numeric ({exc}); "
-                        "name it in scales= as 'nominal' or 'ordinal'"
-                    ) from exc
-                if np.isinf(values[part]).any():
-                    raise SDCInputError(f"{side} column {c!r}: contains infinite values, which this measure does not allow")
+            try:
+                values = np.concatenate([
+                    _numeric_matrix(frame, [c], role=f"{side} column", allow_missing=True)[:, 0]
+                    for side, frame in (("original", original), ("protected", protected))
+                ])
+            except SDCInputError as exc:
+                raise SDCInputError(
+                    f"{exc}; a continuous Gower variable must be numeric: name it in scales= as 'nominal' or 'ordinal'"
+                ) from None
         seen = values[~np.isnan(values)]
         low, spread = (seen.min(), seen.max() - seen.min()) if len(seen) else (0.0, 1.0)
         encoded[:, j] = (values - low) / (spread if spread > 0 else 1.0)
