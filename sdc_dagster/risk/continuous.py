@@ -234,7 +234,7 @@ def _gower_encoding(
                 ])
             except SDCInputError as exc:
                 raise SDCInputError(
-                    f"{exc}; a continuous Gower variable must be numeric: name it in scales= as 'nominal' or 'ordinal'"
+                    f"{exc} (Gower reads it as continuous; a nominal or ordinal variable is named so in scales=)"
                 ) from None
         seen = values[~np.isnan(values)]
         low, spread = (seen.min(), seen.max() - seen.min()) if len(seen) else (0.0, 1.0)
