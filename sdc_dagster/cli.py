@@ -56,6 +56,25 @@ def _instance_settings(dagster_home: Path) -> None:
         config_file.write_text(yaml.safe_dump({**config, **missing}, sort_keys=False))
 
 
+def _dagster_instance():
+    """``DagsterInstance.get()`` for ``DAGSTER_HOME``, created under an exclusive file lock there.
+
+    Creating the instance creates Dagster's SQLite tables on a new home; two ``sdc`` processes
+    starting at once (two waves run side by side) would both create them, and one fails with
+    "table runs already exists". The lock serialises that step only; the runs go on in parallel.
+    (Where ``fcntl`` does not exist, Windows, there is no lock.)
+    """
+    from dagster import DagsterInstance
+
+    try:
+        import fcntl
+    except ImportError:
+        return DagsterInstance.get()
+    with open(Path(os.environ["DAGSTER_HOME"]) / ".sdc-instance.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        return DagsterInstance.get()
+
+
 def _prepare_environment(home: str | None) -> Path:
     """Set ``SDC_HOME`` (resolved, so child processes agree) and ``DAGSTER_HOME`` (default: under
     it, with :data:`INSTANCE_DEFAULTS`), and return the data home."""
@@ -127,7 +146,7 @@ def run_demo(home: str | None = None, *, out=None) -> int:
     root = _prepare_environment(home)
     import warnings
 
-    from dagster import BetaWarning, DagsterInstance
+    from dagster import BetaWarning
 
     warnings.filterwarnings("ignore", category=BetaWarning)
 
@@ -135,7 +154,7 @@ def run_demo(home: str | None = None, *, out=None) -> int:
 
     waves = prepare_demo_waves()
     defs = build_definitions()
-    instance = DagsterInstance.get()
+    instance = _dagster_instance()
     print(f"SDC home: {root}", file=out)
     failures = 0
     for survey_name, wave_keys in waves.items():
@@ -373,7 +392,7 @@ def run_wave(survey_name: str, wave: str, *, data_file: str | None = None, home:
     _prepare_environment(home)
     import warnings
 
-    from dagster import BetaWarning, DagsterInstance
+    from dagster import BetaWarning
 
     warnings.filterwarnings("ignore", category=BetaWarning)
     from sdc_dagster.definitions import build_definitions, survey_specs
@@ -400,7 +419,7 @@ def run_wave(survey_name: str, wave: str, *, data_file: str | None = None, home:
         print(f"sdc run: bad data: {exc}", file=out)
         return EXIT_BAD_DATA
     job = defs.resolve_job_def(f"{survey_name}_wave_job")
-    with DagsterInstance.get() as instance:
+    with _dagster_instance() as instance:
         return _materialise_wave(job, instance, spec.survey, wave, source, out)
 
 
@@ -477,9 +496,9 @@ def _end_process_group(group: int, grace: float) -> None:
 
 def _cancel_unfinished_runs(message: str) -> None:
     """Mark the runs still starting or started in the instance as canceled (their processes are gone)."""
-    from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+    from dagster import DagsterRunStatus, RunsFilter
 
-    with DagsterInstance.get() as instance:
+    with _dagster_instance() as instance:
         statuses = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
         for run in instance.get_runs(filters=RunsFilter(statuses=statuses)):
             instance.report_run_canceled(run, message=message)

@@ -99,3 +99,23 @@ variables:
         source + "column 'w' breaks rule 'weights must be > 0'; first offending rows (1-based): 3; values: 0",
         source + "column 'b' breaks rule 'not entirely missing'",
     ])
+
+
+def test_two_sdc_processes_starting_on_a_new_home_both_get_the_instance(tmp_path):
+    """Two waves run side by side on a new home: both processes create the Dagster instance at
+    once. Without the lock in cli._dagster_instance one failed with "table runs already exists"
+    (seen with two `sdc run` at once); every process must get a working instance."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "dagster")}
+    (tmp_path / "dagster").mkdir()
+    code = ("from sdc_dagster.cli import _dagster_instance\n"
+            "with _dagster_instance() as instance:\n"
+            "    print(len(instance.get_runs()))\n")
+    processes = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    results = [process.communicate(timeout=120) for process in processes]
+    assert [process.returncode for process in processes] == [0] * 4, [err[-500:] for _, err in results]
+    assert [out.strip() for out, _ in results] == ["0"] * 4
