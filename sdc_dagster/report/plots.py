@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 _FIGSIZE = (6.4, 4.0)
 _DPI = 96
@@ -181,6 +182,8 @@ def risk_utility_map_png(points: pd.DataFrame, title: str = "Risk-utility map", 
         axes.legend(fontsize="small")
     else:
         _empty_note(axes)
+    # residual risks are small decimals ("0.00031"): at most five ticks keep their labels apart
+    axes.xaxis.set_major_locator(MaxNLocator(nbins=5))
     return _labelled_png(figure, axes, title, xlabel=xlabel, ylabel=ylabel)
 
 
