@@ -2,16 +2,15 @@
 
 * ``<survey>_wave_job`` materialises the whole chain for one wave.
 * ``<survey>_landing_sensor`` watches ``$SDC_HOME/landing/<survey>/``: each new wave file adds its
-  wave as a partition; runs are keyed by the file's content hash (sha256), and a wave whose latest
-  ``raw_microdata`` materialisation read the same content (e.g. by ``sdc demo``) is not run again,
-  so a touched or re-copied file publishes no duplicate release. A file replaced by new content
-  requests a rerun.
+  wave as a partition (a file whose stem is no safe wave id is skipped with a logged warning); runs
+  are keyed by the file's content hash (sha256), and a wave whose latest ``raw_microdata``
+  materialisation read the same content (e.g. by ``sdc demo``) is not run again, so a touched or
+  re-copied file publishes no duplicate release. A file replaced by new content requests a rerun.
 * ``<survey>_nightly_catch_up`` requests a run for every registered wave not yet materialised.
 """
 
 
 import json
-import re
 from pathlib import Path
 
 from dagster import (
@@ -29,23 +28,22 @@ from dagster import (
 )
 
 from sdc_dagster.assets.partitions import materialised_sha256, wave_partitions
+from sdc_dagster.names import name_problem
 from sdc_dagster.resources.storage import landing_dir
 from sdc_dagster.sources import file_sha256
 from sdc_dagster.spec import FORMATS, SurveySpec
 
-WAVE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
-
-def wave_files(spec: SurveySpec) -> dict[str, Path]:
-    """Wave name -> path of every readable wave file in the survey's landing folder."""
+def wave_files(spec: SurveySpec) -> tuple[dict[str, Path], dict[Path, str]]:
+    """Wave id -> path of every readable wave file in the survey's landing folder; and each wave file
+    skipped because its stem is not a safe wave id (:func:`~sdc_dagster.names.name_problem`) -> why."""
     folder = landing_dir() / spec.survey
     if not folder.is_dir():
-        return {}
-    return {
-        path.stem: path
-        for path in sorted(folder.iterdir())
-        if path.is_file() and path.suffix.lower() in FORMATS and WAVE_NAME.match(path.stem)
-    }
+        return {}, {}
+    candidates = [path for path in sorted(folder.iterdir()) if path.is_file() and path.suffix.lower() in FORMATS]
+    problems = {path: name_problem("wave id", path.stem) for path in candidates}
+    return ({path.stem: path for path, problem in problems.items() if problem is None},
+            {path: problem for path, problem in problems.items() if problem is not None})
 
 
 def wave_hashes(files: dict[str, Path], seen: dict[str, dict]) -> dict[str, dict]:
@@ -88,7 +86,10 @@ def build_survey_automation(spec: SurveySpec):
         cursor = json.loads(context.cursor) if context.cursor else {}
         seen = {w: file for w, file in cursor.items() if isinstance(file, dict)}
         known = set(context.instance.get_dynamic_partitions(parts.name))
-        state = wave_hashes(wave_files(spec), seen)
+        files, skipped = wave_files(spec)
+        for path, problem in skipped.items():
+            context.log.warning(f"{path}: not added as a wave: {problem}; rename the file")
+        state = wave_hashes(files, seen)
         new_waves = sorted(w for w in state if w not in known)
         requests = [
             RunRequest(partition_key=w, run_key=f"{w}@{file['sha256']}")

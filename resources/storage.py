@@ -16,6 +16,7 @@ import platformdirs
 from dagster import ConfigurableIOManager, InputContext, OutputContext
 
 import sdc_dagster
+from sdc_dagster.names import check_name, inside
 
 #: The data home of a project folder: a working directory holding this folder uses it.
 PROJECT_HOME = ".sdc_home"
@@ -99,7 +100,7 @@ def read_stored(path: Path):
 
 def stored_output(asset_path: list[str], partition: str = "all"):
     """Read back what :class:`ParquetIOManager` (default location) stored for an asset partition."""
-    return read_stored((sdc_home() / "storage").joinpath(*asset_path, partition))
+    return read_stored(inside(sdc_home() / "storage", *asset_path, partition))
 
 
 class ParquetIOManager(ConfigurableIOManager):
@@ -115,8 +116,11 @@ class ParquetIOManager(ConfigurableIOManager):
         return Path(self.base_dir) if self.base_dir else sdc_home() / "storage"
 
     def _path(self, context: InputContext | OutputContext) -> Path:
-        partition = context.asset_partition_key if context.has_asset_partitions else "all"
-        return self._root().joinpath(*context.asset_key.path, partition)
+        """``<root>/<asset key path>/<partition>``; a partition key that is not a safe name (a wave id
+        added by hand in the UI, say ``../x``) is refused (:mod:`sdc_dagster.names`), and the path
+        must lie inside the root."""
+        partition = check_name("partition key", context.asset_partition_key) if context.has_asset_partitions else "all"
+        return inside(self._root(), *context.asset_key.path, partition)
 
     def handle_output(self, context: OutputContext, obj) -> None:
         path = self._path(context)

@@ -18,6 +18,7 @@ Exit status (``sdc run``, ``sdc check``, ``sdc init``): see the ``EXIT_*`` const
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shutil
 import signal
@@ -42,6 +43,9 @@ EXIT_WITHHELD = 3
 EXIT_BAD_SPEC = 4
 #: The data file is wrong or unreadable (the message names the column, the rule and the rows).
 EXIT_BAD_DATA = 5
+
+# `sdc` prints each spec it skips itself (sdc_dagster.definitions logs them for the UI's code location).
+logging.getLogger("sdc_dagster.definitions").addHandler(logging.NullHandler())
 
 #: Settings of the Dagster instance ``sdc`` creates: no telemetry, no community sign-up modal.
 INSTANCE_DEFAULTS = {"telemetry": {"enabled": False}, "nux": {"enabled": False}}
@@ -89,6 +93,49 @@ def _prepare_environment(home: str | None) -> Path:
     dagster_home.mkdir(parents=True, exist_ok=True)
     _instance_settings(dagster_home)
     return root
+
+
+def _unsafe_names(command: str, out, *names: tuple[str, str | None]) -> bool:
+    """Print the rule broken by each name given on the command line (``(kind, value)``, kinds of
+    :data:`sdc_dagster.names.RULES`; None: not given) that is not a safe name; whether there was one."""
+    from sdc_dagster.names import name_problem
+
+    problems = [name_problem(kind, value) for kind, value in names if value is not None]
+    for problem in filter(None, problems):
+        print(f"sdc {command}: {problem}", file=out)
+    return any(problems)
+
+
+def _survey_specs(command: str, out, survey_name: str | None = None):
+    """The specs that load (survey -> spec) and the broken spec files meant for ``survey_name``
+    (:func:`sdc_dagster.spec.scan_specs`); every other broken spec file is skipped with one warning line."""
+    from sdc_dagster.resources.storage import spec_folders
+    from sdc_dagster.spec import scan_specs
+
+    specs, broken = scan_specs(spec_folders())
+    known = {spec.survey: spec for spec in specs}
+    claimed = [b for b in broken if survey_name in b.surveys and survey_name not in known]
+    for spec in broken:
+        if spec not in claimed:
+            print(f"sdc {command}: warning: skipped the survey spec {spec.summary()}", file=out, flush=True)
+    return known, claimed
+
+
+def _unknown_survey(command: str, survey_name: str, known, out) -> int:
+    """Say that survey ``survey_name`` is unknown, listing ``known``; :data:`EXIT_USAGE`."""
+    print(f"sdc {command}: no survey {survey_name!r}; known: {', '.join(sorted(known)) or 'none'} "
+          "(draft one with: sdc init NAME --from FILE)", file=out)
+    return EXIT_USAGE
+
+
+def _known_surveys(outputs: Path) -> set[str]:
+    """The surveys of the specs that load and of the folders in ``outputs`` (reports or releases of a
+    survey whose spec is gone)."""
+    from sdc_dagster.resources.storage import spec_folders
+    from sdc_dagster.spec import scan_specs
+
+    folders = {p.name for p in outputs.iterdir() if p.is_dir()} if outputs.is_dir() else set()
+    return {spec.survey for spec in scan_specs(spec_folders())[0]} | folders
 
 
 def prepare_demo_waves() -> dict[str, list[str]]:
@@ -153,7 +200,7 @@ def run_demo(home: str | None = None, *, out=None) -> int:
     from sdc_dagster.definitions import build_definitions
 
     waves = prepare_demo_waves()
-    defs = build_definitions()
+    defs = build_definitions(specs=list(_survey_specs("demo", out)[0].values()))
     instance = _dagster_instance()
     print(f"SDC home: {root}", file=out)
     failures = 0
@@ -214,6 +261,8 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
 
     out = out or sys.stdout
     _prepare_environment(home)
+    if _unsafe_names("audit", out, ("wave id", wave), ("plan name", plan), ("survey name", survey_name)):
+        return EXIT_USAGE
     if wave == "grid":  # the census grid release (assets/grid.py)
         from sdc_dagster.assets.grid import run_grid_audit
 
@@ -222,6 +271,8 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
     from sdc_dagster import lineage, survey
 
     root = releases_dir()
+    if survey_name is not None and survey_name not in (known := _known_surveys(root)):
+        return _unknown_survey("audit", survey_name, known, out)
     candidates = [survey_name] if survey_name else sorted(p.name for p in root.iterdir()) if root.is_dir() else []
     surveys = [s for s in candidates if (root / s / wave).is_dir()]
     if not surveys:
@@ -256,12 +307,15 @@ def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, 
     into ``spec_file`` (default ``<data home>/specs/<survey>.yaml``); an existing file is never overwritten."""
     out = out or sys.stdout
     _prepare_environment(home)
+    if _unsafe_names("init", out, ("survey name", survey_name)):
+        return EXIT_USAGE
     from sdc_dagster.errors import SDCInputError
     from sdc_dagster.resources.storage import bundled_examples, user_specs_dir
+    from sdc_dagster.names import inside
     from sdc_dagster.spec import SpecError, load_spec, load_specs
     from sdc_dagster.spec_draft import draft_spec
 
-    target = Path(spec_file) if spec_file else user_specs_dir() / f"{survey_name}.yaml"
+    target = Path(spec_file) if spec_file else inside(user_specs_dir(), f"{survey_name}.yaml")
     if target.exists():
         print(f"sdc init: {target} exists; not overwritten (edit it, or delete it to draft again)", file=out)
         return EXIT_USAGE
@@ -361,6 +415,7 @@ def _land_wave_file(spec, wave: str, data_file: Path) -> Path:
     """Copy ``data_file`` into the landing folder as wave ``wave`` (what the landing sensor watches);
     a file of another type already landed for that wave is an error."""
     from sdc_dagster.errors import SDCInputError
+    from sdc_dagster.names import inside
     from sdc_dagster.resources.storage import landing_dir
     from sdc_dagster.sources import file_format
     from sdc_dagster.spec import FORMATS
@@ -368,8 +423,8 @@ def _land_wave_file(spec, wave: str, data_file: Path) -> Path:
     if not data_file.is_file():
         raise SDCInputError(f"{data_file}: no such file")
     file_format(data_file)  # an unknown file type fails here, naming it
-    folder = landing_dir() / spec.survey
-    target = folder / f"{wave}{data_file.suffix.lower()}"
+    target = inside(landing_dir(), spec.survey, f"{wave}{data_file.suffix.lower()}")
+    folder = target.parent
     others = [folder / f"{wave}{ext}" for ext in FORMATS if (folder / f"{wave}{ext}").is_file()]
     if any(other != target for other in others):
         raise SDCInputError(f"wave {wave!r} of survey {spec.survey!r}: {others[0]} is already landed; "
@@ -390,29 +445,27 @@ def run_wave(survey_name: str, wave: str, *, data_file: str | None = None, home:
     :data:`EXIT_BAD_SPEC`, :data:`EXIT_BAD_DATA`, :data:`EXIT_RUN_FAILED`, :data:`EXIT_USAGE`."""
     out = out or sys.stdout
     _prepare_environment(home)
+    if _unsafe_names("run", out, ("survey name", survey_name), ("wave id", wave)):
+        return EXIT_USAGE
     import warnings
 
     from dagster import BetaWarning
 
     warnings.filterwarnings("ignore", category=BetaWarning)
-    from sdc_dagster.definitions import build_definitions, survey_specs
+    from sdc_dagster.definitions import build_definitions
     from sdc_dagster.errors import SDCInputError
     from sdc_dagster.resources.storage import landing_dir
     from sdc_dagster.sources import locate_wave_file
-    from sdc_dagster.spec import SpecError
 
-    try:
-        specs = {spec.survey: spec for spec in survey_specs()}
-        defs = build_definitions()
-    except SpecError as exc:
-        for error in exc.errors:
+    specs, broken = _survey_specs("run", out, survey_name)
+    if broken:
+        for error in (error for spec in broken for error in spec.error.errors):
             print(f"sdc run: bad spec: {error}", file=out)
         return EXIT_BAD_SPEC
     if survey_name not in specs:
-        print(f"sdc run: no survey {survey_name!r}; known: {', '.join(sorted(specs))} "
-              "(draft one with: sdc init NAME --from FILE)", file=out)
-        return EXIT_USAGE
+        return _unknown_survey("run", survey_name, specs, out)
     spec = specs[survey_name]
+    defs = build_definitions(specs=[spec])
     try:
         source = _land_wave_file(spec, wave, Path(data_file)) if data_file else locate_wave_file(spec, wave, landing_dir())
     except SDCInputError as exc:
@@ -469,6 +522,29 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
         for name, reasons in withheld.items():
             print(f"sdc run: {name} withheld, failed blocking check(s): {', '.join(reasons)}", file=out)
         return EXIT_WITHHELD
+    return EXIT_OK
+
+
+def run_report(survey_name: str, wave: str, *, pdf: bool = False, home: str | None = None, out=None) -> int:
+    """List the report files of a wave (:func:`sdc_dagster.report.export_report`), printing the PDF
+    with ``pdf``; :data:`EXIT_USAGE` for an unsafe name, an unknown survey or a wave without report."""
+    out = out or sys.stdout
+    _prepare_environment(home)
+    if _unsafe_names("report", out, ("survey name", survey_name), ("wave id", wave)):
+        return EXIT_USAGE
+    from sdc_dagster.errors import SDCInputError
+    from sdc_dagster.names import inside
+    from sdc_dagster.report import export_report
+    from sdc_dagster.resources.storage import reports_dir
+
+    if survey_name not in (known := _known_surveys(reports_dir())):
+        return _unknown_survey("report", survey_name, known, out)
+    try:
+        paths = export_report(inside(reports_dir(), survey_name), wave, pdf=pdf)
+    except SDCInputError as error:
+        print(f"sdc report: {error}", file=out)
+        return EXIT_USAGE
+    print("\n".join(f"{kind}: {path}" for kind, path in paths.items()), file=out)
     return EXIT_OK
 
 
@@ -599,18 +675,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "audit":
         return run_audit(args.wave, plan=args.plan, survey_name=args.survey, run=args.run, home=args.home)
     if args.command == "report":
-        from sdc_dagster.resources.storage import reports_dir
-        from sdc_dagster.errors import SDCInputError
-        from sdc_dagster.report import export_report
-
-        _prepare_environment(args.home)
-        try:
-            paths = export_report(reports_dir() / args.survey, args.wave, pdf=args.pdf)
-        except SDCInputError as error:
-            print(error, file=sys.stderr)
-            return 2
-        print("\n".join(f"{kind}: {path}" for kind, path in paths.items()))
-        return 0
+        return run_report(args.survey, args.wave, pdf=args.pdf, home=args.home)
     return run_ui(args.home, args.port)
 
 

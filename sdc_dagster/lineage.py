@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sdc_dagster.names import inside
 from sdc_dagster.sources import file_sha256 as sha256_file
 
 MANIFEST = "manifest.json"
@@ -93,7 +94,8 @@ class Release:
 
 
 def release_root(releases: Path, survey: str, wave: str, plan: str) -> Path:
-    return Path(releases) / survey / wave / plan
+    """``<releases>/<survey>/<wave>/<plan>``, which must lie inside ``releases`` (:func:`~sdc_dagster.names.inside`)."""
+    return inside(releases, survey, wave, plan)
 
 
 def read_manifest(folder: Path) -> dict:

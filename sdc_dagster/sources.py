@@ -15,12 +15,15 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.names import check_name
 from sdc_dagster.schemas import microdata_schema, validate
 from sdc_dagster.spec import FORMATS, SurveySpec
 
 
 def locate_wave_file(spec: SurveySpec, wave: str, landing: Path) -> Path:
-    """The file holding wave ``wave`` of the survey: the landing folder first, then ``source.path``."""
+    """The file holding wave ``wave`` of the survey: the landing folder first, then ``source.path``.
+    An unsafe wave id (:func:`~sdc_dagster.names.check_name`) is refused before any file is looked at."""
+    check_name("wave id", wave)
     folder = Path(landing) / spec.survey
     found = [folder / f"{wave}{ext}" for ext in FORMATS if (folder / f"{wave}{ext}").is_file()]
     if len(found) > 1:

@@ -12,13 +12,14 @@ required section is missing) stops the pass there.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from sdc_dagster.names import RULES, name_problem
 
 ROLES = (
     "direct_identifier",
@@ -42,7 +43,6 @@ FORMATS = {
     ".sas7bdat": "sas",
     ".xpt": "xport",
 }
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
 class SpecError(ValueError):
@@ -335,8 +335,7 @@ def _parse_plan(name: str, raw: Any, default_k: int | None, variables: dict[str,
     from sdc_dagster.protect.plan import plan_problems
 
     where = f"plans.{name}"
-    problems.attempt(_expect, isinstance(name, str) and bool(_NAME.match(name)), where,
-                     "a plan name of letters, digits and _")
+    problems.attempt(_expect, name_problem("plan name", name) is None, where, f"a plan name: {RULES['plan name'][1]}")
     if isinstance(raw, list):
         raw = {"steps": raw}
     raw = _mapping(raw, where)
@@ -450,8 +449,8 @@ def _parse_spec(raw: Any, problems: _Problems, spec_path: Path | None, text: str
     problems.unknown_keys(raw, "spec", {"survey", "title", "source", "variables", "missing", "risk", "plans"})
     _expect("survey" in raw, "survey", "the survey name (missing)")
     survey = raw["survey"]
-    problems.attempt(_expect, isinstance(survey, str) and bool(_NAME.match(survey)), "survey",
-                     "a name of letters, digits and _")
+    problems.attempt(_expect, name_problem("survey name", survey) is None, "survey",
+                     f"a survey name: {RULES['survey name'][1]}")
     source = problems.attempt(_parse_source, raw.get("source", {}), problems)
 
     _expect("variables" in raw, "variables", "a mapping of column name to role")
@@ -553,12 +552,60 @@ def load_spec(path: str | Path) -> SurveySpec:
         ]) from None
 
 
+@dataclass(frozen=True)
+class BrokenSpec:
+    """A spec file that did not load (:func:`scan_specs`): the file, its :class:`SpecError` (each of
+    its ``errors`` names the line and the key), and the survey names it may be meant for (the file
+    name's stem, and its ``survey:`` value when the YAML reads)."""
+
+    path: Path
+    error: SpecError
+    surveys: frozenset[str]
+
+    def summary(self) -> str:
+        """One line: the file and its first error (with its line), and how many more there are."""
+        first = " ".join(str(self.error.errors[0]).split())
+        more = len(self.error.errors) - 1
+        return f"{self.path}: {first}" + (f" (and {more} more: sdc check {self.path})" if more else "")
+
+
+def _claimed_surveys(path: Path) -> frozenset[str]:
+    """The survey names a spec file may be meant for: its stem, and its ``survey:`` if readable."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        raw = None
+    survey = raw.get("survey") if isinstance(raw, Mapping) else None
+    return frozenset({path.stem} | ({survey} if isinstance(survey, str) else set()))
+
+
+def scan_specs(folders: list[str | Path]) -> tuple[list[SurveySpec], list[BrokenSpec]]:
+    """Every ``*.yaml`` spec of ``folders`` (folder order, then file name), and every file that did
+    not load (:class:`BrokenSpec`): one broken spec never hides the others. A spec naming a survey
+    that an earlier spec named is broken too (the earlier one is kept)."""
+    specs: list[SurveySpec] = []
+    broken: list[BrokenSpec] = []
+    for path in (p for folder in folders if Path(folder).is_dir() for p in sorted(Path(folder).glob("*.yaml"))):
+        try:
+            spec = load_spec(path)
+        except SpecError as error:
+            broken.append(BrokenSpec(path, error, _claimed_surveys(path)))
+            continue
+        first = next((s for s in specs if s.survey == spec.survey), None)
+        if first is None:
+            specs.append(spec)
+            continue
+        line = _key_lines(yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)).get("survey")
+        error = SpecError(f"{path.name}:{line}: survey: {spec.survey!r} is named by two specs ({first.spec_path} "
+                          f"and {spec.spec_path}); rename one", key="survey")
+        broken.append(BrokenSpec(path, error, frozenset({spec.survey})))
+    return specs, broken
+
+
 def load_specs(directory: str | Path) -> list[SurveySpec]:
-    """Every ``*.yaml`` spec in a directory, sorted by file name; survey names must be unique."""
-    specs = [load_spec(p) for p in sorted(Path(directory).glob("*.yaml"))]
-    seen: dict[str, Path | None] = {}
-    for s in specs:
-        if s.survey in seen:
-            raise SpecError(f"survey: {s.survey!r} is named by two specs ({seen[s.survey]} and {s.spec_path})")
-        seen[s.survey] = s.spec_path
+    """Every ``*.yaml`` spec in a directory, sorted by file name; a spec that does not load, or a
+    survey named twice, raises (every such problem)."""
+    specs, broken = scan_specs([directory])
+    if broken:
+        raise SpecError.combine([error for b in broken for error in b.error.errors])
     return specs

@@ -19,6 +19,7 @@ import pandas as pd
 import yaml
 
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.names import check_name
 
 # File types a draft can be made from, with the pyreadstat reader of each statistical format.
 _READERS = {
@@ -224,8 +225,7 @@ def draft_spec(path: str | Path, survey: str) -> str:
     SPEC §12 and one protection plan (local suppression to 3-anonymity) to start from.
     """
     path = Path(path)
-    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", survey):
-        raise SDCInputError(f"survey name {survey!r}: use a letter, then letters, digits or _")
+    check_name("survey name", survey)
     contents = read_with_metadata(path)
     drafted = [
         guess_variable(str(c), contents.data[c], labels=contents.value_labels.get(c),
