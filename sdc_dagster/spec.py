@@ -565,8 +565,12 @@ class BrokenSpec:
     def summary(self) -> str:
         """One line: the file and its first error (with its line), and how many more there are."""
         first = " ".join(str(self.error.errors[0]).split())
+        if first.startswith(f"{self.path.name}:"):  # "<file name>:<line>: ..." (load_spec)
+            first = f"{self.path}{first[len(self.path.name):]}"
+        elif not first.startswith(str(self.path)):
+            first = f"{self.path}: {first}"
         more = len(self.error.errors) - 1
-        return f"{self.path}: {first}" + (f" (and {more} more: sdc check {self.path})" if more else "")
+        return first + (f" (and {more} more: sdc check {self.path})" if more else "")
 
 
 def _claimed_surveys(path: Path) -> frozenset[str]:
