@@ -310,8 +310,8 @@ def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, 
     if _unsafe_names("init", out, ("survey name", survey_name)):
         return EXIT_USAGE
     from sdc_dagster.errors import SDCInputError
-    from sdc_dagster.resources.storage import bundled_examples, user_specs_dir
     from sdc_dagster.names import inside
+    from sdc_dagster.resources.storage import bundled_examples, user_specs_dir
     from sdc_dagster.spec import SpecError, load_spec, load_specs
     from sdc_dagster.spec_draft import draft_spec
 

@@ -450,7 +450,7 @@ def _parse_spec(raw: Any, problems: _Problems, spec_path: Path | None, text: str
     _expect("survey" in raw, "survey", "the survey name (missing)")
     survey = raw["survey"]
     problems.attempt(_expect, name_problem("survey name", survey) is None, "survey",
-                     f"a survey name: {RULES['survey name'][1]}")
+                     f"a name: {RULES['survey name'][1]}")
     source = problems.attempt(_parse_source, raw.get("source", {}), problems)
 
     _expect("variables" in raw, "variables", "a mapping of column name to role")

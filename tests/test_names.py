@@ -87,7 +87,7 @@ def test_survey_names_are_identifiers(survey):
 def test_a_spec_names_its_survey_by_the_same_rule(tmp_path):
     spec = tmp_path / "s.yaml"
     spec.write_text("survey: s" + "x" * 64 + "\nvariables:\n  a: {role: categorical_key}\n")
-    with pytest.raises(ValueError, match=re.escape(f"s.yaml:1: survey: expected a survey name: {SURVEY_RULE[4:]}")):
+    with pytest.raises(ValueError, match=re.escape(f"s.yaml:1: survey: expected a name: {SURVEY_RULE[4:]}")):
         load_spec(spec)
 
 
