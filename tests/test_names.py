@@ -151,7 +151,8 @@ def test_report_and_audit_name_an_unknown_survey_and_list_the_known_ones(home, c
                     "(draft one with: sdc init NAME --from FILE)\n")
     status, text = sdc(capsys, "audit", "2024", "--survey", "nosuch")
     assert status == EXIT_USAGE
-    assert text == "sdc audit: no survey 'nosuch'; known: simulation, testdata (draft one with: sdc init NAME --from FILE)\n"
+    assert text == ("sdc audit: no survey 'nosuch'; known: simulation, testdata "
+                    "(draft one with: sdc init NAME --from FILE)\n")
     status, text = sdc(capsys, "report", "testdata", "2024")  # known, no report yet
     assert status == EXIT_USAGE and "sdc report: report of wave '2024'" in text and "not found" in text
 
@@ -196,7 +197,8 @@ def test_an_unknown_survey_beside_a_broken_spec(home, capsys):
     (home / "specs" / "broken.yaml").write_text(BROKEN_ROLE)
     status, out = sdc(capsys, "run", "nosuch", "2024")
     assert status == EXIT_USAGE
-    assert [line.split(":")[0:2] for line in out.splitlines()] == [["sdc run", " warning"], ["sdc run", " no survey 'nosuch'; known"]]
+    assert [line.split(":")[:2] for line in out.splitlines()] == [
+        ["sdc run", " warning"], ["sdc run", " no survey 'nosuch'; known"]]
 
 
 def minimal_spec(survey: str) -> str:
@@ -250,7 +252,8 @@ def test_landing_sensor_skips_and_logs_files_that_are_no_safe_wave_id(tmp_path, 
     assert [r.partition_key for r in result.run_requests] == ["2024"]
     assert result.dynamic_partitions_requests[0].partition_keys == ["2024"]
     # The sensor's log (context.log) goes to the daemon's stderr and the tick's log in the UI.
-    warned = [line for line in capfd.readouterr().err.splitlines() if "WARNING" in line and "not added as a wave" in line]
+    warned = [line for line in capfd.readouterr().err.splitlines()
+              if "WARNING" in line and "not added as a wave" in line]
     assert len(warned) == len(unsafe)
     assert sorted(name for name in unsafe if any(str(folder / name) in m for m in warned)) == sorted(unsafe)
 
