@@ -1,13 +1,12 @@
 """Survey specification: one YAML file per survey, parsed into frozen dataclasses and validated.
 
 A spec names the survey, how its wave files are read, the role and scale of every variable
-(SPEC §1.1–1.2), its missing-value codes, the risk parameters (SPEC §3, §5, §12), the named
-protection plans (ordered steps, SPEC §8) and how a released variant is published (``release:``).
-A problem is a :class:`SpecError` naming the key path (``variables.roof.scale``) and what was
-expected; :func:`load_spec` adds the YAML line of that key. Every independent problem is found in
-one pass and raised as one :class:`SpecError` listing them (its ``errors``); a problem that makes
-the later checks meaningless (the spec is not a mapping, a required section is missing) stops the
-pass there.
+(SPEC §1.1–1.2), its missing-value codes, the risk parameters (SPEC §3, §5, §12) and the named
+protection plans (ordered steps, SPEC §8). A problem is a :class:`SpecError` naming the key path
+(``variables.roof.scale``) and what was expected; :func:`load_spec` adds the YAML line of that key.
+Every independent problem is found in one pass and raised as one :class:`SpecError` listing them
+(its ``errors``); a problem that makes the later checks meaningless (the spec is not a mapping, a
+required section is missing) stops the pass there.
 """
 
 from __future__ import annotations
