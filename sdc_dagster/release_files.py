@@ -128,18 +128,17 @@ def encode(frame: pd.DataFrame, fmt: str, labels: FileContents | None = None) ->
         path = Path(tmp) / FILE_NAMES[fmt]
         try:
             writer(frame, str(path), **options)
-        except Exception as exc:  # pyreadstat's own error classes name the variable or the limit
-            if isinstance(exc, (ValueError, TypeError)) or type(exc).__module__.startswith("pyreadstat"):
-                raise SDCInputError(f"the released variant cannot be written as {fmt} ({exc}); "
-                                    "choose other release.formats in the spec") from exc
-            raise
+        except (ValueError, TypeError, pyreadstat.ReadstatError, pyreadstat.PyreadstatError) as exc:
+            raise SDCInputError(f"the released variant cannot be written as {fmt} ({exc}); "
+                                "choose other release.formats in the spec") from exc
         return _pin_timestamp(path.read_bytes(), fmt)
 
 
 def _label_options(frame: pd.DataFrame, fmt: str, labels: FileContents) -> dict:
     """pyreadstat writer options carrying the source's variable labels, value labels (those whose
     values fit the released column's type: a recode to text drops numeric labels; Stata labels
-    integers only), SPSS measurement levels and SPSS user-missing codes (at most three)."""
+    integers only), SPSS measurement levels and SPSS user-missing codes (at most three, as SPSS
+    allows)."""
     columns = set(frame.columns)
     numeric = {c for c in columns if pd.api.types.is_numeric_dtype(frame[c])}
     options: dict = {"column_labels": {c: label for c, label in labels.column_labels.items() if c in columns}}
@@ -148,7 +147,7 @@ def _label_options(frame: pd.DataFrame, fmt: str, labels: FileContents) -> dict:
 
     def fits(column, value) -> bool:
         if isinstance(value, str):
-            return column not in numeric
+            return fmt == "spss" and column not in numeric
         is_number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
         return column in numeric and is_number and (fmt == "spss" or float(value).is_integer())
 
