@@ -45,7 +45,8 @@ def write_sav(path: Path) -> Path:
     pyreadstat.write_sav(
         wave(), str(path),
         column_labels={"sex": "Sex of the person", "agegr": "Age group (5 classes)"},
-        variable_value_labels={"sex": {1.0: "male", 2.0: "female"}, "agegr": {4.0: "45-64", 5.0: "65+", 99.0: "refused"}},
+        variable_value_labels={"sex": {1.0: "male", 2.0: "female"},
+                               "agegr": {4.0: "45-64", 5.0: "65+", 99.0: "refused"}},
         missing_ranges={"agegr": [99.0]},
         variable_measure={"sex": "nominal", "agegr": "ordinal"},
     )
@@ -187,7 +188,9 @@ def test_audit_verifies_every_file_and_names_a_flipped_byte(survey_files, tmp_pa
         path.write_bytes(bytes(flipped))
         verification = lineage.verify_release(release.folder, survey.recompute_release)
         assert not verification.ok
-        assert verification.detail == f"the released file {name} differs from the hash in its manifest (edited or damaged)"
+        assert verification.detail == (
+            f"the released file {name} differs from the hash in its manifest (edited or damaged)"
+        )
         assert verification.files[name] == "differs from the hash in its manifest"
         path.write_bytes(intact)
     assert lineage.verify_release(release.folder, survey.recompute_release).ok

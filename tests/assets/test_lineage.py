@@ -166,6 +166,7 @@ def test_release_refuses_a_spec_file_changed_since_it_was_loaded(sdc_home, testd
         lineage.write_release(
             sdc_home / "releases", survey="testdata", wave=WAVE, plan="suppress_k3", run_id="r1",
             protected=pd.DataFrame({"a": [1]}), files={lineage.PROTECTED: b""}, order={}, input_file=path,
-            input_sha256="x", spec_path=path, spec_sha256=spec.spec_hash, plan_definition={}, steps=[], risk={}, loss={}, checks={},
+            input_sha256="x", spec_path=path, spec_sha256=spec.spec_hash, plan_definition={}, steps=[], risk={},
+            loss={}, checks={},
         )
     assert not (sdc_home / "releases").exists()
