@@ -324,6 +324,7 @@ def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
                 "withheld_because": MetadataValue.json(failures),
                 "warnings": MetadataValue.json(survey.release_warnings(checks)),
                 "release": MetadataValue.path(str(release.folder)),
+                "release_files": ", ".join(safe.files) if safe else "none (withheld)",
                 "previous_release": release.manifest["previous_release"] or "none",
                 "manifest": MetadataValue.json(release.manifest),
             },
