@@ -39,7 +39,7 @@ from sdc_dagster.assets.checks import (
 from sdc_dagster.assets.partitions import latest_materialization, wave_partitions
 from sdc_dagster.resources.storage import inputs_dir, landing_dir, releases_dir, reports_dir
 import sdc_dagster
-from sdc_dagster import lineage, risk, survey
+from sdc_dagster import lineage, release_files, risk, survey
 from sdc_dagster.classification import classify_variables
 from sdc_dagster.report import headline_table, recommendation, report_plots, write_report
 from sdc_dagster.report.plots import boxplot_png, grouped_bars_png, histogram_png
@@ -269,7 +269,7 @@ def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
             f"Protected variant by plan {plan.name!r}: {plan.description}. Published as a release only "
             "if its blocking release checks pass; otherwise withheld (kept here for evaluation only)."
         ),
-        code_version=code_version(spec.variables, spec.risk, plan),
+        code_version=code_version(spec.variables, spec.risk, plan, spec.release),
         check_specs=release_check_specs(spec, plan, protected_key(spec, plan.name)),
         **_common(spec),
     )
@@ -280,6 +280,10 @@ def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
         checks = survey.release_checks(result.data, spec, plan)
         failures = survey.blocking_failures(checks)
         source = raw_source(context, wave)
+        snapshot = Path(source["source_snapshot"])
+        # the published files only are shuffled and renumbered: this asset's output keeps the
+        # wave's order and index, which residual risk and loss compare record by record
+        safe = None if failures else release_files.safe_files(result.data, spec, plan, wave=wave, source=snapshot)
         release = lineage.write_release(
             releases_dir(),
             survey=spec.survey,
@@ -287,7 +291,9 @@ def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
             plan=plan.name,
             run_id=context.run_id,
             protected=result.data,
-            input_file=Path(source["source_snapshot"]),
+            files=safe.files if safe else None,
+            order=safe.order if safe else None,
+            input_file=snapshot,
             input_sha256=source["source_sha256"],
             spec_path=spec.spec_path,
             spec_sha256=spec.spec_hash,
@@ -318,6 +324,7 @@ def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
                 "withheld_because": MetadataValue.json(failures),
                 "warnings": MetadataValue.json(survey.release_warnings(checks)),
                 "release": MetadataValue.path(str(release.folder)),
+                "release_files": ", ".join(safe.files) if safe else "none (withheld)",
                 "previous_release": release.manifest["previous_release"] or "none",
                 "manifest": MetadataValue.json(release.manifest),
             },

@@ -256,7 +256,8 @@ def grid_summary(region: str) -> str:
 def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = None, run: str | None = None,
               home: str | None = None, out=None) -> int:
     """Print the manifest of each release of ``wave`` (latest, or run ``run``) and verify it by
-    recomputing the protected output; exit status 0 only if every release is byte-identical."""
+    recomputing its safe files, each listed with its verdict; exit status 0 only if every file of
+    every release is byte-identical."""
     import json
 
     out = out or sys.stdout
@@ -295,6 +296,8 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
         verification = lineage.verify_release(releases[-1], survey.recompute_release)
         print(f"== {surveys[0]} / {wave} / {name}: release {releases[-1].name}", file=out)
         print(json.dumps(verification.manifest, indent=2, sort_keys=True), file=out)
+        for file, state in verification.files.items():
+            print(f"  {file}: {state}", file=out)
         verdict = "OK" if verification.ok else "FAILED"
         print(f"audit {verdict}: {verification.detail}", file=out, flush=True)
         status = status or (0 if verification.ok else 1)

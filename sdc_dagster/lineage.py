@@ -1,14 +1,17 @@
 """Release manifests: what produced a protected file, and the proof that it can be produced again.
 
 Every protected output is written as a *release*: ``<releases>/<survey>/<wave>/<plan>/<run_id>/``
-holding ``protected.parquet``, ``manifest.json`` and ``spec.yaml`` (the exact spec text used).
+holding the safe files (``protected.parquet`` always, and the wave's own format and the spec's
+``release.formats``, shuffled and with new ids: :mod:`sdc_dagster.release_files`), ``manifest.json``
+and ``spec.yaml`` (the exact spec text used).
 A variant that fails a blocking release check is *withheld*: its run folder holds ``withheld.json``
 (the same record, naming the failed checks, without an output) and no protected file.
 A manifest records the input file and its hash, the spec and its hash, the package versions, every
 protection step with its parameters and seed, the headline risk and loss figures, the release
-checks, the run id and the previous release of the same wave and plan. Earlier releases are never
-overwritten. :func:`verify_release` recomputes a release from what its manifest records and tells
-whether the result is byte-identical.
+checks, the run id and the previous release of the same wave and plan, and every safe file with its
+SHA-256 and how its record order and ids were made. Earlier releases are never overwritten.
+:func:`verify_release` recomputes a release from what its manifest records and tells whether every
+file is byte-identical.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
@@ -138,6 +141,8 @@ def write_release(
     plan: str,
     run_id: str,
     protected: pd.DataFrame,
+    files: dict[str, bytes] | None,
+    order: dict | None,
     input_file: Path,
     input_sha256: str,
     spec_path: Path,
@@ -150,11 +155,13 @@ def write_release(
     matrices: dict[str, pd.DataFrame] | None = None,
     withheld: dict[str, str] | None = None,
 ) -> Release:
-    """Write the protected file, the spec text, the PRAM transition matrices used (``matrices``:
-    variable -> forward matrix, rows = original category) and the manifest of a new release.
+    """Write the safe files (``files``: name -> bytes, :attr:`~sdc_dagster.release_files.SafeFiles.files`,
+    ``protected.parquet`` among them; ``order``: how they were cut from ``protected``), the spec
+    text, the PRAM transition matrices used (``matrices``: variable -> forward matrix, rows =
+    original category) and the manifest of a new release.
 
     ``withheld``: the failed blocking checks ({check: why}); when given, the variant is not
-    released: no protected file is written and the record is ``withheld.json`` (``output`` null,
+    released: no safe file is written and the record is ``withheld.json`` (``output`` null,
     ``withheld`` naming the checks), so that no audit or reader takes it for a release.
     ``sequence`` counts every decision of the wave and plan; ``previous_release`` is the last
     published release. ``spec_sha256`` is the hash of the spec as loaded (``SurveySpec.spec_hash``):
@@ -169,9 +176,11 @@ def write_release(
             f"{spec_path} changed since the spec was loaded (its hash is no longer {spec_sha256}): the release "
             "would store a spec copy other than the one used; reload the code location and rerun"
         )
-    payload = None if withheld else parquet_bytes(protected)
-    if payload is not None:
-        _atomic_write(folder / PROTECTED, payload)
+    files = {} if withheld else dict(files or {})
+    if not withheld and PROTECTED not in files:
+        raise ValueError(f"a release needs {PROTECTED} among its files, got {sorted(files)}")
+    for name, data in files.items():
+        _atomic_write(folder / name, data)
     _atomic_write(folder / SPEC_COPY, spec_text)
     artifacts = {}
     for variable, matrix in (matrices or {}).items():
@@ -194,9 +203,11 @@ def write_release(
         if withheld
         else {
             "file": PROTECTED,
-            "sha256": sha256_bytes(payload),
+            "sha256": sha256_bytes(files[PROTECTED]),
             "records": int(len(protected)),
             "columns": [str(c) for c in protected.columns],
+            "files": {name: sha256_bytes(data) for name, data in files.items()},
+            "order": order,
         },
         "risk": risk,
         "loss": loss,
@@ -220,7 +231,7 @@ def _json_default(value):
 
 @dataclass(frozen=True)
 class Verification:
-    """Outcome of an audit of one release."""
+    """Outcome of an audit of one release; ``files``: each safe file -> ``"ok"`` or what is wrong."""
 
     manifest: dict
     stored_file_intact: bool
@@ -228,41 +239,66 @@ class Verification:
     byte_identical: bool
     detail: str
     spec_copy_intact: bool = True
+    files: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return self.stored_file_intact and self.input_intact and self.spec_copy_intact and self.byte_identical
 
 
+def released_files(manifest: dict) -> dict[str, str]:
+    """The safe files of a release -> their SHA-256 (a release made before safe files were listed
+    has its Parquet file only)."""
+    output = manifest["output"]
+    return dict(output.get("files") or {output["file"]: output["sha256"]})
+
+
+def _stored_state(path: Path, digest: str) -> str:
+    if not path.is_file():
+        return "is missing"
+    return "ok" if sha256_file(path) == digest else "differs from the hash in its manifest"
+
+
 def verify_release(folder: Path, recompute) -> Verification:
-    """Check a release: the stored file still has the recorded hash, the input file and the stored
-    spec copy still have theirs, and ``recompute(input_file, spec_copy, manifest) -> DataFrame``
-    reproduces the stored bytes exactly (the recomputation runs in memory, nothing is written to
-    the release). The spec copy is what the recomputation reads, so it is hashed itself rather
-    than trusting the hash recorded when the spec was loaded."""
+    """Check a release: every stored safe file still has its recorded hash, the input file and the
+    stored spec copy still have theirs, and ``recompute(input_file, spec_copy, manifest) -> {file:
+    bytes}`` reproduces every stored file exactly (the recomputation runs in memory, nothing is
+    written to the release). The spec copy is what the recomputation reads, so it is hashed itself
+    rather than trusting the hash recorded when the spec was loaded. ``detail`` names the files
+    that fail."""
     folder = Path(folder)
     manifest = read_manifest(folder)
-    stored = folder / manifest["output"]["file"]
-    stored_ok = stored.is_file() and sha256_file(stored) == manifest["output"]["sha256"]
+    expected = released_files(manifest)
+    status = {name: _stored_state(folder / name, digest) for name, digest in expected.items()}
+    damaged = {name: state for name, state in status.items() if state != "ok"}
     input_file = Path(manifest["input"]["file"])
     input_ok = input_file.is_file() and sha256_file(input_file) == manifest["input"]["sha256"]
     if not input_ok:
-        return Verification(manifest, stored_ok, False, False, f"input file {input_file} is missing or changed")
+        return Verification(manifest, not damaged, False, False, f"input file {input_file} is missing or changed",
+                            files=status)
     spec_copy = folder / manifest["spec"]["copy"]
     spec_ok = spec_copy.is_file() and spec_text_sha256(spec_copy.read_bytes()) == manifest["spec"]["sha256"]
     if not spec_ok:
         return Verification(
-            manifest, stored_ok, True, False,
+            manifest, not damaged, True, False,
             f"the stored spec copy {spec_copy} is missing or differs from the spec hash in its manifest "
             "(edited or damaged)",
-            spec_copy_intact=False,
+            spec_copy_intact=False, files=status,
         )
-    recomputed = parquet_bytes(recompute(input_file, folder / SPEC_COPY, manifest))
-    identical = stored.is_file() and recomputed == stored.read_bytes()
-    if identical and stored_ok:
-        detail = "recomputed output is byte-identical to the release"
-    elif not stored_ok:
-        detail = "the released file differs from the hash in its manifest (edited or damaged)"
+    recomputed = recompute(input_file, folder / SPEC_COPY, manifest)
+    differing = [
+        name for name in sorted(set(expected) | set(recomputed))
+        if name not in expected or name not in recomputed or not (folder / name).is_file()
+        or recomputed[name] != (folder / name).read_bytes()
+    ]
+    for name in differing:
+        if status.get(name, "ok") == "ok":
+            status[name] = "differs from its recomputation" if name in expected else "is recomputed but not released"
+    if damaged:
+        detail = "; ".join(f"the released file {name} {state}" for name, state in damaged.items()) \
+            + " (edited or damaged)"
+    elif differing:
+        detail = f"the recomputed output differs from the released file ({', '.join(differing)})"
     else:
-        detail = "the recomputed output differs from the released file"
-    return Verification(manifest, stored_ok, True, identical, detail)
+        detail = f"recomputed output is byte-identical to the release ({', '.join(expected)})"
+    return Verification(manifest, not damaged, True, not differing, detail, files=status)

@@ -43,6 +43,8 @@ FORMATS = {
     ".sas7bdat": "sas",
     ".xpt": "xport",
 }
+# Formats a released safe file can be written in (``release.formats``; SAS waves are released as xport).
+RELEASE_FORMATS = ("spss", "stata", "csv", "parquet", "xport")
 
 
 class SpecError(ValueError):
@@ -121,6 +123,17 @@ class RiskParameters:
 
 
 @dataclass(frozen=True)
+class ReleaseOptions:
+    """How a released variant is published (``release:``): the formats written besides the wave's
+    own and Parquet, whether the record order is shuffled, and whether record and household ids
+    are replaced by new sequence numbers."""
+
+    formats: tuple[str, ...] = ()
+    shuffle: bool = True
+    renumber_ids: bool = True
+
+
+@dataclass(frozen=True)
 class Plan:
     """A named protection plan: ordered steps, the k its output must reach, and its seed."""
 
@@ -143,6 +156,7 @@ class SurveySpec:
     plans: tuple[Plan, ...]
     spec_path: Path | None = None
     spec_hash: str = ""
+    release: ReleaseOptions = ReleaseOptions()
 
     def variable(self, name: str) -> Variable:
         return self.variables[name]
@@ -429,6 +443,20 @@ def _parse_risk(raw: Any, problems: _Problems) -> RiskParameters:
     return risk
 
 
+def _parse_release(raw: Any, problems: _Problems) -> ReleaseOptions:
+    raw = _mapping(raw, "release")
+    problems.unknown_keys(raw, "release", {"formats", "shuffle", "renumber_ids"})
+    formats = raw.get("formats", [])
+    if problems.attempt(_expect, isinstance(formats, list) and all(f in RELEASE_FORMATS for f in formats),
+                        "release.formats", f"a list of formats from {list(RELEASE_FORMATS)}, got {formats!r}",
+                        default=_FAILED) is _FAILED:
+        formats = []
+    for name in ("shuffle", "renumber_ids"):
+        problems.attempt(_expect, isinstance(raw.get(name, True), bool), f"release.{name}", "true or false")
+    return ReleaseOptions(formats=tuple(dict.fromkeys(formats)), shuffle=raw.get("shuffle", True),
+                          renumber_ids=raw.get("renumber_ids", True))
+
+
 def parse_spec(raw: Any, *, spec_path: Path | None = None, text: str = "") -> SurveySpec:
     """Validate a parsed YAML document and build the :class:`SurveySpec`.
 
@@ -446,7 +474,8 @@ def parse_spec(raw: Any, *, spec_path: Path | None = None, text: str = "") -> Su
 
 def _parse_spec(raw: Any, problems: _Problems, spec_path: Path | None, text: str) -> SurveySpec | None:
     raw = _mapping(raw, "spec")
-    problems.unknown_keys(raw, "spec", {"survey", "title", "source", "variables", "missing", "risk", "plans"})
+    problems.unknown_keys(raw, "spec", {"survey", "title", "source", "variables", "missing", "risk", "plans",
+                                               "release"})
     _expect("survey" in raw, "survey", "the survey name (missing)")
     survey = raw["survey"]
     problems.attempt(_expect, name_problem("survey name", survey) is None, "survey",
@@ -478,6 +507,7 @@ def _parse_spec(raw: Any, problems: _Problems, spec_path: Path | None, text: str
         problems.attempt(_parse_plan, name, value, risk.k if risk else None, parsed, problems)
         for name, value in plans_raw.items()
     )
+    release = problems.attempt(_parse_release, raw.get("release", {}), problems)
     if problems.errors:
         return None
     return SurveySpec(
@@ -489,6 +519,7 @@ def _parse_spec(raw: Any, problems: _Problems, spec_path: Path | None, text: str
         plans=plans,
         spec_path=spec_path,
         spec_hash=hashlib.sha256(text.encode()).hexdigest() if text else "",
+        release=release,
     )
 
 

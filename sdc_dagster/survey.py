@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sdc_dagster import contribution, lineage, loss, risk
+from sdc_dagster import contribution, lineage, loss, release_files, risk
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.protect.plan import PlanResult, apply_plan
 from sdc_dagster.report import PlanSummary, ReportInputs
@@ -616,10 +616,13 @@ def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveyS
     }
 
 
-def recompute_release(input_file: Path, spec_copy: Path, manifest: dict) -> pd.DataFrame:
-    """Recompute a release's protected output from what its manifest records: the input snapshot,
-    the spec text used, the wave and the plan (whose seed is in the spec; step seeds derive from it,
-    the survey, the wave and the plan name)."""
+def recompute_release(input_file: Path, spec_copy: Path, manifest: dict) -> dict[str, bytes]:
+    """Recompute a release's safe files (file name -> bytes, :func:`~sdc_dagster.release_files.safe_files`)
+    from what its manifest records: the input snapshot, the spec text used, the wave and the plan
+    (whose seed is in the spec; step seeds and the published order's seed derive from it, the
+    survey, the wave and the plan name)."""
     spec = load_spec(spec_copy)
     data = read_wave_file(spec, input_file)
-    return protect(data, spec, spec.plan(manifest["plan"]), wave=manifest["wave"]).data
+    plan = spec.plan(manifest["plan"])
+    protected = protect(data, spec, plan, wave=manifest["wave"]).data
+    return release_files.safe_files(protected, spec, plan, wave=manifest["wave"], source=input_file).files

@@ -1,5 +1,5 @@
-"""Lineage audits: releases are reproducible byte for byte, versioned by run, and staleness follows
-exactly the spec part that changed (Dagster's own staleness)."""
+"""Lineage audits: releases are reproducible byte for byte, versioned by run, published in a shuffled
+order with new ids, and staleness follows exactly the spec part that changed (Dagster's own staleness)."""
 
 import json
 import shutil
@@ -54,6 +54,24 @@ def test_rerun_is_byte_identical_and_keeps_the_earlier_release(sdc_home, testdat
     report = (sdc_home / "reports" / "testdata" / f"{WAVE}.html").read_text()
     assert f"run {second.run_id}" in report and f"supersedes" in report
 
+    # The published files hold the wave's records in another order with households renumbered
+    # 1..H; the asset that residual risk and loss read keeps the wave's order, record by record.
+    asset = second.asset_value(AssetKey(["testdata", "protected_suppress_k3"]))
+    folder = releases(sdc_home, "suppress_k3")[-1]
+    manifest = lineage.read_manifest(folder)
+    published = pd.read_csv(folder / "protected.csv")
+    original = pd.read_csv(testdata_only_specs / "data" / "testdata.csv")
+    amounts = ["expend", "income", "savings"]
+    assert asset.index.equals(original.index)
+    assert (asset[amounts].to_numpy(dtype=float) == original[amounts].to_numpy(dtype=float)).all()
+    assert sorted(map(tuple, published[amounts].to_numpy())) == sorted(map(tuple, original[amounts].to_numpy()))
+    in_place = (published[amounts].to_numpy() == original[amounts].to_numpy()).all(axis=1)
+    assert int(in_place.sum()) <= 20
+    assert published["ori_hid"].drop_duplicates().tolist() == list(range(1, original["ori_hid"].nunique() + 1))
+    assert manifest["output"]["order"]["renumbered_ids"] == ["ori_hid"]
+    assert isinstance(manifest["output"]["order"]["seed"], int)
+    assert sorted(manifest["output"]["files"]) == ["protected.csv", "protected.parquet"]
+
 
 def test_audit_verifies_and_detects_a_hand_edited_release(sdc_home, testdata_only_specs, instance, capsys):
     run_wave(testdata_only_specs, sdc_home, instance)
@@ -61,12 +79,24 @@ def test_audit_verifies_and_detects_a_hand_edited_release(sdc_home, testdata_onl
     out = capsys.readouterr().out
     assert "audit OK: recomputed output is byte-identical" in out and '"plan": "suppress_k3"' in out
 
-    target = releases(sdc_home, "suppress_k3")[-1] / "protected.parquet"
+    # a CSV wave is released as CSV and Parquet, each verified
+    assert "  protected.csv: ok\n  protected.parquet: ok\n" in out
+
+    folder = releases(sdc_home, "suppress_k3")[-1]
+    target = folder / "protected.parquet"
     edited = pd.read_parquet(target)
     edited.loc[edited.index[0], "sex"] = 2 if edited.loc[edited.index[0], "sex"] == 1 else 1
     edited.to_parquet(target)
     assert run_audit(WAVE, plan="suppress_k3") == 1
-    assert "audit FAILED: the released file differs from the hash in its manifest" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "audit FAILED: the released file protected.parquet differs from the hash in its manifest" in out
+
+    csv = folder / "protected.csv"
+    flipped = bytearray(csv.read_bytes())
+    flipped[-2] ^= 0x01
+    csv.write_bytes(bytes(flipped))
+    assert run_audit(WAVE, plan="suppress_k3") == 1
+    assert "  protected.csv: differs from the hash in its manifest\n" in capsys.readouterr().out
 
 
 def test_manifest_never_holds_a_direct_identifier_value(sdc_home, testdata_only_specs, instance):
@@ -135,7 +165,8 @@ def test_release_refuses_a_spec_file_changed_since_it_was_loaded(sdc_home, testd
     with pytest.raises(RuntimeError, match="changed since the spec was loaded"):
         lineage.write_release(
             sdc_home / "releases", survey="testdata", wave=WAVE, plan="suppress_k3", run_id="r1",
-            protected=pd.DataFrame({"a": [1]}), input_file=path, input_sha256="x", spec_path=path,
-            spec_sha256=spec.spec_hash, plan_definition={}, steps=[], risk={}, loss={}, checks={},
+            protected=pd.DataFrame({"a": [1]}), files={lineage.PROTECTED: b""}, order={}, input_file=path,
+            input_sha256="x", spec_path=path, spec_sha256=spec.spec_hash, plan_definition={}, steps=[], risk={},
+            loss={}, checks={},
         )
     assert not (sdc_home / "releases").exists()

@@ -1,0 +1,184 @@
+"""The safe files of a release: the protected variant as an office publishes it.
+
+As sdcMicro's ``writeSafeFile`` and mu-Argus do, the released variant is written in the office's
+own formats: the format the wave came in (SPSS with its variable labels, value labels, measurement
+levels and user-missing codes; Stata with its variable and value labels; CSV; Parquet; SAS waves as
+SAS transport, the SAS format that can be written), Parquet always, and the formats the spec's
+``release.formats`` asks for. Before writing, the published file is cut from the source record by
+record (SPEC §8.1: direct identifiers are already gone):
+
+* the record order is shuffled with a seed derived like a plan step's
+  (:func:`~sdc_dagster.protect.plan.step_seed` over survey, wave, plan, the position after the
+  last step and ``"release_order"``) and recorded; households stay together (their records are
+  adjacent, households in random order); the index is a fresh ``0..n-1``;
+* the record id is replaced by the sequence ``1..n`` and the household id by ``1..H``, both in
+  the published order, so no released id equals or maps back to an original one.
+
+``release.shuffle: false`` or ``release.renumber_ids: false`` keep the order or the ids. The
+pipeline's protected asset keeps the source order and index, since residual risk and loss compare
+it with the original record by record; only the files written here are reordered.
+
+Reproducible bytes: readstat stamps SPSS, Stata and SAS transport files with the time they were
+written. That stamp is set to 1970-01-01 00:00 (as ``SOURCE_DATE_EPOCH=0`` does for reproducible
+builds), so a release recomputed by ``sdc audit`` is byte-identical to the stored one.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sdc_dagster.errors import SDCInputError
+from sdc_dagster.lineage import PROTECTED, parquet_bytes
+from sdc_dagster.protect.plan import step_seed
+from sdc_dagster.sources import file_format
+from sdc_dagster.spec import Plan, SurveySpec
+from sdc_dagster.spec_draft import FileContents, read_with_metadata
+
+#: File name of each release format (Parquet keeps the name every release has had).
+FILE_NAMES = {"parquet": PROTECTED, "spss": "protected.sav", "stata": "protected.dta", "csv": "protected.csv",
+              "xport": "protected.xpt"}
+#: The release format of each wave format (pyreadstat writes no sas7bdat).
+_WAVE_RELEASE_FORMAT = {"csv": "csv", "parquet": "parquet", "spss": "spss", "stata": "stata", "sas": "xport",
+                        "xport": "xport"}
+ORDER_METHOD = "release_order"
+
+
+@dataclass(frozen=True)
+class SafeFiles:
+    """The published files of a release (file name -> bytes) and how they were cut from the
+    protected variant (``order``: shuffled, seed, renumbered id columns; recorded in the manifest)."""
+
+    files: dict[str, bytes]
+    order: dict
+
+
+def release_formats(spec: SurveySpec, wave_format: str) -> list[str]:
+    """The formats a release is written in: the wave's own, Parquet, then the spec's ``release.formats``."""
+    return list(dict.fromkeys([_WAVE_RELEASE_FORMAT[wave_format], "parquet", *spec.release.formats]))
+
+
+def order_seed(spec: SurveySpec, plan: Plan, wave: str) -> int:
+    """The seed of the published record order: the step seed of a step after the plan's last."""
+    return step_seed(plan.random_state, (spec.survey, str(wave), plan.name), len(plan.steps), ORDER_METHOD)
+
+
+def publication_order(protected: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: str) -> tuple[pd.DataFrame, dict]:
+    """The protected variant in published order with new ids (see the module docstring), and the
+    record of what was done. Records without a household id are placed after the households."""
+    household = spec.household_id if spec.household_id in protected.columns else None
+    record_id = spec.record_id if spec.record_id in protected.columns else None
+    seed = order_seed(spec, plan, wave) if spec.release.shuffle else None
+    order = np.arange(len(protected))
+    if seed is not None:
+        order = np.random.default_rng(seed).permutation(len(protected))
+    if household is not None and len(order):
+        # factorize numbers households by first appearance in the shuffled rows: a stable sort on
+        # that number keeps each household's records adjacent and the households in shuffled order
+        first_seen, _ = pd.factorize(protected[household].to_numpy()[order])
+        first_seen = np.where(first_seen < 0, first_seen.max() + 1, first_seen)
+        order = order[np.argsort(first_seen, kind="stable")]
+    released = protected.iloc[order].reset_index(drop=True)
+    renumbered = []
+    if spec.release.renumber_ids:
+        if record_id is not None:
+            released[record_id] = np.arange(1, len(released) + 1, dtype="int64")
+            renumbered.append(record_id)
+        if household is not None:
+            codes, _ = pd.factorize(released[household])
+            numbers = pd.Series(codes + 1, dtype="int64")
+            released[household] = numbers if (codes >= 0).all() else numbers.astype("Int64").mask(codes < 0)
+            renumbered.append(household)
+    return released, {"shuffled": seed is not None, "seed": seed, "renumbered_ids": renumbered}
+
+
+def safe_files(protected: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: str, source: Path) -> SafeFiles:
+    """Every published file of a released variant; ``source`` is the wave file (its labels and
+    missing codes go into the SPSS and Stata files)."""
+    released, order = publication_order(protected, spec, plan, wave=wave)
+    wave_format = file_format(source, default=spec.source.format)
+    formats = release_formats(spec, wave_format)
+    labels = _source_metadata(source) if {"spss", "stata", "xport"} & set(formats) else None
+    return SafeFiles({FILE_NAMES[f]: encode(released, f, labels) for f in formats}, order)
+
+
+def _source_metadata(source: Path) -> FileContents | None:
+    """The wave file's labels and missing codes (none for a file without pyreadstat metadata)."""
+    if Path(source).suffix.lower() not in (".sav", ".zsav", ".dta", ".sas7bdat", ".xpt"):
+        return None
+    return read_with_metadata(source)
+
+
+def encode(frame: pd.DataFrame, fmt: str, labels: FileContents | None = None) -> bytes:
+    """The bytes of ``frame`` in release format ``fmt``; ``labels``: the source file's metadata."""
+    if fmt == "parquet":
+        return parquet_bytes(frame)
+    if fmt == "csv":
+        return frame.to_csv(index=False, lineterminator="\n").encode("utf-8")
+    import pyreadstat
+
+    options = _label_options(frame, fmt, labels) if labels is not None else {}
+    writer = {"spss": pyreadstat.write_sav, "stata": pyreadstat.write_dta, "xport": pyreadstat.write_xport}[fmt]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / FILE_NAMES[fmt]
+        try:
+            writer(frame, str(path), **options)
+        except (ValueError, TypeError, pyreadstat.ReadstatError, pyreadstat.PyreadstatError) as exc:
+            raise SDCInputError(f"the released variant cannot be written as {fmt} ({exc}); "
+                                "choose other release.formats in the spec") from exc
+        return _pin_timestamp(path.read_bytes(), fmt)
+
+
+def _label_options(frame: pd.DataFrame, fmt: str, labels: FileContents) -> dict:
+    """pyreadstat writer options carrying the source's variable labels, value labels (those whose
+    values fit the released column's type: a recode to text drops numeric labels; Stata labels
+    integers only), SPSS measurement levels and SPSS user-missing codes (at most three, as SPSS
+    allows)."""
+    columns = set(frame.columns)
+    numeric = {c for c in columns if pd.api.types.is_numeric_dtype(frame[c])}
+    options: dict = {"column_labels": {c: label for c, label in labels.column_labels.items() if c in columns}}
+    if fmt == "xport":
+        return options
+
+    def fits(column, value) -> bool:
+        if isinstance(value, str):
+            return fmt == "spss" and column not in numeric
+        is_number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+        return column in numeric and is_number and (fmt == "spss" or float(value).is_integer())
+
+    value_labels = {}
+    for column, mapping in labels.value_labels.items():
+        if column in columns and mapping and all(fits(column, v) for v in mapping):
+            value_labels[column] = {(int(v) if fmt == "stata" else v): text for v, text in mapping.items()}
+    options["variable_value_labels"] = value_labels
+    if fmt == "spss":
+        options["variable_measure"] = {c: m for c, m in labels.measures.items() if c in columns}
+        options["missing_ranges"] = {
+            c: list(codes[:3]) for c, codes in labels.user_missing.items()
+            if c in columns and all(fits(c, v) for v in codes)
+        }
+    return options
+
+
+# readstat's write-time stamps: (format, pattern, fixed value, bytes of the header searched)
+_TIMESTAMPS = {
+    "spss": (re.compile(rb"\d\d [A-Z][a-z]{2} \d\d\d\d:\d\d:\d\d"), b"01 Jan 7000:00:00", 128),
+    "stata": (re.compile(rb"<timestamp>\x11\d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d</timestamp>"),
+              b"<timestamp>\x1101 Jan 1970 00:00</timestamp>", 1024),
+    "xport": (re.compile(rb"\d\d[A-Z]{3}\d\d:\d\d:\d\d:\d\d"), b"01JAN70:00:00:00", 640),
+}
+
+
+def _pin_timestamp(data: bytes, fmt: str) -> bytes:
+    """``data`` with readstat's write-time stamp set to 1970-01-01 00:00 (the header only)."""
+    pattern, fixed, header = _TIMESTAMPS[fmt]
+    pinned, found = pattern.subn(fixed, data[:header])
+    if not found:
+        raise RuntimeError(f"no write timestamp in the {fmt} header where readstat puts it: the release "
+                           "would not be reproducible (has pyreadstat changed its file layout?)")
+    return pinned + data[header:]

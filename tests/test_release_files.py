@@ -1,0 +1,196 @@
+"""Safe files of a release: the office's formats with their labels, a shuffled record order and
+new ids, and an audit that verifies every file byte for byte."""
+
+import io
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyreadstat
+import pytest
+import yaml
+
+from sdc_dagster import lineage, release_files, survey
+from sdc_dagster.spec import SpecError, load_spec, parse_spec
+from sdc_dagster.sources import read_wave_file
+
+N_HOUSEHOLDS = 300
+SPEC = {
+    "survey": "lfs",
+    "variables": {
+        "pid": {"role": "record_id"},
+        "hid": {"role": "household_id"},
+        "sex": {"role": "categorical_key", "categories": [1, 2]},
+        "agegr": {"role": "categorical_key", "missing": [99]},
+        "tag": {"role": "other"},
+    },
+    "release": {"formats": ["stata", "csv"]},
+    "plans": {"recode_age": {"steps": [{"method": "recode", "variable": "agegr", "mapping": {5: 4}}]}},
+}
+
+
+def wave() -> pd.DataFrame:
+    """Households 1..300 of four persons, persons 1..1200 in file order, as offices number them;
+    ``tag`` tells which source record a released row is."""
+    n = 4 * N_HOUSEHOLDS
+    rows = np.arange(n)
+    agegr = (rows * 7 % 5 + 1).astype(float)
+    agegr[::97] = 99.0
+    return pd.DataFrame({"pid": rows + 1, "hid": rows // 4 + 1, "sex": (rows % 2 + 1).astype(float),
+                         "agegr": agegr, "tag": rows * 10})
+
+
+def write_sav(path: Path) -> Path:
+    pyreadstat.write_sav(
+        wave(), str(path),
+        column_labels={"sex": "Sex of the person", "agegr": "Age group (5 classes)"},
+        variable_value_labels={"sex": {1.0: "male", 2.0: "female"},
+                               "agegr": {4.0: "45-64", 5.0: "65+", 99.0: "refused"}},
+        missing_ranges={"agegr": [99.0]},
+        variable_measure={"sex": "nominal", "agegr": "ordinal"},
+    )
+    return path
+
+
+@pytest.fixture
+def survey_files(tmp_path):
+    spec_path = tmp_path / "lfs.yaml"
+    spec_path.write_text(yaml.safe_dump(SPEC, sort_keys=False))
+    return load_spec(spec_path), write_sav(tmp_path / "2024.sav")
+
+
+def released(spec, source, plan="recode_age"):
+    """The safe files of a plan's output on ``source``, as the protected asset computes them."""
+    data = read_wave_file(spec, source)
+    protected = survey.protect(data, spec, spec.plan(plan), wave="2024").data
+    return protected, release_files.safe_files(protected, spec, spec.plan(plan), wave="2024", source=source)
+
+
+def read_back(tmp_path, safe, name):
+    path = tmp_path / name
+    path.write_bytes(safe.files[name])
+    reader = {".sav": pyreadstat.read_sav, ".dta": pyreadstat.read_dta}[path.suffix]
+    return reader(str(path), user_missing=True)
+
+
+def test_a_sav_wave_is_released_as_sav_parquet_and_the_formats_the_spec_asks_for(survey_files):
+    spec, source = survey_files
+    _, safe = released(spec, source)
+    assert list(safe.files) == ["protected.sav", "protected.parquet", "protected.dta", "protected.csv"]
+
+
+def test_released_sav_and_dta_keep_variable_labels_value_labels_and_missing_codes(survey_files, tmp_path):
+    spec, source = survey_files
+    _, safe = released(spec, source)
+    data, meta = read_back(tmp_path, safe, "protected.sav")
+    assert meta.column_names_to_labels["sex"] == "Sex of the person"
+    assert meta.column_names_to_labels["agegr"] == "Age group (5 classes)"
+    assert meta.variable_value_labels == {"sex": {1.0: "male", 2.0: "female"},
+                                          "agegr": {4.0: "45-64", 5.0: "65+", 99.0: "refused"}}
+    assert meta.missing_ranges == {"agegr": [{"lo": 99.0, "hi": 99.0}]}
+    assert meta.variable_measure["sex"] == "nominal" and meta.variable_measure["agegr"] == "ordinal"
+    # the plan merged 65+ into 45-64; missing codes were read as missing and stay missing
+    assert set(data["agegr"].dropna()) == {1.0, 2.0, 3.0, 4.0}
+    assert data["agegr"].isna().sum() == len(range(0, 4 * N_HOUSEHOLDS, 97))
+
+    _, stata = read_back(tmp_path, safe, "protected.dta")
+    assert stata.column_names_to_labels["agegr"] == "Age group (5 classes)"
+    assert stata.variable_value_labels["sex"] == {1: "male", 2: "female"}
+
+
+def test_released_files_carry_no_write_time(survey_files, tmp_path):
+    """readstat stamps the write time; the release pins it, so a recomputation is byte-identical."""
+    spec, source = survey_files
+    _, first = released(spec, source)
+    for name in ("protected.sav", "protected.dta"):
+        assert read_back(tmp_path, first, name)[1].creation_time == datetime(1970, 1, 1)
+    _, again = released(spec, source)
+    assert again.files == first.files
+
+
+def test_no_released_record_sits_at_its_original_position_more_often_than_chance(survey_files):
+    spec, source = survey_files
+    protected, safe = released(spec, source)
+    out = pd.read_parquet(io.BytesIO(safe.files["protected.parquet"]))
+    assert out.index.equals(pd.RangeIndex(len(protected)))
+    assert sorted(out["tag"]) == sorted(protected["tag"])
+    # Households are shuffled, then their persons: about one household of 300 stays in place
+    # (Poisson(1)), and a quarter of its persons; 20 records in place is far beyond chance.
+    at_original_position = int((out["tag"].to_numpy() == protected["tag"].to_numpy()).sum())
+    assert at_original_position <= 20
+    assert safe.order["shuffled"] is True
+    assert safe.order["seed"] == release_files.order_seed(spec, spec.plan("recode_age"), "2024")
+
+
+def test_nothing_links_back_through_an_id(survey_files):
+    spec, source = survey_files
+    protected, safe = released(spec, source)
+    out = pd.read_parquet(io.BytesIO(safe.files["protected.parquet"]))
+    original = protected.set_index("tag").loc[out["tag"]]
+    # record ids are the new sequence 1..n in the published order
+    assert out["pid"].tolist() == list(range(1, len(out) + 1))
+    # households: the same new number for all records of one old household and only for them,
+    # numbered 1..H in published order, each household's records adjacent
+    pairs = pd.DataFrame({"old": original["hid"].to_numpy(), "new": out["hid"].to_numpy()}).drop_duplicates()
+    assert len(pairs) == pairs["old"].nunique() == pairs["new"].nunique() == N_HOUSEHOLDS
+    assert pairs["new"].tolist() == list(range(1, N_HOUSEHOLDS + 1))
+    assert (out["hid"].diff().dropna().isin([0, 1])).all()
+    # the original ids were 1..n and 1..H as well: an equal id is a record left in place by chance
+    assert int((out["pid"].to_numpy() == original["pid"].to_numpy()).sum()) <= 20
+    assert int((pairs["old"] == pairs["new"]).sum()) <= 5
+    assert safe.order["renumbered_ids"] == ["pid", "hid"]
+
+
+def test_the_spec_can_keep_order_and_ids(tmp_path):
+    spec_path = tmp_path / "lfs.yaml"
+    spec_path.write_text(yaml.safe_dump({**SPEC, "release": {"shuffle": False, "renumber_ids": False}}))
+    spec = load_spec(spec_path)
+    source = tmp_path / "2024.csv"
+    wave().to_csv(source, index=False)
+    protected, safe = released(spec, source)
+    assert list(safe.files) == ["protected.csv", "protected.parquet"]
+    out = pd.read_csv(io.BytesIO(safe.files["protected.csv"]))
+    assert out["pid"].tolist() == protected["pid"].tolist() == list(range(1, 4 * N_HOUSEHOLDS + 1))
+    assert safe.order == {"shuffled": False, "seed": None, "renumbered_ids": []}
+
+
+@pytest.mark.parametrize("release, message", [
+    ({"formats": ["xlsx"]}, "release.formats: expected a list of formats from"),
+    ({"shuffle": "yes"}, "release.shuffle: expected true or false"),
+    ({"renumber": True}, "release.renumber: unknown key"),
+])
+def test_a_wrong_release_section_is_a_spec_error_naming_the_key(release, message):
+    with pytest.raises(SpecError, match=message):
+        parse_spec({**SPEC, "release": release})
+
+
+def test_audit_verifies_every_file_and_names_a_flipped_byte(survey_files, tmp_path):
+    spec, source = survey_files
+    protected, safe = released(spec, source)
+    release = lineage.write_release(
+        tmp_path / "releases", survey="lfs", wave="2024", plan="recode_age", run_id="r1",
+        protected=protected, files=safe.files, order=safe.order, input_file=source,
+        input_sha256=lineage.sha256_file(source), spec_path=spec.spec_path, spec_sha256=spec.spec_hash,
+        plan_definition={}, steps=[], risk={}, loss={}, checks={},
+    )
+    assert sorted(release.manifest["output"]["files"]) == sorted(safe.files)
+    assert release.manifest["output"]["order"]["seed"] == safe.order["seed"]
+    verification = lineage.verify_release(release.folder, survey.recompute_release)
+    assert verification.ok, verification.detail
+    assert verification.files == dict.fromkeys(safe.files, "ok")
+
+    for name in ("protected.sav", "protected.csv"):
+        path = release.folder / name
+        intact = path.read_bytes()
+        flipped = bytearray(intact)
+        flipped[len(flipped) // 2] ^= 0x01
+        path.write_bytes(bytes(flipped))
+        verification = lineage.verify_release(release.folder, survey.recompute_release)
+        assert not verification.ok
+        assert verification.detail == (
+            f"the released file {name} differs from the hash in its manifest (edited or damaged)"
+        )
+        assert verification.files[name] == "differs from the hash in its manifest"
+        path.write_bytes(intact)
+    assert lineage.verify_release(release.folder, survey.recompute_release).ok
