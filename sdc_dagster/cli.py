@@ -29,8 +29,10 @@ from pathlib import Path
 
 import yaml
 
-# Dagster's step-by-step DEBUG log goes to the run's event log (see `sdc ui`), not the terminal.
-QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# Dagster's log (steps, warnings, failures with their Python tracebacks) goes to the run's event log
+# (see `sdc ui`), not the terminal: `sdc` prints one line per asset, each withheld variant with its
+# failed checks and a failure's innermost error message itself.
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 EXIT_OK = 0
 #: A step of the run failed for a reason other than the spec or the data (the message says which).
@@ -476,10 +478,19 @@ def run_wave(survey_name: str, wave: str, *, data_file: str | None = None, home:
         return EXIT_BAD_DATA
     job = defs.resolve_job_def(f"{survey_name}_wave_job")
     with _dagster_instance() as instance:
-        return _materialise_wave(job, instance, spec.survey, wave, source, out)
+        return _materialise_wave(job, instance, spec.survey, wave, source, out, design=survey_design(spec))
 
 
-def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, out) -> int:
+def survey_design(spec) -> str:
+    """Which weight and household id the risk used (or that none was), for the run's summary."""
+    weight = (f"weight {spec.weight!r}" if spec.weight else
+              "no weight (each record stands for itself: risks are sample risks)")
+    household = (f"household id {spec.household_id!r}" if spec.household_id else
+                 "no household id (household risk not computed)")
+    return f"   design: {weight}; {household}"
+
+
+def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, out, *, design: str = "") -> int:
     """The run of :func:`run_wave` with its progress lines; the exit status."""
     from dagster import DagsterEventType
     from dagster._core.utils import make_new_run_id
@@ -521,6 +532,8 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
         print(f"sdc run: {'bad data' if data_errors else 'failed'} in {step}: {message}", file=out)
         return EXIT_BAD_DATA if data_errors else EXIT_RUN_FAILED
     print(wave_summary(survey_name, wave), file=out, flush=True)
+    if design:
+        print(design, file=out, flush=True)
     if withheld:
         for name, reasons in withheld.items():
             print(f"sdc run: {name} withheld, failed blocking check(s): {', '.join(reasons)}", file=out)
