@@ -321,8 +321,9 @@ def test_survey_functions_on_testdata_with_missing_key_values():
     rng = np.random.default_rng(5)
     for column in ["roof", "walls", "water", "relat", "income"]:
         data[column] = data[column].mask(rng.random(len(data)) < 0.05)
-    per_record, overall = survey.risk_contributions(data, spec)
+    per_record, overall, notes = survey.risk_contributions(data, spec)
     players = [*spec.categorical_keys, *spec.continuous_keys]
+    assert notes == []
     assert list(overall.columns) == ["shapley", "solidarity"] and list(overall.index) == players
     np.testing.assert_allclose(overall.sum(), [1.0, 1.0], atol=1e-12)
     for value in ("shapley", "solidarity"):
