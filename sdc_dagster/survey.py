@@ -455,10 +455,18 @@ def _continuous_loss(
         return {}
     x, y = original[columns], protected[columns]
     figures = {}
-    moments = if_computable(notes, "moment measures (SPEC §9.4, §9.6, §9.7)", variant, loss.moment_losses, x, y)
-    figures.update({f"moment_{k}": v for k, v in (moments or {}).items()})
-    utility = if_computable(notes, "dUtility", variant, loss.d_utility_summary, x, y)
-    figures.update({f"dUtility_{k}": v for k, v in (utility or {}).items()})
+    # a variable without spread has no correlation: the moment and utility measures leave it out
+    spread = [c for c in columns if x[c].nunique() >= 2 and y[c].nunique() >= 2]
+    if len(spread) < len(columns):
+        notes.append(MeasureNote("moment measures and dUtility", "continuous keys left out, without spread in the "
+                                 f"original or the released file: {', '.join(c for c in columns if c not in spread)}",
+                                 variant))
+    if spread:
+        moments = if_computable(notes, "moment measures (SPEC §9.4, §9.6, §9.7)", variant, loss.moment_losses,
+                                x[spread], y[spread])
+        figures.update({f"moment_{k}": v for k, v in (moments or {}).items()})
+        utility = if_computable(notes, "dUtility", variant, loss.d_utility_summary, x[spread], y[spread])
+        figures.update({f"dUtility_{k}": v for k, v in (utility or {}).items()})
     within = if_computable(notes, "sse_tss", variant, loss.within_group_loss, x, y, columns)
     if within is not None:
         figures["sse_tss"] = float(within.value)

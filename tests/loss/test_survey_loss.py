@@ -136,14 +136,15 @@ def test_measures_undefined_on_a_wave_are_noted_and_the_rest_computed():
     released = original.assign(region=original["region"].replace({3: 2}), income=original["income"] + 1.0)
     summary, _, notes = survey.information_loss(original, {"p": released}, spec)
     noted = {n.measure: n for n in notes}
-    assert set(noted) == {"cramers_v_change_mean", "moment measures (SPEC §9.4, §9.6, §9.7)", "dUtility"}
+    assert set(noted) == {"cramers_v_change_mean", "moment measures and dUtility"}
     assert all(n.variant == "p" and n.status == "not applicable" for n in notes)
     assert noted["cramers_v_change_mean"].reason.endswith(": country")
-    assert "no spread" in noted["dUtility"].reason
+    assert noted["moment measures and dUtility"].reason.endswith(": flag")
     # Cramér's V over the one pair left (region, sex): original table [[1, 2], [3, 0], [0, 2]] has
     # chi2 = 16/3, V^2 = 2/3; released (region 3 merged into 2) [[1, 2], [3, 2]] has chi2 = 8/15,
     # V^2 = 1/15: change = 100 (1 - sqrt(1/10))
     row = summary.loc["p"]
     assert row["cramers_v_change_mean"] == pytest.approx(100 * (1 - np.sqrt(0.1)))
     assert np.isfinite(row["lambda_arctan"]) and np.isfinite(row["sse_tss"])
-    assert not any(c.startswith(("moment_", "dUtility_")) for c in summary.columns)
+    # the moments of income alone: every value + 1, so the mean moves by 1 and the variance not at all
+    assert row["moment_mean_abs"] == pytest.approx(1.0) and row["moment_variance_abs"] == pytest.approx(0.0, abs=1e-9)
