@@ -97,14 +97,14 @@ def risk_scores(
     table["suda_score"] = suda["score"] if suda is not None else np.nan
     table["suda_dis_score"] = suda["dis_score"] if suda is not None else np.nan
     sensitive = [v for v in spec.names("sensitive") if v in data.columns]
-    if not sensitive:
-        notes.append(MeasureNote("l_diversity", "the spec names no sensitive variable present in the wave"))
     if sensitive:
         diversity = risk.l_diversity(data, keys, sensitive, recursive_c=spec.risk.recursive_c, con=con)
         diversity.columns = [f"ldiversity_{c}" for c in diversity.columns]
         table = table.join(diversity)
         for v in sensitive:
             figures[f"{v}_records_below_l"] = int((diversity[f"ldiversity_{v}_distinct"] < spec.risk.l).sum())
+    else:
+        notes.append(MeasureNote("l_diversity", "the spec names no sensitive variable present in the wave"))
     continuous = spec.continuous_keys
     if continuous:  # missing values follow SPEC §5.8
         combined = risk.combined_risk(data, keys, continuous, spec.precision, k=spec.risk.k, weight=weight)
@@ -147,7 +147,9 @@ def residual_contributions(
     index: variables; columns ``shapley``, ``solidarity``). For each protected variant the risk
     games are played again on the released values (missing values from local suppression match
     any value, SPEC §5.8), in one pass for both values, with the quasi-identifiers the variant
-    still releases (a variable a plan removed has no contribution after it: NA).
+    still releases (a variable a plan removed has no contribution after it: NA; so has every
+    variable of a variant on which the games cannot be played, e.g. fewer than two
+    quasi-identifiers left). Empty when ``before`` is (the original's games could not be played).
 
     Returns
     -------
