@@ -218,7 +218,9 @@ def risk_scores_asset(spec: SurveySpec) -> AssetsDefinition:
         with duckdb.get_connection() as con:
             table, figures = survey.risk_scores(raw_microdata, spec, con=con, frequencies=key_frequencies)
         validate(table, risk_scores_schema, source="risk_scores")
+        notes = figures.pop("measure_notes")
         metadata = {name: float(v) if isinstance(v, float) else v for name, v in figures.items()}
+        metadata["measure_notes"] = MetadataValue.json([vars(n) for n in notes])
         per_variable, _ = risk.unsafe_combinations(raw_microdata, spec.categorical_keys, k=spec.risk.k)
         metadata["unsafe_combinations"] = table_markdown(per_variable)
         metadata["risk_histogram"] = image_markdown(
@@ -239,7 +241,11 @@ def risk_contributions_asset(spec: SurveySpec) -> AssetsDefinition:
         **_common(spec),
     )
     def risk_contributions(context: AssetExecutionContext, raw_microdata: pd.DataFrame, risk_scores: pd.DataFrame):
-        per_record, overall = survey.risk_contributions(raw_microdata, spec)
+        per_record, overall, notes = survey.risk_contributions(raw_microdata, spec)
+        notes_table = survey.measure_notes_frame(notes)
+        if overall.empty:
+            context.add_output_metadata({"measure_notes": table_markdown(notes_table)})
+            return {"per_record": per_record, "global": overall, "measure_notes": notes_table}
         context.add_output_metadata(
             {
                 "global_contributions": table_markdown(overall.round(4)),
@@ -253,7 +259,7 @@ def risk_contributions_asset(spec: SurveySpec) -> AssetsDefinition:
                 ),
             }
         )
-        return {"per_record": per_record, "global": overall}
+        return {"per_record": per_record, "global": overall, "measure_notes": notes_table}
 
     return risk_contributions
 
@@ -367,7 +373,7 @@ def residual_contributions_asset(spec: SurveySpec) -> AssetsDefinition:
     def residual_contributions(context: AssetExecutionContext, risk_contributions: dict, **protected: pd.DataFrame):
         table = survey.residual_contributions(risk_contributions["global"], _variants(protected), spec)
         metadata = {}
-        for plan in spec.plans:
+        for plan in (p for p in spec.plans if p.name in table.index.get_level_values("variant")):
             moved = table.xs(plan.name, level="variant")
             metadata[f"contributions_{plan.name}"] = table_markdown(moved.round(4))
             metadata[f"contributions_{plan.name}_plot"] = image_markdown(
@@ -392,9 +398,10 @@ def information_loss_asset(spec: SurveySpec) -> AssetsDefinition:
         variants = _variants(protected)
         wave = context.partition_key
         matrices = {name: lineage.read_matrices(decisions_of(spec, name, wave)[-1]) for name in variants}
-        summary, per_record = survey.information_loss(raw_microdata, variants, spec, matrices=matrices)
-        context.add_output_metadata({"summary": table_markdown(summary.round(6))})
-        return {"summary": summary, "per_record": per_record}
+        summary, per_record, notes = survey.information_loss(raw_microdata, variants, spec, matrices=matrices)
+        notes_table = survey.measure_notes_frame(notes)
+        context.add_output_metadata({"summary": table_markdown(summary.round(6)), "measure_notes": table_markdown(notes_table)})
+        return {"summary": summary, "per_record": per_record, "measure_notes": notes_table}
 
     return information_loss
 
@@ -437,6 +444,11 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
         **protected: pd.DataFrame,
     ) -> MaterializeResult:
         wave = context.partition_key
+        risk_run = latest_materialization(context.instance, AssetKey([spec.survey, "risk_scores"]), wave)
+        recorded = risk_run.metadata.get("measure_notes") if risk_run else None
+        notes = survey.measure_notes_of(recorded.value if recorded else [])
+        notes += survey.measure_notes_of(risk_contributions["measure_notes"])
+        notes += survey.measure_notes_of(information_loss["measure_notes"])
         inputs = survey.report_inputs(
             spec,
             wave,
@@ -450,6 +462,7 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
             {p.name: decisions_of(spec, p.name, wave) for p in spec.plans},
             residual_contributions=residual_contributions,
             protected=_variants(protected),
+            measure_notes=notes,
         )
         plans = inputs.plans
         paths = write_report(inputs, reports_dir() / spec.survey)

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import comb
 
-from sdc_dagster.errors import SDCInputError
+from sdc_dagster.errors import NotComputable, SDCInputError
 from sdc_dagster.frequencies import pack_codes, subset_compatible_counts
 from sdc_dagster.risk.combined import CombinedSetup, prepare_combined
 
@@ -267,11 +267,11 @@ def contribution_values(
     h, c = len(setup.categorical), len(setup.continuous)
     players = [*setup.categorical, *setup.continuous]
     if h > MAX_CATEGORICAL:
-        raise SDCInputError(f"categorical: at most {MAX_CATEGORICAL} categorical variables are supported, got {h}")
+        raise NotComputable(f"categorical: at most {MAX_CATEGORICAL} categorical variables are supported, got {h}")
     if c > MAX_CONTINUOUS:
-        raise SDCInputError(f"continuous: at most {MAX_CONTINUOUS} continuous variables are supported, got {c}")
+        raise NotComputable(f"continuous: at most {MAX_CONTINUOUS} continuous variables are supported, got {c}")
     if h + c < 2:
-        raise SDCInputError(f"categorical, continuous: a game needs at least 2 variables, got {players}")
+        raise NotComputable(f"categorical, continuous: a game needs at least 2 variables, got {players}")
     values = list(values)
     qs = [esl_coefficients(value, h + c) for value in values]
 

@@ -14,3 +14,10 @@ def require_columns(data, columns, *, role: str = "column") -> list[str]:
             f"{role} {missing[0]!r} is not in the data (available: {', '.join(map(str, data.columns))})"
         )
     return columns
+
+
+class NotComputable(SDCInputError):
+    """The data meet every input rule, but a measure is undefined on them: a key with one observed
+    category, a variable without spread, a singular matrix, no value to compare, a search past its
+    memory bound. The survey stages record the measure as not applicable, with this message as the
+    reason, and go on with the wave; called on its own, the measure still raises."""

@@ -34,6 +34,18 @@ from sdc_dagster.errors import SDCInputError, require_columns
 # Packed codes stay below this bound; beyond it the partial code is re-numbered densely first.
 _CODE_LIMIT = 2**62
 
+# Missing-value patterns are int64 bit masks over the keys (one bit per key, sign bit unused).
+MAX_MASKED_KEYS = 62
+
+
+def check_mask_width(n_keys: int, purpose: str) -> None:
+    """Raise :class:`SDCInputError` when ``n_keys`` keys do not fit in a missing-value bit mask."""
+    if n_keys > MAX_MASKED_KEYS:
+        raise SDCInputError(
+            f"key variables: {purpose} combines at most {MAX_MASKED_KEYS} categorical keys "
+            f"(got {n_keys}); give fewer variables the role categorical_key"
+        )
+
 
 def _quote(name: str) -> str:
     return '"' + str(name).replace('"', '""') + '"'
@@ -252,6 +264,8 @@ def compatible_counts(
     """
     n_keys, m = digits.shape
     observed = digits > 0
+    if not observed.all():
+        check_mask_width(m, "matching missing values")
     mask = observed.astype(np.int64) @ (np.int64(1) << np.arange(m, dtype=np.int64))
     full = (1 << m) - 1
     complete = mask == full
@@ -359,12 +373,16 @@ class _Projector:
     def __init__(self, digits: np.ndarray, radices: np.ndarray):
         self.digits = np.asfortranarray(digits)
         self.radices = radices
+        self.terms = None
         place = np.ones(len(radices), dtype=np.int64)
         span = 1
         for j in range(len(radices) - 1, -1, -1):
+            if span > _CODE_LIMIT:  # the place values do not fit in int64: pack_codes re-numbers instead
+                return
             place[j] = span
             span *= int(radices[j])
-        self.terms = np.asfortranarray(self.digits * place) if span <= _CODE_LIMIT else None
+        if span <= _CODE_LIMIT:
+            self.terms = np.asfortranarray(self.digits * place)
 
     def subset(self, rows: np.ndarray) -> _Projector:
         """The same for a subset of the keys, gathered once for repeated projections."""
@@ -684,6 +702,7 @@ class IncrementalCompatibleCounts:
     """
 
     def __init__(self, digits: np.ndarray, radices: np.ndarray, weights: np.ndarray | None = None):
+        check_mask_width(np.shape(digits)[1], "local suppression")
         self.digits = np.array(digits, dtype=np.int64, copy=True)
         self.radices = np.asarray(radices, dtype=np.int64)
         self.weights = np.ones(len(self.digits)) if weights is None else np.asarray(weights, dtype=np.float64)

@@ -13,11 +13,55 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster import contribution, lineage, loss, release_files, risk
-from sdc_dagster.errors import SDCInputError
+from sdc_dagster.errors import NotComputable, SDCInputError
 from sdc_dagster.protect.plan import PlanResult, apply_plan
-from sdc_dagster.report import PlanSummary, ReportInputs
+from sdc_dagster.report import MeasureNote, PlanSummary, ReportInputs
 from sdc_dagster.sources import read_wave_file
 from sdc_dagster.spec import Plan, SurveySpec, load_spec
+
+
+def if_computable(notes: list[MeasureNote], measure: str, variant: str, compute, *args, **kwargs):
+    """``compute(*args, **kwargs)``, or None with a "not applicable" :class:`MeasureNote` appended to
+    ``notes`` when the measure is undefined on these data (:class:`~sdc_dagster.errors.NotComputable`).
+    Any other error propagates: only the measures' own "cannot be computed here" conditions degrade."""
+    try:
+        return compute(*args, **kwargs)
+    except NotComputable as exc:
+        notes.append(MeasureNote(measure, str(exc), variant))
+        return None
+
+
+def measure_notes_frame(notes: list[MeasureNote]) -> pd.DataFrame:
+    """Measure notes as a table (one row per note; columns ``measure``, ``reason``, ``variant``,
+    ``status``), the form a stage stores and the report reads back with :func:`measure_notes_of`."""
+    return pd.DataFrame([vars(n) for n in notes], columns=["measure", "reason", "variant", "status"], dtype=object)
+
+
+def measure_notes_of(frame: pd.DataFrame | list[dict]) -> list[MeasureNote]:
+    """:class:`MeasureNote` records from a :func:`measure_notes_frame` table or a list of its rows."""
+    rows = frame.to_dict("records") if isinstance(frame, pd.DataFrame) else list(frame)
+    return [MeasureNote(**row) for row in rows]
+
+
+def suda_scores(data: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame | None, list[MeasureNote]]:
+    """SUDA2 scores of the wave (SPEC §3.8), searching MSUs up to the largest size that fits SUDA2's
+    memory bound (:func:`~sdc_dagster.risk.suda2_max_size`). Returns the scores (None when not even
+    single keys fit) and a note saying so whenever the search is cut short."""
+    size = risk.suda2_max_size(data, keys)
+    if size == 0:
+        reason = (f"too many sample uniques for SUDA2's memory bound even with MSUs of one key "
+                  f"({len(keys)} keys, {len(data)} records)")
+        return None, [MeasureNote("suda2", reason)]
+    notes = []
+    if size < len(keys):
+        notes.append(MeasureNote(
+            "suda2",
+            f"MSUs searched up to {size} of the {len(keys)} keys (max_size lowered to {size}): the full search "
+            "would exceed SUDA2's memory bound; the scores count the MSUs of at most that many keys, weighted "
+            f"by SPEC §3.8 with M = {size}",
+            status="limited",
+        ))
+    return risk.suda2(data, keys, max_size=size), notes
 
 
 def keys_from_classification(classification: pd.DataFrame, role: str) -> list[str]:
@@ -36,6 +80,9 @@ def risk_scores(
     ``ldiversity_<sensitive>_{distinct,entropy,recursive}`` (§3.6, per sensitive variable),
     ``combined_categorical``, ``combined_continuous``, ``combined_risk`` (§5.5/§5.6, with missing
     values as in §5.8, when the spec has continuous keys).
+
+    ``figures["measure_notes"]``: the :class:`MeasureNote` of each measure left out or limited
+    (SUDA2 past its memory bound, :func:`suda_scores`; l-diversity without a sensitive variable).
     """
     keys, weight, household = spec.categorical_keys, spec.weight, spec.household_id
     table = risk.risk_table(data, keys, weight=weight, household=household, con=con, frequencies=frequencies)
@@ -46,9 +93,9 @@ def risk_scores(
     figures["records_above_threshold"] = risk.risk_above_threshold(
         table["risk"], spec.risk.individual_risk_threshold
     )
-    suda = risk.suda2(data, keys)
-    table["suda_score"] = suda["score"]
-    table["suda_dis_score"] = suda["dis_score"]
+    suda, notes = suda_scores(data, keys)
+    table["suda_score"] = suda["score"] if suda is not None else np.nan
+    table["suda_dis_score"] = suda["dis_score"] if suda is not None else np.nan
     sensitive = [v for v in spec.names("sensitive") if v in data.columns]
     if sensitive:
         diversity = risk.l_diversity(data, keys, sensitive, recursive_c=spec.risk.recursive_c, con=con)
@@ -56,6 +103,8 @@ def risk_scores(
         table = table.join(diversity)
         for v in sensitive:
             figures[f"{v}_records_below_l"] = int((diversity[f"ldiversity_{v}_distinct"] < spec.risk.l).sum())
+    else:
+        notes.append(MeasureNote("l_diversity", "the spec names no sensitive variable present in the wave"))
     continuous = spec.continuous_keys
     if continuous:  # missing values follow SPEC §5.8
         combined = risk.combined_risk(data, keys, continuous, spec.precision, k=spec.risk.k, weight=weight)
@@ -63,26 +112,30 @@ def risk_scores(
         table["combined_continuous"] = combined["continuous"]
         table["combined_risk"] = combined["risk"]
         figures["combined_global_risk"] = float(combined["risk"].mean())
+    figures["measure_notes"] = notes
     return table, figures
 
 
-def risk_contributions(data: pd.DataFrame, spec: SurveySpec) -> tuple[pd.DataFrame, pd.DataFrame]:
+def risk_contributions(data: pd.DataFrame, spec: SurveySpec) -> tuple[pd.DataFrame, pd.DataFrame, list[MeasureNote]]:
     """Shapley and solidarity contributions of each quasi-identifier to each record's risk (SPEC §6).
 
     Both values come from one pass over the risk games (:func:`~sdc_dagster.contribution.contribution_values`);
     missing values in the quasi-identifiers follow SPEC §5.8. Returns the per-record values (columns
     ``shapley_<var>``, ``solidarity_<var>``) and the global contributions (index: variables;
-    columns ``shapley``, ``solidarity``; SPEC §6.6).
+    columns ``shapley``, ``solidarity``; SPEC §6.6), and a note when the games cannot be played on the
+    wave (more quasi-identifiers than the games support, or fewer than two): then both are empty.
     """
     keys, continuous = spec.categorical_keys, spec.continuous_keys
-    results = contribution.contribution_values(
-        data, keys, continuous, spec.precision, k=spec.risk.k, weight=spec.weight, values=("shapley", "solidarity")
+    notes = []
+    results = if_computable(
+        notes, "risk contributions (Shapley, solidarity)", "original", contribution.contribution_values,
+        data, keys, continuous, spec.precision, k=spec.risk.k, weight=spec.weight, values=("shapley", "solidarity"),
     )
-    per_record, overall = {}, {}
-    for value, (values, global_values) in results.items():
+    per_record, overall = {}, {"shapley": pd.Series(dtype=float), "solidarity": pd.Series(dtype=float)}
+    for value, (values, global_values) in (results or {}).items():
         per_record.update({f"{value}_{c}": values[c] for c in values.columns})
         overall[value] = global_values
-    return pd.DataFrame(per_record, index=data.index), pd.DataFrame(overall)
+    return pd.DataFrame(per_record, index=data.index), pd.DataFrame(overall), notes
 
 
 def residual_contributions(
@@ -94,7 +147,9 @@ def residual_contributions(
     index: variables; columns ``shapley``, ``solidarity``). For each protected variant the risk
     games are played again on the released values (missing values from local suppression match
     any value, SPEC §5.8), in one pass for both values, with the quasi-identifiers the variant
-    still releases (a variable a plan removed has no contribution after it: NA).
+    still releases (a variable a plan removed has no contribution after it: NA; so has every
+    variable of a variant on which the games cannot be played, e.g. fewer than two
+    quasi-identifiers left). Empty when ``before`` is (the original's games could not be played).
 
     Returns
     -------
@@ -104,7 +159,10 @@ def residual_contributions(
     """
     tables = {}
     for name, frame in protected.items():
-        results = contribution.contribution_values(
+        if before.empty:  # no contributions of the original (risk_contributions noted why)
+            continue
+        results = if_computable(
+            [], "residual contributions", name, contribution.contribution_values,
             frame,
             [c for c in spec.categorical_keys if c in frame.columns],
             [c for c in spec.continuous_keys if c in frame.columns],
@@ -116,7 +174,7 @@ def residual_contributions(
         table = pd.DataFrame(index=before.index)
         for value in ("shapley", "solidarity"):
             table[f"{value}_before"] = before[value]
-            table[f"{value}_after"] = results[value][1].reindex(before.index)
+            table[f"{value}_after"] = results[value][1].reindex(before.index) if results else np.nan
         tables[name] = table
     columns = [f"{value}_{when}" for value in ("shapley", "solidarity") for when in ("before", "after")]
     if not tables:
@@ -163,40 +221,36 @@ def release_checks(protected: pd.DataFrame, spec: SurveySpec, plan: Plan) -> dic
 
     * ``individual_risk``: no record whose individual risk exceeds ``risk.individual_risk_threshold``
       (count of records above a threshold, SPEC §3.3).
+
+    A check that cannot be evaluated on the variant (its risk cannot be computed, e.g. a weight the
+    plan left missing) fails, its value saying ``not evaluated:`` and why, so that nothing is
+    released on a check nobody could make.
     """
     keys = [k for k in spec.categorical_keys if k in protected.columns]
     weight = spec.weight if spec.weight in protected.columns else None
-    table = risk.risk_table(protected, keys, weight=weight) if keys else None
-    violations = int((table["fk"] < plan.k).sum()) if keys else 0
-    global_risk = risk.summarise_risk(table)["risk"] if keys else 0.0
     threshold = spec.risk.individual_risk_threshold
-    risky = risk.risk_above_threshold(table["risk"], threshold) if keys else 0
     identifiers = [c for c in direct_identifiers(spec) if c in protected.columns]
+    rules = {
+        "k_anonymity": (f"every record's key is shared by at least k={plan.k} records", True),
+        "global_risk": (f"global risk <= {spec.risk.max_global_risk}", True),
+        "no_direct_identifier": ("no direct identifier column is released", True),
+        "individual_risk": (f"no record with individual risk > {threshold}", False),
+    }
+    outcomes = {"no_direct_identifier": (not identifiers, ", ".join(identifiers))}
+    try:
+        table = risk.risk_table(protected, keys, weight=weight) if keys else None
+        violations = int((table["fk"] < plan.k).sum()) if keys else 0
+        global_risk = risk.summarise_risk(table)["risk"] if keys else 0.0
+        risky = risk.risk_above_threshold(table["risk"], threshold) if keys else 0
+        outcomes["k_anonymity"] = (violations == 0, int(violations))
+        outcomes["global_risk"] = (global_risk <= spec.risk.max_global_risk, global_risk)
+        outcomes["individual_risk"] = (risky == 0, int(risky))
+    except SDCInputError as exc:
+        for name in rules.keys() - outcomes.keys():
+            outcomes[name] = (False, f"not evaluated: {exc}")
     return {
-        "k_anonymity": {
-            "passed": violations == 0,
-            "value": int(violations),
-            "rule": f"every record's key is shared by at least k={plan.k} records",
-            "blocking": True,
-        },
-        "global_risk": {
-            "passed": global_risk <= spec.risk.max_global_risk,
-            "value": global_risk,
-            "rule": f"global risk <= {spec.risk.max_global_risk}",
-            "blocking": True,
-        },
-        "no_direct_identifier": {
-            "passed": not identifiers,
-            "value": ", ".join(identifiers),
-            "rule": "no direct identifier column is released",
-            "blocking": True,
-        },
-        "individual_risk": {
-            "passed": risky == 0,
-            "value": int(risky),
-            "rule": f"no record with individual risk > {threshold}",
-            "blocking": False,
-        },
+        name: {"passed": bool(outcomes[name][0]), "value": outcomes[name][1], "rule": rule, "blocking": blocking}
+        for name, (rule, blocking) in rules.items()
     }
 
 
@@ -327,30 +381,33 @@ def information_loss(
     Returns (summary: one row per variant with the distance measure (1) under each continuous
     distance, the mean TOPSIS loss, the moment, SSE/TSS, utility, EBIL and association figures;
     per_record: TOPSIS loss and the per-record sum of partial distances for each variant, NaN for
-    records a variant does not release).
+    records a variant does not release; notes: a :class:`MeasureNote` per measure left out of a
+    variant's row because it is undefined on its data, :func:`if_computable`).
     """
-    rows, per_record = [], {}
+    rows, per_record, notes = [], {}, []
     for name, frame in protected.items():
         matched = _retained_records(original, frame, name)
         scales = _loss_scales(spec, frame)
-        results = loss.distance_losses(
+        row = {"variant": name, "records_compared": len(frame), "records_removed": len(original) - len(frame)}
+        results = if_computable(
+            notes, "lambda (distance measure (1)) and TOPSIS", name, loss.distance_losses,
             matched[list(scales)], frame[list(scales)], scales,
             continuous_distances=("max_abs", "max_sq", "arctan"), categories=_ordinal_orders(spec, scales),
         )
-        row = {"variant": name, "records_compared": len(frame), "records_removed": len(original) - len(frame)}
-        for distance, result in results.items():
-            row[f"lambda_{distance}"] = float(result.value)
-        arctan = results["arctan"]
-        row["values_compared"] = int(arctan.compared.sum())
-        eta = loss.topsis_scores(arctan.distances)
-        per_record[f"{name}_distance"] = arctan.per_record.reindex(original.index)
-        per_record[f"{name}_topsis"] = eta.reindex(original.index)
-        row["topsis_mean"] = float(eta.mean())
-        row.update(_continuous_loss(matched, frame, spec))
-        row.update(_categorical_loss(matched, frame, spec, (matrices or {}).get(name, {})))
+        if results is not None:
+            for distance, result in results.items():
+                row[f"lambda_{distance}"] = float(result.value)
+            arctan = results["arctan"]
+            row["values_compared"] = int(arctan.compared.sum())
+            eta = loss.topsis_scores(arctan.distances)
+            per_record[f"{name}_distance"] = arctan.per_record.reindex(original.index)
+            per_record[f"{name}_topsis"] = eta.reindex(original.index)
+            row["topsis_mean"] = float(eta.mean())
+        row.update(_continuous_loss(matched, frame, spec, notes, name))
+        row.update(_categorical_loss(matched, frame, spec, (matrices or {}).get(name, {}), notes, name))
         rows.append(row)
     summary = pd.DataFrame(rows).set_index("variant") if rows else pd.DataFrame(index=pd.Index([], name="variant"))
-    return summary, pd.DataFrame(per_record, index=original.index)
+    return summary, pd.DataFrame(per_record, index=original.index), notes
 
 
 def _retained_records(original: pd.DataFrame, protected: pd.DataFrame, name: str) -> pd.DataFrame:
@@ -386,45 +443,76 @@ def _changed(original: pd.Series, protected: pd.Series) -> bool:
     return bool((original[both].to_numpy() != protected[both].to_numpy()).any())
 
 
-def _continuous_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec) -> dict:
+def _continuous_loss(
+    original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, notes: list[MeasureNote], variant: str
+) -> dict:
     """Moment measures (SPEC §9.4, §9.6, §9.7 with Pearson correlations), SSE/TSS (§9.5: for
     microaggregation the within-group loss, for any other perturbation the squared error of the
     release relative to TSS), sdcMicro's dUtility and the mean relative change of regression
     coefficients, for the continuous keys a plan perturbed. Missing values are skipped pairwise;
-    ``continuous_values_compared`` counts the values observed in both files."""
+    ``continuous_values_compared`` counts the values observed in both files. A measure undefined on
+    the data (a constant column, too few values) is left out with a note in ``notes``."""
     columns = [c for c in spec.continuous_keys if c in protected.columns]
     if not columns or not any(_changed(original[c], protected[c]) for c in columns):
         return {}
-    figures = {f"moment_{k}": v for k, v in loss.moment_losses(original[columns], protected[columns]).items()}
-    figures.update({f"dUtility_{k}": v for k, v in loss.d_utility_summary(original[columns], protected[columns]).items()})
-    within = loss.within_group_loss(original[columns], protected[columns], columns)
-    figures["sse_tss"] = float(within.value)
-    figures["continuous_values_compared"] = within.compared
-    complete = original[columns].notna().all(axis=1) & protected[columns].notna().all(axis=1)
+    x, y = original[columns], protected[columns]
+    figures = {}
+    # a variable without spread has no correlation: the moment and utility measures leave it out
+    spread = [c for c in columns if x[c].nunique() >= 2 and y[c].nunique() >= 2]
+    if len(spread) < len(columns):
+        notes.append(MeasureNote("moment measures and dUtility", "continuous keys left out, without spread in the "
+                                 f"original or the released file: {', '.join(c for c in columns if c not in spread)}",
+                                 variant))
+    if spread:
+        moments = if_computable(notes, "moment measures (SPEC §9.4, §9.6, §9.7)", variant, loss.moment_losses,
+                                x[spread], y[spread])
+        figures.update({f"moment_{k}": v for k, v in (moments or {}).items()})
+        utility = if_computable(notes, "dUtility", variant, loss.d_utility_summary, x[spread], y[spread])
+        figures.update({f"dUtility_{k}": v for k, v in (utility or {}).items()})
+    within = if_computable(notes, "sse_tss", variant, loss.within_group_loss, x, y, columns)
+    if within is not None:
+        figures["sse_tss"] = float(within.value)
+        figures["continuous_values_compared"] = within.compared
+    complete = x.notna().all(axis=1) & y.notna().all(axis=1)
     if len(columns) >= 2 and int(complete.sum()) > len(columns):
         # OLS of the first continuous key on the others, before and after, each on its complete
         # records (SPEC §9.9, §9.11).
-        coefficients = loss.regression_loss(original, protected, columns[0], columns[1:])
-        figures["regression_relative_change_mean"] = float(coefficients["relative_change"].mean())
+        coefficients = if_computable(notes, "regression_relative_change_mean", variant, loss.regression_loss,
+                                     original, protected, columns[0], columns[1:])
+        if coefficients is not None:
+            figures["regression_relative_change_mean"] = float(coefficients["relative_change"].mean())
     return figures
 
 
 def _categorical_loss(
-    original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, matrices: dict[str, pd.DataFrame]
+    original: pd.DataFrame,
+    protected: pd.DataFrame,
+    spec: SurveySpec,
+    matrices: dict[str, pd.DataFrame],
+    notes: list[MeasureNote],
+    variant: str,
 ) -> dict:
     """EBIL of each categorical key whose values were changed (SPEC §9.8: from the PRAM matrix the
     plan used when there is one, otherwise with backward probabilities estimated from the
     cross-tabulation, e.g. after recoding) and the mean relative change of Cramér's V over pairs
-    of categorical keys (§9.9)."""
+    of categorical keys (§9.9), over the keys with at least two observed categories in both files
+    (a key with one category has no association: left out with a note in ``notes``)."""
     keys = [k for k in spec.categorical_keys if k in protected.columns]
-    figures = {
-        f"ebil_{k}": float(loss.ebil(original, protected, k, matrix=matrices.get(k)))
-        for k in keys
-        if _changed(original[k], protected[k])
-    }
-    if len(keys) >= 2:
-        changes = loss.association_loss(original, protected, keys)
-        figures["cramers_v_change_mean"] = float(changes["cramers_v_change"].mean())
+    figures = {}
+    for k in keys:
+        if _changed(original[k], protected[k]):
+            value = if_computable(notes, f"ebil_{k}", variant, loss.ebil, original, protected, k, matrix=matrices.get(k))
+            if value is not None:
+                figures[f"ebil_{k}"] = float(value)
+    varied = [k for k in keys if original[k].nunique() >= 2 and protected[k].nunique() >= 2]
+    if len(varied) < len(keys):
+        left_out = ", ".join(k for k in keys if k not in varied)
+        notes.append(MeasureNote("cramers_v_change_mean", f"keys left out, with fewer than 2 observed categories in "
+                                 f"the original or the released file (no association): {left_out}", variant))
+    if len(varied) >= 2:
+        changes = if_computable(notes, "cramers_v_change_mean", variant, loss.association_loss, original, protected, varied)
+        if changes is not None:
+            figures["cramers_v_change_mean"] = float(changes["cramers_v_change"].mean())
     return figures
 
 
@@ -530,6 +618,7 @@ def report_inputs(
     *,
     residual_contributions: pd.DataFrame | None = None,
     protected: dict[str, pd.DataFrame] | None = None,
+    measure_notes: list[MeasureNote] | None = None,
     con=None,
 ) -> ReportInputs:
     """Gather the wave's results into the report's inputs. Each plan's steps (with their seeds),
@@ -540,7 +629,8 @@ def report_inputs(
     the :func:`residual_contributions` table of the wave, split by plan for the report.
     ``protected``: the plans' protected variants, for the suppressions per key and the
     distributions before and after; the unsafe combinations table (SPEC §3.10) is computed on
-    ``original`` with the spec's k."""
+    ``original`` with the spec's k. ``measure_notes``: the measures the stages left out or limited
+    (:class:`MeasureNote`), shown in the report."""
     plans = {}
     for p in spec.plans:
         folder = releases[p.name][-1]
@@ -555,7 +645,7 @@ def report_inputs(
                 "previous_folder": str(folder.parent / previous) if previous else None,
             }
         moved = None
-        if residual_contributions is not None:
+        if residual_contributions is not None and p.name in residual_contributions.index.get_level_values("variant"):
             moved = residual_contributions.xs(p.name, level="variant")
         plans[p.name] = plan_summary(
             p, manifest["steps"], manifest["checks"], residual, loss_summary, loss_per_record, link,
@@ -580,8 +670,9 @@ def report_inputs(
             "records_above_threshold": risk.risk_above_threshold(risk_table["risk"], spec.risk.individual_risk_threshold),
         },
         risk_per_record=risk_table,
-        contributions_global=contributions_global,
-        contributions_per_record={
+        # empty when the games could not be played on the wave (a measure note says why)
+        contributions_global=None if contributions_global.empty else contributions_global,
+        contributions_per_record=None if contributions_global.empty else {
             value: contributions_per_record.filter(like=f"{value}_").rename(columns=lambda c: c.split("_", 1)[1])
             for value in ("shapley", "solidarity")
         },
@@ -594,6 +685,7 @@ def report_inputs(
         unsafe_by_category=by_category,
         distributions=distributions,
         continuous=continuous,
+        measure_notes=list(measure_notes or []),
     )
 
 
@@ -601,18 +693,23 @@ def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveyS
     """The loss figures a release manifest carries: distance measure (1) with arctan distances
     (SPEC §9.1 eq (6)) and the mean TOPSIS loss (SPEC §10) over the quasi-identifiers (ordinal keys
     in the spec's order), on the records the release retains (``records_compared``,
-    ``records_removed``), from one computation of the partial distances."""
+    ``records_removed``), from one computation of the partial distances. When the distance measure
+    is undefined on the data, ``not_applicable`` gives the reason instead of the two figures."""
     matched = _retained_records(original, protected, "release")
     scales = _loss_scales(spec, protected)
     columns = list(scales)
-    result = loss.distance_loss(matched[columns], protected[columns], scales, categories=_ordinal_orders(spec, scales))
+    counts = {"records_compared": len(protected), "records_removed": len(original) - len(protected)}
+    notes = []
+    result = if_computable(notes, "lambda_arctan", "release", loss.distance_loss, matched[columns], protected[columns],
+                           scales, categories=_ordinal_orders(spec, scales))
+    if result is None:
+        return {"not_applicable": notes[0].reason, **counts}
     eta = loss.topsis_scores(result.distances)
     return {
         "lambda_arctan": float(result.value),
         "topsis_mean": float(eta.mean()),
         "values_compared": int(result.compared.sum()),
-        "records_compared": len(protected),
-        "records_removed": len(original) - len(protected),
+        **counts,
     }
 
 

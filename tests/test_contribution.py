@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +24,7 @@ from sdc_dagster.contribution import contribution_values, contributions, esl_coe
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.simulation import SIMULATION_PRECISION, simulate_survey
 from sdc_dagster.sources import read_wave_file
-from sdc_dagster.spec import load_spec
+from sdc_dagster.spec import load_spec, parse_spec
 
 # --- the oracle -------------------------------------------------------------------------------------
 
@@ -321,8 +322,9 @@ def test_survey_functions_on_testdata_with_missing_key_values():
     rng = np.random.default_rng(5)
     for column in ["roof", "walls", "water", "relat", "income"]:
         data[column] = data[column].mask(rng.random(len(data)) < 0.05)
-    per_record, overall = survey.risk_contributions(data, spec)
+    per_record, overall, notes = survey.risk_contributions(data, spec)
     players = [*spec.categorical_keys, *spec.continuous_keys]
+    assert notes == []
     assert list(overall.columns) == ["shapley", "solidarity"] and list(overall.index) == players
     np.testing.assert_allclose(overall.sum(), [1.0, 1.0], atol=1e-12)
     for value in ("shapley", "solidarity"):
@@ -438,3 +440,20 @@ def test_bad_input(kwargs, match):
     args = dict(categorical=["A"], continuous=["Y"], precision={"Y": 0.1}) | kwargs
     with pytest.raises(SDCInputError, match=match):
         contributions(data, args.pop("categorical"), args.pop("continuous"), args.pop("precision"), **args)
+
+
+def test_more_keys_than_the_games_support_are_noted_not_fatal():
+    """Issue 21: a wide file (17 categorical keys, one more than MAX_CATEGORICAL) has no Shapley or
+    solidarity values; the stage notes why and returns empty tables, and the residual
+    contributions are empty too, instead of aborting the wave."""
+    keys = [f"k{j:02d}" for j in range(17)]
+    raw = {"survey": "wide", "title": "t", "source": {"path": "x.csv"},
+           "variables": {k: {"role": "categorical_key", "scale": "nominal"} for k in keys},
+           "plans": {"p": {"steps": [{"method": "local_suppression", "k": 2}]}}}
+    spec = parse_spec(yaml.safe_load(yaml.safe_dump(raw)))
+    data = pd.DataFrame(np.random.default_rng(17).integers(1, 3, size=(40, 17)), columns=keys)
+    per_record, overall, notes = survey.risk_contributions(data, spec)
+    assert per_record.shape == (40, 0) and overall.empty and list(overall.columns) == ["shapley", "solidarity"]
+    assert [(n.measure, n.status) for n in notes] == [("risk contributions (Shapley, solidarity)", "not applicable")]
+    assert "at most 16 categorical variables" in notes[0].reason
+    assert survey.residual_contributions(overall, {"p": data}, spec).empty

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.errors import NotComputable, SDCInputError, require_columns
 from sdc_dagster.frequencies import key_digits
 from sdc_dagster.loss.distance import check_pair, continuous_values
 
@@ -51,7 +51,7 @@ def _coded_association(a: np.ndarray, a_radix: int, b: np.ndarray, b_radix: int,
     n = int(table.sum())
     for name, size in ((row, table.shape[0]), (column, table.shape[1])):
         if size < 2:
-            raise SDCInputError(f"column {name!r}: association needs at least 2 observed categories (got {size})")
+            raise NotComputable(f"column {name!r}: association needs at least 2 observed categories (got {size})")
     chi2, p_value, dof, _ = stats.chi2_contingency(table, correction=False)
     return {"n": n, "chi2": float(chi2), "dof": int(dof), "p_value": float(p_value),
             "cramers_v": float(np.sqrt(chi2 / (n * (min(table.shape) - 1)))),
@@ -125,7 +125,7 @@ def _ols(frame: pd.DataFrame, response: str, predictors: list[str], which: str) 
     complete = ~(np.isnan(y) | np.isnan(x).any(axis=1))
     design = np.column_stack([np.ones(int(complete.sum())), x[complete]])
     if np.linalg.matrix_rank(design) < design.shape[1]:
-        raise SDCInputError(f"{which}: the predictors {predictors} (with intercept) are collinear on the complete "
+        raise NotComputable(f"{which}: the predictors {predictors} (with intercept) are collinear on the complete "
                             "records, so the regression coefficients are not identified")
     coefficients, *_ = np.linalg.lstsq(design, y[complete], rcond=None)
     return coefficients

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.errors import NotComputable, SDCInputError, require_columns
 
 SCALES = ("nominal", "ordinal", "continuous")
 CONTINUOUS_DISTANCES = ("max_abs", "max_sq", "arctan", "scaled_arctan", "max_value")
@@ -157,7 +157,7 @@ def _substitute_hidden_continuous(x: np.ndarray, y: np.ndarray, column: str, hid
         return x, y
     observed = x[~x_missing]
     if observed.size == 0:
-        raise SDCInputError(f"original column {column!r}: no observed value to substitute hidden values")
+        raise NotComputable(f"original column {column!r}: no observed value to substitute hidden values")
     low, high = observed.min(), observed.max()
     split = np.median(observed) if hidden_rule == "A" else (low + high) / 2.0
     both = x_missing & y_missing
@@ -346,7 +346,7 @@ def descriptive_statistics(values) -> dict[str, float]:
     data = pd.to_numeric(pd.Series(values), errors="coerce").dropna().to_numpy(dtype=float)
     n = data.size
     if n == 0:
-        raise SDCInputError("values: at least one non-missing value is needed for descriptive statistics")
+        raise NotComputable("values: at least one non-missing value is needed for descriptive statistics")
     q1, median, q3 = np.quantile(data, [0.25, 0.5, 0.75], method="linear")
     mean = data.mean()
     centred = data - mean

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from sdc_dagster.errors import SDCInputError
+from sdc_dagster.errors import NotComputable, SDCInputError
 from sdc_dagster.loss.distance import check_pair, continuous_values
 
 FORMS = ("abs", "squared", "relative")
@@ -52,7 +52,7 @@ def _aggregate(before: np.ndarray, after: np.ndarray, labels: list[str], form: s
     """
     if np.isnan(before).any() or np.isnan(after).any():
         bad = labels[int(np.flatnonzero(np.isnan(before) | np.isnan(after))[0])]
-        raise SDCInputError(f"{bad}: the moment is undefined (too few observed values or no spread)")
+        raise NotComputable(f"{bad}: the moment is undefined (too few observed values or no spread)")
     gap = before - after
     if form == "abs":
         return float(np.mean(np.abs(gap)))
@@ -221,17 +221,17 @@ def variance_arctan_loss(original: pd.DataFrame, protected: pd.DataFrame,
     x, y, columns = _numeric_frames(original, protected, columns)
     gap = np.abs(np.diag(_covariance(x)) - np.diag(_covariance(y)))
     if np.isnan(gap).any():
-        raise SDCInputError(f"variance of {columns[int(np.flatnonzero(np.isnan(gap))[0])]!r}: "
+        raise NotComputable(f"variance of {columns[int(np.flatnonzero(np.isnan(gap))[0])]!r}: "
                             "at least two observed values are needed")
     return float(2.0 / (np.pi * len(columns)) * np.arctan(gap).sum())
 
 
 def _inverse_diagonal(matrix: np.ndarray, which: str, columns: list[str]) -> np.ndarray:
     if np.isnan(matrix).any():
-        raise SDCInputError(f"{which}: correlations are undefined (a variable of {columns} has no spread)")
+        raise NotComputable(f"{which}: correlations are undefined (a variable of {columns} has no spread)")
     # the condition number catches numerically singular matrices that inv() would still invert
     if np.linalg.cond(matrix) > 1e12:
-        raise SDCInputError(f"{which}: the correlation matrix of {columns} is singular, so (11)/(12) are undefined")
+        raise NotComputable(f"{which}: the correlation matrix of {columns} is singular, so (11)/(12) are undefined")
     return np.diag(np.linalg.inv(matrix))
 
 

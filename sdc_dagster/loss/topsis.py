@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from sdc_dagster.errors import SDCInputError
+from sdc_dagster.errors import NotComputable, SDCInputError
 from sdc_dagster.loss.distance import descriptive_statistics, partial_distances
 
 PATTERNS = ("empirical", "theoretical")
@@ -106,7 +106,7 @@ def topsis_summary(eta) -> dict[str, float]:
     summary = descriptive_statistics(eta)
     data = pd.to_numeric(pd.Series(eta), errors="coerce").dropna().to_numpy(dtype=float)
     if data.size < 3:
-        raise SDCInputError(f"eta: normality tests need at least 3 values (got {data.size})")
+        raise NotComputable(f"eta: normality tests need at least 3 values (got {data.size})")
     spread = data.std(ddof=1)
     tests = dict.fromkeys(["shapiro_w", "shapiro_p", "ks_d", "ks_p", "cvm_w2", "cvm_p", "ad_a2", "ad_p"],
                           float("nan"))

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from sdc_dagster.errors import SDCInputError
+from sdc_dagster.errors import NotComputable, SDCInputError
 from sdc_dagster.loss.distance import check_pair, continuous_values
 
 UTILITY_METHODS = ("IL1", "IL1s", "eigen")
@@ -21,7 +21,7 @@ def _standardised_correlation(values: np.ndarray, which: str, columns: list[str]
     """``var(scale(x), use = "pairwise.complete.obs")``: the Pearson correlation matrix."""
     correlation = pd.DataFrame(values).corr().to_numpy()
     if np.isnan(correlation).any():
-        raise SDCInputError(f"{which}: a variable of {columns} has no spread, so eigen utility is undefined")
+        raise NotComputable(f"{which}: a variable of {columns} has no spread, so eigen utility is undefined")
     return correlation
 
 

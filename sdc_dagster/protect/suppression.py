@@ -93,7 +93,7 @@ import pandas as pd
 from numba import njit
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import IncrementalCompatibleCounts, key_digits, pack_codes
+from sdc_dagster.frequencies import IncrementalCompatibleCounts, check_mask_width, key_digits, pack_codes
 from sdc_dagster.protect.strata import stratum_codes, stratum_members
 from sdc_dagster.risk.categorical import _weights, risk_from_frequencies
 
@@ -345,6 +345,7 @@ def local_suppression(
     algorithm is described in the module docstring.
     """
     keys = require_columns(data, keys, role="key variable")
+    check_mask_width(len(keys), "local suppression")
     if method not in LOCAL_SUPPRESSION_METHODS:
         raise SDCInputError(f"method: must be one of {', '.join(LOCAL_SUPPRESSION_METHODS)}, got {method!r}")
     targets = _suppression_targets(keys, k, combs)

@@ -4,6 +4,7 @@ from sdc_dagster.report.decision import RECOMMENDATION_RULE, Recommendation, par
 from sdc_dagster.report.formats import export_report, report_data, wave_trend, write_index, write_pdf, write_report
 from sdc_dagster.report.html import (
     category_shares,
+    measure_notes_table,
     combined_risk_histogram,
     contribution_boxplots,
     contribution_change_plots,
@@ -19,7 +20,7 @@ from sdc_dagster.report.html import (
     step_sentence,
     topsis_histograms,
 )
-from sdc_dagster.report.inputs import PlanSummary, ReportInputs
+from sdc_dagster.report.inputs import MeasureNote, PlanSummary, ReportInputs
 from sdc_dagster.report.measures import Measure, format_measure, format_value, measure_info
 from sdc_dagster.report.plots import (
     boxplot_png,

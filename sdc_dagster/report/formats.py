@@ -63,7 +63,8 @@ def report_data(inputs: ReportInputs) -> dict:
     recommendation, plan points), the risk before protection (and the summary of the per-record
     risk), each plan's residual risk, loss, TOPSIS summary, checks, steps (records and
     sentences), contributions, PRAM matrices and provenance, the
-    description of every measure, the suppressions, unsafe combinations and distributions."""
+    description of every measure, the suppressions, unsafe combinations, distributions and the measures left out
+    or limited (``measure_notes``)."""
     points = plan_points(inputs)
     chosen = recommendation(inputs)
     measures = set(inputs.risk_before)
@@ -99,6 +100,7 @@ def report_data(inputs: ReportInputs) -> dict:
         "suppressions": inputs.suppressions,
         "unsafe_by_variable": inputs.unsafe_by_variable, "unsafe_by_category": inputs.unsafe_by_category,
         "distributions": distributions,
+        "measure_notes": [vars(n) for n in inputs.measure_notes],
     })
 
 

@@ -566,6 +566,11 @@ def _measures_section(inputs: ReportInputs) -> str:
                                       _table(inputs.risk_per_record["combined_risk"].describe().to_frame("combined risk")
                                              .rename_axis("statistic"))))
             parts.append('<div class="grid">' + "".join(figures) + "</div>")
+    if inputs.measure_notes:
+        parts += ["<h3 id=\"not-applicable\">Measures not computed, or computed with a limit</h3>",
+                  "<p>A measure undefined on this wave's data is left out and the wave goes on; the release "
+                  "decision rests on the blocking checks alone.</p>",
+                  _table(measure_notes_table(inputs), index_label="measure")]
     if inputs.plans:
         parts += ["<h3>TOPSIS information loss per record (SPEC §10)</h3>",
                   "<p>Per-record loss relative to the best and worst record of the same plan (0 = least, 1 = most): "
@@ -574,6 +579,13 @@ def _measures_section(inputs: ReportInputs) -> str:
                          "TOPSIS information loss per record",
                          _table(_topsis_summary_table(inputs), index_label="statistic"))]
     return "".join(parts)
+
+
+def measure_notes_table(inputs: ReportInputs) -> pd.DataFrame:
+    """The measures left out as not applicable or computed with a limit: one row per note, indexed
+    by measure, with the data it concerns ("original" or a plan), its status and the reason."""
+    rows = [{"measure": n.measure, "data": n.variant, "status": n.status, "reason": n.reason} for n in inputs.measure_notes]
+    return pd.DataFrame(rows, columns=["measure", "data", "status", "reason"]).set_index("measure")
 
 
 def _provenance_section(inputs: ReportInputs) -> str:
@@ -617,7 +629,7 @@ def render_report(inputs: ReportInputs) -> str:
     and plan, Shapley and solidarity contributions before and after each plan, the unsafe
     combinations of SPEC §3.10, PRAM matrices as heat maps, distributions before and after);
     every measure explained and grouped (meaning, direction, range, SPEC section), formatted by
-    kind; the plans' steps as sentences with seeds, hashes, versions, manifest links and the
+    kind, and the measures left out as not applicable or limited, with the reason; the plans' steps as sentences with seeds, hashes, versions, manifest links and the
     ``sdc audit`` command. Every chart has alt text and its numbers in a table behind it.
 
     Returns

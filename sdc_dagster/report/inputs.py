@@ -7,6 +7,22 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 
+@dataclass(frozen=True)
+class MeasureNote:
+    """A measure this wave does not have in full, and why.
+
+    ``status`` "not applicable": the measure is undefined on these data (a key with one observed
+    category, a variable without spread, no sensitive variable, ...) and was left out, the wave
+    going on without it; "limited": it was computed under a restriction the reason states (SUDA2
+    with a lowered ``max_size``). ``variant``: "original" or the plan whose variant it concerns.
+    """
+
+    measure: str
+    reason: str
+    variant: str = "original"
+    status: str = "not applicable"
+
+
 @dataclass(frozen=True, eq=False)
 class PlanSummary:
     """One protection plan applied to the wave, with its outcome.
@@ -107,6 +123,8 @@ class ReportInputs:
     continuous : list of str
         The variables of ``distributions`` drawn as continuous (histograms and quantiles); the
         others are drawn as categories.
+    measure_notes : list of MeasureNote
+        The measures left out as not applicable or computed with a limit, with the reason.
     """
 
     survey: str
@@ -128,3 +146,4 @@ class ReportInputs:
     unsafe_by_category: pd.DataFrame | None = None
     distributions: dict[str, dict[str, pd.Series]] = field(default_factory=dict)
     continuous: list[str] = field(default_factory=list)
+    measure_notes: list[MeasureNote] = field(default_factory=list)

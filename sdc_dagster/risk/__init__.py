@@ -28,7 +28,7 @@ from sdc_dagster.risk.continuous import (  # SPEC §4, §5.2
     record_linkage_risk,
 )
 from sdc_dagster.risk.diversity import l_diversity, t_closeness  # SPEC §3.6, §3.7
-from sdc_dagster.risk.suda import suda2, suda2_attribute_contributions  # SPEC §3.8
+from sdc_dagster.risk.suda import suda2, suda2_attribute_contributions, suda2_max_size  # SPEC §3.8
 
 __all__ = [
     "MAX_ONE_TO_ONE_LINKAGE",
@@ -57,6 +57,7 @@ __all__ = [
     "risky_cells",
     "suda2",
     "suda2_attribute_contributions",
+    "suda2_max_size",
     "summarise_risk",
     "t_closeness",
     "unsafe_combinations",

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from itertools import combinations
-from math import factorial, prod
+from math import comb, factorial, prod
 
 import numpy as np
 import pandas as pd
@@ -175,6 +175,35 @@ def suda2(
     block[1, rows] = dis_score
     block[2:, rows] = cand_contribution.T
     return pd.DataFrame(block.T, index=data.index, columns=["score", "dis_score", *contribution_names], copy=False)
+
+
+def suda2_max_size(data: pd.DataFrame, keys: Sequence[str], *, missing: int = -999) -> int:
+    """The largest ``max_size`` of :func:`suda2` whose MSU search fits its memory bound (SPEC §3.8).
+
+    The search of MSUs of size s holds a (key subsets of size s) x (sample uniques still searched)
+    boolean matrix; this bound takes every sample unique (full-key frequency 1) as searched, so a
+    search up to the returned size never exceeds the bound. Returns the number of keys when the
+    full search fits (sdcMicro's search), 0 when not even single keys fit.
+
+    Parameters
+    ----------
+    data, keys, missing : as for :func:`suda2`.
+    """
+    keys = require_columns(data, keys, role="key variable")
+    if not keys or len(data) == 0:
+        return len(keys)
+    missing = _check_missing(missing)
+    _, frequency, _ = _full_key_combinations([_sdcmicro_codes(data[k], k, missing) for k in keys])
+    uniques = int((frequency == 1).sum())
+    size = 0
+    while size < len(keys) and _level_fits(uniques, comb(len(keys), size + 1)):
+        size += 1
+    return size
+
+
+def _level_fits(candidates: int, subsets: int) -> bool:
+    """Whether one size's "unique on S" matrix (subsets x candidates) is within the memory bound."""
+    return candidates * subsets <= _MAX_LEVEL_CELLS
 
 
 def suda2_attribute_contributions(scores: pd.DataFrame) -> pd.DataFrame:
@@ -518,10 +547,10 @@ def _msu_scores(
         if len(active) == 0:
             break
         subsets = list(combinations(range(n_keys), size))
-        if len(active) * len(subsets) > _MAX_LEVEL_CELLS:
+        if not _level_fits(len(active), len(subsets)):
             raise SDCInputError(
                 f"max_size: {len(active)} sample uniques x {len(subsets)} key subsets of size {size} "
-                "exceed the memory bound; lower max_size or use fewer keys"
+                "exceed the memory bound; suda2_max_size(data, keys) gives the largest max_size that fits"
             )
         masks = np.array([sum(1 << j for j in s) for s in subsets], dtype=np.int64)
         rows_with = [np.flatnonzero(masks & (1 << j)) for j in range(n_keys)]

@@ -133,6 +133,25 @@ def test_release_checks_block_exactly_the_failed_rules(codes, k, max_global_risk
     assert set(survey.release_warnings(checks)) == failed & {"individual_risk"}
 
 
+def test_a_release_check_that_cannot_be_evaluated_fails_with_the_reason():
+    """Issue 21: a variant whose risk cannot be computed (here a weight left missing in one record)
+    is withheld: its risk checks fail, each saying that it was not evaluated and why."""
+    spec = dataclasses.replace(
+        TESTDATA_SPEC,
+        variables=tuple(v for v in TESTDATA_SPEC.variables if v.name in ("urbrur", "sex", "sampling_weight")),
+    )
+    plan = TESTDATA_SPEC.plans[0]
+    frame = pd.DataFrame({"urbrur": [1, 1, 1, 2, 2, 2], "sex": [1] * 6, "sampling_weight": [10.0, None, 5, 5, 5, 5]})
+    checks = survey.release_checks(frame, spec, plan)
+    for name in ("k_anonymity", "global_risk", "individual_risk"):
+        assert checks[name]["passed"] is False
+        assert checks[name]["value"].startswith("not evaluated: weight 'sampling_weight' has 1 missing values")
+    assert checks["no_direct_identifier"]["passed"] is True
+    failures = survey.blocking_failures(checks)
+    assert set(failures) == {"k_anonymity", "global_risk"}
+    assert "not evaluated: weight 'sampling_weight'" in failures["global_risk"]
+
+
 @settings(max_examples=40, deadline=None)
 @given(lines=st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n")), max_size=5),
        newline=st.sampled_from(["\n", "\r\n", "\r"]))

@@ -62,7 +62,7 @@ def test_every_continuous_plan_runs_with_item_non_response(wave, variants):
 
 
 def test_sse_tss_is_computed_from_the_data_for_every_perturbation(wave, spec, variants):
-    summary, _ = survey.information_loss(wave, {k: variants[k] for k in ("mdav", "noise", "swap", "rounded")}, spec)
+    summary, _, _ = survey.information_loss(wave, {k: variants[k] for k in ("mdav", "noise", "swap", "rounded")}, spec)
     x = wave[CONTINUOUS].to_numpy(float)
     observed = ~np.isnan(x)
     for name in ("mdav", "noise", "swap", "rounded"):
@@ -82,7 +82,7 @@ def test_sse_tss_is_computed_from_the_data_for_every_perturbation(wave, spec, va
 def test_subsampled_variant_is_compared_on_its_retained_records(wave, spec, variants):
     sampled = variants["sampled"]
     assert 0 < len(sampled) < len(wave)
-    summary, per_record = survey.information_loss(wave, {"sampled": sampled}, spec)
+    summary, per_record, _ = survey.information_loss(wave, {"sampled": sampled}, spec)
     row = summary.loc["sampled"]
     assert row["records_compared"] == len(sampled) and row["records_removed"] == len(wave) - len(sampled)
     # subsampling releases the retained records unchanged: no loss on them
@@ -100,7 +100,7 @@ def test_ordinal_keys_use_the_spec_order():
     spec = make_spec(variables, {"p": {"steps": [{"method": "recode", "variable": "edu", "mapping": {3: 2}}]}})
     original = pd.DataFrame({"edu": [1, 2, 3, 3], "sex": [1, 1, 2, 2]})
     released = pd.DataFrame({"edu": [1, 2, 2, 2], "sex": [1, 1, 2, 2]})
-    summary, _ = survey.information_loss(original, {"p": released}, spec)
+    summary, _, _ = survey.information_loss(original, {"p": released}, spec)
     # tertiary -> primary is 2 positions of k - 1 = 2 in the spec order (code order would say 1/2):
     # edu distances 0, 0, 1, 1; sex 0: lambda = 2 / 8
     assert summary.loc["p", "lambda_arctan"] == pytest.approx(2 / 8)
@@ -118,3 +118,33 @@ def test_partial_distances_are_computed_once_per_variant(wave, spec, variants, m
     monkeypatch.setattr(distance_module, "_substitute_hidden_continuous", counting)
     survey.information_loss(wave, {"noise": variants["noise"]}, spec)
     assert sorted(calls) == sorted(CONTINUOUS)  # once per continuous key, not once per measure
+
+
+def test_measures_undefined_on_a_wave_are_noted_and_the_rest_computed():
+    # issue 21: a key with one observed category (country) and a constant continuous key (flag)
+    # used to abort information_loss; now each undefined measure is noted and the others computed
+    variables = {
+        "region": {"role": "categorical_key", "scale": "nominal"},
+        "sex": {"role": "categorical_key", "scale": "nominal"},
+        "country": {"role": "categorical_key", "scale": "nominal"},
+        "income": {"role": "continuous_key", "precision": 0.01},
+        "flag": {"role": "continuous_key", "precision": 0.01},
+    }
+    spec = make_spec(variables, {"p": {"steps": [{"method": "recode", "variable": "region", "mapping": {3: 2}}]}})
+    original = pd.DataFrame({"region": [1, 2, 3, 1, 2, 3, 1, 2], "sex": [1, 1, 2, 2, 1, 2, 2, 1],
+                             "country": [7] * 8, "income": [10.0, 20, 30, 40, 50, 60, 70, 80], "flag": [1.0] * 8})
+    released = original.assign(region=original["region"].replace({3: 2}), income=original["income"] + 1.0)
+    summary, _, notes = survey.information_loss(original, {"p": released}, spec)
+    noted = {n.measure: n for n in notes}
+    assert set(noted) == {"cramers_v_change_mean", "moment measures and dUtility"}
+    assert all(n.variant == "p" and n.status == "not applicable" for n in notes)
+    assert noted["cramers_v_change_mean"].reason.endswith(": country")
+    assert noted["moment measures and dUtility"].reason.endswith(": flag")
+    # Cramér's V over the one pair left (region, sex): original table [[1, 2], [3, 0], [0, 2]] has
+    # chi2 = 16/3, V^2 = 2/3; released (region 3 merged into 2) [[1, 2], [3, 2]] has chi2 = 8/15,
+    # V^2 = 1/15: change = 100 (1 - sqrt(1/10))
+    row = summary.loc["p"]
+    assert row["cramers_v_change_mean"] == pytest.approx(100 * (1 - np.sqrt(0.1)))
+    assert np.isfinite(row["lambda_arctan"]) and np.isfinite(row["sse_tss"])
+    # the moments of income alone: every value + 1, so the mean moves by 1 and the variance not at all
+    assert row["moment_mean_abs"] == pytest.approx(1.0) and row["moment_variance_abs"] == pytest.approx(0.0, abs=1e-9)

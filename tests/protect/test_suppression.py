@@ -693,3 +693,27 @@ def test_numeric_importance_and_method_bad_input(testdata2):
     ranks = [3, 1, 2, 7, 4, 6, 5]
     pd.testing.assert_frame_equal(local_suppression(testdata2, KEYS, k=3, importance=dict(zip(KEYS, ranks))),
                                   local_suppression(testdata2, KEYS, k=3, importance=importance_names(ranks)))
+
+
+def test_thirty_keys_reach_k_anonymity():
+    # 30 keys with 8 categories: packed key codes overflow int64 (once an OverflowError); records
+    # come from a few prototypes with a few deviations, so only the deviating values need to go
+    rng = np.random.default_rng(30)
+    m, n = 30, 400
+    prototypes = rng.integers(1, 9, size=(8, m))
+    values = prototypes[np.arange(n) % 8]
+    deviating = np.arange(0, n, 25)
+    values[deviating, rng.integers(0, m, size=len(deviating))] = 9  # a category no prototype has
+    data = pd.DataFrame(values, columns=[f"k{j:02d}" for j in range(m)])
+    keys = list(data.columns)
+    protected = local_suppression(data, keys, k=3)
+    assert (brute_force_fk(protected, keys) >= 3).all()
+    suppressed = protected[keys].isna().to_numpy()
+    assert suppressed.sum() == len(deviating)  # one value per deviating record, nothing else
+    assert suppressed[deviating].any(axis=1).all()
+
+
+def test_more_keys_than_a_missing_value_mask_holds_is_refused_by_name():
+    data = pd.DataFrame({f"k{j}": [1, 2, 1, 2] for j in range(63)})
+    with pytest.raises(SDCInputError, match="local suppression combines at most 62 categorical keys"):
+        local_suppression(data, list(data.columns), k=2)

@@ -269,3 +269,24 @@ def test_dense_method_matches_pairwise_reference(m, n, alpha, seed):
     f_ref, F_ref = pairwise_reference(rows, weights, alpha)
     np.testing.assert_allclose(freq["fk"].to_numpy(), f_ref, rtol=1e-12)
     np.testing.assert_allclose(freq["Fk"].to_numpy(), F_ref, rtol=1e-12)
+
+
+def test_thirty_keys_with_missing_values_match_pairwise_reference():
+    # 30 keys with 8 categories: the mixed-radix place values of the projections (9**29) do not
+    # fit in int64, which once raised OverflowError; the joint packing path must be exact
+    rng = np.random.default_rng(30)
+    m = 30
+    prototypes = rng.integers(1, 9, size=(6, m))
+    values = prototypes[rng.integers(0, 6, size=120)]
+    values[::10, 5] = 8 - values[::10, 5]  # some records differ from their prototype
+    missing = rng.random(values.shape) < 0.05
+    rows = [tuple(None if missing[i, j] else int(values[i, j]) for j in range(m)) for i in range(len(values))]
+    freq = key_frequencies(frame_of(rows), [f"k{j}" for j in range(m)])
+    f_ref, _ = pairwise_reference(rows, [1.0] * len(rows), 1.0)
+    np.testing.assert_allclose(freq["fk"].to_numpy(), f_ref, rtol=1e-12)
+
+
+def test_more_keys_than_a_missing_value_mask_holds_is_refused_by_name():
+    data = pd.DataFrame({f"k{j}": pd.array([1, None, 2], dtype="Int64") for j in range(63)})
+    with pytest.raises(SDCInputError, match="at most 62 categorical keys .got 63."):
+        key_frequencies(data, list(data.columns))

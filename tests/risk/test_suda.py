@@ -13,8 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sdc_dagster import survey
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.risk import suda2
+from sdc_dagster.risk import suda as suda_module
+from sdc_dagster.risk import suda2, suda2_max_size
 from sdc_dagster.risk.suda import suda2_attribute_contributions
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sdcmicro"
@@ -357,3 +359,30 @@ def test_missing_code_must_be_an_integer():
 def test_attribute_contributions_need_a_suda2_result():
     with pytest.raises(SDCInputError, match="score"):
         suda2_attribute_contributions(pd.DataFrame({"x": [1.0]}))
+
+
+def test_max_size_that_fits_the_memory_bound_on_a_wide_file():
+    # issue 21: 26 keys, 3,000 records, all sample uniques. MSUs of size s need 3,000 x C(26, s)
+    # cells: C(26, 5) = 65,780 -> 197,340,000 fit the bound of 300,000,000; C(26, 6) = 230,230 do not
+    rng = np.random.default_rng(26)
+    data = pd.DataFrame(rng.integers(1, 8, size=(3000, 26)), columns=[f"k{j}" for j in range(26)])
+    assert not data.duplicated().any()
+    assert suda2_max_size(data, list(data.columns)) == 5
+
+
+def test_survey_lowers_max_size_to_what_fits_and_says_so(monkeypatch):
+    rng = np.random.default_rng(8)
+    data = pd.DataFrame(rng.integers(1, 4, size=(60, 6)), columns=[f"k{j}" for j in range(6)])
+    keys = list(data.columns)
+    uniques = int((data.value_counts() == 1).sum())
+    # a bound that holds C(6, 2) = 15 subsets of every sample unique but not C(6, 3) = 20
+    monkeypatch.setattr(suda_module, "_MAX_LEVEL_CELLS", uniques * 15)
+    with pytest.raises(SDCInputError, match="suda2_max_size"):
+        suda2(data, keys)
+    scores, notes = survey.suda_scores(data, keys)
+    assert [(n.measure, n.status) for n in notes] == [("suda2", "limited")]
+    assert "max_size lowered to 2" in notes[0].reason
+    pd.testing.assert_frame_equal(scores, suda2(data, keys, max_size=2))
+    monkeypatch.setattr(suda_module, "_MAX_LEVEL_CELLS", uniques * 5)  # not even the 6 single keys
+    scores, notes = survey.suda_scores(data, keys)
+    assert scores is None and notes[0].status == "not applicable"
