@@ -22,6 +22,7 @@ extends its down-set sum to every sub-combination of the keys at once (the risk 
 
 from __future__ import annotations
 
+import atexit
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -65,7 +66,20 @@ def connect(con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConn
         return con
     if _shared_database is None:
         _shared_database = duckdb.connect()
+        atexit.register(_close_shared_database)
     return _shared_database.cursor()
+
+
+def _close_shared_database() -> None:
+    """Close the process-wide database while the interpreter is whole (``atexit``).
+
+    Left to interpreter shutdown, DuckDB's worker threads can still be running when its C++ objects
+    are destroyed, and the process aborts with "terminate called without an active exception"
+    (exit 134; DuckDB issue 13904). Closing it here joins them first."""
+    global _shared_database
+    if _shared_database is not None:
+        _shared_database.close()
+        _shared_database = None
 
 
 def key_columns(data: pd.DataFrame, keys: Sequence[str] | str) -> list[str]:
