@@ -95,7 +95,7 @@ variables:
     status, lines = check(tmp_path, spec, "a,b,x,w\n1,,1.5,1\n3,,abc,2\n2,,2,0\n")
     assert status == EXIT_BAD_DATA == 5
     source = "sdc check: s (d.csv, csv): "
-    assert lines[0].endswith("spec of survey 's' is valid (5 variables, 3 categorical keys, 0 continuous keys, plans: )")
+    assert lines[0].endswith("spec of survey 's' is valid (5 variables, 3 categorical keys, 1 continuous keys, plans: )")
     assert sorted(lines[1:]) == sorted([
         source + "column 'c' named in the spec is missing from the data",
         source + "column 'a' breaks rule 'categories must be one of [1, 2]'; first offending rows (1-based): 2; "
