@@ -187,7 +187,7 @@ def key_frequencies_asset(spec: SurveySpec) -> AssetsDefinition:
     ):
         keys = survey.keys_from_classification(variable_classification, "categorical_key")
         with duckdb.get_connection() as con:
-            table = risk.key_frequencies(raw_microdata, keys, weight=spec.weight, con=con)
+            table = survey.key_frequencies(raw_microdata, keys, weight=spec.weight, con=con)
         validate(table, key_frequencies_schema, source="key_frequencies")
         if not keys:  # continuous keys only: every record shares the empty key (fk = n)
             context.add_output_metadata({"keys": "none: the spec has no categorical key"})

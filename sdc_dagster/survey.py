@@ -25,6 +25,26 @@ def keys_from_classification(classification: pd.DataFrame, role: str) -> list[st
     return classification.loc[classification["role"] == role, "variable"].tolist()
 
 
+def key_frequencies(data: pd.DataFrame, keys: list[str], *, weight: str | None = None, con=None) -> pd.DataFrame:
+    """fk and Fk of every record's key (:func:`~sdc_dagster.risk.key_frequencies`, SPEC §2). With no
+    key (a spec with continuous keys only, or a variant that releases none of them) every record
+    shares the empty key: f = n and F = the sum of the weights (SPEC §5.5 with h = 0), so that
+    nobody is singled out by categories."""
+    if keys:
+        return risk.key_frequencies(data, keys, weight=weight, con=con)
+    total = float(data[weight].sum()) if weight is not None else float(len(data))
+    return pd.DataFrame({"fk": float(len(data)), "Fk": total}, index=data.index)
+
+
+def _risk_table(data: pd.DataFrame, keys: list[str], *, weight=None, household=None, con=None,
+                frequencies: pd.DataFrame | None = None) -> pd.DataFrame:
+    """:func:`~sdc_dagster.risk.risk_table` with the frequencies of :func:`key_frequencies` (the
+    empty key's when there is no key)."""
+    if frequencies is None and not keys:
+        frequencies = key_frequencies(data, keys, weight=weight)
+    return risk.risk_table(data, keys, weight=weight, household=household, con=con, frequencies=frequencies)
+
+
 def risk_scores(
     data: pd.DataFrame, spec: SurveySpec, *, con=None, frequencies: pd.DataFrame | None = None
 ) -> tuple[pd.DataFrame, dict]:
@@ -38,11 +58,11 @@ def risk_scores(
     values as in §5.8, when the spec has continuous keys).
 
     Without categorical keys (continuous keys only) every record shares the empty key (fk = n,
-    :func:`~sdc_dagster.risk.key_frequencies`); SUDA2, l-diversity and the global figures of §3
+    :func:`key_frequencies`); SUDA2, l-diversity and the global figures of §3
     do not apply and are left out, and the risk is the combined measure's continuous part.
     """
     keys, weight, household = spec.categorical_keys, spec.weight, spec.household_id
-    table = risk.risk_table(data, keys, weight=weight, household=household, con=con, frequencies=frequencies)
+    table = _risk_table(data, keys, weight=weight, household=household, con=con, frequencies=frequencies)
     figures = {}
     if keys:  # without categorical keys the key is shared by every record: no figure of §3 applies
         figures = risk.summarise_risk(table)
@@ -210,7 +230,7 @@ def release_checks(
     keys = [k for k in spec.categorical_keys if k in protected.columns]
     if spec.categorical_keys:
         weight = spec.weight if spec.weight in protected.columns else None
-        table = risk.risk_table(protected, keys, weight=weight)
+        table = _risk_table(protected, keys, weight=weight)
         violations = int((table["fk"] < plan.k).sum())
         global_risk = risk.summarise_risk(table)["risk"]
         checks["k_anonymity"] = {
@@ -368,7 +388,7 @@ def residual_risk(
         present = [k for k in keys if k in frame.columns]
         if keys:
             hh = household if household in frame.columns else None
-            table = risk.risk_table(frame, present, weight=weight, household=hh)
+            table = _risk_table(frame, present, weight=weight, household=hh)
             figures, fk = risk.summarise_risk(table), table["fk"]
             row.update({
                 "global_risk": float(figures["risk"]),

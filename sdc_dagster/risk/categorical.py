@@ -61,8 +61,7 @@ def key_frequencies(
     Parameters
     ----------
     data : the microdata (not modified).
-    keys : the categorical key variables (quasi-identifiers); an empty list is the empty key,
-        shared by every record (f = n, F = the sum of the weights; SPEC §5.5 with h = 0).
+    keys : the categorical key variables (quasi-identifiers).
     weight : column of sampling weights (finite, > 0); None for census data (then F = f).
     alpha : in [0, 1], default 1 (sdcMicro's default).
     con : DuckDB connection to run the group-by on (default: a fresh in-memory database).
@@ -76,15 +75,8 @@ def key_frequencies(
     ----------
     sdcMicro ``freqCalc`` (R/freqCalc.r, 5.8.1); SDC Practice Guide Tables 7.1, 7.2.
     """
-    weights = _weights(data, weight)
-    if not isinstance(keys, str) and len(keys) == 0:
-        # No categorical key (a spec with continuous keys only): the empty key is shared by every
-        # record, f = n and F = the sum of the weights (SPEC §5.5, h = 0), as for a key missing in
-        # every variable. Nobody is singled out by categories.
-        n = float(len(data))
-        total = float(weights.sum()) if weights is not None else n
-        return pd.DataFrame({"fk": np.full(len(data), n), "Fk": np.full(len(data), total)}, index=data.index)
     keys = key_columns(data, keys)
+    weights = _weights(data, weight)
     f, F = missing_aware_key_frequencies(data, keys, weights=weights, alpha=_alpha(alpha), con=con)
     return pd.DataFrame({"fk": f, "Fk": F}, index=data.index)
 
