@@ -103,7 +103,9 @@ _MEASURES: dict[str, Measure] = {
         "share of original values inside a rank interval of p % of the records around their perturbed value, "
         "mean over p = 1..10 %", LOWER, "0 to 1", "§4.2, §4.5", "share"),
     "combined_global_risk": Measure(
-        "Combined risk (categorical + continuous)", _RISK, "mean of Młodak's combined record risk", LOWER, "0 to 1",
+        "Combined risk (categorical + continuous)", _RISK,
+        "mean of Młodak's combined record risk; without categorical keys its continuous part alone, the share of a "
+        "record's continuous values with fewer than k neighbours within their precision", LOWER, "0 to 1",
         "§5.5", "share"),
     "ebil": Measure("EBIL", _CAT, "entropy-based loss: uncertainty about the original category given the released one",
                     LOWER, "0 to n·log2(categories) bits", "§9.8", "index"),
