@@ -1,7 +1,8 @@
-"""Asset checks guarding the release rules (SPEC §3.1, §3.3, §8.1).
+"""Asset checks guarding the release rules (SPEC §3.1, §3.3, §4.1, §8.1).
 
-For each protection plan: the protected variant is k-anonymous for the plan's k, its global risk
-is under the spec's threshold, and it carries no direct identifier. These three are blocking
+For each protection plan: the protected variant is k-anonymous for the plan's k and its global risk
+is under the spec's threshold (with categorical keys), its record-linkage risk is under the spec's
+``max_linkage_risk`` (with continuous keys), and it carries no direct identifier. These are blocking
 (severity ERROR): a variant failing one is withheld, no release is written (the protected asset
 enforces this; Dagster's own ``blocking`` flag is not used, because it would also skip the
 evaluation and the report that explain the failure). A record above the individual-risk threshold
@@ -14,21 +15,22 @@ so that a check of one wave reads that wave only.
 
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey
 
+from sdc_dagster import survey
 from sdc_dagster.spec import Plan, SurveySpec
-
-RELEASE_CHECKS = ("k_anonymity", "global_risk", "no_direct_identifier", "individual_risk")
-
 
 def release_check_specs(spec: SurveySpec, plan: Plan, asset: AssetKey) -> list[AssetCheckSpec]:
     """The release checks of one plan's protected asset (the outcomes of
-    :func:`sdc_dagster.survey.release_checks`)."""
+    :func:`sdc_dagster.survey.release_checks`, named by :func:`sdc_dagster.survey.release_check_names`)."""
     descriptions = {
         "k_anonymity": f"blocking: every record's key is shared by at least {plan.k} records (fk >= k, SPEC §3.1)",
         "global_risk": f"blocking: global risk <= {spec.risk.max_global_risk} (SPEC §3.3)",
+        "linkage_risk": (f"blocking: at most {spec.risk.max_linkage_risk} of the records linked to their own "
+                         "original by the best distance-based record linkage (SPEC §4.1)"),
         "no_direct_identifier": "blocking: no direct identifier column is released (SPEC §8.1)",
         "individual_risk": f"warning: no record with individual risk > {spec.risk.individual_risk_threshold} (SPEC §3.3)",
     }
-    return [AssetCheckSpec(name=name, asset=asset, description=descriptions[name]) for name in RELEASE_CHECKS]
+    return [AssetCheckSpec(name=name, asset=asset, description=descriptions[name])
+            for name in survey.release_check_names(spec)]
 
 
 def release_check_results(outcomes: dict[str, dict]) -> list[AssetCheckResult]:
@@ -36,15 +38,16 @@ def release_check_results(outcomes: dict[str, dict]) -> list[AssetCheckResult]:
     return [
         AssetCheckResult(
             check_name=name,
-            passed=bool(outcomes[name]["passed"]),
-            severity=AssetCheckSeverity.ERROR if outcomes[name]["blocking"] else AssetCheckSeverity.WARN,
+            passed=bool(outcome["passed"]),
+            severity=AssetCheckSeverity.ERROR if outcome["blocking"] else AssetCheckSeverity.WARN,
             metadata={
-                "value": outcomes[name]["value"],
-                "rule": outcomes[name]["rule"],
-                "blocking": outcomes[name]["blocking"],
+                "value": outcome["value"],
+                "rule": outcome["rule"],
+                "blocking": outcome["blocking"],
+                **({"measure": outcome["measure"]} if "measure" in outcome else {}),
             },
         )
-        for name in RELEASE_CHECKS
+        for name, outcome in outcomes.items()
     ]
 
 

@@ -187,8 +187,11 @@ def key_frequencies_asset(spec: SurveySpec) -> AssetsDefinition:
     ):
         keys = survey.keys_from_classification(variable_classification, "categorical_key")
         with duckdb.get_connection() as con:
-            table = risk.key_frequencies(raw_microdata, keys, weight=spec.weight, con=con)
+            table = survey.key_frequencies(raw_microdata, keys, weight=spec.weight, con=con)
         validate(table, key_frequencies_schema, source="key_frequencies")
+        if not keys:  # continuous keys only: every record shares the empty key (fk = n)
+            context.add_output_metadata({"keys": "none: the spec has no categorical key"})
+            return table
         context.add_output_metadata(
             {
                 "keys": ", ".join(keys),
@@ -209,7 +212,7 @@ def risk_scores_asset(spec: SurveySpec) -> AssetsDefinition:
         description="Per-record disclosure risk (SPEC §3, §5) with the wave's global figures as metadata.",
         dagster_type=RISK_SCORES_TYPE,
         code_version=code_version(spec.variables, spec.risk),
-        check_specs=[original_risk_check_spec(spec, AssetKey([spec.survey, "risk_scores"]))],
+        check_specs=[original_risk_check_spec(spec, AssetKey([spec.survey, "risk_scores"]))] if spec.categorical_keys else [],
         **_common(spec),
     )
     def risk_scores(
@@ -221,6 +224,12 @@ def risk_scores_asset(spec: SurveySpec) -> AssetsDefinition:
         notes = figures.pop("measure_notes")
         metadata = {name: float(v) if isinstance(v, float) else v for name, v in figures.items()}
         metadata["measure_notes"] = MetadataValue.json([vars(n) for n in notes])
+        if not spec.categorical_keys:  # continuous keys only: the combined measure's continuous part
+            metadata["combined_risk_histogram"] = image_markdown(
+                histogram_png(table["combined_risk"], "combined risk"), "Combined risk (continuous keys, SPEC §5)"
+            )
+            yield Output(table, metadata=metadata)
+            return
         per_variable, _ = risk.unsafe_combinations(raw_microdata, spec.categorical_keys, k=spec.risk.k)
         metadata["unsafe_combinations"] = table_markdown(per_variable)
         metadata["risk_histogram"] = image_markdown(
@@ -266,6 +275,9 @@ def risk_contributions_asset(spec: SurveySpec) -> AssetsDefinition:
 
 # --- Stage 3: protection (one asset per plan) --------------------------------------------------
 
+# The risk figures a release record and the protected asset's metadata carry: name -> release check.
+_RISK_OF_RELEASE = {"k_violations": "k_anonymity", "global_risk": "global_risk", "linkage_risk": "linkage_risk"}
+
 
 def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
     @asset(
@@ -283,7 +295,7 @@ def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
         wave = context.partition_key
         result = survey.protect(raw_microdata, spec, plan, wave=wave)
         validate(result.data, microdata_schema(spec, protected=True), source=f"protected_{plan.name}")
-        checks = survey.release_checks(result.data, spec, plan)
+        checks = survey.release_checks(result.data, spec, plan, original=raw_microdata)
         failures = survey.blocking_failures(checks)
         source = raw_source(context, wave)
         snapshot = Path(source["source_snapshot"])
@@ -305,7 +317,7 @@ def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
             spec_sha256=spec.spec_hash,
             plan_definition={"steps": list(plan.steps), "k": plan.k, "random_state": plan.random_state},
             steps=result.steps,
-            risk={"k_violations": checks["k_anonymity"]["value"], "global_risk": checks["global_risk"]["value"]},
+            risk={name: checks[check]["value"] for name, check in _RISK_OF_RELEASE.items() if check in checks},
             loss=survey.headline_loss(raw_microdata, result.data, spec),
             checks=checks,
             matrices={key.split(":", 1)[1]: m for key, m in result.artifacts.items() if key.startswith("pram:")},
@@ -324,8 +336,9 @@ def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
                 "steps": MetadataValue.json(result.steps),
                 "records": len(result.data),
                 **{f"check_{name}": bool(c["passed"]) for name, c in checks.items()},
-                "k_violations": checks["k_anonymity"]["value"],
-                "global_risk": checks["global_risk"]["value"],
+                **{name: checks[check]["value"] for name, check in _RISK_OF_RELEASE.items() if check in checks},
+                **({"linkage_measure": checks["linkage_risk"]["measure"]} if "linkage_risk" in checks else {}),
+                "checks_not_applicable": MetadataValue.json(survey.checks_not_applicable(spec)),
                 "released": release.published,
                 "withheld_because": MetadataValue.json(failures),
                 "warnings": MetadataValue.json(survey.release_warnings(checks)),
@@ -352,7 +365,15 @@ def residual_risk_asset(spec: SurveySpec) -> AssetsDefinition:
         **_common(spec),
     )
     def residual_risk(context: AssetExecutionContext, raw_microdata: pd.DataFrame, **protected: pd.DataFrame):
-        table = survey.residual_risk(raw_microdata, _variants(protected), spec)
+        variants = _variants(protected)
+        wave = context.partition_key
+        # The linkage shares the protected assets computed for their linkage_risk check.
+        linkage = {}
+        for name in variants:
+            checks = lineage.read_manifest(decisions_of(spec, name, wave)[-1])["checks"]
+            if "figures" in checks.get("linkage_risk", {}):
+                linkage[name] = checks["linkage_risk"]["figures"]
+        table = survey.residual_risk(raw_microdata, variants, spec, linkage=linkage)
         context.add_output_metadata({"table": table_markdown(table.round(6))})
         return table
 

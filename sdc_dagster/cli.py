@@ -172,6 +172,9 @@ def release_decision(survey_name: str, wave: str, plan: str) -> str:
     return f"withheld: {', '.join(withheld)}" if withheld else "released"
 
 
+_SUMMARY_RISK = ("global_risk", "expected_reidentifications", "k3_violations", "suppressed_values", "linkage_risk")
+
+
 def wave_summary(survey_name: str, wave: str) -> str:
     """Headline figures of one materialised wave, read back from the stored Parquet outputs, with
     each plan's release decision."""
@@ -179,9 +182,10 @@ def wave_summary(survey_name: str, wave: str) -> str:
 
     residual = stored_output([survey_name, "residual_risk"], wave)
     loss = stored_output([survey_name, "information_loss"], wave)["summary"]
-    table = residual[["global_risk", "expected_reidentifications", "k3_violations", "suppressed_values"]].join(
-        loss[["lambda_arctan", "topsis_mean"]], how="left"
-    )
+    # categorical-key figures where the spec has categorical keys, the linkage check's figure where
+    # it has continuous keys (a file with continuous keys only has no k-anonymity)
+    shown = [c for c in _SUMMARY_RISK if c in residual.columns]
+    table = residual[shown].join(loss[[c for c in ("lambda_arctan", "topsis_mean") if c in loss.columns]], how="left")
     table["release"] = [
         "" if variant == "original" else release_decision(survey_name, wave, variant) for variant in table.index
     ]
@@ -387,7 +391,8 @@ def run_check(spec_file: str, *, data_file: str | None = None, out=None) -> int:
         return EXIT_BAD_SPEC
     plans = ", ".join(p.name for p in spec.plans)
     print(f"{path}: spec of survey {spec.survey!r} is valid ({len(spec.variables)} variables, "
-          f"{len(spec.categorical_keys)} categorical keys, plans: {plans})", file=out)
+          f"{len(spec.categorical_keys)} categorical keys, {len(spec.continuous_keys)} continuous keys, "
+          f"plans: {plans})", file=out)
     if data_file is None:
         return EXIT_OK
     try:

@@ -113,13 +113,24 @@ class Source:
 
 @dataclass(frozen=True)
 class RiskParameters:
-    """Risk thresholds (SPEC §3.1, §3.3, §3.6, §5.1, §12)."""
+    """Risk thresholds (SPEC §3.1, §3.3, §3.6, §4.1, §5.1, §12).
+
+    ``max_linkage_risk``: the largest share of released records that distance-based record linkage
+    (SPEC §4.1) may link to their own original, the blocking release check of a spec with continuous
+    keys (:func:`sdc_dagster.survey.release_checks`). It bounds what an intruder who knows a
+    person's key values achieves by taking the nearest released record, under the best of the
+    linkage variants the pipeline computes. Default 0.2: at most one released record in five is
+    re-identified through the continuous keys. sdcMicro's ``dRisk`` (``interval_risk``, SPEC §4.2)
+    answers a different question, the share of records whose every original value lies within
+    k·sd of its released value; it is reported next to it, not used as the release rule.
+    """
 
     k: int = 3
     l: int = 2
     recursive_c: float = 2.0
     max_global_risk: float = 0.05
     individual_risk_threshold: float = 0.1
+    max_linkage_risk: float = 0.2
 
 
 @dataclass(frozen=True)
@@ -368,6 +379,7 @@ def _parse_plan(name: str, raw: Any, default_k: int | None, variables: dict[str,
             failed.add(index)
             problems.errors.append(SpecError(f"{where}.steps: {message}", key=f"{where}.steps[{index}]"))
     _check_recode_categories(where, steps, failed, variables, problems)
+    _check_keyed_steps(where, steps, failed, variables, problems)
     if failed:
         return None
     return Plan(
@@ -377,6 +389,24 @@ def _parse_plan(name: str, raw: Any, default_k: int | None, variables: dict[str,
         random_state=seed,
         description=str(raw.get("description", "")),
     )
+
+
+def _check_keyed_steps(where: str, steps: list, failed: set[int], variables: dict[str, Variable | None],
+                       problems: _Problems) -> None:
+    """Local suppression (and risk-based suppression) protects the categorical keys; a spec whose
+    variables are all parsed and hold no categorical key (continuous keys only) cannot use it."""
+    from sdc_dagster.protect.plan import KEYED_METHODS
+
+    if None in variables.values() or any(v.role == "categorical_key" for v in variables.values()):
+        return
+    for index, step in enumerate(steps):
+        if index not in failed and step.get("method") in KEYED_METHODS:
+            failed.add(index)
+            problems.errors.append(SpecError(
+                f"{where}.steps[{index}]: {step['method']} suppresses categorical key values, and the spec has no "
+                "categorical_key variable; protect continuous keys with microaggregation, noise, rank_swap or rounding",
+                key=f"{where}.steps[{index}]",
+            ))
 
 
 def _check_recode_categories(where: str, steps: list, failed: set[int], variables: dict[str, Variable | None],
@@ -431,13 +461,13 @@ def _parse_source(raw: Any, problems: _Problems) -> Source:
 
 
 def _parse_risk(raw: Any, problems: _Problems) -> RiskParameters:
-    fields = {"k", "l", "recursive_c", "max_global_risk", "individual_risk_threshold"}
+    fields = {"k", "l", "recursive_c", "max_global_risk", "individual_risk_threshold", "max_linkage_risk"}
     raw = _mapping(raw, "risk")
     problems.unknown_keys(raw, "risk", fields)
     risk = RiskParameters(**{key: value for key, value in raw.items() if key in fields})
     problems.attempt(_expect, isinstance(risk.k, int) and risk.k >= 1, "risk.k", "a positive integer")
     problems.attempt(_expect, isinstance(risk.l, int) and risk.l >= 1, "risk.l", "a positive integer")
-    for name in ("max_global_risk", "individual_risk_threshold"):
+    for name in ("max_global_risk", "individual_risk_threshold", "max_linkage_risk"):
         value = getattr(risk, name)
         problems.attempt(_expect, isinstance(value, (int, float)) and 0 <= value <= 1, f"risk.{name}", "a number in [0, 1]")
     return risk
@@ -497,9 +527,9 @@ def _parse_spec(raw: Any, problems: _Problems, spec_path: Path | None, text: str
     for role in ("weight", "household_id", "record_id"):
         found = [v.name for v in variables if v.role == role]
         problems.attempt(_expect, len(found) <= 1, f"variables ({role})", f"at most one {role} variable, got {found}")
-    if len(variables) == len(parsed):  # a variable without a valid role may be the categorical key
-        problems.attempt(_expect, any(v.role == "categorical_key" for v in variables), "variables",
-                         "at least one categorical_key variable")
+    if len(variables) == len(parsed):  # a variable without a valid role may be the key
+        problems.attempt(_expect, any(v.role in ("categorical_key", "continuous_key") for v in variables),
+                         "variables", "at least one categorical_key or continuous_key variable")
 
     risk = problems.attempt(_parse_risk, raw.get("risk", {}), problems)
     plans_raw = problems.attempt(_mapping, raw.get("plans", {}), "plans", default={})

@@ -69,6 +69,26 @@ def keys_from_classification(classification: pd.DataFrame, role: str) -> list[st
     return classification.loc[classification["role"] == role, "variable"].tolist()
 
 
+def key_frequencies(data: pd.DataFrame, keys: list[str], *, weight: str | None = None, con=None) -> pd.DataFrame:
+    """fk and Fk of every record's key (:func:`~sdc_dagster.risk.key_frequencies`, SPEC §2). With no
+    key (a spec with continuous keys only, or a variant that releases none of them) every record
+    shares the empty key: f = n and F = the sum of the weights (SPEC §5.5 with h = 0), so that
+    nobody is singled out by categories."""
+    if keys:
+        return risk.key_frequencies(data, keys, weight=weight, con=con)
+    total = float(data[weight].sum()) if weight is not None else float(len(data))
+    return pd.DataFrame({"fk": float(len(data)), "Fk": total}, index=data.index)
+
+
+def _risk_table(data: pd.DataFrame, keys: list[str], *, weight=None, household=None, con=None,
+                frequencies: pd.DataFrame | None = None) -> pd.DataFrame:
+    """:func:`~sdc_dagster.risk.risk_table` with the frequencies of :func:`key_frequencies` (the
+    empty key's when there is no key)."""
+    if frequencies is None and not keys:
+        frequencies = key_frequencies(data, keys, weight=weight)
+    return risk.risk_table(data, keys, weight=weight, household=household, con=con, frequencies=frequencies)
+
+
 def risk_scores(
     data: pd.DataFrame, spec: SurveySpec, *, con=None, frequencies: pd.DataFrame | None = None
 ) -> tuple[pd.DataFrame, dict]:
@@ -83,27 +103,33 @@ def risk_scores(
 
     ``figures["measure_notes"]``: the :class:`MeasureNote` of each measure left out or limited
     (SUDA2 past its memory bound, :func:`suda_scores`; l-diversity without a sensitive variable).
+
+    Without categorical keys (continuous keys only) every record shares the empty key (fk = n,
+    :func:`key_frequencies`); SUDA2, l-diversity and the global figures of §3
+    do not apply and are left out, and the risk is the combined measure's continuous part.
     """
     keys, weight, household = spec.categorical_keys, spec.weight, spec.household_id
-    table = risk.risk_table(data, keys, weight=weight, household=household, con=con, frequencies=frequencies)
-    figures = risk.summarise_risk(table)
-    for k in sorted({2, 3, 5, spec.risk.k}):
-        figures[f"k{k}_violations"] = int((table["fk"] < k).sum())
-    figures["sample_uniques"] = int((table["fk"] == 1).sum())
-    figures["records_above_threshold"] = risk.risk_above_threshold(
-        table["risk"], spec.risk.individual_risk_threshold
-    )
-    suda, notes = suda_scores(data, keys)
-    table["suda_score"] = suda["score"] if suda is not None else np.nan
-    table["suda_dis_score"] = suda["dis_score"] if suda is not None else np.nan
+    table = _risk_table(data, keys, weight=weight, household=household, con=con, frequencies=frequencies)
+    figures, notes = {}, []
+    if keys:  # without categorical keys the key is shared by every record: no figure of §3 applies
+        figures = risk.summarise_risk(table)
+        for k in sorted({2, 3, 5, spec.risk.k}):
+            figures[f"k{k}_violations"] = int((table["fk"] < k).sum())
+        figures["sample_uniques"] = int((table["fk"] == 1).sum())
+        figures["records_above_threshold"] = risk.risk_above_threshold(
+            table["risk"], spec.risk.individual_risk_threshold
+        )
+        suda, notes = suda_scores(data, keys)
+        table["suda_score"] = suda["score"] if suda is not None else np.nan
+        table["suda_dis_score"] = suda["dis_score"] if suda is not None else np.nan
     sensitive = [v for v in spec.names("sensitive") if v in data.columns]
-    if sensitive:
+    if sensitive and keys:
         diversity = risk.l_diversity(data, keys, sensitive, recursive_c=spec.risk.recursive_c, con=con)
         diversity.columns = [f"ldiversity_{c}" for c in diversity.columns]
         table = table.join(diversity)
         for v in sensitive:
             figures[f"{v}_records_below_l"] = int((diversity[f"ldiversity_{v}_distinct"] < spec.risk.l).sum())
-    else:
+    elif keys:
         notes.append(MeasureNote("l_diversity", "the spec names no sensitive variable present in the wave"))
     continuous = spec.continuous_keys
     if continuous:  # missing values follow SPEC §5.8
@@ -206,15 +232,44 @@ def protect(data: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: str) -> P
     )
 
 
-def release_checks(protected: pd.DataFrame, spec: SurveySpec, plan: Plan) -> dict[str, dict]:
+def release_check_names(spec: SurveySpec) -> list[str]:
+    """The release checks :func:`release_checks` evaluates for a spec's plans, in order: the
+    categorical ones only with categorical keys, ``linkage_risk`` only with continuous keys
+    (:func:`checks_not_applicable` says why a check is left out)."""
+    names = ["k_anonymity", "global_risk"] if spec.categorical_keys else []
+    names += ["linkage_risk"] if spec.continuous_keys else []
+    return names + ["no_direct_identifier"] + (["individual_risk"] if spec.categorical_keys else [])
+
+
+def checks_not_applicable(spec: SurveySpec) -> dict[str, str]:
+    """The release checks left out for a spec, with the reason: {check: why}."""
+    reasons = {}
+    if not spec.categorical_keys:
+        why = "the spec has no categorical key: no key combination can single out a record"
+        reasons.update(k_anonymity=why, global_risk=why, individual_risk=why)
+    if not spec.continuous_keys:
+        reasons["linkage_risk"] = "the spec has no continuous key: nothing to link on"
+    return reasons
+
+
+def release_checks(
+    protected: pd.DataFrame, spec: SurveySpec, plan: Plan, *, original: pd.DataFrame | None = None
+) -> dict[str, dict]:
     """The release rules for a protected variant:
-    ``{check: {"passed": bool, "value": ..., "rule": str, "blocking": bool}}``.
+    ``{check: {"passed": bool, "value": ..., "rule": str, "blocking": bool}}``, for the checks of
+    :func:`release_check_names`.
 
     Blocking rules (a variant failing one is not released):
 
     * ``k_anonymity``: no record with fk < k for the plan's k (SPEC §3.1, missing values matching
       any value, §2.4);
     * ``global_risk``: global risk (SPEC §3.3) at most ``risk.max_global_risk``;
+    * ``linkage_risk`` (a spec with continuous keys): the share of released records that
+      distance-based record linkage (SPEC §4.1) links to their own original, the largest over the
+      variants an intruder can choose from (:func:`linkage_figures`), at most
+      ``risk.max_linkage_risk``; the outcome also names the variant (``measure``) and carries every
+      share (``figures``, which :func:`residual_risk` reuses). Needs ``original``, the wave the
+      variant was protected from;
     * ``no_direct_identifier``: no column the spec marks as a direct identifier (SPEC §8.1).
 
     Warning (reported, not blocking):
@@ -222,40 +277,129 @@ def release_checks(protected: pd.DataFrame, spec: SurveySpec, plan: Plan) -> dic
     * ``individual_risk``: no record whose individual risk exceeds ``risk.individual_risk_threshold``
       (count of records above a threshold, SPEC §3.3).
 
+    Without categorical keys k-anonymity, global and individual risk do not apply (no key
+    combination singles out a record) and are left out (:func:`checks_not_applicable`); the
+    continuous keys' linkage risk is then the blocking risk rule. Where sdcMicro's ``dRisk``
+    (``interval_risk``, SPEC §4.2) asks whether each original value lies within k·sd of its
+    released value, ``linkage_risk`` asks whether the intruder's nearest released record is the
+    person's own: the measure of re-identification that a threshold can bound.
+
     A check that cannot be evaluated on the variant (its risk cannot be computed, e.g. a weight the
     plan left missing) fails, its value saying ``not evaluated:`` and why, so that nothing is
     released on a check nobody could make.
     """
+    checks: dict[str, dict] = {}
     keys = [k for k in spec.categorical_keys if k in protected.columns]
-    weight = spec.weight if spec.weight in protected.columns else None
     threshold = spec.risk.individual_risk_threshold
+    if spec.categorical_keys:
+        weight = spec.weight if spec.weight in protected.columns else None
+        rules = {
+            "k_anonymity": (f"every record's key is shared by at least k={plan.k} records", True),
+            "global_risk": (f"global risk <= {spec.risk.max_global_risk}", True),
+            "individual_risk": (f"no record with individual risk > {threshold}", False),
+        }
+        try:
+            table = _risk_table(protected, keys, weight=weight)
+            violations = int((table["fk"] < plan.k).sum())
+            global_risk = risk.summarise_risk(table)["risk"]
+            risky = int(risk.risk_above_threshold(table["risk"], threshold))
+            outcomes = {"k_anonymity": (violations == 0, violations),
+                        "global_risk": (global_risk <= spec.risk.max_global_risk, global_risk),
+                        "individual_risk": (risky == 0, risky)}
+        except SDCInputError as exc:
+            outcomes = dict.fromkeys(rules, (False, f"not evaluated: {exc}"))
+        for name, (rule, blocking) in rules.items():
+            checks[name] = {"passed": bool(outcomes[name][0]), "value": outcomes[name][1], "rule": rule,
+                            "blocking": blocking}
+    if spec.continuous_keys:
+        if original is None:
+            raise ValueError("release_checks: original is required for a spec with continuous keys (linkage_risk)")
+        rule = (f"record linkage risk (largest share of records linked to their own original) <= "
+                f"{spec.risk.max_linkage_risk}")
+        try:
+            figures = linkage_figures(original, protected, spec, plan.name)
+        except SDCInputError as exc:
+            checks["linkage_risk"] = {"passed": False, "value": f"not evaluated: {exc}", "rule": rule,
+                                      "blocking": True}
+        else:
+            value = figures["linkage_risk"]
+            checks["linkage_risk"] = {
+                "passed": value <= spec.risk.max_linkage_risk,
+                "value": value,
+                "rule": rule,
+                "blocking": True,
+                "measure": _linkage_measure(figures),
+                "figures": {name: (None if np.isnan(v) else v) for name, v in figures.items()},
+            }
     identifiers = [c for c in direct_identifiers(spec) if c in protected.columns]
-    rules = {
-        "k_anonymity": (f"every record's key is shared by at least k={plan.k} records", True),
-        "global_risk": (f"global risk <= {spec.risk.max_global_risk}", True),
-        "no_direct_identifier": ("no direct identifier column is released", True),
-        "individual_risk": (f"no record with individual risk > {threshold}", False),
+    checks["no_direct_identifier"] = {
+        "passed": not identifiers,
+        "value": ", ".join(identifiers),
+        "rule": "no direct identifier column is released",
+        "blocking": True,
     }
-    outcomes = {"no_direct_identifier": (not identifiers, ", ".join(identifiers))}
-    try:
-        table = risk.risk_table(protected, keys, weight=weight) if keys else None
-        violations = int((table["fk"] < plan.k).sum()) if keys else 0
-        global_risk = risk.summarise_risk(table)["risk"] if keys else 0.0
-        risky = risk.risk_above_threshold(table["risk"], threshold) if keys else 0
-        outcomes["k_anonymity"] = (violations == 0, int(violations))
-        outcomes["global_risk"] = (global_risk <= spec.risk.max_global_risk, global_risk)
-        outcomes["individual_risk"] = (risky == 0, int(risky))
-    except SDCInputError as exc:
-        for name in rules.keys() - outcomes.keys():
-            outcomes[name] = (False, f"not evaluated: {exc}")
-    return {
-        name: {"passed": bool(outcomes[name][0]), "value": outcomes[name][1], "rule": rule, "blocking": blocking}
-        for name, (rule, blocking) in rules.items()
-    }
+    if spec.categorical_keys:  # the warning last, as before
+        checks["individual_risk"] = checks.pop("individual_risk")
+    return checks
+
+
+# The linkage shares the linkage_risk check takes the largest of, with the intruder each stands for.
+# The one-to-one share that breaks ties between identical released records (one microaggregation
+# group) in the intruder's favour is not among them: no intruder can tell which of k identical
+# records is whose, so it would credit microaggregation with no protection at all; it is reported
+# as an upper bound in residual_risk.
+LINKAGE_CHECK_MEASURES = {
+    "record_linkage_risk": "Euclidean, nearest original",
+    "record_linkage_mahalanobis_risk": "Mahalanobis, nearest original",
+    "record_linkage_gower_risk": "Gower with the released categorical keys, nearest original",
+    "record_linkage_one_to_one_expected_risk": "Euclidean, one-to-one, ties at random",
+}
+_LINKAGE_COLUMNS = ("record_linkage_risk", "record_linkage_mahalanobis_risk", "record_linkage_gower_risk",
+                    "record_linkage_one_to_one_risk", "record_linkage_one_to_one_expected_risk")
+
+
+def linkage_figures(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, name: str) -> dict[str, float]:
+    """Every record-linkage share of a variant (SPEC §4.1) and ``linkage_risk``, the largest of the
+    shares of :data:`LINKAGE_CHECK_MEASURES`: the best linkage an intruder can choose.
+
+    Linkage uses every continuous key the variant releases (one released unchanged links as well as
+    any) on the records it releases (:func:`_retained_records`); Gower adds the categorical keys
+    it releases. The shares are those of :func:`residual_risk`: ``record_linkage_risk``
+    (Euclidean, nearest original) and the variants of :func:`_record_linkage_variants`, NaN where
+    a variant does not apply. A variant in which no continuous key changed has ``linkage_risk`` 1
+    (every released record is its own original) and no share computed; one that releases no
+    continuous key has ``linkage_risk`` 0 (nothing to link on).
+    """
+    figures = dict.fromkeys(_LINKAGE_COLUMNS, np.nan)
+    matched = _retained_records(original, protected, name)
+    released = [c for c in spec.continuous_keys if c in protected.columns]
+    changed = [
+        c for c in released
+        if not np.allclose(protected[c].to_numpy(float), matched[c].to_numpy(float), equal_nan=True)
+    ]
+    if not released or not changed:
+        return {**figures, "linkage_risk": 1.0 if released else 0.0}
+    figures["record_linkage_risk"] = float(risk.record_linkage_risk(matched, protected, released).risk)
+    figures.update(_record_linkage_variants(matched, protected, released, spec))
+    checked = [figures[m] for m in LINKAGE_CHECK_MEASURES if not np.isnan(figures[m])]
+    return {**figures, "linkage_risk": max(checked)}
+
+
+def _linkage_measure(figures: dict[str, float]) -> str:
+    """Which linkage gives the ``linkage_risk`` of :func:`linkage_figures`, in words."""
+    for measure, label in LINKAGE_CHECK_MEASURES.items():
+        if figures[measure] == figures["linkage_risk"]:
+            return label
+    if figures["linkage_risk"] == 1.0:
+        return "no continuous key changed: every released record is its own original"
+    return "no continuous key released"
 
 
 def _check_outcome(check: dict) -> str:
-    """Why a release check failed: its rule and the value found."""
+    """Why a release check failed: its rule, the value found and, where the check names it, the
+    measure that gave the value."""
+    if check.get("measure"):
+        return f"{check['rule']} (found: {check['value']:.4g}, {check['measure']})"
     return f"{check['rule']} (found: {check['value']})"
 
 
@@ -270,52 +414,76 @@ def release_warnings(checks: dict[str, dict]) -> dict[str, str]:
     return {name: _check_outcome(c) for name, c in checks.items() if not c["passed"] and not c.get("blocking", True)}
 
 
-def residual_risk(original: pd.DataFrame, protected: dict[str, pd.DataFrame], spec: SurveySpec) -> pd.DataFrame:
+def residual_risk(
+    original: pd.DataFrame,
+    protected: dict[str, pd.DataFrame],
+    spec: SurveySpec,
+    *,
+    linkage: dict[str, dict[str, float]] | None = None,
+) -> pd.DataFrame:
     """Risk measures recomputed on each protected variant next to the original (one row per variant).
 
-    The first row (``original``) is the unprotected wave. For continuous keys that a plan changed,
-    record linkage (SPEC §4.1) and the interval measures (SPEC §4.2) compare original and protected:
+    The first row (``original``) is the unprotected wave. With categorical keys: global,
+    household and individual-risk figures (SPEC §3), k-anonymity violations and the values
+    suppressed. With continuous keys: ``combined_global_risk`` (SPEC §5.5/§5.6 on the keys the
+    variant releases; its continuous part alone without categorical keys) and ``linkage_risk``,
+    the figure of the ``linkage_risk`` release check (:func:`linkage_figures`: 1 for the original
+    and for a variant that changed no continuous key). Record linkage (SPEC §4.1) compares
+    original and protected on every continuous key the variant releases, once one changed:
     ``record_linkage_risk`` (Euclidean, nearest original), ``record_linkage_mahalanobis_risk``
     (nearest original under that distance), ``record_linkage_gower_risk`` (nearest original under
-    Gower's distance for mixed data on the changed continuous keys AND the categorical keys the
-    variant releases, with their spec scales and orders, as sdcMicro's ``recordLinkage`` links on
+    Gower's distance for mixed data on those continuous keys AND the categorical keys the variant
+    releases, with their spec scales and orders, as sdcMicro's ``recordLinkage`` links on
     quasi-identifiers of any type; suppressed key values are skipped pairwise),
     ``record_linkage_one_to_one_risk`` (Euclidean, one-to-one assignment, ties between identical
-    records in the intruder's favour) and ``record_linkage_one_to_one_expected_risk`` (the same,
-    ties broken at random); see :func:`risk.record_linkage_risk`. ``interval_risk`` is sdcMicro's
-    dRisk and ``rank_interval_disclosure`` the rank-based interval disclosure ID of Domingo-Ferrer,
-    Mateo-Sanz & Torra (mean over p = 1..10 %, :func:`risk.rank_interval_disclosure`).
+    records in the intruder's favour: an upper bound) and
+    ``record_linkage_one_to_one_expected_risk`` (the same, ties broken at random); see
+    :func:`risk.record_linkage_risk`. The interval measures (SPEC §4.2) compare the continuous keys
+    the plan changed: ``interval_risk`` is sdcMicro's dRisk and ``rank_interval_disclosure`` the
+    rank-based interval disclosure ID of Domingo-Ferrer, Mateo-Sanz & Torra (mean over p = 1..10 %,
+    :func:`risk.rank_interval_disclosure`).
+
+    ``linkage``: the :func:`linkage_figures` of variants already computed (by the release checks,
+    ``checks["linkage_risk"]["figures"]``), so that the quadratic linkages are not computed twice.
     """
     keys, weight, household = spec.categorical_keys, spec.weight, spec.household_id
     rows = []
     for name, frame in {"original": original, **protected}.items():
+        row = {"variant": name}
         present = [k for k in keys if k in frame.columns]
-        hh = household if household in frame.columns else None
-        table = risk.risk_table(frame, present, weight=weight, household=hh)
-        figures, fk = risk.summarise_risk(table), table["fk"]
-        row = {
-            "variant": name,
-            "global_risk": float(figures["risk"]),
-            "expected_reidentifications": float(figures["expected_reidentifications"]),
-            "household_risk": float(figures.get("household_risk", np.nan)),
-            "k2_violations": int((fk < 2).sum()),
-            "k3_violations": int((fk < 3).sum()),
-            "k5_violations": int((fk < 5).sum()),
-            "suppressed_values": int(frame[present].isna().sum().sum() - original[present].isna().sum().sum()),
-        }
-        # a subsampled variant is compared with the original records it releases
-        matched = _retained_records(original, frame, name)
-        changed = [
-            c
-            for c in spec.continuous_keys
-            if c in frame.columns and not np.allclose(frame[c].to_numpy(float), matched[c].to_numpy(float), equal_nan=True)
-        ]
-        row["record_linkage_risk"] = float(risk.record_linkage_risk(matched, frame, changed).risk) if changed else np.nan
-        row["interval_risk"] = float(risk.interval_risk(matched, frame, changed).risk) if changed else np.nan
-        row["rank_interval_disclosure"] = (
-            float(risk.rank_interval_disclosure(matched, frame, changed).value) if changed else np.nan
-        )
-        row.update(_record_linkage_variants(matched, frame, changed, spec))
+        if keys:
+            hh = household if household in frame.columns else None
+            table = _risk_table(frame, present, weight=weight, household=hh)
+            figures, fk = risk.summarise_risk(table), table["fk"]
+            row.update({
+                "global_risk": float(figures["risk"]),
+                "expected_reidentifications": float(figures["expected_reidentifications"]),
+                "household_risk": float(figures.get("household_risk", np.nan)),
+                "k2_violations": int((fk < 2).sum()),
+                "k3_violations": int((fk < 3).sum()),
+                "k5_violations": int((fk < 5).sum()),
+                "suppressed_values": int(frame[present].isna().sum().sum() - original[present].isna().sum().sum()),
+            })
+        if spec.continuous_keys:
+            # a subsampled variant is compared with the original records it releases
+            matched = _retained_records(original, frame, name)
+            released = [c for c in spec.continuous_keys if c in frame.columns]
+            if present or released:
+                combined = risk.combined_risk(frame, present, released, spec.precision, k=spec.risk.k,
+                                              weight=weight if weight in frame.columns else None)
+                row["combined_global_risk"] = float(combined["risk"].mean())
+            known = (linkage or {}).get(name)
+            if known is None:
+                known = linkage_figures(matched, frame, spec, name)
+            row.update({m: np.nan if v is None else float(v) for m, v in known.items()})
+            changed = [
+                c for c in released
+                if not np.allclose(frame[c].to_numpy(float), matched[c].to_numpy(float), equal_nan=True)
+            ]
+            row["interval_risk"] = float(risk.interval_risk(matched, frame, changed).risk) if changed else np.nan
+            row["rank_interval_disclosure"] = (
+                float(risk.rank_interval_disclosure(matched, frame, changed).value) if changed else np.nan
+            )
         rows.append(row)
     return pd.DataFrame(rows).set_index("variant")
 
@@ -332,11 +500,11 @@ _LINKAGE_VARIANTS = {
 def _record_linkage_variants(
     original: pd.DataFrame, protected: pd.DataFrame, changed: list[str], spec: SurveySpec
 ) -> dict[str, float]:
-    """Linked shares of the other record-linkage variants of SPEC §4.1 (NaN when no continuous key
-    changed; the Mahalanobis share is NaN when the changed keys have a singular covariance, and the
-    one-to-one shares when more records are compared than one-to-one linkage allows). Gower links
-    on the changed continuous keys and the categorical keys the variant releases (spec scales,
-    nominal when none is given, and ordinal orders)."""
+    """Linked shares of the other record-linkage variants of SPEC §4.1 on the continuous keys
+    ``changed`` (those :func:`linkage_figures` links on; NaN when there are none; the Mahalanobis
+    share is NaN when they have a singular covariance, and the one-to-one shares when more records
+    are compared than one-to-one linkage allows). Gower links on them and the categorical keys the
+    variant releases (spec scales, nominal when none is given, and ordinal orders)."""
     figures = dict.fromkeys(_LINKAGE_VARIANTS, np.nan)
     if not changed:
         return figures
@@ -667,7 +835,9 @@ def report_inputs(
         keys=spec.categorical_keys,
         risk_before={
             **residual.loc["original"].dropna().to_dict(),
-            "records_above_threshold": risk.risk_above_threshold(risk_table["risk"], spec.risk.individual_risk_threshold),
+            **({"records_above_threshold": risk.risk_above_threshold(risk_table["risk"],
+                                                                     spec.risk.individual_risk_threshold)}
+               if keys else {}),
         },
         risk_per_record=risk_table,
         # empty when the games could not be played on the wave (a measure note says why)
@@ -677,9 +847,12 @@ def report_inputs(
             for value in ("shapley", "solidarity")
         },
         plans=plans,
-        k=spec.risk.k,
-        risk_threshold=spec.risk.individual_risk_threshold,
-        max_global_risk=spec.risk.max_global_risk,
+        k=spec.risk.k if spec.categorical_keys else None,
+        risk_threshold=spec.risk.individual_risk_threshold if spec.categorical_keys else None,
+        max_global_risk=spec.risk.max_global_risk if spec.categorical_keys else None,
+        max_linkage_risk=spec.risk.max_linkage_risk if spec.continuous_keys else None,
+        not_applicable=checks_not_applicable(spec),
+        risk_measure="global_risk" if spec.categorical_keys else "linkage_risk",
         suppressions=suppressions_by_key(original, protected, keys) if protected else None,
         unsafe_by_variable=by_variable,
         unsafe_by_category=by_category,

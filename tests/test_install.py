@@ -111,7 +111,10 @@ def test_init_says_when_the_draft_needs_an_edit(tmp_path, monkeypatch, capsys):
     data.write_text("income\n" + "".join(f"{1000 + 37 * i}.5\n" for i in range(30)))  # no categorical column
     assert main(["init", "incomes", "--from", str(data)]) == 4
     out = capsys.readouterr().out
-    assert "needs an edit" in out and "expected at least one categorical_key variable" in out
+    # A continuous key alone is a valid spec; the drafted local-suppression plan has no categorical
+    # key to suppress, and the message says what to use instead.
+    assert "needs an edit" in out and "plans.suppress_k3.steps[0]: local_suppression" in out
+    assert "microaggregation, noise, rank_swap or rounding" in out
     assert (tmp_path / "home" / "specs" / "incomes.yaml").is_file()
 
 

@@ -57,7 +57,11 @@ def test_defaults_and_plan_forms():
         ({"variables": {"a": {"role": "categorical_key", "scale": "ordinal"}}}, "variables.a.order"),
         ({"variables": {"x": {"role": "continuous_key"}}}, "variables.x.precision"),
         ({"variables": {"x": {"role": "continuous_key", "precision": 2}}}, "variables.x.precision: expected a number in (0, 1)"),
-        ({"variables": {"a": {"role": "other"}}}, "at least one categorical_key"),
+        # continuous keys only: valid, but local suppression has no categorical key to suppress
+        ({"variables": {"a": {"role": "other"}}}, "plans.p.steps[0]: local_suppression suppresses categorical key"),
+        ({"variables": {"a": {"role": "other"}, "x": {"role": "other"}}},
+         "at least one categorical_key or continuous_key variable"),
+        ({"risk": {"max_linkage_risk": 1.5}}, "risk.max_linkage_risk: expected a number in [0, 1]"),
         ({"variables": {"a": {"role": "categorical_key", "colour": 1}}}, "variables.a.colour: unknown key"),
         ({"risk": {"k": 0}}, "risk.k: expected a positive integer"),
         ({"risk": {"max_global_risk": 3}}, "risk.max_global_risk"),
@@ -237,7 +241,7 @@ def test_three_independent_errors_are_reported_at_once_in_line_order(tmp_path):
         (4, "plans.p.steps: step 1: unknown method 'shred' (expected one of " + ", ".join(sorted(PLAN_METHODS)) + ")"),
         (10, "variables.x.precision: expected a number in (0, 1)"),
         (11, "risk.kk: unknown key; expected one of "
-             "['individual_risk_threshold', 'k', 'l', 'max_global_risk', 'recursive_c']"),
+             "['individual_risk_threshold', 'k', 'l', 'max_global_risk', 'max_linkage_risk', 'recursive_c']"),
     ]
     # The library's message lists them all, one per line; its key is the first one's.
     assert str(err.value).splitlines() == [str(e) for e in err.value.errors]

@@ -39,9 +39,12 @@ def test_residual_risk_reports_every_linkage_variant(wave):
     table = residual_risk(data, {"mdav": mdav, "noisy": noisy}, spec)
     # existing columns kept
     assert {"global_risk", "k3_violations", "interval_risk", "suppressed_values"} <= set(table.columns)
-    # nothing changed in the original row: no linkage figure
+    # nothing changed in the original row: no linkage figure, and the check's linkage risk is 1
     assert table.loc["original", LINKAGE_COLUMNS].isna().all()
-    for name, frame, changed in (("mdav", mdav, CONTINUOUS), ("noisy", noisy, ["income"])):
+    assert table.loc["original", "linkage_risk"] == 1
+    # Linkage uses every continuous key a variant releases, changed or not: "noisy" changed income
+    # only, and the intruder links on expend and savings as released too.
+    for name, frame, changed in (("mdav", mdav, CONTINUOUS), ("noisy", noisy, CONTINUOUS)):
         expected = {
             "record_linkage_risk": record_linkage_risk(data, frame, changed).risk,
             "record_linkage_mahalanobis_risk": record_linkage_risk(data, frame, changed, distance="mahalanobis").risk,
@@ -99,3 +102,19 @@ def test_every_residual_risk_column_is_described_in_the_report(wave):
     table = residual_risk(data, {"mdav": microaggregation(data, CONTINUOUS, k=3)}, spec)
     undescribed = [c for c in table.columns if measure_info(c).meaning == "not described"]
     assert undescribed == []
+
+
+def test_residual_risk_reuses_the_linkage_figures_of_the_release_checks(wave):
+    """The figures release_checks computed for linkage_risk (stored with the check, NaN as None)
+    are taken as they are, not computed again; linkage_risk is the largest of the four shares an
+    intruder can achieve (not the one-to-one count that gives ties to the intruder)."""
+    data, spec = wave
+    mdav = microaggregation(data, CONTINUOUS, k=3)
+    computed = residual_risk(data, {"mdav": mdav}, spec)
+    figures = {c: 0.5 for c in LINKAGE_COLUMNS} | {"record_linkage_mahalanobis_risk": None, "linkage_risk": 0.5}
+    reused = residual_risk(data, {"mdav": mdav}, spec, linkage={"mdav": figures})
+    assert reused.loc["mdav", "record_linkage_risk"] == 0.5 and np.isnan(reused.loc["mdav", "record_linkage_mahalanobis_risk"])
+    row = computed.loc["mdav"]
+    achievable = ["record_linkage_risk", "record_linkage_mahalanobis_risk", "record_linkage_gower_risk",
+                  "record_linkage_one_to_one_expected_risk"]
+    assert row["linkage_risk"] == row[achievable].max()

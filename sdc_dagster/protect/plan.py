@@ -105,8 +105,9 @@ _PARAMETER_KINDS: dict[str, dict[str, Any]] = {
 _VARIANT = "kind"
 # Parameters supplied by apply_plan, never by a step.
 _SUPPLIED = {"data", "random_state"}
-# Methods whose ``keys`` default to the plan's key variables.
-_KEYED = {"local_suppression", "risk_suppression"}
+# Methods whose ``keys`` default to the plan's key variables (the categorical keys; a spec without
+# categorical keys cannot use them).
+KEYED_METHODS = {"local_suppression", "risk_suppression"}
 
 
 @dataclass(frozen=True)
@@ -227,7 +228,7 @@ def plan_problems(
             f"{where}: missing parameter {name!r}"
             for name, parameter in accepted.items()
             if parameter.default is inspect.Parameter.empty and name not in params
-            and not (name == "keys" and method in _KEYED)
+            and not (name == "keys" and method in KEYED_METHODS)
         ]
         kinds = _PARAMETER_KINDS[method]
         found += [
@@ -349,7 +350,7 @@ def apply_plan(
         params = {key: value for key, value in step.items() if key != "method"}
         if _VARIANT in params:
             params["method"] = params.pop(_VARIANT)
-        if method in _KEYED and "keys" not in params:
+        if method in KEYED_METHODS and "keys" not in params:
             params["keys"] = [key for key in keys if key in current.columns]
         if method == "subsample":
             for name, column in (("household", household), ("weight", weight)):

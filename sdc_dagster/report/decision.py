@@ -11,8 +11,8 @@ import pandas as pd
 from sdc_dagster.errors import SDCInputError
 
 RECOMMENDATION_RULE = (
-    "Only plans that pass every blocking release check are eligible (the checks include the risk "
-    "target: k-anonymity and the maximum global risk). Among them, keep the Pareto-optimal plans (no "
+    "Only plans that pass every blocking release check are eligible (the checks include the spec's risk "
+    "targets, stated with the wave). Among them, keep the Pareto-optimal plans (no "
     "other eligible plan has residual risk and information loss both lower or equal, one strictly "
     "lower) and recommend the one with the least information loss, i.e. the best utility within the "
     "risk target. A tie in loss goes to the lower residual risk, then to the plan listed first in the spec."

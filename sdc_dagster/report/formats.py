@@ -89,6 +89,7 @@ def report_data(inputs: ReportInputs) -> dict:
     return _plain({
         "survey": inputs.survey, "wave": inputs.wave, "n_records": inputs.n_records, "keys": inputs.keys,
         "k": inputs.k, "risk_threshold": inputs.risk_threshold, "max_global_risk": inputs.max_global_risk,
+        "max_linkage_risk": inputs.max_linkage_risk, "checks_not_applicable": inputs.not_applicable,
         "risk_measure": inputs.risk_measure, "loss_measure": inputs.loss_measure,
         "decision": {"rule": RECOMMENDATION_RULE, "recommended": chosen.plan, "reason": chosen.reason,
                      "pareto": chosen.pareto, "tied": chosen.tied, "points": points},
@@ -146,13 +147,16 @@ def _wave_order(wave: str):
 
 
 def wave_trend(folder: Path) -> pd.DataFrame:
-    """One row per wave report (``<wave>.json``) in ``folder``, in natural wave order: global risk
-    before protection, the recommended plan, its residual risk and its information loss."""
-    rows = {}
+    """One row per wave report (``<wave>.json``) in ``folder``, in natural wave order: the risk
+    before protection (the report's risk measure: global risk, or record-linkage risk for a survey
+    with continuous keys only), the recommended plan, its residual risk and its information loss.
+    ``attrs["risk_measure"]``: the risk measure of the latest wave."""
+    rows, measure = {}, "global_risk"
     for path in sorted(Path(folder).glob("*.json"), key=lambda p: _wave_order(p.stem)):
         data = json.loads(path.read_text(encoding="utf-8"))
         if "decision" not in data:
             continue
+        measure = data["risk_measure"]
         chosen = data["decision"]["recommended"]
         plan = data["plans"].get(chosen, {}) if chosen else {}
         rows[str(data["wave"])] = {
@@ -162,7 +166,9 @@ def wave_trend(folder: Path) -> pd.DataFrame:
             "information loss": plan.get("loss", {}).get(data["loss_measure"]),
         }
     columns = ["risk before", "recommended plan", "risk after", "information loss"]
-    return pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis("wave")
+    trend = pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis("wave")
+    trend.attrs["risk_measure"] = measure
+    return trend
 
 
 def write_index(folder: Path) -> Path:
@@ -181,11 +187,12 @@ def write_index(folder: Path) -> Path:
     body = f"<h1>Disclosure control reports: {html.escape(survey)}</h1><ul>{links}</ul>"
     if len(trend):
         numbers = trend[["risk before", "risk after", "information loss"]].astype(float)
+        label = measure_info(trend.attrs["risk_measure"]).label
         body += ("<h2>Risk and utility across waves</h2>"
-                 + _chart(lines_png(numbers[["risk before", "risk after"]], "Global risk across waves",
-                                    ylabel="global risk", xlabel="wave"),
-                          "Line chart of the global risk before protection and after the recommended plan, by wave",
-                          "Global risk before and after the recommended plan", _table(shown))
+                 + _chart(lines_png(numbers[["risk before", "risk after"]], f"{label} across waves",
+                                    ylabel=label.lower(), xlabel="wave"),
+                          f"Line chart of the {label.lower()} before protection and after the recommended plan, by wave",
+                          f"{label} before and after the recommended plan", _table(shown))
                  + _chart(lines_png(numbers[["information loss"]], "Information loss of the recommended plan",
                                     ylabel="information loss", xlabel="wave"),
                           "Line chart of the information loss of the recommended plan, by wave",

@@ -74,7 +74,8 @@ _TOPSIS_STATISTICS = ("n", "min", "q1", "median", "mean", "q3", "max", "cv", "sk
 _NUMBER = re.compile(r"^[-−–]?\d|^–$")  # a formatted number (or a missing one): right-aligned
 
 _DECISION_RISK = ("global_risk", "expected_reidentifications", "k2_violations", "k3_violations",
-                  "k5_violations", "records_above_threshold", "household_risk")
+                  "k5_violations", "records_above_threshold", "household_risk", "combined_global_risk",
+                  "linkage_risk")
 
 _METHOD_LABELS = {
     "local_suppression": "Local suppression", "pram": "PRAM", "microaggregation": "Microaggregation",
@@ -264,7 +265,7 @@ def risk_utility_map(inputs: ReportInputs) -> bytes:
 
 def report_plots(inputs: ReportInputs) -> dict[str, bytes]:
     """The summary plots of the report as ``{name: PNG bytes}`` (for Dagster metadata)."""
-    plots = {"risk_histogram": risk_histogram(inputs)}
+    plots = {"risk_histogram": risk_histogram(inputs)} if inputs.keys else {}
     combined = combined_risk_histogram(inputs)
     if combined is not None:
         plots["combined_risk_histogram"] = combined
@@ -386,15 +387,34 @@ def _release_note(release: dict | None) -> str:
 
 
 def _decision_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recommendation) -> str:
-    settings = [f"{inputs.n_records:,} records", "key variables " + ", ".join(map(str, inputs.keys))]
+    settings = [f"{inputs.n_records:,} records"]
+    if inputs.keys:
+        settings.append("categorical key variables " + ", ".join(map(str, inputs.keys)))
+    else:
+        settings.append("no categorical key variable (continuous keys only)")
     if inputs.k is not None:
         settings.append(f"k = {inputs.k}")
     if inputs.risk_threshold is not None:
         settings.append(f"individual-risk threshold {format_value(inputs.risk_threshold, 'share')}")
     if inputs.max_global_risk is not None:
         settings.append(f"global-risk target at most {format_value(inputs.max_global_risk, 'share')}")
+    if inputs.max_linkage_risk is not None:
+        settings.append(f"record-linkage target at most {format_value(inputs.max_linkage_risk, 'share')} of the "
+                        "records linked to their own original")
     parts = ["<h2 id=\"decision\">Decision</h2>", f"<p class=\"meta\">Wave {html.escape(str(inputs.wave))}: "
              f"{html.escape('; '.join(settings))}.</p>"]
+    if not inputs.keys and inputs.max_linkage_risk is not None:
+        parts.append("<p>The risk of this file comes from its continuous variables: an intruder who knows some of a "
+                     "person's values looks for the released record nearest to them. A plan is released when the best "
+                     "record linkage (Euclidean, Mahalanobis, Gower or one-to-one) links at most the target share of "
+                     "the records to their own original; the combined risk's continuous part (values with fewer than "
+                     "k neighbours) and interval disclosure are shown with it.</p>")
+    elif inputs.not_applicable:
+        reasons: dict[str, list[str]] = {}
+        for check, why in inputs.not_applicable.items():
+            reasons.setdefault(why, []).append(check.replace("_", " "))
+        parts.append("<p>Not checked for this file: " + html.escape("; ".join(
+            f"{', '.join(checks)} ({why})" for why, checks in reasons.items())) + ".</p>")
     if not inputs.plans:
         return "".join(parts) + "<p>No protection plan is configured: nothing to release.</p>" + _risk_before(inputs)
     box = "decision" + ("" if chosen.plan else " none")
@@ -558,7 +578,8 @@ def _measures_section(inputs: ReportInputs) -> str:
         if group == GROUPS[0]:
             figures = [_chart(risk_histogram(inputs), "Histogram of the individual re-identification risk of the "
                               "unprotected records", "Individual re-identification risk before protection",
-                              _table(inputs.risk_per_record["risk"].describe().to_frame("risk").rename_axis("statistic")))]
+                              _table(inputs.risk_per_record["risk"].describe().to_frame("risk").rename_axis("statistic")))
+                       ] if inputs.keys else []  # without categorical keys every record shares the empty key
             combined = combined_risk_histogram(inputs)
             if combined is not None:
                 figures.append(_chart(combined, "Histogram of the combined categorical and continuous record risk",

@@ -111,7 +111,11 @@ class ReportInputs:
         with arctan distances (SPEC §9.1 eq (1), (6)), in [0, 1] and comparable across plans.
     k : int or None
         The k of k-anonymity the spec asks for; ``risk_threshold``: the individual-risk threshold;
-        ``max_global_risk``: the global-risk target (None when unknown).
+        ``max_global_risk``: the global-risk target; ``max_linkage_risk``: the record-linkage
+        target of a spec with continuous keys (each None when unknown or not applicable).
+    not_applicable : dict
+        ``{release check: why it does not apply to this spec}`` (e.g. k-anonymity without
+        categorical keys), stated in the decision section.
     suppressions : DataFrame or None
         Values suppressed by each plan: index = key variables, columns = plans (counts).
     unsafe_by_variable, unsafe_by_category : DataFrame or None
@@ -141,6 +145,8 @@ class ReportInputs:
     k: int | None = None
     risk_threshold: float | None = None
     max_global_risk: float | None = None
+    max_linkage_risk: float | None = None
+    not_applicable: dict[str, str] = field(default_factory=dict)
     suppressions: pd.DataFrame | None = None
     unsafe_by_variable: pd.DataFrame | None = None
     unsafe_by_category: pd.DataFrame | None = None

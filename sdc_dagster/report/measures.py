@@ -87,14 +87,25 @@ _MEASURES: dict[str, Measure] = {
     "record_linkage_one_to_one_expected_risk": Measure(
         "Record linkage risk, one-to-one, expected", _RISK,
         "the same with ties between identical records broken at random", LOWER, "0 to 1", "§4.1", "share"),
-    "interval_risk": Measure("Interval risk", _RISK, "share of original values inside the interval around their perturbed value",
-                             LOWER, "0 to 1", "§4.2", "share"),
+    "linkage_risk": Measure(
+        "Record linkage risk, release check", _RISK,
+        "the largest share of records that an intruder links to their own original, over Euclidean, Mahalanobis and "
+        "Gower nearest-record linkage and one-to-one linkage with ties at random, on every continuous key released "
+        "(100 % when the plan changed none); the spec's max_linkage_risk bounds it. Unlike sdcMicro's dRisk (interval "
+        "risk: whether each original value lies within k·sd of its released value) it counts re-identifications",
+        LOWER, "0 to 1", "§4.1", "share"),
+    "interval_risk": Measure(
+        "Interval risk (sdcMicro dRisk)", _RISK,
+        "share of records whose every original value lies within 0.05·sd of its perturbed value: values disclosed "
+        "closely, whether or not the record can be found", LOWER, "0 to 1", "§4.2", "share"),
     "rank_interval_disclosure": Measure(
         "Rank interval disclosure", _RISK,
         "share of original values inside a rank interval of p % of the records around their perturbed value, "
         "mean over p = 1..10 %", LOWER, "0 to 1", "§4.2, §4.5", "share"),
     "combined_global_risk": Measure(
-        "Combined risk (categorical + continuous)", _RISK, "mean of Młodak's combined record risk", LOWER, "0 to 1",
+        "Combined risk (categorical + continuous)", _RISK,
+        "mean of Młodak's combined record risk; without categorical keys its continuous part alone, the share of a "
+        "record's continuous values with fewer than k neighbours within their precision", LOWER, "0 to 1",
         "§5.5", "share"),
     "ebil": Measure("EBIL", _CAT, "entropy-based loss: uncertainty about the original category given the released one",
                     LOWER, "0 to n·log2(categories) bits", "§9.8", "index"),

@@ -104,10 +104,19 @@ def run_wave(home, specs, instance, wave_file, monkeypatch):
 
 
 def release_hashes(home, plans):
+    """The released file's hash of each plan; for a plan withheld by a blocking check (plans that
+    leave the continuous keys linkable, SPEC §4.1), the checks it failed and a hash of its stored
+    protected variant (columns sorted)."""
     out = {}
     for plan in plans:
-        release = lineage.list_releases(home / "releases", "testdata", "2031", plan)[-1]
-        out[plan] = hashlib.sha256((release / lineage.PROTECTED).read_bytes()).hexdigest()
+        decision = lineage.list_decisions(home / "releases", "testdata", "2031", plan)[-1]
+        manifest = lineage.read_manifest(decision)
+        if "withheld" in manifest:
+            frame = pd.read_parquet(home / "storage" / "testdata" / f"protected_{plan}" / "2031.parquet")
+            digest = hashlib.sha256(pd.util.hash_pandas_object(frame.sort_index(axis=1)).to_numpy().tobytes())
+            out[plan] = (sorted(manifest["withheld"]), digest.hexdigest())
+        else:
+            out[plan] = hashlib.sha256((decision / lineage.PROTECTED).read_bytes()).hexdigest()
     return out
 
 

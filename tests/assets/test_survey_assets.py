@@ -61,15 +61,23 @@ def test_whole_chain_on_testdata(sdc_home, testdata_only_specs, instance):
     mat = instance.get_latest_materialization_event(AssetKey(["testdata", "risk_scores"])).asset_materialization
     assert mat.metadata["risk"].value == pytest.approx(0.00235334037526961, rel=1e-8)
 
-    # The plan outputs are k-anonymous and their checks pass.
+    # The plan outputs are k-anonymous. The amounts are continuous keys: the two plans that
+    # microaggregate them within the released key combinations pass the record-linkage check;
+    # perturb (MDAV over the whole file) leaves them pointing to one record among those sharing a
+    # released key and is withheld by it (Gower linkage on keys and amounts, about 93 %).
+    residual = pd.read_parquet(store / "residual_risk" / "2024.parquet")
     for plan in ("suppress_k3", "recode_suppress", "perturb"):
         checks = {
-            e.check_name: e.passed
+            e.check_name: e
             for e in result.get_asset_check_evaluations()
             if e.asset_key == AssetKey(["testdata", f"protected_{plan}"])
         }
-        assert checks["k_anonymity"] and checks["no_direct_identifier"]
-    residual = pd.read_parquet(store / "residual_risk" / "2024.parquet")
+        assert checks["k_anonymity"].passed and checks["no_direct_identifier"].passed
+        linkage = checks["linkage_risk"]
+        assert linkage.passed == (plan != "perturb")
+        assert linkage.metadata["value"].value == pytest.approx(residual.loc[plan, "linkage_risk"])
+    assert residual.loc["perturb", "linkage_risk"] == residual.loc["perturb", "record_linkage_gower_risk"] > 0.9
+    assert lineage.list_releases(sdc_home / "releases", "testdata", "2024", "perturb") == []
     assert residual.loc["suppress_k3", "k3_violations"] == 0
     assert residual.loc["original", "k3_violations"] == 281
     assert residual.loc["perturb", "record_linkage_risk"] < 1  # microaggregated continuous keys
@@ -93,8 +101,8 @@ def test_whole_chain_on_testdata(sdc_home, testdata_only_specs, instance):
     assert after["solidarity_after"].to_numpy() == pytest.approx(after["solidarity_after"].iloc[0], rel=1e-12)
     loss = pd.read_parquet(store / "information_loss" / "2024" / "summary.parquet")
     assert 0 < loss.loc["perturb", "sse_tss"] < 1 and loss.loc["perturb", "ebil_water"] > 0
-    # EBIL uses the PRAM matrix the plan recorded in its release (SPEC §9.8).
-    release = lineage.list_releases(sdc_home / "releases", "testdata", "2024", "perturb")[-1]
+    # EBIL uses the PRAM matrix the plan recorded with its release decision (SPEC §9.8).
+    release = lineage.list_decisions(sdc_home / "releases", "testdata", "2024", "perturb")[-1]
     matrix = lineage.read_matrices(release)["water"]
     assert matrix.to_numpy().sum(axis=1) == pytest.approx(1.0)
     original = pd.read_parquet(store / "raw_microdata" / "2024.parquet")
