@@ -105,6 +105,10 @@ SCENARIO: dict[str, tuple[str, str]] = {
     "dwelling": (r"roof|walls?|water|electcon|electricity|toilet|floor|dwelling|owned|ownhome",
                  r"dwelling|roof|walls|drinking water|electricity"),
 }
+# Scenario groups whose numbers are codes (ISCO, NACE, NUTS, ISCED, ...): categorical however many;
+# age, year of birth and household size may be numbers too many for a categorical key.
+_CODED_GROUPS = {"sex", "region", "marital status", "citizenship", "education", "occupation", "economic activity",
+                 "household relationship", "dwelling"}
 _SCENARIO = {group: (re.compile(rf"(?:{tokens})", re.I), re.compile(label, re.I))
              for group, (tokens, label) in SCENARIO.items()}
 
@@ -122,14 +126,14 @@ _CODES: dict[str, str] = {
     "rb050": "weight", "rb050a": "weight", "rb060": "weight", "rb062": "weight", "rb063": "weight",
     "rb064": "weight", "pb040": "weight", "pb050": "weight", "pb060": "weight", "pb080": "weight",
     "hy010": "total amount", "hy020": "total amount", "hy022": "total amount", "hy023": "total amount",
-    "hx090": "total amount", "py010g": "total amount", "py010n": "total amount",
+    "hx090": "total amount",
     # LFS
     "sex": "sex", "yearbir": "age", "age": "age", "region": "region", "degurba": "region",
     "countryb": "citizenship", "national": "citizenship", "marstat": "marital status",
     "hatlev1d": "education", "hatlev": "education", "isco4d": "occupation", "isco3d": "occupation",
     "nace3d": "economic activity", "nace2d": "economic activity", "ilostat": "economic activity",
     "wstator": "economic activity", "hhnbpers": "household size", "hhlink": "household relationship",
-    "hhseqnum": "id", "hhnum": "id", "qhhnum": "id", "coeff": "weight",
+    "hhnum": "id", "qhhnum": "id", "hhseqnum": "id", "coeff": "weight",  # HHSEQNUM: person number in household
     # sdcMicro's testdata: its keys, and hhcivil, the sensitive variable of its l-diversity example
     "urbrur": "region", "roof": "dwelling", "walls": "dwelling", "water": "dwelling",
     "electcon": "dwelling", "relat": "household relationship", "hhcivil": "sensitive",
@@ -299,8 +303,9 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
     -> direct identifier; named like a household, cluster or other id with repeating values ->
     ``household_id`` candidate (:func:`draft_roles` confirms it against the other columns; with
     ``grouping=False`` the column was refused and an id-named one becomes ``other``); consecutive whole
-    numbers, one per record -> record id. A categorical column (labels, measured nominal/ordinal, text
-    or at most :data:`MAX_CATEGORIES` whole-number codes) is sensitive when named like a special
+    numbers, one per record -> record id. A categorical column (labels, measured nominal/ordinal, text,
+    at most :data:`MAX_CATEGORIES` whole-number codes, or whole-number codes of a coded scenario group
+    such as occupation) is sensitive when named like a special
     category of personal data, a categorical key when it is a scenario variable
     (:func:`scenario_group`), else ``other``. A numeric column derived from another (log, square) is
     ``other``; a scenario variable or an amount is a continuous key candidate; anything else ``other``.
@@ -347,7 +352,7 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
         return DraftedVariable(name, "record_id", "consecutive whole numbers, one per record: a record number")
     group = scenario_group(name, label)
     categorical = bool(labels) or measure in ("nominal", "ordinal") or not numeric or (
-        _whole_numbers(values) and len(counts) <= MAX_CATEGORIES)
+        _whole_numbers(values) and (len(counts) <= MAX_CATEGORIES or group in _CODED_GROUPS))
     if categorical:
         codes = sorted({_plain(v) for v in observed.unique()} | {_plain(v) for v in (labels or {})}, key=str)
         if all(isinstance(c, (int, float)) for c in codes):
@@ -376,7 +381,7 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
     if source is not None:
         return DraftedVariable(name, "other", f"{why}, derived from {source!r} (log or square): it carries the same "
                                "information, never a key of its own", "continuous", missing=missing)
-    if group is not None:
+    if group is not None and group not in _CODED_GROUPS:
         return DraftedVariable(name, "continuous_key",
                                f"{why}; {group}: a variable of the disclosure scenario an intruder knows, too many "
                                "values for a categorical key (recode it into classes to make it one)",

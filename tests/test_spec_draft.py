@@ -105,3 +105,110 @@ def test_unreadable_inputs_name_the_file(tmp_path):
         draft_spec(tmp_path / "notes.txt", "s")
     with pytest.raises(SDCInputError, match="survey name"):
         draft_spec(CHECKOUT / "examples" / "data" / "testdata.csv", "1bad")
+
+
+def eu_silc_like(households: int = 300, seed: int = 3) -> pd.DataFrame:
+    """A personal file in EU-SILC's variable codes (Eurostat, DOC 065): household PX030, person
+    PB030 = household * 100 + person number, weights RB050/DB090, the demographic variables, twenty
+    income components PY..G/HY..G and the totals HY010/HY020/HX090, the constant year and country."""
+    rng = np.random.default_rng(seed)
+    size = rng.integers(1, 6, households)
+    hid = np.repeat(np.arange(1, households + 1) * 7 + 1000, size)
+    n = len(hid)
+    person = np.concatenate([np.arange(1, s + 1) for s in size])
+    frame = pd.DataFrame({"PB010": 2024, "PB020": "PL", "PB030": hid * 100 + person, "PX030": hid,
+                          "RB050": rng.uniform(200, 900, n).round(2), "DB090": np.repeat(rng.uniform(300, 800, households), size),
+                          "DB040": np.repeat(rng.choice(["PL21", "PL22", "PL41", "PL91"], households), size),
+                          "DB100": np.repeat(rng.integers(1, 4, households), size),
+                          "PB140": rng.integers(1930, 2008, n), "PB150": rng.integers(1, 3, n),
+                          "PB190": rng.integers(1, 6, n), "PB220A": rng.choice(["PL", "EU", "OTH"], n),
+                          "PE040": rng.choice([0, 100, 200, 344, 354, 450, 500, 600, 700, 800], n),
+                          "PL051": rng.integers(11, 97, n), "PL111": rng.choice(list("ABCDEFGHIJ"), n),
+                          "HX040": np.repeat(size, size)})
+    for code in ["PY010G", "PY020G", "PY035G", "PY050G", "PY080G", "PY090G", "PY100G", "PY110G", "PY120G",
+                 "PY130G", "PY140G", "HY040G", "HY050G", "HY060G", "HY070G", "HY080G", "HY090G", "HY110G",
+                 "HY120G", "HY130G"]:
+        frame[code] = (rng.lognormal(8, 1, n) * (rng.random(n) < 0.6)).round(2)
+    frame["HY010"] = frame.filter(like="Y").sum(axis=1).round(2)
+    frame["HY020"] = (frame["HY010"] * 0.8).round(2)
+    frame["HX090"] = (frame["HY020"] / frame["HX040"]).round(2)
+    return frame
+
+
+def test_eu_silc_codes(tmp_path):
+    frame = eu_silc_like()
+    labels = {"RB050": "Personal cross-sectional weight", "DB090": "Household cross-sectional weight"}
+    source = tmp_path / "silc.sav"
+    pyreadstat.write_sav(frame, str(source), column_labels=[labels.get(c, c) for c in frame.columns])
+    assert "PB010" not in labels
+    spec, text = drafted(tmp_path, source)
+    assert spec.weight == "RB050" and spec.household_id == "PX030"  # the person's weight, not DB090
+    assert spec.variable("PB030").role == "direct_identifier"  # person id, unique per record
+    assert {"PB010", "PB020"} <= set(spec.names("other"))  # constant year and country
+    assert "  PB010: {role: other}\n    # type: integer; label: PB010\n    # guess: constant: carries no information" in text
+    # one per scenario group in turn: the second regional variable, DB100, is the ninth candidate
+    assert spec.categorical_keys == ["DB040", "PB150", "PB190", "PB220A", "PE040", "PL051", "PL111", "HX040"]
+    assert spec.variable("DB100").role == "other" and "at most 8 categorical keys" in text
+    # year of birth, then the totals; the twenty components are not keys, each saying why
+    assert spec.continuous_keys == ["PB140", "HY010", "HY020", "HX090"]
+    assert spec.variable("PY050G").role == "other"
+    assert text.count("continuous keys (PB140, HY010, HY020, HX090)") == 20
+    assert "- {method: microaggregation, columns: [PB140, HY010, HY020, HX090], k: 5}" in text
+
+
+def test_lfs_codes_and_labels(tmp_path):
+    rng = np.random.default_rng(4)
+    n = 400
+    frame = pd.DataFrame({"HHNUM": np.repeat(np.arange(200), 2), "HHSEQNUM": np.tile([1, 2], 200),
+                          "COEFF": rng.uniform(0.5, 3.0, n) * 100, "SEX": rng.integers(1, 3, n),
+                          "YEARBIR": rng.integers(1940, 2008, n), "AGE": rng.choice(np.arange(15, 90, 5), n),
+                          "REGION": np.repeat(rng.integers(1, 17, 200), 2), "COUNTRYB": rng.integers(1, 4, n),
+                          "NATIONAL": rng.integers(1, 4, n), "MARSTAT": rng.integers(1, 5, n),
+                          "HATLEV1D": rng.integers(1, 4, n), "ISCO4D": rng.integers(1000, 9999, n),
+                          "NACE3D": rng.integers(10, 99, n), "HHNBPERS": 2, "HWUSUAL": rng.integers(1, 60, n),
+                          "Q17": rng.integers(1, 6, n)})
+    source = tmp_path / "lfs.dta"
+    pyreadstat.write_dta(frame, str(source), variable_value_labels={"Q17": {1: "very good", 5: "very bad"}})
+    spec, text = drafted(tmp_path, source)
+    assert spec.weight == "COEFF" and spec.household_id == "HHNUM"
+    assert spec.variable("HHSEQNUM").role == "other" and "person number within the household 'HHNUM'" in text
+    assert spec.variable("HHNBPERS").role == "other"  # constant in this file
+    # ISCO codes are categories however many; NATIONAL is the second citizenship variable, the ninth candidate
+    assert spec.categorical_keys == ["SEX", "AGE", "REGION", "COUNTRYB", "MARSTAT", "HATLEV1D", "ISCO4D", "NACE3D"]
+    assert spec.variable("NATIONAL").role == "other"
+    assert spec.continuous_keys == ["YEARBIR"]
+    assert spec.variable("HWUSUAL").role == "other"  # hours worked: neither a scenario variable nor an amount
+    # a labelled variable outside the scenario is not a key, and says why it could be one
+    assert spec.variable("Q17").role == "other" and spec.variable("Q17").categories == (1, 2, 3, 4, 5)
+    assert "value labels: could be a categorical key if an intruder knows it" in text
+
+
+def test_business_file_with_only_amounts(tmp_path):
+    rng = np.random.default_rng(5)
+    n = 300
+    frame = pd.DataFrame({"firm_id": np.arange(n) * 3 + 11, "turnover": rng.lognormal(12, 1, n).round(),
+                          "employees_cost": rng.lognormal(10, 1, n).round(), "profit": rng.normal(1e5, 3e4, n).round(),
+                          "assets": rng.lognormal(13, 1, n).round(), "sector_code": "C"})
+    source = tmp_path / "business.csv"
+    frame.to_csv(source, index=False)
+    raw = yaml.safe_load(draft_spec(source, "business"))
+    assert {name: v["role"] for name, v in raw["variables"].items()} == {
+        "firm_id": "direct_identifier", "turnover": "continuous_key", "employees_cost": "continuous_key",
+        "profit": "continuous_key", "assets": "continuous_key", "sector_code": "other"}
+    assert raw["risk"]["max_linkage_risk"] == 0.2
+    assert raw["plans"] == {"microaggregate_k5": {
+        "description": "MDAV microaggregation of the continuous keys in groups of at least 5", "k": 3,
+        "steps": [{"method": "microaggregation", "columns": ["turnover", "employees_cost", "profit", "assets"], "k": 5}]}}
+
+
+def test_weights_by_shape_label_and_not_by_name_alone():
+    rng = np.random.default_rng(6)
+    n = 200
+    frame = pd.DataFrame({"factor": rng.uniform(50, 150, n), "w": rng.uniform(0.1, 0.9, n),
+                          "wgt_neg": rng.normal(0, 1, n), "sex": rng.integers(1, 3, n)})
+    drafted_roles = roles(frame)
+    assert drafted_roles["factor"] == "weight"  # weakly named, sums to about 100 times the records
+    assert drafted_roles["w"] == "other" and drafted_roles["wgt_neg"] == "other"  # small; not positive
+    labelled = pd.DataFrame({"V17": np.full(n, 250.0), "weight": rng.uniform(50, 90, n), "sex": frame["sex"]})
+    drafted_roles = roles(labelled, column_labels={"V17": "Grossing-up factor", "weight": "Body weight in kg"})
+    assert drafted_roles == {"V17": "weight", "weight": "other", "sex": "categorical_key"}  # constant, still the weight
