@@ -102,7 +102,7 @@ SCENARIO: dict[str, tuple[str, str]] = {
                           r"services|profserv|manuf\w*",
                           r"industry|economic activity|nace|employment status|economic status|sector"),
     "household relationship": (r"relat|relationship|relhead|hhlink|parentesco", r"relationship to"),
-    "dwelling": (r"roof|walls?|water|electcon|electricity|toilet|floor|dwelling|owned|ownhome",
+    "dwelling": (r"roof|walls?|water|electcon|electricity|toilet|floor|dwelling|owned|ownhome|condo\w*|apartment",
                  r"dwelling|roof|walls|drinking water|electricity"),
 }
 # Scenario groups whose numbers are codes (ISCO, NACE, NUTS, ISCED, ...): categorical however many;
@@ -143,7 +143,8 @@ _AMOUNT_CODE = re.compile(r"(py|hy)\d{3}[gn]?|hx\d{3}", re.I)
 
 _IDENTIFIER_TOKEN = _words(r"name|surname|firstname|lastname|nombre|apellido|nazwisko|imie|address|direccion|adres|"
                            r"phone|telefono|telefon|email|mail|pesel|nif|dni|nie|ssn|passport|street|zip|postcode")
-_ID_TOKEN = _words(r"id|ids|ident\w*|idno|caseid|serial|seqno|recno|nr|nro|pid|respid|key")
+_ID_TOKEN = _words(r"id|ids|ident\w*|idno|caseid|serial|seqno|recno|nr|nro|pid|respid|key|rownames?|rownum\w*|"
+                   r"obsno|index|idx")
 _PERSON_TOKEN = _words(r"person|pers|pernum|pno|pnr|member|lineno|line|student|pupil|respondent|resp")
 _HOUSEHOLD_TOKEN = _words(r"hid|hhid|hh|hhnr|household|hogar|vivienda|gospodarstw\w*|gd|famid|family|fam")
 _CLUSTER_TOKEN = _words(r"cluster|psu|school|schid|schoolid|firm|company|village|community|class|classroom|caseid")
@@ -154,8 +155,10 @@ _NOT_WEIGHT_LABEL = re.compile(r"\bkg\b|\blbs?\b|pound|body|birth ?weight|gram",
 _HOUSEHOLD_LEVEL = _words(r"hh|household|hogar|house|dom|db\d{3}|hx\d{3}")
 _SENSITIVE_TOKEN = _words(r"health\w*|hlth\w*|disea\w*|illness|ill|religio\w*|relig|attend|ethn\w*|race|black|"
                           r"white|nonwhite|hispanic|afam|minrty|minority|union|crime|criminal|politic\w*|party|"
-                          r"vote|salud|enfermedad|zdrowie|choroba|sexual\w*|disab\w*|physlm")
-_SENSITIVE_LABEL = re.compile(r"health|disease|illness|religio|ethnic|race|trade union|crime|politic|disab", re.I)
+                          r"vote|salud|enfermedad|zdrowie|choroba|sexual\w*|disab\w*|physlm|inj\w*|dead|death|died|"
+                          r"mortality|abortion")
+_SENSITIVE_LABEL = re.compile(r"health|disease|illness|injur|religio|ethnic|race|trade union|crime|politic|disab",
+                              re.I)
 _AMOUNT_TOKEN = _words(r"income\w*|inc|\w+inc|earn\w*|wages?|\w*wage|salar\w*|pay|turnover|sales|revenue\w*|"
                        r"expend\w*|expense\w*|spend\w*|consum\w*|assets?|value|\w+val|profits?|cost|costs|rent|"
                        r"\w*tax|taxes|benefits?|pensions?|saving\w*|wealth|debts?|capital|output|invest\w*|"
@@ -304,8 +307,8 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
     ``household_id`` candidate (:func:`draft_roles` confirms it against the other columns; with
     ``grouping=False`` the column was refused and an id-named one becomes ``other``); consecutive whole
     numbers, one per record -> record id. A categorical column (labels, measured nominal/ordinal, text,
-    at most :data:`MAX_CATEGORIES` whole-number codes, or whole-number codes of a coded scenario group
-    such as occupation) is sensitive when named like a special
+    at most :data:`MAX_CATEGORIES` whole-number codes or scenario values such as age classes 17.5, 22,
+    ..., or whole-number codes of a coded scenario group such as occupation) is sensitive when named like a special
     category of personal data, a categorical key when it is a scenario variable
     (:func:`scenario_group`), else ``other``. A numeric column derived from another (log, square) is
     ``other``; a scenario variable or an amount is a continuous key candidate; anything else ``other``.
@@ -351,8 +354,9 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
             and observed.max() - observed.min() + 1 == len(counts)):
         return DraftedVariable(name, "record_id", "consecutive whole numbers, one per record: a record number")
     group = scenario_group(name, label)
-    categorical = bool(labels) or measure in ("nominal", "ordinal") or not numeric or (
-        _whole_numbers(values) and (len(counts) <= MAX_CATEGORIES or group in _CODED_GROUPS))
+    few = len(counts) <= MAX_CATEGORIES
+    categorical = bool(labels) or measure in ("nominal", "ordinal") or not numeric or (group is not None and few) or (
+        _whole_numbers(values) and (few or group in _CODED_GROUPS))
     if categorical:
         codes = sorted({_plain(v) for v in observed.unique()} | {_plain(v) for v in (labels or {})}, key=str)
         if all(isinstance(c, (int, float)) for c in codes):
@@ -381,7 +385,7 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
     if source is not None:
         return DraftedVariable(name, "other", f"{why}, derived from {source!r} (log or square): it carries the same "
                                "information, never a key of its own", "continuous", missing=missing)
-    if group is not None and group not in _CODED_GROUPS:
+    if group is not None:
         return DraftedVariable(name, "continuous_key",
                                f"{why}; {group}: a variable of the disclosure scenario an intruder knows, too many "
                                "values for a categorical key (recode it into classes to make it one)",
@@ -405,9 +409,14 @@ def _weight_guess(name: str, observed: pd.Series, code: str | None, tokens: list
     "w") summing to at least :data:`WEIGHT_SUM_RATIO` times the records, as a grossing-up weight does."""
     strong = code in ("weight", "household weight") or _named(_WEIGHT_TOKEN, tokens) or bool(_WEIGHT_LABEL.search(label))
     weak = _named(_WEAK_WEIGHT_TOKEN, tokens)
-    if not (strong or weak) or not numeric or _NOT_WEIGHT_LABEL.search(label) or observed.empty \
-            or not (observed > 0).all():
+    if not (strong or weak) or not numeric or _NOT_WEIGHT_LABEL.search(label) or observed.empty:
         return None
+    if not (observed > 0).all():
+        if not strong:
+            return None
+        return DraftedVariable(name, "other", f"named or labelled like a weight, but {int((observed <= 0).sum())} "
+                               "values are 0 or negative and weights must be positive: fix or drop those records, "
+                               "then make it the weight; never a key", "continuous")
     ratio = float(observed.sum()) / len(observed) if len(observed) else 0.0
     if not strong and ratio < WEIGHT_SUM_RATIO:
         return None
