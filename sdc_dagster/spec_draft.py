@@ -66,6 +66,8 @@ WEIGHT_SUM_RATIO = 2.0
 MAX_CATEGORICAL_KEYS = 8
 #: Continuous keys drafted at most.
 MAX_CONTINUOUS_KEYS = 4
+#: Categorical keys drafted from candidates outside the scenario when a file has no scenario variable.
+FALLBACK_KEYS = 4
 #: Default of the linkage-risk threshold written into drafts with continuous keys.
 MAX_LINKAGE_RISK = 0.2
 
@@ -143,7 +145,7 @@ _AMOUNT_CODE = re.compile(r"(py|hy)\d{3}[gn]?|hx\d{3}", re.I)
 
 _IDENTIFIER_TOKEN = _words(r"name|surname|firstname|lastname|nombre|apellido|nazwisko|imie|address|direccion|adres|"
                            r"phone|telefono|telefon|email|mail|pesel|nif|dni|nie|ssn|passport|street|zip|postcode")
-_ID_TOKEN = _words(r"id|ids|ident\w*|idno|caseid|serial|seqno|recno|nr|nro|pid|respid|key|rownames?|rownum\w*|"
+_ID_TOKEN = _words(r"id|ids|ident\w*|idno|caseid|serial|seqno|recno|nr|nro|pid|respid|rownames?|rownum\w*|"
                    r"obsno|index|idx")
 _PERSON_TOKEN = _words(r"person|pers|pernum|pno|pnr|member|lineno|line|student|pupil|respondent|resp")
 _HOUSEHOLD_TOKEN = _words(r"hid|hhid|hh|hhnr|household|hogar|vivienda|gospodarstw\w*|gd|famid|family|fam")
@@ -153,17 +155,19 @@ _WEAK_WEIGHT_TOKEN = _words(r"w|wt|fac|factor|fexp|expansion|coef")
 _WEIGHT_LABEL = re.compile(r"weight|grossing|expansion factor|factor de expansi|ponderaci|waga", re.I)
 _NOT_WEIGHT_LABEL = re.compile(r"\bkg\b|\blbs?\b|pound|body|birth ?weight|gram", re.I)
 _HOUSEHOLD_LEVEL = _words(r"hh|household|hogar|house|dom|db\d{3}|hx\d{3}")
-_SENSITIVE_TOKEN = _words(r"health\w*|hlth\w*|disea\w*|illness|ill|religio\w*|relig|attend|ethn\w*|race|black|"
-                          r"white|nonwhite|hispanic|afam|minrty|minority|union|crime|criminal|politic\w*|party|"
+_SENSITIVE_TOKEN = _words(r"\w*health\w*|\w*hlth\w*|disea\w*|illness|ill|religio\w*|relig|attend|ethn\w*|race|black|"
+                          r"white|nonwhite|hispanic|hisp|afam|minrty|minority|union|crime|criminal|politic\w*|party|"
                           r"vote|salud|enfermedad|zdrowie|choroba|sexual\w*|disab\w*|physlm|inj\w*|dead|death|died|"
                           r"mortality|abortion")
 _SENSITIVE_LABEL = re.compile(r"health|disease|illness|injur|religio|ethnic|race|trade union|crime|politic|disab",
                               re.I)
 _AMOUNT_TOKEN = _words(r"income\w*|inc|\w+inc|earn\w*|wages?|\w*wage|salar\w*|pay|turnover|sales|revenue\w*|"
-                       r"expend\w*|expense\w*|spend\w*|consum\w*|assets?|value|\w+val|profits?|cost|costs|rent|"
+                       r"expend\w*|expense\w*|spend\w*|consum\w*|assets?|value|val|"
+                       r"\w*(tot|oth|earn|ern|sal|int|inc)val|"
+                       r"profits?|cost|costs|rent|"
                        r"\w*tax|taxes|benefits?|pensions?|saving\w*|wealth|debts?|capital|output|invest\w*|"
                        r"\w+dol|dollars|amount|price|ingreso\w*|salario|renta|gasto\w*|dochod\w*|wynagrodz\w*|"
-                       r"przychod\w*|rd|husby")
+                       r"przychod\w*|rd")
 _AMOUNT_LABEL = re.compile(r"income|earning|wage|salary|turnover|sales|revenue|expenditure|consumption|assets|"
                            r"profit|pension|benefit|amount|in (dollars|euro|eur|usd)", re.I)
 _TOTAL_TOKEN = _words(r"tot\w*|gross|disposable|income|inc|wage|wages|earnings|expend\w*|sales|turnover")
@@ -236,6 +240,8 @@ def read_with_metadata(path: Path) -> FileContents:
 
 def _plain(value):
     """A YAML-friendly Python scalar (integers stay integers)."""
+    if isinstance(value, np.bool_):
+        return bool(value)
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (float, np.floating)):
@@ -344,7 +350,8 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
                                "them; it is removed before release")
     if grouping and (id_named or group_named) and len(counts) < len(observed):
         return DraftedVariable(name, "household_id",
-                               f"named like a household or cluster id; {len(counts)} groups for {len(observed)} records",
+                               f"named like a household or cluster id; {len(counts)} groups for {len(observed)} "
+                               "records",
                                group="candidate")
     if id_named and not grouping:
         return DraftedVariable(name, "other",
@@ -363,7 +370,8 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
             codes = sorted(codes)
         scale = "ordinal" if measure == "ordinal" else "nominal"
         why = ("value labels" if labels else f"measured {measure}" if measure in ("nominal", "ordinal")
-               else "text values" if not numeric else f"{len(counts)} distinct codes")
+               else "yes/no values" if pd.api.types.is_bool_dtype(values) else "text values" if not numeric
+               else f"{len(counts)} distinct codes")
         details = dict(scale=scale, categories=tuple(codes), category_labels=labels or None, missing=missing)
         if code == "sensitive":
             return DraftedVariable(name, "sensitive", f"{why}; the sensitive variable of sdcMicro's l-diversity "
@@ -379,7 +387,8 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
         return DraftedVariable(name, "other",
                                f"{why}: could be a categorical key if an intruder knows it, but it is not a "
                                "variable of the disclosure scenario (age, sex, region, marital status, household "
-                               "size, citizenship, education, occupation, economic activity)", **details)
+                               "size, citizenship, education, occupation, economic activity)",
+                               group="categorical candidate", **details)
     why = f"measured {measure}" if measure == "scale" else f"{len(counts)} distinct numeric values"
     source = _derived_from(name, columns)
     if source is not None:
@@ -394,28 +403,30 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
             or _AMOUNT_LABEL.search(label):
         total = code == "total amount" or _named(_TOTAL_TOKEN, tokens)
         return DraftedVariable(name, "continuous_key",
-                               f"{why}; an amount{' (a total)' if total else ''}: an intruder may know it roughly "
+                               f"{why}; an amount{' (a total or main amount)' if total else ''}: an intruder may "
+                               "know it roughly "
                                "(registers, a business directory), a continuous key; or role sensitive if only "
                                "its disclosure matters", "continuous", missing=missing, group="amount",
                                rank=1 if total else 2)
     return DraftedVariable(name, "other",
                            f"{why}, neither a scenario variable nor an amount: make it a continuous_key if an "
-                           "intruder could know it", "continuous", missing=missing)
+                           "intruder could know it", "continuous", missing=missing, group="continuous candidate")
 
 
 def _weight_guess(name: str, observed: pd.Series, code: str | None, tokens: list[str], label: str,
                   numeric: bool) -> DraftedVariable | None:
     """A weight by office code, name or label, and shape: positive; a weakly named one ("factor",
     "w") summing to at least :data:`WEIGHT_SUM_RATIO` times the records, as a grossing-up weight does."""
-    strong = code in ("weight", "household weight") or _named(_WEIGHT_TOKEN, tokens) or bool(_WEIGHT_LABEL.search(label))
+    strong = (code in ("weight", "household weight") or _named(_WEIGHT_TOKEN, tokens)
+              or bool(_WEIGHT_LABEL.search(label)))
     weak = _named(_WEAK_WEIGHT_TOKEN, tokens)
     if not (strong or weak) or not numeric or _NOT_WEIGHT_LABEL.search(label) or observed.empty:
         return None
     if not (observed > 0).all():
         if not strong:
             return None
-        return DraftedVariable(name, "other", f"named or labelled like a weight, but {int((observed <= 0).sum())} "
-                               "values are 0 or negative and weights must be positive: fix or drop those records, "
+        return DraftedVariable(name, "other", f"named or labelled like a weight, but {int((observed <= 0).sum())} of "
+                               "its values are 0 or negative and weights must be positive: fix or drop those records, "
                                "then make it the weight; never a key", "continuous")
     ratio = float(observed.sum()) / len(observed) if len(observed) else 0.0
     if not strong and ratio < WEIGHT_SUM_RATIO:
@@ -492,11 +503,32 @@ def _cap_keys(drafted: list[DraftedVariable]) -> list[DraftedVariable]:
     return out
 
 
+def _keys_when_none(drafted: list[DraftedVariable]) -> list[DraftedVariable]:
+    """Without any scenario variable or amount (measurements, not persons: a spec needs a key), the
+    first :data:`FALLBACK_KEYS` categorical and :data:`MAX_CONTINUOUS_KEYS` numeric candidates become
+    keys, saying so, so that the draft can be checked and run as it is."""
+    if any(v.role in ("categorical_key", "continuous_key") for v in drafted):
+        return drafted
+    promoted = {"categorical candidate": ("categorical_key", FALLBACK_KEYS),
+                "continuous candidate": ("continuous_key", MAX_CONTINUOUS_KEYS)}
+    taken = {group: 0 for group in promoted}
+    out = []
+    for v in drafted:
+        if v.group in promoted and taken[v.group] < promoted[v.group][1]:
+            taken[v.group] += 1
+            v = replace(v, role=promoted[v.group][0], reason=f"{v.reason}. No variable of the disclosure scenario "
+                        "and no amount was found, so the first candidates are drafted as keys: set role other "
+                        "on those an intruder cannot know")
+        out.append(v)
+    return out
+
+
 def draft_roles(contents: FileContents) -> list[DraftedVariable]:
     """The drafted role of every column of a file read by :func:`read_with_metadata` (the scenario
     in the module docstring): each column guessed on its own (:func:`guess_variable`), household and
     cluster id candidates kept when another variable is constant within their groups, person numbers
-    within the household recognised, then one weight/household id/record id and the key caps."""
+    within the household recognised, then one weight/household id/record id, the key caps, and keys
+    from the other candidates when no scenario variable or amount was found."""
     data = contents.data
     columns = [str(c) for c in data.columns]
 
@@ -527,7 +559,7 @@ def draft_roles(contents: FileContents) -> list[DraftedVariable]:
             if v.group == "id" and not data.loc[keys.notna(), [household, v.name]].duplicated().any():
                 drafted[i] = replace(v, reason=f"a person number within the household {household!r}: together "
                                      "they identify the record; never a key")
-    return _cap_keys(_one_of_each(drafted))
+    return _keys_when_none(_cap_keys(_one_of_each(drafted)))
 
 
 def column_type(values: pd.Series) -> str:
@@ -607,7 +639,8 @@ def draft_spec(path: str | Path, survey: str) -> str:
     ]
     if continuous:
         lines += [
-            f"  max_linkage_risk: {MAX_LINKAGE_RISK}         # share of released records that the best record linkage an",
+            f"  max_linkage_risk: {MAX_LINKAGE_RISK}         # share of released records that the best record "
+            "linkage an",
             "                                # intruder could run on the continuous keys links to their own",
             "                                # original record: at most one in five (next to sdcMicro's dRisk,",
             "                                # the share of records whose masked values stay near the original)",

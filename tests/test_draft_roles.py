@@ -75,7 +75,8 @@ def test_drafted_roles_agree_with_the_documentation(tmp_path):
     for name in FILES:
         drafted = {v.name: v for v in draft_roles(read_with_metadata(as_delivered(name, tmp_path)))}
         assert sum(v.role == "categorical_key" for v in drafted.values()) <= MAX_CATEGORICAL_KEYS, name
-        for variable, expected in table.loc[table["file"] == name, ["variable", "expected_role"]].itertuples(index=False):
+        listed = table.loc[table["file"] == name, ["variable", "expected_role"]]
+        for variable, expected in listed.itertuples(index=False):
             v = drafted[variable]
             role = "id" if v.role in ID_ROLES else v.role
             capped = v.role == "other" and f"at most {MAX_CATEGORICAL_KEYS} categorical keys" in v.reason

@@ -65,10 +65,15 @@ def test_spss_labels_measures_and_user_missing(tmp_path, survey_frame):
     assert spec.variable("water").missing_codes == (99,)  # SPSS user-missing code
     assert "1 = urban, 2 = rural" in text  # value labels shown with the categories
     assert set(spec.continuous_keys) == {"age", "expend", "income", "savings"}
-    assert spec.source.format == "spss" and spec.plans[0].name == "suppress_k3"
+    assert spec.source.format == "spss" and [p.name for p in spec.plans] == ["suppress_k3", "microaggregate_k5"]
+    assert spec.plan("microaggregate_k5").steps == (
+        {"method": "microaggregation", "columns": ["age", "expend", "income", "savings"], "k": 5},
+        {"method": "local_suppression", "k": 3})
+    assert "max_linkage_risk: 0.2         # share of released records that the best record linkage an" in text
     assert text.count("# guess:") == survey_frame.shape[1]  # every role says why
     assert text.count("# type: ") == survey_frame.shape[1]  # every column states its type
-    assert "urbrur: {role: categorical_key, scale: nominal, categories: [1, 2]}\n    # type: integer; label: Urban or rural area" in text
+    assert ("urbrur: {role: categorical_key, scale: nominal, categories: [1, 2]}\n"
+            "    # type: integer; label: Urban or rural area") in text
     assert "  surname: {role: direct_identifier}\n    # type: text\n" in text
 
 
@@ -117,7 +122,8 @@ def eu_silc_like(households: int = 300, seed: int = 3) -> pd.DataFrame:
     n = len(hid)
     person = np.concatenate([np.arange(1, s + 1) for s in size])
     frame = pd.DataFrame({"PB010": 2024, "PB020": "PL", "PB030": hid * 100 + person, "PX030": hid,
-                          "RB050": rng.uniform(200, 900, n).round(2), "DB090": np.repeat(rng.uniform(300, 800, households), size),
+                          "RB050": rng.uniform(200, 900, n).round(2),
+                          "DB090": np.repeat(rng.uniform(300, 800, households), size),
                           "DB040": np.repeat(rng.choice(["PL21", "PL22", "PL41", "PL91"], households), size),
                           "DB100": np.repeat(rng.integers(1, 4, households), size),
                           "PB140": rng.integers(1930, 2008, n), "PB150": rng.integers(1, 3, n),
@@ -145,7 +151,8 @@ def test_eu_silc_codes(tmp_path):
     assert spec.weight == "RB050" and spec.household_id == "PX030"  # the person's weight, not DB090
     assert spec.variable("PB030").role == "direct_identifier"  # person id, unique per record
     assert {"PB010", "PB020"} <= set(spec.names("other"))  # constant year and country
-    assert "  PB010: {role: other}\n    # type: integer; label: PB010\n    # guess: constant: carries no information" in text
+    assert "  PB010: {role: other}\n    # type: integer; label: PB010\n    # guess: constant: carries no information" \
+        in text
     # one per scenario group in turn: the second regional variable, DB100, is the ninth candidate
     assert spec.categorical_keys == ["DB040", "PB150", "PB190", "PB220A", "PE040", "PL051", "PL111", "HX040"]
     assert spec.variable("DB100").role == "other" and "at most 8 categorical keys" in text
@@ -198,7 +205,8 @@ def test_business_file_with_only_amounts(tmp_path):
     assert raw["risk"]["max_linkage_risk"] == 0.2
     assert raw["plans"] == {"microaggregate_k5": {
         "description": "MDAV microaggregation of the continuous keys in groups of at least 5", "k": 3,
-        "steps": [{"method": "microaggregation", "columns": ["turnover", "employees_cost", "profit", "assets"], "k": 5}]}}
+        "steps": [{"method": "microaggregation", "columns": ["turnover", "employees_cost", "profit", "assets"],
+                   "k": 5}]}}
 
 
 def test_weights_by_shape_label_and_not_by_name_alone():
@@ -212,3 +220,27 @@ def test_weights_by_shape_label_and_not_by_name_alone():
     labelled = pd.DataFrame({"V17": np.full(n, 250.0), "weight": rng.uniform(50, 90, n), "sex": frame["sex"]})
     drafted_roles = roles(labelled, column_labels={"V17": "Grossing-up factor", "weight": "Body weight in kg"})
     assert drafted_roles == {"V17": "weight", "weight": "other", "sex": "categorical_key"}  # constant, still the weight
+
+
+def test_measurements_without_scenario_variables_still_get_keys():
+    """A file of measurements (no person variable, no amount) gets keys from its candidates, saying why,
+    so that `sdc init` -> `sdc check` -> `sdc run` works on it unedited; yes/no columns are categories."""
+    rng = np.random.default_rng(7)
+    n = 120
+    frame = pd.DataFrame({"station": rng.integers(1, 6, n), "flag": rng.random(n) < 0.5, "depth": rng.normal(50, 9, n),
+                          "magnitude": rng.normal(4, 0.4, n), "lmagnitude": rng.normal(1.4, 0.1, n)})
+    contents = FileContents(frame, {}, {}, {}, "csv")
+    drafted = {v.name: v for v in draft_roles(contents)}
+    assert {name: v.role for name, v in drafted.items()} == {
+        "station": "categorical_key", "flag": "categorical_key", "depth": "continuous_key",
+        "magnitude": "continuous_key", "lmagnitude": "other"}
+    assert "No variable of the disclosure scenario" in drafted["station"].reason
+    assert drafted["flag"].categories == (False, True) and "yes/no values" in drafted["flag"].reason
+    assert "derived from 'magnitude'" in drafted["lmagnitude"].reason
+
+
+def test_a_weight_with_zeros_is_not_the_weight(tmp_path):
+    rng = np.random.default_rng(8)
+    frame = pd.DataFrame({"weight": np.r_[0.0, rng.uniform(10, 90, 99)], "sex": rng.integers(1, 3, 100)})
+    drafted = {v.name: v for v in draft_roles(FileContents(frame, {}, {}, {}, "csv"))}
+    assert drafted["weight"].role == "other" and "1 of its values are 0 or negative" in drafted["weight"].reason
