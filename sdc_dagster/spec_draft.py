@@ -304,20 +304,27 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
                    missing: tuple = (), label: str = "", columns=(), grouping: bool = True) -> DraftedVariable:
     """The role (SPEC §1.1) and scale (§1.2) a column most likely has on its own, with the reason.
 
-    Rules, first match wins: named or labelled like a weight (or an office's weight code), positive
-    (and, when only weakly named, summing to :data:`WEIGHT_SUM_RATIO` times the records) -> weight, even
-    when constant (an equal-probability sample); one observed value -> ``other`` (constant); named like
-    a direct identifier and unique on most records, or text unique per record -> direct identifier;
-    named like an id and unique per record
-    -> direct identifier; named like a household, cluster or other id with repeating values ->
-    ``household_id`` candidate (:func:`draft_roles` confirms it against the other columns; with
-    ``grouping=False`` the column was refused and an id-named one becomes ``other``); consecutive whole
-    numbers, one per record -> record id. A categorical column (labels, measured nominal/ordinal, text,
-    at most :data:`MAX_CATEGORIES` whole-number codes or scenario values such as age classes 17.5, 22,
-    ..., or whole-number codes of a coded scenario group such as occupation) is sensitive when named like a special
-    category of personal data, a categorical key when it is a scenario variable
-    (:func:`scenario_group`), else ``other``. A numeric column derived from another (log, square) is
-    ``other``; a scenario variable or an amount is a continuous key candidate; anything else ``other``.
+    Rules, first match wins:
+
+    * named or labelled like a weight (or an office's weight code), positive (and, when only weakly
+      named, summing to :data:`WEIGHT_SUM_RATIO` times the records) -> weight, even when constant
+      (an equal-probability sample); named like one but with zeros -> ``other``, saying so;
+    * one observed value -> ``other`` (constant);
+    * named like a direct identifier and unique on most records, text unique per record, or named
+      like an id and unique per record -> direct identifier;
+    * named like a cluster or other id, or like a household (not a scenario variable such as
+      ``hh_size``; at most :data:`MAX_HOUSEHOLD_SIZE` records per value on average), with repeating
+      values -> ``household_id`` candidate (:func:`draft_roles` confirms it against the other
+      columns; with ``grouping=False`` it was refused, and an id-named one becomes ``other``);
+    * consecutive whole numbers, one per record -> record id;
+    * a categorical column (labels, measured nominal/ordinal, text, at most :data:`MAX_CATEGORIES`
+      whole-number codes, a scenario variable with few values such as age classes 17.5, 22, ..., or
+      the whole-number codes of a coded scenario group such as occupation) -> sensitive when named
+      like a special category of personal data, a categorical key when it is a scenario variable
+      (:func:`scenario_group`), else ``other``;
+    * a numeric column derived from another (log, square) -> ``other``; a scenario variable or an
+      amount -> continuous key candidate; anything else -> ``other``.
+
     The caps and one-of-each rules are applied by :func:`draft_roles`.
     """
     observed = values[~values.isin(missing)].dropna() if missing else values.dropna()
@@ -343,7 +350,10 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
         return DraftedVariable(name, "direct_identifier",
                                f"text unique on {unique_share:.0%} of records: it identifies them on its own")
     id_named = code == "id" or _named(_ID_TOKEN, tokens) or _named(_PERSON_TOKEN, tokens)
-    group_named = _named(_HOUSEHOLD_TOKEN, tokens) or _named(_CLUSTER_TOKEN, tokens)
+    # "hh_size", "hh_region": household words in a scenario variable's name; households hold few persons
+    household_named = (_named(_HOUSEHOLD_TOKEN, tokens) and scenario_group(name, label) is None
+                       and len(observed) <= MAX_HOUSEHOLD_SIZE * len(counts))
+    group_named = household_named or _named(_CLUSTER_TOKEN, tokens)
     if (id_named or group_named) and unique_share > IDENTIFIER_SHARE:
         return DraftedVariable(name, "direct_identifier",
                                f"named like an id and unique on {unique_share:.0%} of records: it identifies "

@@ -244,3 +244,13 @@ def test_a_weight_with_zeros_is_not_the_weight(tmp_path):
     frame = pd.DataFrame({"weight": np.r_[0.0, rng.uniform(10, 90, 99)], "sex": rng.integers(1, 3, 100)})
     drafted = {v.name: v for v in draft_roles(FileContents(frame, {}, {}, {}, "csv"))}
     assert drafted["weight"].role == "other" and "1 of its values are 0 or negative" in drafted["weight"].reason
+
+
+def test_household_words_in_a_scenario_variable_do_not_make_a_household_id():
+    rng = np.random.default_rng(9)
+    households = np.repeat(np.arange(60), 3)
+    region = np.repeat(rng.integers(1, 5, 60), 3)
+    frame = pd.DataFrame({"hh_region": region, "regional_rate": np.choose(region - 1, [4.1, 5.2, 6.3, 7.4]),
+                          "hh_nr": households, "hh_size": 3 - (rng.random(180) < 0.1), "sex": rng.integers(1, 3, 180)})
+    assert roles(frame) == {"hh_region": "categorical_key", "regional_rate": "other", "hh_nr": "household_id",
+                            "hh_size": "categorical_key", "sex": "categorical_key"}
