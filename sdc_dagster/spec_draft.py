@@ -177,8 +177,12 @@ _TOTAL_TOKEN = _words(r"tot\w*|gross|disposable|income|inc|wage|wages|earnings|e
 class DraftedVariable:
     """One column of the draft: its guessed role and scale, and why.
 
-    ``group`` is the scenario group of a key candidate (or ``"id"`` for an id-named column that is
-    neither unique nor a household id); ``rank`` orders continuous key candidates (lower first)."""
+    ``group`` is the scenario group of a key candidate, ``"amount"``, ``"categorical candidate"`` or
+    ``"continuous candidate"`` for a column outside the scenario that could be a key, ``"id"`` for an
+    id-named column that is neither unique nor a household id, ``"constant"``, ``"weight"`` or
+    ``"household weight"`` (a person's weight is preferred), ``"candidate"`` for a household id not
+    yet confirmed; ``rank`` orders
+    continuous key candidates (lower first)."""
 
     name: str
     role: str
@@ -340,7 +344,7 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
         return weight
     if len(counts) <= 1:
         return DraftedVariable(name, "other", "constant: carries no information" if len(counts) else
-                               "no observed value: carries no information")
+                               "no observed value: carries no information", group="constant")
     if (_named(_IDENTIFIER_TOKEN, tokens) or re.search(r"\bname\b|address|phone|e-?mail", label, re.I)) \
             and unique_share > IDENTIFIER_SHARE / 2:
         return DraftedVariable(name, "direct_identifier",
@@ -549,7 +553,7 @@ def draft_roles(contents: FileContents) -> list[DraftedVariable]:
 
     drafted = [guess(c) for c in columns]
     informative = [v.name for v in drafted if v.role in ("categorical_key", "continuous_key", "sensitive")
-                   or (v.role == "other" and v.group != "id" and not v.reason.startswith(("constant", "no observed")))]
+                   or (v.role == "other" and v.group not in ("id", "constant"))]
     household = None
     for i, v in enumerate(drafted):
         if v.role != "household_id":
