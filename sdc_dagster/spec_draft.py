@@ -136,6 +136,8 @@ _CODES: dict[str, str] = {
     "nace3d": "economic activity", "nace2d": "economic activity", "ilostat": "economic activity",
     "wstator": "economic activity", "hhnbpers": "household size", "hhlink": "household relationship",
     "hhnum": "id", "qhhnum": "id", "hhseqnum": "id", "coeff": "weight",  # HHSEQNUM: person number in household
+    # sdcMicro's CASCrefmicrodata (CASC project's business/tax test file): AFNLWGT is its weight
+    "afnlwgt": "weight", "agi": "total amount", "ptotval": "total amount", "emcontrb": "amount", "fica": "amount",
     # sdcMicro's testdata: its keys, and hhcivil, the sensitive variable of its l-diversity example
     "urbrur": "region", "roof": "dwelling", "walls": "dwelling", "water": "dwelling",
     "electcon": "dwelling", "relat": "household relationship", "hhcivil": "sensitive",
@@ -413,7 +415,7 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
                                f"{why}; {group}: a variable of the disclosure scenario an intruder knows, too many "
                                "values for a categorical key (recode it into classes to make it one)",
                                "continuous", missing=missing, group=group, rank=0)
-    if code == "total amount" or _AMOUNT_CODE.fullmatch(name) or _named(_AMOUNT_TOKEN, tokens) \
+    if code in ("total amount", "amount") or _AMOUNT_CODE.fullmatch(name) or _named(_AMOUNT_TOKEN, tokens) \
             or _AMOUNT_LABEL.search(label):
         total = code == "total amount" or _named(_TOTAL_TOKEN, tokens)
         return DraftedVariable(name, "continuous_key",

@@ -254,3 +254,18 @@ def test_household_words_in_a_scenario_variable_do_not_make_a_household_id():
                           "hh_nr": households, "hh_size": 3 - (rng.random(180) < 0.1), "sex": rng.integers(1, 3, 180)})
     assert roles(frame) == {"hh_region": "categorical_key", "regional_rate": "other", "hh_nr": "household_id",
                             "hh_size": "categorical_key", "sex": "categorical_key"}
+
+
+def test_casc_reference_file_names():
+    """The variables of sdcMicro's CASCrefmicrodata (all continuous, a final weight): the weight, the
+    two totals first among four continuous keys, the other amounts ``other``."""
+    rng = np.random.default_rng(10)
+    names = ["AFNLWGT", "AGI", "EMCONTRB", "FEDTAX", "PTOTVAL", "STATETAX", "TAXINC", "POTHVAL", "INTVAL",
+             "PEARNVAL", "FICA", "WSALVAL", "ERNVAL"]
+    frame = pd.DataFrame({name: rng.lognormal(9, 1, 300).round(1) for name in names})
+    drafted = {v.name: v for v in draft_roles(FileContents(frame, {}, {}, {}, "csv"))}
+    assert drafted["AFNLWGT"].role == "weight"
+    assert [name for name, v in drafted.items() if v.role == "continuous_key"] == ["AGI", "EMCONTRB", "FEDTAX", "PTOTVAL"]
+    assert {v.role for name, v in drafted.items() if name not in ("AFNLWGT", "AGI", "EMCONTRB", "FEDTAX", "PTOTVAL")} \
+        == {"other"}
+    assert "continuous keys (AGI, PTOTVAL, EMCONTRB, FEDTAX)" in drafted["WSALVAL"].reason
