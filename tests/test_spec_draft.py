@@ -265,7 +265,8 @@ def test_casc_reference_file_names():
     frame = pd.DataFrame({name: rng.lognormal(9, 1, 300).round(1) for name in names})
     drafted = {v.name: v for v in draft_roles(FileContents(frame, {}, {}, {}, "csv"))}
     assert drafted["AFNLWGT"].role == "weight"
-    assert [name for name, v in drafted.items() if v.role == "continuous_key"] == ["AGI", "EMCONTRB", "FEDTAX", "PTOTVAL"]
+    keys = [name for name, v in drafted.items() if v.role == "continuous_key"]
+    assert keys == ["AGI", "EMCONTRB", "FEDTAX", "PTOTVAL"]
     assert {v.role for name, v in drafted.items() if name not in ("AFNLWGT", "AGI", "EMCONTRB", "FEDTAX", "PTOTVAL")} \
         == {"other"}
     assert "continuous keys (AGI, PTOTVAL, EMCONTRB, FEDTAX)" in drafted["WSALVAL"].reason
