@@ -24,7 +24,11 @@ The roles follow a disclosure scenario (:func:`draft_roles`):
 * amounts (income, earnings, turnover, ...) and scenario variables with many numeric values are
   continuous keys, at most :data:`MAX_CONTINUOUS_KEYS` (scenario variables, then totals, then file
   order); the other amounts are ``other``: an intruder rarely knows a component of an income, and
-  l-diversity on a continuous amount says nothing, so they are not made ``sensitive`` either;
+  l-diversity on a continuous amount says nothing, so they are not made ``sensitive`` either; hours
+  worked, scores and ratios are not amounts (``other``, saying they could be keys); logs and squares
+  of another column are ``other``;
+* a file with no scenario variable and no amount (measurements, not persons) gets its first
+  candidates as keys, saying so, so that the draft checks and runs unedited;
 * a constant column carries no information and is never a key; special categories of personal data
   (health, ethnic origin, religion, trade-union membership, politics) are ``sensitive``.
 """
