@@ -6,12 +6,37 @@ labels become the category list (with the labels as comments), SPSS measurement 
 ordinal, scale) become scales, SPSS user-missing codes become the variable's missing codes. Every
 column gets a guessed role, and every guess says why in a comment, because a guess is only a
 proposal: the methodologist decides which variables an intruder could know (SPEC §1.1).
+
+The roles follow a disclosure scenario (:func:`draft_roles`):
+
+* direct identifiers and record ids (unique or near-unique per record, id-like names) are never
+  keys; a household or cluster id is a column named like one whose values repeat and within whose
+  groups some other variable is constant; a person number within households is an id too;
+* weights are recognised by name, SPSS/Stata variable label or statistical office code (Eurostat's
+  EU-SILC DB090, RB050, PB040, ..., the LFS's COEFF) and by shape (positive; a weakly named one must
+  sum to at least :data:`WEIGHT_SUM_RATIO` times the record count);
+* categorical keys are the variables an intruder knows (:data:`SCENARIO`: age, sex, region, marital
+  status, household size, citizenship, education, occupation, economic activity, then sdcMicro's
+  relationship and dwelling variables), recognised by name (English, some Polish and Spanish), label
+  and the variable codes of EU-SILC, the LFS and sdcMicro's examples; at most
+  :data:`MAX_CATEGORICAL_KEYS`, taken one per scenario group in turn; other categorical candidates are
+  ``other`` with a comment saying why they could be keys;
+* amounts (income, earnings, turnover, ...) and scenario variables with many numeric values are
+  continuous keys, at most :data:`MAX_CONTINUOUS_KEYS` (scenario variables, then totals, then file
+  order); the other amounts are ``other``: an intruder rarely knows a component of an income, and
+  l-diversity on a continuous amount says nothing, so they are not made ``sensitive`` either; hours
+  worked, scores and ratios are not amounts (``other``, saying they could be keys); logs and squares
+  of another column are ``other``;
+* a file with no scenario variable and no amount (measurements, not persons) gets its first
+  candidates as keys, saying so, so that the draft checks and runs unedited;
+* a constant column carries no information and is never a key; special categories of personal data
+  (health, ethnic origin, religion, trade-union membership, politics) are ``sensitive``.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -32,25 +57,139 @@ _READERS = {
 _FORMAT_NAMES = {".csv": "csv", ".parquet": "parquet", ".sav": "spss", ".zsav": "spss", ".dta": "stata",
                  ".sas7bdat": "sas", ".xpt": "xport"}
 
-# Column names that usually mean a role, whatever the language of the survey (en, pl, es).
-_IDENTIFIER_NAME = re.compile(r"(^|_)(id|ident|name|surname|nombre|apellido|nazwisko|imie|address|direccion|"
-                              r"adres|phone|telefono|telefon|email|pesel|nif|dni|nie|ssn|passport)($|_)", re.I)
-_WEIGHT_NAME = re.compile(r"weight|wgt|wght|^w$|^wt|peso|ponder|waga|factor", re.I)
-_HOUSEHOLD_NAME = re.compile(r"hid|household|(^|_)hh|hogar|vivienda|gospodarstw|(^|_)gd($|_)", re.I)
-_SENSITIVE_NAME = re.compile(r"health|disease|illness|religio|ethnic|crime|salud|enfermedad|zdrowie|choroba|"
-                             r"civil|marital", re.I)
-
 #: At most this many distinct values make a numeric column without labels a categorical variable.
 MAX_CATEGORIES = 20
-#: A household number has records of at most this many persons on average.
+#: A household number has records of at most this many persons on average (clusters may be larger).
 MAX_HOUSEHOLD_SIZE = 20
 #: A column whose values are unique on more than this share of records identifies them on its own.
 IDENTIFIER_SHARE = 0.95
+#: A household or cluster id: some other variable is constant in at least this share of its groups.
+CONSTANT_WITHIN_SHARE = 0.95
+#: A column only weakly named like a weight ("factor", "w") must sum to this many times the records.
+WEIGHT_SUM_RATIO = 2.0
+#: Categorical keys drafted at most (more make nearly every record unique and the risk step costly).
+MAX_CATEGORICAL_KEYS = 8
+#: Continuous keys drafted at most.
+MAX_CONTINUOUS_KEYS = 4
+#: Categorical keys drafted from candidates outside the scenario when a file has no scenario variable.
+FALLBACK_KEYS = 4
+#: Default of the linkage-risk threshold written into drafts with continuous keys.
+MAX_LINKAGE_RISK = 0.2
+
+
+def _words(pattern: str) -> re.Pattern:
+    return re.compile(rf"(?:{pattern})", re.I)
+
+
+# The disclosure scenario, in priority order: group -> (name token pattern, label pattern). A name is
+# split into lower-case tokens at "_", ".", digits and camelCase; a group matches when a token or the
+# whole name without separators matches its pattern in full, or its label pattern occurs in the label.
+SCENARIO: dict[str, tuple[str, str]] = {
+    "age": (r"x?age|ages|ageg\w*|agecat|edad|wiek|yob|yearbir|birth\w*|byear|dob|born",
+            r"\bage\b|year of birth|date of birth|\bedad\b|wiek|rok urodzenia"),
+    "sex": (r"sex|gender|male|female|sexo|plec|sx", r"\bsex\b|gender|\bsexo\b|płeć|\bplec\b"),
+    "region": (r"region|regio|reg|nuts\w*|province|provincia|prov|state|county|district|municip\w*|comuna|"
+               r"wojewodztwo|woj|powiat|gmina|urban|rural|urbrur|urbani[sz]ation|degurba|smsa|msa|metro|south|"
+               r"north|northeast|northcen\w*|west|east|midwest|residence|location|geo|city|town|village|ccaa",
+               r"region|province|district|urban|rural|degree of urbani|geograph|metropolitan|residence"),
+    "marital status": (r"marital\w*|marstat|married|maried|single|divorce\w*|widow\w*|estadocivil|stancywilny",
+                       r"marital|civil status|estado civil|stan cywilny"),
+    "household size": (r"hhsize|hsize|householdsize|hhnbpers|famsize|familysize|nbpers|npers|hhmembers",
+                       r"household size|number of (household )?(members|persons)"),
+    "citizenship": (r"citizen\w*|nationality|national|countryb|cob|foreign\w*|immigr\w*|migrant\w*|"
+                    r"obywatel\w*|nacionalidad|language|lang",
+                    r"citizen|nationality|country of birth|language"),
+    "education": (r"educ\w*|edu|school|schooling|isced|degree|diploma|qualif\w*|hatlev\w*|estudios|"
+                  r"wyksztalcenie|wykszt|hschool",
+                  r"education|school|isced|degree|qualification"),
+    "occupation": (r"occup\w*|occ|\w+occ|isco\w*|profession|job|ocupacion|zawod",
+                   r"occupation|isco|profession"),
+    "economic activity": (r"industry|indus\w*|sector|nace\w*|activity|branch|workstat|wrkstat|empstat|"
+                          r"selfemp\w*|ilostat|wstator|parttime|fulltime|construc|ndurman|trcommpu|trade|"
+                          r"services|profserv|manuf\w*",
+                          r"industry|economic activity|nace|employment status|economic status|sector"),
+    "household relationship": (r"relat|relationship|relhead|hhlink|parentesco", r"relationship to"),
+    "dwelling": (r"roof|walls?|water|electcon|electricity|toilet|floor|dwelling|owned|ownhome|condo\w*|apartment",
+                 r"dwelling|roof|walls|drinking water|electricity"),
+}
+# Scenario groups whose numbers are codes (ISCO, NACE, NUTS, ISCED, ...): categorical however many;
+# age, year of birth and household size may be numbers too many for a categorical key.
+_CODED_GROUPS = {"sex", "region", "marital status", "citizenship", "education", "occupation", "economic activity",
+                 "household relationship", "dwelling"}
+_SCENARIO = {group: (re.compile(rf"(?:{tokens})", re.I), re.compile(label, re.I))
+             for group, (tokens, label) in SCENARIO.items()}
+
+# Variable codes of statistical offices (Eurostat EU-SILC and LFS, sdcMicro's example data), by
+# what they are: a scenario group, or a role.
+_CODES: dict[str, str] = {
+    # EU-SILC
+    "db040": "region", "db100": "region", "rb080": "age", "pb140": "age", "rb090": "sex", "pb150": "sex",
+    "pb190": "marital status", "pb200": "marital status", "pb220a": "citizenship", "pb210": "citizenship",
+    "pe040": "education", "pl051": "occupation", "pl111": "economic activity", "pl031": "economic activity",
+    "hx040": "household size", "rb210": "economic activity",
+    "db030": "id", "hb030": "id", "rb030": "id", "pb030": "id", "rb040": "id", "px030": "id", "rx030": "id",
+    "rb220": "id", "rb230": "id", "rb240": "id",
+    "db080": "household weight", "db090": "household weight", "db095": "household weight",
+    "rb050": "weight", "rb050a": "weight", "rb060": "weight", "rb062": "weight", "rb063": "weight",
+    "rb064": "weight", "pb040": "weight", "pb050": "weight", "pb060": "weight", "pb080": "weight",
+    "hy010": "total amount", "hy020": "total amount", "hy022": "total amount", "hy023": "total amount",
+    "hx090": "total amount",
+    # LFS
+    "sex": "sex", "yearbir": "age", "age": "age", "region": "region", "degurba": "region",
+    "countryb": "citizenship", "national": "citizenship", "marstat": "marital status",
+    "hatlev1d": "education", "hatlev": "education", "isco4d": "occupation", "isco3d": "occupation",
+    "nace3d": "economic activity", "nace2d": "economic activity", "ilostat": "economic activity",
+    "wstator": "economic activity", "hhnbpers": "household size", "hhlink": "household relationship",
+    "hhnum": "id", "qhhnum": "id", "hhseqnum": "id", "coeff": "weight",  # HHSEQNUM: person number in household
+    # sdcMicro's CASCrefmicrodata (CASC project's business/tax test file): AFNLWGT is its weight
+    "afnlwgt": "weight", "agi": "total amount", "ptotval": "total amount", "emcontrb": "amount", "fica": "amount",
+    # sdcMicro's testdata: its keys, and hhcivil, the sensitive variable of its l-diversity example
+    "urbrur": "region", "roof": "dwelling", "walls": "dwelling", "water": "dwelling",
+    "electcon": "dwelling", "relat": "household relationship", "hhcivil": "sensitive",
+}
+# EU-SILC income variables: PY010G..PY140N (personal), HY010..HY145N (household), HX... derived.
+_AMOUNT_CODE = re.compile(r"(py|hy)\d{3}[gn]?|hx\d{3}", re.I)
+
+_IDENTIFIER_TOKEN = _words(r"name|surname|firstname|lastname|nombre|apellido|nazwisko|imie|address|direccion|adres|"
+                           r"phone|telefono|telefon|email|mail|pesel|nif|dni|nie|ssn|passport|street|zip|postcode")
+_ID_TOKEN = _words(r"id|ids|ident\w*|idno|caseid|serial|seqno|recno|nr|nro|pid|respid|rownames?|rownum\w*|"
+                   r"obsno|index|idx")
+_PERSON_TOKEN = _words(r"person|pers|pernum|pno|pnr|member|lineno|line|student|pupil|respondent|resp")
+_HOUSEHOLD_TOKEN = _words(r"hid|hhid|hh|hhnr|household|hogar|vivienda|gospodarstw\w*|gd|famid|family|fam")
+_CLUSTER_TOKEN = _words(r"cluster|psu|school|schid|schoolid|firm|company|village|community|class|classroom|caseid")
+_WEIGHT_TOKEN = _words(r"weights?|wgt\w*|\w*wgt|wght|pweight|hweight|perwt|hhwt|peso|ponder\w*|waga|grossing")
+_WEAK_WEIGHT_TOKEN = _words(r"w|wt|fac|factor|fexp|expansion|coef")
+_WEIGHT_LABEL = re.compile(r"weight|grossing|expansion factor|factor de expansi|ponderaci|waga", re.I)
+_NOT_WEIGHT_LABEL = re.compile(r"\bkg\b|\blbs?\b|pound|body|birth ?weight|gram", re.I)
+_HOUSEHOLD_LEVEL = _words(r"hh|household|hogar|house|dom|db\d{3}|hx\d{3}")
+_SENSITIVE_TOKEN = _words(r"\w*health\w*|\w*hlth\w*|disea\w*|illness|ill|religio\w*|relig|attend|ethn\w*|race|black|"
+                          r"white|nonwhite|hispanic|hisp|afam|minrty|minority|union|crime|criminal|politic\w*|party|"
+                          r"vote|salud|enfermedad|zdrowie|choroba|sexual\w*|disab\w*|physlm|inj\w*|dead|death|died|"
+                          r"mortality|abortion")
+_SENSITIVE_LABEL = re.compile(r"health|disease|illness|injur|religio|ethnic|race|trade union|crime|politic|disab",
+                              re.I)
+_AMOUNT_TOKEN = _words(r"income\w*|inc|\w+inc|earn\w*|wages?|\w*wage|salar\w*|pay|turnover|sales|revenue\w*|"
+                       r"expend\w*|expense\w*|spend\w*|consum\w*|assets?|value|val|"
+                       r"\w*(tot|oth|earn|ern|sal|int|inc)val|"
+                       r"profits?|cost|costs|rent|"
+                       r"\w*tax|taxes|benefits?|pensions?|saving\w*|wealth|debts?|capital|output|invest\w*|"
+                       r"\w+dol|dollars|amount|price|ingreso\w*|salario|renta|gasto\w*|dochod\w*|wynagrodz\w*|"
+                       r"przychod\w*|rd")
+_AMOUNT_LABEL = re.compile(r"income|earning|wage|salary|turnover|sales|revenue|expenditure|consumption|assets|"
+                           r"profit|pension|benefit|amount|in (dollars|euro|eur|usd)", re.I)
+_TOTAL_TOKEN = _words(r"tot\w*|gross|disposable|income|inc|wage|wages|earnings|expend\w*|sales|turnover")
 
 
 @dataclass(frozen=True)
 class DraftedVariable:
-    """One column of the draft: its guessed role and scale, and why."""
+    """One column of the draft: its guessed role and scale, and why.
+
+    ``group`` is the scenario group of a key candidate, ``"amount"``, ``"categorical candidate"`` or
+    ``"continuous candidate"`` for a column outside the scenario that could be a key, ``"id"`` for an
+    id-named column that is neither unique nor a household id, ``"constant"``, ``"weight"`` or
+    ``"household weight"`` (a person's weight is preferred), ``"candidate"`` for a household id not
+    yet confirmed; ``rank`` orders
+    continuous key candidates (lower first)."""
 
     name: str
     role: str
@@ -59,6 +198,8 @@ class DraftedVariable:
     categories: tuple | None = None
     category_labels: dict | None = None
     missing: tuple = ()
+    group: str | None = None
+    rank: int = 0
 
 
 @dataclass(frozen=True)
@@ -110,6 +251,8 @@ def read_with_metadata(path: Path) -> FileContents:
 
 def _plain(value):
     """A YAML-friendly Python scalar (integers stay integers)."""
+    if isinstance(value, np.bool_):
+        return bool(value)
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (float, np.floating)):
@@ -121,77 +264,323 @@ def _whole_numbers(values: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(values) and bool(np.all(np.mod(values.dropna().to_numpy(float), 1) == 0))
 
 
-def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, measure: str | None = None,
-                   missing: tuple = ()) -> DraftedVariable:
-    """The role (SPEC §1.1) and scale (§1.2) a column most likely has, with the reason.
+def _tokens(name: str) -> list[str]:
+    """The lower-case words of a column name, split at separators, digits and camelCase, plus the
+    whole name without separators (``hh_size`` -> ``hh``, ``size``, ``hhsize``)."""
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1_\2", name)
+    words = [w for w in re.split(r"[^A-Za-z]+", spaced.lower()) if w]
+    squashed = re.sub(r"[^a-z]", "", name.lower())
+    return words + ([squashed] if squashed and squashed not in words else [])
 
-    Rules, first match wins: named like an identifier or text unique per record -> direct
-    identifier; named like a weight and positive -> weight; named like a household number and
-    repeated (households of a plausible size) -> household id; consecutive whole numbers, one per
-    record -> record id; labelled, measured nominal/ordinal or with at most
-    :data:`MAX_CATEGORIES` whole-number codes (or text) -> categorical key (sensitive when named like
-    health, religion, ethnicity, crime or marital status); other numbers -> continuous key.
+
+def _named(pattern: re.Pattern, tokens: list[str]) -> bool:
+    return any(pattern.fullmatch(t) for t in tokens)
+
+
+def scenario_group(name: str, label: str = "") -> str | None:
+    """The group of the disclosure scenario (:data:`SCENARIO`) a variable belongs to, or None:
+    by office variable code first, then by the words of its name, then by its label."""
+    code = _CODES.get(name.lower())
+    if code in SCENARIO:
+        return code
+    if code is not None:
+        return None
+    tokens = _tokens(name)
+    for group, (token_pattern, _) in _SCENARIO.items():
+        if _named(token_pattern, tokens):
+            return group
+    for group, (_, label_pattern) in _SCENARIO.items():
+        if label and label_pattern.search(label):
+            return group
+    return None
+
+
+def _derived_from(name: str, columns) -> str | None:
+    """The column ``name`` is a log or square of (``lwage``, ``lnsales``, ``expersq``), if any."""
+    lower = {str(c).lower(): str(c) for c in columns if str(c) != name}
+    low = name.lower()
+    for prefix in ("log_", "log", "ln_", "ln", "l_", "l"):
+        if low.startswith(prefix) and low[len(prefix):] in lower:
+            return lower[low[len(prefix):]]
+    for suffix in ("_sq", "sq", "2", "_squared"):
+        stem = low.removesuffix(suffix)
+        if stem != low and len(stem) >= 3:
+            found = [original for other, original in lower.items() if other.startswith(stem)]
+            if found:
+                return found[0]
+    return None
+
+
+def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, measure: str | None = None,
+                   missing: tuple = (), label: str = "", columns=(), grouping: bool = True) -> DraftedVariable:
+    """The role (SPEC §1.1) and scale (§1.2) a column most likely has on its own, with the reason.
+
+    Rules, first match wins:
+
+    * named or labelled like a weight (or an office's weight code), positive (and, when only weakly
+      named, summing to :data:`WEIGHT_SUM_RATIO` times the records) -> weight, even when constant
+      (an equal-probability sample); named like one but with zeros -> ``other``, saying so;
+    * one observed value -> ``other`` (constant);
+    * named like a direct identifier and unique on most records, text unique per record, or named
+      like an id and unique per record -> direct identifier;
+    * named like a cluster or other id, or like a household (not a scenario variable such as
+      ``hh_size``; at most :data:`MAX_HOUSEHOLD_SIZE` records per value on average), with repeating
+      values -> ``household_id`` candidate (:func:`draft_roles` confirms it against the other
+      columns; with ``grouping=False`` it was refused, and an id-named one becomes ``other``);
+    * consecutive whole numbers, one per record -> record id;
+    * a categorical column (labels, measured nominal/ordinal, text, at most :data:`MAX_CATEGORIES`
+      whole-number codes, a scenario variable with few values such as age classes 17.5, 22, ..., or
+      the whole-number codes of a coded scenario group such as occupation) -> sensitive when named
+      like a special category of personal data, a categorical key when it is a scenario variable
+      (:func:`scenario_group`), else ``other``;
+    * a numeric column derived from another (log, square) -> ``other``; a scenario variable or an
+      amount -> continuous key candidate; anything else -> ``other``.
+
+    The caps and one-of-each rules are applied by :func:`draft_roles`.
     """
     observed = values[~values.isin(missing)].dropna() if missing else values.dropna()
     n = len(values)
     counts = observed.value_counts()
     unique_share = float((counts == 1).sum() / n) if n else 0.0
-    numeric = pd.api.types.is_numeric_dtype(values)
-    if _IDENTIFIER_NAME.search(name) and unique_share > IDENTIFIER_SHARE / 2:
+    numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+    code = _CODES.get(name.lower())
+    tokens = _tokens(name)
+    label = label or ""
+    weight = _weight_guess(name, observed, code, tokens, label, numeric)
+    if weight is not None:  # before the constant rule: an equal-probability sample has a constant weight
+        return weight
+    if len(counts) <= 1:
+        return DraftedVariable(name, "other", "constant: carries no information" if len(counts) else
+                               "no observed value: carries no information", group="constant")
+    if (_named(_IDENTIFIER_TOKEN, tokens) or re.search(r"\bname\b|address|phone|e-?mail", label, re.I)) \
+            and unique_share > IDENTIFIER_SHARE / 2:
         return DraftedVariable(name, "direct_identifier",
                                f"named like an identifier and unique on {unique_share:.0%} of records; it is "
                                "removed before release")
     if not numeric and unique_share > IDENTIFIER_SHARE:
         return DraftedVariable(name, "direct_identifier",
                                f"text unique on {unique_share:.0%} of records: it identifies them on its own")
-    if _WEIGHT_NAME.search(name) and numeric and len(observed) and (observed > 0).all():
-        return DraftedVariable(name, "weight", "named like a weight, every value positive")
-    if (_HOUSEHOLD_NAME.search(name) and _whole_numbers(values)
-            and len(observed) / MAX_HOUSEHOLD_SIZE <= len(counts) < len(observed)):
+    id_named = code == "id" or _named(_ID_TOKEN, tokens) or _named(_PERSON_TOKEN, tokens)
+    # "hh_size", "hh_region": household words in a scenario variable's name; households hold few persons
+    household_named = (_named(_HOUSEHOLD_TOKEN, tokens) and scenario_group(name, label) is None
+                       and len(observed) <= MAX_HOUSEHOLD_SIZE * len(counts))
+    group_named = household_named or _named(_CLUSTER_TOKEN, tokens)
+    if (id_named or group_named) and unique_share > IDENTIFIER_SHARE:
+        return DraftedVariable(name, "direct_identifier",
+                               f"named like an id and unique on {unique_share:.0%} of records: it identifies "
+                               "them; it is removed before release")
+    if grouping and (id_named or group_named) and len(counts) < len(observed):
         return DraftedVariable(name, "household_id",
-                               f"named like a household number; {len(counts)} households for {len(observed)} records")
+                               f"named like a household or cluster id; {len(counts)} groups for {len(observed)} "
+                               "records",
+                               group="candidate")
+    if id_named and not grouping:
+        return DraftedVariable(name, "other",
+                               "named like an id, but neither unique per record nor grouping records that share "
+                               "other values (an id of another unit, or a person number): never a key", group="id")
     if (numeric and _whole_numbers(values) and unique_share > IDENTIFIER_SHARE and not labels
             and observed.max() - observed.min() + 1 == len(counts)):
-        return DraftedVariable(name, "record_id",
-                               "consecutive whole numbers, one per record: a record number")
-    categorical = bool(labels) or measure in ("nominal", "ordinal") or not numeric or (
-        _whole_numbers(values) and len(counts) <= MAX_CATEGORIES)
+        return DraftedVariable(name, "record_id", "consecutive whole numbers, one per record: a record number")
+    group = scenario_group(name, label)
+    few = len(counts) <= MAX_CATEGORIES
+    categorical = bool(labels) or measure in ("nominal", "ordinal") or not numeric or (group is not None and few) or (
+        _whole_numbers(values) and (few or group in _CODED_GROUPS))
     if categorical:
         codes = sorted({_plain(v) for v in observed.unique()} | {_plain(v) for v in (labels or {})}, key=str)
         if all(isinstance(c, (int, float)) for c in codes):
             codes = sorted(codes)
         scale = "ordinal" if measure == "ordinal" else "nominal"
         why = ("value labels" if labels else f"measured {measure}" if measure in ("nominal", "ordinal")
-               else "text values" if not numeric else f"{len(counts)} distinct codes")
-        if _SENSITIVE_NAME.search(name):
-            return DraftedVariable(name, "sensitive", f"{why}; named like a sensitive attribute (l-diversity target)",
-                                   scale, tuple(codes), labels or None, missing)
-        return DraftedVariable(name, "categorical_key",
-                               f"{why}: a categorical quasi-identifier an intruder may know; set role: other if not",
-                               scale, tuple(codes), labels or None, missing)
+               else "yes/no values" if pd.api.types.is_bool_dtype(values) else "text values" if not numeric
+               else f"{len(counts)} distinct codes")
+        details = dict(scale=scale, categories=tuple(codes), category_labels=labels or None, missing=missing)
+        if code == "sensitive":
+            return DraftedVariable(name, "sensitive", f"{why}; the sensitive variable of sdcMicro's l-diversity "
+                                   "example: l-diversity target", **details)
+        if _named(_SENSITIVE_TOKEN, tokens) or _SENSITIVE_LABEL.search(label):
+            return DraftedVariable(name, "sensitive", f"{why}; named like a special category of personal data "
+                                   "(health, ethnic origin, religion, trade union, politics): l-diversity target",
+                                   **details)
+        if group is not None:
+            return DraftedVariable(name, "categorical_key",
+                                   f"{why}; {group}: a variable of the disclosure scenario an intruder knows",
+                                   group=group, **details)
+        return DraftedVariable(name, "other",
+                               f"{why}: could be a categorical key if an intruder knows it, but it is not a "
+                               "variable of the disclosure scenario (age, sex, region, marital status, household "
+                               "size, citizenship, education, occupation, economic activity)",
+                               group="categorical candidate", **details)
     why = f"measured {measure}" if measure == "scale" else f"{len(counts)} distinct numeric values"
-    return DraftedVariable(name, "continuous_key",
-                           f"{why}: a continuous quasi-identifier; set role: other if an intruder cannot know it",
-                           "continuous", missing=missing)
+    source = _derived_from(name, columns)
+    if source is not None:
+        return DraftedVariable(name, "other", f"{why}, derived from {source!r} (log or square): it carries the same "
+                               "information, never a key of its own", "continuous", missing=missing)
+    if group is not None:
+        return DraftedVariable(name, "continuous_key",
+                               f"{why}; {group}: a variable of the disclosure scenario an intruder knows, too many "
+                               "values for a categorical key (recode it into classes to make it one)",
+                               "continuous", missing=missing, group=group, rank=0)
+    if code in ("total amount", "amount") or _AMOUNT_CODE.fullmatch(name) or _named(_AMOUNT_TOKEN, tokens) \
+            or _AMOUNT_LABEL.search(label):
+        total = code == "total amount" or _named(_TOTAL_TOKEN, tokens)
+        return DraftedVariable(name, "continuous_key",
+                               f"{why}; an amount{' (a total or main amount)' if total else ''}: an intruder may "
+                               "know it roughly "
+                               "(registers, a business directory), a continuous key; or role sensitive if only "
+                               "its disclosure matters", "continuous", missing=missing, group="amount",
+                               rank=1 if total else 2)
+    return DraftedVariable(name, "other",
+                           f"{why}, neither a scenario variable nor an amount: make it a continuous_key if an "
+                           "intruder could know it", "continuous", missing=missing, group="continuous candidate")
 
 
-# Roles a spec gives to one column at most.
-_SINGLE_ROLES = ("weight", "household_id", "record_id")
+def _weight_guess(name: str, observed: pd.Series, code: str | None, tokens: list[str], label: str,
+                  numeric: bool) -> DraftedVariable | None:
+    """A weight by office code, name or label, and shape: positive; a weakly named one ("factor",
+    "w") summing to at least :data:`WEIGHT_SUM_RATIO` times the records, as a grossing-up weight does."""
+    strong = (code in ("weight", "household weight") or _named(_WEIGHT_TOKEN, tokens)
+              or bool(_WEIGHT_LABEL.search(label)))
+    weak = _named(_WEAK_WEIGHT_TOKEN, tokens)
+    if not (strong or weak) or not numeric or _NOT_WEIGHT_LABEL.search(label) or observed.empty:
+        return None
+    if not (observed > 0).all():
+        if not strong:
+            return None
+        return DraftedVariable(name, "other", f"named or labelled like a weight, but {int((observed <= 0).sum())} of "
+                               "its values are 0 or negative and weights must be positive: fix or drop those records, "
+                               "then make it the weight; never a key", "continuous")
+    ratio = float(observed.sum()) / len(observed) if len(observed) else 0.0
+    if not strong and ratio < WEIGHT_SUM_RATIO:
+        return None
+    household = code == "household weight" or _named(_HOUSEHOLD_LEVEL, tokens)
+    kind = "an office's weight code" if code in ("weight", "household weight") else "a weight"
+    return DraftedVariable(name, "weight",
+                           f"named or labelled like {kind}, every value positive, summing to {ratio:.3g} times the "
+                           f"record count{' (a household weight)' if household else ''}",
+                           group="household weight" if household else "weight")
+
+
+def _grouped_constant(data: pd.DataFrame, column: str, others: list[str]) -> list[str]:
+    """The columns of ``others`` constant within the groups of ``column`` (in at least
+    :data:`CONSTANT_WITHIN_SHARE` of the groups of two or more records), one vectorised groupby."""
+    if not others:
+        return []
+    groups = data.groupby(column, sort=False, dropna=True)
+    sizes = groups.size()
+    multi = sizes.index[sizes > 1]
+    if len(multi) == 0:
+        return []
+    distinct = groups[others].nunique(dropna=False).loc[multi]
+    share = (distinct <= 1).mean()
+    return share.index[share >= CONSTANT_WITHIN_SHARE].tolist()
 
 
 def _one_of_each(drafted: list[DraftedVariable]) -> list[DraftedVariable]:
-    """The first guess of each single-column role stands; later ones become ``other``, saying so."""
+    """One weight, household id and record id: the first of each stands (a person's weight before a
+    household's, as the risk is per person), later ones become ``other``, saying so."""
     first: dict[str, str] = {}
+    weights = sorted((v for v in drafted if v.role == "weight"), key=lambda v: v.group == "household weight")
+    if weights:
+        first["weight"] = weights[0].name
     out = []
     for v in drafted:
-        if v.role in _SINGLE_ROLES:
-            if v.role in first:
-                v = DraftedVariable(v.name, "other", f"looks like a {v.role} too, but {first[v.role]!r} was taken "
+        if v.role in ("weight", "household_id", "record_id"):
+            taken = first.setdefault(v.role, v.name)
+            if taken != v.name:
+                v = DraftedVariable(v.name, "other", f"looks like a {v.role} too, but {taken!r} was taken "
                                     f"as the survey's {v.role}; swap them if this one is right", "continuous")
-            else:
-                first[v.role] = v.name
         out.append(v)
     return out
+
+
+def _cap_keys(drafted: list[DraftedVariable]) -> list[DraftedVariable]:
+    """At most :data:`MAX_CATEGORICAL_KEYS` categorical keys, one per scenario group in priority order
+    in turn (so that sex, region and education are not crowded out by five region dummies), and at
+    most :data:`MAX_CONTINUOUS_KEYS` continuous keys (scenario variables, then totals, then the other
+    amounts, in file order); the rest become ``other`` with the reason."""
+    order = list(SCENARIO)
+    categorical = [v for v in drafted if v.role == "categorical_key"]
+    turn = {}
+    seen: dict[str, int] = {}
+    for v in categorical:
+        turn[v.name] = (seen.get(v.group, 0), order.index(v.group))
+        seen[v.group] = seen.get(v.group, 0) + 1
+    kept = set(sorted(turn, key=turn.get)[:MAX_CATEGORICAL_KEYS])
+    continuous = [v for v in drafted if v.role == "continuous_key"]
+    ranked = sorted(continuous, key=lambda v: v.rank)  # stable: file order within a rank
+    kept |= {v.name for v in ranked[:MAX_CONTINUOUS_KEYS]}
+    kept_continuous = [v.name for v in ranked[:MAX_CONTINUOUS_KEYS]]
+    out = []
+    for v in drafted:
+        if v.role == "categorical_key" and v.name not in kept:
+            v = replace(v, role="other", reason=f"{v.reason}; left out of the keys: the draft keeps at most "
+                        f"{MAX_CATEGORICAL_KEYS} categorical keys, one scenario group in turn; swap it in if an "
+                        "intruder is more likely to know it")
+        elif v.role == "continuous_key" and v.name not in kept:
+            v = replace(v, role="other", reason=f"{v.reason}; left out of the keys: the draft keeps at most "
+                        f"{MAX_CONTINUOUS_KEYS} continuous keys ({', '.join(kept_continuous)}); an intruder rarely "
+                        "knows this one as well")
+        out.append(v)
+    return out
+
+
+def _keys_when_none(drafted: list[DraftedVariable]) -> list[DraftedVariable]:
+    """Without any scenario variable or amount (measurements, not persons: a spec needs a key), the
+    first :data:`FALLBACK_KEYS` categorical and :data:`MAX_CONTINUOUS_KEYS` numeric candidates become
+    keys, saying so, so that the draft can be checked and run as it is."""
+    if any(v.role in ("categorical_key", "continuous_key") for v in drafted):
+        return drafted
+    promoted = {"categorical candidate": ("categorical_key", FALLBACK_KEYS),
+                "continuous candidate": ("continuous_key", MAX_CONTINUOUS_KEYS)}
+    taken = {group: 0 for group in promoted}
+    out = []
+    for v in drafted:
+        if v.group in promoted and taken[v.group] < promoted[v.group][1]:
+            taken[v.group] += 1
+            v = replace(v, role=promoted[v.group][0], reason=f"{v.reason}. No variable of the disclosure scenario "
+                        "and no amount was found, so the first candidates are drafted as keys: set role other "
+                        "on those an intruder cannot know")
+        out.append(v)
+    return out
+
+
+def draft_roles(contents: FileContents) -> list[DraftedVariable]:
+    """The drafted role of every column of a file read by :func:`read_with_metadata` (the scenario
+    in the module docstring): each column guessed on its own (:func:`guess_variable`), household and
+    cluster id candidates kept when another variable is constant within their groups, person numbers
+    within the household recognised, then one weight/household id/record id, the key caps, and keys
+    from the other candidates when no scenario variable or amount was found."""
+    data = contents.data
+    columns = [str(c) for c in data.columns]
+
+    def guess(column, grouping=True):
+        return guess_variable(column, data[column], labels=contents.value_labels.get(column),
+                              measure=contents.measures.get(column), missing=contents.user_missing.get(column, ()),
+                              label=contents.column_labels.get(column, ""), columns=columns, grouping=grouping)
+
+    drafted = [guess(c) for c in columns]
+    informative = [v.name for v in drafted if v.role in ("categorical_key", "continuous_key", "sensitive")
+                   or (v.role == "other" and v.group not in ("id", "constant"))]
+    household = None
+    for i, v in enumerate(drafted):
+        if v.role != "household_id":
+            continue
+        constant = _grouped_constant(data, v.name, [c for c in informative if c != v.name])
+        if constant and household is None:
+            household = v.name
+            shown = ", ".join(constant[:4]) + (", ..." if len(constant) > 4 else "")
+            drafted[i] = replace(v, reason=f"{v.reason}; constant within them: {shown}", group=None)
+        elif constant:
+            drafted[i] = replace(v, group=None)  # a second grouping: _one_of_each says so
+        else:
+            drafted[i] = guess(v.name, grouping=False)
+    if household is not None:
+        keys = data[household]
+        for i, v in enumerate(drafted):
+            if v.group == "id" and not data.loc[keys.notna(), [household, v.name]].duplicated().any():
+                drafted[i] = replace(v, reason=f"a person number within the household {household!r}: together "
+                                     "they identify the record; never a key")
+    return _keys_when_none(_cap_keys(_one_of_each(drafted)))
 
 
 def column_type(values: pd.Series) -> str:
@@ -220,19 +609,17 @@ def draft_spec(path: str | Path, survey: str) -> str:
 
     Returns
     -------
-    The spec text: every column with its type (and SPSS/Stata variable label) and its guessed role
-    with a comment giving the reason, value labels as commented categories, SPSS user-missing codes as ``missing:``, the risk parameters of
-    SPEC §12 and one protection plan (local suppression to 3-anonymity) to start from.
+    The spec text: every column with its type (and SPSS/Stata variable label) and its drafted role
+    (:func:`draft_roles`) with a comment giving the reason, value labels as commented categories,
+    SPSS user-missing codes as ``missing:``, the risk parameters of SPEC §12 (with
+    ``max_linkage_risk`` when there are continuous keys) and the plans to start from: local
+    suppression to 3-anonymity when there are categorical keys, MDAV microaggregation (k = 5) of the
+    continuous keys when there are continuous keys.
     """
     path = Path(path)
     check_name("survey name", survey)
     contents = read_with_metadata(path)
-    drafted = [
-        guess_variable(str(c), contents.data[c], labels=contents.value_labels.get(c),
-                       measure=contents.measures.get(c), missing=contents.user_missing.get(c, ()))
-        for c in contents.data.columns
-    ]
-    drafted = _one_of_each(drafted)
+    drafted = draft_roles(contents)
     lines = [
         f"# Survey spec drafted by `sdc init` from {path.name} ({len(contents.data)} records,",
         f"# {contents.data.shape[1]} columns). Every role below is a GUESS with its reason: check each one,",
@@ -261,20 +648,50 @@ def draft_spec(path: str | Path, survey: str) -> str:
         if v.category_labels:
             shown = ", ".join(f"{_plain(code)} = {label}" for code, label in v.category_labels.items())
             lines.append(f"    # labels: {shown}")
-    keys = [v.name for v in drafted if v.role == "categorical_key"]
+    categorical = [v.name for v in drafted if v.role == "categorical_key"]
+    continuous = [v.name for v in drafted if v.role == "continuous_key"]
     lines += [
         "risk:",
         "  k: 3                          # k-anonymity threshold (SPEC §3.3)",
         "  l: 2                          # l-diversity of sensitive variables (SPEC §3.6)",
         "  max_global_risk: 0.01         # expected share of re-identified records allowed (SPEC §3.4)",
         "  individual_risk_threshold: 0.05",
-        "plans:",
-        "  suppress_k3:",
-        "    description: local suppression of the categorical keys to 3-anonymity (a plan to start from)",
-        "    k: 3",
-        "    steps:",
-        "      - {method: local_suppression, k: 3}",
     ]
-    if not keys:
-        lines.insert(3, "# No column looked like a categorical key: give at least one the role categorical_key.")
+    if continuous:
+        lines += [
+            f"  max_linkage_risk: {MAX_LINKAGE_RISK}         # share of released records that the best record "
+            "linkage an",
+            "                                # intruder could run on the continuous keys links to their own",
+            "                                # original record: at most one in five (next to sdcMicro's dRisk,",
+            "                                # the share of records whose masked values stay near the original)",
+        ]
+    lines.append("plans:")
+    if categorical:
+        lines += [
+            "  suppress_k3:",
+            "    description: local suppression of the categorical keys to 3-anonymity (a plan to start from)",
+            "    k: 3",
+            "    steps:",
+            "      - {method: local_suppression, k: 3}",
+        ]
+    if continuous:
+        lines += [
+            "  microaggregate_k5:",
+            "    description: MDAV microaggregation of the continuous keys in groups of at least 5"
+            + (", then local suppression to 3-anonymity" if categorical else ""),
+            "    k: 3",
+            "    steps:",
+            f"      - {{method: microaggregation, columns: {_flow(continuous)}, k: 5}}",
+        ]
+        if categorical:
+            lines.append("      - {method: local_suppression, k: 3}")
+    if not categorical and not continuous:
+        lines.insert(3, "# No column looked like a key: give at least one the role categorical_key or continuous_key.")
+        lines += [
+            "  suppress_k3:",
+            "    description: local suppression of the categorical keys to 3-anonymity (once keys are chosen)",
+            "    k: 3",
+            "    steps:",
+            "      - {method: local_suppression, k: 3}",
+        ]
     return "\n".join(lines) + "\n"
