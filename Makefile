@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 WHEEL_VENV := build/wheel-venv
 
-.PHONY: demo test ui chromium wheel-check
+.PHONY: demo test test-quick ui chromium wheel-check
 
 $(BIN)/sdc: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ ui: $(BIN)/sdc
 
 test: $(BIN)/sdc chromium
 	$(BIN)/python -m pytest -q
+
+# The quick subset (a few minutes): no browser, no public corpus, no other slow end-to-end test.
+test-quick: $(BIN)/sdc
+	$(BIN)/python -m pytest -q -m "not slow and not ui"
 
 # Build the wheel, install it into a fresh venv and, from an empty temporary directory with an empty
 # user home (so the per-user data home is used): check that no top-level `assets`/`resources` package

@@ -346,7 +346,7 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
     code = _CODES.get(name.lower())
     tokens = _tokens(name)
     label = label or ""
-    weight = _weight_guess(name, observed, code, tokens, label, numeric)
+    weight = _weight_guess(name, observed, code, tokens, label, numeric, unobserved=n - len(observed))
     if weight is not None:  # before the constant rule: an equal-probability sample has a constant weight
         return weight
     if len(counts) <= 1:
@@ -435,9 +435,15 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
 
 
 def _weight_guess(name: str, observed: pd.Series, code: str | None, tokens: list[str], label: str,
-                  numeric: bool) -> DraftedVariable | None:
+                  numeric: bool, *, unobserved: int = 0) -> DraftedVariable | None:
     """A weight by office code, name or label, and shape: positive; a weakly named one ("factor",
-    "w") summing to at least :data:`WEIGHT_SUM_RATIO` times the records, as a grossing-up weight does."""
+    "w") summing to at least :data:`WEIGHT_SUM_RATIO` times the records, as a grossing-up weight does.
+
+    The risk (SPEC §3.2) reads a weight as a grossing-up factor: the number of population units a
+    record stands for, at least 1, on every record. A weight-named column with missing values (a
+    body weight) or with values below 1 (a relative, normalised weight with mean about 1, as the
+    European Social Survey's dweight and pspwght) cannot be that, and is drafted ``other``
+    with the reason."""
     strong = (code in ("weight", "household weight") or _named(_WEIGHT_TOKEN, tokens)
               or bool(_WEIGHT_LABEL.search(label)))
     weak = _named(_WEAK_WEIGHT_TOKEN, tokens)
@@ -452,6 +458,15 @@ def _weight_guess(name: str, observed: pd.Series, code: str | None, tokens: list
     ratio = float(observed.sum()) / len(observed) if len(observed) else 0.0
     if not strong and ratio < WEIGHT_SUM_RATIO:
         return None
+    if unobserved:
+        return DraftedVariable(name, "other", f"named or labelled like a weight, but missing on {unobserved} records: "
+                               "a sampling weight is known for every record (a measurement such as body weight?)",
+                               "continuous")
+    if float(observed.min()) < 1:
+        return DraftedVariable(name, "other", f"named or labelled like a weight, but {int((observed < 1).sum())} values "
+                               f"are below 1 (mean {ratio:.3g}): a relative (normalised) weight, not the grossing-up "
+                               "factor the risk needs (population units per record, at least 1); give the survey's "
+                               "grossing-up weight the role weight if it has one", "continuous")
     household = code == "household weight" or _named(_HOUSEHOLD_LEVEL, tokens)
     kind = "an office's weight code" if code in ("weight", "household weight") else "a weight"
     return DraftedVariable(name, "weight",
@@ -667,24 +682,29 @@ def draft_spec(path: str | Path, survey: str) -> str:
         ]
     lines.append("plans:")
     if categorical:
+        # With continuous keys too, the amounts are microaggregated within each released key
+        # combination: released unchanged (or averaged across key combinations) they would link each
+        # record back to its original (the linkage_risk check).
         lines += [
             "  suppress_k3:",
-            "    description: local suppression of the categorical keys to 3-anonymity (a plan to start from)",
+            "    description: local suppression of the categorical keys to 3-anonymity"
+            + (", then MDAV microaggregation of the continuous keys within each released key combination"
+               " (groups of at least 5), so that they do not single out a record among those sharing its key"
+               if continuous else " (a plan to start from)"),
             "    k: 3",
             "    steps:",
             "      - {method: local_suppression, k: 3}",
         ]
-    if continuous:
+        if continuous:
+            lines.append(f"      - {{method: microaggregation, columns: {_flow(continuous)}, k: 5, "
+                         f"strata: {_flow(categorical)}}}")
+    elif continuous:
         lines += [
             "  microaggregate_k5:",
-            "    description: MDAV microaggregation of the continuous keys in groups of at least 5"
-            + (", then local suppression to 3-anonymity" if categorical else ""),
-            "    k: 3",
+            "    description: MDAV microaggregation of the continuous keys in groups of at least 5",
             "    steps:",
             f"      - {{method: microaggregation, columns: {_flow(continuous)}, k: 5}}",
         ]
-        if categorical:
-            lines.append("      - {method: local_suppression, k: 3}")
     if not categorical and not continuous:
         lines.insert(3, "# No column looked like a key: give at least one the role categorical_key or continuous_key.")
         lines += [

@@ -107,15 +107,26 @@ def test_instance_settings_turn_off_telemetry_and_the_community_modal_keeping_th
 def test_init_says_when_the_draft_needs_an_edit(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SDC_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    data = tmp_path / "names.csv"
+    data.write_text("name\n" + "".join(f"person{i}\n" for i in range(30)))  # an identifier, nothing else
+    assert main(["init", "names", "--from", str(data)]) == 4
+    out = capsys.readouterr().out
+    # No column can be a key: the draft says so and what the spec needs.
+    assert "needs an edit" in out and "expected at least one categorical_key or continuous_key variable" in out
+    assert (tmp_path / "home" / "specs" / "names.yaml").is_file()
+
+
+def test_init_drafts_a_valid_spec_for_amounts_only(tmp_path, monkeypatch, capsys):
+    """Continuous-only data (issue 21): a valid draft with a microaggregation plan, no suppression."""
+    monkeypatch.setenv("SDC_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
     data = tmp_path / "incomes.csv"
     data.write_text("income\n" + "".join(f"{1000 + 37 * i}.5\n" for i in range(30)))  # no categorical column
-    assert main(["init", "incomes", "--from", str(data)]) == 4
-    out = capsys.readouterr().out
-    # A continuous key alone is a valid spec; the drafted local-suppression plan has no categorical
-    # key to suppress, and the message says what to use instead.
-    assert "needs an edit" in out and "plans.suppress_k3.steps[0]: local_suppression" in out
-    assert "microaggregation, noise, rank_swap or rounding" in out
-    assert (tmp_path / "home" / "specs" / "incomes.yaml").is_file()
+    assert main(["init", "incomes", "--from", str(data)]) == 0
+    spec = yaml.safe_load((tmp_path / "home" / "specs" / "incomes.yaml").read_text())
+    assert spec["variables"]["income"]["role"] == "continuous_key"
+    assert spec["risk"]["max_linkage_risk"] == 0.2
+    assert [step["method"] for plan in spec["plans"].values() for step in plan["steps"]] == ["microaggregation"]
 
 
 instance_configs = st.dictionaries(

@@ -65,10 +65,12 @@ def test_spss_labels_measures_and_user_missing(tmp_path, survey_frame):
     assert spec.variable("water").missing_codes == (99,)  # SPSS user-missing code
     assert "1 = urban, 2 = rural" in text  # value labels shown with the categories
     assert set(spec.continuous_keys) == {"age", "expend", "income", "savings"}
-    assert spec.source.format == "spss" and [p.name for p in spec.plans] == ["suppress_k3", "microaggregate_k5"]
-    assert spec.plan("microaggregate_k5").steps == (
-        {"method": "microaggregation", "columns": ["age", "expend", "income", "savings"], "k": 5},
-        {"method": "local_suppression", "k": 3})
+    assert spec.source.format == "spss" and [p.name for p in spec.plans] == ["suppress_k3"]
+    # the amounts are microaggregated within the released key combinations (the linkage check)
+    assert spec.plan("suppress_k3").steps == (
+        {"method": "local_suppression", "k": 3},
+        {"method": "microaggregation", "columns": ["age", "expend", "income", "savings"], "k": 5,
+         "strata": spec.categorical_keys})
     assert "max_linkage_risk: 0.2         # share of released records that the best record linkage an" in text
     assert text.count("# guess:") == survey_frame.shape[1]  # every role says why
     assert text.count("# type: ") == survey_frame.shape[1]  # every column states its type
@@ -160,7 +162,8 @@ def test_eu_silc_codes(tmp_path):
     assert spec.continuous_keys == ["PB140", "HY010", "HY020", "HX090"]
     assert spec.variable("PY050G").role == "other"
     assert text.count("continuous keys (PB140, HY010, HY020, HX090)") == 20
-    assert "- {method: microaggregation, columns: [PB140, HY010, HY020, HX090], k: 5}" in text
+    assert ("- {method: microaggregation, columns: [PB140, HY010, HY020, HX090], k: 5, "
+            "strata: [DB040, PB150, PB190, PB220A, PE040, PL051, PL111, HX040]}") in text
 
 
 def test_lfs_codes_and_labels(tmp_path):
@@ -204,7 +207,7 @@ def test_business_file_with_only_amounts(tmp_path):
         "profit": "continuous_key", "assets": "continuous_key", "sector_code": "other"}
     assert raw["risk"]["max_linkage_risk"] == 0.2
     assert raw["plans"] == {"microaggregate_k5": {
-        "description": "MDAV microaggregation of the continuous keys in groups of at least 5", "k": 3,
+        "description": "MDAV microaggregation of the continuous keys in groups of at least 5",
         "steps": [{"method": "microaggregation", "columns": ["turnover", "employees_cost", "profit", "assets"],
                    "k": 5}]}}
 
@@ -270,3 +273,30 @@ def test_casc_reference_file_names():
     assert {v.role for name, v in drafted.items() if name not in ("AFNLWGT", "AGI", "EMCONTRB", "FEDTAX", "PTOTVAL")} \
         == {"other"}
     assert "continuous keys (AGI, PTOTVAL, EMCONTRB, FEDTAX)" in drafted["WSALVAL"].reason
+
+
+def test_relative_weights_and_body_weight_are_not_the_risk_weight(tmp_path):
+    """Issue 21's corpus: the European Social Survey's dweight/pspwght (mean 1, values below 1) and
+    a youth survey's body 'weight' (kg, missing for some) are not grossing-up weights; the
+    grossing-up weight beside them is."""
+    rng = np.random.default_rng(21)
+    n = 300
+    body = rng.uniform(40, 110, n)
+    body[::17] = np.nan
+    frame = pd.DataFrame({
+        "design_weight": rng.uniform(0.95, 1.05, n), "poststrat_weight": rng.uniform(0.2, 4.0, n),
+        "weight": body, "sex": rng.integers(1, 3, n), "age": rng.integers(18, 90, n),
+    })
+    source = tmp_path / "ess.csv"
+    frame.to_csv(source, index=False)
+    raw = yaml.safe_load(draft_spec(source, "ess"))
+    roles = {name: v["role"] for name, v in raw["variables"].items()}
+    assert roles["design_weight"] == roles["poststrat_weight"] == roles["weight"] == "other"
+    assert "weight" not in roles.values()
+    text = draft_spec(source, "ess2")
+    assert "values are below 1" in text and "missing on 18 records" in text
+    frame["gross"] = rng.uniform(200, 900, n)
+    frame = frame.rename(columns={"gross": "grossing_weight"})
+    frame.to_csv(source, index=False)
+    raw = yaml.safe_load(draft_spec(source, "ess"))
+    assert raw["variables"]["grossing_weight"]["role"] == "weight"
