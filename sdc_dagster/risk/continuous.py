@@ -132,6 +132,10 @@ _GOWER_SCALES = ("nominal", "ordinal", "continuous")
 MAX_ONE_TO_ONE_LINKAGE = 10_000
 # the exact Gower computation holds about this many (protected, original) pairs at a time
 _GOWER_BLOCK_PAIRS = 1 << 22
+# Gower nearest-record linkage with missing values searches one k-d tree per (protected pattern,
+# original pattern) of observed variables; a pattern pair costs about as much Python overhead as this
+# many pairwise distances of the block computation, which is used when it is the cheaper of the two
+_GOWER_PATTERN_PAIR_COST = 20_000
 
 
 def _linkage_space(x: np.ndarray, xm: np.ndarray, distance: str, columns: Sequence[str]):
@@ -300,6 +304,72 @@ def _gower_embedding(z: np.ndarray, nominal: np.ndarray, levels: np.ndarray) -> 
     return np.hstack(blocks) / z.shape[1]
 
 
+def _observed_patterns(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct patterns of observed variables of the rows of ``z`` and each row's pattern."""
+    patterns, inverse = np.unique(~np.isnan(z), axis=0, return_inverse=True)
+    return patterns, inverse.ravel()
+
+
+def _pattern_search_is_cheaper(zx: np.ndarray, zm: np.ndarray) -> bool:
+    """Whether :func:`_gower_nearest_by_pattern` costs less than the block computation of all pairs."""
+    pairs = len(_observed_patterns(zx)[0]) * len(_observed_patterns(zm)[0])
+    return pairs * _GOWER_PATTERN_PAIR_COST < len(zx) * len(zm)
+
+
+def _gower_own_distances(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray) -> np.ndarray:
+    """Gower distance of each protected record to its own original (row i to row i), NaN where no
+    variable is observed in both (:func:`_gower_block`'s rule, pair by pair)."""
+    gap = np.abs(zm - zx)
+    seen = ~np.isnan(gap)
+    gap = np.where(nominal[None, :], (gap > 0).astype(float), gap)
+    with np.errstate(invalid="ignore"):
+        return np.where(seen, gap, 0.0).sum(axis=1) / seen.sum(axis=1)
+
+
+def _gower_nearest_by_pattern(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact Gower nearest original of every protected record with missing values, without the
+    n x n distances (SPEC §4.1; issue 23's per-pattern search).
+
+    Within a pair (protected pattern Q, original pattern P) of observed variables, every pair of
+    records is compared on the same variables S = Q & P, so their Gower distance is the L1 distance
+    of the variables of S (continuous and ordinal scaled by range, nominal one-hot coded with
+    entries 1/2, :func:`_gower_embedding`) divided by |S|: one k-d tree query per pattern pair. The
+    nearest over all original patterns is the nearest overall (a tie keeps the lower original
+    position, as the block computation's argmin). Returns (nearest distance, inf where no original
+    shares a variable; partner position, -1 there)."""
+    levels = np.where(nominal, np.nanmax(np.vstack([zx, zm]), axis=0, initial=0) + 1, 0).astype(np.int64)
+    widths = np.where(nominal, levels, 1)
+    # undivided embedding; a missing value is written as -1 (a nominal one then has no one-hot entry)
+    # and never compared, since only the variables observed in both records are searched
+    ex, em = (_gower_embedding(np.nan_to_num(z, nan=-1.0), nominal, levels) * z.shape[1] for z in (zx, zm))
+    order = np.concatenate([np.flatnonzero(~nominal), np.flatnonzero(nominal)])  # _gower_embedding's block order
+    position = np.empty(len(order), dtype=np.int64)  # first embedding column of each variable
+    position[order] = np.concatenate([[0], np.cumsum(widths[order])[:-1]])
+    x_patterns, x_of = _observed_patterns(zx)
+    m_patterns, m_of = _observed_patterns(zm)
+    nearest = np.full(len(zm), np.inf)
+    partner = np.full(len(zm), -1, dtype=np.int64)
+    x_rows = [np.flatnonzero(x_of == b) for b in range(len(x_patterns))]
+    trees: dict[tuple[int, bytes], cKDTree] = {}
+    for a, m_pattern in enumerate(m_patterns):
+        rows = np.flatnonzero(m_of == a)
+        for b, x_pattern in enumerate(x_patterns):
+            shared = m_pattern & x_pattern
+            if not shared.any():
+                continue
+            columns = np.concatenate([np.arange(position[j], position[j] + widths[j]) for j in np.flatnonzero(shared)])
+            key = (b, shared.tobytes())
+            if key not in trees:
+                trees[key] = cKDTree(ex[np.ix_(x_rows[b], columns)])
+            distance, found = trees[key].query(em[np.ix_(rows, columns)], k=1, p=1)
+            distance = distance / shared.sum()
+            candidate = x_rows[b][found]
+            better = (distance < nearest[rows]) | ((distance == nearest[rows]) & (candidate < partner[rows]))
+            nearest[rows[better]] = distance[better]
+            partner[rows[better]] = candidate[better]
+    return nearest, partner
+
+
 def _one_to_one_links(cost: np.ndarray, original_keys: np.ndarray, protected_keys: np.ndarray):
     """Linked flags, partners and link probabilities of the assignment of protected to original
     records (each original used once) with the least total ``cost`` (protected x original); ties
@@ -342,6 +412,9 @@ def _gower_links(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, assignment
         ex, em = _gower_embedding(zx, nominal, levels), _gower_embedding(zm, nominal, levels)
         nearest, partner = cKDTree(ex).query(em, k=1, p=1)
         own = np.abs(em - ex).sum(axis=1)
+    elif _pattern_search_is_cheaper(zx, zm):
+        nearest, partner = _gower_nearest_by_pattern(zx, zm, nominal)
+        own = _gower_own_distances(zx, zm, nominal)
     else:
         nearest, partner, own = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n)
         step = max(1, _GOWER_BLOCK_PAIRS // max(n, 1))
@@ -405,7 +478,8 @@ def record_linkage_risk(
     Assignments (``assignment``):
 
     * ``"nearest"``: every protected record is linked to its nearest original (scipy cKDTree; for
-      Gower with missing values an exact computation in blocks of protected records); a
+      Gower with missing values one cKDTree per pair of missing-value patterns, exact, or an exact
+      computation in blocks of protected records where that is cheaper: few records, many patterns); a
       tie between its own original and another counts as a correct link (worst case, SPEC §4.5's
       intruder who takes every nearest neighbour to be the unit itself).
     * ``"one_to_one"``: protected records are assigned to distinct originals with the least total

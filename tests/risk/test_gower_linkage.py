@@ -237,3 +237,34 @@ def test_property_unchanged_release_is_fully_linked(data, n, missing):
     for assignment in ("nearest", "one_to_one"):
         result = record_linkage_risk(original, original, COLUMNS, distance="gower", assignment=assignment)
         assert result.risk == 1.0 and result.compared == n
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data(), st.integers(2, 9))
+def test_property_pattern_search_follows_the_pairwise_definition(data, n):
+    """The k-d tree search per pair of missing-value patterns (used on large files, issue 21/23)
+    links as daisy's pairwise distances say: same flags, same compared records, and each partner is
+    a nearest original."""
+    original, protected = mixed_frames(data.draw, n, missing=True)
+    expected = definition_matrix(original, protected)
+    with mock.patch.object(continuous, "_GOWER_PATTERN_PAIR_COST", 0):
+        searched = record_linkage_risk(original, protected, COLUMNS, distance="gower")
+    check_nearest(searched, expected, 1e-12)
+    own_defined = ~np.isnan(np.diag(expected))
+    assert searched.compared == int(own_defined.sum())
+    assert not searched.linked[~own_defined].any()
+    filled = np.where(np.isnan(expected), np.inf, expected)
+    for i, partner in enumerate(searched.partner):
+        if pd.isna(partner):
+            assert np.isinf(filled[i]).all()  # no original shares a variable with it
+        else:
+            assert filled[i, int(partner)] == pytest.approx(filled[i].min(), abs=1e-12)
+
+
+def test_pattern_search_is_chosen_on_large_files_with_few_patterns():
+    rng = np.random.default_rng(3)
+    n = 3000
+    z = rng.random((n, 3))
+    z[rng.random((n, 3)) < 0.1] = np.nan
+    assert continuous._pattern_search_is_cheaper(z, z)  # 8 x 8 patterns << 9M pairs
+    assert not continuous._pattern_search_is_cheaper(z[:50], z[:50])
