@@ -101,7 +101,7 @@ census_schema = pa.DataFrameSchema(
         "birth": pa.Column(checks=pa.Check.isin([1, 2, 3]), nullable=False, required=False),
         "residence": pa.Column(checks=pa.Check.isin([1, 2, 3]), nullable=False, required=False),
     },
-    name="census_microdata",
+    name="census grid microdata",  # a space: no survey's "<survey>_microdata" type can take this name
     strict=False,
 )
 

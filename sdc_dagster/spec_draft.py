@@ -59,6 +59,9 @@ _FORMAT_NAMES = {".csv": "csv", ".parquet": "parquet", ".sav": "spss", ".zsav": 
 
 #: At most this many distinct values make a numeric column without labels a categorical variable.
 MAX_CATEGORIES = 20
+#: A cluster id (school, sampling unit) groups at most this many records on average; a column with
+#: fewer, larger groups (a yes/no flag named like an id) is not one.
+MAX_GROUP_SIZE = 1000
 #: A household number has records of at most this many persons on average (clusters may be larger).
 MAX_HOUSEHOLD_SIZE = 20
 #: A column whose values are unique on more than this share of records identifies them on its own.
@@ -369,7 +372,11 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
         return DraftedVariable(name, "direct_identifier",
                                f"named like an id and unique on {unique_share:.0%} of records: it identifies "
                                "them; it is removed before release")
-    if grouping and (id_named or group_named) and len(counts) < len(observed):
+    if grouping and (id_named or group_named) and len(counts) < len(observed) and len(observed) < n:
+        return DraftedVariable(name, "other",
+                               f"named like a household or cluster id, but missing on {n - len(observed)} records: "
+                               "the household risk needs every record's household; never a key", group="id")
+    if grouping and (id_named or group_named) and len(observed) / MAX_GROUP_SIZE <= len(counts) < len(observed):
         return DraftedVariable(name, "household_id",
                                f"named like a household or cluster id; {len(counts)} groups for {len(observed)} "
                                "records",

@@ -300,3 +300,23 @@ def test_relative_weights_and_body_weight_are_not_the_risk_weight(tmp_path):
     frame.to_csv(source, index=False)
     raw = yaml.safe_load(draft_spec(source, "ess"))
     assert raw["variables"]["grossing_weight"]["role"] == "weight"
+
+
+def test_a_household_id_is_known_for_every_record_and_groups_few_records(tmp_path):
+    """Corpus surprises (issue 21): a school id missing for some pupils (AER STAR's schoolid1) and a
+    yes/no flag named like a person id (MplsStops' personSearch) are not household ids."""
+    rng = np.random.default_rng(8)
+    n = 3000
+    school = rng.integers(1, 80, n).astype(float)
+    school[::7] = np.nan
+    frame = pd.DataFrame({
+        "schoolid": school, "personSearch": rng.choice(["YES", "NO"], n),
+        "sex": rng.integers(1, 3, n), "age": rng.integers(5, 9, n),
+    })
+    frame["system"] = frame["schoolid"] % 5  # constant within each school
+    source = tmp_path / "star.csv"
+    frame.to_csv(source, index=False)
+    raw = yaml.safe_load(draft_spec(source, "star"))
+    roles = {name: v["role"] for name, v in raw["variables"].items()}
+    assert "household_id" not in roles.values()
+    assert roles["schoolid"] == "other" and "missing on 429 records" in draft_spec(source, "star2")

@@ -298,11 +298,14 @@ def _sdcmicro_codes(column: pd.Series, name: str, missing: int) -> np.ndarray:
         return codes
     is_na = np.isnan(numbers)
     present = numbers[~is_na]
-    if not np.all(np.isfinite(present)) or np.any(present != np.trunc(present)):
-        raise SDCInputError(
-            f"key variable {name!r}: numeric keys must hold integer category codes "
-            "(found a non-integer or infinite value)"
-        )
+    if not np.all(np.isfinite(present)):
+        raise SDCInputError(f"key variable {name!r}: numeric keys must hold finite category codes (found an infinite value)")
+    if np.any(present != np.trunc(present)):
+        # fractional codes (years of education 10.5): SUDA2 only compares codes for equality, so the
+        # sorted categories 1..c code them, as R's factor() would
+        codes, _ = category_codes(column, sort=True)
+        codes[codes == 0] = missing
+        return codes
     if present.size and (present.min() < _INT32.min or present.max() > _INT32.max):
         raise SDCInputError(f"key variable {name!r}: category codes must fit in 32-bit integers")
     codes = np.full(len(numbers), missing, dtype=np.int64)

@@ -16,3 +16,15 @@ def test_code_location_loads_with_every_chain():
     assert {"raw_microdata", "risk_contributions", "protected_suppress_k3"} <= groups["simulation"]
     assert {"census_microdata", "grid_counts", "grid_suppressed", "grid_cell_key", "census_swapped"} <= groups["grid"]
     assert {j.name for j in defs.jobs} >= {"testdata_wave_job", "simulation_wave_job"}
+
+
+def test_a_survey_named_census_loads_beside_the_grid_chain(tmp_path):
+    """A survey's dagster type is "<survey>_microdata"; a survey named census once clashed with the
+    grid's census microdata type and the UI loaded no definitions at all (issue 21, new-user trial)."""
+    from sdc_dagster.resources.storage import bundled_examples
+
+    text = (bundled_examples() / "testdata.yaml").read_text().replace("survey: testdata", "survey: census", 1)
+    (tmp_path / "census.yaml").write_text(text)
+    defs = build_definitions(tmp_path)
+    Definitions.validate_loadable(defs)
+    assert "census_wave_job" in {j.name for j in defs.jobs}

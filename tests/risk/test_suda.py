@@ -346,9 +346,9 @@ def test_max_size_outside_key_count_is_rejected(size):
         suda2(pd.DataFrame({"a": [1, 2], "b": [1, 2]}), ["a", "b"], max_size=size)
 
 
-def test_non_integer_numeric_key_is_rejected():
-    with pytest.raises(SDCInputError, match="'a'.*integer"):
-        suda2(pd.DataFrame({"a": [1.5, 2.0]}), ["a"])
+def test_infinite_numeric_key_is_rejected():
+    with pytest.raises(SDCInputError, match="'a'.*infinite"):
+        suda2(pd.DataFrame({"a": [np.inf, 2.0]}), ["a"])
 
 
 def test_missing_code_must_be_an_integer():
@@ -386,3 +386,13 @@ def test_survey_lowers_max_size_to_what_fits_and_says_so(monkeypatch):
     monkeypatch.setattr(suda_module, "_MAX_LEVEL_CELLS", uniques * 5)  # not even the 6 single keys
     scores, notes = survey.suda_scores(data, keys)
     assert scores is None and notes[0].status == "not applicable"
+
+
+def test_fractional_numeric_codes_score_as_their_categories():
+    """A numeric key with fractional codes (years of education 10.5, found in the public corpus)
+    scores as the same key coded 1..c: SUDA2 compares codes for equality only."""
+    rng = np.random.default_rng(5)
+    educ = rng.choice([7.0, 8.5, 10.0, 10.5, 12.0], 300)
+    frame = pd.DataFrame({"educ": educ, "sex": rng.integers(1, 3, 300), "region": rng.integers(1, 6, 300)})
+    coded = frame.assign(educ=frame["educ"].map({7.0: 1, 8.5: 2, 10.0: 3, 10.5: 4, 12.0: 5}))
+    pd.testing.assert_frame_equal(suda2(frame, ["educ", "sex", "region"]), suda2(coded, ["educ", "sex", "region"]))
