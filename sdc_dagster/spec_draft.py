@@ -157,6 +157,11 @@ _IDENTIFIER_TOKEN = _words(r"name|surname|firstname|lastname|nombre|apellido|naz
                            r"phone|telefono|telefon|email|mail|pesel|nif|dni|nie|ssn|passport|street|zip|postcode")
 _ID_TOKEN = _words(r"id|ids|ident\w*|idno|caseid|serial|seqno|recno|nr|nro|pid|respid|rownames?|rownum\w*|"
                    r"obsno|index|idx")
+# "UTILNAME", "firmName", "COMPANY_NAME"; "UTILITYID", "firmId" (the case tells an id from "paid")
+_NAME_SUFFIX = re.compile(r"(?i:name)$")
+_ID_SUFFIX = re.compile(r"[A-Za-z](ID|Id)$")
+#: A text column named like a name with at least this many different values names units.
+MIN_NAMES = 20
 _PERSON_TOKEN = _words(r"person|pers|pernum|pno|pnr|member|lineno|line|student|pupil|respondent|resp")
 _HOUSEHOLD_TOKEN = _words(r"hid|hhid|hh|hhnr|household|hogar|vivienda|gospodarstw\w*|gd|famid|family|fam")
 _CLUSTER_TOKEN = _words(r"cluster|psu|school|schid|schoolid|firm|company|village|community|class|classroom|caseid")
@@ -172,7 +177,8 @@ _SENSITIVE_TOKEN = _words(r"\w*health\w*|\w*hlth\w*|disea\w*|illness|ill|religio
 _SENSITIVE_LABEL = re.compile(r"health|disease|illness|injur|religio|ethnic|race|trade union|crime|politic|disab",
                               re.I)
 _AMOUNT_TOKEN = _words(r"income\w*|inc|\w+inc|earn\w*|wages?|\w*wage|salar\w*|pay|turnover|sales|revenue\w*|"
-                       r"expend\w*|expense\w*|spend\w*|consum\w*|assets?|value|val|"
+                       r"expend\w*|expense\w*|spend\w*|consum\w*|assets?|value|val|\w*revenues?|\w+sales|treasury|funds?|"
+                       r"depreciation|outcome|liabilit\w*|equity|receivables?|payables?|"
                        r"\w*(tot|oth|earn|ern|sal|int|inc)val|"
                        r"profits?|cost|costs|rent|"
                        r"\w*tax|taxes|benefits?|pensions?|saving\w*|wealth|debts?|capital|output|invest\w*|"
@@ -363,7 +369,12 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
     if not numeric and unique_share > IDENTIFIER_SHARE:
         return DraftedVariable(name, "direct_identifier",
                                f"text unique on {unique_share:.0%} of records: it identifies them on its own")
-    id_named = code == "id" or _named(_ID_TOKEN, tokens) or _named(_PERSON_TOKEN, tokens)
+    if not numeric and _NAME_SUFFIX.search(name) and len(counts) >= MIN_NAMES:
+        return DraftedVariable(name, "direct_identifier",
+                               f"text named like a name with {len(counts)} different values: a name identifies its "
+                               "unit (a person, a firm) even where the unit has several records; removed before release")
+    id_named = (code == "id" or _named(_ID_TOKEN, tokens) or _named(_PERSON_TOKEN, tokens)
+                or bool(_ID_SUFFIX.search(name)))
     # "hh_size", "hh_region": household words in a scenario variable's name; households hold few persons
     household_named = (_named(_HOUSEHOLD_TOKEN, tokens) and scenario_group(name, label) is None
                        and len(observed) <= MAX_HOUSEHOLD_SIZE * len(counts))

@@ -320,3 +320,23 @@ def test_a_household_id_is_known_for_every_record_and_groups_few_records(tmp_pat
     roles = {name: v["role"] for name, v in raw["variables"].items()}
     assert "household_id" not in roles.values()
     assert roles["schoolid"] == "other" and "missing on 429 records" in draft_spec(source, "star2")
+
+
+def test_business_names_ids_and_amounts(tmp_path):
+    """sdcMicro's EIA layout (issue 21's new-user trial): the utility's name is a direct identifier
+    although each utility has twelve monthly records, its id is never a key, and revenues and sales
+    are amounts."""
+    rng = np.random.default_rng(9)
+    utilities = 40
+    frame = pd.DataFrame({
+        "UTILITYID": np.repeat(np.arange(1000, 1000 + utilities), 12),
+        "UTILNAME": np.repeat([f"Power Company {i}" for i in range(utilities)], 12),
+        "MONTH": np.tile(np.arange(1, 13), utilities),
+        "RESREVENUE": rng.lognormal(8, 1, 12 * utilities), "TOTSALES": rng.lognormal(10, 1, 12 * utilities),
+    })
+    source = tmp_path / "eia.csv"
+    frame.to_csv(source, index=False)
+    roles = {name: v["role"] for name, v in yaml.safe_load(draft_spec(source, "eia"))["variables"].items()}
+    assert roles["UTILNAME"] == "direct_identifier"
+    assert roles["UTILITYID"] not in ("categorical_key", "continuous_key")
+    assert roles["RESREVENUE"] == roles["TOTSALES"] == "continuous_key"
