@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 
 import numpy as np
 import pandas as pd
@@ -136,6 +137,10 @@ _GOWER_BLOCK_PAIRS = 1 << 22
 # original pattern) of observed variables; a pattern pair costs about as much Python overhead as this
 # many pairwise distances of the block computation, which is used when it is the cheaper of the two
 _GOWER_PATTERN_PAIR_COST = 20_000
+# nominal variables of more categories than this are searched by their codes, not one-hot (at most
+# this many of them per search: 2^m queries each)
+_GOWER_WIDE_LEVELS = 8
+_GOWER_WIDE_NOMINALS = 3
 
 
 def _linkage_space(x: np.ndarray, xm: np.ndarray, distance: str, columns: Sequence[str]):
@@ -327,16 +332,24 @@ def _gower_own_distances(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray) ->
 
 
 def _gower_nearest_by_pattern(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Exact Gower nearest original of every protected record with missing values, without the
-    n x n distances (SPEC §4.1; issue 23's per-pattern search).
+    """Exact Gower nearest original of every protected record, without the n x n distances
+    (SPEC §4.1; issue 23's per-pattern search).
 
     Within a pair (protected pattern Q, original pattern P) of observed variables, every pair of
     records is compared on the same variables S = Q & P, so their Gower distance is the L1 distance
     of the variables of S (continuous and ordinal scaled by range, nominal one-hot coded with
-    entries 1/2, :func:`_gower_embedding`) divided by |S|: one k-d tree query per pattern pair. The
+    entries 1/2, :func:`_gower_embedding`) divided by |S|: k-d tree queries per pattern pair. The
     nearest over all original patterns is the nearest overall (a tie keeps the lower original
-    position, as the block computation's argmin). Returns (nearest distance, inf where no original
-    shares a variable; partner position, -1 there)."""
+    position, as the block computation's argmin).
+
+    A nominal variable of many categories (an occupation code) would make the one-hot space too
+    wide for a k-d tree; up to :data:`_GOWER_WIDE_NOMINALS` such variables H of S are searched
+    instead by one query per subset T of H: the variables of T as their codes times |S| + 1 (a
+    differing code then costs more than any Gower numerator), those of H - T left out and counted as
+    differing (+1 each). Every query's distances are at least the true ones, and the query with T =
+    the variables on which an original agrees gives its true distance, so the smallest over the
+    queries is the exact nearest. Returns (nearest distance, inf where no original shares a
+    variable; partner position, -1 there)."""
     levels = np.where(nominal, np.nanmax(np.vstack([zx, zm]), axis=0, initial=0) + 1, 0).astype(np.int64)
     widths = np.where(nominal, levels, 1)
     # undivided embedding; a missing value is written as -1 (a nominal one then has no one-hot entry)
@@ -345,28 +358,47 @@ def _gower_nearest_by_pattern(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarra
     order = np.concatenate([np.flatnonzero(~nominal), np.flatnonzero(nominal)])  # _gower_embedding's block order
     position = np.empty(len(order), dtype=np.int64)  # first embedding column of each variable
     position[order] = np.concatenate([[0], np.cumsum(widths[order])[:-1]])
+    wide = np.flatnonzero(nominal & (levels > _GOWER_WIDE_LEVELS))
+    wide = wide[np.argsort(-levels[wide], kind="stable")][:_GOWER_WIDE_NOMINALS]
     x_patterns, x_of = _observed_patterns(zx)
     m_patterns, m_of = _observed_patterns(zm)
     nearest = np.full(len(zm), np.inf)
     partner = np.full(len(zm), -1, dtype=np.int64)
     x_rows = [np.flatnonzero(x_of == b) for b in range(len(x_patterns))]
-    trees: dict[tuple[int, bytes], cKDTree] = {}
+    trees: dict[tuple, cKDTree | None] = {}
+
+    def space(z, e, rows, shared, kept):
+        """Rows of the search space: the embedded variables of ``shared`` outside ``wide``, then the
+        codes of the wide variables ``kept`` times |S| + 1."""
+        narrow = [j for j in np.flatnonzero(shared) if j not in wide]
+        columns = np.concatenate([np.arange(position[j], position[j] + widths[j]) for j in narrow] or [[]]).astype(int)
+        return np.hstack([e[np.ix_(rows, columns)], z[np.ix_(rows, kept)] * (shared.sum() + 1.0)])
+
     for a, m_pattern in enumerate(m_patterns):
         rows = np.flatnonzero(m_of == a)
         for b, x_pattern in enumerate(x_patterns):
             shared = m_pattern & x_pattern
             if not shared.any():
                 continue
-            columns = np.concatenate([np.arange(position[j], position[j] + widths[j]) for j in np.flatnonzero(shared)])
-            key = (b, shared.tobytes())
-            if key not in trees:
-                trees[key] = cKDTree(ex[np.ix_(x_rows[b], columns)])
-            distance, found = trees[key].query(em[np.ix_(rows, columns)], k=1, p=1)
-            distance = distance / shared.sum()
-            candidate = x_rows[b][found]
-            better = (distance < nearest[rows]) | ((distance == nearest[rows]) & (candidate < partner[rows]))
-            nearest[rows[better]] = distance[better]
-            partner[rows[better]] = candidate[better]
+            wide_shared = [j for j in wide if shared[j]]
+            for size in range(len(wide_shared) + 1):
+                for kept in combinations(wide_shared, size):
+                    kept = list(kept)
+                    key = (b, shared.tobytes(), tuple(kept))
+                    if key not in trees:
+                        searched = space(zx, ex, x_rows[b], shared, kept)
+                        trees[key] = cKDTree(searched) if searched.shape[1] else None
+                    if trees[key] is not None:
+                        found = trees[key].query(space(zm, em, rows, shared, kept), k=1, p=1)[1]
+                    else:  # only wide variables, none kept: every original is as near, take the first
+                        found = np.zeros(len(rows), dtype=np.int64)
+                    candidate = x_rows[b][found]
+                    # the tree's sums carry rounding from the wide codes' large coordinates: the distance
+                    # of each pair found, as the own distances are computed, keeps exact ties exact
+                    distance = _gower_own_distances(zx[candidate], zm[rows], nominal)
+                    better = (distance < nearest[rows]) | ((distance == nearest[rows]) & (candidate < partner[rows]))
+                    nearest[rows[better]] = distance[better]
+                    partner[rows[better]] = candidate[better]
     return nearest, partner
 
 
@@ -407,12 +439,7 @@ def _gower_links(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, assignment
         flags, partner, probability = _one_to_one_links(cost, keys(zx), keys(zm))
         defined = ~np.isnan(own)
         return flags & defined, partner, own, np.where(defined, probability, 0.0)
-    if complete:
-        levels = np.where(nominal, np.nanmax(np.vstack([zx, zm]), axis=0, initial=0) + 1, 0).astype(np.int64)
-        ex, em = _gower_embedding(zx, nominal, levels), _gower_embedding(zm, nominal, levels)
-        nearest, partner = cKDTree(ex).query(em, k=1, p=1)
-        own = np.abs(em - ex).sum(axis=1)
-    elif _pattern_search_is_cheaper(zx, zm):
+    if complete or _pattern_search_is_cheaper(zx, zm):  # complete records: one pattern
         nearest, partner = _gower_nearest_by_pattern(zx, zm, nominal)
         own = _gower_own_distances(zx, zm, nominal)
     else:

@@ -240,14 +240,16 @@ def test_property_unchanged_release_is_fully_linked(data, n, missing):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.data(), st.integers(2, 9))
-def test_property_pattern_search_follows_the_pairwise_definition(data, n):
+@given(st.data(), st.integers(2, 9), st.sampled_from([8, 1]))
+def test_property_pattern_search_follows_the_pairwise_definition(data, n, wide_levels):
     """The k-d tree search per pair of missing-value patterns (used on large files, issue 21/23)
     links as daisy's pairwise distances say: same flags, same compared records, and each partner is
-    a nearest original."""
+    a nearest original; also with every nominal variable searched by its codes (wide_levels 1, the
+    path of an occupation code with hundreds of categories)."""
     original, protected = mixed_frames(data.draw, n, missing=True)
     expected = definition_matrix(original, protected)
-    with mock.patch.object(continuous, "_GOWER_PATTERN_PAIR_COST", 0):
+    with mock.patch.object(continuous, "_GOWER_PATTERN_PAIR_COST", 0), \
+            mock.patch.object(continuous, "_GOWER_WIDE_LEVELS", wide_levels):
         searched = record_linkage_risk(original, protected, COLUMNS, distance="gower")
     check_nearest(searched, expected, 1e-12)
     own_defined = ~np.isnan(np.diag(expected))
