@@ -466,6 +466,7 @@ def run_wave(survey_name: str, wave: str, *, data_file: str | None = None, home:
     from sdc_dagster.errors import SDCInputError
     from sdc_dagster.resources.storage import landing_dir
     from sdc_dagster.sources import locate_wave_file
+    from sdc_dagster.survey import design_statement
 
     specs, broken = _survey_specs("run", out, survey_name)
     if broken:
@@ -483,16 +484,8 @@ def run_wave(survey_name: str, wave: str, *, data_file: str | None = None, home:
         return EXIT_BAD_DATA
     job = defs.resolve_job_def(f"{survey_name}_wave_job")
     with _dagster_instance() as instance:
-        return _materialise_wave(job, instance, spec.survey, wave, source, out, design=survey_design(spec))
-
-
-def survey_design(spec) -> str:
-    """Which weight and household id the risk used (or that none was), for the run's summary."""
-    weight = (f"weight {spec.weight!r}" if spec.weight else
-              "no weight (each record stands for itself: risks are sample risks)")
-    household = (f"household id {spec.household_id!r}" if spec.household_id else
-                 "no household id (household risk not computed)")
-    return f"   design: {weight}; {household}"
+        return _materialise_wave(job, instance, spec.survey, wave, source, out,
+                                 design=f"   design: {design_statement(spec)}")
 
 
 def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, out, *, design: str = "") -> int:

@@ -772,6 +772,16 @@ def protected_distributions(
     return distributions, [v for v in spec.continuous_keys if v in distributions]
 
 
+def design_statement(spec: SurveySpec) -> str:
+    """Which weight and household id the risk used (SPEC §3.2, §3.5), or that there was none: for
+    the report's decision section and ``sdc run``'s summary."""
+    weight = (f"weight {spec.weight!r}" if spec.weight else
+              "no weight (each record stands for itself: the risks are sample risks)")
+    household = (f"household id {spec.household_id!r}" if spec.household_id else
+                 "no household id (no household risk)")
+    return f"{weight}; {household}"
+
+
 def report_inputs(
     spec: SurveySpec,
     wave: str,
@@ -851,6 +861,7 @@ def report_inputs(
         risk_threshold=spec.risk.individual_risk_threshold if spec.categorical_keys else None,
         max_global_risk=spec.risk.max_global_risk if spec.categorical_keys else None,
         max_linkage_risk=spec.risk.max_linkage_risk if spec.continuous_keys else None,
+        design=design_statement(spec),
         not_applicable=checks_not_applicable(spec),
         risk_measure="global_risk" if spec.categorical_keys else "linkage_risk",
         suppressions=suppressions_by_key(original, protected, keys) if protected else None,

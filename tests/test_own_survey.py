@@ -89,6 +89,10 @@ def test_init_check_and_run_reproduce_sdcmicro(tmp_path, home, capsys, suffix):
     assert re.search(r"^suppress_k3 .* released$", text, re.M)
     report = home / "reports" / "household" / "2024.html"
     assert f"report: {report}" in text and report.is_file()
+    # the summary and the report's decision section name the weight and household id the risk used
+    assert "design: weight 'sampling_weight'; household id 'ori_hid'" in text
+    assert "weight &#x27;sampling_weight&#x27;; household id &#x27;ori_hid&#x27;" in report.read_text() or \
+        "weight 'sampling_weight'; household id 'ori_hid'" in report.read_text()
     original = pd.read_parquet(home / "storage" / "household" / "residual_risk" / "2024.parquet").loc["original"]
     assert original["global_risk"] == pytest.approx(GOLDEN["global"]["risk"], rel=1e-9)
     assert original["expected_reidentifications"] == pytest.approx(GOLDEN["global"]["risk_ER"], rel=1e-9)

@@ -90,6 +90,7 @@ def report_data(inputs: ReportInputs) -> dict:
         "survey": inputs.survey, "wave": inputs.wave, "n_records": inputs.n_records, "keys": inputs.keys,
         "k": inputs.k, "risk_threshold": inputs.risk_threshold, "max_global_risk": inputs.max_global_risk,
         "max_linkage_risk": inputs.max_linkage_risk, "checks_not_applicable": inputs.not_applicable,
+        "design": inputs.design,
         "risk_measure": inputs.risk_measure, "loss_measure": inputs.loss_measure,
         "decision": {"rule": RECOMMENDATION_RULE, "recommended": chosen.plan, "reason": chosen.reason,
                      "pareto": chosen.pareto, "tied": chosen.tied, "points": points},

@@ -392,6 +392,8 @@ def _decision_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recomm
         settings.append("categorical key variables " + ", ".join(map(str, inputs.keys)))
     else:
         settings.append("no categorical key variable (continuous keys only)")
+    if inputs.design:
+        settings.append(inputs.design)
     if inputs.k is not None:
         settings.append(f"k = {inputs.k}")
     if inputs.risk_threshold is not None:

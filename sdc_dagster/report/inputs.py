@@ -116,6 +116,9 @@ class ReportInputs:
     not_applicable : dict
         ``{release check: why it does not apply to this spec}`` (e.g. k-anonymity without
         categorical keys), stated in the decision section.
+    design : str
+        Which weight and household id the risk used, or that there was none
+        (:func:`sdc_dagster.survey.design_statement`), stated in the decision section.
     suppressions : DataFrame or None
         Values suppressed by each plan: index = key variables, columns = plans (counts).
     unsafe_by_variable, unsafe_by_category : DataFrame or None
@@ -147,6 +150,7 @@ class ReportInputs:
     max_global_risk: float | None = None
     max_linkage_risk: float | None = None
     not_applicable: dict[str, str] = field(default_factory=dict)
+    design: str = ""
     suppressions: pd.DataFrame | None = None
     unsafe_by_variable: pd.DataFrame | None = None
     unsafe_by_category: pd.DataFrame | None = None
