@@ -343,6 +343,12 @@ def release_checks(
     return checks
 
 
+#: One-to-one linkage (an O(n^3) assignment) runs in the wave chain on at most this many compared
+#: records (about 10 s); above it the nearest-record linkages, which cost O(n log n), stand for the
+#: intruder and the one-to-one shares are NaN. risk.MAX_ONE_TO_ONE_LINKAGE is the engine's memory bound.
+ONE_TO_ONE_RECORDS = 4_000
+
+
 # The linkage shares the linkage_risk check takes the largest of, with the intruder each stands for.
 # The one-to-one share that breaks ties between identical released records (one microaggregation
 # group) in the intruder's favour is not among them: no intruder can tell which of k identical
@@ -502,8 +508,8 @@ def _record_linkage_variants(
 ) -> dict[str, float]:
     """Linked shares of the other record-linkage variants of SPEC §4.1 on the continuous keys
     ``changed`` (those :func:`linkage_figures` links on; NaN when there are none; the Mahalanobis
-    share is NaN when they have a singular covariance, and the one-to-one shares when more records
-    are compared than one-to-one linkage allows). Gower links on them and the categorical keys the
+    share is NaN when they have a singular covariance, and the one-to-one shares when more than
+    :data:`ONE_TO_ONE_RECORDS` records are compared). Gower links on them and the categorical keys the
     variant releases (spec scales, nominal when none is given, and ordinal orders)."""
     figures = dict.fromkeys(_LINKAGE_VARIANTS, np.nan)
     if not changed:
@@ -514,7 +520,7 @@ def _record_linkage_variants(
     gower = {"scales": key_scales, "categories": _ordinal_orders(spec, key_scales)}
     results = {}
     for column, (distance, assignment, figure) in _LINKAGE_VARIANTS.items():
-        if assignment == "one_to_one" and compared > risk.MAX_ONE_TO_ONE_LINKAGE:
+        if assignment == "one_to_one" and compared > ONE_TO_ONE_RECORDS:
             continue
         if (distance, assignment) not in results:
             columns, options = (changed + keys, gower) if distance == "gower" else (changed, {})

@@ -69,14 +69,16 @@ _LEAF_SIZE = 16  # records per leaf of the k-d tree
 
 def _variable_weights(x: np.ndarray) -> np.ndarray:
     """1 / population variance per column over its observed values, as sdcMicro's Mdav (sums in data
-    order, E[x^2] - E[x]^2; weight 1 for a constant or unobserved column)."""
+    order, E[x^2] - E[x]^2; weight 1 for a constant or unobserved column, and for a near-constant one
+    whose E[x^2] - E[x]^2 rounds to a negative number, found on a stratum of equal amounts in the
+    public corpus: its square root was NaN)."""
     observed = ~np.isnan(x)
     count = np.maximum(observed.sum(axis=0), 1)
     filled = np.where(observed, x, 0.0)  # adding 0.0 leaves each running sum unchanged
     mean = np.cumsum(filled, axis=0)[-1] / count
     mean_square = np.cumsum(filled * filled, axis=0)[-1] / count
     variance = mean_square - mean * mean
-    return np.where(variance != 0, 1.0 / np.where(variance != 0, variance, 1.0), 1.0)
+    return np.where(variance > 0, 1.0 / np.where(variance > 0, variance, 1.0), 1.0)
 
 
 def _missing_penalties(x: np.ndarray, weights: np.ndarray) -> np.ndarray:

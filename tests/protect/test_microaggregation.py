@@ -347,3 +347,15 @@ def test_property_strata_groups_stay_within_strata_and_keep_stratum_totals(x, n_
     alone = microaggregation(frame[stratum == 0], ["a", "b"], k=k, method=method) if (stratum == 0).sum() >= k else None
     if alone is not None:
         pd.testing.assert_frame_equal(out[stratum == 0], alone)
+
+
+def test_near_constant_column_gets_weight_one_not_nan():
+    """E[x^2] - E[x]^2 of equal amounts can round below zero (a stratum of the public corpus); MDAV
+    then took the square root of a negative weight: NaN distances and a RuntimeWarning."""
+    from sdc_dagster.protect.microaggregation import _variable_weights
+
+    x = np.column_stack([np.full(7, 0.7), np.arange(7.0)])
+    mean = np.cumsum(x[:, 0])[-1] / 7
+    assert np.cumsum(x[:, 0] ** 2)[-1] / 7 - mean * mean < 0  # the rounding the fix is about
+    weights = _variable_weights(x)
+    assert weights[0] == 1.0 and weights[1] == pytest.approx(1 / 4.0)  # population variance of 0..6 is 4
