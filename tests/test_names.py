@@ -168,7 +168,7 @@ def test_a_good_survey_runs_beside_a_broken_spec_with_one_warning_line(tmp_path,
     (home / "specs" / "broken.yaml").write_text(BROKEN_ROLE)
     runs = []
     monkeypatch.setattr(cli, "_materialise_wave",
-                        lambda job, instance, survey, wave, source, out: runs.append((job.name, wave, source)) or 0)
+                        lambda job, instance, survey, wave, source, out, **_: runs.append((job.name, wave, source)) or 0)
     status, text = sdc(capsys, "run", "small", "2024", "--file", str(data))
     assert status == EXIT_OK
     assert runs == [("small_wave_job", "2024", home / "landing" / "small" / "2024.csv")]
