@@ -195,6 +195,7 @@ def test_a_continuous_only_file_through_the_asset_chain(sdc_home, tmp_path, inst
 def test_sdc_run_on_a_continuous_only_file(tmp_path, monkeypatch, capsys, electricity):
     home = tmp_path / "home"
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster"))
+    monkeypatch.setenv("SDC_HOME", str(home))  # sdc --home sets it for the process: restored after the test
     monkeypatch.delenv("SDC_SPECS", raising=False)
     (home / "specs").mkdir(parents=True)
     electricity_spec(home / "specs")

@@ -66,7 +66,9 @@ def webserver(home, servers):
 
 
 @pytest.mark.ui
-def test_asset_catalog_lists_every_asset(webserver, tmp_path):
+def test_asset_catalog_lists_every_asset(webserver, home, tmp_path, monkeypatch):
+    monkeypatch.setenv("SDC_HOME", str(home))  # the specs the webserver loads, whatever ran before
+    monkeypatch.delenv("SDC_SPECS", raising=False)
     keys = build_definitions().resolve_asset_graph().get_all_asset_keys()
     expected = sorted({k.path[-1] for k in keys})
     assert "raw_microdata" in expected and "sdc_report" in expected
