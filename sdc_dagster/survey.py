@@ -379,16 +379,20 @@ def linkage_figures(original: pd.DataFrame, protected: pd.DataFrame, spec: Surve
     figures = dict.fromkeys(_LINKAGE_COLUMNS, np.nan)
     matched = _retained_records(original, protected, name)
     released = [c for c in spec.continuous_keys if c in protected.columns]
-    changed = [
-        c for c in released
-        if not np.allclose(protected[c].to_numpy(float), matched[c].to_numpy(float), equal_nan=True)
-    ]
+    changed = _perturbed(matched, protected, released)
     if not released or not changed:
         return {**figures, "linkage_risk": 1.0 if released else 0.0}
     figures["record_linkage_risk"] = float(risk.record_linkage_risk(matched, protected, released).risk)
     figures.update(_record_linkage_variants(matched, protected, released, spec))
     checked = [figures[m] for m in LINKAGE_CHECK_MEASURES if not np.isnan(figures[m])]
     return {**figures, "linkage_risk": max(checked)}
+
+
+def _perturbed(original: pd.DataFrame, protected: pd.DataFrame, columns: list[str]) -> list[str]:
+    """The continuous keys of ``columns`` whose released values differ from the original ones
+    (beyond rounding; a value missing in both counts as equal)."""
+    return [c for c in columns
+            if not np.allclose(protected[c].to_numpy(float), original[c].to_numpy(float), equal_nan=True)]
 
 
 def _linkage_measure(figures: dict[str, float]) -> str:
@@ -482,10 +486,7 @@ def residual_risk(
             if known is None:
                 known = linkage_figures(matched, frame, spec, name)
             row.update({m: np.nan if v is None else float(v) for m, v in known.items()})
-            changed = [
-                c for c in released
-                if not np.allclose(frame[c].to_numpy(float), matched[c].to_numpy(float), equal_nan=True)
-            ]
+            changed = _perturbed(matched, frame, released)
             row["interval_risk"] = float(risk.interval_risk(matched, frame, changed).risk) if changed else np.nan
             row["rank_interval_disclosure"] = (
                 float(risk.rank_interval_disclosure(matched, frame, changed).value) if changed else np.nan

@@ -315,10 +315,10 @@ def _observed_patterns(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return patterns, inverse.ravel()
 
 
-def _pattern_search_is_cheaper(zx: np.ndarray, zm: np.ndarray) -> bool:
-    """Whether :func:`_gower_nearest_by_pattern` costs less than the block computation of all pairs."""
-    pairs = len(_observed_patterns(zx)[0]) * len(_observed_patterns(zm)[0])
-    return pairs * _GOWER_PATTERN_PAIR_COST < len(zx) * len(zm)
+def _pattern_search_is_cheaper(x_patterns: np.ndarray, m_patterns: np.ndarray, n_x: int, n_m: int) -> bool:
+    """Whether :func:`_gower_nearest_by_pattern` over these patterns of observed variables costs less
+    than the block computation of all n_x x n_m pairs."""
+    return len(x_patterns) * len(m_patterns) * _GOWER_PATTERN_PAIR_COST < n_x * n_m
 
 
 def _gower_own_distances(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray) -> np.ndarray:
@@ -331,7 +331,8 @@ def _gower_own_distances(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray) ->
         return np.where(seen, gap, 0.0).sum(axis=1) / seen.sum(axis=1)
 
 
-def _gower_nearest_by_pattern(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _gower_nearest_by_pattern(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_patterns, m_patterns
+                              ) -> tuple[np.ndarray, np.ndarray]:
     """Exact Gower nearest original of every protected record, without the n x n distances
     (SPEC §4.1; issue 23's per-pattern search).
 
@@ -348,8 +349,9 @@ def _gower_nearest_by_pattern(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarra
     differing code then costs more than any Gower numerator), those of H - T left out and counted as
     differing (+1 each). Every query's distances are at least the true ones, and the query with T =
     the variables on which an original agrees gives its true distance, so the smallest over the
-    queries is the exact nearest. Returns (nearest distance, inf where no original shares a
-    variable; partner position, -1 there)."""
+    queries is the exact nearest. ``x_patterns``, ``m_patterns``: :func:`_observed_patterns` of
+    ``zx`` and ``zm``. Returns (nearest distance, inf where no original shares a variable; partner
+    position, -1 there)."""
     levels = np.where(nominal, np.nanmax(np.vstack([zx, zm]), axis=0, initial=0) + 1, 0).astype(np.int64)
     widths = np.where(nominal, levels, 1)
     # undivided embedding; a missing value is written as -1 (a nominal one then has no one-hot entry)
@@ -360,8 +362,7 @@ def _gower_nearest_by_pattern(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarra
     position[order] = np.concatenate([[0], np.cumsum(widths[order])[:-1]])
     wide = np.flatnonzero(nominal & (levels > _GOWER_WIDE_LEVELS))
     wide = wide[np.argsort(-levels[wide], kind="stable")][:_GOWER_WIDE_NOMINALS]
-    x_patterns, x_of = _observed_patterns(zx)
-    m_patterns, m_of = _observed_patterns(zm)
+    (x_patterns, x_of), (m_patterns, m_of) = x_patterns, m_patterns
     nearest = np.full(len(zm), np.inf)
     partner = np.full(len(zm), -1, dtype=np.int64)
     x_rows = [np.flatnonzero(x_of == b) for b in range(len(x_patterns))]
@@ -428,7 +429,6 @@ def _gower_links(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, assignment
     """Linked flags, partner positions (-1: none), own distances (NaN: undefined) and, for the
     one-to-one assignment, link probabilities of Gower linkage on encoded records."""
     n = len(zx)
-    complete = not (np.isnan(zx).any() or np.isnan(zm).any())
     if assignment == "one_to_one":
         distances = _gower_block(zm, zx, nominal)
         own = np.diag(distances).copy()
@@ -439,8 +439,10 @@ def _gower_links(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, assignment
         flags, partner, probability = _one_to_one_links(cost, keys(zx), keys(zm))
         defined = ~np.isnan(own)
         return flags & defined, partner, own, np.where(defined, probability, 0.0)
-    if complete or _pattern_search_is_cheaper(zx, zm):  # complete records: one pattern
-        nearest, partner = _gower_nearest_by_pattern(zx, zm, nominal)
+    x_patterns, m_patterns = _observed_patterns(zx), _observed_patterns(zm)
+    complete = x_patterns[0].all() and m_patterns[0].all()  # one pattern each: every variable observed
+    if complete or _pattern_search_is_cheaper(x_patterns[0], m_patterns[0], len(zx), len(zm)):
+        nearest, partner = _gower_nearest_by_pattern(zx, zm, nominal, x_patterns, m_patterns)
         own = _gower_own_distances(zx, zm, nominal)
     else:
         nearest, partner, own = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n)

@@ -268,5 +268,8 @@ def test_pattern_search_is_chosen_on_large_files_with_few_patterns():
     n = 3000
     z = rng.random((n, 3))
     z[rng.random((n, 3)) < 0.1] = np.nan
-    assert continuous._pattern_search_is_cheaper(z, z)  # 8 x 8 patterns << 9M pairs
-    assert not continuous._pattern_search_is_cheaper(z[:50], z[:50])
+    patterns = continuous._observed_patterns(z)[0]
+    assert len(patterns) == 8
+    assert continuous._pattern_search_is_cheaper(patterns, patterns, n, n)  # 8 x 8 patterns << 9M pairs
+    small = continuous._observed_patterns(z[:50])[0]
+    assert not continuous._pattern_search_is_cheaper(small, small, 50, 50)
