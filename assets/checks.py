@@ -13,7 +13,7 @@ The checks are declared as ``check_specs`` of the asset they guard and evaluated
 so that a check of one wave reads that wave only.
 """
 
-from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey
+from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey, MetadataValue
 
 from sdc_dagster import survey
 from sdc_dagster.spec import Plan, SurveySpec
@@ -65,4 +65,28 @@ def original_risk_check_result(spec: SurveySpec, global_risk: float) -> AssetChe
         passed=global_risk <= spec.risk.max_global_risk,
         severity=AssetCheckSeverity.WARN,
         metadata={"global_risk": global_risk, "threshold": spec.risk.max_global_risk},
+    )
+
+
+def wave_release_check_spec(asset: AssetKey) -> AssetCheckSpec:
+    """The wave's release decision, on the report: blocking, so that a wave whose every plan was
+    withheld fails its run in the UI (the report is still written: the check runs after it)."""
+    return AssetCheckSpec(
+        name="wave_released", asset=asset, blocking=True,
+        description="blocking: one plan of the wave passes every blocking release check and is released",
+    )
+
+
+def wave_release_check_result(spec: SurveySpec, plans: dict, released: dict | None) -> AssetCheckResult:
+    """Passed when the wave has a release (the recommended plan); otherwise names every plan's
+    failed blocking checks."""
+    withheld = {name: plan.withheld_because for name, plan in plans.items() if not plan.releasable}
+    return AssetCheckResult(
+        check_name="wave_released",
+        passed=released is not None,
+        severity=AssetCheckSeverity.ERROR,
+        metadata={
+            "released_plan": released["plan"] if released else "none",
+            "withheld": MetadataValue.json(withheld),
+        },
     )

@@ -12,6 +12,7 @@ function of :mod:`sdc_dagster.survey` (or the engine), and attaches its headline
 
 import base64
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,11 +36,13 @@ from sdc_dagster.assets.checks import (
     original_risk_check_spec,
     release_check_results,
     release_check_specs,
+    wave_release_check_result,
+    wave_release_check_spec,
 )
 from sdc_dagster.assets.partitions import latest_materialization, wave_partitions
 from sdc_dagster.resources.storage import inputs_dir, landing_dir, releases_dir, reports_dir
 import sdc_dagster
-from sdc_dagster import lineage, release_files, risk, survey
+from sdc_dagster import lineage, release_files, risk, search, survey
 from sdc_dagster.classification import classify_variables
 from sdc_dagster.report import headline_table, recommendation, report_plots, write_report
 from sdc_dagster.report.plots import boxplot_png, grouped_bars_png, histogram_png
@@ -95,8 +98,9 @@ def _ins(spec: SurveySpec, *names: str) -> dict[str, AssetIn]:
 
 
 def _plan_ins(spec: SurveySpec) -> dict[str, AssetIn]:
-    """Every plan's protected variant as an input named ``protected_<plan>``."""
-    return {f"protected_{p.name}": AssetIn(key=protected_key(spec, p.name)) for p in spec.plans}
+    """Every plan's protected variant (the spec's plans, then the searched plan when the spec
+    searches) as an input named ``protected_<plan>``."""
+    return {f"protected_{name}": AssetIn(key=protected_key(spec, name)) for name in survey.wave_plan_names(spec)}
 
 
 def _variants(protected: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
@@ -282,73 +286,155 @@ _RISK_OF_RELEASE = {"k_violations": "k_anonymity", "global_risk": "global_risk",
 def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
     @asset(
         name=f"protected_{plan.name}",
-        ins=_ins(spec, "raw_microdata", "variable_classification"),
+        ins=_ins(spec, "raw_microdata"),
         description=(
-            f"Protected variant by plan {plan.name!r}: {plan.description}. Published as a release only "
+            f"Protected variant by plan {plan.name!r}: {plan.description}. Eligible for release only "
             "if its blocking release checks pass; otherwise withheld (kept here for evaluation only)."
         ),
         code_version=code_version(spec.variables, spec.risk, plan, spec.release),
         check_specs=release_check_specs(spec, plan, protected_key(spec, plan.name)),
         **_common(spec),
     )
-    def protected(context: AssetExecutionContext, raw_microdata: pd.DataFrame, variable_classification: pd.DataFrame):
-        wave = context.partition_key
-        result = survey.protect(raw_microdata, spec, plan, wave=wave)
-        validate(result.data, microdata_schema(spec, protected=True), source=f"protected_{plan.name}")
-        checks = survey.release_checks(result.data, spec, plan, original=raw_microdata)
-        failures = survey.blocking_failures(checks)
-        source = raw_source(context, wave)
-        snapshot = Path(source["source_snapshot"])
-        # the published files only are shuffled and renumbered: this asset's output keeps the
-        # wave's order and index, which residual risk and loss compare record by record
-        safe = None if failures else release_files.safe_files(result.data, spec, plan, wave=wave, source=snapshot)
-        release = lineage.write_release(
-            releases_dir(),
-            survey=spec.survey,
-            wave=wave,
-            plan=plan.name,
-            run_id=context.run_id,
-            protected=result.data,
-            files=safe.files if safe else None,
-            order=safe.order if safe else None,
-            input_file=snapshot,
-            input_sha256=source["source_sha256"],
-            spec_path=spec.spec_path,
-            spec_sha256=spec.spec_hash,
-            plan_definition={"steps": list(plan.steps), "k": plan.k, "random_state": plan.random_state},
-            steps=result.steps,
-            risk={name: checks[check]["value"] for name, check in _RISK_OF_RELEASE.items() if check in checks},
-            loss=survey.headline_loss(raw_microdata, result.data, spec),
-            checks=checks,
-            matrices={key.split(":", 1)[1]: m for key, m in result.artifacts.items() if key.startswith("pram:")},
-            withheld=failures,
+    def protected(context: AssetExecutionContext, raw_microdata: pd.DataFrame):
+        yield from _protect_and_record(context, spec, plan, raw_microdata)
+
+    return protected
+
+
+def _protect_and_record(context: AssetExecutionContext, spec: SurveySpec, plan: Plan, raw_microdata: pd.DataFrame):
+    """Apply ``plan`` to the wave, run the release checks and write the plan's decision (an
+    eligible release, or the withheld record): the body of every protected asset."""
+    wave = context.partition_key
+    result = survey.protect(raw_microdata, spec, plan, wave=wave)
+    validate(result.data, microdata_schema(spec, protected=True), source=f"protected_{plan.name}")
+    checks = survey.release_checks(result.data, spec, plan, original=raw_microdata)
+    failures = survey.blocking_failures(checks)
+    source = raw_source(context, wave)
+    snapshot = Path(source["source_snapshot"])
+    # the published files only are shuffled and renumbered: this asset's output keeps the
+    # wave's order and index, which residual risk and loss compare record by record
+    safe = None if failures else release_files.safe_files(result.data, spec, plan, wave=wave, source=snapshot)
+    release = lineage.write_release(
+        releases_dir(),
+        survey=spec.survey,
+        wave=wave,
+        plan=plan.name,
+        run_id=context.run_id,
+        protected=result.data,
+        files=safe.files if safe else None,
+        order=safe.order if safe else None,
+        input_file=snapshot,
+        input_sha256=source["source_sha256"],
+        spec_path=spec.spec_path,
+        spec_sha256=spec.spec_hash,
+        plan_definition=plan_definition(plan),
+        steps=result.steps,
+        risk={name: checks[check]["value"] for name, check in _RISK_OF_RELEASE.items() if check in checks},
+        loss=survey.headline_loss(raw_microdata, result.data, spec),
+        checks=checks,
+        matrices={key.split(":", 1)[1]: m for key, m in result.artifacts.items() if key.startswith("pram:")},
+        withheld=failures,
+    )
+    if failures:
+        context.log.warning(
+            f"protected_{plan.name} wave {wave} withheld, no release written: "
+            + "; ".join(f"{name}: {why}" for name, why in failures.items())
         )
-        if failures:
-            context.log.warning(
-                f"protected_{plan.name} wave {wave} withheld, no release written: "
-                + "; ".join(f"{name}: {why}" for name, why in failures.items())
-            )
-        yield Output(
-            result.data,
-            metadata={
-                "plan": plan.name,
-                "random_state": plan.random_state,
-                "steps": MetadataValue.json(result.steps),
-                "records": len(result.data),
-                **{f"check_{name}": bool(c["passed"]) for name, c in checks.items()},
-                **{name: checks[check]["value"] for name, check in _RISK_OF_RELEASE.items() if check in checks},
-                **({"linkage_measure": checks["linkage_risk"]["measure"]} if "linkage_risk" in checks else {}),
-                "checks_not_applicable": MetadataValue.json(survey.checks_not_applicable(spec)),
-                "released": release.published,
-                "withheld_because": MetadataValue.json(failures),
-                "warnings": MetadataValue.json(survey.release_warnings(checks)),
-                "release": MetadataValue.path(str(release.folder)),
-                "release_files": ", ".join(safe.files) if safe else "none (withheld)",
-                "previous_release": release.manifest["previous_release"] or "none",
-                "manifest": MetadataValue.json(release.manifest),
-            },
-        )
-        yield from release_check_results(checks)
+    yield Output(
+        result.data,
+        metadata={
+            "plan": plan.name,
+            "random_state": plan.random_state,
+            "steps": MetadataValue.json(result.steps),
+            "records": len(result.data),
+            **{f"check_{name}": bool(c["passed"]) for name, c in checks.items()},
+            **{name: checks[check]["value"] for name, check in _RISK_OF_RELEASE.items() if check in checks},
+            **({"linkage_measure": checks["linkage_risk"]["measure"]} if "linkage_risk" in checks else {}),
+            "checks_not_applicable": MetadataValue.json(survey.checks_not_applicable(spec)),
+            "eligible": release.published,
+            "withheld_because": MetadataValue.json(failures),
+            "warnings": MetadataValue.json(survey.release_warnings(checks)),
+            "release": MetadataValue.path(str(release.folder)),
+            "release_files": ", ".join(safe.files) if safe else "none (withheld)",
+            "previous_release": release.manifest["previous_release"] or "none",
+            "manifest": MetadataValue.json(release.manifest),
+        },
+    )
+    yield from release_check_results(checks)
+
+
+def plan_definition(plan: Plan) -> dict:
+    """What a manifest records of a plan (``spec.plan`` of the manifest): steps, k, seed, description.
+    :func:`sdc_dagster.survey.recompute_release` replays a plan the spec does not name (the searched
+    plan) from it."""
+    return {"steps": list(plan.steps), "k": plan.k, "random_state": plan.random_state,
+            "description": plan.description}
+
+
+# --- Stage 3b: the searched plan -----------------------------------------------------------------
+
+
+def plan_search_asset(spec: SurveySpec) -> AssetsDefinition:
+    @asset(
+        name="plan_search",
+        ins=_ins(spec, "raw_microdata"),
+        description=(
+            "Search of the protection plans generated from the wave (recodings, local suppression, "
+            "microaggregation, noise): the front of risk against information loss and the recommended "
+            "candidate, which protected_searched materialises."
+        ),
+        code_version=code_version(spec.variables, spec.risk, spec.search),
+        **_common(spec),
+    )
+    def plan_search(context: AssetExecutionContext, raw_microdata: pd.DataFrame):
+        found = search.search_wave(raw_microdata, spec, progress=context.log.info)
+        front = found.front_frame()
+        plan = (found.recommended or found.best_effort).plan
+        context.add_output_metadata({
+            "front": table_markdown(front),
+            "recommended": plan.description,
+            "nodes_evaluated": found.nodes_evaluated,
+            "nodes_total": found.nodes_total,
+            "exhaustive": found.exhaustive,
+            "bound": found.bound,
+            "seconds": round(found.seconds, 2),
+            "random_state": plan.random_state,
+            "steps": MetadataValue.json(list(plan.steps)),
+        })
+        return {"front": front, "plan": _plan_frame(plan)}
+
+    return plan_search
+
+
+def _plan_frame(plan: Plan) -> pd.DataFrame:
+    """A plan as a one-row frame (the steps as JSON), as the IO manager stores it."""
+    return pd.DataFrame([{"name": plan.name, "steps": json.dumps(list(plan.steps)), "k": plan.k,
+                          "random_state": plan.random_state, "description": plan.description}])
+
+
+def _plan_of_frame(frame: pd.DataFrame) -> Plan:
+    row = frame.iloc[0]
+    return Plan(name=str(row["name"]), steps=tuple(json.loads(row["steps"])), k=int(row["k"]),
+                random_state=int(row["random_state"]), description=str(row["description"]))
+
+
+def protected_searched_asset(spec: SurveySpec) -> AssetsDefinition:
+    # the check specs need the plan's k only: the steps are the search's, known when it has run
+    plan = Plan(name=search.SEARCHED_PLAN, steps=(), k=spec.risk.k, random_state=0)
+
+    @asset(
+        name=f"protected_{plan.name}",
+        ins=_ins(spec, "raw_microdata", "plan_search"),
+        description=(
+            "Protected variant by the plan the search recommends (plan_search), through the same release "
+            "checks, manifest and audit as every spec plan; its steps and seed are in its manifest."
+        ),
+        code_version=code_version(spec.variables, spec.risk, spec.search, spec.release),
+        check_specs=release_check_specs(spec, plan, protected_key(spec, plan.name)),
+        **_common(spec),
+    )
+    def protected(context: AssetExecutionContext, raw_microdata: pd.DataFrame, plan_search: dict):
+        yield from _protect_and_record(context, spec, _plan_of_frame(plan_search["plan"]), raw_microdata)
 
     return protected
 
@@ -394,12 +480,12 @@ def residual_contributions_asset(spec: SurveySpec) -> AssetsDefinition:
     def residual_contributions(context: AssetExecutionContext, risk_contributions: dict, **protected: pd.DataFrame):
         table = survey.residual_contributions(risk_contributions["global"], _variants(protected), spec)
         metadata = {}
-        for plan in (p for p in spec.plans if p.name in table.index.get_level_values("variant")):
-            moved = table.xs(plan.name, level="variant")
-            metadata[f"contributions_{plan.name}"] = table_markdown(moved.round(4))
-            metadata[f"contributions_{plan.name}_plot"] = image_markdown(
-                grouped_bars_png(moved, f"Contributions before and after {plan.name}", ylabel="global contribution"),
-                f"Contributions before and after {plan.name}",
+        for plan in (p for p in survey.wave_plan_names(spec) if p in table.index.get_level_values("variant")):
+            moved = table.xs(plan, level="variant")
+            metadata[f"contributions_{plan}"] = table_markdown(moved.round(4))
+            metadata[f"contributions_{plan}_plot"] = image_markdown(
+                grouped_bars_png(moved, f"Contributions before and after {plan}", ylabel="global contribution"),
+                f"Contributions before and after {plan}",
             )
         context.add_output_metadata(metadata)
         return table
@@ -446,12 +532,15 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
             # The plans' variants give the suppressions and distributions; their steps, seeds and
             # release checks are read from their release records.
             **_plan_ins(spec),
+            # the searched plan and the front it was chosen from
+            **(_ins(spec, "plan_search") if spec.search.enabled else {}),
         },
         description=(
             "One self-contained HTML report per wave (decision first), its JSON figures, and the survey's "
             "index of waves."
         ),
         code_version=code_version(spec.variables, spec.risk, spec.plans),
+        check_specs=[wave_release_check_spec(AssetKey([spec.survey, "sdc_report"]))],
         **_common(spec),
     )
     def sdc_report(
@@ -465,6 +554,8 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
         **protected: pd.DataFrame,
     ) -> MaterializeResult:
         wave = context.partition_key
+        searched = protected.pop("plan_search", None)
+        plans = list(spec.plans) + ([_plan_of_frame(searched["plan"])] if searched is not None else [])
         risk_run = latest_materialization(context.instance, AssetKey([spec.survey, "risk_scores"]), wave)
         recorded = risk_run.metadata.get("measure_notes") if risk_run else None
         notes = survey.measure_notes_of(recorded.value if recorded else [])
@@ -480,16 +571,26 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
             residual_risk,
             information_loss["summary"],
             information_loss["per_record"],
-            {p.name: decisions_of(spec, p.name, wave) for p in spec.plans},
+            {p.name: decisions_of(spec, p.name, wave) for p in plans},
             residual_contributions=residual_contributions,
             protected=_variants(protected),
             measure_notes=notes,
+            plans=plans,
+            search_front=searched["front"] if searched is not None else None,
         )
         plans = inputs.plans
         paths = write_report(inputs, reports_dir() / spec.survey)
         headline = headline_table(inputs)
+        chosen = recommendation(inputs).plan
+        # the wave's one release: the recommendation, published once its report is written
+        released = lineage.publish_wave_release(releases_dir(), spec.survey, wave, chosen,
+                                                reason="recommended by the report's decision rule")
+        if released is None:
+            context.log.warning(f"wave {wave}: no plan passes every blocking check; nothing is released")
         return MaterializeResult(
+            check_results=[wave_release_check_result(spec, plans, released)],
             metadata={
+                "released_plan": released["plan"] if released else "none",
                 "report": MetadataValue.path(str(paths["html"])),
                 "report_json": MetadataValue.path(str(paths["json"])),
                 "index": MetadataValue.path(str(paths["index"])),
@@ -512,7 +613,7 @@ class SurveyAssets:
 
     @property
     def protected_keys(self) -> list[AssetKey]:
-        return [protected_key(self.spec, p.name) for p in self.spec.plans]
+        return [protected_key(self.spec, name) for name in survey.wave_plan_names(self.spec)]
 
 
 def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
@@ -526,6 +627,7 @@ def build_survey_assets(spec: SurveySpec) -> SurveyAssets:
             risk_scores_asset(spec),
             risk_contributions_asset(spec),
             *(protected_asset(spec, plan) for plan in spec.plans),
+            *((plan_search_asset(spec), protected_searched_asset(spec)) if spec.search.enabled else ()),
             residual_risk_asset(spec),
             residual_contributions_asset(spec),
             information_loss_asset(spec),

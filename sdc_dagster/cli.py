@@ -161,7 +161,8 @@ def prepare_demo_waves() -> dict[str, list[str]]:
 
 
 def release_decision(survey_name: str, wave: str, plan: str) -> str:
-    """"released" or "withheld: <failed blocking checks>" for the plan's latest decision of the wave."""
+    """"released" (the wave's one release), "eligible" (passes every blocking check, not the
+    release) or "withheld: <failed blocking checks>" for the plan's latest decision of the wave."""
     from sdc_dagster.resources.storage import releases_dir
     from sdc_dagster import lineage
 
@@ -169,7 +170,10 @@ def release_decision(survey_name: str, wave: str, plan: str) -> str:
     if not decisions:
         return ""
     withheld = lineage.read_manifest(decisions[-1]).get("withheld")
-    return f"withheld: {', '.join(withheld)}" if withheld else "released"
+    if withheld:
+        return f"withheld: {', '.join(withheld)}"
+    released = lineage.wave_release(releases_dir(), survey_name, wave)
+    return "released" if released and released["plan"] == plan else "eligible"
 
 
 _SUMMARY_RISK = ("global_risk", "expected_reidentifications", "k3_violations", "suppressed_values", "linkage_risk")
@@ -521,9 +525,12 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
           f"DAGSTER_HOME {os.environ['DAGSTER_HOME']}", file=out, flush=True)
     result = job.execute_in_process(partition_key=wave, instance=instance, raise_on_error=False,
                                     run_config=QUIET, run_id=run_id)
-    if not result.success:
-        data_errors = [(step, _data_error(error)) for step, error in failures if _data_error(error) is not None]
-        step, error = (data_errors or failures or [("run", None)])[0]
+    # the report's blocking "wave_released" check fails the run when no plan is released: that is
+    # a decision (exit 3), not a failure
+    decided = [(step, error) for step, error in failures if not _no_release(step, error)]
+    if not result.success and decided:
+        data_errors = [(step, _data_error(error)) for step, error in decided if _data_error(error) is not None]
+        step, error = (data_errors or decided)[0]
         while error is not None and error.cause is not None:  # the user code's error, not Dagster's wrapper
             error = error.cause
         message = error.message.strip() if error is not None else "see the run in the UI (sdc ui)"
@@ -532,10 +539,118 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
     print(wave_summary(survey_name, wave), file=out, flush=True)
     if design:
         print(design, file=out, flush=True)
-    if withheld:
-        for name, reasons in withheld.items():
-            print(f"sdc run: {name} withheld, failed blocking check(s): {', '.join(reasons)}", file=out)
+    from sdc_dagster import lineage
+    from sdc_dagster.resources.storage import releases_dir
+
+    released = lineage.wave_release(releases_dir(), survey_name, wave)
+    for name, reasons in withheld.items():
+        print(f"sdc run: {name} withheld, failed blocking check(s): {', '.join(reasons)}", file=out)
+    if released is None:
+        print(f"sdc run: nothing released for wave {wave}: no plan passes every blocking check", file=out)
         return EXIT_WITHHELD
+    print(f"sdc run: released plan {released['plan']} ({released['folder']})", file=out)
+    return EXIT_OK
+
+
+def _no_release(step: str, error) -> bool:
+    """Whether a step failure is the report's blocking ``wave_released`` check (no plan released)."""
+    return step.endswith("sdc_report") and error is not None and "wave_released" in (error.message or "")
+
+
+def run_plan(survey_name: str, wave: str, *, data_file: str | None = None, write: bool = False,
+             home: str | None = None, out=None) -> int:
+    """Search the plans of a wave (:func:`sdc_dagster.search.search_wave`, with the spec's
+    ``search:`` options, whether or not the wave chain searches) and print the front; with
+    ``write``, add the front's plans to the spec file as named plans ``search_<n>`` that can be
+    edited and run like any other."""
+    out = out or sys.stdout
+    _prepare_environment(home)
+    if _unsafe_names("plan", out, ("survey name", survey_name), ("wave id", wave)):
+        return EXIT_USAGE
+    from sdc_dagster import search
+    from sdc_dagster.errors import SDCInputError
+    from sdc_dagster.resources.storage import landing_dir
+    from sdc_dagster.sources import file_format, locate_wave_file, read_wave_file
+    from sdc_dagster.spec import SpecError, load_spec, spec_text_with_plans
+
+    specs, broken = _survey_specs("plan", out, survey_name)
+    if survey_name not in specs:
+        for error in (error for spec in broken for error in spec.error.errors):
+            print(f"sdc plan: bad spec: {error}", file=out)
+        return EXIT_BAD_SPEC if broken else _unknown_survey("plan", survey_name, specs, out)
+    spec = specs[survey_name]
+    try:
+        path = Path(data_file) if data_file else locate_wave_file(spec, wave, landing_dir())
+        data = read_wave_file(spec, path, source=f"{spec.survey} wave {wave} ({path.name}, "
+                                                 f"{file_format(path, default=spec.source.format)})")
+        print(f"== {survey_name} wave {wave} ({path.name}, {len(data)} records): searching ...", file=out, flush=True)
+        started = time.monotonic()
+        found = search.search_wave(data, spec, progress=lambda line: print(
+            f"   {time.monotonic() - started:6.1f}s  {line}", file=out, flush=True))
+    except SDCInputError as exc:
+        print(f"sdc plan: bad data: {exc}", file=out)
+        return EXIT_BAD_DATA
+    print(f"{found.nodes_evaluated} of {found.nodes_total} plans evaluated in {found.seconds:.1f} s "
+          f"({'exhaustive' if found.exhaustive else found.bound})", file=out)
+    if not found.front:
+        print("sdc plan: no plan of the search space meets the risk target", file=out)
+        return EXIT_WITHHELD
+    with pd_display():
+        print(found.front_frame().to_string(), file=out)
+    if found.recommended is not None:
+        print(f"recommended: {found.recommended.plan.description}", file=out)
+    if not write:
+        return EXIT_OK
+    taken = {p.name for p in spec.plans}
+    names = (f"search_{i}" for i in range(1, 10_000) if f"search_{i}" not in taken)
+    plans = {next(names): {"description": c.plan.description, "k": c.plan.k, "random_state": c.plan.random_state,
+                           "steps": [dict(step) for step in c.plan.steps]} for c in found.front}
+    text = spec_text_with_plans(spec.spec_path.read_text(), plans)
+    try:
+        candidate = spec.spec_path.with_name(f".{spec.spec_path.name}.new")
+        candidate.write_text(text)
+        load_spec(candidate)
+        os.replace(candidate, spec.spec_path)
+    except SpecError as exc:
+        candidate.unlink(missing_ok=True)
+        print(f"sdc plan: the spec with the searched plans does not load: {exc}", file=out)
+        return EXIT_BAD_SPEC
+    print(f"sdc plan: added {', '.join(plans)} to {spec.spec_path}", file=out)
+    return EXIT_OK
+
+
+def pd_display():
+    """Print every column of a table (pandas' option context)."""
+    import pandas as pd
+
+    return pd.option_context("display.width", 200, "display.max_columns", None, "display.max_colwidth", 80)
+
+
+def run_promote(survey_name: str, wave: str, plan: str, *, home: str | None = None, out=None) -> int:
+    """Make ``plan``'s latest eligible variant the wave's one release in place of the
+    recommendation (:func:`sdc_dagster.lineage.publish_wave_release`); :data:`EXIT_USAGE` for an
+    unsafe name, an unknown survey or wave, or a plan that is withheld or never materialised."""
+    out = out or sys.stdout
+    _prepare_environment(home)
+    if _unsafe_names("promote", out, ("survey name", survey_name), ("wave id", wave), ("plan name", plan)):
+        return EXIT_USAGE
+    from sdc_dagster import lineage
+    from sdc_dagster.resources.storage import releases_dir
+
+    root = releases_dir()
+    if survey_name not in (known := _known_surveys(root)):
+        return _unknown_survey("promote", survey_name, known, out)
+    if not (root / survey_name / wave).is_dir():
+        print(f"sdc promote: no materialised wave {wave!r} of survey {survey_name!r} under {root}", file=out)
+        return EXIT_USAGE
+    before = lineage.wave_release(root, survey_name, wave)
+    try:
+        record = lineage.publish_wave_release(root, survey_name, wave, plan, reason="promoted with sdc promote")
+    except ValueError as exc:
+        print(f"sdc promote: {exc}", file=out)
+        return EXIT_USAGE
+    was = f" (was {before['plan']})" if before and before["plan"] != plan else ""
+    print(f"sdc promote: wave {wave} of {survey_name} now releases plan {plan}{was}: {record['folder']}", file=out)
     return EXIT_OK
 
 
@@ -673,6 +788,15 @@ def main(argv: list[str] | None = None) -> int:
     audit.add_argument("--plan", help="one protection plan (default: every plan of the wave)")
     audit.add_argument("--survey", help="the survey (needed when several surveys have this wave)")
     audit.add_argument("--run", help="a release's run id (default: the latest release)")
+    plan = sub.add_parser("plan", help="search the protection plans of a wave and print the front (risk vs loss)")
+    plan.add_argument("survey")
+    plan.add_argument("wave")
+    plan.add_argument("--file", metavar="FILE", help="the wave's data file (default: the landed file of the wave)")
+    plan.add_argument("--write", action="store_true", help="append the front's plans to the spec as named plans")
+    promote = sub.add_parser("promote", help="make another eligible plan the wave's one release")
+    promote.add_argument("survey")
+    promote.add_argument("wave")
+    promote.add_argument("plan")
     report = sub.add_parser("report", help="a wave's report files (HTML, JSON, index); --pdf also prints the PDF")
     report.add_argument("survey")
     report.add_argument("wave")
@@ -688,6 +812,10 @@ def main(argv: list[str] | None = None) -> int:
         return run_demo(args.home)
     if args.command == "audit":
         return run_audit(args.wave, plan=args.plan, survey_name=args.survey, run=args.run, home=args.home)
+    if args.command == "plan":
+        return run_plan(args.survey, args.wave, data_file=args.file, write=args.write, home=args.home)
+    if args.command == "promote":
+        return run_promote(args.survey, args.wave, args.plan, home=args.home)
     if args.command == "report":
         return run_report(args.survey, args.wave, pdf=args.pdf, home=args.home)
     return run_ui(args.home, args.port)

@@ -5,7 +5,11 @@ holding the safe files (``protected.parquet`` always, and the wave's own format 
 ``release.formats``, shuffled and with new ids: :mod:`sdc_dagster.release_files`), ``manifest.json``
 and ``spec.yaml`` (the exact spec text used).
 A variant that fails a blocking release check is *withheld*: its run folder holds ``withheld.json``
-(the same record, naming the failed checks, without an output) and no protected file.
+(the same record, naming the failed checks, without an output) and no protected file. A variant that
+passes every blocking check is *eligible*; a wave has one *release*, the eligible variant named by
+``<releases>/<survey>/<wave>/release.json`` (:func:`publish_wave_release`): the report's
+recommendation when the wave's report is written, or the plan a methodologist promotes
+(``sdc promote``). The other eligible variants stay as alternatives.
 A manifest records the input file and its hash, the spec and its hash, the package versions, every
 protection step with its parameters and seed, the headline risk and loss figures, the release
 checks, the run id and the previous release of the same wave and plan, and every safe file with its
@@ -30,6 +34,7 @@ from sdc_dagster.names import inside
 from sdc_dagster.sources import file_sha256 as sha256_file
 
 MANIFEST = "manifest.json"
+WAVE_RELEASE = "release.json"
 WITHHELD = "withheld.json"
 PROTECTED = "protected.parquet"
 SPEC_COPY = "spec.yaml"
@@ -219,6 +224,32 @@ def write_release(
     record = WITHHELD if withheld else MANIFEST
     _atomic_write(folder / record, json.dumps(manifest, indent=2, sort_keys=True, default=_json_default).encode())
     return Release(folder=folder, manifest=manifest)
+
+
+def publish_wave_release(releases: Path, survey: str, wave: str, plan: str | None, *, reason: str) -> dict | None:
+    """Make the latest eligible variant of ``plan`` the wave's one release (``release.json`` in the
+    wave's folder: plan, run id, run folder, why); ``plan=None`` withdraws the wave's release (no
+    plan is eligible). Raises ValueError when the plan's latest decision is withheld or missing."""
+    target = inside(releases, survey, wave) / WAVE_RELEASE
+    if plan is None:
+        target.unlink(missing_ok=True)
+        return None
+    decisions = list_decisions(releases, survey, wave, plan)
+    if not decisions or not (decisions[-1] / MANIFEST).is_file():
+        state = "withheld" if decisions else "never materialised"
+        raise ValueError(f"plan {plan!r} of wave {wave!r} is {state}: only an eligible plan (every blocking "
+                         "check passed) can be the wave's release")
+    folder = decisions[-1]
+    record = {"survey": survey, "wave": wave, "plan": plan, "run_id": folder.name,
+              "folder": str(folder), "reason": reason}
+    _atomic_write(target, json.dumps(record, indent=2, sort_keys=True).encode())
+    return record
+
+
+def wave_release(releases: Path, survey: str, wave: str) -> dict | None:
+    """The wave's release record written by :func:`publish_wave_release`, or None."""
+    target = inside(releases, survey, wave) / WAVE_RELEASE
+    return json.loads(target.read_text()) if target.is_file() else None
 
 
 def _json_default(value):

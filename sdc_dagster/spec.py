@@ -145,6 +145,11 @@ class ReleaseOptions:
 
 
 @dataclass(frozen=True)
+class SearchOptions:  # TEMPORARY stand-in until the search branch merges
+    enabled: bool = False
+
+
+@dataclass(frozen=True)
 class Plan:
     """A named protection plan: ordered steps, the k its output must reach, and its seed."""
 
@@ -168,6 +173,7 @@ class SurveySpec:
     spec_path: Path | None = None
     spec_hash: str = ""
     release: ReleaseOptions = ReleaseOptions()
+    search: SearchOptions = SearchOptions()
 
     def variable(self, name: str) -> Variable:
         return self.variables[name]
@@ -674,3 +680,34 @@ def load_specs(directory: str | Path) -> list[SurveySpec]:
     if broken:
         raise SpecError.combine([error for b in broken for error in b.error.errors])
     return specs
+
+
+def spec_text_with_plans(text: str, plans: Mapping[str, Mapping[str, Any]]) -> str:
+    """The spec text ``text`` with ``plans`` (name -> plan as written in a spec: description, k,
+    random_state, steps) added at the end of its ``plans:`` block (a ``plans:`` block is added when
+    the spec has none), leaving every other line, comment included, as it was. A name the spec
+    already uses is refused (:class:`SpecError`), and the result must load as a spec."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.rstrip() == "plans:" or line.startswith("plans:")), None)
+    if start is not None and lines[start].split(":", 1)[1].strip() not in ("", "{}"):
+        raise SpecError([f"plans: written in flow style ({lines[start].strip()!r}); write it as a block to add plans"])
+    existing = _mapping(yaml.safe_load(text) or {}, "spec").get("plans") or {}
+    clash = sorted(set(plans) & set(existing))
+    if clash:
+        raise SpecError([f"plans.{name}: the spec already has a plan of this name" for name in clash])
+    if start is None:
+        lines += ["plans:"]
+        start, end, indent = len(lines) - 1, len(lines), "  "
+    else:
+        end = next((i for i in range(start + 1, len(lines))
+                    if lines[i] and not lines[i][0].isspace() and not lines[i].startswith("#")), len(lines))
+        while end > start + 1 and not lines[end - 1].strip():
+            end -= 1
+        children = [line for line in lines[start + 1:end] if line.strip() and not line.lstrip().startswith("#")]
+        indent = children[0][: len(children[0]) - len(children[0].lstrip())] if children else "  "
+    block = yaml.safe_dump({name: dict(plan) for name, plan in plans.items()}, sort_keys=False,
+                           default_flow_style=None, width=100, allow_unicode=True)
+    added = [indent + line if line else line for line in block.splitlines()]
+    result = "\n".join(lines[:end] + added + lines[end:]) + "\n"
+    yaml.safe_load(result)  # a block that does not nest is a bug, not a user error
+    return result

@@ -208,6 +208,13 @@ def residual_contributions(
     return pd.concat(tables, names=["variant", "variable"])[columns]
 
 
+def wave_plan_names(spec: SurveySpec) -> list[str]:
+    """The plans a wave is protected by: the spec's, then the searched plan when the spec searches."""
+    from sdc_dagster.search import SEARCHED_PLAN
+
+    return [p.name for p in spec.plans] + ([SEARCHED_PLAN] if spec.search.enabled else [])
+
+
 def direct_identifiers(spec: SurveySpec) -> list[str]:
     """Variables the spec marks as direct identifiers (removed before release, SPEC §8.1)."""
     return spec.names("direct_identifier")
@@ -804,6 +811,8 @@ def report_inputs(
     residual_contributions: pd.DataFrame | None = None,
     protected: dict[str, pd.DataFrame] | None = None,
     measure_notes: list[MeasureNote] | None = None,
+    plans: list[Plan] | None = None,
+    search_front: pd.DataFrame | None = None,
     con=None,
 ) -> ReportInputs:
     """Gather the wave's results into the report's inputs. Each plan's steps (with their seeds),
@@ -815,9 +824,11 @@ def report_inputs(
     ``protected``: the plans' protected variants, for the suppressions per key and the
     distributions before and after; the unsafe combinations table (SPEC §3.10) is computed on
     ``original`` with the spec's k. ``measure_notes``: the measures the stages left out or limited
-    (:class:`MeasureNote`), shown in the report."""
+    (:class:`MeasureNote`), shown in the report. ``plans``: the wave's plans (default: the spec's;
+    the wave chain adds the searched plan), ``search_front``: the front the search chose it from."""
+    wave_plans = list(spec.plans) if plans is None else list(plans)
     plans = {}
-    for p in spec.plans:
+    for p in wave_plans:
         folder = releases[p.name][-1]
         manifest = lineage.read_manifest(folder)
         link = None
@@ -843,7 +854,7 @@ def report_inputs(
         by_variable, by_category = risk.unsafe_combinations(original, keys, k=spec.risk.k,
                                                             max_dim=min(3, len(keys)), con=con)
     if protected:
-        protected = {p.name: protected[p.name] for p in spec.plans if p.name in protected}  # spec order
+        protected = {p.name: protected[p.name] for p in wave_plans if p.name in protected}  # spec order
     distributions, continuous = protected_distributions(original, protected, spec) if protected else ({}, [])
     return ReportInputs(
         survey=spec.survey,
@@ -877,6 +888,7 @@ def report_inputs(
         distributions=distributions,
         continuous=continuous,
         measure_notes=list(measure_notes or []),
+        search_front=search_front,
     )
 
 
@@ -911,6 +923,10 @@ def recompute_release(input_file: Path, spec_copy: Path, manifest: dict) -> dict
     survey, the wave and the plan name)."""
     spec = load_spec(spec_copy)
     data = read_wave_file(spec, input_file)
-    plan = spec.plan(manifest["plan"])
+    recorded = manifest["spec"]["plan"]
+    # the searched plan is not in the spec: it is replayed from the steps and seed its manifest records
+    plan = spec.plan(manifest["plan"]) if manifest["plan"] in {p.name for p in spec.plans} else Plan(
+        name=manifest["plan"], steps=tuple(recorded["steps"]), k=recorded["k"],
+        random_state=recorded["random_state"], description=recorded.get("description", ""))
     protected = protect(data, spec, plan, wave=manifest["wave"]).data
     return release_files.safe_files(protected, spec, plan, wave=manifest["wave"], source=input_file).files

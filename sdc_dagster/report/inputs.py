@@ -157,3 +157,4 @@ class ReportInputs:
     distributions: dict[str, dict[str, pd.Series]] = field(default_factory=dict)
     continuous: list[str] = field(default_factory=list)
     measure_notes: list[MeasureNote] = field(default_factory=list)
+    search_front: pd.DataFrame | None = None

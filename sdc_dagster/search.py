@@ -1,0 +1,1 @@
+SEARCHED_PLAN = "searched"

@@ -1,0 +1,151 @@
+"""One release per wave: the report's recommendation is the wave's release, the other plans that
+pass every blocking check stay eligible alternatives (``sdc promote`` makes one the release), and a
+wave with no eligible plan releases nothing, exits 3 and fails its Dagster run (the report's
+blocking ``wave_released`` check)."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from dagster import DagsterInstance, DagsterRunStatus
+
+from sdc_dagster import lineage
+from sdc_dagster.cli import EXIT_OK, EXIT_USAGE, EXIT_WITHHELD, main
+from sdc_dagster.spec import SpecError, load_spec, spec_text_with_plans
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+TESTDATA = CHECKOUT / "examples" / "data" / "testdata.csv"
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "home"
+    monkeypatch.setenv("SDC_HOME", str(root))
+    monkeypatch.setenv("DAGSTER_HOME", str(root / "dagster"))
+    monkeypatch.delenv("SDC_SPECS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return root
+
+
+def sdc(capsys, *argv) -> tuple[int, str]:
+    capsys.readouterr()
+    status = main(list(argv))
+    return status, capsys.readouterr().out
+
+
+def own_survey(tmp_path, home, capsys, suppression_k: list[int], **risk) -> Path:
+    """Every second record of testdata as survey ``own``, wave 2024, its amounts not keys (so the
+    categorical checks decide), with local suppression once per k of ``suppression_k`` (plans
+    ``suppress_k<k>``), search off, the risk target updated with ``risk``."""
+    source = tmp_path / "own.csv"
+    pd.read_csv(TESTDATA).iloc[::2].to_csv(source, index=False)
+    assert sdc(capsys, "init", "own", "--from", str(source))[0] == EXIT_OK
+    spec_file = home / "specs" / "own.yaml"
+    spec = yaml.safe_load(spec_file.read_text())
+    for variable in spec["variables"].values():
+        if variable["role"] == "continuous_key":
+            variable["role"] = "other"
+    spec["plans"] = {f"suppress_k{k}": {"k": 3, "steps": [{"method": "local_suppression", "k": k}]}
+                     for k in suppression_k}
+    spec.pop("search", None)
+    spec["risk"].update(risk)
+    spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return source
+
+
+def test_the_recommendation_is_the_one_release_and_another_can_be_promoted(tmp_path, home, capsys):
+    source = own_survey(tmp_path, home, capsys, [3, 5])
+    status, text = sdc(capsys, "run", "own", "2024", "--file", str(source))
+    assert status == EXIT_OK, text
+    releases = home / "releases"
+    record = lineage.wave_release(releases, "own", "2024")
+    # both plans pass; the report's recommendation (least information loss) is the one release
+    report = json.loads((home / "reports" / "own" / "2024.json").read_text())
+    chosen = report["decision"]["recommended"]
+    other = ({"suppress_k3", "suppress_k5"} - {chosen}).pop()
+    assert record["plan"] == chosen and record["reason"].startswith("recommended")
+    assert f"sdc run: released plan {chosen} ({record['folder']})" in text
+    rows = {line.split()[0]: line.split()[-1] for line in text.splitlines() if line.startswith("suppress_k")}
+    assert rows == {chosen: "released", other: "eligible"}
+
+    status, text = sdc(capsys, "promote", "own", "2024", other)
+    assert status == EXIT_OK, text
+    promoted = lineage.wave_release(releases, "own", "2024")
+    assert promoted["plan"] == other and promoted["reason"] == "promoted with sdc promote"
+    assert Path(promoted["folder"]).parent.name == other and (Path(promoted["folder"]) / "manifest.json").is_file()
+    assert f"(was {chosen})" in text
+
+    # an unknown plan or wave is a usage error; nothing changes
+    assert sdc(capsys, "promote", "own", "2024", "nosuch")[0] == EXIT_USAGE
+    assert sdc(capsys, "promote", "own", "1999", "suppress_k3")[0] == EXIT_USAGE
+    assert lineage.wave_release(releases, "own", "2024")["plan"] == other
+
+
+def test_a_withheld_plan_cannot_be_promoted_and_a_wave_without_eligible_plan_releases_nothing(tmp_path, home, capsys):
+    # a global-risk target no plan meets: every plan is withheld
+    source = own_survey(tmp_path, home, capsys, [3], max_global_risk=1e-9)
+    status, text = sdc(capsys, "run", "own", "2024", "--file", str(source))
+    assert status == EXIT_WITHHELD, text
+    assert "sdc run: nothing released for wave 2024" in text
+    assert lineage.wave_release(home / "releases", "own", "2024") is None
+    assert (home / "reports" / "own" / "2024.html").is_file()  # the report still explains why
+    # the Dagster run fails on the report's blocking check, as the exit status says
+    with DagsterInstance.from_config(str(home / "dagster")) as instance:
+        (run,) = instance.get_runs()
+        assert run.status == DagsterRunStatus.FAILURE
+    status, text = sdc(capsys, "promote", "own", "2024", "suppress_k3")
+    assert status == EXIT_USAGE and "withheld" in text
+
+
+def test_publish_wave_release_refuses_a_withheld_plan_and_withdraws(tmp_path):
+    root = tmp_path / "releases"
+    plan = root / "s" / "w" / "p" / "run1"
+    plan.mkdir(parents=True)
+    (plan / "withheld.json").write_text(json.dumps({"sequence": 1, "withheld": {"k_anonymity": "x"}}))
+    with pytest.raises(ValueError, match="withheld"):
+        lineage.publish_wave_release(root, "s", "w", "p", reason="test")
+    with pytest.raises(ValueError, match="never materialised"):
+        lineage.publish_wave_release(root, "s", "w", "q", reason="test")
+    run2 = root / "s" / "w" / "p" / "run2"
+    run2.mkdir()
+    (run2 / "manifest.json").write_text(json.dumps({"sequence": 2}))
+    assert lineage.publish_wave_release(root, "s", "w", "p", reason="test")["run_id"] == "run2"
+    assert lineage.wave_release(root, "s", "w")["folder"] == str(run2)
+    assert lineage.publish_wave_release(root, "s", "w", None, reason="none eligible") is None
+    assert lineage.wave_release(root, "s", "w") is None
+
+
+SPEC = """\
+# my survey
+survey: s
+variables:
+  a: {role: categorical_key}   # region
+plans:
+  # the first plan
+  p1:
+    k: 3
+    steps:
+      - {method: local_suppression, k: 3}
+
+release:
+  formats: [csv]
+"""
+
+
+def test_plans_are_added_to_the_spec_text_keeping_every_other_line(tmp_path):
+    added = {"search_1": {"description": "found", "k": 3, "random_state": 7,
+                          "steps": [{"method": "recode", "variable": "a", "groups": [[1, 2]]},
+                                    {"method": "local_suppression", "k": 3}]}}
+    text = spec_text_with_plans(SPEC, added)
+    for line in SPEC.splitlines():
+        assert line in text.splitlines()
+    raw = yaml.safe_load(text)
+    assert list(raw["plans"]) == ["p1", "search_1"] and raw["release"] == {"formats": ["csv"]}
+    assert raw["plans"]["search_1"]["steps"][0] == {"method": "recode", "variable": "a", "groups": [[1, 2]]}
+    assert text.index("search_1") < text.index("release:")
+    with pytest.raises(SpecError, match="plans.p1: the spec already has a plan"):
+        spec_text_with_plans(SPEC, {"p1": added["search_1"]})
+    without = spec_text_with_plans("survey: s\nvariables:\n  a: {role: categorical_key}\n", added)
+    assert list(yaml.safe_load(without)["plans"]) == ["search_1"]
