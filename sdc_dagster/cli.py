@@ -294,17 +294,24 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
         return 2
     folder = root / surveys[0] / wave
     plans = [plan] if plan else sorted(p.name for p in folder.iterdir() if p.is_dir())
+    wave_release = lineage.wave_release(root, surveys[0], wave)
     status = 0
     for name in plans:
         releases = lineage.list_releases(root, surveys[0], wave, name)
         if run:
             releases = [r for r in releases if r.name == run]
         if not releases:
-            print(f"no release of plan {name!r} for wave {wave!r}" + (f" with run {run}" if run else ""), file=out)
+            decisions = lineage.list_decisions(root, surveys[0], wave, name)
+            withheld = lineage.read_manifest(decisions[-1]).get("withheld") if decisions and not run else None
+            because = f": withheld by {', '.join(f'{c} ({why})' for c, why in withheld.items())}" if withheld else ""
+            print(f"no release of plan {name!r} for wave {wave!r}" + (f" with run {run}" if run else "") + because,
+                  file=out)
             status = 2
             continue
         verification = lineage.verify_release(releases[-1], survey.recompute_release)
-        print(f"== {surveys[0]} / {wave} / {name}: release {releases[-1].name}", file=out)
+        role = "the wave's release" if wave_release and wave_release["folder"] == str(releases[-1]) \
+            else "eligible alternative"
+        print(f"== {surveys[0]} / {wave} / {name}: release {releases[-1].name} ({role})", file=out)
         print(json.dumps(verification.manifest, indent=2, sort_keys=True), file=out)
         for file, state in verification.files.items():
             print(f"  {file}: {state}", file=out)

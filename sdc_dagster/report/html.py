@@ -158,14 +158,18 @@ def recommendation(inputs: ReportInputs) -> Recommendation:
 
 
 def decision_table(inputs: ReportInputs) -> pd.DataFrame:
-    """The release decision of each plan: ``decision`` ("released" or "withheld"),
+    """The release decision of each plan: ``decision`` ("released": the recommendation, the wave's
+    one release; "eligible alternative": passes every blocking check, ``sdc promote`` can make it
+    the release; or "withheld"),
     ``blocking_checks_failed`` (each failed blocking check with its rule and the value found) and
     ``warnings`` (failed non-blocking checks)."""
     def reasons(failed: dict) -> str:
         return "; ".join(f"{check}: {why}" for check, why in failed.items()) or "none"
 
+    chosen = recommendation(inputs).plan
     return pd.DataFrame(
-        {"decision": ["released" if plan.releasable else "withheld" for plan in inputs.plans.values()],
+        {"decision": ["released" if name == chosen else "eligible alternative" if plan.releasable else "withheld"
+                      for name, plan in inputs.plans.items()],
          "blocking_checks_failed": [reasons(plan.withheld_because) for plan in inputs.plans.values()],
          "warnings": [reasons(plan.warnings) for plan in inputs.plans.values()]},
         index=pd.Index(list(inputs.plans), name="plan"),
