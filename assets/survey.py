@@ -401,7 +401,9 @@ def plan_search_asset(spec: SurveySpec) -> AssetsDefinition:
             "random_state": plan.random_state,
             "steps": MetadataValue.json(list(plan.steps)),
         })
-        return {"front": front, "plan": _plan_frame(plan)}
+        summary = pd.DataFrame([{"nodes_evaluated": found.nodes_evaluated, "nodes_total": found.nodes_total,
+                                 "exhaustive": found.exhaustive, "bound": found.bound, "seconds": found.seconds}])
+        return {"front": front, "plan": _plan_frame(plan), "summary": summary}
 
     return plan_search
 

@@ -3,8 +3,9 @@
 As a new user would: one survey per file, drafted by ``sdc init NAME --from FILE``, checked with
 ``sdc check SPEC --data FILE`` and run as wave 2024 with ``sdc run NAME 2024 --file FILE``, each
 command a fresh ``sdc`` process in a data home of its own. Prints one row per file: rows, columns,
-keys drafted, the exit status of each command, seconds, released plans, and whether a traceback
-appeared anywhere in the output.
+keys drafted, the exit status of each command, seconds, the released plan with its loss and the
+plan search's seconds, the other plans (eligible or withheld), and whether a traceback appeared
+anywhere in the output.
 
     python tests/corpus/run_corpus.py CORPUS_DIR [--jobs N] [--only NAME ...]
 """
@@ -23,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
 SUFFIXES = (".sav", ".dta", ".csv", ".parquet")
@@ -43,7 +45,10 @@ class CorpusRun:
     check: int | None = None
     run: int | None = None
     seconds: float = 0.0
-    released: list[str] = field(default_factory=list)
+    released: str = ""
+    loss: float = float("nan")
+    search_s: float = float("nan")
+    eligible: list[str] = field(default_factory=list)
     withheld: list[str] = field(default_factory=list)
     report: bool = False
     traceback: bool = False
@@ -51,8 +56,8 @@ class CorpusRun:
 
     @property
     def ok(self) -> bool:
-        """Exit 0 or 3 for the run, a report, no traceback anywhere."""
-        return self.init == 0 and self.check == 0 and self.run in (0, 3) and self.report and not self.traceback
+        """Exit 0 for the run (a plan released), a report, no traceback anywhere."""
+        return self.init == 0 and self.check == 0 and self.run == 0 and self.report and not self.traceback
 
 
 def _sdc(args: list[str], home: Path, timeout: float) -> tuple[int, str]:
@@ -97,9 +102,19 @@ def run_file(path: Path, home: Path, *, timeout: float = 900.0) -> CorpusRun:
     result.traceback = bool(TRACEBACK.search(result.output))
     report = home / "reports" / name / "2024.json"
     result.report = report.is_file()
+    release = home / "releases" / name / "2024" / "release.json"
+    result.released = json.loads(release.read_text())["plan"] if release.is_file() else ""
     if result.report:
         for plan, figures in json.loads(report.read_text()).get("plans", {}).items():
-            (result.released if figures.get("releasable") else result.withheld).append(plan)
+            if plan == result.released:
+                result.loss = figures.get("loss", {}).get("lambda_arctan", float("nan"))
+            elif figures.get("releasable"):
+                result.eligible.append(plan)
+            else:
+                result.withheld.append(plan)
+    searched = home / "storage" / name / "plan_search" / "2024" / "summary.parquet"
+    if searched.is_file():
+        result.search_s = float(pd.read_parquet(searched)["seconds"].iloc[0])
     return result
 
 
@@ -112,11 +127,10 @@ def run_folder(folder: Path, work: Path, *, jobs: int = 1, only: list[str] | Non
 
 
 def table(results: list[CorpusRun]) -> str:
-    """The corpus table: file, rows, columns, keys drafted, exits, seconds, released plans."""
-    import pandas as pd
-
+    """The corpus table: file, rows, columns, keys drafted, exits, seconds, the released plan with its
+    information loss (lambda-arctan) and the plan search's seconds, the eligible and withheld plans."""
     frame = pd.DataFrame([{k: v for k, v in asdict(r).items() if k != "output"} for r in results])
-    frame["released"] = frame["released"].map(", ".join)
+    frame["eligible"] = frame["eligible"].map(", ".join)
     frame["withheld"] = frame["withheld"].map(", ".join)
     frame["ok"] = [r.ok for r in results]
     return frame.to_string(index=False)

