@@ -187,12 +187,14 @@ def write_release(
     for name, data in files.items():
         _atomic_write(folder / name, data)
     _atomic_write(folder / SPEC_COPY, spec_text)
-    artifacts = {}
+    artifacts, artifact_digests = {}, {}
     for variable, matrix in (matrices or {}).items():
         name = f"pram_{variable}.parquet"
         long = matrix.rename_axis(index="from", columns="to").stack().rename("probability").reset_index()
-        _atomic_write(folder / name, parquet_bytes(long))
+        data = parquet_bytes(long)
+        _atomic_write(folder / name, data)
         artifacts[variable] = name
+        artifact_digests[name] = sha256_bytes(data)
     manifest = {
         "survey": survey,
         "wave": wave,
@@ -218,6 +220,7 @@ def write_release(
         "loss": loss,
         "checks": checks,
         "pram_matrices": artifacts,
+        "pram_matrices_sha256": artifact_digests,
     }
     if withheld:
         manifest["withheld"] = dict(withheld)
@@ -291,7 +294,7 @@ def _stored_state(path: Path, digest: str) -> str:
 
 
 def verify_release(folder: Path, recompute) -> Verification:
-    """Check a release: every stored safe file still has its recorded hash, the input file and the
+    """Check a release: every stored safe file and PRAM matrix still has its recorded hash, the input file and the
     stored spec copy still have theirs, and ``recompute(input_file, spec_copy, manifest) -> {file:
     bytes}`` reproduces every stored file exactly (the recomputation runs in memory, nothing is
     written to the release). The spec copy is what the recomputation reads, so it is hashed itself
@@ -300,7 +303,10 @@ def verify_release(folder: Path, recompute) -> Verification:
     folder = Path(folder)
     manifest = read_manifest(folder)
     expected = released_files(manifest)
-    status = {name: _stored_state(folder / name, digest) for name, digest in expected.items()}
+    # the PRAM matrices a release records are verified by their digests (they are what the
+    # information loss read; the recomputation checks the protected files they produced)
+    recorded = {**expected, **manifest.get("pram_matrices_sha256", {})}
+    status = {name: _stored_state(folder / name, digest) for name, digest in recorded.items()}
     damaged = {name: state for name, state in status.items() if state != "ok"}
     input_file = Path(manifest["input"]["file"])
     input_ok = input_file.is_file() and sha256_file(input_file) == manifest["input"]["sha256"]

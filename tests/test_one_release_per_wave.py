@@ -149,3 +149,29 @@ def test_plans_are_added_to_the_spec_text_keeping_every_other_line(tmp_path):
         spec_text_with_plans(SPEC, {"p1": added["search_1"]})
     without = spec_text_with_plans("survey: s\nvariables:\n  a: {role: categorical_key}\n", added)
     assert list(yaml.safe_load(without)["plans"]) == ["search_1"]
+
+
+def test_audit_verifies_the_pram_matrices_a_release_recorded(tmp_path):
+    """Issue 25: a PRAM matrix edited after the release fails the audit, naming the file."""
+    spec_file = tmp_path / "s.yaml"
+    spec_file.write_text("survey: s\n")
+    protected = pd.DataFrame({"water": [1, 2, 2]})
+    parquet = lineage.parquet_bytes(protected)
+    matrix = pd.DataFrame([[0.9, 0.1], [0.2, 0.8]], index=[1, 2], columns=[1, 2])
+    release = lineage.write_release(
+        tmp_path / "releases", survey="s", wave="w", plan="p", run_id="r1", protected=protected,
+        files={"protected.parquet": parquet}, order=None, input_file=spec_file,
+        input_sha256=lineage.sha256_bytes(spec_file.read_bytes()), spec_path=spec_file,
+        spec_sha256=lineage.spec_text_sha256(spec_file.read_bytes()), plan_definition={}, steps=[], risk={},
+        loss={}, checks={}, matrices={"water": matrix})
+    assert set(release.manifest["pram_matrices_sha256"]) == {"pram_water.parquet"}
+    recompute = lambda *args: {"protected.parquet": parquet}  # noqa: E731
+    assert lineage.verify_release(release.folder, recompute).ok
+    stored = release.folder / "pram_water.parquet"
+    edited = pd.read_parquet(stored)
+    edited.loc[0, "probability"] = 0.95
+    edited.to_parquet(stored)
+    verification = lineage.verify_release(release.folder, recompute)
+    assert not verification.ok
+    assert verification.files["pram_water.parquet"] == "differs from the hash in its manifest"
+    assert "pram_water.parquet" in verification.detail
