@@ -433,12 +433,14 @@ def _data_error(error):
 
 
 def _land_wave_file(spec, wave: str, data_file: Path) -> Path:
-    """Copy ``data_file`` into the landing folder as wave ``wave`` (what the landing sensor watches);
-    a file of another type already landed for that wave is an error."""
+    """Copy ``data_file`` into the landing folder as wave ``wave`` (what the landing sensor watches),
+    once it is read and validated against the spec: a rejected file never replaces the wave's
+    landed file (the copy goes beside it, then is renamed over it). A file of another type already
+    landed for that wave is an error."""
     from sdc_dagster.errors import SDCInputError
     from sdc_dagster.names import inside
     from sdc_dagster.resources.storage import landing_dir
-    from sdc_dagster.sources import file_format
+    from sdc_dagster.sources import file_format, read_wave_file
     from sdc_dagster.spec import FORMATS
 
     if not data_file.is_file():
@@ -450,9 +452,15 @@ def _land_wave_file(spec, wave: str, data_file: Path) -> Path:
     if any(other != target for other in others):
         raise SDCInputError(f"wave {wave!r} of survey {spec.survey!r}: {others[0]} is already landed; "
                             "remove it or use another wave name")
+    read_wave_file(spec, data_file, source=f"{spec.survey} wave {wave} ({data_file.name})")  # bad data raises here
     folder.mkdir(parents=True, exist_ok=True)
     if target.resolve() != data_file.resolve():
-        shutil.copyfile(data_file, target)
+        partial = target.with_name(f".{target.name}.landing")
+        try:
+            shutil.copyfile(data_file, partial)
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
     return target
 
 

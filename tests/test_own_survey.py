@@ -123,6 +123,23 @@ def test_run_exit_status_when_a_blocking_check_fails(home, small_survey, capsys)
     assert (home / "landing" / "small" / "2024.csv").is_file()  # --file lands the wave
 
 
+def test_a_rejected_file_never_replaces_the_landed_wave(home, small_survey, capsys):
+    """Issue 25: ``sdc run --file`` validates the file before it lands; a bad file leaves the wave's
+    landed file as it was (byte for byte) and exits 5 naming the column."""
+    landed = home / "landing" / "small" / "2024.csv"
+    landed.parent.mkdir(parents=True, exist_ok=True)
+    landed.write_bytes(small_survey.read_bytes())
+    bad = small_survey.with_name("bad.csv")
+    frame = pd.read_csv(small_survey)
+    frame.loc[0, "roof"] = 99  # a category the spec does not list
+    frame.to_csv(bad, index=False)
+    status, text = sdc(capsys, "run", "small", "2024", "--file", str(bad))
+    assert status == EXIT_BAD_DATA, text
+    assert "roof" in text and "Traceback" not in text
+    assert landed.read_bytes() == small_survey.read_bytes()
+    assert sorted(p.name for p in landed.parent.iterdir()) == ["2024.csv"]
+
+
 def test_run_and_check_exit_status_on_a_bad_spec(home, small_survey, capsys):
     spec_file = home / "specs" / "small.yaml"
     text = spec_file.read_text().replace("urbrur: {role: categorical_key", "urbrur: {role: categorical_kye")
