@@ -219,7 +219,8 @@ def run_demo(home: str | None = None, *, out=None) -> int:
         job = defs.resolve_job_def(f"{survey_name}_wave_job")
         for wave in wave_keys:
             print(f"\n== {survey_name} wave {wave}: materialising {job.name} ...", file=out, flush=True)
-            result = job.execute_in_process(partition_key=wave, instance=instance, raise_on_error=False, run_config=QUIET)
+            result = job.execute_in_process(partition_key=wave, instance=instance, raise_on_error=False,
+                                            run_config=QUIET, tags=_run_process_tags())
             if not result.success:
                 failures += 1
                 print(f"   FAILED (see the run in the UI: sdc ui)", file=out)
@@ -538,8 +539,10 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
     instance.add_event_listener(run_id, progress)
     print(f"== {survey_name} wave {wave} ({source.name}): run {run_id} of {job.name}, "
           f"DAGSTER_HOME {os.environ['DAGSTER_HOME']}", file=out, flush=True)
+    for abandoned in _fail_abandoned_runs(instance):
+        print(f"   run {abandoned} was killed before it finished: marked failed", file=out, flush=True)
     result = job.execute_in_process(partition_key=wave, instance=instance, raise_on_error=False,
-                                    run_config=QUIET, run_id=run_id)
+                                    run_config=QUIET, run_id=run_id, tags=_run_process_tags())
     # the report's blocking "wave_released" check fails the run when no plan is released: that is
     # a decision (exit 3), not a failure
     decided = [(step, error) for step, error in failures if not _no_release(step, error)]
@@ -712,6 +715,46 @@ def _end_process_group(group: int, grace: float) -> None:
             except ProcessLookupError:
                 return
             time.sleep(0.1)
+
+
+#: Tags of a run started by ``sdc run`` or ``sdc demo``: the process that executes it, on which host.
+RUN_PROCESS_TAGS = ("sdc/pid", "sdc/host")
+
+
+def _run_process_tags() -> dict[str, str]:
+    import socket
+
+    return dict(zip(RUN_PROCESS_TAGS, (str(os.getpid()), socket.gethostname())))
+
+
+def _fail_abandoned_runs(instance) -> list[str]:
+    """Mark failed the runs ``sdc`` started on this host whose process is gone (killed mid-way: they
+    would stay STARTED forever); runs of live processes (other waves running now) and runs the UI's
+    daemon started are left alone. Returns the run ids marked."""
+    import socket
+
+    from dagster import DagsterRunStatus, RunsFilter
+
+    host = socket.gethostname()
+    marked = []
+    statuses = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
+    for run in instance.get_runs(filters=RunsFilter(statuses=statuses, tags={"sdc/host": host})):
+        pid = run.tags.get("sdc/pid", "")
+        if pid.isdigit() and not _process_alive(int(pid)):
+            instance.report_run_failed(run, message=f"the sdc process {pid} that ran it ended before the run "
+                                                    "finished (killed); nothing of this run was released")
+            marked.append(run.run_id)
+    return marked
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
 
 
 def _cancel_unfinished_runs(message: str) -> None:

@@ -175,3 +175,39 @@ def test_audit_verifies_the_pram_matrices_a_release_recorded(tmp_path):
     assert not verification.ok
     assert verification.files["pram_water.parquet"] == "differs from the hash in its manifest"
     assert "pram_water.parquet" in verification.detail
+
+
+@pytest.mark.slow
+def test_a_killed_run_is_marked_failed_by_the_next_sdc_run(tmp_path, home, capsys):
+    """Issue 25: ``sdc run`` killed mid-way leaves its run STARTED; the next ``sdc run`` marks it
+    failed (its process is gone) and publishes nothing under its id."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    source = own_survey(tmp_path, home, capsys, [3])
+    env = {**os.environ, "SDC_HOME": str(home), "DAGSTER_HOME": str(home / "dagster")}
+    process = subprocess.Popen([sys.executable, "-m", "sdc_dagster.cli", "run", "own", "2024", "--file", str(source)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                               start_new_session=True)
+    deadline = time.monotonic() + 120
+    for line in process.stdout:  # killed once the chain is under way
+        if "own/raw_microdata" in line or time.monotonic() > deadline:
+            break
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    with DagsterInstance.from_config(str(home / "dagster")) as instance:
+        (killed,) = instance.get_runs()
+        assert killed.status == DagsterRunStatus.STARTED
+    assert lineage.wave_release(home / "releases", "own", "2024") is None
+
+    status, text = sdc(capsys, "run", "own", "2024")
+    assert status == EXIT_OK, text
+    assert f"run {killed.run_id} was killed before it finished: marked failed" in text
+    with DagsterInstance.from_config(str(home / "dagster")) as instance:
+        statuses = {run.run_id: run.status for run in instance.get_runs()}
+    assert statuses.pop(killed.run_id) == DagsterRunStatus.FAILURE
+    assert list(statuses.values()) == [DagsterRunStatus.SUCCESS]
+    assert lineage.wave_release(home / "releases", "own", "2024")["run_id"] != killed.run_id
