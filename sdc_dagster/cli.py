@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -549,9 +550,13 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
     if not result.success and decided:
         data_errors = [(step, _data_error(error)) for step, error in decided if _data_error(error) is not None]
         step, error = (data_errors or decided)[0]
-        while error is not None and error.cause is not None:  # the user code's error, not Dagster's wrapper
+        # the engine's data error names the file, column and rule; otherwise the user code's error,
+        # not Dagster's wrapper
+        while not data_errors and error is not None and error.cause is not None:
             error = error.cause
         message = error.message.strip() if error is not None else "see the run in the UI (sdc ui)"
+        if data_errors:  # the class name says nothing to the user; the message says what is wrong
+            message = re.sub(rf"^[\w.]*{error.cls_name}: ", "", message)
         print(f"sdc run: {'bad data' if data_errors else 'failed'} in {step}: {message}", file=out)
         return EXIT_BAD_DATA if data_errors else EXIT_RUN_FAILED
     print(wave_summary(survey_name, wave), file=out, flush=True)

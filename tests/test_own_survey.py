@@ -140,6 +140,20 @@ def test_a_rejected_file_never_replaces_the_landed_wave(home, small_survey, caps
     assert sorted(p.name for p in landed.parent.iterdir()) == ["2024.csv"]
 
 
+@pytest.mark.parametrize("content", [b"", b"urbrur,roof\n1,2\n1,\xe3\x28\xa1garbage"], ids=["empty", "cut"])
+def test_a_bad_landed_file_ends_in_one_line_naming_the_file(home, small_survey, capsys, content):
+    """Issue 25: a landed file that cannot be read ends in the engine's message (the file and what
+    is wrong), not the library's exception, and in no traceback."""
+    landed = home / "landing" / "small" / "2024.csv"
+    landed.parent.mkdir(parents=True, exist_ok=True)
+    landed.write_bytes(content)
+    status, text = sdc(capsys, "run", "small", "2024")
+    assert status == EXIT_BAD_DATA, text
+    last = text.strip().splitlines()[-1]
+    assert last.startswith("sdc run: bad data in small__raw_microdata: 2024.csv: "), last
+    assert "Error" not in last and "Traceback" not in text
+
+
 def test_run_and_check_exit_status_on_a_bad_spec(home, small_survey, capsys):
     spec_file = home / "specs" / "small.yaml"
     text = spec_file.read_text().replace("urbrur: {role: categorical_key", "urbrur: {role: categorical_kye")
