@@ -467,7 +467,7 @@ def _land_wave_file(spec, wave: str, data_file: Path) -> Path:
 
 
 def run_wave(survey_name: str, wave: str, *, data_file: str | None = None, home: str | None = None,
-             out=None) -> int:
+             out=None, verbose: bool = False) -> int:
     """Materialise wave ``wave`` of a survey through the job of the UI's code location (recorded in
     the instance under ``DAGSTER_HOME``, so the run is in the UI's history), printing a line per
     materialised asset, then the summary of ``sdc demo`` and the report path.
@@ -506,22 +506,36 @@ def run_wave(survey_name: str, wave: str, *, data_file: str | None = None, home:
     job = defs.resolve_job_def(f"{survey_name}_wave_job")
     with _dagster_instance() as instance:
         return _materialise_wave(job, instance, spec.survey, wave, source, out,
-                                 design=f"   design: {design_statement(spec)}")
+                                 design=f"   design: {design_statement(spec)}", verbose=verbose)
 
 
-def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, out, *, design: str = "") -> int:
-    """The run of :func:`run_wave` with its progress lines; the exit status."""
+def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, out, *, design: str = "",
+                      verbose: bool = False) -> int:
+    """The run of :func:`run_wave` with its progress lines; the exit status. Every event of the run,
+    with the stack trace of a failed step, goes to ``<data home>/logs/<survey>/<wave>/<run id>.log``;
+    ``verbose`` also shows Dagster's own log lines on the console."""
     from dagster import DagsterEventType
     from dagster._core.utils import make_new_run_id
+
+    from sdc_dagster.names import inside
+    from sdc_dagster.resources.storage import sdc_home
 
     instance.add_dynamic_partitions(f"{survey_name}_waves", [wave])
     run_id = make_new_run_id()
     withheld: dict[str, dict] = {}
     failures: list = []
     started = time.monotonic()
+    log_file = inside(sdc_home(), "logs", survey_name, wave, f"{run_id}.log")
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    log = log_file.open("a", encoding="utf-8")
 
     def progress(entry) -> None:
+        log.write(f"{entry.timestamp:.3f} {logging.getLevelName(entry.level)} {entry.step_key or '-'} "
+                  f"{entry.user_message}\n")
         event = entry.dagster_event
+        if event is not None and event.event_type == DagsterEventType.STEP_FAILURE:
+            log.write(event.step_failure_data.error.to_string() + "\n")
+        log.flush()
         if event is None:
             return
         if event.event_type == DagsterEventType.ASSET_MATERIALIZATION:
@@ -542,8 +556,11 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
           f"DAGSTER_HOME {os.environ['DAGSTER_HOME']}", file=out, flush=True)
     for abandoned in _fail_abandoned_runs(instance):
         print(f"   run {abandoned} was killed before it finished: marked failed", file=out, flush=True)
-    result = job.execute_in_process(partition_key=wave, instance=instance, raise_on_error=False,
-                                    run_config=QUIET, run_id=run_id, tags=_run_process_tags())
+    try:
+        result = job.execute_in_process(partition_key=wave, instance=instance, raise_on_error=False,
+                                        run_config={} if verbose else QUIET, run_id=run_id, tags=_run_process_tags())
+    finally:
+        log.close()
     # the report's blocking "wave_released" check fails the run when no plan is released: that is
     # a decision (exit 3), not a failure
     decided = [(step, error) for step, error in failures if not _no_release(step, error)]
@@ -557,6 +574,7 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
         message = error.message.strip() if error is not None else "see the run in the UI (sdc ui)"
         if data_errors:  # the class name says nothing to the user; the message says what is wrong
             message = re.sub(rf"^[\w.]*{error.cls_name}: ", "", message)
+        print(f"   the run's log, with the stack trace: {log_file}", file=out)
         print(f"sdc run: {'bad data' if data_errors else 'failed'} in {step}: {message}", file=out)
         return EXIT_BAD_DATA if data_errors else EXIT_RUN_FAILED
     print(wave_summary(survey_name, wave), file=out, flush=True)
@@ -843,6 +861,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("survey")
     run.add_argument("wave")
     run.add_argument("--file", metavar="FILE", help="the wave's data file (copied into the landing folder)")
+    run.add_argument("--verbose", action="store_true", help="also print Dagster's log lines (stack traces included)")
     sub.add_parser("demo", help="materialise every asset for the bundled demo waves and print a summary")
     ui = sub.add_parser("ui", help="start the Dagster UI on this code location")
     ui.add_argument("--port", type=int, default=3000)
@@ -870,7 +889,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "check":
         return run_check(args.spec, data_file=args.data)
     if args.command == "run":
-        return run_wave(args.survey, args.wave, data_file=args.file, home=args.home)
+        return run_wave(args.survey, args.wave, data_file=args.file, home=args.home, verbose=args.verbose)
     if args.command == "demo":
         return run_demo(args.home)
     if args.command == "audit":

@@ -152,6 +152,10 @@ def test_a_bad_landed_file_ends_in_one_line_naming_the_file(home, small_survey, 
     last = text.strip().splitlines()[-1]
     assert last.startswith("sdc run: bad data in small__raw_microdata: 2024.csv: "), last
     assert "Error" not in last and "Traceback" not in text
+    # the stack trace is in the run's log file, which the output names
+    (log,) = (home / "logs" / "small" / "2024").glob("*.log")
+    assert f"the run's log, with the stack trace: {log}" in text
+    assert "SDCInputError" in log.read_text() and "Stack Trace" in log.read_text()
 
 
 def test_run_and_check_exit_status_on_a_bad_spec(home, small_survey, capsys):
