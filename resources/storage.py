@@ -16,6 +16,7 @@ import platformdirs
 from dagster import ConfigurableIOManager, InputContext, OutputContext
 
 import sdc_dagster
+from sdc_dagster.files import write_atomic_with
 from sdc_dagster.names import check_name, inside
 
 #: The data home of a project folder: a working directory holding this folder uses it.
@@ -77,11 +78,8 @@ def inputs_dir() -> Path:
 
 
 def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    # Write beside the target then rename, so a failed write never leaves a partial file.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    frame.to_parquet(tmp, index=True)
-    os.replace(tmp, path)
+    # Written beside the target then renamed: a failed write never leaves a partial file.
+    write_atomic_with(path, lambda temporary: frame.to_parquet(temporary, index=True))
 
 
 def _file(path: Path) -> Path:

@@ -28,6 +28,9 @@ import sys
 import time
 from pathlib import Path
 
+from sdc_dagster.files import atomic_path, process_alive, storage_problem, sweep_temporary_files, write_atomic, \
+    write_atomic_with
+
 import yaml
 
 # Dagster's log (steps, warnings, failures with their Python tracebacks) goes to the run's event log
@@ -60,7 +63,7 @@ def _instance_settings(dagster_home: Path) -> None:
     config = (yaml.safe_load(config_file.read_text()) if config_file.exists() else None) or {}
     missing = {key: value for key, value in INSTANCE_DEFAULTS.items() if key not in config}
     if missing:
-        config_file.write_text(yaml.safe_dump({**config, **missing}, sort_keys=False))
+        write_atomic(config_file, yaml.safe_dump({**config, **missing}, sort_keys=False))
 
 
 def _dagster_instance():
@@ -95,6 +98,7 @@ def _prepare_environment(home: str | None) -> Path:
     dagster_home = Path(os.environ["DAGSTER_HOME"])
     dagster_home.mkdir(parents=True, exist_ok=True)
     _instance_settings(dagster_home)
+    sweep_temporary_files(root)  # half-written files of killed sdc processes
     return root
 
 
@@ -349,9 +353,11 @@ def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, 
     except SDCInputError as exc:
         print(f"sdc init: {exc}", file=out)
         return EXIT_BAD_DATA
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target, "x", encoding="utf-8") as fh:  # "x": never overwrite, even if created meanwhile
-        fh.write(text)
+    try:
+        write_atomic(target, text, exclusive=True)  # never overwrite, even a spec created meanwhile
+    except FileExistsError:
+        print(f"sdc init: {target} exists; not overwritten (edit it, or delete it to draft again)", file=out)
+        return EXIT_USAGE
     try:
         spec = load_spec(target)
     except SpecError as exc:
@@ -457,12 +463,7 @@ def _land_wave_file(spec, wave: str, data_file: Path) -> Path:
     read_wave_file(spec, data_file, source=f"{spec.survey} wave {wave} ({data_file.name})")  # bad data raises here
     folder.mkdir(parents=True, exist_ok=True)
     if target.resolve() != data_file.resolve():
-        partial = target.with_name(f".{target.name}.landing")
-        try:
-            shutil.copyfile(data_file, partial)
-            os.replace(partial, target)
-        finally:
-            partial.unlink(missing_ok=True)
+        write_atomic_with(target, lambda temporary: shutil.copyfile(data_file, temporary))
     return target
 
 
@@ -572,6 +573,12 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
         while not data_errors and error is not None and error.cause is not None:
             error = error.cause
         message = error.message.strip() if error is not None else "see the run in the UI (sdc ui)"
+        full = _serialised_storage_problem(decided)
+        if full:
+            print(f"   the run's log: {log_file}", file=out)
+            print(f"sdc run: cannot write {full} in {step}; free space (or fix the permissions) and run again",
+                  file=out)
+            return EXIT_RUN_FAILED
         if data_errors:  # the class name says nothing to the user; the message says what is wrong
             message = re.sub(rf"^[\w.]*{error.cls_name}: ", "", message)
         print(f"   the run's log, with the stack trace: {log_file}", file=out)
@@ -591,6 +598,20 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
         return EXIT_WITHHELD
     print(f"sdc run: released plan {released['plan']} ({released['folder']})", file=out)
     return EXIT_OK
+
+
+def _serialised_storage_problem(failures: list) -> str | None:
+    """"<path>: <cause>" when a failed step's error (Dagster's serialised chain) is the disk refusing a
+    write (:data:`sdc_dagster.files.STORAGE_ERRNOS`), else None."""
+    from sdc_dagster.files import STORAGE_ERRNOS
+
+    for _, error in failures:
+        while error is not None:
+            match = re.search(r"\[Errno (\d+)\] [^:]*(?:: '([^']*)')?", error.message or "")
+            if match and int(match.group(1)) in STORAGE_ERRNOS:
+                return f"{match.group(2) or 'the data home'}: {STORAGE_ERRNOS[int(match.group(1))]}"
+            error = error.cause or error.context
+    return None
 
 
 def _no_release(step: str, error) -> bool:
@@ -648,12 +669,10 @@ def run_plan(survey_name: str, wave: str, *, data_file: str | None = None, write
                            "steps": [dict(step) for step in c.plan.steps]} for c in found.front}
     text = spec_text_with_plans(spec.spec_path.read_text(), plans)
     try:
-        candidate = spec.spec_path.with_name(f".{spec.spec_path.name}.new")
-        candidate.write_text(text)
-        load_spec(candidate)
-        os.replace(candidate, spec.spec_path)
+        with atomic_path(spec.spec_path) as candidate:
+            candidate.write_text(text, encoding="utf-8")
+            load_spec(candidate)  # the spec is replaced only by a spec that loads
     except SpecError as exc:
-        candidate.unlink(missing_ok=True)
         print(f"sdc plan: the spec with the searched plans does not load: {exc}", file=out)
         return EXIT_BAD_SPEC
     print(f"sdc plan: added {', '.join(plans)} to {spec.spec_path}", file=out)
@@ -763,21 +782,11 @@ def _fail_abandoned_runs(instance) -> list[str]:
     statuses = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
     for run in instance.get_runs(filters=RunsFilter(statuses=statuses, tags={"sdc/host": host})):
         pid = run.tags.get("sdc/pid", "")
-        if pid.isdigit() and not _process_alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             instance.report_run_failed(run, message=f"the sdc process {pid} that ran it ended before the run "
                                                     "finished (killed); nothing of this run was released")
             marked.append(run.run_id)
     return marked
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    return True
 
 
 def _cancel_unfinished_runs(message: str) -> None:
@@ -842,6 +851,21 @@ def run_ui(home: str | None = None, port: int = 3000, *, out=None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``sdc``: the commands below. A disk that refuses a write anywhere (the data home, the
+    Dagster instance) ends in one line naming the path and the cause, exit 1; every file is written
+    atomically (:mod:`sdc_dagster.files`), so nothing half-written stays behind."""
+    try:
+        return _main(argv)
+    except Exception as exc:
+        problem = storage_problem(exc)
+        if problem is None:
+            raise
+        print(f"sdc: cannot write {problem}; free space (or fix the permissions) and run the command again",
+              file=sys.stdout, flush=True)
+        return EXIT_RUN_FAILED
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(
         prog="sdc", description="Statistical disclosure control pipeline (Dagster).",
         epilog=f"exit status: {EXIT_OK} success, {EXIT_RUN_FAILED} run failed, {EXIT_USAGE} usage, "

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sdc_dagster.files import write_atomic
 from sdc_dagster.names import inside
 from sdc_dagster.sources import file_sha256 as sha256_file
 
@@ -58,7 +59,7 @@ def snapshot_input(path: Path, sha256: str, inputs: Path) -> Path:
     re-read exactly what a release was made from even after the landing file is replaced."""
     target = Path(inputs) / f"{sha256}{Path(path).suffix.lower()}"
     if not target.is_file():
-        _atomic_write(target, Path(path).read_bytes())
+        write_atomic(target, Path(path).read_bytes())
     return target
 
 
@@ -79,13 +80,6 @@ def parquet_bytes(frame: pd.DataFrame) -> bytes:
         path = Path(tmp) / PROTECTED
         frame.to_parquet(path, index=True)
         return path.read_bytes()
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 @dataclass(frozen=True)
@@ -184,28 +178,39 @@ def write_release(
     files = {} if withheld else dict(files or {})
     if not withheld and PROTECTED not in files:
         raise ValueError(f"a release needs {PROTECTED} among its files, got {sorted(files)}")
+    existed = folder.exists()
+    try:
+        return _write_release_files(folder, files, spec_text, matrices, withheld, protected, {
+            "survey": survey, "wave": wave, "plan": plan, "run_id": run_id,
+            "sequence": (read_manifest(decisions[-1])["sequence"] + 1) if decisions else 1,
+            "previous_release": previous["run_id"] if previous else None,
+            "input": {"file": str(input_file), "sha256": input_sha256},
+            "spec": {"file": str(spec_path), "sha256": spec_sha256, "copy": SPEC_COPY, "plan": plan_definition},
+            "packages": package_versions(), "steps": steps, "risk": risk, "loss": loss, "checks": checks,
+        }, order)
+    except BaseException:
+        if not existed:  # a run folder is complete or absent (a full disk, say)
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def _write_release_files(folder: Path, files: dict[str, bytes], spec_text: bytes, matrices, withheld,
+                         protected: pd.DataFrame, record: dict, order: dict | None) -> Release:
+    """The files of :func:`write_release`, the manifest (or withheld record) last."""
     for name, data in files.items():
-        _atomic_write(folder / name, data)
-    _atomic_write(folder / SPEC_COPY, spec_text)
+        write_atomic(folder / name, data)
+    write_atomic(folder / SPEC_COPY, spec_text)
     artifacts, artifact_digests = {}, {}
     for variable, matrix in (matrices or {}).items():
         name = f"pram_{variable}.parquet"
         long = matrix.rename_axis(index="from", columns="to").stack().rename("probability").reset_index()
         data = parquet_bytes(long)
-        _atomic_write(folder / name, data)
+        write_atomic(folder / name, data)
         artifacts[variable] = name
         artifact_digests[name] = sha256_bytes(data)
     manifest = {
-        "survey": survey,
-        "wave": wave,
-        "plan": plan,
-        "run_id": run_id,
-        "sequence": (read_manifest(decisions[-1])["sequence"] + 1) if decisions else 1,
-        "previous_release": previous["run_id"] if previous else None,
-        "input": {"file": str(input_file), "sha256": input_sha256},
-        "spec": {"file": str(spec_path), "sha256": spec_sha256, "copy": SPEC_COPY, "plan": plan_definition},
-        "packages": package_versions(),
-        "steps": steps,
+        **{key: record[key] for key in ("survey", "wave", "plan", "run_id", "sequence", "previous_release",
+                                        "input", "spec", "packages", "steps")},
         "output": None
         if withheld
         else {
@@ -216,16 +221,16 @@ def write_release(
             "files": {name: sha256_bytes(data) for name, data in files.items()},
             "order": order,
         },
-        "risk": risk,
-        "loss": loss,
-        "checks": checks,
+        "risk": record["risk"],
+        "loss": record["loss"],
+        "checks": record["checks"],
         "pram_matrices": artifacts,
         "pram_matrices_sha256": artifact_digests,
     }
     if withheld:
         manifest["withheld"] = dict(withheld)
     record = WITHHELD if withheld else MANIFEST
-    _atomic_write(folder / record, json.dumps(manifest, indent=2, sort_keys=True, default=_json_default).encode())
+    write_atomic(folder / record, json.dumps(manifest, indent=2, sort_keys=True, default=_json_default).encode())
     return Release(folder=folder, manifest=manifest)
 
 
@@ -245,7 +250,7 @@ def publish_wave_release(releases: Path, survey: str, wave: str, plan: str | Non
     folder = decisions[-1]
     record = {"survey": survey, "wave": wave, "plan": plan, "run_id": folder.name,
               "folder": str(folder), "reason": reason}
-    _atomic_write(target, json.dumps(record, indent=2, sort_keys=True).encode())
+    write_atomic(target, json.dumps(record, indent=2, sort_keys=True).encode())
     return record
 
 

@@ -1,0 +1,106 @@
+"""Writing files so that nothing is ever half-written: one atomic-write helper for every file the
+tool writes (Parquet outputs, releases, manifests, reports, specs, landed waves).
+
+A file is written beside its target as ``.<name>.<pid>.sdc-tmp`` (same folder, so same filesystem),
+flushed to disk (``fsync``) and renamed over the target (``os.replace``, atomic on POSIX and
+Windows): a reader sees the old file or the new one, never a cut one. On any failure (a full disk,
+a permission error, the writer raising) the temporary file is removed and the error propagates.
+A process killed between the write and the rename leaves its temporary file;
+:func:`sweep_temporary_files` removes those whose process is gone.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+TEMPORARY_SUFFIX = ".sdc-tmp"
+
+#: errno values that mean "the disk cannot take this write", reported as such to the user.
+STORAGE_ERRNOS = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
+                  errno.EROFS: "read-only file system", errno.EACCES: "permission denied",
+                  errno.EPERM: "operation not permitted", errno.EIO: "input/output error"}
+
+
+def _temporary(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}{TEMPORARY_SUFFIX}")
+
+
+@contextmanager
+def atomic_path(path: str | Path, *, exclusive: bool = False) -> Iterator[Path]:
+    """A temporary path to write ``path``'s new content to (by any writer that takes a path, e.g.
+    ``DataFrame.to_parquet``); on leaving the block without error it is fsynced and renamed over
+    ``path``, otherwise removed. The parent folder is created. ``exclusive``: never replace an
+    existing ``path`` (FileExistsError), even one created meanwhile (a hard link, not a rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = _temporary(path)
+    try:
+        yield temporary
+        with open(temporary, "rb+") as handle:
+            os.fsync(handle.fileno())
+        if exclusive:
+            os.link(temporary, path)
+        else:
+            os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def write_atomic(path: str | Path, data: bytes | str, *, encoding: str = "utf-8", exclusive: bool = False) -> Path:
+    """Write ``data`` (bytes, or text in ``encoding``) to ``path`` atomically (module docstring);
+    ``exclusive`` as in :func:`atomic_path`."""
+    payload = data.encode(encoding) if isinstance(data, str) else data
+    with atomic_path(path, exclusive=exclusive) as temporary:
+        temporary.write_bytes(payload)
+    return Path(path)
+
+
+def write_atomic_with(path: str | Path, writer: Callable[[Path], object]) -> Path:
+    """``writer(temporary_path)`` then the atomic rename of :func:`atomic_path`."""
+    with atomic_path(path) as temporary:
+        writer(temporary)
+    return Path(path)
+
+
+def sweep_temporary_files(root: str | Path) -> list[Path]:
+    """Remove the temporary files under ``root`` left by processes that no longer run (killed
+    between a write and its rename); those of running processes (another wave being written now)
+    are kept. Returns the files removed."""
+    removed = []
+    for leftover in Path(root).rglob(f"*{TEMPORARY_SUFFIX}") if Path(root).is_dir() else ():
+        pid = leftover.name[: -len(TEMPORARY_SUFFIX)].rsplit(".", 1)[-1]
+        if pid.isdigit() and not process_alive(int(pid)):
+            leftover.unlink(missing_ok=True)
+            removed.append(leftover)
+    return removed
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this host (another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def storage_problem(error: BaseException) -> str | None:
+    """"<path>: <cause>" when ``error`` (or an error it was raised from) is the disk refusing a
+    write (:data:`STORAGE_ERRNOS`) or SQLite reporting a full or failing disk; otherwise None."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno in STORAGE_ERRNOS:
+            where = error.filename or "the data home"
+            return f"{where}: {STORAGE_ERRNOS[error.errno]}"
+        text = str(error)
+        if "database or disk is full" in text or "disk I/O error" in text:
+            return f"{os.environ.get('DAGSTER_HOME', 'the Dagster instance')}: the disk is full or failing ({text.splitlines()[0]})"
+        error = error.__cause__ or error.__context__
+    return None
