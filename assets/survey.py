@@ -586,7 +586,8 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
         chosen = recommendation(inputs).plan
         # the wave's one release: the recommendation, published once its report is written
         released = lineage.publish_wave_release(releases_dir(), spec.survey, wave, chosen,
-                                                reason="recommended by the report's decision rule")
+                                                reason="recommended by the report's decision rule",
+                                                report=paths["html"])
         if released is None:
             context.log.warning(f"wave {wave}: no plan passes every blocking check; nothing is released")
         return MaterializeResult(

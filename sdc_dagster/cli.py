@@ -286,6 +286,7 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
         return run_grid_audit(run=run, out=out)
     from sdc_dagster.resources.storage import releases_dir
     from sdc_dagster import lineage, survey
+    from sdc_dagster.sources import file_sha256
 
     root = releases_dir()
     if survey_name is not None and survey_name not in (known := _known_surveys(root)):
@@ -321,9 +322,15 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
         print(json.dumps(verification.manifest, indent=2, sort_keys=True), file=out)
         for file, state in verification.files.items():
             print(f"  {file}: {state}", file=out)
-        verdict = "OK" if verification.ok else "FAILED"
+        report_ok = True
+        if role == "the wave's release" and "report" in wave_release:
+            report = Path(wave_release["report"]["file"])
+            report_ok = report.is_file() and file_sha256(report) == wave_release["report"]["sha256"]
+            print(f"  report {report}: {'ok' if report_ok else 'is missing or differs from the hash in release.json'}",
+                  file=out)
+        verdict = "OK" if verification.ok and report_ok else "FAILED"
         print(f"audit {verdict}: {verification.detail}", file=out, flush=True)
-        status = status or (0 if verification.ok else 1)
+        status = status or (0 if verification.ok and report_ok else 1)
     return status
 
 

@@ -234,9 +234,11 @@ def _write_release_files(folder: Path, files: dict[str, bytes], spec_text: bytes
     return Release(folder=folder, manifest=manifest)
 
 
-def publish_wave_release(releases: Path, survey: str, wave: str, plan: str | None, *, reason: str) -> dict | None:
+def publish_wave_release(releases: Path, survey: str, wave: str, plan: str | None, *, reason: str,
+                         report: Path | None = None) -> dict | None:
     """Make the latest eligible variant of ``plan`` the wave's one release (``release.json`` in the
-    wave's folder: plan, run id, run folder, why); ``plan=None`` withdraws the wave's release (no
+    wave's folder: plan, run id, run folder, why, and the wave's report with its SHA-256, ``report``
+    or else the one the previous record names); ``plan=None`` withdraws the wave's release (no
     plan is eligible). Raises ValueError when the plan's latest decision is withheld or missing."""
     target = inside(releases, survey, wave) / WAVE_RELEASE
     if plan is None:
@@ -250,6 +252,10 @@ def publish_wave_release(releases: Path, survey: str, wave: str, plan: str | Non
     folder = decisions[-1]
     record = {"survey": survey, "wave": wave, "plan": plan, "run_id": folder.name,
               "folder": str(folder), "reason": reason}
+    if report is not None:
+        record["report"] = {"file": str(report), "sha256": sha256_file(report)}
+    elif (before := wave_release(releases, survey, wave)) and "report" in before:
+        record["report"] = before["report"]
     write_atomic(target, json.dumps(record, indent=2, sort_keys=True).encode())
     return record
 

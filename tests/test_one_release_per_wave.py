@@ -77,6 +77,15 @@ def test_the_recommendation_is_the_one_release_and_another_can_be_promoted(tmp_p
     assert Path(promoted["folder"]).parent.name == other and (Path(promoted["folder"]) / "manifest.json").is_file()
     assert f"(was {chosen})" in text
 
+    # the wave's release records its report's digest; sdc audit verifies it (promotion keeps it)
+    report_file = home / "reports" / "own" / "2024.html"
+    assert promoted["report"] == record["report"] and record["report"]["file"] == str(report_file)
+    status, text = sdc(capsys, "audit", "2024", "--survey", "own")
+    assert status == EXIT_OK and f"report {report_file}: ok" in text, text
+    report_file.write_text(report_file.read_text().replace("</body>", "<p>edited</p></body>"))
+    status, text = sdc(capsys, "audit", "2024", "--survey", "own", "--plan", other)
+    assert status == 1 and f"report {report_file}: is missing or differs" in text, text
+
     # an unknown plan or wave is a usage error; nothing changes
     assert sdc(capsys, "promote", "own", "2024", "nosuch")[0] == EXIT_USAGE
     assert sdc(capsys, "promote", "own", "1999", "suppress_k3")[0] == EXIT_USAGE
@@ -211,3 +220,20 @@ def test_a_killed_run_is_marked_failed_by_the_next_sdc_run(tmp_path, home, capsy
     assert statuses.pop(killed.run_id) == DagsterRunStatus.FAILURE
     assert list(statuses.values()) == [DagsterRunStatus.SUCCESS]
     assert lineage.wave_release(home / "releases", "own", "2024")["run_id"] != killed.run_id
+
+
+def test_a_run_that_fails_after_its_plans_publishes_no_release(tmp_path, home, capsys, monkeypatch):
+    """Issue 25: a run whose information loss fails has eligible plan folders, but no release:
+    only a finished run, report written, publishes the wave's release."""
+    from sdc_dagster import survey
+
+    source = own_survey(tmp_path, home, capsys, [3])
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("information loss broke")
+
+    monkeypatch.setattr(survey, "information_loss", broken)
+    status, text = sdc(capsys, "run", "own", "2024", "--file", str(source))
+    assert status == 1 and "information loss broke" in text, text
+    assert lineage.list_releases(home / "releases", "own", "2024", "suppress_k3")  # the plan's decision
+    assert lineage.wave_release(home / "releases", "own", "2024") is None  # but nothing released
