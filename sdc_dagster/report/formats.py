@@ -83,7 +83,7 @@ def report_data(inputs: ReportInputs) -> dict:
         }
     distributions = {
         variable: {"kind": "continuous", "quantiles": quantile_table(values)} if variable in inputs.continuous
-        else {"kind": "categorical", "shares": category_shares(values)}
+        else {"kind": "categorical", "shares": category_shares(values, inputs.value_labels.get(variable))}
         for variable, values in inputs.distributions.items()
     }
     return _plain({
@@ -103,6 +103,8 @@ def report_data(inputs: ReportInputs) -> dict:
         "unsafe_by_variable": inputs.unsafe_by_variable, "unsafe_by_category": inputs.unsafe_by_category,
         "distributions": distributions,
         "measure_notes": [vars(n) for n in inputs.measure_notes],
+        "value_labels": inputs.value_labels,
+        "search_front": inputs.search_front,
     })
 
 
