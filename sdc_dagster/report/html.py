@@ -64,11 +64,15 @@ code, .hash { overflow-wrap: anywhere; word-break: break-all; font-size: .88em; 
 .grid > figure { flex: 1 1 420px; min-width: 0; }
 @page { size: A4; margin: 14mm; }
 @media print {
-  body { margin: 0; max-width: none; font-size: 10pt; }
-  details > *:not(summary) { display: block; }
+  body { margin: 0; max-width: none; font-size: 9.5pt; }
   .scroll { overflow: visible; }
-  h2 { break-after: avoid; }
-  figure, table { break-inside: avoid; }
+  .grid { display: block; }
+  h2, h3, caption { break-after: avoid; }
+  figure, tr { break-inside: avoid; }
+  thead { display: table-header-group; }
+  img { max-height: 235mm; width: auto; }
+  details { display: none; }
+  p { orphans: 3; widows: 3; }
 }
 """
 

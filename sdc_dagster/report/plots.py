@@ -270,7 +270,7 @@ def grouped_bars_png(frame: pd.DataFrame, title: str, *, ylabel: str = "") -> by
 
 
 #: Categories drawn one by one in :func:`category_bars_png`; the rest are pooled into one bar.
-MAX_CATEGORY_BARS = 40
+MAX_CATEGORY_BARS = 30
 
 
 def top_categories(shares: pd.DataFrame, limit: int = MAX_CATEGORY_BARS) -> pd.DataFrame:
@@ -293,7 +293,7 @@ def category_bars_png(shares: pd.DataFrame, title: str, *, xlabel: str = "% of r
     shown = top_categories(shares)
     values = shown.apply(pd.to_numeric, errors="coerce").astype(float)
     n_series = max(len(values.columns), 1)
-    height = max(_FIGSIZE[1], 0.9 + len(values) * (0.12 + 0.1 * n_series))
+    height = max(_FIGSIZE[1], 0.9 + len(values) * (0.1 + 0.08 * n_series))
     figure = Figure(figsize=(_FIGSIZE[0] + 0.6, height))
     axes = figure.add_subplot()
     if len(values) and values.notna().any().any():
