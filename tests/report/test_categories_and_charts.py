@@ -4,6 +4,7 @@ map in % with the risk target and a search front, readable blocking-check text a
 changes, and the PDF printed without playwright."""
 
 import io
+import sys
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,16 @@ from matplotlib.image import imread
 
 from sdc_dagster import survey
 from sdc_dagster.loss.association import association_change, association_loss
-from sdc_dagster.report import PlanSummary, ReportInputs, category_shares, render_report, report_data
+from sdc_dagster.report import (
+    PlanSummary,
+    ReportInputs,
+    category_shares,
+    render_report,
+    report_data,
+    write_pdf,
+    write_report,
+)
+from sdc_dagster.report.formats import chromium_executable
 from sdc_dagster.report.categories import category_sort_key, category_text
 from sdc_dagster.report.html import distribution_panels, risk_target
 from sdc_dagster.report.measures import format_measure
@@ -167,3 +177,47 @@ def test_association_change_stays_meaningful_near_zero():
 def test_the_change_of_cramers_v_is_written_as_the_percent_it_is():
     assert format_measure("cramers_v_change_mean", {"cramers_v_change_mean": 4.31}) == "4.31 %"
     assert format_measure("regression_relative_change_mean", {"regression_relative_change_mean": 12.5}) == "12.5 %"
+
+
+# --- 8: the PDF ------------------------------------------------------------------------------------------
+
+
+def test_the_pdf_names_what_to_install_when_no_browser_is_found(full_report_inputs, tmp_path, monkeypatch, capsys):
+    from sdc_dagster.cli import main
+    from sdc_dagster.report import formats
+
+    monkeypatch.setattr(formats, "BROWSERS", ("no-such-browser-sdc",))
+    paths = write_report(full_report_inputs, tmp_path / "reports" / "s")
+    with pytest.raises(formats.BrowserNotFound, match="needs Chromium or Google Chrome on PATH: install it"):
+        formats.write_pdf(paths["html"], tmp_path / "r.pdf")
+    monkeypatch.setenv("SDC_HOME", str(tmp_path))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    assert main(["--home", str(tmp_path), "report", "s", "2024Q1", "--pdf"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and out.startswith("sdc report: printing the PDF needs Chromium")
+
+
+def _lowest_text(page) -> float:
+    """The height of the lowest line of text on a PDF page, as a share of the page height."""
+    heights = []
+    page.extract_text(visitor_text=lambda text, cm, tm, font, size:
+                      heights.append(tm[5] * cm[3] + cm[5]) if text.strip() else None)
+    return min(heights) / float(page.mediabox.height)
+
+
+@pytest.mark.skipif(chromium_executable() is None, reason="no Chromium-family browser on PATH")
+def test_the_pdf_is_printed_without_playwright_and_its_pages_are_filled(full_report_inputs, tmp_path, monkeypatch):
+    from pypdf import PdfReader
+
+    monkeypatch.setitem(sys.modules, "playwright", None)  # as after `pip install .`: no test extra
+    many = pd.DataFrame({"variable": ["age"] * 120, "category": np.arange(120.0), "frequency": np.arange(120),
+                         "dim_1": 0, "dim_2": 1, "dim_3": 2})
+    inputs = ReportInputs(**{**full_report_inputs.__dict__, "unsafe_by_category": many})
+    paths = write_report(inputs, tmp_path / "survey")
+    reader = PdfReader(write_pdf(paths["html"], tmp_path / "report.pdf"))
+    assert "Recommended plan: suppression" in reader.pages[0].extract_text()
+    # a long table is not pushed whole to the next page, nor is the data behind a chart left as an
+    # empty line: the pages but the last are written down to their last 30 %, 15 % on average (the
+    # print style before this change left 35 % of a page blank, 18 % on average, on these inputs)
+    blank = [_lowest_text(page) for page in reader.pages[:-1]]
+    assert max(blank) < 0.3 and np.mean(blank) < 0.15, [round(b, 2) for b in blank]
