@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.report.categories import normal_labels
 from sdc_dagster.report.decision import RECOMMENDATION_RULE
 from sdc_dagster.report.html import (
     _CSS,
@@ -105,7 +106,7 @@ def report_data(inputs: ReportInputs) -> dict:
         "unsafe_by_variable": inputs.unsafe_by_variable, "unsafe_by_category": inputs.unsafe_by_category,
         "distributions": distributions,
         "measure_notes": [vars(n) for n in inputs.measure_notes],
-        "value_labels": inputs.value_labels,
+        "value_labels": {variable: normal_labels(labels) for variable, labels in inputs.value_labels.items()},
         "search_front": inputs.search_front,
     })
 

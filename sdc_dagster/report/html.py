@@ -385,7 +385,7 @@ def distribution_panels(inputs: ReportInputs, variable: str) -> list[tuple[str, 
             numbered = dict(zip(range(1, len(labels) + 1), labels)) if labels is not None else {}
             if numbered and codes.notna().sum() == present.size and set(codes.dropna()) <= set(numbered):
                 series = codes.map(numbered)  # interval_recode's default codes 1, 2, ... by their bands
-        own.append((f"{variable} after {name} (recoded)", {**panel, name: series}, False))
+        own.append((f"{variable}, recoded by {name}", {**panel, name: series}, False))
     return [(variable, shared, continuous), *own]
 
 

@@ -304,7 +304,7 @@ def category_bars_png(shares: pd.DataFrame, title: str, *, xlabel: str = "% of r
                       label=str(column), color=PALETTE[n % len(PALETTE)])
         axes.set_yticks(positions, [str(i) for i in values.index], fontsize="small")
         axes.set_ylim(len(values) - 0.5, -0.5)  # first category at the top
-        axes.legend(fontsize="small", loc="lower right")
+        axes.legend(fontsize="small", loc="best")
     else:
         _empty_note(axes)
     return _labelled_png(figure, axes, title, xlabel=xlabel)
