@@ -331,9 +331,9 @@ def _banded(step: dict, values: pd.Series) -> pd.Series | None:
     try:
         if step.get("method") == "global_recode":
             return protect_global_recode(numbers, breaks=list(breaks), labels=parameters.get("labels"))
-        return protect_interval_recode(numbers.to_frame("v"), "v", list(breaks), labels=_interval_labels(parameters),
-                                       right=parameters.get("right", True))["v"]
-    except SDCInputError:
+        return protect_interval_recode(numbers.to_frame("v"), "v", list(breaks),
+                                       labels=_interval_labels(parameters), right=parameters.get("right", True))["v"]
+    except (SDCInputError, TypeError, ValueError):
         return None
 
 
@@ -345,6 +345,23 @@ def _interval_labels(parameters: dict) -> list | None:
     edges = [float(b) for b in parameters["breaks"]]
     labels = list(protect_global_recode(pd.Series(edges), breaks=edges).cat.categories)
     return ["[" + labels[0][1:], *labels[1:]]
+
+
+def _band_names(step: dict, released: pd.Series) -> pd.Series:
+    """``released`` with interval_recode's default codes 1, 2, ... replaced by their bands' labels
+    (unchanged when the step named its labels or its codes cannot be matched to bands)."""
+    parameters = _step_parameters(step)
+    if step.get("method") != "interval_recode" or parameters.get("labels") is not None:
+        return released
+    try:
+        labels = _interval_labels(parameters)
+    except (SDCInputError, KeyError, TypeError, ValueError):
+        return released
+    numbered = dict(zip(range(1, len(labels) + 1), labels)) if labels else {}
+    codes = pd.to_numeric(released, errors="coerce")
+    if not numbered or codes.notna().sum() != released.notna().sum() or not set(codes.dropna()) <= set(numbered):
+        return released
+    return codes.map(numbered)
 
 
 def distribution_panels(inputs: ReportInputs, variable: str) -> list[tuple[str, dict[str, pd.Series], bool]]:
@@ -380,11 +397,7 @@ def distribution_panels(inputs: ReportInputs, variable: str) -> list[tuple[str, 
             before = _banded(steps[-1], original)
             if before is not None:
                 panel["original, in the same bands"] = before
-            labels = _interval_labels(_step_parameters(steps[-1])) if steps[-1].get("method") == "interval_recode" else None
-            codes = pd.to_numeric(series, errors="coerce")
-            numbered = dict(zip(range(1, len(labels) + 1), labels)) if labels is not None else {}
-            if numbered and codes.notna().sum() == present.size and set(codes.dropna()) <= set(numbered):
-                series = codes.map(numbered)  # interval_recode's default codes 1, 2, ... by their bands
+            series = _band_names(steps[-1], series)
         own.append((f"{variable}, recoded by {name}", {**panel, name: series}, False))
     return [(variable, shared, continuous), *own]
 
@@ -573,7 +586,8 @@ def _map_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recommendat
                          utility=[format_value(v, loss_kind) for v in points["utility"]],
                          recommended=[name == chosen.plan for name in points.index])
     alt = ("Scatter plot of the plans, residual risk on the horizontal axis and information loss on the vertical "
-           "axis: " + "; ".join(f"{name} risk {format_value(r.risk, risk_kind)}, loss {format_value(r.loss, loss_kind)}, "
+           "axis: " + "; ".join(f"{name} risk {format_value(r.risk, risk_kind)}, "
+                                 f"loss {format_value(r.loss, loss_kind)}, "
                                  f"{'passes' if r.releasable else 'fails'} its checks"
                                  for name, r in points.iterrows())
            + (f"; recommended: {chosen.plan}" if chosen.plan else "; no plan recommended"))

@@ -85,7 +85,8 @@ def test_the_report_writes_labelled_integer_categories_in_tables_and_json():
 
 def test_value_labels_of_an_spss_and_a_stata_file(tmp_path):
     frame = pd.DataFrame({"db040": [1.0, 4.0], "age": [30.0, 40.0]})
-    pyreadstat.write_sav(frame, str(tmp_path / "w.sav"), variable_value_labels={"db040": {1.0: "Wien", 4.0: "Burgenland"}})
+    pyreadstat.write_sav(frame, str(tmp_path / "w.sav"),
+                         variable_value_labels={"db040": {1.0: "Wien", 4.0: "Burgenland"}})
     pyreadstat.write_dta(frame, str(tmp_path / "w.dta"), variable_value_labels={"db040": {1: "Wien", 4: "Burgenland"}})
     assert value_labels(tmp_path / "w.sav") == {"db040": {1.0: "Wien", 4.0: "Burgenland"}}
     assert value_labels(tmp_path / "w.dta") == {"db040": {1: "Wien", 4: "Burgenland"}}
@@ -111,11 +112,13 @@ def test_recoded_bands_get_their_own_chart_with_the_original_in_the_same_bands()
 
 def test_labels_that_are_not_original_categories_are_drawn_on_their_own():
     ages = pd.Series([5.0, 15, 25, 35])
+    bands = pd.Series(["(0,20]", "(0,20]", "(20,40]", "(20,40]"])
     inputs = _inputs(plans={"r": _plan([{"method": "recode", "variable": "age", "mapping": {}}])},
-                     distributions={"age": {"original": ages, "r": pd.Series(["(0,20]", "(0,20]", "(20,40]", "(20,40]"])}})
+                     distributions={"age": {"original": ages, "r": bands}})
     panels = distribution_panels(inputs, "age")
     assert [list(values) for _, values, _ in panels] == [["original"], ["r"]]
-    assert sorted(["(20,40]", "(0,20]", "3", "(missing)"], key=category_sort_key) == ["(0,20]", "3", "(20,40]", "(missing)"]
+    ordered = sorted(["(20,40]", "(0,20]", "3", "(missing)"], key=category_sort_key)
+    assert ordered == ["(0,20]", "3", "(20,40]", "(missing)"]
 
 
 def test_a_chart_of_a_hundred_categories_grows_in_height_and_pools_the_rest():
