@@ -645,8 +645,8 @@ def _variables_section(inputs: ReportInputs) -> str:
             by_category.index = [f"{v} = {category_text(c, normal_labels(inputs.value_labels.get(v)))}"
                                  for v, c in by_category.index]
             parts.append(_table(by_category, caption="By category and dimension", index_label="variable = category"))
-    matrices = [(name, variable, matrix) for name, plan in inputs.plans.items()
-                for variable, matrix in plan.pram_matrices.items()]
+    matrices = [(name, variable, _labelled_matrix(matrix, inputs.value_labels.get(variable)))
+                for name, plan in inputs.plans.items() for variable, matrix in plan.pram_matrices.items()]
     if matrices:
         parts += ["<h3>PRAM transition matrices</h3>",
                   "<p>Probability that a record with the original category (row) is released with the category of "
@@ -680,6 +680,13 @@ def _variables_section(inputs: ReportInputs) -> str:
                                     _table((100 * shares).round(2), caption="% of records")))
         parts.append("</div>")
     return "".join(parts) if len(parts) > 1 else ""
+
+
+def _labelled_matrix(matrix: pd.DataFrame, labels: dict | None) -> pd.DataFrame:
+    """A PRAM matrix with its categories written as the report writes categories (``1``, not
+    ``1.0``; with their value labels)."""
+    labels = normal_labels(labels)
+    return matrix.rename(index=lambda c: category_text(c, labels), columns=lambda c: category_text(c, labels))
 
 
 def _measures_section(inputs: ReportInputs) -> str:

@@ -71,14 +71,17 @@ def test_the_report_writes_labelled_integer_categories_in_tables_and_json():
     after = original.assign(hsize=original["hsize"].where(original.index > 0))
     by_category = pd.DataFrame({"variable": ["db040", "hsize"], "category": [4.0, 1.0], "frequency": [4, 3],
                                 "dim_1": [0, 0], "dim_2": [1, 1], "dim_3": [2, 2]})
-    inputs = _inputs(plans={"p": _plan([{"method": "local_suppression", "k": 3}])},
+    pram = PlanSummary(**{**_plan([{"method": "pram", "variable": "db040"}]).__dict__,
+                          "pram_matrices": {"db040": pd.DataFrame([[0.9, 0.1], [0.2, 0.8]], index=[1.0, 4.0],
+                                                                  columns=[1.0, 4.0])}})
+    inputs = _inputs(plans={"p": _plan([{"method": "local_suppression", "k": 3}]), "pram": pram},
                      distributions={"hsize": {"original": original["hsize"], "p": after["hsize"]},
                                     "db040": {"original": original["db040"], "p": original["db040"]}},
                      unsafe_by_variable=pd.DataFrame({"dim_1": [0, 0]}, index=["hsize", "db040"]),
                      unsafe_by_category=by_category, value_labels={"db040": {4.0: "Burgenland", 1.0: "Wien"}})
     page = render_report(inputs)
     assert "db040 = 4 (Burgenland)" in page and "hsize = 1<" in page and "hsize = 1.0" not in page
-    assert "<td>1 (Wien)</td>" in page
+    assert "<td>1 (Wien)</td>" in page and "<th>4 (Burgenland)</th>" in page  # shares; the PRAM matrix
     shares = report_data(inputs)["distributions"]["db040"]["shares"]
     assert shares["index"] == ["1 (Wien)", "4 (Burgenland)"]
 
