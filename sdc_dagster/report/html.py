@@ -87,7 +87,7 @@ _DECISION_RISK = ("global_risk", "expected_reidentifications", "k2_violations", 
 
 _METHOD_LABELS = {
     "local_suppression": "Local suppression", "pram": "PRAM", "microaggregation": "Microaggregation",
-    "recode": "Global recoding", "global_recode": "Global recoding", "top_code": "Top coding",
+    "recode": "Global recoding", "global_recode": "Global recoding", "interval_recode": "Global recoding into intervals", "top_code": "Top coding",
     "bottom_code": "Bottom coding", "noise": "Noise addition", "rounding": "Rounding",
     "rank_swap": "Rank swapping", "record_swap": "Targeted record swapping", "subsample": "Subsampling",
     "remove": "Removal of variables",
@@ -598,7 +598,18 @@ def _map_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recommendat
             + ("; the solid step line is the front of the plan search" if inputs.search_front is not None else "")
             + ".</p>"
             + _chart(risk_utility_map(inputs), alt, "Residual risk against information loss per plan",
-                     _table(data, index_label="plan")))
+                     _table(data, index_label="plan") + _front_table(inputs)))
+
+
+def _front_table(inputs: ReportInputs) -> str:
+    """The front of the plan search (``inputs.search_front``) as the tables write its figures."""
+    if inputs.search_front is None or not len(inputs.search_front):
+        return ""
+    loss_kind = measure_info(inputs.loss_measure).kind
+    front = pd.DataFrame({"global risk": [format_value(v, "share") for v in inputs.search_front["global_risk"]],
+                          "information loss": [format_value(v, loss_kind) for v in inputs.search_front["loss"]]},
+                         index=pd.RangeIndex(1, len(inputs.search_front) + 1, name="candidate"))
+    return _table(front, caption="Front of the plan search")
 
 
 def _variables_section(inputs: ReportInputs) -> str:

@@ -147,6 +147,7 @@ def test_the_map_draws_the_risk_target_and_the_search_front_in_percent():
     map_section = page[page.index('id="map"'):page.index('id="measures"')]
     assert "dotted vertical line is the risk target" in map_section and "front of the plan search" in map_section
     assert "<td>0.4 %</td>" in map_section  # the data behind the map as the tables write it
+    assert "Front of the plan search" in map_section and "<td>0.9 %</td>" in map_section
     points = pd.DataFrame({"risk": [0.004, 0.02], "loss": [0.2, 0.1], "releasable": [True, False]}, index=["a", "b"])
     plain = risk_utility_map_png(points)
     drawn = risk_utility_map_png(points, target=0.01, front=pd.DataFrame({"risk": [0.002], "loss": [0.3]}),
