@@ -67,6 +67,7 @@ code, .hash { overflow-wrap: anywhere; word-break: break-all; font-size: .88em; 
   body { margin: 0; max-width: none; font-size: 9.5pt; }
   .scroll { overflow: visible; }
   .grid { display: block; }
+  .grid > figure { display: inline-block; width: 49%; margin: .4em 0; vertical-align: top; }
   h2, h3, caption { break-after: avoid; }
   figure, tr { break-inside: avoid; }
   thead { display: table-header-group; }
