@@ -223,8 +223,8 @@ def test_the_pdf_is_printed_without_playwright_and_its_pages_are_filled(full_rep
     paths = write_report(inputs, tmp_path / "survey")
     reader = PdfReader(write_pdf(paths["html"], tmp_path / "report.pdf"))
     assert "Recommended plan: suppression" in reader.pages[0].extract_text()
-    # a long table is not pushed whole to the next page, nor is the data behind a chart left as an
-    # empty line: the pages but the last are written down to their last 30 %, 15 % on average (the
-    # print style before this change left 35 % of a page blank, 18 % on average, on these inputs)
+    # a long table is not pushed whole to the next page and the charts stand two abreast: the pages
+    # but the last are written down to their last fifth, a tenth on average (the print style before
+    # this change left 35 % of a page blank, 16 % on average, on these inputs; this one 6 %)
     blank = [_lowest_text(page) for page in reader.pages[:-1]]
-    assert max(blank) < 0.3 and np.mean(blank) < 0.15, [round(b, 2) for b in blank]
+    assert max(blank) < 0.2 and np.mean(blank) < 0.1, [round(b, 2) for b in blank]
