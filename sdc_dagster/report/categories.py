@@ -60,9 +60,7 @@ def category_sort_key(text: str):
         return (2, 0.0, 0, text)
     head = text.split(" (", 1)[0]
     interval = _INTERVAL.match(head)
-    for candidate in ((interval.group(1),) if interval else (head,)):
-        try:
-            return (0, float(candidate), len(text), text)
-        except ValueError:
-            pass
-    return (1, 0.0, len(text), text)
+    try:
+        return (0, float(interval.group(1) if interval else head), len(text), text)
+    except ValueError:
+        return (1, 0.0, len(text), text)

@@ -88,8 +88,8 @@ _DECISION_RISK = ("global_risk", "expected_reidentifications", "k2_violations", 
 
 _METHOD_LABELS = {
     "local_suppression": "Local suppression", "pram": "PRAM", "microaggregation": "Microaggregation",
-    "recode": "Global recoding", "global_recode": "Global recoding", "interval_recode": "Global recoding into intervals", "top_code": "Top coding",
-    "bottom_code": "Bottom coding", "noise": "Noise addition", "rounding": "Rounding",
+    "recode": "Global recoding", "global_recode": "Global recoding", "interval_recode": "Global recoding into intervals",
+    "top_code": "Top coding", "bottom_code": "Bottom coding", "noise": "Noise addition", "rounding": "Rounding",
     "rank_swap": "Rank swapping", "record_swap": "Targeted record swapping", "subsample": "Subsampling",
     "remove": "Removal of variables",
 }
