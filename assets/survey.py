@@ -579,6 +579,7 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
             measure_notes=notes,
             plans=plans,
             search_front=searched["front"] if searched is not None else None,
+            source=Path(raw_source(context, wave)["source_snapshot"]),
         )
         plans = inputs.plans
         paths = write_report(inputs, reports_dir() / spec.survey)

@@ -723,7 +723,8 @@ def run_promote(survey_name: str, wave: str, plan: str, *, home: str | None = No
 
 def run_report(survey_name: str, wave: str, *, pdf: bool = False, home: str | None = None, out=None) -> int:
     """List the report files of a wave (:func:`sdc_dagster.report.export_report`), printing the PDF
-    with ``pdf``; :data:`EXIT_USAGE` for an unsafe name, an unknown survey or a wave without report."""
+    with ``pdf``; :data:`EXIT_USAGE` for an unsafe name, an unknown survey or a wave without report,
+    :data:`EXIT_RUN_FAILED` (one line naming what to install) when no browser can print the PDF."""
     out = out or sys.stdout
     _prepare_environment(home)
     if _unsafe_names("report", out, ("survey name", survey_name), ("wave id", wave)):
@@ -740,6 +741,9 @@ def run_report(survey_name: str, wave: str, *, pdf: bool = False, home: str | No
     except SDCInputError as error:
         print(f"sdc report: {error}", file=out)
         return EXIT_USAGE
+    except RuntimeError as error:  # the PDF: no browser to print with (BrowserNotFound), or it failed
+        print(f"sdc report: {error}", file=out)
+        return EXIT_RUN_FAILED
     print("\n".join(f"{kind}: {path}" for kind, path in paths.items()), file=out)
     return EXIT_OK
 

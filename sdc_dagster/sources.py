@@ -105,6 +105,26 @@ def read_survey_file(path: Path, *, default_format: str | None = None, options: 
     return data
 
 
+def value_labels(path: Path, *, default_format: str | None = None) -> dict[str, dict]:
+    """The value labels of a wave file, ``{column: {code: label}}`` (SPSS and Stata keep them, read
+    from the file's metadata only; empty for CSV, Parquet and SAS files). For display: the data
+    keep their codes. An unreadable file raises SDCInputError naming it."""
+    path = Path(path)
+    fmt = file_format(path, default=default_format)
+    if fmt not in ("spss", "stata"):
+        return {}
+    import pyreadstat
+
+    reader = pyreadstat.read_sav if fmt == "spss" else pyreadstat.read_dta
+    try:
+        _, meta = reader(str(path), metadataonly=True)
+    except Exception as exc:  # pyreadstat raises its own error classes for corrupt files
+        if isinstance(exc, (OSError, ValueError, UnicodeDecodeError)) or type(exc).__module__.startswith("pyreadstat"):
+            raise SDCInputError(f"{path.name}: cannot read its value labels as {fmt} ({exc})") from exc
+        raise
+    return {column: dict(labels) for column, labels in (meta.variable_value_labels or {}).items() if labels}
+
+
 def read_csv_text(path: Path, *, options: dict | None = None) -> pd.DataFrame:
     """The cells of a CSV wave exactly as written (strings, nothing made missing), rows as
     :func:`read_survey_file` numbers them; used to name the original text in error messages."""

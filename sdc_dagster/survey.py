@@ -15,8 +15,8 @@ import pandas as pd
 from sdc_dagster import contribution, lineage, loss, release_files, risk
 from sdc_dagster.errors import NotComputable, SDCInputError
 from sdc_dagster.protect.plan import PlanResult, apply_plan
-from sdc_dagster.report import MeasureNote, PlanSummary, ReportInputs
-from sdc_dagster.sources import read_wave_file
+from sdc_dagster.report import MeasureNote, PlanSummary, ReportInputs, format_value
+from sdc_dagster.sources import read_wave_file, value_labels
 from sdc_dagster.spec import Plan, SurveySpec, load_spec
 
 
@@ -412,23 +412,31 @@ def _linkage_measure(figures: dict[str, float]) -> str:
     return "no continuous key released"
 
 
-def _check_outcome(check: dict) -> str:
-    """Why a release check failed: its rule, the value found and, where the check names it, the
-    measure that gave the value."""
+#: Release checks whose value is a share of the records (a risk), written in % in their outcome.
+SHARE_CHECKS = ("global_risk", "linkage_risk")
+
+
+def _check_outcome(name: str, check: dict) -> str:
+    """Why release check ``name`` failed: its rule, the value found and, where the check names it,
+    the measure that gave the value. A risk share is written in % ("2.43 %"), another number to 4
+    significant digits, a count or a text as it is."""
+    value = check["value"]
+    if isinstance(value, (float, np.floating)):
+        value = format_value(value, "share") if name in SHARE_CHECKS else f"{float(value):.4g}"
     if check.get("measure"):
-        return f"{check['rule']} (found: {check['value']:.4g}, {check['measure']})"
-    return f"{check['rule']} (found: {check['value']})"
+        return f"{check['rule']} (found: {value}, {check['measure']})"
+    return f"{check['rule']} (found: {value})"
 
 
 def blocking_failures(checks: dict[str, dict]) -> dict[str, str]:
     """The failed blocking checks of :func:`release_checks` outcomes: {check: why}. A variant with
     any is withheld. Outcomes recorded without a ``blocking`` flag count as blocking."""
-    return {name: _check_outcome(c) for name, c in checks.items() if not c["passed"] and c.get("blocking", True)}
+    return {name: _check_outcome(name, c) for name, c in checks.items() if not c["passed"] and c.get("blocking", True)}
 
 
 def release_warnings(checks: dict[str, dict]) -> dict[str, str]:
     """The failed non-blocking checks of :func:`release_checks` outcomes: {check: why}."""
-    return {name: _check_outcome(c) for name, c in checks.items() if not c["passed"] and not c.get("blocking", True)}
+    return {name: _check_outcome(name, c) for name, c in checks.items() if not c["passed"] and not c.get("blocking", True)}
 
 
 def residual_risk(
@@ -813,6 +821,7 @@ def report_inputs(
     measure_notes: list[MeasureNote] | None = None,
     plans: list[Plan] | None = None,
     search_front: pd.DataFrame | None = None,
+    source: Path | None = None,
     con=None,
 ) -> ReportInputs:
     """Gather the wave's results into the report's inputs. Each plan's steps (with their seeds),
@@ -825,7 +834,9 @@ def report_inputs(
     distributions before and after; the unsafe combinations table (SPEC §3.10) is computed on
     ``original`` with the spec's k. ``measure_notes``: the measures the stages left out or limited
     (:class:`MeasureNote`), shown in the report. ``plans``: the wave's plans (default: the spec's;
-    the wave chain adds the searched plan), ``search_front``: the front the search chose it from."""
+    the wave chain adds the searched plan), ``search_front``: the front the search chose it from.
+    ``source``: the wave file, whose SPSS / Stata value labels (:func:`~sdc_dagster.sources.value_labels`)
+    the report shows next to the codes."""
     wave_plans = list(spec.plans) if plans is None else list(plans)
     plans = {}
     for p in wave_plans:
@@ -889,6 +900,7 @@ def report_inputs(
         continuous=continuous,
         measure_notes=list(measure_notes or []),
         search_front=search_front,
+        value_labels=value_labels(source, default_format=spec.source.format) if source is not None else {},
     )
 
 

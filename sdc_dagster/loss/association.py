@@ -58,9 +58,21 @@ def _coded_association(a: np.ndarray, a_radix: int, b: np.ndarray, b_radix: int,
             "contingency_coefficient": float(np.sqrt(chi2 / (chi2 + n)))}
 
 
-def _relative_change(before: float, after: float) -> float:
-    # 100·|V - V*| / V (SPEC §9.9 ASSUMPTION); undefined (NaN) when the original shows no association
-    return 100.0 * abs(before - after) / before if before != 0 else float("nan")
+WEAK_ASSOCIATION = 0.1
+"""Cramér's V (or C) below which an association is negligible (Cohen 1988, 'small' = 0.1); the
+relative change of a coefficient divides by at least this much (:func:`association_change`)."""
+
+
+def association_change(before: float, after: float, *, floor: float = WEAK_ASSOCIATION) -> float:
+    """Relative change of an association coefficient in percent, SPEC §9.9 (ASSUMPTION):
+    100·|V - V*| / max(V, floor).
+
+    For an original association of at least ``floor`` this is the relative change 100·|V - V*| / V;
+    below it, the change is taken relative to ``floor``, i.e. in units of a negligible association.
+    Dividing by a V near 0 would turn a change of 0.01 in a non-existent association (0.0023 ->
+    0.0122) into "431 %"; with the floor it is 10 %, while the change of a real association
+    (0.4 -> 0.3: 25 %) is unaffected. Defined (0 for no change) when V = 0."""
+    return 100.0 * abs(before - after) / max(abs(before), floor)
 
 
 def association_loss(original: pd.DataFrame, protected: pd.DataFrame, columns: Sequence[str], *,
@@ -82,8 +94,9 @@ def association_loss(original: pd.DataFrame, protected: pd.DataFrame, columns: S
         One row per pair (columns "row", "column"), with ``chi2``, ``chi2_protected``,
         ``p_value``, ``p_value_protected``, ``cramers_v``, ``cramers_v_protected``,
         ``contingency_coefficient``, ``contingency_coefficient_protected`` and the relative
-        changes in percent ``cramers_v_change`` = 100·|V - V*|/V and
-        ``contingency_coefficient_change`` (NaN when the original coefficient is 0).
+        changes in percent ``cramers_v_change`` = 100·|V - V*| / max(V, 0.1) and
+        ``contingency_coefficient_change`` (:func:`association_change`: relative to the original
+        coefficient, or to 0.1 where the original association is negligible).
     """
     columns = check_pair(original, protected, columns)
     pairs = list(combinations(columns, 2)) if pairs is None else [tuple(p) for p in pairs]
@@ -112,9 +125,9 @@ def association_loss(original: pd.DataFrame, protected: pd.DataFrame, columns: S
             "cramers_v": before["cramers_v"], "cramers_v_protected": after["cramers_v"],
             "contingency_coefficient": before["contingency_coefficient"],
             "contingency_coefficient_protected": after["contingency_coefficient"],
-            "cramers_v_change": _relative_change(before["cramers_v"], after["cramers_v"]),
-            "contingency_coefficient_change": _relative_change(before["contingency_coefficient"],
-                                                               after["contingency_coefficient"]),
+            "cramers_v_change": association_change(before["cramers_v"], after["cramers_v"]),
+            "contingency_coefficient_change": association_change(before["contingency_coefficient"],
+                                                                 after["contingency_coefficient"]),
         })
     return pd.DataFrame(rows)
 

@@ -1,7 +1,16 @@
 """The self-contained HTML release report, its PDF, JSON and index formats, and its plots."""
 
 from sdc_dagster.report.decision import RECOMMENDATION_RULE, Recommendation, pareto_optimal, recommend_plan
-from sdc_dagster.report.formats import export_report, report_data, wave_trend, write_index, write_pdf, write_report
+from sdc_dagster.report.categories import category_text
+from sdc_dagster.report.formats import (
+    BrowserNotFound,
+    export_report,
+    report_data,
+    wave_trend,
+    write_index,
+    write_pdf,
+    write_report,
+)
 from sdc_dagster.report.html import (
     category_shares,
     measure_notes_table,
@@ -9,6 +18,7 @@ from sdc_dagster.report.html import (
     contribution_boxplots,
     contribution_change_plots,
     decision_table,
+    distribution_panels,
     headline_table,
     plan_points,
     quantile_table,
@@ -16,6 +26,7 @@ from sdc_dagster.report.html import (
     render_report,
     report_plots,
     risk_histogram,
+    risk_target,
     risk_utility_map,
     step_sentence,
     topsis_histograms,
@@ -24,6 +35,7 @@ from sdc_dagster.report.inputs import MeasureNote, PlanSummary, ReportInputs
 from sdc_dagster.report.measures import Measure, format_measure, format_value, measure_info
 from sdc_dagster.report.plots import (
     boxplot_png,
+    category_bars_png,
     grouped_bars_png,
     heatmap_png,
     histogram_png,

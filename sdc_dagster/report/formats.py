@@ -8,12 +8,15 @@ import json
 import math
 import re
 import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.report.categories import normal_labels
 from sdc_dagster.report.decision import RECOMMENDATION_RULE
 from sdc_dagster.report.html import (
     _CSS,
@@ -83,7 +86,7 @@ def report_data(inputs: ReportInputs) -> dict:
         }
     distributions = {
         variable: {"kind": "continuous", "quantiles": quantile_table(values)} if variable in inputs.continuous
-        else {"kind": "categorical", "shares": category_shares(values)}
+        else {"kind": "categorical", "shares": category_shares(values, inputs.value_labels.get(variable))}
         for variable, values in inputs.distributions.items()
     }
     return _plain({
@@ -103,6 +106,8 @@ def report_data(inputs: ReportInputs) -> dict:
         "unsafe_by_variable": inputs.unsafe_by_variable, "unsafe_by_category": inputs.unsafe_by_category,
         "distributions": distributions,
         "measure_notes": [vars(n) for n in inputs.measure_notes],
+        "value_labels": {variable: normal_labels(labels) for variable, labels in inputs.value_labels.items()},
+        "search_front": inputs.search_front,
     })
 
 
@@ -118,27 +123,52 @@ def write_report(inputs: ReportInputs, folder: Path) -> dict[str, Path]:
     return paths
 
 
+#: Browsers that print the report, looked up on PATH in this order (Chromium, Chrome, Edge).
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome", "microsoft-edge")
+
+#: Seconds a headless browser may take to print one report.
+PDF_TIMEOUT = 180
+
+
+class BrowserNotFound(RuntimeError):
+    """No Chromium-family browser to print the PDF with; the message names what to install."""
+
+
 def chromium_executable() -> str | None:
-    """The system Chromium when installed (Debian ``chromium``), else None (playwright's own)."""
-    return shutil.which("chromium") or shutil.which("chromium-browser")
+    """The first Chromium-family browser on PATH (:data:`BROWSERS`), or None."""
+    return next((found for name in BROWSERS if (found := shutil.which(name))), None)
 
 
 def write_pdf(html_path: Path, pdf_path: Path) -> Path:
-    """Print the HTML report to PDF (A4) with headless Chromium, the decision on page 1."""
-    from playwright.sync_api import sync_playwright
+    """Print the HTML report to PDF (A4, the report's print style sheet: decision on page 1, pages
+    filled) with a headless Chromium-family browser found on PATH (``--headless --print-to-pdf``),
+    so that it works from an installed package without any Python browser driver.
 
-    pdf_path = Path(pdf_path)
+    Raises
+    ------
+    BrowserNotFound
+        No browser of :data:`BROWSERS` is on PATH (the message says what to install).
+    RuntimeError
+        The browser ran but wrote no PDF (its error output is quoted).
+    """
+    browser = chromium_executable()
+    if browser is None:
+        raise BrowserNotFound("printing the PDF needs Chromium or Google Chrome on PATH: install it "
+                              "(e.g. `apt install chromium`) or open the HTML report and print it from a browser")
+    pdf_path = Path(pdf_path).resolve()
     pdf_path.parent.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_executable(), args=_CHROMIUM_ARGS)
+    pdf_path.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="sdc-pdf-") as profile:  # no user profile touched or left behind
+        command = [browser, "--headless", *_CHROMIUM_ARGS, f"--user-data-dir={profile}", "--no-pdf-header-footer",
+                   "--run-all-compositor-stages-before-draw", f"--print-to-pdf={pdf_path}",
+                   Path(html_path).resolve().as_uri()]
         try:
-            page = browser.new_page()
-            page.goto(Path(html_path).resolve().as_uri())
-            page.wait_for_load_state("load")
-            page.emulate_media(media="print")
-            page.pdf(path=str(pdf_path), format="A4", print_background=True)
-        finally:
-            browser.close()
+            done = subprocess.run(command, capture_output=True, text=True, timeout=PDF_TIMEOUT, check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise RuntimeError(f"{browser} did not print {pdf_path.name} within {PDF_TIMEOUT} s") from exc
+    if not pdf_path.is_file() or pdf_path.stat().st_size == 0:
+        detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise RuntimeError(f"{browser} wrote no PDF (exit {done.returncode}: {detail[0]})")
     return pdf_path
 
 

@@ -19,11 +19,15 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.loss.topsis import topsis_summary
+from sdc_dagster.protect import global_recode as protect_global_recode
+from sdc_dagster.protect import interval_recode as protect_interval_recode
+from sdc_dagster.report.categories import category_sort_key, category_text, category_texts, normal_labels
 from sdc_dagster.report.decision import RECOMMENDATION_RULE, Recommendation, pareto_optimal, recommend_plan
 from sdc_dagster.report.inputs import ReportInputs
 from sdc_dagster.report.measures import GROUPS, format_measure, format_value, is_missing, measure_info
 from sdc_dagster.report.plots import (
     boxplot_png,
+    category_bars_png,
     grouped_bars_png,
     heatmap_png,
     histogram_png,
@@ -60,11 +64,16 @@ code, .hash { overflow-wrap: anywhere; word-break: break-all; font-size: .88em; 
 .grid > figure { flex: 1 1 420px; min-width: 0; }
 @page { size: A4; margin: 14mm; }
 @media print {
-  body { margin: 0; max-width: none; font-size: 10pt; }
-  details > *:not(summary) { display: block; }
+  body { margin: 0; max-width: none; font-size: 9.5pt; }
   .scroll { overflow: visible; }
-  h2 { break-after: avoid; }
-  figure, table { break-inside: avoid; }
+  .grid { display: block; }
+  .grid > figure { display: inline-block; width: 49%; margin: .4em 0; vertical-align: top; }
+  h2, h3, caption { break-after: avoid; }
+  figure, tr { break-inside: avoid; }
+  thead { display: table-header-group; }
+  img { max-height: 235mm; width: auto; }
+  details { display: none; }
+  p { orphans: 3; widows: 3; }
 }
 """
 
@@ -79,8 +88,8 @@ _DECISION_RISK = ("global_risk", "expected_reidentifications", "k2_violations", 
 
 _METHOD_LABELS = {
     "local_suppression": "Local suppression", "pram": "PRAM", "microaggregation": "Microaggregation",
-    "recode": "Global recoding", "global_recode": "Global recoding", "top_code": "Top coding",
-    "bottom_code": "Bottom coding", "noise": "Noise addition", "rounding": "Rounding",
+    "recode": "Global recoding", "global_recode": "Global recoding", "interval_recode": "Global recoding into intervals",
+    "top_code": "Top coding", "bottom_code": "Bottom coding", "noise": "Noise addition", "rounding": "Rounding",
     "rank_swap": "Rank swapping", "record_swap": "Targeted record swapping", "subsample": "Subsampling",
     "remove": "Removal of variables",
 }
@@ -259,12 +268,27 @@ def risk_utility_map(inputs: ReportInputs) -> bytes:
     """PNG scatter of the plans: residual risk against information loss, the Pareto front of the
     plans passing their blocking checks drawn and the recommended plan ringed."""
     points = plan_points(inputs)
+    target, target_label = risk_target(inputs)
+    front = None
+    if inputs.search_front is not None:
+        front = inputs.search_front.rename(columns={"global_risk": "risk"})
+    risk_info, loss_info = measure_info(inputs.risk_measure), measure_info(inputs.loss_measure)
     return risk_utility_map_png(
         points, f"Risk-utility map of the {len(points)} plan(s)",
-        xlabel=f"residual risk: {measure_info(inputs.risk_measure).label}",
-        ylabel=f"information loss: {measure_info(inputs.loss_measure).label}",
-        recommended=recommend_plan(points).plan,
+        xlabel=f"residual risk: {risk_info.label}" + (" (%)" if risk_info.kind == "share" else ""),
+        ylabel=f"information loss: {loss_info.label}" + (" (%)" if loss_info.kind == "share" else ""),
+        recommended=recommend_plan(points).plan, target=target, target_label=target_label, front=front,
+        percent=(risk_info.kind == "share", loss_info.kind == "share"),
     )
+
+
+def risk_target(inputs: ReportInputs) -> tuple[float | None, str]:
+    """The target of the map's risk measure and its legend text: the spec's ``max_global_risk``
+    for the global risk, ``max_linkage_risk`` for the record-linkage risk, else None."""
+    target = {"global_risk": inputs.max_global_risk, "linkage_risk": inputs.max_linkage_risk}.get(inputs.risk_measure)
+    if target is None:
+        return None, ""
+    return float(target), f"target: at most {format_value(target, 'share')}"
 
 
 def report_plots(inputs: ReportInputs) -> dict[str, bytes]:
@@ -281,14 +305,106 @@ def report_plots(inputs: ReportInputs) -> dict[str, bytes]:
     return plots
 
 
-def category_shares(values: dict[str, pd.Series]) -> pd.DataFrame:
+def category_shares(values: dict[str, pd.Series], labels: dict | None = None) -> pd.DataFrame:
     """Share of the records in each category (missing values as "(missing)"), one column per
-    series of ``values`` (e.g. "original" and each plan); categories in sorted order."""
-    shares = {name: series.astype(object).where(series.notna(), "(missing)").astype(str)
-              .value_counts(normalize=True) for name, series in values.items()}
+    series of ``values`` (e.g. "original" and each plan). Categories are written by
+    :func:`~sdc_dagster.report.categories.category_text` (``1`` for ``1.0``; with ``labels``,
+    code -> value label, ``4 (Burgenland)``) and ordered by
+    :func:`~sdc_dagster.report.categories.category_sort_key`."""
+    shares = {name: category_texts(series, labels).value_counts(normalize=True) for name, series in values.items()}
     table = pd.DataFrame(shares).fillna(0.0)
-    ordered = sorted(table.index, key=lambda c: (c == "(missing)", len(c), c))
-    return table.reindex(ordered).rename_axis("category")
+    return table.reindex(sorted(table.index, key=category_sort_key)).rename_axis("category")
+
+
+_INTERVAL_METHODS = ("interval_recode", "global_recode")
+
+
+def _step_parameters(step: dict) -> dict:
+    """A step's parameters, from a manifest step record or a step as written in the spec."""
+    return step["parameters"] if "parameters" in step else {k: v for k, v in step.items() if k != "method"}
+
+
+def _banded(step: dict, values: pd.Series) -> pd.Series | None:
+    """``values`` recoded into the bands of an interval step, each band by its interval label
+    ("(20,30]", as sdcMicro's globalRecode writes it) when the step gave none; None when the bands
+    cannot be applied (values outside the breaks, a step without breaks)."""
+    parameters = _step_parameters(step)
+    breaks = parameters.get("breaks")
+    if not isinstance(breaks, (list, tuple)) or len(breaks) < 2:
+        return None
+    numbers = pd.to_numeric(values, errors="coerce")
+    try:
+        if step.get("method") == "global_recode":
+            return protect_global_recode(numbers, breaks=list(breaks), labels=parameters.get("labels"))
+        return protect_interval_recode(numbers.to_frame("v"), "v", list(breaks),
+                                       labels=_interval_labels(parameters), right=parameters.get("right", True))["v"]
+    except (SDCInputError, TypeError, ValueError):
+        return None
+
+
+def _interval_labels(parameters: dict) -> list | None:
+    """The labels of an ``interval_recode`` step: its own, else (right-closed bands) the interval
+    labels of sdcMicro's globalRecode, the first closed on the left as interval_recode includes it."""
+    if parameters.get("labels") is not None or not parameters.get("right", True):
+        return parameters.get("labels")
+    edges = [float(b) for b in parameters["breaks"]]
+    labels = list(protect_global_recode(pd.Series(edges), breaks=edges).cat.categories)
+    return ["[" + labels[0][1:], *labels[1:]]
+
+
+def _band_names(step: dict, released: pd.Series) -> pd.Series:
+    """``released`` with interval_recode's default codes 1, 2, ... replaced by their bands' labels
+    (unchanged when the step named its labels or its codes cannot be matched to bands)."""
+    parameters = _step_parameters(step)
+    if step.get("method") != "interval_recode" or parameters.get("labels") is not None:
+        return released
+    try:
+        labels = _interval_labels(parameters)
+    except (SDCInputError, KeyError, TypeError, ValueError):
+        return released
+    numbered = dict(zip(range(1, len(labels) + 1), labels)) if labels else {}
+    codes = pd.to_numeric(released, errors="coerce")
+    if not numbered or codes.notna().sum() != released.notna().sum() or not set(codes.dropna()) <= set(numbered):
+        return released
+    return codes.map(numbered)
+
+
+def distribution_panels(inputs: ReportInputs, variable: str) -> list[tuple[str, dict[str, pd.Series], bool]]:
+    """The charts of ``variable`` in "Distributions before and after": ``(title, {series name:
+    values}, continuous)`` each. The first holds the original and every plan released on the
+    original's scale (categories among the original's, numbers for a continuous variable); a plan
+    that recoded the variable into bands (an interval step, or categories the original does not
+    have) gets its own chart of categories, with the original put into the same bands when the
+    plan's step allows it, so that bands are never drawn on the axis of the original values. An
+    ``interval_recode`` without labels (codes 1, 2, ...) is shown with its interval labels."""
+    values = inputs.distributions[variable]
+    original = values["original"]
+    continuous = variable in inputs.continuous
+    observed = set(category_texts(original.dropna()))
+    shared: dict[str, pd.Series] = {"original": original}
+    own = []
+    for name, series in values.items():
+        if name == "original":
+            continue
+        plan = inputs.plans.get(name)
+        steps = [s for s in (plan.steps if plan else [])
+                 if s.get("method") in _INTERVAL_METHODS and _step_parameters(s).get("variable") == variable]
+        present = series.dropna()
+        if continuous:
+            recoded = bool(steps) or pd.to_numeric(present, errors="coerce").isna().any()
+        else:
+            recoded = bool(steps) or not set(category_texts(present)) <= observed
+        if not recoded:
+            shared[name] = series
+            continue
+        panel = {}
+        if steps:
+            before = _banded(steps[-1], original)
+            if before is not None:
+                panel["original, in the same bands"] = before
+            series = _band_names(steps[-1], series)
+        own.append((f"{variable}, recoded by {name}", {**panel, name: series}, False))
+    return [(variable, shared, continuous), *own]
 
 
 def quantile_table(values: dict[str, pd.Series]) -> pd.DataFrame:
@@ -469,17 +585,36 @@ def _risk_before(inputs: ReportInputs) -> str:
 def _map_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recommendation) -> str:
     if not inputs.plans:
         return ""
-    data = points.assign(recommended=[name == chosen.plan for name in points.index])
+    risk_kind, loss_kind = measure_info(inputs.risk_measure).kind, measure_info(inputs.loss_measure).kind
+    data = points.assign(risk=[format_value(v, risk_kind) for v in points["risk"]],
+                         loss=[format_value(v, loss_kind) for v in points["loss"]],
+                         utility=[format_value(v, loss_kind) for v in points["utility"]],
+                         recommended=[name == chosen.plan for name in points.index])
     alt = ("Scatter plot of the plans, residual risk on the horizontal axis and information loss on the vertical "
-           "axis: " + "; ".join(f"{name} risk {format_value(r.risk, 'index')}, loss {format_value(r.loss, 'index')}, "
+           "axis: " + "; ".join(f"{name} risk {format_value(r.risk, risk_kind)}, "
+                                 f"loss {format_value(r.loss, loss_kind)}, "
                                  f"{'passes' if r.releasable else 'fails'} its checks"
                                  for name, r in points.iterrows())
            + (f"; recommended: {chosen.plan}" if chosen.plan else "; no plan recommended"))
     return ("<h2 id=\"map\">Risk-utility map</h2>"
             "<p>Lower left is better. Circles pass their blocking checks, crosses fail them; the dashed line is "
-            "the Pareto front of the passing plans; the ring marks the recommendation.</p>"
+            "the Pareto front of the passing plans; the ring marks the recommendation"
+            + ("; the dotted vertical line is the risk target" if risk_target(inputs)[0] is not None else "")
+            + ("; the solid step line is the front of the plan search" if inputs.search_front is not None else "")
+            + ".</p>"
             + _chart(risk_utility_map(inputs), alt, "Residual risk against information loss per plan",
-                     _table(data, index_label="plan")))
+                     _table(data, index_label="plan") + _front_table(inputs)))
+
+
+def _front_table(inputs: ReportInputs) -> str:
+    """The front of the plan search (``inputs.search_front``) as the tables write its figures."""
+    if inputs.search_front is None or not len(inputs.search_front):
+        return ""
+    loss_kind = measure_info(inputs.loss_measure).kind
+    front = pd.DataFrame({"global risk": [format_value(v, "share") for v in inputs.search_front["global_risk"]],
+                          "information loss": [format_value(v, loss_kind) for v in inputs.search_front["loss"]]},
+                         index=pd.RangeIndex(1, len(inputs.search_front) + 1, name="candidate"))
+    return _table(front, caption="Front of the plan search")
 
 
 def _variables_section(inputs: ReportInputs) -> str:
@@ -523,10 +658,11 @@ def _variables_section(inputs: ReportInputs) -> str:
                   _table(inputs.unsafe_by_variable, caption="By variable and dimension", index_label="variable")]
         if inputs.unsafe_by_category is not None:
             by_category = inputs.unsafe_by_category.set_index(["variable", "category"])
-            by_category.index = [f"{v} = {c}" for v, c in by_category.index]
+            by_category.index = [f"{v} = {category_text(c, normal_labels(inputs.value_labels.get(v)))}"
+                                 for v, c in by_category.index]
             parts.append(_table(by_category, caption="By category and dimension", index_label="variable = category"))
-    matrices = [(name, variable, matrix) for name, plan in inputs.plans.items()
-                for variable, matrix in plan.pram_matrices.items()]
+    matrices = [(name, variable, _labelled_matrix(matrix, inputs.value_labels.get(variable)))
+                for name, plan in inputs.plans.items() for variable, matrix in plan.pram_matrices.items()]
     if matrices:
         parts += ["<h3>PRAM transition matrices</h3>",
                   "<p>Probability that a record with the original category (row) is released with the category of "
@@ -542,20 +678,31 @@ def _variables_section(inputs: ReportInputs) -> str:
     if inputs.distributions:
         parts += ["<h3>Distributions before and after</h3>",
                   "<p>Every quasi-identifier a plan changed or suppressed: categories as shares of the records, "
-                  "continuous variables as histograms and quantiles.</p>", '<div class="grid">']
-        for variable, values in inputs.distributions.items():
-            if variable in inputs.continuous:
-                png = histograms_png(values, f"{variable}: before and after", xlabel=variable)
-                parts.append(_chart(png, f"Overlaid histograms of {variable} before protection and after each plan",
-                                    f"{variable} before and after", _table(quantile_table(values))))
-            else:
-                shares = category_shares(values)
-                png = grouped_bars_png(100 * shares, f"{variable}: share of records per category", ylabel="% of records")
-                parts.append(_chart(png, f"Bar chart of the share of records in each category of {variable}, before "
-                                         "protection and after each plan", f"{variable} before and after",
+                  "continuous variables as histograms and quantiles. A plan that recoded a variable into bands is "
+                  "drawn on its own categories, next to the original recoded into the same bands where that is "
+                  "possible.</p>", '<div class="grid">']
+        for variable in inputs.distributions:
+            for title, values, continuous in distribution_panels(inputs, variable):
+                if continuous:
+                    png = histograms_png(values, f"{title}: before and after", xlabel=variable)
+                    parts.append(_chart(png, f"Overlaid histograms of {title} before protection and after "
+                                             + ", ".join(n for n in values if n != "original"),
+                                        f"{title} before and after", _table(quantile_table(values))))
+                    continue
+                shares = category_shares(values, inputs.value_labels.get(variable))
+                png = category_bars_png(100 * shares, f"{title}: share of records per category")
+                parts.append(_chart(png, f"Bar chart of the share of records in each category of {title}: "
+                                         + ", ".join(values), f"{title} before and after",
                                     _table((100 * shares).round(2), caption="% of records")))
         parts.append("</div>")
     return "".join(parts) if len(parts) > 1 else ""
+
+
+def _labelled_matrix(matrix: pd.DataFrame, labels: dict | None) -> pd.DataFrame:
+    """A PRAM matrix with its categories written as the report writes categories (``1``, not
+    ``1.0``; with their value labels)."""
+    labels = normal_labels(labels)
+    return matrix.rename(index=lambda c: category_text(c, labels), columns=lambda c: category_text(c, labels))
 
 
 def _measures_section(inputs: ReportInputs) -> str:

@@ -132,6 +132,14 @@ class ReportInputs:
         others are drawn as categories.
     measure_notes : list of MeasureNote
         The measures left out as not applicable or computed with a limit, with the reason.
+    value_labels : dict
+        ``{variable: {code: label}}``: the value labels of the SPSS / Stata source
+        (:func:`sdc_dagster.sources.value_labels`), shown next to the codes ("4 (Burgenland)");
+        display only, empty for a file without labels.
+    search_front : DataFrame or None
+        The front of a plan search: one row per searched candidate on it, columns ``global_risk``
+        and ``loss`` (fractions, the loss by ``loss_measure``), drawn as a step line on the
+        risk-utility map; None without a search.
     """
 
     survey: str
@@ -157,4 +165,5 @@ class ReportInputs:
     distributions: dict[str, dict[str, pd.Series]] = field(default_factory=dict)
     continuous: list[str] = field(default_factory=list)
     measure_notes: list[MeasureNote] = field(default_factory=list)
+    value_labels: dict[str, dict] = field(default_factory=dict)
     search_front: pd.DataFrame | None = None

@@ -25,8 +25,9 @@ GROUPS = (
 )
 """Groups of the measures, in the order the report lists them."""
 
-KINDS = ("count", "share", "expected", "index", "scale")
-"""``count``: integer; ``share``: a proportion in [0, 1], written as a percentage; ``expected``:
+KINDS = ("count", "share", "percent", "expected", "index", "scale")
+"""``count``: integer; ``share``: a proportion in [0, 1], written as a percentage; ``percent``: a
+figure computed in percent already (a relative change), written with "%" as it is; ``expected``:
 an expected number of records (one decimal); ``index``: a bounded or unit-free figure (three
 significant digits); ``scale``: depends on the variables' units (shown with its relative form)."""
 
@@ -110,13 +111,17 @@ _MEASURES: dict[str, Measure] = {
     "ebil": Measure("EBIL", _CAT, "entropy-based loss: uncertainty about the original category given the released one",
                     LOWER, "0 to n·log2(categories) bits", "§9.8", "index"),
     "cramers_v_change_mean": Measure(
-        "Change of Cramér's V", _CAT, "mean relative change of the association between pairs of categorical keys",
-        LOWER, "0 and up (0 = unchanged)", "§9.9", "share"),
+        "Change of Cramér's V", _CAT,
+        "mean relative change of Cramér's V between pairs of categorical keys: 100·|V - V*| / V, divided by 0.1 "
+        "instead of V where the original association is negligible (V < 0.1), so that a small change of a "
+        "non-existent association does not read as hundreds of percent", LOWER, "0 % and up (0 = unchanged)",
+        "§9.9", "percent"),
     "sse_tss": Measure("SSE / TSS", _CONT, "share of the total variance of the continuous keys lost by perturbation",
                        LOWER, "0 to 1", "§9.5", "share"),
     "regression_relative_change_mean": Measure(
-        "Change of regression coefficients", _MULTI, "mean relative change of the OLS coefficients of the first continuous key",
-        LOWER, "0 and up (0 = unchanged)", "§9.9, §9.11", "share"),
+        "Change of regression coefficients", _MULTI,
+        "mean relative change of the OLS coefficients of the first continuous key, 100·|b - b*| / |b|",
+        LOWER, "0 % and up (0 = unchanged)", "§9.9, §9.11", "percent"),
     "dUtility_IL1": Measure("IL1 (sdcMicro dUtility)", _CONT, "mean absolute change of a value in units of its standard deviation",
                             LOWER, "0 and up", "§9.4 (sdcMicro)", "index"),
     "dUtility_IL1s": Measure("IL1s (sdcMicro dUtility)", _CONT, "IL1 scaled by sqrt(2) times the standard deviation",
@@ -228,6 +233,7 @@ def format_value(value, kind: str) -> str:
     """A number written for a reader by its kind (:data:`KINDS`).
 
     Examples: count 12.0 -> "12", 4580 -> "4,580"; share 0.000546 -> "0.0546 %", 0.25 -> "25 %";
+    percent 4.31 -> "4.31 %";
     expected 10.7783 -> "10.8"; index 0.12345 -> "0.123", 5.2e24 -> "5.2 × 10²⁴"; a missing
     value -> "–". ``scale`` is written like ``index`` (its relative form is shown next to it by
     :func:`format_measure`).
@@ -241,6 +247,8 @@ def format_value(value, kind: str) -> str:
         return f"{round(number):,}"
     if kind == "share":
         return f"{_significant(100.0 * number)} %"
+    if kind == "percent":
+        return f"{_significant(number)} %"
     if kind == "expected":
         return f"{number:,.1f}"
     return _significant(number)

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 _FIGSIZE = (6.4, 4.0)
 _DPI = 96
@@ -131,7 +131,9 @@ def histograms_png(series_by_name: Mapping[str, Sequence[float]], title: str, *,
 
 
 def risk_utility_map_png(points: pd.DataFrame, title: str = "Risk-utility map", *, xlabel: str = "residual global risk",
-                         ylabel: str = "information loss", recommended: str | None = None) -> bytes:
+                         ylabel: str = "information loss", recommended: str | None = None,
+                         target: float | None = None, target_label: str = "risk target",
+                         front: pd.DataFrame | None = None, percent: tuple[bool, bool] = (False, False)) -> bytes:
     """Scatter of protection plans: residual risk (x) against information loss (y).
 
     Parameters
@@ -145,6 +147,14 @@ def risk_utility_map_png(points: pd.DataFrame, title: str = "Risk-utility map", 
         Figure title.
     recommended : str or None
         The recommended plan, ringed and labelled.
+    target : float or None
+        The risk target (e.g. the spec's ``max_global_risk``), drawn as a vertical line named
+        ``target_label``: plans right of it fail it.
+    front : DataFrame or None
+        Columns "risk" and "loss": the front of a plan search, drawn as a step line.
+    percent : (bool, bool)
+        Whether the x (risk) and y (loss) values are shares, labelled in % (the values stay
+        fractions), as the report's tables write them.
 
     Returns
     -------
@@ -157,6 +167,15 @@ def risk_utility_map_png(points: pd.DataFrame, title: str = "Risk-utility map", 
     loss = pd.to_numeric(points["loss"], errors="coerce").astype(float)
     finite = np.isfinite(risk) & np.isfinite(loss)
     drawn = False
+    if front is not None and len(front):
+        searched = front[["risk", "loss"]].apply(pd.to_numeric, errors="coerce").dropna().sort_values(["risk", "loss"])
+        if len(searched):
+            drawn = True
+            axes.step(searched["risk"], searched["loss"], where="post", color=PALETTE[2], linewidth=1.5, marker=".",
+                      label="front of the plan search")
+    if target is not None and np.isfinite(target):
+        drawn = True
+        axes.axvline(target, color=PALETTE[7], linestyle=":", linewidth=1.5, label=target_label)
     if "pareto" in points.columns:
         front = points.index[points["pareto"].astype(bool) & finite]
         if len(front):
@@ -182,8 +201,11 @@ def risk_utility_map_png(points: pd.DataFrame, title: str = "Risk-utility map", 
         axes.legend(fontsize="small")
     else:
         _empty_note(axes)
-    # residual risks are small decimals ("0.00031"): at most five ticks keep their labels apart
+    # residual risks are small decimals ("0.031 %"): at most five ticks keep their labels apart
     axes.xaxis.set_major_locator(MaxNLocator(nbins=5))
+    for axis, share in zip((axes.xaxis, axes.yaxis), percent):
+        if share:
+            axis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=None))
     return _labelled_png(figure, axes, title, xlabel=xlabel, ylabel=ylabel)
 
 
@@ -245,3 +267,44 @@ def grouped_bars_png(frame: pd.DataFrame, title: str, *, ylabel: str = "") -> by
     else:
         _empty_note(axes)
     return _labelled_png(figure, axes, title, ylabel=ylabel)
+
+
+#: Categories drawn one by one in :func:`category_bars_png`; the rest are pooled into one bar.
+MAX_CATEGORY_BARS = 30
+
+
+def top_categories(shares: pd.DataFrame, limit: int = MAX_CATEGORY_BARS) -> pd.DataFrame:
+    """``shares`` (categories x series) with at most ``limit`` rows: the ``limit - 1`` categories
+    with the largest share in any series, in their given order, and one row ``other (m categories)``
+    summing the rest; unchanged when it has at most ``limit`` rows."""
+    if len(shares) <= limit:
+        return shares
+    largest = shares.max(axis=1).sort_values(ascending=False, kind="stable").index[: limit - 1]
+    kept = shares.index.isin(largest)
+    other = shares[~kept].sum().to_frame(f"other ({int((~kept).sum())} categories)").T
+    return pd.concat([shares[kept], other])
+
+
+def category_bars_png(shares: pd.DataFrame, title: str, *, xlabel: str = "% of records") -> bytes:
+    """Horizontal grouped bars, one group per category (row of ``shares``, top to bottom), one bar
+    per column (e.g. the original and each plan), at most :data:`MAX_CATEGORY_BARS` categories
+    (:func:`top_categories`). The figure's height grows with the number of bars, so a variable with
+    a hundred categories stays as readable as one with three."""
+    shown = top_categories(shares)
+    values = shown.apply(pd.to_numeric, errors="coerce").astype(float)
+    n_series = max(len(values.columns), 1)
+    height = max(_FIGSIZE[1], 0.9 + len(values) * (0.1 + 0.08 * n_series))
+    figure = Figure(figsize=(_FIGSIZE[0] + 0.6, height))
+    axes = figure.add_subplot()
+    if len(values) and values.notna().any().any():
+        positions = np.arange(len(values))
+        width = 0.8 / n_series
+        for n, column in enumerate(values.columns):
+            axes.barh(positions + (n - (n_series - 1) / 2) * width, values[column].to_numpy(), height=width,
+                      label=str(column), color=PALETTE[n % len(PALETTE)])
+        axes.set_yticks(positions, [str(i) for i in values.index], fontsize="small")
+        axes.set_ylim(len(values) - 0.5, -0.5)  # first category at the top
+        axes.legend(fontsize="small", loc="best")
+    else:
+        _empty_note(axes)
+    return _labelled_png(figure, axes, title, xlabel=xlabel)

@@ -59,7 +59,7 @@ def test_linkage_risk_is_the_best_linkage_an_intruder_can_choose():
     assert not check["passed"] and check["blocking"]
     assert survey.blocking_failures(checks) == {
         "linkage_risk": "record linkage risk (largest share of records linked to their own original) <= 0.9 "
-                        "(found: 1, Euclidean, one-to-one, ties at random)"
+                        "(found: 100 %, Euclidean, one-to-one, ties at random)"
     }
     assert survey.release_checks(RELEASED, tiny_spec(max_linkage_risk=1.0), spec.plans[0],
                                  original=ORIGINAL)["linkage_risk"]["passed"]

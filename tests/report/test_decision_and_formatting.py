@@ -95,7 +95,7 @@ def test_format_value_by_kind(value, kind, text):
 
 def test_format_value_rejects_an_unknown_kind():
     with pytest.raises(ValueError, match="kind"):
-        format_value(1.0, "percent")
+        format_value(1.0, "percentage")
 
 
 def test_scale_dependent_measure_shows_its_relative_form():
