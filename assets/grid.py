@@ -57,6 +57,7 @@ from dagster_pandera import pandera_schema_to_dagster_type
 from sdc_dagster.resources.storage import sdc_home
 from sdc_dagster.census import PARQUET_OPTIONS, census_arrow_schema, write_census_by_region
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.files import write_atomic
 from sdc_dagster.grid_counts import GRID_COUNT_COLUMNS, GRID_VARIABLES, grid_variables_of, tabulate_grid
 from sdc_dagster.loss.tables import (
     difference_table,
@@ -868,7 +869,7 @@ def grid_release(context: AssetExecutionContext, config: GridReleaseConfig) -> p
     }
     release = releases_dir() / "grid" / context.run_id
     release.mkdir(parents=True, exist_ok=True)
-    (release / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+    write_atomic(release / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
     from sdc_dagster.report.grid import render_grid_report
 
     received = swapped["households"].groupby("cell_after").size()
@@ -883,7 +884,7 @@ def grid_release(context: AssetExecutionContext, config: GridReleaseConfig) -> p
     )
     report = reports_dir() / "grid" / f"{context.run_id}.html"
     report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(page, encoding="utf-8")
+    write_atomic(report, page)
     context.add_output_metadata(
         {"manifest": str(release / "manifest.json"), "report": str(report), "routes": ", ".join(routes),
          "seeds": MetadataValue.json(manifest["seeds"])}

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.files import write_atomic
 from sdc_dagster.report.categories import normal_labels
 from sdc_dagster.report.decision import RECOMMENDATION_RULE
 from sdc_dagster.report.html import (
@@ -117,8 +118,8 @@ def write_report(inputs: ReportInputs, folder: Path) -> dict[str, Path]:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"html": folder / f"{inputs.wave}.html", "json": folder / f"{inputs.wave}.json"}
-    paths["html"].write_text(render_report(inputs), encoding="utf-8")
-    paths["json"].write_text(json.dumps(report_data(inputs), indent=1, allow_nan=False), encoding="utf-8")
+    write_atomic(paths["html"], render_report(inputs))
+    write_atomic(paths["json"], json.dumps(report_data(inputs), indent=1, allow_nan=False))
     paths["index"] = write_index(folder)
     return paths
 
@@ -156,20 +157,19 @@ def write_pdf(html_path: Path, pdf_path: Path) -> Path:
         raise BrowserNotFound("printing the PDF needs Chromium or Google Chrome on PATH: install it "
                               "(e.g. `apt install chromium`) or open the HTML report and print it from a browser")
     pdf_path = Path(pdf_path).resolve()
-    pdf_path.parent.mkdir(parents=True, exist_ok=True)
-    pdf_path.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="sdc-pdf-") as profile:  # no user profile touched or left behind
+        printed = Path(profile) / "report.pdf"  # then moved into place whole (sdc_dagster.files)
         command = [browser, "--headless", *_CHROMIUM_ARGS, f"--user-data-dir={profile}", "--no-pdf-header-footer",
-                   "--run-all-compositor-stages-before-draw", f"--print-to-pdf={pdf_path}",
+                   "--run-all-compositor-stages-before-draw", f"--print-to-pdf={printed}",
                    Path(html_path).resolve().as_uri()]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=PDF_TIMEOUT, check=False)
         except subprocess.TimeoutExpired as exc:
             raise RuntimeError(f"{browser} did not print {pdf_path.name} within {PDF_TIMEOUT} s") from exc
-    if not pdf_path.is_file() or pdf_path.stat().st_size == 0:
-        detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise RuntimeError(f"{browser} wrote no PDF (exit {done.returncode}: {detail[0]})")
-    return pdf_path
+        if not printed.is_file() or printed.stat().st_size == 0:
+            detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise RuntimeError(f"{browser} wrote no PDF (exit {done.returncode}: {detail[0]})")
+        return write_atomic(pdf_path, printed.read_bytes())
 
 
 def _wave_order(wave: str):
@@ -233,7 +233,7 @@ def write_index(folder: Path) -> Path:
             f"<title>Reports: {html.escape(survey)}</title><style>{_CSS}</style></head>\n<body><main>{body}</main>"
             "</body></html>\n")
     path = folder / "index.html"
-    path.write_text(page, encoding="utf-8")
+    write_atomic(path, page)
     return path
 
 
