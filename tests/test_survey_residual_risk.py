@@ -126,3 +126,23 @@ def test_residual_risk_reuses_the_linkage_figures_of_the_release_checks(wave):
     assert reused.loc["mdav", "record_linkage_risk"] == 0.5 and np.isnan(reused.loc["mdav", "record_linkage_mahalanobis_risk"])
     row = computed.loc["mdav"]
     assert row["linkage_risk"] == row[CHECKED].max()
+
+
+def test_linkage_check_breaks_ties_between_identical_originals_at_random():
+    """Integer ages 30, 30, 30, 41, 50, 50 released as 30, 30, 30, 40, 50, 50. Every nearest linkage
+    links every record in the worst case (1.0, reported as the upper bound). At random the three
+    30s count 1/3 each, the 40 counts 1 and the two 50s 1/2 each: 3/6; one-to-one at random the
+    same (three 30s to three 30s: 3 / (3 x 3) each). The check takes 0.5 and passes a 0.6 target."""
+    from sdc_dagster import survey
+    from sdc_dagster.spec import parse_spec
+
+    spec = parse_spec({"survey": "ages", "variables": {"age": {"role": "continuous_key", "precision": 0.1}},
+                       "risk": {"max_linkage_risk": 0.6},
+                       "plans": {"p": [{"method": "microaggregation", "columns": ["age"], "k": 2}]}})
+    original = pd.DataFrame({"age": [30.0, 30, 30, 41, 50, 50]})
+    released = pd.DataFrame({"age": [30.0, 30, 30, 40, 50, 50]})
+    check = survey.release_checks(released, spec, spec.plans[0], original=original)["linkage_risk"]
+    for measure in LINKAGE_COLUMNS:
+        assert check["figures"][measure] == pytest.approx(0.5 if measure in CHECKED else 1.0), measure
+    assert check["value"] == pytest.approx(0.5) and check["passed"]
+    assert check["measure"] == "Euclidean, nearest original, ties at random"
