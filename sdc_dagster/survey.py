@@ -356,19 +356,22 @@ def release_checks(
 ONE_TO_ONE_RECORDS = 4_000
 
 
-# The linkage shares the linkage_risk check takes the largest of, with the intruder each stands for.
-# The one-to-one share that breaks ties between identical released records (one microaggregation
-# group) in the intruder's favour is not among them: no intruder can tell which of k identical
-# records is whose, so it would credit microaggregation with no protection at all; it is reported
-# as an upper bound in residual_risk.
+# The linkage shares the linkage_risk check takes the largest of, with the intruder each stands for:
+# every linkage with its ties broken at random. The shares that break ties in the intruder's favour
+# (between the identical released records of one microaggregation group, one-to-one; between
+# identical or equally near originals, nearest: integer ages and years, categories) are not among
+# them: no intruder can tell which of t equally near records is the unit, so they would credit him
+# with links he cannot make; they are reported as upper bounds in residual_risk.
 LINKAGE_CHECK_MEASURES = {
-    "record_linkage_risk": "Euclidean, nearest original",
-    "record_linkage_mahalanobis_risk": "Mahalanobis, nearest original",
-    "record_linkage_gower_risk": "Gower with the released categorical keys, nearest original",
+    "record_linkage_expected_risk": "Euclidean, nearest original, ties at random",
+    "record_linkage_mahalanobis_expected_risk": "Mahalanobis, nearest original, ties at random",
+    "record_linkage_gower_expected_risk": "Gower with the released categorical keys, nearest original, ties at random",
     "record_linkage_one_to_one_expected_risk": "Euclidean, one-to-one, ties at random",
 }
-_LINKAGE_COLUMNS = ("record_linkage_risk", "record_linkage_mahalanobis_risk", "record_linkage_gower_risk",
-                    "record_linkage_one_to_one_risk", "record_linkage_one_to_one_expected_risk")
+_LINKAGE_COLUMNS = ("record_linkage_risk", "record_linkage_expected_risk", "record_linkage_mahalanobis_risk",
+                    "record_linkage_mahalanobis_expected_risk", "record_linkage_gower_risk",
+                    "record_linkage_gower_expected_risk", "record_linkage_one_to_one_risk",
+                    "record_linkage_one_to_one_expected_risk")
 
 
 def linkage_figures(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, name: str) -> dict[str, float]:
@@ -378,8 +381,9 @@ def linkage_figures(original: pd.DataFrame, protected: pd.DataFrame, spec: Surve
     Linkage uses every continuous key the variant releases (one released unchanged links as well as
     any) on the records it releases (:func:`_retained_records`); Gower adds the categorical keys
     it releases. The shares are those of :func:`residual_risk`: ``record_linkage_risk``
-    (Euclidean, nearest original) and the variants of :func:`_record_linkage_variants`, NaN where
-    a variant does not apply. A variant in which no continuous key changed has ``linkage_risk`` 1
+    (Euclidean, nearest original, ties for the intruder), ``record_linkage_expected_risk`` (the
+    same, ties at random) and the variants of :func:`_record_linkage_variants`, NaN where a variant
+    does not apply. A variant in which no continuous key changed has ``linkage_risk`` 1
     (every released record is its own original) and no share computed; one that releases no
     continuous key has ``linkage_risk`` 0 (nothing to link on).
     """
@@ -389,7 +393,9 @@ def linkage_figures(original: pd.DataFrame, protected: pd.DataFrame, spec: Surve
     changed = _perturbed(matched, protected, released)
     if not released or not changed:
         return {**figures, "linkage_risk": 1.0 if released else 0.0}
-    figures["record_linkage_risk"] = float(risk.record_linkage_risk(matched, protected, released).risk)
+    euclidean = risk.record_linkage_risk(matched, protected, released)
+    figures["record_linkage_risk"] = float(euclidean.risk)
+    figures["record_linkage_expected_risk"] = float(euclidean.expected_risk)
     figures.update(_record_linkage_variants(matched, protected, released, spec))
     checked = [figures[m] for m in LINKAGE_CHECK_MEASURES if not np.isnan(figures[m])]
     return {**figures, "linkage_risk": max(checked)}
@@ -459,10 +465,13 @@ def residual_risk(
     (nearest original under that distance), ``record_linkage_gower_risk`` (nearest original under
     Gower's distance for mixed data on those continuous keys AND the categorical keys the variant
     releases, with their spec scales and orders, as sdcMicro's ``recordLinkage`` links on
-    quasi-identifiers of any type; suppressed key values are skipped pairwise),
-    ``record_linkage_one_to_one_risk`` (Euclidean, one-to-one assignment, ties between identical
-    records in the intruder's favour: an upper bound) and
-    ``record_linkage_one_to_one_expected_risk`` (the same, ties broken at random); see
+    quasi-identifiers of any type; suppressed key values are skipped pairwise) and
+    ``record_linkage_one_to_one_risk`` (Euclidean, one-to-one assignment), each with ties in the
+    intruder's favour (a tie between the own original and another counts as a correct link; for
+    one-to-one, between identical records): upper bounds; and each as ``..._expected_risk``
+    (``record_linkage_expected_risk``, ``record_linkage_mahalanobis_expected_risk``,
+    ``record_linkage_gower_expected_risk``, ``record_linkage_one_to_one_expected_risk``) with the
+    ties broken at random, the shares the ``linkage_risk`` check takes; see
     :func:`risk.record_linkage_risk`. The interval measures (SPEC §4.2) compare the continuous keys
     the plan changed: ``interval_risk`` is sdcMicro's dRisk and ``rank_interval_disclosure`` the
     rank-based interval disclosure ID of Domingo-Ferrer, Mateo-Sanz & Torra (mean over p = 1..10 %,
@@ -513,7 +522,9 @@ def residual_risk(
 # residual_risk column -> (distance, assignment, reported figure) of risk.record_linkage_risk
 _LINKAGE_VARIANTS = {
     "record_linkage_mahalanobis_risk": ("mahalanobis", "nearest", "risk"),
+    "record_linkage_mahalanobis_expected_risk": ("mahalanobis", "nearest", "expected_risk"),
     "record_linkage_gower_risk": ("gower", "nearest", "risk"),
+    "record_linkage_gower_expected_risk": ("gower", "nearest", "expected_risk"),
     "record_linkage_one_to_one_risk": ("euclidean", "one_to_one", "risk"),
     "record_linkage_one_to_one_expected_risk": ("euclidean", "one_to_one", "expected_risk"),
 }

@@ -18,11 +18,17 @@ CONTINUOUS = ["expend", "income", "savings"]
 KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
 LINKAGE_COLUMNS = [
     "record_linkage_risk",
+    "record_linkage_expected_risk",
     "record_linkage_mahalanobis_risk",
+    "record_linkage_mahalanobis_expected_risk",
     "record_linkage_gower_risk",
+    "record_linkage_gower_expected_risk",
     "record_linkage_one_to_one_risk",
     "record_linkage_one_to_one_expected_risk",
 ]
+# the shares the linkage_risk check takes the largest of: every linkage with ties at random
+CHECKED = ["record_linkage_expected_risk", "record_linkage_mahalanobis_expected_risk",
+           "record_linkage_gower_expected_risk", "record_linkage_one_to_one_expected_risk"]
 
 
 @pytest.fixture(scope="module")
@@ -45,19 +51,23 @@ def test_residual_risk_reports_every_linkage_variant(wave):
     # Linkage uses every continuous key a variant releases, changed or not: "noisy" changed income
     # only, and the intruder links on expend and savings as released too.
     for name, frame, changed in (("mdav", mdav, CONTINUOUS), ("noisy", noisy, CONTINUOUS)):
-        expected = {
-            "record_linkage_risk": record_linkage_risk(data, frame, changed).risk,
-            "record_linkage_mahalanobis_risk": record_linkage_risk(data, frame, changed, distance="mahalanobis").risk,
+        linkages = {
+            "record_linkage": record_linkage_risk(data, frame, changed),
+            "record_linkage_mahalanobis": record_linkage_risk(data, frame, changed, distance="mahalanobis"),
             # Gower links on the changed continuous keys and the (nominal) categorical keys
-            "record_linkage_gower_risk": record_linkage_risk(
+            "record_linkage_gower": record_linkage_risk(
                 data, frame, changed + KEYS, distance="gower", scales=dict.fromkeys(KEYS, "nominal")
-            ).risk,
+            ),
+            "record_linkage_one_to_one": record_linkage_risk(data, frame, changed, assignment="one_to_one"),
         }
-        one = record_linkage_risk(data, frame, changed, assignment="one_to_one")
-        expected["record_linkage_one_to_one_risk"] = one.risk
-        expected["record_linkage_one_to_one_expected_risk"] = one.expected_risk
+        expected = {}
+        for prefix, result in linkages.items():
+            expected[f"{prefix}_risk"] = result.risk
+            expected[f"{prefix}_expected_risk"] = result.expected_risk
         assert table.loc[name, LINKAGE_COLUMNS].to_dict() == pytest.approx(expected)
         assert ((table.loc[name, LINKAGE_COLUMNS] >= 0) & (table.loc[name, LINKAGE_COLUMNS] <= 1)).all()
+        for prefix in linkages:  # ties at random never credit the intruder with more than ties in his favour
+            assert table.loc[name, f"{prefix}_expected_risk"] <= table.loc[name, f"{prefix}_risk"]
     # groups of 3 identical records: at random about one record in three is linked one-to-one
     assert table.loc["mdav", "record_linkage_one_to_one_expected_risk"] <= 0.4
     assert table.loc["mdav", "record_linkage_one_to_one_risk"] > 0.8
@@ -71,7 +81,7 @@ def test_residual_risk_accepts_missing_continuous_values(wave):
     table = residual_risk(holed, {"mdav": mdav}, spec)
     compared = holed[CONTINUOUS].notna().all(axis=1).mean()
     for column in LINKAGE_COLUMNS:
-        if column == "record_linkage_gower_risk":
+        if column.startswith("record_linkage_gower"):
             # Gower skips missing values pairwise: a record without income still links on the rest
             assert compared < table.loc["mdav", column] <= 1
         else:
@@ -107,7 +117,7 @@ def test_every_residual_risk_column_is_described_in_the_report(wave):
 def test_residual_risk_reuses_the_linkage_figures_of_the_release_checks(wave):
     """The figures release_checks computed for linkage_risk (stored with the check, NaN as None)
     are taken as they are, not computed again; linkage_risk is the largest of the four shares an
-    intruder can achieve (not the one-to-one count that gives ties to the intruder)."""
+    intruder can achieve, ties broken at random (not the counts that give ties to the intruder)."""
     data, spec = wave
     mdav = microaggregation(data, CONTINUOUS, k=3)
     computed = residual_risk(data, {"mdav": mdav}, spec)
@@ -115,6 +125,24 @@ def test_residual_risk_reuses_the_linkage_figures_of_the_release_checks(wave):
     reused = residual_risk(data, {"mdav": mdav}, spec, linkage={"mdav": figures})
     assert reused.loc["mdav", "record_linkage_risk"] == 0.5 and np.isnan(reused.loc["mdav", "record_linkage_mahalanobis_risk"])
     row = computed.loc["mdav"]
-    achievable = ["record_linkage_risk", "record_linkage_mahalanobis_risk", "record_linkage_gower_risk",
-                  "record_linkage_one_to_one_expected_risk"]
-    assert row["linkage_risk"] == row[achievable].max()
+    assert row["linkage_risk"] == row[CHECKED].max()
+
+
+def test_linkage_check_breaks_ties_between_identical_originals_at_random():
+    """Integer ages 30, 30, 30, 41, 50, 50 released as 30, 30, 30, 40, 50, 50. Every nearest linkage
+    links every record in the worst case (1.0, reported as the upper bound). At random the three
+    30s count 1/3 each, the 40 counts 1 and the two 50s 1/2 each: 3/6; one-to-one at random the
+    same (three 30s to three 30s: 3 / (3 x 3) each). The check takes 0.5 and passes a 0.6 target."""
+    from sdc_dagster import survey
+    from sdc_dagster.spec import parse_spec
+
+    spec = parse_spec({"survey": "ages", "variables": {"age": {"role": "continuous_key", "precision": 0.1}},
+                       "risk": {"max_linkage_risk": 0.6},
+                       "plans": {"p": [{"method": "microaggregation", "columns": ["age"], "k": 2}]}})
+    original = pd.DataFrame({"age": [30.0, 30, 30, 41, 50, 50]})
+    released = pd.DataFrame({"age": [30.0, 30, 30, 40, 50, 50]})
+    check = survey.release_checks(released, spec, spec.plans[0], original=original)["linkage_risk"]
+    for measure in LINKAGE_COLUMNS:
+        assert check["figures"][measure] == pytest.approx(0.5 if measure in CHECKED else 1.0), measure
+    assert check["value"] == pytest.approx(0.5) and check["passed"]
+    assert check["measure"] == "Euclidean, nearest original, ties at random"

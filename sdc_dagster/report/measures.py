@@ -71,16 +71,26 @@ _MEASURES: dict[str, Measure] = {
         "Records above the risk threshold", _RISK, "records whose individual risk exceeds the spec's threshold",
         LOWER, "0 to n records", "§3.3", "count"),
     "record_linkage_risk": Measure(
-        "Record linkage risk", _RISK, "share of perturbed records whose nearest original record is their own",
-        LOWER, "0 to 1", "§4.1", "share"),
+        "Record linkage risk", _RISK, "share of perturbed records whose nearest original record is their own "
+        "(a tie with another original counts for the intruder: an upper bound)", LOWER, "0 to 1", "§4.1", "share"),
+    "record_linkage_expected_risk": Measure(
+        "Record linkage risk, expected", _RISK,
+        "the same with ties broken at random: a record whose own original is one of t equally near originals counts "
+        "1/t", LOWER, "0 to 1", "§4.1", "share"),
     "record_linkage_mahalanobis_risk": Measure(
         "Record linkage risk, Mahalanobis", _RISK,
         "share of perturbed records whose nearest original under the Mahalanobis distance is their own",
         LOWER, "0 to 1", "§4.1", "share"),
+    "record_linkage_mahalanobis_expected_risk": Measure(
+        "Record linkage risk, Mahalanobis, expected", _RISK,
+        "the same with ties between equally near originals broken at random", LOWER, "0 to 1", "§4.1", "share"),
     "record_linkage_gower_risk": Measure(
         "Record linkage risk, Gower", _RISK,
         "share of perturbed records whose nearest original under Gower's distance (changed continuous and released "
         "categorical keys) is their own", LOWER, "0 to 1", "§4.1", "share"),
+    "record_linkage_gower_expected_risk": Measure(
+        "Record linkage risk, Gower, expected", _RISK,
+        "the same with ties between equally near originals broken at random", LOWER, "0 to 1", "§4.1", "share"),
     "record_linkage_one_to_one_risk": Measure(
         "Record linkage risk, one-to-one", _RISK,
         "share of records linked to their own original when each original is used once (least total distance; "
@@ -91,7 +101,7 @@ _MEASURES: dict[str, Measure] = {
     "linkage_risk": Measure(
         "Record linkage risk, release check", _RISK,
         "the largest share of records that an intruder links to their own original, over Euclidean, Mahalanobis and "
-        "Gower nearest-record linkage and one-to-one linkage with ties at random, on every continuous key released "
+        "Gower nearest-record linkage and one-to-one linkage, ties at random, on every continuous key released "
         "(100 % when the plan changed none); the spec's max_linkage_risk bounds it. Unlike sdcMicro's dRisk (interval "
         "risk: whether each original value lies within k·sd of its released value) it counts re-identifications",
         LOWER, "0 to 1", "§4.1", "share"),

@@ -110,8 +110,9 @@ def neighbourhood_counts(values, precision: float) -> np.ndarray:
 class RecordLinkageRisk:
     """Result of :func:`record_linkage_risk`: the share of correct links and the per-record flags.
 
-    ``expected_risk`` (one-to-one assignment only): the expected share of correct links when the
-    intruder breaks the ties between identical records at random instead of in his favour.
+    ``expected_risk``: the expected share of correct links when the intruder breaks ties at random
+    instead of in his favour (nearest: among the originals tied nearest; one-to-one: between
+    identical records); at most ``risk``.
 
     ``partner``: the index label of the original record each protected record is linked to (NA
     for a record that takes no part); with ties in "nearest" mode, the first nearest in data order.
@@ -141,6 +142,9 @@ _GOWER_PATTERN_PAIR_COST = 20_000
 # this many of them per search: 2^m queries each)
 _GOWER_WIDE_LEVELS = 8
 _GOWER_WIDE_NOMINALS = 3
+# originals count as tied nearest when their distance exceeds the nearest by at most this share (the
+# k-d tree and the direct formula round differently; exact duplicates are at exactly equal distances)
+_TIE_TOLERANCE = 1e-9
 
 
 def _linkage_space(x: np.ndarray, xm: np.ndarray, distance: str, columns: Sequence[str]):
@@ -331,10 +335,10 @@ def _gower_own_distances(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray) ->
         return np.where(seen, gap, 0.0).sum(axis=1) / seen.sum(axis=1)
 
 
-def _gower_nearest_by_pattern(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_patterns, m_patterns
-                              ) -> tuple[np.ndarray, np.ndarray]:
+def _gower_nearest_by_pattern(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_patterns, m_patterns,
+                              own: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact Gower nearest original of every protected record, without the n x n distances
-    (SPEC §4.1; issue 23's per-pattern search).
+    (SPEC §4.1; issue 23's per-pattern search), and how many originals are tied nearest.
 
     Within a pair (protected pattern Q, original pattern P) of observed variables, every pair of
     records is compared on the same variables S = Q & P, so their Gower distance is the L1 distance
@@ -349,9 +353,17 @@ def _gower_nearest_by_pattern(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarra
     differing code then costs more than any Gower numerator), those of H - T left out and counted as
     differing (+1 each). Every query's distances are at least the true ones, and the query with T =
     the variables on which an original agrees gives its true distance, so the smallest over the
-    queries is the exact nearest. ``x_patterns``, ``m_patterns``: :func:`_observed_patterns` of
-    ``zx`` and ``zm``. Returns (nearest distance, inf where no original shares a variable; partner
-    position, -1 there)."""
+    queries is the exact nearest.
+
+    Ties: for each protected record whose own original is nearest (``own``, its distance to it, at
+    most the nearest distance), a second pass counts the originals within the nearest distance
+    (:data:`_TIE_TOLERANCE`) by radius queries of the same trees: in the query of subset T the
+    radius is d_min |S| - |H - T|, so that an original is counted in the one query whose T is the
+    set of wide variables it agrees on (in any other it lies farther, or would be nearer than the
+    nearest) and every tied original is counted exactly once. ``x_patterns``, ``m_patterns``:
+    :func:`_observed_patterns` of ``zx`` and ``zm``. Returns (nearest distance, inf where no original
+    shares a variable; partner position, -1 there; tied originals, 1 where the own original is not
+    nearest)."""
     levels = np.where(nominal, np.nanmax(np.vstack([zx, zm]), axis=0, initial=0) + 1, 0).astype(np.int64)
     widths = np.where(nominal, levels, 1)
     # undivided embedding; a missing value is written as -1 (a nominal one then has no one-hot entry)
@@ -363,8 +375,6 @@ def _gower_nearest_by_pattern(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarra
     wide = np.flatnonzero(nominal & (levels > _GOWER_WIDE_LEVELS))
     wide = wide[np.argsort(-levels[wide], kind="stable")][:_GOWER_WIDE_NOMINALS]
     (x_patterns, x_of), (m_patterns, m_of) = x_patterns, m_patterns
-    nearest = np.full(len(zm), np.inf)
-    partner = np.full(len(zm), -1, dtype=np.int64)
     x_rows = [np.flatnonzero(x_of == b) for b in range(len(x_patterns))]
     trees: dict[tuple, cKDTree | None] = {}
 
@@ -375,32 +385,53 @@ def _gower_nearest_by_pattern(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarra
         columns = np.concatenate([np.arange(position[j], position[j] + widths[j]) for j in narrow] or [[]]).astype(int)
         return np.hstack([e[np.ix_(rows, columns)], z[np.ix_(rows, kept)] * (shared.sum() + 1.0)])
 
-    for a, m_pattern in enumerate(m_patterns):
-        rows = np.flatnonzero(m_of == a)
-        for b, x_pattern in enumerate(x_patterns):
-            shared = m_pattern & x_pattern
-            if not shared.any():
+    def queries(selected: np.ndarray):
+        """(protected rows, original pattern, tree or None, query points, |S|, |H - T|) of every query
+        of the protected records ``selected`` (a boolean mask)."""
+        for a, m_pattern in enumerate(m_patterns):
+            rows = np.flatnonzero((m_of == a) & selected)
+            if not len(rows):
                 continue
-            wide_shared = [j for j in wide if shared[j]]
-            for size in range(len(wide_shared) + 1):
-                for kept in combinations(wide_shared, size):
-                    kept = list(kept)
-                    key = (b, shared.tobytes(), tuple(kept))
-                    if key not in trees:
-                        searched = space(zx, ex, x_rows[b], shared, kept)
-                        trees[key] = cKDTree(searched) if searched.shape[1] else None
-                    if trees[key] is not None:
-                        found = trees[key].query(space(zm, em, rows, shared, kept), k=1, p=1)[1]
-                    else:  # only wide variables, none kept: every original is as near, take the first
-                        found = np.zeros(len(rows), dtype=np.int64)
-                    candidate = x_rows[b][found]
-                    # the tree's sums carry rounding from the wide codes' large coordinates: the distance
-                    # of each pair found, as the own distances are computed, keeps exact ties exact
-                    distance = _gower_own_distances(zx[candidate], zm[rows], nominal)
-                    better = (distance < nearest[rows]) | ((distance == nearest[rows]) & (candidate < partner[rows]))
-                    nearest[rows[better]] = distance[better]
-                    partner[rows[better]] = candidate[better]
-    return nearest, partner
+            for b, x_pattern in enumerate(x_patterns):
+                shared = m_pattern & x_pattern
+                if not shared.any():
+                    continue
+                wide_shared = [j for j in wide if shared[j]]
+                for size in range(len(wide_shared) + 1):
+                    for kept in combinations(wide_shared, size):
+                        kept = list(kept)
+                        key = (b, shared.tobytes(), tuple(kept))
+                        if key not in trees:
+                            searched = space(zx, ex, x_rows[b], shared, kept)
+                            trees[key] = cKDTree(searched) if searched.shape[1] else None
+                        points = space(zm, em, rows, shared, kept) if trees[key] is not None else None
+                        yield rows, b, trees[key], points, int(shared.sum()), len(wide_shared) - size
+
+    nearest = np.full(len(zm), np.inf)
+    partner = np.full(len(zm), -1, dtype=np.int64)
+    for rows, b, tree, points, _, _ in queries(np.ones(len(zm), dtype=bool)):
+        if tree is not None:
+            found = tree.query(points, k=1, p=1)[1]
+        else:  # only wide variables, none kept: every original is as near, take the first
+            found = np.zeros(len(rows), dtype=np.int64)
+        candidate = x_rows[b][found]
+        # the tree's sums carry rounding from the wide codes' large coordinates: the distance
+        # of each pair found, as the own distances are computed, keeps exact ties exact
+        distance = _gower_own_distances(zx[candidate], zm[rows], nominal)
+        better = (distance < nearest[rows]) | ((distance == nearest[rows]) & (candidate < partner[rows]))
+        nearest[rows[better]] = distance[better]
+        partner[rows[better]] = candidate[better]
+    ties = np.ones(len(zm))
+    hit = (own <= nearest * (1.0 + 1e-12) + 1e-300) & np.isfinite(nearest)
+    ties[hit] = 0.0
+    for rows, b, tree, points, size, left_out in queries(hit):
+        radius = nearest[rows] * size * (1.0 + _TIE_TOLERANCE) + 1e-12 - left_out
+        reach = radius >= 0
+        if tree is None:  # every original of the pattern is at the distance |H| / |S|
+            ties[rows[reach]] += len(x_rows[b])
+        elif reach.any():
+            ties[rows[reach]] += tree.query_ball_point(points[reach], radius[reach], p=1, return_length=True)
+    return nearest, partner, np.maximum(ties, 1.0)
 
 
 def _one_to_one_links(cost: np.ndarray, original_keys: np.ndarray, protected_keys: np.ndarray):
@@ -426,8 +457,8 @@ def _one_to_one_links(cost: np.ndarray, original_keys: np.ndarray, protected_key
 
 
 def _gower_links(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, assignment: str):
-    """Linked flags, partner positions (-1: none), own distances (NaN: undefined) and, for the
-    one-to-one assignment, link probabilities of Gower linkage on encoded records."""
+    """Linked flags, partner positions (-1: none), own distances (NaN: undefined) and link
+    probabilities (ties broken at random) of Gower linkage on encoded records."""
     n = len(zx)
     if assignment == "one_to_one":
         distances = _gower_block(zm, zx, nominal)
@@ -442,10 +473,10 @@ def _gower_links(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, assignment
     x_patterns, m_patterns = _observed_patterns(zx), _observed_patterns(zm)
     complete = x_patterns[0].all() and m_patterns[0].all()  # one pattern each: every variable observed
     if complete or _pattern_search_is_cheaper(x_patterns[0], m_patterns[0], len(zx), len(zm)):
-        nearest, partner = _gower_nearest_by_pattern(zx, zm, nominal, x_patterns, m_patterns)
         own = _gower_own_distances(zx, zm, nominal)
+        nearest, partner, ties = _gower_nearest_by_pattern(zx, zm, nominal, x_patterns, m_patterns, own)
     else:
-        nearest, partner, own = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n)
+        nearest, partner, own, ties = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n), np.empty(n)
         step = max(1, _GOWER_BLOCK_PAIRS // max(n, 1))
         for start in range(0, n, step):
             rows = np.arange(start, min(start + step, n))
@@ -454,10 +485,12 @@ def _gower_links(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, assignment
             filled = np.where(np.isnan(distances), np.inf, distances)
             partner[rows] = filled.argmin(axis=1)
             nearest[rows] = filled[np.arange(len(rows)), partner[rows]]
+            ties[rows] = (filled <= nearest[rows, None] * (1.0 + _TIE_TOLERANCE) + 1e-300).sum(axis=1)
     # The tree and the direct formula may round differently; a relative tolerance keeps exact ties.
     linked = (own <= nearest * (1.0 + 1e-12) + 1e-300) & ~np.isnan(own)
     partner = np.where(linked, np.arange(n), np.where(np.isfinite(nearest), partner, -1))
-    return linked, partner, own, None
+    # ties at random: a linked record is its own original's with probability 1 / (originals tied nearest)
+    return linked, partner, own, linked / np.maximum(ties, 1.0)
 
 
 def record_linkage_risk(
@@ -510,7 +543,11 @@ def record_linkage_risk(
       Gower with missing values one cKDTree per pair of missing-value patterns, exact, or an exact
       computation in blocks of protected records where that is cheaper: few records, many patterns); a
       tie between its own original and another counts as a correct link (worst case, SPEC §4.5's
-      intruder who takes every nearest neighbour to be the unit itself).
+      intruder who takes every nearest neighbour to be the unit itself). ``expected_risk`` breaks
+      the ties at random instead: a record whose own original is among t originals tied nearest
+      counts 1/t (t counted by radius queries of the same k-d trees, or in the blocks), since no
+      intruder can tell which of t equally near originals is the unit (identical originals: ages,
+      years, counts, categories). ``expected_risk`` <= ``risk``.
     * ``"one_to_one"``: protected records are assigned to distinct originals with the least total
       distance (``scipy.optimize.linear_sum_assignment``), the intruder who knows both files hold
       the same units. Identical protected records (e.g. one microaggregation group) or identical
@@ -545,8 +582,8 @@ def record_linkage_risk(
     -------
     RecordLinkageRisk with ``risk`` (share of linked records), ``linked`` (bool Series indexed
     like ``protected``), ``compared`` (records observed in both files; for Gower, records with a
-    distance to their own original) and ``partner`` (index label of the original each protected
-    record is linked to).
+    distance to their own original), ``partner`` (index label of the original each protected
+    record is linked to) and ``expected_risk`` (ties broken at random).
 
     References
     ----------
@@ -573,9 +610,7 @@ def record_linkage_risk(
         else:
             linked, partner, own, probability = np.zeros(0, bool), np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
         compared = int((~np.isnan(own)).sum())
-        expected = float(probability.sum() / len(zx)) if probability is not None and len(zx) else None
-        if assignment == "one_to_one" and expected is None:
-            expected = 0.0
+        expected = float(probability.sum() / len(zx)) if len(zx) else 0.0
     else:
         wrong = [c for c in columns if scales.get(c, "continuous") != "continuous"]
         if wrong:
@@ -594,15 +629,21 @@ def record_linkage_risk(
         linked = np.zeros(len(x_all), dtype=bool)
         partner = np.full(len(x_all), -1, dtype=np.int64)
         positions = np.flatnonzero(observed)
-        expected = 0.0 if assignment == "one_to_one" else None
+        expected = 0.0
         if len(x):
             zx, zm, p = _linkage_space(x, xm, distance, columns)
             if assignment == "nearest":
-                nearest, nearest_row = cKDTree(zx).query(zm, k=1, p=p)
+                tree = cKDTree(zx)
+                nearest, nearest_row = tree.query(zm, k=1, p=p)
                 own = np.sqrt(((zm - zx) ** 2).sum(axis=1))
                 # The tree and the direct formula may round differently; a relative tolerance keeps exact ties.
-                linked[observed] = own <= nearest * (1.0 + 1e-12) + 1e-300
-                partner[observed] = positions[np.where(linked[observed], np.arange(len(x)), nearest_row)]
+                hit = own <= nearest * (1.0 + 1e-12) + 1e-300
+                linked[observed] = hit
+                partner[observed] = positions[np.where(hit, np.arange(len(x)), nearest_row)]
+                ties = np.ones(len(x))
+                ties[hit] = tree.query_ball_point(zm[hit], np.maximum(own[hit], nearest[hit]) * (1.0 + _TIE_TOLERANCE)
+                                                  + 1e-300, p=p, return_length=True)
+                expected = float((hit / np.maximum(ties, 1.0)).sum() / len(x_all))
             else:
                 flags, rows, probability = _one_to_one_links(cdist(zm, zx, metric="euclidean"), x, xm)
                 linked[observed] = flags

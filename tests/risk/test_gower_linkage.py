@@ -263,6 +263,49 @@ def test_property_pattern_search_follows_the_pairwise_definition(data, n, wide_l
             assert filled[i, int(partner)] == pytest.approx(filled[i].min(), abs=1e-12)
 
 
+# Ties at random (issue 22). age: range over both files 30..50 = 20; sex nominal.
+#   p0, p1 = (30, M): o0, o1 (30, M) and o2 (30, sex missing: age only) all at 0: 1/3 each;
+#   p2 = (30, missing): o0, o1, o2 at 0 (age only): 1/3;
+#   p3 = (44, F): o3 (50, F) at (6/20 + 0)/2 = 0.15, o4 (36, F) at 0.2, o2 at 0.7: alone, 1;
+#   p4 = (missing, F): o3 and o4 at 0 (sex only), o2 without a common variable: 1/2.
+# Worst case 5/5 linked; at random (3 x 1/3 + 1 + 1/2) / 5 = 1/2.
+TIED_ORIGINAL = pd.DataFrame({"age": [30.0, 30, 30, 50, 36], "sex": ["M", "M", None, "F", "F"]})
+TIED_RELEASED = pd.DataFrame({"age": [30.0, 30, 30, 44, np.nan], "sex": ["M", "M", None, "F", "F"]})
+
+
+@pytest.mark.parametrize("path", ["blocks", "one block", "patterns", "patterns by codes"])
+def test_gower_ties_at_random_by_hand_with_missing_values(path):
+    """Every Gower search (the exact blocks, the k-d trees per missing-value pattern, and those
+    with the nominal variable searched by its codes) counts the same tied originals."""
+    options = {"blocks": {"_GOWER_BLOCK_PAIRS": 5}, "one block": {"_GOWER_BLOCK_PAIRS": 1 << 22},
+               "patterns": {"_GOWER_PATTERN_PAIR_COST": 0},
+               "patterns by codes": {"_GOWER_PATTERN_PAIR_COST": 0, "_GOWER_WIDE_LEVELS": 1}}[path]
+    with mock.patch.multiple(continuous, **options):
+        result = record_linkage_risk(TIED_ORIGINAL, TIED_RELEASED, ["age", "sex"], distance="gower")
+    assert result.linked.all() and result.risk == 1.0
+    assert result.expected_risk == pytest.approx(0.5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data(), st.integers(2, 9), st.sampled_from(["blocks", "patterns", "patterns by codes"]))
+def test_property_gower_ties_at_random_follow_the_pairwise_definition(data, n, path):
+    """expected_risk is the mean over records of linked / (originals within the nearest distance),
+    from daisy's pairwise distances written out here, on every search path; 0 <= expected_risk <=
+    risk <= 1."""
+    original, protected = mixed_frames(data.draw, n, missing=True)
+    matrix = np.where(np.isnan(d := definition_matrix(original, protected)), np.inf, d)
+    nearest = matrix.min(axis=1)
+    tied = matrix <= nearest[:, None] * (1 + 1e-9) + 1e-12
+    linked = tied[np.arange(n), np.arange(n)] & np.isfinite(nearest)
+    options = {"blocks": {"_GOWER_BLOCK_PAIRS": 2 * n},
+               "patterns": {"_GOWER_PATTERN_PAIR_COST": 0},
+               "patterns by codes": {"_GOWER_PATTERN_PAIR_COST": 0, "_GOWER_WIDE_LEVELS": 1}}[path]
+    with mock.patch.multiple(continuous, **options):
+        result = record_linkage_risk(original, protected, COLUMNS, distance="gower")
+    assert result.expected_risk == pytest.approx(float((linked / np.maximum(tied.sum(axis=1), 1)).mean()), abs=1e-9)
+    assert 0.0 <= result.expected_risk <= result.risk <= 1.0
+
+
 def test_pattern_search_is_chosen_on_large_files_with_few_patterns():
     rng = np.random.default_rng(3)
     n = 3000
