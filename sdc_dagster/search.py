@@ -1,0 +1,433 @@
+"""The plan search of a wave: the plan that meets the risk target with the least information loss (issue 22).
+
+The stage runs on a wave and its survey spec, framework-free (no Dagster import):
+
+1. **Space** (:mod:`sdc_dagster.protect.search_space`): per categorical key a chain of generalisation
+   levels from the data (or the spec's ``hierarchy:``); the nodes of the search are the combinations
+   of one level per key (the lattice). A node's plan recodes each key to its level and, when that
+   alone leaves records with f_k < k, suppresses key values locally to k-anonymity (SPEC §8.3; the
+   keys recoded deepest are suppressed last); continuous keys get one of the candidate steps.
+2. **Search.** A node is evaluated by its k-anonymity violations (SPEC §3.1, missing values
+   matching any value), its global risk (SPEC §3.3) and its loss (the spec's measure: distance
+   measure (1) with arctan distances, SPEC §9.1, or the mean TOPSIS loss, SPEC §10, as
+   :func:`sdc_dagster.survey.headline_loss` computes them). Two properties of the lattice spare
+   most of the work:
+
+   * *predictive tagging* (ARX's Flash): a generalisation of a node that is k-anonymous by recoding
+     alone is k-anonymous too (merging categories never lowers a sample frequency), and a
+     specialisation of one that is not is not either; tagged nodes need no frequency check, and a
+     node tagged k-anonymous needs no suppression;
+   * *a loss bound*: the distance measure (1) sums partial distances per key, so the loss of a
+     node's recodes alone is the sum of per-key figures computed once per level, and suppression
+     only adds to it (a suppressed value is as far as any value can be). Nodes are evaluated in the
+     order of that bound; once a plan meets the *stricter target* (half the global-risk target) with
+     loss L, no node whose bound exceeds L can enter the front, and the search stops.
+
+   The search is exhaustive when every node is evaluated; a time budget (``search.budget_seconds``)
+   stops it early, and the result says so (``exhaustive``, ``bound``).
+3. **Front.** The candidates meeting the target (k-anonymity and global risk) that no other beats on
+   both global risk and loss, from the least loss up to the least loss meeting the stricter target.
+4. **Confirmation.** Front candidates are run as ordinary plans (:func:`sdc_dagster.survey.protect`,
+   so the release replays them byte for byte) with the continuous keys' candidate steps, weakest
+   first, until :func:`sdc_dagster.survey.release_checks` has no blocking failure; the loss is then
+   :func:`sdc_dagster.survey.headline_loss` of the released variant. The recommended candidate is the
+   confirmed one with the least loss (named :data:`SEARCHED_PLAN`); the runner-up the next.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from itertools import product
+
+import numpy as np
+import pandas as pd
+
+from sdc_dagster import risk
+from sdc_dagster.frequencies import category_codes
+from sdc_dagster.protect.plan_search import pareto_front
+from sdc_dagster.protect.search_space import KeyHierarchy, continuous_steps, search_space
+from sdc_dagster.protect.suppression import local_suppression
+from sdc_dagster.spec import Plan, SurveySpec
+from sdc_dagster.survey import blocking_failures, headline_loss, protect, release_checks
+
+#: The name of the recommended plan as a protected variant.
+SEARCHED_PLAN = "searched"
+#: The seed of searched plans (their random steps, noise and rank swapping, derive theirs from it).
+SEARCH_SEED = 20240
+#: The lattice is cut (deepest levels first) to at most this many nodes.
+MAX_NODES = 200_000
+#: Share of the time budget the lattice may use; the rest is for confirming the front.
+LATTICE_SHARE = 0.6
+
+
+@dataclass(frozen=True)
+class SearchCandidate:
+    """One evaluated plan of the search.
+
+    ``plan``: ordinary spec steps, replayable by :func:`sdc_dagster.protect.plan.apply_plan` with
+    ``plan.random_state``; ``plan.description`` says the choices in words. ``global_risk`` (SPEC
+    §3.3, 0 without categorical keys), ``k_violations`` (records with f_k < k, SPEC §3.1),
+    ``linkage_risk`` (the linkage_risk check's value; NaN before confirmation or without continuous
+    keys), ``loss`` (the spec's measure), ``suppressed`` (key values suppressed), ``reaches_target``
+    (k-anonymity and the global-risk target), ``checks`` (:func:`sdc_dagster.survey.release_checks`
+    outcomes after confirmation; empty before), ``levels`` (the level of each categorical key).
+    """
+
+    plan: Plan
+    global_risk: float
+    k_violations: int
+    linkage_risk: float
+    loss: float
+    suppressed: int
+    reaches_target: bool
+    checks: dict = field(default_factory=dict)
+    levels: tuple[int, ...] = ()
+
+    @property
+    def confirmed(self) -> bool:
+        """Whether the release checks ran and no blocking one failed."""
+        return bool(self.checks) and not blocking_failures(self.checks)
+
+    @property
+    def risk(self) -> float:  # the risk of the front (risk against loss, pareto_front)
+        return self.global_risk
+
+
+@dataclass(frozen=True)
+class WaveSearch:
+    """The outcome of :func:`search_wave` (module docstring).
+
+    ``candidates``: every evaluated node; ``front``: the Pareto front (global risk against loss) of
+    those meeting the target, by loss, confirmed ones carrying their checks; ``recommended``: the
+    confirmed candidate of least loss (``plan.name == SEARCHED_PLAN``); ``runner_up``: the next;
+    ``stricter``: what meeting half the global-risk target costs, ``{"target", "loss", "plan"}``
+    (None when no candidate meets it); ``nodes_total``, ``nodes_evaluated``, ``exhaustive``, ``bound``
+    (how the search was cut, in words), ``seconds``; ``space``: per key, its levels in words.
+    """
+
+    candidates: tuple[SearchCandidate, ...]
+    front: tuple[SearchCandidate, ...]
+    recommended: SearchCandidate | None
+    runner_up: SearchCandidate | None
+    stricter: dict | None
+    nodes_total: int
+    nodes_evaluated: int
+    exhaustive: bool
+    bound: str
+    seconds: float
+    space: dict[str, list[str]]
+
+    def front_frame(self) -> pd.DataFrame:
+        """One row per front candidate: plan, steps (short text), global_risk, k_violations,
+        linkage_risk, loss, suppressed, recommended."""
+        name = self.recommended.plan.name if self.recommended else None
+        rows = [{
+            "plan": c.plan.name,
+            "steps": "; ".join(_step_text(s) for s in c.plan.steps),
+            "global_risk": c.global_risk,
+            "k_violations": c.k_violations,
+            "linkage_risk": c.linkage_risk,
+            "loss": c.loss,
+            "suppressed": c.suppressed,
+            "recommended": c.plan.name == name,
+        } for c in self.front]
+        columns = ["plan", "steps", "global_risk", "k_violations", "linkage_risk", "loss", "suppressed", "recommended"]
+        return pd.DataFrame(rows, columns=columns)
+
+
+def _step_text(step: dict) -> str:
+    method = step["method"]
+    if method == "recode":
+        return f"recode {step['variable']} ({len(step['groups'])} merged groups)"
+    if method == "local_suppression":
+        return f"local suppression k={step['k']}"
+    extra = ", ".join(f"{k}={v}" for k, v in step.items() if k in ("k", "p", "amount"))
+    return f"{method} {extra}".strip()
+
+
+class _Lattice:
+    """The recoded key values of every level, and the frequency checks of nodes (module docstring)."""
+
+    def __init__(self, data: pd.DataFrame, spec: SurveySpec, space: dict[str, KeyHierarchy]):
+        self.keys = list(space)
+        self.space = space
+        self.weight = spec.weight if spec.weight in data.columns else None
+        self.values = {}  # key -> [values of level 0, level 1, ...] (arrays, one per record)
+        for key, hierarchy in space.items():
+            codes, categories = category_codes(data[key])
+            numeric = pd.api.types.is_numeric_dtype(data[key])
+            arrays = []
+            for level in hierarchy.levels:
+                mapping = {c: min(g) for g in level.groups for c in g}
+                lookup = np.array([np.nan if numeric else None] + [mapping.get(c, c) for c in categories],
+                                  dtype=float if numeric else object)
+                arrays.append(lookup[codes])
+            self.values[key] = arrays
+        self.columns = {key: data[key] for key in self.keys}
+        self.extra = data[[self.weight]] if self.weight else None
+
+    def frame(self, node: tuple[int, ...]) -> pd.DataFrame:
+        frame = pd.DataFrame({key: self.values[key][level] for key, level in zip(self.keys, node)},
+                             index=self.extra.index if self.extra is not None else None)
+        if self.extra is not None:
+            frame[self.weight] = self.extra[self.weight].to_numpy()
+        return frame
+
+
+def _node_plan(space: dict[str, KeyHierarchy], node: tuple[int, ...], suppression: dict | None, k: int,
+               continuous: dict | None, name: str) -> Plan:
+    steps, words = [], []
+    for (key, hierarchy), level in zip(space.items(), node):
+        step = hierarchy.levels[level].step(key)
+        if step is not None:
+            steps.append(step)
+            words.append(f"{key}: {hierarchy.levels[level].words}")
+    if suppression is not None:
+        steps.append(suppression)
+        words.append(f"local suppression to {k}-anonymity")
+    if continuous is not None:
+        steps.append(continuous)
+        words.append(_step_text(continuous) + " of the continuous keys")
+    return Plan(name=name, steps=tuple(steps), k=k, random_state=SEARCH_SEED,
+                description="searched plan: " + ("; ".join(words) if words else "the keys as they are"))
+
+
+def _suppression_step(k: int) -> dict:
+    """Local suppression to k with the greedy method's default: the fewest suppressions per record,
+    ties broken by sdcMicro's importance (keys with fewer categories, as a deeper recoding leaves
+    them, kept first). An explicit importance order makes the greedy method honour it
+    lexicographically, about 40 times slower on sdcMicro's testdata, for more suppressions."""
+    return {"method": "local_suppression", "k": k}
+
+
+def _level_bounds(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice) -> list[np.ndarray]:
+    """Per key and level, the recode-only loss of that key alone (headline_loss's lambda_arctan,
+    SPEC §9.1 eq (1)); the loss of recodes of several keys is their sum (measure (1) is a mean of
+    per-value partial distances over the values compared, which recoding does not change)."""
+    bounds = []
+    for key in lattice.keys:
+        figures = []
+        for values in lattice.values[key]:
+            protected = data.copy(deep=False)
+            protected[key] = values if values.dtype == object else pd.Series(values, index=data.index).astype(
+                data[key].dtype if not data[key].isna().any() else float)
+            figures.append(headline_loss(data, protected, spec).get("lambda_arctan", np.nan))
+        bounds.append(np.asarray(figures) - figures[0])
+    return bounds
+
+
+def _nodes(space: dict[str, KeyHierarchy]) -> np.ndarray:
+    counts = [len(h.levels) for h in space.values()]
+    if not counts:
+        return np.zeros((1, 0), dtype=int)
+    return np.array(list(product(*[range(c) for c in counts])), dtype=int).reshape(-1, len(counts))
+
+
+def _cut_space(space: dict[str, KeyHierarchy]) -> dict[str, KeyHierarchy]:
+    """The space with the deepest levels of the keys with most levels dropped until the lattice has at
+    most :data:`MAX_NODES` nodes."""
+    space = dict(space)
+    while np.prod([len(h.levels) for h in space.values()], dtype=float) > MAX_NODES:
+        key = max(space, key=lambda k: len(space[k].levels))
+        space[key] = replace(space[key], levels=space[key].levels[:-1])
+    return space
+
+
+def search_wave(
+    data: pd.DataFrame,
+    spec: SurveySpec,
+    *,
+    wave: str = "",
+    progress: Callable[[str], None] | None = None,
+    exhaustive: bool = False,
+) -> WaveSearch:
+    """Search the plans of a wave (module docstring) and return the front and the recommendation.
+
+    Parameters
+    ----------
+    data : the wave, as the pipeline protects it (not modified).
+    spec : the survey spec: keys, risk target (``risk.k``, ``risk.max_global_risk``,
+        ``risk.max_linkage_risk``), loss measure and restrictions (``search:``).
+    wave : the wave's name; the seed labels of the searched plans' random steps, as the release
+        replays them (``(survey, wave, plan name)``).
+    progress : called with a line of text now and then (nodes evaluated, seconds).
+    exhaustive : evaluate every node of the lattice, without the loss bound (the time budget still
+        applies); for checking that the bound loses no front candidate.
+
+    Returns
+    -------
+    :class:`WaveSearch`.
+    """
+    start = time.perf_counter()
+    budget = spec.search.budget_seconds
+    say = progress or (lambda text: None)
+    k, target = spec.risk.k, spec.risk.max_global_risk
+    stricter_target = target / 2
+    measure = spec.search.loss
+    full_space = search_space(data, spec)
+    space = _cut_space(full_space)
+    lattice = _Lattice(data, spec, space)
+    nodes = _nodes(space)
+    bounds = _level_bounds(data, spec, lattice)
+    lower = np.zeros(len(nodes))
+    for i, per_level in enumerate(bounds):
+        lower += per_level[nodes[:, i]]
+    order = np.lexsort((nodes.sum(axis=1), lower))
+    suppress_allowed = "local_suppression" in spec.search.methods
+    anonymous, not_anonymous = [], []  # nodes checked k-anonymous / not, by recoding alone
+    candidates: list[SearchCandidate] = []
+    best_stricter = np.inf
+    evaluated = 0
+    pruned_by_bound = 0
+    stopped = None
+    say(f"plan search of {spec.survey} {wave}: {len(nodes):,} nodes over {len(space)} keys")
+    for position, index in enumerate(order):
+        node = tuple(int(x) for x in nodes[index])
+        if measure == "lambda_arctan" and not exhaustive and lower[index] > best_stricter + 1e-12:
+            pruned_by_bound = len(order) - position
+            break
+        if time.perf_counter() - start > LATTICE_SHARE * budget:
+            stopped = len(order) - position
+            break
+        point = nodes[index]
+        if anonymous and (point >= np.array(anonymous)).all(axis=1).any():
+            is_anonymous = True
+        elif not_anonymous and (point <= np.array(not_anonymous)).all(axis=1).any():
+            is_anonymous = False
+        else:
+            frame = lattice.frame(node)
+            is_anonymous = spec.categorical_keys == [] or risk.k_anonymity_violations(frame, lattice.keys, k) == 0
+            (anonymous if is_anonymous else not_anonymous).append(point)
+        if not is_anonymous and not suppress_allowed:
+            continue
+        candidate = _evaluate(data, spec, lattice, space, node, is_anonymous, float(lower[index]))
+        evaluated += 1
+        candidates.append(candidate)
+        if candidate.reaches_target and candidate.global_risk <= stricter_target:
+            best_stricter = min(best_stricter, candidate.loss)
+        if evaluated % 25 == 0:
+            say(f"{evaluated:,} nodes evaluated, {time.perf_counter() - start:.1f} s")
+    if stopped is not None:
+        bound = (f"time budget: {stopped:,} of {len(nodes):,} nodes not evaluated after "
+                 f"{LATTICE_SHARE * budget:.0f} s (search.budget_seconds {budget:g})")
+    elif pruned_by_bound:
+        bound = (f"loss bound: {pruned_by_bound:,} nodes never evaluated, their recode-only loss (a lower bound "
+                 f"of their loss) above {best_stricter:.4g}, the least loss meeting the stricter target "
+                 f"(global risk <= {stricter_target:g})")
+    else:
+        bound = "none: every node evaluated"
+    tagged = len(candidates) - len(anonymous) - len(not_anonymous)
+    bound += f"; {max(tagged, 0):,} evaluated nodes tagged k-anonymous or not without a frequency check"
+    reaching = [c for c in candidates if c.reaches_target]
+    window = [c for c in reaching if c.loss <= best_stricter + 1e-12]
+    front = pareto_front(window)
+    say(f"front of {len(front)} candidates; confirming with the release checks")
+    confirmed_front, recommended, runner_up = _confirm(data, spec, space, front, wave, start, say)
+    stricter = None
+    meets = [c for c in confirmed_front if c.confirmed and c.global_risk <= stricter_target]
+    if meets:
+        cheapest = min(meets, key=lambda c: c.loss)
+        stricter = {"target": stricter_target, "loss": cheapest.loss, "plan": cheapest.plan.name}
+    seconds = time.perf_counter() - start
+    say(f"plan search done: {evaluated:,} of {len(nodes):,} nodes evaluated in {seconds:.1f} s")
+    return WaveSearch(
+        candidates=tuple(candidates),
+        front=tuple(confirmed_front),
+        recommended=recommended,
+        runner_up=runner_up,
+        stricter=stricter,
+        nodes_total=len(nodes),
+        nodes_evaluated=evaluated,
+        exhaustive=stopped is None and not pruned_by_bound,
+        bound=bound,
+        seconds=seconds,
+        space={key: h.words() for key, h in full_space.items()},
+    )
+
+
+def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: dict[str, KeyHierarchy],
+              node: tuple[int, ...], is_anonymous: bool, recode_loss: float) -> SearchCandidate:
+    """A node's plan (without continuous step) and its risk and loss on the recoded keys."""
+    k = spec.risk.k
+    frame = lattice.frame(node)
+    suppression = None
+    suppressed = 0
+    if not is_anonymous:
+        suppression = _suppression_step(k)
+        protected = local_suppression(frame, lattice.keys, k=k)
+        suppressed = int((protected[lattice.keys].isna() & frame[lattice.keys].notna()).to_numpy().sum())
+        frame = protected
+    if lattice.keys:
+        table = risk.key_frequencies(frame, lattice.keys, weight=lattice.weight)
+        violations = int((table["fk"] < k).sum())
+        global_risk = float(risk.summarise_risk(risk.risk_table(frame, lattice.keys, weight=lattice.weight,
+                                                                frequencies=table))["risk"])
+    else:
+        violations, global_risk = 0, 0.0
+    if suppressed or spec.search.loss == "topsis":
+        released = data.copy(deep=False)
+        for key in lattice.keys:
+            released[key] = frame[key].to_numpy()
+        figures = headline_loss(data, released, spec)
+        loss = figures.get("lambda_arctan" if spec.search.loss == "lambda_arctan" else "topsis_mean", np.nan)
+    else:
+        loss = recode_loss
+    plan = _node_plan(space, node, suppression, k, None, "node_" + "_".join(map(str, node)))
+    return SearchCandidate(
+        plan=plan, global_risk=global_risk, k_violations=violations, linkage_risk=np.nan, loss=float(loss),
+        suppressed=suppressed, reaches_target=violations == 0 and global_risk <= spec.risk.max_global_risk,
+        levels=node,
+    )
+
+
+def _confirm(data, spec, space, front, wave, start, say):
+    """Run front candidates as plans with the continuous steps (weakest first) through the release
+    checks, in loss order, until the recommendation, the runner-up and the cheapest candidate meeting
+    the stricter target are certain (a candidate's loss before the continuous step is a lower bound of
+    its loss after it), or the time budget ends.
+
+    Every candidate runs under the name :data:`SEARCHED_PLAN`: the seeds of random steps derive from
+    the plan's name, so the recommended plan is checked exactly as it will be released."""
+    options = continuous_steps(spec) or [None]
+    confirmed, passed = [], []
+    stricter_target = spec.risk.max_global_risk / 2
+    stricter_done = False
+    for candidate in front:
+        needed = len(passed) < 2 or candidate.loss <= passed[1].loss
+        if not needed and (stricter_done or candidate.global_risk > stricter_target):
+            confirmed.append(candidate)  # cannot be recommended, runner-up nor the stricter plan
+            continue
+        if time.perf_counter() - start > spec.search.budget_seconds:
+            confirmed.append(candidate)
+            continue
+        suppression = next((s for s in candidate.plan.steps if s["method"] == "local_suppression"), None)
+        result = candidate
+        for option in options:
+            plan = _node_plan(space, candidate.levels, suppression, spec.risk.k, option, SEARCHED_PLAN)
+            protected = protect(data, spec, plan, wave=wave).data
+            checks = release_checks(protected, spec, plan, original=data)
+            figures = headline_loss(data, protected, spec)
+            loss = figures.get("lambda_arctan" if spec.search.loss == "lambda_arctan" else "topsis_mean", np.nan)
+            linkage = checks.get("linkage_risk", {}).get("value", np.nan)
+            result = replace(candidate, plan=plan, checks=checks, loss=float(loss),
+                             linkage_risk=float(linkage) if isinstance(linkage, (int, float)) else np.nan,
+                             global_risk=float(checks["global_risk"]["value"]) if "global_risk" in checks
+                             and isinstance(checks["global_risk"]["value"], (int, float)) else candidate.global_risk)
+            if not blocking_failures(checks):
+                break
+        say(f"{candidate.plan.name}: {'passes' if result.confirmed else 'fails'} the release checks, "
+            f"loss {result.loss:.4g}")
+        confirmed.append(result)
+        if result.confirmed:
+            passed = sorted(passed + [result], key=lambda c: c.loss)
+            stricter_done = stricter_done or result.global_risk <= stricter_target
+    # the confirmed ones first (by loss), then the others: the recommended plan is the first
+    confirmed.sort(key=lambda c: (not c.confirmed, c.loss))
+    renamed = [replace(c, plan=replace(c.plan, name=SEARCHED_PLAN if i == 0 and c.confirmed
+                                       else f"{SEARCHED_PLAN}_{i + 1}"))
+               for i, c in enumerate(confirmed)]
+    recommended = renamed[0] if passed else None
+    runner_up = renamed[1] if len(passed) > 1 else None
+    return renamed, recommended, runner_up
