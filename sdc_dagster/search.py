@@ -382,43 +382,78 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
     )
 
 
+def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool]) -> SearchCandidate:
+    """The weakest step of one method's chain (weakest first) whose plan passes the release checks,
+    found by bisection on the assumption that a stronger step of the same method passes when a weaker
+    one does (a larger microaggregation k, swap window or noise); the strongest step's failing
+    candidate when none passes."""
+    results = {}
+
+    def attempt(i):
+        if i not in results:
+            results[i] = run(chain[i])
+        return results[i]
+
+    if not attempt(len(chain) - 1).confirmed:
+        return results[len(chain) - 1]
+    failing, passing = -1, len(chain) - 1
+    while passing - failing > 1 and not over_budget():
+        middle = (failing + passing) // 2
+        if attempt(middle).confirmed:
+            passing = middle
+        else:
+            failing = middle
+    return results[passing]
+
+
 def _confirm(data, spec, space, front, wave, start, say):
-    """Run front candidates as plans with the continuous steps (weakest first) through the release
-    checks, in loss order, until the recommendation, the runner-up and the cheapest candidate meeting
-    the stricter target are certain (a candidate's loss before the continuous step is a lower bound of
-    its loss after it), or the time budget ends.
+    """Run front candidates as plans with the continuous steps (module docstring; per method the
+    weakest step that passes, :func:`_weakest_passing`, the methods in the order of
+    :func:`~sdc_dagster.protect.search_space.continuous_steps`) through the release checks, in loss
+    order, until the recommendation, the runner-up and the cheapest candidate meeting the stricter
+    target are certain (a candidate's loss before the continuous step is a lower bound of its loss
+    after it), or the time budget ends.
 
     Every candidate runs under the name :data:`SEARCHED_PLAN`: the seeds of random steps derive from
     the plan's name, so the recommended plan is checked exactly as it will be released."""
-    options = continuous_steps(spec) or [None]
+    steps = continuous_steps(spec)
+    chains = [[s for s in steps if s["method"] == m] for m in dict.fromkeys(s["method"] for s in steps)] or [[None]]
     confirmed, passed = [], []
     stricter_target = spec.risk.max_global_risk / 2
     stricter_done = False
+
+    def over_budget() -> bool:
+        return time.perf_counter() - start > spec.search.budget_seconds
+
     for candidate in front:
         needed = len(passed) < 2 or candidate.loss <= passed[1].loss
-        if not needed and (stricter_done or candidate.global_risk > stricter_target):
-            confirmed.append(candidate)  # cannot be recommended, runner-up nor the stricter plan
-            continue
-        if time.perf_counter() - start > spec.search.budget_seconds:
-            confirmed.append(candidate)
+        if over_budget() or (not needed and (stricter_done or candidate.global_risk > stricter_target)):
+            confirmed.append(candidate)  # cannot be recommended, runner-up nor the stricter plan, or no time
             continue
         suppression = next((s for s in candidate.plan.steps if s["method"] == "local_suppression"), None)
-        result = candidate
-        for option in options:
+
+        def run(option, candidate=candidate, suppression=suppression):
             plan = _node_plan(space, candidate.levels, suppression, spec.risk.k, option, SEARCHED_PLAN)
             protected = protect(data, spec, plan, wave=wave).data
             checks = release_checks(protected, spec, plan, original=data)
             figures = headline_loss(data, protected, spec)
             loss = figures.get("lambda_arctan" if spec.search.loss == "lambda_arctan" else "topsis_mean", np.nan)
             linkage = checks.get("linkage_risk", {}).get("value", np.nan)
-            result = replace(candidate, plan=plan, checks=checks, loss=float(loss),
-                             linkage_risk=float(linkage) if isinstance(linkage, (int, float)) else np.nan,
-                             global_risk=float(checks["global_risk"]["value"]) if "global_risk" in checks
-                             and isinstance(checks["global_risk"]["value"], (int, float)) else candidate.global_risk)
-            if not blocking_failures(checks):
+            found = checks.get("global_risk", {}).get("value")
+            return replace(candidate, plan=plan, checks=checks, loss=float(loss),
+                           linkage_risk=float(linkage) if isinstance(linkage, (int, float)) else np.nan,
+                           global_risk=float(found) if isinstance(found, (int, float)) else candidate.global_risk)
+
+        result = candidate
+        for chain in chains:
+            if over_budget():
                 break
-        say(f"{candidate.plan.name}: {'passes' if result.confirmed else 'fails'} the release checks, "
-            f"loss {result.loss:.4g}")
+            result = _weakest_passing(chain, run, over_budget)
+            if result.confirmed:
+                break
+        failures = blocking_failures(result.checks) if result.checks else {"not run": "time budget"}
+        say(f"{candidate.plan.name}: " + (f"passes the release checks, loss {result.loss:.4g}" if result.confirmed
+                                          else f"fails {', '.join(failures)}"))
         confirmed.append(result)
         if result.confirmed:
             passed = sorted(passed + [result], key=lambda c: c.loss)

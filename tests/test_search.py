@@ -163,7 +163,7 @@ def test_recode_only_loss_is_the_chains_loss(testdata):
         assert candidate.loss == pytest.approx(survey.headline_loss(testdata, protected, spec)["lambda_arctan"], abs=1e-12)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), k=st.integers(2, 4), target=st.sampled_from([0.02, 0.05, 0.1]))
 def test_pruned_front_equals_exhaustive_front_on_random_files(seed, k, target):
     rng = np.random.default_rng(seed)
