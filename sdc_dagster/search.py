@@ -48,7 +48,7 @@ from sdc_dagster import risk
 from sdc_dagster.frequencies import category_codes
 from sdc_dagster.protect.plan_search import pareto_front
 from sdc_dagster.protect.search_space import KeyHierarchy, continuous_steps, search_space
-from sdc_dagster.protect.suppression import local_suppression
+from sdc_dagster.protect.suppression import local_suppression, risk_suppression
 from sdc_dagster.spec import Plan, SurveySpec
 from sdc_dagster.survey import blocking_failures, headline_loss, protect, release_checks
 
@@ -143,6 +143,8 @@ def _step_text(step: dict) -> str:
         return f"recode {step['variable']} ({len(step['groups'])} merged groups)"
     if method == "local_suppression":
         return f"local suppression k={step['k']}"
+    if method == "risk_suppression":
+        return f"risk suppression above {step['threshold']:.4g}"
     extra = ", ".join(f"{k}={v}" for k, v in step.items() if k in ("k", "p", "amount"))
     return f"{method} {extra}".strip()
 
@@ -165,7 +167,6 @@ class _Lattice:
                                   dtype=float if numeric else object)
                 arrays.append(lookup[codes])
             self.values[key] = arrays
-        self.columns = {key: data[key] for key in self.keys}
         self.extra = data[[self.weight]] if self.weight else None
 
     def frame(self, node: tuple[int, ...]) -> pd.DataFrame:
@@ -176,7 +177,7 @@ class _Lattice:
         return frame
 
 
-def _node_plan(space: dict[str, KeyHierarchy], node: tuple[int, ...], suppression: dict | None, k: int,
+def _node_plan(space: dict[str, KeyHierarchy], node: tuple[int, ...], suppression: list[dict], k: int,
                continuous: dict | None, name: str) -> Plan:
     steps, words = [], []
     for (key, hierarchy), level in zip(space.items(), node):
@@ -184,9 +185,10 @@ def _node_plan(space: dict[str, KeyHierarchy], node: tuple[int, ...], suppressio
         if step is not None:
             steps.append(step)
             words.append(f"{key}: {hierarchy.levels[level].words}")
-    if suppression is not None:
-        steps.append(suppression)
-        words.append(f"local suppression to {k}-anonymity")
+    for step in suppression:
+        steps.append(step)
+        words.append(f"local suppression to {k}-anonymity" if step["method"] == "local_suppression" else
+                     f"suppression of key values of records with individual risk above {step['threshold']:.4g}")
     if continuous is not None:
         steps.append(continuous)
         words.append(_step_text(continuous) + " of the continuous keys")
@@ -279,7 +281,7 @@ def search_wave(
     anonymous, not_anonymous = [], []  # nodes checked k-anonymous / not, by recoding alone
     candidates: list[SearchCandidate] = []
     best_stricter = np.inf
-    evaluated = 0
+    evaluated = tagged = 0
     pruned_by_bound = 0
     stopped = None
     say(f"plan search of {spec.survey} {wave}: {len(nodes):,} nodes over {len(space)} keys")
@@ -293,9 +295,9 @@ def search_wave(
             break
         point = nodes[index]
         if anonymous and (point >= np.array(anonymous)).all(axis=1).any():
-            is_anonymous = True
+            is_anonymous, tagged = True, tagged + 1
         elif not_anonymous and (point <= np.array(not_anonymous)).all(axis=1).any():
-            is_anonymous = False
+            is_anonymous, tagged = False, tagged + 1
         else:
             frame = lattice.frame(node)
             is_anonymous = spec.categorical_keys == [] or risk.k_anonymity_violations(frame, lattice.keys, k) == 0
@@ -318,8 +320,7 @@ def search_wave(
                  f"(global risk <= {stricter_target:g})")
     else:
         bound = "none: every node evaluated"
-    tagged = len(candidates) - len(anonymous) - len(not_anonymous)
-    bound += f"; {max(tagged, 0):,} evaluated nodes tagged k-anonymous or not without a frequency check"
+    bound += f"; {tagged:,} nodes tagged k-anonymous or not without a frequency check (predictive tagging)"
     reaching = [c for c in candidates if c.reaches_target]
     window = [c for c in reaching if c.loss <= best_stricter + 1e-12]
     front = pareto_front(window)
@@ -347,28 +348,46 @@ def search_wave(
     )
 
 
+def _risks(frame: pd.DataFrame, keys: list[str], weight: str | None, k: int) -> tuple[int, pd.Series]:
+    """k-anonymity violations (SPEC §3.1) and individual risks (SPEC §3.2) of the recoded keys."""
+    table = risk.key_frequencies(frame, keys, weight=weight)
+    return int((table["fk"] < k).sum()), risk.risk_table(frame, keys, weight=weight, frequencies=table)["risk"]
+
+
 def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: dict[str, KeyHierarchy],
               node: tuple[int, ...], is_anonymous: bool, recode_loss: float) -> SearchCandidate:
-    """A node's plan (without continuous step) and its risk and loss on the recoded keys."""
-    k = spec.risk.k
-    frame = lattice.frame(node)
-    suppression = None
-    suppressed = 0
+    """A node's plan (without continuous step) and its risk and loss on the recoded keys.
+
+    A node that is not k-anonymous by recoding gets local suppression to k; one whose global risk is
+    still above the target then gets risk-based suppression (SPEC §8.3) at the individual-risk
+    threshold that brings the global risk under the target (sdcMicro's ``measure_threshold``, the
+    mu-Argus rule, :func:`sdc_dagster.risk.global_risk_threshold`): without sampling weights a 1 %
+    target asks for far more than 3-anonymity (the risk of a record is 1/f_k)."""
+    k, target = spec.risk.k, spec.risk.max_global_risk
+    keys = lattice.keys
+    original = frame = lattice.frame(node)
+    suppression: list[dict] = []
+    allowed = "local_suppression" in spec.search.methods
     if not is_anonymous:
-        suppression = _suppression_step(k)
-        protected = local_suppression(frame, lattice.keys, k=k)
-        suppressed = int((protected[lattice.keys].isna() & frame[lattice.keys].notna()).to_numpy().sum())
-        frame = protected
-    if lattice.keys:
-        table = risk.key_frequencies(frame, lattice.keys, weight=lattice.weight)
-        violations = int((table["fk"] < k).sum())
-        global_risk = float(risk.summarise_risk(risk.risk_table(frame, lattice.keys, weight=lattice.weight,
-                                                                frequencies=table))["risk"])
-    else:
-        violations, global_risk = 0, 0.0
+        suppression.append(_suppression_step(k))
+        frame = local_suppression(frame, keys, k=k)
+    violations, risks = _risks(frame, keys, lattice.weight, k) if keys else (0, pd.Series([0.0]))
+    threshold = None
+    if keys and allowed and violations == 0 and risks.mean() > target:
+        # 0 when no risk level brings the global risk under the target (e.g. all risks equal): then
+        # no record may keep a risk above the target itself
+        threshold = risk.global_risk_threshold(risks, max_global_risk=target).threshold or target
+    if threshold:
+        step = {"method": "risk_suppression", "threshold": float(threshold),
+                **({"weight": lattice.weight} if lattice.weight else {})}
+        suppression.append(step)
+        frame = risk_suppression(frame, keys, threshold=step["threshold"], weight=lattice.weight)
+        violations, risks = _risks(frame, keys, lattice.weight, k)
+    global_risk = float(risks.mean())
+    suppressed = int((frame[keys].isna() & original[keys].notna()).to_numpy().sum()) if keys else 0
     if suppressed or spec.search.loss == "topsis":
         released = data.copy(deep=False)
-        for key in lattice.keys:
+        for key in keys:
             released[key] = frame[key].to_numpy()
         figures = headline_loss(data, released, spec)
         loss = figures.get("lambda_arctan" if spec.search.loss == "lambda_arctan" else "topsis_mean", np.nan)
@@ -377,8 +396,7 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
     plan = _node_plan(space, node, suppression, k, None, "node_" + "_".join(map(str, node)))
     return SearchCandidate(
         plan=plan, global_risk=global_risk, k_violations=violations, linkage_risk=np.nan, loss=float(loss),
-        suppressed=suppressed, reaches_target=violations == 0 and global_risk <= spec.risk.max_global_risk,
-        levels=node,
+        suppressed=suppressed, reaches_target=violations == 0 and global_risk <= target, levels=node,
     )
 
 
@@ -430,7 +448,7 @@ def _confirm(data, spec, space, front, wave, start, say):
         if over_budget() or (not needed and (stricter_done or candidate.global_risk > stricter_target)):
             confirmed.append(candidate)  # cannot be recommended, runner-up nor the stricter plan, or no time
             continue
-        suppression = next((s for s in candidate.plan.steps if s["method"] == "local_suppression"), None)
+        suppression = [s for s in candidate.plan.steps if s["method"] in ("local_suppression", "risk_suppression")]
 
         def run(option, candidate=candidate, suppression=suppression):
             plan = _node_plan(space, candidate.levels, suppression, spec.risk.k, option, SEARCHED_PLAN)

@@ -155,12 +155,13 @@ SEARCH_LOSSES = ("lambda_arctan", "topsis")
 class SearchOptions:
     """The plan search of a wave (``search:``, issue 22; :func:`sdc_dagster.search.search_wave`).
 
-    ``enabled``: whether the pipeline searches (off when the spec has no ``search:`` section; drafted
-    specs write ``search: {enabled: true}``). ``keep``: categorical keys never recoded. ``max_level``:
+    ``enabled``: whether the pipeline searches (off when the spec has no ``search:`` section, on when
+    it has one without ``enabled``; drafted specs write ``search: {enabled: true}``). ``keep``: categorical keys never recoded. ``max_level``:
     the deepest generalisation level tried per key (None: every level the data gives). ``methods``:
     the step methods the search may use (:data:`SEARCH_METHODS`; leaving out ``recode``,
     ``interval_recode`` and ``top_coding`` leaves the keys as they are, leaving out ``local_suppression``
-    keeps only plans k-anonymous by recoding alone). ``budget_seconds``: the time budget of one wave's
+    keeps only plans that meet the target by recoding alone; it also allows the risk-based suppression that
+    brings the global risk under the target). ``budget_seconds``: the time budget of one wave's
     search, default 120 s (two minutes: a 100,000-record wave with 7 keys finishes well within it);
     past it the search stops with the best plans found and says so. ``loss``: the information loss
     the plans are compared on, the distance measure (1) with arctan distances (SPEC §9.1,

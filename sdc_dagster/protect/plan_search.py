@@ -17,15 +17,23 @@ import yaml
 
 def pareto_front(candidates: Sequence[Any]) -> list[Any]:
     """The candidates (objects with ``risk`` and ``loss``) no other candidate dominates, sorted by
-    loss then risk. Candidates with equal risk and loss are all kept (none dominates the other)."""
-    if not candidates:
-        return []
-    points = np.array([[c.risk, c.loss] for c in candidates], dtype=float)
-    no_worse = (points[:, None, :] <= points[None, :, :]).all(axis=2)
-    better = (points[:, None, :] < points[None, :, :]).any(axis=2)
-    dominated = (no_worse & better).any(axis=0)  # [a, b]: a dominates b
-    kept = [c for c, d in zip(candidates, dominated) if not d]
-    return sorted(kept, key=lambda c: (c.loss, c.risk))
+    loss then risk. Candidates with equal risk and loss are all kept (none dominates the other).
+
+    One sweep in loss order (O(n log n)): among candidates of equal loss only those of least risk can
+    stay, and they stay when that risk is below the least risk of every candidate of smaller loss."""
+    ordered = sorted(candidates, key=lambda c: (c.loss, c.risk))
+    kept, best = [], np.inf
+    start = 0
+    while start < len(ordered):
+        end = start
+        while end < len(ordered) and ordered[end].loss == ordered[start].loss:
+            end += 1
+        least = ordered[start].risk
+        if least < best:
+            kept += [c for c in ordered[start:end] if c.risk == least]
+            best = least
+        start = end
+    return kept
 
 
 def _plain(value):

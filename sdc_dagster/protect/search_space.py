@@ -78,6 +78,12 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
+def _show(value) -> str:
+    """A category in words: a whole float as an integer (SPSS and Stata codes are read as floats)."""
+    value = _plain(value)
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
 def _nice(low: float, high: float) -> float:
     """The roundest number in [low, high): fewest significant digits (multiples of 5 before others)."""
     span = max(high - low, 1e-12)
@@ -158,7 +164,7 @@ def _neighbour_levels(categories: list, counts: np.ndarray, n: int) -> list[KeyL
         grouped = tuple(tuple(_plain(c) for c in g) for g in groups)
         if not levels or grouped != levels[-1].groups:
             if len(grouped) < len(categories):
-                words = ", ".join(f"{g[0]}-{g[-1]}" if len(g) > 1 else str(g[0]) for g in grouped)
+                words = ", ".join(f"{_show(g[0])}-{_show(g[-1])}" if len(g) > 1 else _show(g[0]) for g in grouped)
                 levels.append(KeyLevel(grouped, f"neighbours merged up to {share:.1%} of records: {words}"))
     return levels
 
@@ -188,7 +194,7 @@ def _rare_levels(categories: list, counts: np.ndarray, n: int) -> list[KeyLevel]
                 continue
             if previous is not None and not _coarsens(previous, groups):
                 continue
-            rare_words = ", ".join(str(c) for g in groups if len(g) > 1 for c in g)
+            rare_words = ", ".join(_show(c) for g in groups if len(g) > 1 for c in g)
             where = " within codes sharing their first character" if within_family else ""
             levels.append(KeyLevel(groups, f"categories under {share:.1%} of records merged{where}: {rare_words}"))
             previous = groups
