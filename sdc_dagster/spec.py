@@ -156,16 +156,19 @@ class SearchOptions:
     """The plan search of a wave (``search:``, issue 22; :func:`sdc_dagster.search.search_wave`).
 
     ``enabled``: whether the pipeline searches (off when the spec has no ``search:`` section, on when
-    it has one without ``enabled``; drafted specs write ``search: {enabled: true}``). ``keep``: categorical keys never recoded. ``max_level``:
-    the deepest generalisation level tried per key (None: every level the data gives). ``methods``:
-    the step methods the search may use (:data:`SEARCH_METHODS`; leaving out ``recode``,
-    ``interval_recode`` and ``top_coding`` leaves the keys as they are, leaving out ``local_suppression``
-    keeps only plans that meet the target by recoding alone; it also allows the risk-based suppression that
-    brings the global risk under the target). ``budget_seconds``: the time budget of one wave's
-    search, default 120 s (two minutes: a 100,000-record wave with 7 keys finishes well within it);
-    past it the search stops with the best plans found and says so. ``loss``: the information loss
-    the plans are compared on, the distance measure (1) with arctan distances (SPEC §9.1,
-    ``lambda_arctan``, default) or the mean TOPSIS loss (SPEC §10, ``topsis``).
+    it has one without ``enabled``; drafted specs write ``search: {enabled: true}``).
+    ``keep``: categorical keys never recoded. ``max_level``: the deepest generalisation level tried
+    per key (None: every level the data gives). ``methods``: the step methods the search may use
+    (:data:`SEARCH_METHODS`): ``recode`` merges rare categories (or the spec's ``hierarchy:``),
+    ``interval_recode`` and ``top_coding`` give the bands and coded tails of ordered keys (released
+    as ``recode`` groups, each band coded by its smallest value, SPEC §8.2), ``local_suppression``
+    suppresses to k-anonymity and, where the global risk is still above the target, by individual
+    risk; ``microaggregation``, ``noise`` and ``rank_swap`` are the continuous keys' candidate steps.
+    ``budget_seconds``: the time budget of one wave's search, default 120 s (two minutes; a
+    100,000-record wave with 7 keys stays within it, ``benchmarks/plan_search.py``); past it the
+    search stops with the best plans found and says so. ``loss``: the information loss the plans are
+    compared on, the distance measure (1) with arctan distances (SPEC §9.1, ``lambda_arctan``,
+    default) or the mean TOPSIS loss (SPEC §10, ``topsis``).
     """
 
     enabled: bool = False

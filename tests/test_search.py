@@ -198,3 +198,13 @@ def test_searched_plan_beats_the_demo_plans_on_testdata(testdata):
     assert set(losses) == {"suppress_k3", "recode_suppress"}  # perturb fails linkage_risk
     assert all(result.recommended.loss <= loss + 1e-15 for loss in losses.values()), (result.recommended.loss, losses)
     assert result.recommended.loss < losses["recode_suppress"]
+
+
+def test_topsis_loss_option_compares_plans_on_the_mean_topsis_loss(testdata):
+    spec = categorical_spec(KEYS, max_global_risk=0.0008, search={"loss": "topsis", "max_level": 1})
+    result = search_wave(testdata, spec)
+    assert result.exhaustive and "every node evaluated" in result.bound  # no loss bound for TOPSIS
+    plan = result.recommended.plan
+    protected = survey.protect(testdata, spec, plan, wave="").data
+    assert result.recommended.loss == pytest.approx(survey.headline_loss(testdata, protected, spec)["topsis_mean"], abs=1e-12)
+    assert min(c.loss for c in result.front) == result.recommended.loss
