@@ -31,7 +31,9 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
    so the release replays them byte for byte) with the continuous keys' candidate steps, weakest
    first, until :func:`sdc_dagster.survey.release_checks` has no blocking failure; the loss is then
    :func:`sdc_dagster.survey.headline_loss` of the released variant. The recommended candidate is the
-   confirmed one with the least loss (named :data:`SEARCHED_PLAN`); the runner-up the next.
+   confirmed one with the least loss (named :data:`SEARCHED_PLAN`); the runner-up the next. When no
+   front candidate passes (the linkage through the released keys, say), the rest of the lattice is
+   evaluated and the candidates beyond the front are confirmed in loss order.
 """
 
 from __future__ import annotations
@@ -100,7 +102,9 @@ class WaveSearch:
     """The outcome of :func:`search_wave` (module docstring).
 
     ``candidates``: every evaluated node; ``front``: the Pareto front (global risk against loss) of
-    those meeting the target, by loss, confirmed ones carrying their checks; ``recommended``: the
+    those meeting the target, those passing the release checks first, each by loss, the confirmed ones
+    carrying their checks (when no front candidate passes them, the candidates beyond the front that
+    were confirmed join it); ``recommended``: the
     confirmed candidate of least loss (``plan.name == SEARCHED_PLAN``); ``runner_up``: the next;
     ``stricter``: what meeting half the global-risk target costs, ``{"target", "loss", "plan"}``
     (None when no candidate meets it); ``nodes_total``, ``nodes_evaluated``, ``exhaustive``, ``bound``
@@ -282,52 +286,68 @@ def search_wave(
     candidates: list[SearchCandidate] = []
     best_stricter = np.inf
     evaluated = tagged = 0
-    pruned_by_bound = 0
-    stopped = None
+
+    def walk(positions, use_bound: bool) -> tuple[str, int]:
+        """Evaluate the nodes at ``positions`` of ``order``: ("bound" | "budget" | "done", the
+        position where the walk stopped)."""
+        nonlocal best_stricter, evaluated, tagged
+        for position in positions:
+            index = order[position]
+            if use_bound and lower[index] > best_stricter + 1e-12:
+                return "bound", position
+            if time.perf_counter() - start > LATTICE_SHARE * budget:
+                return "budget", position
+            node, point = tuple(int(x) for x in nodes[index]), nodes[index]
+            if anonymous and (point >= np.array(anonymous)).all(axis=1).any():
+                is_anonymous, tagged = True, tagged + 1
+            elif not_anonymous and (point <= np.array(not_anonymous)).all(axis=1).any():
+                is_anonymous, tagged = False, tagged + 1
+            else:
+                frame = lattice.frame(node)
+                is_anonymous = not lattice.keys or risk.k_anonymity_violations(frame, lattice.keys, k) == 0
+                (anonymous if is_anonymous else not_anonymous).append(point)
+            if not is_anonymous and not suppress_allowed:
+                continue
+            candidate = _evaluate(data, spec, lattice, space, node, is_anonymous, float(lower[index]))
+            evaluated += 1
+            candidates.append(candidate)
+            if candidate.reaches_target and candidate.global_risk <= stricter_target:
+                best_stricter = min(best_stricter, candidate.loss)
+            if evaluated % 25 == 0:
+                say(f"{evaluated:,} nodes evaluated, {time.perf_counter() - start:.1f} s")
+        return "done", len(order)
+
     say(f"plan search of {spec.survey} {wave}: {len(nodes):,} nodes over {len(space)} keys")
-    for position, index in enumerate(order):
-        node = tuple(int(x) for x in nodes[index])
-        if measure == "lambda_arctan" and not exhaustive and lower[index] > best_stricter + 1e-12:
-            pruned_by_bound = len(order) - position
-            break
-        if time.perf_counter() - start > LATTICE_SHARE * budget:
-            stopped = len(order) - position
-            break
-        point = nodes[index]
-        if anonymous and (point >= np.array(anonymous)).all(axis=1).any():
-            is_anonymous, tagged = True, tagged + 1
-        elif not_anonymous and (point <= np.array(not_anonymous)).all(axis=1).any():
-            is_anonymous, tagged = False, tagged + 1
-        else:
-            frame = lattice.frame(node)
-            is_anonymous = spec.categorical_keys == [] or risk.k_anonymity_violations(frame, lattice.keys, k) == 0
-            (anonymous if is_anonymous else not_anonymous).append(point)
-        if not is_anonymous and not suppress_allowed:
-            continue
-        candidate = _evaluate(data, spec, lattice, space, node, is_anonymous, float(lower[index]))
-        evaluated += 1
-        candidates.append(candidate)
-        if candidate.reaches_target and candidate.global_risk <= stricter_target:
-            best_stricter = min(best_stricter, candidate.loss)
-        if evaluated % 25 == 0:
-            say(f"{evaluated:,} nodes evaluated, {time.perf_counter() - start:.1f} s")
-    if stopped is not None:
-        bound = (f"time budget: {stopped:,} of {len(nodes):,} nodes not evaluated after "
+    outcome, stop = walk(range(len(order)), use_bound=measure == "lambda_arctan" and not exhaustive)
+    left = len(order) - stop
+    if outcome == "budget":
+        bound = (f"time budget: {left:,} of {len(nodes):,} nodes not evaluated after "
                  f"{LATTICE_SHARE * budget:.0f} s (search.budget_seconds {budget:g})")
-    elif pruned_by_bound:
-        bound = (f"loss bound: {pruned_by_bound:,} nodes never evaluated, their recode-only loss (a lower bound "
+    elif outcome == "bound":
+        bound = (f"loss bound: {left:,} nodes never evaluated, their recode-only loss (a lower bound "
                  f"of their loss) above {best_stricter:.4g}, the least loss meeting the stricter target "
                  f"(global risk <= {stricter_target:g})")
     else:
         bound = "none: every node evaluated"
     bound += f"; {tagged:,} nodes tagged k-anonymous or not without a frequency check (predictive tagging)"
     reaching = [c for c in candidates if c.reaches_target]
-    window = [c for c in reaching if c.loss <= best_stricter + 1e-12]
-    front = pareto_front(window)
+    front = pareto_front([c for c in reaching if c.loss <= best_stricter + 1e-12])
     say(f"front of {len(front)} candidates; confirming with the release checks")
-    confirmed_front, recommended, runner_up = _confirm(data, spec, space, front, wave, start, say)
+    confirmed = _confirm(data, spec, space, front, wave, start, say)
+    if not any(c.confirmed for c in confirmed) and time.perf_counter() - start < budget:
+        # the front fails a release check (linkage through the keys, say): coarser plans may pass
+        before = evaluated
+        if outcome == "bound":
+            outcome, stop = walk(range(stop, len(order)), use_bound=False)
+            left = len(order) - stop
+        beyond = sorted((c for c in candidates if c.reaches_target and c not in front), key=lambda c: c.loss)
+        say(f"no front candidate passes the release checks: {len(beyond)} candidates beyond the front confirmed")
+        confirmed += [c for c in _confirm(data, spec, space, beyond, wave, start, say) if c.checks]
+        bound += (f"; no front candidate passed the release checks, so {evaluated - before:,} more nodes were "
+                  f"evaluated ({left:,} left) and the candidates beyond the front confirmed in loss order")
+    ranked, recommended, runner_up = _rank(confirmed)
     stricter = None
-    meets = [c for c in confirmed_front if c.confirmed and c.global_risk <= stricter_target]
+    meets = [c for c in ranked if c.confirmed and c.global_risk <= stricter_target]
     if meets:
         cheapest = min(meets, key=lambda c: c.loss)
         stricter = {"target": stricter_target, "loss": cheapest.loss, "plan": cheapest.plan.name}
@@ -335,13 +355,13 @@ def search_wave(
     say(f"plan search done: {evaluated:,} of {len(nodes):,} nodes evaluated in {seconds:.1f} s")
     return WaveSearch(
         candidates=tuple(candidates),
-        front=tuple(confirmed_front),
+        front=tuple(ranked),
         recommended=recommended,
         runner_up=runner_up,
         stricter=stricter,
         nodes_total=len(nodes),
         nodes_evaluated=evaluated,
-        exhaustive=stopped is None and not pruned_by_bound,
+        exhaustive=outcome == "done",
         bound=bound,
         seconds=seconds,
         space={key: h.words() for key, h in full_space.items()},
@@ -476,11 +496,15 @@ def _confirm(data, spec, space, front, wave, start, say):
         if result.confirmed:
             passed = sorted(passed + [result], key=lambda c: c.loss)
             stricter_done = stricter_done or result.global_risk <= stricter_target
-    # the confirmed ones first (by loss), then the others: the recommended plan is the first
-    confirmed.sort(key=lambda c: (not c.confirmed, c.loss))
-    renamed = [replace(c, plan=replace(c.plan, name=SEARCHED_PLAN if i == 0 and c.confirmed
-                                       else f"{SEARCHED_PLAN}_{i + 1}"))
-               for i, c in enumerate(confirmed)]
-    recommended = renamed[0] if passed else None
-    runner_up = renamed[1] if len(passed) > 1 else None
-    return renamed, recommended, runner_up
+    return confirmed
+
+
+def _rank(confirmed: list[SearchCandidate]) -> tuple[list[SearchCandidate], SearchCandidate | None,
+                                                     SearchCandidate | None]:
+    """The candidates passing the release checks first (by loss), then the others; the first passing
+    one is named :data:`SEARCHED_PLAN`, the others ``searched_2``, ...; (all, recommended, runner-up)."""
+    ranked = sorted(confirmed, key=lambda c: (not c.confirmed, c.loss))
+    ranked = [replace(c, plan=replace(c.plan, name=SEARCHED_PLAN if i == 0 and c.confirmed else f"{SEARCHED_PLAN}_{i + 1}"))
+              for i, c in enumerate(ranked)]
+    passing = [c for c in ranked if c.confirmed]
+    return ranked, (passing[0] if passing else None), (passing[1] if len(passing) > 1 else None)
