@@ -158,7 +158,6 @@ class _Lattice:
 
     def __init__(self, data: pd.DataFrame, spec: SurveySpec, space: dict[str, KeyHierarchy]):
         self.keys = list(space)
-        self.space = space
         self.weight = spec.weight if spec.weight in data.columns else None
         self.values = {}  # key -> [values of level 0, level 1, ...] (arrays, one per record)
         for key, hierarchy in space.items():
@@ -343,8 +342,8 @@ def search_wave(
         beyond = sorted((c for c in candidates if c.reaches_target and c not in front), key=lambda c: c.loss)
         say(f"no front candidate passes the release checks: {len(beyond)} candidates beyond the front confirmed")
         confirmed += [c for c in _confirm(data, spec, space, beyond, wave, start, say) if c.checks]
-        bound += (f"; no front candidate passed the release checks, so {evaluated - before:,} more nodes were "
-                  f"evaluated ({left:,} left) and the candidates beyond the front confirmed in loss order")
+        bound += (f"; as no front candidate passed the release checks, {evaluated - before:,} more nodes were then "
+                  f"evaluated ({left:,} left unevaluated) and the candidates beyond the front confirmed in loss order")
     ranked, recommended, runner_up = _rank(confirmed)
     stricter = None
     meets = [c for c in ranked if c.confirmed and c.global_risk <= stricter_target]
@@ -460,8 +459,10 @@ def _confirm(data, spec, space, front, wave, start, say):
     stricter_target = spec.risk.max_global_risk / 2
     stricter_done = False
 
+    last_run = [0.0]  # seconds of the last plan run: the next is not started unless it fits the budget
+
     def over_budget() -> bool:
-        return time.perf_counter() - start > spec.search.budget_seconds
+        return time.perf_counter() - start + last_run[0] > spec.search.budget_seconds
 
     for candidate in front:
         needed = len(passed) < 2 or candidate.loss <= passed[1].loss
@@ -471,6 +472,7 @@ def _confirm(data, spec, space, front, wave, start, say):
         suppression = [s for s in candidate.plan.steps if s["method"] in ("local_suppression", "risk_suppression")]
 
         def run(option, candidate=candidate, suppression=suppression):
+            began = time.perf_counter()
             plan = _node_plan(space, candidate.levels, suppression, spec.risk.k, option, SEARCHED_PLAN)
             protected = protect(data, spec, plan, wave=wave).data
             checks = release_checks(protected, spec, plan, original=data)
@@ -478,6 +480,7 @@ def _confirm(data, spec, space, front, wave, start, say):
             loss = figures.get("lambda_arctan" if spec.search.loss == "lambda_arctan" else "topsis_mean", np.nan)
             linkage = checks.get("linkage_risk", {}).get("value", np.nan)
             found = checks.get("global_risk", {}).get("value")
+            last_run[0] = time.perf_counter() - began
             return replace(candidate, plan=plan, checks=checks, loss=float(loss),
                            linkage_risk=float(linkage) if isinstance(linkage, (int, float)) else np.nan,
                            global_risk=float(found) if isinstance(found, (int, float)) else candidate.global_risk)
