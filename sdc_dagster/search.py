@@ -459,10 +459,10 @@ def _confirm(data, spec, space, front, wave, start, say):
     stricter_target = spec.risk.max_global_risk / 2
     stricter_done = False
 
-    last_run = [0.0]  # seconds of the last plan run: the next is not started unless it fits the budget
+    last_run = [0.0]  # seconds of the last plan run: the next is not started unless twice that fits the budget
 
     def over_budget() -> bool:
-        return time.perf_counter() - start + last_run[0] > spec.search.budget_seconds
+        return time.perf_counter() - start + 2 * last_run[0] > spec.search.budget_seconds
 
     for candidate in front:
         needed = len(passed) < 2 or candidate.loss <= passed[1].loss
