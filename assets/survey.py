@@ -387,9 +387,9 @@ def plan_search_asset(spec: SurveySpec) -> AssetsDefinition:
         **_common(spec),
     )
     def plan_search(context: AssetExecutionContext, raw_microdata: pd.DataFrame):
-        found = search.search_wave(raw_microdata, spec, progress=context.log.info)
+        found = search.search_wave(raw_microdata, spec, wave=context.partition_key, progress=context.log.info)
         front = found.front_frame()
-        plan = (found.recommended or found.best_effort).plan
+        plan = search.plan_to_release(found, spec)
         context.add_output_metadata({
             "front": table_markdown(front),
             "recommended": plan.description,

@@ -144,9 +144,43 @@ class ReleaseOptions:
     renumber_ids: bool = True
 
 
+#: Step methods the plan search may use (``search.methods``): the generalisation and suppression of
+#: the categorical keys, and the candidate steps of the continuous keys.
+SEARCH_METHODS = ("recode", "interval_recode", "top_coding", "local_suppression", "microaggregation", "noise",
+                  "rank_swap")
+SEARCH_LOSSES = ("lambda_arctan", "topsis")
+
+
+#: The name of the plan the search recommends, as a protected variant (``protected_searched``).
+SEARCHED_PLAN = "searched"
+
+
 @dataclass(frozen=True)
-class SearchOptions:  # TEMPORARY stand-in until the search branch merges
+class SearchOptions:
+    """The plan search of a wave (``search:``, issue 22; :func:`sdc_dagster.search.search_wave`).
+
+    ``enabled``: whether the pipeline searches (off when the spec has no ``search:`` section, on when
+    it has one without ``enabled``; drafted specs write ``search: {enabled: true}``).
+    ``keep``: categorical keys never recoded. ``max_level``: the deepest generalisation level tried
+    per key (None: every level the data gives). ``methods``: the step methods the search may use
+    (:data:`SEARCH_METHODS`): ``recode`` merges rare categories (or the spec's ``hierarchy:``),
+    ``interval_recode`` and ``top_coding`` give the bands and coded tails of ordered keys (released
+    as ``recode`` groups, each band coded by its smallest value, SPEC §8.2), ``local_suppression``
+    suppresses to k-anonymity and, where the global risk is still above the target, by individual
+    risk; ``microaggregation``, ``noise`` and ``rank_swap`` are the continuous keys' candidate steps.
+    ``budget_seconds``: the time budget of one wave's search, default 120 s (two minutes; a
+    100,000-record wave with 7 keys stays within it, ``benchmarks/plan_search.py``); past it the
+    search stops with the best plans found and says so. ``loss``: the information loss the plans are
+    compared on, the distance measure (1) with arctan distances (SPEC §9.1, ``lambda_arctan``,
+    default) or the mean TOPSIS loss (SPEC §10, ``topsis``).
+    """
+
     enabled: bool = False
+    keep: tuple[str, ...] = ()
+    max_level: int | None = None
+    methods: tuple[str, ...] = SEARCH_METHODS
+    budget_seconds: float = 120.0
+    loss: str = "lambda_arctan"
 
 
 @dataclass(frozen=True)
@@ -493,6 +527,44 @@ def _parse_release(raw: Any, problems: _Problems) -> ReleaseOptions:
                           renumber_ids=raw.get("renumber_ids", True))
 
 
+def _parse_search(raw: Any, variables: dict[str, Variable | None], problems: _Problems) -> SearchOptions:
+    """The ``search:`` section (:class:`SearchOptions`); each wrong key is recorded."""
+    raw = _mapping(raw, "search")
+    problems.unknown_keys(raw, "search", {"enabled", "keep", "max_level", "methods", "budget_seconds", "loss"})
+    options = {}
+    enabled = raw.get("enabled", True)
+    if problems.attempt(_expect, isinstance(enabled, bool), "search.enabled", "true or false", default=_FAILED) is None:
+        options["enabled"] = enabled
+    keep = raw.get("keep", [])
+    keep = [keep] if isinstance(keep, str) else keep
+    keys = {name for name, v in variables.items() if v is not None and v.role == "categorical_key"}
+    if problems.attempt(_expect, isinstance(keep, list) and all(isinstance(k, str) for k in keep), "search.keep",
+                        "a list of categorical keys never recoded", default=_FAILED) is None:
+        # a variable that did not parse has its own error: it is not blamed here
+        unknown = [k for k in keep if k not in keys and variables.get(k, False) is not None]
+        if problems.attempt(_expect, not unknown, "search.keep", f"categorical keys of the spec ({sorted(keys)}), "
+                            f"got {unknown}", default=_FAILED) is None:
+            options["keep"] = tuple(dict.fromkeys(keep))
+    level = raw.get("max_level")
+    if problems.attempt(_expect, level is None or (isinstance(level, int) and not isinstance(level, bool) and level >= 0),
+                        "search.max_level", "a non-negative integer (0: no recoding)", default=_FAILED) is None:
+        options["max_level"] = level
+    methods = raw.get("methods", list(SEARCH_METHODS))
+    if problems.attempt(_expect, isinstance(methods, list) and methods and all(m in SEARCH_METHODS for m in methods),
+                        "search.methods", f"a non-empty list of methods from {list(SEARCH_METHODS)}, got {methods!r}",
+                        default=_FAILED) is None:
+        options["methods"] = tuple(dict.fromkeys(methods))
+    budget = raw.get("budget_seconds", SearchOptions.budget_seconds)
+    if problems.attempt(_expect, isinstance(budget, (int, float)) and not isinstance(budget, bool) and budget > 0,
+                        "search.budget_seconds", "a positive number of seconds", default=_FAILED) is None:
+        options["budget_seconds"] = float(budget)
+    measure = raw.get("loss", SearchOptions.loss)
+    if problems.attempt(_expect, measure in SEARCH_LOSSES, "search.loss", f"one of {list(SEARCH_LOSSES)}, got {measure!r}",
+                        default=_FAILED) is None:
+        options["loss"] = measure
+    return SearchOptions(**options)
+
+
 def parse_spec(raw: Any, *, spec_path: Path | None = None, text: str = "") -> SurveySpec:
     """Validate a parsed YAML document and build the :class:`SurveySpec`.
 
@@ -511,7 +583,7 @@ def parse_spec(raw: Any, *, spec_path: Path | None = None, text: str = "") -> Su
 def _parse_spec(raw: Any, problems: _Problems, spec_path: Path | None, text: str) -> SurveySpec | None:
     raw = _mapping(raw, "spec")
     problems.unknown_keys(raw, "spec", {"survey", "title", "source", "variables", "missing", "risk", "plans",
-                                               "release"})
+                                               "release", "search"})
     _expect("survey" in raw, "survey", "the survey name (missing)")
     survey = raw["survey"]
     problems.attempt(_expect, name_problem("survey name", survey) is None, "survey",
@@ -544,6 +616,10 @@ def _parse_spec(raw: Any, problems: _Problems, spec_path: Path | None, text: str
         for name, value in plans_raw.items()
     )
     release = problems.attempt(_parse_release, raw.get("release", {}), problems)
+    search = problems.attempt(_parse_search, raw.get("search", {"enabled": False}), parsed, problems)
+    if search is not None and search.enabled and SEARCHED_PLAN in plans_raw:
+        problems.attempt(_expect, False, f"plans.{SEARCHED_PLAN}",
+                         f"another name: {SEARCHED_PLAN!r} is the plan the search finds (search: is on)")
     if problems.errors:
         return None
     return SurveySpec(
@@ -556,6 +632,7 @@ def _parse_spec(raw: Any, problems: _Problems, spec_path: Path | None, text: str
         spec_path=spec_path,
         spec_hash=hashlib.sha256(text.encode()).hexdigest() if text else "",
         release=release,
+        search=search,
     )
 
 

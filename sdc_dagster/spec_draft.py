@@ -698,6 +698,7 @@ def draft_spec(path: str | Path, survey: str) -> str:
             "                                # original record: at most one in five (next to sdcMicro's dRisk,",
             "                                # the share of records whose masked values stay near the original)",
         ]
+    lines.append("search: {enabled: true}          # search the plan that meets the risk target with the least loss")
     lines.append("plans:")
     if categorical:
         # With continuous keys too, the amounts are microaggregated within each released key

@@ -17,7 +17,7 @@ from sdc_dagster.errors import NotComputable, SDCInputError
 from sdc_dagster.protect.plan import PlanResult, apply_plan
 from sdc_dagster.report import MeasureNote, PlanSummary, ReportInputs, format_value
 from sdc_dagster.sources import read_wave_file, value_labels
-from sdc_dagster.spec import Plan, SurveySpec, load_spec
+from sdc_dagster.spec import SEARCHED_PLAN, Plan, SurveySpec, load_spec
 
 
 def if_computable(notes: list[MeasureNote], measure: str, variant: str, compute, *args, **kwargs):
@@ -210,8 +210,6 @@ def residual_contributions(
 
 def wave_plan_names(spec: SurveySpec) -> list[str]:
     """The plans a wave is protected by: the spec's, then the searched plan when the spec searches."""
-    from sdc_dagster.search import SEARCHED_PLAN
-
     return [p.name for p in spec.plans] + ([SEARCHED_PLAN] if spec.search.enabled else [])
 
 
