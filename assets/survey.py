@@ -401,8 +401,7 @@ def plan_search_asset(spec: SurveySpec) -> AssetsDefinition:
             "random_state": plan.random_state,
             "steps": MetadataValue.json(list(plan.steps)),
         })
-        summary = pd.DataFrame([{"nodes_evaluated": found.nodes_evaluated, "nodes_total": found.nodes_total,
-                                 "exhaustive": found.exhaustive, "bound": found.bound, "seconds": found.seconds}])
+        summary = pd.DataFrame([search.search_summary(found)])
         return {"front": front, "plan": _plan_frame(plan), "summary": summary}
 
     return plan_search
@@ -579,6 +578,7 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
             measure_notes=notes,
             plans=plans,
             search_front=searched["front"] if searched is not None else None,
+            search=searched["summary"].iloc[0].to_dict() if searched is not None else None,
             source=Path(raw_source(context, wave)["source_snapshot"]),
         )
         plans = inputs.plans

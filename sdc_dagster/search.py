@@ -523,3 +523,22 @@ def plan_to_release(found: WaveSearch, spec: SurveySpec) -> Plan:
         return Plan(name=SEARCHED_PLAN, steps=(), k=spec.risk.k, random_state=SEARCH_SEED,
                     description="plan search: no candidate evaluated within the budget")
     return replace(chosen.plan, name=SEARCHED_PLAN)
+
+
+def search_summary(found: WaveSearch) -> dict:
+    """The search in figures, as the report and the asset's metadata show it: nodes evaluated of the
+    lattice, exhaustive or how it was cut (``bound``), seconds, the recommended plan and the
+    runner-up in words with their loss, and what half the global-risk target would cost in loss
+    (``stricter_target``, ``stricter_loss``; NaN when no evaluated plan meets it)."""
+    def described(candidate: SearchCandidate | None) -> tuple[str, float]:
+        return (candidate.plan.description, candidate.loss) if candidate else ("", float("nan"))
+
+    recommended, recommended_loss = described(found.recommended)
+    runner_up, runner_up_loss = described(found.runner_up)
+    stricter = found.stricter or {}
+    return {"nodes_evaluated": found.nodes_evaluated, "nodes_total": found.nodes_total,
+            "exhaustive": found.exhaustive, "bound": found.bound, "seconds": found.seconds,
+            "recommended": recommended, "recommended_loss": recommended_loss,
+            "runner_up": runner_up, "runner_up_loss": runner_up_loss,
+            "stricter_target": float(stricter.get("target", float("nan"))),
+            "stricter_loss": float(stricter.get("loss", float("nan")))}

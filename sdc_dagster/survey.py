@@ -830,6 +830,7 @@ def report_inputs(
     measure_notes: list[MeasureNote] | None = None,
     plans: list[Plan] | None = None,
     search_front: pd.DataFrame | None = None,
+    search: dict | None = None,
     source: Path | None = None,
     con=None,
 ) -> ReportInputs:
@@ -843,7 +844,8 @@ def report_inputs(
     distributions before and after; the unsafe combinations table (SPEC §3.10) is computed on
     ``original`` with the spec's k. ``measure_notes``: the measures the stages left out or limited
     (:class:`MeasureNote`), shown in the report. ``plans``: the wave's plans (default: the spec's;
-    the wave chain adds the searched plan), ``search_front``: the front the search chose it from.
+    the wave chain adds the searched plan), ``search_front``: the front the search chose it from,
+    ``search``: the search in figures (:func:`sdc_dagster.search.search_summary`).
     ``source``: the wave file, whose SPSS / Stata value labels (:func:`~sdc_dagster.sources.value_labels`)
     the report shows next to the codes."""
     wave_plans = list(spec.plans) if plans is None else list(plans)
@@ -909,6 +911,7 @@ def report_inputs(
         continuous=continuous,
         measure_notes=list(measure_notes or []),
         search_front=search_front,
+        search=search,
         value_labels=value_labels(source, default_format=spec.source.format) if source is not None else {},
     )
 

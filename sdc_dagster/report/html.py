@@ -34,6 +34,7 @@ from sdc_dagster.report.plots import (
     histograms_png,
     risk_utility_map_png,
 )
+from sdc_dagster.spec import SEARCHED_PLAN
 
 _CSS = """
 *, *::before, *::after { box-sizing: border-box; }
@@ -506,6 +507,41 @@ def _release_note(release: dict | None) -> str:
 # --- sections ------------------------------------------------------------------------------------
 
 
+def search_sentence(inputs: ReportInputs) -> str:
+    """What the plan search did and found, in words: the nodes it evaluated and how the lattice was
+    cut, the plan it proposes (``searched``) and its loss against every other eligible plan, the
+    runner-up, and the loss a stricter target (half the global-risk target) would cost."""
+    found = inputs.search
+    label = measure_info(inputs.loss_measure).label
+    how = "every plan of the space" if found["exhaustive"] else found["bound"]
+    text = (f"The plan search evaluated {int(found['nodes_evaluated']):,} of {int(found['nodes_total']):,} "
+            f"generalisation plans in {found['seconds']:.1f} s ({how}). ")
+    searched = inputs.plans.get(SEARCHED_PLAN)
+    if not found["recommended"] or searched is None:
+        return text + "No searched plan passes every blocking release check."
+    text += f"It proposes {SEARCHED_PLAN} ({found['recommended']}). "
+    mine = searched.loss.get(inputs.loss_measure, np.nan)
+    compared = []
+    for name, plan in inputs.plans.items():
+        other = plan.loss.get(inputs.loss_measure, np.nan)
+        if name == SEARCHED_PLAN or not plan.releasable or np.isnan(other) or np.isnan(mine):
+            continue
+        if np.isclose(mine, other, rtol=1e-9, atol=1e-12):
+            compared.append(f"equal to {name}'s (the same protection)")
+        else:
+            compared.append(f"{'lower' if mine < other else 'higher'} than {name}'s ({other:.4g})")
+    if compared:
+        text += f"Its {label} ({mine:.4g}) is " + ", ".join(compared) + ". "
+    if found["runner_up"]:
+        text += f"Runner-up: {found['runner_up']} ({label} {found['runner_up_loss']:.4g}). "
+    if not np.isnan(found["stricter_loss"]):
+        text += (f"Meeting a stricter global-risk target of {format_value(found['stricter_target'], 'share')} "
+                 f"would cost a {label} of {found['stricter_loss']:.4g}.")
+    else:
+        text += "No searched plan meets half the global-risk target."
+    return text.strip()
+
+
 def _decision_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recommendation) -> str:
     settings = [f"{inputs.n_records:,} records"]
     if inputs.keys:
@@ -544,6 +580,8 @@ def _decision_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recomm
                else "<strong>No plan is recommended</strong>")
     parts.append(f'<div class="{box}"><p>{verdict}. {html.escape(chosen.reason)}</p>'
                  f'<p class="rule">Rule: {html.escape(RECOMMENDATION_RULE)}</p></div>')
+    if inputs.search is not None:
+        parts.append(f"<p>{html.escape(search_sentence(inputs))}</p>")
     parts.append(_risk_before(inputs))
     loss_label = measure_info(inputs.loss_measure)
     rows = {}

@@ -140,6 +140,10 @@ class ReportInputs:
         The front of a plan search: one row per searched candidate on it, columns ``global_risk``
         and ``loss`` (fractions, the loss by ``loss_measure``), drawn as a step line on the
         risk-utility map; None without a search.
+    search : dict or None
+        The plan search in figures (:func:`sdc_dagster.search.search_summary`: nodes evaluated,
+        bound, seconds, the recommended plan and the runner-up with their loss, the loss a stricter
+        target would cost); None without a search.
     """
 
     survey: str
@@ -167,3 +171,4 @@ class ReportInputs:
     measure_notes: list[MeasureNote] = field(default_factory=list)
     value_labels: dict[str, dict] = field(default_factory=dict)
     search_front: pd.DataFrame | None = None
+    search: dict | None = None
