@@ -665,7 +665,7 @@ def run_plan(survey_name: str, wave: str, *, data_file: str | None = None, write
         print("sdc plan: no plan of the search space meets the risk target", file=out)
         return EXIT_WITHHELD
     with pd_display():
-        print(found.front_frame().to_string(), file=out)
+        print(found.front_frame().set_index("plan").to_string(), file=out)
     if found.recommended is not None:
         print(f"recommended: {found.recommended.plan.description}", file=out)
     if not write:

@@ -4,8 +4,10 @@ wave with no eligible plan releases nothing, exits 3 and fails its Dagster run (
 blocking ``wave_released`` check)."""
 
 import json
+import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -237,3 +239,31 @@ def test_a_run_that_fails_after_its_plans_publishes_no_release(tmp_path, home, c
     assert status == 1 and "information loss broke" in text, text
     assert lineage.list_releases(home / "releases", "own", "2024", "suppress_k3")  # the plan's decision
     assert lineage.wave_release(home / "releases", "own", "2024") is None  # but nothing released
+
+
+def test_sdc_plan_prints_the_front_and_writes_its_plans_into_the_spec(tmp_path, home, capsys):
+    source = own_survey(tmp_path, home, capsys, [3])
+    spec_file = home / "specs" / "own.yaml"
+    before = spec_file.read_text()
+    status, text = sdc(capsys, "plan", "own", "2024", "--file", str(source), "--write")
+    assert status == EXIT_OK, text
+    assert re.search(r"^\d+ of \d+ plans evaluated in [\d.]+ s", text, re.M), text
+    assert re.search(r"^searched .* True$", text, re.M), text  # the recommended row of the front
+    written = yaml.safe_load(spec_file.read_text())
+    added = [name for name in written["plans"] if name.startswith("search_")]
+    assert added and f"added {', '.join(added)} to {spec_file}" in text
+    assert spec_file.read_text().startswith(before.rstrip("\n").split("plans:")[0])  # the rest kept
+    spec = load_spec(spec_file)
+    # the written plan runs as any other: the first (the recommended one) reaches 3-anonymity, the
+    # protected file counted with pandas (a suppressed value matches every value, SPEC §2.4)
+    from sdc_dagster import survey
+    from sdc_dagster.sources import read_wave_file
+
+    data = read_wave_file(spec, source)
+    protected = survey.protect(data, spec, spec.plan(added[0]), wave="2024").data
+    keys = spec.categorical_keys
+    observed = ~pd.isna(protected[keys]).to_numpy()
+    values = np.where(observed, protected[keys].astype(object).to_numpy(), "missing")
+    matches = [(((values == row) | ~observed | ~seen).all(axis=1)).sum() for row, seen in zip(values, observed)]
+    assert min(matches) >= 3
+    assert sdc(capsys, "check", str(spec_file), "--data", str(source))[0] == EXIT_OK
