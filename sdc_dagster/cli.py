@@ -630,14 +630,17 @@ def run_plan(survey_name: str, wave: str, *, data_file: str | None = None, write
              home: str | None = None, out=None) -> int:
     """Search the plans of a wave (:func:`sdc_dagster.search.search_wave`, with the spec's
     ``search:`` options, whether or not the wave chain searches) and print the front; with
-    ``write``, add the front's plans to the spec file as named plans ``search_<n>`` that can be
-    edited and run like any other."""
+    ``write``, add the front's plans to the spec file as named plans ``search_<n>``
+    (:func:`~sdc_dagster.protect.plan_search.front_as_yaml`) that can be edited and run like any other."""
     out = out or sys.stdout
     _prepare_environment(home)
     if _unsafe_names("plan", out, ("survey name", survey_name), ("wave id", wave)):
         return EXIT_USAGE
+    import yaml
+
     from sdc_dagster import search
     from sdc_dagster.errors import SDCInputError
+    from sdc_dagster.protect.plan_search import front_as_yaml
     from sdc_dagster.resources.storage import landing_dir
     from sdc_dagster.sources import file_format, locate_wave_file, read_wave_file
     from sdc_dagster.spec import SpecError, load_spec, spec_text_with_plans
@@ -670,10 +673,7 @@ def run_plan(survey_name: str, wave: str, *, data_file: str | None = None, write
         print(f"recommended: {found.recommended.plan.description}", file=out)
     if not write:
         return EXIT_OK
-    taken = {p.name for p in spec.plans}
-    names = (f"search_{i}" for i in range(1, 10_000) if f"search_{i}" not in taken)
-    plans = {next(names): {"description": c.plan.description, "k": c.plan.k, "random_state": c.plan.random_state,
-                           "steps": [dict(step) for step in c.plan.steps]} for c in found.front}
+    plans = yaml.safe_load(front_as_yaml(found.front, taken=[p.name for p in spec.plans]))["plans"]
     text = spec_text_with_plans(spec.spec_path.read_text(), plans)
     try:
         with atomic_path(spec.spec_path) as candidate:

@@ -46,7 +46,7 @@ def front_points(result):
 # --- the spec's search: section ---------------------------------------------------------------
 
 def test_search_section_defaults_and_values():
-    assert load_spec(EXAMPLE_SPEC).search == SearchOptions()
+    assert load_spec(EXAMPLE_SPEC).search == SearchOptions(enabled=True)  # the demo spec searches
     assert SearchOptions().enabled is False and SearchOptions().budget_seconds == 120.0
     spec = categorical_spec(KEYS, search={"keep": ["sex"], "max_level": 2, "methods": ["recode", "local_suppression"],
                                           "budget_seconds": 30, "loss": "topsis"})

@@ -9,6 +9,7 @@ block of a survey spec, as named, editable plans.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import count
 from typing import Any
 
 import numpy as np
@@ -49,18 +50,18 @@ def front_as_yaml(candidates: Iterable[Any], *, taken: Iterable[str] = ()) -> st
     """The candidates' plans (objects with ``plan``, ``global_risk`` or ``risk``, and ``loss``) as the
     ``plans:`` block of a survey spec (SPEC §8), risk and loss in each description.
 
-    ``taken``: plan names the spec already uses; a candidate's name that clashes gets the first free
-    suffix ``_2``, ``_3``, ... so that the block can be appended to the spec's plans."""
+    The plans are named ``search_1``, ``search_2``, ... in the candidates' order, skipping the names
+    of ``taken`` (the spec's plans), so that the block can be appended to the spec's plans and never
+    takes the name of the pipeline's own searched plan. A random step's seed derives from the plan's
+    name (:func:`~sdc_dagster.protect.plan.step_seed`): under its new name a plan with noise or
+    rank swapping gives another draw of the same method than the candidate evaluated."""
     used = set(taken)
+    names = (f"search_{i}" for i in count(1) if f"search_{i}" not in used)
     plans = {}
     for candidate in candidates:
         plan = candidate.plan
-        name, suffix = plan.name, 2
-        while name in used:
-            name, suffix = f"{plan.name}_{suffix}", suffix + 1
-        used.add(name)
         risk = getattr(candidate, "global_risk", getattr(candidate, "risk", float("nan")))
-        plans[name] = {
+        plans[next(names)] = {
             "description": f"{plan.description} (global risk {risk:.4g}, loss {candidate.loss:.4g})",
             "k": int(plan.k),
             "random_state": int(plan.random_state),

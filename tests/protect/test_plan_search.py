@@ -29,17 +29,23 @@ def test_pareto_front_of_hand_made_points():
     assert pareto_front([]) == []
 
 
+def front_as_yaml_names(taken):
+    two = [candidate("a", 0.002, 0.01), candidate("b", 0.001, 0.02)]
+    return yaml.safe_load(front_as_yaml(two, taken=taken))["plans"]
+
+
 def test_front_yaml_is_a_runnable_plans_block_without_name_clashes():
     raw = yaml.safe_load(EXAMPLE_SPEC.read_text())
     recode = ({"method": "recode", "variable": "water", "groups": [[5, 6, 7, 9]]}, {"method": "local_suppression", "k": 3})
     block = yaml.safe_load(front_as_yaml([candidate("suppress_k3", 0.002, 0.01), candidate("searched", 0.001, 0.02, recode)],
                                          taken=raw["plans"]))["plans"]
-    assert list(block) == ["suppress_k3_2", "searched"]
-    assert "global risk 0.002, loss 0.01" in block["suppress_k3_2"]["description"]
+    assert list(block) == ["search_1", "search_2"]
+    assert "global risk 0.002, loss 0.01" in block["search_1"]["description"]
+    assert list(front_as_yaml_names(["search_1", "p"])) == ["search_2", "search_3"]  # taken names skipped
     raw["plans"].update(block)
     spec = parse_spec(raw)
     testdata = pd.read_csv(DATA)
-    plan = spec.plan("searched")
+    plan = spec.plan("search_2")
     assert list(plan.steps) == list(recode) and plan.k == 3
     protected = apply_plan(testdata, plan.steps, keys=spec.categorical_keys, random_state=plan.random_state).data
     assert set(protected["water"].dropna()) <= {1, 2, 3, 4, 5, 8}
