@@ -179,8 +179,10 @@ def test_run_and_check_exit_status_on_bad_data(tmp_path, home, small_survey, cap
     bad.to_csv(bad_file, index=False)
     status, out = sdc(capsys, "run", "small", "2025", "--file", str(bad_file))
     assert status == EXIT_BAD_DATA, out
-    assert "bad data in small__raw_microdata" in out and "column 'urbrur'" in out and "rows (1-based): 3, 6" in out
-    assert not list((home / "storage").rglob("2025*"))
+    # validated before it lands: rejected with the column, the rule and the rows, nothing landed or stored
+    assert out.startswith("sdc run: bad data: small wave 2025 (bad.csv): column 'urbrur'"), out
+    assert "rows (1-based): 3, 6" in out
+    assert not list((home / "storage").rglob("2025*")) and not list((home / "landing").rglob("2025*"))
     status, out = sdc(capsys, "check", str(home / "specs" / "small.yaml"), "--data", str(bad_file))
     assert status == EXIT_BAD_DATA and "column 'urbrur'" in out and "rows (1-based): 3, 6" in out
 

@@ -20,6 +20,8 @@ TESTDATA_ASSETS = [
     "protected_suppress_k3",
     "protected_recode_suppress",
     "protected_perturb",
+    "plan_search",
+    "protected_searched",
     "residual_risk",
     "residual_contributions",
     "information_loss",
