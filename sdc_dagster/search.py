@@ -189,7 +189,7 @@ def _node_plan(space: dict[str, KeyHierarchy], node: tuple[int, ...], suppressio
             words.append(f"{key}: {hierarchy.levels[level].words}")
     for step in suppression:
         steps.append(step)
-        words.append(f"local suppression to {k}-anonymity" if step["method"] == "local_suppression" else
+        words.append(f"local suppression to {step['k']}-anonymity" if step["method"] == "local_suppression" else
                      f"suppression of key values of records with individual risk above {step['threshold']:.4g}")
     if continuous is not None:
         steps.append(continuous)
@@ -491,6 +491,16 @@ def _confirm(data, spec, space, front, wave, start, say):
             result = _weakest_passing(chain, run, over_budget)
             if result.confirmed:
                 break
+        for stronger in _stronger_suppressions(spec, result):
+            # records alone in their released key combination keep their amounts whatever the
+            # continuous step, and Gower linkage finds them through the keys: suppress to a larger k
+            if over_budget():
+                break
+            ladder = [stronger, *(s for s in suppression if s["method"] == "risk_suppression")]
+            result = _weakest_passing(chains[0], lambda option, ladder=ladder: run(option, suppression=ladder),
+                                      over_budget)
+            if result.confirmed:
+                break
         failures = blocking_failures(result.checks) if result.checks else {"not run": "time budget"}
         say(f"{candidate.plan.name}: " + (f"passes the release checks, loss {result.loss:.4g}" if result.confirmed
                                           else f"fails {', '.join(failures)}"))
@@ -499,6 +509,21 @@ def _confirm(data, spec, space, front, wave, start, say):
             passed = sorted(passed + [result], key=lambda c: c.loss)
             stricter_done = stricter_done or result.global_risk <= stricter_target
     return confirmed
+
+
+#: The local-suppression k tried, as multiples of the target k, when a candidate fails the linkage
+#: check only (:func:`_stronger_suppressions`).
+SUPPRESSION_LADDER = (2, 3, 4)
+
+
+def _stronger_suppressions(spec: SurveySpec, result: SearchCandidate) -> list[dict]:
+    """Local suppression to 2k, 3k, 4k (:data:`SUPPRESSION_LADDER`) for a candidate whose only failed
+    blocking check is ``linkage_risk`` on a spec with categorical keys and local suppression
+    allowed; nothing otherwise."""
+    failed = set(blocking_failures(result.checks)) if result.checks else set()
+    if failed != {"linkage_risk"} or not spec.categorical_keys or "local_suppression" not in spec.search.methods:
+        return []
+    return [_suppression_step(factor * spec.risk.k) for factor in SUPPRESSION_LADDER]
 
 
 def _rank(confirmed: list[SearchCandidate]) -> tuple[list[SearchCandidate], SearchCandidate | None,

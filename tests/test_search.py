@@ -3,6 +3,7 @@
 Expected values come from the chain's own release checks and loss (survey.release_checks,
 survey.headline_loss) run on the plans as the release runs them, or are written out by hand."""
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from sdc_dagster.protect.plan import apply_plan
 from sdc_dagster.protect.search_space import key_hierarchy, search_space
 from sdc_dagster.risk.categorical import k_anonymity_violations
 from sdc_dagster.search import SEARCHED_PLAN, search_wave
-from sdc_dagster.spec import SEARCH_METHODS, SearchOptions, SpecError, Variable, load_spec, parse_spec
+from sdc_dagster.spec import SEARCH_METHODS, Plan, SearchOptions, SpecError, Variable, load_spec, parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "sdcmicro" / "testdata.csv"
@@ -208,3 +209,25 @@ def test_topsis_loss_option_compares_plans_on_the_mean_topsis_loss(testdata):
     protected = survey.protect(testdata, spec, plan, wave="").data
     assert result.recommended.loss == pytest.approx(survey.headline_loss(testdata, protected, spec)["topsis_mean"], abs=1e-12)
     assert min(c.loss for c in result.front) == result.recommended.loss
+
+
+def test_a_candidate_failing_linkage_only_is_suppressed_to_a_larger_k(testdata):
+    """testdata under a 12 % linkage target: no continuous step after local suppression to k=3
+    passes (records alone in their key combination keep their amounts), so the search suppresses to
+    2k and finds the weakest microaggregation that passes there."""
+    spec = load_spec(EXAMPLE_SPEC)
+    spec = dataclasses.replace(spec, risk=dataclasses.replace(spec.risk, max_linkage_risk=0.12))
+    strongest = {"method": "microaggregation", "columns": spec.continuous_keys, "k": 10,
+                 "strata": spec.categorical_keys}
+    plain = Plan(name=SEARCHED_PLAN, steps=({"method": "local_suppression", "k": 3}, strongest), k=3, random_state=1)
+    checks = survey.release_checks(survey.protect(testdata, spec, plain, wave="2024").data, spec, plain,
+                                   original=testdata)
+    assert set(survey.blocking_failures(checks)) == {"linkage_risk"}
+
+    found = search_wave(testdata, spec, wave="2024")
+    steps = found.recommended.plan.steps
+    assert {"method": "local_suppression", "k": 6} in steps and steps[-1]["method"] == "microaggregation"
+    protected = survey.protect(testdata, spec, found.recommended.plan, wave="2024").data
+    replayed = survey.release_checks(protected, spec, found.recommended.plan, original=testdata)
+    assert not survey.blocking_failures(replayed) and replayed["linkage_risk"]["value"] <= 0.12
+    assert "local suppression to 6-anonymity" in found.recommended.plan.description
