@@ -1,0 +1,56 @@
+"""Issue 25: the one atomic-write helper (sdc_dagster/files.py) never leaves a cut file or a
+temporary file behind, and the start-up sweep removes only the leftovers of dead processes."""
+
+import errno
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from sdc_dagster.files import TEMPORARY_SUFFIX, storage_problem, sweep_temporary_files, write_atomic, write_atomic_with
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary_file(tmp_path):
+    target = tmp_path / "out" / "report.html"
+    write_atomic(target, "old")
+
+    def broken(path):
+        path.write_text("half of the new")
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    with pytest.raises(OSError):
+        write_atomic_with(target, broken)
+    assert target.read_text() == "old" and sorted(p.name for p in target.parent.iterdir()) == ["report.html"]
+    write_atomic_with(target, lambda path: pd.DataFrame({"a": [1]}).to_parquet(path))
+    assert pd.read_parquet(target)["a"].tolist() == [1]
+
+
+def test_exclusive_write_never_replaces_a_file(tmp_path):
+    target = tmp_path / "spec.yaml"
+    write_atomic(target, "mine", exclusive=True)
+    with pytest.raises(FileExistsError):
+        write_atomic(target, "theirs", exclusive=True)
+    assert target.read_text() == "mine" and len(list(tmp_path.iterdir())) == 1
+
+
+def test_the_sweep_removes_the_leftovers_of_dead_processes_only(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    left = tmp_path / "releases" / f".protected.parquet.{dead_pid}{TEMPORARY_SUFFIX}"
+    left.parent.mkdir()
+    left.write_bytes(b"cut")
+    live = tmp_path / f".2024.parquet.{os.getpid()}{TEMPORARY_SUFFIX}"
+    live.write_bytes(b"being written")
+    assert sweep_temporary_files(tmp_path) == [left]
+    assert not left.exists() and live.exists()
+
+
+def test_storage_problems_name_the_path_and_the_cause():
+    full = OSError(errno.ENOSPC, "No space left on device", "/data/home/x.parquet")
+    assert storage_problem(RuntimeError("wrapped")) is None
+    try:
+        raise RuntimeError("step failed") from full
+    except RuntimeError as exc:
+        assert storage_problem(exc) == "/data/home/x.parquet: no space left on the device"
