@@ -32,6 +32,7 @@ Everything is vectorised with numpy. Full scale is written to Parquet cell-chunk
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.files import atomic_path
 from sdc_dagster.grid_counts import format_cell_id
 
 #: S002 Rys. 3: inhabited cells, residents, cells with 1 and with 2 residents.
@@ -394,21 +396,21 @@ def write_census_by_region(
 ) -> list[str]:
     """Write one Parquet file ``<directory>/<region>.parquet`` per region; return the region keys.
 
-    Household and person ids are unique across all regions.
+    Household and person ids are unique across all regions. The regions are streamed to temporary
+    files (:func:`sdc_dagster.files.atomic_path`), each moved into place once complete, so that an
+    interrupted write leaves no cut region file.
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     rng = _rng(random_state)
     cells = generate_cells(n_persons, n_cells=n_cells, random_state=rng, region_km=region_km)
     writers: dict[str, pq.ParquetWriter] = {}
-    try:
+    with ExitStack() as files:
         for persons in _iter_person_chunks(cells, rng, chunk_persons, by_region=True):
             region = str(persons["region"].iloc[0])
             if region not in writers:
-                writers[region] = pq.ParquetWriter(directory / f"{region}.parquet", census_arrow_schema(),
-                                                   **PARQUET_OPTIONS)
+                temporary = files.enter_context(atomic_path(directory / f"{region}.parquet"))
+                writers[region] = pq.ParquetWriter(temporary, census_arrow_schema(), **PARQUET_OPTIONS)
+                files.callback(writers[region].close)  # closed before its file is moved into place
             writers[region].write_table(_arrow_table(persons))
-    finally:
-        for writer in writers.values():
-            writer.close()
     return list(writers)
