@@ -599,10 +599,8 @@ def _decision_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recomm
     parts.append(_table(plans, caption=f"Each plan: residual {measure_info(inputs.risk_measure).label.lower()}, "
                                         "information loss and its blocking release checks"))
     parts += ["<h3>Release decision</h3>",
-              "<p>The wave has one release, the recommended plan. A plan failing a blocking check is withheld: "
-              "no protected file and no release manifest are published for it. The other plans that pass are "
-              "eligible alternatives: <code>sdc promote SURVEY WAVE PLAN</code> makes one of them the release.</p>",
-              _table(decision_table(inputs)),
+              "<p>A plan failing a blocking check is withheld: no protected file and no release manifest are "
+              "published for it.</p>", _table(decision_table(inputs)),
               _table(_by_plan(inputs, "checks"), caption="Release checks passed", index_label="check")]
     return "".join(parts)
 
