@@ -60,3 +60,15 @@ def _wait_for(url: str, process: subprocess.Popen, seconds: float = 300) -> None
 def servers():
     """Helpers for tests that start the real webserver: ``free_port()`` and ``wait_for(url, process)``."""
     return SimpleNamespace(free_port=_free_port, wait_for=_wait_for)
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """An empty working directory and data home, as for a new user (no SDC_SPECS: demo specs + own);
+    the CLI tests' data home (a test module may define its own)."""
+    root = tmp_path / "home"
+    monkeypatch.setenv("SDC_HOME", str(root))
+    monkeypatch.setenv("DAGSTER_HOME", str(root / "dagster"))
+    monkeypatch.delenv("SDC_SPECS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return root

@@ -21,16 +21,6 @@ CHECKOUT = Path(__file__).resolve().parents[1]
 TESTDATA = CHECKOUT / "examples" / "data" / "testdata.csv"
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch) -> Path:
-    root = tmp_path / "home"
-    monkeypatch.setenv("SDC_HOME", str(root))
-    monkeypatch.setenv("DAGSTER_HOME", str(root / "dagster"))
-    monkeypatch.delenv("SDC_SPECS", raising=False)
-    monkeypatch.chdir(tmp_path)
-    return root
-
-
 def sdc(capsys, *argv) -> tuple[int, str]:
     capsys.readouterr()
     status = main(list(argv))

@@ -30,17 +30,6 @@ TESTDATA = CHECKOUT / "examples" / "data" / "testdata.csv"
 GOLDEN = json.loads((CHECKOUT / "tests" / "data" / "sdcmicro" / "golden" / "a_testdata_risk_global.json").read_text())
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch) -> Path:
-    """An empty working directory and data home, as for a new user (no SDC_SPECS: demo specs + own)."""
-    root = tmp_path / "home"
-    monkeypatch.setenv("SDC_HOME", str(root))
-    monkeypatch.setenv("DAGSTER_HOME", str(root / "dagster"))
-    monkeypatch.delenv("SDC_SPECS", raising=False)
-    monkeypatch.chdir(tmp_path)
-    return root
-
-
 def sdc(capsys, *argv) -> tuple[int, str]:
     """``sdc ARGV`` in-process: the exit status and everything it printed."""
     capsys.readouterr()
