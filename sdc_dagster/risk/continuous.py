@@ -335,6 +335,92 @@ def _gower_own_distances(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray) ->
         return np.where(seen, gap, 0.0).sum(axis=1) / seen.sum(axis=1)
 
 
+def _combination_codes(codes: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """A dense number per distinct row of ``codes`` (integer category codes, column j below
+    ``levels[j]``): mixed-radix numbers, renumbered densely whenever the next digit could overflow
+    (a sort of one integer column, far faster than comparing rows)."""
+    combined = np.zeros(len(codes), dtype=np.int64)
+    for column, base in zip(codes.T, levels):
+        if int(combined.max(initial=0)) >= (1 << 62) // max(int(base), 1):
+            combined = np.unique(combined, return_inverse=True)[1].ravel().astype(np.int64)
+        combined = combined * int(base) + column.astype(np.int64)
+    return np.unique(combined, return_inverse=True)[1].ravel()
+
+
+def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_patterns, m_patterns,
+                            own: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Gower nearest originals found among those that agree on every shared nominal variable, and
+    the protected records for which that search is exact (SPEC §4.1; issue 23).
+
+    Within a pair (protected pattern Q, original pattern P) of observed variables with shared
+    variables S, an original that differs from a protected record in a nominal variable of S is
+    at Gower distance at least 1 / |S|. The originals that agree on all nominal variables of S form
+    one group; the nearest within the group is a k-d tree query on the numeric variables of S (at
+    most a few dimensions, where k-d trees are fast) with the group number times (#numeric + 1) as
+    one more coordinate, spaced wider than any in-group distance, so that no other group is ever
+    nearer. A record is *settled* when its nearest in-group distance d, over all pattern pairs, is
+    below 1 / |S| of every pair with a nominal shared variable (with the tie tolerance): then no
+    original outside the groups is as near, the nearest is exact and the originals tied with it
+    are in the groups, counted by radius queries of the same trees. The others are left to :func:`_gower_nearest_by_pattern`'s full
+    search. The protected patterns are taken one at a time, so the trees of one pattern only are
+    kept, and the original patterns sharing the same variables with it are searched together.
+    Returns (nearest distance, partner position, tied originals of the settled records whose
+    own original is nearest (1 elsewhere), settled mask)."""
+    (x_patterns, x_of), (m_patterns, m_of) = x_patterns, m_patterns
+    n = len(zm)
+    nearest = np.full(n, np.inf)
+    partner = np.full(n, -1, dtype=np.int64)
+    ties = np.ones(n)
+    settled = np.zeros(n, dtype=bool)
+    x_rows = [np.flatnonzero(x_of == b) for b in range(len(x_patterns))]
+    both = np.vstack([zx, zm])
+    levels = np.where(nominal, np.nanmax(both, axis=0, initial=0) + 1, 0).astype(np.int64)
+    both = both[:, ~nominal]
+    span = float(np.nanmax(both, initial=0.0) - np.nanmin(both, initial=0.0)) if both.size else 0.0
+    for a, m_pattern in enumerate(m_patterns):
+        rows = np.flatnonzero(m_of == a)
+        searched = []  # (original rows, tree, query points, |S|) of every pattern pair of Q = m_pattern
+        largest = 0  # the largest |S| of a pair sharing a nominal variable
+        # original patterns that share the same variables with Q are searched as one
+        sharing: dict[bytes, list[int]] = {}
+        for b, x_pattern in enumerate(x_patterns):
+            if (m_pattern & x_pattern).any():
+                sharing.setdefault((m_pattern & x_pattern).tobytes(), []).append(b)
+        for members in sharing.values():
+            shared = m_pattern & x_patterns[members[0]]
+            named, numeric = np.flatnonzero(shared & nominal), np.flatnonzero(shared & ~nominal)
+            originals = np.sort(np.concatenate([x_rows[b] for b in members]))
+            if len(named):
+                largest = max(largest, int(shared.sum()))
+                group = _combination_codes(np.vstack([zx[np.ix_(originals, named)], zm[np.ix_(rows, named)]]),
+                                           levels[named]) * (len(numeric) * span + 1.0)
+            else:
+                group = np.zeros(len(originals) + len(rows))
+            tree = cKDTree(np.column_stack([zx[np.ix_(originals, numeric)], group[:len(originals)]]))
+            points = np.column_stack([zm[np.ix_(rows, numeric)], group[len(originals):]])
+            searched.append((originals, tree, points, int(shared.sum())))
+            found = tree.query(points, k=1, p=1, distance_upper_bound=len(numeric) * span + 0.5)[1]
+            inside = found < len(originals)
+            candidate = originals[found[inside]]
+            distance = _gower_own_distances(zx[candidate], zm[rows[inside]], nominal)
+            better = (distance < nearest[rows[inside]]) | (
+                (distance == nearest[rows[inside]]) & (candidate < partner[rows[inside]]))
+            nearest[rows[inside][better]] = distance[better]
+            partner[rows[inside][better]] = candidate[better]
+        reach = nearest[rows] * (1.0 + _TIE_TOLERANCE) + 1e-12
+        done = np.isfinite(nearest[rows]) & (reach < 1.0 / largest) if largest else np.ones(len(rows), dtype=bool)
+        settled[rows] = done
+        hit = done & (own[rows] <= nearest[rows] * (1.0 + 1e-12) + 1e-300) & np.isfinite(nearest[rows])
+        if not hit.any():
+            continue
+        counted = np.zeros(int(hit.sum()))
+        for _, tree, points, size in searched:
+            radius = nearest[rows[hit]] * size * (1.0 + _TIE_TOLERANCE) + 1e-12
+            counted += tree.query_ball_point(points[hit], radius, p=1, return_length=True)
+        ties[rows[hit]] = np.maximum(counted, 1.0)
+    return nearest, partner, ties, settled
+
+
 def _gower_nearest_by_pattern(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_patterns, m_patterns,
                               own: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact Gower nearest original of every protected record, without the n x n distances
@@ -407,9 +493,11 @@ def _gower_nearest_by_pattern(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarra
                         points = space(zm, em, rows, shared, kept) if trees[key] is not None else None
                         yield rows, b, trees[key], points, int(shared.sum()), len(wide_shared) - size
 
-    nearest = np.full(len(zm), np.inf)
-    partner = np.full(len(zm), -1, dtype=np.int64)
-    for rows, b, tree, points, _, _ in queries(np.ones(len(zm), dtype=bool)):
+    nearest, partner, ties, settled = _gower_nearest_agreeing(zx, zm, nominal, (x_patterns, x_of),
+                                                              (m_patterns, m_of), own)
+    if settled.all():
+        return nearest, partner, ties
+    for rows, b, tree, points, _, _ in queries(~settled):
         if tree is not None:
             found = tree.query(points, k=1, p=1)[1]
         else:  # only wide variables, none kept: every original is as near, take the first
@@ -421,8 +509,7 @@ def _gower_nearest_by_pattern(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarra
         better = (distance < nearest[rows]) | ((distance == nearest[rows]) & (candidate < partner[rows]))
         nearest[rows[better]] = distance[better]
         partner[rows[better]] = candidate[better]
-    ties = np.ones(len(zm))
-    hit = (own <= nearest * (1.0 + 1e-12) + 1e-300) & np.isfinite(nearest)
+    hit = (own <= nearest * (1.0 + 1e-12) + 1e-300) & np.isfinite(nearest) & ~settled
     ties[hit] = 0.0
     for rows, b, tree, points, size, left_out in queries(hit):
         radius = nearest[rows] * size * (1.0 + _TIE_TOLERANCE) + 1e-12 - left_out

@@ -1,0 +1,165 @@
+"""A national survey wave end to end (issue 23): ``sdc run`` on 100k and 1M-record waves.
+
+Each wave is sdcMicro's testdata bootstrapped to n records (seed 1): households renumbered (every
+drawn household becomes a new household), the continuous keys expend, income and savings jittered
+by up to 5 % (so that copies of a record are not exact twins), and 5 % of the values of five
+categorical keys (roof, walls, water, electcon, relat) set missing. The spec is the bundled demo
+spec (`examples/testdata.yaml`: seven categorical keys, three continuous keys, households, the three
+demo plans and the plan search) under another survey name.
+
+For each size the script prints the seconds of every asset (from the run's Dagster event log),
+the wall seconds of ``sdc run`` and its peak memory (maximum resident set of the process tree), and
+a floor measured in the same run: reading the wave file and one DuckDB group-by over the keys.
+With two sizes it prints the growth factor of the end-to-end time.
+
+Targets (issue 23): 100k <= 20 s; 1M <= 300 s with peak memory < 8 GB and growth <= 12x;
+testdata (``--n 4580 --testdata``) <= 8 s.
+
+Run: .venv/bin/python benchmarks/wave.py [--n 100000 1000000] [--testdata] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTDATA = ROOT / "tests" / "data" / "sdcmicro" / "testdata.csv"
+DEMO_SPEC = ROOT / "examples" / "testdata.yaml"
+MISSING_KEYS = ["roof", "walls", "water", "electcon", "relat"]
+CONTINUOUS = ["expend", "income", "savings"]
+
+
+def bootstrap_wave(n: int, seed: int = 1) -> pd.DataFrame:
+    """Testdata drawn by household with replacement to about n records (see the module docstring)."""
+    data = pd.read_csv(TESTDATA)
+    rng = np.random.default_rng(seed)
+    households = data.groupby("ori_hid").indices
+    ids = np.array(list(households))
+    mean_size = len(data) / len(ids)
+    drawn = rng.choice(ids, size=int(np.ceil(n / mean_size * 1.05)))
+    rows = np.concatenate([households[h] for h in drawn])
+    new_household = np.repeat(np.arange(1, len(drawn) + 1), [len(households[h]) for h in drawn])
+    wave = data.iloc[rows].reset_index(drop=True)
+    wave["ori_hid"] = new_household
+    wave = wave.iloc[:n].copy()
+    for column in CONTINUOUS:
+        values = wave[column].to_numpy(dtype=float)
+        wave[column] = np.round(values * (1 + rng.uniform(-0.05, 0.05, len(wave))), 2)
+    for column in MISSING_KEYS:
+        hit = rng.random(len(wave)) < 0.05
+        wave[column] = wave[column].astype("Float64").mask(hit)
+    return wave
+
+
+def write_spec(home: Path, survey: str, data_file: Path) -> None:
+    raw = yaml.safe_load(DEMO_SPEC.read_text())
+    raw["survey"] = survey
+    raw["title"] = f"{survey}: testdata bootstrapped"
+    raw["source"] = {"path": str(data_file), "format": data_file.suffix.lstrip(".")}
+    (home / "specs").mkdir(parents=True, exist_ok=True)
+    (home / "specs" / f"{survey}.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+
+
+def floor_seconds(data_file: Path) -> float:
+    """Reading the wave file and one DuckDB group-by over the seven categorical keys."""
+    started = time.perf_counter()
+    frame = pd.read_parquet(data_file)
+    keys = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
+    con = duckdb.connect()
+    con.register("wave", frame)
+    con.execute(f"SELECT {', '.join(keys)}, count(*) FROM wave GROUP BY ALL").fetchall()
+    return time.perf_counter() - started
+
+
+def asset_seconds(home: Path) -> dict[str, float]:
+    """Seconds per step of the home's last run, from its Dagster event log."""
+    os.environ["DAGSTER_HOME"] = str(home / "dagster")
+    from dagster import DagsterEventType, DagsterInstance, RunsFilter
+
+    with DagsterInstance.get() as instance:
+        run = instance.get_runs(RunsFilter(), limit=1)[0]
+        started: dict[str, float] = {}
+        seconds: dict[str, float] = {}
+        for entry in instance.all_logs(run.run_id, of_type={DagsterEventType.STEP_START,
+                                                             DagsterEventType.STEP_SUCCESS,
+                                                             DagsterEventType.STEP_FAILURE}):
+            step = entry.step_key
+            if entry.dagster_event.event_type == DagsterEventType.STEP_START:
+                started[step] = entry.timestamp
+            else:
+                seconds[step] = entry.timestamp - started.get(step, entry.timestamp)
+    return seconds
+
+
+def run_wave(n: int, work: Path, *, testdata: bool) -> dict:
+    home = work / f"home_{n}"
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    if testdata:
+        wave = pd.read_csv(TESTDATA)
+    else:
+        wave = bootstrap_wave(n)
+    data_file = work / f"wave_{n}.parquet"
+    wave.to_parquet(data_file, index=False)
+    survey = "testdata" if testdata else f"wave{n}"
+    write_spec(home, survey, data_file)
+    floor = floor_seconds(data_file)
+    sdc = Path(sys.executable).with_name("sdc")
+    started = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    done = subprocess.run([str(sdc), "--home", str(home), "run", survey, "2024", "--file", str(data_file)],
+                          capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    if done.returncode not in (0, 3):
+        print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
+        raise SystemExit(f"sdc run failed on {n:,} records (exit {done.returncode})")
+    steps = asset_seconds(home)
+    report = next((home / "reports").rglob("*.html"), None)
+    return {"n": len(wave), "wall": wall, "floor": floor, "peak_gb": max(peak_kb, before) / 1024 ** 2,
+            "steps": steps, "exit": done.returncode,
+            "report_mb": report.stat().st_size / 1024 ** 2 if report else float("nan")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--testdata", action="store_true", help="run sdcMicro's testdata as it is (4,580 records)")
+    parser.add_argument("--keep", type=Path, help="keep the waves and data homes in this folder")
+    args = parser.parse_args()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="sdc-wave-"))
+    work.mkdir(parents=True, exist_ok=True)
+    sizes = [4580] if args.testdata else args.n
+    results = []
+    for n in sizes:
+        result = run_wave(n, work, testdata=args.testdata)
+        results.append(result)
+        print(f"\n{result['n']:,} records: sdc run {result['wall']:.1f} s wall (exit {result['exit']}), "
+              f"peak memory {result['peak_gb']:.2f} GB, report {result['report_mb']:.2f} MB; "
+              f"floor (read + one DuckDB group-by) {result['floor']:.2f} s")
+        for step, seconds in sorted(result["steps"].items(), key=lambda item: -item[1]):
+            print(f"  {seconds:8.2f} s  {step}")
+        print(f"  {sum(result['steps'].values()):8.2f} s  sum of steps", flush=True)
+    if len(results) > 1:
+        first, last = results[0], results[-1]
+        print(f"\ngrowth from {first['n']:,} to {last['n']:,} records ({last['n'] / first['n']:.0f}x): "
+              f"{last['wall'] / first['wall']:.1f}x wall, floor {last['floor'] / first['floor']:.1f}x")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
