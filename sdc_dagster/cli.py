@@ -260,8 +260,8 @@ def run_grid_demo(defs, instance, out) -> int:
     return sum(not ok for ok in outcome.values())
 
 
-def run_grid_chain(defs, instance, regions, *, region_job: str = "grid_region_job", run_config: dict | None = None,
-                   ) -> dict[str, bool]:
+def run_grid_chain(defs, instance, regions, *, region_job: str = "grid_region_job",
+                   run_config: dict | None = None) -> dict[str, bool]:
     """Run the grid jobs of ``defs`` in process: validate every region, swap nationally, then each
     region's ``region_job`` (the routes of the grid spec), then the release.
 
@@ -274,8 +274,9 @@ def run_grid_chain(defs, instance, regions, *, region_job: str = "grid_region_jo
     def run(job_name: str, partition_key: str | None = None) -> bool:
         job = defs.resolve_job_def(job_name)
         ops = {k: v for k, v in config.get("ops", {}).items() if k in job.graph.node_dict}
+        own = {**{k: v for k, v in config.items() if k != "ops"}, "ops": ops}
         return job.execute_in_process(partition_key=partition_key, instance=instance, raise_on_error=False,
-                                      run_config={**{k: v for k, v in config.items() if k != "ops"}, "ops": ops}).success
+                                      run_config=own).success
 
     outcome = {f"census:{region}": run("census_region_job", region) for region in regions}
     outcome["swap"] = run("census_swap_job")

@@ -63,7 +63,7 @@ class GridSpec:
     suppression: SuppressionSpec = field(default_factory=SuppressionSpec)
 
 
-def parameters(section) -> dict:
+def spec_parameters(section) -> dict:
     """The parameters of one section as plain JSON values (tuples as lists), as manifests record them."""
     return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(section).items()}
 

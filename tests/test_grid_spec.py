@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.grid_spec import CellKeySpec, GridSpec, SwapSpec, load_grid_spec, parameters, parse_grid_spec
+from sdc_dagster.grid_spec import (CellKeySpec, GridSpec, SwapSpec, load_grid_spec, parse_grid_spec,
+                                   spec_parameters)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -13,9 +14,9 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 def test_bundled_example_is_the_published_practice():
     spec = load_grid_spec(EXAMPLES / "grid" / "census_grid.yaml")
     assert spec == GridSpec()
-    assert parameters(spec.swap) == {"swaprate": 0.05, "k_anonymity": 3, "risk_variables": ["sex", "age_group"],
+    assert spec_parameters(spec.swap) == {"swaprate": 0.05, "k_anonymity": 3, "risk_variables": ["sex", "age_group"],
                                      "seed": 2021}
-    assert parameters(spec.cell_key) == {"max_deviation": 2, "variance": 1.05, "threshold": 1, "seed": 2021}
+    assert spec_parameters(spec.cell_key) == {"max_deviation": 2, "variance": 1.05, "threshold": 1, "seed": 2021}
 
 
 def test_routes_in_canonical_order_and_sections_default():

@@ -4,7 +4,7 @@ swap), :mod:`.tables` (tabulation, cell key and suppression routes, loss), :mod:
 is :mod:`sdc_dagster.pipeline.grid`, the spec :mod:`sdc_dagster.grid_spec`.
 """
 
-from sdc_dagster.grid_spec import GridSpec, parameters
+from sdc_dagster.grid_spec import GridSpec, spec_parameters
 from sdc_dagster.assets.grid.census import (
     census_microdata,
     census_region_job,
@@ -48,9 +48,9 @@ def grid_run_config(spec: GridSpec) -> dict:
     """The Dagster run config of a grid spec: each step's op config (one config for every job of the
     chain, each job reads its own steps) and the routes of the release."""
     return {"ops": {
-        "census_swapped": {"config": parameters(spec.swap)},
-        "grid_cell_key": {"config": parameters(spec.cell_key)},
-        "grid_consistent_suppression": {"config": parameters(spec.suppression)},
+        "census_swapped": {"config": spec_parameters(spec.swap)},
+        "grid_cell_key": {"config": spec_parameters(spec.cell_key)},
+        "grid_consistent_suppression": {"config": spec_parameters(spec.suppression)},
         "grid_release": {"config": {"routes": list(spec.routes)}},
     }}
 
