@@ -1,7 +1,7 @@
 """Census grid benchmark: the composed chain as published, step by step (seconds, peak memory).
 
 The chain (generation aside) is what the Dagster assets run, through the same step functions
-(``assets.grid``): read every region -> targeted record swapping (13-variable persons, households
+(``sdc_dagster.pipeline.grid``, ``.grid_swap``): read every region -> targeted record swapping (13-variable persons, households
 matched on size) -> swapped persons written back per region -> national totals (DuckDB over every
 region) -> per region: tabulation of the 13 figures of both populations (DuckDB over Parquet), cell
 key method (ONS record keys, p-table D=2, V=1.05, js=1) and consistent suppression ("distribution"
@@ -27,21 +27,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from sdc_dagster.assets.grid import (
+from sdc_dagster.census import write_census_by_region
+from sdc_dagster.grid_spec import CellKeySpec, SuppressionSpec, SwapSpec
+from sdc_dagster.pipeline.grid import (
     CELL_KEY_COLUMNS,
-    CellKeyConfig,
-    SuppressionConfig,
-    SwapConfig,
     cell_key_region,
     national_reference_counts,
     national_totals,
-    read_census_files,
     suppress_region,
-    swap_census,
-    write_swapped_regions,
+    tabulate_region,
 )
-from sdc_dagster.census import write_census_by_region
-from sdc_dagster.grid_counts import tabulate_grid
+from sdc_dagster.pipeline.grid_swap import read_census_files, swap_census, write_swapped_regions
 
 
 def peak_gb() -> float:
@@ -76,7 +72,7 @@ def main() -> None:
     with timed("read regions"):
         persons = read_census_files([census / f"{r}.parquet" for r in regions])
     with timed("swap"):
-        result = swap_census(persons, SwapConfig())
+        result = swap_census(persons, SwapSpec())
     swapped = workdir / f"swapped_{args.persons}"
     with timed("write swapped regions"):
         write_swapped_regions(swapped, persons, result.data, result.swapped_with, regions)
@@ -89,13 +85,13 @@ def main() -> None:
     for region in regions:
         path = swapped / f"{region}.parquet"
         with timed("tabulate (2 populations)"):
-            counts = tabulate_grid(path, where="resident", with_coordinates=True)
-            national = tabulate_grid(path, where="national", with_coordinates=True)
+            counts = tabulate_region(path, "resident")
+            national = tabulate_region(path, "national")
         with timed("cell key"):
             region_persons = pd.read_parquet(path, columns=CELL_KEY_COLUMNS)
-            perturbed, _ = cell_key_region(region_persons, CellKeyConfig())
+            perturbed, _ = cell_key_region(region_persons, CellKeySpec())
         with timed("suppression"):
-            resident, _ = suppress_region(counts, national, reference, SuppressionConfig(), region)
+            resident, _ = suppress_region(counts, national, reference, SuppressionSpec(), region)
         cells += len(perturbed)
         hidden += int(resident.drop(columns=["cell_id", "northing_km", "easting_km"]).isna().to_numpy().sum())
     total = sum(TIMES.values())

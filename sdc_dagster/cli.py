@@ -237,14 +237,14 @@ def run_demo(home: str | None = None, *, out=None) -> int:
 
 def run_grid_demo(defs, instance, out) -> int:
     """Generate the demo census and run the grid chain (regions, national swap, routes); failures."""
-    from sdc_dagster.assets.grid import prepare_demo_census, run_grid_chain
+    from sdc_dagster.pipeline.grid import prepare_demo_census
     from sdc_dagster.resources.storage import sdc_home
 
     regions = prepare_demo_census(sdc_home())
     instance.add_dynamic_partitions("grid_regions", regions)
     print("\n== census grid: validate regions, swap nationally, tabulate and protect each region ...", file=out,
           flush=True)
-    outcome = run_grid_chain(instance, regions, resources=defs.resources, run_config=QUIET)
+    outcome = run_grid_chain(defs, instance, regions, run_config=QUIET)
     if outcome.get("swap"):
         from dagster import AssetKey
 
@@ -258,6 +258,34 @@ def run_grid_demo(defs, instance, out) -> int:
         if outcome.get(f"grid:{region}"):
             print(f"   region {region}:", grid_summary(region).strip(), file=out, flush=True)
     return sum(not ok for ok in outcome.values())
+
+
+def run_grid_chain(defs, instance, regions, *, region_job: str = "grid_region_job",
+                   run_config: dict | None = None) -> dict[str, bool]:
+    """Run the grid jobs of ``defs`` in process: validate every region, swap nationally, then each
+    region's ``region_job`` (the routes of the grid spec), then the release.
+
+    ``run_config``: one config for every job of the chain (each job gets the ops it has and the rest,
+    e.g. loggers, as given). Returns the success of every run, keyed ``census:<region>``, ``swap``,
+    ``grid:<region>`` and ``release`` (the manifest and report, when everything before succeeded).
+    """
+    config = run_config or {}
+
+    def run(job_name: str, partition_key: str | None = None) -> bool:
+        job = defs.resolve_job_def(job_name)
+        ops = {k: v for k, v in config.get("ops", {}).items() if k in job.graph.node_dict}
+        own = {**{k: v for k, v in config.items() if k != "ops"}, "ops": ops}
+        return job.execute_in_process(partition_key=partition_key, instance=instance, raise_on_error=False,
+                                      run_config=own).success
+
+    outcome = {f"census:{region}": run("census_region_job", region) for region in regions}
+    outcome["swap"] = run("census_swap_job")
+    if not outcome["swap"]:
+        return outcome
+    outcome.update({f"grid:{region}": run(region_job, region) for region in regions})
+    if all(outcome.values()):
+        outcome["release"] = run("grid_release_job")
+    return outcome
 
 
 def grid_summary(region: str) -> str:
@@ -280,10 +308,8 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
     _prepare_environment(home)
     if _unsafe_names("audit", out, ("wave id", wave), ("plan name", plan), ("survey name", survey_name)):
         return EXIT_USAGE
-    if wave == "grid":  # the census grid release (assets/grid.py)
-        from sdc_dagster.assets.grid import run_grid_audit
-
-        return run_grid_audit(run=run, out=out)
+    if wave == "grid":  # the census grid release (sdc_dagster.pipeline.grid_release)
+        return _audit_grid(run, out)
     from sdc_dagster.resources.storage import releases_dir
     from sdc_dagster import lineage, survey
     from sdc_dagster.sources import file_sha256
@@ -332,6 +358,26 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
         print(f"audit {verdict}: {verification.detail}", file=out, flush=True)
         status = status or (0 if verification.ok and report_ok else 1)
     return status
+
+
+def _audit_grid(run: str | None, out) -> int:
+    """``sdc audit grid``: the latest (or run ``run``'s) grid release, its manifest, each table file
+    with its verdict; 0 if every file is byte-identical to its recomputation."""
+    import json
+
+    from sdc_dagster.pipeline.grid_release import audit_grid_release
+    from sdc_dagster.resources.storage import releases_dir
+
+    verification = audit_grid_release(releases_dir(), run=run)
+    if verification is None:
+        print(f"no grid release under {releases_dir() / 'grid'}" + (f" for run {run}" if run else ""), file=out)
+        return 2
+    print(f"== census grid: release {verification.manifest['run_id']}", file=out)
+    print(json.dumps(verification.manifest, indent=2, sort_keys=True), file=out)
+    for file, state in verification.files.items():
+        print(f"  {file}: {state}", file=out)
+    print(f"audit {'OK' if verification.ok else 'FAILED'}: {verification.detail}", file=out, flush=True)
+    return 0 if verification.ok else 1
 
 
 def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, home: str | None = None,

@@ -16,6 +16,12 @@ checks, the run id and the previous release of the same wave and plan, and every
 SHA-256 and how its record order and ids were made. Earlier releases are never overwritten.
 :func:`verify_release` recomputes a release from what its manifest records and tells whether every
 file is byte-identical.
+
+The census grid is released the same way (:func:`write_grid_release`): ``<releases>/grid/<run_id>/``
+holds every protected table of every region as CSV and a manifest with the census files read, the
+parameters and seeds of every step and each table's SHA-256; :func:`verify_grid_release` replays
+it. Survey and grid share one digest scheme (SHA-256 of the released file's bytes) and one audit
+result, :class:`Verification`.
 """
 
 from __future__ import annotations
@@ -334,6 +340,14 @@ def verify_release(folder: Path, recompute) -> Verification:
             spec_copy_intact=False, files=status,
         )
     recomputed = recompute(input_file, folder / SPEC_COPY, manifest)
+    return _compared(folder, manifest, expected, recomputed, status)
+
+
+def _compared(folder: Path, manifest: dict, expected: dict[str, str], recomputed: dict[str, bytes],
+              status: dict[str, str]) -> Verification:
+    """The verdict of an audit whose inputs are intact: the stored files' states (``status``) and
+    the recomputed bytes compared with every released file."""
+    damaged = {name: state for name, state in status.items() if state != "ok"}
     differing = [
         name for name in sorted(set(expected) | set(recomputed))
         if name not in expected or name not in recomputed or not (folder / name).is_file()
@@ -350,3 +364,70 @@ def verify_release(folder: Path, recompute) -> Verification:
     else:
         detail = f"recomputed output is byte-identical to the release ({', '.join(expected)})"
     return Verification(manifest, not damaged, True, not differing, detail, files=status)
+
+
+# --- Census grid releases ------------------------------------------------------------------------
+#: The folder of the grid releases under the releases root (``<releases>/grid/<run_id>/``).
+GRID = "grid"
+
+
+def table_bytes(frame: pd.DataFrame) -> bytes:
+    """The canonical CSV text of a published grid table (the bytes a grid release stores and its
+    audit recomputes): no index, ``\\n`` line ends, hidden counts as empty fields."""
+    return frame.to_csv(index=False, lineterminator="\n").encode()
+
+
+def list_grid_releases(releases: Path) -> list[Path]:
+    """Grid release folders, oldest first (by the manifest's sequence number)."""
+    root = Path(releases) / GRID
+    folders = [p for p in root.iterdir() if (p / MANIFEST).is_file()] if root.is_dir() else []
+    return sorted(folders, key=lambda p: read_manifest(p)["sequence"])
+
+
+def write_grid_release(releases: Path, run_id: str, tables: dict[str, dict[str, pd.DataFrame]],
+                       inputs: dict[str, Path], record: dict) -> Release:
+    """Write a grid release ``<releases>/grid/<run_id>/``: every protected table as
+    ``<region>/<table>.csv`` (:func:`table_bytes`) and ``manifest.json`` (last) with ``record``
+    (routes, parameters, seeds, ...), the run id, sequence and previous release, the package
+    versions, each input census file (``inputs``: region -> file) with its SHA-256, and each
+    table file with its SHA-256."""
+    earlier = list_grid_releases(releases)
+    folder = inside(releases, GRID, run_id)
+    files = {f"{region}/{name}.csv": table_bytes(frame) for region, named in tables.items()
+             for name, frame in named.items()}
+    manifest = {
+        **record,
+        "run_id": run_id,
+        "sequence": (read_manifest(earlier[-1])["sequence"] + 1) if earlier else 1,
+        "previous_release": earlier[-1].name if earlier else None,
+        "packages": package_versions(),
+        "inputs": {region: {"file": str(path), "sha256": sha256_file(path)} for region, path in inputs.items()},
+        "files": {name: sha256_bytes(data) for name, data in files.items()},
+    }
+    existed = folder.exists()
+    try:
+        for name, data in files.items():
+            write_atomic(folder / name, data)
+        write_atomic(folder / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True, default=_json_default))
+    except BaseException:
+        if not existed:  # a run folder is complete or absent
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return Release(folder=folder, manifest=manifest)
+
+
+def verify_grid_release(folder: Path, recompute) -> Verification:
+    """Check a grid release: every stored table file still has its recorded hash, every input census
+    file still has its own, and ``recompute(manifest) -> {file: bytes}`` reproduces every table file
+    exactly (the recomputation writes nothing to the release). ``detail`` names the files that fail."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    expected = dict(manifest["files"])
+    status = {name: _stored_state(folder / name, digest) for name, digest in expected.items()}
+    changed = [region for region, source in manifest["inputs"].items()
+               if not Path(source["file"]).is_file() or sha256_file(Path(source["file"])) != source["sha256"]]
+    if changed:
+        damaged = any(state != "ok" for state in status.values())
+        return Verification(manifest, not damaged, False, False,
+                            f"the census file of region(s) {', '.join(changed)} is missing or changed", files=status)
+    return _compared(folder, manifest, expected, recompute(manifest), status)

@@ -33,14 +33,18 @@ POPULATION_BREAKS: tuple[int, ...] = (2, 10, 50, 200, 1000)
 POPULATION_COLOURS: tuple[str, ...] = ("#fff5eb", "#fdd0a2", "#fdae6b", "#f16913", "#d94801", "#7f2704")
 LAYER_COLOURS = {"suppressed": "#1f78b4", "perturbed": "#33a02c", "swapped": "#e31a1c"}
 
-_STYLE = """
-body { font-family: sans-serif; margin: 1.5em; color: #222; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
-th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
-caption { font-weight: bold; text-align: left; padding-bottom: 0.3em; }
-svg { border: 1px solid #999; background: #f7f7f7; }
-.legend span { display: inline-block; width: 1em; height: 1em; vertical-align: middle; margin: 0 0.3em 0 1em; }
+#: The page is 800 px wide: wide tables (the 13 figures, the difference table) wrap their headers
+#: and the map scales down, so that nothing scrolls sideways.
+PAGE_WIDTH_PX = 800
+
+_STYLE = f"""
+body {{ font-family: sans-serif; width: {PAGE_WIDTH_PX}px; margin: 1.5em auto; color: #222; }}
+table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.8em; max-width: 100%; }}
+th, td {{ border: 1px solid #bbb; padding: 0.2em 0.4em; text-align: right; overflow-wrap: anywhere; }}
+th:first-child, td:first-child {{ text-align: left; }}
+caption {{ font-weight: bold; text-align: left; padding-bottom: 0.3em; }}
+svg {{ border: 1px solid #999; background: #f7f7f7; max-width: 100%; height: auto; }}
+.legend span {{ display: inline-block; width: 1em; height: 1em; vertical-align: middle; margin: 0 0.3em 0 1em; }}
 """
 
 _SCRIPT = """

@@ -8,27 +8,27 @@ import pandas as pd
 import pytest
 from dagster import AssetCheckKey, AssetKey, Definitions, build_sensor_context, materialize
 
-from sdc_dagster.assets.grid import _region_seed
-
-from sdc_dagster.assets.grid import (
-    GRID_ASSETS,
-    GRID_JOBS,
-    GRID_SENSORS,
-    grid_regions,
-    load_grid_spec,
-    prepare_demo_census,
-    replay_grid_release,
-    run_grid_chain,
-    swapped_dir,
-)
+from sdc_dagster.assets.grid import GRID_ASSETS, GRID_JOBS, GRID_SENSORS, grid_regions, grid_run_config, region_job_name
 from sdc_dagster.resources.storage import ParquetIOManager
-from sdc_dagster.cli import run_audit
-from sdc_dagster.errors import SDCInputError
+from sdc_dagster.cli import run_audit, run_grid_chain
+from sdc_dagster.grid_spec import load_grid_spec
+from sdc_dagster.pipeline.grid import prepare_demo_census, region_seed, swapped_dir
+from sdc_dagster.pipeline.grid_release import replay_grid_release
 from sdc_dagster.grid_counts import GRID_COUNT_COLUMNS, GRID_VARIABLES, tabulate_grid
+from sdc_dagster.grid_spec import GridSpec
 from sdc_dagster.protect import consistent_grid_suppression, grid_suppression
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CATEGORIES = [c for v in GRID_VARIABLES for c in v.columns]
+
+
+def run_chain(instance, regions, spec=None):
+    """The grid chain of ``spec`` (default: the published defaults) run in process on the grid definitions."""
+    defs = Definitions(assets=GRID_ASSETS, jobs=GRID_JOBS, resources={"io_manager": ParquetIOManager()})
+    if spec is None:
+        return run_grid_chain(defs, instance, regions)
+    return run_grid_chain(defs, instance, regions, region_job=region_job_name(spec.routes),
+                          run_config=grid_run_config(spec))
 
 
 def test_composed_grid_chain_end_to_end(sdc_home, instance):
@@ -36,10 +36,9 @@ def test_composed_grid_chain_end_to_end(sdc_home, instance):
     assert len(regions) > 1
     assert all((sdc_home / "census" / f"{r}.parquet").is_file() for r in regions)
     instance.add_dynamic_partitions(grid_regions.name, regions)
-    routes, run_config = load_grid_spec(EXAMPLES / "grid" / "census_grid.yaml")
-    assert routes == ("cell_key", "suppression")
-    resources = {"io_manager": ParquetIOManager()}
-    outcome = run_grid_chain(instance, regions, routes=routes, run_config=run_config, resources=resources)
+    spec = load_grid_spec(EXAMPLES / "grid" / "census_grid.yaml")
+    assert spec.routes == ("cell_key", "suppression")
+    outcome = run_chain(instance, regions, spec)
     assert all(outcome.values()) and len(outcome) == 2 * len(regions) + 2
 
     store = sdc_home / "storage"
@@ -93,7 +92,7 @@ def test_composed_grid_chain_end_to_end(sdc_home, instance):
         assert suppressed["total"].tolist() == counts["total"].tolist()
         again_res, again_nat = consistent_grid_suppression(
             counts, national, strategy="distribution", reference_counts=reference_counts[0],
-            random_state=_region_seed(2021, region))
+            random_state=region_seed(2021, region))
         assert suppressed[CATEGORIES].isna().equals(again_res[CATEGORIES].isna())
         # consistency only adds suppressions to what the resident table alone hides (sex: no draws)
         alone = grid_suppression(counts, reference_counts=reference_counts[0])
@@ -118,18 +117,30 @@ def test_composed_grid_chain_end_to_end(sdc_home, instance):
     assert manifest["swap_rate"] == 0.05 and manifest["routes"] == ["cell_key", "suppression"]
     assert manifest["parameters"]["cell_key"] == {"max_deviation": 2, "variance": 1.05, "threshold": 1, "seed": 2021}
     assert manifest["seeds"] == {"swap": 2021, "cell_key": 2021, "suppression": 2021}
-    assert set(manifest["tables"]) == set(regions)
+    assert set(manifest["inputs"]) == set(regions)
+    assert set(manifest["files"]) == {f"{r}/{t}.csv" for r in regions
+                                      for t in ("grid_cell_key", "grid_suppressed", "grid_suppressed_national")}
     page = Path(release["report"].value).read_text()
     assert 'id="layer-swapped"' in page and "Cell key route" in page and "Suppression route" in page
+    folder = Path(release["manifest"].value).parent
+    for region in regions:  # the released tables are the stored asset outputs, as CSV
+        for name in ("grid_cell_key", "grid_suppressed", "grid_suppressed_national"):
+            released = pd.read_csv(folder / region / f"{name}.csv")
+            assert len(released) == len(pd.read_parquet(store / name / f"{region}.parquet"))
     printed = io.StringIO()
     assert run_audit("grid", out=printed) == 0
-    assert "audit PASSED" in printed.getvalue()
-    # a changed table is caught
-    path = store / "grid_suppressed" / f"{regions[0]}.parquet"
-    tampered = manifest | {"tables": {**manifest["tables"], regions[0]: {**manifest["tables"][regions[0]],
-                                                                             "grid_suppressed": "0" * 64}}}
-    assert not replay_grid_release(tampered)[regions[0]]["grid_suppressed"]
-    assert path.is_file()
+    assert "audit OK" in printed.getvalue()
+    assert f"{regions[0]}/grid_suppressed.csv: ok" in printed.getvalue()
+    # a changed released table is caught, and named
+    table = folder / regions[0] / "grid_suppressed.csv"
+    table.write_text(table.read_text().replace("\n", "\n\n", 1))
+    printed = io.StringIO()
+    assert run_audit("grid", out=printed) == 1
+    assert f"{regions[0]}/grid_suppressed.csv: differs from the hash in its manifest" in printed.getvalue()
+    # the replay recomputes every released table; the other tables are still byte-identical
+    replayed = replay_grid_release(manifest)
+    assert set(replayed) == set(manifest["files"])
+    assert replayed[f"{regions[-1]}/grid_cell_key.csv"] == (folder / regions[-1] / "grid_cell_key.csv").read_bytes()
 
     # every asset check of the chain ran and passed (on the last region run)
     keys = [AssetCheckKey(AssetKey(key), name) for key, name in
@@ -144,12 +155,11 @@ def test_composed_grid_chain_end_to_end(sdc_home, instance):
 def test_cell_key_is_consistent_on_rerun_and_across_partitions(sdc_home, instance):
     regions = prepare_demo_census(sdc_home, n_persons=8_000)
     instance.add_dynamic_partitions(grid_regions.name, regions)
-    resources = {"io_manager": ParquetIOManager()}
-    routes = ("cell_key",)
-    assert all(run_grid_chain(instance, regions, routes=routes, resources=resources).values())
+    spec = GridSpec(routes=("cell_key",))
+    assert all(run_chain(instance, regions, spec).values())
     store = sdc_home / "storage"
     first = {r: pd.read_parquet(store / "grid_cell_key" / f"{r}.parquet") for r in regions}
-    assert all(run_grid_chain(instance, regions, routes=routes, resources=resources).values())
+    assert all(run_chain(instance, regions, spec).values())
     for r in regions:
         pd.testing.assert_frame_equal(first[r], pd.read_parquet(store / "grid_cell_key" / f"{r}.parquet"))
 
@@ -161,7 +171,7 @@ def test_bad_census_file_fails_validation(sdc_home, instance):
         {"cell_id": ["1kmN1E1", "nonsense"], "sex": [1, 5], "age_group": [1, 2], "household_id": [1, 2]}
     ).to_parquet(folder / "R1.parquet")
     instance.add_dynamic_partitions(grid_regions.name, ["R1"])
-    from sdc_dagster.assets.grid import census_microdata
+    from sdc_dagster.assets.grid.census import census_microdata
 
     with pytest.raises(Exception, match="sex|cell_id"):
         materialize([census_microdata], partition_key="R1", instance=instance,
@@ -185,7 +195,8 @@ def test_sensor_adds_new_regions(sdc_home, instance):
 def test_two_regions_run_on_a_local_dask_cluster(sdc_home, tmp_path):
     from dagster import DagsterInstance, execute_job, instance_for_test, reconstructable
 
-    from sdc_dagster.assets.grid import census_region_job, census_swap_job, grid_region_dask_job
+    from sdc_dagster.assets.grid.census import census_region_job, census_swap_job
+    from sdc_dagster.assets.grid.dask_executor import grid_region_dask_job
 
     regions = prepare_demo_census(sdc_home, n_persons=6_000)[:2]
     (tmp_path / "dagster").mkdir()
@@ -216,13 +227,12 @@ def test_two_regions_run_on_a_local_dask_cluster(sdc_home, tmp_path):
 def test_spec_routes_pick_what_runs(sdc_home, instance, tmp_path):
     spec = tmp_path / "grid.yaml"
     spec.write_text("routes: [suppression]\nsuppression: {k: 4, strategy: fixed}\nswap: {swaprate: 0.1, seed: 7}\n")
-    routes, run_config = load_grid_spec(spec)
-    assert routes == ("suppression",)
-    assert run_config["ops"]["grid_consistent_suppression"]["config"]["k"] == 4
+    grid = load_grid_spec(spec)
+    assert grid.routes == ("suppression",)
+    assert grid_run_config(grid)["ops"]["grid_consistent_suppression"]["config"]["k"] == 4
     regions = prepare_demo_census(sdc_home, n_persons=5_000)[:2]
     instance.add_dynamic_partitions(grid_regions.name, regions)
-    outcome = run_grid_chain(instance, regions, routes=routes, run_config=run_config,
-                             resources={"io_manager": ParquetIOManager()})
+    outcome = run_chain(instance, regions, grid)
     assert all(outcome.values())
     assert instance.get_latest_materialization_event(AssetKey("grid_cell_key")) is None
     suppressed = pd.read_parquet(sdc_home / "storage" / "grid_suppressed" / f"{regions[0]}.parquet")
@@ -233,12 +243,3 @@ def test_spec_routes_pick_what_runs(sdc_home, instance, tmp_path):
     assert manifest["routes"] == ["suppression"] and manifest["seeds"] == {"swap": 7, "suppression": 2021}
     assert manifest["swap_rate"] == 0.1
 
-
-def test_grid_spec_errors_name_the_key(tmp_path):
-    spec = tmp_path / "grid.yaml"
-    spec.write_text("routes: [cell_key, rounding]\n")
-    with pytest.raises(SDCInputError, match="routes"):
-        load_grid_spec(spec)
-    spec.write_text("cell_key: {max_deviaton: 3}\n")
-    with pytest.raises(SDCInputError, match="max_deviaton"):
-        load_grid_spec(spec)

@@ -13,13 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
-from sdc_dagster.assets.grid import (
-    SwapConfig,
-    read_census_files,
-    swap_census,
-    swapped_households,
-    write_swapped_regions,
-)
+from sdc_dagster.grid_spec import SwapSpec
+from sdc_dagster.pipeline.grid_swap import read_census_files, swap_census, swapped_households, write_swapped_regions
 
 DATA = Path(__file__).parent.parent / "data" / "census_small"
 REGIONS = ["N300E460", "N300E461", "N301E460", "N301E461"]
@@ -54,9 +49,9 @@ def as_text(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(cell_id=frame["cell_id"].astype(str), region=frame["region"].astype(str))
 
 
-def run_swap(tmp_path: Path, config: SwapConfig):
+def run_swap(tmp_path: Path, spec: SwapSpec):
     persons = read_census_files([DATA / f"{r}.parquet" for r in REGIONS])
-    result = swap_census(persons, config)
+    result = swap_census(persons, spec)
     summary = write_swapped_regions(tmp_path, persons, result.data, result.swapped_with, REGIONS)
     files = pd.concat([pq.read_table(tmp_path / f"{r}.parquet").to_pandas().assign(file=r) for r in REGIONS],
                       ignore_index=True)
@@ -66,7 +61,7 @@ def run_swap(tmp_path: Path, config: SwapConfig):
 def test_swapped_census_is_unchanged(tmp_path):
     before = content_digest(as_text(pd.concat([pd.read_parquet(DATA / f"{r}.parquet") for r in REGIONS],
                                               ignore_index=True)))
-    persons, result, summary, files = run_swap(tmp_path, SwapConfig(swaprate=0.2))
+    persons, result, summary, files = run_swap(tmp_path, SwapSpec(swaprate=0.2))
     assert result.n_swapped_households > 0
     assert content_digest(result.data) == SWAPPED_FRAME_DIGEST
     assert content_digest(files) == SWAPPED_FILES_DIGEST

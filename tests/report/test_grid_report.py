@@ -65,5 +65,10 @@ def test_grid_report_renders_in_chromium(grid_release, tmp_path, open_in_chromiu
     page.locator('input[data-layer="swapped"]').uncheck()
     assert page.locator("#layer-swapped").evaluate("g => getComputedStyle(g).display") == "none"
     assert page.locator("table").count() >= 4
+    # 800 px wide: nothing scrolls sideways, not even in a window just wider than the page
+    page.set_viewport_size({"width": 860, "height": 900})
+    assert page.locator("body").bounding_box()["width"] == 800
+    assert page.evaluate("document.documentElement.scrollWidth") <= 860
+    assert max(t["x"] + t["width"] for t in (b.bounding_box() for b in page.locator("table, svg").all())) <= 830
     assert errors == []
     assert all(url.startswith("file://") for url in requests)
