@@ -59,6 +59,8 @@ NOISE_METHODS = ("additive", "multiplicative", "correlated", "correlated2", "res
 # ROMM_BLOCK_RECORDS records (module docstring).
 ROMM_MAX_RECORDS = 10_000
 ROMM_BLOCK_RECORDS = 250
+# The attribute of a ROMM result giving the number of blocks (1: exact ROMM), for the metadata.
+ROMM_BLOCKS_ATTRIBUTE = "romm_blocks"
 # sdcMicro's "outdect": univariate outliers above this quantile, robust distances above the
 # square root of this chi-square quantile, MCD on this share of the records.
 OUTLIER_QUANTILE = 0.99
@@ -198,7 +200,8 @@ def add_noise(
 
     Returns
     -------
-    A copy of ``data`` with the columns perturbed (float64); missing values stay missing.
+    A copy of ``data`` with the columns perturbed (float64); missing values stay missing. With
+    "ROMM", ``result.attrs["romm_blocks"]`` is the number of blocks mixed (1 = exact ROMM).
     """
     columns = require_columns(data, columns, role="column")
     if method not in NOISE_METHODS:
@@ -251,4 +254,6 @@ def add_noise(
     out = data.copy()
     for j, column in enumerate(columns):
         out[column] = noisy[:, j]
+    if method == "ROMM":
+        out.attrs[ROMM_BLOCKS_ATTRIBUTE] = romm_blocks(n)
     return out

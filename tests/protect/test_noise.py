@@ -156,6 +156,7 @@ def test_romm_keeps_cross_products_exactly_and_stays_near_the_data():
     rng = np.random.default_rng(5)
     frame = pd.DataFrame(rng.normal(50, 10, (300, 3)), columns=["a", "b", "c"])
     out = add_noise(frame, ["a", "b", "c"], method="ROMM", p=0.001, random_state=15)
+    assert out.attrs["romm_blocks"] == 1  # exact ROMM up to ROMM_MAX_RECORDS
     x, released = frame.to_numpy(), out.to_numpy()
     # T orthogonal (Ting, Fienberg & Trottini 2008): x*'x* = x'x
     np.testing.assert_allclose(released.T @ released, x.T @ x, rtol=1e-10)
