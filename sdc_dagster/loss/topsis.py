@@ -12,6 +12,13 @@ from sdc_dagster.errors import NotComputable, SDCInputError
 from sdc_dagster.loss.distance import descriptive_statistics, partial_distances
 
 PATTERNS = ("empirical", "theoretical")
+# Shapiro–Wilk's p-value is accurate up to 5,000 values (Royston 1995, scipy's limit): beyond, the
+# test runs on a seeded random subsample of that size.
+SHAPIRO_MAX_N = 5_000
+SHAPIRO_SEED = 0
+# Cramér–von Mises: from this W^2 on, the asymptotic p-value is below 1e-10 and scipy's series loses
+# all accuracy (non-monotone, then NaN with a divide warning): the p-value is reported as 0.
+CVM_ZERO_P_FROM = 5.0
 
 
 def topsis_scores(losses: pd.DataFrame, *, pattern: str = "empirical") -> pd.Series:
@@ -102,6 +109,12 @@ def topsis_summary(eta) -> dict[str, float]:
         standardised with the sample mean and SD and compared with N(0, 1) — and
         ``ad_a2``/``ad_p`` (Anderson–Darling for normality with estimated parameters,
         p-value interpolated from scipy's tables). Tests are NaN when every value is equal.
+
+        Every test is used where it is valid for the sample size, so no warning reaches the
+        console at any n: Shapiro–Wilk on more than ``SHAPIRO_MAX_N`` values runs on a random
+        subsample of that size (seed ``SHAPIRO_SEED``, the same subsample for the same data;
+        ``shapiro_n`` gives the size used); the Cramér–von Mises p-value is 0 from
+        ``CVM_ZERO_P_FROM`` on (true value below 1e-10). KS, CvM and AD use every value.
     """
     summary = descriptive_statistics(eta)
     data = pd.to_numeric(pd.Series(eta), errors="coerce").dropna().to_numpy(dtype=float)
@@ -112,11 +125,25 @@ def topsis_summary(eta) -> dict[str, float]:
                           float("nan"))
     if spread > 0:
         standardised = (data - data.mean()) / spread
-        shapiro = stats.shapiro(data)
+        sample = _shapiro_sample(data)
+        if np.ptp(sample) > 0:  # a subsample of a nearly constant column can be constant
+            shapiro = stats.shapiro(sample)
+            tests.update(shapiro_w=shapiro.statistic, shapiro_p=shapiro.pvalue)
         ks = stats.kstest(standardised, "norm")
-        cvm = stats.cramervonmises(standardised, "norm")
+        with np.errstate(all="ignore"):  # the p-value series of large W^2, replaced below
+            cvm = stats.cramervonmises(standardised, "norm")
+        cvm_p = 0.0 if cvm.statistic >= CVM_ZERO_P_FROM else cvm.pvalue
         anderson = stats.anderson(data, "norm", method="interpolate")
-        tests.update(shapiro_w=shapiro.statistic, shapiro_p=shapiro.pvalue, ks_d=ks.statistic, ks_p=ks.pvalue,
-                     cvm_w2=cvm.statistic, cvm_p=cvm.pvalue, ad_a2=anderson.statistic, ad_p=anderson.pvalue)
+        tests.update(ks_d=ks.statistic, ks_p=ks.pvalue,
+                     cvm_w2=cvm.statistic, cvm_p=cvm_p, ad_a2=anderson.statistic, ad_p=anderson.pvalue)
     summary.update({key: float(value) for key, value in tests.items()})
+    summary["shapiro_n"] = float(min(data.size, SHAPIRO_MAX_N))
     return summary
+
+
+def _shapiro_sample(data: np.ndarray) -> np.ndarray:
+    """``data``, or past ``SHAPIRO_MAX_N`` values a seeded random subsample of that size in data order."""
+    if data.size <= SHAPIRO_MAX_N:
+        return data
+    chosen = np.random.default_rng(SHAPIRO_SEED).choice(data.size, SHAPIRO_MAX_N, replace=False)
+    return data[np.sort(chosen)]

@@ -17,7 +17,13 @@ n the number of records:
 * ROMM:           x* = T x, T = the orthonormalised (Gram–Schmidt, i.e. QR with a positive diagonal)
   n x n matrix I + p·M, M standard normal (Ting, Fienberg & Trottini 2008; sdcMicro "ROMM" with
   ``p``). T is orthogonal, so the cross products x*'x* = x'x are kept exactly; records are mixed.
-  Needs n^2 memory: at most ``ROMM_MAX_RECORDS`` records, and no missing values.
+  Needs n^2 memory and n^3 time, so above ``ROMM_MAX_RECORDS`` records (issue 23) the records are
+  dealt at random (from the same seed) into blocks of at most ``ROMM_BLOCK_RECORDS`` and each block
+  gets its own ROMM matrix with the same p: T is then block-diagonal after a permutation, still
+  orthogonal (x*'x* = x'x exactly), and the time is linear in n. Approximation, documented: a record
+  is mixed only with the records of its block, so its perturbation is that of ROMM on
+  ``ROMM_BLOCK_RECORDS`` records (about p·sqrt(block size) times the root mean square of the
+  column, instead of p·sqrt(n)). :func:`romm_blocks` tells which applies; no missing values.
 * outdect:        noise e ~ N(0, (1.96 · sd_j / sqrt(n) · a)^2) on the outliers only, in every
   column: records above the 99% quantile of some column (R's default quantile, type 7) or with a
   robust Mahalanobis distance above sqrt(chi^2_{0.975, m}), the distance from the MCD estimate
@@ -49,8 +55,12 @@ from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.risk.continuous import minimum_covariance_determinant
 
 NOISE_METHODS = ("additive", "multiplicative", "correlated", "correlated2", "restr", "ROMM", "outdect")
-# ROMM builds n x n matrices: 10,000 records take two of 800 MB.
+# ROMM builds n x n matrices: 10,000 records take two of 800 MB. Beyond, blocks of at most
+# ROMM_BLOCK_RECORDS records (module docstring).
 ROMM_MAX_RECORDS = 10_000
+ROMM_BLOCK_RECORDS = 250
+# The attribute of a ROMM result giving the number of blocks (1: exact ROMM), for the metadata.
+ROMM_BLOCKS_ATTRIBUTE = "romm_blocks"
 # sdcMicro's "outdect": univariate outliers above this quantile, robust distances above the
 # square root of this chi-square quantile, MCD on this share of the records.
 OUTLIER_QUANTILE = 0.99
@@ -114,6 +124,25 @@ def romm_transform(x: np.ndarray, p: float, rng: np.random.Generator) -> np.ndar
     return a @ linalg.solve_triangular(r, x, lower=False)
 
 
+def romm_blocks(n: int) -> int:
+    """Number of blocks ROMM mixes ``n`` records in: 1 (exact ROMM) up to ``ROMM_MAX_RECORDS``,
+    else enough blocks of at most ``ROMM_BLOCK_RECORDS`` (sizes differing by at most one)."""
+    return 1 if n <= ROMM_MAX_RECORDS else -(-n // ROMM_BLOCK_RECORDS)
+
+
+def block_romm_transform(x: np.ndarray, p: float, rng: np.random.Generator) -> np.ndarray:
+    """ROMM of ``x`` (module docstring): :func:`romm_transform` up to ``ROMM_MAX_RECORDS`` records,
+    beyond it on random blocks of at most ``ROMM_BLOCK_RECORDS`` records (a seeded permutation dealt
+    into :func:`romm_blocks` blocks, each transformed with its own matrix)."""
+    n_blocks = romm_blocks(len(x))
+    if n_blocks == 1:
+        return romm_transform(x, p, rng)
+    out = np.empty_like(x)
+    for rows in np.array_split(rng.permutation(len(x)), n_blocks):  # blocks of ~250 records, not records
+        out[rows] = romm_transform(x[rows], p, rng)
+    return out
+
+
 def outlier_records(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Boolean mask of the outliers of sdcMicro's "outdect" noise (SPEC §8.5), see module docstring.
 
@@ -171,7 +200,8 @@ def add_noise(
 
     Returns
     -------
-    A copy of ``data`` with the columns perturbed (float64); missing values stay missing.
+    A copy of ``data`` with the columns perturbed (float64); missing values stay missing. With
+    "ROMM", ``result.attrs["romm_blocks"]`` is the number of blocks mixed (1 = exact ROMM).
     """
     columns = require_columns(data, columns, role="column")
     if method not in NOISE_METHODS:
@@ -210,14 +240,12 @@ def add_noise(
             raise SDCInputError(f"method 'restr': amount {amount!r} must be below n - 1 = {n - 1} for n < 500 records")
         noisy = c * (x + _correlated_noise(x, amount, rng)) + (1.0 - c) * np.nanmean(x, axis=0)
     elif method == "ROMM":
-        if n > ROMM_MAX_RECORDS:
-            raise SDCInputError(f"method 'ROMM': at most {ROMM_MAX_RECORDS} records (an n x n matrix), got {n}")
         holes = [c for c, hole in zip(columns, np.isnan(x).any(axis=0)) if hole]
         if holes:
             raise SDCInputError(
                 f"column {holes[0]!r}: ROMM mixes all records, so it cannot keep missing values in place"
             )
-        noisy = romm_transform(x, p, rng)
+        noisy = block_romm_transform(x, p, rng)
     else:
         outliers = outlier_records(x, rng)
         scale = 1.96 * _column_sd(x) / np.sqrt(n) * amount
@@ -226,4 +254,6 @@ def add_noise(
     out = data.copy()
     for j, column in enumerate(columns):
         out[column] = noisy[:, j]
+    if method == "ROMM":
+        out.attrs[ROMM_BLOCKS_ATTRIBUTE] = romm_blocks(n)
     return out

@@ -49,32 +49,20 @@ data.frame method also misses targets (golden README, note 1), which does not ha
 
 sdcMicro's own algorithm (``method="sdcmicro"``)
 -----------------------------------------------
-For an office that must publish the same file sdcMicro would, ``method="sdcmicro"`` transcribes
-sdcMicro 5.8.1's ``suppSubset`` (``R/localSuppression.R`` with ``src/calcSuppInds.cpp``):
+A transcription of sdcMicro 5.8.1's ``suppSubset``, record for record, in
+:mod:`sdc_dagster.protect.suppression_sdcmicro`; the targets, strata and passes are those above.
 
-1. records are grouped by their exact key (a missing value is a value of its own here); of a
-   group of more than k records only the first k (in record order) take part, the others are put
-   back unchanged at the end;
-2. fk of the remaining records is counted (SPEC §2.4, unweighted, so sdcMicro's individual risk
-   is 1/fk); the unsafe records (fk < k) are visited from the lowest fk, ties in record order;
-3. for each, its nearest records are those at the smallest positive distance (the number of keys
-   observed in both and different); the least important key (highest importance number, ties in
-   key order) in which one of them differs from it, and that it still shows, is suppressed. The
-   visit goes on over the whole list even if an earlier suppression already made a record safe.
-   (When no record is at a positive distance, which only records missing every key allow,
-   sdcMicro stops with an error; here the record's least important key is suppressed);
-4. fk is counted again and step 3 repeats until every record is safe.
-
-Strata are protected one by one, and with ``combs`` every key subset of each size is treated in
-``combn`` order (= ``itertools.combinations``), the importance ranks restricted to the subset. The
-result equals sdcMicro's record for record on every golden case (a_*, b_* and c_* of
-``tests/data/sdcmicro/golden_parity``, 157 / 293 / 500 suppressions on testdata for k = 2 / 3 / 5),
-except the data.frame call with both strata and combs whose key columns are not the first ones,
-where sdcMicro suppresses the wrong columns (golden README, note 1): here that call gives what
-sdcMicro gives with the keys first and through an sdcMicroObj. As with the greedy method the passes
-over the targets repeat until each holds (the first pass is sdcMicro's; a second one only runs in
-the rare all-missing case of SPEC §2.4). The distance scan makes one pass O(unsafe x n x m), as
-in sdcMicro; step 1 keeps n small when keys repeat.
+Choosing the algorithm (``method="auto"``, the default; issue 23)
+-----------------------------------------------------------------
+Up to 8 keys the greedy lists every suppression set and wins on the golden cases (testdata k = 2 / 3
+/ 5: 105 / 182 / 317 suppressions against sdcMicro's 157 / 293 / 500); it is used alone, so these
+results are those of ``method="greedy"``. Beyond 8 keys it lists only the smallest sets, and on
+wide, nearly unique keys it falls back to suppressing whole records (2,000 records x 12 uniform
+keys of 3 values, k = 3: 21,747 suppressions in 34 s, sdcMicro's algorithm 4,580 in 1 s), while on
+skewed keys it still wins. There both run, the greedy within ``_AUTO_GREEDY_PROBES_PER_RECORD``
+probe rows per record (a count, so the choice is the same on every machine), and the result with
+fewer suppressed values is kept (the greedy on ties). The choice is made per stratum and key subset
+and reported in ``result.attrs["local_suppression_method"]``.
 
 References
 ----------
@@ -90,11 +78,11 @@ from math import comb
 
 import numpy as np
 import pandas as pd
-from numba import njit
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import IncrementalCompatibleCounts, check_mask_width, key_digits, pack_codes
+from sdc_dagster.frequencies import IncrementalCompatibleCounts, check_mask_width, key_digits
 from sdc_dagster.protect.strata import stratum_codes, stratum_members
+from sdc_dagster.protect.suppression_sdcmicro import sdcmicro_suppress_to_k
 from sdc_dagster.risk.categorical import _weights, risk_from_frequencies
 
 # Suppression sets enumerated per record at most (beyond: the cheapest ones, then all present keys).
@@ -104,7 +92,18 @@ _MAX_SETS = 256
 _STRICT_ORDER_SETS = 127
 # Probe rows evaluated per batch of suppression sets.
 _BATCH_PROBES = 400_000
-LOCAL_SUPPRESSION_METHODS = ("greedy", "sdcmicro")
+LOCAL_SUPPRESSION_METHODS = ("auto", "greedy", "sdcmicro")
+# method "auto": beyond this many keys the greedy lists only the smallest suppression sets and can
+# fail badly on wide, nearly unique keys; there both methods run, the greedy within this many probe
+# rows per record (a count of work, so the choice does not depend on the machine's speed).
+_AUTO_ALL_SETS_KEYS = 8
+_AUTO_GREEDY_PROBES_PER_RECORD = 100
+# The attribute of the returned frame naming the method(s) used: "greedy", "sdcmicro" or both.
+METHOD_ATTRIBUTE = "local_suppression_method"
+
+
+class _BudgetExceeded(Exception):
+    """The greedy of method "auto" used up its probe budget."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,7 +303,7 @@ def local_suppression(
     importance: Sequence[str] | Mapping[str, int] | None = None,
     strata: str | Sequence[str] | None = None,
     combs: Sequence[int] | None = None,
-    method: str = "greedy",
+    method: str = "auto",
 ) -> pd.DataFrame:
     """Suppress key values (set them to NA) until every record's §2.4 fk is at least k (SPEC §8.3).
 
@@ -328,16 +327,20 @@ def local_suppression(
         processed in the order given, subset after subset as ``itertools.combinations`` lists them,
         and the pass is repeated until every target holds (a later suppression can only break an
         earlier target through the all-missing rule of SPEC §2.4).
-    method : "greedy" (default; the module docstring's algorithm, fewer suppressions) or
-        "sdcmicro" (sdcMicro 5.8.1's ``localSuppression`` transcribed: the same file as sdcMicro,
-        record for record, for an office that must reproduce it).
+    method : "auto" (default: the greedy algorithm of the module docstring up to 8 keys, where it
+        suppresses fewer values; on more keys both, keeping the fewer suppressions, see "Choosing
+        the algorithm"), "greedy" or "sdcmicro" (sdcMicro 5.8.1's ``localSuppression``
+        transcribed: the same file as sdcMicro, record for record, for an office that must
+        reproduce it).
 
     Returns
     -------
     A copy of ``data`` indexed like it, with some key values missing (integer keys become nullable
     ``Int64`` when suppressed), such that ``risk.k_anonymity_violations(result, keys, k) == 0``
     (fk with missing values matching any value, SPEC §2.4, sdcMicro ``freqCalc``) within each
-    stratum, and on every key subset of each size in ``combs``.
+    stratum, and on every key subset of each size in ``combs``. ``result.attrs[METHOD_ATTRIBUTE]``
+    (``"local_suppression_method"``) names the algorithm used: "greedy", "sdcmicro", or
+    "greedy+sdcmicro" when "auto" chose differently for different strata or key subsets.
 
     References
     ----------
@@ -365,12 +368,16 @@ def local_suppression(
         return data.copy()
     original = np.zeros((len(data), len(keys)), dtype=np.int64)
     suppressed = np.zeros_like(original)
+    used: set[str] = set()
     for rows in members:  # strata, not records; each coded on its own, as if suppressed alone
         original[rows], radices = key_digits(data.iloc[rows], keys)
-        suppressed[rows] = _suppress_to_targets(
+        suppressed[rows], used_here = _suppress_to_targets(
             original[rows], radices, ranks, targets, lexicographic=importance is not None, method=method
         )
-    return _apply_to_frame(data, keys, suppressed, original)
+        used |= used_here
+    out = _apply_to_frame(data, keys, suppressed, original)
+    out.attrs[METHOD_ATTRIBUTE] = "+".join(m for m in LOCAL_SUPPRESSION_METHODS if m in used)
+    return out
 
 
 def _suppression_targets(
@@ -397,6 +404,7 @@ def _suppress_to_targets(digits, radices, ranks, targets, *, lexicographic: bool
     """Digits after suppression until every (key subsets, k) target holds (one stratum)."""
     digits = digits.copy()
     single_target = len(targets) == 1 and len(targets[0][0]) == 1
+    used = set()
     while True:
         changed = False
         for subsets, k in targets:
@@ -405,19 +413,40 @@ def _suppress_to_targets(digits, radices, ranks, targets, *, lexicographic: bool
                 before = digits[:, columns]
                 subset_ranks = np.argsort(np.argsort(ranks[columns]))
                 if method == "sdcmicro":
-                    after = _sdcmicro_suppress_to_k(before, radices[columns], subset_ranks, int(k))
+                    after, chosen = sdcmicro_suppress_to_k(before, radices[columns], subset_ranks, int(k)), method
+                elif method == "greedy":
+                    after, chosen = _suppress_to_k(before, radices[columns], subset_ranks, int(k), lexicographic), method
                 else:
-                    after = _suppress_to_k(before, radices[columns], subset_ranks, int(k), lexicographic)
+                    after, chosen = _auto_suppress_to_k(before, radices[columns], subset_ranks, int(k), lexicographic)
+                used.add(chosen)
                 if (after != before).any():
                     digits[:, columns] = after
                     changed = True
         # one target holds after one pass; several are re-checked until a pass changes nothing
         if single_target or not changed:
-            return digits
+            return digits, used
 
 
-def _suppress_to_k(digits, radices, ranks, k: int, lexicographic: bool) -> np.ndarray:
-    """Digits after the greedy suppression of the module docstring: every record's fk >= k."""
+def _auto_suppress_to_k(digits, radices, ranks, k: int, lexicographic: bool) -> tuple[np.ndarray, str]:
+    """Method "auto" (module docstring): digits after suppression and the method that gave them."""
+    if len(ranks) <= _AUTO_ALL_SETS_KEYS:
+        return _suppress_to_k(digits, radices, ranks, k, lexicographic), "greedy"
+    theirs = sdcmicro_suppress_to_k(digits, radices, ranks, k)
+    try:
+        ours = _suppress_to_k(digits, radices, ranks, k, lexicographic,
+                              probe_budget=_AUTO_GREEDY_PROBES_PER_RECORD * len(digits))
+    except _BudgetExceeded:
+        return theirs, "sdcmicro"
+    # fewer suppressed values wins, the greedy on ties
+    if ((theirs == 0) & (digits > 0)).sum() < ((ours == 0) & (digits > 0)).sum():
+        return theirs, "sdcmicro"
+    return ours, "greedy"
+
+
+def _suppress_to_k(digits, radices, ranks, k: int, lexicographic: bool, probe_budget: int | None = None) -> np.ndarray:
+    """Digits after the greedy suppression of the module docstring: every record's fk >= k. With
+    ``probe_budget``, :class:`_BudgetExceeded` is raised once more probe rows would be counted."""
+    spent = 0
     counter = IncrementalCompatibleCounts(digits, radices)
     sets, tiers = _candidate_sets(ranks, lexicographic=lexicographic)
     tier_bounds = np.flatnonzero(np.r_[True, tiers[1:] != tiers[:-1], True])
@@ -429,6 +458,9 @@ def _suppress_to_k(digits, radices, ranks, k: int, lexicographic: bool) -> np.nd
             while start < stop and (f < k).any():
                 unsafe = np.flatnonzero(f < k)
                 batch = sets[start : min(stop, start + max(1, _BATCH_PROBES // len(unsafe)))]
+                spent += len(unsafe) * len(batch)
+                if probe_budget is not None and spent > probe_budget:
+                    raise _BudgetExceeded
                 changed_now = _suppress_batch(counter, unsafe, f[unsafe], batch, k)
                 if changed_now:
                     f, _ = counter.record_counts()
@@ -443,68 +475,6 @@ def _suppress_to_k(digits, radices, ranks, k: int, lexicographic: bool) -> np.nd
             counter.set_missing(unsafe, _present_masks(counter.digits[unsafe]))
             f, _ = counter.record_counts()
     return counter.digits
-
-
-def _sdcmicro_suppress_to_k(digits, radices, ranks, k: int) -> np.ndarray:
-    """Digits after sdcMicro's ``suppSubset`` (module docstring, steps 1-4): every record's fk >= k."""
-    k = min(k, len(digits))
-    (code,) = pack_codes([digits], radices)
-    group = pd.factorize(code)[0]
-    # step 1: of each group of identical keys only the first k records take part
-    taking_part = np.flatnonzero(pd.Series(group).groupby(group).cumcount().to_numpy() < k)
-    keys = np.ascontiguousarray(digits[taking_part])
-    order = np.argsort(ranks, kind="stable").astype(np.int64)  # least important key first
-    while True:
-        fk, _ = IncrementalCompatibleCounts(keys, radices).record_counts()
-        unsafe = np.flatnonzero(fk < k)
-        if not len(unsafe):
-            break
-        unsafe = unsafe[np.argsort(fk[unsafe], kind="stable")]
-        _sdcmicro_pass(keys, unsafe, order)
-    out = digits.copy()
-    out[taking_part] = keys
-    return out
-
-
-@njit(cache=True)
-def _sdcmicro_pass(keys, unsafe, order):
-    """One visit of the unsafe records (sdcMicro ``cpp_calcSuppInds`` and its caller), suppressing in
-    place (0 = missing).
-
-    A record that every other record agrees with wherever both are observed can still be unsafe,
-    when the others miss every key (SPEC §2.4 does not count them for a complete key); sdcMicro
-    stops there with "the length of the index vector is 0". Here its least important key is
-    suppressed, after which those records count for it.
-    """
-    n, m = keys.shape
-    distance = np.empty(n, np.int64)
-    for p in range(unsafe.shape[0]):
-        i = unsafe[p]
-        nearest = m + 1
-        for r in range(n):
-            d = 0
-            for j in range(m):
-                a = keys[r, j]
-                b = keys[i, j]
-                if a != 0 and b != 0 and a != b:
-                    d += 1
-            distance[r] = d
-            if 0 < d < nearest:
-                nearest = d
-        for position in range(m):
-            j = order[position]
-            own = keys[i, j]
-            if own == 0:
-                continue
-            differs = nearest == m + 1
-            for r in range(n):
-                if differs:
-                    break
-                if distance[r] == nearest and keys[r, j] != 0 and keys[r, j] != own:
-                    differs = True
-            if differs:
-                keys[i, j] = 0
-                break
 
 
 def suppression_counts(original: pd.DataFrame, protected: pd.DataFrame, keys: Sequence[str]) -> pd.Series:

@@ -1,5 +1,7 @@
 """TOPSIS information loss, SPEC §10."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -74,3 +76,37 @@ def test_topsis_in_unit_interval_and_zero_for_identical(x, y, pattern, variant):
     assert eta.between(0, 1).all()
     unchanged = topsis_loss(original, original.copy(), scales, pattern=pattern, continuous_distance=variant)
     assert (unchanged == 0).all()
+
+
+@pytest.mark.parametrize("eta", [
+    np.r_[np.zeros(99_000), np.linspace(0.001, 1.0, 1_000)],  # 100k, mostly unchanged records
+    np.r_[np.zeros(99_990), np.ones(10)],  # a Shapiro subsample that is constant
+    np.full(50_000, 0.25),  # constant
+    np.array([0.1, 0.1, 0.2]),  # the smallest n
+    np.array([0.0, 0.0, 0.0, 1e-300]),
+])
+def test_summary_prints_no_warning_at_any_size(eta):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        summary = topsis_summary(eta)
+    assert summary["n"] == len(eta) and summary["shapiro_n"] == min(len(eta), 5_000)
+    for key in ("shapiro_p", "ks_p", "cvm_p", "ad_p"):
+        assert np.isnan(summary[key]) or 0 <= summary[key] <= 1
+
+
+def test_shapiro_on_a_seeded_subsample_past_5000_values():
+    rng = np.random.default_rng(3)
+    eta = rng.beta(2, 5, 20_000)
+    summary = topsis_summary(eta)
+    chosen = np.sort(np.random.default_rng(0).choice(20_000, 5_000, replace=False))
+    assert summary["shapiro_w"] == pytest.approx(stats.shapiro(eta[chosen]).statistic)
+    assert topsis_summary(eta)["shapiro_p"] == summary["shapiro_p"]  # the same subsample each time
+    # at most 5,000 values: the whole data, as before
+    assert topsis_summary(eta[:5_000])["shapiro_w"] == pytest.approx(stats.shapiro(eta[:5_000]).statistic)
+
+
+def test_cramer_von_mises_p_is_zero_far_in_the_tail():
+    eta = np.r_[np.zeros(9_900), np.linspace(0.5, 1.0, 100)]
+    summary = topsis_summary(eta)
+    assert summary["cvm_w2"] > 5 and summary["cvm_p"] == 0.0
+    assert summary["ks_p"] < 1e-10  # the other tests agree that normality is rejected

@@ -16,7 +16,6 @@ from hypothesis.extra.numpy import arrays
 
 from sdc_dagster.protect.microaggregation import (
     _mdav_groups,
-    _mdav_groups_with_missing,
     _variable_weights,
 )
 
@@ -155,14 +154,14 @@ def test_mdav_with_missing_values_equals_transcription_of_sdcmicro_loop(seed):
     x[rng.random((n, 3)) < [0.2, 0.05, 0.1]] = np.nan
     if seed == 0:
         x[:, 2] = np.nan  # a variable never observed
-    labels = _mdav_groups_with_missing(x, k)
+    labels = _mdav_groups(x, k)
     assert np.array_equal(labels, reference_mdav_with_missing(x, k))
 
 
 def test_mdav_missing_path_equals_exhaustive_transcription_on_complete_data():
     rng = np.random.default_rng(5)
     x = np.column_stack([rng.lognormal(10, 1, 300), rng.integers(0, 4, 300).astype(float)])
-    assert np.array_equal(_mdav_groups_with_missing(x, 3), reference_mdav(x, 3))
+    assert np.array_equal(_mdav_groups(x, 3), reference_mdav(x, 3))
 
 
 @settings(max_examples=40, deadline=None)
@@ -174,7 +173,7 @@ def test_mdav_missing_path_equals_exhaustive_transcription_on_complete_data():
 def test_mdav_with_missing_values_invariants(x, k):
     frame = pd.DataFrame(x, columns=["a", "b", "c"])
     out = microaggregation(frame, ["a", "b", "c"], k=k).to_numpy()
-    labels = _mdav_groups_with_missing(x, k)
+    labels = _mdav_groups(x, k)
     sizes = np.bincount(labels)
     assert sizes.min() >= k and (sizes <= 2 * k - 1).all() or len(sizes) == 1
     assert np.array_equal(np.isnan(out), np.isnan(x))  # missing stays missing, nothing is imputed
@@ -240,7 +239,7 @@ def test_mdav_groups_equal_stored_labels_of_the_previous_implementation(case):
     with np.load(REFERENCE) as stored:
         x, k, expected = stored[f"{case}_x"], int(stored[f"{case}_k"]), stored[f"{case}_labels"]
     before = x.copy()
-    labels = _mdav_groups_with_missing(x, k) if np.isnan(x).any() else _mdav_groups(x, k)
+    labels = _mdav_groups(x, k)
     np.testing.assert_array_equal(labels, expected)
     np.testing.assert_array_equal(x, before)
 

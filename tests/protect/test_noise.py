@@ -75,7 +75,11 @@ from scipy import stats  # noqa: E402
 
 from sdc_dagster.protect.noise import (  # noqa: E402
     NOISE_METHODS,
+    ROMM_BLOCK_RECORDS,
+    ROMM_MAX_RECORDS,
+    block_romm_transform,
     outlier_records,
+    romm_blocks,
     restricted_noise_factor,
     romm_transform,
 )
@@ -152,6 +156,7 @@ def test_romm_keeps_cross_products_exactly_and_stays_near_the_data():
     rng = np.random.default_rng(5)
     frame = pd.DataFrame(rng.normal(50, 10, (300, 3)), columns=["a", "b", "c"])
     out = add_noise(frame, ["a", "b", "c"], method="ROMM", p=0.001, random_state=15)
+    assert out.attrs["romm_blocks"] == 1  # exact ROMM up to ROMM_MAX_RECORDS
     x, released = frame.to_numpy(), out.to_numpy()
     # T orthogonal (Ting, Fienberg & Trottini 2008): x*'x* = x'x
     np.testing.assert_allclose(released.T @ released, x.T @ x, rtol=1e-10)
@@ -165,6 +170,25 @@ def test_romm_keeps_cross_products_exactly_and_stays_near_the_data():
     assert not np.allclose(released, x) and np.abs(released - x).max() < 0.5 * x.std()
     with pytest.raises(SDCInputError, match="column 'a': ROMM"):
         add_noise(frame.assign(a=np.where(np.arange(300) == 0, np.nan, frame["a"])), ["a", "b"], method="ROMM")
+
+
+def test_romm_above_the_exact_size_mixes_records_within_blocks_only():
+    """Past ROMM_MAX_RECORDS: orthogonal (cross products kept exactly), each record mixed only with
+    the at most ROMM_BLOCK_RECORDS records of its block, perturbation that of ROMM on a block."""
+    n = ROMM_MAX_RECORDS + 1
+    assert romm_blocks(ROMM_MAX_RECORDS) == 1 and romm_blocks(n) == -(-n // ROMM_BLOCK_RECORDS)
+    rng = np.random.default_rng(8)
+    x = np.column_stack([rng.normal(50, 10, n), np.eye(n)[:, 0], np.eye(n)[:, n - 1]])
+    released = block_romm_transform(x, 0.01, np.random.default_rng(3))
+    np.testing.assert_allclose(released.T @ released, x.T @ x, rtol=1e-10, atol=1e-10)
+    # the image of a unit vector is a column of T: non-zero on one block only
+    for column in (1, 2):
+        assert 0 < np.count_nonzero(released[:, column]) <= ROMM_BLOCK_RECORDS
+    # first order, x*_i - x_i = p sum_j S_ij x_j with S_ij ~ N(0, 1): relative RMS p sqrt(block size)
+    relative = np.sqrt(((released[:, 0] - x[:, 0]) ** 2).mean() / (x[:, 0] ** 2).mean())
+    assert relative == pytest.approx(0.01 * np.sqrt(n / romm_blocks(n)), rel=0.1)
+    again = block_romm_transform(x, 0.01, np.random.default_rng(3))
+    np.testing.assert_array_equal(again, released)  # the seed fixes the blocks and the matrices
 
 
 def test_outdect_changes_exactly_the_outliers():

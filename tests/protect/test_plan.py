@@ -97,7 +97,7 @@ def test_step_seed_derived_from_plan_seed_and_step_identity(testdata):
          r"step 1 \(noise\): parameter 'columns' names column 'age'"),
         ([{"method": "recode", "variable": "water", "mapping": [1, 2]}], r"parameter 'mapping' must be a mapping"),
         ("local_suppression", r"plan: must be a list"),
-        ([{"method": "local_suppression", "kind": "argus"}], r"parameter 'kind' must be one of 'greedy', 'sdcmicro'"),
+        ([{"method": "local_suppression", "kind": "argus"}], r"parameter 'kind' must be one of 'auto', 'greedy', 'sdcmicro'"),
         ([{"method": "local_suppression", "importance": {"roof": "high"}}], r"parameter 'importance' must be a list of key"),
         ([{"method": "local_suppression", "importance": {"nope": 1}}], r"parameter 'importance' names column 'nope'"),
     ],

@@ -683,7 +683,7 @@ def test_property_sdcmicro_method_reaches_k_anonymity(case):
 
 
 def test_numeric_importance_and_method_bad_input(testdata2):
-    with pytest.raises(SDCInputError, match="method: must be one of greedy, sdcmicro"):
+    with pytest.raises(SDCInputError, match="method: must be one of auto, greedy, sdcmicro"):
         local_suppression(testdata2, KEYS, k=3, method="mu-argus")
     with pytest.raises(SDCInputError, match="importance: numbers must be integers from 1"):
         local_suppression(testdata2, KEYS, k=3, importance=dict(zip(KEYS, [0, 1, 2, 3, 4, 5, 6])))
@@ -717,3 +717,24 @@ def test_more_keys_than_a_missing_value_mask_holds_is_refused_by_name():
     data = pd.DataFrame({f"k{j}": [1, 2, 1, 2] for j in range(63)})
     with pytest.raises(SDCInputError, match="local suppression combines at most 62 categorical keys"):
         local_suppression(data, list(data.columns), k=2)
+
+
+def test_auto_uses_the_greedy_up_to_8_keys_and_records_it(testdata):
+    auto = local_suppression(testdata, KEYS, k=3)
+    pd.testing.assert_frame_equal(auto, local_suppression(testdata, KEYS, k=3, method="greedy"))
+    assert auto.attrs["local_suppression_method"] == "greedy"
+    assert local_suppression(testdata, KEYS, k=3, method="sdcmicro").attrs["local_suppression_method"] == "sdcmicro"
+
+
+def test_auto_keeps_sdcmicros_result_on_wide_uniform_keys():
+    """12 uniform keys of 3 values: the greedy lists only 1- and 2-key sets and ends up suppressing
+    most values; "auto" keeps sdcMicro's algorithm, which suppresses far fewer."""
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({f"k{j}": rng.integers(0, 3, 400) for j in range(12)})
+    keys = list(frame.columns)
+    auto = local_suppression(frame, keys, k=3)
+    assert auto.attrs["local_suppression_method"] == "sdcmicro"
+    pd.testing.assert_frame_equal(auto, local_suppression(frame, keys, k=3, method="sdcmicro"))
+    assert k_anonymity_violations(auto, keys, 3) == 0
+    greedy = local_suppression(frame, keys, k=3, method="greedy")
+    assert suppression_counts(frame, auto, keys).sum() < 0.5 * suppression_counts(frame, greedy, keys).sum()
