@@ -1,4 +1,4 @@
-"""The plan search of a wave (issue 22; sdc_dagster.search, protect.search_space, spec ``search:``).
+"""The plan search of a wave (issue 22; sdc_dagster.pipeline.search, protect.search_space, spec ``search:``).
 
 Expected values come from the chain's own release checks and loss (protection.release_checks,
 evaluation.headline_loss) run on the plans as the release runs them, or are written out by hand."""

@@ -8,7 +8,7 @@ and seed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -334,7 +334,7 @@ def _record_linkage_variants(
 
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # frames have no truth value: compared by identity
 class ProtectedVariant:
     """One plan's protected variant of a wave, as every later stage receives it.
 
@@ -351,7 +351,7 @@ class ProtectedVariant:
     steps: list[dict]
     matrices: dict[str, pd.DataFrame]
     checks: dict[str, CheckOutcome]
-    release: lineage.Release | None = field(default=None, compare=False)
+    release: lineage.Release | None = None
 
     @property
     def name(self) -> str:

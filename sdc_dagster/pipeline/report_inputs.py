@@ -21,7 +21,7 @@ from sdc_dagster.sources import value_labels
 from sdc_dagster.spec import SurveySpec
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # frames have no truth value: compared by identity
 class WaveEvaluation:
     """The evaluation stage's tables of a wave (:mod:`sdc_dagster.pipeline.evaluation`):
     ``residual`` (:func:`~sdc_dagster.pipeline.evaluation.residual_risk`), ``loss_summary`` and

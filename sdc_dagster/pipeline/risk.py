@@ -90,7 +90,7 @@ def risk_table(data: pd.DataFrame, keys: list[str], *, weight=None, household=No
     return risk.risk_table(data, keys, weight=weight, household=household, con=con, frequencies=frequencies)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # frames have no truth value: compared by identity
 class RiskScores:
     """The risk of the original wave, computed once and passed on to every later stage.
 
@@ -172,7 +172,7 @@ def risk_scores(
     return RiskScores(table, figures, notes, by_variable, by_category, setup)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # frames have no truth value: compared by identity
 class Contributions:
     """Shapley and solidarity contributions of the wave (:func:`risk_contributions`)."""
 

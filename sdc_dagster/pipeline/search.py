@@ -555,7 +555,7 @@ def plan_to_release(found: WaveSearch, spec: SurveySpec) -> Plan:
     return replace(chosen.plan, name=SEARCHED_PLAN)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # frames have no truth value: compared by identity
 class PlanSearch:
     """A wave's search as the pipeline passes it on: ``front`` (:meth:`WaveSearch.front_frame`),
     ``summary`` (:func:`search_summary`), the ``plan`` to release (:func:`plan_to_release`) and its
