@@ -68,10 +68,10 @@ def test_linkage_risk_is_the_best_linkage_an_intruder_can_choose():
 def test_linkage_risk_without_a_changed_or_released_continuous_key():
     spec = tiny_spec(max_linkage_risk=0.2)
     unchanged = protection.release_checks(ORIGINAL.copy(), spec, spec.plans[0], original=ORIGINAL)["linkage_risk"]
-    assert unchanged["value"] == 1.0 and not unchanged["passed"]  # every record is its own original
-    assert "no continuous key changed" in unchanged["measure"]
+    assert unchanged.value == 1.0 and not unchanged.passed  # every record is its own original
+    assert "no continuous key changed" in unchanged.measure
     removed = protection.release_checks(ORIGINAL[["note"]], spec, spec.plans[0], original=ORIGINAL)["linkage_risk"]
-    assert removed["value"] == 0.0 and removed["passed"]  # nothing released to link on
+    assert removed.value == 0.0 and removed.passed  # nothing released to link on
 
 
 def test_the_categorical_checks_are_left_out_without_categorical_keys_and_say_why():
@@ -168,7 +168,7 @@ def test_a_continuous_only_file_through_the_asset_chain(sdc_home, tmp_path, inst
     assert {name for asset, name in checks if asset != "sdc_report"} == {"linkage_risk", "no_direct_identifier"}
     assert checks[("sdc_report", "wave_released")].passed  # the noise plan passes and is the wave's release
     original = result.asset_value(AssetKey(["electricity", "raw_microdata"]))
-    noisy = result.asset_value(AssetKey(["electricity", "protected_noise"]))
+    noisy = result.asset_value(AssetKey(["electricity", "protected_noise"])).data
     expected = independent_linkage(original, noisy)
     noise_check = checks[("protected_noise", "linkage_risk")]
     assert noise_check.metadata["value"].value == pytest.approx(max(expected.values()), abs=1e-12)
@@ -182,7 +182,7 @@ def test_a_continuous_only_file_through_the_asset_chain(sdc_home, tmp_path, inst
         assert residual.loc["noise", name] == pytest.approx(value, abs=1e-12)
         assert residual.loc["noise", name.replace("_expected_risk", "_risk")] == pytest.approx(value, abs=1e-12)
     # the continuous part of the combined risk (SPEC §5.5 with h = 0): share of keys with < k neighbours
-    risk_table = result.asset_value(AssetKey(["electricity", "risk_scores"]))
+    risk_table = result.asset_value(AssetKey(["electricity", "risk_scores"])).table
     assert risk_table["combined_categorical"].isna().all()
     assert risk_table["combined_risk"].to_numpy() == pytest.approx(risk_table["combined_continuous"].to_numpy())
     assert (risk_table["fk"] == len(original)).all()  # the empty key is every record's
