@@ -41,8 +41,9 @@ def residual_risk(
     household and individual-risk figures (SPEC §3), k-anonymity violations and the values
     suppressed. With continuous keys: ``combined_global_risk`` (SPEC §5.5/§5.6 on the keys the
     variant releases; its continuous part alone without categorical keys) and ``linkage_risk``,
-    the figure of the ``linkage_risk`` release check (:func:`linkage_figures`: 1 for the original
-    and for a variant that changed no continuous key). Record linkage (SPEC §4.1) compares
+    the figure of the ``linkage_risk`` release check
+    (:func:`~sdc_dagster.pipeline.protection.linkage_figures`: 1 for the original and for a variant
+    that changed no continuous key). Record linkage (SPEC §4.1) compares
     original and protected on every continuous key the variant releases, once one changed:
     ``record_linkage_risk`` (Euclidean, nearest original), ``record_linkage_mahalanobis_risk``
     (nearest original under that distance), ``record_linkage_gower_risk`` (nearest original under
@@ -60,8 +61,8 @@ def residual_risk(
     rank-based interval disclosure ID of Domingo-Ferrer, Mateo-Sanz & Torra (mean over p = 1..10 %,
     :func:`risk.rank_interval_disclosure`).
 
-    ``linkage``: the :func:`linkage_figures` of variants already computed (by the release checks,
-    ``checks["linkage_risk"].figures``), so that the quadratic linkages are not computed twice.
+    ``linkage``: the :func:`~sdc_dagster.pipeline.protection.linkage_figures` of variants already
+    computed (by the release checks, ``checks["linkage_risk"].figures``), so that the quadratic linkages are not computed twice.
     ``original_risk``: the risk stage's :class:`~sdc_dagster.pipeline.risk.RiskScores` of
     ``original``, whose risk table and combined risk the first row reads instead of computing them
     again.
@@ -171,7 +172,7 @@ def information_loss(
     distance, the mean TOPSIS loss, the moment, SSE/TSS, utility, EBIL and association figures;
     per_record: TOPSIS loss and the per-record sum of partial distances for each variant, NaN for
     records a variant does not release; notes: a :class:`MeasureNote` per measure left out of a
-    variant's row because it is undefined on its data, :func:`if_computable`).
+    variant's row because it is undefined on its data, :func:`~sdc_dagster.pipeline.risk.if_computable`).
     """
     rows, per_record, notes = [], {}, []
     for name, frame in protected.items():

@@ -105,7 +105,8 @@ class WaveSearch:
     ``candidates``: every evaluated node; ``front``: the Pareto front (global risk against loss) of
     those meeting the target, those passing the release checks first, each by loss, the confirmed ones
     carrying their checks (when no front candidate passes them, the candidates beyond the front that
-    were confirmed join it); ``recommended``: the confirmed candidate of least loss (``plan.name == SEARCHED_PLAN``); ``runner_up``: the next;
+    were confirmed join it); ``recommended``: the confirmed candidate of least loss
+    (``plan.name == SEARCHED_PLAN``); ``runner_up``: the next;
     ``stricter``: what meeting half the global-risk target costs, ``{"target", "loss", "plan"}``
     (None when no candidate meets it); ``nodes_total``, ``nodes_evaluated``, ``exhaustive``, ``bound``
     (how the search was cut, in words), ``seconds``; ``space``: per key, its levels in words.
