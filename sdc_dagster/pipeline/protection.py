@@ -240,8 +240,9 @@ def linkage_figures(original: pd.DataFrame, protected: pd.DataFrame, spec: Surve
     Linkage uses every continuous key the variant releases (one released unchanged links as well as
     any) on the records it releases (:func:`~sdc_dagster.pipeline.variant.retained_records`); Gower
     adds the categorical keys it releases. The shares are those of
-    :func:`~sdc_dagster.pipeline.evaluation.residual_risk`: ``record_linkage_risk`` (Euclidean, nearest original, ties for the intruder), ``record_linkage_expected_risk`` (the
-    same, ties at random) and the variants of :func:`_record_linkage_variants`, NaN where a variant
+    :func:`~sdc_dagster.pipeline.evaluation.residual_risk`: ``record_linkage_risk`` (Euclidean,
+    nearest original, ties for the intruder), ``record_linkage_expected_risk`` (the same, ties at
+    random) and the variants of :func:`_record_linkage_variants`, NaN where a variant
     does not apply. A variant in which no continuous key changed has ``linkage_risk`` 1
     (every released record is its own original) and no share computed; one that releases no
     continuous key has ``linkage_risk`` 0 (nothing to link on).
