@@ -15,12 +15,13 @@ so that a check of one wave reads that wave only.
 
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey, MetadataValue
 
-from sdc_dagster import survey
+from sdc_dagster.pipeline.protection import CheckOutcome, release_check_names
 from sdc_dagster.spec import Plan, SurveySpec
 
 def release_check_specs(spec: SurveySpec, plan: Plan, asset: AssetKey) -> list[AssetCheckSpec]:
     """The release checks of one plan's protected asset (the outcomes of
-    :func:`sdc_dagster.survey.release_checks`, named by :func:`sdc_dagster.survey.release_check_names`)."""
+    :func:`sdc_dagster.pipeline.protection.release_checks`, named by
+    :func:`sdc_dagster.pipeline.protection.release_check_names`)."""
     descriptions = {
         "k_anonymity": f"blocking: every record's key is shared by at least {plan.k} records (fk >= k, SPEC §3.1)",
         "global_risk": f"blocking: global risk <= {spec.risk.max_global_risk} (SPEC §3.3)",
@@ -30,21 +31,21 @@ def release_check_specs(spec: SurveySpec, plan: Plan, asset: AssetKey) -> list[A
         "individual_risk": f"warning: no record with individual risk > {spec.risk.individual_risk_threshold} (SPEC §3.3)",
     }
     return [AssetCheckSpec(name=name, asset=asset, description=descriptions[name])
-            for name in survey.release_check_names(spec)]
+            for name in release_check_names(spec)]
 
 
-def release_check_results(outcomes: dict[str, dict]) -> list[AssetCheckResult]:
-    """Check results from :func:`sdc_dagster.survey.release_checks` outcomes."""
+def release_check_results(outcomes: dict[str, CheckOutcome]) -> list[AssetCheckResult]:
+    """Check results from :func:`sdc_dagster.pipeline.protection.release_checks` outcomes."""
     return [
         AssetCheckResult(
             check_name=name,
-            passed=bool(outcome["passed"]),
-            severity=AssetCheckSeverity.ERROR if outcome["blocking"] else AssetCheckSeverity.WARN,
+            passed=bool(outcome.passed),
+            severity=AssetCheckSeverity.ERROR if outcome.blocking else AssetCheckSeverity.WARN,
             metadata={
-                "value": outcome["value"],
-                "rule": outcome["rule"],
-                "blocking": outcome["blocking"],
-                **({"measure": outcome["measure"]} if "measure" in outcome else {}),
+                "value": outcome.value,
+                "rule": outcome.rule,
+                "blocking": outcome.blocking,
+                **({"measure": outcome.measure} if outcome.measure is not None else {}),
             },
         )
         for name, outcome in outcomes.items()

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from sdc_dagster.search import search_wave
+from sdc_dagster.pipeline.search import search_wave
 from sdc_dagster.spec import parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,6 +9,7 @@ file per asset and partition, readable by any tool), ``reports/``, ``releases/``
 from __future__ import annotations
 
 import os
+import pickle
 from pathlib import Path
 
 import pandas as pd
@@ -16,7 +17,7 @@ import platformdirs
 from dagster import ConfigurableIOManager, InputContext, OutputContext
 
 import sdc_dagster
-from sdc_dagster.files import write_atomic_with
+from sdc_dagster.files import write_atomic, write_atomic_with
 from sdc_dagster.names import check_name, inside
 
 #: The data home of a project folder: a working directory holding this folder uses it.
@@ -86,9 +87,21 @@ def _file(path: Path) -> Path:
     return path.parent / f"{path.name}.parquet"
 
 
+def _pickle(path: Path) -> Path:
+    return path.parent / f"{path.name}.pickle"
+
+
+def storage_dir(base_dir: str | Path | None = None) -> Path:
+    """Where asset outputs are stored: ``base_dir`` when given (the IO manager's), else
+    ``<data home>/storage``."""
+    return Path(base_dir) if base_dir else sdc_home() / "storage"
+
+
 def read_stored(path: Path):
-    """A stored output: ``<path>.parquet`` as a DataFrame, or the folder ``<path>/`` as a dict of
-    DataFrames. ``path`` is ``<storage>/<asset key path>/<partition>``."""
+    """A stored output: a pipeline value (``<path>.pickle``), ``<path>.parquet`` as a DataFrame, or
+    the folder ``<path>/`` as a dict of DataFrames. ``path`` is ``<storage>/<asset key path>/<partition>``."""
+    if _pickle(path).is_file():
+        return pickle.loads(_pickle(path).read_bytes())
     if _file(path).is_file():
         return pd.read_parquet(_file(path))
     if path.is_dir():
@@ -96,22 +109,27 @@ def read_stored(path: Path):
     raise FileNotFoundError(f"no stored output at {path}.parquet; materialise it first")
 
 
-def stored_output(asset_path: list[str], partition: str = "all"):
-    """Read back what :class:`ParquetIOManager` (default location) stored for an asset partition."""
-    return read_stored(inside(sdc_home() / "storage", *asset_path, partition))
+def stored_output(asset_path: list[str], partition: str = "all", *, base_dir: str | Path | None = None):
+    """Read back what :class:`ParquetIOManager` stored for an asset partition (``base_dir``: the IO
+    manager's, default ``<data home>/storage``)."""
+    return read_stored(inside(storage_dir(base_dir), *asset_path, partition))
 
 
 class ParquetIOManager(ConfigurableIOManager):
     """Stores DataFrame outputs as ``<base_dir>/<asset key path>/<partition>.parquet``.
 
     An output that is a dict of DataFrames becomes a folder ``<partition>/`` with one Parquet file
-    per entry. Unpartitioned assets use the partition name ``all``.
+    per entry. A pipeline value (a frozen dataclass of :mod:`sdc_dagster.pipeline` with a
+    ``stored_frames()`` method: a protected variant, the risk scores, ...) is stored whole as
+    ``<partition>.pickle``, which the next asset loads, and its frames as Parquet beside it for any
+    other reader (the frame named ``""`` as ``<partition>.parquet``, the others in the folder).
+    Unpartitioned assets use the partition name ``all``.
     """
 
     base_dir: str = ""
 
     def _root(self) -> Path:
-        return Path(self.base_dir) if self.base_dir else sdc_home() / "storage"
+        return storage_dir(self.base_dir)
 
     def _path(self, context: InputContext | OutputContext) -> Path:
         """``<root>/<asset key path>/<partition>``; a partition key that is not a safe name (a wave id
@@ -122,7 +140,12 @@ class ParquetIOManager(ConfigurableIOManager):
 
     def handle_output(self, context: OutputContext, obj) -> None:
         path = self._path(context)
-        if isinstance(obj, pd.DataFrame):
+        if hasattr(obj, "stored_frames"):
+            for name, frame in obj.stored_frames().items():
+                _write_parquet(frame, _file(path) if name == "" else path / f"{name}.parquet")
+            write_atomic(_pickle(path), pickle.dumps(obj))
+            context.add_output_metadata({"path": str(_pickle(path))})
+        elif isinstance(obj, pd.DataFrame):
             _write_parquet(obj, _file(path))
             context.add_output_metadata({"path": str(_file(path))})
         elif isinstance(obj, dict) and all(isinstance(v, pd.DataFrame) for v in obj.values()):
@@ -131,8 +154,8 @@ class ParquetIOManager(ConfigurableIOManager):
             context.add_output_metadata({"path": str(path)})
         else:
             raise TypeError(
-                f"{context.asset_key.to_user_string()}: ParquetIOManager stores DataFrames or dicts of "
-                f"DataFrames, got {type(obj).__name__}"
+                f"{context.asset_key.to_user_string()}: ParquetIOManager stores DataFrames, dicts of "
+                f"DataFrames or pipeline values with stored_frames(), got {type(obj).__name__}"
             )
 
     def load_input(self, context: InputContext):

@@ -311,7 +311,8 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
     if wave == "grid":  # the census grid release (sdc_dagster.pipeline.grid_release)
         return _audit_grid(run, out)
     from sdc_dagster.resources.storage import releases_dir
-    from sdc_dagster import lineage, survey
+    from sdc_dagster import lineage
+    from sdc_dagster.pipeline.audit import recompute_release
     from sdc_dagster.sources import file_sha256
 
     root = releases_dir()
@@ -341,7 +342,7 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
                   file=out)
             status = 2
             continue
-        verification = lineage.verify_release(releases[-1], survey.recompute_release)
+        verification = lineage.verify_release(releases[-1], recompute_release)
         role = "the wave's release" if wave_release and wave_release["folder"] == str(releases[-1]) \
             else "eligible alternative"
         print(f"== {surveys[0]} / {wave} / {name}: release {releases[-1].name} ({role})", file=out)
@@ -541,7 +542,7 @@ def run_wave(survey_name: str, wave: str, *, data_file: str | None = None, home:
     from sdc_dagster.errors import SDCInputError
     from sdc_dagster.resources.storage import landing_dir
     from sdc_dagster.sources import locate_wave_file
-    from sdc_dagster.survey import design_statement
+    from sdc_dagster.pipeline.report_inputs import design_statement
 
     specs, broken = _survey_specs("run", out, survey_name)
     if broken:
@@ -674,7 +675,7 @@ def _no_release(step: str, error) -> bool:
 
 def run_plan(survey_name: str, wave: str, *, data_file: str | None = None, write: bool = False,
              home: str | None = None, out=None) -> int:
-    """Search the plans of a wave (:func:`sdc_dagster.search.search_wave`, with the spec's
+    """Search the plans of a wave (:func:`sdc_dagster.pipeline.search.search_wave`, with the spec's
     ``search:`` options, whether or not the wave chain searches) and print the front; with
     ``write``, add the front's plans to the spec file as named plans ``search_<n>``
     (:func:`~sdc_dagster.protect.plan_search.front_as_yaml`) that can be edited and run like any other."""
@@ -684,7 +685,7 @@ def run_plan(survey_name: str, wave: str, *, data_file: str | None = None, write
         return EXIT_USAGE
     import yaml
 
-    from sdc_dagster import search
+    from sdc_dagster.pipeline import search
     from sdc_dagster.errors import SDCInputError
     from sdc_dagster.protect.plan_search import front_as_yaml
     from sdc_dagster.resources.storage import landing_dir

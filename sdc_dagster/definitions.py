@@ -17,7 +17,7 @@ from dagster import Definitions
 from sdc_dagster.assets.automation import build_survey_automation
 from sdc_dagster.assets.grid import GRID_ASSETS, GRID_JOBS, GRID_SENSORS
 from sdc_dagster.assets.survey import build_survey_assets
-from sdc_dagster.resources import ParquetIOManager, duckdb_resource
+from sdc_dagster.resources import configured_resources
 from sdc_dagster.resources.storage import spec_folders
 from sdc_dagster.spec import SurveySpec, scan_specs
 
@@ -36,7 +36,9 @@ def survey_specs(folders: list[Path] | None = None) -> list[SurveySpec]:
 
 def build_definitions(spec_folder: Path | None = None, *, specs: list[SurveySpec] | None = None) -> Definitions:
     """All survey chains for ``specs`` (default: :func:`survey_specs` of ``spec_folder``, else of
-    :func:`spec_folders`) and the census grid chain, with their checks and automation."""
+    :func:`spec_folders`) and the census grid chain, with their checks and automation; the data home
+    resource and the IO manager's base directory from the one data-home lookup
+    (:func:`~sdc_dagster.resources.configured_resources`)."""
     assets, jobs, sensors, schedules = list(GRID_ASSETS), list(GRID_JOBS), list(GRID_SENSORS), []
     for spec in specs if specs is not None else survey_specs([Path(spec_folder)] if spec_folder else None):
         assets.extend(build_survey_assets(spec).assets)
@@ -49,7 +51,7 @@ def build_definitions(spec_folder: Path | None = None, *, specs: list[SurveySpec
         jobs=jobs,
         sensors=sensors,
         schedules=schedules,
-        resources={"io_manager": ParquetIOManager(), "duckdb": duckdb_resource()},
+        resources=configured_resources(),
     )
 
 

@@ -46,6 +46,10 @@ def atomic_path(path: str | Path, *, exclusive: bool = False) -> Iterator[Path]:
             os.link(temporary, path)
         else:
             os.replace(temporary, path)
+    except OSError as exc:  # a failed write() names no file: name the one the user must make room for
+        if exc.filename is None and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     finally:
         temporary.unlink(missing_ok=True)
 

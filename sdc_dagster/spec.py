@@ -117,7 +117,7 @@ class RiskParameters:
 
     ``max_linkage_risk``: the largest share of released records that distance-based record linkage
     (SPEC §4.1) may link to their own original, the blocking release check of a spec with continuous
-    keys (:func:`sdc_dagster.survey.release_checks`). It bounds what an intruder who knows a
+    keys (:func:`sdc_dagster.pipeline.protection.release_checks`). It bounds what an intruder who knows a
     person's key values achieves by taking the nearest released record, under the best of the
     linkage variants the pipeline computes. Default 0.2: at most one released record in five is
     re-identified through the continuous keys. sdcMicro's ``dRisk`` (``interval_risk``, SPEC §4.2)
@@ -157,7 +157,7 @@ SEARCHED_PLAN = "searched"
 
 @dataclass(frozen=True)
 class SearchOptions:
-    """The plan search of a wave (``search:``, issue 22; :func:`sdc_dagster.search.search_wave`).
+    """The plan search of a wave (``search:``, issue 22; :func:`sdc_dagster.pipeline.search.search_wave`).
 
     ``enabled``: whether the pipeline searches (off when the spec has no ``search:`` section, on when
     it has one without ``enabled``; drafted specs write ``search: {enabled: true}``).

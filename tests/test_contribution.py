@@ -19,7 +19,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdc_dagster import survey
+from sdc_dagster.pipeline import evaluation
+from sdc_dagster.pipeline import risk as pipeline_risk
 from sdc_dagster.contribution import contribution_values, contributions, esl_coefficients, game_values
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.simulation import SIMULATION_PRECISION, simulate_survey
@@ -322,7 +323,8 @@ def test_survey_functions_on_testdata_with_missing_key_values():
     rng = np.random.default_rng(5)
     for column in ["roof", "walls", "water", "relat", "income"]:
         data[column] = data[column].mask(rng.random(len(data)) < 0.05)
-    per_record, overall, notes = survey.risk_contributions(data, spec)
+    found = pipeline_risk.risk_contributions(data, spec)
+    per_record, overall, notes = found.per_record, found.global_, found.notes
     players = [*spec.categorical_keys, *spec.continuous_keys]
     assert notes == []
     assert list(overall.columns) == ["shapley", "solidarity"] and list(overall.index) == players
@@ -330,9 +332,9 @@ def test_survey_functions_on_testdata_with_missing_key_values():
     for value in ("shapley", "solidarity"):
         totals = per_record[[f"{value}_{p}" for p in players]].sum(axis=1).to_numpy()
         assert np.isin(np.round(totals, 12), [0.0, 1.0]).all()  # efficiency: v_i(M) is 0 or 1
-    table, figures = survey.risk_scores(data, spec)
-    assert table[["combined_categorical", "combined_continuous", "combined_risk"]].notna().all().all()
-    assert 0 < figures["combined_global_risk"] < 1
+    scores = pipeline_risk.risk_scores(data, spec)
+    assert scores.table[["combined_categorical", "combined_continuous", "combined_risk"]].notna().all().all()
+    assert 0 < scores.figures["combined_global_risk"] < 1
 
 
 # --- generic game values ----------------------------------------------------------------------------
@@ -452,8 +454,9 @@ def test_more_keys_than_the_games_support_are_noted_not_fatal():
            "plans": {"p": {"steps": [{"method": "local_suppression", "k": 2}]}}}
     spec = parse_spec(yaml.safe_load(yaml.safe_dump(raw)))
     data = pd.DataFrame(np.random.default_rng(17).integers(1, 3, size=(40, 17)), columns=keys)
-    per_record, overall, notes = survey.risk_contributions(data, spec)
+    found = pipeline_risk.risk_contributions(data, spec)
+    per_record, overall, notes = found.per_record, found.global_, found.notes
     assert per_record.shape == (40, 0) and overall.empty and list(overall.columns) == ["shapley", "solidarity"]
     assert [(n.measure, n.status) for n in notes] == [("risk contributions (Shapley, solidarity)", "not applicable")]
     assert "at most 16 categorical variables" in notes[0].reason
-    assert survey.residual_contributions(overall, {"p": data}, spec).empty
+    assert evaluation.residual_contributions(overall, {"p": data}, spec).empty

@@ -217,14 +217,14 @@ def test_a_killed_run_is_marked_failed_by_the_next_sdc_run(tmp_path, home, capsy
 def test_a_run_that_fails_after_its_plans_publishes_no_release(tmp_path, home, capsys, monkeypatch):
     """Issue 25: a run whose information loss fails has eligible plan folders, but no release:
     only a finished run, report written, publishes the wave's release."""
-    from sdc_dagster import survey
+    from sdc_dagster.pipeline import evaluation
 
     source = own_survey(tmp_path, home, capsys, [3])
 
     def broken(*args, **kwargs):
         raise RuntimeError("information loss broke")
 
-    monkeypatch.setattr(survey, "information_loss", broken)
+    monkeypatch.setattr(evaluation, "information_loss", broken)
     status, text = sdc(capsys, "run", "own", "2024", "--file", str(source))
     assert status == 1 and "information loss broke" in text, text
     assert lineage.list_releases(home / "releases", "own", "2024", "suppress_k3")  # the plan's decision
@@ -246,11 +246,11 @@ def test_sdc_plan_prints_the_front_and_writes_its_plans_into_the_spec(tmp_path, 
     spec = load_spec(spec_file)
     # the written plan runs as any other: the first (the recommended one) reaches 3-anonymity, the
     # protected file counted with pandas (a suppressed value matches every value, SPEC §2.4)
-    from sdc_dagster import survey
+    from sdc_dagster.pipeline import protection
     from sdc_dagster.sources import read_wave_file
 
     data = read_wave_file(spec, source)
-    protected = survey.protect(data, spec, spec.plan(added[0]), wave="2024").data
+    protected = protection.protect(data, spec, spec.plan(added[0]), wave="2024").data
     keys = spec.categorical_keys
     observed = ~pd.isna(protected[keys]).to_numpy()
     values = np.where(observed, protected[keys].astype(object).to_numpy(), "missing")

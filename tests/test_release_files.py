@@ -11,7 +11,9 @@ import pyreadstat
 import pytest
 import yaml
 
-from sdc_dagster import lineage, release_files, survey
+from sdc_dagster import lineage, release_files
+from sdc_dagster.pipeline import audit
+from sdc_dagster.pipeline import protection
 from sdc_dagster.spec import SpecError, load_spec, parse_spec
 from sdc_dagster.sources import read_wave_file
 
@@ -63,7 +65,7 @@ def survey_files(tmp_path):
 def released(spec, source, plan="recode_age"):
     """The safe files of a plan's output on ``source``, as the protected asset computes them."""
     data = read_wave_file(spec, source)
-    protected = survey.protect(data, spec, spec.plan(plan), wave="2024").data
+    protected = protection.protect(data, spec, spec.plan(plan), wave="2024").data
     return protected, release_files.safe_files(protected, spec, spec.plan(plan), wave="2024", source=source)
 
 
@@ -176,7 +178,7 @@ def test_audit_verifies_every_file_and_names_a_flipped_byte(survey_files, tmp_pa
     )
     assert sorted(release.manifest["output"]["files"]) == sorted(safe.files)
     assert release.manifest["output"]["order"]["seed"] == safe.order["seed"]
-    verification = lineage.verify_release(release.folder, survey.recompute_release)
+    verification = lineage.verify_release(release.folder, audit.recompute_release)
     assert verification.ok, verification.detail
     assert verification.files == dict.fromkeys(safe.files, "ok")
 
@@ -186,11 +188,11 @@ def test_audit_verifies_every_file_and_names_a_flipped_byte(survey_files, tmp_pa
         flipped = bytearray(intact)
         flipped[len(flipped) // 2] ^= 0x01
         path.write_bytes(bytes(flipped))
-        verification = lineage.verify_release(release.folder, survey.recompute_release)
+        verification = lineage.verify_release(release.folder, audit.recompute_release)
         assert not verification.ok
         assert verification.detail == (
             f"the released file {name} differs from the hash in its manifest (edited or damaged)"
         )
         assert verification.files[name] == "differs from the hash in its manifest"
         path.write_bytes(intact)
-    assert lineage.verify_release(release.folder, survey.recompute_release).ok
+    assert lineage.verify_release(release.folder, audit.recompute_release).ok

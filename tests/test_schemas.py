@@ -114,7 +114,7 @@ def test_categories_rule_flags_exactly_the_unlisted_codes(codes):
 
 def _materialize(home, monkeypatch, frame, wave_name, *, only_raw=False):
     from sdc_dagster.assets.survey import build_survey_assets
-    from sdc_dagster.resources import ParquetIOManager, duckdb_resource
+    from sdc_dagster.resources import configured_resources
 
     monkeypatch.setenv("SDC_HOME", str(home))
     folder = home / "landing" / SPEC.survey
@@ -127,7 +127,7 @@ def _materialize(home, monkeypatch, frame, wave_name, *, only_raw=False):
             partition_key=wave_name,
             selection=[AssetKey([SPEC.survey, "raw_microdata"])] if only_raw else None,
             instance=instance,
-            resources={"io_manager": ParquetIOManager(), "duckdb": duckdb_resource()},
+            resources=configured_resources(),
             raise_on_error=False,
         )
 

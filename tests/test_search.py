@@ -1,7 +1,7 @@
-"""The plan search of a wave (issue 22; sdc_dagster.search, protect.search_space, spec ``search:``).
+"""The plan search of a wave (issue 22; sdc_dagster.pipeline.search, protect.search_space, spec ``search:``).
 
-Expected values come from the chain's own release checks and loss (survey.release_checks,
-survey.headline_loss) run on the plans as the release runs them, or are written out by hand."""
+Expected values come from the chain's own release checks and loss (protection.release_checks,
+evaluation.headline_loss) run on the plans as the release runs them, or are written out by hand."""
 
 import dataclasses
 from pathlib import Path
@@ -13,11 +13,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sdc_dagster import survey
+from sdc_dagster.pipeline import evaluation
+from sdc_dagster.pipeline import protection
 from sdc_dagster.protect.plan import apply_plan
 from sdc_dagster.protect.search_space import key_hierarchy, search_space
 from sdc_dagster.risk.categorical import k_anonymity_violations
-from sdc_dagster.search import SEARCHED_PLAN, search_wave
+from sdc_dagster.pipeline.search import SEARCHED_PLAN, search_wave
 from sdc_dagster.spec import SEARCH_METHODS, Plan, SearchOptions, SpecError, Variable, load_spec, parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,12 +125,12 @@ def check_recommended(data, spec, result):
     loss the chain measures, risks in [0, 1]."""
     plan = result.recommended.plan
     assert plan.name == SEARCHED_PLAN
-    protected = survey.protect(data, spec, plan, wave="w").data
-    checks = survey.release_checks(protected, spec, plan, original=data)
-    assert survey.blocking_failures(checks) == {}
+    protected = protection.protect(data, spec, plan, wave="w").data
+    checks = protection.release_checks(protected, spec, plan, original=data)
+    assert protection.blocking_failures(checks) == {}
     if spec.categorical_keys:
         assert k_anonymity_violations(protected, spec.categorical_keys, spec.risk.k) == 0
-    assert result.recommended.loss == pytest.approx(survey.headline_loss(data, protected, spec)["lambda_arctan"], abs=1e-12)
+    assert result.recommended.loss == pytest.approx(evaluation.headline_loss(data, protected, spec)["lambda_arctan"], abs=1e-12)
     for candidate in result.candidates:
         assert 0 <= candidate.global_risk <= 1 and 0 <= candidate.loss <= 1
     for candidate in result.front:
@@ -161,7 +162,7 @@ def test_recode_only_loss_is_the_chains_loss(testdata):
     assert len(recode_only) == 36
     for candidate in recode_only[::5]:
         protected = apply_plan(testdata, candidate.plan.steps, keys=KEYS, random_state=0).data
-        assert candidate.loss == pytest.approx(survey.headline_loss(testdata, protected, spec)["lambda_arctan"], abs=1e-12)
+        assert candidate.loss == pytest.approx(evaluation.headline_loss(testdata, protected, spec)["lambda_arctan"], abs=1e-12)
 
 
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -193,9 +194,9 @@ def test_searched_plan_beats_the_demo_plans_on_testdata(testdata):
     check_recommended(testdata, spec, result)
     losses = {}
     for plan in spec.plans:
-        protected = survey.protect(testdata, spec, plan, wave="w").data
-        if not survey.blocking_failures(survey.release_checks(protected, spec, plan, original=testdata)):
-            losses[plan.name] = survey.headline_loss(testdata, protected, spec)["lambda_arctan"]
+        protected = protection.protect(testdata, spec, plan, wave="w").data
+        if not protection.blocking_failures(protection.release_checks(protected, spec, plan, original=testdata)):
+            losses[plan.name] = evaluation.headline_loss(testdata, protected, spec)["lambda_arctan"]
     assert set(losses) == {"suppress_k3", "recode_suppress"}  # perturb fails linkage_risk
     assert all(result.recommended.loss <= loss + 1e-15 for loss in losses.values()), (result.recommended.loss, losses)
     assert result.recommended.loss < losses["recode_suppress"]
@@ -206,8 +207,8 @@ def test_topsis_loss_option_compares_plans_on_the_mean_topsis_loss(testdata):
     result = search_wave(testdata, spec)
     assert result.exhaustive and "every node evaluated" in result.bound  # no loss bound for TOPSIS
     plan = result.recommended.plan
-    protected = survey.protect(testdata, spec, plan, wave="").data
-    assert result.recommended.loss == pytest.approx(survey.headline_loss(testdata, protected, spec)["topsis_mean"], abs=1e-12)
+    protected = protection.protect(testdata, spec, plan, wave="").data
+    assert result.recommended.loss == pytest.approx(evaluation.headline_loss(testdata, protected, spec)["topsis_mean"], abs=1e-12)
     assert min(c.loss for c in result.front) == result.recommended.loss
 
 
@@ -220,14 +221,14 @@ def test_a_candidate_failing_linkage_only_is_suppressed_to_a_larger_k(testdata):
     strongest = {"method": "microaggregation", "columns": spec.continuous_keys, "k": 10,
                  "strata": spec.categorical_keys}
     plain = Plan(name=SEARCHED_PLAN, steps=({"method": "local_suppression", "k": 3}, strongest), k=3, random_state=1)
-    checks = survey.release_checks(survey.protect(testdata, spec, plain, wave="2024").data, spec, plain,
+    checks = protection.release_checks(protection.protect(testdata, spec, plain, wave="2024").data, spec, plain,
                                    original=testdata)
-    assert set(survey.blocking_failures(checks)) == {"linkage_risk"}
+    assert set(protection.blocking_failures(checks)) == {"linkage_risk"}
 
     found = search_wave(testdata, spec, wave="2024")
     steps = found.recommended.plan.steps
     assert {"method": "local_suppression", "k": 6} in steps and steps[-1]["method"] == "microaggregation"
-    protected = survey.protect(testdata, spec, found.recommended.plan, wave="2024").data
-    replayed = survey.release_checks(protected, spec, found.recommended.plan, original=testdata)
-    assert not survey.blocking_failures(replayed) and replayed["linkage_risk"]["value"] <= 0.12
+    protected = protection.protect(testdata, spec, found.recommended.plan, wave="2024").data
+    replayed = protection.release_checks(protected, spec, found.recommended.plan, original=testdata)
+    assert not protection.blocking_failures(replayed) and replayed["linkage_risk"].value <= 0.12
     assert "local suppression to 6-anonymity" in found.recommended.plan.description

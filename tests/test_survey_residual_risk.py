@@ -1,4 +1,4 @@
-"""survey.residual_risk: the record-linkage variants of SPEC §4.1 (one column each) and the
+"""pipeline.evaluation.residual_risk: the record-linkage variants of SPEC §4.1 (one column each) and the
 interval measures of SPEC §4.2 next to the existing measures, on testdata with the example spec;
 missing continuous values accepted."""
 
@@ -11,7 +11,7 @@ import pytest
 from sdc_dagster.protect import microaggregation
 from sdc_dagster.risk import rank_interval_disclosure, record_linkage_risk
 from sdc_dagster.spec import load_spec
-from sdc_dagster.survey import residual_risk
+from sdc_dagster.pipeline.evaluation import residual_risk
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTINUOUS = ["expend", "income", "savings"]
@@ -133,7 +133,7 @@ def test_linkage_check_breaks_ties_between_identical_originals_at_random():
     links every record in the worst case (1.0, reported as the upper bound). At random the three
     30s count 1/3 each, the 40 counts 1 and the two 50s 1/2 each: 3/6; one-to-one at random the
     same (three 30s to three 30s: 3 / (3 x 3) each). The check takes 0.5 and passes a 0.6 target."""
-    from sdc_dagster import survey
+    from sdc_dagster.pipeline import protection
     from sdc_dagster.spec import parse_spec
 
     spec = parse_spec({"survey": "ages", "variables": {"age": {"role": "continuous_key", "precision": 0.1}},
@@ -141,8 +141,8 @@ def test_linkage_check_breaks_ties_between_identical_originals_at_random():
                        "plans": {"p": [{"method": "microaggregation", "columns": ["age"], "k": 2}]}})
     original = pd.DataFrame({"age": [30.0, 30, 30, 41, 50, 50]})
     released = pd.DataFrame({"age": [30.0, 30, 30, 40, 50, 50]})
-    check = survey.release_checks(released, spec, spec.plans[0], original=original)["linkage_risk"]
+    check = protection.release_checks(released, spec, spec.plans[0], original=original)["linkage_risk"]
     for measure in LINKAGE_COLUMNS:
-        assert check["figures"][measure] == pytest.approx(0.5 if measure in CHECKED else 1.0), measure
-    assert check["value"] == pytest.approx(0.5) and check["passed"]
-    assert check["measure"] == "Euclidean, nearest original, ties at random"
+        assert check.figures[measure] == pytest.approx(0.5 if measure in CHECKED else 1.0), measure
+    assert check.value == pytest.approx(0.5) and check.passed
+    assert check.measure == "Euclidean, nearest original, ties at random"

@@ -118,7 +118,7 @@ class ReportInputs:
         categorical keys), stated in the decision section.
     design : str
         Which weight and household id the risk used, or that there was none
-        (:func:`sdc_dagster.survey.design_statement`), stated in the decision section.
+        (:func:`sdc_dagster.pipeline.report_inputs.design_statement`), stated in the decision section.
     suppressions : DataFrame or None
         Values suppressed by each plan: index = key variables, columns = plans (counts).
     unsafe_by_variable, unsafe_by_category : DataFrame or None
@@ -141,7 +141,7 @@ class ReportInputs:
         and ``loss`` (fractions, the loss by ``loss_measure``), drawn as a step line on the
         risk-utility map; None without a search.
     search : dict or None
-        The plan search in figures (:func:`sdc_dagster.search.search_summary`: nodes evaluated,
+        The plan search in figures (:func:`sdc_dagster.pipeline.search.search_summary`: nodes evaluated,
         bound, seconds, the recommended plan and the runner-up with their loss, the loss a stricter
         target would cost); None without a search.
     """

@@ -16,10 +16,10 @@ import yaml
 from dagster import AssetKey, materialize
 from scipy.optimize import linear_sum_assignment
 
-from sdc_dagster import survey
+from sdc_dagster.pipeline import protection
 from sdc_dagster.assets.survey import build_survey_assets
 from sdc_dagster.cli import EXIT_OK, EXIT_WITHHELD, main
-from sdc_dagster.resources import ParquetIOManager, duckdb_resource
+from sdc_dagster.resources import configured_resources
 from sdc_dagster.spec import SpecError, load_spec, parse_spec
 
 ONE_KEY = {
@@ -48,40 +48,40 @@ RELEASED = ORIGINAL.assign(x=[0.6, 1.3, 2.1, 9.0])
 
 def test_linkage_risk_is_the_best_linkage_an_intruder_can_choose():
     spec = tiny_spec()
-    checks = survey.release_checks(RELEASED, spec, spec.plans[0], original=ORIGINAL)
+    checks = protection.release_checks(RELEASED, spec, spec.plans[0], original=ORIGINAL)
     assert list(checks) == ["linkage_risk", "no_direct_identifier"]  # no categorical key: no k-anonymity
     check = checks["linkage_risk"]
-    assert check["figures"]["record_linkage_risk"] == 0.75
-    assert check["figures"]["record_linkage_mahalanobis_risk"] == 0.75
-    assert check["figures"]["record_linkage_gower_risk"] == 0.75
-    assert check["figures"]["record_linkage_one_to_one_expected_risk"] == 1.0
-    assert check["value"] == 1.0 and check["measure"] == "Euclidean, one-to-one, ties at random"
-    assert not check["passed"] and check["blocking"]
-    assert survey.blocking_failures(checks) == {
+    assert check.figures["record_linkage_risk"] == 0.75
+    assert check.figures["record_linkage_mahalanobis_risk"] == 0.75
+    assert check.figures["record_linkage_gower_risk"] == 0.75
+    assert check.figures["record_linkage_one_to_one_expected_risk"] == 1.0
+    assert check.value == 1.0 and check.measure == "Euclidean, one-to-one, ties at random"
+    assert not check.passed and check.blocking
+    assert protection.blocking_failures(checks) == {
         "linkage_risk": "record linkage risk (largest share of records linked to their own original) <= 0.9 "
                         "(found: 100 %, Euclidean, one-to-one, ties at random)"
     }
-    assert survey.release_checks(RELEASED, tiny_spec(max_linkage_risk=1.0), spec.plans[0],
-                                 original=ORIGINAL)["linkage_risk"]["passed"]
+    assert protection.release_checks(RELEASED, tiny_spec(max_linkage_risk=1.0), spec.plans[0],
+                                 original=ORIGINAL)["linkage_risk"].passed
 
 
 def test_linkage_risk_without_a_changed_or_released_continuous_key():
     spec = tiny_spec(max_linkage_risk=0.2)
-    unchanged = survey.release_checks(ORIGINAL.copy(), spec, spec.plans[0], original=ORIGINAL)["linkage_risk"]
-    assert unchanged["value"] == 1.0 and not unchanged["passed"]  # every record is its own original
-    assert "no continuous key changed" in unchanged["measure"]
-    removed = survey.release_checks(ORIGINAL[["note"]], spec, spec.plans[0], original=ORIGINAL)["linkage_risk"]
-    assert removed["value"] == 0.0 and removed["passed"]  # nothing released to link on
+    unchanged = protection.release_checks(ORIGINAL.copy(), spec, spec.plans[0], original=ORIGINAL)["linkage_risk"]
+    assert unchanged.value == 1.0 and not unchanged.passed  # every record is its own original
+    assert "no continuous key changed" in unchanged.measure
+    removed = protection.release_checks(ORIGINAL[["note"]], spec, spec.plans[0], original=ORIGINAL)["linkage_risk"]
+    assert removed.value == 0.0 and removed.passed  # nothing released to link on
 
 
 def test_the_categorical_checks_are_left_out_without_categorical_keys_and_say_why():
     spec = tiny_spec()
-    assert survey.release_check_names(spec) == ["linkage_risk", "no_direct_identifier"]
-    reasons = survey.checks_not_applicable(spec)
+    assert protection.release_check_names(spec) == ["linkage_risk", "no_direct_identifier"]
+    reasons = protection.checks_not_applicable(spec)
     assert set(reasons) == {"k_anonymity", "global_risk", "individual_risk"}
     assert all("no categorical key" in why for why in reasons.values())
     with pytest.raises(ValueError, match="original is required"):
-        survey.release_checks(RELEASED, spec, spec.plans[0])
+        protection.release_checks(RELEASED, spec, spec.plans[0])
 
 
 def test_local_suppression_in_a_spec_without_categorical_keys_is_a_spec_error_naming_the_plan():
@@ -161,19 +161,19 @@ def test_a_continuous_only_file_through_the_asset_chain(sdc_home, tmp_path, inst
     electricity.to_csv(landing / "1970.csv", index=False)
     instance.add_dynamic_partitions("electricity_waves", ["1970"])
     result = materialize(build_survey_assets(spec).assets, partition_key="1970", instance=instance,
-                         resources={"io_manager": ParquetIOManager(), "duckdb": duckdb_resource()})
+                         resources=configured_resources())
     assert result.success
 
     checks = {(e.asset_key.path[-1], e.check_name): e for e in result.get_asset_check_evaluations()}
     assert {name for asset, name in checks if asset != "sdc_report"} == {"linkage_risk", "no_direct_identifier"}
     assert checks[("sdc_report", "wave_released")].passed  # the noise plan passes and is the wave's release
     original = result.asset_value(AssetKey(["electricity", "raw_microdata"]))
-    noisy = result.asset_value(AssetKey(["electricity", "protected_noise"]))
+    noisy = result.asset_value(AssetKey(["electricity", "protected_noise"])).data
     expected = independent_linkage(original, noisy)
     noise_check = checks[("protected_noise", "linkage_risk")]
     assert noise_check.metadata["value"].value == pytest.approx(max(expected.values()), abs=1e-12)
     assert noise_check.passed == (max(expected.values()) <= 0.2)
-    assert noise_check.metadata["measure"].value == survey.LINKAGE_CHECK_MEASURES[max(expected, key=expected.get)]
+    assert noise_check.metadata["measure"].value == protection.LINKAGE_CHECK_MEASURES[max(expected, key=expected.get)]
 
     residual = result.asset_value(AssetKey(["electricity", "residual_risk"]))
     assert "global_risk" not in residual.columns and "k3_violations" not in residual.columns
@@ -182,7 +182,7 @@ def test_a_continuous_only_file_through_the_asset_chain(sdc_home, tmp_path, inst
         assert residual.loc["noise", name] == pytest.approx(value, abs=1e-12)
         assert residual.loc["noise", name.replace("_expected_risk", "_risk")] == pytest.approx(value, abs=1e-12)
     # the continuous part of the combined risk (SPEC §5.5 with h = 0): share of keys with < k neighbours
-    risk_table = result.asset_value(AssetKey(["electricity", "risk_scores"]))
+    risk_table = result.asset_value(AssetKey(["electricity", "risk_scores"])).table
     assert risk_table["combined_categorical"].isna().all()
     assert risk_table["combined_risk"].to_numpy() == pytest.approx(risk_table["combined_continuous"].to_numpy())
     assert (risk_table["fk"] == len(original)).all()  # the empty key is every record's
@@ -225,7 +225,7 @@ def test_sdc_run_on_a_continuous_only_file(tmp_path, monkeypatch, capsys, electr
 def test_every_continuous_method_runs_without_categorical_keys(tmp_path, electricity, step):
     spec = load_spec(electricity_spec(tmp_path))
     plan = dataclasses.replace(spec.plans[0], steps=(step,))
-    released = survey.protect(electricity, spec, plan, wave="1970").data
-    check = survey.release_checks(released, spec, plan, original=electricity)["linkage_risk"]
+    released = protection.protect(electricity, spec, plan, wave="1970").data
+    check = protection.release_checks(released, spec, plan, original=electricity)["linkage_risk"]
     changed = (released[CONTINUOUS] != electricity[CONTINUOUS]).any().any()
-    assert changed and 0 < check["value"] <= 1 and check["passed"] == (check["value"] <= 0.2)
+    assert changed and 0 < check.value <= 1 and check.passed == (check.value <= 0.2)

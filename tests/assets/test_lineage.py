@@ -58,7 +58,7 @@ def test_rerun_is_byte_identical_and_keeps_the_earlier_release(sdc_home, testdat
 
     # The published files hold the wave's records in another order with households renumbered
     # 1..H; the asset that residual risk and loss read keeps the wave's order, record by record.
-    asset = second.asset_value(AssetKey(["testdata", "protected_suppress_k3"]))
+    asset = second.asset_value(AssetKey(["testdata", "protected_suppress_k3"])).data
     folder = releases(sdc_home, "suppress_k3")[-1]
     manifest = lineage.read_manifest(folder)
     published = pd.read_parquet(folder / "protected.parquet")

@@ -15,8 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdc_dagster.assets.survey import build_survey_assets
-from sdc_dagster.resources import ParquetIOManager, duckdb_resource
-from sdc_dagster import lineage, survey
+from sdc_dagster.resources import configured_resources
+from sdc_dagster import lineage
+from sdc_dagster.pipeline import protection
 from sdc_dagster.cli import run_audit
 from sdc_dagster.spec import load_spec
 
@@ -57,7 +58,7 @@ def test_a_variant_failing_a_blocking_check_is_withheld_and_the_report_says_why(
         build_survey_assets(spec).assets,
         partition_key=WAVE,
         instance=instance,
-        resources={"io_manager": ParquetIOManager(), "duckdb": duckdb_resource()},
+        resources=configured_resources(),
     )
     assert result.success  # the failing plan is withheld, the rest of the chain still runs
 
@@ -128,13 +129,13 @@ def test_release_checks_block_exactly_the_failed_rules(codes, k, max_global_risk
     )
     plan = dataclasses.replace(TESTDATA_SPEC.plans[0], k=k)
     frame = pd.DataFrame(codes, columns=["urbrur", "sex"])
-    checks = survey.release_checks(frame, spec, plan)
+    checks = protection.release_checks(frame, spec, plan)
     fk = frame.groupby(["urbrur", "sex"])["sex"].transform("size")
-    assert checks["k_anonymity"]["value"] == int((fk < k).sum())
-    assert checks["global_risk"]["value"] == pytest.approx(float((1 / fk).mean()))
-    failed = {name for name, c in checks.items() if not c["passed"]}
-    assert set(survey.blocking_failures(checks)) == failed - {"individual_risk"}
-    assert set(survey.release_warnings(checks)) == failed & {"individual_risk"}
+    assert checks["k_anonymity"].value == int((fk < k).sum())
+    assert checks["global_risk"].value == pytest.approx(float((1 / fk).mean()))
+    failed = {name for name, c in checks.items() if not c.passed}
+    assert set(protection.blocking_failures(checks)) == failed - {"individual_risk"}
+    assert set(protection.release_warnings(checks)) == failed & {"individual_risk"}
 
 
 def test_a_release_check_that_cannot_be_evaluated_fails_with_the_reason():
@@ -146,12 +147,12 @@ def test_a_release_check_that_cannot_be_evaluated_fails_with_the_reason():
     )
     plan = TESTDATA_SPEC.plans[0]
     frame = pd.DataFrame({"urbrur": [1, 1, 1, 2, 2, 2], "sex": [1] * 6, "sampling_weight": [10.0, None, 5, 5, 5, 5]})
-    checks = survey.release_checks(frame, spec, plan)
+    checks = protection.release_checks(frame, spec, plan)
     for name in ("k_anonymity", "global_risk", "individual_risk"):
-        assert checks[name]["passed"] is False
-        assert checks[name]["value"].startswith("not evaluated: weight 'sampling_weight' has 1 missing values")
-    assert checks["no_direct_identifier"]["passed"] is True
-    failures = survey.blocking_failures(checks)
+        assert checks[name].passed is False
+        assert checks[name].value.startswith("not evaluated: weight 'sampling_weight' has 1 missing values")
+    assert checks["no_direct_identifier"].passed is True
+    failures = protection.blocking_failures(checks)
     assert set(failures) == {"k_anonymity", "global_risk"}
     assert "not evaluated: weight 'sampling_weight'" in failures["global_risk"]
 

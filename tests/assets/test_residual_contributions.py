@@ -10,7 +10,7 @@ import yaml
 from dagster import AssetKey, materialize
 
 from sdc_dagster.assets.survey import build_survey_assets
-from sdc_dagster.resources import ParquetIOManager, duckdb_resource
+from sdc_dagster.resources import configured_resources
 from sdc_dagster.spec import load_spec
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "missing" / "combined_risk_na.json"
@@ -51,7 +51,7 @@ def test_contributions_after_a_plan_that_keeps_the_keys_match_the_golden_games(
         build_survey_assets(spec).assets,
         partition_key=WAVE,
         instance=instance,
-        resources={"io_manager": ParquetIOManager(), "duckdb": duckdb_resource()},
+        resources=configured_resources(),
         raise_on_error=False,
     )
     # where the case has continuous keys the plan releases them unchanged (linkage risk 1): it is

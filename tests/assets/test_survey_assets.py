@@ -1,11 +1,17 @@
 """The survey asset chain materialised in-process on the demo data, and its behaviour on bad input."""
 
 import shutil
+from collections import Counter
 
 import pandas as pd
 import pytest
 from dagster import AssetKey
 
+import sdc_dagster.contribution
+import sdc_dagster.pipeline.protection
+import sdc_dagster.pipeline.risk
+import sdc_dagster.risk
+import sdc_dagster.risk.combined
 from sdc_dagster import lineage
 from sdc_dagster.definitions import build_definitions
 from sdc_dagster.loss import ebil
@@ -39,7 +45,37 @@ def land(home, survey, wave, source):
     shutil.copy(source, folder / f"{wave}.csv")
 
 
-def test_whole_chain_on_testdata(sdc_home, testdata_only_specs, instance):
+def fingerprint(frame: pd.DataFrame) -> tuple:
+    """Shape and content hash of a frame: which wave or variant an engine function was called on."""
+    return frame.shape, int(pd.util.hash_pandas_object(frame, index=True).sum())
+
+
+@pytest.fixture
+def engine_calls(monkeypatch) -> dict[str, Counter]:
+    """Counters of engine calls during a test, by the fingerprint of the data each call received
+    (the plan name for the release checks): the risk table, the unsafe combinations and the combined
+    measure's set-up (every module that binds it), and the release checks the protected assets run
+    (the plan search runs its own through its own binding, not counted here)."""
+    calls = {name: Counter() for name in ("risk_table", "unsafe_combinations", "prepare_combined", "release_checks")}
+
+    def counted(name, function, key=lambda data, *args, **kwargs: fingerprint(data)):
+        def wrapper(*args, **kwargs):
+            calls[name][key(*args, **kwargs)] += 1
+            return function(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(sdc_dagster.risk, "risk_table", counted("risk_table", sdc_dagster.risk.risk_table))
+    monkeypatch.setattr(sdc_dagster.risk, "unsafe_combinations",
+                        counted("unsafe_combinations", sdc_dagster.risk.unsafe_combinations))
+    for module in (sdc_dagster.pipeline.risk, sdc_dagster.contribution, sdc_dagster.risk.combined):
+        monkeypatch.setattr(module, "prepare_combined", counted("prepare_combined", module.prepare_combined))
+    checks = sdc_dagster.pipeline.protection.release_checks
+    monkeypatch.setattr(sdc_dagster.pipeline.protection, "release_checks",
+                        counted("release_checks", checks, key=lambda data, spec, plan, **kwargs: plan.name))
+    return calls
+
+
+def test_whole_chain_on_testdata(sdc_home, testdata_only_specs, instance, engine_calls):
     land(sdc_home, "testdata", "2024", testdata_only_specs / "data" / "testdata.csv")
     defs = build_definitions(testdata_only_specs)
     instance.add_dynamic_partitions("testdata_waves", ["2024"])
@@ -48,7 +84,15 @@ def test_whole_chain_on_testdata(sdc_home, testdata_only_specs, instance):
     materialized = {e.asset_key.path[-1] for e in result.get_asset_materialization_events()}
     assert materialized == set(TESTDATA_ASSETS)
 
+    # Issue 23, nothing computed twice: on the original wave one risk table, one unsafe-combinations
+    # table and one combined set-up (risk_scores builds them; residual_risk, the report and the
+    # contributions receive them); the release checks of the searched plan are the search's own.
     store = sdc_home / "storage" / "testdata"
+    wave = fingerprint(pd.read_parquet(store / "raw_microdata" / "2024.parquet"))
+    assert engine_calls["risk_table"][wave] == 1
+    assert engine_calls["unsafe_combinations"] == Counter({wave: 1})
+    assert engine_calls["prepare_combined"][wave] == 1
+    assert engine_calls["release_checks"] == Counter({"suppress_k3": 1, "recode_suppress": 1, "perturb": 1})
     risk = pd.read_parquet(store / "risk_scores" / "2024.parquet")
     golden = pd.read_csv("tests/data/sdcmicro/golden/a_testdata_risk_per_record.csv")
     assert risk["fk"].tolist() == golden["fk"].tolist()

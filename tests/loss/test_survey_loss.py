@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from sdc_dagster import survey
+from sdc_dagster.pipeline import evaluation
+from sdc_dagster.pipeline import protection
 from sdc_dagster.loss import distance as distance_module
 from sdc_dagster.spec import parse_spec
 
@@ -51,7 +52,7 @@ def spec():
 
 @pytest.fixture(scope="module")
 def variants(wave, spec):
-    return {p.name: survey.protect(wave, spec, p, wave="2024").data for p in spec.plans}
+    return {p.name: protection.protect(wave, spec, p, wave="2024").data for p in spec.plans}
 
 
 def test_every_continuous_plan_runs_with_item_non_response(wave, variants):
@@ -62,7 +63,7 @@ def test_every_continuous_plan_runs_with_item_non_response(wave, variants):
 
 
 def test_sse_tss_is_computed_from_the_data_for_every_perturbation(wave, spec, variants):
-    summary, _, _ = survey.information_loss(wave, {k: variants[k] for k in ("mdav", "noise", "swap", "rounded")}, spec)
+    summary, _, _ = evaluation.information_loss(wave, {k: variants[k] for k in ("mdav", "noise", "swap", "rounded")}, spec)
     x = wave[CONTINUOUS].to_numpy(float)
     observed = ~np.isnan(x)
     for name in ("mdav", "noise", "swap", "rounded"):
@@ -82,14 +83,14 @@ def test_sse_tss_is_computed_from_the_data_for_every_perturbation(wave, spec, va
 def test_subsampled_variant_is_compared_on_its_retained_records(wave, spec, variants):
     sampled = variants["sampled"]
     assert 0 < len(sampled) < len(wave)
-    summary, per_record, _ = survey.information_loss(wave, {"sampled": sampled}, spec)
+    summary, per_record, _ = evaluation.information_loss(wave, {"sampled": sampled}, spec)
     row = summary.loc["sampled"]
     assert row["records_compared"] == len(sampled) and row["records_removed"] == len(wave) - len(sampled)
     # subsampling releases the retained records unchanged: no loss on them
     assert row["lambda_arctan"] == 0.0 and row["topsis_mean"] == 0.0
     assert per_record["sampled_topsis"].notna().sum() == len(sampled)
     assert per_record.loc[sampled.index, "sampled_topsis"].notna().all()
-    headline = survey.headline_loss(wave, sampled, spec)
+    headline = evaluation.headline_loss(wave, sampled, spec)
     assert headline["records_removed"] == len(wave) - len(sampled) and headline["lambda_arctan"] == 0.0
 
 
@@ -100,11 +101,11 @@ def test_ordinal_keys_use_the_spec_order():
     spec = make_spec(variables, {"p": {"steps": [{"method": "recode", "variable": "edu", "mapping": {3: 2}}]}})
     original = pd.DataFrame({"edu": [1, 2, 3, 3], "sex": [1, 1, 2, 2]})
     released = pd.DataFrame({"edu": [1, 2, 2, 2], "sex": [1, 1, 2, 2]})
-    summary, _, _ = survey.information_loss(original, {"p": released}, spec)
+    summary, _, _ = evaluation.information_loss(original, {"p": released}, spec)
     # tertiary -> primary is 2 positions of k - 1 = 2 in the spec order (code order would say 1/2):
     # edu distances 0, 0, 1, 1; sex 0: lambda = 2 / 8
     assert summary.loc["p", "lambda_arctan"] == pytest.approx(2 / 8)
-    assert survey.headline_loss(original, released, spec)["lambda_arctan"] == pytest.approx(2 / 8)
+    assert evaluation.headline_loss(original, released, spec)["lambda_arctan"] == pytest.approx(2 / 8)
 
 
 def test_partial_distances_are_computed_once_per_variant(wave, spec, variants, monkeypatch):
@@ -116,7 +117,7 @@ def test_partial_distances_are_computed_once_per_variant(wave, spec, variants, m
         return original(*args, **kwargs)
 
     monkeypatch.setattr(distance_module, "_substitute_hidden_continuous", counting)
-    survey.information_loss(wave, {"noise": variants["noise"]}, spec)
+    evaluation.information_loss(wave, {"noise": variants["noise"]}, spec)
     assert sorted(calls) == sorted(CONTINUOUS)  # once per continuous key, not once per measure
 
 
@@ -134,7 +135,7 @@ def test_measures_undefined_on_a_wave_are_noted_and_the_rest_computed():
     original = pd.DataFrame({"region": [1, 2, 3, 1, 2, 3, 1, 2], "sex": [1, 1, 2, 2, 1, 2, 2, 1],
                              "country": [7] * 8, "income": [10.0, 20, 30, 40, 50, 60, 70, 80], "flag": [1.0] * 8})
     released = original.assign(region=original["region"].replace({3: 2}), income=original["income"] + 1.0)
-    summary, _, notes = survey.information_loss(original, {"p": released}, spec)
+    summary, _, notes = evaluation.information_loss(original, {"p": released}, spec)
     noted = {n.measure: n for n in notes}
     assert set(noted) == {"cramers_v_change_mean", "moment measures and dUtility"}
     assert all(n.variant == "p" and n.status == "not applicable" for n in notes)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from sdc_dagster import survey
+from sdc_dagster.pipeline import protection
 from sdc_dagster.risk import interval_risk_rmd
 from sdc_dagster.spec import parse_spec
 
@@ -41,19 +41,19 @@ def test_reordering_plans_changes_no_output():
     first = spec_with_plans(["noisy", "pram_then_swap", "sampled"])
     second = spec_with_plans(["sampled", "noisy", "pram_then_swap"])
     for name in PLANS:
-        a = survey.protect(data, first, first.plan(name), wave="2024")
-        b = survey.protect(data, second, second.plan(name), wave="2024")
+        a = protection.protect(data, first, first.plan(name), wave="2024")
+        b = protection.protect(data, second, second.plan(name), wave="2024")
         pd.testing.assert_frame_equal(a.data, b.data)
         assert [s["random_state"] for s in a.steps] == [s["random_state"] for s in b.steps]
     # the wave is part of a step's identity: another wave draws other noise
-    other = survey.protect(data, first, first.plan("noisy"), wave="2025")
-    assert not other.data["income"].equals(survey.protect(data, first, first.plan("noisy"), wave="2024").data["income"])
+    other = protection.protect(data, first, first.plan("noisy"), wave="2025")
+    assert not other.data["income"].equals(protection.protect(data, first, first.plan("noisy"), wave="2024").data["income"])
 
 
 def test_subsample_step_takes_household_and_weight_from_the_spec():
     data = pd.read_csv(DATA / "testdata.csv").head(600)
     spec = spec_with_plans(["sampled"])
-    result = survey.protect(data, spec, spec.plan("sampled"), wave="2024")
+    result = protection.protect(data, spec, spec.plan("sampled"), wave="2024")
     kept = result.data["ori_hid"].unique()
     households = data["ori_hid"].nunique()
     assert len(kept) == round(0.5 * households)

@@ -12,7 +12,7 @@ import pyreadstat
 import pytest
 from matplotlib.image import imread
 
-from sdc_dagster import survey
+from sdc_dagster.pipeline import protection
 from sdc_dagster.loss.association import association_change, association_loss
 from sdc_dagster.report import (
     PlanSummary,
@@ -160,11 +160,11 @@ def test_the_map_draws_the_risk_target_and_the_search_front_in_percent():
 
 def test_blocking_check_outcomes_write_risk_shares_in_percent():
     checks = {
-        "global_risk": {"passed": False, "value": 0.02430882811024742, "rule": "global risk <= 0.01", "blocking": True},
-        "k_anonymity": {"passed": False, "value": 12, "rule": "fk >= 3", "blocking": True},
-        "other": {"passed": False, "value": 1.23456789, "rule": "x <= 1", "blocking": True},
+        "global_risk": protection.CheckOutcome(False, 0.02430882811024742, "global risk <= 0.01", True),
+        "k_anonymity": protection.CheckOutcome(False, 12, "fk >= 3", True),
+        "other": protection.CheckOutcome(False, 1.23456789, "x <= 1", True),
     }
-    assert survey.blocking_failures(checks) == {"global_risk": "global risk <= 0.01 (found: 2.43 %)",
+    assert protection.blocking_failures(checks) == {"global_risk": "global risk <= 0.01 (found: 2.43 %)",
                                                 "k_anonymity": "fk >= 3 (found: 12)", "other": "x <= 1 (found: 1.235)"}
 
 

@@ -4,7 +4,8 @@ after, provenance from a release record, and the report files a CLI exports (num
 import pandas as pd
 import pytest
 
-from sdc_dagster import survey
+from sdc_dagster.pipeline import audit
+from sdc_dagster.pipeline import report_inputs
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.report import export_report, write_report
 from sdc_dagster.spec import parse_spec
@@ -39,7 +40,7 @@ def original():
 def test_suppressions_by_key_counts_values_observed_before_and_missing_after(original):
     suppressed = original.assign(sex=["f", None, None, None, "m"], region=["a", "b", None, "a", "b"])
     subsample = original.loc[[0, 3]].assign(region=[None, None])  # keeps two records
-    table = survey.suppressions_by_key(original, {"s": suppressed, "sub": subsample}, ["sex", "region"])
+    table = report_inputs.suppressions_by_key(original, {"s": suppressed, "sub": subsample}, ["sex", "region"])
     # sex: records 1 and 2 lost their value (record 3 was already missing); region: record 2
     assert table.to_dict() == {"s": {"sex": 2, "region": 1}, "sub": {"sex": 0, "region": 2}}
     assert list(table.index) == ["sex", "region"] and (table.dtypes == "int64").all()
@@ -48,25 +49,25 @@ def test_suppressions_by_key_counts_values_observed_before_and_missing_after(ori
 def test_distributions_keep_the_variables_a_plan_moved_in_spec_order(spec, original):
     unchanged = original.copy()
     moved = original.assign(region=["a", "a", "a", "a", "b"], income=[15.0, 15.0, 35.0, 35.0, 50.0])
-    distributions, continuous = survey.protected_distributions(original, {"same": unchanged, "moved": moved}, spec)
+    distributions, continuous = report_inputs.protected_distributions(original, {"same": unchanged, "moved": moved}, spec)
     assert list(distributions) == ["region", "income"] and continuous == ["income"]
     assert list(distributions["income"]) == ["original", "same", "moved"]
     assert distributions["income"]["moved"].tolist() == [15.0, 15.0, 35.0, 35.0, 50.0]
     # a suppression alone (value -> missing) also counts as moved
     suppressed = original.assign(sex=[None, "f", "m", None, "m"])
-    assert list(survey.protected_distributions(original, {"s": suppressed}, spec)[0]) == ["sex"]
+    assert list(report_inputs.protected_distributions(original, {"s": suppressed}, spec)[0]) == ["sex"]
 
 
 def test_release_provenance_of_a_released_and_a_withheld_record(tmp_path):
     manifest = {"survey": "tiny", "wave": "2024", "plan": "a_plan", "run_id": "r1",
                 "spec": {"sha256": "s" * 64, "plan": {"random_state": 7}}, "input": {"sha256": "i" * 64},
                 "output": {"sha256": "o" * 64}, "packages": {"pandas": "2.3.3"}}
-    released = survey.release_provenance(tmp_path, manifest)
+    released = audit.release_provenance(tmp_path, manifest)
     assert released == {"seed": 7, "run_id": "r1", "spec_sha256": "s" * 64, "input_sha256": "i" * 64,
                         "output_sha256": "o" * 64, "packages": {"pandas": "2.3.3"},
                         "record": str(tmp_path / "manifest.json"),
                         "audit_command": "sdc audit 2024 --survey tiny --plan a_plan --run r1"}
-    withheld = survey.release_provenance(tmp_path, {**manifest, "output": None, "withheld": {"k": "x"}})
+    withheld = audit.release_provenance(tmp_path, {**manifest, "output": None, "withheld": {"k": "x"}})
     assert withheld["output_sha256"] is None and withheld["audit_command"] is None
     assert withheld["record"] == str(tmp_path / "withheld.json")
 

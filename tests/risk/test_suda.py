@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sdc_dagster import survey
+from sdc_dagster.pipeline import risk as pipeline_risk
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.risk import suda as suda_module
 from sdc_dagster.risk import suda2, suda2_max_size
@@ -379,12 +379,12 @@ def test_survey_lowers_max_size_to_what_fits_and_says_so(monkeypatch):
     monkeypatch.setattr(suda_module, "_MAX_LEVEL_CELLS", uniques * 15)
     with pytest.raises(SDCInputError, match="suda2_max_size"):
         suda2(data, keys)
-    scores, notes = survey.suda_scores(data, keys)
+    scores, notes = pipeline_risk.suda_scores(data, keys)
     assert [(n.measure, n.status) for n in notes] == [("suda2", "limited")]
     assert "max_size lowered to 2" in notes[0].reason
     pd.testing.assert_frame_equal(scores, suda2(data, keys, max_size=2))
     monkeypatch.setattr(suda_module, "_MAX_LEVEL_CELLS", uniques * 5)  # not even the 6 single keys
-    scores, notes = survey.suda_scores(data, keys)
+    scores, notes = pipeline_risk.suda_scores(data, keys)
     assert scores is None and notes[0].status == "not applicable"
 
 

@@ -10,7 +10,7 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
 2. **Search.** A node is evaluated by its k-anonymity violations (SPEC §3.1, missing values
    matching any value), its global risk (SPEC §3.3) and its loss (the spec's measure: distance
    measure (1) with arctan distances, SPEC §9.1, or the mean TOPSIS loss, SPEC §10, as
-   :func:`sdc_dagster.survey.headline_loss` computes them). Two properties of the lattice spare
+   :func:`sdc_dagster.pipeline.evaluation.headline_loss` computes them). Two properties of the lattice spare
    most of the work:
 
    * *predictive tagging* (ARX's Flash): a generalisation of a node that is k-anonymous by recoding
@@ -27,10 +27,10 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
    stops it early, and the result says so (``exhaustive``, ``bound``).
 3. **Front.** The candidates meeting the target (k-anonymity and global risk) that no other beats on
    both global risk and loss, from the least loss up to the least loss meeting the stricter target.
-4. **Confirmation.** Front candidates are run as ordinary plans (:func:`sdc_dagster.survey.protect`,
+4. **Confirmation.** Front candidates are run as ordinary plans (:func:`sdc_dagster.pipeline.protection.protect`,
    so the release replays them byte for byte) with the continuous keys' candidate steps, weakest
-   first, until :func:`sdc_dagster.survey.release_checks` has no blocking failure; the loss is then
-   :func:`sdc_dagster.survey.headline_loss` of the released variant. The recommended candidate is the
+   first, until :func:`sdc_dagster.pipeline.protection.release_checks` has no blocking failure; the loss is then
+   :func:`sdc_dagster.pipeline.evaluation.headline_loss` of the released variant. The recommended candidate is the
    confirmed one with the least loss (named :data:`SEARCHED_PLAN`); the runner-up the next. When no
    front candidate passes (the linkage through the released keys, say), the rest of the lattice is
    evaluated and the candidates beyond the front are confirmed in loss order.
@@ -38,6 +38,7 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -52,7 +53,8 @@ from sdc_dagster.protect.plan_search import pareto_front
 from sdc_dagster.protect.search_space import KeyHierarchy, continuous_steps, search_space
 from sdc_dagster.protect.suppression import local_suppression, risk_suppression
 from sdc_dagster.spec import SEARCHED_PLAN, Plan, SurveySpec
-from sdc_dagster.survey import blocking_failures, headline_loss, protect, release_checks
+from sdc_dagster.pipeline.evaluation import headline_loss
+from sdc_dagster.pipeline.protection import CheckOutcome, blocking_failures, protect, release_checks
 
 #: The name of the recommended plan as a protected variant.
 #: The seed of searched plans (their random steps, noise and rank swapping, derive theirs from it).
@@ -72,7 +74,7 @@ class SearchCandidate:
     §3.3, 0 without categorical keys), ``k_violations`` (records with f_k < k, SPEC §3.1),
     ``linkage_risk`` (the linkage_risk check's value; NaN before confirmation or without continuous
     keys), ``loss`` (the spec's measure), ``suppressed`` (key values suppressed), ``reaches_target``
-    (k-anonymity and the global-risk target), ``checks`` (:func:`sdc_dagster.survey.release_checks`
+    (k-anonymity and the global-risk target), ``checks`` (:func:`sdc_dagster.pipeline.protection.release_checks`
     outcomes after confirmation; empty before), ``levels`` (the level of each categorical key).
     """
 
@@ -83,7 +85,7 @@ class SearchCandidate:
     loss: float
     suppressed: int
     reaches_target: bool
-    checks: dict = field(default_factory=dict)
+    checks: dict[str, CheckOutcome] = field(default_factory=dict)
     levels: tuple[int, ...] = ()
 
     @property
@@ -103,8 +105,8 @@ class WaveSearch:
     ``candidates``: every evaluated node; ``front``: the Pareto front (global risk against loss) of
     those meeting the target, those passing the release checks first, each by loss, the confirmed ones
     carrying their checks (when no front candidate passes them, the candidates beyond the front that
-    were confirmed join it); ``recommended``: the
-    confirmed candidate of least loss (``plan.name == SEARCHED_PLAN``); ``runner_up``: the next;
+    were confirmed join it); ``recommended``: the confirmed candidate of least loss
+    (``plan.name == SEARCHED_PLAN``); ``runner_up``: the next;
     ``stricter``: what meeting half the global-risk target costs, ``{"target", "loss", "plan"}``
     (None when no candidate meets it); ``nodes_total``, ``nodes_evaluated``, ``exhaustive``, ``bound``
     (how the search was cut, in words), ``seconds``; ``space``: per key, its levels in words.
@@ -477,8 +479,8 @@ def _confirm(data, spec, space, front, wave, start, say):
             checks = release_checks(protected, spec, plan, original=data)
             figures = headline_loss(data, protected, spec)
             loss = figures.get("lambda_arctan" if spec.search.loss == "lambda_arctan" else "topsis_mean", np.nan)
-            linkage = checks.get("linkage_risk", {}).get("value", np.nan)
-            found = checks.get("global_risk", {}).get("value")
+            linkage = checks["linkage_risk"].value if "linkage_risk" in checks else np.nan
+            found = checks["global_risk"].value if "global_risk" in checks else None
             last_run[0] = time.perf_counter() - began
             return replace(candidate, plan=plan, checks=checks, loss=float(loss),
                            linkage_risk=float(linkage) if isinstance(linkage, (int, float)) else np.nan,
@@ -537,17 +539,46 @@ def _rank(confirmed: list[SearchCandidate]) -> tuple[list[SearchCandidate], Sear
     return ranked, (passing[0] if passing else None), (passing[1] if len(passing) > 1 else None)
 
 
+def _chosen(found: WaveSearch) -> SearchCandidate | None:  # plan_to_release says which
+    fallback = found.front[:1] or sorted(found.candidates, key=lambda c: (c.global_risk, c.loss))[:1]
+    return found.recommended or (fallback[0] if fallback else None)
+
+
 def plan_to_release(found: WaveSearch, spec: SurveySpec) -> Plan:
     """The plan the pipeline materialises as the searched variant (``protected_searched``), named
     :data:`SEARCHED_PLAN`: the recommended candidate; when none passes the release checks, the
     front's first (the least loss meeting the target) or else the evaluated candidate of least
     global risk, so that its release checks say why it is withheld; with no candidate, no step."""
-    fallback = found.front[:1] or sorted(found.candidates, key=lambda c: (c.global_risk, c.loss))[:1]
-    chosen = found.recommended or (fallback[0] if fallback else None)
+    chosen = _chosen(found)
     if chosen is None:
         return Plan(name=SEARCHED_PLAN, steps=(), k=spec.risk.k, random_state=SEARCH_SEED,
                     description="plan search: no candidate evaluated within the budget")
     return replace(chosen.plan, name=SEARCHED_PLAN)
+
+
+@dataclass(frozen=True, eq=False)  # frames have no truth value: compared by identity
+class PlanSearch:
+    """A wave's search as the pipeline passes it on: ``front`` (:meth:`WaveSearch.front_frame`),
+    ``summary`` (:func:`search_summary`), the ``plan`` to release (:func:`plan_to_release`) and its
+    release checks when the search ran them (None otherwise): candidates are confirmed under the
+    name :data:`SEARCHED_PLAN`, whose seeds the released plan keeps."""
+
+    front: pd.DataFrame
+    summary: dict
+    plan: Plan
+    checks: dict[str, CheckOutcome] | None
+
+    def stored_frames(self) -> dict[str, pd.DataFrame]:
+        """What the IO manager also writes as Parquet, for readers outside Python."""
+        plan = {**vars(self.plan), "steps": json.dumps(list(self.plan.steps))}
+        return {"front": self.front, "summary": pd.DataFrame([self.summary]), "plan": pd.DataFrame([plan])}
+
+
+def plan_search(found: WaveSearch, spec: SurveySpec) -> PlanSearch:  # the PlanSearch of a finished search
+    chosen = _chosen(found)
+    checks = dict(chosen.checks) if chosen is not None and chosen.checks else None
+    return PlanSearch(front=found.front_frame(), summary=search_summary(found), plan=plan_to_release(found, spec),
+                      checks=checks)
 
 
 def search_summary(found: WaveSearch) -> dict:

@@ -1,0 +1,94 @@
+"""Stage 4 of the survey chain: residual risk, residual contributions and information loss of every
+protected variant, each received as an asset input (data, linkage shares of its checks, PRAM
+matrices)."""
+
+import pandas as pd
+from dagster import AssetExecutionContext, AssetsDefinition, asset
+
+from sdc_dagster.assets.survey.common import (
+    code_version,
+    common,
+    image_markdown,
+    ins,
+    plan_ins,
+    table_markdown,
+    variants,
+)
+from sdc_dagster.pipeline import evaluation
+from sdc_dagster.pipeline.protection import ProtectedVariant
+from sdc_dagster.pipeline.risk import Contributions, RiskScores, measure_notes_frame
+from sdc_dagster.report.plots import grouped_bars_png
+from sdc_dagster.spec import SurveySpec
+
+
+def residual_risk_asset(spec: SurveySpec) -> AssetsDefinition:
+    @asset(
+        name="residual_risk",
+        ins={**ins(spec, "raw_microdata", "risk_scores"), **plan_ins(spec)},
+        description="Every risk measure recomputed on each protected variant, next to the original.",
+        code_version=code_version(spec.variables, spec.risk),
+        **common(spec),
+    )
+    def residual_risk(context: AssetExecutionContext, raw_microdata: pd.DataFrame, risk_scores: RiskScores,
+                      **protected: ProtectedVariant):
+        wave_variants = variants(spec, protected)
+        # the linkage shares the protected assets computed for their linkage_risk check
+        linkage = {name: v.checks["linkage_risk"].figures for name, v in wave_variants.items()
+                   if "linkage_risk" in v.checks and v.checks["linkage_risk"].figures is not None}
+        table = evaluation.residual_risk(raw_microdata, {name: v.data for name, v in wave_variants.items()}, spec,
+                                         linkage=linkage, original_risk=risk_scores)
+        context.add_output_metadata({"table": table_markdown(table.round(6))})
+        return table
+
+    return residual_risk
+
+
+def residual_contributions_asset(spec: SurveySpec) -> AssetsDefinition:
+    @asset(
+        name="residual_contributions",
+        ins={**ins(spec, "risk_contributions"), **plan_ins(spec)},
+        description=(
+            "Shapley and solidarity contributions of each quasi-identifier recomputed on each protected "
+            "variant (SPEC §6, §5.8), next to the original's: how each plan moved every variable's share."
+        ),
+        code_version=code_version(spec.variables, spec.risk),
+        **common(spec),
+    )
+    def residual_contributions(context: AssetExecutionContext, risk_contributions: Contributions,
+                               **protected: ProtectedVariant):
+        wave_variants = variants(spec, protected)
+        table = evaluation.residual_contributions(risk_contributions.global_,
+                                                  {name: v.data for name, v in wave_variants.items()}, spec)
+        metadata = {}
+        for plan in (p for p in wave_variants if p in table.index.get_level_values("variant")):
+            moved = table.xs(plan, level="variant")
+            metadata[f"contributions_{plan}"] = table_markdown(moved.round(4))
+            metadata[f"contributions_{plan}_plot"] = image_markdown(
+                grouped_bars_png(moved, f"Contributions before and after {plan}", ylabel="global contribution"),
+                f"Contributions before and after {plan}",
+            )
+        context.add_output_metadata(metadata)
+        return table
+
+    return residual_contributions
+
+
+def information_loss_asset(spec: SurveySpec) -> AssetsDefinition:
+    @asset(
+        name="information_loss",
+        ins={**ins(spec, "raw_microdata"), **plan_ins(spec)},
+        description="Information loss of each protected variant (SPEC §9) and per-record TOPSIS loss (§10).",
+        code_version=code_version(spec.variables),
+        **common(spec),
+    )
+    def information_loss(context: AssetExecutionContext, raw_microdata: pd.DataFrame, **protected: ProtectedVariant):
+        wave_variants = variants(spec, protected)
+        summary, per_record, notes = evaluation.information_loss(
+            raw_microdata, {name: v.data for name, v in wave_variants.items()}, spec,
+            matrices={name: v.matrices for name, v in wave_variants.items()},
+        )
+        notes_table = measure_notes_frame(notes)
+        context.add_output_metadata({"summary": table_markdown(summary.round(6)), "measure_notes": table_markdown(notes_table)})
+        return {"summary": summary, "per_record": per_record, "measure_notes": notes_table}
+
+    return information_loss

@@ -1,0 +1,68 @@
+"""Stage 1 of the survey chain: reading a wave and classifying its variables."""
+
+import pandas as pd
+from dagster import AssetExecutionContext, AssetsDefinition, DataVersion, Output, asset
+from dagster_pandera import pandera_schema_to_dagster_type
+
+from sdc_dagster import lineage
+from sdc_dagster.assets.survey.common import CLASSIFICATION_TYPE, code_version, common, ins, table_markdown
+from sdc_dagster.classification import classify_variables
+from sdc_dagster.pipeline.risk import keys_from_classification
+from sdc_dagster.resources.home import SdcHome
+from sdc_dagster.schemas import classification_schema, microdata_schema, validate
+from sdc_dagster.sources import read_wave
+from sdc_dagster.spec import SurveySpec
+
+
+def raw_microdata_asset(spec: SurveySpec) -> AssetsDefinition:
+    @asset(
+        name="raw_microdata",
+        description=f"{spec.title}: one wave as read from the landing folder, validated by the spec's schema.",
+        dagster_type=pandera_schema_to_dagster_type(microdata_schema(spec)),
+        code_version=code_version(spec.source, spec.variables),
+        **common(spec),
+    )
+    def raw_microdata(context: AssetExecutionContext, home: SdcHome):
+        wave = read_wave(spec, context.partition_key, home.landing)
+        data = wave.data
+        snapshot = lineage.snapshot_input(wave.path, wave.sha256, home.inputs)
+        return Output(
+            data,
+            data_version=DataVersion(wave.sha256),
+            metadata={
+                "records": len(data),
+                "columns": len(data.columns),
+                "source_file": str(wave.path),
+                "source_format": wave.format,
+                "source_snapshot": str(snapshot),
+                "source_sha256": wave.sha256,
+                "spec_sha256": spec.spec_hash,
+            },
+        )
+
+    return raw_microdata
+
+
+def variable_classification_asset(spec: SurveySpec) -> AssetsDefinition:
+    @asset(
+        name="variable_classification",
+        ins=ins(spec, "raw_microdata"),
+        description="Each column's role and scale from the spec, with data-driven suggestions.",
+        dagster_type=CLASSIFICATION_TYPE,
+        code_version=code_version(spec.variables),
+        **common(spec),
+    )
+    def variable_classification(context: AssetExecutionContext, raw_microdata: pd.DataFrame):
+        table = validate(classify_variables(raw_microdata, spec), classification_schema, source="variable_classification")
+        flagged = table.loc[table["suggested_role"] == "direct_identifier", "variable"].tolist()
+        context.add_output_metadata(
+            {
+                "categorical_keys": ", ".join(keys_from_classification(table, "categorical_key")),
+                "continuous_keys": ", ".join(keys_from_classification(table, "continuous_key")),
+                "likely_direct_identifiers": ", ".join(flagged) or "none",
+                "table": table_markdown(table.set_index("variable")),
+            }
+        )
+        return table
+
+    return variable_classification

@@ -1,0 +1,101 @@
+"""Stage 5 of the survey chain: the wave's release report and its one release."""
+
+from pathlib import Path
+
+import pandas as pd
+from dagster import AssetExecutionContext, AssetKey, AssetsDefinition, MaterializeResult, MetadataValue, asset
+
+from sdc_dagster import lineage
+from sdc_dagster.assets.checks import wave_release_check_result, wave_release_check_spec
+from sdc_dagster.assets.survey.common import (
+    code_version,
+    common,
+    image_markdown,
+    ins,
+    plan_ins,
+    raw_source,
+    table_markdown,
+    variants,
+)
+from sdc_dagster.pipeline.protection import ProtectedVariant
+from sdc_dagster.pipeline.report_inputs import WaveEvaluation, report_inputs
+from sdc_dagster.pipeline.risk import Contributions, RiskScores, measure_notes_of
+from sdc_dagster.resources.home import SdcHome
+from sdc_dagster.report import headline_table, recommendation, report_plots, write_report
+from sdc_dagster.spec import SurveySpec
+
+
+def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
+    @asset(
+        name="sdc_report",
+        ins={
+            **ins(
+                spec,
+                "raw_microdata",
+                "risk_scores",
+                "risk_contributions",
+                "residual_risk",
+                "residual_contributions",
+                "information_loss",
+            ),
+            # the plans' variants: steps, seeds, checks, matrices, release decisions, suppressions
+            **plan_ins(spec),
+            # the front the searched plan was chosen from
+            **(ins(spec, "plan_search") if spec.search.enabled else {}),
+        },
+        description=(
+            "One self-contained HTML report per wave (decision first), its JSON figures, and the survey's "
+            "index of waves."
+        ),
+        code_version=code_version(spec.variables, spec.risk, spec.plans),
+        check_specs=[wave_release_check_spec(AssetKey([spec.survey, "sdc_report"]))],
+        **common(spec),
+    )
+    def sdc_report(
+        context: AssetExecutionContext,
+        home: SdcHome,
+        raw_microdata: pd.DataFrame,
+        risk_scores: RiskScores,
+        risk_contributions: Contributions,
+        residual_risk: pd.DataFrame,
+        residual_contributions: pd.DataFrame,
+        information_loss: dict,
+        **protected: ProtectedVariant,
+    ) -> MaterializeResult:
+        wave = context.partition_key
+        searched = protected.pop("plan_search", None)
+        evaluated = WaveEvaluation(
+            residual=residual_risk,
+            loss_summary=information_loss["summary"],
+            loss_per_record=information_loss["per_record"],
+            residual_contributions=residual_contributions,
+            notes=measure_notes_of(information_loss["measure_notes"]),
+        )
+        inputs = report_inputs(spec, wave, raw_microdata, risk_scores, risk_contributions, evaluated,
+                               variants(spec, protected), search=searched,
+                               source=Path(raw_source(context, wave)["source_snapshot"]))
+        plans = inputs.plans
+        paths = write_report(inputs, home.reports / spec.survey)
+        headline = headline_table(inputs)
+        chosen = recommendation(inputs).plan
+        # the wave's one release: the recommendation, published once its report is written
+        released = lineage.publish_wave_release(home.releases, spec.survey, wave, chosen,
+                                                reason="recommended by the report's decision rule",
+                                                report=paths["html"])
+        if released is None:
+            context.log.warning(f"wave {wave}: no plan passes every blocking check; nothing is released")
+        return MaterializeResult(
+            check_results=[wave_release_check_result(spec, plans, released)],
+            metadata={
+                "released_plan": released["plan"] if released else "none",
+                "report": MetadataValue.path(str(paths["html"])),
+                "report_json": MetadataValue.path(str(paths["json"])),
+                "index": MetadataValue.path(str(paths["index"])),
+                "recommended_plan": chosen or "none",
+                "headline": table_markdown(headline),
+                "releasable_plans": ", ".join(n for n, p in plans.items() if p.releasable) or "none",
+                **{name: image_markdown(png, name.replace("_", " ")) for name, png in report_plots(inputs).items()},
+            }
+        )
+
+    return sdc_report

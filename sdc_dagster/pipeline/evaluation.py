@@ -1,0 +1,300 @@
+"""Evaluation of a wave's protected variants: residual risk and contributions (SPEC §3-§6, §4.1,
+§4.2) and information loss (SPEC §9, §10), each variant next to the original.
+
+The functions compare plain DataFrames (a notebook passes its own variants); the wave chain passes
+its :class:`~sdc_dagster.pipeline.protection.ProtectedVariant` values' data, with the linkage shares
+their release checks computed and the PRAM matrices their plans used, so that nothing is computed
+twice.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sdc_dagster import contribution, loss, risk
+from sdc_dagster.pipeline.protection import linkage_figures
+from sdc_dagster.pipeline.risk import RiskScores, if_computable, risk_table
+from sdc_dagster.pipeline.variant import (
+    loss_scales,
+    ordinal_orders,
+    perturbed,
+    released_keys,
+    retained_records,
+    values_changed,
+)
+from sdc_dagster.report import MeasureNote
+from sdc_dagster.spec import SurveySpec
+
+
+def residual_risk(
+    original: pd.DataFrame,
+    protected: dict[str, pd.DataFrame],
+    spec: SurveySpec,
+    *,
+    linkage: dict[str, dict[str, float]] | None = None,
+    original_risk: RiskScores | None = None,
+) -> pd.DataFrame:
+    """Risk measures recomputed on each protected variant next to the original (one row per variant).
+
+    The first row (``original``) is the unprotected wave. With categorical keys: global,
+    household and individual-risk figures (SPEC §3), k-anonymity violations and the values
+    suppressed. With continuous keys: ``combined_global_risk`` (SPEC §5.5/§5.6 on the keys the
+    variant releases; its continuous part alone without categorical keys) and ``linkage_risk``,
+    the figure of the ``linkage_risk`` release check
+    (:func:`~sdc_dagster.pipeline.protection.linkage_figures`: 1 for the original and for a variant
+    that changed no continuous key). Record linkage (SPEC §4.1) compares
+    original and protected on every continuous key the variant releases, once one changed:
+    ``record_linkage_risk`` (Euclidean, nearest original), ``record_linkage_mahalanobis_risk``
+    (nearest original under that distance), ``record_linkage_gower_risk`` (nearest original under
+    Gower's distance for mixed data on those continuous keys AND the categorical keys the variant
+    releases, with their spec scales and orders, as sdcMicro's ``recordLinkage`` links on
+    quasi-identifiers of any type; suppressed key values are skipped pairwise) and
+    ``record_linkage_one_to_one_risk`` (Euclidean, one-to-one assignment), each with ties in the
+    intruder's favour (a tie between the own original and another counts as a correct link; for
+    one-to-one, between identical records): upper bounds; and each as ``..._expected_risk``
+    (``record_linkage_expected_risk``, ``record_linkage_mahalanobis_expected_risk``,
+    ``record_linkage_gower_expected_risk``, ``record_linkage_one_to_one_expected_risk``) with the
+    ties broken at random, the shares the ``linkage_risk`` check takes; see
+    :func:`risk.record_linkage_risk`. The interval measures (SPEC §4.2) compare the continuous keys
+    the plan changed: ``interval_risk`` is sdcMicro's dRisk and ``rank_interval_disclosure`` the
+    rank-based interval disclosure ID of Domingo-Ferrer, Mateo-Sanz & Torra (mean over p = 1..10 %,
+    :func:`risk.rank_interval_disclosure`).
+
+    ``linkage``: the :func:`~sdc_dagster.pipeline.protection.linkage_figures` of variants already
+    computed (by the release checks, ``checks["linkage_risk"].figures``), so that the quadratic linkages are not computed twice.
+    ``original_risk``: the risk stage's :class:`~sdc_dagster.pipeline.risk.RiskScores` of
+    ``original``, whose risk table and combined risk the first row reads instead of computing them
+    again.
+    """
+    keys = spec.categorical_keys
+    rows = []
+    for name, frame in {"original": original, **protected}.items():
+        row = {"variant": name}
+        released = released_keys(spec, frame)
+        present = released.categorical
+        known_risk = original_risk if name == "original" else None
+        if keys:
+            if known_risk is not None:
+                table = known_risk.table
+            else:
+                table = risk_table(frame, present, weight=released.weight, household=released.household)
+            figures, fk = risk.summarise_risk(table), table["fk"]
+            row.update({
+                "global_risk": float(figures["risk"]),
+                "expected_reidentifications": float(figures["expected_reidentifications"]),
+                "household_risk": float(figures.get("household_risk", np.nan)),
+                "k2_violations": int((fk < 2).sum()),
+                "k3_violations": int((fk < 3).sum()),
+                "k5_violations": int((fk < 5).sum()),
+                "suppressed_values": int(frame[present].isna().sum().sum() - original[present].isna().sum().sum()),
+            })
+        if spec.continuous_keys:
+            # a subsampled variant is compared with the original records it releases
+            matched = retained_records(original, frame, name)
+            if known_risk is not None and "combined_global_risk" in known_risk.figures:
+                row["combined_global_risk"] = float(known_risk.figures["combined_global_risk"])
+            elif present or released.continuous:
+                combined = risk.combined_risk(frame, present, released.continuous, spec.precision, k=spec.risk.k,
+                                              weight=released.weight)
+                row["combined_global_risk"] = float(combined["risk"].mean())
+            known = (linkage or {}).get(name)
+            if known is None:
+                known = linkage_figures(matched, frame, spec, name)
+            row.update({m: np.nan if v is None else float(v) for m, v in known.items()})
+            changed = perturbed(matched, frame, released.continuous)
+            row["interval_risk"] = float(risk.interval_risk(matched, frame, changed).risk) if changed else np.nan
+            row["rank_interval_disclosure"] = (
+                float(risk.rank_interval_disclosure(matched, frame, changed).value) if changed else np.nan
+            )
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("variant")
+
+
+def residual_contributions(
+    before: pd.DataFrame, protected: dict[str, pd.DataFrame], spec: SurveySpec
+) -> pd.DataFrame:
+    """How each plan moved every quasi-identifier's share of the risk (SPEC §6.5–6.6, §5.8).
+
+    ``before``: the wave's global contributions (:attr:`~sdc_dagster.pipeline.risk.Contributions.global_`,
+    index: variables; columns ``shapley``, ``solidarity``). For each protected variant the risk
+    games are played again on the released values (missing values from local suppression match
+    any value, SPEC §5.8), in one pass for both values, with the quasi-identifiers the variant
+    still releases (a variable a plan removed has no contribution after it: NA; so has every
+    variable of a variant on which the games cannot be played, e.g. fewer than two
+    quasi-identifiers left). Empty when ``before`` is (the original's games could not be played).
+
+    Returns
+    -------
+    DataFrame indexed by (``variant``, ``variable``) with columns ``shapley_before``,
+    ``shapley_after``, ``solidarity_before``, ``solidarity_after``: global contributions, which sum
+    to 1 over the variables while some record is unsafe and are all 0 when none is (SPEC §6.6).
+    """
+    tables = {}
+    for name, frame in protected.items():
+        if before.empty:  # no contributions of the original (risk_contributions noted why)
+            continue
+        released = released_keys(spec, frame)
+        results = if_computable(
+            [], "residual contributions", name, contribution.contribution_values,
+            frame, released.categorical, released.continuous, spec.precision,
+            k=spec.risk.k, weight=released.weight, values=("shapley", "solidarity"),
+        )
+        table = pd.DataFrame(index=before.index)
+        for value in ("shapley", "solidarity"):
+            table[f"{value}_before"] = before[value]
+            table[f"{value}_after"] = results[value][1].reindex(before.index) if results else np.nan
+        tables[name] = table
+    columns = [f"{value}_{when}" for value in ("shapley", "solidarity") for when in ("before", "after")]
+    if not tables:
+        return pd.DataFrame(columns=columns, index=pd.MultiIndex.from_tuples([], names=["variant", "variable"]))
+    return pd.concat(tables, names=["variant", "variable"])[columns]
+
+
+
+def information_loss(
+    original: pd.DataFrame,
+    protected: dict[str, pd.DataFrame],
+    spec: SurveySpec,
+    *,
+    matrices: dict[str, dict[str, pd.DataFrame]] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Loss measures per protected variant (SPEC §9, §10).
+
+    Record-level measures compare each released record with the same record of the original: a
+    subsampled variant is compared on the records it retains (``records_compared``,
+    ``records_removed``). Ordinal keys use the rank in the spec's ``order:``. A value missing in
+    both files is not compared (``values_compared`` counts the values compared by the distance
+    measure). The partial distances are computed once per variant and shared by the three
+    continuous distances and TOPSIS.
+
+    Returns (summary: one row per variant with the distance measure (1) under each continuous
+    distance, the mean TOPSIS loss, the moment, SSE/TSS, utility, EBIL and association figures;
+    per_record: TOPSIS loss and the per-record sum of partial distances for each variant, NaN for
+    records a variant does not release; notes: a :class:`MeasureNote` per measure left out of a
+    variant's row because it is undefined on its data, :func:`~sdc_dagster.pipeline.risk.if_computable`).
+    """
+    rows, per_record, notes = [], {}, []
+    for name, frame in protected.items():
+        matched = retained_records(original, frame, name)
+        scales = loss_scales(spec, frame)
+        row = {"variant": name, "records_compared": len(frame), "records_removed": len(original) - len(frame)}
+        results = if_computable(
+            notes, "lambda (distance measure (1)) and TOPSIS", name, loss.distance_losses,
+            matched[list(scales)], frame[list(scales)], scales,
+            continuous_distances=("max_abs", "max_sq", "arctan"), categories=ordinal_orders(spec, scales),
+        )
+        if results is not None:
+            for distance, result in results.items():
+                row[f"lambda_{distance}"] = float(result.value)
+            arctan = results["arctan"]
+            row["values_compared"] = int(arctan.compared.sum())
+            eta = loss.topsis_scores(arctan.distances)
+            per_record[f"{name}_distance"] = arctan.per_record.reindex(original.index)
+            per_record[f"{name}_topsis"] = eta.reindex(original.index)
+            row["topsis_mean"] = float(eta.mean())
+        row.update(_continuous_loss(matched, frame, spec, notes, name))
+        row.update(_categorical_loss(matched, frame, spec, (matrices or {}).get(name, {}), notes, name))
+        rows.append(row)
+    summary = pd.DataFrame(rows).set_index("variant") if rows else pd.DataFrame(index=pd.Index([], name="variant"))
+    return summary, pd.DataFrame(per_record, index=original.index), notes
+
+
+
+def _continuous_loss(
+    original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, notes: list[MeasureNote], variant: str
+) -> dict:
+    """Moment measures (SPEC §9.4, §9.6, §9.7 with Pearson correlations), SSE/TSS (§9.5: for
+    microaggregation the within-group loss, for any other perturbation the squared error of the
+    release relative to TSS), sdcMicro's dUtility and the mean relative change of regression
+    coefficients, for the continuous keys a plan perturbed. Missing values are skipped pairwise;
+    ``continuous_values_compared`` counts the values observed in both files. A measure undefined on
+    the data (a constant column, too few values) is left out with a note in ``notes``."""
+    columns = released_keys(spec, protected).continuous
+    if not columns or not any(values_changed(original[c], protected[c]) for c in columns):
+        return {}
+    x, y = original[columns], protected[columns]
+    figures = {}
+    # a variable without spread has no correlation: the moment and utility measures leave it out
+    spread = [c for c in columns if x[c].nunique() >= 2 and y[c].nunique() >= 2]
+    if len(spread) < len(columns):
+        notes.append(MeasureNote("moment measures and dUtility", "continuous keys left out, without spread in the "
+                                 f"original or the released file: {', '.join(c for c in columns if c not in spread)}",
+                                 variant))
+    if spread:
+        moments = if_computable(notes, "moment measures (SPEC §9.4, §9.6, §9.7)", variant, loss.moment_losses,
+                                x[spread], y[spread])
+        figures.update({f"moment_{k}": v for k, v in (moments or {}).items()})
+        utility = if_computable(notes, "dUtility", variant, loss.d_utility_summary, x[spread], y[spread])
+        figures.update({f"dUtility_{k}": v for k, v in (utility or {}).items()})
+    within = if_computable(notes, "sse_tss", variant, loss.within_group_loss, x, y, columns)
+    if within is not None:
+        figures["sse_tss"] = float(within.value)
+        figures["continuous_values_compared"] = within.compared
+    complete = x.notna().all(axis=1) & y.notna().all(axis=1)
+    if len(columns) >= 2 and int(complete.sum()) > len(columns):
+        # OLS of the first continuous key on the others, before and after, each on its complete
+        # records (SPEC §9.9, §9.11).
+        coefficients = if_computable(notes, "regression_relative_change_mean", variant, loss.regression_loss,
+                                     original, protected, columns[0], columns[1:])
+        if coefficients is not None:
+            figures["regression_relative_change_mean"] = float(coefficients["relative_change"].mean())
+    return figures
+
+
+def _categorical_loss(
+    original: pd.DataFrame,
+    protected: pd.DataFrame,
+    spec: SurveySpec,
+    matrices: dict[str, pd.DataFrame],
+    notes: list[MeasureNote],
+    variant: str,
+) -> dict:
+    """EBIL of each categorical key whose values were changed (SPEC §9.8: from the PRAM matrix the
+    plan used when there is one, otherwise with backward probabilities estimated from the
+    cross-tabulation, e.g. after recoding) and the mean relative change of Cramér's V over pairs
+    of categorical keys (§9.9), over the keys with at least two observed categories in both files
+    (a key with one category has no association: left out with a note in ``notes``)."""
+    keys = released_keys(spec, protected).categorical
+    figures = {}
+    for k in keys:
+        if values_changed(original[k], protected[k]):
+            value = if_computable(notes, f"ebil_{k}", variant, loss.ebil, original, protected, k, matrix=matrices.get(k))
+            if value is not None:
+                figures[f"ebil_{k}"] = float(value)
+    varied = [k for k in keys if original[k].nunique() >= 2 and protected[k].nunique() >= 2]
+    if len(varied) < len(keys):
+        left_out = ", ".join(k for k in keys if k not in varied)
+        notes.append(MeasureNote("cramers_v_change_mean", f"keys left out, with fewer than 2 observed categories in "
+                                 f"the original or the released file (no association): {left_out}", variant))
+    if len(varied) >= 2:
+        changes = if_computable(notes, "cramers_v_change_mean", variant, loss.association_loss, original, protected, varied)
+        if changes is not None:
+            figures["cramers_v_change_mean"] = float(changes["cramers_v_change"].mean())
+    return figures
+
+
+
+def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec) -> dict:
+    """The loss figures a release manifest carries: distance measure (1) with arctan distances
+    (SPEC §9.1 eq (6)) and the mean TOPSIS loss (SPEC §10) over the quasi-identifiers (ordinal keys
+    in the spec's order), on the records the release retains (``records_compared``,
+    ``records_removed``), from one computation of the partial distances. When the distance measure
+    is undefined on the data, ``not_applicable`` gives the reason instead of the two figures."""
+    matched = retained_records(original, protected, "release")
+    scales = loss_scales(spec, protected)
+    columns = list(scales)
+    counts = {"records_compared": len(protected), "records_removed": len(original) - len(protected)}
+    notes = []
+    result = if_computable(notes, "lambda_arctan", "release", loss.distance_loss, matched[columns], protected[columns],
+                           scales, categories=ordinal_orders(spec, scales))
+    if result is None:
+        return {"not_applicable": notes[0].reason, **counts}
+    eta = loss.topsis_scores(result.distances)
+    return {
+        "lambda_arctan": float(result.value),
+        "topsis_mean": float(eta.mean()),
+        "values_compared": int(result.compared.sum()),
+        **counts,
+    }
+

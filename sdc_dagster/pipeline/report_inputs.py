@@ -1,0 +1,184 @@
+"""The report's inputs of one wave (:class:`~sdc_dagster.report.ReportInputs`), gathered from the
+values of the stages before it: the original's risk and contributions, the protected variants
+(with their steps, seeds, release checks, PRAM matrices and release decisions), their evaluation
+and the plan search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from sdc_dagster.pipeline.audit import release_provenance
+from sdc_dagster.pipeline.protection import ProtectedVariant, checks_not_applicable, release_warnings
+from sdc_dagster.pipeline.risk import Contributions, RiskScores
+from sdc_dagster.pipeline.search import PlanSearch
+from sdc_dagster.pipeline.variant import released_keys, retained_records, values_changed
+from sdc_dagster.report import MeasureNote, PlanSummary, ReportInputs
+from sdc_dagster.sources import value_labels
+from sdc_dagster.spec import SurveySpec
+
+
+@dataclass(frozen=True, eq=False)  # frames have no truth value: compared by identity
+class WaveEvaluation:
+    """The evaluation stage's tables of a wave (:mod:`sdc_dagster.pipeline.evaluation`):
+    ``residual`` (:func:`~sdc_dagster.pipeline.evaluation.residual_risk`), ``loss_summary`` and
+    ``loss_per_record`` (:func:`~sdc_dagster.pipeline.evaluation.information_loss`),
+    ``residual_contributions`` (:func:`~sdc_dagster.pipeline.evaluation.residual_contributions`) and
+    the notes of the measures the loss left out."""
+
+    residual: pd.DataFrame
+    loss_summary: pd.DataFrame
+    loss_per_record: pd.DataFrame
+    residual_contributions: pd.DataFrame | None = None
+    notes: list[MeasureNote] = field(default_factory=list)
+
+
+def plan_summary(variant: ProtectedVariant, evaluation: WaveEvaluation) -> PlanSummary:
+    """What the report shows of one plan: its steps, residual risk, loss, release checks, the
+    release decision (a released plan is linked to its manifest and to the release it supersedes;
+    a withheld plan has no link and names the blocking checks it failed), the variables' global
+    contributions before and after the plan, the PRAM matrices it used and its provenance
+    (:func:`~sdc_dagster.pipeline.audit.release_provenance`)."""
+    name = variant.name
+    loss_summary, loss_per_record = evaluation.loss_summary, evaluation.loss_per_record
+    loss_row = loss_summary.loc[name].dropna().to_dict() if name in loss_summary.index else {}
+    topsis = loss_per_record.get(f"{name}_topsis", pd.Series(dtype=float)).dropna()  # NaN: not released
+    moved = None
+    moved_table = evaluation.residual_contributions
+    if moved_table is not None and name in moved_table.index.get_level_values("variant"):
+        moved = moved_table.xs(name, level="variant")
+    link, provenance = None, {}
+    if variant.release is not None:
+        folder, manifest = variant.release.folder, variant.release.manifest
+        provenance = release_provenance(folder, manifest)
+        if variant.release.published:
+            previous = manifest["previous_release"]
+            link = {
+                "run_id": manifest["run_id"],
+                "folder": str(folder),
+                "previous_release": previous,
+                "previous_folder": str(folder.parent / previous) if previous else None,
+            }
+    withheld = variant.withheld_because
+    return PlanSummary(
+        steps=variant.steps,
+        residual_risk=evaluation.residual.loc[name].dropna().to_dict(),
+        loss={k: float(v) for k, v in loss_row.items()},
+        topsis=topsis,
+        checks={check: bool(c.passed) for check, c in variant.checks.items()},
+        releasable=not withheld,
+        release=link,
+        withheld_because=withheld,
+        warnings=release_warnings(variant.checks),
+        contributions=moved,
+        pram_matrices=dict(variant.matrices),
+        provenance=provenance,
+    )
+
+
+def suppressions_by_key(original: pd.DataFrame, protected: dict[str, pd.DataFrame], keys: list[str]) -> pd.DataFrame:
+    """Values each plan suppressed, per key variable (SPEC §8.3): values observed in the original
+    record and missing in its release (index: keys; columns: plans; a key a plan does not release
+    counts all of its observed values)."""
+    counts = {}
+    for name, frame in protected.items():
+        matched = retained_records(original, frame, name)
+        released = frame.reindex(columns=keys)
+        counts[name] = (released.isna() & matched[keys].notna()).sum().astype("int64")
+    return pd.DataFrame(counts, index=pd.Index(keys, name="variable"), dtype="int64")
+
+
+def protected_distributions(
+    original: pd.DataFrame, protected: dict[str, pd.DataFrame], spec: SurveySpec
+) -> tuple[dict[str, dict[str, pd.Series]], list[str]]:
+    """The values of every quasi-identifier some plan changed or suppressed, before and after each
+    plan that releases it (for the report's distribution plots), and which of them are continuous.
+    Variables in spec order."""
+    matched = {name: retained_records(original, frame, name) for name, frame in protected.items()}
+    distributions = {}
+    for variable in released_keys(spec, original).quasi_identifiers:
+        after = {name: frame[variable] for name, frame in protected.items() if variable in frame.columns}
+        moved = any(
+            values_changed(matched[name][variable], values) or values.isna().sum() != matched[name][variable].isna().sum()
+            for name, values in after.items()
+        )
+        if moved:
+            distributions[variable] = {"original": original[variable], **after}
+    return distributions, [v for v in spec.continuous_keys if v in distributions]
+
+
+def design_statement(spec: SurveySpec) -> str:
+    """Which weight and household id the risk used (SPEC §3.2, §3.5), or that there was none: for
+    the report's decision section and ``sdc run``'s summary."""
+    weight = (f"weight {spec.weight!r}" if spec.weight else
+              "no weight (each record stands for itself: the risks are sample risks)")
+    household = (f"household id {spec.household_id!r}" if spec.household_id else
+                 "no household id (no household risk)")
+    return f"{weight}; {household}"
+
+
+def report_inputs(
+    spec: SurveySpec,
+    wave: str,
+    original: pd.DataFrame,
+    risk_scores: RiskScores,
+    contributions: Contributions,
+    evaluation: WaveEvaluation,
+    variants: dict[str, ProtectedVariant],
+    *,
+    search: PlanSearch | None = None,
+    source: Path | None = None,
+) -> ReportInputs:
+    """Gather the wave's results into the report's inputs.
+
+    ``risk_scores`` and ``contributions``: the original wave's risk (with its unsafe combinations,
+    SPEC §3.10) and contributions; ``evaluation``: the evaluation of the variants; ``variants``: the
+    wave's protected variants in plan order (the spec's plans, then the searched plan), each with
+    its release decision (:func:`plan_summary`), whose suppressions per key and distributions
+    before and after the report shows; ``search``: the plan search the searched plan comes from
+    (its front and figures); ``source``: the wave file, whose SPSS / Stata value labels
+    (:func:`~sdc_dagster.sources.value_labels`) the report shows next to the codes. The report
+    lists the measure notes of the risk, contribution and loss stages."""
+    plans = {name: plan_summary(variant, evaluation) for name, variant in variants.items()}
+    keys = released_keys(spec, original).categorical
+    protected = {name: variant.data for name, variant in variants.items()}
+    distributions, continuous = protected_distributions(original, protected, spec) if protected else ({}, [])
+    contributions_global = contributions.global_
+    residual = evaluation.residual
+    return ReportInputs(
+        survey=spec.survey,
+        wave=wave,
+        n_records=len(original),
+        keys=spec.categorical_keys,
+        risk_before={
+            **residual.loc["original"].dropna().to_dict(),
+            **({"records_above_threshold": risk_scores.figures["records_above_threshold"]} if keys else {}),
+        },
+        risk_per_record=risk_scores.table,
+        # empty when the games could not be played on the wave (a measure note says why)
+        contributions_global=None if contributions_global.empty else contributions_global,
+        contributions_per_record=None if contributions_global.empty else {
+            value: contributions.per_record.filter(like=f"{value}_").rename(columns=lambda c: c.split("_", 1)[1])
+            for value in ("shapley", "solidarity")
+        },
+        plans=plans,
+        k=spec.risk.k if spec.categorical_keys else None,
+        risk_threshold=spec.risk.individual_risk_threshold if spec.categorical_keys else None,
+        max_global_risk=spec.risk.max_global_risk if spec.categorical_keys else None,
+        max_linkage_risk=spec.risk.max_linkage_risk if spec.continuous_keys else None,
+        design=design_statement(spec),
+        not_applicable=checks_not_applicable(spec),
+        risk_measure="global_risk" if spec.categorical_keys else "linkage_risk",
+        suppressions=suppressions_by_key(original, protected, keys) if protected else None,
+        unsafe_by_variable=risk_scores.unsafe_by_variable if keys else None,
+        unsafe_by_category=risk_scores.unsafe_by_category if keys else None,
+        distributions=distributions,
+        continuous=continuous,
+        measure_notes=[*risk_scores.notes, *contributions.notes, *evaluation.notes],
+        search_front=search.front if search is not None else None,
+        search=search.summary if search is not None else None,
+        value_labels=value_labels(source, default_format=spec.source.format) if source is not None else {},
+    )

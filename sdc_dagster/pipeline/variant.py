@@ -1,0 +1,82 @@
+"""What a protected variant still releases of the spec's quasi-identifiers, derived in one place.
+
+A plan may remove a key (a recode to nothing, a dropped column) or records (a subsample): every
+stage that compares a variant with the original (release checks, residual risk, loss, the report)
+asks which keys the variant still has (:func:`released_keys`) and which original records it
+releases (:func:`retained_records`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from sdc_dagster.errors import SDCInputError
+from sdc_dagster.spec import SurveySpec
+
+
+@dataclass(frozen=True)
+class ReleasedKeys:
+    """The spec's quasi-identifiers a variant still releases, in spec order, and its design columns
+    (``weight``, ``household``: None when the spec names none or the variant dropped it)."""
+
+    categorical: list[str]
+    continuous: list[str]
+    weight: str | None
+    household: str | None
+
+    @property
+    def quasi_identifiers(self) -> list[str]:
+        return self.categorical + self.continuous
+
+
+def released_keys(spec: SurveySpec, frame: pd.DataFrame) -> ReleasedKeys:
+    """The :class:`ReleasedKeys` of ``frame`` (the original wave or one of its protected variants)."""
+    return ReleasedKeys(
+        categorical=[k for k in spec.categorical_keys if k in frame.columns],
+        continuous=[k for k in spec.continuous_keys if k in frame.columns],
+        weight=spec.weight if spec.weight in frame.columns else None,
+        household=spec.household_id if spec.household_id in frame.columns else None,
+    )
+
+
+def retained_records(original: pd.DataFrame, protected: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The original records a variant releases, in its order (all of them unless it subsampled)."""
+    if protected.index.equals(original.index):
+        return original
+    if not protected.index.is_unique or not protected.index.isin(original.index).all():
+        raise SDCInputError(
+            f"protected variant {name!r}: its records must keep the index labels of the original "
+            "(a subset of them) so that loss can be measured record by record"
+        )
+    return original.loc[protected.index]
+
+
+def loss_scales(spec: SurveySpec, frame: pd.DataFrame) -> dict[str, str]:
+    """Scales of the quasi-identifiers a variant still releases."""
+    keys = released_keys(spec, frame).quasi_identifiers
+    return {v: s for v, s in spec.scales.items() if v in keys}
+
+
+def ordinal_orders(spec: SurveySpec, scales: dict[str, str]) -> dict[str, list]:
+    """The spec's ``order:`` of each ordinal variable, for the ordinal distance (SPEC §9.1 (3))."""
+    return {
+        v: list(spec.variable(v).categories)
+        for v, s in scales.items()
+        if s == "ordinal" and spec.variable(v).categories is not None
+    }
+
+
+def values_changed(original: pd.Series, protected: pd.Series) -> bool:
+    """Whether a variable's released values differ from the original where both are observed."""
+    both = original.notna() & protected.notna()
+    return bool((original[both].to_numpy() != protected[both].to_numpy()).any())
+
+
+def perturbed(original: pd.DataFrame, protected: pd.DataFrame, columns: list[str]) -> list[str]:
+    """The continuous keys of ``columns`` whose released values differ from the original ones
+    (beyond rounding; a value missing in both counts as equal)."""
+    return [c for c in columns
+            if not np.allclose(protected[c].to_numpy(float), original[c].to_numpy(float), equal_nan=True)]
