@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import NotComputable, SDCInputError, require_columns
+from sdc_dagster.numerics.distance import ordinal_positions
 
 SCALES = ("nominal", "ordinal", "continuous")
 CONTINUOUS_DISTANCES = ("max_abs", "max_sq", "arctan", "scaled_arctan", "max_value")
@@ -95,37 +96,6 @@ def _nominal_distance(x: pd.Series, y: pd.Series) -> np.ndarray:
     # both sides unknown: nothing was known, so nothing was lost (OPEN decision, see distance_loss)
     distance[x_missing & y_missing] = 0.0
     return distance
-
-
-def ordinal_positions(x: pd.Series, y: pd.Series, column: str,
-                      categories: Sequence | None) -> tuple[np.ndarray, np.ndarray, int]:
-    """Category positions 0..k-1 of both series (NaN for missing) and k_j.
-
-    With ``categories`` the positions are those of the ordered list; otherwise the sorted
-    union of the codes observed in either file (SPEC §8.2: merged categories keep the smallest
-    member code, so the union is the original category set).
-    """
-    if categories is None:
-        observed = pd.concat([x.dropna(), y.dropna()], ignore_index=True)
-        try:
-            categories = np.sort(observed.unique())
-        except TypeError as error:
-            raise SDCInputError(
-                f"column {column!r}: ordinal codes must be mutually orderable, or pass categories"
-            ) from error
-    categories = list(categories)
-    if len(set(categories)) != len(categories):
-        raise SDCInputError(f"categories[{column!r}]: categories must be distinct")
-    positions = []
-    for side, series in (("original", x), ("protected", y)):
-        codes = pd.Categorical(series, categories=categories).codes.astype(float)
-        unknown = (codes < 0) & series.notna().to_numpy()
-        if unknown.any():
-            value = series[unknown].iloc[0]
-            raise SDCInputError(f"{side} column {column!r}: value {value!r} is not in the ordinal categories")
-        codes[codes < 0] = np.nan
-        positions.append(codes)
-    return positions[0], positions[1], len(categories)
 
 
 def _ordinal_distance(x: pd.Series, y: pd.Series, column: str, categories: Sequence | None) -> np.ndarray:

@@ -38,7 +38,7 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.frequencies import DistinctKeys, distinct_keys, symmetric_compatible_counts
-from sdc_dagster.risk.continuous import neighbourhood_counts
+from sdc_dagster.risk.neighbourhood import neighbourhood_counts
 
 
 def validate_threshold(k) -> int:
