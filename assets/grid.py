@@ -59,16 +59,14 @@ from sdc_dagster.census import PARQUET_OPTIONS, census_arrow_schema, write_censu
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.files import write_atomic
 from sdc_dagster.grid_counts import GRID_COUNT_COLUMNS, GRID_VARIABLES, grid_variables_of, tabulate_grid
-from sdc_dagster.loss.tables import (
+from sdc_dagster.loss.tables import grid_information_loss, perturbation_loss, secondary_suppression_cost
+from sdc_dagster.report.maps import suppression_map_png
+from sdc_dagster.risk.tables import (
     difference_table,
     differencing_disclosure,
     disclosing_differences,
-    grid_information_loss,
     homogeneous_cells,
-    perturbation_loss,
     resident_size_distribution,
-    secondary_suppression_cost,
-    suppression_map_png,
 )
 from sdc_dagster.protect.cellkey import assign_record_keys, grid_cell_key as perturb_grid, perturbation_table
 from sdc_dagster.protect.grid import consistent_grid_suppression

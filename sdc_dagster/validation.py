@@ -123,6 +123,15 @@ def paired_matrices(original: pd.DataFrame, protected: pd.DataFrame, columns: Se
     return x, xm
 
 
+def count_matrix(frame: pd.DataFrame, columns: Sequence[str], *, role: str = "counts") -> np.ndarray:
+    """The count columns of a table as an int64 matrix; a missing count is refused (a table of true
+    counts is complete: hidden counts belong to the protected table only)."""
+    values = frame[list(columns)]
+    if values.isna().any().any():
+        raise SDCInputError(f"{role}: must not contain missing values")
+    return values.to_numpy(dtype=np.int64)
+
+
 def weight_values(data: pd.DataFrame, weight: str | None) -> np.ndarray | None:
     """The sampling-weight column as float64 (None without a weight), after checking that it is
     numeric, complete, finite and positive: a record's weight is the number of population units it

@@ -47,7 +47,7 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.grid_counts import GridVariable, grid_variables_of
-from sdc_dagster.loss.tables import disclosing_differences
+from sdc_dagster.risk.tables import disclosing_differences
 
 SEX_COLUMNS: tuple[str, str] = ("sex_1", "sex_2")
 AGE_COLUMNS: tuple[str, str, str] = ("age_1", "age_2", "age_3")

@@ -27,6 +27,13 @@ from sdc_dagster.risk.linkage import MAX_ONE_TO_ONE_LINKAGE, RecordLinkageRisk, 
 from sdc_dagster.risk.neighbourhood import neighbourhood_counts  # SPEC §5.2
 from sdc_dagster.risk.diversity import l_diversity, t_closeness  # SPEC §3.6, §3.7
 from sdc_dagster.risk.suda import suda2, suda2_attribute_contributions, suda2_max_size  # SPEC §3.8
+from sdc_dagster.risk.tables import (  # SPEC §11.2, §11.4
+    difference_table,
+    differencing_disclosure,
+    disclosing_differences,
+    homogeneous_cells,
+    resident_size_distribution,
+)
 
 __all__ = [
     "MAX_ONE_TO_ONE_LINKAGE",
@@ -34,11 +41,15 @@ __all__ = [
     "RecordLinkageRisk",
     "GlobalRiskThreshold",
     "combined_risk",
+    "difference_table",
+    "differencing_disclosure",
+    "disclosing_differences",
     "exact_risk",
     "global_combined_risk",
     "global_risk",
     "gower_distances",
     "global_risk_threshold",
+    "homogeneous_cells",
     "household_risk",
     "individual_risk",
     "interval_risk",
@@ -50,6 +61,7 @@ __all__ = [
     "outlier_flags",
     "rank_interval_disclosure",
     "record_linkage_risk",
+    "resident_size_distribution",
     "risk_above_threshold",
     "risk_table",
     "risky_cells",

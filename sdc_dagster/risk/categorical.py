@@ -16,25 +16,7 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.frequencies import key_columns, missing_aware_key_frequencies
-
-
-def _weights(data: pd.DataFrame, weight: str | None) -> np.ndarray | None:
-    """The weight column as float64, after checking it is numeric, complete and positive."""
-    if weight is None:
-        return None
-    column = data[require_columns(data, [weight], role="weight")[0]]
-    if pd.api.types.is_bool_dtype(column) or not pd.api.types.is_numeric_dtype(column):
-        raise SDCInputError(f"weight {weight!r} must be numeric (found dtype {column.dtype})")
-    if column.isna().any():
-        raise SDCInputError(f"weight {weight!r} has {int(column.isna().sum())} missing values; every record needs a weight")
-    values = column.to_numpy(dtype="float64")
-    bad = ~np.isfinite(values) | (values <= 0)
-    if bad.any():
-        raise SDCInputError(
-            f"weight {weight!r} must be finite and positive; {int(bad.sum())} values are not "
-            f"(first: {values[bad][0]!r})"
-        )
-    return values
+from sdc_dagster.validation import weight_values
 
 
 def _alpha(alpha: float) -> float:
@@ -76,7 +58,7 @@ def key_frequencies(
     sdcMicro ``freqCalc`` (R/freqCalc.r, 5.8.1); SDC Practice Guide Tables 7.1, 7.2.
     """
     keys = key_columns(data, keys)
-    weights = _weights(data, weight)
+    weights = weight_values(data, weight)
     f, F = missing_aware_key_frequencies(data, keys, weights=weights, alpha=_alpha(alpha), con=con)
     return pd.DataFrame({"fk": f, "Fk": F}, index=data.index)
 
