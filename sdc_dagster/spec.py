@@ -19,7 +19,10 @@ from typing import Any
 
 import yaml
 
+from sdc_dagster.errors import SDCInputError
 from sdc_dagster.names import RULES, name_problem
+from sdc_dagster.protect.plan import KEYED_METHODS, plan_problems
+from sdc_dagster.protect.recode import merge_mapping
 
 ROLES = (
     "direct_identifier",
@@ -397,8 +400,6 @@ def _parse_plan(name: str, raw: Any, default_k: int | None, variables: dict[str,
     columns (:func:`~sdc_dagster.protect.plan.plan_problems`, keyed by the failing step so that
     :func:`load_spec` gives its line) and the categories its recodes name. ``default_k`` is None when
     ``risk.k`` is wrong (recorded there), so that a plan without ``k`` is not blamed for it."""
-    from sdc_dagster.protect.plan import plan_problems
-
     where = f"plans.{name}"
     problems.attempt(_expect, name_problem("plan name", name) is None, where, f"a plan name: {RULES['plan name'][1]}")
     if isinstance(raw, list):
@@ -435,8 +436,6 @@ def _check_keyed_steps(where: str, steps: list, failed: set[int], variables: dic
                        problems: _Problems) -> None:
     """Local suppression (and risk-based suppression) protects the categorical keys; a spec whose
     variables are all parsed and hold no categorical key (continuous keys only) cannot use it."""
-    from sdc_dagster.protect.plan import KEYED_METHODS
-
     if None in variables.values() or any(v.role == "categorical_key" for v in variables.values()):
         return
     for index, step in enumerate(steps):
@@ -456,9 +455,6 @@ def _check_recode_categories(where: str, steps: list, failed: set[int], variable
     silent no-op. A listed category absent from a wave is fine (the step records it). A step in
     ``failed`` (its problems recorded) ends the check of the variables it may name, as any step of
     another method does (it may change the codes)."""
-    from sdc_dagster.errors import SDCInputError
-    from sdc_dagster.protect.recode import merge_mapping
-
     known = {name: list(v.categories) for name, v in variables.items() if v is not None and v.categories is not None}
     for index, step in enumerate(steps):
         variable = step.get("variable") if isinstance(step, Mapping) else None
