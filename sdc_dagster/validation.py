@@ -111,6 +111,35 @@ def numeric_matrix(
     return out
 
 
+def check_pair(original: pd.DataFrame, protected: pd.DataFrame, columns: Sequence[str]) -> list[str]:
+    """Validate that ``protected`` is a release of ``original`` for ``columns``.
+
+    Both frames must hold the columns and the same index (same records, same order), since
+    every loss measure compares record i of one with record i of the other.
+    """
+    columns = require_columns(original, columns, role="original column")
+    require_columns(protected, columns, role="protected column")
+    if len(original) != len(protected) or not original.index.equals(protected.index):
+        raise SDCInputError(
+            "protected: must have the same index (same records in the same order) as original "
+            f"({len(protected)} vs {len(original)} records)"
+        )
+    if not columns:
+        raise SDCInputError("columns: at least one variable is needed")
+    return columns
+
+
+def continuous_values(frame: pd.DataFrame, column: str, role: str) -> np.ndarray:
+    """Float array of a numeric column, NA as NaN; non-numeric columns are rejected."""
+    series = frame[column]
+    if not (pd.api.types.is_numeric_dtype(series) or series.isna().all()) or pd.api.types.is_bool_dtype(series):
+        raise SDCInputError(f"{role} column {column!r}: a continuous variable must be numeric (got {series.dtype})")
+    values = series.to_numpy(dtype=float, na_value=np.nan)
+    if np.isinf(values).any():
+        raise SDCInputError(f"{role} column {column!r}: values must be finite")
+    return values
+
+
 def paired_matrices(original: pd.DataFrame, protected: pd.DataFrame, columns: Sequence[str]):
     """Original and protected values of ``columns`` as float64 matrices matched by position
     (:func:`numeric_matrix`, missing values NaN); frames of different lengths are refused."""
@@ -123,13 +152,22 @@ def paired_matrices(original: pd.DataFrame, protected: pd.DataFrame, columns: Se
     return x, xm
 
 
-def count_matrix(frame: pd.DataFrame, columns: Sequence[str], *, role: str = "counts") -> np.ndarray:
-    """The count columns of a table as an int64 matrix; a missing count is refused (a table of true
-    counts is complete: hidden counts belong to the protected table only)."""
-    values = frame[list(columns)]
-    if values.isna().any().any():
-        raise SDCInputError(f"{role}: must not contain missing values")
-    return values.to_numpy(dtype=np.int64)
+def count_matrix(frame: pd.DataFrame, columns: Sequence[str], *, role: str = "grid counts") -> np.ndarray:
+    """The count columns of a table as an int64 matrix (cells x columns), after checking that every
+    count is present, numeric and a non-negative integer (a float column of whole numbers is
+    accepted); the message names the column and ``role`` (e.g. "original counts")."""
+    blocks = []
+    for col in columns:
+        series = frame[col]
+        if series.isna().any():
+            raise SDCInputError(f"column {col!r}: {role} must not be missing")
+        if not (pd.api.types.is_integer_dtype(series) or pd.api.types.is_float_dtype(series)):
+            raise SDCInputError(f"column {col!r}: {role} must be numeric, got {series.dtype}")
+        values = series.to_numpy(dtype="float64")
+        if (values < 0).any() or (values != np.floor(values)).any():
+            raise SDCInputError(f"column {col!r}: {role} must be non-negative integers")
+        blocks.append(values.astype(np.int64))
+    return np.column_stack(blocks) if blocks else np.empty((len(frame), 0), dtype=np.int64)
 
 
 def weight_values(data: pd.DataFrame, weight: str | None) -> np.ndarray | None:

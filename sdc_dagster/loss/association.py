@@ -12,7 +12,7 @@ from scipy import stats
 
 from sdc_dagster.errors import NotComputable, SDCInputError, require_columns
 from sdc_dagster.frequencies import key_digits
-from sdc_dagster.loss.distance import check_pair, continuous_values
+from sdc_dagster.validation import check_pair, continuous_values
 
 
 def contingency_association(data: pd.DataFrame, row: str, column: str) -> dict[str, float]:

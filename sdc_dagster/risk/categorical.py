@@ -16,13 +16,7 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.frequencies import key_columns, missing_aware_key_frequencies
-from sdc_dagster.validation import weight_values
-
-
-def _alpha(alpha: float) -> float:
-    if not (0.0 <= float(alpha) <= 1.0):
-        raise SDCInputError(f"parameter alpha must lie in [0, 1] (got {alpha!r})")
-    return float(alpha)
+from sdc_dagster.validation import check_scalar, weight_values
 
 
 def key_frequencies(
@@ -59,7 +53,7 @@ def key_frequencies(
     """
     keys = key_columns(data, keys)
     weights = weight_values(data, weight)
-    f, F = missing_aware_key_frequencies(data, keys, weights=weights, alpha=_alpha(alpha), con=con)
+    f, F = missing_aware_key_frequencies(data, keys, weights=weights, alpha=check_scalar(alpha, "alpha", low=0, high=1), con=con)
     return pd.DataFrame({"fk": f, "Fk": F}, index=data.index)
 
 

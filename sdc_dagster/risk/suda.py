@@ -48,6 +48,7 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.frequencies import category_codes
+from sdc_dagster.validation import check_scalar
 
 # sdcMicro's C++ search needs at least three variables; its R wrapper pads one or two keys with
 # constant columns, which changes the score weights and the DIS exponent (both depend on the
@@ -137,9 +138,10 @@ def suda2(
         raise SDCInputError("key variables: the selection is empty; name at least one key column")
     if len(set(keys)) != len(keys):
         raise SDCInputError(f"key variables: {keys} names a column more than once")
-    fraction = _check_dis_fraction(dis_fraction)
+    # sdcMicro keeps DisFraction in a C float; the DIS arithmetic is single precision.
+    fraction = np.float32(check_scalar(dis_fraction, "dis_fraction", low=0, high=1, closed="right"))
     missing = _check_missing(missing)
-    max_size = _check_max_size(max_size, len(keys))
+    max_size = len(keys) if max_size is None else check_scalar(max_size, "max_size", integer=True, low=1, high=len(keys))
     if not isinstance(original_scores, (bool, np.bool_)):
         raise SDCInputError(f"original_scores: must be True or False, got {original_scores!r}")
 
@@ -240,17 +242,6 @@ def suda2_attribute_contributions(scores: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"variable": [c[: -len(suffix)] for c in columns], "contribution": percent})
 
 
-def _check_dis_fraction(dis_fraction) -> np.float32:
-    try:
-        value = float(dis_fraction)
-    except (TypeError, ValueError):
-        raise SDCInputError(f"dis_fraction: must be a number in (0, 1], got {dis_fraction!r}") from None
-    if not 0.0 < value <= 1.0:
-        raise SDCInputError(f"dis_fraction: the sampling fraction must be in (0, 1], got {dis_fraction!r}")
-    # sdcMicro keeps DisFraction in a C float; the DIS arithmetic is single precision.
-    return np.float32(value)
-
-
 def _check_missing(missing) -> int:
     numeric = (int, np.integer, float, np.floating)
     if isinstance(missing, (bool, np.bool_)) or not isinstance(missing, numeric):
@@ -258,16 +249,6 @@ def _check_missing(missing) -> int:
     if not float(missing).is_integer() or not _INT32.min <= missing <= _INT32.max:
         raise SDCInputError(f"missing: the missing-value code must be a 32-bit integer, got {missing!r}")
     return int(missing)
-
-
-def _check_max_size(max_size, n_keys: int) -> int:
-    if max_size is None:
-        return n_keys
-    if isinstance(max_size, (bool, np.bool_)) or not isinstance(max_size, (int, np.integer)):
-        raise SDCInputError(f"max_size: must be an integer between 1 and {n_keys}, got {max_size!r}")
-    if not 1 <= max_size <= n_keys:
-        raise SDCInputError(f"max_size: must be between 1 and the number of keys ({n_keys}), got {max_size}")
-    return int(max_size)
 
 
 def _sdcmicro_codes(column: pd.Series, name: str, missing: int) -> np.ndarray:
