@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster import risk
-from sdc_dagster.frequencies import category_codes
+from sdc_dagster.keys import category_codes
 from sdc_dagster.protect.plan_search import pareto_front
 from sdc_dagster.search_space import KeyHierarchy, continuous_steps, search_space
 from sdc_dagster.protect.suppression import local_suppression, risk_suppression

@@ -57,7 +57,7 @@ from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import key_columns, key_digits, pack_codes
+from sdc_dagster.keys import key_columns, key_digits, pack_codes
 from sdc_dagster.protect.suppression import apply_suppression, suppression_ranks, local_suppression
 
 

@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import category_codes
+from sdc_dagster.keys import category_codes
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def _codes(frame: pd.DataFrame, columns: Sequence[str], factors: dict | None = N
     """Non-negative int64 codes of the value combinations of ``columns`` (NA forms a value).
 
     Codes are mixed-radix numbers of the per-column codes of
-    :func:`~sdc_dagster.frequencies.category_codes` (0 = missing, 1..c), re-densified (a sort) only
+    :func:`~sdc_dagster.keys.category_codes` (0 = missing, 1..c), re-densified (a sort) only
     when their range would grow too large for ``np.bincount``. ``factors`` caches each column's
     codes across calls (the same columns are coded at every hierarchy level).
     """

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import key_digits
+from sdc_dagster.keys import key_digits
 
 
 def subsample(

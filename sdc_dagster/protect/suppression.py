@@ -93,7 +93,8 @@ import pandas as pd
 from numba import njit
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import IncrementalCompatibleCounts, check_mask_width, key_digits, pack_codes
+from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
+from sdc_dagster.keys import check_mask_width, key_digits, pack_codes
 from sdc_dagster.protect.strata import stratum_codes, stratum_members
 from sdc_dagster.risk.categorical import risk_from_frequencies
 from sdc_dagster.validation import weight_values

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import key_columns, missing_aware_key_frequencies
+from sdc_dagster.frequencies import missing_aware_key_frequencies
+from sdc_dagster.keys import key_columns
 from sdc_dagster.validation import check_scalar, weight_values
 
 

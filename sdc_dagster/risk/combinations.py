@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import category_codes, grouping_sets_counts, key_columns, key_digits
+from sdc_dagster.frequencies import grouping_sets_counts
+from sdc_dagster.keys import category_codes, key_columns, key_digits
 from sdc_dagster.validation import check_scalar
 
 
@@ -51,7 +52,7 @@ def unsafe_combinations(
         ``per_category`` with columns ``variable``, ``category`` (the value), ``frequency``
         (records with that value) and ``dim_1`` .. ``dim_<max_dim>``: unsafe combinations of each
         dimension in which the variable takes that value. One row per observed value, each
-        variable's values in sorted order (:func:`~sdc_dagster.frequencies.category_codes`).
+        variable's values in sorted order (:func:`~sdc_dagster.keys.category_codes`).
 
     Raises
     ------

@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import category_codes
+from sdc_dagster.keys import category_codes
 from sdc_dagster.validation import check_scalar
 
 # sdcMicro's C++ search needs at least three variables; its R wrapper pads one or two keys with
@@ -256,7 +256,7 @@ def _sdcmicro_codes(column: pd.Series, name: str, missing: int) -> np.ndarray:
 
     Integer category codes pass through as R's numbers; a Categorical is R's factor (its level
     index, unused levels included); other values are coded by
-    :func:`~sdc_dagster.frequencies.category_codes` in sorted order, as R's ``factor`` levels.
+    :func:`~sdc_dagster.keys.category_codes` in sorted order, as R's ``factor`` levels.
     """
     if isinstance(column.dtype, pd.CategoricalDtype):
         codes = column.cat.codes.to_numpy(dtype=np.int64) + 1
