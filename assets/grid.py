@@ -68,8 +68,9 @@ from sdc_dagster.risk.tables import (
     homogeneous_cells,
     resident_size_distribution,
 )
-from sdc_dagster.protect.cellkey import assign_record_keys, grid_cell_key as perturb_grid, perturbation_table
+from sdc_dagster.protect.cellkey import assign_record_keys, grid_cell_key as perturb_grid
 from sdc_dagster.protect.grid import consistent_grid_suppression
+from sdc_dagster.protect.ptable import perturbation_table
 from sdc_dagster.protect.record_swapping import targeted_record_swap
 from sdc_dagster.schemas import validate
 

@@ -33,7 +33,8 @@ import pandas as pd
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.keys import CODE_LIMIT, check_mask_width, key_columns, key_digits, pack_codes
 
-def _quote(name: str) -> str:
+def quote_identifier(name: str) -> str:
+    """``name`` as a DuckDB identifier in double quotes (an embedded quote doubled)."""
     return '"' + str(name).replace('"', '""') + '"'
 
 
@@ -454,9 +455,9 @@ def grouping_sets_counts(
     frame["w"] = data[weight].to_numpy(dtype="float64") if weight is not None else 1.0
     position = {k: j for j, k in enumerate(used)}
     sets_sql = ", ".join(
-        "(" + ", ".join(_quote(f"k{position[k]}") for k in s) + ")" for s in subsets
+        "(" + ", ".join(quote_identifier(f"k{position[k]}") for k in s) + ")" for s in subsets
     )
-    used_cols = ", ".join(_quote(f"k{j}") for j in range(len(used)))
+    used_cols = ", ".join(quote_identifier(f"k{j}") for j in range(len(used)))
     db = connect(con)
     db.register("sdc_gs_input", frame)
     try:
