@@ -23,16 +23,22 @@ from sdc_dagster.errors import SDCInputError, require_columns
 _CLOSED = ("both", "left", "right", "neither")
 
 
+def _number_text(value) -> str:
+    """A bound as written in a message: whole numbers in full (2147483647), others as %g."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
 def _bounds_text(low, high, closed: str) -> str:
     """The rule of the bounds in words: " in (0, 1]", " >= 1", " > 0", or "" without bounds."""
+    lo, hi = (None if v is None else _number_text(v) for v in (low, high))
     if low is not None and high is not None:
         left = "[" if closed in ("both", "left") else "("
         right = "]" if closed in ("both", "right") else ")"
-        return f" in {left}{low:g}, {high:g}{right}"
+        return f" in {left}{lo}, {hi}{right}"
     if low is not None:
-        return f" >= {low:g}" if closed in ("both", "left") else f" > {low:g}"
+        return f" >= {lo}" if closed in ("both", "left") else f" > {lo}"
     if high is not None:
-        return f" <= {high:g}" if closed in ("both", "right") else f" < {high:g}"
+        return f" <= {hi}" if closed in ("both", "right") else f" < {hi}"
     return ""
 
 
