@@ -38,14 +38,12 @@ import pandas as pd
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.frequencies import DistinctKeys, distinct_keys, symmetric_compatible_counts
 from sdc_dagster.risk.neighbourhood import neighbourhood_counts
-from sdc_dagster.validation import positive_values
+from sdc_dagster.validation import check_scalar, positive_values
 
 
 def validate_threshold(k) -> int:
     """k as an int >= 1, or SDCInputError."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise SDCInputError(f"k: must be an integer of at least 1, got {k!r}")
-    return int(k)
+    return check_scalar(k, "k", integer=True, low=1)
 
 
 def _distinct_columns(data: pd.DataFrame, columns: Sequence[str], *, role: str) -> list[str]:

@@ -21,7 +21,7 @@ from scipy.spatial import cKDTree
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.numerics.robust import minimum_covariance_determinant
-from sdc_dagster.validation import numeric_matrix, paired_matrices
+from sdc_dagster.validation import check_scalar, numeric_matrix, paired_matrices
 
 
 @dataclass(frozen=True)
@@ -67,8 +67,7 @@ def interval_risk(original: pd.DataFrame, protected: pd.DataFrame, columns: Sequ
     ----------
     sdcMicro ``R/dRisk.R`` (Templ); method SDID of Mateo-Sanz, Sebé, Domingo-Ferrer (2004).
     """
-    if not np.isfinite(k) or k < 0:
-        raise SDCInputError(f"k: must be a non-negative number, got {k!r}")
+    check_scalar(k, "k", low=0)
     x, xm = paired_matrices(original, protected, columns)
     sds = np.nanstd(xm, axis=0, ddof=1) if len(xm) > 1 else np.full(xm.shape[1], np.nan)
     outside = (x < xm - k * sds) | (x > xm + k * sds)  # False wherever a value is missing
@@ -251,9 +250,8 @@ def interval_risk_rmd(
     sdcMicro ``R/dRiskRMD.R``.
     """
     x, xm = paired_matrices(original, protected, columns)
-    for name, val in (("k", k), ("k2", k2)):
-        if not np.isfinite(val) or val < 0:
-            raise SDCInputError(f"{name}: must be a non-negative number, got {val!r}")
+    check_scalar(k, "k", low=0)
+    check_scalar(k2, "k2", low=0)
     n = x.shape[0]
 
     def scale(a):
@@ -306,8 +304,7 @@ def outlier_flags(data: pd.DataFrame, columns: Sequence[str], *, percentile: flo
     ----------
     SDC Practice Guide ch. 7.6 (S004).
     """
-    if not 0 <= percentile <= 100:
-        raise SDCInputError(f"percentile: must lie in [0, 100], got {percentile!r}")
+    check_scalar(percentile, "percentile", low=0, high=100)
     columns = require_columns(data, columns, role="continuous variable")
     x = numeric_matrix(data, columns, role="continuous variable")
     cut = np.percentile(x, percentile, axis=0) if len(x) else np.zeros(len(columns))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.validation import check_scalar
 
 
 def neighbourhood_counts(values, precision: float) -> np.ndarray:
@@ -35,9 +36,7 @@ def neighbourhood_counts(values, precision: float) -> np.ndarray:
     x = np.asarray(values, dtype=np.float64).ravel()
     if np.isinf(x).any():
         raise SDCInputError("values: contain infinite values; eta is defined for finite values only")
-    p = float(precision)
-    if not 0.0 < p < 1.0:
-        raise SDCInputError(f"precision: must lie strictly between 0 and 1, got {precision!r}")
+    p = check_scalar(precision, "precision", low=0, high=1, closed="neither")
     # Both bounds are non-decreasing in x (also in floating point), so the values are sorted once
     # and searched with sorted bounds, which keeps the binary searches cache-friendly.
     observed = np.flatnonzero(~np.isnan(x))
