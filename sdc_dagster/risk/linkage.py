@@ -20,7 +20,7 @@ from scipy.spatial.distance import cdist
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.numerics.distance import gower_block, gower_encoding
-from sdc_dagster.validation import paired_matrices
+from sdc_dagster.validation import check_option, paired_matrices
 
 
 @dataclass(frozen=True)
@@ -280,6 +280,67 @@ def _gower_links(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, assignment
     return linked, partner, own, linked / np.maximum(ties, 1.0)
 
 
+def _check_one_to_one_size(n: int) -> None:
+    """One-to-one assignment holds an n x n distance matrix: at most MAX_ONE_TO_ONE_LINKAGE records."""
+    if n > MAX_ONE_TO_ONE_LINKAGE:
+        raise SDCInputError(
+            f"assignment 'one_to_one': {n} records compared, at most {MAX_ONE_TO_ONE_LINKAGE} "
+            "(an n x n distance matrix); use assignment='nearest'"
+        )
+
+
+def _gower_linkage(original, protected, columns, scales, categories, assignment: str):
+    """Linked flags, partner positions (-1: none), records compared and the expected risk of Gower
+    linkage (:func:`record_linkage_risk` with ``distance="gower"``)."""
+    zx, zm, nominal = gower_encoding(original, protected, columns, scales, categories)
+    if assignment == "one_to_one":
+        _check_one_to_one_size(len(zx))
+    if not len(zx):
+        return np.zeros(0, bool), np.zeros(0, np.int64), 0, 0.0
+    linked, partner, own, probability = _gower_links(zx, zm, nominal, assignment)
+    return linked, partner, int((~np.isnan(own)).sum()), float(probability.sum() / len(zx))
+
+
+def _continuous_linkage(original, protected, columns, scales, distance: str, assignment: str):
+    """Linked flags, partner positions (-1: none), records compared and the expected risk of
+    Euclidean or Mahalanobis linkage on the records observed in both files."""
+    wrong = [c for c in columns if scales.get(c, "continuous") != "continuous"]
+    if wrong:
+        raise SDCInputError(
+            f"scales[{wrong[0]!r}]: distance {distance!r} links on continuous variables only; "
+            "use distance='gower' for nominal or ordinal variables"
+        )
+    x_all, xm_all = paired_matrices(original, protected, columns)
+    observed = np.isfinite(x_all).all(axis=1) & np.isfinite(xm_all).all(axis=1)
+    x, xm = x_all[observed], xm_all[observed]
+    if assignment == "one_to_one":
+        _check_one_to_one_size(len(x))
+    linked = np.zeros(len(x_all), dtype=bool)
+    partner = np.full(len(x_all), -1, dtype=np.int64)
+    positions = np.flatnonzero(observed)
+    expected = 0.0
+    if len(x):
+        zx, zm, p = _linkage_space(x, xm, distance, columns)
+        if assignment == "nearest":
+            tree = cKDTree(zx)
+            nearest, nearest_row = tree.query(zm, k=1, p=p)
+            own = np.sqrt(((zm - zx) ** 2).sum(axis=1))
+            # The tree and the direct formula may round differently; a relative tolerance keeps exact ties.
+            hit = own <= nearest * (1.0 + 1e-12) + 1e-300
+            linked[observed] = hit
+            partner[observed] = positions[np.where(hit, np.arange(len(x)), nearest_row)]
+            ties = np.ones(len(x))
+            ties[hit] = tree.query_ball_point(zm[hit], np.maximum(own[hit], nearest[hit]) * (1.0 + _TIE_TOLERANCE)
+                                              + 1e-300, p=p, return_length=True)
+            expected = float((hit / np.maximum(ties, 1.0)).sum() / len(x_all))
+        else:
+            flags, rows, probability = _one_to_one_links(cdist(zm, zx, metric="euclidean"), x, xm)
+            linked[observed] = flags
+            partner[observed] = positions[rows]
+            expected = float(probability.sum() / len(x_all))
+    return linked, partner, int(observed.sum()), expected
+
+
 def record_linkage_risk(
     original: pd.DataFrame,
     protected: pd.DataFrame,
@@ -380,63 +441,15 @@ def record_linkage_risk(
     2015, global distance-based record linkage); Kuhn (1955) / Crouse (2016) for the assignment
     problem.
     """
-    if distance not in _LINKAGE_DISTANCES:
-        raise SDCInputError(f"distance: must be one of {_LINKAGE_DISTANCES}, got {distance!r}")
-    if assignment not in _LINKAGE_ASSIGNMENTS:
-        raise SDCInputError(f"assignment: must be one of {_LINKAGE_ASSIGNMENTS}, got {assignment!r}")
+    check_option(distance, "distance", _LINKAGE_DISTANCES)
+    check_option(assignment, "assignment", _LINKAGE_ASSIGNMENTS)
     scales, categories = dict(scales or {}), dict(categories or {})
     if distance == "gower":
-        zx, zm, nominal = gower_encoding(original, protected, columns, scales, categories)
-        if assignment == "one_to_one" and len(zx) > MAX_ONE_TO_ONE_LINKAGE:
-            raise SDCInputError(
-                f"assignment 'one_to_one': {len(zx)} records compared, at most {MAX_ONE_TO_ONE_LINKAGE} "
-                "(an n x n distance matrix); use assignment='nearest'"
-            )
-        if len(zx):
-            linked, partner, own, probability = _gower_links(zx, zm, nominal, assignment)
-        else:
-            linked, partner, own, probability = np.zeros(0, bool), np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
-        compared = int((~np.isnan(own)).sum())
-        expected = float(probability.sum() / len(zx)) if len(zx) else 0.0
+        linked, partner, compared, expected = _gower_linkage(original, protected, columns, scales, categories,
+                                                             assignment)
     else:
-        wrong = [c for c in columns if scales.get(c, "continuous") != "continuous"]
-        if wrong:
-            raise SDCInputError(
-                f"scales[{wrong[0]!r}]: distance {distance!r} links on continuous variables only; "
-                "use distance='gower' for nominal or ordinal variables"
-            )
-        x_all, xm_all = paired_matrices(original, protected, columns)
-        observed = np.isfinite(x_all).all(axis=1) & np.isfinite(xm_all).all(axis=1)
-        x, xm = x_all[observed], xm_all[observed]
-        if assignment == "one_to_one" and len(x) > MAX_ONE_TO_ONE_LINKAGE:
-            raise SDCInputError(
-                f"assignment 'one_to_one': {len(x)} records compared, at most {MAX_ONE_TO_ONE_LINKAGE} "
-                "(an n x n distance matrix); use assignment='nearest'"
-            )
-        linked = np.zeros(len(x_all), dtype=bool)
-        partner = np.full(len(x_all), -1, dtype=np.int64)
-        positions = np.flatnonzero(observed)
-        expected = 0.0
-        if len(x):
-            zx, zm, p = _linkage_space(x, xm, distance, columns)
-            if assignment == "nearest":
-                tree = cKDTree(zx)
-                nearest, nearest_row = tree.query(zm, k=1, p=p)
-                own = np.sqrt(((zm - zx) ** 2).sum(axis=1))
-                # The tree and the direct formula may round differently; a relative tolerance keeps exact ties.
-                hit = own <= nearest * (1.0 + 1e-12) + 1e-300
-                linked[observed] = hit
-                partner[observed] = positions[np.where(hit, np.arange(len(x)), nearest_row)]
-                ties = np.ones(len(x))
-                ties[hit] = tree.query_ball_point(zm[hit], np.maximum(own[hit], nearest[hit]) * (1.0 + _TIE_TOLERANCE)
-                                                  + 1e-300, p=p, return_length=True)
-                expected = float((hit / np.maximum(ties, 1.0)).sum() / len(x_all))
-            else:
-                flags, rows, probability = _one_to_one_links(cdist(zm, zx, metric="euclidean"), x, xm)
-                linked[observed] = flags
-                partner[observed] = positions[rows]
-                expected = float(probability.sum() / len(x_all))
-        compared = int(observed.sum())
+        linked, partner, compared, expected = _continuous_linkage(original, protected, columns, scales, distance,
+                                                                  assignment)
     labels = pd.Series(original.index[np.maximum(partner, 0)], index=protected.index, name="partner")
     flags = pd.Series(linked, index=protected.index, name="linked")
     return RecordLinkageRisk(
