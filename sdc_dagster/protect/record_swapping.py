@@ -202,6 +202,49 @@ def _user_risk(data: pd.DataFrame, risk, n_levels: int) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class _Households:
+    """Person records grouped by household: household code per record (``hh``) and the ids, the
+    records in household order (``order``, ``starts``, ``first_row``: one representative row per
+    household), the area codes per level and the similarity-profile codes at household level."""
+
+    hh: np.ndarray
+    ids: pd.Index
+    order: np.ndarray
+    starts: np.ndarray
+    first_row: np.ndarray
+    area: list
+    profile_codes: list
+    factors: dict
+
+
+def _households(data: pd.DataFrame, hid: str, hierarchy: list[str], carry_along: list[str],
+                profiles: list[list[str]]) -> _Households:
+    """The households of ``data`` with their geography and similarity profiles, checked constant
+    within every household."""
+    hh, hh_ids = pd.factorize(data[hid])
+    hh = hh.astype(np.int64, copy=False)
+    order = np.argsort(hh, kind="stable")
+    starts = np.flatnonzero(np.r_[True, hh[order][1:] != hh[order][:-1]]) if len(hh) else np.empty(0, np.int64)
+    first_row = order[starts]  # one representative row per household, in household-code order
+
+    # Geography and similarity at household level (checked constant within households).
+    factors: dict = {}
+    area = []
+    for level in range(len(hierarchy)):
+        codes = _codes(data, hierarchy[: level + 1], factors)
+        _household_constant(codes, hh, first_row, hierarchy[level])
+        area.append(codes[first_row])
+    for col in carry_along:
+        _household_constant(_codes(data, [col], factors), hh, first_row, col)
+    profile_codes = []
+    for p in profiles:
+        codes = _codes(data, p, factors)
+        _household_constant(codes, hh, first_row, ", ".join(p))
+        profile_codes.append(codes[first_row])
+    return _Households(hh, pd.Index(hh_ids), order, starts, first_row, area, profile_codes, factors)
+
+
 def _k_anonymity_risk(data, risk_variables, hierarchy, factors, order, starts, n_hh: int, k_anonymity: int):
     """Risk per household and level, the largest 1/count of its members' risk-variable values within
     the area (sdcMicro setRisk), and whether it is at risk there (a member's count below k)."""
@@ -354,28 +397,11 @@ def targeted_record_swap(
         raise SDCInputError(f"column {hid!r}: household id must not be missing")
     rng = np.random.default_rng(random_state)
 
-    hh, hh_ids = pd.factorize(data[hid])
-    hh = hh.astype(np.int64, copy=False)
-    n_hh = len(hh_ids)
-    order = np.argsort(hh, kind="stable")
-    starts = np.flatnonzero(np.r_[True, hh[order][1:] != hh[order][:-1]]) if len(hh) else np.empty(0, np.int64)
-    first_row = order[starts]  # one representative row per household, in household-code order
-    n_levels = len(hierarchy)
-
-    # Geography and similarity at household level (checked constant within households).
-    factors: dict = {}
-    area = []
-    for level in range(n_levels):
-        codes = _codes(data, hierarchy[: level + 1], factors)
-        _household_constant(codes, hh, first_row, hierarchy[level])
-        area.append(codes[first_row])
-    for col in carry_along:
-        _household_constant(_codes(data, [col], factors), hh, first_row, col)
-    profile_codes = []
-    for p in profiles:
-        codes = _codes(data, p, factors)
-        _household_constant(codes, hh, first_row, ", ".join(p))
-        profile_codes.append(codes[first_row])
+    households = _households(data, hid, hierarchy, carry_along, profiles)
+    hh, hh_ids, order, starts, first_row = (households.hh, households.ids, households.order, households.starts,
+                                            households.first_row)
+    area, profile_codes, factors = households.area, households.profile_codes, households.factors
+    n_hh, n_levels = len(hh_ids), len(hierarchy)
 
     if risk is None:
         risk_level, at_risk = _k_anonymity_risk(data, risk_variables, hierarchy, factors, order, starts, n_hh,
