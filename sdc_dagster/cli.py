@@ -383,7 +383,7 @@ def _audit_grid(run: str | None, out) -> int:
 
 def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, home: str | None = None,
              out=None) -> int:
-    """Draft the spec of survey ``survey_name`` from ``data_file`` (:func:`sdc_dagster.spec_draft.draft_spec`)
+    """Draft the spec of survey ``survey_name`` from ``data_file`` (:func:`sdc_dagster.spec.draft.draft_spec`)
     into ``spec_file`` (default ``<data home>/specs/<survey>.yaml``); an existing file is never overwritten."""
     out = out or sys.stdout
     _prepare_environment(home)
@@ -393,7 +393,7 @@ def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, 
     from sdc_dagster.names import inside
     from sdc_dagster.resources.storage import bundled_examples, user_specs_dir
     from sdc_dagster.spec import SpecError, load_spec, load_specs
-    from sdc_dagster.spec_draft import draft_spec
+    from sdc_dagster.spec.draft import draft_spec
 
     target = Path(spec_file) if spec_file else inside(user_specs_dir(), f"{survey_name}.yaml")
     if target.exists():

@@ -43,7 +43,8 @@ import pandas as pd
 from scipy.special import comb
 
 from sdc_dagster.errors import NotComputable, SDCInputError
-from sdc_dagster.frequencies import pack_codes, subset_compatible_counts
+from sdc_dagster.frequencies import subset_compatible_counts
+from sdc_dagster.keys import pack_codes
 from sdc_dagster.risk.combined import CombinedSetup, prepare_combined
 
 #: Named values accepted by ``value=``.

@@ -31,24 +31,10 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.keys import CODE_LIMIT, check_mask_width, key_columns, key_digits, pack_codes
 
-# Packed codes stay below this bound; beyond it the partial code is re-numbered densely first.
-_CODE_LIMIT = 2**62
-
-# Missing-value patterns are int64 bit masks over the keys (one bit per key, sign bit unused).
-MAX_MASKED_KEYS = 62
-
-
-def check_mask_width(n_keys: int, purpose: str) -> None:
-    """Raise :class:`SDCInputError` when ``n_keys`` keys do not fit in a missing-value bit mask."""
-    if n_keys > MAX_MASKED_KEYS:
-        raise SDCInputError(
-            f"key variables: {purpose} combines at most {MAX_MASKED_KEYS} categorical keys "
-            f"(got {n_keys}); give fewer variables the role categorical_key"
-        )
-
-
-def _quote(name: str) -> str:
+def quote_identifier(name: str) -> str:
+    """``name`` as a DuckDB identifier in double quotes (an embedded quote doubled)."""
     return '"' + str(name).replace('"', '""') + '"'
 
 
@@ -80,85 +66,6 @@ def _close_shared_database() -> None:
     if _shared_database is not None:
         _shared_database.close()
         _shared_database = None
-
-
-def key_columns(data: pd.DataFrame, keys: Sequence[str] | str) -> list[str]:
-    """``keys`` as a validated list: non-empty, no repeats, every column present in ``data``."""
-    keys = require_columns(data, keys, role="key variable")
-    if not keys:
-        raise SDCInputError("key variables: the selection is empty; name at least one key column")
-    repeated = [k for i, k in enumerate(keys) if k in keys[:i]]
-    if repeated:
-        raise SDCInputError(f"key variable {repeated[0]!r} is selected more than once")
-    return keys
-
-
-def category_codes(column: pd.Series, *, sort: bool = False) -> tuple[np.ndarray, pd.Index]:
-    """The one integer coding of a categorical column (key variables, SPEC §2.1; also the
-    sensitive variables of SPEC §3.6-3.7): 0 for a missing value, 1..c for its c categories.
-
-    Missing is whatever pandas treats as missing (``None``, ``np.nan``, ``pd.NA``, ``NaT``): every
-    spelling gets code 0. Values compare as pandas does (``1`` and ``1.0`` are the same category).
-    Order of the categories: first appearance by default (a hash pass, no sort; what frequency
-    counts need), or with ``sort=True`` sorted order (a Categorical's category order; pandas
-    ``factorize(sort=True)``, which puts numbers before strings in a mixed column), for callers whose
-    output lists the categories or whose reference (sdcMicro: R factor levels) sorts them. Only
-    categories present in the column get a code (unused Categorical categories do not).
-
-    Returns ``(codes, categories)``: int64 codes, one per row, and the categories (code d is
-    ``categories[d - 1]``).
-
-    Raises
-    ------
-    SDCInputError : ``sort=True`` and the values do not sort against each other.
-    """
-    try:
-        codes, uniques = pd.factorize(column, sort=sort, use_na_sentinel=True)
-    except TypeError:
-        raise SDCInputError(
-            f"column {column.name!r}: its values cannot be ordered into categories (mixed types)"
-        ) from None
-    codes = codes.astype(np.int64, copy=False)
-    codes += 1
-    return codes, pd.Index(uniques)
-
-
-def key_digits(data: pd.DataFrame, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`category_codes` of each key column, side by side.
-
-    Returns ``(digits, radices)``: ``digits`` is an (n, m) int64 array with 0 for a missing value
-    and 1..c_j for the c_j categories of key j in order of first appearance; ``radices[j] = c_j + 1``.
-    """
-    n = len(data)
-    # column-major: each key's digits are written and later read contiguously
-    digits = np.empty((n, len(keys)), dtype=np.int64, order="F")
-    radices = np.empty(len(keys), dtype=np.int64)
-    for j, key in enumerate(keys):
-        codes, categories = category_codes(data[key])
-        digits[:, j] = codes
-        radices[j] = len(categories) + 1
-    return digits, radices
-
-
-def pack_codes(blocks: Sequence[np.ndarray], radices: np.ndarray) -> list[np.ndarray]:
-    """One int64 code per row of each digit block, equal exactly when the rows are equal.
-
-    ``blocks`` are 2-d digit arrays with ``len(radices)`` columns. They are coded jointly, so codes
-    are comparable across blocks (a table and the probes looked up in it). Mixed-radix packing; if
-    the product of the radices would overflow, the partial code is first re-numbered densely.
-    """
-    sizes = [len(b) for b in blocks]
-    digits = np.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
-    code = np.zeros(len(digits), dtype=np.int64)
-    span = 1
-    for j, radix in enumerate(radices):
-        radix = int(radix)
-        if span * radix > _CODE_LIMIT:
-            code = np.unique(code, return_inverse=True)[1].astype(np.int64).ravel()
-            span = int(code.max()) + 1 if len(code) else 1
-        code = code * radix + digits[:, j]
-        span *= radix
-    return np.split(code, np.cumsum(sizes)[:-1])
 
 
 @dataclass(frozen=True)
@@ -391,11 +298,11 @@ class _Projector:
         place = np.ones(len(radices), dtype=np.int64)
         span = 1
         for j in range(len(radices) - 1, -1, -1):
-            if span > _CODE_LIMIT:  # the place values do not fit in int64: pack_codes re-numbers instead
+            if span > CODE_LIMIT:  # the place values do not fit in int64: pack_codes re-numbers instead
                 return
             place[j] = span
             span *= int(radices[j])
-        if span <= _CODE_LIMIT:
+        if span <= CODE_LIMIT:
             self.terms = np.asfortranarray(self.digits * place)
 
     def subset(self, rows: np.ndarray) -> _Projector:
@@ -548,9 +455,9 @@ def grouping_sets_counts(
     frame["w"] = data[weight].to_numpy(dtype="float64") if weight is not None else 1.0
     position = {k: j for j, k in enumerate(used)}
     sets_sql = ", ".join(
-        "(" + ", ".join(_quote(f"k{position[k]}") for k in s) + ")" for s in subsets
+        "(" + ", ".join(quote_identifier(f"k{position[k]}") for k in s) + ")" for s in subsets
     )
-    used_cols = ", ".join(_quote(f"k{j}") for j in range(len(used)))
+    used_cols = ", ".join(quote_identifier(f"k{j}") for j in range(len(used)))
     db = connect(con)
     db.register("sdc_gs_input", frame)
     try:
@@ -689,95 +596,3 @@ def _clash_subset_counts(digits, count, block_cells):
             view = zeta.reshape(rows, -1, 2, 1 << j)
             view[:, :, 1, :] += view[:, :, 0, :]
         yield np.arange(start, start + rows), np.arange(cells_per_key), zeta[:, complement]
-
-# ---------------------------------------------------------------------------------------------
-# Incremental form of the compatible counter (local suppression: keys change, counts follow)
-# ---------------------------------------------------------------------------------------------
-
-
-class IncrementalCompatibleCounts:
-    """SPEC §2.4 frequencies (sdcMicro ``freqCalc``, alpha = 1) of a data set whose keys lose values.
-
-    The current keys are held as a table of distinct keys with their record counts and weight sums;
-    setting key values of some records to missing moves those records to other (possibly new)
-    table rows, so an update costs the changed records, not the data set. Every count is
-    :func:`compatible_counts` on that table, so the semantics are exactly those of
-    :func:`missing_aware_key_frequencies` (and of ``risk.key_frequencies`` / ``k_anonymity_violations``).
-
-    * :meth:`record_counts`: (f, F) of every record's current key.
-    * :meth:`probe_counts`: (f, F) that arbitrary keys would have among the current records, e.g. a
-      record's key with some values set to missing. A probe derived from a record's own key by
-      removing values is compatible with that key, so the record itself is counted once.
-
-    Parameters
-    ----------
-    digits, radices : :func:`key_digits` of the data (0 = missing); ``digits`` is copied.
-    weights : validated float64 weights per record, or None (then F = f).
-    """
-
-    def __init__(self, digits: np.ndarray, radices: np.ndarray, weights: np.ndarray | None = None):
-        check_mask_width(np.shape(digits)[1], "local suppression")
-        self.digits = np.array(digits, dtype=np.int64, copy=True)
-        self.radices = np.asarray(radices, dtype=np.int64)
-        self.weights = np.ones(len(self.digits)) if weights is None else np.asarray(weights, dtype=np.float64)
-        (code,) = pack_codes([self.digits], self.radices)
-        self.record_key, uniques = pd.factorize(code)
-        size = len(uniques)
-        first = np.full(size, len(code), dtype=np.int64)
-        np.minimum.at(first, self.record_key, np.arange(len(code), dtype=np.int64))
-        self.table = self.digits[first]
-        self.count = np.bincount(self.record_key, minlength=size).astype(np.float64)
-        self.weight_sum = np.bincount(self.record_key, weights=self.weights, minlength=size)
-
-    def record_counts(self) -> tuple[np.ndarray, np.ndarray]:
-        """(f, F) of every record's current key (float64 arrays, one value per record)."""
-        f, F = compatible_counts(self.table, self.radices, self.count, self.weight_sum, 1.0)
-        return f[self.record_key], F[self.record_key]
-
-    def probe_counts(self, probes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(f, F) of each probe key (rows of digits) among the current records, probes not added."""
-        if len(probes) == 0:
-            return np.zeros(0), np.zeros(0)
-        row, table_size = self._rows_of(probes)
-        size = max(table_size, int(row.max()) + 1)
-        digits = np.zeros((size, self.table.shape[1]), dtype=np.int64)
-        digits[:table_size] = self.table
-        digits[row] = probes
-        count = np.zeros(size)
-        count[:table_size] = self.count
-        weight_sum = np.zeros(size)
-        weight_sum[:table_size] = self.weight_sum
-        f, F = compatible_counts(digits, self.radices, count, weight_sum, 1.0)
-        return f[row], F[row]
-
-    def set_missing(self, records: np.ndarray, masks: np.ndarray | int) -> None:
-        """Set, in each of ``records``, the key values whose bit is set in its mask to missing."""
-        records = np.asarray(records, dtype=np.int64)
-        if len(records) == 0:
-            return
-        masks = np.broadcast_to(np.asarray(masks, dtype=np.int64), records.shape)
-        bits = ((masks[:, None] >> np.arange(self.digits.shape[1], dtype=np.int64)) & 1).astype(bool)
-        new = np.where(bits, 0, self.digits[records])
-        self.digits[records] = new
-        np.subtract.at(self.count, self.record_key[records], 1.0)
-        np.subtract.at(self.weight_sum, self.record_key[records], self.weights[records])
-        row, table_size = self._rows_of(new)
-        if row.max(initial=-1) >= table_size:
-            grow = int(row.max()) + 1 - table_size
-            self.table = np.vstack([self.table, np.zeros((grow, self.table.shape[1]), dtype=np.int64)])
-            self.table[row] = new
-            self.count = np.r_[self.count, np.zeros(grow)]
-            self.weight_sum = np.r_[self.weight_sum, np.zeros(grow)]
-        self.record_key[records] = row
-        np.add.at(self.count, row, 1.0)
-        np.add.at(self.weight_sum, row, self.weights[records])
-
-    def _rows_of(self, keys: np.ndarray) -> tuple[np.ndarray, int]:
-        """Table row of each key; keys not in the table get new rows numbered from the table size."""
-        table_code, key_code = pack_codes([self.table, keys], self.radices)
-        row = pd.Index(table_code).get_indexer(key_code)
-        new = row < 0
-        if new.any():
-            new_index, _ = pd.factorize(key_code[new])
-            row[new] = len(table_code) + new_index
-        return row.astype(np.int64), len(table_code)

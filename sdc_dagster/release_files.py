@@ -38,7 +38,7 @@ from sdc_dagster.lineage import PROTECTED, parquet_bytes
 from sdc_dagster.protect.plan import step_seed
 from sdc_dagster.sources import file_format
 from sdc_dagster.spec import Plan, SurveySpec
-from sdc_dagster.spec_draft import FileContents, read_with_metadata
+from sdc_dagster.spec.reading import FileContents, read_with_metadata
 
 #: File name of each release format (Parquet keeps the name every release has had).
 FILE_NAMES = {"parquet": PROTECTED, "spss": "protected.sav", "stata": "protected.dta", "csv": "protected.csv",

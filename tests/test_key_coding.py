@@ -1,4 +1,4 @@
-"""The one coding of key columns (:func:`sdc_dagster.frequencies.category_codes`, DESIGN.md drift
+"""The one coding of key columns (:func:`sdc_dagster.keys.category_codes`, DESIGN.md drift
 item 3): 0 for a missing value however it is spelled, 1..c for the categories, first appearance
 or sorted. Expected codes are written out by hand from that definition; the callers (SUDA2,
 unsafe combinations, riskyCells, l-diversity, t-closeness, record swapping) must give the same
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import category_codes, key_digits
+from sdc_dagster.keys import category_codes, key_digits
 from sdc_dagster.protect.record_swapping import targeted_record_swap
 from sdc_dagster.risk.combinations import risky_cells, unsafe_combinations
 from sdc_dagster.risk.diversity import l_diversity, t_closeness

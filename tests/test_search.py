@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from sdc_dagster.pipeline import evaluation
 from sdc_dagster.pipeline import protection
 from sdc_dagster.protect.plan import apply_plan
-from sdc_dagster.protect.search_space import key_hierarchy, search_space
+from sdc_dagster.search_space import key_hierarchy, search_space
 from sdc_dagster.risk.categorical import k_anonymity_violations
 from sdc_dagster.pipeline.search import SEARCHED_PLAN, search_wave
 from sdc_dagster.spec import SEARCH_METHODS, Plan, SearchOptions, SpecError, Variable, load_spec, parse_spec

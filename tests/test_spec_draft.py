@@ -15,7 +15,9 @@ import yaml
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.spec import load_spec
-from sdc_dagster.spec_draft import FileContents, draft_roles, draft_spec
+from sdc_dagster.spec.draft import draft_spec
+from sdc_dagster.spec.reading import FileContents
+from sdc_dagster.spec.roles import draft_roles
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 SDCMICRO_KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]

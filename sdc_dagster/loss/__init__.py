@@ -19,15 +19,10 @@ from sdc_dagster.loss.moments import (
     moment_losses,
     variance_arctan_loss,
 )
-from sdc_dagster.loss.tables import (  # SPEC §9.10, §11.3, §11.4
-    difference_table,
-    differencing_disclosure,
+from sdc_dagster.loss.tables import (  # SPEC §9.10, §11.3
     grid_information_loss,
-    homogeneous_cells,
-    resident_size_distribution,
     secondary_suppression_cost,
     secondary_suppression_mask,
-    suppression_map_png,
 )
 from sdc_dagster.loss.topsis import topsis_loss, topsis_scores, topsis_summary
 from sdc_dagster.loss.utility import d_utility, d_utility_summary

@@ -11,8 +11,8 @@ import pandas as pd
 from scipy import stats
 
 from sdc_dagster.errors import NotComputable, SDCInputError, require_columns
-from sdc_dagster.frequencies import key_digits
-from sdc_dagster.loss.distance import check_pair, continuous_values
+from sdc_dagster.keys import key_digits
+from sdc_dagster.validation import check_pair, continuous_values
 
 
 def contingency_association(data: pd.DataFrame, row: str, column: str) -> dict[str, float]:
@@ -42,7 +42,7 @@ def contingency_association(data: pd.DataFrame, row: str, column: str) -> dict[s
 
 
 def _coded_association(a: np.ndarray, a_radix: int, b: np.ndarray, b_radix: int, row: str, column: str) -> dict:
-    """:func:`contingency_association` from :func:`~sdc_dagster.frequencies.key_digits` codes
+    """:func:`contingency_association` from :func:`~sdc_dagster.keys.key_digits` codes
     (0 = missing): the two-way table of the records observed in both, categories seen there only."""
     both = (a > 0) & (b > 0)
     counts = np.bincount(a[both] * b_radix + b[both], minlength=int(a_radix * b_radix))

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from sdc_dagster.errors import NotComputable, SDCInputError, require_columns
+from sdc_dagster.errors import NotComputable, SDCInputError
+from sdc_dagster.numerics.distance import ordinal_positions
+from sdc_dagster.validation import check_option, check_pair, check_scalar, continuous_values
 
 SCALES = ("nominal", "ordinal", "continuous")
 CONTINUOUS_DISTANCES = ("max_abs", "max_sq", "arctan", "scaled_arctan", "max_value")
@@ -52,35 +54,6 @@ class LossResult:
     compared: pd.Series
 
 
-def check_pair(original: pd.DataFrame, protected: pd.DataFrame, columns: Sequence[str]) -> list[str]:
-    """Validate that ``protected`` is a release of ``original`` for ``columns``.
-
-    Both frames must hold the columns and the same index (same records, same order), since
-    every loss measure compares record i of one with record i of the other.
-    """
-    columns = require_columns(original, columns, role="original column")
-    require_columns(protected, columns, role="protected column")
-    if len(original) != len(protected) or not original.index.equals(protected.index):
-        raise SDCInputError(
-            "protected: must have the same index (same records in the same order) as original "
-            f"({len(protected)} vs {len(original)} records)"
-        )
-    if not columns:
-        raise SDCInputError("columns: at least one variable is needed")
-    return columns
-
-
-def continuous_values(frame: pd.DataFrame, column: str, role: str) -> np.ndarray:
-    """Float array of a numeric column, NA as NaN; non-numeric columns are rejected."""
-    series = frame[column]
-    if not (pd.api.types.is_numeric_dtype(series) or series.isna().all()) or pd.api.types.is_bool_dtype(series):
-        raise SDCInputError(f"{role} column {column!r}: a continuous variable must be numeric (got {series.dtype})")
-    values = series.to_numpy(dtype=float, na_value=np.nan)
-    if np.isinf(values).any():
-        raise SDCInputError(f"{role} column {column!r}: values must be finite")
-    return values
-
-
 def _nominal_distance(x: pd.Series, y: pd.Series) -> np.ndarray:
     """SPEC (2), with a hidden value on either side counted as a different category (§9.3)."""
     x_missing = x.isna().to_numpy()
@@ -95,37 +68,6 @@ def _nominal_distance(x: pd.Series, y: pd.Series) -> np.ndarray:
     # both sides unknown: nothing was known, so nothing was lost (OPEN decision, see distance_loss)
     distance[x_missing & y_missing] = 0.0
     return distance
-
-
-def ordinal_positions(x: pd.Series, y: pd.Series, column: str,
-                      categories: Sequence | None) -> tuple[np.ndarray, np.ndarray, int]:
-    """Category positions 0..k-1 of both series (NaN for missing) and k_j.
-
-    With ``categories`` the positions are those of the ordered list; otherwise the sorted
-    union of the codes observed in either file (SPEC §8.2: merged categories keep the smallest
-    member code, so the union is the original category set).
-    """
-    if categories is None:
-        observed = pd.concat([x.dropna(), y.dropna()], ignore_index=True)
-        try:
-            categories = np.sort(observed.unique())
-        except TypeError as error:
-            raise SDCInputError(
-                f"column {column!r}: ordinal codes must be mutually orderable, or pass categories"
-            ) from error
-    categories = list(categories)
-    if len(set(categories)) != len(categories):
-        raise SDCInputError(f"categories[{column!r}]: categories must be distinct")
-    positions = []
-    for side, series in (("original", x), ("protected", y)):
-        codes = pd.Categorical(series, categories=categories).codes.astype(float)
-        unknown = (codes < 0) & series.notna().to_numpy()
-        if unknown.any():
-            value = series[unknown].iloc[0]
-            raise SDCInputError(f"{side} column {column!r}: value {value!r} is not in the ordinal categories")
-        codes[codes < 0] = np.nan
-        positions.append(codes)
-    return positions[0], positions[1], len(categories)
 
 
 def _ordinal_distance(x: pd.Series, y: pd.Series, column: str, categories: Sequence | None) -> np.ndarray:
@@ -204,16 +146,10 @@ def _validate_options(scales: Mapping[str, str], continuous_distance: str, c: fl
     if not isinstance(scales, Mapping) or not scales:
         raise SDCInputError("scales: a non-empty mapping {column: 'nominal'|'ordinal'|'continuous'} is required")
     for column, scale in scales.items():
-        if scale not in SCALES:
-            raise SDCInputError(f"scales[{column!r}]: {scale!r} is not one of {', '.join(SCALES)}")
-    if continuous_distance not in CONTINUOUS_DISTANCES:
-        raise SDCInputError(
-            f"continuous_distance: {continuous_distance!r} is not one of {', '.join(CONTINUOUS_DISTANCES)}"
-        )
-    if not (np.isfinite(c) and c > 0):
-        raise SDCInputError(f"c: the arctan scale must be a positive finite number (got {c!r})")
-    if hidden_rule not in HIDDEN_RULES:
-        raise SDCInputError(f"hidden_rule: {hidden_rule!r} is not one of {', '.join(HIDDEN_RULES)}")
+        check_option(scale, f"scales[{column!r}]", SCALES)
+    check_option(continuous_distance, "continuous_distance", CONTINUOUS_DISTANCES)
+    check_scalar(c, "c", low=0, closed="neither")
+    check_option(hidden_rule, "hidden_rule", HIDDEN_RULES)
     for column in categories or {}:
         if scales.get(column) != "ordinal":
             raise SDCInputError(f"categories[{column!r}]: categories are only used for ordinal variables")

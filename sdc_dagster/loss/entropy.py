@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.loss.distance import check_pair
+from sdc_dagster.validation import check_pair
 
 _ROW_SUM_TOLERANCE = 1e-9
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.loss.distance import check_pair, continuous_values
+from sdc_dagster.validation import check_pair, continuous_values
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import pandas as pd
 from scipy import stats
 
 from sdc_dagster.errors import NotComputable, SDCInputError
-from sdc_dagster.loss.distance import check_pair, continuous_values
+from sdc_dagster.validation import check_option, check_pair, continuous_values
 
 FORMS = ("abs", "squared", "relative")
 CORRELATION_METHODS = ("pearson", "kendall", "spearman")
@@ -35,13 +35,6 @@ def _stacked(frame: pd.DataFrame, columns: list[str], role: str) -> np.ndarray:
     for j, column in enumerate(columns):
         values[:, j] = continuous_values(frame, column, role)
     return values
-
-
-def _check_form(form: str, on_zero: str) -> None:
-    if form not in FORMS:
-        raise SDCInputError(f"form: {form!r} is not one of {', '.join(FORMS)}")
-    if on_zero not in ON_ZERO:
-        raise SDCInputError(f"on_zero: {on_zero!r} is not one of {', '.join(ON_ZERO)}")
 
 
 def _aggregate(before: np.ndarray, after: np.ndarray, labels: list[str], form: str, on_zero: str) -> float:
@@ -93,7 +86,8 @@ def mean_loss(original: pd.DataFrame, protected: pd.DataFrame, columns: Sequence
     ----------
     Młodak (S003) eqs (7)–(9); Domingo-Ferrer, Mateo-Sanz, Torra (2001).
     """
-    _check_form(form, on_zero)
+    check_option(form, "form", FORMS)
+    check_option(on_zero, "on_zero", ON_ZERO)
     x, y, columns = _numeric_frames(original, protected, columns)
     return _aggregate(np.nanmean(x, axis=0), np.nanmean(y, axis=0), [f"mean of {c!r}" for c in columns],
                       form, on_zero)
@@ -185,7 +179,8 @@ def covariance_loss(original: pd.DataFrame, protected: pd.DataFrame, columns: Se
     ----------
     Młodak (S003) §4; Domingo-Ferrer, Mateo-Sanz, Torra (2001).
     """
-    _check_form(form, on_zero)
+    check_option(form, "form", FORMS)
+    check_option(on_zero, "on_zero", ON_ZERO)
     x, y, columns = _numeric_frames(original, protected, columns)
     before, after = _covariance(x), _covariance(y)
     if diagonal_only:
@@ -204,7 +199,8 @@ def correlation_loss(original: pd.DataFrame, protected: pd.DataFrame, columns: S
     -------
     float
     """
-    _check_form(form, on_zero)
+    check_option(form, "form", FORMS)
+    check_option(on_zero, "on_zero", ON_ZERO)
     x, y, columns = _numeric_frames(original, protected, columns)
     before, after = correlation_matrix(x, method), correlation_matrix(y, method)
     return _aggregate(_upper(before), _upper(after), _pairwise_labels(columns, "correlation"), form, on_zero)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import NotComputable, SDCInputError
-from sdc_dagster.loss.distance import check_pair, continuous_values
+from sdc_dagster.validation import check_pair, continuous_values
 
 UTILITY_METHODS = ("IL1", "IL1s", "eigen")
 

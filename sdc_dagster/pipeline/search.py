@@ -48,9 +48,9 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster import risk
-from sdc_dagster.frequencies import category_codes
+from sdc_dagster.keys import category_codes
 from sdc_dagster.protect.plan_search import pareto_front
-from sdc_dagster.protect.search_space import KeyHierarchy, continuous_steps, search_space
+from sdc_dagster.search_space import KeyHierarchy, continuous_steps, search_space
 from sdc_dagster.protect.suppression import local_suppression, risk_suppression
 from sdc_dagster.spec import SEARCHED_PLAN, Plan, SurveySpec
 from sdc_dagster.pipeline.evaluation import headline_loss

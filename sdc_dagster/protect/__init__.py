@@ -1,19 +1,13 @@
 """Protection (SDC) methods (SPEC §8, §11). Public names follow CONTRACT.md."""
 
-from sdc_dagster.protect.cellkey import (  # SPEC §8.11
-    PerturbationTable,
-    assign_record_keys,
-    cell_key_perturb,
-    cell_key_table,
-    grid_cell_key,
-    perturbation_table,
-)
+from sdc_dagster.protect.cellkey import assign_record_keys, cell_key_perturb, cell_key_table, grid_cell_key  # SPEC §8.11
 from sdc_dagster.protect.grid import consistent_grid_suppression, grid_suppression  # SPEC §11.2, §11.4
 from sdc_dagster.protect.microaggregation import microaggregation  # SPEC §8.6
 from sdc_dagster.protect.noise import add_noise  # SPEC §8.5
 from sdc_dagster.protect.optimal_suppression import OptimalSuppression, optimal_local_suppression  # SPEC §8.3
 from sdc_dagster.protect.plan import PLAN_METHODS, PlanResult, apply_plan, remove_variables, validate_plan
 from sdc_dagster.protect.pram import PramResult, invariant_matrix, pram  # SPEC §8.8
+from sdc_dagster.protect.ptable import PerturbationTable, perturbation_table  # SPEC §8.11
 from sdc_dagster.protect.rank_swapping import rank_swap  # SPEC §8.9
 from sdc_dagster.protect.recode import (  # SPEC §8.2
     bottom_coding,

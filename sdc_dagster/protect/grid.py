@@ -39,7 +39,7 @@ OPEN decisions (SPEC §11.2) and how they are resolved here
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,27 +47,12 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.grid_counts import GridVariable, grid_variables_of
-from sdc_dagster.loss.tables import disclosing_differences
+from sdc_dagster.risk.tables import disclosing_differences
+from sdc_dagster.validation import check_option, check_scalar, count_matrix
 
 SEX_COLUMNS: tuple[str, str] = ("sex_1", "sex_2")
 AGE_COLUMNS: tuple[str, str, str] = ("age_1", "age_2", "age_3")
 STRATEGIES: tuple[str, ...] = ("fixed", "uniform", "distribution")
-
-
-def _count_matrix(counts: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    """The named count columns as an int64 matrix, after checking they are non-negative integers."""
-    blocks = []
-    for col in columns:
-        series = counts[col]
-        if series.isna().any():
-            raise SDCInputError(f"column {col!r}: grid counts must not be missing")
-        if not (pd.api.types.is_integer_dtype(series) or pd.api.types.is_float_dtype(series)):
-            raise SDCInputError(f"column {col!r}: grid counts must be numeric, got {series.dtype}")
-        values = series.to_numpy(dtype="float64")
-        if (values < 0).any() or (values != np.floor(values)).any():
-            raise SDCInputError(f"column {col!r}: grid counts must be non-negative integers")
-        blocks.append(values.astype(np.int64))
-    return np.column_stack(blocks) if blocks else np.empty((len(counts), 0), dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -226,9 +211,10 @@ def grid_suppression(
     SPEC §11.1-§11.2; S002 (Klimanek, Józefowski, Młodak 2023), eqs (1)–(9) and Rys. 2.
     """
     layout = _layout(counts)
-    _check_parameters(k, strategy)
-    totals = _count_matrix(counts, ["total"])[:, 0]
-    categories = _count_matrix(counts, layout.categories)
+    check_scalar(k, "k", integer=True, low=1)
+    check_option(strategy, "strategy", STRATEGIES)
+    totals = count_matrix(counts, ["total"])[:, 0]
+    categories = count_matrix(counts, layout.categories)
     reference = _reference_counts(reference_counts, layout, categories)
     rng = np.random.default_rng(random_state)
     hidden = _secondary_suppression(
@@ -241,13 +227,6 @@ def grid_suppression(
         rng=rng,
     )
     return _published(counts, layout, totals, categories, hidden)
-
-
-def _check_parameters(k, strategy: str) -> None:
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise SDCInputError(f"parameter k: must be an integer >= 1, got {k!r}")
-    if strategy not in STRATEGIES:
-        raise SDCInputError(f"parameter strategy: must be one of {list(STRATEGIES)}, got {strategy!r}")
 
 
 def _secondary_suppression(
@@ -394,11 +373,12 @@ def consistent_grid_suppression(
     SPEC §11.2 (rules), §11.4 (difference table, differencing between the two populations); S002.
     """
     layout = _layout(first, second)
-    _check_parameters(k, strategy)
+    check_scalar(k, "k", integer=True, low=1)
+    check_option(strategy, "strategy", STRATEGIES)
     keys_first, keys_second = _cell_keys(first, second)
     columns = list(layout.counts)
-    values_first = _count_matrix(first, columns)
-    values_second = _count_matrix(second, columns)
+    values_first = count_matrix(first, columns)
+    values_second = count_matrix(second, columns)
 
     # Union of cells: first's cells in its order, then the cells only in second.
     cells = keys_first.append(keys_second[~keys_second.isin(keys_first)])

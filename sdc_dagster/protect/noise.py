@@ -52,7 +52,7 @@ import pandas as pd
 from scipy import linalg, stats
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.risk.continuous import minimum_covariance_determinant
+from sdc_dagster.numerics.robust import minimum_covariance_determinant
 
 NOISE_METHODS = ("additive", "multiplicative", "correlated", "correlated2", "restr", "ROMM", "outdect")
 # ROMM builds n x n matrices: 10,000 records take two of 800 MB. Beyond, blocks of at most

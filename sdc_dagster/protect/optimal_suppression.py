@@ -57,8 +57,8 @@ from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import key_columns, key_digits, pack_codes
-from sdc_dagster.protect.suppression import _apply_to_frame, _suppression_ranks, local_suppression
+from sdc_dagster.keys import key_columns, key_digits, pack_codes
+from sdc_dagster.protect.suppression import apply_suppression, suppression_ranks, local_suppression
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,7 @@ def optimal_local_suppression(
     if not time_limit > 0:
         raise SDCInputError(f"parameter time_limit must be positive (got {time_limit!r})")
     # rank 0 = suppressed first; the most important key costs 1 + (m-1)/m²
-    key_cost = 1.0 + _suppression_ranks(data, keys, importance) / m**2
+    key_cost = 1.0 + suppression_ranks(data, keys, importance) / m**2
 
     digits, radices = key_digits(data, keys)
     distinct, record_key, count = np.unique(digits, axis=0, return_inverse=True, return_counts=True)
@@ -162,7 +162,7 @@ def optimal_local_suppression(
     masks = np.array([[j in s for j in range(m)] for s in patterns], dtype=bool)
     released = digits.copy()  # key_digits: 0 = missing
     released[records] = np.where(masks[pattern], 0, released[records])
-    protected = _apply_to_frame(data, keys, released, digits)
+    protected = apply_suppression(data, keys, released, digits)
     suppressed = int((released == 0).sum())
     objective = float(solution.objective)
     gap = (objective - solution.lower_bound) / objective if objective else 0.0

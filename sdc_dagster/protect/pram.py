@@ -37,6 +37,7 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.protect.strata import stratum_codes
+from sdc_dagster.validation import check_scalar
 
 _ROW_SUM_TOL = 1e-9
 
@@ -135,13 +136,6 @@ def invariant_matrix(matrix: np.ndarray, distribution: np.ndarray) -> np.ndarray
     return matrix @ backward
 
 
-def _probability(value, name: str, variable) -> float:
-    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-    if not number or not 0.0 <= value <= 1.0:
-        raise SDCInputError(f"pram of {variable!r}: {name!r} must be a number in [0, 1], got {value!r}")
-    return float(value)
-
-
 def pram(
     data: pd.DataFrame,
     variable: str,
@@ -187,7 +181,7 @@ def pram(
     column = require_columns(data, [variable], role="variable")[0]
     if sum(x is not None for x in (matrix, retention, min_retention)) != 1:
         raise SDCInputError(f"pram of {column!r}: give exactly one of 'matrix', 'retention' or 'min_retention'")
-    alpha = _probability(alpha, "alpha", column)
+    alpha = check_scalar(alpha, f"pram of {column!r}: 'alpha'", low=0, high=1)
     series = data[column]
     cats = _categories(series, categories)
     if not cats:
@@ -197,7 +191,7 @@ def pram(
         base = _matrix_from_given(column, cats, matrix)
     else:
         if min_retention is not None:
-            low = _probability(min_retention, "min_retention", column)
+            low = check_scalar(min_retention, f"pram of {column!r}: 'min_retention'", low=0, high=1)
             retention = dict(zip(cats, rng.uniform(low, 1.0, len(cats))))
         base = _matrix_from_retention(column, cats, retention, nearest)
     codes = pd.Index(cats).get_indexer(series)

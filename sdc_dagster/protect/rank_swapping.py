@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.validation import check_scalar
 
 
 def rank_swap_permutation(n: int, window: int, rng: np.random.Generator) -> np.ndarray:
@@ -64,16 +65,6 @@ def rank_swap_permutation(n: int, window: int, rng: np.random.Generator) -> np.n
     b = shuffled[np.flatnonzero(first & has_next) + 1]
     partner[a], partner[b] = b, a
     return partner
-
-
-def _check_number(name: str, value, low: float, high: float, *, open_low: bool, open_high: bool) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise SDCInputError(f"{name}: must be a number, got {value!r}")
-    above = value > low if open_low else value >= low
-    below = value < high if open_high else value <= high
-    if not (above and below):
-        interval = f"{'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
-        raise SDCInputError(f"{name}: must lie in {interval}, got {value!r}")
 
 
 def rank_swap_window(
@@ -145,13 +136,13 @@ def rank_swap(
     if not given:
         p = 5.0
     if p is not None:
-        _check_number("p", p, 0, 100, open_low=True, open_high=True)
+        check_scalar(p, "p", low=0, high=100, closed="neither")
     if r0 is not None:
-        _check_number("r0", r0, 0, 1, open_low=False, open_high=False)
+        check_scalar(r0, "r0", low=0, high=1)
     if k0 is not None:
-        _check_number("k0", k0, 0, np.inf, open_low=False, open_high=True)
-    _check_number("top_percent", top_percent, 0, 100, open_low=False, open_high=True)
-    _check_number("bottom_percent", bottom_percent, 0, 100, open_low=False, open_high=True)
+        check_scalar(k0, "k0", low=0)
+    check_scalar(top_percent, "top_percent", low=0, high=100, closed="left")
+    check_scalar(bottom_percent, "bottom_percent", low=0, high=100, closed="left")
     if top_percent + bottom_percent >= 100:
         raise SDCInputError(
             f"top_percent, bottom_percent: must leave values to swap (sum below 100), got {top_percent!r} + {bottom_percent!r}"

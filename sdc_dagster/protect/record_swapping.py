@@ -45,7 +45,8 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import category_codes
+from sdc_dagster.keys import category_codes
+from sdc_dagster.validation import check_scalar
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def _codes(frame: pd.DataFrame, columns: Sequence[str], factors: dict | None = N
     """Non-negative int64 codes of the value combinations of ``columns`` (NA forms a value).
 
     Codes are mixed-radix numbers of the per-column codes of
-    :func:`~sdc_dagster.frequencies.category_codes` (0 = missing, 1..c), re-densified (a sort) only
+    :func:`~sdc_dagster.keys.category_codes` (0 = missing, 1..c), re-densified (a sort) only
     when their range would grow too large for ``np.bincount``. ``factors`` caches each column's
     codes across calls (the same columns are coded at every hierarchy level).
     """
@@ -201,6 +202,112 @@ def _user_risk(data: pd.DataFrame, risk, n_levels: int) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class _Households:
+    """Person records grouped by household: household code per record (``hh``) and the ids, the
+    records in household order (``order``, ``starts``, ``first_row``: one representative row per
+    household), the area codes per level and the similarity-profile codes at household level."""
+
+    hh: np.ndarray
+    ids: pd.Index
+    order: np.ndarray
+    starts: np.ndarray
+    first_row: np.ndarray
+    area: list
+    profile_codes: list
+    factors: dict
+
+
+def _households(data: pd.DataFrame, hid: str, hierarchy: list[str], carry_along: list[str],
+                profiles: list[list[str]]) -> _Households:
+    """The households of ``data`` with their geography and similarity profiles, checked constant
+    within every household."""
+    hh, hh_ids = pd.factorize(data[hid])
+    hh = hh.astype(np.int64, copy=False)
+    order = np.argsort(hh, kind="stable")
+    starts = np.flatnonzero(np.r_[True, hh[order][1:] != hh[order][:-1]]) if len(hh) else np.empty(0, np.int64)
+    first_row = order[starts]  # one representative row per household, in household-code order
+
+    # Geography and similarity at household level (checked constant within households).
+    factors: dict = {}
+    area = []
+    for level in range(len(hierarchy)):
+        codes = _codes(data, hierarchy[: level + 1], factors)
+        _household_constant(codes, hh, first_row, hierarchy[level])
+        area.append(codes[first_row])
+    for col in carry_along:
+        _household_constant(_codes(data, [col], factors), hh, first_row, col)
+    profile_codes = []
+    for p in profiles:
+        codes = _codes(data, p, factors)
+        _household_constant(codes, hh, first_row, ", ".join(p))
+        profile_codes.append(codes[first_row])
+    return _Households(hh, pd.Index(hh_ids), order, starts, first_row, area, profile_codes, factors)
+
+
+def _k_anonymity_risk(data, risk_variables, hierarchy, factors, order, starts, n_hh: int, k_anonymity: int):
+    """Risk per household and level, the largest 1/count of its members' risk-variable values within
+    the area (sdcMicro setRisk), and whether it is at risk there (a member's count below k)."""
+    n_levels = len(hierarchy)
+    risk_level = np.empty((n_levels, n_hh))
+    min_count = np.empty((n_levels, n_hh), dtype=np.int64)
+    for level in range(n_levels):
+        codes = _codes(data, [*risk_variables, *hierarchy[: level + 1]], factors)
+        person_count = np.bincount(codes)[codes]
+        min_count[level] = np.minimum.reduceat(person_count[order], starts) if n_hh else []
+        risk_level[level] = 1.0 / min_count[level]
+    at_risk = min_count < k_anonymity if k_anonymity > 0 else np.zeros_like(min_count, dtype=bool)
+    return risk_level, at_risk
+
+
+def _pair_households(area, profile_codes, risk_level, swap_level, target, matching_rounds: int,
+                     rng: np.random.Generator):
+    """Level by level from the highest, the households to swap (the risky ones, and at the lowest
+    level risk-weighted draws up to each area's target) paired with donors from other areas by the
+    similarity profiles in turn. Returns each household's partner (itself when not swapped) and the
+    households left without a donor."""
+    n_levels, n_hh = len(area), len(swap_level)
+    lowest = area[-1]
+    partner = np.arange(n_hh, dtype=np.int64)
+    used = np.zeros(n_hh, dtype=bool)
+    unmatched = np.zeros(n_hh, dtype=bool)
+    sampled_count = np.zeros(len(target), dtype=np.int64)
+    for level in range(n_levels):
+        free = ~used & ~unmatched
+        must = free & (swap_level == level)
+        if level < n_levels - 1:
+            sampled = np.flatnonzero(must)
+        else:
+            # Lowest level: risky households plus risk-weighted draws up to each area's target.
+            need = np.maximum(0, target - sampled_count - np.bincount(lowest[must], minlength=len(target)))
+            candidates = np.flatnonzero(free & ~must)
+            key = risk_level[level, candidates] / rng.exponential(size=candidates.size)
+            by_area = np.lexsort((-key, lowest[candidates]))
+            cand_sorted = candidates[by_area]
+            rank = _rank_within(lowest[cand_sorted])
+            extra = cand_sorted[rank < need[lowest[cand_sorted]]]
+            sampled = np.sort(np.concatenate([np.flatnonzero(must), extra]))
+        if sampled.size == 0:
+            continue
+        is_sampled = np.zeros(n_hh, dtype=bool)
+        is_sampled[sampled] = True
+        priority = risk_level[level] / rng.exponential(size=n_hh)
+        pending = sampled
+        for codes in profile_codes:
+            pool = np.flatnonzero(~used & ~unmatched & ~is_sampled)
+            s, d = _match_donors(pending, pool, area[level], codes, priority, matching_rounds, rng)
+            partner[s] = d
+            partner[d] = s
+            used[s] = True
+            used[d] = True
+            pending = pending[~used[pending]]
+            if pending.size == 0:
+                break
+        unmatched[pending] = True
+        sampled_count += np.bincount(lowest[sampled[used[sampled]]], minlength=len(target))
+    return partner, unmatched
+
+
 def targeted_record_swap(
     data: pd.DataFrame,
     *,
@@ -274,8 +381,7 @@ def targeted_record_swap(
         risk_variables = require_columns(data, risk_variables, role="risk variable")
     else:
         record_risk = _user_risk(data, risk, len(hierarchy))
-    if isinstance(risk_threshold, bool) or not np.isfinite(risk_threshold) or risk_threshold < 0:
-        raise SDCInputError(f"parameter risk_threshold: must be a number >= 0, got {risk_threshold!r}")
+    check_scalar(risk_threshold, "parameter risk_threshold", low=0)
     if risk is None and risk_threshold != 0:
         raise SDCInputError("parameter risk_threshold: applies to a given risk only (the k-anonymity rule uses k_anonymity)")
     carry_along = [c for c in require_columns(data, carry_along, role="carry-along column") if c not in hierarchy]
@@ -285,47 +391,21 @@ def targeted_record_swap(
     profiles = [require_columns(data, p, role="similarity variable") for p in similar]
     if not profiles or any(not p for p in profiles):
         raise SDCInputError("similar: give at least one non-empty similarity profile")
-    if not (0.0 <= float(swaprate) <= 1.0):
-        raise SDCInputError(f"parameter swaprate: must lie in [0, 1], got {swaprate!r}")
-    if isinstance(k_anonymity, bool) or not isinstance(k_anonymity, int | np.integer) or k_anonymity < 0:
-        raise SDCInputError(f"parameter k_anonymity: must be an integer >= 0, got {k_anonymity!r}")
+    check_scalar(swaprate, "parameter swaprate", low=0, high=1)
+    check_scalar(k_anonymity, "parameter k_anonymity", integer=True, low=0)
     if data[hid].isna().any():
         raise SDCInputError(f"column {hid!r}: household id must not be missing")
     rng = np.random.default_rng(random_state)
 
-    hh, hh_ids = pd.factorize(data[hid])
-    hh = hh.astype(np.int64, copy=False)
-    n_hh = len(hh_ids)
-    order = np.argsort(hh, kind="stable")
-    starts = np.flatnonzero(np.r_[True, hh[order][1:] != hh[order][:-1]]) if len(hh) else np.empty(0, np.int64)
-    first_row = order[starts]  # one representative row per household, in household-code order
-    n_levels = len(hierarchy)
-
-    # Geography and similarity at household level (checked constant within households).
-    factors: dict = {}
-    area = []
-    for level in range(n_levels):
-        codes = _codes(data, hierarchy[: level + 1], factors)
-        _household_constant(codes, hh, first_row, hierarchy[level])
-        area.append(codes[first_row])
-    for col in carry_along:
-        _household_constant(_codes(data, [col], factors), hh, first_row, col)
-    profile_codes = []
-    for p in profiles:
-        codes = _codes(data, p, factors)
-        _household_constant(codes, hh, first_row, ", ".join(p))
-        profile_codes.append(codes[first_row])
+    households = _households(data, hid, hierarchy, carry_along, profiles)
+    hh, hh_ids, order, starts, first_row = (households.hh, households.ids, households.order, households.starts,
+                                            households.first_row)
+    area, profile_codes, factors = households.area, households.profile_codes, households.factors
+    n_hh, n_levels = len(hh_ids), len(hierarchy)
 
     if risk is None:
-        # Risk per household and level: the largest 1/count of its members (sdcMicro setRisk).
-        risk_level = np.empty((n_levels, n_hh))
-        min_count = np.empty((n_levels, n_hh), dtype=np.int64)
-        for level in range(n_levels):
-            codes = _codes(data, [*risk_variables, *hierarchy[: level + 1]], factors)
-            person_count = np.bincount(codes)[codes]
-            min_count[level] = np.minimum.reduceat(person_count[order], starts) if n_hh else []
-            risk_level[level] = 1.0 / min_count[level]
-        at_risk = min_count < k_anonymity if k_anonymity > 0 else np.zeros_like(min_count, dtype=bool)
+        risk_level, at_risk = _k_anonymity_risk(data, risk_variables, hierarchy, factors, order, starts, n_hh,
+                                                k_anonymity)
     else:
         # The user's risk: the largest of the household's members at each level.
         risk_level = np.maximum.reduceat(record_risk[order], starts, axis=0).T if n_hh else np.empty((n_levels, 0))
@@ -338,43 +418,7 @@ def targeted_record_swap(
     lowest = area[-1]
     target = _distribute_swaps(lowest, int(lowest.max()) + 1 if n_hh else 0, n_swaps, rng) if n_hh else np.empty(0)
 
-    partner = np.arange(n_hh, dtype=np.int64)
-    used = np.zeros(n_hh, dtype=bool)
-    unmatched = np.zeros(n_hh, dtype=bool)
-    sampled_count = np.zeros(len(target), dtype=np.int64)
-    for level in range(n_levels):
-        free = ~used & ~unmatched
-        must = free & (swap_level == level)
-        if level < n_levels - 1:
-            sampled = np.flatnonzero(must)
-        else:
-            # Lowest level: risky households plus risk-weighted draws up to each area's target.
-            need = np.maximum(0, target - sampled_count - np.bincount(lowest[must], minlength=len(target)))
-            candidates = np.flatnonzero(free & ~must)
-            key = risk_level[level, candidates] / rng.exponential(size=candidates.size)
-            by_area = np.lexsort((-key, lowest[candidates]))
-            cand_sorted = candidates[by_area]
-            rank = _rank_within(lowest[cand_sorted])
-            extra = cand_sorted[rank < need[lowest[cand_sorted]]]
-            sampled = np.sort(np.concatenate([np.flatnonzero(must), extra]))
-        if sampled.size == 0:
-            continue
-        is_sampled = np.zeros(n_hh, dtype=bool)
-        is_sampled[sampled] = True
-        priority = risk_level[level] / rng.exponential(size=n_hh)
-        pending = sampled
-        for codes in profile_codes:
-            pool = np.flatnonzero(~used & ~unmatched & ~is_sampled)
-            s, d = _match_donors(pending, pool, area[level], codes, priority, matching_rounds, rng)
-            partner[s] = d
-            partner[d] = s
-            used[s] = True
-            used[d] = True
-            pending = pending[~used[pending]]
-            if pending.size == 0:
-                break
-        unmatched[pending] = True
-        sampled_count += np.bincount(lowest[sampled[used[sampled]]], minlength=len(target))
+    partner, unmatched = _pair_households(area, profile_codes, risk_level, swap_level, target, matching_rounds, rng)
 
     # A shallow copy: the exchanged columns are new arrays, the others are shared with ``data``
     # (a deep copy of a census of millions of persons would double its memory).

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.validation import check_option, check_scalar
 
 ROUNDING_METHODS = ("deterministic", "random")
 
@@ -49,15 +50,12 @@ def rounding(
     A copy of ``data`` with the columns rounded (integer columns stay integer when b is an integer).
     """
     columns = require_columns(data, columns, role="column")
-    if method not in ROUNDING_METHODS:
-        raise SDCInputError(f"method: must be 'deterministic' or 'random', got {method!r}")
-    if isinstance(base, bool) or not isinstance(base, (int, float, np.integer, np.floating)) or not base > 0:
-        raise SDCInputError(f"base: must be a positive number, got {base!r}")
+    check_option(method, "method", ROUNDING_METHODS)
+    check_scalar(base, "base", low=0, closed="neither")
     if probability_up is not None:
         if method != "random":
             raise SDCInputError("probability_up: only applies to method='random'")
-        if isinstance(probability_up, bool) or not 0 <= float(probability_up) <= 1:
-            raise SDCInputError(f"probability_up: must be a probability in [0, 1], got {probability_up!r}")
+        check_scalar(probability_up, "probability_up", low=0, high=1)
     rng = np.random.default_rng(random_state)
     out = data.copy()
     for column in columns:

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import key_digits
+from sdc_dagster.keys import key_digits
+from sdc_dagster.validation import check_scalar
 
 
 def subsample(
@@ -44,8 +45,7 @@ def subsample(
     -------
     The sampled records in their original order, with their original index labels.
     """
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float, np.integer, np.floating)) or not 0 < fraction <= 1:
-        raise SDCInputError(f"fraction: must be a number in (0, 1], got {fraction!r}")
+    check_scalar(fraction, "fraction", low=0, high=1, closed="right")
     for role, column in (("household", household), ("weight", weight)):
         if column is not None:
             require_columns(data, [column], role=role)

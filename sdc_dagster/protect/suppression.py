@@ -2,7 +2,7 @@
 
 Suppressed key values become missing, and a missing value matches any value in later frequency
 counts (SPEC §2.4, sdcMicro ``freqCalc``). Every count here comes from the one §2.4 counter,
-:class:`sdc_dagster.frequencies.IncrementalCompatibleCounts` (the counts of
+:class:`sdc_dagster.incremental_counts.IncrementalCompatibleCounts` (the counts of
 ``risk.key_frequencies`` and ``risk.k_anonymity_violations``), so "safe" means the same for the
 algorithm, the risk measures and the asset checks.
 
@@ -80,10 +80,12 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import IncrementalCompatibleCounts, check_mask_width, key_digits
+from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
+from sdc_dagster.keys import check_mask_width, key_digits
 from sdc_dagster.protect.strata import stratum_codes, stratum_members
 from sdc_dagster.protect.suppression_sdcmicro import sdcmicro_suppress_to_k
-from sdc_dagster.risk.categorical import _weights, risk_from_frequencies
+from sdc_dagster.risk.categorical import risk_from_frequencies
+from sdc_dagster.validation import weight_values
 
 # Suppression sets enumerated per record at most (beyond: the cheapest ones, then all present keys).
 _MAX_SETS = 256
@@ -111,7 +113,7 @@ class _BudgetExceeded(Exception):
 # --------------------------------------------------------------------------------------------
 
 
-def _suppression_ranks(
+def suppression_ranks(
     data: pd.DataFrame, keys: list[str], importance: Sequence[str] | Mapping[str, int] | None
 ) -> np.ndarray:
     """Per key, its rank in the suppression order: 0 = suppressed first (least important).
@@ -215,7 +217,7 @@ def _choose_in_blocks(block: np.ndarray, combo: np.ndarray, fk: np.ndarray, k: i
     return suppress_pair[pair]
 
 
-def _apply_to_frame(data: pd.DataFrame, keys: list[str], digits: np.ndarray, original: np.ndarray) -> pd.DataFrame:
+def apply_suppression(data: pd.DataFrame, keys: list[str], digits: np.ndarray, original: np.ndarray) -> pd.DataFrame:
     """A copy of ``data`` with the key values missing in ``digits`` (0) but present in ``original``."""
     out = data.copy()
     for j, key in enumerate(keys):
@@ -363,7 +365,7 @@ def local_suppression(
                 f"k: {largest_k}-anonymity is impossible in stratum {values[which]!r} of strata {strata!r}, "
                 f"which has {len(rows)} records"
             )
-    ranks = _suppression_ranks(data, keys, importance)
+    ranks = suppression_ranks(data, keys, importance)
     if len(data) == 0:
         return data.copy()
     original = np.zeros((len(data), len(keys)), dtype=np.int64)
@@ -375,7 +377,7 @@ def local_suppression(
             original[rows], radices, ranks, targets, lexicographic=importance is not None, method=method
         )
         used |= used_here
-    out = _apply_to_frame(data, keys, suppressed, original)
+    out = apply_suppression(data, keys, suppressed, original)
     out.attrs[METHOD_ATTRIBUTE] = "+".join(m for m in LOCAL_SUPPRESSION_METHODS if m in used)
     return out
 
@@ -533,7 +535,7 @@ def risk_suppression(
     keys = _prepare(data, keys, 1)
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.integer, np.floating)) or threshold <= 0:
         raise SDCInputError(f"threshold: must be a positive number, got {threshold!r}")
-    order = np.argsort(_suppression_ranks(data, keys, importance), kind="stable")
+    order = np.argsort(suppression_ranks(data, keys, importance), kind="stable")
     if len(data) == 0:
         return data.copy()
     digits, radices = key_digits(data, keys)
@@ -541,7 +543,7 @@ def risk_suppression(
         return _callable_risk_suppression(data, keys, risk, float(threshold), order, digits)
     if risk != "individual":
         raise SDCInputError(f"risk: must be 'individual' or a callable, got {risk!r}")
-    weights = _weights(data, weight)
+    weights = weight_values(data, weight)
 
     def individual(f: np.ndarray, F: np.ndarray) -> np.ndarray:
         return risk_from_frequencies(f, F, weighted=weights is not None, weight=str(weight))
@@ -567,13 +569,13 @@ def risk_suppression(
             best_risk[usable[improve]] = r[improve]
             solved[usable[r <= threshold]] = True
         counter.set_missing(risky, np.int64(1) << best_key)
-    return _apply_to_frame(data, keys, counter.digits, digits)
+    return apply_suppression(data, keys, counter.digits, digits)
 
 
 def _callable_risk_suppression(data, keys, risk, threshold, order, digits) -> pd.DataFrame:
     current = digits.copy()
     while True:
-        frame = _apply_to_frame(data, keys, current, digits)
+        frame = apply_suppression(data, keys, current, digits)
         values = pd.Series(risk(frame, list(keys)))
         if len(values) != len(data):
             raise SDCInputError(f"risk: the callable returned {len(values)} values for {len(data)} records")

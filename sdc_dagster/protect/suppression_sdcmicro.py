@@ -39,7 +39,8 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from sdc_dagster.frequencies import IncrementalCompatibleCounts, pack_codes
+from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
+from sdc_dagster.keys import pack_codes
 
 
 def sdcmicro_suppress_to_k(digits, radices, ranks, k: int) -> np.ndarray:

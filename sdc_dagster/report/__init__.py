@@ -11,9 +11,8 @@ from sdc_dagster.report.formats import (
     write_pdf,
     write_report,
 )
-from sdc_dagster.report.html import (
+from sdc_dagster.report.content import (
     category_shares,
-    measure_notes_table,
     combined_risk_histogram,
     contribution_boxplots,
     contribution_change_plots,
@@ -23,7 +22,6 @@ from sdc_dagster.report.html import (
     plan_points,
     quantile_table,
     recommendation,
-    render_report,
     report_plots,
     risk_histogram,
     risk_target,
@@ -31,7 +29,9 @@ from sdc_dagster.report.html import (
     step_sentence,
     topsis_histograms,
 )
+from sdc_dagster.report.html import measure_notes_table, render_report
 from sdc_dagster.report.inputs import MeasureNote, PlanSummary, ReportInputs
+from sdc_dagster.report.maps import suppression_map_png
 from sdc_dagster.report.measures import Measure, format_measure, format_value, measure_info
 from sdc_dagster.report.plots import (
     boxplot_png,

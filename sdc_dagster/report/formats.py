@@ -19,19 +19,17 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.files import write_atomic
 from sdc_dagster.report.categories import normal_labels
 from sdc_dagster.report.decision import RECOMMENDATION_RULE
-from sdc_dagster.report.html import (
-    _CSS,
-    _chart,
-    _table,
-    _topsis_summary_table,
+from sdc_dagster.report.content import (
     category_shares,
     plan_points,
     quantile_table,
     recommendation,
-    render_report,
     step_sentence,
+    topsis_summary_table,
 )
+from sdc_dagster.report.html import render_report
 from sdc_dagster.report.inputs import ReportInputs
+from sdc_dagster.report.markup import REPORT_CSS, html_chart, html_table
 from sdc_dagster.report.measures import format_value, measure_info
 from sdc_dagster.report.plots import lines_png
 
@@ -72,7 +70,7 @@ def report_data(inputs: ReportInputs) -> dict:
     points = plan_points(inputs)
     chosen = recommendation(inputs)
     measures = set(inputs.risk_before)
-    topsis_table = _topsis_summary_table(inputs).to_dict() if inputs.plans else {}
+    topsis_table = topsis_summary_table(inputs).to_dict() if inputs.plans else {}
     plans = {}
     for name, plan in inputs.plans.items():
         measures |= set(plan.residual_risk) | set(plan.loss)
@@ -220,17 +218,17 @@ def write_index(folder: Path) -> Path:
         numbers = trend[["risk before", "risk after", "information loss"]].astype(float)
         label = measure_info(trend.attrs["risk_measure"]).label
         body += ("<h2>Risk and utility across waves</h2>"
-                 + _chart(lines_png(numbers[["risk before", "risk after"]], f"{label} across waves",
-                                    ylabel=label.lower(), xlabel="wave"),
-                          f"Line chart of the {label.lower()} before protection and after the recommended plan, by wave",
-                          f"{label} before and after the recommended plan", _table(shown))
-                 + _chart(lines_png(numbers[["information loss"]], "Information loss of the recommended plan",
-                                    ylabel="information loss", xlabel="wave"),
-                          "Line chart of the information loss of the recommended plan, by wave",
-                          "Information loss of the recommended plan", _table(shown)))
+                 + html_chart(lines_png(numbers[["risk before", "risk after"]], f"{label} across waves",
+                                         ylabel=label.lower(), xlabel="wave"),
+                               f"Line chart of the {label.lower()} before protection and after the recommended plan, by wave",
+                               f"{label} before and after the recommended plan", html_table(shown))
+                 + html_chart(lines_png(numbers[["information loss"]], "Information loss of the recommended plan",
+                                         ylabel="information loss", xlabel="wave"),
+                               "Line chart of the information loss of the recommended plan, by wave",
+                               "Information loss of the recommended plan", html_table(shown)))
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>Reports: {html.escape(survey)}</title><style>{_CSS}</style></head>\n<body><main>{body}</main>"
+            f"<title>Reports: {html.escape(survey)}</title><style>{REPORT_CSS}</style></head>\n<body><main>{body}</main>"
             "</body></html>\n")
     path = folder / "index.html"
     write_atomic(path, page)

@@ -21,12 +21,8 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.grid_counts import parse_cell_id
-from sdc_dagster.loss.tables import (
-    difference_table,
-    grid_information_loss,
-    perturbation_loss,
-    resident_size_distribution,
-)
+from sdc_dagster.loss.tables import grid_information_loss, perturbation_loss
+from sdc_dagster.risk.tables import difference_table, resident_size_distribution
 
 #: Population classes of the map (upper bounds, persons per cell) and their colours (light to dark).
 POPULATION_BREAKS: tuple[int, ...] = (2, 10, 50, 200, 1000)

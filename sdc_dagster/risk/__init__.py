@@ -1,5 +1,6 @@
 """Disclosure-risk measures (SPEC §2–§5). Public names follow CONTRACT.md."""
 
+from sdc_dagster.numerics.distance import gower_distances  # SPEC §4.1
 from sdc_dagster.risk.categorical import (  # SPEC §2, §3.1–3.5
     GlobalRiskThreshold,
     exact_risk,
@@ -15,20 +16,24 @@ from sdc_dagster.risk.categorical import (  # SPEC §2, §3.1–3.5
 )
 from sdc_dagster.risk.combinations import risky_cells, unsafe_combinations  # SPEC §3.10
 from sdc_dagster.risk.combined import combined_risk, global_combined_risk  # SPEC §5
-from sdc_dagster.risk.continuous import (  # SPEC §4, §5.2
-    MAX_ONE_TO_ONE_LINKAGE,
+from sdc_dagster.risk.intervals import (  # SPEC §4.2–§4.4
     RankIntervalDisclosure,
-    RecordLinkageRisk,
-    gower_distances,
     interval_risk,
     interval_risk_rmd,
-    neighbourhood_counts,
     outlier_flags,
     rank_interval_disclosure,
-    record_linkage_risk,
 )
+from sdc_dagster.risk.linkage import MAX_ONE_TO_ONE_LINKAGE, RecordLinkageRisk, record_linkage_risk  # SPEC §4.1
+from sdc_dagster.risk.neighbourhood import neighbourhood_counts  # SPEC §5.2
 from sdc_dagster.risk.diversity import l_diversity, t_closeness  # SPEC §3.6, §3.7
 from sdc_dagster.risk.suda import suda2, suda2_attribute_contributions, suda2_max_size  # SPEC §3.8
+from sdc_dagster.risk.tables import (  # SPEC §11.2, §11.4
+    difference_table,
+    differencing_disclosure,
+    disclosing_differences,
+    homogeneous_cells,
+    resident_size_distribution,
+)
 
 __all__ = [
     "MAX_ONE_TO_ONE_LINKAGE",
@@ -36,11 +41,15 @@ __all__ = [
     "RecordLinkageRisk",
     "GlobalRiskThreshold",
     "combined_risk",
+    "difference_table",
+    "differencing_disclosure",
+    "disclosing_differences",
     "exact_risk",
     "global_combined_risk",
     "global_risk",
     "gower_distances",
     "global_risk_threshold",
+    "homogeneous_cells",
     "household_risk",
     "individual_risk",
     "interval_risk",
@@ -52,6 +61,7 @@ __all__ = [
     "outlier_flags",
     "rank_interval_disclosure",
     "record_linkage_risk",
+    "resident_size_distribution",
     "risk_above_threshold",
     "risk_table",
     "risky_cells",

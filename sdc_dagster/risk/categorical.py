@@ -15,32 +15,9 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import key_columns, missing_aware_key_frequencies
-
-
-def _weights(data: pd.DataFrame, weight: str | None) -> np.ndarray | None:
-    """The weight column as float64, after checking it is numeric, complete and positive."""
-    if weight is None:
-        return None
-    column = data[require_columns(data, [weight], role="weight")[0]]
-    if pd.api.types.is_bool_dtype(column) or not pd.api.types.is_numeric_dtype(column):
-        raise SDCInputError(f"weight {weight!r} must be numeric (found dtype {column.dtype})")
-    if column.isna().any():
-        raise SDCInputError(f"weight {weight!r} has {int(column.isna().sum())} missing values; every record needs a weight")
-    values = column.to_numpy(dtype="float64")
-    bad = ~np.isfinite(values) | (values <= 0)
-    if bad.any():
-        raise SDCInputError(
-            f"weight {weight!r} must be finite and positive; {int(bad.sum())} values are not "
-            f"(first: {values[bad][0]!r})"
-        )
-    return values
-
-
-def _alpha(alpha: float) -> float:
-    if not (0.0 <= float(alpha) <= 1.0):
-        raise SDCInputError(f"parameter alpha must lie in [0, 1] (got {alpha!r})")
-    return float(alpha)
+from sdc_dagster.frequencies import missing_aware_key_frequencies
+from sdc_dagster.keys import key_columns
+from sdc_dagster.validation import check_scalar, weight_values
 
 
 def key_frequencies(
@@ -76,8 +53,8 @@ def key_frequencies(
     sdcMicro ``freqCalc`` (R/freqCalc.r, 5.8.1); SDC Practice Guide Tables 7.1, 7.2.
     """
     keys = key_columns(data, keys)
-    weights = _weights(data, weight)
-    f, F = missing_aware_key_frequencies(data, keys, weights=weights, alpha=_alpha(alpha), con=con)
+    weights = weight_values(data, weight)
+    f, F = missing_aware_key_frequencies(data, keys, weights=weights, alpha=check_scalar(alpha, "alpha", low=0, high=1), con=con)
     return pd.DataFrame({"fk": f, "Fk": F}, index=data.index)
 
 

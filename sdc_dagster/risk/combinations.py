@@ -16,13 +16,9 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import category_codes, grouping_sets_counts, key_columns, key_digits
-
-
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise SDCInputError(f"parameter {name} must be a positive integer (got {value!r})")
-    return int(value)
+from sdc_dagster.frequencies import grouping_sets_counts
+from sdc_dagster.keys import category_codes, key_columns, key_digits
+from sdc_dagster.validation import check_scalar
 
 
 def unsafe_combinations(
@@ -56,7 +52,7 @@ def unsafe_combinations(
         ``per_category`` with columns ``variable``, ``category`` (the value), ``frequency``
         (records with that value) and ``dim_1`` .. ``dim_<max_dim>``: unsafe combinations of each
         dimension in which the variable takes that value. One row per observed value, each
-        variable's values in sorted order (:func:`~sdc_dagster.frequencies.category_codes`).
+        variable's values in sorted order (:func:`~sdc_dagster.keys.category_codes`).
 
     Raises
     ------
@@ -67,8 +63,8 @@ def unsafe_combinations(
     Hundepool et al., mu-Argus 5.1 user's manual (unsafe combinations table); S001 TOPSIS example.
     """
     keys = key_columns(data, keys)
-    k = _positive_int(k, "k")
-    max_dim = _positive_int(max_dim, "max_dim")
+    k = check_scalar(k, "k", integer=True, low=1)
+    max_dim = check_scalar(max_dim, "max_dim", integer=True, low=1)
     dim_columns = [f"dim_{d}" for d in range(1, max_dim + 1)]
 
     coded, categories = {}, {}
@@ -114,7 +110,7 @@ def _thresholds(threshold, max_dim: int, *, one: bool) -> list[int]:
         raise SDCInputError(
             f"parameter threshold: give one threshold or one per dimension 1..{max_dim} (got {len(values)})"
         )
-    return [_positive_int(v, "threshold") for v in values] * (max_dim if len(values) == 1 else 1)
+    return [check_scalar(v, "threshold", integer=True, low=1) for v in values] * (max_dim if len(values) == 1 else 1)
 
 
 def risky_cells(
@@ -167,9 +163,9 @@ def risky_cells(
         if len(levels) != len(keys):
             raise SDCInputError(f"parameter levels: one level per key variable ({len(keys)}), got {len(levels)}")
         for level in levels:
-            _positive_int(level, "levels")
+            check_scalar(level, "levels", integer=True, low=1)
         max_dim = len(set(levels))
-    max_dim = _positive_int(max_dim, "max_dim")
+    max_dim = check_scalar(max_dim, "max_dim", integer=True, low=1)
     if max_dim > len(keys):
         raise SDCInputError(f"parameter max_dim: at most the number of key variables ({len(keys)}), got {max_dim}")
     limits = _thresholds(threshold, max_dim, one=levels is not None)

@@ -31,21 +31,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from numbers import Real
 
 import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.frequencies import DistinctKeys, distinct_keys, symmetric_compatible_counts
-from sdc_dagster.risk.continuous import neighbourhood_counts
+from sdc_dagster.risk.neighbourhood import neighbourhood_counts
+from sdc_dagster.validation import check_scalar, positive_values
 
 
 def validate_threshold(k) -> int:
     """k as an int >= 1, or SDCInputError."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise SDCInputError(f"k: must be an integer of at least 1, got {k!r}")
-    return int(k)
+    return check_scalar(k, "k", integer=True, low=1)
 
 
 def _distinct_columns(data: pd.DataFrame, columns: Sequence[str], *, role: str) -> list[str]:
@@ -53,24 +51,6 @@ def _distinct_columns(data: pd.DataFrame, columns: Sequence[str], *, role: str) 
     if len(set(columns)) != len(columns):
         raise SDCInputError(f"{role}s: a column is named twice in {columns}")
     return columns
-
-
-def _positive_vector(data: pd.DataFrame, spec, *, role: str) -> np.ndarray:
-    """A per-record positive float vector from a column name or a constant."""
-    if isinstance(spec, str):
-        name = require_columns(data, [spec], role=role)[0]
-        try:
-            values = pd.to_numeric(data[name], errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
-        except (TypeError, ValueError) as exc:
-            raise SDCInputError(f"{role} {name!r}: must be numeric ({exc})") from exc
-    elif isinstance(spec, Real) and not isinstance(spec, bool):
-        name = role
-        values = np.full(len(data), float(spec))
-    else:
-        raise SDCInputError(f"{role}: must be a column name or a number, got {spec!r}")
-    if not (np.isfinite(values).all() and (values > 0).all()):
-        raise SDCInputError(f"{role} {name!r}: must be finite and positive for every record")
-    return values
 
 
 @dataclass(frozen=True)
@@ -153,8 +133,8 @@ def prepare_combined(
         raise SDCInputError("categorical, continuous: name at least one quasi-identifier")
     if omega is None and weight is not None:
         omega = weight
-    omega_values = _positive_vector(data, omega, role="omega") if omega is not None else None
-    weights = _positive_vector(data, weight, role="weight") if weight is not None else None
+    omega_values = positive_values(data, omega, role="omega") if omega is not None else None
+    weights = positive_values(data, weight, role="weight") if weight is not None else None
     unsafe = _unsafe_continuous(data, continuous, precision, k, omega_values)
     keys, f, F = None, np.zeros(0), np.zeros(0)
     if categorical:

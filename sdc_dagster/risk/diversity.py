@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import category_codes, distinct_keys, key_columns
+from sdc_dagster.frequencies import distinct_keys
+from sdc_dagster.keys import category_codes, key_columns
 
 
 def _key_groups(data: pd.DataFrame, keys: list[str], con) -> tuple[np.ndarray, int]:

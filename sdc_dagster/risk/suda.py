@@ -47,7 +47,8 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import category_codes
+from sdc_dagster.risk.suda_codes import missing_code, sdcmicro_codes
+from sdc_dagster.validation import check_scalar
 
 # sdcMicro's C++ search needs at least three variables; its R wrapper pads one or two keys with
 # constant columns, which changes the score weights and the DIS exponent (both depend on the
@@ -55,7 +56,6 @@ from sdc_dagster.frequencies import category_codes
 _SDCMICRO_MIN_COLUMNS = 3
 # sdcMicro buckets records by a 16-bit rolling hash of their key values; see _records_alone_in_hash_bucket.
 _HASH_MASK = 0xFFFF
-_INT32 = np.iinfo(np.int32)
 # Mixed-radix codes are re-densified once the code space exceeds this many slots per record,
 # so bincount arrays stay proportional to the data.
 _CODE_SPACE_PER_ROW = 4
@@ -137,13 +137,14 @@ def suda2(
         raise SDCInputError("key variables: the selection is empty; name at least one key column")
     if len(set(keys)) != len(keys):
         raise SDCInputError(f"key variables: {keys} names a column more than once")
-    fraction = _check_dis_fraction(dis_fraction)
-    missing = _check_missing(missing)
-    max_size = _check_max_size(max_size, len(keys))
+    # sdcMicro keeps DisFraction in a C float; the DIS arithmetic is single precision.
+    fraction = np.float32(check_scalar(dis_fraction, "dis_fraction", low=0, high=1, closed="right"))
+    missing = missing_code(missing)
+    max_size = len(keys) if max_size is None else check_scalar(max_size, "max_size", integer=True, low=1, high=len(keys))
     if not isinstance(original_scores, (bool, np.bool_)):
         raise SDCInputError(f"original_scores: must be True or False, got {original_scores!r}")
 
-    codes = [_sdcmicro_codes(data[k], k, missing) for k in keys]
+    codes = [sdcmicro_codes(data[k], k, missing) for k in keys]
     n_keys = len(keys)
     n_columns = max(n_keys, _SDCMICRO_MIN_COLUMNS)
 
@@ -192,8 +193,8 @@ def suda2_max_size(data: pd.DataFrame, keys: Sequence[str], *, missing: int = -9
     keys = require_columns(data, keys, role="key variable")
     if not keys or len(data) == 0:
         return len(keys)
-    missing = _check_missing(missing)
-    _, frequency, _ = _full_key_combinations([_sdcmicro_codes(data[k], k, missing) for k in keys])
+    missing = missing_code(missing)
+    _, frequency, _ = _full_key_combinations([sdcmicro_codes(data[k], k, missing) for k in keys])
     uniques = int((frequency == 1).sum())
     size = 0
     while size < len(keys) and _level_fits(uniques, comb(len(keys), size + 1)):
@@ -238,79 +239,6 @@ def suda2_attribute_contributions(scores: pd.DataFrame) -> pd.DataFrame:
     with np.errstate(invalid="ignore", divide="ignore"):
         percent = 100.0 * weighted.sum(axis=0) / total
     return pd.DataFrame({"variable": [c[: -len(suffix)] for c in columns], "contribution": percent})
-
-
-def _check_dis_fraction(dis_fraction) -> np.float32:
-    try:
-        value = float(dis_fraction)
-    except (TypeError, ValueError):
-        raise SDCInputError(f"dis_fraction: must be a number in (0, 1], got {dis_fraction!r}") from None
-    if not 0.0 < value <= 1.0:
-        raise SDCInputError(f"dis_fraction: the sampling fraction must be in (0, 1], got {dis_fraction!r}")
-    # sdcMicro keeps DisFraction in a C float; the DIS arithmetic is single precision.
-    return np.float32(value)
-
-
-def _check_missing(missing) -> int:
-    numeric = (int, np.integer, float, np.floating)
-    if isinstance(missing, (bool, np.bool_)) or not isinstance(missing, numeric):
-        raise SDCInputError(f"missing: the missing-value code must be an integer, got {missing!r}")
-    if not float(missing).is_integer() or not _INT32.min <= missing <= _INT32.max:
-        raise SDCInputError(f"missing: the missing-value code must be a 32-bit integer, got {missing!r}")
-    return int(missing)
-
-
-def _check_max_size(max_size, n_keys: int) -> int:
-    if max_size is None:
-        return n_keys
-    if isinstance(max_size, (bool, np.bool_)) or not isinstance(max_size, (int, np.integer)):
-        raise SDCInputError(f"max_size: must be an integer between 1 and {n_keys}, got {max_size!r}")
-    if not 1 <= max_size <= n_keys:
-        raise SDCInputError(f"max_size: must be between 1 and the number of keys ({n_keys}), got {max_size}")
-    return int(max_size)
-
-
-def _sdcmicro_codes(column: pd.Series, name: str, missing: int) -> np.ndarray:
-    """The integer codes sdcMicro's C++ sees for one key (R: as.numeric, NA -> missing, cast to int).
-
-    Integer category codes pass through as R's numbers; a Categorical is R's factor (its level
-    index, unused levels included); other values are coded by
-    :func:`~sdc_dagster.frequencies.category_codes` in sorted order, as R's ``factor`` levels.
-    """
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        codes = column.cat.codes.to_numpy(dtype=np.int64) + 1
-        return np.where(codes == 0, missing, codes)
-    if pd.api.types.is_integer_dtype(column.dtype) and not column.hasnans:
-        numbers = column.to_numpy(dtype=np.int64)
-        if numbers.size and (numbers.min() < _INT32.min or numbers.max() > _INT32.max):
-            raise SDCInputError(f"key variable {name!r}: category codes must fit in 32-bit integers")
-        return numbers
-    if pd.api.types.is_bool_dtype(column.dtype):
-        if column.isna().any():
-            numbers = column.astype("float64").to_numpy(na_value=np.nan)
-        else:
-            return column.to_numpy(dtype=np.int64)
-    elif pd.api.types.is_numeric_dtype(column.dtype):
-        numbers = column.astype("float64").to_numpy(na_value=np.nan)
-    else:  # strings etc.: R's factor() codes the sorted levels 1..c
-        codes, _ = category_codes(column, sort=True)
-        codes[codes == 0] = missing
-        return codes
-    is_na = np.isnan(numbers)
-    present = numbers[~is_na]
-    if not np.all(np.isfinite(present)):
-        raise SDCInputError(f"key variable {name!r}: numeric keys must hold finite category codes (found an infinite value)")
-    if np.any(present != np.trunc(present)):
-        # fractional codes (years of education 10.5): SUDA2 only compares codes for equality, so the
-        # sorted categories 1..c code them, as R's factor() would
-        codes, _ = category_codes(column, sort=True)
-        codes[codes == 0] = missing
-        return codes
-    if present.size and (present.min() < _INT32.min or present.max() > _INT32.max):
-        raise SDCInputError(f"key variable {name!r}: category codes must fit in 32-bit integers")
-    codes = np.full(len(numbers), missing, dtype=np.int64)
-    codes[~is_na] = present.astype(np.int64)
-    return codes
 
 
 def _msu_weights(n_columns: int, max_size: int, original_scores: bool) -> np.ndarray:

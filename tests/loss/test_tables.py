@@ -7,15 +7,9 @@ import pandas as pd
 import pytest
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.loss import (
-    difference_table,
-    differencing_disclosure,
-    grid_information_loss,
-    homogeneous_cells,
-    resident_size_distribution,
-    secondary_suppression_cost,
-    suppression_map_png,
-)
+from sdc_dagster.loss import grid_information_loss, secondary_suppression_cost
+from sdc_dagster.report import suppression_map_png
+from sdc_dagster.risk import difference_table, differencing_disclosure, homogeneous_cells, resident_size_distribution
 from sdc_dagster.protect import grid_suppression
 
 CATS = ["sex_1", "sex_2", "age_1", "age_2", "age_3"]

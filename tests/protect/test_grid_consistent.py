@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.loss.tables import differencing_disclosure, disclosing_differences
+from sdc_dagster.risk.tables import differencing_disclosure, disclosing_differences
 from sdc_dagster.protect import consistent_grid_suppression, grid_suppression
 
 CATS = ["sex_1", "sex_2", "age_1", "age_2", "age_3"]

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import IncrementalCompatibleCounts, key_digits
+from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
+from sdc_dagster.keys import key_digits
 from sdc_dagster.protect import local_suppression, risk_suppression, suppression_counts
-from sdc_dagster.protect.suppression import _suppression_ranks
+from sdc_dagster.protect.suppression import suppression_ranks
 from sdc_dagster.risk import individual_risk, k_anonymity_violations
 
 DATA = Path(__file__).parents[1] / "data" / "sdcmicro"
@@ -259,9 +260,9 @@ def test_testdata_k3_compared_with_sdcmicro_per_key(testdata):
 def test_default_importance_is_sdcmicros(testdata2):
     summary = json.loads((PARITY / "c_testdata2_ls_importance_summary.json").read_text())
     used = summary["cases"]["default"]["importance_used"]  # 1 = most important
-    ranks = _suppression_ranks(testdata2, KEYS, None)  # 0 = suppressed first
+    ranks = suppression_ranks(testdata2, KEYS, None)  # 0 = suppressed first
     assert (len(KEYS) - ranks).tolist() == used
-    given = _suppression_ranks(testdata2, KEYS, importance_names(summary["cases"]["reverse"]["importance_given"]))
+    given = suppression_ranks(testdata2, KEYS, importance_names(summary["cases"]["reverse"]["importance_given"]))
     assert (len(KEYS) - given).tolist() == summary["cases"]["reverse"]["importance_used"]
 
 
@@ -449,7 +450,7 @@ def test_strata_reach_k_anonymity_in_every_stratum_with_fewer_suppressions_than_
     # sdcMicro 5.8.1: 117 (electcon) and 118 (hhcivil); this project: 102 and 83
     assert suppression_counts(testdata2, out, K6).sum() < summary["suppressions_total"]
     # the default importance is sdcMicro's, counted on the whole data
-    assert (len(K6) - _suppression_ranks(testdata2, K6, None)).tolist() == summary["importance_used"]
+    assert (len(K6) - suppression_ranks(testdata2, K6, None)).tolist() == summary["importance_used"]
 
 
 def test_strata_without_strata_would_not_be_k_anonymous_within_strata(testdata2):

@@ -25,7 +25,7 @@ from sdc_dagster.report import (
 )
 from sdc_dagster.report.formats import chromium_executable
 from sdc_dagster.report.categories import category_sort_key, category_text
-from sdc_dagster.report.html import distribution_panels, risk_target
+from sdc_dagster.report.content import distribution_panels, risk_target
 from sdc_dagster.report.measures import format_measure
 from sdc_dagster.report.plots import category_bars_png, risk_utility_map_png, top_categories
 from sdc_dagster.sources import value_labels

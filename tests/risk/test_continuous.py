@@ -15,7 +15,7 @@ from hypothesis.extra.numpy import arrays
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.risk import interval_risk, interval_risk_rmd, outlier_flags, record_linkage_risk
-from sdc_dagster.risk.continuous import minimum_covariance_determinant
+from sdc_dagster.numerics.robust import minimum_covariance_determinant
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sdcmicro"
 NUMERIC = ["expend", "income", "savings"]

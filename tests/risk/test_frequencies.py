@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import complete_key_frequencies, grouping_sets_counts, pack_codes
+from sdc_dagster.frequencies import complete_key_frequencies, grouping_sets_counts
+from sdc_dagster.keys import pack_codes
 from sdc_dagster.risk import key_frequencies
 
 

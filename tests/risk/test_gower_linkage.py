@@ -16,7 +16,7 @@ from scipy.optimize import linear_sum_assignment
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.risk import gower_distances, record_linkage_risk
-from sdc_dagster.risk import continuous
+from sdc_dagster.risk import linkage
 
 EDUCATION = pd.CategoricalDtype(["low", "mid", "high"], ordered=True)
 ORIGINAL = pd.DataFrame(
@@ -218,7 +218,7 @@ def test_property_missing_values_follow_the_pairwise_definition(data, n):
     np.testing.assert_allclose(gower_distances(original, protected, COLUMNS), expected, rtol=1e-12, atol=1e-12)
     # the exact path in blocks of a few protected records gives the same links as one block
     whole = record_linkage_risk(original, protected, COLUMNS, distance="gower")
-    with mock.patch.object(continuous, "_GOWER_BLOCK_PAIRS", 2 * n):
+    with mock.patch.object(linkage, "_GOWER_BLOCK_PAIRS", 2 * n):
         blocked = record_linkage_risk(original, protected, COLUMNS, distance="gower")
     assert blocked.linked.equals(whole.linked) and blocked.partner.equals(whole.partner)
     check_nearest(whole, expected, 1e-12)
@@ -248,8 +248,8 @@ def test_property_pattern_search_follows_the_pairwise_definition(data, n, wide_l
     path of an occupation code with hundreds of categories)."""
     original, protected = mixed_frames(data.draw, n, missing=True)
     expected = definition_matrix(original, protected)
-    with mock.patch.object(continuous, "_GOWER_PATTERN_PAIR_COST", 0), \
-            mock.patch.object(continuous, "_GOWER_WIDE_LEVELS", wide_levels):
+    with mock.patch.object(linkage, "_GOWER_PATTERN_PAIR_COST", 0), \
+            mock.patch.object(linkage, "_GOWER_WIDE_LEVELS", wide_levels):
         searched = record_linkage_risk(original, protected, COLUMNS, distance="gower")
     check_nearest(searched, expected, 1e-12)
     own_defined = ~np.isnan(np.diag(expected))
@@ -280,7 +280,7 @@ def test_gower_ties_at_random_by_hand_with_missing_values(path):
     options = {"blocks": {"_GOWER_BLOCK_PAIRS": 5}, "one block": {"_GOWER_BLOCK_PAIRS": 1 << 22},
                "patterns": {"_GOWER_PATTERN_PAIR_COST": 0},
                "patterns by codes": {"_GOWER_PATTERN_PAIR_COST": 0, "_GOWER_WIDE_LEVELS": 1}}[path]
-    with mock.patch.multiple(continuous, **options):
+    with mock.patch.multiple(linkage, **options):
         result = record_linkage_risk(TIED_ORIGINAL, TIED_RELEASED, ["age", "sex"], distance="gower")
     assert result.linked.all() and result.risk == 1.0
     assert result.expected_risk == pytest.approx(0.5)
@@ -300,7 +300,7 @@ def test_property_gower_ties_at_random_follow_the_pairwise_definition(data, n, p
     options = {"blocks": {"_GOWER_BLOCK_PAIRS": 2 * n},
                "patterns": {"_GOWER_PATTERN_PAIR_COST": 0},
                "patterns by codes": {"_GOWER_PATTERN_PAIR_COST": 0, "_GOWER_WIDE_LEVELS": 1}}[path]
-    with mock.patch.multiple(continuous, **options):
+    with mock.patch.multiple(linkage, **options):
         result = record_linkage_risk(original, protected, COLUMNS, distance="gower")
     assert result.expected_risk == pytest.approx(float((linked / np.maximum(tied.sum(axis=1), 1)).mean()), abs=1e-9)
     assert 0.0 <= result.expected_risk <= result.risk <= 1.0
@@ -311,11 +311,11 @@ def test_pattern_search_is_chosen_on_large_files_with_few_patterns():
     n = 3000
     z = rng.random((n, 3))
     z[rng.random((n, 3)) < 0.1] = np.nan
-    patterns = continuous._observed_patterns(z)[0]
+    patterns = linkage._observed_patterns(z)[0]
     assert len(patterns) == 8
-    assert continuous._pattern_search_is_cheaper(patterns, patterns, n, n)  # 8 x 8 patterns << 9M pairs
-    small = continuous._observed_patterns(z[:50])[0]
-    assert not continuous._pattern_search_is_cheaper(small, small, 50, 50)
+    assert linkage._pattern_search_is_cheaper(patterns, patterns, n, n)  # 8 x 8 patterns << 9M pairs
+    small = linkage._observed_patterns(z[:50])[0]
+    assert not linkage._pattern_search_is_cheaper(small, small, 50, 50)
 
 
 @settings(max_examples=25, deadline=None)
@@ -338,9 +338,9 @@ def test_property_agreeing_groups_search_equals_the_exact_blocks(seed, n):
         for column in frame.columns:
             frame.loc[rng.random(n) < 0.1, column] = np.nan
     columns = ["c1", "c2", "n1", "n2"]
-    with mock.patch.object(continuous, "_GOWER_PATTERN_PAIR_COST", 0):
+    with mock.patch.object(linkage, "_GOWER_PATTERN_PAIR_COST", 0):
         searched = record_linkage_risk(original, protected, columns, distance="gower")
-    with mock.patch.object(continuous, "_GOWER_PATTERN_PAIR_COST", 10 ** 12):
+    with mock.patch.object(linkage, "_GOWER_PATTERN_PAIR_COST", 10 ** 12):
         exact = record_linkage_risk(original, protected, columns, distance="gower")
     assert searched.linked.equals(exact.linked)
     assert searched.compared == exact.compared

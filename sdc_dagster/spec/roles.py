@@ -1,11 +1,6 @@
-"""Draft a survey spec from a data file: the starting point of a methodologist's own survey.
-
-``sdc init SURVEY --from FILE`` calls :func:`draft_spec`. It reads the file once, with the
-metadata statistical packages keep beside the values (through pyreadstat): SPSS and Stata value
-labels become the category list (with the labels as comments), SPSS measurement levels (nominal,
-ordinal, scale) become scales, SPSS user-missing codes become the variable's missing codes. Every
-column gets a guessed role, and every guess says why in a comment, because a guess is only a
-proposal: the methodologist decides which variables an intruder could know (SPEC §1.1).
+"""The roles a spec draft proposes for the columns of a data file (SPEC §1.1, §1.2). Every column
+gets a guessed role with the reason, because a guess is only a proposal: the methodologist decides
+which variables an intruder could know.
 
 The roles follow a disclosure scenario (:func:`draft_roles`):
 
@@ -36,26 +31,12 @@ The roles follow a disclosure scenario (:func:`draft_roles`):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
-import yaml
 
-from sdc_dagster.errors import SDCInputError
-from sdc_dagster.names import check_name
-
-# File types a draft can be made from, with the pyreadstat reader of each statistical format.
-_READERS = {
-    ".sav": "read_sav",
-    ".zsav": "read_sav",
-    ".dta": "read_dta",
-    ".sas7bdat": "read_sas7bdat",
-    ".xpt": "read_xport",
-}
-_FORMAT_NAMES = {".csv": "csv", ".parquet": "parquet", ".sav": "spss", ".zsav": "spss", ".dta": "stata",
-                 ".sas7bdat": "sas", ".xpt": "xport"}
+from sdc_dagster.spec.reading import FileContents
 
 #: At most this many distinct values make a numeric column without labels a categorical variable.
 MAX_CATEGORIES = 20
@@ -76,8 +57,6 @@ MAX_CATEGORICAL_KEYS = 8
 MAX_CONTINUOUS_KEYS = 4
 #: Categorical keys drafted from candidates outside the scenario when a file has no scenario variable.
 FALLBACK_KEYS = 4
-#: Default of the linkage-risk threshold written into drafts with continuous keys.
-MAX_LINKAGE_RISK = 0.2
 
 
 def _words(pattern: str) -> re.Pattern:
@@ -211,54 +190,7 @@ class DraftedVariable:
     rank: int = 0
 
 
-@dataclass(frozen=True)
-class FileContents:
-    """A data file read with its metadata (empty where the format keeps none)."""
-
-    data: pd.DataFrame
-    value_labels: dict
-    measures: dict
-    user_missing: dict
-    format: str
-    column_labels: dict = field(default_factory=dict)
-
-
-def read_with_metadata(path: Path) -> FileContents:
-    """Values and metadata of a CSV, Parquet, SPSS, Stata, SAS or SAS transport file."""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in _FORMAT_NAMES:
-        raise SDCInputError(f"{path.name}: cannot draft a spec from a {suffix or 'extension-less'} file; "
-                            f"expected one of {sorted(_FORMAT_NAMES)}")
-    fmt = _FORMAT_NAMES[suffix]
-    try:
-        if suffix == ".csv":
-            return FileContents(pd.read_csv(path), {}, {}, {}, fmt)
-        if suffix == ".parquet":
-            return FileContents(pd.read_parquet(path), {}, {}, {}, fmt)
-        import pyreadstat
-
-        reader = getattr(pyreadstat, _READERS[suffix])
-        # user_missing keeps SPSS user-missing codes as values, so the draft can list them
-        options = {"user_missing": True} if suffix in (".sav", ".zsav", ".dta", ".sas7bdat") else {}
-        data, meta = reader(str(path), **options)
-    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-        raise SDCInputError(f"{path.name}: cannot be read as {fmt} ({exc})") from exc
-    except Exception as exc:  # pyreadstat's own error classes for corrupt files
-        if type(exc).__module__.startswith("pyreadstat"):
-            raise SDCInputError(f"{path.name}: cannot be read as {fmt} ({exc})") from exc
-        raise
-    user_missing = {}
-    for column, ranges in (getattr(meta, "missing_ranges", None) or {}).items():
-        codes = [r["lo"] for r in ranges if r["lo"] == r["hi"]]
-        if codes:
-            user_missing[column] = tuple(codes)
-    measures = {c: m for c, m in (getattr(meta, "variable_measure", None) or {}).items() if m != "unknown"}
-    column_labels = {c: label for c, label in zip(meta.column_names, meta.column_labels or ()) if label}
-    return FileContents(data, dict(meta.variable_value_labels or {}), measures, user_missing, fmt, column_labels)
-
-
-def _plain(value):
+def plain_scalar(value):
     """A YAML-friendly Python scalar (integers stay integers)."""
     if isinstance(value, np.bool_):
         return bool(value)
@@ -269,7 +201,8 @@ def _plain(value):
     return value
 
 
-def _whole_numbers(values: pd.Series) -> bool:
+def whole_numbers(values: pd.Series) -> bool:
+    """Whether a column is numeric and every observed value a whole number."""
     return pd.api.types.is_numeric_dtype(values) and bool(np.all(np.mod(values.dropna().to_numpy(float), 1) == 0))
 
 
@@ -396,15 +329,15 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
         return DraftedVariable(name, "other",
                                "named like an id, but neither unique per record nor grouping records that share "
                                "other values (an id of another unit, or a person number): never a key", group="id")
-    if (numeric and _whole_numbers(values) and unique_share > IDENTIFIER_SHARE and not labels
+    if (numeric and whole_numbers(values) and unique_share > IDENTIFIER_SHARE and not labels
             and observed.max() - observed.min() + 1 == len(counts)):
         return DraftedVariable(name, "record_id", "consecutive whole numbers, one per record: a record number")
     group = scenario_group(name, label)
     few = len(counts) <= MAX_CATEGORIES
     categorical = bool(labels) or measure in ("nominal", "ordinal") or not numeric or (group is not None and few) or (
-        _whole_numbers(values) and (few or group in _CODED_GROUPS))
+        whole_numbers(values) and (few or group in _CODED_GROUPS))
     if categorical:
-        codes = sorted({_plain(v) for v in observed.unique()} | {_plain(v) for v in (labels or {})}, key=str)
+        codes = sorted({plain_scalar(v) for v in observed.unique()} | {plain_scalar(v) for v in (labels or {})}, key=str)
         if all(isinstance(c, (int, float)) for c in codes):
             codes = sorted(codes)
         scale = "ordinal" if measure == "ordinal" else "nominal"
@@ -614,123 +547,3 @@ def draft_roles(contents: FileContents) -> list[DraftedVariable]:
                 drafted[i] = replace(v, reason=f"a person number within the household {household!r}: together "
                                      "they identify the record; never a key")
     return _keys_when_none(_cap_keys(_one_of_each(drafted)))
-
-
-def column_type(values: pd.Series) -> str:
-    """The type of a column as the draft states it: integer, number, text, date or boolean."""
-    if pd.api.types.is_bool_dtype(values):
-        return "boolean"
-    if pd.api.types.is_datetime64_any_dtype(values):
-        return "date"
-    if pd.api.types.is_numeric_dtype(values):
-        return "integer" if _whole_numbers(values) else "number"
-    return "text"
-
-
-def _flow(value) -> str:
-    text = yaml.safe_dump(value, default_flow_style=True, sort_keys=False, allow_unicode=True, width=10_000).strip()
-    return text.removesuffix("...").strip()  # a scalar is dumped as a document with an end marker
-
-
-def draft_spec(path: str | Path, survey: str) -> str:
-    """A commented YAML survey spec for the data file ``path``, accepted by ``sdc check``.
-
-    Parameters
-    ----------
-    path : a ``.csv``, ``.parquet``, ``.sav``, ``.zsav``, ``.dta``, ``.sas7bdat`` or ``.xpt`` file.
-    survey : the survey's name (a letter, then letters, digits or ``_``).
-
-    Returns
-    -------
-    The spec text: every column with its type (and SPSS/Stata variable label) and its drafted role
-    (:func:`draft_roles`) with a comment giving the reason, value labels as commented categories,
-    SPSS user-missing codes as ``missing:``, the risk parameters of SPEC §12 (with
-    ``max_linkage_risk`` when there are continuous keys) and the plans to start from: local
-    suppression to 3-anonymity when there are categorical keys, MDAV microaggregation (k = 5) of the
-    continuous keys when there are continuous keys.
-    """
-    path = Path(path)
-    check_name("survey name", survey)
-    contents = read_with_metadata(path)
-    drafted = draft_roles(contents)
-    lines = [
-        f"# Survey spec drafted by `sdc init` from {path.name} ({len(contents.data)} records,",
-        f"# {contents.data.shape[1]} columns). Every role below is a GUESS with its reason: check each one,",
-        "# above all which variables an intruder could know (the keys), then run `sdc check` on this file.",
-        f"survey: {survey}",
-        f"title: {_flow(path.stem)}",
-        "source:",
-        f"  path: {_flow(str(path.resolve()))}",
-        f"  format: {contents.format}",
-        "variables:",
-    ]
-    for v in drafted:
-        entry = {"role": v.role}
-        if v.scale is not None:
-            entry["scale"] = v.scale
-        if v.categories is not None:
-            entry["order" if v.scale == "ordinal" else "categories"] = list(v.categories)
-        if v.missing:
-            entry["missing"] = [_plain(m) for m in v.missing]
-        if v.role == "continuous_key":
-            entry["precision"] = 0.01
-        lines.append(f"  {_flow(v.name)}: {_flow(entry)}")
-        label = contents.column_labels.get(v.name)
-        lines.append(f"    # type: {column_type(contents.data[v.name])}" + (f"; label: {label}" if label else ""))
-        lines.append(f"    # guess: {v.reason}")
-        if v.category_labels:
-            shown = ", ".join(f"{_plain(code)} = {label}" for code, label in v.category_labels.items())
-            lines.append(f"    # labels: {shown}")
-    categorical = [v.name for v in drafted if v.role == "categorical_key"]
-    continuous = [v.name for v in drafted if v.role == "continuous_key"]
-    lines += [
-        "risk:",
-        "  k: 3                          # k-anonymity threshold (SPEC §3.3)",
-        "  l: 2                          # l-diversity of sensitive variables (SPEC §3.6)",
-        "  max_global_risk: 0.01         # expected share of re-identified records allowed (SPEC §3.4)",
-        "  individual_risk_threshold: 0.05",
-    ]
-    if continuous:
-        lines += [
-            f"  max_linkage_risk: {MAX_LINKAGE_RISK}         # share of released records that the best record "
-            "linkage an",
-            "                                # intruder could run on the continuous keys links to their own",
-            "                                # original record: at most one in five (next to sdcMicro's dRisk,",
-            "                                # the share of records whose masked values stay near the original)",
-        ]
-    lines.append("search: {enabled: true}          # search the plan that meets the risk target with the least loss")
-    lines.append("plans:")
-    if categorical:
-        # With continuous keys too, the amounts are microaggregated within each released key
-        # combination: released unchanged (or averaged across key combinations) they would link each
-        # record back to its original (the linkage_risk check).
-        lines += [
-            "  suppress_k3:",
-            "    description: local suppression of the categorical keys to 3-anonymity"
-            + (", then MDAV microaggregation of the continuous keys within each released key combination"
-               " (groups of at least 5), so that they do not single out a record among those sharing its key"
-               if continuous else " (a plan to start from)"),
-            "    k: 3",
-            "    steps:",
-            "      - {method: local_suppression, k: 3}",
-        ]
-        if continuous:
-            lines.append(f"      - {{method: microaggregation, columns: {_flow(continuous)}, k: 5, "
-                         f"strata: {_flow(categorical)}}}")
-    elif continuous:
-        lines += [
-            "  microaggregate_k5:",
-            "    description: MDAV microaggregation of the continuous keys in groups of at least 5",
-            "    steps:",
-            f"      - {{method: microaggregation, columns: {_flow(continuous)}, k: 5}}",
-        ]
-    if not categorical and not continuous:
-        lines.insert(3, "# No column looked like a key: give at least one the role categorical_key or continuous_key.")
-        lines += [
-            "  suppress_k3:",
-            "    description: local suppression of the categorical keys to 3-anonymity (once keys are chosen)",
-            "    k: 3",
-            "    steps:",
-            "      - {method: local_suppression, k: 3}",
-        ]
-    return "\n".join(lines) + "\n"

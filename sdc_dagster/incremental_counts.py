@@ -1,0 +1,98 @@
+"""Incremental form of the compatible counter (SPEC §2.4): local suppression removes key values
+record by record, and the frequencies follow without recounting the data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sdc_dagster.frequencies import compatible_counts
+from sdc_dagster.keys import check_mask_width, pack_codes
+
+
+class IncrementalCompatibleCounts:
+    """SPEC §2.4 frequencies (sdcMicro ``freqCalc``, alpha = 1) of a data set whose keys lose values.
+
+    The current keys are held as a table of distinct keys with their record counts and weight sums;
+    setting key values of some records to missing moves those records to other (possibly new)
+    table rows, so an update costs the changed records, not the data set. Every count is
+    :func:`compatible_counts` on that table, so the semantics are exactly those of
+    :func:`missing_aware_key_frequencies` (and of ``risk.key_frequencies`` / ``k_anonymity_violations``).
+
+    * :meth:`record_counts`: (f, F) of every record's current key.
+    * :meth:`probe_counts`: (f, F) that arbitrary keys would have among the current records, e.g. a
+      record's key with some values set to missing. A probe derived from a record's own key by
+      removing values is compatible with that key, so the record itself is counted once.
+
+    Parameters
+    ----------
+    digits, radices : :func:`key_digits` of the data (0 = missing); ``digits`` is copied.
+    weights : validated float64 weights per record, or None (then F = f).
+    """
+
+    def __init__(self, digits: np.ndarray, radices: np.ndarray, weights: np.ndarray | None = None):
+        check_mask_width(np.shape(digits)[1], "local suppression")
+        self.digits = np.array(digits, dtype=np.int64, copy=True)
+        self.radices = np.asarray(radices, dtype=np.int64)
+        self.weights = np.ones(len(self.digits)) if weights is None else np.asarray(weights, dtype=np.float64)
+        (code,) = pack_codes([self.digits], self.radices)
+        self.record_key, uniques = pd.factorize(code)
+        size = len(uniques)
+        first = np.full(size, len(code), dtype=np.int64)
+        np.minimum.at(first, self.record_key, np.arange(len(code), dtype=np.int64))
+        self.table = self.digits[first]
+        self.count = np.bincount(self.record_key, minlength=size).astype(np.float64)
+        self.weight_sum = np.bincount(self.record_key, weights=self.weights, minlength=size)
+
+    def record_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """(f, F) of every record's current key (float64 arrays, one value per record)."""
+        f, F = compatible_counts(self.table, self.radices, self.count, self.weight_sum, 1.0)
+        return f[self.record_key], F[self.record_key]
+
+    def probe_counts(self, probes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(f, F) of each probe key (rows of digits) among the current records, probes not added."""
+        if len(probes) == 0:
+            return np.zeros(0), np.zeros(0)
+        row, table_size = self._rows_of(probes)
+        size = max(table_size, int(row.max()) + 1)
+        digits = np.zeros((size, self.table.shape[1]), dtype=np.int64)
+        digits[:table_size] = self.table
+        digits[row] = probes
+        count = np.zeros(size)
+        count[:table_size] = self.count
+        weight_sum = np.zeros(size)
+        weight_sum[:table_size] = self.weight_sum
+        f, F = compatible_counts(digits, self.radices, count, weight_sum, 1.0)
+        return f[row], F[row]
+
+    def set_missing(self, records: np.ndarray, masks: np.ndarray | int) -> None:
+        """Set, in each of ``records``, the key values whose bit is set in its mask to missing."""
+        records = np.asarray(records, dtype=np.int64)
+        if len(records) == 0:
+            return
+        masks = np.broadcast_to(np.asarray(masks, dtype=np.int64), records.shape)
+        bits = ((masks[:, None] >> np.arange(self.digits.shape[1], dtype=np.int64)) & 1).astype(bool)
+        new = np.where(bits, 0, self.digits[records])
+        self.digits[records] = new
+        np.subtract.at(self.count, self.record_key[records], 1.0)
+        np.subtract.at(self.weight_sum, self.record_key[records], self.weights[records])
+        row, table_size = self._rows_of(new)
+        if row.max(initial=-1) >= table_size:
+            grow = int(row.max()) + 1 - table_size
+            self.table = np.vstack([self.table, np.zeros((grow, self.table.shape[1]), dtype=np.int64)])
+            self.table[row] = new
+            self.count = np.r_[self.count, np.zeros(grow)]
+            self.weight_sum = np.r_[self.weight_sum, np.zeros(grow)]
+        self.record_key[records] = row
+        np.add.at(self.count, row, 1.0)
+        np.add.at(self.weight_sum, row, self.weights[records])
+
+    def _rows_of(self, keys: np.ndarray) -> tuple[np.ndarray, int]:
+        """Table row of each key; keys not in the table get new rows numbered from the table size."""
+        table_code, key_code = pack_codes([self.table, keys], self.radices)
+        row = pd.Index(table_code).get_indexer(key_code)
+        new = row < 0
+        if new.any():
+            new_index, _ = pd.factorize(key_code[new])
+            row[new] = len(table_code) + new_index
+        return row.astype(np.int64), len(table_code)

@@ -1,0 +1,382 @@
+"""What the release report shows, as frames and figures every format shares (HTML, PDF, JSON):
+the headline and decision tables, the plan points and the recommendation, the step sentences,
+the category shares and distribution panels of the variables, and the report's plots."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sdc_dagster.errors import SDCInputError
+from sdc_dagster.loss.topsis import topsis_summary
+from sdc_dagster.protect import global_recode as protect_global_recode
+from sdc_dagster.protect import interval_recode as protect_interval_recode
+from sdc_dagster.report.categories import category_sort_key, category_texts
+from sdc_dagster.report.decision import Recommendation, pareto_optimal, recommend_plan
+from sdc_dagster.report.inputs import ReportInputs
+from sdc_dagster.report.measures import format_value, measure_info
+from sdc_dagster.report.plots import (
+    boxplot_png,
+    grouped_bars_png,
+    histogram_png,
+    histograms_png,
+    risk_utility_map_png,
+)
+
+_TOPSIS_STATISTICS = ("n", "min", "q1", "median", "mean", "q3", "max", "cv", "skewness",
+                      "shapiro_w", "shapiro_p", "ks_d", "ks_p", "cvm_w2", "cvm_p", "ad_a2", "ad_p")
+
+_METHOD_LABELS = {
+    "local_suppression": "Local suppression", "pram": "PRAM", "microaggregation": "Microaggregation",
+    "recode": "Global recoding", "global_recode": "Global recoding", "interval_recode": "Global recoding into intervals",
+    "top_code": "Top coding", "bottom_code": "Bottom coding", "noise": "Noise addition", "rounding": "Rounding",
+    "rank_swap": "Rank swapping", "record_swap": "Targeted record swapping", "subsample": "Subsampling",
+    "remove": "Removal of variables",
+}
+
+
+# --- inputs and the figures every format shares ------------------------------------------------
+
+
+def check_inputs(inputs: ReportInputs) -> None:
+    if "risk" not in inputs.risk_per_record.columns:
+        raise SDCInputError("risk_per_record: column 'risk' is required for the report")
+    for name, plan in inputs.plans.items():
+        if not isinstance(plan.topsis, pd.Series):
+            raise SDCInputError(f"plans[{name!r}].topsis: a Series of per-record TOPSIS losses is required")
+
+
+def risk_measures(inputs: ReportInputs) -> list[str]:
+    """Risk entries in first-seen order: the wave's own, then any only reported after a plan."""
+    names = list(inputs.risk_before)
+    for plan in inputs.plans.values():
+        names.extend(name for name in plan.residual_risk if name not in names)
+    return names
+
+
+def loss_measures(inputs: ReportInputs) -> list[str]:
+    names: list[str] = []
+    for plan in inputs.plans.values():
+        names.extend(name for name in plan.loss if name not in names)
+    return names
+
+
+def headline_table(inputs: ReportInputs) -> pd.DataFrame:
+    """Headline figures: one row for the unprotected wave and one per protection plan.
+
+    Returns
+    -------
+    DataFrame
+        Index "original" and the plan names; one column per risk measure, then
+        ``mean_topsis_loss``, ``checks_passed`` ("passed/total") and ``releasable``
+        (NA for the original row, which has no loss or checks).
+    """
+    check_inputs(inputs)
+    measures = risk_measures(inputs)
+    rows = {"original": {**{m: inputs.risk_before.get(m, np.nan) for m in measures},
+                         "mean_topsis_loss": np.nan, "checks_passed": "", "releasable": pd.NA}}
+    for name, plan in inputs.plans.items():
+        rows[name] = {**{m: plan.residual_risk.get(m, np.nan) for m in measures},
+                      "mean_topsis_loss": float(plan.topsis.mean()) if len(plan.topsis) else np.nan,
+                      "checks_passed": f"{sum(bool(v) for v in plan.checks.values())}/{len(plan.checks)}",
+                      "releasable": bool(plan.releasable)}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "plan"
+    return table
+
+
+def plan_points(inputs: ReportInputs) -> pd.DataFrame:
+    """The plans on the risk-utility map: index = plans (spec order); ``risk`` (residual
+    ``inputs.risk_measure``), ``loss`` (``inputs.loss_measure``), ``utility`` (1 - loss),
+    ``releasable`` and ``pareto`` (Pareto-optimal among the releasable plans)."""
+    points = pd.DataFrame(
+        {"risk": [float(plan.residual_risk.get(inputs.risk_measure, np.nan)) for plan in inputs.plans.values()],
+         "loss": [float(plan.loss.get(inputs.loss_measure, np.nan)) for plan in inputs.plans.values()],
+         "releasable": [bool(plan.releasable) for plan in inputs.plans.values()]},
+        index=pd.Index(list(inputs.plans), name="plan"),
+    )
+    points["utility"] = 1.0 - points["loss"]
+    front = pareto_optimal(points[points["releasable"].astype(bool)])
+    points["pareto"] = front.reindex(points.index, fill_value=False).astype(bool)
+    return points
+
+
+def recommendation(inputs: ReportInputs) -> Recommendation:
+    """The plan to release by :data:`~sdc_dagster.report.decision.RECOMMENDATION_RULE`."""
+    return recommend_plan(plan_points(inputs))
+
+
+def decision_table(inputs: ReportInputs) -> pd.DataFrame:
+    """The release decision of each plan: ``decision`` ("released": the recommendation, the wave's
+    one release; "eligible alternative": passes every blocking check, ``sdc promote`` can make it
+    the release; or "withheld"),
+    ``blocking_checks_failed`` (each failed blocking check with its rule and the value found) and
+    ``warnings`` (failed non-blocking checks)."""
+    def reasons(failed: dict) -> str:
+        return "; ".join(f"{check}: {why}" for check, why in failed.items()) or "none"
+
+    chosen = recommendation(inputs).plan
+    return pd.DataFrame(
+        {"decision": ["released" if name == chosen else "eligible alternative" if plan.releasable else "withheld"
+                      for name, plan in inputs.plans.items()],
+         "blocking_checks_failed": [reasons(plan.withheld_because) for plan in inputs.plans.values()],
+         "warnings": [reasons(plan.warnings) for plan in inputs.plans.values()]},
+        index=pd.Index(list(inputs.plans), name="plan"),
+    )
+
+
+def step_sentence(step: dict) -> str:
+    """One protection step as a sentence: the method, its parameters, its seed and what it did.
+
+    ``step`` is a step record of a release manifest (``method``, ``parameters``,
+    ``random_state``, ``values_changed``, ``values_suppressed``, ``records_before`` /
+    ``records_after``, ``columns_removed``) or a step as written in the spec (``method`` and its
+    parameters side by side).
+    """
+    method = str(step.get("method", "step"))
+    recorded = "parameters" in step
+    parameters = step["parameters"] if recorded else {k: v for k, v in step.items() if k != "method"}
+
+    def written(key: str, value) -> str:
+        label = key.replace("_", " ")
+        if isinstance(value, dict):  # a mapping of categories
+            return f"{label} " + ", ".join(f"{k} → {v}" for k, v in value.items())
+        if isinstance(value, (list, tuple)):
+            return f"{label} " + ", ".join(map(str, value))
+        return f"{label} {value}" if isinstance(value, str) else f"{label} = {value}"
+
+    shown = [written(key, value) for key, value in parameters.items()
+             if value is not None and value is not False and value != [] and value != {}]
+    sentence = _METHOD_LABELS.get(method, method.replace("_", " ").capitalize())
+    if shown:
+        sentence += " with " + "; ".join(shown)
+    if step.get("random_state") is not None:
+        sentence += f" (seed {step['random_state']})"
+    outcomes = []
+    for key, verb in (("values_changed", "changed"), ("values_suppressed", "suppressed")):
+        counts = step.get(key) or {}
+        if counts and (key == "values_suppressed" or counts != step.get("values_suppressed")):
+            outcomes.append(f"{verb} {sum(counts.values()):,} values ("
+                            + ", ".join(f"{v} {n:,}" for v, n in counts.items()) + ")")
+    if recorded and step.get("records_after", 0) < step.get("records_before", 0):
+        outcomes.append(f"kept {step['records_after']:,} of {step['records_before']:,} records")
+    if step.get("columns_removed"):
+        outcomes.append("removed " + ", ".join(map(str, step["columns_removed"])))
+    if outcomes:
+        sentence += ": " + "; ".join(outcomes)
+    return sentence + "."
+
+
+# --- plots (also the Dagster metadata of the report asset) ------------------------------------
+
+
+def risk_histogram(inputs: ReportInputs) -> bytes:
+    """PNG histogram of the individual re-identification risk of the unprotected records."""
+    check_inputs(inputs)
+    return histogram_png(inputs.risk_per_record["risk"], f"Individual risk, {inputs.survey} {inputs.wave}",
+                         xlabel="risk")
+
+
+def combined_risk_histogram(inputs: ReportInputs) -> bytes | None:
+    """PNG histogram of the combined categorical + continuous risk, if the inputs carry it."""
+    if "combined_risk" not in inputs.risk_per_record.columns:
+        return None
+    return histogram_png(inputs.risk_per_record["combined_risk"], "Combined risk (SPEC §5)", xlabel="risk")
+
+
+def contribution_boxplots(inputs: ReportInputs) -> dict[str, bytes]:
+    """PNG box plots of the per-record contribution values, one plot per value (Shapley, solidarity)."""
+    return {value: boxplot_png(frame, f"{value.capitalize()} values per variable", ylabel="contribution")
+            for value, frame in (inputs.contributions_per_record or {}).items()}
+
+
+def contribution_change_plots(inputs: ReportInputs) -> dict[str, bytes]:
+    """PNG bar charts, one per plan with contributions: each variable's global contribution to the
+    risk (SPEC §6.6) before and after the plan."""
+    return {name: grouped_bars_png(plan.contributions, f"Contributions to the risk before and after {name}",
+                                   ylabel="global contribution")
+            for name, plan in inputs.plans.items() if plan.contributions is not None}
+
+
+def topsis_histograms(inputs: ReportInputs) -> bytes:
+    """PNG of the per-record TOPSIS losses of every plan, on a common bin grid."""
+    return histograms_png({name: plan.topsis for name, plan in inputs.plans.items()},
+                          "TOPSIS information loss per record", xlabel="eta (0 = least, 1 = most loss)")
+
+
+def risk_utility_map(inputs: ReportInputs) -> bytes:
+    """PNG scatter of the plans: residual risk against information loss, the Pareto front of the
+    plans passing their blocking checks drawn and the recommended plan ringed."""
+    points = plan_points(inputs)
+    target, target_label = risk_target(inputs)
+    front = None
+    if inputs.search_front is not None:
+        front = inputs.search_front.rename(columns={"global_risk": "risk"})
+    risk_info, loss_info = measure_info(inputs.risk_measure), measure_info(inputs.loss_measure)
+    return risk_utility_map_png(
+        points, f"Risk-utility map of the {len(points)} plan(s)",
+        xlabel=f"residual risk: {risk_info.label}" + (" (%)" if risk_info.kind == "share" else ""),
+        ylabel=f"information loss: {loss_info.label}" + (" (%)" if loss_info.kind == "share" else ""),
+        recommended=recommend_plan(points).plan, target=target, target_label=target_label, front=front,
+        percent=(risk_info.kind == "share", loss_info.kind == "share"),
+    )
+
+
+def risk_target(inputs: ReportInputs) -> tuple[float | None, str]:
+    """The target of the map's risk measure and its legend text: the spec's ``max_global_risk``
+    for the global risk, ``max_linkage_risk`` for the record-linkage risk, else None."""
+    target = {"global_risk": inputs.max_global_risk, "linkage_risk": inputs.max_linkage_risk}.get(inputs.risk_measure)
+    if target is None:
+        return None, ""
+    return float(target), f"target: at most {format_value(target, 'share')}"
+
+
+def report_plots(inputs: ReportInputs) -> dict[str, bytes]:
+    """The summary plots of the report as ``{name: PNG bytes}`` (for Dagster metadata)."""
+    plots = {"risk_histogram": risk_histogram(inputs)} if inputs.keys else {}
+    combined = combined_risk_histogram(inputs)
+    if combined is not None:
+        plots["combined_risk_histogram"] = combined
+    plots.update({f"{value}_boxplot": png for value, png in contribution_boxplots(inputs).items()})
+    plots.update({f"contributions_{name}": png for name, png in contribution_change_plots(inputs).items()})
+    if inputs.plans:
+        plots["topsis_histograms"] = topsis_histograms(inputs)
+        plots["risk_utility_map"] = risk_utility_map(inputs)
+    return plots
+
+
+def category_shares(values: dict[str, pd.Series], labels: dict | None = None) -> pd.DataFrame:
+    """Share of the records in each category (missing values as "(missing)"), one column per
+    series of ``values`` (e.g. "original" and each plan). Categories are written by
+    :func:`~sdc_dagster.report.categories.category_text` (``1`` for ``1.0``; with ``labels``,
+    code -> value label, ``4 (Burgenland)``) and ordered by
+    :func:`~sdc_dagster.report.categories.category_sort_key`."""
+    shares = {name: category_texts(series, labels).value_counts(normalize=True) for name, series in values.items()}
+    table = pd.DataFrame(shares).fillna(0.0)
+    return table.reindex(sorted(table.index, key=category_sort_key)).rename_axis("category")
+
+
+_INTERVAL_METHODS = ("interval_recode", "global_recode")
+
+
+def _step_parameters(step: dict) -> dict:
+    """A step's parameters, from a manifest step record or a step as written in the spec."""
+    return step["parameters"] if "parameters" in step else {k: v for k, v in step.items() if k != "method"}
+
+
+def _banded(step: dict, values: pd.Series) -> pd.Series | None:
+    """``values`` recoded into the bands of an interval step, each band by its interval label
+    ("(20,30]", as sdcMicro's globalRecode writes it) when the step gave none; None when the bands
+    cannot be applied (values outside the breaks, a step without breaks)."""
+    parameters = _step_parameters(step)
+    breaks = parameters.get("breaks")
+    if not isinstance(breaks, (list, tuple)) or len(breaks) < 2:
+        return None
+    numbers = pd.to_numeric(values, errors="coerce")
+    try:
+        if step.get("method") == "global_recode":
+            return protect_global_recode(numbers, breaks=list(breaks), labels=parameters.get("labels"))
+        return protect_interval_recode(numbers.to_frame("v"), "v", list(breaks),
+                                       labels=_interval_labels(parameters), right=parameters.get("right", True))["v"]
+    except (SDCInputError, TypeError, ValueError):
+        return None
+
+
+def _interval_labels(parameters: dict) -> list | None:
+    """The labels of an ``interval_recode`` step: its own, else (right-closed bands) the interval
+    labels of sdcMicro's globalRecode, the first closed on the left as interval_recode includes it."""
+    if parameters.get("labels") is not None or not parameters.get("right", True):
+        return parameters.get("labels")
+    edges = [float(b) for b in parameters["breaks"]]
+    labels = list(protect_global_recode(pd.Series(edges), breaks=edges).cat.categories)
+    return ["[" + labels[0][1:], *labels[1:]]
+
+
+def _band_names(step: dict, released: pd.Series) -> pd.Series:
+    """``released`` with interval_recode's default codes 1, 2, ... replaced by their bands' labels
+    (unchanged when the step named its labels or its codes cannot be matched to bands)."""
+    parameters = _step_parameters(step)
+    if step.get("method") != "interval_recode" or parameters.get("labels") is not None:
+        return released
+    try:
+        labels = _interval_labels(parameters)
+    except (SDCInputError, KeyError, TypeError, ValueError):
+        return released
+    numbered = dict(zip(range(1, len(labels) + 1), labels)) if labels else {}
+    codes = pd.to_numeric(released, errors="coerce")
+    if not numbered or codes.notna().sum() != released.notna().sum() or not set(codes.dropna()) <= set(numbered):
+        return released
+    return codes.map(numbered)
+
+
+def distribution_panels(inputs: ReportInputs, variable: str) -> list[tuple[str, dict[str, pd.Series], bool]]:
+    """The charts of ``variable`` in "Distributions before and after": ``(title, {series name:
+    values}, continuous)`` each. The first holds the original and every plan released on the
+    original's scale (categories among the original's, numbers for a continuous variable); a plan
+    that recoded the variable into bands (an interval step, or categories the original does not
+    have) gets its own chart of categories, with the original put into the same bands when the
+    plan's step allows it, so that bands are never drawn on the axis of the original values. An
+    ``interval_recode`` without labels (codes 1, 2, ...) is shown with its interval labels."""
+    values = inputs.distributions[variable]
+    original = values["original"]
+    continuous = variable in inputs.continuous
+    observed = set(category_texts(original.dropna()))
+    shared: dict[str, pd.Series] = {"original": original}
+    own = []
+    for name, series in values.items():
+        if name == "original":
+            continue
+        plan = inputs.plans.get(name)
+        steps = [s for s in (plan.steps if plan else [])
+                 if s.get("method") in _INTERVAL_METHODS and _step_parameters(s).get("variable") == variable]
+        present = series.dropna()
+        if continuous:
+            recoded = bool(steps) or pd.to_numeric(present, errors="coerce").isna().any()
+        else:
+            recoded = bool(steps) or not set(category_texts(present)) <= observed
+        if not recoded:
+            shared[name] = series
+            continue
+        panel = {}
+        if steps:
+            before = _banded(steps[-1], original)
+            if before is not None:
+                panel["original, in the same bands"] = before
+            series = _band_names(steps[-1], series)
+        own.append((f"{variable}, recoded by {name}", {**panel, name: series}, False))
+    return [(variable, shared, continuous), *own]
+
+
+def quantile_table(values: dict[str, pd.Series]) -> pd.DataFrame:
+    """Quantiles (min, 10 %, 25 %, median, 75 %, 90 %, max), mean and missing count of each series."""
+    levels = {"min": 0.0, "q10": 0.1, "q25": 0.25, "median": 0.5, "q75": 0.75, "q90": 0.9, "max": 1.0}
+    table = {}
+    for name, series in values.items():
+        numbers = pd.to_numeric(series, errors="coerce")
+        row = numbers.quantile(list(levels.values())).set_axis(list(levels)).to_dict()
+        table[name] = {**row, "mean": numbers.mean(), "missing": int(numbers.isna().sum())}
+    return pd.DataFrame(table).rename_axis("statistic")
+
+
+def topsis_summary_table(inputs: ReportInputs) -> pd.DataFrame:
+    columns = {}
+    for name, plan in inputs.plans.items():
+        eta = plan.topsis.dropna()
+        columns[name] = topsis_summary(eta) if len(eta) >= 3 else {"n": len(eta)}
+    return pd.DataFrame(columns, index=list(_TOPSIS_STATISTICS))
+
+
+def contributions_side_by_side(inputs: ReportInputs) -> pd.DataFrame | None:
+    """Variables x (value, plan): each global contribution before (the wave) and after each plan."""
+    frames = {name: plan.contributions for name, plan in inputs.plans.items() if plan.contributions is not None}
+    if not frames:
+        return None
+    columns = {}
+    for value in ("shapley", "solidarity"):
+        first = next(iter(frames.values()))
+        if f"{value}_before" not in first.columns:
+            continue
+        columns[f"{value} before"] = first[f"{value}_before"]
+        for name, frame in frames.items():
+            columns[f"{value} after {name}"] = frame[f"{value}_after"]
+    return pd.DataFrame(columns).rename_axis("variable")

@@ -1,0 +1,54 @@
+"""Survey specifications: YAML -> frozen dataclasses, validated (SPEC §1, §3, §5, §8, §12).
+
+* :mod:`~sdc_dagster.spec.survey`: the :class:`SurveySpec` and its parts;
+* :mod:`~sdc_dagster.spec.parse`: validation of a parsed document (:func:`parse_spec`);
+* :mod:`~sdc_dagster.spec.files`: spec files with the YAML line of every problem (:func:`load_spec`,
+  :func:`scan_specs`);
+* :mod:`~sdc_dagster.spec.draft`: a first spec drafted from a data file (``sdc draft``).
+"""
+
+from sdc_dagster.spec.files import BrokenSpec, load_spec, load_specs, scan_specs
+from sdc_dagster.spec.parse import parse_spec, spec_text_with_plans
+from sdc_dagster.spec.survey import (
+    FORMATS,
+    RELEASE_FORMATS,
+    ROLES,
+    SCALES,
+    SEARCH_LOSSES,
+    SEARCH_METHODS,
+    SEARCHED_PLAN,
+    Plan,
+    ReleaseOptions,
+    RiskParameters,
+    SearchOptions,
+    Source,
+    SpecError,
+    SurveySpec,
+    Variable,
+    Variables,
+)
+
+__all__ = [
+    "FORMATS",
+    "RELEASE_FORMATS",
+    "ROLES",
+    "SCALES",
+    "SEARCHED_PLAN",
+    "SEARCH_LOSSES",
+    "SEARCH_METHODS",
+    "BrokenSpec",
+    "Plan",
+    "ReleaseOptions",
+    "RiskParameters",
+    "SearchOptions",
+    "Source",
+    "SpecError",
+    "SurveySpec",
+    "Variable",
+    "Variables",
+    "load_spec",
+    "load_specs",
+    "parse_spec",
+    "scan_specs",
+    "spec_text_with_plans",
+]

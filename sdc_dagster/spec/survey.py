@@ -1,0 +1,251 @@
+"""The survey spec as frozen dataclasses: the survey, how its wave files are read, the role and scale
+of every variable (SPEC §1.1–1.2), its missing-value codes, the risk parameters (SPEC §3, §5, §12),
+the named protection plans (ordered steps, SPEC §8), the release options and the plan search.
+
+A problem of a spec is a :class:`SpecError` naming the key path (``variables.roof.scale``) and what
+was expected (:mod:`sdc_dagster.spec.parse` finds them, :mod:`sdc_dagster.spec.files` adds the YAML
+line of the key).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROLES = (
+    "direct_identifier",
+    "categorical_key",
+    "continuous_key",
+    "sensitive",
+    "weight",
+    "household_id",
+    "record_id",
+    "other",
+)
+SCALES = ("nominal", "ordinal", "continuous")
+# File extension -> format of a wave file; a wave is read by its extension, the spec's
+# ``source.format`` applies to files without one.
+FORMATS = {
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".sav": "spss",
+    ".zsav": "spss",
+    ".dta": "stata",
+    ".sas7bdat": "sas",
+    ".xpt": "xport",
+}
+# Formats a released safe file can be written in (``release.formats``; SAS waves are released as xport).
+RELEASE_FORMATS = ("spss", "stata", "csv", "parquet", "xport")
+
+
+class SpecError(ValueError):
+    """The survey spec is wrong; the message names the key and what was expected.
+
+    ``key`` is the key path of the problem (``plans.p.steps[0]``), used to find its YAML line.
+    ``errors`` are the independent problems: ``(self,)`` for one; for several (:meth:`combine`) the
+    message lists theirs, one per line, and ``key`` is the first one's.
+    """
+
+    def __init__(self, message: str, *, key: str | None = None, errors: tuple[SpecError, ...] = ()):
+        super().__init__(message)
+        self.key = key
+        self.errors = tuple(errors) or (self,)
+
+    @classmethod
+    def combine(cls, errors: list[SpecError]) -> SpecError:
+        """One error for ``errors`` (non-empty): the error itself if it is alone."""
+        if len(errors) == 1:
+            return errors[0]
+        return cls("\n".join(map(str, errors)), key=errors[0].key, errors=tuple(errors))
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One column of the survey: its role (SPEC §1.1), scale (§1.2) and value rules."""
+
+    name: str
+    role: str
+    scale: str | None = None
+    categories: tuple | None = None
+    missing_codes: tuple = ()
+    precision: float | None = None
+    hierarchy: tuple = ()  # recode levels, coarser with each: a level is a tuple of groups of categories
+
+    @property
+    def numeric(self) -> bool:
+        """Whether the values must be numbers: a weight, a continuous key, or numeric categories."""
+        if self.role in ("weight", "continuous_key"):
+            return True
+        return self.categories is not None and all(
+            isinstance(c, (int, float)) and not isinstance(c, bool) for c in self.categories
+        )
+
+
+class Variables(tuple):
+    """The spec's variables in spec order; also indexed by name: ``spec.variables["edu"]``."""
+
+    def __getitem__(self, item):
+        if isinstance(item, str):
+            for v in self:
+                if v.name == item:
+                    return v
+            raise KeyError(item)
+        return super().__getitem__(item)
+
+
+@dataclass(frozen=True)
+class Source:
+    """How a wave file is found and read."""
+
+    path: str | None = None
+    format: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RiskParameters:
+    """Risk thresholds (SPEC §3.1, §3.3, §3.6, §4.1, §5.1, §12).
+
+    ``max_linkage_risk``: the largest share of released records that distance-based record linkage
+    (SPEC §4.1) may link to their own original, the blocking release check of a spec with continuous
+    keys (:func:`sdc_dagster.pipeline.protection.release_checks`). It bounds what an intruder who knows a
+    person's key values achieves by taking the nearest released record, under the best of the
+    linkage variants the pipeline computes. Default 0.2: at most one released record in five is
+    re-identified through the continuous keys. sdcMicro's ``dRisk`` (``interval_risk``, SPEC §4.2)
+    answers a different question, the share of records whose every original value lies within
+    k·sd of its released value; it is reported next to it, not used as the release rule.
+    """
+
+    k: int = 3
+    l: int = 2
+    recursive_c: float = 2.0
+    max_global_risk: float = 0.05
+    individual_risk_threshold: float = 0.1
+    max_linkage_risk: float = 0.2
+
+
+@dataclass(frozen=True)
+class ReleaseOptions:
+    """How a released variant is published (``release:``): the formats written besides the wave's
+    own and Parquet, whether the record order is shuffled, and whether record and household ids
+    are replaced by new sequence numbers."""
+
+    formats: tuple[str, ...] = ()
+    shuffle: bool = True
+    renumber_ids: bool = True
+
+
+#: Step methods the plan search may use (``search.methods``): the generalisation and suppression of
+#: the categorical keys, and the candidate steps of the continuous keys.
+SEARCH_METHODS = ("recode", "interval_recode", "top_coding", "local_suppression", "microaggregation", "noise",
+                  "rank_swap")
+SEARCH_LOSSES = ("lambda_arctan", "topsis")
+
+
+#: The name of the plan the search recommends, as a protected variant (``protected_searched``).
+SEARCHED_PLAN = "searched"
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """The plan search of a wave (``search:``, issue 22; :func:`sdc_dagster.pipeline.search.search_wave`).
+
+    ``enabled``: whether the pipeline searches (off when the spec has no ``search:`` section, on when
+    it has one without ``enabled``; drafted specs write ``search: {enabled: true}``).
+    ``keep``: categorical keys never recoded. ``max_level``: the deepest generalisation level tried
+    per key (None: every level the data gives). ``methods``: the step methods the search may use
+    (:data:`SEARCH_METHODS`): ``recode`` merges rare categories (or the spec's ``hierarchy:``),
+    ``interval_recode`` and ``top_coding`` give the bands and coded tails of ordered keys (released
+    as ``recode`` groups, each band coded by its smallest value, SPEC §8.2), ``local_suppression``
+    suppresses to k-anonymity and, where the global risk is still above the target, by individual
+    risk; ``microaggregation``, ``noise`` and ``rank_swap`` are the continuous keys' candidate steps.
+    ``budget_seconds``: the time budget of one wave's search, default 120 s (two minutes; a
+    100,000-record wave with 7 keys stays within it, ``benchmarks/plan_search.py``); past it the
+    search stops with the best plans found and says so. ``loss``: the information loss the plans are
+    compared on, the distance measure (1) with arctan distances (SPEC §9.1, ``lambda_arctan``,
+    default) or the mean TOPSIS loss (SPEC §10, ``topsis``).
+    """
+
+    enabled: bool = False
+    keep: tuple[str, ...] = ()
+    max_level: int | None = None
+    methods: tuple[str, ...] = SEARCH_METHODS
+    budget_seconds: float = 120.0
+    loss: str = "lambda_arctan"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A named protection plan: ordered steps, the k its output must reach, and its seed."""
+
+    name: str
+    steps: tuple[Mapping[str, Any], ...]
+    k: int
+    random_state: int
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class SurveySpec:
+    """A validated survey specification."""
+
+    survey: str
+    title: str
+    source: Source
+    variables: Variables
+    risk: RiskParameters
+    plans: tuple[Plan, ...]
+    spec_path: Path | None = None
+    spec_hash: str = ""
+    release: ReleaseOptions = ReleaseOptions()
+    search: SearchOptions = SearchOptions()
+
+    def variable(self, name: str) -> Variable:
+        return self.variables[name]
+
+    def names(self, role: str) -> list[str]:
+        return [v.name for v in self.variables if v.role == role]
+
+    @property
+    def categorical_keys(self) -> list[str]:
+        return self.names("categorical_key")
+
+    @property
+    def continuous_keys(self) -> list[str]:
+        return self.names("continuous_key")
+
+    @property
+    def weight(self) -> str | None:
+        w = self.names("weight")
+        return w[0] if w else None
+
+    @property
+    def household_id(self) -> str | None:
+        h = self.names("household_id")
+        return h[0] if h else None
+
+    @property
+    def record_id(self) -> str | None:
+        r = self.names("record_id")
+        return r[0] if r else None
+
+    @property
+    def precision(self) -> dict[str, float]:
+        return {v.name: v.precision for v in self.variables if v.role == "continuous_key"}
+
+    @property
+    def scales(self) -> dict[str, str]:
+        return {v.name: v.scale for v in self.variables if v.scale is not None}
+
+    @property
+    def hierarchies(self) -> dict[str, list[list[list]]]:
+        """The category hierarchy of each categorical key that has one (``hierarchy:``), as lists."""
+        return {v.name: [[list(g) for g in level] for level in v.hierarchy] for v in self.variables if v.hierarchy}
+
+    def plan(self, name: str) -> Plan:
+        for p in self.plans:
+            if p.name == name:
+                return p
+        raise KeyError(name)
