@@ -18,7 +18,8 @@ from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
-from sdc_dagster.cli import _instance_settings, main
+from sdc_dagster.cli import main
+from sdc_dagster.cli.home import _instance_settings
 from sdc_dagster.resources.storage import bundled_examples, spec_folders
 from sdc_dagster.resources.storage import sdc_home, user_specs_dir
 
@@ -43,7 +44,7 @@ def wheel(tmp_path_factory) -> tuple[Path, str]:
 def test_wheel_installs_one_namespaced_package_with_the_demo_data(wheel):
     names = zipfile.ZipFile(wheel[0]).namelist()
     assert {n.split("/")[0] for n in names} == {"sdc_dagster", "sdc_dagster-0.1.0.dist-info"}
-    for expected in ("sdc_dagster/assets/survey.py", "sdc_dagster/resources/storage.py", "sdc_dagster/cli.py",
+    for expected in ("sdc_dagster/assets/survey.py", "sdc_dagster/resources/storage.py", "sdc_dagster/cli/__init__.py",
                      "sdc_dagster/examples/testdata.yaml", "sdc_dagster/examples/simulation.yaml",
                      "sdc_dagster/examples/data/testdata.csv", "sdc_dagster/examples/grid/census_grid.yaml"):
         assert expected in names, expected
