@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -90,17 +91,25 @@ def process_alive(pid: int) -> bool:
     return True
 
 
-def storage_problem(error: BaseException) -> str | None:
+def storage_problem(error) -> str | None:
     """"<path>: <cause>" when ``error`` (or an error it was raised from) is the disk refusing a
-    write (:data:`STORAGE_ERRNOS`) or SQLite reporting a full or failing disk; otherwise None."""
+    write (:data:`STORAGE_ERRNOS`) or SQLite reporting a full or failing disk; otherwise None.
+
+    ``error`` is an exception, or an error serialised by the process that raised it (an object with
+    ``message``, ``cause`` and ``context``, as Dagster reports a failed step): the errno is then read
+    from the message (``[Errno 28] No space left on device: '<path>'``)."""
     seen = set()
     while error is not None and id(error) not in seen:
         seen.add(id(error))
+        raised = isinstance(error, BaseException)
         if isinstance(error, OSError) and error.errno in STORAGE_ERRNOS:
             where = error.filename or "the data home"
             return f"{where}: {STORAGE_ERRNOS[error.errno]}"
-        text = str(error)
+        text = str(error) if raised else error.message or ""
+        match = re.search(r"\[Errno (\d+)\] [^:]*(?:: '([^']*)')?", text)
+        if match and int(match.group(1)) in STORAGE_ERRNOS:
+            return f"{match.group(2) or 'the data home'}: {STORAGE_ERRNOS[int(match.group(1))]}"
         if "database or disk is full" in text or "disk I/O error" in text:
             return f"{os.environ.get('DAGSTER_HOME', 'the Dagster instance')}: the disk is full or failing ({text.splitlines()[0]})"
-        error = error.__cause__ or error.__context__
+        error = (error.__cause__ or error.__context__) if raised else (error.cause or error.context)
     return None

@@ -5,6 +5,7 @@ import errno
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -54,3 +55,17 @@ def test_storage_problems_name_the_path_and_the_cause():
         raise RuntimeError("step failed") from full
     except RuntimeError as exc:
         assert storage_problem(exc) == "/data/home/x.parquet: no space left on the device"
+
+
+def test_storage_problems_of_a_failed_step_serialised_by_another_process():
+    """A step that failed in a run worker reaches ``sdc run`` as Dagster's serialised error: message,
+    cause and context, no exception object."""
+    def serialised(message, cause=None, context=None):
+        return SimpleNamespace(message=message, cause=cause, context=context)
+
+    full = serialised("OSError: [Errno 28] No space left on device: '/data/home/x.parquet'\n")
+    assert storage_problem(serialised("dagster wrapper", cause=full)) == \
+        "/data/home/x.parquet: no space left on the device"
+    assert storage_problem(serialised("wrapper", context=serialised("PermissionError: [Errno 13] denied"))) == \
+        "the data home: permission denied"
+    assert storage_problem(serialised("ValueError: [Errno 2] No such file or directory: 'x'")) is None

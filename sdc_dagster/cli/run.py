@@ -14,7 +14,7 @@ from pathlib import Path
 from sdc_dagster.cli.home import _dagster_instance, _fail_abandoned_runs, _prepare_environment, _run_process_tags, \
     _survey_specs, _unknown_survey, _unsafe_names
 from sdc_dagster.cli.status import EXIT_BAD_DATA, EXIT_BAD_SPEC, EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_WITHHELD
-from sdc_dagster.files import write_atomic_with
+from sdc_dagster.files import storage_problem, write_atomic_with
 
 # Dagster's log (steps, warnings, failures with their Python tracebacks) goes to the run's event log
 # (see `sdc ui`), not the terminal: `sdc` prints one line per asset, each withheld variant with its
@@ -205,7 +205,7 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
         while not data_errors and error is not None and error.cause is not None:
             error = error.cause
         message = error.message.strip() if error is not None else "see the run in the UI (sdc ui)"
-        full = _serialised_storage_problem(decided)
+        full = next(filter(None, (storage_problem(error) for _, error in decided)), None)
         if full:
             print(f"   the run's log: {log_file}", file=out)
             print(f"sdc run: cannot write {full} in {step}; free space (or fix the permissions) and run again",
@@ -230,20 +230,6 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
         return EXIT_WITHHELD
     print(f"sdc run: released plan {released['plan']} ({released['folder']})", file=out)
     return EXIT_OK
-
-
-def _serialised_storage_problem(failures: list) -> str | None:
-    """"<path>: <cause>" when a failed step's error (Dagster's serialised chain) is the disk refusing a
-    write (:data:`sdc_dagster.files.STORAGE_ERRNOS`), else None."""
-    from sdc_dagster.files import STORAGE_ERRNOS
-
-    for _, error in failures:
-        while error is not None:
-            match = re.search(r"\[Errno (\d+)\] [^:]*(?:: '([^']*)')?", error.message or "")
-            if match and int(match.group(1)) in STORAGE_ERRNOS:
-                return f"{match.group(2) or 'the data home'}: {STORAGE_ERRNOS[int(match.group(1))]}"
-            error = error.cause or error.context
-    return None
 
 
 def _no_release(step: str, error) -> bool:
