@@ -4,6 +4,7 @@ The fresh-venv install of the wheel with `sdc demo` and `sdc run` from an empty 
 `make wheel-check` (CI); these tests keep the faster parts in the suite.
 """
 
+import importlib
 import shutil
 import subprocess
 import sys
@@ -41,17 +42,24 @@ def wheel(tmp_path_factory) -> tuple[Path, str]:
     return wheel_file, build.stdout + build.stderr
 
 
+@pytest.mark.slow
 def test_wheel_installs_one_namespaced_package_with_the_demo_data(wheel):
     names = zipfile.ZipFile(wheel[0]).namelist()
     assert {n.split("/")[0] for n in names} == {"sdc_dagster", "sdc_dagster-0.1.0.dist-info"}
-    for expected in ("sdc_dagster/assets/survey.py", "sdc_dagster/resources/storage.py", "sdc_dagster/cli/__init__.py",
+    for expected in ("sdc_dagster/resources/storage.py", "sdc_dagster/cli/__init__.py",
                      "sdc_dagster/examples/testdata.yaml", "sdc_dagster/examples/simulation.yaml",
                      "sdc_dagster/examples/data/testdata.csv", "sdc_dagster/examples/grid/census_grid.yaml"):
         assert expected in names, expected
+    # every module of the checkout, subpackages found without a list (assets/survey/ ...)
+    for folder, package in (("sdc_dagster", "sdc_dagster"), ("assets", "sdc_dagster/assets"),
+                            ("resources", "sdc_dagster/resources")):
+        modules = {f"{package}/{p.relative_to(CHECKOUT / folder).as_posix()}" for p in (CHECKOUT / folder).rglob("*.py")}
+        assert modules - set(names) == set()
     entry_points = zipfile.ZipFile(wheel[0]).read("sdc_dagster-0.1.0.dist-info/entry_points.txt").decode()
     assert "sdc = sdc_dagster.cli:main" in entry_points
 
 
+@pytest.mark.slow
 def test_wheel_builds_without_setuptools_warnings(wheel):
     log = wheel[1]
     assert "SetuptoolsDeprecationWarning" not in log and "project.license" not in log
@@ -59,12 +67,20 @@ def test_wheel_builds_without_setuptools_warnings(wheel):
 
 
 def test_checkout_uses_the_top_level_folders():
+    """The package mapping of the editable install (`pip install -e .`) alone: the checkout's
+    folders, and no other folder of the checkout as a subpackage (the package's search path is its
+    own folder)."""
+    import sdc_dagster
     import sdc_dagster.assets
     import sdc_dagster.resources
 
     assert Path(sdc_dagster.assets.__file__).parent == CHECKOUT / "assets"
     assert Path(sdc_dagster.resources.__file__).parent == CHECKOUT / "resources"
     assert bundled_examples() == CHECKOUT / "examples"
+    assert [Path(p) for p in sdc_dagster.__path__] == [CHECKOUT / "sdc_dagster"]
+    for folder in ("tests", "benchmarks", "docs"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(f"sdc_dagster.{folder}")
 
 
 def test_data_home_order(tmp_path, monkeypatch):
