@@ -3,9 +3,12 @@
 
 import io
 
+import pytest
+
 from sdc_dagster.cli import EXIT_BAD_DATA, EXIT_BAD_SPEC, run_check, run_demo
 
 
+@pytest.mark.slow
 def test_demo_materialises_every_wave_and_prints_the_summary(tmp_path, monkeypatch):
     home = tmp_path / "home"
     monkeypatch.setenv("SDC_HOME", str(home))
@@ -112,6 +115,7 @@ variables:
     ])
 
 
+@pytest.mark.slow
 def test_two_sdc_processes_starting_on_a_new_home_both_get_the_instance(tmp_path):
     """Two waves run side by side on a new home: both processes create the Dagster instance at
     once. Without the lock in cli.home._dagster_instance one failed with "table runs already exists"

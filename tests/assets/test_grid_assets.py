@@ -31,6 +31,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CATEGORIES = [c for v in GRID_VARIABLES for c in v.columns]
 
 
+@pytest.mark.slow
 def test_composed_grid_chain_end_to_end(sdc_home, instance):
     regions = prepare_demo_census(sdc_home, n_persons=15_000)
     assert len(regions) > 1
@@ -141,6 +142,7 @@ def test_composed_grid_chain_end_to_end(sdc_home, instance):
     assert {k: latest[k].status.value for k in keys} == {k: "SUCCEEDED" for k in keys}
 
 
+@pytest.mark.slow
 def test_cell_key_is_consistent_on_rerun_and_across_partitions(sdc_home, instance):
     regions = prepare_demo_census(sdc_home, n_persons=8_000)
     instance.add_dynamic_partitions(grid_regions.name, regions)
@@ -182,6 +184,7 @@ def test_sensor_adds_new_regions(sdc_home, instance):
     assert result.dynamic_partitions_requests[0].partition_keys == sorted(regions)
 
 
+@pytest.mark.slow
 def test_two_regions_run_on_a_local_dask_cluster(sdc_home, tmp_path):
     from dagster import DagsterInstance, execute_job, instance_for_test, reconstructable
 
@@ -213,6 +216,7 @@ def test_two_regions_run_on_a_local_dask_cluster(sdc_home, tmp_path):
             assert (store / "grid_suppressed" / f"{region}.parquet").is_file()
 
 
+@pytest.mark.slow
 def test_spec_routes_pick_what_runs(sdc_home, instance, tmp_path):
     spec = tmp_path / "grid.yaml"
     spec.write_text("routes: [suppression]\nsuppression: {k: 4, strategy: fixed}\nswap: {swaprate: 0.1, seed: 7}\n")

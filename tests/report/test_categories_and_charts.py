@@ -212,6 +212,7 @@ def _lowest_text(page) -> float:
     return min(heights) / float(page.mediabox.height)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(chromium_executable() is None, reason="no Chromium-family browser on PATH")
 def test_the_pdf_is_printed_without_playwright_and_its_pages_are_filled(full_report_inputs, tmp_path, monkeypatch):
     from pypdf import PdfReader

@@ -179,6 +179,7 @@ def test_index_links_every_wave_with_the_trend(full_report_inputs, tmp_path):
     assert "Risk and utility across waves" in index and index.count("data:image/png") == 2
 
 
+@pytest.mark.slow
 @pytest.mark.ui
 @pytest.mark.parametrize("width", [1280, 800])
 def test_report_renders_without_overflow_in_headless_chromium(full_report_inputs, tmp_path, width,
@@ -207,6 +208,7 @@ def test_report_renders_without_overflow_in_headless_chromium(full_report_inputs
     assert "Recommended plan: suppression" in page.locator(".decision").inner_text()
 
 
+@pytest.mark.slow
 @pytest.mark.ui
 def test_pdf_has_the_decision_on_page_one(full_report_inputs, tmp_path):
     from pypdf import PdfReader
