@@ -29,8 +29,8 @@ test: $(BIN)/sdc chromium
 	$(BIN)/python -m pytest -q
 
 # The quick subset (under two minutes of summed test time): no test marked slow, i.e. no whole
-# chain, no `sdc run`/`sdc demo` subprocess, no browser (the ui tests are slow too), no wheel build,
-# no public corpus, no full disk.
+# chain, no `sdc run`/`sdc demo`, no browser (the ui tests are slow too), no wheel build, no public
+# corpus, no full disk, no test of several seconds.
 test-quick: $(BIN)/sdc
 	$(BIN)/python -m pytest -q -m "not slow"
 

@@ -234,6 +234,7 @@ def test_a_run_that_fails_after_its_plans_publishes_no_release(tmp_path, home, c
     assert lineage.wave_release(home / "releases", "own", "2024") is None  # but nothing released
 
 
+@pytest.mark.slow
 def test_sdc_plan_prints_the_front_and_writes_its_plans_into_the_spec(tmp_path, home, capsys):
     source = own_survey(tmp_path, home, capsys, [3])
     spec_file = home / "specs" / "own.yaml"

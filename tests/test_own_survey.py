@@ -131,6 +131,7 @@ def test_a_rejected_file_never_replaces_the_landed_wave(home, small_survey, caps
     assert sorted(p.name for p in landed.parent.iterdir()) == ["2024.csv"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content", [b"", b"urbrur,roof\n1,2\n1,\xe3\x28\xa1garbage"], ids=["empty", "cut"])
 def test_a_bad_landed_file_ends_in_one_line_naming_the_file(home, small_survey, capsys, content):
     """Issue 25: a landed file that cannot be read ends in the engine's message (the file and what

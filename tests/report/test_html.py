@@ -56,6 +56,7 @@ def test_plan_points_and_recommendation_from_the_fixture(full_report_inputs):
     assert chosen.plan == "suppression" and chosen.tied == ["suppression", WIDE_PLAN]
 
 
+@pytest.mark.slow
 def test_report_order_decision_first_and_self_contained(full_report_inputs):
     page = render_report(full_report_inputs)
     assert page.startswith("<!DOCTYPE html>")
@@ -130,6 +131,7 @@ def test_decision_table_names_the_failed_blocking_checks(report_inputs):
     assert "Release decision" in page and "k_anonymity_3: fk &gt;= 3 for every record (found: 11)" in page
 
 
+@pytest.mark.slow
 def test_contributions_before_and_after_each_plan(full_report_inputs):
     plots = report_plots(full_report_inputs)
     assert "contributions_suppression" in plots and plots["contributions_suppression"].startswith(b"\x89PNG")
@@ -151,6 +153,7 @@ def test_step_sentences():
     assert step_sentence(subsample) == "Subsampling with fraction = 0.5 (seed 1): kept 5 of 10 records."
 
 
+@pytest.mark.slow
 def test_json_has_every_figure_and_is_strict(full_report_inputs, tmp_path):
     paths = write_report(full_report_inputs, tmp_path / "survey")
     data = json.loads(paths["json"].read_text())  # strict JSON: NaN written as null
@@ -167,6 +170,7 @@ def test_json_has_every_figure_and_is_strict(full_report_inputs, tmp_path):
     assert "NaN" not in paths["json"].read_text()
 
 
+@pytest.mark.slow
 def test_index_links_every_wave_with_the_trend(full_report_inputs, tmp_path):
     folder = tmp_path / "survey"
     for wave in ("w10", "w2"):
