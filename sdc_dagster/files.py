@@ -106,7 +106,8 @@ def storage_problem(error) -> str | None:
             where = error.filename or "the data home"
             return f"{where}: {STORAGE_ERRNOS[error.errno]}"
         text = str(error) if raised else error.message or ""
-        match = re.search(r"\[Errno (\d+)\] [^:]*(?:: '([^']*)')?", text)
+        # a raised error's text may repeat the errno of the OSError it wraps, without the path
+        match = None if raised else re.search(r"\[Errno (\d+)\] [^:]*(?:: '([^']*)')?", text)
         if match and int(match.group(1)) in STORAGE_ERRNOS:
             return f"{match.group(2) or 'the data home'}: {STORAGE_ERRNOS[int(match.group(1))]}"
         if "database or disk is full" in text or "disk I/O error" in text:

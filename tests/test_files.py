@@ -55,6 +55,10 @@ def test_storage_problems_name_the_path_and_the_cause():
         raise RuntimeError("step failed") from full
     except RuntimeError as exc:
         assert storage_problem(exc) == "/data/home/x.parquet: no space left on the device"
+    try:  # a wrapper repeating the errno in its text still names the path of the OSError it wraps
+        raise RuntimeError("write failed: [Errno 28] No space left on device") from full
+    except RuntimeError as exc:
+        assert storage_problem(exc) == "/data/home/x.parquet: no space left on the device"
 
 
 def test_storage_problems_of_a_failed_step_serialised_by_another_process():
