@@ -48,7 +48,7 @@ def test_the_sweep_removes_the_leftovers_of_dead_processes_only(tmp_path):
     assert not left.exists() and live.exists()
 
 
-def test_storage_problems_name_the_path_and_the_cause():
+def test_storage_problems_name_the_path_and_the_cause(monkeypatch):
     full = OSError(errno.ENOSPC, "No space left on device", "/data/home/x.parquet")
     assert storage_problem(RuntimeError("wrapped")) is None
     try:
@@ -59,6 +59,17 @@ def test_storage_problems_name_the_path_and_the_cause():
         raise RuntimeError("write failed: [Errno 28] No space left on device") from full
     except RuntimeError as exc:
         assert storage_problem(exc) == "/data/home/x.parquet: no space left on the device"
+    unnamed = OSError(errno.ENOSPC, "No space left on device")  # a buffered file flushed on close
+    assert storage_problem(unnamed) == "the data home: no space left on the device"
+    try:  # ... while Dagster's SQLite instance had failed: the error that names a path wins
+        try:
+            raise RuntimeError("(sqlite3.OperationalError) disk I/O error")
+        finally:
+            raise unnamed
+    except OSError as exc:
+        monkeypatch.setenv("DAGSTER_HOME", "/data/home/dagster")
+        assert storage_problem(exc) == ("/data/home/dagster: the disk is full or failing "
+                                        "((sqlite3.OperationalError) disk I/O error)")
 
 
 def test_storage_problems_of_a_failed_step_serialised_by_another_process():
