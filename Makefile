@@ -8,7 +8,7 @@ WHEEL_VENV := build/wheel-venv
 
 .PHONY: demo test test-quick ui chromium wheel-check
 
-$(BIN)/sdc: pyproject.toml
+$(BIN)/sdc: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
@@ -28,13 +28,15 @@ ui: $(BIN)/sdc
 test: $(BIN)/sdc chromium
 	$(BIN)/python -m pytest -q
 
-# The quick subset (a few minutes): no browser, no public corpus, no other slow end-to-end test.
+# The quick subset (under two minutes of summed test time): no test marked slow, i.e. no whole
+# chain, no `sdc run`/`sdc demo`, no browser (the ui tests are slow too), no wheel build, no public
+# corpus, no full disk, no test of several seconds.
 test-quick: $(BIN)/sdc
-	$(BIN)/python -m pytest -q -m "not slow and not ui"
+	$(BIN)/python -m pytest -q -m "not slow"
 
 # Build the wheel, install it into a fresh venv and, from an empty temporary directory with an empty
-# user home (so the per-user data home is used): check that no top-level `assets`/`resources` package
-# was installed, run `sdc demo`, then draft, check and run a survey of its own.
+# user home (so the per-user data home is used): check that sdc_dagster.assets imports and that no
+# top-level `assets`/`resources` package (nor sdc_dagster.tests) was installed, run `sdc demo`, then draft, check and run a survey of its own.
 wheel-check: $(BIN)/sdc
 	rm -rf dist build
 	$(BIN)/pip wheel --quiet --no-deps -w dist .
@@ -44,8 +46,9 @@ wheel-check: $(BIN)/sdc
 	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; cd "$$tmp"; \
 	export HOME="$$tmp/user"; unset SDC_HOME SDC_SPECS DAGSTER_HOME XDG_DATA_HOME PYTHONPATH; \
 	sdc=$(CURDIR)/$(WHEEL_VENV)/bin/sdc; \
-	$(CURDIR)/$(WHEEL_VENV)/bin/python -c "import importlib.util as u; \
-	  assert u.find_spec('assets') is None and u.find_spec('resources') is None, 'top-level package installed'"; \
+	$(CURDIR)/$(WHEEL_VENV)/bin/python -c "import importlib.util as u, sdc_dagster.assets.survey; \
+	  assert u.find_spec('assets') is None and u.find_spec('resources') is None, 'top-level package installed'; \
+	  assert u.find_spec('sdc_dagster.tests') is None, 'the tests installed as a subpackage'"; \
 	$$sdc demo; \
 	cp $(CURDIR)/examples/data/testdata.csv survey.csv; \
 	$$sdc init own --from survey.csv; \

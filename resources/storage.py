@@ -16,7 +16,7 @@ import pandas as pd
 import platformdirs
 from dagster import ConfigurableIOManager, InputContext, OutputContext
 
-import sdc_dagster
+import sdc_dagster.examples
 from sdc_dagster.files import write_atomic, write_atomic_with
 from sdc_dagster.names import check_name, inside
 
@@ -42,12 +42,12 @@ def user_specs_dir() -> Path:
 
 
 def bundled_examples() -> Path:
-    """The demo specs and data shipped with the package: ``sdc_dagster/examples`` of an installed
-    wheel, the top-level ``examples/`` of a checkout."""
-    for folder in sdc_dagster.__path__:
-        if (Path(folder) / "examples" / "testdata.yaml").is_file():
-            return Path(folder) / "examples"
-    raise FileNotFoundError(f"no bundled examples/ beside {sdc_dagster.__path__}: a broken installation")
+    """The demo specs and data shipped with the package (``sdc_dagster.examples``):
+    ``sdc_dagster/examples`` of an installed wheel, the top-level ``examples/`` of a checkout."""
+    for folder in sdc_dagster.examples.__path__:
+        if (Path(folder) / "testdata.yaml").is_file():
+            return Path(folder)
+    raise FileNotFoundError(f"no testdata.yaml in {list(sdc_dagster.examples.__path__)}: a broken installation")
 
 
 def spec_folders() -> list[Path]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -94,17 +95,31 @@ def process_alive(pid: int) -> bool:
     return True
 
 
-def storage_problem(error: BaseException) -> str | None:
+def storage_problem(error) -> str | None:
     """"<path>: <cause>" when ``error`` (or an error it was raised from) is the disk refusing a
-    write (:data:`STORAGE_ERRNOS`) or SQLite reporting a full or failing disk; otherwise None."""
+    write (:data:`STORAGE_ERRNOS`) or SQLite reporting a full or failing disk; otherwise None.
+    An error without a path (a buffered file flushed on close) is named "the data home" only when
+    no error along the chain names one.
+
+    ``error`` is an exception, or an error serialised by the process that raised it (an object with
+    ``message``, ``cause`` and ``context``, as Dagster reports a failed step): the errno is then read
+    from the message (``[Errno 28] No space left on device: '<path>'``)."""
     seen = set()
+    without_path = None
     while error is not None and id(error) not in seen:
         seen.add(id(error))
-        if isinstance(error, OSError) and error.errno in STORAGE_ERRNOS:
-            where = error.filename or "the data home"
-            return f"{where}: {STORAGE_ERRNOS[error.errno]}"
-        text = str(error)
+        raised = isinstance(error, BaseException)
+        text = str(error) if raised else error.message or ""
+        if isinstance(error, OSError):
+            number, where = error.errno, error.filename
+        else:  # a raised error's text may repeat the errno of the OSError it wraps: not read
+            match = None if raised else re.search(r"\[Errno (\d+)\] [^:]*(?:: '([^']*)')?", text)
+            number, where = (int(match.group(1)), match.group(2)) if match else (None, None)
+        if number in STORAGE_ERRNOS:
+            if where:
+                return f"{where}: {STORAGE_ERRNOS[number]}"
+            without_path = without_path or f"the data home: {STORAGE_ERRNOS[number]}"
         if "database or disk is full" in text or "disk I/O error" in text:
             return f"{os.environ.get('DAGSTER_HOME', 'the Dagster instance')}: the disk is full or failing ({text.splitlines()[0]})"
-        error = error.__cause__ or error.__context__
-    return None
+        error = (error.__cause__ or error.__context__) if raised else (error.cause or error.context)
+    return without_path

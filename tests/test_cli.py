@@ -3,9 +3,12 @@
 
 import io
 
+import pytest
+
 from sdc_dagster.cli import EXIT_BAD_DATA, EXIT_BAD_SPEC, run_check, run_demo
 
 
+@pytest.mark.slow
 def test_demo_materialises_every_wave_and_prints_the_summary(tmp_path, monkeypatch):
     home = tmp_path / "home"
     monkeypatch.setenv("SDC_HOME", str(home))
@@ -112,9 +115,10 @@ variables:
     ])
 
 
+@pytest.mark.slow
 def test_two_sdc_processes_starting_on_a_new_home_both_get_the_instance(tmp_path):
     """Two waves run side by side on a new home: both processes create the Dagster instance at
-    once. Without the lock in cli._dagster_instance one failed with "table runs already exists"
+    once. Without the lock in cli.home.dagster_instance one failed with "table runs already exists"
     (seen with two `sdc run` at once); every process must get a working instance."""
     import os
     import subprocess
@@ -122,8 +126,8 @@ def test_two_sdc_processes_starting_on_a_new_home_both_get_the_instance(tmp_path
 
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "dagster")}
     (tmp_path / "dagster").mkdir()
-    code = ("from sdc_dagster.cli import _dagster_instance\n"
-            "with _dagster_instance() as instance:\n"
+    code = ("from sdc_dagster.cli.home import dagster_instance\n"
+            "with dagster_instance() as instance:\n"
             "    print(len(instance.get_runs()))\n")
     processes = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for _ in range(4)]

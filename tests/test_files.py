@@ -5,6 +5,7 @@ import errno
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -47,10 +48,39 @@ def test_the_sweep_removes_the_leftovers_of_dead_processes_only(tmp_path):
     assert not left.exists() and live.exists()
 
 
-def test_storage_problems_name_the_path_and_the_cause():
+def test_storage_problems_name_the_path_and_the_cause(monkeypatch):
     full = OSError(errno.ENOSPC, "No space left on device", "/data/home/x.parquet")
     assert storage_problem(RuntimeError("wrapped")) is None
     try:
         raise RuntimeError("step failed") from full
     except RuntimeError as exc:
         assert storage_problem(exc) == "/data/home/x.parquet: no space left on the device"
+    try:  # a wrapper repeating the errno in its text still names the path of the OSError it wraps
+        raise RuntimeError("write failed: [Errno 28] No space left on device") from full
+    except RuntimeError as exc:
+        assert storage_problem(exc) == "/data/home/x.parquet: no space left on the device"
+    unnamed = OSError(errno.ENOSPC, "No space left on device")  # a buffered file flushed on close
+    assert storage_problem(unnamed) == "the data home: no space left on the device"
+    try:  # ... while Dagster's SQLite instance had failed: the error that names a path wins
+        try:
+            raise RuntimeError("(sqlite3.OperationalError) disk I/O error")
+        finally:
+            raise unnamed
+    except OSError as exc:
+        monkeypatch.setenv("DAGSTER_HOME", "/data/home/dagster")
+        assert storage_problem(exc) == ("/data/home/dagster: the disk is full or failing "
+                                        "((sqlite3.OperationalError) disk I/O error)")
+
+
+def test_storage_problems_of_a_failed_step_serialised_by_another_process():
+    """A step that failed in a run worker reaches ``sdc run`` as Dagster's serialised error: message,
+    cause and context, no exception object."""
+    def serialised(message, cause=None, context=None):
+        return SimpleNamespace(message=message, cause=cause, context=context)
+
+    full = serialised("OSError: [Errno 28] No space left on device: '/data/home/x.parquet'\n")
+    assert storage_problem(serialised("dagster wrapper", cause=full)) == \
+        "/data/home/x.parquet: no space left on the device"
+    assert storage_problem(serialised("wrapper", context=serialised("PermissionError: [Errno 13] denied"))) == \
+        "the data home: permission denied"
+    assert storage_problem(serialised("ValueError: [Errno 2] No such file or directory: 'x'")) is None

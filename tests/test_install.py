@@ -4,6 +4,7 @@ The fresh-venv install of the wheel with `sdc demo` and `sdc run` from an empty 
 `make wheel-check` (CI); these tests keep the faster parts in the suite.
 """
 
+import importlib
 import shutil
 import subprocess
 import sys
@@ -18,7 +19,8 @@ from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
-from sdc_dagster.cli import _instance_settings, main
+from sdc_dagster.cli import main
+from sdc_dagster.cli.home import instance_settings
 from sdc_dagster.resources.storage import bundled_examples, spec_folders
 from sdc_dagster.resources.storage import sdc_home, user_specs_dir
 
@@ -40,17 +42,25 @@ def wheel(tmp_path_factory) -> tuple[Path, str]:
     return wheel_file, build.stdout + build.stderr
 
 
+@pytest.mark.slow
 def test_wheel_installs_one_namespaced_package_with_the_demo_data(wheel):
     names = zipfile.ZipFile(wheel[0]).namelist()
     assert {n.split("/")[0] for n in names} == {"sdc_dagster", "sdc_dagster-0.1.0.dist-info"}
-    for expected in ("sdc_dagster/assets/survey/__init__.py", "sdc_dagster/resources/storage.py", "sdc_dagster/cli.py",
+    for expected in ("sdc_dagster/assets/survey/__init__.py", "sdc_dagster/resources/storage.py",
+                     "sdc_dagster/cli/__init__.py",
                      "sdc_dagster/examples/testdata.yaml", "sdc_dagster/examples/simulation.yaml",
                      "sdc_dagster/examples/data/testdata.csv", "sdc_dagster/examples/grid/census_grid.yaml"):
         assert expected in names, expected
+    # every module of the checkout, subpackages found without a list (assets/survey/ ...)
+    for folder, package in (("sdc_dagster", "sdc_dagster"), ("assets", "sdc_dagster/assets"),
+                            ("resources", "sdc_dagster/resources")):
+        modules = {f"{package}/{p.relative_to(CHECKOUT / folder).as_posix()}" for p in (CHECKOUT / folder).rglob("*.py")}
+        assert modules - set(names) == set()
     entry_points = zipfile.ZipFile(wheel[0]).read("sdc_dagster-0.1.0.dist-info/entry_points.txt").decode()
     assert "sdc = sdc_dagster.cli:main" in entry_points
 
 
+@pytest.mark.slow
 def test_wheel_builds_without_setuptools_warnings(wheel):
     log = wheel[1]
     assert "SetuptoolsDeprecationWarning" not in log and "project.license" not in log
@@ -58,12 +68,20 @@ def test_wheel_builds_without_setuptools_warnings(wheel):
 
 
 def test_checkout_uses_the_top_level_folders():
+    """The package mapping of the editable install (`pip install -e .`) alone: the checkout's
+    folders, and no other folder of the checkout as a subpackage (the package's search path is its
+    own folder)."""
+    import sdc_dagster
     import sdc_dagster.assets
     import sdc_dagster.resources
 
     assert Path(sdc_dagster.assets.__file__).parent == CHECKOUT / "assets"
     assert Path(sdc_dagster.resources.__file__).parent == CHECKOUT / "resources"
     assert bundled_examples() == CHECKOUT / "examples"
+    assert [Path(p) for p in sdc_dagster.__path__] == [CHECKOUT / "sdc_dagster"]
+    for folder in ("tests", "benchmarks", "docs"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(f"sdc_dagster.{folder}")
 
 
 def test_data_home_order(tmp_path, monkeypatch):
@@ -95,11 +113,11 @@ def test_home_option_wins_over_sdc_home(tmp_path, monkeypatch, capsys):
 
 
 def test_instance_settings_turn_off_telemetry_and_the_community_modal_keeping_the_users(tmp_path):
-    _instance_settings(tmp_path)
+    instance_settings(tmp_path)
     assert yaml.safe_load((tmp_path / "dagster.yaml").read_text()) == {
         "telemetry": {"enabled": False}, "nux": {"enabled": False}}
     (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: true\nrun_coordinator:\n  module: x\n")
-    _instance_settings(tmp_path)
+    instance_settings(tmp_path)
     assert yaml.safe_load((tmp_path / "dagster.yaml").read_text()) == {
         "telemetry": {"enabled": True}, "run_coordinator": {"module": "x"}, "nux": {"enabled": False}}
 
@@ -144,7 +162,7 @@ def test_instance_settings_only_add_what_is_missing(user_settings):
         config_file = Path(folder) / "dagster.yaml"
         if user_settings:
             config_file.write_text(yaml.safe_dump(user_settings))
-        _instance_settings(Path(folder))
+        instance_settings(Path(folder))
         written = yaml.safe_load(config_file.read_text())
     assert {k: written[k] for k in user_settings} == user_settings  # the user's settings are kept as they were
     assert {k: v for k, v in written.items() if k not in user_settings} == {

@@ -78,6 +78,7 @@ def spellings(values: np.ndarray, missing: np.ndarray) -> dict[str, pd.DataFrame
     }
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(
     st.integers(8, 40).flatmap(

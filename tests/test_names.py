@@ -14,7 +14,7 @@ import pytest
 import yaml
 from dagster import AssetKey, build_output_context, build_sensor_context, instance_for_test
 
-from sdc_dagster import cli
+from sdc_dagster.cli import run as sdc_run
 from sdc_dagster.cli import EXIT_BAD_SPEC, EXIT_OK, EXIT_USAGE, main
 from sdc_dagster.names import UnsafeNameError, check_name, inside
 from sdc_dagster.resources.storage import ParquetIOManager
@@ -167,7 +167,7 @@ def test_a_good_survey_runs_beside_a_broken_spec_with_one_warning_line(tmp_path,
     assert sdc(capsys, "init", "small", "--from", str(data))[0] == EXIT_OK
     (home / "specs" / "broken.yaml").write_text(BROKEN_ROLE)
     runs = []
-    monkeypatch.setattr(cli, "_materialise_wave",
+    monkeypatch.setattr(sdc_run, "_materialise_wave",
                         lambda job, instance, survey, wave, source, out, **_: runs.append((job.name, wave, source)) or 0)
     status, text = sdc(capsys, "run", "small", "2024", "--file", str(data))
     assert status == EXIT_OK

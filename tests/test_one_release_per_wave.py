@@ -47,6 +47,7 @@ def own_survey(tmp_path, home, capsys, suppression_k: list[int], **risk) -> Path
     return source
 
 
+@pytest.mark.slow
 def test_the_recommendation_is_the_one_release_and_another_can_be_promoted(tmp_path, home, capsys):
     source = own_survey(tmp_path, home, capsys, [3, 5])
     status, text = sdc(capsys, "run", "own", "2024", "--file", str(source))
@@ -84,6 +85,7 @@ def test_the_recommendation_is_the_one_release_and_another_can_be_promoted(tmp_p
     assert lineage.wave_release(releases, "own", "2024")["plan"] == other
 
 
+@pytest.mark.slow
 def test_a_withheld_plan_cannot_be_promoted_and_a_wave_without_eligible_plan_releases_nothing(tmp_path, home, capsys):
     # a global-risk target no plan meets: every plan is withheld
     source = own_survey(tmp_path, home, capsys, [3], max_global_risk=1e-9)
@@ -214,6 +216,7 @@ def test_a_killed_run_is_marked_failed_by_the_next_sdc_run(tmp_path, home, capsy
     assert lineage.wave_release(home / "releases", "own", "2024")["run_id"] != killed.run_id
 
 
+@pytest.mark.slow
 def test_a_run_that_fails_after_its_plans_publishes_no_release(tmp_path, home, capsys, monkeypatch):
     """Issue 25: a run whose information loss fails has eligible plan folders, but no release:
     only a finished run, report written, publishes the wave's release."""
@@ -231,6 +234,7 @@ def test_a_run_that_fails_after_its_plans_publishes_no_release(tmp_path, home, c
     assert lineage.wave_release(home / "releases", "own", "2024") is None  # but nothing released
 
 
+@pytest.mark.slow
 def test_sdc_plan_prints_the_front_and_writes_its_plans_into_the_spec(tmp_path, home, capsys):
     source = own_survey(tmp_path, home, capsys, [3])
     spec_file = home / "specs" / "own.yaml"

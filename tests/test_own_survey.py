@@ -55,6 +55,7 @@ def with_identifiers(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".sav", ".dta", ".csv"])
 def test_init_check_and_run_reproduce_sdcmicro(tmp_path, home, capsys, suffix):
     labels = {} if suffix == ".csv" else {"variable_value_labels": {"urbrur": {1: "urban", 2: "rural"}}}
@@ -103,6 +104,7 @@ def edit_spec(path: Path, change) -> None:
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
 
 
+@pytest.mark.slow
 def test_run_exit_status_when_a_blocking_check_fails(home, small_survey, capsys):
     spec_file = home / "specs" / "small.yaml"
     edit_spec(spec_file, lambda s: s["risk"].update(max_global_risk=1e-9))
@@ -129,6 +131,7 @@ def test_a_rejected_file_never_replaces_the_landed_wave(home, small_survey, caps
     assert sorted(p.name for p in landed.parent.iterdir()) == ["2024.csv"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content", [b"", b"urbrur,roof\n1,2\n1,\xe3\x28\xa1garbage"], ids=["empty", "cut"])
 def test_a_bad_landed_file_ends_in_one_line_naming_the_file(home, small_survey, capsys, content):
     """Issue 25: a landed file that cannot be read ends in the engine's message (the file and what
@@ -191,6 +194,7 @@ RUNS = "query Runs { runsOrError { ... on Runs { results { jobName tags { key va
 STATUS = "query Status($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"
 
 
+@pytest.mark.slow
 def test_readme_own_survey_in_five_commands(tmp_path, home, capsys, servers):
     frame = pd.read_csv(TESTDATA)
     frame.loc[::50, "water"] = 99  # "don't know", user-missing in the SPSS file

@@ -136,6 +136,7 @@ def _stored(home):
     return sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file() and "landing" not in p.parts)
 
 
+@pytest.mark.slow
 def test_wave_with_an_entirely_missing_key_fails_at_raw_microdata_and_stores_nothing(tmp_path, monkeypatch):
     home = tmp_path / "home"
     result = _materialize(home, monkeypatch, wave().assign(region=-999), "w1")

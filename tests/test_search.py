@@ -1,4 +1,4 @@
-"""The plan search of a wave (issue 22; sdc_dagster.pipeline.search, protect.search_space, spec ``search:``).
+"""The plan search of a wave (issue 22; sdc_dagster.pipeline.search, search_space, spec ``search:``).
 
 Expected values come from the chain's own release checks and loss (protection.release_checks,
 evaluation.headline_loss) run on the plans as the release runs them, or are written out by hand."""
@@ -109,6 +109,7 @@ def test_keep_and_max_level_restrict_the_space(testdata):
 
 # --- the search ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("k", "max_global_risk"), [(3, 0.01), (3, 0.0008), (5, 0.0005), (2, 0.0015)])
 def test_pruned_front_equals_the_exhaustive_front_on_testdata(testdata, k, max_global_risk):
     spec = categorical_spec(KEYS, k=k, max_global_risk=max_global_risk)
@@ -165,6 +166,7 @@ def test_recode_only_loss_is_the_chains_loss(testdata):
         assert candidate.loss == pytest.approx(evaluation.headline_loss(testdata, protected, spec)["lambda_arctan"], abs=1e-12)
 
 
+@pytest.mark.slow
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), k=st.integers(2, 4), target=st.sampled_from([0.02, 0.05, 0.1]))
 def test_pruned_front_equals_exhaustive_front_on_random_files(seed, k, target):
@@ -185,6 +187,7 @@ def test_pruned_front_equals_exhaustive_front_on_random_files(seed, k, target):
         check_recommended(data, spec, pruned)
 
 
+@pytest.mark.slow
 def test_searched_plan_beats_the_demo_plans_on_testdata(testdata):
     """Done when (issue 22): on sdcMicro's testdata with k = 3, the searched plan has no more loss
     than each bundled demo plan that meets the target (every blocking check), both measured by the
@@ -212,6 +215,7 @@ def test_topsis_loss_option_compares_plans_on_the_mean_topsis_loss(testdata):
     assert min(c.loss for c in result.front) == result.recommended.loss
 
 
+@pytest.mark.slow
 def test_a_candidate_failing_linkage_only_is_suppressed_to_a_larger_k(testdata):
     """testdata under a 12 % linkage target: no continuous step after local suppression to k=3
     passes (records alone in their key combination keep their amounts), so the search suppresses to

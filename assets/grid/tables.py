@@ -25,7 +25,8 @@ from dagster import (
 )
 
 from sdc_dagster.grid_spec import ROUTES, CellKeySpec, SuppressionSpec, parse_grid_spec
-from sdc_dagster.loss.tables import resident_size_distribution, suppression_map_png
+from sdc_dagster.report.maps import suppression_map_png
+from sdc_dagster.risk.tables import resident_size_distribution
 from sdc_dagster.pipeline.grid import (
     cell_key_persons,
     cell_key_region,

@@ -12,15 +12,13 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.grid_counts import GRID_COUNT_COLUMNS, grid_variables_of
-from sdc_dagster.loss.tables import (
+from sdc_dagster.loss.tables import grid_information_loss, perturbation_loss, secondary_suppression_cost
+from sdc_dagster.risk.tables import (
     difference_table,
     differencing_disclosure,
     disclosing_differences,
-    grid_information_loss,
     homogeneous_cells,
-    perturbation_loss,
     resident_size_distribution,
-    secondary_suppression_cost,
 )
 
 

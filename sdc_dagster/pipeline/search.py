@@ -2,7 +2,7 @@
 
 The stage runs on a wave and its survey spec, framework-free (no Dagster import):
 
-1. **Space** (:mod:`sdc_dagster.protect.search_space`): per categorical key a chain of generalisation
+1. **Space** (:mod:`sdc_dagster.search_space`): per categorical key a chain of generalisation
    levels from the data (or the spec's ``hierarchy:``); the nodes of the search are the combinations
    of one level per key (the lattice). A node's plan recodes each key to its level and, when that
    alone leaves records with f_k < k, suppresses key values locally to k-anonymity (SPEC §8.3; the
@@ -447,7 +447,7 @@ def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool]
 def _confirm(data, spec, space, front, wave, start, say):
     """Run front candidates as plans with the continuous steps (module docstring; per method the
     weakest step that passes, :func:`_weakest_passing`, the methods in the order of
-    :func:`~sdc_dagster.protect.search_space.continuous_steps`) through the release checks, in loss
+    :func:`~sdc_dagster.search_space.continuous_steps`) through the release checks, in loss
     order, until the recommendation, the runner-up and the cheapest candidate meeting the stricter
     target are certain (a candidate's loss before the continuous step is a lower bound of its loss
     after it), or the time budget ends.

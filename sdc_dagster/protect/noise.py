@@ -28,7 +28,7 @@ n the number of records:
   column: records above the 99% quantile of some column (R's default quantile, type 7) or with a
   robust Mahalanobis distance above sqrt(chi^2_{0.975, m}), the distance from the MCD estimate
   with half of the records (sdcMicro "outdect"; the project's robustbase-style FastMCD,
-  :func:`sdc_dagster.risk.continuous.minimum_covariance_determinant`, without robustbase's
+  :func:`sdc_dagster.numerics.robust.minimum_covariance_determinant`, without robustbase's
   small-sample factors: borderline outliers may differ). Past ``MCD_MAX_RECORDS`` complete records the MCD is
   fitted on a seeded random sample of that size (a 1,000,000-record fit takes minutes).
 

@@ -14,9 +14,12 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from dagster import AssetKey, DagsterInstance
 
 from sdc_dagster.definitions import build_definitions
+
+pytestmark = pytest.mark.slow
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 

@@ -153,6 +153,7 @@ def independent_linkage(original: pd.DataFrame, released: pd.DataFrame) -> dict[
             "record_linkage_one_to_one_expected_risk": float(np.mean(cols[np.argsort(rows)] == np.arange(n)))}
 
 
+@pytest.mark.slow
 def test_a_continuous_only_file_through_the_asset_chain(sdc_home, tmp_path, instance, electricity):
     spec = load_spec(electricity_spec(tmp_path))
     assert spec.categorical_keys == [] and spec.continuous_keys == CONTINUOUS
@@ -196,6 +197,7 @@ def test_a_continuous_only_file_through_the_asset_chain(sdc_home, tmp_path, inst
     assert figures["risk_measure"] == "linkage_risk" and figures["max_linkage_risk"] == 0.2
 
 
+@pytest.mark.slow
 def test_sdc_run_on_a_continuous_only_file(tmp_path, monkeypatch, capsys, electricity):
     home = tmp_path / "home"
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster"))

@@ -10,7 +10,8 @@ from dagster import AssetCheckKey, AssetKey, Definitions, build_sensor_context, 
 
 from sdc_dagster.assets.grid import GRID_ASSETS, GRID_JOBS, GRID_SENSORS, grid_regions, grid_run_config, region_job_name
 from sdc_dagster.resources.storage import ParquetIOManager
-from sdc_dagster.cli import run_audit, run_grid_chain
+from sdc_dagster.cli import run_audit
+from sdc_dagster.cli.demo import run_grid_chain
 from sdc_dagster.grid_spec import load_grid_spec
 from sdc_dagster.pipeline.grid import prepare_demo_census, region_seed, swapped_dir
 from sdc_dagster.pipeline.grid_release import replay_grid_release
@@ -31,6 +32,7 @@ def run_chain(instance, regions, spec=None):
                           run_config=grid_run_config(spec))
 
 
+@pytest.mark.slow
 def test_composed_grid_chain_end_to_end(sdc_home, instance):
     regions = prepare_demo_census(sdc_home, n_persons=15_000)
     assert len(regions) > 1
@@ -152,6 +154,7 @@ def test_composed_grid_chain_end_to_end(sdc_home, instance):
     assert {k: latest[k].status.value for k in keys} == {k: "SUCCEEDED" for k in keys}
 
 
+@pytest.mark.slow
 def test_cell_key_is_consistent_on_rerun_and_across_partitions(sdc_home, instance):
     regions = prepare_demo_census(sdc_home, n_persons=8_000)
     instance.add_dynamic_partitions(grid_regions.name, regions)
@@ -192,6 +195,7 @@ def test_sensor_adds_new_regions(sdc_home, instance):
     assert result.dynamic_partitions_requests[0].partition_keys == sorted(regions)
 
 
+@pytest.mark.slow
 def test_two_regions_run_on_a_local_dask_cluster(sdc_home, tmp_path):
     from dagster import DagsterInstance, execute_job, instance_for_test, reconstructable
 
@@ -224,6 +228,7 @@ def test_two_regions_run_on_a_local_dask_cluster(sdc_home, tmp_path):
             assert (store / "grid_suppressed" / f"{region}.parquet").is_file()
 
 
+@pytest.mark.slow
 def test_spec_routes_pick_what_runs(sdc_home, instance, tmp_path):
     spec = tmp_path / "grid.yaml"
     spec.write_text("routes: [suppression]\nsuppression: {k: 4, strategy: fixed}\nswap: {swaprate: 0.1, seed: 7}\n")

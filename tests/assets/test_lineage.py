@@ -36,6 +36,7 @@ def releases(home, plan):
     return lineage.list_releases(home / "releases", "testdata", WAVE, plan)
 
 
+@pytest.mark.slow
 def test_rerun_is_byte_identical_and_keeps_the_earlier_release(sdc_home, testdata_only_specs, instance):
     _, first = run_wave(testdata_only_specs, sdc_home, instance)
     _, second = run_wave(testdata_only_specs, sdc_home, instance)
@@ -78,6 +79,7 @@ def test_rerun_is_byte_identical_and_keeps_the_earlier_release(sdc_home, testdat
     assert sorted(manifest["output"]["files"]) == ["protected.csv", "protected.parquet"]
 
 
+@pytest.mark.slow
 def test_audit_verifies_and_detects_a_hand_edited_release(sdc_home, testdata_only_specs, instance, capsys):
     run_wave(testdata_only_specs, sdc_home, instance)
     assert run_audit(WAVE, plan="suppress_k3") == 0
@@ -104,6 +106,7 @@ def test_audit_verifies_and_detects_a_hand_edited_release(sdc_home, testdata_onl
     assert "  protected.csv: differs from the hash in its manifest\n" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_manifest_never_holds_a_direct_identifier_value(sdc_home, testdata_only_specs, instance):
     data = pd.read_csv(testdata_only_specs / "data" / "testdata.csv")
     data.insert(0, "person_name", [f"Person-{i:05d}" for i in range(len(data))])
@@ -120,6 +123,7 @@ def test_manifest_never_holds_a_direct_identifier_value(sdc_home, testdata_only_
         assert json.loads(text)["checks"]["no_direct_identifier"]["passed"] is True
 
 
+@pytest.mark.slow
 def test_changed_plan_parameter_marks_exactly_its_dependents_stale(sdc_home, testdata_only_specs, instance):
     run_wave(testdata_only_specs, sdc_home, instance)
     spec = yaml.safe_load((testdata_only_specs / "testdata.yaml").read_text())
@@ -146,6 +150,7 @@ def test_changed_plan_parameter_marks_exactly_its_dependents_stale(sdc_home, tes
     assert stale() == {"residual_risk", "residual_contributions", "information_loss", "sdc_report"}
 
 
+@pytest.mark.slow
 def test_audit_fails_naming_an_edited_spec_copy(sdc_home, testdata_only_specs, instance, capsys):
     run_wave(testdata_only_specs, sdc_home, instance)
     folder = releases(sdc_home, "suppress_k3")[-1]

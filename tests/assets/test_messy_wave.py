@@ -22,6 +22,8 @@ from sdc_dagster import lineage
 from sdc_dagster.definitions import build_definitions
 from sdc_dagster.risk import k_anonymity_violations
 
+pytestmark = pytest.mark.slow
+
 CHECKOUT = Path(__file__).resolve().parents[2]
 KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
 WITH_NONRESPONSE = ["roof", "walls", "water", "electcon", "relat"]

@@ -9,9 +9,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyreadstat
+import pytest
 import yaml
 
 from sdc_dagster.cli import EXIT_OK, EXIT_WITHHELD, main
+
+pytestmark = pytest.mark.slow
 
 
 def test_spss_wave_with_a_constant_indicator_key_reaches_a_decision(tmp_path, monkeypatch, capsys):

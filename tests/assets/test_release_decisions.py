@@ -46,6 +46,7 @@ def spec_with_a_failing_plan(testdata_only_specs):
     return load_spec(path)
 
 
+@pytest.mark.slow
 def test_a_variant_failing_a_blocking_check_is_withheld_and_the_report_says_why(
     sdc_home, testdata_only_specs, spec_with_a_failing_plan, instance, capsys
 ):

@@ -13,6 +13,8 @@ from sdc_dagster.assets.survey import build_survey_assets
 from sdc_dagster.resources import configured_resources
 from sdc_dagster.spec import load_spec
 
+pytestmark = pytest.mark.slow
+
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "missing" / "combined_risk_na.json"
 WAVE = "na"
 

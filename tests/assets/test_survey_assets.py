@@ -17,6 +17,8 @@ from sdc_dagster.definitions import build_definitions
 from sdc_dagster.loss import ebil
 from sdc_dagster.spec import load_spec
 
+pytestmark = pytest.mark.slow
+
 TESTDATA_ASSETS = [
     "raw_microdata",
     "variable_classification",

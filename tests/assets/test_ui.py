@@ -17,6 +17,8 @@ from playwright.sync_api import sync_playwright
 
 from sdc_dagster.definitions import build_definitions
 
+pytestmark = pytest.mark.slow
+
 CHECKOUT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [
     "--no-sandbox",

@@ -212,6 +212,7 @@ def test_distances_and_lambda_lie_in_unit_interval(pair, variant, rule):
     assert np.all(result.per_record <= len(scales) + 1e-9)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(file_pairs(), variant_strategy)
 def test_identical_files_have_zero_loss(pair, variant):

@@ -64,6 +64,7 @@ def test_bad_pattern(table1, table1_scales):
         topsis_loss(original, swapped, table1_scales, pattern="best")
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(arrays(float, (15, 3), elements=st.floats(-100, 100, allow_nan=False)),
        arrays(float, (15, 3), elements=st.floats(-100, 100, allow_nan=False)),

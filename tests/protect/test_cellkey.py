@@ -229,6 +229,7 @@ def test_cell_key_table_parity_with_ons_package_10_5_rule(threshold):
     pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True), check_dtype=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_keys", [256, 4096])
 def test_cell_key_table_parity_with_ons_package_dvjs_table(n_keys):
     from cell_key_perturbation import create_perturbed_table as ckp
@@ -271,6 +272,7 @@ def test_cell_key_table_rejects_bad_input():
         cell_key_table(pd.DataFrame({"g": ["a"], "record_key": [1]}), ["g"], ptable.drop(columns="pcv"))
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1, 4), st.integers(0, 3), st.floats(0.2, 0.95), st.integers(0, 2**32 - 1))
 def test_cell_key_table_property_bounds_threshold_and_consistency(d_max, js, share, seed):

@@ -204,6 +204,7 @@ def random_pair(draw):
     return a, b
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None)
 @given(
     pair=random_pair(),
@@ -259,6 +260,7 @@ def _full_table(rng, n):
     return pd.DataFrame(rows, columns=["total", *FULL])
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1, 40), st.integers(0, 2**32 - 1), st.sampled_from(["fixed", "uniform", "distribution"]))
 def test_consistent_suppression_of_all_13_figures(n, seed, strategy):

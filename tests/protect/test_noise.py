@@ -266,6 +266,7 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(
     st.integers(5, 80),

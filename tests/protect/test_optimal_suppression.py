@@ -91,6 +91,7 @@ def test_exhaustive_optimum_reached_on_a_small_case():
     assert result.suppressions == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2])
 def test_testdata_result_is_k_anonymous_and_beats_the_greedy_count(k):
     """Measured once (see the report): k = 2, 3, 5 give 12, 24 and 48 suppressions (k = 5 stopped by a

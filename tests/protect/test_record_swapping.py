@@ -123,6 +123,7 @@ def test_bad_input_names_the_column(census):
         targeted_record_swap(census, **{**ARGS, "hierarchy": ["nuts9"]})
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000), rate=st.floats(0.0, 0.3), k=st.integers(0, 4))
 def test_swap_invariants_property(census, seed, rate, k):

@@ -185,6 +185,7 @@ frames_with_missing = st.integers(min_value=1, max_value=40).flatmap(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None)
 @given(frames_with_missing, st.booleans())
 def test_property_local_suppression_reaches_k_anonymity(case, with_importance):
@@ -199,6 +200,7 @@ def test_property_local_suppression_reaches_k_anonymity(case, with_importance):
     assert out["w"].equals(frame["w"])
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(frames_with_missing)
 def test_property_risk_suppression_reaches_threshold(case):
@@ -298,6 +300,7 @@ def test_importance_honoured_as_sdcmicro(data_file, name, ranks, golden, output_
     assert spearmanr(ours.to_numpy(), theirs).correlation >= (0.9 if data_file == "testdata.csv" else 0.65)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("data_file", ["testdata.csv", "testdata2.csv"])
 def test_reversed_importance_moves_suppressions_as_in_sdcmicro(data_file):
     data = pd.read_csv(DATA / data_file)
@@ -539,6 +542,7 @@ strata_frames = st.integers(min_value=4, max_value=30).flatmap(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(strata_frames, st.booleans(), st.booleans())
 def test_property_strata_and_combs_are_k_anonymous(case, use_strata, use_combs):
@@ -670,6 +674,7 @@ def test_sdcmicro_method_where_sdcmicro_stops():
     assert brute_force_fk(out, ["a", "b"]).tolist() == [4, 4, 4, 4]
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None)
 @given(frames_with_missing)
 def test_property_sdcmicro_method_reaches_k_anonymity(case):

@@ -66,6 +66,7 @@ def test_value_labels_are_shown_next_to_the_codes_and_the_data_keep_their_codes(
     assert region.tolist() == [4.0, 4.0, 1.0, 11.0]
 
 
+@pytest.mark.slow
 def test_the_report_writes_labelled_integer_categories_in_tables_and_json():
     original = pd.DataFrame({"hsize": [1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 1.0, 2.0], "db040": [4.0, 4, 1, 1, 4, 4, 1, 1]})
     after = original.assign(hsize=original["hsize"].where(original.index > 0))
@@ -139,6 +140,7 @@ def test_a_chart_of_a_hundred_categories_grows_in_height_and_pools_the_rest():
 # --- 5: the risk-utility map ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_map_draws_the_risk_target_and_the_search_front_in_percent():
     inputs = _inputs(plans={"a": _plan([], risk=0.004, loss=0.2), "b": _plan([], risk=0.02, loss=0.1)},
                      search_front=pd.DataFrame({"global_risk": [0.002, 0.009], "loss": [0.3, 0.15]}))
@@ -189,6 +191,7 @@ def test_the_change_of_cramers_v_is_written_as_the_percent_it_is():
 # --- 8: the PDF ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_pdf_names_what_to_install_when_no_browser_is_found(full_report_inputs, tmp_path, monkeypatch, capsys):
     from sdc_dagster.cli import main
     from sdc_dagster.report import formats
@@ -212,6 +215,7 @@ def _lowest_text(page) -> float:
     return min(heights) / float(page.mediabox.height)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(chromium_executable() is None, reason="no Chromium-family browser on PATH")
 def test_the_pdf_is_printed_without_playwright_and_its_pages_are_filled(full_report_inputs, tmp_path, monkeypatch):
     from pypdf import PdfReader

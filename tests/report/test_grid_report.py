@@ -51,6 +51,7 @@ def test_report_content_is_self_contained(grid_release):
          != perturbed[[f"{c}_original" for c in counts.columns if c != "cell_id"]].to_numpy()).any(axis=1).sum())
 
 
+@pytest.mark.slow
 @pytest.mark.ui
 def test_grid_report_renders_in_chromium(grid_release, tmp_path, open_in_chromium):
     counts, national, suppressed, perturbed, swapped = grid_release

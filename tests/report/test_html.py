@@ -56,6 +56,7 @@ def test_plan_points_and_recommendation_from_the_fixture(full_report_inputs):
     assert chosen.plan == "suppression" and chosen.tied == ["suppression", WIDE_PLAN]
 
 
+@pytest.mark.slow
 def test_report_order_decision_first_and_self_contained(full_report_inputs):
     page = render_report(full_report_inputs)
     assert page.startswith("<!DOCTYPE html>")
@@ -130,6 +131,7 @@ def test_decision_table_names_the_failed_blocking_checks(report_inputs):
     assert "Release decision" in page and "k_anonymity_3: fk &gt;= 3 for every record (found: 11)" in page
 
 
+@pytest.mark.slow
 def test_contributions_before_and_after_each_plan(full_report_inputs):
     plots = report_plots(full_report_inputs)
     assert "contributions_suppression" in plots and plots["contributions_suppression"].startswith(b"\x89PNG")
@@ -151,6 +153,7 @@ def test_step_sentences():
     assert step_sentence(subsample) == "Subsampling with fraction = 0.5 (seed 1): kept 5 of 10 records."
 
 
+@pytest.mark.slow
 def test_json_has_every_figure_and_is_strict(full_report_inputs, tmp_path):
     paths = write_report(full_report_inputs, tmp_path / "survey")
     data = json.loads(paths["json"].read_text())  # strict JSON: NaN written as null
@@ -167,6 +170,7 @@ def test_json_has_every_figure_and_is_strict(full_report_inputs, tmp_path):
     assert "NaN" not in paths["json"].read_text()
 
 
+@pytest.mark.slow
 def test_index_links_every_wave_with_the_trend(full_report_inputs, tmp_path):
     folder = tmp_path / "survey"
     for wave in ("w10", "w2"):
@@ -179,6 +183,7 @@ def test_index_links_every_wave_with_the_trend(full_report_inputs, tmp_path):
     assert "Risk and utility across waves" in index and index.count("data:image/png") == 2
 
 
+@pytest.mark.slow
 @pytest.mark.ui
 @pytest.mark.parametrize("width", [1280, 800])
 def test_report_renders_without_overflow_in_headless_chromium(full_report_inputs, tmp_path, width,
@@ -207,6 +212,7 @@ def test_report_renders_without_overflow_in_headless_chromium(full_report_inputs
     assert "Recommended plan: suppression" in page.locator(".decision").inner_text()
 
 
+@pytest.mark.slow
 @pytest.mark.ui
 def test_pdf_has_the_decision_on_page_one(full_report_inputs, tmp_path):
     from pypdf import PdfReader

@@ -80,6 +80,7 @@ def test_export_report_names_a_missing_wave_and_writes_the_pdf(full_report_input
     assert set(paths) == {"html", "json", "index"} and paths["index"].is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.ui
 def test_export_report_pdf(full_report_inputs, tmp_path):
     write_report(full_report_inputs, tmp_path)

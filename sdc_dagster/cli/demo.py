@@ -1,0 +1,123 @@
+"""``sdc demo``: the bundled demo waves and the demo census, materialised in-process, with a summary."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+from sdc_dagster.cli.home import dagster_instance, prepare_environment, run_process_tags, spec_catalogue
+from sdc_dagster.cli.run import QUIET, wave_summary
+
+def prepare_demo_waves() -> dict[str, list[str]]:
+    """Write the demo waves into the landing folder: survey -> wave names.
+
+    testdata: sdcMicro's testdata as wave ``2024``; simulation: two waves ``w1`` and ``w2`` drawn
+    from seed 000's simulation design (SPEC §5.7) with seeds 1 and 2.
+    """
+    from sdc_dagster.resources.storage import bundled_examples, landing_dir
+    from sdc_dagster.simulation import simulate_survey
+
+    landing = landing_dir()
+    (landing / "testdata").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(bundled_examples() / "data" / "testdata.csv", landing / "testdata" / "2024.csv")
+    (landing / "simulation").mkdir(parents=True, exist_ok=True)
+    for seed, wave in ((1, "w1"), (2, "w2")):
+        target = landing / "simulation" / f"{wave}.csv"
+        if not target.exists():
+            simulate_survey(500, random_state=seed).to_csv(target, index=False)
+    return {"testdata": ["2024"], "simulation": ["w1", "w2"]}
+
+
+def run_demo(home: str | None = None, *, out=None) -> int:
+    """Materialise every survey asset for the demo waves and print what came out."""
+    out = out or sys.stdout
+    root = prepare_environment(home)
+    import warnings
+
+    from dagster import BetaWarning
+
+    warnings.filterwarnings("ignore", category=BetaWarning)
+
+    from sdc_dagster.definitions import build_definitions
+
+    waves = prepare_demo_waves()
+    defs = build_definitions(specs=list(spec_catalogue("demo", out)[0].values()))
+    instance = dagster_instance()
+    print(f"SDC home: {root}", file=out)
+    failures = 0
+    for survey_name, wave_keys in waves.items():
+        instance.add_dynamic_partitions(f"{survey_name}_waves", wave_keys)
+        job = defs.resolve_job_def(f"{survey_name}_wave_job")
+        for wave in wave_keys:
+            print(f"\n== {survey_name} wave {wave}: materialising {job.name} ...", file=out, flush=True)
+            result = job.execute_in_process(partition_key=wave, instance=instance, raise_on_error=False,
+                                            run_config=QUIET, tags=run_process_tags())
+            if not result.success:
+                failures += 1
+                print(f"   FAILED (see the run in the UI: sdc ui)", file=out)
+                continue
+            print(wave_summary(survey_name, wave), file=out, flush=True)
+    failures += run_grid_demo(defs, instance, out)
+    return 1 if failures else 0
+
+
+def run_grid_demo(defs, instance, out) -> int:
+    """Generate the demo census and run the grid chain (regions, national swap, routes); failures."""
+    from sdc_dagster.pipeline.grid import prepare_demo_census
+    from sdc_dagster.resources.storage import sdc_home
+
+    regions = prepare_demo_census(sdc_home())
+    instance.add_dynamic_partitions("grid_regions", regions)
+    print("\n== census grid: validate regions, swap nationally, tabulate and protect each region ...", file=out,
+          flush=True)
+    outcome = run_grid_chain(defs, instance, regions, run_config=QUIET)
+    if outcome.get("swap"):
+        from dagster import AssetKey
+
+        metadata = instance.get_latest_materialization_event(AssetKey("census_swapped")).asset_materialization.metadata
+        print(
+            f"   {metadata['swapped_households'].value} of {metadata['households'].value} households swapped "
+            f"({metadata['risky_households'].value} at risk)",
+            file=out,
+        )
+    for region in regions:
+        if outcome.get(f"grid:{region}"):
+            print(f"   region {region}:", grid_summary(region).strip(), file=out, flush=True)
+    return sum(not ok for ok in outcome.values())
+
+
+def run_grid_chain(defs, instance, regions, *, region_job: str = "grid_region_job",
+                   run_config: dict | None = None) -> dict[str, bool]:
+    """Run the grid jobs of ``defs`` in process: validate every region, swap nationally, then each
+    region's ``region_job`` (the routes of the grid spec), then the release.
+
+    ``run_config``: one config for every job of the chain (each job gets the ops it has and the rest,
+    e.g. loggers, as given). Returns the success of every run, keyed ``census:<region>``, ``swap``,
+    ``grid:<region>`` and ``release`` (the manifest and report, when everything before succeeded).
+    """
+    config = run_config or {}
+
+    def run(job_name: str, partition_key: str | None = None) -> bool:
+        job = defs.resolve_job_def(job_name)
+        ops = {k: v for k, v in config.get("ops", {}).items() if k in job.graph.node_dict}
+        own = {**{k: v for k, v in config.items() if k != "ops"}, "ops": ops}
+        return job.execute_in_process(partition_key=partition_key, instance=instance, raise_on_error=False,
+                                      run_config=own).success
+
+    outcome = {f"census:{region}": run("census_region_job", region) for region in regions}
+    outcome["swap"] = run("census_swap_job")
+    if not outcome["swap"]:
+        return outcome
+    outcome.update({f"grid:{region}": run(region_job, region) for region in regions})
+    if all(outcome.values()):
+        outcome["release"] = run("grid_release_job")
+    return outcome
+
+
+def grid_summary(region: str) -> str:
+    """Suppression figures of one grid region, read back from the stored outputs."""
+    from sdc_dagster.resources.storage import stored_output
+
+    suppressed = stored_output(["grid_suppressed"], region)
+    hidden = int(suppressed.drop(columns="total").select_dtypes("number").isna().sum().sum())
+    return f"   {len(suppressed)} cells, {int(suppressed['total'].sum())} residents, {hidden} category counts suppressed"

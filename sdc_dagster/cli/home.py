@@ -1,0 +1,139 @@
+"""What every ``sdc`` command prepares or resolves first: the data home and the Dagster instance
+under it (with its settings and the tags of the process that runs a wave), and the survey names
+given on the command line, checked against the specs that load."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import yaml
+
+from sdc_dagster.cli.status import EXIT_USAGE
+from sdc_dagster.files import process_alive, sweep_temporary_files, write_atomic
+
+# `sdc` prints each spec it skips itself (sdc_dagster.definitions logs them for the UI's code location).
+logging.getLogger("sdc_dagster.definitions").addHandler(logging.NullHandler())
+
+
+#: Settings of the Dagster instance ``sdc`` creates: no telemetry, no community sign-up modal.
+INSTANCE_DEFAULTS = {"telemetry": {"enabled": False}, "nux": {"enabled": False}}
+
+
+def instance_settings(dagster_home: Path) -> None:
+    """Write :data:`INSTANCE_DEFAULTS` into ``dagster.yaml``, keeping every setting already there."""
+    config_file = dagster_home / "dagster.yaml"
+    config = (yaml.safe_load(config_file.read_text()) if config_file.exists() else None) or {}
+    missing = {key: value for key, value in INSTANCE_DEFAULTS.items() if key not in config}
+    if missing:
+        write_atomic(config_file, yaml.safe_dump({**config, **missing}, sort_keys=False))
+
+
+def dagster_instance():
+    """``DagsterInstance.get()`` for ``DAGSTER_HOME``, created under an exclusive file lock there.
+
+    Creating the instance creates Dagster's SQLite tables on a new home; two ``sdc`` processes
+    starting at once (two waves run side by side) would both create them, and one fails with
+    "table runs already exists". The lock serialises that step only; the runs go on in parallel.
+    (Where ``fcntl`` does not exist, Windows, there is no lock.)
+    """
+    from dagster import DagsterInstance
+
+    try:
+        import fcntl
+    except ImportError:
+        return DagsterInstance.get()
+    with open(Path(os.environ["DAGSTER_HOME"]) / ".sdc-instance.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        return DagsterInstance.get()
+
+
+def prepare_environment(home: str | None) -> Path:
+    """Set ``SDC_HOME`` (resolved, so child processes agree) and ``DAGSTER_HOME`` (default: under
+    it, with :data:`INSTANCE_DEFAULTS`), and return the data home."""
+    if home:
+        os.environ["SDC_HOME"] = str(Path(home).resolve())
+    from sdc_dagster.resources.storage import sdc_home
+
+    root = sdc_home()
+    os.environ["SDC_HOME"] = str(root)
+    os.environ.setdefault("DAGSTER_HOME", str(root / "dagster"))
+    dagster_home = Path(os.environ["DAGSTER_HOME"])
+    dagster_home.mkdir(parents=True, exist_ok=True)
+    instance_settings(dagster_home)
+    sweep_temporary_files(root)  # half-written files of killed sdc processes
+    return root
+
+
+def unsafe_names(command: str, out, *names: tuple[str, str | None]) -> bool:
+    """Print the rule broken by each name given on the command line (``(kind, value)``, kinds of
+    :data:`sdc_dagster.names.RULES`; None: not given) that is not a safe name; whether there was one."""
+    from sdc_dagster.names import name_problem
+
+    problems = [name_problem(kind, value) for kind, value in names if value is not None]
+    for problem in filter(None, problems):
+        print(f"sdc {command}: {problem}", file=out)
+    return any(problems)
+
+
+def spec_catalogue(command: str, out, survey_name: str | None = None):
+    """The specs that load (survey -> spec) and the broken spec files meant for ``survey_name``
+    (:func:`sdc_dagster.spec.scan_specs`); every other broken spec file is skipped with one warning line."""
+    from sdc_dagster.resources.storage import spec_folders
+    from sdc_dagster.spec import scan_specs
+
+    specs, broken = scan_specs(spec_folders())
+    known = {spec.survey: spec for spec in specs}
+    claimed = [b for b in broken if survey_name in b.surveys and survey_name not in known]
+    for spec in broken:
+        if spec not in claimed:
+            print(f"sdc {command}: warning: skipped the survey spec {spec.summary()}", file=out, flush=True)
+    return known, claimed
+
+
+def unknown_survey(command: str, survey_name: str, known, out) -> int:
+    """Say that survey ``survey_name`` is unknown, listing ``known``; :data:`EXIT_USAGE`."""
+    print(f"sdc {command}: no survey {survey_name!r}; known: {', '.join(sorted(known)) or 'none'} "
+          "(draft one with: sdc init NAME --from FILE)", file=out)
+    return EXIT_USAGE
+
+
+def known_surveys(outputs: Path) -> set[str]:
+    """The surveys of the specs that load and of the folders in ``outputs`` (reports or releases of a
+    survey whose spec is gone)."""
+    from sdc_dagster.resources.storage import spec_folders
+    from sdc_dagster.spec import scan_specs
+
+    folders = {p.name for p in outputs.iterdir() if p.is_dir()} if outputs.is_dir() else set()
+    return {spec.survey for spec in scan_specs(spec_folders())[0]} | folders
+
+
+#: Tags of a run started by ``sdc run`` or ``sdc demo``: the process that executes it, on which host.
+RUN_PROCESS_TAGS = ("sdc/pid", "sdc/host")
+
+
+def run_process_tags() -> dict[str, str]:
+    import socket
+
+    return dict(zip(RUN_PROCESS_TAGS, (str(os.getpid()), socket.gethostname())))
+
+
+def fail_abandoned_runs(instance) -> list[str]:
+    """Mark failed the runs ``sdc`` started on this host whose process is gone (killed mid-way: they
+    would stay STARTED forever); runs of live processes (other waves running now) and runs the UI's
+    daemon started are left alone. Returns the run ids marked."""
+    import socket
+
+    from dagster import DagsterRunStatus, RunsFilter
+
+    host = socket.gethostname()
+    marked = []
+    statuses = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
+    for run in instance.get_runs(filters=RunsFilter(statuses=statuses, tags={"sdc/host": host})):
+        pid = run.tags.get("sdc/pid", "")
+        if pid.isdigit() and not process_alive(int(pid)):
+            instance.report_run_failed(run, message=f"the sdc process {pid} that ran it ended before the run "
+                                                    "finished (killed); nothing of this run was released")
+            marked.append(run.run_id)
+    return marked

@@ -1,0 +1,110 @@
+"""``sdc init SURVEY --from FILE`` drafts a survey spec; ``sdc check SPEC [--data FILE]`` validates
+a spec, and a data file against it, without running anything."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from sdc_dagster.cli.home import prepare_environment, unsafe_names
+from sdc_dagster.cli.status import EXIT_BAD_DATA, EXIT_BAD_SPEC, EXIT_OK, EXIT_USAGE
+from sdc_dagster.files import write_atomic
+
+def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, home: str | None = None,
+             out=None) -> int:
+    """Draft the spec of survey ``survey_name`` from ``data_file`` (:func:`sdc_dagster.spec.draft.draft_spec`)
+    into ``spec_file`` (default ``<data home>/specs/<survey>.yaml``); an existing file is never overwritten."""
+    out = out or sys.stdout
+    prepare_environment(home)
+    if unsafe_names("init", out, ("survey name", survey_name)):
+        return EXIT_USAGE
+    from sdc_dagster.errors import SDCInputError
+    from sdc_dagster.names import inside
+    from sdc_dagster.resources.storage import bundled_examples, user_specs_dir
+    from sdc_dagster.spec import SpecError, load_spec, load_specs
+    from sdc_dagster.spec.draft import draft_spec
+
+    target = Path(spec_file) if spec_file else inside(user_specs_dir(), f"{survey_name}.yaml")
+    if target.exists():
+        print(f"sdc init: {target} exists; not overwritten (edit it, or delete it to draft again)", file=out)
+        return EXIT_USAGE
+    if survey_name in {s.survey for s in load_specs(bundled_examples())}:
+        print(f"sdc init: {survey_name!r} is the name of a bundled demo survey; choose another name", file=out)
+        return EXIT_USAGE
+    try:
+        text = draft_spec(data_file, survey_name)
+    except SDCInputError as exc:
+        print(f"sdc init: {exc}", file=out)
+        return EXIT_BAD_DATA
+    try:
+        write_atomic(target, text, exclusive=True)  # never overwrite, even a spec created meanwhile
+    except FileExistsError:
+        print(f"sdc init: {target} exists; not overwritten (edit it, or delete it to draft again)", file=out)
+        return EXIT_USAGE
+    try:
+        spec = load_spec(target)
+    except SpecError as exc:
+        print(f"wrote {target}, but it needs an edit before sdc check accepts it: {exc}", file=out)
+        return EXIT_BAD_SPEC
+    roles = ", ".join(f"{len(spec.names(role))} {role}" for role in
+                      ("categorical_key", "continuous_key", "sensitive", "direct_identifier") if spec.names(role))
+    print(f"wrote {target}: {len(spec.variables)} variables ({roles}); every role is a guess with its reason.\n"
+          f"Edit it, then: sdc check {target} --data {data_file}\n"
+          f"          and: sdc run {survey_name} WAVE --file {data_file}", file=out)
+    return EXIT_OK
+
+
+def _spec_line(spec_file: Path, lines: list[str], message: str) -> str:
+    """The YAML line (of ``lines``, the spec's text) a :class:`SpecError` message points at
+    (``file.yaml:12: ...``), numbered."""
+    prefix = f"{spec_file.name}:"
+    if not message.startswith(prefix):
+        return ""
+    number = message[len(prefix):].split(":", 1)[0]
+    if not number.isdigit() or not 0 < int(number) <= len(lines):
+        return ""
+    return f"   {number} | {lines[int(number) - 1]}"
+
+
+def run_check(spec_file: str, *, data_file: str | None = None, out=None) -> int:
+    """Validate a spec and, given ``data_file``, the data against it (the schema of ``raw_microdata``);
+    nothing is run or written. Every independent error of the spec (in YAML line order), or else of
+    the data, is printed on its own line: the file, the line and key, and what was expected; or the
+    column, the rule and the first offending rows."""
+    out = out or sys.stdout
+    from sdc_dagster.errors import SDCInputError
+    from sdc_dagster.schemas import SchemaViolation
+    from sdc_dagster.sources import read_wave_file
+    from sdc_dagster.spec import SpecError, load_spec
+
+    path = Path(spec_file)
+    try:
+        spec = load_spec(path)
+    except SpecError as exc:
+        lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+        for error in exc.errors:
+            print(f"sdc check: {error}", file=out)
+            shown = _spec_line(path, lines, str(error))
+            if shown:
+                print(shown, file=out)
+        keys = "that key (the message says" if len(exc.errors) == 1 else f"those {len(exc.errors)} keys (each message says"
+        print(f"hint: fix {keys} what is expected there) and run sdc check again; "
+              "`sdc init NAME --from FILE` drafts a valid spec to compare with", file=out)
+        return EXIT_BAD_SPEC
+    plans = ", ".join(p.name for p in spec.plans)
+    print(f"{path}: spec of survey {spec.survey!r} is valid ({len(spec.variables)} variables, "
+          f"{len(spec.categorical_keys)} categorical keys, {len(spec.continuous_keys)} continuous keys, "
+          f"plans: {plans})", file=out)
+    if data_file is None:
+        return EXIT_OK
+    try:
+        data = read_wave_file(spec, Path(data_file))
+    except SchemaViolation as exc:
+        for problem in exc.problems:
+            print(f"sdc check: {exc.source}: {problem}", file=out)
+        return EXIT_BAD_DATA
+    except SDCInputError as exc:
+        print(f"sdc check: {exc}", file=out)
+        return EXIT_BAD_DATA
+    print(f"{data_file}: {len(data)} records match the spec", file=out)
+    return EXIT_OK
