@@ -259,3 +259,26 @@ def test_readme_own_survey_in_five_commands(tmp_path, home, capsys, servers):
 
     with DagsterInstance.get() as instance:
         assert instance.get_run_by_id(run_id).is_finished  # interrupted or canceled, not left "started"
+
+
+@pytest.mark.slow
+def test_a_library_warning_goes_to_the_run_log_not_the_console(home, monkeypatch, capsys):
+    """Issue 23's clean console: a warning raised inside a step (here by a wrapped engine call) is
+    written to the run's log; the console shows the progress lines and the summary only."""
+    import warnings
+
+    from sdc_dagster.cli import main
+    from sdc_dagster.pipeline import risk
+
+    original = risk.key_frequencies
+
+    def noisy(*args, **kwargs):
+        warnings.warn("a library speaks up", UserWarning)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(risk, "key_frequencies", noisy)
+    assert main(["run", "testdata", "2024"]) == 0
+    printed = capsys.readouterr()
+    assert "a library speaks up" not in printed.out + printed.err
+    logs = list((home / "logs" / "testdata" / "2024").glob("*.log"))
+    assert len(logs) == 1 and "UserWarning: a library speaks up" in logs[0].read_text()

@@ -9,6 +9,7 @@ import re
 import shutil
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from sdc_dagster.cli.home import dagster_instance, fail_abandoned_runs, prepare_environment, run_process_tags, \
@@ -111,8 +112,6 @@ def run_wave(survey_name: str, wave: str, *, data_file: str | None = None, home:
     prepare_environment(home)
     if unsafe_names("run", out, ("survey name", survey_name), ("wave id", wave)):
         return EXIT_USAGE
-    import warnings
-
     from dagster import BetaWarning
 
     warnings.filterwarnings("ignore", category=BetaWarning)
@@ -189,9 +188,16 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
           f"DAGSTER_HOME {os.environ['DAGSTER_HOME']}", file=out, flush=True)
     for abandoned in fail_abandoned_runs(instance):
         print(f"   run {abandoned} was killed before it finished: marked failed", file=out, flush=True)
+    def logged_warning(message, category, filename, lineno, file=None, line=None) -> None:
+        log.write(f"{time.time():.3f} WARNING - {category.__name__}: {message} ({filename}:{lineno})\n")
+
     try:
-        result = job.execute_in_process(partition_key=wave, instance=instance, raise_on_error=False,
-                                        run_config={} if verbose else QUIET, run_id=run_id, tags=run_process_tags())
+        with warnings.catch_warnings():
+            if not verbose:  # a library's warning goes to the run's log: the console shows progress only
+                warnings.showwarning = logged_warning
+            result = job.execute_in_process(partition_key=wave, instance=instance, raise_on_error=False,
+                                            run_config={} if verbose else QUIET, run_id=run_id,
+                                            tags=run_process_tags())
     finally:
         log.close()
     # the report's blocking "wave_released" check fails the run when no plan is released: that is

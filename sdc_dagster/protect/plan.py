@@ -120,8 +120,10 @@ class PlanResult:
     steps : one dict per step: ``method``, ``parameters`` (every parameter, defaults included),
         ``random_state`` (the integer seed used, None for deterministic steps), ``records_before``,
         ``records_after``, ``values_changed`` and ``values_suppressed`` ({column: count}),
-        ``columns_removed``, and for a recode step ``categories_absent`` (listed categories that do
-        not occur in the data: the no-op part of the step).
+        ``columns_removed``, for a recode step ``categories_absent`` (listed categories that do
+        not occur in the data: the no-op part of the step), and ``reported``, what the method
+        reported of its choices (``local_suppression_method``: the algorithm local suppression
+        used; ``romm_blocks``: ROMM's blocks), where it reported any.
     artifacts : objects produced by steps, e.g. ``{"pram:<column>": transition matrix}``.
     """
 
@@ -389,11 +391,14 @@ def apply_plan(
                 "columns_removed": [str(c) for c in current.columns.difference(output.columns)],
             }
         )
+        reported = {name: value for name, value in output.attrs.items() if current.attrs.get(name) != value}
+        if reported:  # what the method says it chose, e.g. the local suppression algorithm, ROMM's blocks
+            records[-1]["reported"] = reported
         if method == "recode":
             records[-1]["categories_absent"] = absent_categories(current, **params)
         if method == "pram" and artifact is not None:
             artifacts[f"pram:{params['variable']}"] = artifact.matrix
         current = output
-    if current is data:
-        current = data.copy()
+    current = current.copy() if current is data or current.attrs else current
+    current.attrs = {}  # the methods' reports are in the step records, not in the released data
     return PlanResult(data=current, steps=records, artifacts=artifacts)

@@ -130,8 +130,8 @@ def step_sentence(step: dict) -> str:
 
     ``step`` is a step record of a release manifest (``method``, ``parameters``,
     ``random_state``, ``values_changed``, ``values_suppressed``, ``records_before`` /
-    ``records_after``, ``columns_removed``) or a step as written in the spec (``method`` and its
-    parameters side by side).
+    ``records_after``, ``columns_removed``, ``reported``: the algorithm local suppression chose,
+    ROMM's blocks) or a step as written in the spec (``method`` and its parameters side by side).
     """
     method = str(step.get("method", "step"))
     recorded = "parameters" in step
@@ -152,6 +152,11 @@ def step_sentence(step: dict) -> str:
         sentence += " with " + "; ".join(shown)
     if step.get("random_state") is not None:
         sentence += f" (seed {step['random_state']})"
+    reported = step.get("reported") or {}
+    if reported.get("local_suppression_method"):
+        sentence += f" (algorithm: {reported['local_suppression_method']})"
+    if reported.get("romm_blocks", 1) > 1:
+        sentence += f" (in {reported['romm_blocks']:,} random blocks of records, ROMM's approximation on large files)"
     outcomes = []
     for key, verb in (("values_changed", "changed"), ("values_suppressed", "suppressed")):
         counts = step.get(key) or {}

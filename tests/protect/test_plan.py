@@ -125,3 +125,21 @@ def test_sdcmicro_local_suppression_step_is_sdcmicros_output(testdata):
     assert result.data[KEYS].isna().equals(golden[KEYS].isna())
     assert result.steps[0]["parameters"]["kind"] == "sdcmicro"
     assert sum(result.steps[0]["values_suppressed"].values()) == 298
+
+
+def test_step_records_what_the_method_chose_and_the_data_carries_no_report(testdata):
+    """Local suppression on seven keys reports the greedy algorithm (issue 23: the choice is made by
+    the data's shape, up to eight keys greedy); the step record keeps it, the sentence of the
+    report names it, and the released frame carries no attribute into its Parquet file."""
+    from sdc_dagster.report.content import step_sentence
+
+    result = apply_plan(testdata, [{"method": "local_suppression", "k": 3}], keys=KEYS)
+    step = result.steps[0]
+    assert step["reported"] == {"local_suppression_method": "greedy"}
+    assert "(algorithm: greedy)" in step_sentence(step)
+    assert result.data.attrs == {}
+    wide = pd.DataFrame(np.random.default_rng(0).integers(0, 3, (12_000, 2)), columns=["x", "y"]).astype(float)
+    romm = apply_plan(wide, [{"method": "noise", "columns": ["x", "y"], "kind": "ROMM", "p": 0.1}],
+                      keys=[], random_state=1)
+    assert romm.steps[0]["reported"] == {"romm_blocks": 48}  # 12,000 records in blocks of at most 250
+    assert "48 random blocks" in step_sentence(romm.steps[0])
