@@ -19,6 +19,7 @@ from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist
 
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.keys import pack_codes
 from sdc_dagster.numerics.distance import gower_block, gower_encoding
 from sdc_dagster.validation import check_option, paired_matrices
 
@@ -122,18 +123,6 @@ def _gower_own_distances(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray) ->
         return np.where(seen, gap, 0.0).sum(axis=1) / seen.sum(axis=1)
 
 
-def _combination_codes(codes: np.ndarray, levels: np.ndarray) -> np.ndarray:
-    """A dense number per distinct row of ``codes`` (integer category codes, column j below
-    ``levels[j]``): mixed-radix numbers, renumbered densely whenever the next digit could overflow
-    (a sort of one integer column, far faster than comparing rows)."""
-    combined = np.zeros(len(codes), dtype=np.int64)
-    for column, base in zip(codes.T, levels):
-        if int(combined.max(initial=0)) >= (1 << 62) // max(int(base), 1):
-            combined = np.unique(combined, return_inverse=True)[1].ravel().astype(np.int64)
-        combined = combined * int(base) + column.astype(np.int64)
-    return np.unique(combined, return_inverse=True)[1].ravel()
-
-
 def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_patterns, m_patterns,
                             own: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Gower nearest originals found among those that agree on every shared nominal variable, and
@@ -179,8 +168,11 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
             originals = np.sort(np.concatenate([x_rows[b] for b in members]))
             if len(named):
                 largest = max(largest, int(shared.sum()))
-                group = _combination_codes(np.vstack([zx[np.ix_(originals, named)], zm[np.ix_(rows, named)]]),
-                                           levels[named]) * (len(numeric) * span + 1.0)
+                # one code per combination of nominal values (keys.pack_codes), renumbered densely so
+                # that the coordinate stays exact in floating point
+                codes = np.vstack([zx[np.ix_(originals, named)], zm[np.ix_(rows, named)]]).astype(np.int64)
+                packed = pack_codes([codes], levels[named])[0]
+                group = np.unique(packed, return_inverse=True)[1].ravel() * (len(numeric) * span + 1.0)
             else:
                 group = np.zeros(len(originals) + len(rows))
             tree = cKDTree(np.column_stack([zx[np.ix_(originals, numeric)], group[:len(originals)]]))
