@@ -102,9 +102,19 @@ def _gower_embedding(z: np.ndarray, nominal: np.ndarray, levels: np.ndarray) -> 
 
 
 def _observed_patterns(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct patterns of observed variables of the rows of ``z`` and each row's pattern."""
-    patterns, inverse = np.unique(~np.isnan(z), axis=0, return_inverse=True)
-    return patterns, inverse.ravel()
+    """The distinct patterns of observed variables of the rows of ``z`` (in lexicographic order) and
+    each row's pattern. Each row's pattern is packed into one code first (:func:`keys.pack_codes`,
+    radix 2, order-preserving), so that the distinct patterns are those of a 1-d array."""
+    observed = ~np.isnan(z)
+    code = pack_codes([observed.astype(np.int64)], np.full(z.shape[1], 2))[0]
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    return observed[first], inverse.ravel()
+
+
+def _rows_by_pattern(pattern_of: np.ndarray, count: int) -> list[np.ndarray]:
+    """The row positions (ascending) of each of ``count`` patterns, from each row's pattern."""
+    order = np.argsort(pattern_of, kind="stable")
+    return np.split(order, np.cumsum(np.bincount(pattern_of, minlength=count))[:-1])
 
 
 def _pattern_search_is_cheaper(x_patterns: np.ndarray, m_patterns: np.ndarray, n_x: int, n_m: int) -> bool:
@@ -123,6 +133,47 @@ def _gower_own_distances(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray) ->
         return np.where(seen, gap, 0.0).sum(axis=1) / seen.sum(axis=1)
 
 
+class _AgreeingTree:
+    """A k-d tree over the originals of one missing-value pattern P, for the search among originals
+    that agree on nominal variables (:func:`_gower_nearest_agreeing`): coordinates the numeric
+    variables ``numeric``, then the group of the record's combination of the nominal variables
+    ``grouped`` (its number in the table of combinations found among these originals) times
+    ``spacing`` = #numeric x span + 1, wider than any distance within a group (numeric values lie
+    within ``span`` of each other), so that a query never reaches another group."""
+
+    def __init__(self, zx: np.ndarray, originals: np.ndarray, numeric: np.ndarray, grouped: np.ndarray,
+                 levels: np.ndarray, span: float):
+        self.originals, self.numeric, self.grouped, self.levels = originals, numeric, grouped, levels
+        self.spacing = len(numeric) * span + 1.0
+        self.bound = len(numeric) * span + 0.5
+        digits = zx[np.ix_(originals, grouped)].astype(np.int64)
+        _, first, group = np.unique(pack_codes([digits], levels[grouped])[0], return_index=True,
+                                    return_inverse=True)
+        self.combinations = digits[first]  # one row per group, in group order
+        self.tree = cKDTree(np.column_stack([zx[np.ix_(originals, numeric)], group.ravel() * self.spacing]))
+
+    def probes(self, zm: np.ndarray, rows: np.ndarray, observed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Query points of the protected ``rows`` (all of one pattern, ``observed``): one per
+        combination of the grouped variables that agrees with the record on those it observes and
+        is found among the originals (every category of a grouped variable the record misses, all
+        combinations of several). Returns (position in ``rows`` of each point, points)."""
+        missing = ~observed[self.grouped]
+        dimensions = self.levels[self.grouped][missing]
+        grid = np.indices(dimensions).reshape(len(dimensions), -1).T if len(dimensions) else np.zeros((1, 0), np.int64)
+        repeat = len(grid)
+        digits = np.empty((len(rows) * repeat, len(self.grouped)), dtype=np.int64)
+        digits[:, ~missing] = np.repeat(zm[np.ix_(rows, self.grouped[~missing])].astype(np.int64), repeat, axis=0)
+        digits[:, missing] = np.tile(grid, (len(rows), 1))
+        # coded jointly with the table of combinations, so that the codes are comparable
+        table, code = pack_codes([self.combinations, digits], self.levels[self.grouped])
+        order = np.argsort(table)
+        at = np.minimum(np.searchsorted(table[order], code), len(table) - 1)
+        found = table[order][at] == code
+        group = order[at[found]]
+        point_of = np.flatnonzero(found) // repeat
+        return point_of, np.column_stack([zm[np.ix_(rows[point_of], self.numeric)], group * self.spacing])
+
+
 def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_patterns, m_patterns,
                             own: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Gower nearest originals found among those that agree on every shared nominal variable, and
@@ -130,73 +181,79 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
 
     Within a pair (protected pattern Q, original pattern P) of observed variables with shared
     variables S, an original that differs from a protected record in a nominal variable of S is
-    at Gower distance at least 1 / |S|. The originals that agree on all nominal variables of S form
-    one group; the nearest within the group is a k-d tree query on the numeric variables of S (at
-    most a few dimensions, where k-d trees are fast) with the group number times (#numeric + 1) as
-    one more coordinate, spaced wider than any in-group distance, so that no other group is ever
-    nearer. A record is *settled* when its nearest in-group distance d, over all pattern pairs, is
-    below 1 / |S| of every pair with a nominal shared variable (with the tie tolerance): then no
-    original outside the groups is as near, the nearest is exact and the originals tied with it
-    are in the groups, counted by radius queries of the same trees. The others are left to :func:`_gower_nearest_by_pattern`'s full
-    search. The protected patterns are taken one at a time, so the trees of one pattern only are
-    kept, and the original patterns sharing the same variables with it are searched together.
-    Returns (nearest distance, partner position, tied originals of the settled records whose
-    own original is nearest (1 elsewhere), settled mask)."""
+    at Gower distance at least 1 / |S|. The originals of P that agree on all nominal variables of S
+    are found with a k-d tree on the numeric variables of S (at most a few dimensions, where k-d
+    trees are fast) and one more coordinate for the combination of P's nominal variables
+    (:class:`_AgreeingTree`): a record that misses a nominal variable P observes is queried once
+    per category of it (once per combination for several; only combinations found among the
+    originals), and the union of those groups is exactly the originals of P agreeing on S, so the
+    smallest of the queries is the nearest among them. The tree depends on P and the numeric
+    variables of S only and is built once for every protected pattern; where a pattern's queries
+    would outnumber the originals of P, the tree groups by the nominal variables of S instead (one
+    query per record). A record is *settled* when its nearest in-group distance d, over all
+    original patterns, is below 1 / |S| of every pair with a nominal shared variable (with the tie
+    tolerance): then no original outside the groups is as near, the nearest is exact and the
+    originals tied with it are in the groups, counted by radius queries of the same trees (disjoint
+    groups, so the counts add up). The others are left to :func:`_gower_nearest_by_pattern`'s full
+    search. Returns (nearest distance, partner position, tied originals of the settled records
+    whose own original is nearest (1 elsewhere), settled mask)."""
     (x_patterns, x_of), (m_patterns, m_of) = x_patterns, m_patterns
     n = len(zm)
     nearest = np.full(n, np.inf)
     partner = np.full(n, -1, dtype=np.int64)
     ties = np.ones(n)
     settled = np.zeros(n, dtype=bool)
-    x_rows = [np.flatnonzero(x_of == b) for b in range(len(x_patterns))]
+    x_rows = _rows_by_pattern(x_of, len(x_patterns))
+    m_rows = _rows_by_pattern(m_of, len(m_patterns))
     both = np.vstack([zx, zm])
     levels = np.where(nominal, np.nanmax(both, axis=0, initial=0) + 1, 0).astype(np.int64)
     both = both[:, ~nominal]
     span = float(np.nanmax(both, initial=0.0) - np.nanmin(both, initial=0.0)) if both.size else 0.0
+    trees: dict[tuple, _AgreeingTree] = {}
     for a, m_pattern in enumerate(m_patterns):
-        rows = np.flatnonzero(m_of == a)
-        searched = []  # (original rows, tree, query points, |S|) of every pattern pair of Q = m_pattern
+        rows = m_rows[a]
+        searched = []  # (tree, |S|) of every original pattern P sharing a variable with Q = m_pattern
         largest = 0  # the largest |S| of a pair sharing a nominal variable
-        # original patterns that share the same variables with Q are searched as one
-        sharing: dict[bytes, list[int]] = {}
         for b, x_pattern in enumerate(x_patterns):
-            if (m_pattern & x_pattern).any():
-                sharing.setdefault((m_pattern & x_pattern).tobytes(), []).append(b)
-        for members in sharing.values():
-            shared = m_pattern & x_patterns[members[0]]
-            named, numeric = np.flatnonzero(shared & nominal), np.flatnonzero(shared & ~nominal)
-            originals = np.sort(np.concatenate([x_rows[b] for b in members]))
-            if len(named):
+            shared = m_pattern & x_pattern
+            if not shared.any():
+                continue
+            if (shared & nominal).any():
                 largest = max(largest, int(shared.sum()))
-                # one code per combination of nominal values (keys.pack_codes), renumbered densely so
-                # that the coordinate stays exact in floating point
-                codes = np.vstack([zx[np.ix_(originals, named)], zm[np.ix_(rows, named)]]).astype(np.int64)
-                packed = pack_codes([codes], levels[named])[0]
-                group = np.unique(packed, return_inverse=True)[1].ravel() * (len(numeric) * span + 1.0)
-            else:
-                group = np.zeros(len(originals) + len(rows))
-            tree = cKDTree(np.column_stack([zx[np.ix_(originals, numeric)], group[:len(originals)]]))
-            points = np.column_stack([zm[np.ix_(rows, numeric)], group[len(originals):]])
-            searched.append((originals, tree, points, int(shared.sum())))
-            found = tree.query(points, k=1, p=1, distance_upper_bound=len(numeric) * span + 0.5)[1]
-            inside = found < len(originals)
-            candidate = originals[found[inside]]
-            distance = _gower_own_distances(zx[candidate], zm[rows[inside]], nominal)
-            better = (distance < nearest[rows[inside]]) | (
-                (distance == nearest[rows[inside]]) & (candidate < partner[rows[inside]]))
-            nearest[rows[inside][better]] = distance[better]
-            partner[rows[inside][better]] = candidate[better]
+            numeric = np.flatnonzero(shared & ~nominal)
+            grouped = np.flatnonzero(x_pattern & nominal)
+            if len(rows) * np.prod(levels[grouped][~m_pattern[grouped]], dtype=float) > len(x_rows[b]):
+                grouped = np.flatnonzero(shared & nominal)
+            key = (b, numeric.tobytes(), grouped.tobytes())
+            if key not in trees:
+                trees[key] = _AgreeingTree(zx, x_rows[b], numeric, grouped, levels, span)
+            tree = trees[key]
+            searched.append((tree, int(shared.sum())))
+            point_of, points = tree.probes(zm, rows, m_pattern)
+            found = tree.tree.query(points, k=1, p=1, distance_upper_bound=tree.bound)[1]
+            inside = found < len(tree.originals)
+            point_of, candidate = rows[point_of[inside]], tree.originals[found[inside]]
+            distance = _gower_own_distances(zx[candidate], zm[point_of], nominal)
+            # the nearest of each record's points (lowest original at equal distance), then the update
+            first = np.lexsort((candidate, distance, point_of))
+            first = first[np.r_[True, point_of[first][1:] != point_of[first][:-1]]] if len(first) else first
+            point_of, candidate, distance = point_of[first], candidate[first], distance[first]
+            better = (distance < nearest[point_of]) | ((distance == nearest[point_of]) & (candidate < partner[point_of]))
+            nearest[point_of[better]] = distance[better]
+            partner[point_of[better]] = candidate[better]
         reach = nearest[rows] * (1.0 + _TIE_TOLERANCE) + 1e-12
         done = np.isfinite(nearest[rows]) & (reach < 1.0 / largest) if largest else np.ones(len(rows), dtype=bool)
         settled[rows] = done
         hit = done & (own[rows] <= nearest[rows] * (1.0 + 1e-12) + 1e-300) & np.isfinite(nearest[rows])
         if not hit.any():
             continue
-        counted = np.zeros(int(hit.sum()))
-        for _, tree, points, size in searched:
-            radius = nearest[rows[hit]] * size * (1.0 + _TIE_TOLERANCE) + 1e-12
-            counted += tree.query_ball_point(points[hit], radius, p=1, return_length=True)
-        ties[rows[hit]] = np.maximum(counted, 1.0)
+        counted = np.zeros(len(rows))
+        for tree, size in searched:
+            point_of, points = tree.probes(zm, rows[hit], m_pattern)
+            radius = nearest[rows[hit][point_of]] * size * (1.0 + _TIE_TOLERANCE) + 1e-12
+            within = tree.tree.query_ball_point(points, radius, p=1, return_length=True)
+            counted[hit] += np.bincount(point_of, weights=within, minlength=int(hit.sum()))
+        ties[rows[hit]] = np.maximum(counted[hit], 1.0)
     return nearest, partner, ties, settled
 
 
