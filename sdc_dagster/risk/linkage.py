@@ -134,29 +134,43 @@ def _gower_own_distances(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray) ->
 
 
 class _AgreeingTree:
-    """A k-d tree over the originals of one missing-value pattern P, for the search among originals
-    that agree on nominal variables (:func:`_gower_nearest_agreeing`): coordinates the numeric
-    variables ``numeric``, then the group of the record's combination of the nominal variables
-    ``grouped`` (its number in the table of combinations found among these originals) times
-    ``spacing`` = #numeric x span + 1, wider than any distance within a group (numeric values lie
-    within ``span`` of each other), so that a query never reaches another group."""
+    """The originals of one missing-value pattern P grouped by their combination of the nominal
+    variables ``grouped``, for the search among originals that agree on nominal variables
+    (:func:`_gower_nearest_agreeing`); a group is numbered by its place in the table of combinations
+    found among these originals. ``kd``: a k-d tree with the numeric variables ``numeric`` as
+    coordinates, then the group number times ``spacing`` = #numeric x span + 1, wider than any
+    distance within a group (numeric values lie within ``span`` of each other), so that a query
+    never reaches another group; built on first use. ``low``, ``high``: each group's bounding box
+    on the numeric variables."""
 
     def __init__(self, zx: np.ndarray, originals: np.ndarray, numeric: np.ndarray, grouped: np.ndarray,
                  levels: np.ndarray, span: float):
-        self.originals, self.numeric, self.grouped, self.levels = originals, numeric, grouped, levels
+        self.zx, self.originals, self.numeric, self.grouped, self.levels = zx, originals, numeric, grouped, levels
         self.spacing = len(numeric) * span + 1.0
         self.bound = len(numeric) * span + 0.5
         digits = zx[np.ix_(originals, grouped)].astype(np.int64)
         _, first, group = np.unique(pack_codes([digits], levels[grouped])[0], return_index=True,
                                     return_inverse=True)
+        self.group = group.ravel()
         self.combinations = digits[first]  # one row per group, in group order
-        self.tree = cKDTree(np.column_stack([zx[np.ix_(originals, numeric)], group.ravel() * self.spacing]))
+        values = zx[np.ix_(originals[np.argsort(self.group, kind="stable")], numeric)]  # by group
+        starts = np.cumsum(np.bincount(self.group, minlength=len(first)))[:-1]
+        self.low = np.minimum.reduceat(values, np.r_[0, starts]) if values.size else values[:len(first)]
+        self.high = np.maximum.reduceat(values, np.r_[0, starts]) if values.size else values[:len(first)]
+        self._kd = None
+
+    @property
+    def kd(self) -> cKDTree:
+        if self._kd is None:
+            self._kd = cKDTree(np.column_stack([self.zx[np.ix_(self.originals, self.numeric)],
+                                                self.group * self.spacing]))
+        return self._kd
 
     def probes(self, zm: np.ndarray, rows: np.ndarray, observed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Query points of the protected ``rows`` (all of one pattern, ``observed``): one per
-        combination of the grouped variables that agrees with the record on those it observes and
-        is found among the originals (every category of a grouped variable the record misses, all
-        combinations of several). Returns (position in ``rows`` of each point, points)."""
+        """The groups agreeing with the protected ``rows`` (all of one pattern, ``observed``): one
+        per combination of the grouped variables that agrees with the record on those it observes
+        and is found among the originals (every category of a grouped variable the record misses,
+        all combinations of several). Returns (position in ``rows``, group) of each probe."""
         missing = ~observed[self.grouped]
         dimensions = self.levels[self.grouped][missing]
         grid = np.indices(dimensions).reshape(len(dimensions), -1).T if len(dimensions) else np.zeros((1, 0), np.int64)
@@ -169,9 +183,24 @@ class _AgreeingTree:
         order = np.argsort(table)
         at = np.minimum(np.searchsorted(table[order], code), len(table) - 1)
         found = table[order][at] == code
-        group = order[at[found]]
-        point_of = np.flatnonzero(found) // repeat
-        return point_of, np.column_stack([zm[np.ix_(rows[point_of], self.numeric)], group * self.spacing])
+        return np.flatnonzero(found) // repeat, order[at[found]]
+
+    def points(self, zm: np.ndarray, rows: np.ndarray, group: np.ndarray) -> np.ndarray:
+        """k-d tree query points of the protected ``rows`` in their ``group``."""
+        return np.column_stack([zm[np.ix_(rows, self.numeric)], group * self.spacing])
+
+    def gap(self, zm: np.ndarray, rows: np.ndarray, group: np.ndarray) -> np.ndarray:
+        """A lower bound of the L1 distance on the numeric variables between each of the protected
+        ``rows`` and every original of its ``group``: the distance to the group's bounding box."""
+        values = zm[np.ix_(rows, self.numeric)]
+        return np.maximum(np.maximum(self.low[group] - values, values - self.high[group]), 0.0).sum(axis=1)
+
+
+def _reach(nearest: np.ndarray, size: int) -> np.ndarray:
+    """An L1 numerator beyond which an original of a pair with |S| = ``size`` shared variables is
+    neither nearer than nor tied with (:data:`_TIE_TOLERANCE`) the Gower distance ``nearest``, with
+    room for the rounding of the bounding-box distance."""
+    return nearest * size * (1.0 + 2 * _TIE_TOLERANCE) + 2e-12
 
 
 def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_patterns, m_patterns,
@@ -210,18 +239,19 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
     both = both[:, ~nominal]
     span = float(np.nanmax(both, initial=0.0) - np.nanmin(both, initial=0.0)) if both.size else 0.0
     trees: dict[tuple, _AgreeingTree] = {}
+    by_size = np.argsort([-len(r) for r in x_rows], kind="stable")
     for a, m_pattern in enumerate(m_patterns):
         rows = m_rows[a]
         searched = []  # (tree, |S|) of every original pattern P sharing a variable with Q = m_pattern
         largest = 0  # the largest |S| of a pair sharing a nominal variable
-        for b, x_pattern in enumerate(x_patterns):
-            shared = m_pattern & x_pattern
+        for b in by_size:  # the largest original pattern first: its nearest bounds the others'
+            shared = m_pattern & x_patterns[b]
             if not shared.any():
                 continue
             if (shared & nominal).any():
                 largest = max(largest, int(shared.sum()))
             numeric = np.flatnonzero(shared & ~nominal)
-            grouped = np.flatnonzero(x_pattern & nominal)
+            grouped = np.flatnonzero(x_patterns[b] & nominal)
             if len(rows) * np.prod(levels[grouped][~m_pattern[grouped]], dtype=float) > len(x_rows[b]):
                 grouped = np.flatnonzero(shared & nominal)
             key = (b, numeric.tobytes(), grouped.tobytes())
@@ -229,18 +259,22 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
                 trees[key] = _AgreeingTree(zx, x_rows[b], numeric, grouped, levels, span)
             tree = trees[key]
             searched.append((tree, int(shared.sum())))
-            point_of, points = tree.probes(zm, rows, m_pattern)
-            found = tree.tree.query(points, k=1, p=1, distance_upper_bound=tree.bound)[1]
+            probe, group = tree.probes(zm, rows, m_pattern)
+            # a group whose bounding box lies beyond the nearest distance so far holds no original as near
+            near = tree.gap(zm, rows[probe], group) <= _reach(nearest[rows[probe]], int(shared.sum()))
+            probe, group = probe[near], group[near]
+            found = tree.kd.query(tree.points(zm, rows[probe], group), k=1, p=1, distance_upper_bound=tree.bound)[1]
             inside = found < len(tree.originals)
-            point_of, candidate = rows[point_of[inside]], tree.originals[found[inside]]
-            distance = _gower_own_distances(zx[candidate], zm[point_of], nominal)
-            # the nearest of each record's points (lowest original at equal distance), then the update
-            first = np.lexsort((candidate, distance, point_of))
-            first = first[np.r_[True, point_of[first][1:] != point_of[first][:-1]]] if len(first) else first
-            point_of, candidate, distance = point_of[first], candidate[first], distance[first]
-            better = (distance < nearest[point_of]) | ((distance == nearest[point_of]) & (candidate < partner[point_of]))
-            nearest[point_of[better]] = distance[better]
-            partner[point_of[better]] = candidate[better]
+            probe, candidate = probe[inside], tree.originals[found[inside]]
+            record = rows[probe]
+            distance = _gower_own_distances(zx[candidate], zm[record], nominal)
+            # the nearest of each record's candidates (lowest original at equal distance), then the update
+            first = np.lexsort((candidate, distance, record))
+            first = first[np.r_[True, record[first][1:] != record[first][:-1]]] if len(first) else first
+            record, candidate, distance = record[first], candidate[first], distance[first]
+            better = (distance < nearest[record]) | ((distance == nearest[record]) & (candidate < partner[record]))
+            nearest[record[better]] = distance[better]
+            partner[record[better]] = candidate[better]
         reach = nearest[rows] * (1.0 + _TIE_TOLERANCE) + 1e-12
         done = np.isfinite(nearest[rows]) & (reach < 1.0 / largest) if largest else np.ones(len(rows), dtype=bool)
         settled[rows] = done
@@ -249,10 +283,12 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
             continue
         counted = np.zeros(len(rows))
         for tree, size in searched:
-            point_of, points = tree.probes(zm, rows[hit], m_pattern)
-            radius = nearest[rows[hit][point_of]] * size * (1.0 + _TIE_TOLERANCE) + 1e-12
-            within = tree.tree.query_ball_point(points, radius, p=1, return_length=True)
-            counted[hit] += np.bincount(point_of, weights=within, minlength=int(hit.sum()))
+            probe, group = tree.probes(zm, rows[hit], m_pattern)
+            radius = nearest[rows[hit][probe]] * size * (1.0 + _TIE_TOLERANCE) + 1e-12
+            near = tree.gap(zm, rows[hit][probe], group) <= _reach(nearest[rows[hit][probe]], size)
+            probe, group, radius = probe[near], group[near], radius[near]
+            within = tree.kd.query_ball_point(tree.points(zm, rows[hit][probe], group), radius, p=1, return_length=True)
+            counted[hit] += np.bincount(probe, weights=within, minlength=int(hit.sum()))
         ties[rows[hit]] = np.maximum(counted[hit], 1.0)
     return nearest, partner, ties, settled
 
