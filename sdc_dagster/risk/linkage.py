@@ -140,8 +140,8 @@ class _AgreeingTree:
     found among these originals. ``kd``: a k-d tree with the numeric variables ``numeric`` as
     coordinates, then the group number times ``spacing`` = #numeric x span + 1, wider than any
     distance within a group (numeric values lie within ``span`` of each other), so that a query
-    never reaches another group; built on first use. ``low``, ``high``: each group's bounding box
-    on the numeric variables."""
+    never reaches another group; built on first use. ``keys``: the originals' group number times
+    ``spacing`` plus the sum of their numeric values, sorted (:meth:`reaches`)."""
 
     def __init__(self, zx: np.ndarray, originals: np.ndarray, numeric: np.ndarray, grouped: np.ndarray,
                  levels: np.ndarray, span: float):
@@ -153,11 +153,11 @@ class _AgreeingTree:
                                     return_inverse=True)
         self.group = group.ravel()
         self.combinations = digits[first]  # one row per group, in group order
-        values = zx[np.ix_(originals[np.argsort(self.group, kind="stable")], numeric)]  # by group
-        starts = np.cumsum(np.bincount(self.group, minlength=len(first)))[:-1]
-        self.low = np.minimum.reduceat(values, np.r_[0, starts]) if values.size else values[:len(first)]
-        self.high = np.maximum.reduceat(values, np.r_[0, starts]) if values.size else values[:len(first)]
+        self.keys = np.sort(self._key(zx, originals, self.group))
         self._kd = None
+
+    def _key(self, z: np.ndarray, rows: np.ndarray, group: np.ndarray) -> np.ndarray:
+        return group * self.spacing + z[np.ix_(rows, self.numeric)].sum(axis=1)
 
     @property
     def kd(self) -> cKDTree:
@@ -166,18 +166,22 @@ class _AgreeingTree:
                                                 self.group * self.spacing]))
         return self._kd
 
-    def probes(self, zm: np.ndarray, rows: np.ndarray, observed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The groups agreeing with the protected ``rows`` (all of one pattern, ``observed``): one
-        per combination of the grouped variables that agrees with the record on those it observes
-        and is found among the originals (every category of a grouped variable the record misses,
-        all combinations of several). Returns (position in ``rows``, group) of each probe."""
+    def probes(self, codes: np.ndarray, rows: np.ndarray, observed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The groups agreeing with the protected ``rows`` (all of one pattern, ``observed``; ``codes``:
+        the protected nominal codes as integers): one per combination of the grouped variables that
+        agrees with the record on those it observes and is found among the originals (every
+        category of a grouped variable the record misses, all combinations of several). Returns
+        (position in ``rows``, group) of each probe."""
         missing = ~observed[self.grouped]
-        dimensions = self.levels[self.grouped][missing]
-        grid = np.indices(dimensions).reshape(len(dimensions), -1).T if len(dimensions) else np.zeros((1, 0), np.int64)
-        repeat = len(grid)
-        digits = np.empty((len(rows) * repeat, len(self.grouped)), dtype=np.int64)
-        digits[:, ~missing] = np.repeat(zm[np.ix_(rows, self.grouped[~missing])].astype(np.int64), repeat, axis=0)
-        digits[:, missing] = np.tile(grid, (len(rows), 1))
+        if missing.any():
+            dimensions = self.levels[self.grouped][missing]
+            grid = np.indices(dimensions).reshape(len(dimensions), -1).T
+            repeat = len(grid)
+            digits = np.empty((len(rows) * repeat, len(self.grouped)), dtype=np.int64)
+            digits[:, ~missing] = np.repeat(codes[np.ix_(rows, self.grouped[~missing])], repeat, axis=0)
+            digits[:, missing] = np.tile(grid, (len(rows), 1))
+        else:
+            repeat, digits = 1, codes[np.ix_(rows, self.grouped)]
         # coded jointly with the table of combinations, so that the codes are comparable
         table, code = pack_codes([self.combinations, digits], self.levels[self.grouped])
         order = np.argsort(table)
@@ -189,17 +193,20 @@ class _AgreeingTree:
         """k-d tree query points of the protected ``rows`` in their ``group``."""
         return np.column_stack([zm[np.ix_(rows, self.numeric)], group * self.spacing])
 
-    def gap(self, zm: np.ndarray, rows: np.ndarray, group: np.ndarray) -> np.ndarray:
-        """A lower bound of the L1 distance on the numeric variables between each of the protected
-        ``rows`` and every original of its ``group``: the distance to the group's bounding box."""
-        values = zm[np.ix_(rows, self.numeric)]
-        return np.maximum(np.maximum(self.low[group] - values, values - self.high[group]), 0.0).sum(axis=1)
+    def reaches(self, zm: np.ndarray, rows: np.ndarray, group: np.ndarray, radius: np.ndarray) -> np.ndarray:
+        """Whether an original of its ``group`` may lie within L1 distance ``radius`` on the numeric
+        variables of each protected record of ``rows``: one whose sum of numeric values is within
+        ``radius`` of the record's (a necessary condition, since |sum a - sum b| <= |a - b|_1), found
+        by binary search in ``keys``; the window is widened by the rounding of the keys."""
+        key = self._key(zm, rows, group)
+        slack = radius + 4 * np.spacing(np.abs(key) + 1.0)
+        return np.searchsorted(self.keys, key + slack, "right") > np.searchsorted(self.keys, key - slack, "left")
 
 
 def _reach(nearest: np.ndarray, size: int) -> np.ndarray:
     """An L1 numerator beyond which an original of a pair with |S| = ``size`` shared variables is
     neither nearer than nor tied with (:data:`_TIE_TOLERANCE`) the Gower distance ``nearest``, with
-    room for the rounding of the bounding-box distance."""
+    room for rounding."""
     return nearest * size * (1.0 + 2 * _TIE_TOLERANCE) + 2e-12
 
 
@@ -239,6 +246,7 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
     both = both[:, ~nominal]
     span = float(np.nanmax(both, initial=0.0) - np.nanmin(both, initial=0.0)) if both.size else 0.0
     trees: dict[tuple, _AgreeingTree] = {}
+    codes = np.nan_to_num(zm, nan=0.0).astype(np.int64)  # read on the observed nominal variables only
     by_size = np.argsort([-len(r) for r in x_rows], kind="stable")
     for a, m_pattern in enumerate(m_patterns):
         rows = m_rows[a]
@@ -259,9 +267,9 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
                 trees[key] = _AgreeingTree(zx, x_rows[b], numeric, grouped, levels, span)
             tree = trees[key]
             searched.append((tree, int(shared.sum())))
-            probe, group = tree.probes(zm, rows, m_pattern)
-            # a group whose bounding box lies beyond the nearest distance so far holds no original as near
-            near = tree.gap(zm, rows[probe], group) <= _reach(nearest[rows[probe]], int(shared.sum()))
+            probe, group = tree.probes(codes, rows, m_pattern)
+            # records whose group holds no original as near as their nearest so far are not queried
+            near = tree.reaches(zm, rows[probe], group, _reach(nearest[rows[probe]], int(shared.sum())))
             probe, group = probe[near], group[near]
             found = tree.kd.query(tree.points(zm, rows[probe], group), k=1, p=1, distance_upper_bound=tree.bound)[1]
             inside = found < len(tree.originals)
@@ -283,9 +291,9 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
             continue
         counted = np.zeros(len(rows))
         for tree, size in searched:
-            probe, group = tree.probes(zm, rows[hit], m_pattern)
+            probe, group = tree.probes(codes, rows[hit], m_pattern)
             radius = nearest[rows[hit][probe]] * size * (1.0 + _TIE_TOLERANCE) + 1e-12
-            near = tree.gap(zm, rows[hit][probe], group) <= _reach(nearest[rows[hit][probe]], size)
+            near = tree.reaches(zm, rows[hit][probe], group, _reach(nearest[rows[hit][probe]], size))
             probe, group, radius = probe[near], group[near], radius[near]
             within = tree.kd.query_ball_point(tree.points(zm, rows[hit][probe], group), radius, p=1, return_length=True)
             counted[hit] += np.bincount(probe, weights=within, minlength=int(hit.sum()))
@@ -322,6 +330,9 @@ def _gower_nearest_by_pattern(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarra
     :func:`_observed_patterns` of ``zx`` and ``zm``. Returns (nearest distance, inf where no original
     shares a variable; partner position, -1 there; tied originals, 1 where the own original is not
     nearest)."""
+    nearest, partner, ties, settled = _gower_nearest_agreeing(zx, zm, nominal, x_patterns, m_patterns, own)
+    if settled.all():
+        return nearest, partner, ties
     levels = np.where(nominal, np.nanmax(np.vstack([zx, zm]), axis=0, initial=0) + 1, 0).astype(np.int64)
     widths = np.where(nominal, levels, 1)
     # undivided embedding; a missing value is written as -1 (a nominal one then has no one-hot entry)
@@ -333,7 +344,7 @@ def _gower_nearest_by_pattern(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarra
     wide = np.flatnonzero(nominal & (levels > _GOWER_WIDE_LEVELS))
     wide = wide[np.argsort(-levels[wide], kind="stable")][:_GOWER_WIDE_NOMINALS]
     (x_patterns, x_of), (m_patterns, m_of) = x_patterns, m_patterns
-    x_rows = [np.flatnonzero(x_of == b) for b in range(len(x_patterns))]
+    x_rows = _rows_by_pattern(x_of, len(x_patterns))
     trees: dict[tuple, cKDTree | None] = {}
 
     def space(z, e, rows, shared, kept):
@@ -365,10 +376,6 @@ def _gower_nearest_by_pattern(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarra
                         points = space(zm, em, rows, shared, kept) if trees[key] is not None else None
                         yield rows, b, trees[key], points, int(shared.sum()), len(wide_shared) - size
 
-    nearest, partner, ties, settled = _gower_nearest_agreeing(zx, zm, nominal, (x_patterns, x_of),
-                                                              (m_patterns, m_of), own)
-    if settled.all():
-        return nearest, partner, ties
     for rows, b, tree, points, _, _ in queries(~settled):
         if tree is not None:
             found = tree.query(points, k=1, p=1)[1]
