@@ -318,13 +318,9 @@ def test_pattern_search_is_chosen_on_large_files_with_few_patterns():
     assert not linkage._pattern_search_is_cheaper(small, small, 50, 50)
 
 
-@settings(max_examples=25, deadline=None)
-@given(st.integers(0, 10_000), st.integers(30, 120))
-def test_property_agreeing_groups_search_equals_the_exact_blocks(seed, n):
-    """A released file close to its original (amounts jittered, a few nominal codes changed, some
-    values missing): most records are settled by the search among originals agreeing on the
-    nominal variables, the others by the full per-pattern search (issue 23); links, partners'
-    distances, compared records and ties at random equal the exact computation in blocks."""
+def close_release(seed: int, n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """An original file and a release close to it: amounts jittered, a fifth of the n1 codes
+    redrawn, a tenth of n2 set to a code no original has."""
     rng = np.random.default_rng(seed)
     original = pd.DataFrame({"c1": rng.normal(50, 10, n), "c2": rng.uniform(0, 100, n),
                              "n1": rng.choice(["a", "b", "c"], n), "n2": rng.choice(["x", "y"], n)})
@@ -334,10 +330,12 @@ def test_property_agreeing_groups_search_equals_the_exact_blocks(seed, n):
     changed = rng.random(n) < 0.2
     protected.loc[changed, "n1"] = rng.choice(["a", "b", "c"], int(changed.sum()))
     protected.loc[rng.random(n) < 0.1, "n2"] = "z"  # no original agrees: left to the full search
-    for frame in (original, protected):
-        for column in frame.columns:
-            frame.loc[rng.random(n) < 0.1, column] = np.nan
-    columns = ["c1", "c2", "n1", "n2"]
+    return original, protected
+
+
+def assert_searched_equals_exact(original: pd.DataFrame, protected: pd.DataFrame, columns: list[str]):
+    """The per-pattern search (agreeing groups first) gives the links, compared records and ties at
+    random of the exact computation in blocks, and each partner is a nearest original."""
     with mock.patch.object(linkage, "_GOWER_PATTERN_PAIR_COST", 0):
         searched = record_linkage_risk(original, protected, columns, distance="gower")
     with mock.patch.object(linkage, "_GOWER_PATTERN_PAIR_COST", 10 ** 12):
@@ -350,3 +348,45 @@ def test_property_agreeing_groups_search_equals_the_exact_blocks(seed, n):
     for i, partner in enumerate(searched.partner):
         if not pd.isna(partner):
             assert filled[i, int(partner)] == pytest.approx(filled[i].min(), abs=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.integers(30, 120))
+def test_property_agreeing_groups_search_equals_the_exact_blocks(seed, n):
+    """A released file close to its original, some values missing in both: most records are
+    settled by the search among originals agreeing on the nominal variables, the others by the full
+    per-pattern search (issue 23); results equal the exact computation in blocks."""
+    original, protected = close_release(seed, n)
+    rng = np.random.default_rng(seed + 1)
+    for frame in (original, protected):
+        for column in frame.columns:
+            frame.loc[rng.random(n) < 0.1, column] = np.nan
+    assert_searched_equals_exact(original, protected, ["c1", "c2", "n1", "n2"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.integers(30, 120), st.sampled_from(["nominal", "numeric", "both"]))
+def test_property_agreeing_search_of_records_missing_what_the_originals_observe(seed, n, missing):
+    """Complete originals; released records missing nominal variables (searched once per category
+    found among the originals, or per combination of two) or numeric ones (a k-d tree on the
+    numeric variables they observe): results equal the exact computation in blocks, and those
+    searches did take place."""
+    original, protected = close_release(seed, n)
+    rng = np.random.default_rng(seed + 1)
+    columns = {"nominal": ["n1", "n2"], "numeric": ["c1", "c2"], "both": ["c1", "c2", "n1", "n2"]}[missing]
+    for column in columns:
+        protected.loc[rng.random(n) < 0.15, column] = np.nan
+    protected.loc[0, columns[0]] = protected.loc[1, columns[-1]] = np.nan
+    searches = []
+    probes = linkage._AgreeingTree.probes
+
+    def spy(tree, codes, rows, observed):
+        searches.append((len(tree.numeric), bool((~observed[tree.grouped]).any())))
+        return probes(tree, codes, rows, observed)
+
+    with mock.patch.object(linkage._AgreeingTree, "probes", spy):
+        assert_searched_equals_exact(original, protected, ["c1", "c2", "n1", "n2"])
+    if missing != "numeric":
+        assert any(enumerated for _, enumerated in searches)
+    if missing != "nominal":
+        assert any(numeric < 2 for numeric, _ in searches)
