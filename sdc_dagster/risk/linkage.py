@@ -59,6 +59,9 @@ _GOWER_PATTERN_PAIR_COST = 20_000
 # this many of them per search: 2^m queries each)
 _GOWER_WIDE_LEVELS = 8
 _GOWER_WIDE_NOMINALS = 3
+# the search among originals agreeing on the nominal variables compares a record with every original
+# of its group, instead of a k-d tree query, where the groups hold at most this many on average
+_GOWER_GROUP_PAIRS = 8
 # originals count as tied nearest when their distance exceeds the nearest by at most this share (the
 # k-d tree and the direct formula round differently; exact duplicates are at exactly equal distances)
 _TIE_TOLERANCE = 1e-9
@@ -140,8 +143,8 @@ class _AgreeingTree:
     found among these originals. ``kd``: a k-d tree with the numeric variables ``numeric`` as
     coordinates, then the group number times ``spacing`` = #numeric x span + 1, wider than any
     distance within a group (numeric values lie within ``span`` of each other), so that a query
-    never reaches another group; built on first use. ``keys``: the originals' group number times
-    ``spacing`` plus the sum of their numeric values, sorted (:meth:`reaches`)."""
+    never reaches another group; built on first use. ``members``: the originals by group (``starts``,
+    ``sizes``), to compare a record with every original of its group where groups are small."""
 
     def __init__(self, zx: np.ndarray, originals: np.ndarray, numeric: np.ndarray, grouped: np.ndarray,
                  levels: np.ndarray, span: float):
@@ -153,11 +156,10 @@ class _AgreeingTree:
                                     return_inverse=True)
         self.group = group.ravel()
         self.combinations = digits[first]  # one row per group, in group order
-        self.keys = np.sort(self._key(zx, originals, self.group))
+        self.members = originals[np.argsort(self.group, kind="stable")]
+        self.sizes = np.bincount(self.group, minlength=len(first))
+        self.starts = np.cumsum(self.sizes) - self.sizes
         self._kd = None
-
-    def _key(self, z: np.ndarray, rows: np.ndarray, group: np.ndarray) -> np.ndarray:
-        return group * self.spacing + z[np.ix_(rows, self.numeric)].sum(axis=1)
 
     @property
     def kd(self) -> cKDTree:
@@ -193,14 +195,34 @@ class _AgreeingTree:
         """k-d tree query points of the protected ``rows`` in their ``group``."""
         return np.column_stack([zm[np.ix_(rows, self.numeric)], group * self.spacing])
 
-    def reaches(self, zm: np.ndarray, rows: np.ndarray, group: np.ndarray, radius: np.ndarray) -> np.ndarray:
-        """Whether an original of its ``group`` may lie within L1 distance ``radius`` on the numeric
-        variables of each protected record of ``rows``: one whose sum of numeric values is within
-        ``radius`` of the record's (a necessary condition, since |sum a - sum b| <= |a - b|_1), found
-        by binary search in ``keys``; the window is widened by the rounding of the keys."""
-        key = self._key(zm, rows, group)
-        slack = radius + 4 * np.spacing(np.abs(key) + 1.0)
-        return np.searchsorted(self.keys, key + slack, "right") > np.searchsorted(self.keys, key - slack, "left")
+    def nearest(self, points: np.ndarray, reach: np.ndarray) -> np.ndarray:
+        """Position (in ``originals``) of the nearest original of each point's group if it lies
+        within L1 distance ``reach`` (len(originals) where none does). Points are queried in classes
+        of reach up to the next power of 2, as that class's upper bound (scipy takes one bound per
+        query; a small one keeps the search short)."""
+        found = np.full(len(points), len(self.originals))
+        bound = np.minimum(np.exp2(np.ceil(np.log2(np.minimum(reach, self.bound)))), self.bound)
+        for value in np.unique(bound):
+            at = bound == value
+            found[at] = self.kd.query(points[at], k=1, p=1, distance_upper_bound=value)[1]
+        return found
+
+    def is_small(self, group: np.ndarray) -> bool:
+        """Whether the ``group`` of each probe holds so few originals, :data:`_GOWER_GROUP_PAIRS` on
+        average, that comparing the record with each of them costs less than k-d tree queries."""
+        return self.sizes[group].sum() <= _GOWER_GROUP_PAIRS * len(group)
+
+    def within(self, zm: np.ndarray, rows: np.ndarray, group: np.ndarray,
+               radius: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The originals of each probe's ``group`` within L1 distance ``radius`` on the numeric
+        variables of its protected record (``rows``): (index of the probe, original position)."""
+        sizes = self.sizes[group]
+        index = np.repeat(np.arange(len(group)), sizes)
+        offset = np.arange(len(index)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        candidate = self.members[np.repeat(self.starts[group], sizes) + offset]
+        gap = np.abs(self.zx[np.ix_(candidate, self.numeric)] - zm[np.ix_(rows[index], self.numeric)]).sum(axis=1)
+        near = gap <= radius[index]
+        return index[near], candidate[near]
 
 
 def _reach(nearest: np.ndarray, size: int) -> np.ndarray:
@@ -268,12 +290,13 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
             tree = trees[key]
             searched.append((tree, int(shared.sum())))
             probe, group = tree.probes(codes, rows, m_pattern)
-            # records whose group holds no original as near as their nearest so far are not queried
-            near = tree.reaches(zm, rows[probe], group, _reach(nearest[rows[probe]], int(shared.sum())))
-            probe, group = probe[near], group[near]
-            found = tree.kd.query(tree.points(zm, rows[probe], group), k=1, p=1, distance_upper_bound=tree.bound)[1]
-            inside = found < len(tree.originals)
-            probe, candidate = probe[inside], tree.originals[found[inside]]
+            if tree.is_small(group):  # every original of the group as near as the nearest so far
+                index, candidate = tree.within(zm, rows[probe], group, _reach(nearest[rows[probe]], int(shared.sum())))
+                probe = probe[index]
+            else:  # the group's nearest by the k-d tree, if as near as the nearest so far
+                found = tree.nearest(tree.points(zm, rows[probe], group), _reach(nearest[rows[probe]], int(shared.sum())))
+                inside = found < len(tree.originals)
+                probe, candidate = probe[inside], tree.originals[found[inside]]
             record = rows[probe]
             distance = _gower_own_distances(zx[candidate], zm[record], nominal)
             # the nearest of each record's candidates (lowest original at equal distance), then the update
@@ -293,9 +316,11 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
         for tree, size in searched:
             probe, group = tree.probes(codes, rows[hit], m_pattern)
             radius = nearest[rows[hit][probe]] * size * (1.0 + _TIE_TOLERANCE) + 1e-12
-            near = tree.reaches(zm, rows[hit][probe], group, _reach(nearest[rows[hit][probe]], size))
-            probe, group, radius = probe[near], group[near], radius[near]
-            within = tree.kd.query_ball_point(tree.points(zm, rows[hit][probe], group), radius, p=1, return_length=True)
+            if tree.is_small(group):
+                within = np.bincount(tree.within(zm, rows[hit][probe], group, radius)[0], minlength=len(group))
+            else:
+                within = tree.kd.query_ball_point(tree.points(zm, rows[hit][probe], group), radius, p=1,
+                                                  return_length=True)
             counted[hit] += np.bincount(probe, weights=within, minlength=int(hit.sum()))
         ties[rows[hit]] = np.maximum(counted[hit], 1.0)
     return nearest, partner, ties, settled
