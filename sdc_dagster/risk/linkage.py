@@ -248,13 +248,20 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
     smallest of the queries is the nearest among them. The tree depends on P and the numeric
     variables of S only and is built once for every protected pattern; where a pattern's queries
     would outnumber the originals of P, the tree groups by the nominal variables of S instead (one
-    query per record). A record is *settled* when its nearest in-group distance d, over all
-    original patterns, is below 1 / |S| of every pair with a nominal shared variable (with the tie
-    tolerance): then no original outside the groups is as near, the nearest is exact and the
-    originals tied with it are in the groups, counted by radius queries of the same trees (disjoint
-    groups, so the counts add up). The others are left to :func:`_gower_nearest_by_pattern`'s full
-    search. Returns (nearest distance, partner position, tied originals of the settled records
-    whose own original is nearest (1 elsewhere), settled mask)."""
+    query per record). The original patterns are searched largest first, and later searches look
+    only as far as the nearest distance found so far (:func:`_reach`: with the tie tolerance, so
+    that no nearer or tied original is missed): k-d tree queries bounded by it, or, where the
+    groups hold few originals (:data:`_GOWER_GROUP_PAIRS`), the record compared with each original
+    of its groups directly. Where several originals are equally near, the lowest position is kept,
+    as in the block computation.
+
+    A record is *settled* when its nearest in-group distance d, over all original patterns, is
+    below 1 / |S| of every pair with a nominal shared variable (with the tie tolerance): then no
+    original outside the groups is as near, the nearest is exact and the originals tied with it
+    are in the groups, counted by radius queries of the same trees (disjoint groups, so the counts
+    add up). The others are left to :func:`_gower_nearest_by_pattern`'s full search. Returns
+    (nearest distance, partner position, tied originals of the settled records whose own original
+    is nearest (1 elsewhere), settled mask)."""
     (x_patterns, x_of), (m_patterns, m_of) = x_patterns, m_patterns
     n = len(zm)
     nearest = np.full(n, np.inf)
@@ -287,14 +294,14 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
             key = (b, numeric.tobytes(), grouped.tobytes())
             if key not in trees:
                 trees[key] = _AgreeingTree(zx, x_rows[b], numeric, grouped, levels, span)
-            tree = trees[key]
-            searched.append((tree, int(shared.sum())))
+            tree, size = trees[key], int(shared.sum())
+            searched.append((tree, size))
             probe, group = tree.probes(codes, rows, m_pattern)
             if tree.is_small(group):  # every original of the group as near as the nearest so far
-                index, candidate = tree.within(zm, rows[probe], group, _reach(nearest[rows[probe]], int(shared.sum())))
+                index, candidate = tree.within(zm, rows[probe], group, _reach(nearest[rows[probe]], size))
                 probe = probe[index]
             else:  # the group's nearest by the k-d tree, if as near as the nearest so far
-                found = tree.nearest(tree.points(zm, rows[probe], group), _reach(nearest[rows[probe]], int(shared.sum())))
+                found = tree.nearest(tree.points(zm, rows[probe], group), _reach(nearest[rows[probe]], size))
                 inside = found < len(tree.originals)
                 probe, candidate = probe[inside], tree.originals[found[inside]]
             record = rows[probe]
