@@ -62,6 +62,9 @@ _GOWER_WIDE_NOMINALS = 3
 # the search among originals agreeing on the nominal variables compares a record with every original
 # of its group, instead of a k-d tree query, where the groups hold at most this many on average
 _GOWER_GROUP_PAIRS = 8
+# the original patterns after the largest are searched together for this many originals within reach
+# of each protected record; a record with more is searched pattern by pattern
+_GOWER_POOLED = 16
 # originals count as tied nearest when their distance exceeds the nearest by at most this share (the
 # k-d tree and the direct formula round differently; exact duplicates are at exactly equal distances)
 _TIE_TOLERANCE = 1e-9
@@ -195,18 +198,6 @@ class _AgreeingTree:
         """k-d tree query points of the protected ``rows`` in their ``group``."""
         return np.column_stack([zm[np.ix_(rows, self.numeric)], group * self.spacing])
 
-    def nearest(self, points: np.ndarray, reach: np.ndarray) -> np.ndarray:
-        """Position (in ``originals``) of the nearest original of each point's group if it lies
-        within L1 distance ``reach`` (len(originals) where none does). Points are queried in classes
-        of reach up to the next power of 2, as that class's upper bound (scipy takes one bound per
-        query; a small one keeps the search short)."""
-        found = np.full(len(points), len(self.originals))
-        bound = np.minimum(np.exp2(np.ceil(np.log2(np.minimum(reach, self.bound)))), self.bound)
-        for value in np.unique(bound):
-            at = bound == value
-            found[at] = self.kd.query(points[at], k=1, p=1, distance_upper_bound=value)[1]
-        return found
-
     def is_small(self, group: np.ndarray) -> bool:
         """Whether the ``group`` of each probe holds so few originals, :data:`_GOWER_GROUP_PAIRS` on
         average, that comparing the record with each of them costs less than k-d tree queries."""
@@ -223,6 +214,19 @@ class _AgreeingTree:
         gap = np.abs(self.zx[np.ix_(candidate, self.numeric)] - zm[np.ix_(rows[index], self.numeric)]).sum(axis=1)
         near = gap <= radius[index]
         return index[near], candidate[near]
+
+
+def _query_within(kd: cKDTree, points: np.ndarray, reach: np.ndarray, k: int, cap: float) -> np.ndarray:
+    """Positions of the k nearest points of ``kd`` (L1) to each of ``points`` among those within
+    ``reach`` of it (kd.n in the slots left empty). Points are queried in classes of reach up to the
+    next power of 2 (at most ``cap``), as that class's upper bound: scipy takes one bound per query,
+    and a small one keeps the search short."""
+    found = np.full((len(points), k), kd.n)
+    bound = np.minimum(np.exp2(np.ceil(np.log2(np.minimum(reach, cap)))), cap)
+    for value in np.unique(bound):
+        at = bound == value
+        found[at] = kd.query(points[at], k=list(range(1, k + 1)), p=1, distance_upper_bound=value)[1]
+    return found
 
 
 def _reach(nearest: np.ndarray, size: int) -> np.ndarray:
@@ -275,61 +279,103 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
     both = both[:, ~nominal]
     span = float(np.nanmax(both, initial=0.0) - np.nanmin(both, initial=0.0)) if both.size else 0.0
     trees: dict[tuple, _AgreeingTree] = {}
+    pools: dict[tuple, cKDTree] = {}
     codes = np.nan_to_num(zm, nan=0.0).astype(np.int64)  # read on the observed nominal variables only
     by_size = np.argsort([-len(r) for r in x_rows], kind="stable")
+
+    def update(record: np.ndarray, candidate: np.ndarray, distance: np.ndarray) -> None:
+        """The nearest of each record's candidates (lowest original at equal distance) replaces its
+        nearest so far where nearer (or as near and lower)."""
+        first = np.lexsort((candidate, distance, record))
+        first = first[np.r_[True, record[first][1:] != record[first][:-1]]] if len(first) else first
+        record, candidate, distance = record[first], candidate[first], distance[first]
+        better = (distance < nearest[record]) | ((distance == nearest[record]) & (candidate < partner[record]))
+        nearest[record[better]] = distance[better]
+        partner[record[better]] = candidate[better]
+
+    def search(m_pattern: np.ndarray, b: int, rows: np.ndarray) -> tuple[_AgreeingTree, int, np.ndarray]:
+        """The agreeing search of the protected ``rows`` (pattern ``m_pattern``) among the originals
+        of pattern ``b``; returns (tree, |S|, rows) for the count of ties."""
+        shared = m_pattern & x_patterns[b]
+        numeric = np.flatnonzero(shared & ~nominal)
+        grouped = np.flatnonzero(x_patterns[b] & nominal)
+        if len(rows) * np.prod(levels[grouped][~m_pattern[grouped]], dtype=float) > len(x_rows[b]):
+            grouped = np.flatnonzero(shared & nominal)
+        key = (b, numeric.tobytes(), grouped.tobytes())
+        if key not in trees:
+            trees[key] = _AgreeingTree(zx, x_rows[b], numeric, grouped, levels, span)
+        tree, size = trees[key], int(shared.sum())
+        probe, group = tree.probes(codes, rows, m_pattern)
+        if tree.is_small(group):  # every original of the group as near as the nearest so far
+            index, candidate = tree.within(zm, rows[probe], group, _reach(nearest[rows[probe]], size))
+            probe = probe[index]
+        else:  # the group's nearest by the k-d tree, if as near as the nearest so far
+            found = _query_within(tree.kd, tree.points(zm, rows[probe], group),
+                                  _reach(nearest[rows[probe]], size), 1, tree.bound)[:, 0]
+            inside = found < len(tree.originals)
+            probe, candidate = probe[inside], tree.originals[found[inside]]
+        update(rows[probe], candidate, _gower_own_distances(zx[candidate], zm[rows[probe]], nominal))
+        return tree, size, rows
+
     for a, m_pattern in enumerate(m_patterns):
         rows = m_rows[a]
-        searched = []  # (tree, |S|) of every original pattern P sharing a variable with Q = m_pattern
-        largest = 0  # the largest |S| of a pair sharing a nominal variable
-        for b in by_size:  # the largest original pattern first: its nearest bounds the others'
-            shared = m_pattern & x_patterns[b]
-            if not shared.any():
+        shares = [b for b in by_size if (m_pattern & x_patterns[b]).any()]
+        # the largest |S| of a pair sharing a nominal variable
+        largest = max([int((m_pattern & x_patterns[b]).sum()) for b in shares
+                       if (m_pattern & x_patterns[b] & nominal).any()], default=0)
+        searched = [search(m_pattern, shares[0], rows)] if shares else []  # the largest original pattern
+        # the other original patterns sharing the same numeric variables N with Q (and at least one)
+        # are searched together: all their originals within the L1 distance on N that the nearest so
+        # far allows (:data:`_GOWER_POOLED`)
+        pooled = {}
+        for b in shares[1:]:
+            pooled.setdefault(np.flatnonzero(m_pattern & x_patterns[b] & ~nominal).tobytes(), []).append(b)
+        found_pairs = []  # (record, original, distance, |S|) of the pooled searches
+        for numeric_key, members in pooled.items():
+            numeric = np.frombuffer(numeric_key, dtype=np.int64)
+            if not len(numeric):
+                searched += [search(m_pattern, b, rows) for b in members]
                 continue
-            if (shared & nominal).any():
-                largest = max(largest, int(shared.sum()))
-            numeric = np.flatnonzero(shared & ~nominal)
-            grouped = np.flatnonzero(x_patterns[b] & nominal)
-            if len(rows) * np.prod(levels[grouped][~m_pattern[grouped]], dtype=float) > len(x_rows[b]):
-                grouped = np.flatnonzero(shared & nominal)
-            key = (b, numeric.tobytes(), grouped.tobytes())
-            if key not in trees:
-                trees[key] = _AgreeingTree(zx, x_rows[b], numeric, grouped, levels, span)
-            tree, size = trees[key], int(shared.sum())
-            searched.append((tree, size))
-            probe, group = tree.probes(codes, rows, m_pattern)
-            if tree.is_small(group):  # every original of the group as near as the nearest so far
-                index, candidate = tree.within(zm, rows[probe], group, _reach(nearest[rows[probe]], size))
-                probe = probe[index]
-            else:  # the group's nearest by the k-d tree, if as near as the nearest so far
-                found = tree.nearest(tree.points(zm, rows[probe], group), _reach(nearest[rows[probe]], size))
-                inside = found < len(tree.originals)
-                probe, candidate = probe[inside], tree.originals[found[inside]]
-            record = rows[probe]
+            key = (tuple(members), numeric_key)
+            if key not in pools:
+                originals = np.sort(np.concatenate([x_rows[b] for b in members]))
+                pools[key] = (originals, cKDTree(zx[np.ix_(originals, numeric)]))
+            originals, kd = pools[key]
+            sizes = np.zeros(len(x_patterns), dtype=np.int64)
+            sizes[members] = [int((m_pattern & x_patterns[b]).sum()) for b in members]
+            found = _query_within(kd, zm[np.ix_(rows, numeric)], _reach(nearest[rows], int(sizes.max())),
+                                  _GOWER_POOLED, np.inf)
+            full = found[:, -1] < len(originals)  # maybe more within reach: searched pattern by pattern
+            index, slot = np.nonzero(found[~full] < len(originals))
+            record = rows[~full][index]
+            candidate = originals[found[~full][index, slot]]
             distance = _gower_own_distances(zx[candidate], zm[record], nominal)
-            # the nearest of each record's candidates (lowest original at equal distance), then the update
-            first = np.lexsort((candidate, distance, record))
-            first = first[np.r_[True, record[first][1:] != record[first][:-1]]] if len(first) else first
-            record, candidate, distance = record[first], candidate[first], distance[first]
-            better = (distance < nearest[record]) | ((distance == nearest[record]) & (candidate < partner[record]))
-            nearest[record[better]] = distance[better]
-            partner[record[better]] = candidate[better]
+            kept = ~np.isnan(distance)  # a pair with no variable observed in both has no distance
+            found_pairs.append((record[kept], candidate[kept], distance[kept], sizes[x_of[candidate[kept]]]))
+            update(*found_pairs[-1][:3])
+            if full.any():
+                searched += [search(m_pattern, b, rows[full]) for b in members]
         reach = nearest[rows] * (1.0 + _TIE_TOLERANCE) + 1e-12
         done = np.isfinite(nearest[rows]) & (reach < 1.0 / largest) if largest else np.ones(len(rows), dtype=bool)
         settled[rows] = done
-        hit = done & (own[rows] <= nearest[rows] * (1.0 + 1e-12) + 1e-300) & np.isfinite(nearest[rows])
-        if not hit.any():
+        hit_rows = rows[done & (own[rows] <= nearest[rows] * (1.0 + 1e-12) + 1e-300) & np.isfinite(nearest[rows])]
+        if not len(hit_rows):
             continue
-        counted = np.zeros(len(rows))
-        for tree, size in searched:
-            probe, group = tree.probes(codes, rows[hit], m_pattern)
-            radius = nearest[rows[hit][probe]] * size * (1.0 + _TIE_TOLERANCE) + 1e-12
+        counted = np.zeros(n)
+        for tree, size, searched_rows in searched:
+            hit = searched_rows[np.isin(searched_rows, hit_rows, assume_unique=True)]
+            probe, group = tree.probes(codes, hit, m_pattern)
+            radius = nearest[hit[probe]] * size * (1.0 + _TIE_TOLERANCE) + 1e-12
             if tree.is_small(group):
-                within = np.bincount(tree.within(zm, rows[hit][probe], group, radius)[0], minlength=len(group))
+                within = np.bincount(tree.within(zm, hit[probe], group, radius)[0], minlength=len(group))
             else:
-                within = tree.kd.query_ball_point(tree.points(zm, rows[hit][probe], group), radius, p=1,
+                within = tree.kd.query_ball_point(tree.points(zm, hit[probe], group), radius, p=1,
                                                   return_length=True)
-            counted[hit] += np.bincount(probe, weights=within, minlength=int(hit.sum()))
-        ties[rows[hit]] = np.maximum(counted[hit], 1.0)
+            counted += np.bincount(hit[probe], weights=within, minlength=n)
+        for record, _, distance, size in found_pairs:
+            tied = distance * size <= nearest[record] * size * (1.0 + _TIE_TOLERANCE) + 1e-12
+            counted += np.bincount(record[tied], minlength=n)
+        ties[hit_rows] = np.maximum(counted[hit_rows], 1.0)
     return nearest, partner, ties, settled
 
 
