@@ -64,7 +64,7 @@ _GOWER_WIDE_NOMINALS = 3
 _GOWER_GROUP_PAIRS = 8
 # the original patterns after the largest are searched together for this many originals within reach
 # of each protected record; a record with more is searched pattern by pattern
-_GOWER_POOLED = 16
+_GOWER_POOLED = 32
 # originals count as tied nearest when their distance exceeds the nearest by at most this share (the
 # k-d tree and the direct formula round differently; exact duplicates are at exactly equal distances)
 _TIE_TOLERANCE = 1e-9
@@ -222,10 +222,15 @@ def _query_within(kd: cKDTree, points: np.ndarray, reach: np.ndarray, k: int, ca
     next power of 2 (at most ``cap``), as that class's upper bound: scipy takes one bound per query,
     and a small one keeps the search short."""
     found = np.full((len(points), k), kd.n)
+    distance = np.full((len(points), k), np.inf)
     bound = np.minimum(np.exp2(np.ceil(np.log2(np.minimum(reach, cap)))), cap)
     for value in np.unique(bound):
         at = bound == value
-        found[at] = kd.query(points[at], k=list(range(1, k + 1)), p=1, distance_upper_bound=value)[1]
+        distance[at], found[at] = kd.query(points[at], k=list(range(1, k + 1)), p=1, distance_upper_bound=value)
+    # the class bound is up to twice the reach: farther points are left out, unless all k slots are
+    # filled (then there may be more within reach than k)
+    full = found[:, -1] < kd.n
+    found[(distance > reach[:, None]) & ~full[:, None]] = kd.n
     return found
 
 

@@ -335,19 +335,23 @@ def close_release(seed: int, n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def assert_searched_equals_exact(original: pd.DataFrame, protected: pd.DataFrame, columns: list[str]):
     """The per-pattern search (agreeing groups first) gives the links, compared records and ties at
-    random of the exact computation in blocks, and each partner is a nearest original."""
-    with mock.patch.object(linkage, "_GOWER_PATTERN_PAIR_COST", 0):
-        searched = record_linkage_risk(original, protected, columns, distance="gower")
+    random of the exact computation in blocks, and each partner is a nearest original; also when
+    every record with an original within reach in the pooled patterns is searched pattern by
+    pattern (_GOWER_POOLED 1) and when every search is a bounded k-d tree query (_GOWER_GROUP_PAIRS 0)."""
     with mock.patch.object(linkage, "_GOWER_PATTERN_PAIR_COST", 10 ** 12):
         exact = record_linkage_risk(original, protected, columns, distance="gower")
-    assert searched.linked.equals(exact.linked)
-    assert searched.compared == exact.compared
-    assert searched.expected_risk == pytest.approx(exact.expected_risk, abs=1e-12)
     matrix = gower_distances(original, protected, columns)
     filled = np.where(np.isnan(matrix), np.inf, matrix)
-    for i, partner in enumerate(searched.partner):
-        if not pd.isna(partner):
-            assert filled[i, int(partner)] == pytest.approx(filled[i].min(), abs=1e-12)
+    for pooled, group_pairs in ((linkage._GOWER_POOLED, linkage._GOWER_GROUP_PAIRS), (1, 0)):
+        with mock.patch.multiple(linkage, _GOWER_PATTERN_PAIR_COST=0, _GOWER_POOLED=pooled,
+                                 _GOWER_GROUP_PAIRS=group_pairs):
+            searched = record_linkage_risk(original, protected, columns, distance="gower")
+        assert searched.linked.equals(exact.linked)
+        assert searched.compared == exact.compared
+        assert searched.expected_risk == pytest.approx(exact.expected_risk, abs=1e-12)
+        for i, partner in enumerate(searched.partner):
+            if not pd.isna(partner):
+                assert filled[i, int(partner)] == pytest.approx(filled[i].min(), abs=1e-12)
 
 
 @settings(max_examples=25, deadline=None)
