@@ -216,6 +216,14 @@ class _AgreeingTree:
         return index[near], candidate[near]
 
 
+def _tree_order(points: np.ndarray) -> np.ndarray:
+    """An order of query points by their last coordinate (the group), then their first: consecutive
+    queries then visit the same parts of a k-d tree, several times faster than in data order."""
+    if not points.size:
+        return np.arange(len(points))
+    return np.lexsort((points[:, 0], points[:, -1]))
+
+
 def _query_within(kd: cKDTree, points: np.ndarray, reach: np.ndarray, k: int, cap: float) -> np.ndarray:
     """Positions of the k nearest points of ``kd`` (L1) to each of ``points`` among those within
     ``reach`` of it (kd.n in the slots left empty). Points are queried in classes of reach up to the
@@ -225,7 +233,8 @@ def _query_within(kd: cKDTree, points: np.ndarray, reach: np.ndarray, k: int, ca
     distance = np.full((len(points), k), np.inf)
     bound = np.minimum(np.exp2(np.ceil(np.log2(np.minimum(reach, cap)))), cap)
     for value in np.unique(bound):
-        at = bound == value
+        at = np.flatnonzero(bound == value)
+        at = at[_tree_order(points[at])]
         distance[at], found[at] = kd.query(points[at], k=list(range(1, k + 1)), p=1, distance_upper_bound=value)
     # the class bound is up to twice the reach: farther points are left out, unless all k slots are
     # filled (then there may be more within reach than k)
@@ -374,8 +383,10 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
             if tree.is_small(group):
                 within = np.bincount(tree.within(zm, hit[probe], group, radius)[0], minlength=len(group))
             else:
-                within = tree.kd.query_ball_point(tree.points(zm, hit[probe], group), radius, p=1,
-                                                  return_length=True)
+                points = tree.points(zm, hit[probe], group)
+                order = _tree_order(points)
+                within = np.empty(len(points))
+                within[order] = tree.kd.query_ball_point(points[order], radius[order], p=1, return_length=True)
             counted += np.bincount(hit[probe], weights=within, minlength=n)
         for record, _, distance, size in found_pairs:
             tied = distance * size <= nearest[record] * size * (1.0 + _TIE_TOLERANCE) + 1e-12
