@@ -266,20 +266,28 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
     smallest of the queries is the nearest among them. The tree depends on P and the numeric
     variables of S only and is built once for every protected pattern; where a pattern's queries
     would outnumber the originals of P, the tree groups by the nominal variables of S instead (one
-    query per record). The original patterns are searched largest first, and later searches look
-    only as far as the nearest distance found so far (:func:`_reach`: with the tie tolerance, so
-    that no nearer or tied original is missed): k-d tree queries bounded by it, or, where the
-    groups hold few originals (:data:`_GOWER_GROUP_PAIRS`), the record compared with each original
-    of its groups directly. Where several originals are equally near, the lowest position is kept,
-    as in the block computation.
+    query per record). Where the groups hold few originals (:data:`_GOWER_GROUP_PAIRS`), the record
+    is compared with each original of its groups directly instead.
+
+    The largest original pattern is searched first; every later search looks only as far as the
+    nearest distance d found so far allows (:func:`_reach`: an original of a pair with |S| shared
+    variables is as near only if the L1 distance on the numeric variables of S is at most d |S|,
+    with the tie tolerance, so that no nearer or tied original is missed). The other original
+    patterns that share the same numeric variables N with Q are searched together
+    (:data:`_GOWER_POOLED`): one k-d tree on N over all their originals, queried for the originals
+    within d max|S| of the record, whose exact Gower distances are then computed (those that
+    disagree on a nominal variable lie at 1 / |S| or more and never decide a settled record); a
+    record with more originals within that reach is searched pattern by pattern. Where several
+    originals are equally near, the lowest position is kept, as in the block computation.
 
     A record is *settled* when its nearest in-group distance d, over all original patterns, is
     below 1 / |S| of every pair with a nominal shared variable (with the tie tolerance): then no
     original outside the groups is as near, the nearest is exact and the originals tied with it
-    are in the groups, counted by radius queries of the same trees (disjoint groups, so the counts
-    add up). The others are left to :func:`_gower_nearest_by_pattern`'s full search. Returns
-    (nearest distance, partner position, tied originals of the settled records whose own original
-    is nearest (1 elsewhere), settled mask)."""
+    are in the groups or among the pooled originals within reach, counted by radius queries of the
+    same trees (disjoint groups, so the counts add up) and on the pooled distances. The others are
+    left to :func:`_gower_nearest_by_pattern`'s full search. Returns (nearest distance, partner
+    position, tied originals of the settled records whose own original is nearest (1 elsewhere),
+    settled mask)."""
     (x_patterns, x_of), (m_patterns, m_of) = x_patterns, m_patterns
     n = len(zm)
     nearest = np.full(n, np.inf)
@@ -338,9 +346,8 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
         largest = max([int((m_pattern & x_patterns[b]).sum()) for b in shares
                        if (m_pattern & x_patterns[b] & nominal).any()], default=0)
         searched = [search(m_pattern, shares[0], rows)] if shares else []  # the largest original pattern
-        # the other original patterns sharing the same numeric variables N with Q (and at least one)
-        # are searched together: all their originals within the L1 distance on N that the nearest so
-        # far allows (:data:`_GOWER_POOLED`)
+        # the other original patterns sharing the same numeric variables N with Q (at least one)
+        # are searched together, for their originals within the reach of the nearest so far
         pooled = {}
         for b in shares[1:]:
             pooled.setdefault(np.flatnonzero(m_pattern & x_patterns[b] & ~nominal).tobytes(), []).append(b)
@@ -661,8 +668,9 @@ def record_linkage_risk(
     Assignments (``assignment``):
 
     * ``"nearest"``: every protected record is linked to its nearest original (scipy cKDTree; for
-      Gower with missing values one cKDTree per pair of missing-value patterns, exact, or an exact
-      computation in blocks of protected records where that is cheaper: few records, many patterns); a
+      Gower with missing values k-d trees per missing-value pattern of the originals, searched
+      first among the originals that agree on the nominal variables, exact, or an exact computation
+      in blocks of protected records where that is cheaper: few records, many patterns); a
       tie between its own original and another counts as a correct link (worst case, SPEC §4.5's
       intruder who takes every nearest neighbour to be the unit itself). ``expected_risk`` breaks
       the ties at random instead: a record whose own original is among t originals tied nearest
