@@ -301,7 +301,7 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
     both = both[:, ~nominal]
     span = float(np.nanmax(both, initial=0.0) - np.nanmin(both, initial=0.0)) if both.size else 0.0
     trees: dict[tuple, _AgreeingTree] = {}
-    pools: dict[tuple, cKDTree] = {}
+    pools: dict[tuple, _AgreeingTree] = {}
     codes = np.nan_to_num(zm, nan=0.0).astype(np.int64)  # read on the observed nominal variables only
     by_size = np.argsort([-len(r) for r in x_rows], kind="stable")
 
@@ -357,25 +357,28 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
             if not len(numeric):
                 searched += [search(m_pattern, b, rows) for b in members]
                 continue
-            key = (tuple(members), numeric_key)
+            # grouped by the nominal variables Q and all these patterns observe
+            common = np.flatnonzero(np.logical_and.reduce([m_pattern & x_patterns[b] & nominal for b in members]))
+            key = (tuple(members), numeric_key, common.tobytes())
             if key not in pools:
                 originals = np.sort(np.concatenate([x_rows[b] for b in members]))
-                pools[key] = (originals, cKDTree(zx[np.ix_(originals, numeric)]))
-            originals, kd = pools[key]
+                pools[key] = _AgreeingTree(zx, originals, numeric, common, levels, span)
+            tree = pools[key]
             sizes = np.zeros(len(x_patterns), dtype=np.int64)
             sizes[members] = [int((m_pattern & x_patterns[b]).sum()) for b in members]
-            found = _query_within(kd, zm[np.ix_(rows, numeric)], _reach(nearest[rows], int(sizes.max())),
-                                  _GOWER_POOLED, np.inf)
-            full = found[:, -1] < len(originals)  # maybe more within reach: searched pattern by pattern
-            index, slot = np.nonzero(found[~full] < len(originals))
-            record = rows[~full][index]
-            candidate = originals[found[~full][index, slot]]
+            probe, group = tree.probes(codes, rows, m_pattern)
+            found = _query_within(tree.kd, tree.points(zm, rows[probe], group),
+                                  _reach(nearest[rows[probe]], int(sizes.max())), _GOWER_POOLED, tree.bound)
+            full = found[:, -1] < len(tree.originals)  # maybe more within reach: searched pattern by pattern
+            index, slot = np.nonzero(found[~full] < len(tree.originals))
+            record = rows[probe[~full]][index]
+            candidate = tree.originals[found[~full][index, slot]]
             distance = _gower_own_distances(zx[candidate], zm[record], nominal)
             kept = ~np.isnan(distance)  # a pair with no variable observed in both has no distance
             found_pairs.append((record[kept], candidate[kept], distance[kept], sizes[x_of[candidate[kept]]]))
             update(*found_pairs[-1][:3])
             if full.any():
-                searched += [search(m_pattern, b, rows[full]) for b in members]
+                searched += [search(m_pattern, b, rows[probe[full]]) for b in members]
         reach = nearest[rows] * (1.0 + _TIE_TOLERANCE) + 1e-12
         done = np.isfinite(nearest[rows]) & (reach < 1.0 / largest) if largest else np.ones(len(rows), dtype=bool)
         settled[rows] = done
