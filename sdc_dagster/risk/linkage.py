@@ -224,6 +224,20 @@ def _tree_order(points: np.ndarray) -> np.ndarray:
     return np.lexsort((points[:, 0], points[:, -1]))
 
 
+def _in_tree_order(query, points: np.ndarray, *per_point: np.ndarray):
+    """``query(points, *per_point)`` (a k-d tree query) run on the points in tree order
+    (:func:`_tree_order`); its result (an array or a tuple of arrays) in the order of ``points``."""
+    order = _tree_order(points)
+    result = query(points[order], *(values[order] for values in per_point))
+
+    def unsorted(values):
+        out = np.empty_like(values)
+        out[order] = values
+        return out
+
+    return tuple(map(unsorted, result)) if isinstance(result, tuple) else unsorted(result)
+
+
 def _query_within(kd: cKDTree, points: np.ndarray, reach: np.ndarray, k: int, cap: float) -> np.ndarray:
     """Positions of the k nearest points of ``kd`` (L1) to each of ``points`` among those within
     ``reach`` of it (kd.n in the slots left empty). Points are queried in classes of reach up to the
@@ -393,10 +407,8 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
             if tree.is_small(group):
                 within = np.bincount(tree.within(zm, hit[probe], group, radius)[0], minlength=len(group))
             else:
-                points = tree.points(zm, hit[probe], group)
-                order = _tree_order(points)
-                within = np.empty(len(points))
-                within[order] = tree.kd.query_ball_point(points[order], radius[order], p=1, return_length=True)
+                within = _in_tree_order(lambda points, radius: tree.kd.query_ball_point(
+                    points, radius, p=1, return_length=True), tree.points(zm, hit[probe], group), radius)
             counted += np.bincount(hit[probe], weights=within, minlength=n)
         for record, _, distance, size in found_pairs:
             tied = distance * size <= nearest[record] * size * (1.0 + _TIE_TOLERANCE) + 1e-12
@@ -606,15 +618,15 @@ def _continuous_linkage(original, protected, columns, scales, distance: str, ass
         zx, zm, p = _linkage_space(x, xm, distance, columns)
         if assignment == "nearest":
             tree = cKDTree(zx)
-            nearest, nearest_row = tree.query(zm, k=1, p=p)
+            nearest, nearest_row = _in_tree_order(lambda points: tree.query(points, k=1, p=p), zm)
             own = np.sqrt(((zm - zx) ** 2).sum(axis=1))
             # The tree and the direct formula may round differently; a relative tolerance keeps exact ties.
             hit = own <= nearest * (1.0 + 1e-12) + 1e-300
             linked[observed] = hit
             partner[observed] = positions[np.where(hit, np.arange(len(x)), nearest_row)]
             ties = np.ones(len(x))
-            ties[hit] = tree.query_ball_point(zm[hit], np.maximum(own[hit], nearest[hit]) * (1.0 + _TIE_TOLERANCE)
-                                              + 1e-300, p=p, return_length=True)
+            ties[hit] = _in_tree_order(lambda points, radius: tree.query_ball_point(points, radius, p=p, return_length=True),
+                                       zm[hit], np.maximum(own[hit], nearest[hit]) * (1.0 + _TIE_TOLERANCE) + 1e-300)
             expected = float((hit / np.maximum(ties, 1.0)).sum() / len(x_all))
         else:
             flags, rows, probability = _one_to_one_links(cdist(zm, zx, metric="euclidean"), x, xm)
