@@ -399,7 +399,7 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
         hit_rows = rows[done & (own[rows] <= nearest[rows] * (1.0 + 1e-12) + 1e-300) & np.isfinite(nearest[rows])]
         if not len(hit_rows):
             continue
-        counted = np.zeros(n)
+        counted = np.zeros(len(hit_rows))  # tied originals of each record of hit_rows (ascending)
         for tree, size, searched_rows in searched:
             hit = searched_rows[np.isin(searched_rows, hit_rows, assume_unique=True)]
             probe, group = tree.probes(codes, hit, m_pattern)
@@ -409,11 +409,12 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
             else:
                 within = _in_tree_order(lambda points, radius: tree.kd.query_ball_point(
                     points, radius, p=1, return_length=True), tree.points(zm, hit[probe], group), radius)
-            counted += np.bincount(hit[probe], weights=within, minlength=n)
+            counted += np.bincount(np.searchsorted(hit_rows, hit[probe]), weights=within, minlength=len(hit_rows))
         for record, _, distance, size in found_pairs:
             tied = distance * size <= nearest[record] * size * (1.0 + _TIE_TOLERANCE) + 1e-12
-            counted += np.bincount(record[tied], minlength=n)
-        ties[hit_rows] = np.maximum(counted[hit_rows], 1.0)
+            at = np.minimum(np.searchsorted(hit_rows, record[tied]), len(hit_rows) - 1)
+            counted += np.bincount(at[hit_rows[at] == record[tied]], minlength=len(hit_rows))
+        ties[hit_rows] = np.maximum(counted, 1.0)
     return nearest, partner, ties, settled
 
 
