@@ -626,8 +626,9 @@ def _continuous_linkage(original, protected, columns, scales, distance: str, ass
             linked[observed] = hit
             partner[observed] = positions[np.where(hit, np.arange(len(x)), nearest_row)]
             ties = np.ones(len(x))
-            ties[hit] = _in_tree_order(lambda points, radius: tree.query_ball_point(points, radius, p=p, return_length=True),
-                                       zm[hit], np.maximum(own[hit], nearest[hit]) * (1.0 + _TIE_TOLERANCE) + 1e-300)
+            radius = np.maximum(own[hit], nearest[hit]) * (1.0 + _TIE_TOLERANCE) + 1e-300
+            ties[hit] = _in_tree_order(lambda points, radius: tree.query_ball_point(
+                points, radius, p=p, return_length=True), zm[hit], radius)
             expected = float((hit / np.maximum(ties, 1.0)).sum() / len(x_all))
         else:
             flags, rows, probability = _one_to_one_links(cdist(zm, zx, metric="euclidean"), x, xm)
