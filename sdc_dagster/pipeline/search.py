@@ -410,7 +410,7 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
         for key in keys:
             released[key] = frame[key].to_numpy()
         figures = headline_loss(data, released, spec)
-        loss = figures.get("lambda_arctan" if spec.search.loss == "lambda_arctan" else "topsis_mean", np.nan)
+        loss = figures.get(_loss_figure(spec), np.nan)
     else:
         loss = recode_loss
     plan = _node_plan(space, node, suppression, k, None, "node_" + "_".join(map(str, node)))
@@ -420,20 +420,35 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
     )
 
 
-def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool]) -> SearchCandidate:
+def _loss_figure(spec: SurveySpec) -> str:
+    """The :func:`~sdc_dagster.pipeline.evaluation.headline_loss` figure of the spec's search loss."""
+    return "lambda_arctan" if spec.search.loss == "lambda_arctan" else "topsis_mean"
+
+
+def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool],
+                     finish: Callable) -> SearchCandidate:
     """The weakest step of one method's chain (weakest first) whose plan passes the release checks,
     found by bisection on the assumption that a stronger step of the same method passes when a weaker
     one does (a larger microaggregation k, swap window or noise); the strongest step's failing
-    candidate when none passes."""
-    results = {}
+    candidate when none passes.
+
+    ``run(step)`` gives an attempt's candidate with its release checks and its protected data;
+    ``finish(candidate, protected)`` the candidate with its loss. Only the attempt returned needs
+    its loss (the others are superseded), so only its protected data is kept and only it is
+    finished."""
+    results, kept = {}, {}
 
     def attempt(i):
         if i not in results:
-            results[i] = run(chain[i])
+            results[i], kept[i] = run(chain[i])
         return results[i]
 
+    def keep_only(i):
+        for j in [j for j in kept if j != i]:
+            del kept[j]
+
     if not attempt(len(chain) - 1).confirmed:
-        return results[len(chain) - 1]
+        return finish(results[len(chain) - 1], kept[len(chain) - 1])
     failing, passing = -1, len(chain) - 1
     while passing - failing > 1 and not over_budget():
         middle = (failing + passing) // 2
@@ -441,7 +456,8 @@ def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool]
             passing = middle
         else:
             failing = middle
-    return results[passing]
+        keep_only(passing)
+    return finish(results[passing], kept[passing])
 
 
 def _confirm(data, spec, space, front, wave, start, say):
@@ -465,6 +481,10 @@ def _confirm(data, spec, space, front, wave, start, say):
     def over_budget() -> bool:
         return time.perf_counter() - start + 2 * last_run[0] > spec.search.budget_seconds
 
+    def finish(candidate: SearchCandidate, protected: pd.DataFrame) -> SearchCandidate:
+        figures = headline_loss(data, protected, spec)
+        return replace(candidate, loss=float(figures.get(_loss_figure(spec), np.nan)))
+
     for candidate in front:
         needed = len(passed) < 2 or candidate.loss <= passed[1].loss
         if over_budget() or (not needed and (stricter_done or candidate.global_risk > stricter_target)):
@@ -477,20 +497,19 @@ def _confirm(data, spec, space, front, wave, start, say):
             plan = _node_plan(space, candidate.levels, suppression, spec.risk.k, option, SEARCHED_PLAN)
             protected = protect(data, spec, plan, wave=wave).data
             checks = release_checks(protected, spec, plan, original=data)
-            figures = headline_loss(data, protected, spec)
-            loss = figures.get("lambda_arctan" if spec.search.loss == "lambda_arctan" else "topsis_mean", np.nan)
             linkage = checks["linkage_risk"].value if "linkage_risk" in checks else np.nan
             found = checks["global_risk"].value if "global_risk" in checks else None
             last_run[0] = time.perf_counter() - began
-            return replace(candidate, plan=plan, checks=checks, loss=float(loss),
+            return replace(candidate, plan=plan, checks=checks,
                            linkage_risk=float(linkage) if isinstance(linkage, (int, float)) else np.nan,
-                           global_risk=float(found) if isinstance(found, (int, float)) else candidate.global_risk)
+                           global_risk=float(found) if isinstance(found, (int, float)) else candidate.global_risk
+                           ), protected
 
         result = candidate
         for chain in chains:
             if over_budget():
                 break
-            result = _weakest_passing(chain, run, over_budget)
+            result = _weakest_passing(chain, run, over_budget, finish)
             if result.confirmed:
                 break
         for stronger in _stronger_suppressions(spec, result):
@@ -500,7 +519,7 @@ def _confirm(data, spec, space, front, wave, start, say):
                 break
             ladder = [stronger, *(s for s in suppression if s["method"] == "risk_suppression")]
             result = _weakest_passing(chains[0], lambda option, ladder=ladder: run(option, suppression=ladder),
-                                      over_budget)
+                                      over_budget, finish)
             if result.confirmed:
                 break
         failures = blocking_failures(result.checks) if result.checks else {"not run": "time budget"}
