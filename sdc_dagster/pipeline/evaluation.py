@@ -9,6 +9,8 @@ twice.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -275,26 +277,27 @@ def _categorical_loss(
 
 
 
-def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec) -> dict:
+def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, *,
+                  unchanged: Sequence[str] = (), topsis: bool = True) -> dict:
     """The loss figures a release manifest carries: distance measure (1) with arctan distances
     (SPEC §9.1 eq (6)) and the mean TOPSIS loss (SPEC §10) over the quasi-identifiers (ordinal keys
     in the spec's order), on the records the release retains (``records_compared``,
     ``records_removed``), from one computation of the partial distances. When the distance measure
-    is undefined on the data, ``not_applicable`` gives the reason instead of the two figures."""
+    is undefined on the data, ``not_applicable`` gives the reason instead of the two figures.
+
+    For the plan search, which needs one figure of many variants that change the keys only:
+    ``unchanged``, quasi-identifiers released as they are, whose partial distances are known to be 0
+    (:func:`sdc_dagster.loss.distance_losses`); ``topsis=False`` leaves ``topsis_mean`` out."""
     matched = retained_records(original, protected, "release")
     scales = loss_scales(spec, protected)
     columns = list(scales)
     counts = {"records_compared": len(protected), "records_removed": len(original) - len(protected)}
     notes = []
     result = if_computable(notes, "lambda_arctan", "release", loss.distance_loss, matched[columns], protected[columns],
-                           scales, categories=ordinal_orders(spec, scales))
+                           scales, categories=ordinal_orders(spec, scales), unchanged=unchanged)
     if result is None:
         return {"not_applicable": notes[0].reason, **counts}
-    eta = loss.topsis_scores(result.distances)
-    return {
-        "lambda_arctan": float(result.value),
-        "topsis_mean": float(eta.mean()),
-        "values_compared": int(result.compared.sum()),
-        **counts,
-    }
-
+    figures = {"lambda_arctan": float(result.value)}
+    if topsis:
+        figures["topsis_mean"] = float(loss.topsis_scores(result.distances).mean())
+    return {**figures, "values_compared": int(result.compared.sum()), **counts}

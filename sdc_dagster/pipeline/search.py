@@ -211,15 +211,22 @@ def _suppression_step(k: int) -> dict:
 def _level_bounds(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice) -> list[np.ndarray]:
     """Per key and level, the recode-only loss of that key alone (headline_loss's lambda_arctan,
     SPEC §9.1 eq (1)); the loss of recodes of several keys is their sum (measure (1) is a mean of
-    per-value partial distances over the values compared, which recoding does not change)."""
+    per-value partial distances over the values compared, which recoding does not change).
+
+    Level 0 releases the key as it is: its figure is that of the wave itself, for every key. A
+    deeper level changes that key only, so the partial distances of the other columns are not
+    computed (``unchanged``)."""
+    unchanged_wave = headline_loss(data, data, spec, topsis=False).get("lambda_arctan", np.nan)
     bounds = []
     for key in lattice.keys:
-        figures = []
-        for values in lattice.values[key]:
+        figures = [unchanged_wave]
+        others = [c for c in data.columns if c != key]
+        for values in lattice.values[key][1:]:
             protected = data.copy(deep=False)
             protected[key] = values if values.dtype == object else pd.Series(values, index=data.index).astype(
                 data[key].dtype if not data[key].isna().any() else float)
-            figures.append(headline_loss(data, protected, spec).get("lambda_arctan", np.nan))
+            figures.append(headline_loss(data, protected, spec, unchanged=others, topsis=False).get("lambda_arctan",
+                                                                                                     np.nan))
         bounds.append(np.asarray(figures) - figures[0])
     return bounds
 
@@ -409,7 +416,8 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
         released = data.copy(deep=False)
         for key in keys:
             released[key] = frame[key].to_numpy()
-        figures = headline_loss(data, released, spec)
+        figures = headline_loss(data, released, spec, unchanged=[c for c in data.columns if c not in keys],
+                                topsis=spec.search.loss == "topsis")
         loss = figures.get(_loss_figure(spec), np.nan)
     else:
         loss = recode_loss
@@ -482,7 +490,7 @@ def _confirm(data, spec, space, front, wave, start, say):
         return time.perf_counter() - start + 2 * last_run[0] > spec.search.budget_seconds
 
     def finish(candidate: SearchCandidate, protected: pd.DataFrame) -> SearchCandidate:
-        figures = headline_loss(data, protected, spec)
+        figures = headline_loss(data, protected, spec, topsis=spec.search.loss == "topsis")
         return replace(candidate, loss=float(figures.get(_loss_figure(spec), np.nan)))
 
     for candidate in front:
