@@ -203,6 +203,13 @@ def information_loss(
 
 
 
+def _two_values(values: pd.Series) -> bool:
+    """Whether at least two distinct values are observed (``nunique() >= 2``, without hashing every
+    value)."""
+    observed = values.dropna().to_numpy()
+    return bool(len(observed) and (observed != observed[0]).any())
+
+
 def _continuous_loss(
     original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, notes: list[MeasureNote], variant: str
 ) -> dict:
@@ -218,7 +225,7 @@ def _continuous_loss(
     x, y = original[columns], protected[columns]
     figures = {}
     # a variable without spread has no correlation: the moment and utility measures leave it out
-    spread = [c for c in columns if x[c].nunique() >= 2 and y[c].nunique() >= 2]
+    spread = [c for c in columns if _two_values(x[c]) and _two_values(y[c])]
     if len(spread) < len(columns):
         notes.append(MeasureNote("moment measures and dUtility", "continuous keys left out, without spread in the "
                                  f"original or the released file: {', '.join(c for c in columns if c not in spread)}",
@@ -264,7 +271,7 @@ def _categorical_loss(
             value = if_computable(notes, f"ebil_{k}", variant, loss.ebil, original, protected, k, matrix=matrices.get(k))
             if value is not None:
                 figures[f"ebil_{k}"] = float(value)
-    varied = [k for k in keys if original[k].nunique() >= 2 and protected[k].nunique() >= 2]
+    varied = [k for k in keys if _two_values(original[k]) and _two_values(protected[k])]
     if len(varied) < len(keys):
         left_out = ", ".join(k for k in keys if k not in varied)
         notes.append(MeasureNote("cramers_v_change_mean", f"keys left out, with fewer than 2 observed categories in "
