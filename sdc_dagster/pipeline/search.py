@@ -440,9 +440,11 @@ def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool]
     one does (a larger microaggregation k, swap window or noise); the strongest step's failing
     candidate when none passes.
 
-    ``run(step)`` gives an attempt's candidate with its release checks and its protected data;
-    ``finish(candidate, protected)`` the candidate with its loss. Only the attempt returned needs
-    its loss (the others are superseded), so only its protected data is kept and only it is
+    The bisection starts at the middle step: when it passes, the strongest step passes too (by that
+    assumption) and is not run; only when it fails is the strongest step run, to learn whether any
+    step passes. ``run(step)`` gives an attempt's candidate with its release checks and its protected
+    data; ``finish(candidate, protected)`` the candidate with its loss. Only the attempt returned
+    needs its loss (the others are superseded), so only its protected data is kept and only it is
     finished."""
     results, kept = {}, {}
 
@@ -455,9 +457,20 @@ def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool]
         for j in [j for j in kept if j != i]:
             del kept[j]
 
-    if not attempt(len(chain) - 1).confirmed:
-        return finish(results[len(chain) - 1], kept[len(chain) - 1])
     failing, passing = -1, len(chain) - 1
+    if passing > 0:
+        middle = (failing + passing) // 2
+        if attempt(middle).confirmed:
+            passing = middle
+        else:
+            failing = middle
+    if passing == len(chain) - 1:
+        if failing >= 0 and over_budget():
+            return finish(results[failing], kept[failing])
+        keep_only(-1)
+        if not attempt(passing).confirmed:
+            return finish(results[passing], kept[passing])
+    keep_only(passing)
     while passing - failing > 1 and not over_budget():
         middle = (failing + passing) // 2
         if attempt(middle).confirmed:
