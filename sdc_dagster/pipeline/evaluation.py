@@ -183,7 +183,7 @@ def information_loss(
         row = {"variant": name, "records_compared": len(frame), "records_removed": len(original) - len(frame)}
         results = if_computable(
             notes, "lambda (distance measure (1)) and TOPSIS", name, loss.distance_losses,
-            matched[list(scales)], frame[list(scales)], scales,
+            matched, frame, scales,
             continuous_distances=("max_abs", "max_sq", "arctan"), categories=ordinal_orders(spec, scales),
         )
         if results is not None:
@@ -297,10 +297,10 @@ def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveyS
     (:func:`sdc_dagster.loss.distance_losses`); ``topsis=False`` leaves ``topsis_mean`` out."""
     matched = retained_records(original, protected, "release")
     scales = loss_scales(spec, protected)
-    columns = list(scales)
     counts = {"records_compared": len(protected), "records_removed": len(original) - len(protected)}
     notes = []
-    result = if_computable(notes, "lambda_arctan", "release", loss.distance_loss, matched[columns], protected[columns],
+    # the frames as they are: the measure reads the columns of ``scales`` only (no copy of them)
+    result = if_computable(notes, "lambda_arctan", "release", loss.distance_loss, matched, protected,
                            scales, categories=ordinal_orders(spec, scales), unchanged=unchanged)
     if result is None:
         return {"not_applicable": notes[0].reason, **counts}
