@@ -305,17 +305,23 @@ def search_wave(
             if time.perf_counter() - start > LATTICE_SHARE * budget:
                 return "budget", position
             node, point = tuple(int(x) for x in nodes[index]), nodes[index]
+            checked = None  # the node's recoded keys and their frequencies, when checked here
             if anonymous and (point >= np.array(anonymous)).all(axis=1).any():
                 is_anonymous, tagged = True, tagged + 1
             elif not_anonymous and (point <= np.array(not_anonymous)).all(axis=1).any():
                 is_anonymous, tagged = False, tagged + 1
+            elif not lattice.keys:
+                is_anonymous = True
+                anonymous.append(point)
             else:
+                # f_k does not depend on the weights: the weighted table serves the risks too
                 frame = lattice.frame(node)
-                is_anonymous = not lattice.keys or risk.k_anonymity_violations(frame, lattice.keys, k) == 0
+                checked = frame, risk.key_frequencies(frame, lattice.keys, weight=lattice.weight)
+                is_anonymous = not (checked[1]["fk"].to_numpy() < k).any()
                 (anonymous if is_anonymous else not_anonymous).append(point)
             if not is_anonymous and not suppress_allowed:
                 continue
-            candidate = _evaluate(data, spec, lattice, space, node, is_anonymous, float(lower[index]))
+            candidate = _evaluate(data, spec, lattice, space, node, is_anonymous, float(lower[index]), checked)
             evaluated += 1
             candidates.append(candidate)
             if candidate.reaches_target and candidate.global_risk <= stricter_target:
@@ -375,15 +381,20 @@ def search_wave(
     )
 
 
-def _risks(frame: pd.DataFrame, keys: list[str], weight: str | None, k: int) -> tuple[int, pd.Series]:
-    """k-anonymity violations (SPEC §3.1) and individual risks (SPEC §3.2) of the recoded keys."""
-    table = risk.key_frequencies(frame, keys, weight=weight)
+def _risks(frame: pd.DataFrame, keys: list[str], weight: str | None, k: int,
+           table: pd.DataFrame | None = None) -> tuple[int, pd.Series]:
+    """k-anonymity violations (SPEC §3.1) and individual risks (SPEC §3.2) of the recoded keys;
+    ``table``: their :func:`~sdc_dagster.risk.key_frequencies` when already computed."""
+    table = risk.key_frequencies(frame, keys, weight=weight) if table is None else table
     return int((table["fk"] < k).sum()), risk.risk_table(frame, keys, weight=weight, frequencies=table)["risk"]
 
 
 def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: dict[str, KeyHierarchy],
-              node: tuple[int, ...], is_anonymous: bool, recode_loss: float) -> SearchCandidate:
-    """A node's plan (without continuous step) and its risk and loss on the recoded keys.
+              node: tuple[int, ...], is_anonymous: bool, recode_loss: float,
+              checked: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> SearchCandidate:
+    """A node's plan (without continuous step) and its risk and loss on the recoded keys;
+    ``checked``: the node's recoded keys and their weighted key frequencies, when the frequency
+    check computed them (not computed again).
 
     A node that is not k-anonymous by recoding gets local suppression to k; one whose global risk is
     still above the target then gets risk-based suppression (SPEC §8.3) at the individual-risk
@@ -392,13 +403,14 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
     target asks for far more than 3-anonymity (the risk of a record is 1/f_k)."""
     k, target = spec.risk.k, spec.risk.max_global_risk
     keys = lattice.keys
-    original = frame = lattice.frame(node)
+    original = frame = checked[0] if checked is not None else lattice.frame(node)
     suppression: list[dict] = []
     allowed = "local_suppression" in spec.search.methods
     if not is_anonymous:
         suppression.append(_suppression_step(k))
         frame = local_suppression(frame, keys, k=k)
-    violations, risks = _risks(frame, keys, lattice.weight, k) if keys else (0, pd.Series([0.0]))
+    known = checked[1] if checked is not None and is_anonymous else None
+    violations, risks = _risks(frame, keys, lattice.weight, k, known) if keys else (0, pd.Series([0.0]))
     threshold = None
     if keys and allowed and violations == 0 and risks.mean() > target:
         # 0 when no risk level brings the global risk under the target (e.g. all risks equal): then
