@@ -450,7 +450,8 @@ def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool]
     """The weakest step of one method's chain (weakest first) whose plan passes the release checks,
     found by bisection on the assumption that a stronger step of the same method passes when a weaker
     one does (a larger microaggregation k, swap window or noise); the strongest step's failing
-    candidate when none passes.
+    candidate when none passes (the middle step's when the time budget ends before the strongest
+    is run).
 
     The bisection starts at the middle step: when it passes, the strongest step passes too (by that
     assumption) and is not run; only when it fails is the strongest step run, to learn whether any
@@ -479,7 +480,7 @@ def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool]
     if passing == len(chain) - 1:
         if failing >= 0 and over_budget():
             return finish(results[failing], kept[failing])
-        keep_only(-1)
+        kept.clear()  # the failing middle is not returned now
         if not attempt(passing).confirmed:
             return finish(results[passing], kept[passing])
     keep_only(passing)
