@@ -236,3 +236,32 @@ def test_a_candidate_failing_linkage_only_is_suppressed_to_a_larger_k(testdata):
     replayed = protection.release_checks(protected, spec, found.recommended.plan, original=testdata)
     assert not protection.blocking_failures(replayed) and replayed["linkage_risk"].value <= 0.12
     assert "local suppression to 6-anonymity" in found.recommended.plan.description
+
+
+@pytest.mark.parametrize(("passes_from", "tried", "kept"), [
+    (0, [2, 0], 0),          # the middle passes: the strongest step is not run
+    (1, [2, 0, 1], 1),
+    (3, [2, 5, 3], 3),       # the middle fails: the strongest is run, then the bisection goes on above it
+    (5, [2, 5, 3, 4], 5),
+    (None, [2, 5], 5),       # nothing passes: the strongest step's failing attempt
+])
+def test_weakest_passing_bisects_from_the_middle_and_finishes_only_the_step_it_returns(passes_from, tried, kept):
+    from sdc_dagster.pipeline.search import _weakest_passing
+
+    @dataclasses.dataclass(frozen=True)
+    class Attempt:
+        step: int
+        confirmed: bool
+
+    runs, finished = [], []
+
+    def run(step):
+        runs.append(step)
+        return Attempt(step, passes_from is not None and step >= passes_from), f"data of {step}"
+
+    def finish(attempt, protected):
+        finished.append((attempt.step, protected))
+        return attempt
+
+    result = _weakest_passing(list(range(6)), run, lambda: False, finish)
+    assert runs == tried and result.step == kept and finished == [(kept, f"data of {kept}")]

@@ -44,9 +44,9 @@ def contingency_association(data: pd.DataFrame, row: str, column: str) -> dict[s
 def _coded_association(a: np.ndarray, a_radix: int, b: np.ndarray, b_radix: int, row: str, column: str) -> dict:
     """:func:`contingency_association` from :func:`~sdc_dagster.keys.key_digits` codes
     (0 = missing): the two-way table of the records observed in both, categories seen there only."""
-    both = (a > 0) & (b > 0)
-    counts = np.bincount(a[both] * b_radix + b[both], minlength=int(a_radix * b_radix))
-    table = counts.reshape(int(a_radix), int(b_radix))
+    # every record counted, then the row and column of code 0 (missing) dropped: no selection copied
+    counts = np.bincount(a * b_radix + b, minlength=int(a_radix * b_radix))
+    table = counts.reshape(int(a_radix), int(b_radix))[1:, 1:]
     table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
     n = int(table.sum())
     for name, size in ((row, table.shape[0]), (column, table.shape[1])):

@@ -173,11 +173,17 @@ def partial_distances(original: pd.DataFrame, protected: pd.DataFrame, scales: M
 
 def distance_losses(original: pd.DataFrame, protected: pd.DataFrame, scales: Mapping[str, str], *,
                     continuous_distances: Sequence[str] = ("arctan",), c: float = 1.0, hidden_rule: str = "B",
-                    categories: Mapping[str, Sequence] | None = None) -> dict[str, LossResult]:
+                    categories: Mapping[str, Sequence] | None = None,
+                    unchanged: Sequence[str] = ()) -> dict[str, LossResult]:
     """:func:`distance_loss` under several continuous distances from one pass over the data (SPEC §9.1).
 
     The nominal and ordinal distances and the substituted continuous gaps |x - x*| (SPEC §9.3) are
     computed once; each variant of ``continuous_distances`` only rescales the gaps.
+
+    ``unchanged``: columns the caller knows to be released as they are (the plan search, which
+    changes the keys only): their partial distances are 0 (eqs (2)-(6) at x* = x; a value missing on
+    both sides is 0 too) and are not computed, and their values compared are the observed ones. The
+    result is the same as without it, in every bit, when those columns are equal in both files.
 
     Returns
     -------
@@ -191,6 +197,10 @@ def distance_losses(original: pd.DataFrame, protected: pd.DataFrame, scales: Map
     shared, gaps, compared = {}, {}, {}
     for column in columns:
         scale = scales[column]
+        if column in unchanged:
+            compared[column] = int(original[column].notna().sum())
+            shared[column] = np.zeros(len(original))
+            continue
         compared[column] = int((original[column].notna() | protected[column].notna()).sum())
         if scale == "nominal":
             shared[column] = _nominal_distance(original[column], protected[column])
@@ -228,7 +238,7 @@ def _loss_result(distances: pd.DataFrame, compared: pd.Series) -> LossResult:
 
 def distance_loss(original: pd.DataFrame, protected: pd.DataFrame, scales: Mapping[str, str], *,
                   continuous_distance: str = "arctan", c: float = 1.0, hidden_rule: str = "B",
-                  categories: Mapping[str, Sequence] | None = None) -> LossResult:
+                  categories: Mapping[str, Sequence] | None = None, unchanged: Sequence[str] = ()) -> LossResult:
     """Distribution-distortion measure lambda, SPEC §9.1 eq (1), with partial distances (2)–(6).
 
     Parameters
@@ -254,6 +264,9 @@ def distance_loss(original: pd.DataFrame, protected: pd.DataFrame, scales: Mappi
         ``{column: ordered list of categories}`` for ordinal variables; k_j = its length and the
         positions are ranks in this order (e.g. the spec's ``order:``). Without it the sorted
         union of codes observed in either file is used (SPEC §8.2).
+    unchanged : sequence of str
+        Columns known to be released as they are, not compared value by value
+        (:func:`distance_losses`).
 
     Returns
     -------
@@ -266,7 +279,7 @@ def distance_loss(original: pd.DataFrame, protected: pd.DataFrame, scales: Mappi
     Młodak (S003) eqs (1)–(6), §3, §7 and footnote 2; SPEC §9.1–§9.3.
     """
     return distance_losses(original, protected, scales, continuous_distances=(continuous_distance,), c=c,
-                           hidden_rule=hidden_rule, categories=categories)[continuous_distance]
+                           hidden_rule=hidden_rule, categories=categories, unchanged=unchanged)[continuous_distance]
 
 
 def descriptive_statistics(values) -> dict[str, float]:

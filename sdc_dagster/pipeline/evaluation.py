@@ -9,6 +9,8 @@ twice.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -181,7 +183,7 @@ def information_loss(
         row = {"variant": name, "records_compared": len(frame), "records_removed": len(original) - len(frame)}
         results = if_computable(
             notes, "lambda (distance measure (1)) and TOPSIS", name, loss.distance_losses,
-            matched[list(scales)], frame[list(scales)], scales,
+            matched, frame, scales,
             continuous_distances=("max_abs", "max_sq", "arctan"), categories=ordinal_orders(spec, scales),
         )
         if results is not None:
@@ -201,6 +203,13 @@ def information_loss(
 
 
 
+def _two_values(values: pd.Series) -> bool:
+    """Whether at least two distinct values are observed (``nunique() >= 2``, without hashing every
+    value)."""
+    observed = values.dropna().to_numpy()
+    return bool(len(observed) and (observed != observed[0]).any())
+
+
 def _continuous_loss(
     original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, notes: list[MeasureNote], variant: str
 ) -> dict:
@@ -216,7 +225,7 @@ def _continuous_loss(
     x, y = original[columns], protected[columns]
     figures = {}
     # a variable without spread has no correlation: the moment and utility measures leave it out
-    spread = [c for c in columns if x[c].nunique() >= 2 and y[c].nunique() >= 2]
+    spread = [c for c in columns if _two_values(x[c]) and _two_values(y[c])]
     if len(spread) < len(columns):
         notes.append(MeasureNote("moment measures and dUtility", "continuous keys left out, without spread in the "
                                  f"original or the released file: {', '.join(c for c in columns if c not in spread)}",
@@ -262,7 +271,7 @@ def _categorical_loss(
             value = if_computable(notes, f"ebil_{k}", variant, loss.ebil, original, protected, k, matrix=matrices.get(k))
             if value is not None:
                 figures[f"ebil_{k}"] = float(value)
-    varied = [k for k in keys if original[k].nunique() >= 2 and protected[k].nunique() >= 2]
+    varied = [k for k in keys if _two_values(original[k]) and _two_values(protected[k])]
     if len(varied) < len(keys):
         left_out = ", ".join(k for k in keys if k not in varied)
         notes.append(MeasureNote("cramers_v_change_mean", f"keys left out, with fewer than 2 observed categories in "
@@ -275,26 +284,27 @@ def _categorical_loss(
 
 
 
-def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec) -> dict:
+def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, *,
+                  unchanged: Sequence[str] = (), topsis: bool = True) -> dict:
     """The loss figures a release manifest carries: distance measure (1) with arctan distances
     (SPEC §9.1 eq (6)) and the mean TOPSIS loss (SPEC §10) over the quasi-identifiers (ordinal keys
     in the spec's order), on the records the release retains (``records_compared``,
     ``records_removed``), from one computation of the partial distances. When the distance measure
-    is undefined on the data, ``not_applicable`` gives the reason instead of the two figures."""
+    is undefined on the data, ``not_applicable`` gives the reason instead of the two figures.
+
+    For the plan search, which needs one figure of many variants that change the keys only:
+    ``unchanged``, quasi-identifiers released as they are, whose partial distances are known to be 0
+    (:func:`sdc_dagster.loss.distance_losses`); ``topsis=False`` leaves ``topsis_mean`` out."""
     matched = retained_records(original, protected, "release")
     scales = loss_scales(spec, protected)
-    columns = list(scales)
     counts = {"records_compared": len(protected), "records_removed": len(original) - len(protected)}
     notes = []
-    result = if_computable(notes, "lambda_arctan", "release", loss.distance_loss, matched[columns], protected[columns],
-                           scales, categories=ordinal_orders(spec, scales))
+    # the frames as they are: the measure reads the columns of ``scales`` only (no copy of them)
+    result = if_computable(notes, "lambda_arctan", "release", loss.distance_loss, matched, protected,
+                           scales, categories=ordinal_orders(spec, scales), unchanged=unchanged)
     if result is None:
         return {"not_applicable": notes[0].reason, **counts}
-    eta = loss.topsis_scores(result.distances)
-    return {
-        "lambda_arctan": float(result.value),
-        "topsis_mean": float(eta.mean()),
-        "values_compared": int(result.compared.sum()),
-        **counts,
-    }
-
+    figures = {"lambda_arctan": float(result.value)}
+    if topsis:
+        figures["topsis_mean"] = float(loss.topsis_scores(result.distances).mean())
+    return {**figures, "values_compared": int(result.compared.sum()), **counts}

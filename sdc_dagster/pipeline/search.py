@@ -211,15 +211,22 @@ def _suppression_step(k: int) -> dict:
 def _level_bounds(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice) -> list[np.ndarray]:
     """Per key and level, the recode-only loss of that key alone (headline_loss's lambda_arctan,
     SPEC §9.1 eq (1)); the loss of recodes of several keys is their sum (measure (1) is a mean of
-    per-value partial distances over the values compared, which recoding does not change)."""
+    per-value partial distances over the values compared, which recoding does not change).
+
+    Level 0 releases the key as it is: its figure is that of the wave itself, for every key. A
+    deeper level changes that key only, so the partial distances of the other columns are not
+    computed (``unchanged``)."""
+    unchanged_wave = headline_loss(data, data, spec, topsis=False).get("lambda_arctan", np.nan)
     bounds = []
     for key in lattice.keys:
-        figures = []
-        for values in lattice.values[key]:
+        figures = [unchanged_wave]
+        others = [c for c in data.columns if c != key]
+        for values in lattice.values[key][1:]:
             protected = data.copy(deep=False)
             protected[key] = values if values.dtype == object else pd.Series(values, index=data.index).astype(
                 data[key].dtype if not data[key].isna().any() else float)
-            figures.append(headline_loss(data, protected, spec).get("lambda_arctan", np.nan))
+            figures.append(headline_loss(data, protected, spec, unchanged=others, topsis=False).get("lambda_arctan",
+                                                                                                     np.nan))
         bounds.append(np.asarray(figures) - figures[0])
     return bounds
 
@@ -298,17 +305,23 @@ def search_wave(
             if time.perf_counter() - start > LATTICE_SHARE * budget:
                 return "budget", position
             node, point = tuple(int(x) for x in nodes[index]), nodes[index]
+            checked = None  # the node's recoded keys and their frequencies, when checked here
             if anonymous and (point >= np.array(anonymous)).all(axis=1).any():
                 is_anonymous, tagged = True, tagged + 1
             elif not_anonymous and (point <= np.array(not_anonymous)).all(axis=1).any():
                 is_anonymous, tagged = False, tagged + 1
+            elif not lattice.keys:
+                is_anonymous = True
+                anonymous.append(point)
             else:
+                # f_k does not depend on the weights: the weighted table serves the risks too
                 frame = lattice.frame(node)
-                is_anonymous = not lattice.keys or risk.k_anonymity_violations(frame, lattice.keys, k) == 0
+                checked = frame, risk.key_frequencies(frame, lattice.keys, weight=lattice.weight)
+                is_anonymous = not (checked[1]["fk"].to_numpy() < k).any()
                 (anonymous if is_anonymous else not_anonymous).append(point)
             if not is_anonymous and not suppress_allowed:
                 continue
-            candidate = _evaluate(data, spec, lattice, space, node, is_anonymous, float(lower[index]))
+            candidate = _evaluate(data, spec, lattice, space, node, is_anonymous, float(lower[index]), checked)
             evaluated += 1
             candidates.append(candidate)
             if candidate.reaches_target and candidate.global_risk <= stricter_target:
@@ -368,15 +381,20 @@ def search_wave(
     )
 
 
-def _risks(frame: pd.DataFrame, keys: list[str], weight: str | None, k: int) -> tuple[int, pd.Series]:
-    """k-anonymity violations (SPEC §3.1) and individual risks (SPEC §3.2) of the recoded keys."""
-    table = risk.key_frequencies(frame, keys, weight=weight)
+def _risks(frame: pd.DataFrame, keys: list[str], weight: str | None, k: int,
+           table: pd.DataFrame | None = None) -> tuple[int, pd.Series]:
+    """k-anonymity violations (SPEC §3.1) and individual risks (SPEC §3.2) of the recoded keys;
+    ``table``: their :func:`~sdc_dagster.risk.key_frequencies` when already computed."""
+    table = risk.key_frequencies(frame, keys, weight=weight) if table is None else table
     return int((table["fk"] < k).sum()), risk.risk_table(frame, keys, weight=weight, frequencies=table)["risk"]
 
 
 def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: dict[str, KeyHierarchy],
-              node: tuple[int, ...], is_anonymous: bool, recode_loss: float) -> SearchCandidate:
-    """A node's plan (without continuous step) and its risk and loss on the recoded keys.
+              node: tuple[int, ...], is_anonymous: bool, recode_loss: float,
+              checked: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> SearchCandidate:
+    """A node's plan (without continuous step) and its risk and loss on the recoded keys;
+    ``checked``: the node's recoded keys and their weighted key frequencies, when the frequency
+    check computed them (not computed again).
 
     A node that is not k-anonymous by recoding gets local suppression to k; one whose global risk is
     still above the target then gets risk-based suppression (SPEC §8.3) at the individual-risk
@@ -385,13 +403,14 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
     target asks for far more than 3-anonymity (the risk of a record is 1/f_k)."""
     k, target = spec.risk.k, spec.risk.max_global_risk
     keys = lattice.keys
-    original = frame = lattice.frame(node)
+    original = frame = checked[0] if checked is not None else lattice.frame(node)
     suppression: list[dict] = []
     allowed = "local_suppression" in spec.search.methods
     if not is_anonymous:
         suppression.append(_suppression_step(k))
         frame = local_suppression(frame, keys, k=k)
-    violations, risks = _risks(frame, keys, lattice.weight, k) if keys else (0, pd.Series([0.0]))
+    known = checked[1] if checked is not None and is_anonymous else None
+    violations, risks = _risks(frame, keys, lattice.weight, k, known) if keys else (0, pd.Series([0.0]))
     threshold = None
     if keys and allowed and violations == 0 and risks.mean() > target:
         # 0 when no risk level brings the global risk under the target (e.g. all risks equal): then
@@ -409,8 +428,9 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
         released = data.copy(deep=False)
         for key in keys:
             released[key] = frame[key].to_numpy()
-        figures = headline_loss(data, released, spec)
-        loss = figures.get("lambda_arctan" if spec.search.loss == "lambda_arctan" else "topsis_mean", np.nan)
+        figures = headline_loss(data, released, spec, unchanged=[c for c in data.columns if c not in keys],
+                                topsis=spec.search.loss == "topsis")
+        loss = figures.get(_loss_figure(spec), np.nan)
     else:
         loss = recode_loss
     plan = _node_plan(space, node, suppression, k, None, "node_" + "_".join(map(str, node)))
@@ -420,28 +440,58 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
     )
 
 
-def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool]) -> SearchCandidate:
+def _loss_figure(spec: SurveySpec) -> str:
+    """The :func:`~sdc_dagster.pipeline.evaluation.headline_loss` figure of the spec's search loss."""
+    return "lambda_arctan" if spec.search.loss == "lambda_arctan" else "topsis_mean"
+
+
+def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool],
+                     finish: Callable) -> SearchCandidate:
     """The weakest step of one method's chain (weakest first) whose plan passes the release checks,
     found by bisection on the assumption that a stronger step of the same method passes when a weaker
     one does (a larger microaggregation k, swap window or noise); the strongest step's failing
-    candidate when none passes."""
-    results = {}
+    candidate when none passes (the middle step's when the time budget ends before the strongest
+    is run).
+
+    The bisection starts at the middle step: when it passes, the strongest step passes too (by that
+    assumption) and is not run; only when it fails is the strongest step run, to learn whether any
+    step passes. ``run(step)`` gives an attempt's candidate with its release checks and its protected
+    data; ``finish(candidate, protected)`` the candidate with its loss. Only the attempt returned
+    needs its loss (the others are superseded), so only its protected data is kept and only it is
+    finished."""
+    results, kept = {}, {}
 
     def attempt(i):
         if i not in results:
-            results[i] = run(chain[i])
+            results[i], kept[i] = run(chain[i])
         return results[i]
 
-    if not attempt(len(chain) - 1).confirmed:
-        return results[len(chain) - 1]
+    def keep_only(i):
+        for j in [j for j in kept if j != i]:
+            del kept[j]
+
     failing, passing = -1, len(chain) - 1
+    if passing > 0:
+        middle = (failing + passing) // 2
+        if attempt(middle).confirmed:
+            passing = middle
+        else:
+            failing = middle
+    if passing == len(chain) - 1:
+        if failing >= 0 and over_budget():
+            return finish(results[failing], kept[failing])
+        kept.clear()  # the failing middle is not returned now
+        if not attempt(passing).confirmed:
+            return finish(results[passing], kept[passing])
+    keep_only(passing)
     while passing - failing > 1 and not over_budget():
         middle = (failing + passing) // 2
         if attempt(middle).confirmed:
             passing = middle
         else:
             failing = middle
-    return results[passing]
+        keep_only(passing)
+    return finish(results[passing], kept[passing])
 
 
 def _confirm(data, spec, space, front, wave, start, say):
@@ -465,6 +515,10 @@ def _confirm(data, spec, space, front, wave, start, say):
     def over_budget() -> bool:
         return time.perf_counter() - start + 2 * last_run[0] > spec.search.budget_seconds
 
+    def finish(candidate: SearchCandidate, protected: pd.DataFrame) -> SearchCandidate:
+        figures = headline_loss(data, protected, spec, topsis=spec.search.loss == "topsis")
+        return replace(candidate, loss=float(figures.get(_loss_figure(spec), np.nan)))
+
     for candidate in front:
         needed = len(passed) < 2 or candidate.loss <= passed[1].loss
         if over_budget() or (not needed and (stricter_done or candidate.global_risk > stricter_target)):
@@ -477,20 +531,19 @@ def _confirm(data, spec, space, front, wave, start, say):
             plan = _node_plan(space, candidate.levels, suppression, spec.risk.k, option, SEARCHED_PLAN)
             protected = protect(data, spec, plan, wave=wave).data
             checks = release_checks(protected, spec, plan, original=data)
-            figures = headline_loss(data, protected, spec)
-            loss = figures.get("lambda_arctan" if spec.search.loss == "lambda_arctan" else "topsis_mean", np.nan)
             linkage = checks["linkage_risk"].value if "linkage_risk" in checks else np.nan
             found = checks["global_risk"].value if "global_risk" in checks else None
             last_run[0] = time.perf_counter() - began
-            return replace(candidate, plan=plan, checks=checks, loss=float(loss),
+            return replace(candidate, plan=plan, checks=checks,
                            linkage_risk=float(linkage) if isinstance(linkage, (int, float)) else np.nan,
-                           global_risk=float(found) if isinstance(found, (int, float)) else candidate.global_risk)
+                           global_risk=float(found) if isinstance(found, (int, float)) else candidate.global_risk
+                           ), protected
 
         result = candidate
         for chain in chains:
             if over_budget():
                 break
-            result = _weakest_passing(chain, run, over_budget)
+            result = _weakest_passing(chain, run, over_budget, finish)
             if result.confirmed:
                 break
         for stronger in _stronger_suppressions(spec, result):
@@ -500,7 +553,7 @@ def _confirm(data, spec, space, front, wave, start, say):
                 break
             ladder = [stronger, *(s for s in suppression if s["method"] == "risk_suppression")]
             result = _weakest_passing(chains[0], lambda option, ladder=ladder: run(option, suppression=ladder),
-                                      over_budget)
+                                      over_budget, finish)
             if result.confirmed:
                 break
         failures = blocking_failures(result.checks) if result.checks else {"not run": "time budget"}

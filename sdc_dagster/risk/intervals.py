@@ -159,21 +159,31 @@ def rank_interval_disclosure(
     disclosed = np.zeros((len(percents), x.shape[1]))
     counts = np.zeros(x.shape[1])
     for j in range(x.shape[1]):
-        ranked = np.sort(x[~np.isnan(x[:, j]), j])
-        both = ~np.isnan(x[:, j]) & ~np.isnan(xm[:, j])
+        observed = ~np.isnan(x[:, j])
+        both = observed & ~np.isnan(xm[:, j])
         counts[j] = both.sum()
         if not counts[j]:
             continue
-        half = np.floor(width * len(ranked)).astype(np.int64)  # (percents, 1)
-        # in the order of the masked values, so that the searches and look-ups run through memory in order
-        order = np.argsort(xm[both, j], kind="stable")
-        masked, value = xm[both, j][order], x[both, j][order]
-        first = np.searchsorted(ranked, masked, side="left") - half
-        last = np.searchsorted(ranked, masked, side="right") - 1 + half
-        filled = (first <= last) & (last >= 0) & (first < len(ranked))
-        lower = ranked[np.clip(first, 0, len(ranked) - 1)]
-        upper = ranked[np.clip(last, 0, len(ranked) - 1)]
-        disclosed[:, j] = (filled & (lower <= value) & (value <= upper)).sum(axis=1)
+        order = np.argsort(x[observed, j])
+        ranked = x[observed, j][order]
+        half = np.floor(width[:, 0] * len(ranked)).astype(np.int64)
+        # The interval of masked value v, ranks [lo - h, hi - 1 + h] cut at the ends, holds the
+        # original x (itself ranked, at ranks [x_lo, x_hi - 1] among its ties) exactly when
+        # lo - h <= x_hi - 1 and hi - 1 + h >= x_lo (the cut ends hold every x; an empty interval,
+        # h = 0 and lo = hi, cannot meet both): when h is at least the record's need below, so that
+        # one sort of the needs counts every p at once.
+        run = np.r_[True, ranked[1:] != ranked[:-1]]
+        starts = np.flatnonzero(run)
+        tie = np.cumsum(run) - 1
+        x_lo, x_hi = np.empty(len(ranked), np.int64), np.empty(len(ranked), np.int64)
+        x_lo[order], x_hi[order] = starts[tie], np.r_[starts[1:], len(ranked)][tie]  # per observed record
+        kept = both[observed]
+        # the masked values searched in their order, so that the searches run through memory in order
+        by_masked = np.argsort(xm[both, j])
+        masked = xm[both, j][by_masked]
+        lo, hi = np.searchsorted(ranked, masked, side="left"), np.searchsorted(ranked, masked, side="right")
+        need = np.sort(np.maximum(lo - x_hi[kept][by_masked] + 1, x_lo[kept][by_masked] - hi + 1))
+        disclosed[:, j] = np.searchsorted(need, half, side="right")
     total = counts.sum()
     index = pd.Index(percents, name="percent")
     by_percent = pd.Series(disclosed.sum(axis=1) / total if total else np.nan, index=index, name="interval_disclosure")
