@@ -40,7 +40,7 @@ def pytest_configure(config):
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
-    """Order and group the tests for the two xdist workers (and nothing else changes serially).
+    """Group and order the tests for the two xdist workers (a serial run only sees the order).
 
     - The tests of a module that share a module-scoped fixture (a whole chain run, a built wheel, a
       webserver) form one ``xdist_group``, so one worker computes the fixture once.
