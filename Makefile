@@ -32,7 +32,7 @@ ui: $(BIN)/sdc
 test: $(BIN)/sdc chromium
 	$(PYTEST)
 
-# The quick subset (under two minutes of summed test time): no test marked slow, i.e. no whole
+# The quick subset (its measured time: README): no test marked slow, i.e. no whole
 # chain, no `sdc run`/`sdc demo`, no browser (the ui tests are slow too), no wheel build, no public
 # corpus, no full disk, no test of several seconds.
 test-quick: $(BIN)/sdc
