@@ -5,6 +5,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 WHEEL_VENV := build/wheel-venv
+# The suite on two pytest-xdist workers (CI has two cores; tests/conftest.py groups and orders the
+# tests for them); `make test WORKERS=0` runs it in one process.
+WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup --no-loadscope-reorder
 
 .PHONY: demo test test-quick ui chromium wheel-check
 
@@ -26,13 +30,13 @@ ui: $(BIN)/sdc
 	$(BIN)/sdc --home .sdc_home ui
 
 test: $(BIN)/sdc chromium
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
 
-# The quick subset (under two minutes of summed test time): no test marked slow, i.e. no whole
+# The quick subset (its measured time: README): no test marked slow, i.e. no whole
 # chain, no `sdc run`/`sdc demo`, no browser (the ui tests are slow too), no wheel build, no public
 # corpus, no full disk, no test of several seconds.
 test-quick: $(BIN)/sdc
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 # Build the wheel, install it into a fresh venv and, from an empty temporary directory with an empty
 # user home (so the per-user data home is used): check that sdc_dagster.assets imports and that no

@@ -1,7 +1,12 @@
 """The suite never reads or writes a user's data home: ``SDC_HOME`` (and the Dagster instance under
 it) is a fresh temporary folder for the session, set before any test module imports the code
 location (``sdc_dagster.definitions`` loads the specs of the data home at import). Tests that need
-their own home set ``SDC_HOME`` themselves."""
+their own home set ``SDC_HOME`` themselves.
+
+``make test`` runs the suite on two pytest-xdist workers (``-n 2 --dist loadgroup
+--no-loadscope-reorder``): each worker is a session of its own (its own ``SDC_HOME``), the tests of a
+module sharing a module-scoped fixture run on one worker (the fixture is computed once), and the
+public corpus runs last (see :func:`pytest_collection_modifyitems`)."""
 
 import os
 import shutil
@@ -10,10 +15,13 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from hypothesis import settings
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
 
 
 # CI runs every property test on the same examples, so a run is reproducible; local runs keep exploring
@@ -28,6 +36,24 @@ def pytest_configure(config):
     config._sdc_test_home = home
     os.environ["SDC_HOME"] = home
     os.environ.pop("DAGSTER_HOME", None)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
+def pytest_collection_modifyitems(config, items):
+    """Group and order the tests for the two xdist workers (a serial run only sees the order).
+
+    - The tests of a module that share a module-scoped fixture (a whole chain run, a built wheel, a
+      webserver) form one ``xdist_group``, so one worker computes the fixture once.
+    - The public corpus (``tests/corpus/``) runs last: it keeps both cores busy by itself (two files at
+      a time), so the other worker's last tests overlap it and no core idles at the end of the run.
+    """
+    for item in items:
+        definitions = getattr(item, "_fixtureinfo", None)
+        shared = definitions is not None and any(
+            fixturedefs[-1].scope == "module" for fixturedefs in definitions.name2fixturedefs.values())
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    items.sort(key=lambda item: item.path.is_relative_to(CORPUS))
 
 
 def pytest_unconfigure(config):

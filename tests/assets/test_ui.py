@@ -124,7 +124,8 @@ def test_a_wave_materialises_through_the_webserver(webserver, home):
     launched = graphql(webserver, LAUNCH, {"params": params})["launchRun"]
     assert launched["__typename"] == "LaunchRunSuccess", launched
     run_id = launched["run"]["runId"]
-    deadline = time.monotonic() + 300
+    # a run of every step in its own process, on cores another test worker shares (make test: -n 2)
+    deadline = time.monotonic() + 600
     status = None
     while time.monotonic() < deadline:
         status = graphql(webserver, STATUS, {"id": run_id})["runOrError"]["status"]
