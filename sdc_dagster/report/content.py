@@ -237,7 +237,8 @@ def risk_target(inputs: ReportInputs) -> tuple[float | None, str]:
 
 
 def report_plots(inputs: ReportInputs) -> dict[str, bytes]:
-    """The summary plots of the report as ``{name: PNG bytes}`` (for Dagster metadata)."""
+    """The summary plots of the report as ``{name: PNG bytes}``: drawn once, shown in the HTML
+    (:func:`~sdc_dagster.report.html.render_report`) and as the report asset's Dagster metadata."""
     plots = {"risk_histogram": risk_histogram(inputs)} if inputs.keys else {}
     combined = combined_risk_histogram(inputs)
     if combined is not None:

@@ -11,12 +11,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from PIL import Image
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 _FIGSIZE = (6.4, 4.0)
 _DPI = 96
+_PAD = 0.1  # inches of white around the cropped figure (savefig's default pad_inches)
 # Okabe & Ito's colour-blind-safe palette; pass / fail differ in marker shape as well as colour.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 _PASS_COLOUR = PALETTE[0]
@@ -32,9 +34,27 @@ def _finite(values) -> np.ndarray:
 
 
 def _to_png(figure: Figure) -> bytes:
+    """The figure as PNG bytes cropped to its artists with :data:`_PAD` inches of white around
+    them, as ``savefig(bbox_inches="tight")`` writes it, but drawn once: ``savefig`` draws a figure
+    twice to crop it (to measure, then to render). A figure whose artists reach beyond its edges
+    (a long tick label) is saved by ``savefig``, which moves them in."""
+    figure.set_dpi(_DPI)
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    box = figure.get_tightbbox(canvas.get_renderer())
+    width, height = figure.get_size_inches()
     buffer = io.BytesIO()
-    FigureCanvasAgg(figure)
-    figure.savefig(buffer, format="png", dpi=_DPI, bbox_inches="tight")
+    if box.x0 < 0 or box.y0 < 0 or box.x1 > width or box.y1 > height:
+        figure.savefig(buffer, format="png", dpi=_DPI, bbox_inches="tight", pad_inches=_PAD)
+        return buffer.getvalue()
+    pixels = np.asarray(canvas.buffer_rgba())
+    rows, columns = pixels.shape[:2]
+    # the padded box in pixels (rows run top down), cut to the canvas; the rest of the pad is white
+    left, right = round((box.x0 - _PAD) * _DPI), round((box.x1 + _PAD) * _DPI)
+    top, bottom = rows - round((box.y1 + _PAD) * _DPI), rows - round((box.y0 - _PAD) * _DPI)
+    inside = pixels[max(top, 0):min(bottom, rows), max(left, 0):min(right, columns)]
+    margins = ((max(-top, 0), max(bottom - rows, 0)), (max(-left, 0), max(right - columns, 0)), (0, 0))
+    Image.fromarray(np.pad(inside, margins, constant_values=255)).save(buffer, format="png")
     return buffer.getvalue()
 
 
