@@ -35,25 +35,33 @@ def _finite(values) -> np.ndarray:
 
 def _to_png(figure: Figure) -> bytes:
     """The figure as PNG bytes cropped to its artists with :data:`_PAD` inches of white around
-    them, as ``savefig(bbox_inches="tight")`` writes it, but drawn once: ``savefig`` draws a figure
-    twice to crop it (to measure, then to render). A figure whose artists reach beyond its edges
-    (a long tick label) is saved by ``savefig``, which moves them in."""
+    them, as ``savefig(bbox_inches="tight")`` writes it, but drawn once where savefig draws twice
+    (to measure, then to render). Artists beyond the figure's edges (rotated tick labels below the
+    axis) widen the figure, the axes keeping their size, and it is drawn once more."""
     figure.set_dpi(_DPI)
     canvas = FigureCanvasAgg(figure)
     canvas.draw()
     box = figure.get_tightbbox(canvas.get_renderer())
     width, height = figure.get_size_inches()
-    buffer = io.BytesIO()
-    if box.x0 < 0 or box.y0 < 0 or box.x1 > width or box.y1 > height:
-        figure.savefig(buffer, format="png", dpi=_DPI, bbox_inches="tight", pad_inches=_PAD)
-        return buffer.getvalue()
+    left, below = max(-box.x0, 0.0), max(-box.y0, 0.0)
+    right, above = max(box.x1 - width, 0.0), max(box.y1 - height, 0.0)
+    if left or below or right or above:
+        wider, taller = width + left + right, height + below + above
+        for axes in figure.axes:
+            x0, y0, w, h = axes.get_position().bounds
+            axes.set_position([(x0 * width + left) / wider, (y0 * height + below) / taller,
+                               w * width / wider, h * height / taller])
+        figure.set_size_inches(wider, taller)
+        canvas.draw()
+        box = figure.get_tightbbox(canvas.get_renderer())
     pixels = np.asarray(canvas.buffer_rgba())
     rows, columns = pixels.shape[:2]
     # the padded box in pixels (rows run top down), cut to the canvas; the rest of the pad is white
-    left, right = round((box.x0 - _PAD) * _DPI), round((box.x1 + _PAD) * _DPI)
-    top, bottom = rows - round((box.y1 + _PAD) * _DPI), rows - round((box.y0 - _PAD) * _DPI)
-    inside = pixels[max(top, 0):min(bottom, rows), max(left, 0):min(right, columns)]
-    margins = ((max(-top, 0), max(bottom - rows, 0)), (max(-left, 0), max(right - columns, 0)), (0, 0))
+    x0, x1 = round((box.x0 - _PAD) * _DPI), round((box.x1 + _PAD) * _DPI)
+    y0, y1 = rows - round((box.y1 + _PAD) * _DPI), rows - round((box.y0 - _PAD) * _DPI)
+    inside = pixels[max(y0, 0):min(y1, rows), max(x0, 0):min(x1, columns)]
+    margins = ((max(-y0, 0), max(y1 - rows, 0)), (max(-x0, 0), max(x1 - columns, 0)), (0, 0))
+    buffer = io.BytesIO()
     Image.fromarray(np.pad(inside, margins, constant_values=255)).save(buffer, format="png")
     return buffer.getvalue()
 

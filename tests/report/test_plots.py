@@ -50,7 +50,7 @@ def _figure(rotated: bool):
 def test_to_png_draws_once_what_a_tight_savefig_writes():
     """The PNG cropped from one drawing has the size and the pixels of matplotlib's
     ``savefig(bbox_inches="tight")`` of the same figure, with labels inside the figure (cropped) and
-    with rotated labels below its edge (saved by savefig)."""
+    with rotated labels below its edge (the figure widened, drawn again)."""
     from sdc_dagster.report.plots import _DPI, _to_png
 
     for rotated in (False, True):
