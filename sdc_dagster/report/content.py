@@ -326,7 +326,8 @@ def distribution_panels(inputs: ReportInputs, variable: str) -> list[tuple[str, 
     values = inputs.distributions[variable]
     original = values["original"]
     continuous = variable in inputs.continuous
-    observed = set(category_texts(original.dropna()))
+    # the original's categories (a continuous variable has as many as records and needs none)
+    observed = set() if continuous else set(category_texts(original.dropna()))
     shared: dict[str, pd.Series] = {"original": original}
     own = []
     for name, series in values.items():
