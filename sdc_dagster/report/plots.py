@@ -14,7 +14,7 @@ import pandas as pd
 from PIL import Image
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator, PercentFormatter
+from matplotlib.ticker import MaxNLocator, PercentFormatter, ScalarFormatter
 
 _FIGSIZE = (6.4, 4.0)
 _DPI = 96
@@ -67,8 +67,14 @@ def _to_png(figure: Figure) -> bytes:
 
 
 def _labelled_png(figure: Figure, axes, title: str, *, xlabel: str = "", ylabel: str = "") -> bytes:
-    """The chart with its title and axis labels, as PNG bytes."""
-    axes.set_title(title)
+    """The chart with its title and axis labels, as PNG bytes. The vertical axis writes plain
+    numbers (no offset or power of ten above it), so the title sits where matplotlib puts it
+    (``y=1``) without being placed anew on every drawing by measuring every tick label."""
+    formatter = axes.yaxis.get_major_formatter()
+    if isinstance(formatter, ScalarFormatter):
+        formatter.set_useOffset(False)
+        formatter.set_scientific(False)
+    axes.set_title(title, y=1.0)
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
     return _to_png(figure)
