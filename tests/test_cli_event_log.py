@@ -1,5 +1,6 @@
 """`sdc run`'s event log (cli.home.quick_event_log): WAL commits without an fsync each, one idle
-connection held to the index and the run's database during the run; every event still stored."""
+connection held to the index and the run's database during the run; every event still stored; a
+wave found among the dynamic partitions is asked for once."""
 
 import sqlite3
 from pathlib import Path
@@ -42,3 +43,18 @@ def test_a_run_in_the_block_stores_every_event_and_leaves_no_connection_open(tmp
     # the held connections are closed: the last one checkpointed the WAL into the database and removed it
     assert not Path(f"{shard}-wal").exists()
     assert sqlite3.connect(shard).execute("SELECT count(*) FROM event_logs").fetchone()[0] == len(stored)
+
+
+def test_a_partition_found_is_asked_for_once_in_the_block(tmp_path, monkeypatch):
+    with DagsterInstance.local_temp(str(tmp_path)) as instance:
+        instance.add_dynamic_partitions("waves", ["2024"])
+        asked = []
+        storage_has = instance._event_storage.has_dynamic_partition
+        monkeypatch.setattr(instance._event_storage, "has_dynamic_partition",
+                            lambda name, key: asked.append(key) or storage_has(name, key))
+        with quick_event_log(instance, make_new_run_id()):
+            answers = [instance.has_dynamic_partition(partitions_def_name="waves", partition_key=key)
+                       for key in ("2024", "2024", "2025", "2025")]
+        assert answers == [True, True, False, False] and asked == ["2024", "2025", "2025"]
+        # after the block the instance asks its storage again
+        assert instance.has_dynamic_partition("waves", "2024") and asked[-1] == "2024" and len(asked) == 4

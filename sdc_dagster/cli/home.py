@@ -62,7 +62,8 @@ def _wal_commits_without_fsync(dbapi_connection, _record) -> None:
 
 @contextmanager
 def quick_event_log(instance, run_id: str):
-    """The run ``run_id`` of ``instance`` writes its events without an fsync each.
+    """The run ``run_id`` of ``instance`` stores its events without an fsync each and looks its
+    wave up in the instance's dynamic partitions once.
 
     Dagster's SQLite event log opens a new connection for every event (about 250 in a wave) and
     closes it again: the commit syncs the WAL and closing the last connection checkpoints the WAL
@@ -71,17 +72,24 @@ def quick_event_log(instance, run_id: str):
     idle connection is held open to the event log's index and to the run's own database (opened
     after the run's first event created it), so a closing connection is never the last one; the
     WAL is checkpointed when the block ends. Other event log storages are left as they are.
+
+    Every input of every step asks whether the wave is one of the survey's dynamic partitions (a
+    query each, about 40 in a wave); a partition found stays found for the block (``sdc`` adds
+    waves and never deletes them), so each is asked once.
     """
     from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
+    found: set[tuple[str, str]] = set()
+    ask = instance.has_dynamic_partition
+
+    def has_dynamic_partition(partitions_def_name: str, partition_key: str) -> bool:
+        if (partitions_def_name, partition_key) not in found and ask(partitions_def_name, partition_key):
+            found.add((partitions_def_name, partition_key))
+        return (partitions_def_name, partition_key) in found
+
     storage = instance.event_log_storage
-    if not hasattr(storage, "path_for_shard"):  # not the per-run SQLite event log
-        yield
-        return
-    if not event.contains(Engine, "connect", _wal_commits_without_fsync):
-        event.listen(Engine, "connect", _wal_commits_without_fsync)
     held: list[sqlite3.Connection] = []
 
     def hold(_entry) -> None:
@@ -94,10 +102,15 @@ def quick_event_log(instance, run_id: str):
                 connection.execute("SELECT count(*) FROM sqlite_master").fetchall()  # maps the WAL index
                 held.append(connection)
 
-    instance.add_event_listener(run_id, hold)
+    if hasattr(storage, "path_for_shard"):  # the per-run SQLite event log
+        if not event.contains(Engine, "connect", _wal_commits_without_fsync):
+            event.listen(Engine, "connect", _wal_commits_without_fsync)
+        instance.add_event_listener(run_id, hold)
+    instance.has_dynamic_partition = has_dynamic_partition
     try:
         yield
     finally:
+        del instance.has_dynamic_partition  # the instance's own method again
         for connection in held:
             connection.close()
 
