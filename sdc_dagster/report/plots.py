@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from PIL import Image
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.image import imsave
 from matplotlib.ticker import MaxNLocator, PercentFormatter, ScalarFormatter
 
 _FIGSIZE = (6.4, 4.0)
@@ -62,7 +62,7 @@ def _to_png(figure: Figure) -> bytes:
     inside = pixels[max(y0, 0):min(y1, rows), max(x0, 0):min(x1, columns)]
     margins = ((max(-y0, 0), max(y1 - rows, 0)), (max(-x0, 0), max(x1 - columns, 0)), (0, 0))
     buffer = io.BytesIO()
-    Image.fromarray(np.pad(inside, margins, constant_values=255)).save(buffer, format="png")
+    imsave(buffer, np.pad(inside, margins, constant_values=255), format="png", dpi=_DPI)
     return buffer.getvalue()
 
 
