@@ -75,7 +75,8 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
                                variants(spec, protected), search=searched,
                                source=Path(raw_source(context, wave)["source_snapshot"]))
         plans = inputs.plans
-        paths = write_report(inputs, home.reports / spec.survey)
+        plots = report_plots(inputs)  # drawn once: in the report and in the metadata
+        paths = write_report(inputs, home.reports / spec.survey, plots)
         headline = headline_table(inputs)
         chosen = recommendation(inputs).plan
         # the wave's one release: the recommendation, published once its report is written
@@ -94,7 +95,7 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
                 "recommended_plan": chosen or "none",
                 "headline": table_markdown(headline),
                 "releasable_plans": ", ".join(n for n, p in plans.items() if p.releasable) or "none",
-                **{name: image_markdown(png, name.replace("_", " ")) for name, png in report_plots(inputs).items()},
+                **{name: image_markdown(png, name.replace("_", " ")) for name, png in plots.items()},
             }
         )
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -47,6 +49,70 @@ def dagster_instance():
     with open(Path(os.environ["DAGSTER_HOME"]) / ".sdc-instance.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         return DagsterInstance.get()
+
+
+def _wal_commits_without_fsync(dbapi_connection, _record) -> None:
+    """SQLAlchemy ``connect`` hook: ``PRAGMA synchronous=NORMAL`` on a SQLite connection to a database
+    in WAL mode (consistent after a crash; a power cut may lose the last events, never corrupt the
+    file). Rollback-journal databases keep SQLite's default (FULL)."""
+    if isinstance(dbapi_connection, sqlite3.Connection):
+        if dbapi_connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+            dbapi_connection.execute("PRAGMA synchronous=NORMAL")
+
+
+@contextmanager
+def quick_event_log(instance, run_id: str):
+    """The run ``run_id`` of ``instance`` stores its events without an fsync each and looks its
+    wave up in the instance's dynamic partitions once.
+
+    Dagster's SQLite event log opens a new connection for every event (about 250 in a wave) and
+    closes it again: the commit syncs the WAL and closing the last connection checkpoints the WAL
+    into the database and deletes it, 10-20 ms an event, seconds per wave. Within this block the
+    WAL databases commit with ``synchronous=NORMAL`` (:func:`_wal_commits_without_fsync`) and one
+    idle connection is held open to the event log's index and to the run's own database (opened
+    after the run's first event created it), so a closing connection is never the last one; the
+    WAL is checkpointed when the block ends. Other event log storages are left as they are.
+
+    Every input of every step asks whether the wave is one of the survey's dynamic partitions (a
+    query each, about 40 in a wave); a partition found stays found for the block (``sdc`` adds
+    waves and never deletes them), so each is asked once.
+    """
+    from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    found: set[tuple[str, str]] = set()
+    ask = instance.has_dynamic_partition
+
+    def has_dynamic_partition(partitions_def_name: str, partition_key: str) -> bool:
+        if (partitions_def_name, partition_key) not in found and ask(partitions_def_name, partition_key):
+            found.add((partitions_def_name, partition_key))
+        return (partitions_def_name, partition_key) in found
+
+    storage = instance.event_log_storage
+    held: list[sqlite3.Connection] = []
+
+    def hold(_entry) -> None:
+        if held:
+            return
+        for shard in (INDEX_SHARD_NAME, run_id):
+            path = Path(storage.path_for_shard(shard))
+            if path.is_file():
+                connection = sqlite3.connect(path, check_same_thread=False)
+                connection.execute("SELECT count(*) FROM sqlite_master").fetchall()  # maps the WAL index
+                held.append(connection)
+
+    if hasattr(storage, "path_for_shard"):  # the per-run SQLite event log
+        if not event.contains(Engine, "connect", _wal_commits_without_fsync):
+            event.listen(Engine, "connect", _wal_commits_without_fsync)
+        instance.add_event_listener(run_id, hold)
+    instance.has_dynamic_partition = has_dynamic_partition
+    try:
+        yield
+    finally:
+        del instance.has_dynamic_partition  # the instance's own method again
+        for connection in held:
+            connection.close()
 
 
 def prepare_environment(home: str | None) -> Path:

@@ -237,7 +237,8 @@ def risk_target(inputs: ReportInputs) -> tuple[float | None, str]:
 
 
 def report_plots(inputs: ReportInputs) -> dict[str, bytes]:
-    """The summary plots of the report as ``{name: PNG bytes}`` (for Dagster metadata)."""
+    """The summary plots of the report as ``{name: PNG bytes}``: drawn once, shown in the HTML
+    (:func:`~sdc_dagster.report.html.render_report`) and as the report asset's Dagster metadata."""
     plots = {"risk_histogram": risk_histogram(inputs)} if inputs.keys else {}
     combined = combined_risk_histogram(inputs)
     if combined is not None:
@@ -325,7 +326,8 @@ def distribution_panels(inputs: ReportInputs, variable: str) -> list[tuple[str, 
     values = inputs.distributions[variable]
     original = values["original"]
     continuous = variable in inputs.continuous
-    observed = set(category_texts(original.dropna()))
+    # the original's categories (a continuous variable has as many as records and needs none)
+    observed = set() if continuous else set(category_texts(original.dropna()))
     shared: dict[str, pd.Series] = {"original": original}
     own = []
     for name, series in values.items():

@@ -110,13 +110,14 @@ def report_data(inputs: ReportInputs) -> dict:
     })
 
 
-def write_report(inputs: ReportInputs, folder: Path) -> dict[str, Path]:
+def write_report(inputs: ReportInputs, folder: Path, plots: dict[str, bytes] | None = None) -> dict[str, Path]:
     """Write ``<wave>.html`` and ``<wave>.json`` into ``folder`` (created) and refresh the
-    survey's ``index.html`` there. Returns ``{"html", "json", "index"}`` paths."""
+    survey's ``index.html`` there (``plots``: as for :func:`~sdc_dagster.report.html.render_report`).
+    Returns ``{"html", "json", "index"}`` paths."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"html": folder / f"{inputs.wave}.html", "json": folder / f"{inputs.wave}.json"}
-    write_atomic(paths["html"], render_report(inputs))
+    write_atomic(paths["html"], render_report(inputs, plots))
     write_atomic(paths["json"], json.dumps(report_data(inputs), indent=1, allow_nan=False))
     paths["index"] = write_index(folder)
     return paths

@@ -19,21 +19,16 @@ from sdc_dagster.report.categories import category_text, normal_labels
 from sdc_dagster.report.content import (
     category_shares,
     check_inputs,
-    combined_risk_histogram,
-    contribution_boxplots,
-    contribution_change_plots,
     contributions_side_by_side,
     decision_table,
     distribution_panels,
     loss_measures,
     plan_points,
     quantile_table,
-    risk_histogram,
+    report_plots,
     risk_measures,
     risk_target,
-    risk_utility_map,
     step_sentence,
-    topsis_histograms,
     topsis_summary_table,
 )
 from sdc_dagster.report.decision import RECOMMENDATION_RULE, Recommendation, recommend_plan
@@ -179,7 +174,7 @@ def _risk_before(inputs: ReportInputs) -> str:
     return html_table(table.rename_axis("risk of the unprotected wave"), caption="Risk before protection")
 
 
-def _map_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recommendation) -> str:
+def _map_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recommendation, plots: dict[str, bytes]) -> str:
     if not inputs.plans:
         return ""
     risk_kind, loss_kind = measure_info(inputs.risk_measure).kind, measure_info(inputs.loss_measure).kind
@@ -199,7 +194,7 @@ def _map_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recommendat
             + ("; the dotted vertical line is the risk target" if risk_target(inputs)[0] is not None else "")
             + ("; the solid step line is the front of the plan search" if inputs.search_front is not None else "")
             + ".</p>"
-            + html_chart(risk_utility_map(inputs), alt, "Residual risk against information loss per plan",
+            + html_chart(plots["risk_utility_map"], alt, "Residual risk against information loss per plan",
                      html_table(data, index_label="plan") + _front_table(inputs)))
 
 
@@ -214,7 +209,7 @@ def _front_table(inputs: ReportInputs) -> str:
     return html_table(front, caption="Front of the plan search")
 
 
-def _variables_section(inputs: ReportInputs) -> str:
+def _variables_section(inputs: ReportInputs, plots: dict[str, bytes]) -> str:
     parts = ["<h2 id=\"variables\">Per variable</h2>"]
     if inputs.suppressions is not None and not inputs.suppressions.empty:
         parts += ["<h3>Suppressions per key and plan</h3>",
@@ -234,13 +229,12 @@ def _variables_section(inputs: ReportInputs) -> str:
             parts.append(html_table(inputs.contributions_global, index_label="variable"))
         if any(plan.contributions is not None for plan in inputs.plans.values()):
             parts.append("<h3>Contributions to the residual risk after each plan</h3>")
-            plots = contribution_change_plots(inputs)
             parts.append('<div class="grid">' + "".join(
-                html_chart(plots[name], f"Bar chart of each variable's Shapley and solidarity contribution before and "
+                html_chart(plots[f"contributions_{name}"], f"Bar chart of each variable's Shapley and solidarity contribution before and "
                                     f"after {name}", f"Contributions before and after {name}",
                        html_table(plan.contributions, index_label="variable"))
                 for name, plan in inputs.plans.items() if plan.contributions is not None) + "</div>")
-        boxes = contribution_boxplots(inputs)
+        boxes = {value: plots[f"{value}_boxplot"] for value in inputs.contributions_per_record or {}}
         if boxes:
             parts.append('<div class="grid">' + "".join(
                 html_chart(png, f"Box plots of the per-record {value} values of each variable",
@@ -302,7 +296,7 @@ def _labelled_matrix(matrix: pd.DataFrame, labels: dict | None) -> pd.DataFrame:
     return matrix.rename(index=lambda c: category_text(c, labels), columns=lambda c: category_text(c, labels))
 
 
-def _measures_section(inputs: ReportInputs) -> str:
+def _measures_section(inputs: ReportInputs, plots: dict[str, bytes]) -> str:
     risk_names, loss_names = risk_measures(inputs), loss_measures(inputs)
     columns = ["original", *inputs.plans]
     parts = ["<h2 id=\"measures\">All measures, explained</h2>",
@@ -326,11 +320,11 @@ def _measures_section(inputs: ReportInputs) -> str:
         table.index = table.index.map(Markup)
         parts += [f"<h3>{html.escape(group)}</h3>", html_table(table, raw=True)]
         if group == GROUPS[0]:
-            figures = [html_chart(risk_histogram(inputs), "Histogram of the individual re-identification risk of the "
+            figures = [html_chart(plots["risk_histogram"], "Histogram of the individual re-identification risk of the "
                               "unprotected records", "Individual re-identification risk before protection",
                               html_table(inputs.risk_per_record["risk"].describe().to_frame("risk").rename_axis("statistic")))
                        ] if inputs.keys else []  # without categorical keys every record shares the empty key
-            combined = combined_risk_histogram(inputs)
+            combined = plots.get("combined_risk_histogram")
             if combined is not None:
                 figures.append(html_chart(combined, "Histogram of the combined categorical and continuous record risk",
                                       "Combined categorical and continuous risk before protection",
@@ -346,7 +340,7 @@ def _measures_section(inputs: ReportInputs) -> str:
         parts += ["<h3>TOPSIS information loss per record (SPEC §10)</h3>",
                   "<p>Per-record loss relative to the best and worst record of the same plan (0 = least, 1 = most): "
                   "compare distributions within a plan, not levels across plans.</p>",
-                  html_chart(topsis_histograms(inputs), "Histograms of the per-record TOPSIS loss of each plan",
+                  html_chart(plots["topsis_histograms"], "Histograms of the per-record TOPSIS loss of each plan",
                          "TOPSIS information loss per record",
                          html_table(topsis_summary_table(inputs), index_label="statistic"))]
     return "".join(parts)
@@ -390,7 +384,7 @@ def _provenance_section(inputs: ReportInputs) -> str:
     return "".join(parts)
 
 
-def render_report(inputs: ReportInputs) -> str:
+def render_report(inputs: ReportInputs, plots: dict[str, bytes] | None = None) -> str:
     """The release report as one self-contained HTML document.
 
     Sections, in order: the decision (wave, keys, k and thresholds, risk before protection, one
@@ -403,6 +397,9 @@ def render_report(inputs: ReportInputs) -> str:
     kind, and the measures left out as not applicable or limited, with the reason; the plans' steps as sentences with seeds, hashes, versions, manifest links and the
     ``sdc audit`` command. Every chart has alt text and its numbers in a table behind it.
 
+    ``plots``: the summary plots of :func:`~sdc_dagster.report.content.report_plots` when the caller
+    has drawn them already (the report asset shows them as metadata too); drawn here otherwise.
+
     Returns
     -------
     str
@@ -412,12 +409,13 @@ def render_report(inputs: ReportInputs) -> str:
     title = f"Disclosure control report: {inputs.survey}, wave {inputs.wave}"
     points = plan_points(inputs)
     chosen = recommend_plan(points)
+    plots = report_plots(inputs) if plots is None else plots
     sections = [
         f"<h1>{html.escape(title)}</h1>",
         _decision_section(inputs, points, chosen),
-        _map_section(inputs, points, chosen),
-        _variables_section(inputs),
-        _measures_section(inputs),
+        _map_section(inputs, points, chosen, plots),
+        _variables_section(inputs, plots),
+        _measures_section(inputs, plots),
         _provenance_section(inputs),
     ]
     body = "\n".join(s for s in sections if s)

@@ -13,10 +13,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator, PercentFormatter
+from matplotlib.image import imsave
+from matplotlib.ticker import MaxNLocator, PercentFormatter, ScalarFormatter
 
 _FIGSIZE = (6.4, 4.0)
 _DPI = 96
+_PAD = 0.1  # inches of white around the cropped figure (savefig's default pad_inches)
 # Okabe & Ito's colour-blind-safe palette; pass / fail differ in marker shape as well as colour.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 _PASS_COLOUR = PALETTE[0]
@@ -32,15 +34,47 @@ def _finite(values) -> np.ndarray:
 
 
 def _to_png(figure: Figure) -> bytes:
+    """The figure as PNG bytes cropped to its artists with :data:`_PAD` inches of white around
+    them, as ``savefig(bbox_inches="tight")`` writes it, but drawn once where savefig draws twice
+    (to measure, then to render). Artists beyond the figure's edges (rotated tick labels below the
+    axis) widen the figure, the axes keeping their size, and it is drawn once more."""
+    figure.set_dpi(_DPI)
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    box = figure.get_tightbbox(canvas.get_renderer())
+    width, height = figure.get_size_inches()
+    left, below = max(-box.x0, 0.0), max(-box.y0, 0.0)
+    right, above = max(box.x1 - width, 0.0), max(box.y1 - height, 0.0)
+    if left or below or right or above:
+        wider, taller = width + left + right, height + below + above
+        for axes in figure.axes:
+            x0, y0, w, h = axes.get_position().bounds
+            axes.set_position([(x0 * width + left) / wider, (y0 * height + below) / taller,
+                               w * width / wider, h * height / taller])
+        figure.set_size_inches(wider, taller)
+        canvas.draw()
+        box = figure.get_tightbbox(canvas.get_renderer())
+    pixels = np.asarray(canvas.buffer_rgba())
+    rows, columns = pixels.shape[:2]
+    # the padded box in pixels (rows run top down), cut to the canvas; the rest of the pad is white
+    x0, x1 = round((box.x0 - _PAD) * _DPI), round((box.x1 + _PAD) * _DPI)
+    y0, y1 = rows - round((box.y1 + _PAD) * _DPI), rows - round((box.y0 - _PAD) * _DPI)
+    inside = pixels[max(y0, 0):min(y1, rows), max(x0, 0):min(x1, columns)]
+    margins = ((max(-y0, 0), max(y1 - rows, 0)), (max(-x0, 0), max(x1 - columns, 0)), (0, 0))
     buffer = io.BytesIO()
-    FigureCanvasAgg(figure)
-    figure.savefig(buffer, format="png", dpi=_DPI, bbox_inches="tight")
+    imsave(buffer, np.pad(inside, margins, constant_values=255), format="png", dpi=_DPI)
     return buffer.getvalue()
 
 
 def _labelled_png(figure: Figure, axes, title: str, *, xlabel: str = "", ylabel: str = "") -> bytes:
-    """The chart with its title and axis labels, as PNG bytes."""
-    axes.set_title(title)
+    """The chart with its title and axis labels, as PNG bytes. The vertical axis writes plain
+    numbers (no offset or power of ten above it), so the title sits where matplotlib puts it
+    (``y=1``) without being placed anew on every drawing by measuring every tick label."""
+    formatter = axes.yaxis.get_major_formatter()
+    if isinstance(formatter, ScalarFormatter):
+        formatter.set_useOffset(False)
+        formatter.set_scientific(False)
+    axes.set_title(title, y=1.0)
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
     return _to_png(figure)

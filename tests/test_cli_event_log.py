@@ -1,0 +1,60 @@
+"""`sdc run`'s event log (cli.home.quick_event_log): WAL commits without an fsync each, one idle
+connection held to the index and the run's database during the run; every event still stored; a
+wave found among the dynamic partitions is asked for once."""
+
+import sqlite3
+from pathlib import Path
+
+from dagster import DagsterEventType, DagsterInstance, job, op
+from dagster._core.utils import make_new_run_id
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
+
+from sdc_dagster.cli.home import quick_event_log
+
+
+@op
+def one() -> int:
+    return 1
+
+
+@job
+def tiny():
+    one()
+
+
+def test_a_run_in_the_block_stores_every_event_and_leaves_no_connection_open(tmp_path):
+    with DagsterInstance.local_temp(str(tmp_path)) as instance:
+        run_id = make_new_run_id()
+        with quick_event_log(instance, run_id):
+            assert tiny.execute_in_process(instance=instance, run_id=run_id).success
+            shard = instance.event_log_storage.path_for_shard(run_id)
+            # the held connection keeps the WAL: no closing connection was the last one
+            assert Path(f"{shard}-wal").exists()
+            # a connection the SQLAlchemy hook sees, to a WAL database: synchronous NORMAL (1), not FULL (2)
+            engine = create_engine(f"sqlite:///{shard}", poolclass=NullPool)
+            with engine.connect() as connection:
+                assert connection.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+                assert connection.execute(text("PRAGMA synchronous")).scalar() == 1
+            engine.dispose()
+        stored = instance.all_logs(run_id)
+        types = [entry.dagster_event.event_type for entry in stored if entry.dagster_event]
+        assert types.count(DagsterEventType.STEP_SUCCESS) == 1 and DagsterEventType.RUN_SUCCESS in types
+    # the held connections are closed: the last one checkpointed the WAL into the database and removed it
+    assert not Path(f"{shard}-wal").exists()
+    assert sqlite3.connect(shard).execute("SELECT count(*) FROM event_logs").fetchone()[0] == len(stored)
+
+
+def test_a_partition_found_is_asked_for_once_in_the_block(tmp_path, monkeypatch):
+    with DagsterInstance.local_temp(str(tmp_path)) as instance:
+        instance.add_dynamic_partitions("waves", ["2024"])
+        asked = []
+        storage_has = instance._event_storage.has_dynamic_partition
+        monkeypatch.setattr(instance._event_storage, "has_dynamic_partition",
+                            lambda name, key: asked.append(key) or storage_has(name, key))
+        with quick_event_log(instance, make_new_run_id()):
+            answers = [instance.has_dynamic_partition(partitions_def_name="waves", partition_key=key)
+                       for key in ("2024", "2024", "2025", "2025")]
+        assert answers == [True, True, False, False] and asked == ["2024", "2025", "2025"]
+        # after the block the instance asks its storage again
+        assert instance.has_dynamic_partition("waves", "2024") and asked[-1] == "2024" and len(asked) == 4
