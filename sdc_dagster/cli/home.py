@@ -102,15 +102,19 @@ def quick_event_log(instance, run_id: str):
                 connection.execute("SELECT count(*) FROM sqlite_master").fetchall()  # maps the WAL index
                 held.append(connection)
 
-    if hasattr(storage, "path_for_shard"):  # the per-run SQLite event log
-        if not event.contains(Engine, "connect", _wal_commits_without_fsync):
-            event.listen(Engine, "connect", _wal_commits_without_fsync)
+    listening = hasattr(storage, "path_for_shard") and not event.contains(Engine, "connect",
+                                                                          _wal_commits_without_fsync)
+    if listening:  # the per-run SQLite event log (and not inside another such block)
+        event.listen(Engine, "connect", _wal_commits_without_fsync)
+    if hasattr(storage, "path_for_shard"):
         instance.add_event_listener(run_id, hold)
     instance.has_dynamic_partition = has_dynamic_partition
     try:
         yield
     finally:
         del instance.has_dynamic_partition  # the instance's own method again
+        if listening:  # connections opened after the block commit as SQLite's default does
+            event.remove(Engine, "connect", _wal_commits_without_fsync)
         for connection in held:
             connection.close()
 
