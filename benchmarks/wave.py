@@ -128,7 +128,8 @@ def run_wave(n: int, work: Path, *, testdata: bool) -> dict:
         print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
         raise SystemExit(f"sdc run failed on {n:,} records (exit {done.returncode})")
     steps = asset_seconds(home)
-    report = next((home / "reports").rglob("*.html"), None)
+    report = home / "reports" / survey / "2024.html"  # the wave's report (index.html lists the waves)
+    report = report if report.is_file() else None
     return {"n": len(wave), "wall": wall, "floor": floor, "peak_gb": max(peak_kb, before) / 1024 ** 2,
             "steps": steps, "exit": done.returncode,
             "report_mb": report.stat().st_size / 1024 ** 2 if report else float("nan")}
