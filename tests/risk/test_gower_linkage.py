@@ -4,6 +4,7 @@ out by hand from daisy's definition and against the PyPI package ``gower`` (a pe
 
 from __future__ import annotations
 
+import contextlib
 from unittest import mock
 
 import gower
@@ -16,7 +17,16 @@ from scipy.optimize import linear_sum_assignment
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.risk import gower_distances, record_linkage_risk
-from sdc_dagster.risk import linkage
+from sdc_dagster.risk import gower_search, linkage
+
+
+def search_constants(**values):
+    """The linkage search's constants set to ``values``, each in the module that holds it (the
+    block size in linkage, the pattern search's in gower_search)."""
+    stack = contextlib.ExitStack()
+    for name, value in values.items():
+        stack.enter_context(mock.patch.object(linkage if hasattr(linkage, name) else gower_search, name, value))
+    return stack
 
 EDUCATION = pd.CategoricalDtype(["low", "mid", "high"], ordered=True)
 ORIGINAL = pd.DataFrame(
@@ -248,8 +258,8 @@ def test_property_pattern_search_follows_the_pairwise_definition(data, n, wide_l
     path of an occupation code with hundreds of categories)."""
     original, protected = mixed_frames(data.draw, n, missing=True)
     expected = definition_matrix(original, protected)
-    with mock.patch.object(linkage, "_GOWER_PATTERN_PAIR_COST", 0), \
-            mock.patch.object(linkage, "_GOWER_WIDE_LEVELS", wide_levels):
+    with mock.patch.object(gower_search, "_GOWER_PATTERN_PAIR_COST", 0), \
+            mock.patch.object(gower_search, "_GOWER_WIDE_LEVELS", wide_levels):
         searched = record_linkage_risk(original, protected, COLUMNS, distance="gower")
     check_nearest(searched, expected, 1e-12)
     own_defined = ~np.isnan(np.diag(expected))
@@ -280,7 +290,7 @@ def test_gower_ties_at_random_by_hand_with_missing_values(path):
     options = {"blocks": {"_GOWER_BLOCK_PAIRS": 5}, "one block": {"_GOWER_BLOCK_PAIRS": 1 << 22},
                "patterns": {"_GOWER_PATTERN_PAIR_COST": 0},
                "patterns by codes": {"_GOWER_PATTERN_PAIR_COST": 0, "_GOWER_WIDE_LEVELS": 1}}[path]
-    with mock.patch.multiple(linkage, **options):
+    with search_constants(**options):
         result = record_linkage_risk(TIED_ORIGINAL, TIED_RELEASED, ["age", "sex"], distance="gower")
     assert result.linked.all() and result.risk == 1.0
     assert result.expected_risk == pytest.approx(0.5)
@@ -300,7 +310,7 @@ def test_property_gower_ties_at_random_follow_the_pairwise_definition(data, n, p
     options = {"blocks": {"_GOWER_BLOCK_PAIRS": 2 * n},
                "patterns": {"_GOWER_PATTERN_PAIR_COST": 0},
                "patterns by codes": {"_GOWER_PATTERN_PAIR_COST": 0, "_GOWER_WIDE_LEVELS": 1}}[path]
-    with mock.patch.multiple(linkage, **options):
+    with search_constants(**options):
         result = record_linkage_risk(original, protected, COLUMNS, distance="gower")
     assert result.expected_risk == pytest.approx(float((linked / np.maximum(tied.sum(axis=1), 1)).mean()), abs=1e-9)
     assert 0.0 <= result.expected_risk <= result.risk <= 1.0
@@ -311,11 +321,11 @@ def test_pattern_search_is_chosen_on_large_files_with_few_patterns():
     n = 3000
     z = rng.random((n, 3))
     z[rng.random((n, 3)) < 0.1] = np.nan
-    patterns = linkage._observed_patterns(z)[0]
+    patterns = gower_search.observed_patterns(z)[0]
     assert len(patterns) == 8
-    assert linkage._pattern_search_is_cheaper(patterns, patterns, n, n)  # 8 x 8 patterns << 9M pairs
-    small = linkage._observed_patterns(z[:50])[0]
-    assert not linkage._pattern_search_is_cheaper(small, small, 50, 50)
+    assert gower_search.pattern_search_is_cheaper(patterns, patterns, n, n)  # 8 x 8 patterns << 9M pairs
+    small = gower_search.observed_patterns(z[:50])[0]
+    assert not gower_search.pattern_search_is_cheaper(small, small, 50, 50)
 
 
 def close_release(seed: int, n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -338,12 +348,12 @@ def assert_searched_equals_exact(original: pd.DataFrame, protected: pd.DataFrame
     random of the exact computation in blocks, and each partner is a nearest original; also when
     every record with an original within reach in the pooled patterns is searched pattern by
     pattern (_GOWER_POOLED 1) and when every search is a bounded k-d tree query (_GOWER_GROUP_PAIRS 0)."""
-    with mock.patch.object(linkage, "_GOWER_PATTERN_PAIR_COST", 10 ** 12):
+    with mock.patch.object(gower_search, "_GOWER_PATTERN_PAIR_COST", 10 ** 12):
         exact = record_linkage_risk(original, protected, columns, distance="gower")
     matrix = gower_distances(original, protected, columns)
     filled = np.where(np.isnan(matrix), np.inf, matrix)
-    for pooled, group_pairs in ((linkage._GOWER_POOLED, linkage._GOWER_GROUP_PAIRS), (1, 0)):
-        with mock.patch.multiple(linkage, _GOWER_PATTERN_PAIR_COST=0, _GOWER_POOLED=pooled,
+    for pooled, group_pairs in ((gower_search._GOWER_POOLED, gower_search._GOWER_GROUP_PAIRS), (1, 0)):
+        with mock.patch.multiple(gower_search, _GOWER_PATTERN_PAIR_COST=0, _GOWER_POOLED=pooled,
                                  _GOWER_GROUP_PAIRS=group_pairs):
             searched = record_linkage_risk(original, protected, columns, distance="gower")
         assert searched.linked.equals(exact.linked)
@@ -382,13 +392,13 @@ def test_property_agreeing_search_of_records_missing_what_the_originals_observe(
         protected.loc[rng.random(n) < 0.15, column] = np.nan
     protected.loc[0, columns[0]] = protected.loc[1, columns[-1]] = np.nan
     searches = []
-    probes = linkage._AgreeingTree.probes
+    probes = gower_search._AgreeingTree.probes
 
     def spy(tree, codes, rows, observed):
         searches.append((len(tree.numeric), bool((~observed[tree.grouped]).any())))
         return probes(tree, codes, rows, observed)
 
-    with mock.patch.object(linkage._AgreeingTree, "probes", spy):
+    with mock.patch.object(gower_search._AgreeingTree, "probes", spy):
         assert_searched_equals_exact(original, protected, ["c1", "c2", "n1", "n2"])
     if missing != "numeric":
         assert any(enumerated for _, enumerated in searches)
