@@ -569,8 +569,17 @@ def microaggregation(
     x = data[columns].to_numpy(dtype="float64", na_value=np.nan)
     codes, _ = stratum_codes(data, strata)
     aggregated = np.empty_like(x)
-    for members in stratum_members(codes):  # strata, not records
-        aggregated[members] = _aggregate(x[members], int(k), method, columns)
+    members = stratum_members(codes)
+    if method == "mdav":
+        # MDAV makes a stratum of fewer than 2k records one group: the means of all such strata at
+        # once (bincount sums each stratum's values in record order, as the stratum's own call would)
+        one_group = np.bincount(codes)[codes] < 2 * k
+        if one_group.any():
+            values, labels = x[one_group], codes[one_group]
+            aggregated[one_group] = np.where(np.isnan(values), np.nan, _group_means(values, labels)[labels])
+            members = [rows for rows in members if len(rows) >= 2 * k]
+    for rows in members:  # strata, not records
+        aggregated[rows] = _aggregate(x[rows], int(k), method, columns)
     out = data.copy()
     for j, column in enumerate(columns):
         out[column] = aggregated[:, j]

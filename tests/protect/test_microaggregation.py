@@ -294,6 +294,27 @@ def test_mdav_strata_small_stratum_is_one_group_below_k():
     np.testing.assert_allclose(out.loc[small, COLUMNS].to_numpy(), np.tile(testdata2.loc[small, COLUMNS].mean(), (2, 1)))
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 4))
+def test_property_mdav_strata_below_2k_records_are_each_one_group_of_observed_means(seed, k):
+    """Every stratum of fewer than 2k records (issue 23: aggregated all at once) holds its observed
+    means (pandas' groupby mean), missing values kept; the larger strata keep groups of >= k."""
+    rng = np.random.default_rng(seed)
+    n = 300
+    frame = pd.DataFrame({"a": rng.normal(size=n), "b": rng.gamma(2.0, size=n),
+                          "s": rng.integers(0, 60, size=n), "t": rng.integers(0, 2, size=n)})
+    frame.loc[rng.random(n) < 0.1, "a"] = np.nan
+    out = microaggregation(frame, ["a", "b"], k=k, strata=["s", "t"])
+    size = frame.groupby(["s", "t"])["b"].transform("size")
+    small = size < 2 * k
+    assume(small.any() and (~small).any())
+    means = frame.groupby(["s", "t"])[["a", "b"]].transform("mean")
+    expected = means.where(frame[["a", "b"]].notna())
+    np.testing.assert_allclose(out.loc[small, ["a", "b"]].to_numpy(), expected[small].to_numpy(), rtol=1e-12)
+    large = out[~small].groupby([frame["s"], frame["t"], out["b"]]).size()
+    assert (large >= k).all()
+
+
 def test_mdav_strata_on_cascref_and_testdata_match_sdcmicro():
     casc = pd.read_csv(DATA / "CASCrefmicrodata.csv")
     v4 = ["EMCONTRB", "FEDTAX", "STATETAX", "FICA"]
