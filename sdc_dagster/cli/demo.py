@@ -5,8 +5,7 @@ from __future__ import annotations
 import shutil
 import sys
 
-from sdc_dagster.cli.home import dagster_instance, prepare_environment, quick_event_log, run_process_tags, \
-    spec_catalogue
+from sdc_dagster.cli.home import dagster_instance, prepare_environment, run_job, run_process_tags, spec_catalogue
 from sdc_dagster.cli.run import QUIET, wave_summary
 
 def prepare_demo_waves() -> dict[str, list[str]]:
@@ -36,7 +35,6 @@ def run_demo(home: str | None = None, *, out=None) -> int:
     import warnings
 
     from dagster import BetaWarning
-    from dagster._core.utils import make_new_run_id
 
     warnings.filterwarnings("ignore", category=BetaWarning)
 
@@ -52,10 +50,7 @@ def run_demo(home: str | None = None, *, out=None) -> int:
         job = defs.resolve_job_def(f"{survey_name}_wave_job")
         for wave in wave_keys:
             print(f"\n== {survey_name} wave {wave}: materialising {job.name} ...", file=out, flush=True)
-            run_id = make_new_run_id()
-            with quick_event_log(instance, run_id):
-                result = job.execute_in_process(partition_key=wave, instance=instance, raise_on_error=False,
-                                                run_config=QUIET, tags=run_process_tags(), run_id=run_id)
+            result = run_job(job, instance, partition_key=wave, run_config=QUIET, tags=run_process_tags())
             if not result.success:
                 failures += 1
                 print(f"   FAILED (see the run in the UI: sdc ui)", file=out)
@@ -99,18 +94,13 @@ def run_grid_chain(defs, instance, regions, *, region_job: str = "grid_region_jo
     e.g. loggers, as given). Returns the success of every run, keyed ``census:<region>``, ``swap``,
     ``grid:<region>`` and ``release`` (the manifest and report, when everything before succeeded).
     """
-    from dagster._core.utils import make_new_run_id
-
     config = run_config or {}
 
     def run(job_name: str, partition_key: str | None = None) -> bool:
         job = defs.resolve_job_def(job_name)
         ops = {k: v for k, v in config.get("ops", {}).items() if k in job.graph.node_dict}
         own = {**{k: v for k, v in config.items() if k != "ops"}, "ops": ops}
-        run_id = make_new_run_id()
-        with quick_event_log(instance, run_id):
-            return job.execute_in_process(partition_key=partition_key, instance=instance, raise_on_error=False,
-                                          run_config=own, run_id=run_id).success
+        return run_job(job, instance, partition_key=partition_key, run_config=own).success
 
     outcome = {f"census:{region}": run("census_region_job", region) for region in regions}
     outcome["swap"] = run("census_swap_job")

@@ -119,6 +119,18 @@ def quick_event_log(instance, run_id: str):
             connection.close()
 
 
+def run_job(job, instance, *, run_id: str | None = None, **options):
+    """``job.execute_in_process(**options)`` on ``instance``, a failed step not raising, inside
+    :func:`quick_event_log`: how ``sdc run``, ``sdc demo`` and the grid chain run a job. ``run_id``:
+    the run's id when the caller needs it before the run (its log file, its listeners); a new one
+    otherwise."""
+    from dagster._core.utils import make_new_run_id
+
+    run_id = run_id or make_new_run_id()
+    with quick_event_log(instance, run_id):
+        return job.execute_in_process(instance=instance, raise_on_error=False, run_id=run_id, **options)
+
+
 def prepare_environment(home: str | None) -> Path:
     """Set ``SDC_HOME`` (resolved, so child processes agree) and ``DAGSTER_HOME`` (default: under
     it, with :data:`INSTANCE_DEFAULTS`), and return the data home."""

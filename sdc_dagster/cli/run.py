@@ -12,7 +12,7 @@ import time
 import warnings
 from pathlib import Path
 
-from sdc_dagster.cli.home import dagster_instance, fail_abandoned_runs, prepare_environment, quick_event_log, \
+from sdc_dagster.cli.home import dagster_instance, fail_abandoned_runs, prepare_environment, run_job, \
     run_process_tags, spec_catalogue, unknown_survey, unsafe_names
 from sdc_dagster.cli.status import EXIT_BAD_DATA, EXIT_BAD_SPEC, EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_WITHHELD
 from sdc_dagster.files import storage_problem, write_atomic_with
@@ -195,10 +195,8 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
         with warnings.catch_warnings():
             if not verbose:  # a library's warning goes to the run's log: the console shows progress only
                 warnings.showwarning = logged_warning
-            with quick_event_log(instance, run_id):
-                result = job.execute_in_process(partition_key=wave, instance=instance, raise_on_error=False,
-                                                run_config={} if verbose else QUIET, run_id=run_id,
-                                                tags=run_process_tags())
+            result = run_job(job, instance, run_id=run_id, partition_key=wave,
+                             run_config={} if verbose else QUIET, tags=run_process_tags())
     finally:
         log.close()
     # the report's blocking "wave_released" check fails the run when no plan is released: that is
