@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import product
 
@@ -428,9 +428,7 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
         released = data.copy(deep=False)
         for key in keys:
             released[key] = frame[key].to_numpy()
-        figures = headline_loss(data, released, spec, unchanged=[c for c in data.columns if c not in keys],
-                                topsis=spec.search.loss == "topsis")
-        loss = figures.get(_loss_figure(spec), np.nan)
+        loss = _search_loss(data, released, spec, unchanged=[c for c in data.columns if c not in keys])
     else:
         loss = recode_loss
     plan = _node_plan(space, node, suppression, k, None, "node_" + "_".join(map(str, node)))
@@ -440,9 +438,14 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
     )
 
 
-def _loss_figure(spec: SurveySpec) -> str:
-    """The :func:`~sdc_dagster.pipeline.evaluation.headline_loss` figure of the spec's search loss."""
-    return "lambda_arctan" if spec.search.loss == "lambda_arctan" else "topsis_mean"
+def _search_loss(data: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, *,
+                 unchanged: Sequence[str] = ()) -> float:
+    """The spec's search loss of a variant: :func:`~sdc_dagster.pipeline.evaluation.headline_loss`'s
+    ``lambda_arctan`` or ``topsis_mean``, only that figure computed (``unchanged``: as there); NaN
+    where it is not applicable."""
+    topsis = spec.search.loss == "topsis"
+    figures = headline_loss(data, protected, spec, unchanged=unchanged, topsis=topsis)
+    return float(figures.get("topsis_mean" if topsis else "lambda_arctan", np.nan))
 
 
 def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool],
@@ -516,8 +519,7 @@ def _confirm(data, spec, space, front, wave, start, say):
         return time.perf_counter() - start + 2 * last_run[0] > spec.search.budget_seconds
 
     def finish(candidate: SearchCandidate, protected: pd.DataFrame) -> SearchCandidate:
-        figures = headline_loss(data, protected, spec, topsis=spec.search.loss == "topsis")
-        return replace(candidate, loss=float(figures.get(_loss_figure(spec), np.nan)))
+        return replace(candidate, loss=_search_loss(data, protected, spec))
 
     for candidate in front:
         needed = len(passed) < 2 or candidate.loss <= passed[1].loss
