@@ -62,6 +62,13 @@ def _rows_by_pattern(pattern_of: np.ndarray, count: int) -> list[np.ndarray]:
     return np.split(order, np.cumsum(np.bincount(pattern_of, minlength=count))[:-1])
 
 
+def _nominal_levels(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray) -> np.ndarray:
+    """Per variable, the number of codes of a nominal one in either file (its largest code + 1;
+    0 for a numeric one)."""
+    largest = np.maximum(np.nanmax(zx, axis=0, initial=0), np.nanmax(zm, axis=0, initial=0))
+    return np.where(nominal, largest + 1, 0).astype(np.int64)
+
+
 def pattern_search_is_cheaper(x_patterns: np.ndarray, m_patterns: np.ndarray, n_x: int, n_m: int) -> bool:
     """Whether :func:`gower_nearest` over these patterns of observed variables costs less
     than the block computation of all n_x x n_m pairs."""
@@ -249,9 +256,8 @@ def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray,
     settled = np.zeros(n, dtype=bool)
     x_rows = _rows_by_pattern(x_of, len(x_patterns))
     m_rows = _rows_by_pattern(m_of, len(m_patterns))
-    both = np.vstack([zx, zm])
-    levels = np.where(nominal, np.nanmax(both, axis=0, initial=0) + 1, 0).astype(np.int64)
-    both = both[:, ~nominal]
+    levels = _nominal_levels(zx, zm, nominal)
+    both = np.vstack([zx[:, ~nominal], zm[:, ~nominal]])
     span = float(np.nanmax(both, initial=0.0) - np.nanmin(both, initial=0.0)) if both.size else 0.0
     trees: dict[tuple, _AgreeingTree] = {}
     pools: dict[tuple, _AgreeingTree] = {}
@@ -389,7 +395,7 @@ def gower_nearest(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_pattern
     nearest, partner, ties, settled = _gower_nearest_agreeing(zx, zm, nominal, x_patterns, m_patterns, own)
     if settled.all():
         return nearest, partner, ties
-    levels = np.where(nominal, np.nanmax(np.vstack([zx, zm]), axis=0, initial=0) + 1, 0).astype(np.int64)
+    levels = _nominal_levels(zx, zm, nominal)
     widths = np.where(nominal, levels, 1)
     # undivided embedding; a missing value is written as -1 (a nominal one then has no one-hot entry)
     # and never compared, since only the variables observed in both records are searched
