@@ -121,7 +121,15 @@ def _gower_links(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, assignment
     complete = x_patterns[0].all() and m_patterns[0].all()  # one pattern each: every variable observed
     if complete or pattern_search_is_cheaper(x_patterns[0], m_patterns[0], len(zx), len(zm)):
         own = gower_own_distances(zx, zm, nominal)
-        nearest, partner, ties = gower_nearest(zx, zm, nominal, x_patterns, m_patterns, own)
+        # identical released records share their nearest originals and ties (the tie radius depends
+        # on the nearest distance only): each distinct record is searched once, as linked when any
+        # of its copies is (the least own distance)
+        first, copy_of = _distinct_rows(zm)
+        least_own = np.full(len(first), np.nan)
+        np.fmin.at(least_own, copy_of, own)
+        distinct = zm[first]
+        nearest, partner, ties = (values[copy_of] for values in gower_nearest(
+            zx, distinct, nominal, x_patterns, observed_patterns(distinct), least_own))
     else:
         nearest, partner, own, ties = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n), np.empty(n)
         step = max(1, _GOWER_BLOCK_PAIRS // max(n, 1))
@@ -138,6 +146,60 @@ def _gower_links(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, assignment
     partner = np.where(linked, np.arange(n), np.where(np.isfinite(nearest), partner, -1))
     # ties at random: a linked record is its own original's with probability 1 / (originals tied nearest)
     return linked, partner, own, linked / np.maximum(ties, 1.0)
+
+
+def _distinct_rows(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first position of each distinct row of ``z`` (rows equal bit for bit, so NaN equals NaN)
+    and each row's place among them. The released records of one microaggregation group are
+    copies of each other: a nearest-record search needs each only once."""
+    bits = np.ascontiguousarray(z, dtype=np.float64).view(np.uint64)
+    if not bits.size:
+        return np.arange(len(z)), np.arange(len(z))
+    # rows numbered by a 64-bit hash of their bits (a hash table, fast); if two different rows share
+    # a hash, by the rows themselves (a sort)
+    copy_of = pd.factorize(_row_digest(bits))[0]  # numbered in order of first appearance
+    first = np.flatnonzero(np.r_[True, copy_of[1:] > np.maximum.accumulate(copy_of)[:-1]])
+    if not (bits[first][copy_of] == bits).all():
+        packed = bits.view(np.dtype((np.void, 8 * bits.shape[1]))).ravel()
+        _, first, copy_of = np.unique(packed, return_index=True, return_inverse=True)
+    return first, copy_of.ravel()
+
+
+def _row_digest(bits: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row of ``bits`` (float rows viewed as unsigned integers)."""
+    digest = np.zeros(len(bits), dtype=np.uint64)
+    for column in bits.T:
+        digest = (digest ^ column) * np.uint64(0x100000001B3) + (digest >> np.uint64(29))
+    return digest
+
+
+def _nearest_links(zx: np.ndarray, zm: np.ndarray, p: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Linked flags, partner positions and link probabilities (ties at random) of nearest-record
+    linkage of the mapped protected rows ``zm`` to the mapped originals ``zx`` (Minkowski ``p``; a
+    k-d tree, queried once per distinct protected row)."""
+    tree = cKDTree(zx)
+    first, copy_of = _distinct_rows(zm)
+    distinct = zm[first]
+    nearest, nearest_row = (values[copy_of] for values in in_tree_order(
+        lambda points: tree.query(points, k=1, p=p), distinct))
+    own = np.sqrt(((zm - zx) ** 2).sum(axis=1))
+    # The tree and the direct formula may round differently; a relative tolerance keeps exact ties.
+    hit = own <= nearest * (1.0 + 1e-12) + 1e-300
+    ties = np.ones(len(zm))
+    # the originals tied nearest, within max(own, nearest): one radius query per distinct row for
+    # the records whose own distance is at most the nearest (the radius is the nearest's), one per
+    # record for the others (an own distance above the nearest by rounding only)
+    at_nearest = hit & (own <= nearest)
+    counted = np.zeros(len(first))
+    asked = np.unique(copy_of[at_nearest])
+    counted[asked] = in_tree_order(lambda points, radius: tree.query_ball_point(
+        points, radius, p=p, return_length=True), distinct[asked], nearest[first[asked]] * (1.0 + TIE_TOLERANCE) + 1e-300)
+    ties[at_nearest] = counted[copy_of[at_nearest]]
+    above = hit & ~at_nearest
+    ties[above] = in_tree_order(lambda points, radius: tree.query_ball_point(
+        points, radius, p=p, return_length=True), zm[above], own[above] * (1.0 + TIE_TOLERANCE) + 1e-300)
+    partner = np.where(hit, np.arange(len(zm)), nearest_row)
+    return hit, partner, hit / np.maximum(ties, 1.0)
 
 
 def _check_one_to_one_size(n: int) -> None:
@@ -182,18 +244,9 @@ def _continuous_linkage(original, protected, columns, scales, distance: str, ass
     if len(x):
         zx, zm, p = _linkage_space(x, xm, distance, columns)
         if assignment == "nearest":
-            tree = cKDTree(zx)
-            nearest, nearest_row = in_tree_order(lambda points: tree.query(points, k=1, p=p), zm)
-            own = np.sqrt(((zm - zx) ** 2).sum(axis=1))
-            # The tree and the direct formula may round differently; a relative tolerance keeps exact ties.
-            hit = own <= nearest * (1.0 + 1e-12) + 1e-300
-            linked[observed] = hit
-            partner[observed] = positions[np.where(hit, np.arange(len(x)), nearest_row)]
-            ties = np.ones(len(x))
-            radius = np.maximum(own[hit], nearest[hit]) * (1.0 + TIE_TOLERANCE) + 1e-300
-            ties[hit] = in_tree_order(lambda points, radius: tree.query_ball_point(
-                points, radius, p=p, return_length=True), zm[hit], radius)
-            expected = float((hit / np.maximum(ties, 1.0)).sum() / len(x_all))
+            linked[observed], nearest_row, probability = _nearest_links(zx, zm, p)
+            partner[observed] = positions[nearest_row]
+            expected = float(probability.sum() / len(x_all))
         else:
             flags, rows, probability = _one_to_one_links(cdist(zm, zx, metric="euclidean"), x, xm)
             linked[observed] = flags
