@@ -137,30 +137,47 @@ def _double_distance(a: np.ndarray, b: np.ndarray, penalty_z: np.ndarray) -> flo
     return np.sqrt(total)
 
 
+@njit(cache=True)
 def _kd_tree(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Balanced k-d tree over the rows of ``z`` (split at the median of the widest coordinate, leaves of
     at most ``_LEAF_SIZE`` rows): the rows in leaf order and, per node, the first and past-last
-    position of its rows in that order and its two children (-1 for a leaf); node 0 is the root."""
-    order = np.arange(len(z))
-    start, end, children = [0], [len(z)], [(-1, -1)]
-    stack = [0]
-    while stack:  # nodes, not records
-        node = stack.pop()
+    position of its rows in that order and its two children (-1 for a leaf); node 0 is the root.
+    Compiled: a stratified call builds one tree per stratum (hundreds at 100k records)."""
+    n = len(z)
+    order = np.arange(n)
+    capacity = 4 * (n // _LEAF_SIZE + 1)  # a balanced tree has fewer than 2 n / (_LEAF_SIZE / 2) nodes
+    start = np.zeros(capacity, dtype=np.int64)
+    end = np.zeros(capacity, dtype=np.int64)
+    children = np.full((capacity, 2), -1, dtype=np.int64)
+    end[0] = n
+    nodes = 1
+    stack = np.zeros(capacity, dtype=np.int64)
+    top = 1
+    while top > 0:  # nodes, not records
+        top -= 1
+        node = stack[top]
         lo, hi = start[node], end[node]
         if hi - lo <= _LEAF_SIZE:
             continue
-        rows = order[lo:hi]
-        points = z[rows]
-        dim = int(np.argmax(points.max(axis=0) - points.min(axis=0)))
+        rows = order[lo:hi].copy()
+        dim, widest = 0, -1.0
+        for j in range(z.shape[1]):
+            low, high = np.inf, -np.inf
+            for row in rows:
+                low, high = min(low, z[row, j]), max(high, z[row, j])
+            if high - low > widest:
+                dim, widest = j, high - low
         half = (hi - lo) // 2
-        order[lo:hi] = rows[np.argpartition(points[:, dim], half)]
-        first_child = len(start)
-        start += [lo, lo + half]
-        end += [lo + half, hi]
-        children += [(-1, -1), (-1, -1)]
-        children[node] = (first_child, first_child + 1)
-        stack += [first_child, first_child + 1]
-    return order, np.array(start), np.array(end), np.array(children, dtype=np.int64)
+        values = np.empty(len(rows))
+        for i in range(len(rows)):
+            values[i] = z[rows[i], dim]
+        order[lo:hi] = rows[np.argsort(values)]
+        start[nodes], end[nodes], start[nodes + 1], end[nodes + 1] = lo, lo + half, lo + half, hi
+        children[node, 0], children[node, 1] = nodes, nodes + 1
+        stack[top], stack[top + 1] = nodes, nodes + 1
+        nodes += 2
+        top += 2
+    return order, start[:nodes].copy(), end[:nodes].copy(), children[:nodes].copy()
 
 
 def _compile_mdav_kernel(complete: bool):
