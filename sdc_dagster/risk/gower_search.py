@@ -398,8 +398,12 @@ def gower_nearest(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_pattern
     levels = _nominal_levels(zx, zm, nominal)
     widths = np.where(nominal, levels, 1)
     # undivided embedding; a missing value is written as -1 (a nominal one then has no one-hot entry)
-    # and never compared, since only the variables observed in both records are searched
-    ex, em = (_gower_embedding(np.nan_to_num(z, nan=-1.0), nominal, levels) * z.shape[1] for z in (zx, zm))
+    # and never compared, since only the variables observed in both records are searched; of the
+    # protected records only those left to this search are embedded
+    embed = lambda z: _gower_embedding(np.nan_to_num(z, nan=-1.0), nominal, levels) * zx.shape[1]  # noqa: E731
+    ex = embed(zx)
+    em = np.empty((len(zm), ex.shape[1]))
+    em[~settled] = embed(zm[~settled])
     order = np.concatenate([np.flatnonzero(~nominal), np.flatnonzero(nominal)])  # _gower_embedding's block order
     position = np.empty(len(order), dtype=np.int64)  # first embedding column of each variable
     position[order] = np.concatenate([[0], np.cumsum(widths[order])[:-1]])
