@@ -76,26 +76,34 @@ _EXACT_CENTER_LIMIT = 5_000  # up to here the centroid is re-summed in data orde
 _LEAF_SIZE = 16  # records per leaf of the k-d tree
 
 
-def _variable_weights(x: np.ndarray) -> np.ndarray:
-    """1 / population variance per column over its observed values, as sdcMicro's Mdav (sums in data
-    order, E[x^2] - E[x]^2; weight 1 for a constant or unobserved column, and for a near-constant one
-    whose E[x^2] - E[x]^2 rounds to a negative number, found on a stratum of equal amounts in the
-    public corpus: its square root was NaN)."""
+def _stratum_sums(values: np.ndarray, stratum: np.ndarray, count: int) -> np.ndarray:
+    """Per stratum (rows numbered 0..count-1 by ``stratum``) and column, the sum of ``values``, added
+    in row order as a running sum (``bincount`` adds each row to its stratum's sum in turn)."""
+    return np.column_stack([np.bincount(stratum, weights=values[:, j], minlength=count)
+                            for j in range(values.shape[1])]).reshape(count, values.shape[1])
+
+
+def _variable_weights(x: np.ndarray, stratum: np.ndarray, count: int) -> np.ndarray:
+    """Per stratum and column, 1 / population variance over its observed values, as sdcMicro's Mdav
+    (sums in data order, E[x^2] - E[x]^2; weight 1 for a constant or unobserved column, and for a
+    near-constant one whose E[x^2] - E[x]^2 rounds to a negative number, found on a stratum of equal
+    amounts in the public corpus: its square root was NaN). Shape (strata, columns)."""
     observed = ~np.isnan(x)
-    count = np.maximum(observed.sum(axis=0), 1)
+    seen = np.maximum(_stratum_sums(observed, stratum, count), 1)
     filled = np.where(observed, x, 0.0)  # adding 0.0 leaves each running sum unchanged
-    mean = np.cumsum(filled, axis=0)[-1] / count
-    mean_square = np.cumsum(filled * filled, axis=0)[-1] / count
+    mean = _stratum_sums(filled, stratum, count) / seen
+    mean_square = _stratum_sums(filled * filled, stratum, count) / seen
     variance = mean_square - mean * mean
     return np.where(variance > 0, 1.0 / np.where(variance > 0, variance, 1.0), 1.0)
 
 
-def _missing_penalties(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """sdcMicro's distance term for a variable observed on one side only: (max - min)^2 · w, float32."""
-    observed = ~np.isnan(x)
-    low = np.where(observed.any(axis=0), np.nanmin(np.where(observed, x, np.inf), axis=0), 0.0)
-    high = np.where(observed.any(axis=0), np.nanmax(np.where(observed, x, -np.inf), axis=0), 0.0)
-    return ((high - low) ** 2 * weights).astype(np.float32)
+def _stratum_range(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Per stratum (rows bounds[s]:bounds[s+1]) and column, max - min of the observed values (0 where
+    none is observed)."""
+    observed = ~np.isnan(values)
+    low = np.minimum.reduceat(np.where(observed, values, np.inf), bounds[:-1])
+    high = np.maximum.reduceat(np.where(observed, values, -np.inf), bounds[:-1])
+    return np.where(np.isfinite(low), high - low, 0.0)
 
 
 @njit(cache=True)
@@ -461,38 +469,47 @@ def _compile_mdav_kernel(complete: bool):
 _MDAV_KERNELS = {complete: _compile_mdav_kernel(complete) for complete in (True, False)}
 
 
-def _observed_mean(x: np.ndarray) -> np.ndarray:
-    """Column means over the observed values, summed in data order (NaN for an unobserved column)."""
-    observed = ~np.isnan(x)
-    count = observed.sum(axis=0)
-    total = np.cumsum(np.where(observed, x, 0.0), axis=0)[-1]
-    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
-
-
-def _mdav_groups(x: np.ndarray, k: int) -> np.ndarray:
+def _mdav_groups(x: np.ndarray, k: int, strata: list[np.ndarray] | None = None) -> np.ndarray:
     """Group label of every row under sdcMicro's MDAV, missing values (NaN) included (see module
-    docstring). The k-d tree splits on the centred, weighted coordinates with a missing value at the
-    centre, and on each variable's missing indicator scaled by its penalty (records with the same
-    missing pattern share nodes, which keeps the bounds tight)."""
-    weights = _variable_weights(x)
-    penalties = _missing_penalties(x, weights)
-    missing = np.isnan(x)
-    origin, scale = np.nan_to_num(_observed_mean(x)), np.sqrt(weights)
-    z = (x - origin) * scale
+    docstring), run on each stratum on its own (``strata``: the positions of its rows in record
+    order; all rows when None): labels numbered across the strata, -1 for a row in none. The k-d tree
+    splits on the centred, weighted coordinates with a missing value at the centre, and on each
+    variable's missing indicator scaled by its penalty (records with the same missing pattern share
+    nodes, which keeps the bounds tight). Weights, penalties and centres of all strata are computed
+    at once, each stratum's sums in record order as its own pass would (a stratified call has
+    hundreds of strata)."""
+    members = [np.arange(len(x))] if strata is None else strata
+    labels = np.full(len(x), -1, dtype=np.int64)
+    if not members:
+        return labels
+    rows = np.concatenate(members)
+    bounds = np.r_[0, np.cumsum([len(m) for m in members])].astype(np.int64)
+    values = np.ascontiguousarray(x[rows])
+    stratum = np.repeat(np.arange(len(members)), np.diff(bounds))
+    missing = np.isnan(values)
+    observed = _stratum_sums(~missing, stratum, len(members))
+    weights = _variable_weights(values, stratum, len(members))
+    # sdcMicro's term for a variable observed on one side only: (max - min)^2 · w, float32
+    penalties = (_stratum_range(values, bounds) ** 2 * weights).astype(np.float32).astype(np.float64)
+    total = _stratum_sums(np.where(missing, 0.0, values), stratum, len(members))
+    origin = np.where(observed > 0, total / np.maximum(observed, 1), 0.0)  # the observed means
+    scale = np.sqrt(weights)
+    z = (values - origin[stratum]) * scale[stratum]
     filled = np.where(missing, 0.0, z)
-    seen = ~missing.all(axis=0)  # a never observed variable: every record adds 0 (both missing)
-    penalty_z = np.where(seen, np.where(missing, -np.inf, z).max(axis=0) - np.where(missing, np.inf, z).min(axis=0),
-                         0.0) ** 2
-    split = np.column_stack([filled, missing[:, missing.any(axis=0)] * np.sqrt(penalty_z[missing.any(axis=0)])])
+    penalty_z = _stratum_range(z, bounds) ** 2
     # rounding of the centred coordinates: an absolute error bound for squared distances
-    abs_tol = 1e-12 * (1.0 + float((filled**2).sum(axis=1).max()) + float(penalty_z.sum()))
-    order, start, end, children = _kd_tree(split)
-    x, z = np.ascontiguousarray(x), np.ascontiguousarray(z)
-    total = np.where(missing, 0.0, x).sum(axis=0)
-    total_count = (~missing).sum(axis=0).astype(np.float64)
-    kernel = _MDAV_KERNELS[not missing.any()]
-    return kernel(x, z, weights, penalties.astype(np.float64), penalty_z, origin, scale, total, total_count,
-                  order, start, end, children, k, abs_tol)
+    abs_tol = 1e-12 * (1.0 + np.maximum.reduceat((filled ** 2).sum(axis=1), bounds[:-1]) + penalty_z.sum(axis=1))
+    groups = 0
+    for s, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):  # strata, not records
+        holes = missing[a:b].any(axis=0)
+        split = np.column_stack([filled[a:b], missing[a:b][:, holes] * np.sqrt(penalty_z[s, holes])])
+        order, start, end, children = _kd_tree(split)
+        kernel = _MDAV_KERNELS[not holes.any()]
+        local = kernel(values[a:b], np.ascontiguousarray(z[a:b]), weights[s], penalties[s], penalty_z[s], origin[s],
+                       scale[s], total[s].copy(), observed[s].copy(), order, start, end, children, k, abs_tol[s])
+        labels[rows[a:b]] = local + groups
+        groups += int(local.max()) + 1
+    return labels
 
 
 def _group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -528,14 +545,6 @@ def _individual_ranking(x: np.ndarray, k: int, columns: Sequence[str]) -> np.nda
         means = np.bincount(group_of_rank, weights=x[order, j], minlength=n_groups) / sizes
         out[order, j] = means[group_of_rank]
     return out
-
-
-def _aggregate(x: np.ndarray, k: int, method: str, columns: Sequence[str]) -> np.ndarray:
-    """The microaggregated values of ``x`` (one stratum): group means, missing values kept."""
-    if method == "individual_ranking":
-        return _individual_ranking(x, k, columns)
-    labels = _mdav_groups(x, k)
-    return np.where(np.isnan(x), np.nan, _group_means(x, labels)[labels])
 
 
 def microaggregation(
@@ -588,15 +597,17 @@ def microaggregation(
     aggregated = np.empty_like(x)
     members = stratum_members(codes)
     if method == "mdav":
-        # MDAV makes a stratum of fewer than 2k records one group: the means of all such strata at
-        # once (bincount sums each stratum's values in record order, as the stratum's own call would)
-        one_group = np.bincount(codes)[codes] < 2 * k
-        if one_group.any():
-            values, labels = x[one_group], codes[one_group]
-            aggregated[one_group] = np.where(np.isnan(values), np.nan, _group_means(values, labels)[labels])
-            members = [rows for rows in members if len(rows) >= 2 * k]
-    for rows in members:  # strata, not records
-        aggregated[rows] = _aggregate(x[rows], int(k), method, columns)
+        # MDAV makes a stratum of fewer than 2k records one group (labelled by its stratum); the
+        # group means of all strata at once (bincount sums each group's values in record order, as a
+        # stratum's own pass would)
+        labels = np.where(np.bincount(codes)[codes] < 2 * k, codes, -1)
+        grouped = _mdav_groups(x, int(k), [rows for rows in members if len(rows) >= 2 * k])
+        labels = np.where(labels >= 0, labels, grouped + len(members))
+        labels = np.unique(labels, return_inverse=True)[1].ravel()
+        aggregated = np.where(np.isnan(x), np.nan, _group_means(x, labels)[labels])
+    else:
+        for rows in members:  # strata, not records
+            aggregated[rows] = _individual_ranking(x[rows], int(k), columns)
     out = data.copy()
     for j, column in enumerate(columns):
         out[column] = aggregated[:, j]

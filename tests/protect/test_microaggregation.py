@@ -51,7 +51,7 @@ def single_precision_distance(rows, point, weights):
 def reference_mdav(x, k):
     """sdcMicro's Mdav loop transcribed without any index: full distance scans every step."""
     n = len(x)
-    w = _variable_weights(x)
+    w = _variable_weights(x, np.zeros(len(x), dtype=np.int64), 1)[0]
     alive, labels, group, left = np.ones(n, bool), np.full(n, -1), 0, n
     while left >= 2 * k:
         two = left >= 3 * k
@@ -124,7 +124,7 @@ def reference_mdav_with_missing(x, k):
     """sdcMicro's Mdav loop with its missing-value rules (Mdav.h: DistXX/Dist/AddRow), transcribed
     without compaction: full scans, NaN-aware centroid over the observed values."""
     n = len(x)
-    w = _variable_weights(x)
+    w = _variable_weights(x, np.zeros(len(x), dtype=np.int64), 1)[0]
     observed = ~np.isnan(x)
     penalty = ((np.nanmax(x, axis=0) - np.nanmin(x, axis=0)) ** 2 * w).astype(np.float32)
     alive, labels, group, left = np.ones(n, bool), np.full(n, -1), 0, n
@@ -377,5 +377,5 @@ def test_near_constant_column_gets_weight_one_not_nan():
     x = np.column_stack([np.full(7, 0.7), np.arange(7.0)])
     mean = np.cumsum(x[:, 0])[-1] / 7
     assert np.cumsum(x[:, 0] ** 2)[-1] / 7 - mean * mean < 0  # the rounding the fix is about
-    weights = _variable_weights(x)
+    weights = _variable_weights(x, np.zeros(len(x), dtype=np.int64), 1)[0]
     assert weights[0] == 1.0 and weights[1] == pytest.approx(1 / 4.0)  # population variance of 0..6 is 4
