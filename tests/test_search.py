@@ -205,6 +205,28 @@ def test_searched_plan_beats_the_demo_plans_on_testdata(testdata):
     assert result.recommended.loss < losses["recode_suppress"]
 
 
+@pytest.mark.slow
+def test_the_searched_variant_is_released_as_the_search_protected_it(testdata):
+    """The search keeps the protection of the plan it recommends, and of no other candidate; it is
+    the protection a replay of the plan gives (steps and seeds), and the searched variant takes it
+    (and the checks) instead of protecting the wave again (issue 23)."""
+    from unittest import mock
+
+    from sdc_dagster.pipeline.search import plan_search
+
+    spec = load_spec(EXAMPLE_SPEC)
+    found = search_wave(testdata, spec, wave="w")
+    assert [c.protected is not None for c in found.front] == [True] + [False] * (len(found.front) - 1)
+    outcome = plan_search(found, spec)
+    replayed = protection.protect(testdata, spec, outcome.plan, wave="w")
+    pd.testing.assert_frame_equal(outcome.protected.data, replayed.data)
+    assert outcome.protected.steps == replayed.steps
+    with mock.patch.object(protection, "protect", side_effect=AssertionError("protected again")):
+        variant = protection.protect_variant(testdata, spec, outcome.plan, wave="w", checks=outcome.checks,
+                                             protected=outcome.protected)
+    pd.testing.assert_frame_equal(variant.data, replayed.data)
+
+
 def test_topsis_loss_option_compares_plans_on_the_mean_topsis_loss(testdata):
     spec = categorical_spec(KEYS, max_global_risk=0.0008, search={"loss": "topsis", "max_level": 1})
     result = search_wave(testdata, spec)

@@ -10,7 +10,6 @@ from dagster import AssetExecutionContext, AssetsDefinition, MetadataValue, Outp
 from sdc_dagster.assets.checks import release_check_results, release_check_specs
 from sdc_dagster.assets.survey.common import code_version, common, ins, protected_key, raw_source, table_markdown
 from sdc_dagster.pipeline import audit, protection, search
-from sdc_dagster.pipeline.protection import CheckOutcome
 from sdc_dagster.resources.home import SdcHome
 from sdc_dagster.schemas import microdata_schema, validate
 from sdc_dagster.spec import Plan, SurveySpec
@@ -35,12 +34,14 @@ def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
 
 
 def _protect_and_record(context: AssetExecutionContext, spec: SurveySpec, plan: Plan, raw_microdata: pd.DataFrame,
-                        home: SdcHome, checks: dict[str, CheckOutcome] | None = None):
-    """Apply ``plan`` to the wave, run the release checks (unless ``checks`` has them already) and
-    write the plan's decision (an eligible release, or the withheld record): the body of every
-    protected asset."""
+                        home: SdcHome, searched: search.PlanSearch | None = None):
+    """Apply ``plan`` to the wave, run the release checks (unless the plan search ``searched`` did
+    both already) and write the plan's decision (an eligible release, or the withheld record): the
+    body of every protected asset."""
     wave = context.partition_key
-    variant = protection.protect_variant(raw_microdata, spec, plan, wave=wave, checks=checks)
+    variant = protection.protect_variant(raw_microdata, spec, plan, wave=wave,
+                                         checks=searched.checks if searched else None,
+                                         protected=searched.protected if searched else None)
     validate(variant.data, microdata_schema(spec, protected=True), source=f"protected_{plan.name}")
     source = raw_source(context, wave)
     variant = audit.record_release(home.releases, variant, spec, raw_microdata, run_id=context.run_id,
@@ -123,7 +124,7 @@ def protected_searched_asset(spec: SurveySpec) -> AssetsDefinition:
     )
     def protected(context: AssetExecutionContext, raw_microdata: pd.DataFrame, plan_search: search.PlanSearch,
                   home: SdcHome):
-        # the search ran the release checks on this very plan (same name, seeds and wave)
-        yield from _protect_and_record(context, spec, plan_search.plan, raw_microdata, home, plan_search.checks)
+        # the search protected and checked this very plan (same name, seeds and wave)
+        yield from _protect_and_record(context, spec, plan_search.plan, raw_microdata, home, plan_search)
 
     return protected

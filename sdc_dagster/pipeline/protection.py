@@ -385,12 +385,13 @@ def protect_variant(
     *,
     wave: str,
     checks: dict[str, CheckOutcome] | None = None,
+    protected: PlanResult | None = None,
 ) -> ProtectedVariant:
     """Protect the wave by ``plan`` (:func:`protect`) and run the release checks on the variant
-    (:func:`release_checks`). ``checks``: the outcomes already evaluated on exactly this plan and
-    wave (the plan search confirms its recommended plan under the searched plan's name and seeds),
-    so that they are not evaluated twice."""
-    result = protect(data, spec, plan, wave=str(wave))
+    (:func:`release_checks`). ``checks`` and ``protected``: the outcomes already evaluated on, and
+    the protection already made of, exactly this plan and wave (the plan search confirms its
+    recommended plan under the searched plan's name and seeds), so that they are not made twice."""
+    result = protect(data, spec, plan, wave=str(wave)) if protected is None else protected
     if checks is None:
         checks = release_checks(result.data, spec, plan, original=data)
     matrices = {key.split(":", 1)[1]: m for key, m in result.artifacts.items() if key.startswith("pram:")}

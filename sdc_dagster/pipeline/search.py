@@ -49,6 +49,7 @@ import pandas as pd
 
 from sdc_dagster import risk
 from sdc_dagster.keys import category_codes
+from sdc_dagster.protect.plan import PlanResult
 from sdc_dagster.protect.plan_search import pareto_front
 from sdc_dagster.search_space import KeyHierarchy, continuous_steps, search_space
 from sdc_dagster.protect.suppression import local_suppression, risk_suppression
@@ -75,7 +76,9 @@ class SearchCandidate:
     ``linkage_risk`` (the linkage_risk check's value; NaN before confirmation or without continuous
     keys), ``loss`` (the spec's measure), ``suppressed`` (key values suppressed), ``reaches_target``
     (k-anonymity and the global-risk target), ``checks`` (:func:`sdc_dagster.pipeline.protection.release_checks`
-    outcomes after confirmation; empty before), ``levels`` (the level of each categorical key).
+    outcomes after confirmation; empty before), ``levels`` (the level of each categorical key),
+    ``protected`` (the confirmed plan's protection, kept for the first of the ranked front only:
+    the searched variant is then not protected again).
     """
 
     plan: Plan
@@ -87,6 +90,7 @@ class SearchCandidate:
     reaches_target: bool
     checks: dict[str, CheckOutcome] = field(default_factory=dict)
     levels: tuple[int, ...] = ()
+    protected: PlanResult | None = field(default=None, repr=False, compare=False)
 
     @property
     def confirmed(self) -> bool:
@@ -518,8 +522,8 @@ def _confirm(data, spec, space, front, wave, start, say):
     def over_budget() -> bool:
         return time.perf_counter() - start + 2 * last_run[0] > spec.search.budget_seconds
 
-    def finish(candidate: SearchCandidate, protected: pd.DataFrame) -> SearchCandidate:
-        return replace(candidate, loss=_search_loss(data, protected, spec))
+    def finish(candidate: SearchCandidate, protected: PlanResult) -> SearchCandidate:
+        return replace(candidate, loss=_search_loss(data, protected.data, spec), protected=protected)
 
     for candidate in front:
         needed = len(passed) < 2 or candidate.loss <= passed[1].loss
@@ -531,8 +535,8 @@ def _confirm(data, spec, space, front, wave, start, say):
         def run(option, candidate=candidate, suppression=suppression):
             began = time.perf_counter()
             plan = _node_plan(space, candidate.levels, suppression, spec.risk.k, option, SEARCHED_PLAN)
-            protected = protect(data, spec, plan, wave=wave).data
-            checks = release_checks(protected, spec, plan, original=data)
+            protected = protect(data, spec, plan, wave=wave)
+            checks = release_checks(protected.data, spec, plan, original=data)
             linkage = checks["linkage_risk"].value if "linkage_risk" in checks else np.nan
             found = checks["global_risk"].value if "global_risk" in checks else None
             last_run[0] = time.perf_counter() - began
@@ -588,7 +592,8 @@ def _rank(confirmed: list[SearchCandidate]) -> tuple[list[SearchCandidate], Sear
     """The candidates passing the release checks first (by loss), then the others; the first passing
     one is named :data:`SEARCHED_PLAN`, the others ``searched_2``, ...; (all, recommended, runner-up)."""
     ranked = sorted(confirmed, key=lambda c: (not c.confirmed, c.loss))
-    ranked = [replace(c, plan=replace(c.plan, name=SEARCHED_PLAN if i == 0 and c.confirmed else f"{SEARCHED_PLAN}_{i + 1}"))
+    ranked = [replace(c, plan=replace(c.plan, name=SEARCHED_PLAN if i == 0 and c.confirmed else f"{SEARCHED_PLAN}_{i + 1}"),
+                      protected=c.protected if i == 0 else None)  # only the plan released may be needed
               for i, c in enumerate(ranked)]
     passing = [c for c in ranked if c.confirmed]
     return ranked, (passing[0] if passing else None), (passing[1] if len(passing) > 1 else None)
@@ -616,12 +621,14 @@ class PlanSearch:
     """A wave's search as the pipeline passes it on: ``front`` (:meth:`WaveSearch.front_frame`),
     ``summary`` (:func:`search_summary`), the ``plan`` to release (:func:`plan_to_release`) and its
     release checks when the search ran them (None otherwise): candidates are confirmed under the
-    name :data:`SEARCHED_PLAN`, whose seeds the released plan keeps."""
+    name :data:`SEARCHED_PLAN`, whose seeds the released plan keeps; ``protected``: the plan's
+    protection when the search made it (None otherwise), so that it is not made again."""
 
     front: pd.DataFrame
     summary: dict
     plan: Plan
     checks: dict[str, CheckOutcome] | None
+    protected: PlanResult | None = None
 
     def stored_frames(self) -> dict[str, pd.DataFrame]:
         """What the IO manager also writes as Parquet, for readers outside Python."""
@@ -633,7 +640,7 @@ def plan_search(found: WaveSearch, spec: SurveySpec) -> PlanSearch:  # the PlanS
     chosen = _chosen(found)
     checks = dict(chosen.checks) if chosen is not None and chosen.checks else None
     return PlanSearch(front=found.front_frame(), summary=search_summary(found), plan=plan_to_release(found, spec),
-                      checks=checks)
+                      checks=checks, protected=chosen.protected if chosen is not None else None)
 
 
 def search_summary(found: WaveSearch) -> dict:
