@@ -31,7 +31,7 @@ from sdc_dagster.report.html import render_report
 from sdc_dagster.report.inputs import ReportInputs
 from sdc_dagster.report.markup import REPORT_CSS, html_chart, html_table
 from sdc_dagster.report.measures import format_value, measure_info
-from sdc_dagster.report.plots import lines_png
+from sdc_dagster.report.plots import lines_svg
 
 _CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync"]
@@ -219,11 +219,11 @@ def write_index(folder: Path) -> Path:
         numbers = trend[["risk before", "risk after", "information loss"]].astype(float)
         label = measure_info(trend.attrs["risk_measure"]).label
         body += ("<h2>Risk and utility across waves</h2>"
-                 + html_chart(lines_png(numbers[["risk before", "risk after"]], f"{label} across waves",
+                 + html_chart(lines_svg(numbers[["risk before", "risk after"]], f"{label} across waves",
                                          ylabel=label.lower(), xlabel="wave"),
                                f"Line chart of the {label.lower()} before protection and after the recommended plan, by wave",
                                f"{label} before and after the recommended plan", html_table(shown))
-                 + html_chart(lines_png(numbers[["information loss"]], "Information loss of the recommended plan",
+                 + html_chart(lines_svg(numbers[["information loss"]], "Information loss of the recommended plan",
                                          ylabel="information loss", xlabel="wave"),
                                "Line chart of the information loss of the recommended plan, by wave",
                                "Information loss of the recommended plan", html_table(shown)))
