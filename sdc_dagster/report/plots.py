@@ -21,7 +21,7 @@ import pandas as pd
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 _PASS_COLOUR = PALETTE[0]
 _FAIL_COLOUR = PALETTE[5]
-_WIDTH, _HEIGHT = 640, 400  # pixels of an ordinary chart (a 6.4 x 4 inch figure at 100 dpi)
+_WIDTH, _HEIGHT = 600, 370  # pixels of an ordinary chart (the 6.4 x 4 inch figure of matplotlib at 96 dpi, cropped)
 _FONT = 12  # px: tick labels and legend; titles 14, cell labels 10
 _CHAR = 0.58  # average glyph width of a sans-serif font, in font sizes: room reserved for labels
 # viridis (matplotlib's, readable in grey and by colour-blind readers) at 0, 0.1, ..., 1
@@ -48,12 +48,13 @@ def _text_width(text: str, size: float = _FONT) -> float:
 
 
 def _ticks(low: float, high: float, count: int = 6) -> np.ndarray:
-    """At most about ``count`` round tick values (1, 2, 2.5, 5 x 10^k steps) covering [low, high]."""
+    """Round tick values within [low, high]: the step of 1, 2, 2.5 or 5 x 10^k that cuts the range
+    into the number of intervals nearest ``count``."""
     if not high > low:
         low, high = low - 0.5, high + 0.5
-    raw = (high - low) / max(count - 1, 1)
-    power = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw * 0.999)
+    span = high - low
+    power = 10.0 ** math.floor(math.log10(span / count))
+    step = min((m * power for m in (1, 2, 2.5, 5, 10, 20)), key=lambda step: abs(span / step - count))
     first = math.ceil(low / step - 1e-9) * step
     return np.round(np.arange(first, high + step * 1e-9, step), 12)
 

@@ -3,14 +3,13 @@ value labels, recoded bands on their own axis, readable charts of many categorie
 map in % with the risk target and a search front, readable blocking-check text and association
 changes, and the PDF printed without playwright."""
 
-import io
 import sys
+from xml.etree import ElementTree
 
 import numpy as np
 import pandas as pd
 import pyreadstat
 import pytest
-from matplotlib.image import imread
 
 from sdc_dagster.pipeline import protection
 from sdc_dagster.loss.association import association_change, association_loss
@@ -31,9 +30,10 @@ from sdc_dagster.report.plots import category_bars_svg, risk_utility_map_svg, to
 from sdc_dagster.sources import value_labels
 
 
-def _size(png: bytes) -> tuple[int, int]:
+def _size(svg: bytes) -> tuple[float, float]:
     """(height, width) in pixels."""
-    return imread(io.BytesIO(png), format="png").shape[:2]
+    root = ElementTree.fromstring(svg)
+    return float(root.get("height")), float(root.get("width"))
 
 
 def _plan(steps, *, risk=0.004, loss=0.2):
