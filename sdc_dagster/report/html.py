@@ -296,7 +296,7 @@ def _labelled_matrix(matrix: pd.DataFrame, labels: dict | None) -> pd.DataFrame:
     return matrix.rename(index=lambda c: category_text(c, labels), columns=lambda c: category_text(c, labels))
 
 
-def _measures_section(inputs: ReportInputs, plots: dict[str, bytes]) -> str:
+def _measures_section(inputs: ReportInputs, plots: dict[str, bytes], topsis: pd.DataFrame | None) -> str:
     risk_names, loss_names = risk_measures(inputs), loss_measures(inputs)
     columns = ["original", *inputs.plans]
     parts = ["<h2 id=\"measures\">All measures, explained</h2>",
@@ -342,7 +342,7 @@ def _measures_section(inputs: ReportInputs, plots: dict[str, bytes]) -> str:
                   "compare distributions within a plan, not levels across plans.</p>",
                   html_chart(plots["topsis_histograms"], "Histograms of the per-record TOPSIS loss of each plan",
                          "TOPSIS information loss per record",
-                         html_table(topsis_summary_table(inputs), index_label="statistic"))]
+                         html_table(topsis, index_label="statistic"))]
     return "".join(parts)
 
 
@@ -384,7 +384,8 @@ def _provenance_section(inputs: ReportInputs) -> str:
     return "".join(parts)
 
 
-def render_report(inputs: ReportInputs, plots: dict[str, bytes] | None = None) -> str:
+def render_report(inputs: ReportInputs, plots: dict[str, bytes] | None = None,
+                  topsis: pd.DataFrame | None = None) -> str:
     """The release report as one self-contained HTML document.
 
     Sections, in order: the decision (wave, keys, k and thresholds, risk before protection, one
@@ -399,6 +400,9 @@ def render_report(inputs: ReportInputs, plots: dict[str, bytes] | None = None) -
 
     ``plots``: the summary plots of :func:`~sdc_dagster.report.content.report_plots` when the caller
     has drawn them already (the report asset shows them as metadata too); drawn here otherwise.
+    ``topsis``: the plans' TOPSIS summary (:func:`~sdc_dagster.report.content.topsis_summary_table`)
+    when the caller has it (:func:`~sdc_dagster.report.formats.write_report` computes it once for
+    the HTML and the JSON report); computed here otherwise.
 
     Returns
     -------
@@ -410,12 +414,14 @@ def render_report(inputs: ReportInputs, plots: dict[str, bytes] | None = None) -
     points = plan_points(inputs)
     chosen = recommend_plan(points)
     plots = report_plots(inputs) if plots is None else plots
+    if topsis is None and inputs.plans:
+        topsis = topsis_summary_table(inputs)
     sections = [
         f"<h1>{html.escape(title)}</h1>",
         _decision_section(inputs, points, chosen),
         _map_section(inputs, points, chosen, plots),
         _variables_section(inputs, plots),
-        _measures_section(inputs, plots),
+        _measures_section(inputs, plots, topsis),
         _provenance_section(inputs),
     ]
     body = "\n".join(s for s in sections if s)
