@@ -88,6 +88,27 @@ def _number(value: float) -> str:
     return f"{value:.1f}"
 
 
+_TITLE = 34.0  # pixels above the legend (or the plot area): the title
+
+
+def _legend_places(legend: Sequence[tuple[str, str, str]], left: float, right: float) -> list[tuple[float, int]]:
+    """``(x, row)`` of each legend entry ``(label, colour, kind)``: left to right in rows between
+    ``left`` and ``right``."""
+    places, x, row = [], left, 0
+    for label, _, _ in legend:
+        room = 22 + _text_width(label) + 18
+        if x + room > right and x > left:
+            x, row = left, row + 1
+        places.append((x, row))
+        x += room
+    return places
+
+
+def _top(places: list[tuple[float, int]]) -> float:
+    """The top of the plot area below the title and a legend placed in ``places``."""
+    return _TITLE + 8 + ((places[-1][1] + 1) * 18 + 6 if places else 0)
+
+
 class _Chart:
     """One SVG chart: a plot area within the canvas, data -> pixel mappings, axes and legend."""
 
@@ -95,23 +116,16 @@ class _Chart:
                  bottom: float = 48, right: float = 16, legend: Sequence[tuple[str, str, str]] = ()):
         self.width, self.height = width, height
         self.parts: list[str] = []
-        top = 34.0
-        self._text(width / 2, 22, title, size=14, weight="bold")
-        if legend:  # a row (or rows) of swatches under the title, never over the data
-            x, rows = left, 1
-            for label, colour, kind in legend:
-                room = 22 + _text_width(label) + 18
-                if x + room > width - right and x > left:
-                    x, rows = left, rows + 1
-                y = top + 6 + (rows - 1) * 18
-                self._swatch(x, y, colour, kind)
-                self._text(x + 22, y + 4, label, anchor="start")
-                x += room
-            top += rows * 18 + 6
-        self.box = (left, top + 8, width - right, height - bottom)
+        self.text(width / 2, 22, title, size=14, weight="bold")
+        places = _legend_places(legend, left, width - right)
+        for (label, colour, kind), (x, row) in zip(legend, places):  # under the title, never over the data
+            y = _TITLE + 6 + row * 18
+            self._swatch(x, y, colour, kind)
+            self.text(x + 22, y + 4, label, anchor="start")
+        self.box = (left, _top(places), width - right, height - bottom)
 
     # -- primitives ------------------------------------------------------------------------------
-    def _text(self, x, y, text, *, size=_FONT, anchor="middle", weight=None, colour="#222", rotate=None):
+    def text(self, x, y, text, *, size=_FONT, anchor="middle", weight=None, colour="#222", rotate=None):
         extra = f' font-weight="{weight}"' if weight else ""
         if rotate is not None:
             extra += f' transform="rotate({rotate} {_number(x)} {_number(y)})"'
@@ -122,14 +136,14 @@ class _Chart:
         if kind == "bar":
             self.parts.append(f'<rect x="{x}" y="{y - 5}" width="16" height="10" fill="{colour}"/>')
         elif kind in ("o", "X", "ring", "."):
-            self._markers(np.array([x + 8.0]), np.array([y]), kind, colour)
+            self.markers(np.array([x + 8.0]), np.array([y]), kind, colour)
         else:  # a line style: "-", "--", ":" or a line with markers "-o"
             dash = {"--": ' stroke-dasharray="6 3"', ":": ' stroke-dasharray="2 3"'}.get(kind[:2], "")
             self.parts.append(f'<line x1="{x}" y1="{y}" x2="{x + 16}" y2="{y}" stroke="{colour}" stroke-width="2"{dash}/>')
             if len(kind) > 1 and kind[0] == "-" and kind[1] not in "-:":
-                self._markers(np.array([x + 8.0]), np.array([y]), kind[1], colour)
+                self.markers(np.array([x + 8.0]), np.array([y]), kind[1], colour)
 
-    def _markers(self, xs, ys, kind, colour, size=5.0):
+    def markers(self, xs, ys, kind, colour, size=5.0):
         for x, y in zip(xs, ys):
             if kind == "X":
                 s = size
@@ -193,9 +207,9 @@ class _Chart:
             self.parts.append(f'<line x1="{_number(position)}" y1="{_number(bottom)}" x2="{_number(position)}" '
                               f'y2="{_number(bottom + 4)}" stroke="#444"/>')
             if rotate:
-                self._text(position, bottom + 14, label, anchor="end", rotate=-30)
+                self.text(position, bottom + 14, label, anchor="end", rotate=-30)
             else:
-                self._text(position, bottom + 17, label)
+                self.text(position, bottom + 17, label)
         if ycategories is None:
             values = _ticks(*self.ylim) if yticks is None else np.asarray(yticks, float)
             values = values[(values >= min(self.ylim) - 1e-12) & (values <= max(self.ylim) + 1e-12)]
@@ -206,12 +220,12 @@ class _Chart:
         for position, label in zip(self.y(ycategories[0]), ycategories[1]):
             self.parts.append(f'<line x1="{left - 4}" y1="{_number(position)}" x2="{left}" y2="{_number(position)}" '
                               f'stroke="#444"/>')
-            self._text(left - 7, position + ysize * 0.35, label, anchor="end", size=ysize)
+            self.text(left - 7, position + ysize * 0.35, label, anchor="end", size=ysize)
         if xlabel:
             below = bottom + (self._rotated_room(xcategories[1]) if rotate else 22) + 16
-            self._text((left + right) / 2, below, xlabel)
+            self.text((left + right) / 2, below, xlabel)
         if ylabel:
-            self._text(14, (top + bottom) / 2, ylabel, rotate=-90)
+            self.text(14, (top + bottom) / 2, ylabel, rotate=-90)
 
     @staticmethod
     def _rotated_room(labels) -> float:
@@ -219,7 +233,7 @@ class _Chart:
 
     def note(self, text: str = "no data"):
         left, top, right, bottom = self.box
-        self._text((left + right) / 2, (top + bottom) / 2, text, colour="grey")
+        self.text((left + right) / 2, (top + bottom) / 2, text, colour="grey")
 
     def svg(self) -> bytes:
         return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_number(self.width)}" height="{_number(self.height)}" '
@@ -418,7 +432,7 @@ def risk_utility_map_svg(points: pd.DataFrame, title: str = "Risk-utility map", 
     if searched is not None:
         sx, sy = steps(chart.x(searched["risk"]), chart.y(searched["loss"]))
         chart.path(sx, sy, PALETTE[2], width=1.5)
-        chart._markers(chart.x(searched["risk"]), chart.y(searched["loss"]), ".", PALETTE[2])
+        chart.markers(chart.x(searched["risk"]), chart.y(searched["loss"]), ".", PALETTE[2])
     if has_target:
         _, top, _, bottom = chart.box
         chart.path(chart.x([target, target]), [top, bottom], PALETTE[7], width=1.5, dash=":")
@@ -428,15 +442,15 @@ def risk_utility_map_svg(points: pd.DataFrame, title: str = "Risk-utility map", 
         chart.path(px, py, "grey", width=1, dash="--")
     for flag, marker, colour in ((True, "o", _PASS_COLOUR), (False, "X", _FAIL_COLOUR)):
         chosen = finite & (releasable == flag)
-        chart._markers(chart.x(risk[chosen]), chart.y(loss[chosen]), marker, colour, size=6)
+        chart.markers(chart.x(risk[chosen]), chart.y(loss[chosen]), marker, colour, size=6)
         # plans on the same pixel (the same protection) share one label
         at: dict[tuple[float, float], list[str]] = {}
         for name, px, py in zip(points.index[chosen], chart.x(risk[chosen]), chart.y(loss[chosen])):
             at.setdefault((round(px), round(py)), []).append(str(name))
         for (px, py), names in at.items():
-            chart._text(px + 8, py - 8, ", ".join(names), anchor="start", size=11)
+            chart.text(px + 8, py - 8, ", ".join(names), anchor="start", size=11)
     if ringed:
-        chart._markers(chart.x([risk[recommended]]), chart.y([loss[recommended]]), "ring", "black", size=7)
+        chart.markers(chart.x([risk[recommended]]), chart.y([loss[recommended]]), "ring", "black", size=7)
     chart.axes(xlabel=xlabel, ylabel=ylabel, percent=percent, xcount=5)
     return chart.svg()
 
@@ -482,7 +496,7 @@ def heatmap_svg(matrix: pd.DataFrame, title: str, *, xlabel: str = "released cat
     if max(rows, columns) <= 12:
         for x, y, value in zip(chart.x(c), chart.y(r), v):
             if np.isfinite(value):
-                chart._text(x, y + 3.5, f"{value:.2f}", size=10, colour="black" if value > 0.6 else "white")
+                chart.text(x, y + 3.5, f"{value:.2f}", size=10, colour="black" if value > 0.6 else "white")
     left, top, right, bottom_edge = chart.box
     bar_x, bar_top, bar_bottom = right + 16, top, bottom_edge
     stops = "".join(f'<stop offset="{i / 10:.1f}" stop-color="{colour}"/>'
@@ -492,8 +506,8 @@ def heatmap_svg(matrix: pd.DataFrame, title: str, *, xlabel: str = "released cat
                        f'height="{_number(bar_bottom - bar_top)}" fill="url(#viridis)" stroke="#444"/>')
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         y = bar_bottom - tick * (bar_bottom - bar_top)
-        chart._text(bar_x + 18, y + 4, f"{tick:g}", anchor="start", size=10)
-    chart._text(bar_x + 60, (bar_top + bar_bottom) / 2, "probability", rotate=-90, size=11)
+        chart.text(bar_x + 18, y + 4, f"{tick:g}", anchor="start", size=10)
+    chart.text(bar_x + 60, (bar_top + bar_bottom) / 2, "probability", rotate=-90, size=11)
     chart.axes(xlabel=xlabel, ylabel=ylabel, xcategories=(np.arange(columns), column_labels),
                ycategories=(np.arange(rows), row_labels), rotate=True)
     return chart.svg()
@@ -518,7 +532,7 @@ def lines_svg(frame: pd.DataFrame, title: str, *, ylabel: str = "", xlabel: str 
         ys = values[column].to_numpy()
         chart.path(chart.x(positions), chart.y(ys), colours[n])
         keep = np.isfinite(ys)
-        chart._markers(chart.x(positions[keep]), chart.y(ys[keep]), markers[n % 5], colours[n], size=4)
+        chart.markers(chart.x(positions[keep]), chart.y(ys[keep]), markers[n % 5], colours[n], size=4)
     chart.axes(xlabel=xlabel, ylabel=ylabel, xcategories=(positions, [str(i) for i in values.index]))
     return chart.svg()
 
@@ -578,9 +592,9 @@ def category_bars_svg(shares: pd.DataFrame, title: str, *, xlabel: str = "% of r
     colours = [PALETTE[n % len(PALETTE)] for n in range(len(values.columns))]
     drawn = len(values) and values.notna().any().any()
     legend = [(str(c), colours[n], "bar") for n, c in enumerate(values.columns)] if drawn else []
-    probe = _Chart("", legend=legend)  # the room the title and legend take
-    height = max(_HEIGHT, probe.box[1] + 56 + len(values) * (10 + 7.5 * n_series))
-    chart = _Chart(title, width=_WIDTH + 60, height=height, left=_left_room(labels, 11), legend=legend)
+    left, width = _left_room(labels, 11), _WIDTH + 60
+    height = max(_HEIGHT, _top(_legend_places(legend, left, width - 16)) + 56 + len(values) * (10 + 7.5 * n_series))
+    chart = _Chart(title, width=width, height=height, left=left, legend=legend)
     if not drawn:
         chart.scale((0, 1), (0, 1))
         chart.note()
