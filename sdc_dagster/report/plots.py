@@ -60,14 +60,14 @@ def _ticks(low: float, high: float, count: int = 6) -> np.ndarray:
 
 
 def _tick_labels(values: np.ndarray, percent: bool = False) -> list[str]:
-    """Plain numbers (no offset, no power of ten) with the decimals the step needs; ``percent``:
-    fractions written as percentages."""
+    """Plain numbers (no offset, no power of ten; thousands separated by commas) with the decimals
+    the step needs; ``percent``: fractions written as percentages."""
     shown = values * 100 if percent else values
     step = float(np.min(np.diff(shown))) if len(shown) > 1 else 1.0
     decimals = max(0, -math.floor(math.log10(step) + 1e-9)) if step > 0 else 0
     decimals += 1 if step > 0 and round(step / 10.0 ** -decimals, 6) % 1 else 0  # 2.5 steps
     suffix = "%" if percent else ""
-    return [f"{v:.{decimals}f}".replace("-", "−") + suffix if abs(v) > 1e-12 else "0" + suffix for v in shown]
+    return [f"{v:,.{decimals}f}".replace("-", "−") + suffix if abs(v) > 1e-12 else "0" + suffix for v in shown]
 
 
 def _limits(values: np.ndarray, *, zero: bool = False, margin: float = 0.05) -> tuple[float, float]:

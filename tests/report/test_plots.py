@@ -74,6 +74,7 @@ def test_round_ticks_written_as_plain_numbers():
     assert _tick_labels(np.array([0.0, 0.25, 0.5, 0.75, 1.0])) == ["0", "0.25", "0.50", "0.75", "1.00"]
     assert _tick_labels(np.array([0.0, 0.005, 0.01]), percent=True) == ["0%", "0.5%", "1.0%"]
     assert _tick_labels(np.array([-50.0, 0.0, 50.0, 100.0])) == ["−50", "0", "50", "100"]
+    assert _tick_labels(np.array([0.0, 2e7, 4e7])) == ["0", "20,000,000", "40,000,000"]
 
 
 def test_image_uri_names_the_image_type():
