@@ -11,7 +11,7 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.loss.topsis import topsis_summary
 from sdc_dagster.protect import global_recode as protect_global_recode
 from sdc_dagster.protect import interval_recode as protect_interval_recode
-from sdc_dagster.report.categories import category_sort_key, category_texts
+from sdc_dagster.report.categories import category_counts, category_sort_key
 from sdc_dagster.report.decision import Recommendation, pareto_optimal, recommend_plan
 from sdc_dagster.report.inputs import ReportInputs
 from sdc_dagster.report.measures import format_value, measure_info
@@ -257,7 +257,8 @@ def category_shares(values: dict[str, pd.Series], labels: dict | None = None) ->
     :func:`~sdc_dagster.report.categories.category_text` (``1`` for ``1.0``; with ``labels``,
     code -> value label, ``4 (Burgenland)``) and ordered by
     :func:`~sdc_dagster.report.categories.category_sort_key`."""
-    shares = {name: category_texts(series, labels).value_counts(normalize=True) for name, series in values.items()}
+    counts = {name: category_counts(series, labels) for name, series in values.items()}
+    shares = {name: counted / counted.sum() for name, counted in counts.items()}
     table = pd.DataFrame(shares).fillna(0.0)
     return table.reindex(sorted(table.index, key=category_sort_key)).rename_axis("category")
 
@@ -327,7 +328,7 @@ def distribution_panels(inputs: ReportInputs, variable: str) -> list[tuple[str, 
     original = values["original"]
     continuous = variable in inputs.continuous
     # the original's categories (a continuous variable has as many as records and needs none)
-    observed = set() if continuous else set(category_texts(original.dropna()))
+    observed = set() if continuous else set(category_counts(original.dropna()).index)
     shared: dict[str, pd.Series] = {"original": original}
     own = []
     for name, series in values.items():
@@ -340,7 +341,7 @@ def distribution_panels(inputs: ReportInputs, variable: str) -> list[tuple[str, 
         if continuous:
             recoded = bool(steps) or pd.to_numeric(present, errors="coerce").isna().any()
         else:
-            recoded = bool(steps) or not set(category_texts(present)) <= observed
+            recoded = bool(steps) or not set(category_counts(present).index) <= observed
         if not recoded:
             shared[name] = series
             continue
