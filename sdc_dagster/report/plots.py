@@ -192,7 +192,7 @@ class _Chart:
         share = (np.asarray(values, dtype=float) - low) / (high - low)
         return bottom - share * (bottom - top) if self.flip_y else top + share * (bottom - top)
 
-    def axes(self, *, xlabel="", ylabel="", xticks=None, yticks=None, xcategories=None, ycategories=None,
+    def axes(self, *, xlabel="", ylabel="", xcategories=None, ycategories=None,
              percent=(False, False), xcount=6, rotate=False, ysize=_FONT):
         """The frame, grid, ticks and labels. Numeric axes get round ticks; ``xcategories`` /
         ``ycategories`` are ``(positions, labels)``; ``rotate`` turns the x labels by 30 degrees."""
@@ -200,7 +200,7 @@ class _Chart:
         self.parts.append(f'<rect x="{left}" y="{_number(top)}" width="{_number(right - left)}" '
                           f'height="{_number(bottom - top)}" fill="none" stroke="#444" stroke-width="1"/>')
         if xcategories is None:
-            values = _ticks(*self.xlim, xcount) if xticks is None else np.asarray(xticks, float)
+            values = _ticks(*self.xlim, xcount)
             values = values[(values >= min(self.xlim) - 1e-12) & (values <= max(self.xlim) + 1e-12)]
             xcategories = (values, _tick_labels(values, percent[0]))
         for position, label in zip(self.x(xcategories[0]), xcategories[1]):
@@ -211,7 +211,7 @@ class _Chart:
             else:
                 self.text(position, bottom + 17, label)
         if ycategories is None:
-            values = _ticks(*self.ylim) if yticks is None else np.asarray(yticks, float)
+            values = _ticks(*self.ylim)
             values = values[(values >= min(self.ylim) - 1e-12) & (values <= max(self.ylim) + 1e-12)]
             ycategories = (values, _tick_labels(values, percent[1]))
             for position in self.y(values):  # light grid lines across a numeric axis
