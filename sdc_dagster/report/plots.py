@@ -176,10 +176,20 @@ class _Chart:
                                   f'height="{_number(abs(d - b))}" fill="{colour}" stroke="{edge}" stroke-width="0.5"/>')
 
     # -- axes ------------------------------------------------------------------------------------
-    def scale(self, xlim, ylim, *, flip_y: bool = True):
+    def scale(self, xlim, ylim, *, flip_y: bool = True, percent=(False, False)):
         """Set the data limits of the plot area (pixels grow downward; ``flip_y`` puts low values
-        at the bottom, as on every numeric axis; a category axis runs top down)."""
-        self.xlim, self.ylim, self.flip_y = xlim, ylim, flip_y
+        at the bottom, as on every numeric axis; a category axis runs top down) and whether the
+        axes write shares in %. A numeric vertical axis widens the left margin to its tick labels."""
+        self.xlim, self.ylim, self.flip_y, self.percent = xlim, ylim, flip_y, percent
+        if flip_y:
+            left, top, right, bottom = self.box
+            need = 30 + max((_text_width(t) for t in _tick_labels(self._ticks_within(ylim), percent[1])), default=0)
+            self.box = (max(left, need), top, right, bottom)
+
+    @staticmethod
+    def _ticks_within(limits, count: int = 6) -> np.ndarray:
+        values = _ticks(*limits, count)
+        return values[(values >= min(limits) - 1e-12) & (values <= max(limits) + 1e-12)]
 
     def x(self, values):
         left, _, right, _ = self.box
@@ -192,17 +202,16 @@ class _Chart:
         share = (np.asarray(values, dtype=float) - low) / (high - low)
         return bottom - share * (bottom - top) if self.flip_y else top + share * (bottom - top)
 
-    def axes(self, *, xlabel="", ylabel="", xcategories=None, ycategories=None,
-             percent=(False, False), xcount=6, rotate=False, ysize=_FONT):
+    def axes(self, *, xlabel="", ylabel="", xcategories=None, ycategories=None, xcount=6, rotate=False,
+             ysize=_FONT):
         """The frame, grid, ticks and labels. Numeric axes get round ticks; ``xcategories`` /
         ``ycategories`` are ``(positions, labels)``; ``rotate`` turns the x labels by 30 degrees."""
         left, top, right, bottom = self.box
         self.parts.append(f'<rect x="{left}" y="{_number(top)}" width="{_number(right - left)}" '
                           f'height="{_number(bottom - top)}" fill="none" stroke="#444" stroke-width="1"/>')
         if xcategories is None:
-            values = _ticks(*self.xlim, xcount)
-            values = values[(values >= min(self.xlim) - 1e-12) & (values <= max(self.xlim) + 1e-12)]
-            xcategories = (values, _tick_labels(values, percent[0]))
+            values = self._ticks_within(self.xlim, xcount)
+            xcategories = (values, _tick_labels(values, self.percent[0]))
         for position, label in zip(self.x(xcategories[0]), xcategories[1]):
             self.parts.append(f'<line x1="{_number(position)}" y1="{_number(bottom)}" x2="{_number(position)}" '
                               f'y2="{_number(bottom + 4)}" stroke="#444"/>')
@@ -211,9 +220,8 @@ class _Chart:
             else:
                 self.text(position, bottom + 17, label)
         if ycategories is None:
-            values = _ticks(*self.ylim)
-            values = values[(values >= min(self.ylim) - 1e-12) & (values <= max(self.ylim) + 1e-12)]
-            ycategories = (values, _tick_labels(values, percent[1]))
+            values = self._ticks_within(self.ylim)
+            ycategories = (values, _tick_labels(values, self.percent[1]))
             for position in self.y(values):  # light grid lines across a numeric axis
                 self.parts.append(f'<line x1="{left}" y1="{_number(position)}" x2="{right}" y2="{_number(position)}" '
                                   f'stroke="#e4e4e4"/>')
@@ -224,8 +232,9 @@ class _Chart:
         if xlabel:
             below = bottom + (self._rotated_room(xcategories[1]) if rotate else 22) + 16
             self.text((left + right) / 2, below, xlabel)
-        if ylabel:
-            self.text(14, (top + bottom) / 2, ylabel, rotate=-90)
+        if ylabel:  # a long label in a smaller font, to stay beside the plot area
+            size = min(_FONT, (bottom - top + 40) / (len(ylabel) * _CHAR))
+            self.text(14, (top + bottom) / 2, ylabel, rotate=-90, size=round(size, 1))
 
     @staticmethod
     def _rotated_room(labels) -> float:
@@ -420,11 +429,11 @@ def risk_utility_map_svg(points: pd.DataFrame, title: str = "Risk-utility map", 
                          [target] if has_target else []])
     ys = np.concatenate([loss[finite].to_numpy(), searched["loss"].to_numpy() if searched is not None else []])
     if not xs.size:
-        chart.scale((0, 1), (0, 1))
+        chart.scale((0, 1), (0, 1), percent=percent)
         chart.note()
-        chart.axes(xlabel=xlabel, ylabel=ylabel, percent=percent, xcount=5)
+        chart.axes(xlabel=xlabel, ylabel=ylabel, xcount=5)
         return chart.svg()
-    chart.scale(_limits(xs, margin=0.08), _limits(ys if ys.size else np.array([0.0, 1.0]), margin=0.1))
+    chart.scale(_limits(xs, margin=0.08), _limits(ys if ys.size else np.array([0.0, 1.0]), margin=0.1), percent=percent)
 
     def steps(x, y):  # a step line ("post": flat to the next x, then up or down)
         return np.repeat(x, 2)[1:], np.repeat(y, 2)[:-1]
@@ -451,7 +460,7 @@ def risk_utility_map_svg(points: pd.DataFrame, title: str = "Risk-utility map", 
             chart.text(px + 8, py - 8, ", ".join(names), anchor="start", size=11)
     if ringed:
         chart.markers(chart.x([risk[recommended]]), chart.y([loss[recommended]]), "ring", "black", size=7)
-    chart.axes(xlabel=xlabel, ylabel=ylabel, percent=percent, xcount=5)
+    chart.axes(xlabel=xlabel, ylabel=ylabel, xcount=5)
     return chart.svg()
 
 
