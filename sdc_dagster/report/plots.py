@@ -78,8 +78,9 @@ def _limits(values: np.ndarray, *, zero: bool = False, margin: float = 0.05) -> 
     low, high = float(finite.min()), float(finite.max())
     if zero:
         low, high = min(low, 0.0), max(high, 0.0)
-    if high == low:
-        low, high = low - 0.5, high + 0.5
+    if high == low:  # one value: a tenth of it either side (or 0.5 around 0)
+        spread = abs(low) / 10 if low else 0.5
+        low, high = low - spread, high + spread
     pad = (high - low) * margin
     return (low if zero and low == 0 else low - pad), (high if zero and high == 0 else high + pad)
 

@@ -66,6 +66,8 @@ def test_bars_heatmap_and_lines_escape_their_text():
     matrix = pd.DataFrame([[0.9, 0.1], [0.2, 0.8]], index=["1", "2"], columns=["1", "2"])
     assert {"0.90", "0.10", "0.20", "0.80", "probability"} <= set(_texts(_parse(heatmap_svg(matrix, "PRAM"))))
     assert "w2" in _texts(_parse(lines_svg(pd.DataFrame({"risk": [0.1, 0.2]}, index=["w1", "w2"]), "trend")))
+    # one small value (one wave, the same risk before and after): ticks around it, not around 0
+    assert "0.000020" in _texts(_parse(lines_svg(pd.DataFrame({"before": [2e-5], "after": [2e-5]}), "one wave")))
 
 
 def test_round_ticks_written_as_plain_numbers():
