@@ -117,7 +117,9 @@ class _Chart:
                  bottom: float = 48, right: float = 16, legend: Sequence[tuple[str, str, str]] = ()):
         self.width, self.height = width, height
         self.parts: list[str] = []
-        self.text(width / 2, 22, title, size=14, weight="bold")
+        # a long title (a long plan name) set smaller to stay within the chart
+        self.text(width / 2, 22, title, size=round(min(14, (width - 16) / (max(len(title), 1) * 0.62)), 1),
+                  weight="bold")
         places = _legend_places(legend, left, width - right)
         for (label, colour, kind), (x, row) in zip(legend, places):  # under the title, never over the data
             y = _TITLE + 6 + row * 18
