@@ -1,7 +1,6 @@
 """What every survey asset shares: key prefix, group and wave partitions, inputs by name, code
 versions, Dagster types of the shared schemas, and metadata rendering."""
 
-import base64
 import hashlib
 
 import pandas as pd
@@ -11,6 +10,7 @@ from dagster_pandera import pandera_schema_to_dagster_type
 import sdc_dagster
 from sdc_dagster.assets.partitions import latest_materialization, wave_partitions
 from sdc_dagster.pipeline.protection import ProtectedVariant, wave_plan_names
+from sdc_dagster.report.plots import image_uri
 from sdc_dagster.schemas import classification_schema, key_frequencies_schema
 from sdc_dagster.spec import SurveySpec
 
@@ -29,9 +29,10 @@ CLASSIFICATION_TYPE = pandera_schema_to_dagster_type(classification_schema)
 KEY_FREQUENCIES_TYPE = pandera_schema_to_dagster_type(key_frequencies_schema)
 
 
-def image_markdown(png: bytes, title: str) -> MetadataValue:
-    """A PNG as Markdown metadata, so the Dagster UI shows the plot inline."""
-    return MetadataValue.md(f"**{title}**\n\n![{title}](data:image/png;base64,{base64.b64encode(png).decode()})")
+def image_markdown(image: bytes, title: str) -> MetadataValue:
+    """A chart (SVG of sdc_dagster.report.plots, or PNG) as Markdown metadata, so the Dagster UI
+    shows it inline."""
+    return MetadataValue.md(f"**{title}**\n\n![{title}]({image_uri(image)})")
 
 
 def table_markdown(frame: pd.DataFrame) -> MetadataValue:

@@ -8,7 +8,6 @@ from dagster import AssetExecutionContext, AssetsDefinition, asset
 from sdc_dagster.assets.survey.common import (
     code_version,
     common,
-    image_markdown,
     ins,
     plan_ins,
     table_markdown,
@@ -17,7 +16,6 @@ from sdc_dagster.assets.survey.common import (
 from sdc_dagster.pipeline import evaluation
 from sdc_dagster.pipeline.protection import ProtectedVariant
 from sdc_dagster.pipeline.risk import Contributions, RiskScores, measure_notes_frame
-from sdc_dagster.report.plots import grouped_bars_png
 from sdc_dagster.spec import SurveySpec
 
 
@@ -59,15 +57,11 @@ def residual_contributions_asset(spec: SurveySpec) -> AssetsDefinition:
         wave_variants = variants(spec, protected)
         table = evaluation.residual_contributions(risk_contributions.global_,
                                                   {name: v.data for name, v in wave_variants.items()}, spec)
-        metadata = {}
-        for plan in (p for p in wave_variants if p in table.index.get_level_values("variant")):
-            moved = table.xs(plan, level="variant")
-            metadata[f"contributions_{plan}"] = table_markdown(moved.round(4))
-            metadata[f"contributions_{plan}_plot"] = image_markdown(
-                grouped_bars_png(moved, f"Contributions before and after {plan}", ylabel="global contribution"),
-                f"Contributions before and after {plan}",
-            )
-        context.add_output_metadata(metadata)
+        # the numbers; their charts are drawn once, by sdc_report (its contributions_<plan> metadata)
+        context.add_output_metadata({
+            f"contributions_{plan}": table_markdown(table.xs(plan, level="variant").round(4))
+            for plan in wave_variants if plan in table.index.get_level_values("variant")
+        })
         return table
 
     return residual_contributions

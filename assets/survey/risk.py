@@ -15,7 +15,7 @@ from sdc_dagster.assets.survey.common import (
     table_markdown,
 )
 from sdc_dagster.pipeline import risk
-from sdc_dagster.report.plots import boxplot_png, histogram_png
+from sdc_dagster.report.plots import boxplot_svg, histogram_svg
 from sdc_dagster.schemas import key_frequencies_schema, risk_scores_schema, validate
 from sdc_dagster.spec import SurveySpec
 
@@ -74,13 +74,13 @@ def risk_scores_asset(spec: SurveySpec) -> AssetsDefinition:
         metadata["measure_notes"] = MetadataValue.json([vars(n) for n in scores.notes])
         if not spec.categorical_keys:  # continuous keys only: the combined measure's continuous part
             metadata["combined_risk_histogram"] = image_markdown(
-                histogram_png(scores.table["combined_risk"], "combined risk"), "Combined risk (continuous keys, SPEC §5)"
+                histogram_svg(scores.table["combined_risk"], "combined risk"), "Combined risk (continuous keys, SPEC §5)"
             )
             yield Output(scores, metadata=metadata)
             return
         metadata["unsafe_combinations"] = table_markdown(scores.unsafe_by_variable)
         metadata["risk_histogram"] = image_markdown(
-            histogram_png(scores.table["risk"], "individual risk"), "Individual re-identification risk"
+            histogram_svg(scores.table["risk"], "individual risk"), "Individual re-identification risk"
         )
         yield Output(scores, metadata=metadata)
         yield original_risk_check_result(spec, float(scores.figures["risk"]))
@@ -107,11 +107,11 @@ def risk_contributions_asset(spec: SurveySpec) -> AssetsDefinition:
             {
                 "global_contributions": table_markdown(found.global_.round(4)),
                 "shapley_boxplot": image_markdown(
-                    boxplot_png(per_record.filter(like="shapley_").rename(columns=lambda c: c[8:]), "Shapley values"),
+                    boxplot_svg(per_record.filter(like="shapley_").rename(columns=lambda c: c[8:]), "Shapley values"),
                     "Shapley values per variable",
                 ),
                 "solidarity_boxplot": image_markdown(
-                    boxplot_png(per_record.filter(like="solidarity_").rename(columns=lambda c: c[11:]), "Solidarity values"),
+                    boxplot_svg(per_record.filter(like="solidarity_").rename(columns=lambda c: c[11:]), "Solidarity values"),
                     "Solidarity values per variable",
                 ),
             }

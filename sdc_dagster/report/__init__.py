@@ -34,12 +34,12 @@ from sdc_dagster.report.inputs import MeasureNote, PlanSummary, ReportInputs
 from sdc_dagster.report.maps import suppression_map_png
 from sdc_dagster.report.measures import Measure, format_measure, format_value, measure_info
 from sdc_dagster.report.plots import (
-    boxplot_png,
-    category_bars_png,
-    grouped_bars_png,
-    heatmap_png,
-    histogram_png,
-    histograms_png,
-    lines_png,
-    risk_utility_map_png,
+    boxplot_svg,
+    category_bars_svg,
+    grouped_bars_svg,
+    heatmap_svg,
+    histogram_svg,
+    histograms_svg,
+    lines_svg,
+    risk_utility_map_svg,
 )

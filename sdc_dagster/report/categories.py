@@ -45,12 +45,17 @@ def category_text(value, labels: Mapping | None = None) -> str:
     return text
 
 
-def category_texts(values: pd.Series, labels: Mapping | None = None) -> pd.Series:
-    """:func:`category_text` of every value of ``values`` (computed once per distinct value)."""
+def category_counts(values: pd.Series, labels: Mapping | None = None) -> pd.Series:
+    """Records per category of ``values`` as :func:`category_text` writes it (index: the texts in
+    order of first appearance, ``(missing)`` first when there are missing values; categories that
+    write alike, ``1`` and ``1.0``, counted together): the records are counted per distinct value,
+    and only the distinct values are written."""
     labels = normal_labels(labels)
-    codes, uniques = pd.factorize(values.astype(object), use_na_sentinel=True)
-    texts = np.array([category_text(u, labels) for u in uniques] + [MISSING], dtype=object)
-    return pd.Series(texts[codes], index=values.index, dtype=object)  # code -1 (NA) picks the last entry
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    counts = np.bincount(codes + 1, minlength=len(uniques) + 1)  # slot 0: the missing values (code -1)
+    texts = [MISSING, *(category_text(u, labels) for u in uniques)]
+    counted = pd.Series(counts, index=pd.Index(texts, dtype=object))
+    return counted[counted > 0].groupby(level=0, sort=False).sum()
 
 
 def category_sort_key(text: str):

@@ -11,16 +11,16 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.loss.topsis import topsis_summary
 from sdc_dagster.protect import global_recode as protect_global_recode
 from sdc_dagster.protect import interval_recode as protect_interval_recode
-from sdc_dagster.report.categories import category_sort_key, category_texts
+from sdc_dagster.report.categories import category_counts, category_sort_key
 from sdc_dagster.report.decision import Recommendation, pareto_optimal, recommend_plan
 from sdc_dagster.report.inputs import ReportInputs
 from sdc_dagster.report.measures import format_value, measure_info
 from sdc_dagster.report.plots import (
-    boxplot_png,
-    grouped_bars_png,
-    histogram_png,
-    histograms_png,
-    risk_utility_map_png,
+    boxplot_svg,
+    grouped_bars_svg,
+    histogram_svg,
+    histograms_svg,
+    risk_utility_map_svg,
 )
 
 _TOPSIS_STATISTICS = ("n", "min", "q1", "median", "mean", "q3", "max", "cv", "skewness",
@@ -176,41 +176,41 @@ def step_sentence(step: dict) -> str:
 
 
 def risk_histogram(inputs: ReportInputs) -> bytes:
-    """PNG histogram of the individual re-identification risk of the unprotected records."""
+    """SVG histogram of the individual re-identification risk of the unprotected records."""
     check_inputs(inputs)
-    return histogram_png(inputs.risk_per_record["risk"], f"Individual risk, {inputs.survey} {inputs.wave}",
+    return histogram_svg(inputs.risk_per_record["risk"], f"Individual risk, {inputs.survey} {inputs.wave}",
                          xlabel="risk")
 
 
 def combined_risk_histogram(inputs: ReportInputs) -> bytes | None:
-    """PNG histogram of the combined categorical + continuous risk, if the inputs carry it."""
+    """SVG histogram of the combined categorical + continuous risk, if the inputs carry it."""
     if "combined_risk" not in inputs.risk_per_record.columns:
         return None
-    return histogram_png(inputs.risk_per_record["combined_risk"], "Combined risk (SPEC §5)", xlabel="risk")
+    return histogram_svg(inputs.risk_per_record["combined_risk"], "Combined risk (SPEC §5)", xlabel="risk")
 
 
 def contribution_boxplots(inputs: ReportInputs) -> dict[str, bytes]:
-    """PNG box plots of the per-record contribution values, one plot per value (Shapley, solidarity)."""
-    return {value: boxplot_png(frame, f"{value.capitalize()} values per variable", ylabel="contribution")
+    """SVG box plots of the per-record contribution values, one plot per value (Shapley, solidarity)."""
+    return {value: boxplot_svg(frame, f"{value.capitalize()} values per variable", ylabel="contribution")
             for value, frame in (inputs.contributions_per_record or {}).items()}
 
 
 def contribution_change_plots(inputs: ReportInputs) -> dict[str, bytes]:
-    """PNG bar charts, one per plan with contributions: each variable's global contribution to the
+    """SVG bar charts, one per plan with contributions: each variable's global contribution to the
     risk (SPEC §6.6) before and after the plan."""
-    return {name: grouped_bars_png(plan.contributions, f"Contributions to the risk before and after {name}",
+    return {name: grouped_bars_svg(plan.contributions, f"Contributions to the risk before and after {name}",
                                    ylabel="global contribution")
             for name, plan in inputs.plans.items() if plan.contributions is not None}
 
 
 def topsis_histograms(inputs: ReportInputs) -> bytes:
-    """PNG of the per-record TOPSIS losses of every plan, on a common bin grid."""
-    return histograms_png({name: plan.topsis for name, plan in inputs.plans.items()},
+    """SVG of the per-record TOPSIS losses of every plan, on a common bin grid."""
+    return histograms_svg({name: plan.topsis for name, plan in inputs.plans.items()},
                           "TOPSIS information loss per record", xlabel="eta (0 = least, 1 = most loss)")
 
 
 def risk_utility_map(inputs: ReportInputs) -> bytes:
-    """PNG scatter of the plans: residual risk against information loss, the Pareto front of the
+    """SVG scatter of the plans: residual risk against information loss, the Pareto front of the
     plans passing their blocking checks drawn and the recommended plan ringed."""
     points = plan_points(inputs)
     target, target_label = risk_target(inputs)
@@ -218,7 +218,7 @@ def risk_utility_map(inputs: ReportInputs) -> bytes:
     if inputs.search_front is not None:
         front = inputs.search_front.rename(columns={"global_risk": "risk"})
     risk_info, loss_info = measure_info(inputs.risk_measure), measure_info(inputs.loss_measure)
-    return risk_utility_map_png(
+    return risk_utility_map_svg(
         points, f"Risk-utility map of the {len(points)} plan(s)",
         xlabel=f"residual risk: {risk_info.label}" + (" (%)" if risk_info.kind == "share" else ""),
         ylabel=f"information loss: {loss_info.label}" + (" (%)" if loss_info.kind == "share" else ""),
@@ -237,14 +237,14 @@ def risk_target(inputs: ReportInputs) -> tuple[float | None, str]:
 
 
 def report_plots(inputs: ReportInputs) -> dict[str, bytes]:
-    """The summary plots of the report as ``{name: PNG bytes}``: drawn once, shown in the HTML
+    """The summary plots of the report as ``{name: SVG bytes}``: drawn once, shown in the HTML
     (:func:`~sdc_dagster.report.html.render_report`) and as the report asset's Dagster metadata."""
     plots = {"risk_histogram": risk_histogram(inputs)} if inputs.keys else {}
     combined = combined_risk_histogram(inputs)
     if combined is not None:
         plots["combined_risk_histogram"] = combined
-    plots.update({f"{value}_boxplot": png for value, png in contribution_boxplots(inputs).items()})
-    plots.update({f"contributions_{name}": png for name, png in contribution_change_plots(inputs).items()})
+    plots.update({f"{value}_boxplot": chart for value, chart in contribution_boxplots(inputs).items()})
+    plots.update({f"contributions_{name}": chart for name, chart in contribution_change_plots(inputs).items()})
     if inputs.plans:
         plots["topsis_histograms"] = topsis_histograms(inputs)
         plots["risk_utility_map"] = risk_utility_map(inputs)
@@ -257,7 +257,8 @@ def category_shares(values: dict[str, pd.Series], labels: dict | None = None) ->
     :func:`~sdc_dagster.report.categories.category_text` (``1`` for ``1.0``; with ``labels``,
     code -> value label, ``4 (Burgenland)``) and ordered by
     :func:`~sdc_dagster.report.categories.category_sort_key`."""
-    shares = {name: category_texts(series, labels).value_counts(normalize=True) for name, series in values.items()}
+    counts = {name: category_counts(series, labels) for name, series in values.items()}
+    shares = {name: counted / counted.sum() for name, counted in counts.items()}
     table = pd.DataFrame(shares).fillna(0.0)
     return table.reindex(sorted(table.index, key=category_sort_key)).rename_axis("category")
 
@@ -327,7 +328,7 @@ def distribution_panels(inputs: ReportInputs, variable: str) -> list[tuple[str, 
     original = values["original"]
     continuous = variable in inputs.continuous
     # the original's categories (a continuous variable has as many as records and needs none)
-    observed = set() if continuous else set(category_texts(original.dropna()))
+    observed = set() if continuous else set(category_counts(original.dropna()).index)
     shared: dict[str, pd.Series] = {"original": original}
     own = []
     for name, series in values.items():
@@ -340,7 +341,7 @@ def distribution_panels(inputs: ReportInputs, variable: str) -> list[tuple[str, 
         if continuous:
             recoded = bool(steps) or pd.to_numeric(present, errors="coerce").isna().any()
         else:
-            recoded = bool(steps) or not set(category_texts(present)) <= observed
+            recoded = bool(steps) or not set(category_counts(present).index) <= observed
         if not recoded:
             shared[name] = series
             continue

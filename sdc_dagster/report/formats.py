@@ -31,7 +31,7 @@ from sdc_dagster.report.html import render_report
 from sdc_dagster.report.inputs import ReportInputs
 from sdc_dagster.report.markup import REPORT_CSS, html_chart, html_table
 from sdc_dagster.report.measures import format_value, measure_info
-from sdc_dagster.report.plots import lines_png
+from sdc_dagster.report.plots import lines_svg
 
 _CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync"]
@@ -60,17 +60,19 @@ def _plain(value):
     return str(value)
 
 
-def report_data(inputs: ReportInputs) -> dict:
+def report_data(inputs: ReportInputs, topsis: pd.DataFrame | None = None) -> dict:
     """Every figure of the report as plain JSON types, for other tools: the decision (rule,
     recommendation, plan points), the risk before protection (and the summary of the per-record
     risk), each plan's residual risk, loss, TOPSIS summary, checks, steps (records and
     sentences), contributions, PRAM matrices and provenance, the
     description of every measure, the suppressions, unsafe combinations, distributions and the measures left out
-    or limited (``measure_notes``)."""
+    or limited (``measure_notes``). ``topsis``: as for :func:`~sdc_dagster.report.html.render_report`."""
     points = plan_points(inputs)
     chosen = recommendation(inputs)
     measures = set(inputs.risk_before)
-    topsis_table = topsis_summary_table(inputs).to_dict() if inputs.plans else {}
+    if topsis is None and inputs.plans:
+        topsis = topsis_summary_table(inputs)
+    topsis_table = topsis.to_dict() if inputs.plans else {}
     plans = {}
     for name, plan in inputs.plans.items():
         measures |= set(plan.residual_risk) | set(plan.loss)
@@ -113,12 +115,14 @@ def report_data(inputs: ReportInputs) -> dict:
 def write_report(inputs: ReportInputs, folder: Path, plots: dict[str, bytes] | None = None) -> dict[str, Path]:
     """Write ``<wave>.html`` and ``<wave>.json`` into ``folder`` (created) and refresh the
     survey's ``index.html`` there (``plots``: as for :func:`~sdc_dagster.report.html.render_report`).
-    Returns ``{"html", "json", "index"}`` paths."""
+    The plans' TOPSIS summary is computed once, for both files. Returns ``{"html", "json", "index"}``
+    paths."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"html": folder / f"{inputs.wave}.html", "json": folder / f"{inputs.wave}.json"}
-    write_atomic(paths["html"], render_report(inputs, plots))
-    write_atomic(paths["json"], json.dumps(report_data(inputs), indent=1, allow_nan=False))
+    topsis = topsis_summary_table(inputs) if inputs.plans else None
+    write_atomic(paths["html"], render_report(inputs, plots, topsis))
+    write_atomic(paths["json"], json.dumps(report_data(inputs, topsis), indent=1, allow_nan=False))
     paths["index"] = write_index(folder)
     return paths
 
@@ -219,11 +223,11 @@ def write_index(folder: Path) -> Path:
         numbers = trend[["risk before", "risk after", "information loss"]].astype(float)
         label = measure_info(trend.attrs["risk_measure"]).label
         body += ("<h2>Risk and utility across waves</h2>"
-                 + html_chart(lines_png(numbers[["risk before", "risk after"]], f"{label} across waves",
+                 + html_chart(lines_svg(numbers[["risk before", "risk after"]], f"{label} across waves",
                                          ylabel=label.lower(), xlabel="wave"),
                                f"Line chart of the {label.lower()} before protection and after the recommended plan, by wave",
                                f"{label} before and after the recommended plan", html_table(shown))
-                 + html_chart(lines_png(numbers[["information loss"]], "Information loss of the recommended plan",
+                 + html_chart(lines_svg(numbers[["information loss"]], "Information loss of the recommended plan",
                                          ylabel="information loss", xlabel="wave"),
                                "Line chart of the information loss of the recommended plan, by wave",
                                "Information loss of the recommended plan", html_table(shown)))

@@ -1,6 +1,6 @@
 """The self-contained HTML release report comparing the protection plans of one survey wave.
 
-One file, no external resources: inline CSS, plots embedded as base64 PNG data URIs (each with
+One file, no external resources: inline CSS, charts embedded as SVG data URIs (each with
 alt text and the table of its numbers behind it), so the report can be archived, mailed, printed
 to PDF or attached to a Dagster materialisation as it is. The order is the one a methodologist
 signs off in: the decision first, then the risk-utility map, the variables, every measure
@@ -35,7 +35,7 @@ from sdc_dagster.report.decision import RECOMMENDATION_RULE, Recommendation, rec
 from sdc_dagster.report.inputs import ReportInputs
 from sdc_dagster.report.markup import REPORT_CSS, Markup, html_chart, html_table
 from sdc_dagster.report.measures import GROUPS, format_measure, format_value, measure_info
-from sdc_dagster.report.plots import category_bars_png, grouped_bars_png, heatmap_png, histograms_png
+from sdc_dagster.report.plots import category_bars_svg, grouped_bars_svg, heatmap_svg, histograms_svg
 from sdc_dagster.spec import SEARCHED_PLAN
 
 DECISION_RISK = ("global_risk", "expected_reidentifications", "k2_violations", "k3_violations",
@@ -214,7 +214,7 @@ def _variables_section(inputs: ReportInputs, plots: dict[str, bytes]) -> str:
     if inputs.suppressions is not None and not inputs.suppressions.empty:
         parts += ["<h3>Suppressions per key and plan</h3>",
                   "<p>Values observed in the original record and missing after the plan (SPEC §8.3).</p>",
-                  html_chart(grouped_bars_png(inputs.suppressions, "Values suppressed per key variable",
+                  html_chart(grouped_bars_svg(inputs.suppressions, "Values suppressed per key variable",
                                           ylabel="values suppressed"),
                          "Bar chart of the values suppressed per key variable and plan",
                          "Values suppressed per key variable and plan", html_table(inputs.suppressions))]
@@ -237,10 +237,10 @@ def _variables_section(inputs: ReportInputs, plots: dict[str, bytes]) -> str:
         boxes = {value: plots[f"{value}_boxplot"] for value in inputs.contributions_per_record or {}}
         if boxes:
             parts.append('<div class="grid">' + "".join(
-                html_chart(png, f"Box plots of the per-record {value} values of each variable",
+                html_chart(chart, f"Box plots of the per-record {value} values of each variable",
                        f"{value.capitalize()} values per record and variable, before protection",
                        html_table(inputs.contributions_per_record[value].describe().rename_axis("statistic")))
-                for value, png in boxes.items()) + "</div>")
+                for value, chart in boxes.items()) + "</div>")
     if inputs.unsafe_by_variable is not None:
         parts += [f"<h3>Unsafe combinations (k = {inputs.k})</h3>",
                   "<p>Value combinations of 1, 2, 3 key variables shared by fewer than k records in the unprotected "
@@ -258,7 +258,7 @@ def _variables_section(inputs: ReportInputs, plots: dict[str, bytes]) -> str:
         parts += ["<h3>PRAM transition matrices</h3>",
                   "<p>Probability that a record with the original category (row) is released with the category of "
                   "the column (SPEC §8.8).</p>", '<div class="grid">']
-        parts += [html_chart(heatmap_png(matrix, f"PRAM of {variable}, plan {name}"),
+        parts += [html_chart(heatmap_svg(matrix, f"PRAM of {variable}, plan {name}"),
                          f"Heat map of the PRAM transition matrix of {variable} in plan {name}; diagonal "
                          f"(retention) from {format_value(np.nanmin(np.diag(matrix.to_numpy(float))), 'index')} to "
                          f"{format_value(np.nanmax(np.diag(matrix.to_numpy(float))), 'index')}",
@@ -275,14 +275,14 @@ def _variables_section(inputs: ReportInputs, plots: dict[str, bytes]) -> str:
         for variable in inputs.distributions:
             for title, values, continuous in distribution_panels(inputs, variable):
                 if continuous:
-                    png = histograms_png(values, f"{title}: before and after", xlabel=variable)
-                    parts.append(html_chart(png, f"Overlaid histograms of {title} before protection and after "
+                    chart = histograms_svg(values, f"{title}: before and after", xlabel=variable)
+                    parts.append(html_chart(chart, f"Overlaid histograms of {title} before protection and after "
                                              + ", ".join(n for n in values if n != "original"),
                                         f"{title} before and after", html_table(quantile_table(values))))
                     continue
                 shares = category_shares(values, inputs.value_labels.get(variable))
-                png = category_bars_png(100 * shares, f"{title}: share of records per category")
-                parts.append(html_chart(png, f"Bar chart of the share of records in each category of {title}: "
+                chart = category_bars_svg(100 * shares, f"{title}: share of records per category")
+                parts.append(html_chart(chart, f"Bar chart of the share of records in each category of {title}: "
                                          + ", ".join(values), f"{title} before and after",
                                     html_table((100 * shares).round(2), caption="% of records")))
         parts.append("</div>")
@@ -296,7 +296,7 @@ def _labelled_matrix(matrix: pd.DataFrame, labels: dict | None) -> pd.DataFrame:
     return matrix.rename(index=lambda c: category_text(c, labels), columns=lambda c: category_text(c, labels))
 
 
-def _measures_section(inputs: ReportInputs, plots: dict[str, bytes]) -> str:
+def _measures_section(inputs: ReportInputs, plots: dict[str, bytes], topsis: pd.DataFrame | None) -> str:
     risk_names, loss_names = risk_measures(inputs), loss_measures(inputs)
     columns = ["original", *inputs.plans]
     parts = ["<h2 id=\"measures\">All measures, explained</h2>",
@@ -342,7 +342,7 @@ def _measures_section(inputs: ReportInputs, plots: dict[str, bytes]) -> str:
                   "compare distributions within a plan, not levels across plans.</p>",
                   html_chart(plots["topsis_histograms"], "Histograms of the per-record TOPSIS loss of each plan",
                          "TOPSIS information loss per record",
-                         html_table(topsis_summary_table(inputs), index_label="statistic"))]
+                         html_table(topsis, index_label="statistic"))]
     return "".join(parts)
 
 
@@ -384,7 +384,8 @@ def _provenance_section(inputs: ReportInputs) -> str:
     return "".join(parts)
 
 
-def render_report(inputs: ReportInputs, plots: dict[str, bytes] | None = None) -> str:
+def render_report(inputs: ReportInputs, plots: dict[str, bytes] | None = None,
+                  topsis: pd.DataFrame | None = None) -> str:
     """The release report as one self-contained HTML document.
 
     Sections, in order: the decision (wave, keys, k and thresholds, risk before protection, one
@@ -399,23 +400,28 @@ def render_report(inputs: ReportInputs, plots: dict[str, bytes] | None = None) -
 
     ``plots``: the summary plots of :func:`~sdc_dagster.report.content.report_plots` when the caller
     has drawn them already (the report asset shows them as metadata too); drawn here otherwise.
+    ``topsis``: the plans' TOPSIS summary (:func:`~sdc_dagster.report.content.topsis_summary_table`)
+    when the caller has it (:func:`~sdc_dagster.report.formats.write_report` computes it once for
+    the HTML and the JSON report); computed here otherwise.
 
     Returns
     -------
     str
-        HTML5 with inline CSS and base64 PNG images; it references no external URL.
+        HTML5 with inline CSS and SVG images as data URIs; it references no external URL.
     """
     check_inputs(inputs)
     title = f"Disclosure control report: {inputs.survey}, wave {inputs.wave}"
     points = plan_points(inputs)
     chosen = recommend_plan(points)
     plots = report_plots(inputs) if plots is None else plots
+    if topsis is None and inputs.plans:
+        topsis = topsis_summary_table(inputs)
     sections = [
         f"<h1>{html.escape(title)}</h1>",
         _decision_section(inputs, points, chosen),
         _map_section(inputs, points, chosen, plots),
         _variables_section(inputs, plots),
-        _measures_section(inputs, plots),
+        _measures_section(inputs, plots, topsis),
         _provenance_section(inputs),
     ]
     body = "\n".join(s for s in sections if s)

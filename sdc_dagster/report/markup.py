@@ -1,9 +1,8 @@
 """HTML building blocks of the release report: its style sheet, tables and charts (a chart is an
-inline base64 PNG with alt text, a caption and the table of its numbers behind it)."""
+inline SVG image with alt text, a caption and the table of its numbers behind it)."""
 
 from __future__ import annotations
 
-import base64
 import html
 import re
 
@@ -11,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.report.measures import format_value, is_missing
+from sdc_dagster.report.plots import image_uri
 
 REPORT_CSS = """
 *, *::before, *::after { box-sizing: border-box; }
@@ -92,9 +92,9 @@ def html_table(frame: pd.DataFrame, *, caption: str = "", index_label: str | Non
     return f'<div class="scroll"><table>{caption_html}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def html_chart(png: bytes, alt: str, caption: str, data: str) -> str:
-    """A chart with alt text, a caption and the table of its numbers behind it."""
-    encoded = base64.b64encode(png).decode("ascii")
-    return (f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{encoded}">'
+def html_chart(image: bytes, alt: str, caption: str, data: str) -> str:
+    """A chart (:mod:`~sdc_dagster.report.plots`) with alt text, a caption and the table of its
+    numbers behind it."""
+    return (f'<figure><img alt="{html.escape(alt)}" src="{image_uri(image)}">'
             f"<figcaption>{html.escape(caption)}</figcaption>"
             f"<details><summary>Data behind the chart</summary>{data}</details></figure>")

@@ -1,28 +1,38 @@
-"""Shared matplotlib plots rendered to PNG bytes (report, Dagster metadata).
+"""Shared charts written as SVG (report, Dagster metadata).
 
-Every function draws on its own ``Figure`` (never the pyplot state machine), so plots are
-thread-safe, leave no open figures behind and work without a display (Agg canvas).
+Each chart is a small SVG document (UTF-8 bytes) written directly from aggregated numbers (bin
+counts, quantiles, shares, one point per plan), its text left as text for the browser to set: no
+plotting library, no rasterising, a few milliseconds per chart, crisp at any zoom or print size, and
+its size bounded by the chart (bins, categories, pixels), not by the number of records. A chart
+embeds as ``data:image/svg+xml`` (:func:`image_uri`) wherever a PNG would.
 """
 
 from __future__ import annotations
 
-import io
+import base64
+import html
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.image import imsave
-from matplotlib.ticker import MaxNLocator, PercentFormatter, ScalarFormatter
 
-_FIGSIZE = (6.4, 4.0)
-_DPI = 96
-_PAD = 0.1  # inches of white around the cropped figure (savefig's default pad_inches)
 # Okabe & Ito's colour-blind-safe palette; pass / fail differ in marker shape as well as colour.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 _PASS_COLOUR = PALETTE[0]
 _FAIL_COLOUR = PALETTE[5]
+_WIDTH, _HEIGHT = 600, 370  # pixels of an ordinary chart (the 6.4 x 4 inch figure of matplotlib at 96 dpi, cropped)
+_FONT = 12  # px: tick labels and legend; titles 14, cell labels 10
+_CHAR = 0.58  # average glyph width of a sans-serif font, in font sizes: room reserved for labels
+# viridis (matplotlib's, readable in grey and by colour-blind readers) at 0, 0.1, ..., 1
+_VIRIDIS = np.array([(68, 1, 84), (72, 36, 117), (65, 68, 135), (53, 95, 141), (42, 120, 142), (33, 145, 140),
+                     (34, 168, 132), (68, 191, 112), (122, 209, 81), (189, 223, 38), (253, 231, 37)], dtype=float)
+
+
+def image_uri(image: bytes) -> str:
+    """A chart (SVG of this module, or PNG) as a ``data:`` URI for an ``<img>`` or Markdown image."""
+    kind = "svg+xml" if image.lstrip()[:4] == b"<svg" else "png"
+    return f"data:image/{kind};base64,{base64.b64encode(image).decode('ascii')}"
 
 
 def _finite(values) -> np.ndarray:
@@ -33,66 +43,235 @@ def _finite(values) -> np.ndarray:
     return array[np.isfinite(array)]
 
 
-def _to_png(figure: Figure) -> bytes:
-    """The figure as PNG bytes cropped to its artists with :data:`_PAD` inches of white around
-    them, as ``savefig(bbox_inches="tight")`` writes it, but drawn once where savefig draws twice
-    (to measure, then to render). Artists beyond the figure's edges (rotated tick labels below the
-    axis) widen the figure, the axes keeping their size, and it is drawn once more."""
-    figure.set_dpi(_DPI)
-    canvas = FigureCanvasAgg(figure)
-    canvas.draw()
-    box = figure.get_tightbbox(canvas.get_renderer())
-    width, height = figure.get_size_inches()
-    left, below = max(-box.x0, 0.0), max(-box.y0, 0.0)
-    right, above = max(box.x1 - width, 0.0), max(box.y1 - height, 0.0)
-    if left or below or right or above:
-        wider, taller = width + left + right, height + below + above
-        for axes in figure.axes:
-            x0, y0, w, h = axes.get_position().bounds
-            axes.set_position([(x0 * width + left) / wider, (y0 * height + below) / taller,
-                               w * width / wider, h * height / taller])
-        figure.set_size_inches(wider, taller)
-        canvas.draw()
-        box = figure.get_tightbbox(canvas.get_renderer())
-    pixels = np.asarray(canvas.buffer_rgba())
-    rows, columns = pixels.shape[:2]
-    # the padded box in pixels (rows run top down), cut to the canvas; the rest of the pad is white
-    x0, x1 = round((box.x0 - _PAD) * _DPI), round((box.x1 + _PAD) * _DPI)
-    y0, y1 = rows - round((box.y1 + _PAD) * _DPI), rows - round((box.y0 - _PAD) * _DPI)
-    inside = pixels[max(y0, 0):min(y1, rows), max(x0, 0):min(x1, columns)]
-    margins = ((max(-y0, 0), max(y1 - rows, 0)), (max(-x0, 0), max(x1 - columns, 0)), (0, 0))
-    buffer = io.BytesIO()
-    imsave(buffer, np.pad(inside, margins, constant_values=255), format="png", dpi=_DPI)
-    return buffer.getvalue()
+def _text_width(text: str, size: float = _FONT) -> float:
+    return len(text) * size * _CHAR
 
 
-def _labelled_png(figure: Figure, axes, title: str, *, xlabel: str = "", ylabel: str = "") -> bytes:
-    """The chart with its title and axis labels, as PNG bytes. The vertical axis writes plain
-    numbers (no offset or power of ten above it), so the title sits where matplotlib puts it
-    (``y=1``) without being placed anew on every drawing by measuring every tick label."""
-    formatter = axes.yaxis.get_major_formatter()
-    if isinstance(formatter, ScalarFormatter):
-        formatter.set_useOffset(False)
-        formatter.set_scientific(False)
-    axes.set_title(title, y=1.0)
-    axes.set_xlabel(xlabel)
-    axes.set_ylabel(ylabel)
-    return _to_png(figure)
+def _ticks(low: float, high: float, count: int = 6) -> np.ndarray:
+    """Round tick values within [low, high]: the step of 1, 2, 2.5 or 5 x 10^k that cuts the range
+    into the number of intervals nearest ``count``."""
+    if not high > low:
+        low, high = low - 0.5, high + 0.5
+    span = high - low
+    power = 10.0 ** math.floor(math.log10(span / count))
+    step = min((m * power for m in (1, 2, 2.5, 5, 10, 20)), key=lambda step: abs(span / step - count))
+    first = math.ceil(low / step - 1e-9) * step
+    return np.round(np.arange(first, high + step * 1e-9, step), 12)
 
 
-def _empty_note(axes, text: str = "no data") -> None:
-    axes.text(0.5, 0.5, text, ha="center", va="center", transform=axes.transAxes, color="grey")
+def _tick_labels(values: np.ndarray, percent: bool = False) -> list[str]:
+    """Plain numbers (no offset, no power of ten; thousands separated by commas) with the decimals
+    the step needs; ``percent``: fractions written as percentages."""
+    shown = values * 100 if percent else values
+    step = float(np.min(np.diff(shown))) if len(shown) > 1 else 1.0
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9)) if step > 0 else 0
+    decimals += 1 if step > 0 and round(step / 10.0 ** -decimals, 6) % 1 else 0  # 2.5 steps
+    suffix = "%" if percent else ""
+    return [f"{v:,.{decimals}f}".replace("-", "−") + suffix if abs(v) > 1e-12 else "0" + suffix for v in shown]
 
 
-def histogram_png(values, title: str, *, bins: int = 30, xlabel: str = "") -> bytes:
-    """Histogram of ``values`` (NA and infinite values dropped) as PNG bytes.
+def _limits(values: np.ndarray, *, zero: bool = False, margin: float = 0.05) -> tuple[float, float]:
+    """Axis limits around ``values`` with a margin (from zero for bars)."""
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return 0.0, 1.0
+    low, high = float(finite.min()), float(finite.max())
+    if zero:
+        low, high = min(low, 0.0), max(high, 0.0)
+    if high == low:  # one value: a tenth of it either side (or 0.5 around 0)
+        spread = abs(low) / 10 if low else 0.5
+        low, high = low - spread, high + spread
+    pad = (high - low) * margin
+    return (low if zero and low == 0 else low - pad), (high if zero and high == 0 else high + pad)
+
+
+def _number(value: float) -> str:
+    return f"{value:.1f}"
+
+
+_TITLE = 34.0  # pixels above the legend (or the plot area): the title
+
+
+def _legend_places(legend: Sequence[tuple[str, str, str]], left: float, right: float) -> list[tuple[float, int]]:
+    """``(x, row)`` of each legend entry ``(label, colour, kind)``: left to right in rows between
+    ``left`` and ``right``."""
+    places, x, row = [], left, 0
+    for label, _, _ in legend:
+        room = 22 + _text_width(label) + 18
+        if x + room > right and x > left:
+            x, row = left, row + 1
+        places.append((x, row))
+        x += room
+    return places
+
+
+def _top(places: list[tuple[float, int]]) -> float:
+    """The top of the plot area below the title and a legend placed in ``places``."""
+    return _TITLE + 8 + ((places[-1][1] + 1) * 18 + 6 if places else 0)
+
+
+class _Chart:
+    """One SVG chart: a plot area within the canvas, data -> pixel mappings, axes and legend."""
+
+    def __init__(self, title: str, *, width: float = _WIDTH, height: float = _HEIGHT, left: float = 64,
+                 bottom: float = 48, right: float = 16, legend: Sequence[tuple[str, str, str]] = ()):
+        self.width, self.height = width, height
+        self.parts: list[str] = []
+        # a long title (a long plan name) set smaller to stay within the chart
+        self.text(width / 2, 22, title, size=round(min(14, (width - 16) / (max(len(title), 1) * 0.62)), 1),
+                  weight="bold")
+        places = _legend_places(legend, left, width - right)
+        for (label, colour, kind), (x, row) in zip(legend, places):  # under the title, never over the data
+            y = _TITLE + 6 + row * 18
+            self._swatch(x, y, colour, kind)
+            self.text(x + 22, y + 4, label, anchor="start")
+        self.box = (left, _top(places), width - right, height - bottom)
+
+    # -- primitives ------------------------------------------------------------------------------
+    def text(self, x, y, text, *, size=_FONT, anchor="middle", weight=None, colour="#222", rotate=None):
+        extra = f' font-weight="{weight}"' if weight else ""
+        if rotate is not None:
+            extra += f' transform="rotate({rotate} {_number(x)} {_number(y)})"'
+        self.parts.append(f'<text x="{_number(x)}" y="{_number(y)}" font-size="{size}" text-anchor="{anchor}" '
+                          f'fill="{colour}"{extra}>{html.escape(str(text))}</text>')
+
+    def _swatch(self, x, y, colour, kind):
+        if kind == "bar":
+            self.parts.append(f'<rect x="{x}" y="{y - 5}" width="16" height="10" fill="{colour}"/>')
+        elif kind in ("o", "X", "ring", "."):
+            self.markers(np.array([x + 8.0]), np.array([y]), kind, colour)
+        else:  # a line style: "-", "--", ":" or a line with markers "-o"
+            dash = {"--": ' stroke-dasharray="6 3"', ":": ' stroke-dasharray="2 3"'}.get(kind[:2], "")
+            self.parts.append(f'<line x1="{x}" y1="{y}" x2="{x + 16}" y2="{y}" stroke="{colour}" stroke-width="2"{dash}/>')
+            if len(kind) > 1 and kind[0] == "-" and kind[1] not in "-:":
+                self.markers(np.array([x + 8.0]), np.array([y]), kind[1], colour)
+
+    def markers(self, xs, ys, kind, colour, size=5.0):
+        for x, y in zip(xs, ys):
+            if kind == "X":
+                s = size
+                self.parts.append(f'<path d="M{_number(x - s)} {_number(y - s)}L{_number(x + s)} {_number(y + s)}'
+                                  f'M{_number(x - s)} {_number(y + s)}L{_number(x + s)} {_number(y - s)}" '
+                                  f'stroke="{colour}" stroke-width="3"/>')
+            elif kind == "ring":
+                self.parts.append(f'<circle cx="{_number(x)}" cy="{_number(y)}" r="{size * 2}" fill="none" '
+                                  f'stroke="black" stroke-width="2"/>')
+            elif kind == "s":
+                self.parts.append(f'<rect x="{_number(x - size)}" y="{_number(y - size)}" width="{2 * size}" '
+                                  f'height="{2 * size}" fill="{colour}"/>')
+            else:
+                radius = 2.5 if kind == "." else size
+                self.parts.append(f'<circle cx="{_number(x)}" cy="{_number(y)}" r="{radius}" fill="{colour}"/>')
+
+    def path(self, xs, ys, colour, *, width=2.0, dash=""):
+        points = [(x, y) for x, y in zip(xs, ys) if np.isfinite(x) and np.isfinite(y)]
+        if len(points) < 2:
+            return
+        d = "M" + "L".join(f"{_number(x)} {_number(y)}" for x, y in points)
+        dashed = {"--": ' stroke-dasharray="6 3"', ":": ' stroke-dasharray="2 3"'}.get(dash, "")
+        self.parts.append(f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="{width}"{dashed}/>')
+
+    def rects(self, x0, y0, x1, y1, colour, *, edge="white"):
+        """Filled rectangles between pixel corners (vectors); NaN ones are left out."""
+        for a, b, c, d in zip(x0, y0, x1, y1):
+            if np.isfinite(a) and np.isfinite(b) and np.isfinite(c) and np.isfinite(d):
+                self.parts.append(f'<rect x="{_number(min(a, c))}" y="{_number(min(b, d))}" width="{_number(abs(c - a))}" '
+                                  f'height="{_number(abs(d - b))}" fill="{colour}" stroke="{edge}" stroke-width="0.5"/>')
+
+    # -- axes ------------------------------------------------------------------------------------
+    def scale(self, xlim, ylim, *, flip_y: bool = True, percent=(False, False)):
+        """Set the data limits of the plot area (pixels grow downward; ``flip_y`` puts low values
+        at the bottom, as on every numeric axis; a category axis runs top down) and whether the
+        axes write shares in %. A numeric vertical axis widens the left margin to its tick labels."""
+        self.xlim, self.ylim, self.flip_y, self.percent = xlim, ylim, flip_y, percent
+        if flip_y:
+            left, top, right, bottom = self.box
+            need = 30 + max((_text_width(t) for t in _tick_labels(self._ticks_within(ylim), percent[1])), default=0)
+            self.box = (max(left, need), top, right, bottom)
+
+    @staticmethod
+    def _ticks_within(limits, count: int = 6) -> np.ndarray:
+        values = _ticks(*limits, count)
+        return values[(values >= min(limits) - 1e-12) & (values <= max(limits) + 1e-12)]
+
+    def x(self, values):
+        left, _, right, _ = self.box
+        low, high = self.xlim
+        return left + (np.asarray(values, dtype=float) - low) / (high - low) * (right - left)
+
+    def y(self, values):
+        _, top, _, bottom = self.box
+        low, high = self.ylim
+        share = (np.asarray(values, dtype=float) - low) / (high - low)
+        return bottom - share * (bottom - top) if self.flip_y else top + share * (bottom - top)
+
+    def axes(self, *, xlabel="", ylabel="", xcategories=None, ycategories=None, xcount=6, rotate=False,
+             ysize=_FONT):
+        """The frame, grid, ticks and labels. Numeric axes get round ticks; ``xcategories`` /
+        ``ycategories`` are ``(positions, labels)``; ``rotate`` turns the x labels by 30 degrees."""
+        left, top, right, bottom = self.box
+        self.parts.append(f'<rect x="{left}" y="{_number(top)}" width="{_number(right - left)}" '
+                          f'height="{_number(bottom - top)}" fill="none" stroke="#444" stroke-width="1"/>')
+        if xcategories is None:
+            values = self._ticks_within(self.xlim, xcount)
+            xcategories = (values, _tick_labels(values, self.percent[0]))
+        for position, label in zip(self.x(xcategories[0]), xcategories[1]):
+            self.parts.append(f'<line x1="{_number(position)}" y1="{_number(bottom)}" x2="{_number(position)}" '
+                              f'y2="{_number(bottom + 4)}" stroke="#444"/>')
+            if rotate:
+                self.text(position, bottom + 14, label, anchor="end", rotate=-30)
+            else:
+                self.text(position, bottom + 17, label)
+        if ycategories is None:
+            values = self._ticks_within(self.ylim)
+            ycategories = (values, _tick_labels(values, self.percent[1]))
+            for position in self.y(values):  # light grid lines across a numeric axis
+                self.parts.append(f'<line x1="{left}" y1="{_number(position)}" x2="{right}" y2="{_number(position)}" '
+                                  f'stroke="#e4e4e4"/>')
+        for position, label in zip(self.y(ycategories[0]), ycategories[1]):
+            self.parts.append(f'<line x1="{left - 4}" y1="{_number(position)}" x2="{left}" y2="{_number(position)}" '
+                              f'stroke="#444"/>')
+            self.text(left - 7, position + ysize * 0.35, label, anchor="end", size=ysize)
+        if xlabel:
+            below = bottom + (self._rotated_room(xcategories[1]) if rotate else 22) + 16
+            self.text((left + right) / 2, below, xlabel)
+        if ylabel:  # a long label in a smaller font, to stay beside the plot area
+            size = min(_FONT, (bottom - top + 40) / (len(ylabel) * _CHAR))
+            self.text(14, (top + bottom) / 2, ylabel, rotate=-90, size=round(size, 1))
+
+    @staticmethod
+    def _rotated_room(labels) -> float:
+        return 14 + 0.5 * max((_text_width(str(t)) for t in labels), default=0.0)
+
+    def note(self, text: str = "no data"):
+        left, top, right, bottom = self.box
+        self.text((left + right) / 2, (top + bottom) / 2, text, colour="grey")
+
+    def svg(self) -> bytes:
+        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_number(self.width)}" height="{_number(self.height)}" '
+                f'viewBox="0 0 {_number(self.width)} {_number(self.height)}" '
+                'font-family="system-ui, -apple-system, \'Segoe UI\', Arial, sans-serif">'
+                '<rect width="100%" height="100%" fill="white"/>' + "".join(self.parts) + "</svg>").encode()
+
+
+def _rotated_bottom(labels: Sequence[str], xlabel: str) -> float:
+    """Room below the plot area for labels turned by 30 degrees (and the axis label)."""
+    return _Chart._rotated_room(labels) + (30 if xlabel else 8)
+
+
+def _left_room(labels: Sequence[str], size: float = _FONT) -> float:
+    return 34 + max((_text_width(str(t), size) for t in labels), default=0.0)
+
+
+def histogram_svg(values, title: str, *, bins: int = 30, xlabel: str = "") -> bytes:
+    """Histogram of ``values`` (NA and infinite values dropped) as an SVG chart.
 
     Parameters
     ----------
     values : array-like or Series
         Numbers to bin.
     title : str
-        Figure title.
+        Chart title.
     bins : int
         Number of bins (fewer when there are fewer distinct values).
     xlabel : str
@@ -101,74 +280,109 @@ def histogram_png(values, title: str, *, bins: int = 30, xlabel: str = "") -> by
     Returns
     -------
     bytes
-        A PNG image.
+        An SVG document.
     """
     data = _finite(values)
-    figure = Figure(figsize=_FIGSIZE)
-    axes = figure.add_subplot()
-    if data.size:
-        distinct = np.unique(data).size
-        axes.hist(data, bins=max(1, min(bins, distinct)), color=PALETTE[0], edgecolor="white")
-    else:
-        _empty_note(axes)
-    return _labelled_png(figure, axes, title, xlabel=xlabel, ylabel="records")
+    chart = _Chart(title)
+    if not data.size:
+        chart.scale((0, 1), (0, 1))
+        chart.note()
+        chart.axes(xlabel=xlabel, ylabel="records")
+        return chart.svg()
+    counts, edges = np.histogram(data, bins=max(1, min(bins, np.unique(data).size)))
+    chart.scale(_limits(edges), _limits(counts.astype(float), zero=True))
+    chart.rects(chart.x(edges[:-1]), chart.y(np.zeros(len(counts))), chart.x(edges[1:]), chart.y(counts),
+                PALETTE[0])
+    chart.axes(xlabel=xlabel, ylabel="records")
+    return chart.svg()
 
 
-def boxplot_png(frame: pd.DataFrame, title: str, *, ylabel: str = "") -> bytes:
-    """One box plot per column of ``frame`` (NA dropped per column) as PNG bytes.
+def histograms_svg(series_by_name: Mapping[str, Sequence[float]], title: str, *, bins: int = 20,
+                   xlabel: str = "") -> bytes:
+    """Overlaid step histograms on a common bin grid (e.g. TOPSIS loss per plan), one colour each."""
+    named = {str(name): _finite(values) for name, values in series_by_name.items()}
+    drawn = [name for name, values in named.items() if values.size]
+    colours = {name: PALETTE[n % len(PALETTE)] for n, name in enumerate(named)}
+    chart = _Chart(title, legend=[(name, colours[name], "-") for name in drawn])
+    if not drawn:
+        chart.scale((0, 1), (0, 1))
+        chart.note()
+        chart.axes(xlabel=xlabel, ylabel="records")
+        return chart.svg()
+    pooled = np.concatenate([named[name] for name in drawn])
+    low, high = float(pooled.min()), float(pooled.max())
+    edges = np.linspace(low, high if high > low else low + 1.0, bins + 1)
+    counts = {name: np.histogram(named[name], bins=edges)[0] for name in drawn}
+    chart.scale(_limits(edges), _limits(np.concatenate(list(counts.values())).astype(float), zero=True))
+    for name in drawn:  # the outline of the bars: up and down at every edge
+        xs = np.repeat(edges, 2)
+        ys = np.concatenate([[0], np.repeat(counts[name], 2), [0]])
+        chart.path(chart.x(xs), chart.y(ys), colours[name])
+    chart.axes(xlabel=xlabel, ylabel="records")
+    return chart.svg()
+
+
+def boxplot_svg(frame: pd.DataFrame, title: str, *, ylabel: str = "") -> bytes:
+    """One box plot per column of ``frame`` (NA dropped per column) as an SVG chart: the box from
+    the first to the third quartile, the median, whiskers to the furthest values within 1.5
+    interquartile ranges, and the values beyond them as circles (one per pixel row: the chart's
+    size does not grow with the records).
 
     Parameters
     ----------
     frame : DataFrame
         One column per box (e.g. per-record Shapley values, one column per variable).
     title : str
-        Figure title.
+        Chart title.
     ylabel : str
         Label of the vertical axis.
 
     Returns
     -------
     bytes
-        A PNG image.
+        An SVG document.
     """
     columns = [str(c) for c in frame.columns]
     series = [_finite(frame[c]) for c in frame.columns]
-    figure = Figure(figsize=(max(_FIGSIZE[0], 0.8 * len(columns)), _FIGSIZE[1]))
-    axes = figure.add_subplot()
-    if any(s.size for s in series):
-        # matplotlib refuses empty arrays in boxplot; an all-NA column gets a NaN placeholder.
-        axes.boxplot([s if s.size else np.array([np.nan]) for s in series], tick_labels=columns)
-        axes.tick_params(axis="x", labelrotation=30 if len(columns) > 6 else 0)
-    else:
-        _empty_note(axes)
-    return _labelled_png(figure, axes, title, ylabel=ylabel)
+    rotate = len(columns) > 6
+    width = max(_WIDTH, 72 * len(columns))
+    chart = _Chart(title, width=width, height=_HEIGHT + (_rotated_bottom(columns, "") - 48 if rotate else 0),
+                   bottom=_rotated_bottom(columns, "") if rotate else 48)
+    positions = np.arange(1, len(columns) + 1, dtype=float)
+    if not any(s.size for s in series):
+        chart.scale((0.5, len(columns) + 0.5), (0, 1))
+        chart.note()
+        chart.axes(ylabel=ylabel, xcategories=(positions, columns), rotate=rotate)
+        return chart.svg()
+    chart.scale((0.5, len(columns) + 0.5), _limits(np.concatenate([s for s in series if s.size])))
+    half = 0.25
+    for position, values in zip(positions, series):
+        if not values.size:
+            continue
+        q1, median, q3 = np.quantile(values, [0.25, 0.5, 0.75])
+        reach = 1.5 * (q3 - q1)
+        inside = values[(values >= q1 - reach) & (values <= q3 + reach)]
+        low, high = inside.min(), inside.max()
+        x0, x1, xm = chart.x([position - half, position + half, position])
+        y = chart.y([q1, median, q3, low, high])
+        chart.parts.append(f'<rect x="{_number(x0)}" y="{_number(y[2])}" width="{_number(x1 - x0)}" '
+                           f'height="{_number(y[0] - y[2])}" fill="none" stroke="#222"/>')
+        chart.path([x0, x1], [y[1], y[1]], PALETTE[1], width=2)
+        for end, edge in ((y[3], y[0]), (y[4], y[2])):
+            chart.path([xm, xm], [edge, end], "#222", width=1)
+            chart.path([xm - (x1 - x0) / 4, xm + (x1 - x0) / 4], [end, end], "#222", width=1)
+        beyond = np.unique(np.round(chart.y(values[(values < low) | (values > high)]), 0))
+        chart.parts += [f'<circle cx="{_number(xm)}" cy="{_number(v)}" r="3" fill="none" stroke="#222" '
+                        'stroke-width="0.8"/>' for v in beyond]
+    chart.axes(ylabel=ylabel, xcategories=(positions, columns), rotate=rotate)
+    return chart.svg()
 
 
-def histograms_png(series_by_name: Mapping[str, Sequence[float]], title: str, *, bins: int = 20,
-                   xlabel: str = "") -> bytes:
-    """Overlaid, semi-transparent histograms on a common bin grid (e.g. TOPSIS loss per plan)."""
-    named = {str(name): _finite(values) for name, values in series_by_name.items()}
-    figure = Figure(figsize=_FIGSIZE)
-    axes = figure.add_subplot()
-    pooled = np.concatenate([v for v in named.values() if v.size] or [np.empty(0)])
-    if pooled.size:
-        low, high = float(pooled.min()), float(pooled.max())
-        edges = np.linspace(low, high if high > low else low + 1.0, bins + 1)
-        for n, (name, values) in enumerate(named.items()):
-            if values.size:
-                axes.hist(values, bins=edges, histtype="step", linewidth=2, color=PALETTE[n % len(PALETTE)],
-                          label=name)
-        axes.legend(fontsize="small")
-    else:
-        _empty_note(axes)
-    return _labelled_png(figure, axes, title, xlabel=xlabel, ylabel="records")
-
-
-def risk_utility_map_png(points: pd.DataFrame, title: str = "Risk-utility map", *, xlabel: str = "residual global risk",
+def risk_utility_map_svg(points: pd.DataFrame, title: str = "Risk-utility map", *, xlabel: str = "residual global risk",
                          ylabel: str = "information loss", recommended: str | None = None,
                          target: float | None = None, target_label: str = "risk target",
                          front: pd.DataFrame | None = None, percent: tuple[bool, bool] = (False, False)) -> bytes:
-    """Scatter of protection plans: residual risk (x) against information loss (y).
+    """Scatter of protection plans: residual risk (x) against information loss (y), as an SVG chart.
 
     Parameters
     ----------
@@ -178,7 +392,7 @@ def risk_utility_map_png(points: pd.DataFrame, title: str = "Risk-utility map", 
         Plans passing the release checks are drawn as filled blue circles, the others as
         vermillion crosses (shape and colour differ, for colour-blind readers).
     title : str
-        Figure title.
+        Chart title.
     recommended : str or None
         The recommended plan, ringed and labelled.
     target : float or None
@@ -193,117 +407,176 @@ def risk_utility_map_png(points: pd.DataFrame, title: str = "Risk-utility map", 
     Returns
     -------
     bytes
-        A PNG image.
+        An SVG document.
     """
-    figure = Figure(figsize=_FIGSIZE)
-    axes = figure.add_subplot()
     risk = pd.to_numeric(points["risk"], errors="coerce").astype(float)
     loss = pd.to_numeric(points["loss"], errors="coerce").astype(float)
     finite = np.isfinite(risk) & np.isfinite(loss)
-    drawn = False
+    releasable = points["releasable"].astype(bool)
+    searched = None
     if front is not None and len(front):
         searched = front[["risk", "loss"]].apply(pd.to_numeric, errors="coerce").dropna().sort_values(["risk", "loss"])
-        if len(searched):
-            drawn = True
-            axes.step(searched["risk"], searched["loss"], where="post", color=PALETTE[2], linewidth=1.5, marker=".",
-                      label="front of the plan search")
-    if target is not None and np.isfinite(target):
-        drawn = True
-        axes.axvline(target, color=PALETTE[7], linestyle=":", linewidth=1.5, label=target_label)
-    if "pareto" in points.columns:
-        front = points.index[points["pareto"].astype(bool) & finite]
-        if len(front):
-            order = risk[front].sort_values().index
-            axes.step(risk[order], loss[order], where="post", color="grey", linestyle="--", linewidth=1,
-                      label="Pareto front (passing plans)")
-    for releasable, marker, colour, label in (
-        (True, "o", _PASS_COLOUR, "passes blocking checks"),
-        (False, "X", _FAIL_COLOUR, "fails blocking checks"),
-    ):
-        chosen = finite & (points["releasable"].astype(bool) == releasable)
-        if not chosen.any():
+        searched = searched if len(searched) else None
+    pareto = (points.index[points["pareto"].astype(bool) & finite] if "pareto" in points.columns else [])
+    has_target = target is not None and np.isfinite(target)
+    ringed = recommended is not None and recommended in points.index and bool(finite[recommended])
+    legend = ([("front of the plan search", PALETTE[2], "-.")] if searched is not None else []) \
+        + ([(target_label, PALETTE[7], ":")] if has_target else []) \
+        + ([("Pareto front (passing plans)", "grey", "--")] if len(pareto) else []) \
+        + [(label, colour, marker) for flag, marker, colour, label in
+           ((True, "o", _PASS_COLOUR, "passes blocking checks"), (False, "X", _FAIL_COLOUR, "fails blocking checks"))
+           if (finite & (releasable == flag)).any()] \
+        + ([(f"recommended: {recommended}", "black", "ring")] if ringed else [])
+    chart = _Chart(title, legend=legend)
+    xs = np.concatenate([risk[finite].to_numpy(), searched["risk"].to_numpy() if searched is not None else [],
+                         [target] if has_target else []])
+    ys = np.concatenate([loss[finite].to_numpy(), searched["loss"].to_numpy() if searched is not None else []])
+    if not xs.size:
+        chart.scale((0, 1), (0, 1), percent=percent)
+        chart.note()
+        chart.axes(xlabel=xlabel, ylabel=ylabel, xcount=5)
+        return chart.svg()
+    chart.scale(_limits(xs, margin=0.08), _limits(ys if ys.size else np.array([0.0, 1.0]), margin=0.1), percent=percent)
+
+    def steps(x, y):  # a step line ("post": flat to the next x, then up or down)
+        return np.repeat(x, 2)[1:], np.repeat(y, 2)[:-1]
+
+    if searched is not None:
+        sx, sy = steps(chart.x(searched["risk"]), chart.y(searched["loss"]))
+        chart.path(sx, sy, PALETTE[2], width=1.5)
+        chart.markers(chart.x(searched["risk"]), chart.y(searched["loss"]), ".", PALETTE[2])
+    if has_target:
+        _, top, _, bottom = chart.box
+        chart.path(chart.x([target, target]), [top, bottom], PALETTE[7], width=1.5, dash=":")
+    if len(pareto):
+        order = risk[pareto].sort_values().index
+        px, py = steps(chart.x(risk[order]), chart.y(loss[order]))
+        chart.path(px, py, "grey", width=1, dash="--")
+    for flag, marker, colour in ((True, "o", _PASS_COLOUR), (False, "X", _FAIL_COLOUR)):
+        chosen = finite & (releasable == flag)
+        chart.markers(chart.x(risk[chosen]), chart.y(loss[chosen]), marker, colour, size=6)
+        # plans on the same pixel (the same protection) share one label
+        at: dict[tuple[float, float], list[str]] = {}
+        for name, px, py in zip(points.index[chosen], chart.x(risk[chosen]), chart.y(loss[chosen])):
+            at.setdefault((round(px), round(py)), []).append(str(name))
+        for (px, py), names in at.items():
+            chart.text(px + 8, py - 8, ", ".join(names), anchor="start", size=11)
+    if ringed:
+        chart.markers(chart.x([risk[recommended]]), chart.y([loss[recommended]]), "ring", "black", size=7)
+    chart.axes(xlabel=xlabel, ylabel=ylabel, xcount=5)
+    return chart.svg()
+
+
+def _viridis(values: np.ndarray) -> list[str]:
+    """Colours of values in [0, 1] on the viridis scale (NaN: light grey)."""
+    out = []
+    for v in values:
+        if not np.isfinite(v):
+            out.append("#dddddd")
             continue
-        drawn = True
-        axes.scatter(risk[chosen], loss[chosen], marker=marker, s=70, color=colour, label=label)
-        for name in points.index[chosen]:
-            axes.annotate(str(name), (risk[name], loss[name]), xytext=(5, 5), textcoords="offset points",
-                          fontsize="small")
-    if recommended is not None and recommended in points.index and finite[recommended]:
-        axes.scatter([risk[recommended]], [loss[recommended]], s=260, facecolors="none", edgecolors="black",
-                     linewidths=2, label=f"recommended: {recommended}")
-    if drawn:
-        axes.legend(fontsize="small")
-    else:
-        _empty_note(axes)
-    # residual risks are small decimals ("0.031 %"): at most five ticks keep their labels apart
-    axes.xaxis.set_major_locator(MaxNLocator(nbins=5))
-    for axis, share in zip((axes.xaxis, axes.yaxis), percent):
-        if share:
-            axis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=None))
-    return _labelled_png(figure, axes, title, xlabel=xlabel, ylabel=ylabel)
+        at = min(max(float(v), 0.0), 1.0) * 10
+        i = min(int(at), 9)
+        r, g, b = _VIRIDIS[i] + (_VIRIDIS[i + 1] - _VIRIDIS[i]) * (at - i)
+        out.append(f"#{round(r):02x}{round(g):02x}{round(b):02x}")
+    return out
 
 
-def heatmap_png(matrix: pd.DataFrame, title: str, *, xlabel: str = "released category",
+def heatmap_svg(matrix: pd.DataFrame, title: str, *, xlabel: str = "released category",
                 ylabel: str = "original category") -> bytes:
-    """A matrix of probabilities as a heat map (viridis, readable in grey and by colour-blind
-    readers), each cell labelled with its value when the matrix is at most 12 x 12."""
+    """A matrix of probabilities as a heat map (viridis, 0 to 1, readable in grey and by
+    colour-blind readers) with a colour bar, each cell labelled with its value when the matrix is
+    at most 12 x 12."""
     values = matrix.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
-    side = max(3.5, 0.5 * max(values.shape, default=1) + 2)
-    figure = Figure(figsize=(side + 1, side))
-    axes = figure.add_subplot()
-    if values.size:
-        image = axes.imshow(values, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-        figure.colorbar(image, ax=axes, label="probability")
-        axes.set_xticks(range(values.shape[1]), [str(c) for c in matrix.columns], rotation=45)
-        axes.set_yticks(range(values.shape[0]), [str(i) for i in matrix.index])
-        if max(values.shape) <= 12:
-            rows, cols = np.indices(values.shape)
-            for r, c, v in zip(rows.ravel(), cols.ravel(), values.ravel()):
-                if np.isfinite(v):
-                    axes.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize="x-small",
-                              color="black" if v > 0.6 else "white")
-    else:
-        _empty_note(axes)
-    return _labelled_png(figure, axes, title, xlabel=xlabel, ylabel=ylabel)
+    rows, columns = values.shape
+    row_labels, column_labels = [str(i) for i in matrix.index], [str(c) for c in matrix.columns]
+    cell = 40 if max(rows, columns) <= 12 else 18
+    left = _left_room(row_labels) + 14
+    bottom = _rotated_bottom(column_labels, xlabel)
+    chart = _Chart(title, width=max(360, left + columns * cell + 90), height=max(260, 50 + rows * cell + bottom),
+                   left=left, bottom=bottom, right=90)
+    if not values.size:
+        chart.scale((0, 1), (0, 1))
+        chart.note()
+        return chart.svg()
+    chart.scale((-0.5, columns - 0.5), (-0.5, rows - 0.5), flip_y=False)
+    r, c = np.indices(values.shape)
+    r, c, v = r.ravel(), c.ravel(), values.ravel()
+    for x0, y0, x1, y1, colour in zip(chart.x(c - 0.5), chart.y(r - 0.5), chart.x(c + 0.5), chart.y(r + 0.5),
+                                      _viridis(v)):
+        chart.parts.append(f'<rect x="{_number(x0)}" y="{_number(y0)}" width="{_number(x1 - x0)}" '
+                           f'height="{_number(y1 - y0)}" fill="{colour}"/>')
+    if max(rows, columns) <= 12:
+        for x, y, value in zip(chart.x(c), chart.y(r), v):
+            if np.isfinite(value):
+                chart.text(x, y + 3.5, f"{value:.2f}", size=10, colour="black" if value > 0.6 else "white")
+    left, top, right, bottom_edge = chart.box
+    bar_x, bar_top, bar_bottom = right + 16, top, bottom_edge
+    stops = "".join(f'<stop offset="{i / 10:.1f}" stop-color="{colour}"/>'
+                    for i, colour in enumerate(_viridis(np.linspace(1, 0, 11))))
+    chart.parts.append(f'<defs><linearGradient id="viridis" x1="0" y1="0" x2="0" y2="1">{stops}</linearGradient></defs>'
+                       f'<rect x="{_number(bar_x)}" y="{_number(bar_top)}" width="14" '
+                       f'height="{_number(bar_bottom - bar_top)}" fill="url(#viridis)" stroke="#444"/>')
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        y = bar_bottom - tick * (bar_bottom - bar_top)
+        chart.text(bar_x + 18, y + 4, f"{tick:g}", anchor="start", size=10)
+    chart.text(bar_x + 60, (bar_top + bar_bottom) / 2, "probability", rotate=-90, size=11)
+    chart.axes(xlabel=xlabel, ylabel=ylabel, xcategories=(np.arange(columns), column_labels),
+               ycategories=(np.arange(rows), row_labels), rotate=True)
+    return chart.svg()
 
 
-def lines_png(frame: pd.DataFrame, title: str, *, ylabel: str = "", xlabel: str = "") -> bytes:
+def lines_svg(frame: pd.DataFrame, title: str, *, ylabel: str = "", xlabel: str = "") -> bytes:
     """One line with markers per column of ``frame`` over its index (e.g. a figure across waves)."""
-    figure = Figure(figsize=_FIGSIZE)
-    axes = figure.add_subplot()
     values = frame.apply(pd.to_numeric, errors="coerce").astype(float)
-    if len(values) and values.notna().any().any():
-        positions = np.arange(len(values))
-        for n, column in enumerate(values.columns):
-            axes.plot(positions, values[column].to_numpy(), marker="osD^v"[n % 5], color=PALETTE[n % len(PALETTE)],
-                      label=str(column))
-        axes.set_xticks(positions, [str(i) for i in values.index])
-        axes.legend(fontsize="small")
-    else:
-        _empty_note(axes)
-    return _labelled_png(figure, axes, title, xlabel=xlabel, ylabel=ylabel)
+    markers = "osXos"
+    colours = [PALETTE[n % len(PALETTE)] for n in range(len(values.columns))]
+    shown = len(values) and values.notna().any().any()
+    chart = _Chart(title, legend=[(str(c), colours[n], "-" + markers[n % 5]) for n, c in enumerate(values.columns)]
+                   if shown else ())
+    positions = np.arange(len(values), dtype=float)
+    if not shown:
+        chart.scale((0, 1), (0, 1))
+        chart.note()
+        chart.axes(xlabel=xlabel, ylabel=ylabel)
+        return chart.svg()
+    chart.scale((-0.3, max(len(values) - 0.7, 0.3)), _limits(values.to_numpy().ravel(), margin=0.1))
+    for n, column in enumerate(values.columns):
+        ys = values[column].to_numpy()
+        chart.path(chart.x(positions), chart.y(ys), colours[n])
+        keep = np.isfinite(ys)
+        chart.markers(chart.x(positions[keep]), chart.y(ys[keep]), markers[n % 5], colours[n], size=4)
+    chart.axes(xlabel=xlabel, ylabel=ylabel, xcategories=(positions, [str(i) for i in values.index]))
+    return chart.svg()
 
 
-def grouped_bars_png(frame: pd.DataFrame, title: str, *, ylabel: str = "") -> bytes:
-    """Grouped bar chart as PNG bytes: one group per row of ``frame`` (e.g. a variable), one bar
-    per column (e.g. its contribution before and after protection); NA drawn as no bar."""
-    figure = Figure(figsize=(max(_FIGSIZE[0], 0.9 * len(frame)), _FIGSIZE[1]))
-    axes = figure.add_subplot()
+def grouped_bars_svg(frame: pd.DataFrame, title: str, *, ylabel: str = "") -> bytes:
+    """Grouped bar chart as SVG: one group per row of ``frame`` (e.g. a variable), one bar per
+    column (e.g. its contribution before and after protection); NA drawn as no bar."""
     values = frame.apply(pd.to_numeric, errors="coerce").astype(float)
-    if len(values) and values.notna().any().any():
-        positions = np.arange(len(values))
-        width = 0.8 / max(len(values.columns), 1)
-        for n, column in enumerate(values.columns):
-            axes.bar(positions + (n - (len(values.columns) - 1) / 2) * width, values[column].to_numpy(),
-                     width=width, label=str(column), color=PALETTE[n % len(PALETTE)])
-        axes.set_xticks(positions, [str(i) for i in values.index], rotation=30 if len(values) > 6 else 0)
-        axes.legend(fontsize="small")
-    else:
-        _empty_note(axes)
-    return _labelled_png(figure, axes, title, ylabel=ylabel)
+    labels = [str(i) for i in values.index]
+    rotate = len(values) > 6
+    shown = len(values) and values.notna().any().any()
+    colours = [PALETTE[n % len(PALETTE)] for n in range(len(values.columns))]
+    bottom = _rotated_bottom(labels, "") if rotate else 48
+    chart = _Chart(title, width=max(_WIDTH, 58 * len(values)), height=_HEIGHT + bottom - 48, bottom=bottom,
+                   legend=[(str(c), colours[n], "bar") for n, c in enumerate(values.columns)] if shown else ())
+    positions = np.arange(len(values), dtype=float)
+    if not shown:
+        chart.scale((0, 1), (0, 1))
+        chart.note()
+        chart.axes(ylabel=ylabel)
+        return chart.svg()
+    chart.scale((-0.5, len(values) - 0.5), _limits(values.to_numpy().ravel(), zero=True))
+    width = 0.8 / max(len(values.columns), 1)
+    for n, column in enumerate(values.columns):
+        x = positions + (n - (len(values.columns) - 1) / 2) * width
+        chart.rects(chart.x(x - width / 2), chart.y(np.zeros(len(x))), chart.x(x + width / 2),
+                    chart.y(values[column].to_numpy()), colours[n], edge="none")
+    chart.axes(ylabel=ylabel, xcategories=(positions, labels), rotate=rotate)
+    return chart.svg()
 
 
-#: Categories drawn one by one in :func:`category_bars_png`; the rest are pooled into one bar.
+#: Categories drawn one by one in :func:`category_bars_svg`; the rest are pooled into one bar.
 MAX_CATEGORY_BARS = 30
 
 
@@ -319,26 +592,32 @@ def top_categories(shares: pd.DataFrame, limit: int = MAX_CATEGORY_BARS) -> pd.D
     return pd.concat([shares[kept], other])
 
 
-def category_bars_png(shares: pd.DataFrame, title: str, *, xlabel: str = "% of records") -> bytes:
+def category_bars_svg(shares: pd.DataFrame, title: str, *, xlabel: str = "% of records") -> bytes:
     """Horizontal grouped bars, one group per category (row of ``shares``, top to bottom), one bar
     per column (e.g. the original and each plan), at most :data:`MAX_CATEGORY_BARS` categories
-    (:func:`top_categories`). The figure's height grows with the number of bars, so a variable with
+    (:func:`top_categories`). The chart's height grows with the number of bars, so a variable with
     a hundred categories stays as readable as one with three."""
     shown = top_categories(shares)
     values = shown.apply(pd.to_numeric, errors="coerce").astype(float)
+    labels = [str(i) for i in values.index]
     n_series = max(len(values.columns), 1)
-    height = max(_FIGSIZE[1], 0.9 + len(values) * (0.1 + 0.08 * n_series))
-    figure = Figure(figsize=(_FIGSIZE[0] + 0.6, height))
-    axes = figure.add_subplot()
-    if len(values) and values.notna().any().any():
-        positions = np.arange(len(values))
-        width = 0.8 / n_series
-        for n, column in enumerate(values.columns):
-            axes.barh(positions + (n - (n_series - 1) / 2) * width, values[column].to_numpy(), height=width,
-                      label=str(column), color=PALETTE[n % len(PALETTE)])
-        axes.set_yticks(positions, [str(i) for i in values.index], fontsize="small")
-        axes.set_ylim(len(values) - 0.5, -0.5)  # first category at the top
-        axes.legend(fontsize="small", loc="best")
-    else:
-        _empty_note(axes)
-    return _labelled_png(figure, axes, title, xlabel=xlabel)
+    colours = [PALETTE[n % len(PALETTE)] for n in range(len(values.columns))]
+    drawn = len(values) and values.notna().any().any()
+    legend = [(str(c), colours[n], "bar") for n, c in enumerate(values.columns)] if drawn else []
+    left, width = _left_room(labels, 11), _WIDTH + 60
+    height = max(_HEIGHT, _top(_legend_places(legend, left, width - 16)) + 56 + len(values) * (10 + 7.5 * n_series))
+    chart = _Chart(title, width=width, height=height, left=left, legend=legend)
+    if not drawn:
+        chart.scale((0, 1), (0, 1))
+        chart.note()
+        chart.axes(xlabel=xlabel)
+        return chart.svg()
+    positions = np.arange(len(values), dtype=float)
+    chart.scale(_limits(values.to_numpy().ravel(), zero=True), (-0.5, len(values) - 0.5), flip_y=False)
+    width = 0.8 / n_series
+    for n, column in enumerate(values.columns):
+        y = positions + (n - (n_series - 1) / 2) * width
+        chart.rects(chart.x(np.zeros(len(y))), chart.y(y - width / 2), chart.x(values[column].to_numpy()),
+                    chart.y(y + width / 2), colours[n], edge="none")
+    chart.axes(xlabel=xlabel, ycategories=(positions, labels), ysize=11)
+    return chart.svg()

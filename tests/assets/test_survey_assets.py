@@ -160,7 +160,7 @@ def test_whole_chain_on_testdata(sdc_home, testdata_only_specs, instance, engine
     assert (sdc_home / "reports" / "testdata" / "2024.html").is_file()
     report = instance.get_latest_materialization_event(AssetKey(["testdata", "sdc_report"])).asset_materialization
     assert {"headline", "risk_utility_map", "shapley_boxplot", "topsis_histograms"} <= set(report.metadata)
-    assert "data:image/png;base64," in report.metadata["risk_utility_map"].value
+    assert "data:image/svg+xml;base64," in report.metadata["risk_utility_map"].value
 
 
 def test_bad_wave_leaves_no_output_and_keeps_earlier_waves(sdc_home, testdata_only_specs, instance, tmp_path):

@@ -3,14 +3,13 @@ value labels, recoded bands on their own axis, readable charts of many categorie
 map in % with the risk target and a search front, readable blocking-check text and association
 changes, and the PDF printed without playwright."""
 
-import io
 import sys
+from xml.etree import ElementTree
 
 import numpy as np
 import pandas as pd
 import pyreadstat
 import pytest
-from matplotlib.image import imread
 
 from sdc_dagster.pipeline import protection
 from sdc_dagster.loss.association import association_change, association_loss
@@ -27,13 +26,14 @@ from sdc_dagster.report.formats import chromium_executable
 from sdc_dagster.report.categories import category_sort_key, category_text
 from sdc_dagster.report.content import distribution_panels, risk_target
 from sdc_dagster.report.measures import format_measure
-from sdc_dagster.report.plots import category_bars_png, risk_utility_map_png, top_categories
+from sdc_dagster.report.plots import category_bars_svg, risk_utility_map_svg, top_categories
 from sdc_dagster.sources import value_labels
 
 
-def _size(png: bytes) -> tuple[int, int]:
+def _size(svg: bytes) -> tuple[float, float]:
     """(height, width) in pixels."""
-    return imread(io.BytesIO(png), format="png").shape[:2]
+    root = ElementTree.fromstring(svg)
+    return float(root.get("height")), float(root.get("width"))
 
 
 def _plan(steps, *, risk=0.004, loss=0.2):
@@ -133,7 +133,7 @@ def test_a_chart_of_a_hundred_categories_grows_in_height_and_pools_the_rest():
     shown = top_categories(many, limit=30)
     assert len(shown) == 30 and shown.index[-1] == "other (71 categories)" and "7" in shown.index
     assert shown["original"].sum() == pytest.approx(many["original"].sum())
-    (tall, wide), (short, _) = _size(category_bars_png(100 * many, "many")), _size(category_bars_png(100 * few, "few"))
+    (tall, wide), (short, _) = _size(category_bars_svg(100 * many, "many")), _size(category_bars_svg(100 * few, "few"))
     assert tall > 1.8 * short and wide < 900  # shown at its own size on a page, not shrunk to a strip
 
 
@@ -151,8 +151,8 @@ def test_the_map_draws_the_risk_target_and_the_search_front_in_percent():
     assert "<td>0.4 %</td>" in map_section  # the data behind the map as the tables write it
     assert "Front of the plan search" in map_section and "<td>0.9 %</td>" in map_section
     points = pd.DataFrame({"risk": [0.004, 0.02], "loss": [0.2, 0.1], "releasable": [True, False]}, index=["a", "b"])
-    plain = risk_utility_map_png(points)
-    drawn = risk_utility_map_png(points, target=0.01, front=pd.DataFrame({"risk": [0.002], "loss": [0.3]}),
+    plain = risk_utility_map_svg(points)
+    drawn = risk_utility_map_svg(points, target=0.01, front=pd.DataFrame({"risk": [0.002], "loss": [0.3]}),
                                  percent=(True, False))
     assert plain != drawn
 

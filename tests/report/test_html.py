@@ -38,11 +38,11 @@ def test_headline_table(report_inputs):
     assert bool(table.loc["suppression", "releasable"]) and not bool(table.loc["recode+pram", "releasable"])
 
 
-def test_report_plots_are_png(report_inputs):
+def test_report_plots_are_svg(report_inputs):
     plots = report_plots(report_inputs)
     assert set(plots) == {"risk_histogram", "combined_risk_histogram", "shapley_boxplot", "solidarity_boxplot",
                           "topsis_histograms", "risk_utility_map"}
-    assert all(png.startswith(b"\x89PNG") for png in plots.values())
+    assert all(chart.startswith(b"<svg") for chart in plots.values())
 
 
 def test_plan_points_and_recommendation_from_the_fixture(full_report_inputs):
@@ -95,7 +95,7 @@ def test_report_without_plans_or_contributions(report_inputs):
                            risk_per_record=report_inputs.risk_per_record[["fk", "risk"]],
                            contributions_global=None, contributions_per_record=None)
     page = render_report(minimal)
-    assert page.count("data:image/png") == 1 and "No protection plan is configured" in page
+    assert page.count("data:image/svg+xml") == 1 and "No protection plan is configured" in page
     assert report_data(minimal)["decision"]["recommended"] is None
 
 
@@ -134,7 +134,7 @@ def test_decision_table_names_the_failed_blocking_checks(report_inputs):
 @pytest.mark.slow
 def test_contributions_before_and_after_each_plan(full_report_inputs):
     plots = report_plots(full_report_inputs)
-    assert "contributions_suppression" in plots and plots["contributions_suppression"].startswith(b"\x89PNG")
+    assert "contributions_suppression" in plots and plots["contributions_suppression"].startswith(b"<svg")
     page = render_report(full_report_inputs)
     section = page[page.index("Contributions to the residual risk after each plan"):page.index("Unsafe combinations")]
     assert "shapley_after" in section and "<td>0.6</td>" in section
@@ -180,7 +180,7 @@ def test_index_links_every_wave_with_the_trend(full_report_inputs, tmp_path):
     assert trend.loc["w2"].tolist() == [0.31, "suppression", 0.05, 0.12]
     index = (folder / "index.html").read_text()
     assert '<a href="w2.html">' in index and '<a href="w10.html">' in index
-    assert "Risk and utility across waves" in index and index.count("data:image/png") == 2
+    assert "Risk and utility across waves" in index and index.count("data:image/svg+xml") == 2
 
 
 @pytest.mark.slow
