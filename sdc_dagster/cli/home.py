@@ -4,6 +4,8 @@ given on the command line, checked against the specs that load."""
 
 from __future__ import annotations
 
+import atexit
+import gc
 import logging
 import os
 import sqlite3
@@ -17,6 +19,36 @@ from sdc_dagster.files import process_alive, sweep_temporary_files, write_atomic
 
 # `sdc` prints each spec it skips itself (sdc_dagster.definitions logs them for the UI's code location).
 logging.getLogger("sdc_dagster.definitions").addHandler(logging.NullHandler())
+
+
+# At exit the interpreter's final collections traverse the whole heap (1.4 s after a testdata wave)
+# to free what the process is about to give back anyway: the heap goes to the permanent generation
+# first, so they find nothing to traverse.
+atexit.register(gc.freeze)
+
+
+@contextmanager
+def start_up_collection():
+    """A command's start-up without cyclic garbage collection: the modules imported, the specs read,
+    the Dagster definitions built make objects that live as long as the process (six full
+    collections, about 1 s of a testdata ``sdc run``, found nothing to free). Yields ``started``: a
+    call moves every object alive to the permanent generation (``gc.freeze``), so that the full
+    collections during the run do not traverse them again (about 0.5 s), and turns collection on.
+    The block's end leaves the collector as it found it (the objects frozen return to it)."""
+    enabled = gc.isenabled()
+
+    def started() -> None:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+    gc.disable()
+    try:
+        yield started
+    finally:
+        gc.unfreeze()
+        if enabled:
+            gc.enable()
 
 
 #: Settings of the Dagster instance ``sdc`` creates: no telemetry, no community sign-up modal.
