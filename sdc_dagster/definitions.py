@@ -5,6 +5,10 @@ Survey specs are read from :func:`~sdc_dagster.resources.storage.spec_folders`: 
 specs and the user's own specs in ``<data home>/specs`` (``sdc init`` writes there), or
 ``$SDC_SPECS`` instead of both. Each spec gives one survey asset chain partitioned by wave, its checks, job, sensor and
 schedule; a spec that does not load is skipped with a logged warning. The census grid chain (partitioned by region) comes from ``sdc_dagster.assets.grid``.
+
+``defs`` is built when Dagster loads the code location (``@definitions``), not when this module is
+imported: ``sdc run`` imports :func:`build_definitions` and builds one survey's chain only, without
+reading every spec or importing the grid chain's modules (about 2 s of a testdata run).
 """
 
 from __future__ import annotations
@@ -12,10 +16,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from dagster import Definitions
+from dagster import Definitions, definitions
 
 from sdc_dagster.assets.automation import build_survey_automation
-from sdc_dagster.assets.grid import GRID_ASSETS, GRID_JOBS, GRID_SENSORS
 from sdc_dagster.assets.survey import build_survey_assets
 from sdc_dagster.resources import configured_resources
 from sdc_dagster.resources.storage import spec_folders
@@ -34,12 +37,21 @@ def survey_specs(folders: list[Path] | None = None) -> list[SurveySpec]:
     return specs
 
 
-def build_definitions(spec_folder: Path | None = None, *, specs: list[SurveySpec] | None = None) -> Definitions:
+def build_definitions(spec_folder: Path | None = None, *, specs: list[SurveySpec] | None = None,
+                      grid: bool = True) -> Definitions:
     """All survey chains for ``specs`` (default: :func:`survey_specs` of ``spec_folder``, else of
-    :func:`spec_folders`) and the census grid chain, with their checks and automation; the data home
-    resource and the IO manager's base directory from the one data-home lookup
-    (:func:`~sdc_dagster.resources.configured_resources`)."""
-    assets, jobs, sensors, schedules = list(GRID_ASSETS), list(GRID_JOBS), list(GRID_SENSORS), []
+    :func:`spec_folders`) and, with ``grid``, the census grid chain, with their checks and automation;
+    the data home resource and the IO manager's base directory from the one data-home lookup
+    (:func:`~sdc_dagster.resources.configured_resources`).
+
+    ``grid=False`` (``sdc run``: one survey wave) leaves the grid chain and its modules out; a survey
+    job is the same job either way (the grid assets are no inputs of a survey asset), so its runs look
+    the same in the UI (``tests/assets/test_definitions.py`` compares the job snapshots)."""
+    assets, jobs, sensors, schedules = [], [], [], []
+    if grid:
+        from sdc_dagster.assets.grid import GRID_ASSETS, GRID_JOBS, GRID_SENSORS
+
+        assets, jobs, sensors = list(GRID_ASSETS), list(GRID_JOBS), list(GRID_SENSORS)
     for spec in specs if specs is not None else survey_specs([Path(spec_folder)] if spec_folder else None):
         assets.extend(build_survey_assets(spec).assets)
         job, sensor, schedule = build_survey_automation(spec)
@@ -55,4 +67,7 @@ def build_definitions(spec_folder: Path | None = None, *, specs: list[SurveySpec
     )
 
 
-defs = build_definitions()
+@definitions
+def defs() -> Definitions:
+    """The code location of ``workspace.yaml`` and ``sdc ui``: every survey chain and the grid chain."""
+    return build_definitions()

@@ -1,6 +1,6 @@
 """The suite never reads or writes a user's data home: ``SDC_HOME`` (and the Dagster instance under
-it) is a fresh temporary folder for the session, set before any test module imports the code
-location (``sdc_dagster.definitions`` loads the specs of the data home at import). Tests that need
+it) is a fresh temporary folder for the session, set before any test module builds the code
+location (``sdc_dagster.definitions`` reads the specs of the data home). Tests that need
 their own home set ``SDC_HOME`` themselves.
 
 ``make test`` runs the suite on two pytest-xdist workers (``-n 2 --dist loadgroup

@@ -1,11 +1,25 @@
 """`sdc run`'s event log (cli.home.quick_event_log): WAL commits without an fsync each, one idle
 connection held to the index and the run's database during the run; every event still stored; a
-wave found among the dynamic partitions is asked for once."""
+wave found among the dynamic partitions is asked for once; a step's check results ask for its
+materialisation once."""
 
 import sqlite3
 from pathlib import Path
 
-from dagster import DagsterEventType, DagsterInstance, job, op
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
+    AssetKey,
+    DagsterEventType,
+    DagsterInstance,
+    DynamicPartitionsDefinition,
+    MaterializeResult,
+    asset,
+    define_asset_job,
+    job,
+    op,
+)
+from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
 from dagster._core.utils import make_new_run_id
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
@@ -58,3 +72,39 @@ def test_a_partition_found_is_asked_for_once_in_the_block(tmp_path, monkeypatch)
         assert answers == [True, True, False, False] and asked == ["2024", "2025", "2025"]
         # after the block the instance asks its storage again
         assert instance.has_dynamic_partition("waves", "2024") and asked[-1] == "2024" and len(asked) == 4
+
+
+WAVES = DynamicPartitionsDefinition(name="waves")
+
+
+@asset(partitions_def=WAVES, check_specs=[AssetCheckSpec(name, asset="checked") for name in ("a", "b", "c")])
+def checked():
+    return MaterializeResult(check_results=[AssetCheckResult(check_name=name, passed=True) for name in ("a", "b", "c")])
+
+
+def test_a_materialisation_is_asked_for_once_per_step_and_every_check_targets_it(tmp_path, monkeypatch):
+    """The check results of a step name the materialisation the step has just stored (Dagster looks it
+    up: ``AssetCheckResult._get_partitioned_target_materialization_data``); inside the block the first
+    asks the storage, the others get its answer, and the next run's step asks again."""
+    with DagsterInstance.local_temp(str(tmp_path)) as instance:
+        instance.add_dynamic_partitions("waves", ["2024"])
+        asked = []
+        storage_fetch = instance._event_storage.fetch_materializations
+        monkeypatch.setattr(instance._event_storage, "fetch_materializations",
+                            lambda records_filter, *args, **kwargs: asked.append(records_filter)
+                            or storage_fetch(records_filter, *args, **kwargs))
+        job = define_asset_job("checked_job", selection=[checked]).resolve(
+            asset_graph=AssetGraph.from_assets([checked]))
+        for _ in range(2):
+            asked.clear()
+            run_id = make_new_run_id()
+            with quick_event_log(instance, run_id):
+                assert job.execute_in_process(instance=instance, run_id=run_id, partition_key="2024").success
+            assert [(f.asset_key, f.asset_partitions) for f in asked] == [(AssetKey("checked"), ["2024"])]
+            materialization = instance.fetch_materializations(AssetKey("checked"), limit=1).records[0]
+            assert materialization.run_id == run_id
+            evaluations = [entry.dagster_event.event_specific_data for entry in instance.all_logs(
+                run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION)]
+            assert len(evaluations) == 3
+            assert {(e.target_materialization_data.run_id, e.target_materialization_data.storage_id)
+                    for e in evaluations} == {(run_id, materialization.storage_id)}

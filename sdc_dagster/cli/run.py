@@ -13,7 +13,7 @@ import warnings
 from pathlib import Path
 
 from sdc_dagster.cli.home import dagster_instance, fail_abandoned_runs, prepare_environment, run_job, \
-    run_process_tags, spec_catalogue, unknown_survey, unsafe_names
+    run_process_tags, spec_catalogue, start_up_collection, unknown_survey, unsafe_names
 from sdc_dagster.cli.status import EXIT_BAD_DATA, EXIT_BAD_SPEC, EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_WITHHELD
 from sdc_dagster.files import storage_problem, write_atomic_with
 
@@ -108,7 +108,14 @@ def run_wave(survey_name: str, wave: str, *, data_file: str | None = None, home:
 
     Returns :data:`EXIT_OK`, or :data:`EXIT_WITHHELD` naming the failed blocking checks,
     :data:`EXIT_BAD_SPEC`, :data:`EXIT_BAD_DATA`, :data:`EXIT_RUN_FAILED`, :data:`EXIT_USAGE`."""
-    out = out or sys.stdout
+    with start_up_collection() as started:
+        return _run_wave(survey_name, wave, data_file, home, out or sys.stdout, verbose, started)
+
+
+def _run_wave(survey_name: str, wave: str, data_file: str | None, home: str | None, out, verbose: bool,
+              started) -> int:
+    """:func:`run_wave`; ``started`` ends its start-up (:func:`~sdc_dagster.cli.home.start_up_collection`)
+    once the job is built."""
     prepare_environment(home)
     if unsafe_names("run", out, ("survey name", survey_name), ("wave id", wave)):
         return EXIT_USAGE
@@ -129,13 +136,13 @@ def run_wave(survey_name: str, wave: str, *, data_file: str | None = None, home:
     if survey_name not in specs:
         return unknown_survey("run", survey_name, specs, out)
     spec = specs[survey_name]
-    defs = build_definitions(specs=[spec])
+    job = build_definitions(specs=[spec], grid=False).resolve_job_def(f"{survey_name}_wave_job")
+    started()
     try:
         source = _land_wave_file(spec, wave, Path(data_file)) if data_file else locate_wave_file(spec, wave, landing_dir())
     except SDCInputError as exc:
         print(f"sdc run: bad data: {exc}", file=out)
         return EXIT_BAD_DATA
-    job = defs.resolve_job_def(f"{survey_name}_wave_job")
     with dagster_instance() as instance:
         return _materialise_wave(job, instance, spec.survey, wave, source, out,
                                  design=f"   design: {design_statement(spec)}", verbose=verbose)

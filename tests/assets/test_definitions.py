@@ -28,3 +28,17 @@ def test_a_survey_named_census_loads_beside_the_grid_chain(tmp_path):
     defs = build_definitions(tmp_path)
     Definitions.validate_loadable(defs)
     assert "census_wave_job" in {j.name for j in defs.jobs}
+
+
+def test_a_survey_job_without_the_grid_chain_is_the_job_of_the_code_location():
+    """``sdc run`` builds one survey's chain only (``grid=False``); its runs must be runs of the job the
+    UI shows: the same job snapshot as in the code location that Dagster loads (``defs``)."""
+    from sdc_dagster.definitions import defs, survey_specs
+
+    testdata = [spec for spec in survey_specs() if spec.survey == "testdata"]
+    alone = build_definitions(specs=testdata, grid=False)
+    assert not any(job.name.startswith(("census", "grid")) for job in alone.jobs)
+    located = defs()
+    assert "census_region_job" in {job.name for job in located.jobs}
+    assert (alone.resolve_job_def("testdata_wave_job").get_job_snapshot_id()
+            == located.resolve_job_def("testdata_wave_job").get_job_snapshot_id())

@@ -1,0 +1,54 @@
+"""`sdc run`'s start-up: one survey's chain without the grid chain's modules, the cyclic collector
+paused while the process builds what lives as long as it does (cli.home.start_up_collection)."""
+
+import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sdc_dagster.cli.home import start_up_collection
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_start_up_collection_pauses_then_freezes_then_leaves_the_collector_as_it_was(enabled):
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with start_up_collection() as started:
+            assert not gc.isenabled()
+            started()
+            assert gc.get_freeze_count() > 0 and gc.isenabled() == enabled
+        assert gc.get_freeze_count() == 0 and gc.isenabled() == enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+# `sdc run` up to the run itself, in a fresh interpreter: which modules it imported, how the collector stands.
+RUN_UP_TO_THE_JOB = """
+import gc, sys
+from sdc_dagster.cli import main, run
+
+def materialise(job, instance, survey, wave, source, out, **_):
+    print(job.name, gc.isenabled(), gc.get_freeze_count() > 0)
+    return 0
+
+run._materialise_wave = materialise
+status = main(["--home", sys.argv[1], "run", "testdata", "2024", "--file", sys.argv[2]])
+print(status, gc.isenabled(), gc.get_freeze_count(), "sdc_dagster.assets.grid" in sys.modules,
+      "sdc_dagster.pipeline.grid" in sys.modules)
+"""
+
+
+def test_sdc_run_builds_the_survey_job_without_the_grid_chain(tmp_path):
+    wave = CHECKOUT / "tests" / "data" / "sdcmicro" / "testdata.csv"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(CHECKOUT), os.environ.get("PYTHONPATH")]))}
+    env.pop("DAGSTER_HOME", None)
+    done = subprocess.run([sys.executable, "-c", RUN_UP_TO_THE_JOB, str(tmp_path / "home"), str(wave)],
+                          capture_output=True, text=True, env=env, check=True)
+    # during the run: collection on, the start-up heap frozen; after it: nothing frozen, no grid module
+    assert done.stdout.split("\n")[-3:] == ["testdata_wave_job True True", "0 True 0 False False", ""], done.stderr
