@@ -109,9 +109,11 @@ def asset_seconds(home: Path) -> dict[str, float]:
 def run_sdc(home: Path, survey: str, wave: str, data_file: Path) -> tuple[float, int, subprocess.CompletedProcess]:
     """``sdc run`` of one wave: (wall seconds, peak resident kB of the children so far, the process)."""
     sdc = Path(sys.executable).with_name("sdc")
+    # the data home's own Dagster instance (an inherited DAGSTER_HOME would take precedence)
+    env = {name: value for name, value in os.environ.items() if name != "DAGSTER_HOME"}
     started = time.perf_counter()
     done = subprocess.run([str(sdc), "--home", str(home), "run", survey, wave, "--file", str(data_file)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started
     if done.returncode not in (0, 3):
         print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
