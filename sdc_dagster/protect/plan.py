@@ -295,10 +295,11 @@ def step_seed(plan_seed: int, labels: Sequence[str], index: int, method: str) ->
 
 def _value_changes(before: pd.DataFrame, after: pd.DataFrame) -> tuple[dict[str, int], dict[str, int]]:
     """Per column shared by both frames (rows aligned on the index): values changed, values newly missing."""
-    rows = before.index.intersection(after.index)
+    same = before.index.equals(after.index)  # no record removed: no lookup by label
+    rows = before.index if same else before.index.intersection(after.index)
     changed, suppressed = {}, {}
     for column in before.columns.intersection(after.columns):
-        old, new = before.loc[rows, column], after.loc[rows, column]
+        old, new = (before[column], after[column]) if same else (before.loc[rows, column], after.loc[rows, column])
         old_missing, new_missing = old.isna().to_numpy(), new.isna().to_numpy()
         both = ~old_missing & ~new_missing
         differs = np.zeros(len(rows), dtype=bool)
