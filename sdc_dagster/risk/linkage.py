@@ -305,8 +305,9 @@ def record_linkage_risk(
       Gower with missing values k-d trees per missing-value pattern of the originals, searched
       first among the originals that agree on the nominal variables, exact, or an exact computation
       in blocks of protected records where that is cheaper: few records, many patterns; identical
-      protected records, such as a microaggregation group, are searched once); a tie between its own original and another counts as a correct link (worst case, SPEC §4.5's
-      intruder who takes every nearest neighbour to be the unit itself). ``expected_risk`` breaks
+      protected records, such as a microaggregation group, are searched once); a tie between its
+      own original and another counts as a correct link (worst case, SPEC §4.5's intruder who
+      takes every nearest neighbour to be the unit itself). ``expected_risk`` breaks
       the ties at random instead: a record whose own original is among t originals tied nearest
       counts 1/t (t counted by radius queries of the same k-d trees, or in the blocks), since no
       intruder can tell which of t equally near originals is the unit (identical originals: ages,
