@@ -505,8 +505,8 @@ def _mdav_groups(x: np.ndarray, k: int, strata: list[np.ndarray] | None = None) 
         split = np.column_stack([filled[a:b], missing[a:b][:, holes] * np.sqrt(penalty_z[s, holes])])
         order, start, end, children = _kd_tree(split)
         kernel = _MDAV_KERNELS[not holes.any()]
-        local = kernel(values[a:b], np.ascontiguousarray(z[a:b]), weights[s], penalties[s], penalty_z[s], origin[s],
-                       scale[s], total[s].copy(), observed[s].copy(), order, start, end, children, k, abs_tol[s])
+        local = kernel(values[a:b], z[a:b], weights[s], penalties[s], penalty_z[s], origin[s], scale[s],
+                       total[s].copy(), observed[s].copy(), order, start, end, children, k, abs_tol[s])
         labels[rows[a:b]] = local + groups
         groups += int(local.max()) + 1
     return labels
@@ -594,18 +594,16 @@ def microaggregation(
         raise SDCInputError(f"k: groups of {k} need at least {k} records, the data have {len(data)}")
     x = data[columns].to_numpy(dtype="float64", na_value=np.nan)
     codes, _ = stratum_codes(data, strata)
-    aggregated = np.empty_like(x)
     members = stratum_members(codes)
     if method == "mdav":
-        # MDAV makes a stratum of fewer than 2k records one group (labelled by its stratum); the
-        # group means of all strata at once (bincount sums each group's values in record order, as a
-        # stratum's own pass would)
-        labels = np.where(np.bincount(codes)[codes] < 2 * k, codes, -1)
+        # MDAV makes a stratum of fewer than 2k records one group: a record in none of the strata
+        # grouped (label -1) keeps its stratum as its group; the group means of all strata at once
+        # (bincount sums each group's values in record order, as a stratum's own pass would)
         grouped = _mdav_groups(x, int(k), [rows for rows in members if len(rows) >= 2 * k])
-        labels = np.where(labels >= 0, labels, grouped + len(members))
-        labels = np.unique(labels, return_inverse=True)[1].ravel()
+        labels = np.where(grouped >= 0, grouped + len(members), codes)
         aggregated = np.where(np.isnan(x), np.nan, _group_means(x, labels)[labels])
     else:
+        aggregated = np.empty_like(x)
         for rows in members:  # strata, not records
             aggregated[rows] = _individual_ranking(x[rows], int(k), columns)
     out = data.copy()
