@@ -296,11 +296,11 @@ def release_warnings(checks: dict[str, CheckOutcome]) -> dict[str, str]:
 
 
 def _record_linkage_variants(
-    original: pd.DataFrame, protected: pd.DataFrame, changed: list[str], spec: SurveySpec
+    original: pd.DataFrame, protected: pd.DataFrame, continuous: list[str], spec: SurveySpec
 ) -> dict[str, float]:
-    """Linked shares of the record-linkage variants of SPEC §4.1 on the continuous keys ``changed``
-    (those :func:`linkage_figures` links on; NaN when there are none; the Mahalanobis share is NaN
-    when they have a singular covariance, and the one-to-one shares when more than
+    """Linked shares of the record-linkage variants of SPEC §4.1 on the released continuous keys
+    ``continuous`` (those :func:`linkage_figures` links on, at least one; the Mahalanobis share is
+    NaN when they have a singular covariance, and the one-to-one shares when more than
     :data:`ONE_TO_ONE_RECORDS` records are compared). Gower links on them and the categorical keys the
     variant releases (spec scales, nominal when none is given, and ordinal orders).
 
@@ -308,9 +308,7 @@ def _record_linkage_variants(
     tree queries and array operations release the GIL (on the 100k wave 1.2 s -> 0.9 s per variant).
     An error is raised as the linkages would raise it one after the other (Euclidean first)."""
     figures = dict.fromkeys(_LINKAGE_VARIANTS, np.nan)
-    if not changed:
-        return figures
-    compared = int((original[changed].notna().all(axis=1) & protected[changed].notna().all(axis=1)).sum())
+    compared = int((original[continuous].notna().all(axis=1) & protected[continuous].notna().all(axis=1)).sum())
     keys = released_keys(spec, protected).categorical
     key_scales = {k: spec.scales.get(k, "nominal") for k in keys}
     gower = {"scales": key_scales, "categories": ordinal_orders(spec, key_scales)}
@@ -318,7 +316,7 @@ def _record_linkage_variants(
                               if assignment == "nearest" or compared <= ONE_TO_ONE_RECORDS))
 
     def link(distance: str, assignment: str) -> risk.RecordLinkageRisk | None:
-        columns, options = (changed + keys, gower) if distance == "gower" else (changed, {})
+        columns, options = (continuous + keys, gower) if distance == "gower" else (continuous, {})
         try:
             return risk.record_linkage_risk(original, protected, columns, distance=distance, assignment=assignment,
                                             **options)
