@@ -1,8 +1,9 @@
 """`sdc run`'s event log (cli.home.quick_event_log): WAL commits without an fsync each, one idle
-connection held to the index and the run's database during the run; every event still stored; a
-wave found among the dynamic partitions is asked for once; a step's check results ask for its
-materialisation once."""
+pooled connection kept open to the index and the run's database during the run; every event still
+stored; a wave found among the dynamic partitions is asked for once; a step's check results ask for
+its materialisation once; the upstream provenance a step records is asked for once per asset."""
 
+import hashlib
 import sqlite3
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from dagster import (
     AssetCheckSpec,
     AssetKey,
     DagsterEventType,
+    DataVersion,
     DagsterInstance,
     DynamicPartitionsDefinition,
     MaterializeResult,
@@ -43,7 +45,7 @@ def test_a_run_in_the_block_stores_every_event_and_leaves_no_connection_open(tmp
         with quick_event_log(instance, run_id):
             assert tiny.execute_in_process(instance=instance, run_id=run_id).success
             shard = instance.event_log_storage.path_for_shard(run_id)
-            # the held connection keeps the WAL: no closing connection was the last one
+            # the pooled connection keeps the WAL: no closing connection was the last one
             assert Path(f"{shard}-wal").exists()
             # a connection the SQLAlchemy hook sees, to a WAL database: synchronous NORMAL (1), not FULL (2)
             engine = create_engine(f"sqlite:///{shard}", poolclass=NullPool)
@@ -54,7 +56,7 @@ def test_a_run_in_the_block_stores_every_event_and_leaves_no_connection_open(tmp
         stored = instance.all_logs(run_id)
         types = [entry.dagster_event.event_type for entry in stored if entry.dagster_event]
         assert types.count(DagsterEventType.STEP_SUCCESS) == 1 and DagsterEventType.RUN_SUCCESS in types
-    # the held connections are closed: the last one checkpointed the WAL into the database and removed it
+    # the pooled connections are closed: the last one checkpointed the WAL into the database and removed it
     assert not Path(f"{shard}-wal").exists()
     assert sqlite3.connect(shard).execute("SELECT count(*) FROM event_logs").fetchone()[0] == len(stored)
 
@@ -108,3 +110,52 @@ def test_a_materialisation_is_asked_for_once_per_step_and_every_check_targets_it
             assert len(evaluations) == 3
             assert {(e.target_materialization_data.run_id, e.target_materialization_data.storage_id)
                     for e in evaluations} == {(run_id, materialization.storage_id)}
+
+
+@asset(partitions_def=WAVES)
+def upstream(context) -> MaterializeResult:
+    return MaterializeResult(data_version=DataVersion(f"up-{context.run_id}"))
+
+
+@asset(partitions_def=WAVES, deps=[upstream])
+def downstream() -> None:
+    return None
+
+
+@asset(partitions_def=WAVES, deps=[upstream])
+def downstream_too() -> None:
+    return None
+
+
+def test_each_step_records_the_provenance_of_its_inputs_as_just_stored(tmp_path, monkeypatch):
+    """Upstream asset records and data versions are asked once per asset until the asset changes:
+    in each run, both downstream materialisations name the upstream materialisation of that same
+    run (its storage id and data version), and the storage is asked for the upstream's records and
+    partition tags once per run (by the first downstream step; the upstream's own events drop the
+    answers of the run before)."""
+    with DagsterInstance.local_temp(str(tmp_path)) as instance:
+        instance.add_dynamic_partitions("waves", ["2024"])
+        storage = instance._event_storage
+        asked = []
+        storage_records, storage_tags = storage.get_asset_records, storage.get_latest_tags_by_partition
+        monkeypatch.setattr(storage, "get_asset_records",
+                            lambda keys=None: asked.append(("records", tuple(keys or ()))) or storage_records(keys))
+        monkeypatch.setattr(storage, "get_latest_tags_by_partition", lambda key, *args, **kwargs:
+                            asked.append(("tags", key)) or storage_tags(key, *args, **kwargs))
+        job = define_asset_job("provenance_job", selection=[upstream, downstream, downstream_too]).resolve(
+            asset_graph=AssetGraph.from_assets([upstream, downstream, downstream_too]))
+        for _ in range(2):
+            run_id = make_new_run_id()
+            asked.clear()
+            with quick_event_log(instance, run_id):
+                assert job.execute_in_process(instance=instance, run_id=run_id, partition_key="2024").success
+            up = instance.fetch_materializations(AssetKey("upstream"), limit=1).records[0]
+            partition_version = hashlib.sha256(f"up-{run_id}".encode()).hexdigest()  # one partition's version, hashed
+            for name in ("downstream", "downstream_too"):
+                down = instance.fetch_materializations(AssetKey(name), limit=1).records[0]
+                assert up.run_id == down.run_id == run_id
+                tags = down.event_log_entry.tags
+                assert tags["dagster/input_event_pointer/upstream"] == str(up.storage_id)
+                assert tags["dagster/input_data_version/upstream"] == partition_version
+            assert asked.count(("tags", AssetKey("upstream"))) == 1
+            assert sum(1 for kind, keys in asked if kind == "records" and AssetKey("upstream") in keys) == 1
