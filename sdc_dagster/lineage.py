@@ -26,6 +26,7 @@ result, :class:`Verification`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
@@ -71,13 +72,20 @@ def snapshot_input(path: Path, sha256: str, inputs: Path) -> Path:
 
 def package_versions() -> dict[str, str]:
     """Installed versions of the packages whose code shapes a release."""
-    versions = {}
+    return dict(_installed_versions())
+
+
+@functools.cache
+def _installed_versions() -> tuple[tuple[str, str], ...]:
+    """:func:`package_versions`, looked up once per process (every release of a run asks; the code
+    a process runs is the code it imported, whatever is installed later)."""
+    versions = []
     for name in PACKAGES:
         try:
-            versions[name] = metadata.version(name)
+            versions.append((name, metadata.version(name)))
         except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
+            versions.append((name, "not installed"))
+    return tuple(versions)
 
 
 def parquet_bytes(frame: pd.DataFrame) -> bytes:
