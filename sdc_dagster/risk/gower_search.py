@@ -297,76 +297,97 @@ def _mismatches(record: np.ndarray, head: np.ndarray, columns: np.ndarray) -> in
 
 
 @njit(cache=True, nogil=True)
+def _same_lookups(zm: np.ndarray, previous: int, i: int, m_of: np.ndarray, nominal: np.ndarray) -> bool:
+    """Whether protected record ``i`` has the pattern and nominal categories of record ``previous``."""
+    if previous < 0 or m_of[previous] != m_of[i]:
+        return False
+    for v in range(len(nominal)):
+        if nominal[v] and zm[previous, v] != zm[i, v] and not np.isnan(zm[i, v]):
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _visit(record: np.ndarray, a: int, nominal: np.ndarray, by_size: np.ndarray, pairs: tuple, tables: tuple,
+           groups: tuple, found: np.ndarray, found_starts: np.ndarray, differing: bool, best: np.ndarray,
+           bound: float, radius: float, terms: np.ndarray) -> int:
+    """:func:`_scan_group` (``best``, ``bound``, ``radius`` as there) over the groups agreeing with
+    the record of pattern ``a`` on the shared nominal variables (``found``, pattern by pattern from
+    ``found_starts``) or, ``differing``, over the groups of the pairs with a shared nominal variable
+    that differ from it in one or more of them, where so few differ that the group is within reach.
+    Returns the originals counted."""
+    pair_table, pair_size, pair_nominal = pairs
+    table_columns, column_starts, table_numeric, numeric_starts, group_starts, heads = tables
+    starts, lowest, rows, sorted_by, position = groups
+    counted = 0
+    for at in range(len(by_size)):
+        b = by_size[at]
+        t, size = pair_table[a, b], pair_size[a, b]
+        if t < 0 or (differing and not pair_nominal[a, b]):
+            continue
+        numeric = table_numeric[numeric_starts[t]:numeric_starts[t + 1]]
+        key = _sum_key(record, numeric)
+        if not differing:
+            for k in range(found_starts[at], found_starts[at + 1]):
+                counted += _scan_group(record, nominal, found[k], numeric, key, 0, size, starts, lowest, rows,
+                                       sorted_by, position, best, bound, radius, terms)
+            continue
+        columns = table_columns[column_starts[t]:column_starts[t + 1]]
+        for g in range(group_starts[t], group_starts[t + 1]):
+            differ = _mismatches(record, heads[g], columns)
+            reach = (radius if radius >= 0 else min(best[0], bound)) * size * (1.0 + 2 * TIE_TOLERANCE) + 2e-12
+            if differ and differ <= reach:
+                counted += _scan_group(record, nominal, g, numeric, key, differ, size, starts, lowest, rows,
+                                       sorted_by, position, best, bound, radius, terms)
+    return counted
+
+
+@njit(cache=True, nogil=True)
 def _gower_scan(zm: np.ndarray, nominal: np.ndarray, own: np.ndarray, records: np.ndarray, m_of: np.ndarray,
-                by_size: np.ndarray, pair_table: np.ndarray, pair_size: np.ndarray, pair_nominal: np.ndarray,
-                table_columns: np.ndarray, column_starts: np.ndarray, table_numeric: np.ndarray,
-                numeric_starts: np.ndarray, group_starts: np.ndarray, heads: np.ndarray, starts: np.ndarray,
-                lowest: np.ndarray, rows: np.ndarray, sorted_by: np.ndarray, position: np.ndarray,
-                levels: np.ndarray, every_group: bool, nearest: np.ndarray, partner: np.ndarray, ties: np.ndarray,
+                by_size: np.ndarray, pairs: tuple, tables: tuple, groups: tuple, levels: np.ndarray,
+                every_group: bool, nearest: np.ndarray, partner: np.ndarray, ties: np.ndarray,
                 settled: np.ndarray) -> None:
     """:func:`_gower_nearest_scan`'s loop over the protected ``records`` (see there; arrays of
     :func:`_group_tables`); writes their nearest distance, partner, tied originals and whether
-    settled."""
+    settled. The agreeing groups are looked up again only where a record's pattern or nominal
+    categories differ from the previous record's."""
+    pair_table, pair_size, pair_nominal = pairs
+    table_columns, column_starts, _, _, group_starts, heads = tables
     terms, probe = np.empty(zm.shape[1]), np.empty(zm.shape[1])
     found = np.empty(max(1, group_starts[-1]), dtype=np.int64)
+    found_starts = np.zeros(len(by_size) + 1, dtype=np.int64)
     best = np.empty(2)
+    previous = -1
     for i in records:
         record, a = zm[i], m_of[i]
+        if not _same_lookups(zm, previous, i, m_of, nominal):
+            for at in range(len(by_size)):
+                t = pair_table[a, by_size[at]]
+                found_starts[at + 1] = found_starts[at] + (_agreeing_groups(
+                    record, t, table_columns, column_starts, group_starts, heads, levels, probe,
+                    found[found_starts[at]:]) if t >= 0 else 0)
+        previous = i
         best[0], best[1] = np.inf, -1.0
         bound = own[i] if own[i] == own[i] else np.inf
-        for b in by_size:  # the originals agreeing on the shared nominal variables, pattern by pattern
-            t = pair_table[a, b]
-            if t < 0:
-                continue
-            numeric = table_numeric[numeric_starts[t]:numeric_starts[t + 1]]
-            key = _sum_key(record, numeric)
-            for at in range(_agreeing_groups(record, t, table_columns, column_starts, group_starts, heads,
-                                             levels, probe, found)):
-                _scan_group(record, nominal, found[at], numeric, key, 0, pair_size[a, b], starts, lowest, rows, sorted_by,
-                            position, best, bound, -1.0, terms)
+        _visit(record, a, nominal, by_size, pairs, tables, groups, found, found_starts, False, best, bound, -1.0,
+               terms)
         done = True  # no original differing on a shared nominal variable (1 / |S| or more) is as near
         for b in by_size:
             if pair_nominal[a, b] and not best[0] * (1.0 + TIE_TOLERANCE) + 1e-12 < 1.0 / pair_size[a, b]:
                 done = False
-        if not done and every_group:  # the other groups, each if its differing variables allow
-            for b in by_size:
-                t = pair_table[a, b]
-                if t < 0 or not pair_nominal[a, b]:
-                    continue
-                numeric = table_numeric[numeric_starts[t]:numeric_starts[t + 1]]
-                key = _sum_key(record, numeric)
-                columns = table_columns[column_starts[t]:column_starts[t + 1]]
-                for g in range(group_starts[t], group_starts[t + 1]):
-                    differ = _mismatches(record, heads[g], columns)
-                    reach = min(best[0], bound) * pair_size[a, b] * (1.0 + 2 * TIE_TOLERANCE) + 2e-12
-                    if differ and differ <= reach:
-                        _scan_group(record, nominal, g, numeric, key, differ, pair_size[a, b], starts, lowest, rows,
-                                    sorted_by, position, best, bound, -1.0, terms)
-            done = True
-        nearest[i], partner[i], settled[i], ties[i] = best[0], np.int64(best[1]), done, 1.0
-        if not (done and own[i] <= best[0] * (1.0 + 1e-12) + 1e-300 and best[0] < np.inf):
-            continue
-        radius = best[0] * (1.0 + TIE_TOLERANCE) + 1e-300  # the originals tied nearest, as the blocks count
-        counted = 0
-        for b in by_size:
-            t = pair_table[a, b]
-            if t < 0:
-                continue
-            numeric = table_numeric[numeric_starts[t]:numeric_starts[t + 1]]
-            key = _sum_key(record, numeric)
-            if every_group and pair_nominal[a, b]:
-                columns = table_columns[column_starts[t]:column_starts[t + 1]]
-                for g in range(group_starts[t], group_starts[t + 1]):
-                    differ = _mismatches(record, heads[g], columns)
-                    if differ <= radius * pair_size[a, b] * (1.0 + 2 * TIE_TOLERANCE) + 2e-12:
-                        counted += _scan_group(record, nominal, g, numeric, key, differ, pair_size[a, b], starts, lowest,
-                                               rows, sorted_by, position, best, bound, radius, terms)
-                continue
-            for at in range(_agreeing_groups(record, t, table_columns, column_starts, group_starts, heads,
-                                             levels, probe, found)):
-                counted += _scan_group(record, nominal, found[at], numeric, key, 0, pair_size[a, b], starts, lowest, rows,
-                                       sorted_by, position, best, bound, radius, terms)
-        ties[i] = max(counted, 1)
+        differing = not done and every_group
+        if differing:  # the other groups, each where its differing variables allow
+            _visit(record, a, nominal, by_size, pairs, tables, groups, found, found_starts, True, best, bound, -1.0,
+                   terms)
+        nearest[i], partner[i], settled[i], ties[i] = best[0], np.int64(best[1]), done or differing, 1.0
+        if (done or differing) and own[i] <= best[0] * (1.0 + 1e-12) + 1e-300 and best[0] < np.inf:
+            radius = best[0] * (1.0 + TIE_TOLERANCE) + 1e-300  # the originals tied nearest, as the blocks count
+            counted = _visit(record, a, nominal, by_size, pairs, tables, groups, found, found_starts, False, best,
+                             bound, radius, terms)
+            if differing:
+                counted += _visit(record, a, nominal, by_size, pairs, tables, groups, found, found_starts, True,
+                                  best, bound, radius, terms)
+            ties[i] = max(counted, 1)
 
 
 def _group_tables(zx: np.ndarray, nominal: np.ndarray, levels: np.ndarray, x_patterns: np.ndarray,
@@ -411,14 +432,12 @@ def _group_tables(zx: np.ndarray, nominal: np.ndarray, levels: np.ndarray, x_pat
         offset += len(originals)
     position, first = np.concatenate(positions), np.concatenate(firsts)
     rows = zx[position]
-    return {"pair_table": pair_table, "pair_size": shared.sum(axis=2), "pair_nominal": (shared & nominal).sum(axis=2),
-            "table_columns": np.concatenate(columns).astype(np.int64),
-            "column_starts": np.cumsum([0] + [len(c) for c in columns]),
-            "table_numeric": np.concatenate(numerics).astype(np.int64),
-            "numeric_starts": np.cumsum([0] + [len(c) for c in numerics]),
-            "group_starts": np.array(group_starts, dtype=np.int64), "heads": rows[first],
-            "starts": np.r_[first, len(position)], "lowest": np.minimum.reduceat(position, first),
-            "rows": rows, "sorted_by": np.concatenate(sums), "position": position}
+    return {"pairs": (pair_table, shared.sum(axis=2), (shared & nominal).sum(axis=2)),
+            "tables": (np.concatenate(columns).astype(np.int64), np.cumsum([0] + [len(c) for c in columns]),
+                       np.concatenate(numerics).astype(np.int64), np.cumsum([0] + [len(c) for c in numerics]),
+                       np.array(group_starts, dtype=np.int64), rows[first]),
+            "groups": (np.r_[first, len(position)], np.minimum.reduceat(position, first), rows,
+                       np.concatenate(sums), position)}
 
 
 def _gower_nearest_scan(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_patterns, m_patterns,
@@ -438,9 +457,12 @@ def _gower_nearest_scan(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_p
         _gower_scan(zm, nominal, own, records, m_of, by_size, **tables, levels=levels.astype(float),
                     every_group=every_group, nearest=nearest, partner=partner, ties=ties, settled=settled)
 
-    scan(np.arange(n), False)
+    # records in the order of their pattern, nominal categories and numeric sum: consecutive records
+    # share their agreeing groups (looked up once) and visit the same parts of them (kept in cache)
+    filled = np.nan_to_num(zm, nan=-1.0)
+    scan(np.lexsort((filled[:, ~nominal].sum(axis=1),) + tuple(filled[:, nominal].T[::-1]) + (m_of,)), False)
     unsettled = np.flatnonzero(~settled)
-    if len(unsettled) and len(unsettled) * (len(tables["starts"]) - 1) <= _GOWER_SCAN_GROUPS:
+    if len(unsettled) and len(unsettled) * (len(tables["groups"][1])) <= _GOWER_SCAN_GROUPS:
         scan(unsettled, True)
     return nearest, partner, ties, settled
 
