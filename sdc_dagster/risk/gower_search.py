@@ -180,33 +180,50 @@ def _find_group(heads: np.ndarray, first: int, stop: int, columns: np.ndarray, p
 
 
 @njit(cache=True, nogil=True)
-def _scan_group(record: np.ndarray, nominal: np.ndarray, g: int, numeric: np.ndarray, key: float, mismatched: int,
-                size: int,
-                starts: np.ndarray, lowest: np.ndarray, rows: np.ndarray, sorted_by: np.ndarray,
-                position: np.ndarray, best: np.ndarray, bound: float, radius: float, terms: np.ndarray) -> int:
-    """One group of originals (``rows[starts[g]:starts[g+1]]``, ascending in ``sorted_by``: the sum
-    of their numeric variables of S) against the protected ``record`` (``key``: its sum of the same
-    variables; NaN: S has no numeric variable); the pair has ``size`` = |S| shared variables of which
-    ``mismatched`` nominal ones differ throughout the group.
+def _offer(best: np.ndarray, tied: np.ndarray, distance: float, original: int, weight: int) -> None:
+    """An original at Gower ``distance`` (``weight`` originals there, the lowest at ``original``)
+    offered to a record's search: ``best`` = [nearest distance so far, its original, entries of
+    ``tied``], the nearest replaced where the original is nearer, or as near and lower (the block
+    computation's argmin); ``tied`` = rows [distance, weight] of the originals offered within the tie
+    radius (:data:`TIE_TOLERANCE`, the blocks' rule) of the nearest so far, those beyond the radius of
+    a new nearest dropped. Every original within the final radius is offered (the scans' reach only
+    shrinks), so the weights left are the tied originals, counted in the same pass."""
+    if distance <= best[0] * (1.0 + TIE_TOLERANCE) + 1e-300:
+        entries = int(best[2])
+        tied[entries, 0], tied[entries, 1] = distance, weight
+        best[2] = entries + 1
+    if distance < best[0]:
+        best[0], best[1] = distance, original
+        radius, kept = distance * (1.0 + TIE_TOLERANCE) + 1e-300, 0
+        for entry in range(int(best[2])):
+            if tied[entry, 0] <= radius:
+                tied[kept] = tied[entry]
+                kept += 1
+        best[2] = kept
+    elif distance == best[0] and original < best[1]:
+        best[1] = original
 
-    radius < 0: the nearest, ``best`` = [distance, position] updated where an original is nearer, or as
-    near and lower. Only originals whose numerator (Gower distance x |S|) can be within the tie
-    tolerance of min(best, ``bound``) are compared: the numerator is at least the mismatches plus
-    the difference of the sums (|sum of differences| <= sum of |differences|, with room for the
-    rounding of the sums), so the scan leaves the record's place in the sorted sums, nearest sum
-    first, until both sides are beyond that reach; an original whose mismatches plus differences in
-    ``numeric`` (the numeric variables of S), summed in any order, exceed it is left at that.
-    radius >= 0: the number of originals at a
-    distance of at most ``radius``, by the same scan. Without a shared numeric variable the group's
-    originals are all at the same distance: one comparison, the lowest position."""
+
+@njit(cache=True, nogil=True)
+def _scan_group(record: np.ndarray, nominal: np.ndarray, g: int, numeric: np.ndarray, key: float, mismatched: int,
+                size: int, groups: tuple, best: np.ndarray, tied: np.ndarray, bound: float,
+                terms: np.ndarray) -> None:
+    """One group of originals (``groups``: :func:`_group_tables`' per-group and per-original arrays;
+    the originals of group ``g`` ascending in their sum of the numeric variables of S) against the
+    protected ``record`` (``key``: its sum of the same variables, ``numeric``; NaN: S has none); the
+    pair has ``size`` = |S| shared variables of which ``mismatched`` nominal ones differ throughout
+    the group. Each original is offered (:func:`_offer`) if its numerator (Gower distance x |S|) can
+    be within the tie tolerance of min(nearest so far, ``bound``): the numerator is at least the
+    mismatches plus the difference of the sums (|sum of differences| <= sum of |differences|, with
+    room for the rounding of the sums), so the scan leaves the record's place in the sorted sums,
+    nearest sum first, until both sides are beyond that reach; an original whose mismatches plus
+    differences in ``numeric``, summed in any order, exceed the reach is left at that. Without a
+    shared numeric variable the group's originals are all at the same distance: one offer."""
+    starts, lowest, rows, sorted_by, position = groups
     start, stop = starts[g], starts[g + 1]
     if np.isnan(key):
-        distance = _pair_distance(rows[start], record, nominal, terms)
-        if radius >= 0:
-            return stop - start if distance <= radius else 0
-        if distance < best[0] or (distance == best[0] and lowest[g] < best[1]):
-            best[0], best[1] = distance, lowest[g]
-        return 0
+        _offer(best, tied, _pair_distance(rows[start], record, nominal, terms), lowest[g], stop - start)
+        return
     up, high = start, stop  # the first original with a sum >= the record's
     while up < high:
         middle = (up + high) // 2
@@ -216,29 +233,23 @@ def _scan_group(record: np.ndarray, nominal: np.ndarray, g: int, numeric: np.nda
             high = middle
     down = up - 1
     slack = 1e-12 * (1.0 + abs(key))
-    counted = 0
     while True:
         above = sorted_by[up] - key if up < stop else np.inf
         below = key - sorted_by[down] if down >= start else np.inf
-        reach = (radius if radius >= 0 else min(best[0], bound)) * size * (1.0 + 2 * TIE_TOLERANCE) + 2e-12
+        reach = min(best[0], bound) * size * (1.0 + 2 * TIE_TOLERANCE) + 2e-12
         if min(above, below) > reach - mismatched + slack:
-            return counted
+            return
         if above <= below:
             k = up
             up += 1
         else:
             k = down
             down -= 1
-        lower = float(mismatched)  # the numerator summed in another order, to leave most originals early
+        lower = float(mismatched)
         for v in numeric:
             lower += abs(record[v] - rows[k, v])
-        if lower > reach + slack:
-            continue
-        distance = _pair_distance(rows[k], record, nominal, terms)
-        if radius >= 0:
-            counted += distance <= radius
-        elif distance < best[0] or (distance == best[0] and position[k] < best[1]):
-            best[0], best[1] = distance, position[k]
+        if lower <= reach + slack:
+            _offer(best, tied, _pair_distance(rows[k], record, nominal, terms), position[k], 1)
 
 
 @njit(cache=True, nogil=True)
@@ -310,16 +321,13 @@ def _same_lookups(zm: np.ndarray, previous: int, i: int, m_of: np.ndarray, nomin
 @njit(cache=True, nogil=True)
 def _visit(record: np.ndarray, a: int, nominal: np.ndarray, by_size: np.ndarray, pairs: tuple, tables: tuple,
            groups: tuple, found: np.ndarray, found_starts: np.ndarray, differing: bool, best: np.ndarray,
-           bound: float, radius: float, terms: np.ndarray) -> int:
-    """:func:`_scan_group` (``best``, ``bound``, ``radius`` as there) over the groups agreeing with
-    the record of pattern ``a`` on the shared nominal variables (``found``, pattern by pattern from
-    ``found_starts``) or, ``differing``, over the groups of the pairs with a shared nominal variable
-    that differ from it in one or more of them, where so few differ that the group is within reach.
-    Returns the originals counted."""
+           tied: np.ndarray, bound: float, terms: np.ndarray) -> None:
+    """:func:`_scan_group` over the groups agreeing with the record of pattern ``a`` on the shared
+    nominal variables (``found``, pattern by pattern from ``found_starts``) or, ``differing``, over
+    the groups of the pairs with a shared nominal variable that differ from it in one or more of
+    them, where so few differ that the group is within reach."""
     pair_table, pair_size, pair_nominal = pairs
     table_columns, column_starts, table_numeric, numeric_starts, group_starts, heads = tables
-    starts, lowest, rows, sorted_by, position = groups
-    counted = 0
     for at in range(len(by_size)):
         b = by_size[at]
         t, size = pair_table[a, b], pair_size[a, b]
@@ -329,17 +337,13 @@ def _visit(record: np.ndarray, a: int, nominal: np.ndarray, by_size: np.ndarray,
         key = _sum_key(record, numeric)
         if not differing:
             for k in range(found_starts[at], found_starts[at + 1]):
-                counted += _scan_group(record, nominal, found[k], numeric, key, 0, size, starts, lowest, rows,
-                                       sorted_by, position, best, bound, radius, terms)
+                _scan_group(record, nominal, found[k], numeric, key, 0, size, groups, best, tied, bound, terms)
             continue
         columns = table_columns[column_starts[t]:column_starts[t + 1]]
         for g in range(group_starts[t], group_starts[t + 1]):
             differ = _mismatches(record, heads[g], columns)
-            reach = (radius if radius >= 0 else min(best[0], bound)) * size * (1.0 + 2 * TIE_TOLERANCE) + 2e-12
-            if differ and differ <= reach:
-                counted += _scan_group(record, nominal, g, numeric, key, differ, size, starts, lowest, rows,
-                                       sorted_by, position, best, bound, radius, terms)
-    return counted
+            if differ and differ <= min(best[0], bound) * size * (1.0 + 2 * TIE_TOLERANCE) + 2e-12:
+                _scan_group(record, nominal, g, numeric, key, differ, size, groups, best, tied, bound, terms)
 
 
 @njit(cache=True, nogil=True)
@@ -356,7 +360,7 @@ def _gower_scan(zm: np.ndarray, nominal: np.ndarray, own: np.ndarray, records: n
     terms, probe = np.empty(zm.shape[1]), np.empty(zm.shape[1])
     found = np.empty(max(1, group_starts[-1]), dtype=np.int64)
     found_starts = np.zeros(len(by_size) + 1, dtype=np.int64)
-    best = np.empty(2)
+    best, tied = np.empty(3), np.empty((len(groups[4]), 2))  # an entry per original at most
     previous = -1
     for i in records:
         record, a = zm[i], m_of[i]
@@ -367,27 +371,21 @@ def _gower_scan(zm: np.ndarray, nominal: np.ndarray, own: np.ndarray, records: n
                     record, t, table_columns, column_starts, group_starts, heads, levels, probe,
                     found[found_starts[at]:]) if t >= 0 else 0)
         previous = i
-        best[0], best[1] = np.inf, -1.0
+        best[0], best[1], best[2] = np.inf, -1.0, 0.0
         bound = own[i] if own[i] == own[i] else np.inf
-        _visit(record, a, nominal, by_size, pairs, tables, groups, found, found_starts, False, best, bound, -1.0,
+        _visit(record, a, nominal, by_size, pairs, tables, groups, found, found_starts, False, best, tied, bound,
                terms)
         done = True  # no original differing on a shared nominal variable (1 / |S| or more) is as near
         for b in by_size:
             if pair_nominal[a, b] and not best[0] * (1.0 + TIE_TOLERANCE) + 1e-12 < 1.0 / pair_size[a, b]:
                 done = False
-        differing = not done and every_group
-        if differing:  # the other groups, each where its differing variables allow
-            _visit(record, a, nominal, by_size, pairs, tables, groups, found, found_starts, True, best, bound, -1.0,
+        if not done and every_group:  # the other groups, each where its differing variables allow
+            _visit(record, a, nominal, by_size, pairs, tables, groups, found, found_starts, True, best, tied, bound,
                    terms)
-        nearest[i], partner[i], settled[i], ties[i] = best[0], np.int64(best[1]), done or differing, 1.0
-        if (done or differing) and own[i] <= best[0] * (1.0 + 1e-12) + 1e-300 and best[0] < np.inf:
-            radius = best[0] * (1.0 + TIE_TOLERANCE) + 1e-300  # the originals tied nearest, as the blocks count
-            counted = _visit(record, a, nominal, by_size, pairs, tables, groups, found, found_starts, False, best,
-                             bound, radius, terms)
-            if differing:
-                counted += _visit(record, a, nominal, by_size, pairs, tables, groups, found, found_starts, True,
-                                  best, bound, radius, terms)
-            ties[i] = max(counted, 1)
+            done = True
+        nearest[i], partner[i], settled[i] = best[0], np.int64(best[1]), done
+        hit = done and own[i] <= best[0] * (1.0 + 1e-12) + 1e-300 and best[0] < np.inf
+        ties[i] = max(tied[:int(best[2]), 1].sum(), 1.0) if hit else 1.0
 
 
 def _group_tables(zx: np.ndarray, nominal: np.ndarray, levels: np.ndarray, x_patterns: np.ndarray,
