@@ -3,9 +3,10 @@
 :func:`gower_nearest` finds, for every protected record, its nearest original by Gower distance
 (``cluster::daisy``'s rule: the variables observed in both records, continuous and ordinal scaled by
 range, nominal 0/1), and counts the originals tied with it, without the n x n distances that
-:mod:`sdc_dagster.risk.linkage`'s block computation holds: first among the originals that agree on
-the shared nominal variables (:func:`_gower_nearest_agreeing`), then, for the records that search
-does not settle, by k-d tree queries per pair of missing-value patterns.
+:mod:`sdc_dagster.risk.linkage`'s block computation holds: a compiled scan of the groups of
+originals that agree on the shared nominal variables (:func:`_gower_nearest_scan`), then of the groups
+that differ in a few of them for the records that scan does not settle, or, where those are too
+many, k-d tree queries per pair of missing-value patterns.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ _GOWER_PATTERN_PAIR_COST = 20_000
 _GOWER_WIDE_LEVELS = 8
 _GOWER_WIDE_NOMINALS = 3
 # the search among originals that agree on the shared nominal variables looks a record up once per
-# combination of the categories of the nominal variables the originals observe and it misses, up to
-# this many combinations; above, the originals are grouped by the shared nominal variables instead
-_GOWER_ENUMERATED = 64
+# combination of the categories of the nominal variables the originals observe and it misses; where a
+# pair of patterns' records would make more lookups than this many per original, the originals are
+# grouped by the shared nominal variables instead (one lookup per record, one more table to build)
+_GOWER_LOOKUPS_PER_ORIGINAL = 1.0
 # records not settled by that search are searched group by group over all groups of originals (an
 # exact scan) while (records x groups) stays below this; above, by k-d trees over all originals
 _GOWER_SCAN_GROUPS = 20_000_000
@@ -393,24 +395,27 @@ def _group_tables(zx: np.ndarray, nominal: np.ndarray, levels: np.ndarray, x_pat
     """The originals of each pattern P grouped by their categories of nominal variables, for
     :func:`_gower_scan`: per pair (protected pattern Q, original pattern P) sharing a variable, a
     table of P's originals grouped by P's nominal variables (a record missing some of them is
-    looked up once per combination of their categories) or, where those lookups would outnumber
-    the originals of P and exceed :data:`_GOWER_ENUMERATED` per record, by the nominal variables of
+    looked up once per combination of their categories) or, where the records of Q would make more
+    lookups than :data:`_GOWER_LOOKUPS_PER_ORIGINAL` per original of P, by the nominal variables of
     S = Q & P. Within a group the originals are sorted by their sum of the numeric variables of S,
     then by position. Pairs needing the same table share it. Returns the kernel's arrays by name:
     per pair its table, |S| and its number of shared nominal variables; per table its nominal
     variables and its numeric ones (flat, with starts) and its first group; per group its first
     original (``starts``, one more at the end), the row of that original (``heads``) and its lowest
-    position; per original in table order its row, its sum and its position."""
+    position; per original in table order its row, its sum and its position. None if no pair
+    shares a variable."""
     shared = m_patterns[:, None, :] & x_patterns[None, :, :]
     sizes = np.array([len(r) for r in x_rows])
     lookups = np.prod(np.where(x_patterns[None, :, :] & ~m_patterns[:, None, :] & nominal, levels, 1), axis=2,
                       dtype=float)
-    by_shared = (lookups > _GOWER_ENUMERATED) & (lookups * m_count[:, None] > sizes[None, :])
+    by_shared = lookups * m_count[:, None] > _GOWER_LOOKUPS_PER_ORIGINAL * sizes[None, :]
     grouped = np.where(by_shared[:, :, None], shared, x_patterns[None, :, :]) & nominal
     numeric = shared & ~nominal
     a, b = np.nonzero(shared.any(axis=2))
     table_keys = np.column_stack([b, grouped[a, b], numeric[a, b]])
     keys, table = np.unique(table_keys, axis=0, return_inverse=True)
+    if not len(keys):
+        return None
     pair_table = np.full(shared.shape[:2], -1, dtype=np.int64)
     pair_table[a, b] = table.ravel()
     positions, sums, firsts, group_starts, offset = [], [], [], [0], 0
@@ -440,15 +445,43 @@ def _group_tables(zx: np.ndarray, nominal: np.ndarray, levels: np.ndarray, x_pat
 
 def _gower_nearest_scan(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_patterns, m_patterns,
                         own: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """DOC"""
+    """Gower nearest originals, tied originals and settled records by a compiled scan of groups of
+    originals (SPEC §4.1; issue 23); ``own``: each record's distance to its own original (NaN where
+    undefined), an upper bound of its nearest distance that bounds the scan from the start.
+
+    Within a pair (protected pattern Q, original pattern P) of observed variables with shared
+    variables S, an original that differs from a protected record in k nominal variables of S is at
+    Gower distance at least k / |S|. The originals of P are grouped by their nominal categories
+    (:func:`_group_tables`); a record looks up the groups that agree with it on the nominal variables
+    of S (one lookup per combination of categories of the variables P observes and it misses: the
+    union is exactly the originals of P agreeing on S) and scans each group from its place in the
+    originals' sums of the numeric variables of S, as far as an original can still be as near as the
+    nearest so far (:func:`_scan_group`). Each candidate's distance is computed exactly as
+    :func:`gower_own_distances` computes it (:func:`_pair_distance`, the same rounding), a nearer
+    one replaces the nearest, an equally near one only if its position is lower (the block
+    computation's argmin), and the originals within the tie radius (:data:`TIE_TOLERANCE`) are
+    counted in the same pass (:func:`_offer`).
+
+    A record is *settled* when its nearest distance d among agreeing originals, over all original
+    patterns, is below 1 / |S| of every pair with a shared nominal variable (with the tie
+    tolerance): then no original that differs is as near or tied, and the result is exact. The
+    others are scanned again over every group of those pairs whose number of differing nominal
+    variables k leaves it within reach (k <= d |S|), while (records x groups) stays under
+    :data:`_GOWER_SCAN_GROUPS`; above, they are left to :func:`gower_nearest`'s k-d tree search.
+    Records are scanned in the order of their pattern, nominal categories and numeric sum, so that
+    consecutive records share their lookups and the parts of the groups they scan. Returns (nearest
+    distance, partner position, tied originals of the settled records whose own original is nearest
+    (1 elsewhere), settled mask)."""
     (x_patterns, x_of), (m_patterns, m_of) = x_patterns, m_patterns
     levels = _nominal_levels(zx, zm, nominal)
     x_rows = _rows_by_pattern(x_of, len(x_patterns))
     tables = _group_tables(zx, nominal, levels, x_patterns, x_rows, m_patterns,
                            np.bincount(m_of, minlength=len(m_patterns)))
     n = len(zm)
-    nearest, partner, ties = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n)
-    settled = np.empty(n, dtype=bool)
+    nearest, partner, ties = np.full(n, np.inf), np.full(n, -1, dtype=np.int64), np.ones(n)
+    settled = np.ones(n, dtype=bool)
+    if tables is None:  # no original shares a variable with any protected record
+        return nearest, partner, ties, settled
     by_size = np.argsort([-len(r) for r in x_rows], kind="stable")
 
     def scan(records: np.ndarray, every_group: bool) -> None:
@@ -470,6 +503,9 @@ def gower_nearest(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_pattern
     """Exact Gower nearest original of every protected record, without the n x n distances
     (SPEC §4.1; issue 23's per-pattern search), and how many originals are tied nearest.
 
+    The records :func:`_gower_nearest_scan` settles (all but those whose nearest agreeing original is
+    not nearer than an original differing in a nominal variable could be, where they are too many
+    for its scan of the differing groups) take its result; the others are searched by k-d trees.
     Within a pair (protected pattern Q, original pattern P) of observed variables, every pair of
     records is compared on the same variables S = Q & P, so their Gower distance is the L1 distance
     of the variables of S (continuous and ordinal scaled by range, nominal one-hot coded with
