@@ -493,7 +493,7 @@ def _gower_nearest_scan(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_p
     filled = np.nan_to_num(zm, nan=-1.0)
     scan(np.lexsort((filled[:, ~nominal].sum(axis=1),) + tuple(filled[:, nominal].T[::-1]) + (m_of,)), False)
     unsettled = np.flatnonzero(~settled)
-    if len(unsettled) and len(unsettled) * (len(tables["groups"][1])) <= _GOWER_SCAN_GROUPS:
+    if len(unsettled) and len(unsettled) * (len(tables["groups"][0]) - 1) <= _GOWER_SCAN_GROUPS:  # x groups
         scan(unsettled, True)
     return nearest, partner, ties, settled
 
