@@ -30,8 +30,9 @@ _GOWER_WIDE_NOMINALS = 3
 # the search among originals that agree on the shared nominal variables looks a record up once per
 # combination of the categories of the nominal variables the originals observe and it misses; where a
 # pair of patterns' records would make more lookups than this many per original, the originals are
-# grouped by the shared nominal variables instead (one lookup per record, one more table to build)
-_GOWER_LOOKUPS_PER_ORIGINAL = 1.0
+# grouped by the shared nominal variables instead (one lookup per record, one more table to build: a
+# binary search costs far less than sorting and copying an original)
+_GOWER_LOOKUPS_PER_ORIGINAL = 16.0
 # records not settled by that search are searched group by group over all groups of originals (an
 # exact scan) while (records x groups) stays below this; above, by k-d trees over all originals
 _GOWER_SCAN_GROUPS = 20_000_000
