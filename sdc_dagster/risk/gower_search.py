@@ -19,9 +19,10 @@ from scipy.spatial import cKDTree
 
 from sdc_dagster.keys import pack_codes
 
-# Gower nearest-record linkage with missing values searches one k-d tree per (protected pattern,
-# original pattern) of observed variables; a pattern pair costs about as much Python overhead as this
-# many pairwise distances of the block computation, which is used when it is the cheaper of the two
+# Gower nearest-record linkage with missing values searches per pair (protected pattern, original
+# pattern) of observed variables; a pattern pair costs about as much overhead (a table of groups, k-d
+# tree queries for the records the scan leaves) as this many pairwise distances of the block
+# computation, which is used when it is the cheaper of the two
 _GOWER_PATTERN_PAIR_COST = 20_000
 # nominal variables of more categories than this are searched by their codes, not one-hot (at most
 # this many of them per search: 2^m queries each)
@@ -528,7 +529,9 @@ def gower_nearest(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_pattern
     radius is d_min |S| - |H - T|, so that an original is counted in the one query whose T is the
     set of wide variables it agrees on (in any other it lies farther, or would be nearer than the
     nearest) and every tied original is counted exactly once. ``x_patterns``, ``m_patterns``:
-    :func:`observed_patterns` of ``zx`` and ``zm``. Returns (nearest distance, inf where no original
+    :func:`observed_patterns` of ``zx`` and ``zm``; ``own``: each record's distance to an original
+    (its own, or any: an upper bound of its nearest distance, which bounds the scan), as
+    :func:`gower_own_distances` computes it, NaN where undefined. Returns (nearest distance, inf where no original
     shares a variable; partner position, -1 there; tied originals, 1 where the own original is not
     nearest)."""
     nearest, partner, ties, settled = _gower_nearest_scan(zx, zm, nominal, x_patterns, m_patterns, own)
