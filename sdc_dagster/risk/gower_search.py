@@ -6,7 +6,8 @@ range, nominal 0/1), and counts the originals tied with it, without the n x n di
 :mod:`sdc_dagster.risk.linkage`'s block computation holds: a compiled scan of the groups of
 originals that agree on the shared nominal variables (:func:`_gower_nearest_scan`), then of the groups
 that differ in a few of them for the records that scan does not settle, or, where those are too
-many, k-d tree queries per pair of missing-value patterns.
+many, k-d tree queries per pair of missing-value patterns. The first call in a fresh environment
+compiles the scan (about 10 s; cached on disk by numba afterwards).
 """
 
 from __future__ import annotations
