@@ -3,9 +3,11 @@
 :func:`gower_nearest` finds, for every protected record, its nearest original by Gower distance
 (``cluster::daisy``'s rule: the variables observed in both records, continuous and ordinal scaled by
 range, nominal 0/1), and counts the originals tied with it, without the n x n distances that
-:mod:`sdc_dagster.risk.linkage`'s block computation holds: first among the originals that agree on
-the shared nominal variables (:func:`_gower_nearest_agreeing`), then, for the records that search
-does not settle, by k-d tree queries per pair of missing-value patterns.
+:mod:`sdc_dagster.risk.linkage`'s block computation holds: a compiled scan of the groups of
+originals that agree on the shared nominal variables (:func:`_gower_nearest_scan`), then of the groups
+that differ in a few of them for the records that scan does not settle, or, where those are too
+many, k-d tree queries per pair of missing-value patterns. The first call in a fresh environment
+compiles the scan (about 10 s; cached on disk by numba afterwards).
 """
 
 from __future__ import annotations
@@ -13,24 +15,29 @@ from __future__ import annotations
 from itertools import combinations
 
 import numpy as np
+from numba import njit
 from scipy.spatial import cKDTree
 
 from sdc_dagster.keys import pack_codes
 
-# Gower nearest-record linkage with missing values searches one k-d tree per (protected pattern,
-# original pattern) of observed variables; a pattern pair costs about as much Python overhead as this
-# many pairwise distances of the block computation, which is used when it is the cheaper of the two
+# Gower nearest-record linkage with missing values searches per pair (protected pattern, original
+# pattern) of observed variables; a pattern pair costs about as much overhead (a table of groups, k-d
+# tree queries for the records the scan leaves) as this many pairwise distances of the block
+# computation, which is used when it is the cheaper of the two
 _GOWER_PATTERN_PAIR_COST = 20_000
 # nominal variables of more categories than this are searched by their codes, not one-hot (at most
 # this many of them per search: 2^m queries each)
 _GOWER_WIDE_LEVELS = 8
 _GOWER_WIDE_NOMINALS = 3
-# the search among originals agreeing on the nominal variables compares a record with every original
-# of its group, instead of a k-d tree query, where the groups hold at most this many on average
-_GOWER_GROUP_PAIRS = 8
-# the original patterns after the largest are searched together for this many originals within reach
-# of each protected record; a record with more is searched pattern by pattern
-_GOWER_POOLED = 32
+# the search among originals that agree on the shared nominal variables looks a record up once per
+# combination of the categories of the nominal variables the originals observe and it misses; where a
+# pair of patterns' records would make more lookups than this many per original, the originals are
+# grouped by the shared nominal variables instead (one lookup per record, one more table to build: a
+# binary search costs far less than sorting and copying an original)
+_GOWER_LOOKUPS_PER_ORIGINAL = 16.0
+# records not settled by that search are searched group by group over all groups of originals (an
+# exact scan) while (records x groups) stays below this; above, by k-d trees over all originals
+_GOWER_SCAN_GROUPS = 20_000_000
 # originals count as tied nearest when their distance exceeds the nearest by at most this share (the
 # k-d tree and the direct formula round differently; exact duplicates are at exactly equal distances)
 TIE_TOLERANCE = 1e-9
@@ -85,83 +92,6 @@ def gower_own_distances(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray) -> 
         return np.where(seen, gap, 0.0).sum(axis=1) / seen.sum(axis=1)
 
 
-class _AgreeingTree:
-    """The originals of one missing-value pattern P grouped by their combination of the nominal
-    variables ``grouped``, for the search among originals that agree on nominal variables
-    (:func:`_gower_nearest_agreeing`); a group is numbered by its place in the table of combinations
-    found among these originals. ``kd``: a k-d tree with the numeric variables ``numeric`` as
-    coordinates, then the group number times ``spacing`` = #numeric x span + 1, wider than any
-    distance within a group (numeric values lie within ``span`` of each other), so that a query
-    never reaches another group; built on first use. ``members``: the originals by group (``starts``,
-    ``sizes``), to compare a record with every original of its group where groups are small."""
-
-    def __init__(self, zx: np.ndarray, originals: np.ndarray, numeric: np.ndarray, grouped: np.ndarray,
-                 levels: np.ndarray, span: float):
-        self.zx, self.originals, self.numeric, self.grouped, self.levels = zx, originals, numeric, grouped, levels
-        self.spacing = len(numeric) * span + 1.0
-        self.bound = len(numeric) * span + 0.5
-        digits = zx[np.ix_(originals, grouped)].astype(np.int64)
-        _, first, group = np.unique(pack_codes([digits], levels[grouped])[0], return_index=True,
-                                    return_inverse=True)
-        self.group = group.ravel()
-        self.combinations = digits[first]  # one row per group, in group order
-        self.members = originals[np.argsort(self.group, kind="stable")]
-        self.sizes = np.bincount(self.group, minlength=len(first))
-        self.starts = np.cumsum(self.sizes) - self.sizes
-        self._kd = None
-
-    @property
-    def kd(self) -> cKDTree:
-        if self._kd is None:
-            self._kd = cKDTree(np.column_stack([self.zx[np.ix_(self.originals, self.numeric)],
-                                                self.group * self.spacing]))
-        return self._kd
-
-    def probes(self, codes: np.ndarray, rows: np.ndarray, observed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The groups agreeing with the protected ``rows`` (all of one pattern, ``observed``; ``codes``:
-        the protected nominal codes as integers): one per combination of the grouped variables that
-        agrees with the record on those it observes and is found among the originals (every
-        category of a grouped variable the record misses, all combinations of several). Returns
-        (position in ``rows``, group) of each probe."""
-        missing = ~observed[self.grouped]
-        if missing.any():
-            dimensions = self.levels[self.grouped][missing]
-            grid = np.indices(dimensions).reshape(len(dimensions), -1).T
-            repeat = len(grid)
-            digits = np.empty((len(rows) * repeat, len(self.grouped)), dtype=np.int64)
-            digits[:, ~missing] = np.repeat(codes[np.ix_(rows, self.grouped[~missing])], repeat, axis=0)
-            digits[:, missing] = np.tile(grid, (len(rows), 1))
-        else:
-            repeat, digits = 1, codes[np.ix_(rows, self.grouped)]
-        # coded jointly with the table of combinations, so that the codes are comparable
-        table, code = pack_codes([self.combinations, digits], self.levels[self.grouped])
-        order = np.argsort(table)
-        at = np.minimum(np.searchsorted(table[order], code), len(table) - 1)
-        found = table[order][at] == code
-        return np.flatnonzero(found) // repeat, order[at[found]]
-
-    def points(self, zm: np.ndarray, rows: np.ndarray, group: np.ndarray) -> np.ndarray:
-        """k-d tree query points of the protected ``rows`` in their ``group``."""
-        return np.column_stack([zm[np.ix_(rows, self.numeric)], group * self.spacing])
-
-    def is_small(self, group: np.ndarray) -> bool:
-        """Whether the ``group`` of each probe holds so few originals, :data:`_GOWER_GROUP_PAIRS` on
-        average, that comparing the record with each of them costs less than k-d tree queries."""
-        return self.sizes[group].sum() <= _GOWER_GROUP_PAIRS * len(group)
-
-    def within(self, zm: np.ndarray, rows: np.ndarray, group: np.ndarray,
-               radius: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The originals of each probe's ``group`` within L1 distance ``radius`` on the numeric
-        variables of its protected record (``rows``): (index of the probe, original position)."""
-        sizes = self.sizes[group]
-        index = np.repeat(np.arange(len(group)), sizes)
-        offset = np.arange(len(index)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-        candidate = self.members[np.repeat(self.starts[group], sizes) + offset]
-        gap = np.abs(self.zx[np.ix_(candidate, self.numeric)] - zm[np.ix_(rows[index], self.numeric)]).sum(axis=1)
-        near = gap <= radius[index]
-        return index[near], candidate[near]
-
-
 def _tree_order(points: np.ndarray) -> np.ndarray:
     """An order of query points by their last coordinate (the group), then their first: consecutive
     queries then visit the same parts of a k-d tree, several times faster than in data order."""
@@ -184,182 +114,390 @@ def in_tree_order(query, points: np.ndarray, *per_point: np.ndarray):
     return tuple(map(unsorted, result)) if isinstance(result, tuple) else unsorted(result)
 
 
-def _query_within(kd: cKDTree, points: np.ndarray, reach: np.ndarray, k: int, cap: float) -> np.ndarray:
-    """Positions of the k nearest points of ``kd`` (L1) to each of ``points`` among those within
-    ``reach`` of it (kd.n in the slots left empty). Points are queried in classes of reach up to the
-    next power of 2 (at most ``cap``), as that class's upper bound: scipy takes one bound per query,
-    and a small one keeps the search short."""
-    found = np.full((len(points), k), kd.n)
-    distance = np.full((len(points), k), np.inf)
-    bound = np.minimum(np.exp2(np.ceil(np.log2(np.minimum(reach, cap)))), cap)
-    for value in np.unique(bound):
-        at = np.flatnonzero(bound == value)
-        at = at[_tree_order(points[at])]
-        distance[at], found[at] = kd.query(points[at], k=list(range(1, k + 1)), p=1, distance_upper_bound=value)
-    # the class bound is up to twice the reach: farther points are left out, unless all k slots are
-    # filled (then there may be more within reach than k)
-    full = found[:, -1] < kd.n
-    found[(distance > reach[:, None]) & ~full[:, None]] = kd.n
-    return found
+@njit(cache=True, nogil=True)
+def _numpy_sum(terms: np.ndarray, n: int) -> float:
+    """The sum of ``terms[:n]`` in numpy's order of ``sum(axis=1)`` on a row (pairwise summation:
+    eight partial sums from eight terms on, blocks of 128 halved), so that a distance computed here
+    equals :func:`gower_own_distances`' bit for bit."""
+    if n < 8:
+        total = 0.0
+        for i in range(n):
+            total += terms[i]
+        return total
+    if n <= 128:
+        r0, r1, r2, r3 = terms[0], terms[1], terms[2], terms[3]
+        r4, r5, r6, r7 = terms[4], terms[5], terms[6], terms[7]
+        i = 8
+        while i < n - n % 8:
+            r0 += terms[i]
+            r1 += terms[i + 1]
+            r2 += terms[i + 2]
+            r3 += terms[i + 3]
+            r4 += terms[i + 4]
+            r5 += terms[i + 5]
+            r6 += terms[i + 6]
+            r7 += terms[i + 7]
+            i += 8
+        total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < n:
+            total += terms[i]
+            i += 1
+        return total
+    half = n // 2
+    half -= half % 8
+    return _numpy_sum(terms[:half], half) + _numpy_sum(terms[half:], n - half)
 
 
-def _reach(nearest: np.ndarray, size: int) -> np.ndarray:
-    """An L1 numerator beyond which an original of a pair with |S| = ``size`` shared variables is
-    neither nearer than nor tied with (:data:`TIE_TOLERANCE`) the Gower distance ``nearest``, with
-    room for rounding."""
-    return nearest * size * (1.0 + 2 * TIE_TOLERANCE) + 2e-12
+@njit(cache=True, nogil=True)
+def _pair_distance(original: np.ndarray, protected: np.ndarray, nominal: np.ndarray, terms: np.ndarray) -> float:
+    """Gower distance of one pair of records, :func:`gower_own_distances`' formula and rounding
+    (NaN where no variable is observed in both); ``terms``: scratch of one entry per variable."""
+    seen = 0
+    for v in range(len(protected)):
+        gap = abs(protected[v] - original[v])
+        if np.isnan(gap):
+            terms[v] = 0.0
+        else:
+            seen += 1
+            terms[v] = (1.0 if gap > 0 else 0.0) if nominal[v] else gap
+    return _numpy_sum(terms, len(protected)) / seen if seen else np.nan
 
 
-def _gower_nearest_agreeing(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_patterns, m_patterns,
-                            own: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Gower nearest originals found among those that agree on every shared nominal variable, and
-    the protected records for which that search is exact (SPEC §4.1; issue 23).
+@njit(cache=True, nogil=True)
+def _find_group(heads: np.ndarray, first: int, stop: int, columns: np.ndarray, probe: np.ndarray) -> int:
+    """The group among ``heads[first:stop]`` (a row of each group, sorted lexicographically on
+    ``columns``) whose values on ``columns`` are ``probe``; -1 if none (binary search)."""
+    while first < stop:
+        middle = (first + stop) // 2
+        order = 0
+        for at in range(len(columns)):
+            value = heads[middle, columns[at]]
+            if value != probe[at]:
+                order = -1 if value < probe[at] else 1
+                break
+        if order == 0:
+            return middle
+        if order < 0:
+            first = middle + 1
+        else:
+            stop = middle
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _offer(best: np.ndarray, tied: np.ndarray, distance: float, original: int, weight: int) -> None:
+    """An original at Gower ``distance`` (``weight`` originals there, the lowest at ``original``)
+    offered to a record's search: ``best`` = [nearest distance so far, its original, entries of
+    ``tied``], the nearest replaced where the original is nearer, or as near and lower (the block
+    computation's argmin); ``tied`` = rows [distance, weight] of the originals offered within the tie
+    radius (:data:`TIE_TOLERANCE`, the blocks' rule) of the nearest so far, those beyond the radius of
+    a new nearest dropped. Every original within the final radius is offered (the scans' reach only
+    shrinks), so the weights left are the tied originals, counted in the same pass."""
+    if distance <= best[0] * (1.0 + TIE_TOLERANCE) + 1e-300:
+        entries = int(best[2])
+        tied[entries, 0], tied[entries, 1] = distance, weight
+        best[2] = entries + 1
+    if distance < best[0]:
+        best[0], best[1] = distance, original
+        radius, kept = distance * (1.0 + TIE_TOLERANCE) + 1e-300, 0
+        for entry in range(int(best[2])):
+            if tied[entry, 0] <= radius:
+                tied[kept] = tied[entry]
+                kept += 1
+        best[2] = kept
+    elif distance == best[0] and original < best[1]:
+        best[1] = original
+
+
+@njit(cache=True, nogil=True)
+def _scan_group(record: np.ndarray, nominal: np.ndarray, g: int, numeric: np.ndarray, key: float, mismatched: int,
+                size: int, groups: tuple, best: np.ndarray, tied: np.ndarray, bound: float,
+                terms: np.ndarray) -> None:
+    """One group of originals (``groups``: :func:`_group_tables`' per-group and per-original arrays;
+    the originals of group ``g`` ascending in their sum of the numeric variables of S) against the
+    protected ``record`` (``key``: its sum of the same variables, ``numeric``; NaN: S has none); the
+    pair has ``size`` = |S| shared variables of which ``mismatched`` nominal ones differ throughout
+    the group. Each original is offered (:func:`_offer`) if its numerator (Gower distance x |S|) can
+    be within the tie tolerance of min(nearest so far, ``bound``): the numerator is at least the
+    mismatches plus the difference of the sums (|sum of differences| <= sum of |differences|, with
+    room for the rounding of the sums), so the scan leaves the record's place in the sorted sums,
+    nearest sum first, until both sides are beyond that reach; an original whose mismatches plus
+    differences in ``numeric``, summed in any order, exceed the reach is left at that. Without a
+    shared numeric variable the group's originals are all at the same distance: one offer."""
+    starts, lowest, rows, sorted_by, position = groups
+    start, stop = starts[g], starts[g + 1]
+    if np.isnan(key):
+        _offer(best, tied, _pair_distance(rows[start], record, nominal, terms), lowest[g], stop - start)
+        return
+    up, high = start, stop  # the first original with a sum >= the record's
+    while up < high:
+        middle = (up + high) // 2
+        if sorted_by[middle] < key:
+            up = middle + 1
+        else:
+            high = middle
+    down = up - 1
+    slack = 1e-12 * (1.0 + abs(key))
+    while True:
+        above = sorted_by[up] - key if up < stop else np.inf
+        below = key - sorted_by[down] if down >= start else np.inf
+        reach = min(best[0], bound) * size * (1.0 + 2 * TIE_TOLERANCE) + 2e-12
+        if min(above, below) > reach - mismatched + slack:
+            return
+        if above <= below:
+            k = up
+            up += 1
+        else:
+            k = down
+            down -= 1
+        lower = float(mismatched)
+        for v in numeric:
+            lower += abs(record[v] - rows[k, v])
+        if lower <= reach + slack:
+            _offer(best, tied, _pair_distance(rows[k], record, nominal, terms), position[k], 1)
+
+
+@njit(cache=True, nogil=True)
+def _sum_key(record: np.ndarray, numeric: np.ndarray) -> float:
+    """The record's sum of the ``numeric`` variables (NaN if none): the key of :func:`_scan_group`."""
+    if not len(numeric):
+        return np.nan
+    total = 0.0
+    for v in numeric:
+        total += record[v]
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _agreeing_groups(record: np.ndarray, t: int, table_columns: np.ndarray, column_starts: np.ndarray,
+                     group_starts: np.ndarray, heads: np.ndarray, levels: np.ndarray, probe: np.ndarray,
+                     found: np.ndarray) -> int:
+    """The groups of table ``t`` that agree with ``record`` on the nominal variables it observes:
+    one lookup per combination of categories of the table's variables the record misses (an
+    odometer over them). Written to ``found``; returns how many."""
+    columns = table_columns[column_starts[t]:column_starts[t + 1]]
+    missing = 0
+    for at in range(len(columns)):
+        if np.isnan(record[columns[at]]):
+            probe[at] = 0.0
+            missing += 1
+        else:
+            probe[at] = record[columns[at]]
+    count = 0
+    while True:
+        g = _find_group(heads, group_starts[t], group_starts[t + 1], columns, probe)
+        if g >= 0:
+            found[count] = g
+            count += 1
+        if not missing:
+            return count
+        at = len(columns) - 1  # the next combination of the missing variables' categories
+        while at >= 0:
+            if np.isnan(record[columns[at]]):
+                probe[at] += 1.0
+                if probe[at] < levels[columns[at]]:
+                    break
+                probe[at] = 0.0
+            at -= 1
+        if at < 0:
+            return count
+
+
+@njit(cache=True, nogil=True)
+def _mismatches(record: np.ndarray, head: np.ndarray, columns: np.ndarray) -> int:
+    """How many of ``columns`` (nominal) the record observes with a category other than ``head``'s."""
+    differ = 0
+    for v in columns:
+        differ += not np.isnan(record[v]) and record[v] != head[v]
+    return differ
+
+
+@njit(cache=True, nogil=True)
+def _same_lookups(zm: np.ndarray, previous: int, i: int, m_of: np.ndarray, nominal: np.ndarray) -> bool:
+    """Whether protected record ``i`` has the pattern and nominal categories of record ``previous``."""
+    if previous < 0 or m_of[previous] != m_of[i]:
+        return False
+    for v in range(len(nominal)):
+        if nominal[v] and zm[previous, v] != zm[i, v] and not np.isnan(zm[i, v]):
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _visit(record: np.ndarray, a: int, nominal: np.ndarray, by_size: np.ndarray, pairs: tuple, tables: tuple,
+           groups: tuple, found: np.ndarray, found_starts: np.ndarray, differing: bool, best: np.ndarray,
+           tied: np.ndarray, bound: float, terms: np.ndarray) -> None:
+    """:func:`_scan_group` over the groups agreeing with the record of pattern ``a`` on the shared
+    nominal variables (``found``, pattern by pattern from ``found_starts``) or, ``differing``, over
+    the groups of the pairs with a shared nominal variable that differ from it in one or more of
+    them, where so few differ that the group is within reach."""
+    pair_table, pair_size, pair_nominal = pairs
+    table_columns, column_starts, table_numeric, numeric_starts, group_starts, heads = tables
+    for at in range(len(by_size)):
+        b = by_size[at]
+        t, size = pair_table[a, b], pair_size[a, b]
+        if t < 0 or (differing and not pair_nominal[a, b]):
+            continue
+        numeric = table_numeric[numeric_starts[t]:numeric_starts[t + 1]]
+        key = _sum_key(record, numeric)
+        if not differing:
+            for k in range(found_starts[at], found_starts[at + 1]):
+                _scan_group(record, nominal, found[k], numeric, key, 0, size, groups, best, tied, bound, terms)
+            continue
+        columns = table_columns[column_starts[t]:column_starts[t + 1]]
+        for g in range(group_starts[t], group_starts[t + 1]):
+            differ = _mismatches(record, heads[g], columns)
+            if differ and differ <= min(best[0], bound) * size * (1.0 + 2 * TIE_TOLERANCE) + 2e-12:
+                _scan_group(record, nominal, g, numeric, key, differ, size, groups, best, tied, bound, terms)
+
+
+@njit(cache=True, nogil=True)
+def _gower_scan(zm: np.ndarray, nominal: np.ndarray, own: np.ndarray, records: np.ndarray, m_of: np.ndarray,
+                by_size: np.ndarray, pairs: tuple, tables: tuple, groups: tuple, levels: np.ndarray,
+                every_group: bool, nearest: np.ndarray, partner: np.ndarray, ties: np.ndarray,
+                settled: np.ndarray) -> None:
+    """:func:`_gower_nearest_scan`'s loop over the protected ``records`` (see there; arrays of
+    :func:`_group_tables`); writes their nearest distance, partner, tied originals and whether
+    settled. The agreeing groups are looked up again only where a record's pattern or nominal
+    categories differ from the previous record's."""
+    pair_table, pair_size, pair_nominal = pairs
+    table_columns, column_starts, _, _, group_starts, heads = tables
+    terms, probe = np.empty(zm.shape[1]), np.empty(zm.shape[1])
+    found = np.empty(max(1, group_starts[-1]), dtype=np.int64)
+    found_starts = np.zeros(len(by_size) + 1, dtype=np.int64)
+    best, tied = np.empty(3), np.empty((len(groups[4]), 2))  # an entry per original at most
+    previous = -1
+    for i in records:
+        record, a = zm[i], m_of[i]
+        if not _same_lookups(zm, previous, i, m_of, nominal):
+            for at in range(len(by_size)):
+                t = pair_table[a, by_size[at]]
+                found_starts[at + 1] = found_starts[at] + (_agreeing_groups(
+                    record, t, table_columns, column_starts, group_starts, heads, levels, probe,
+                    found[found_starts[at]:]) if t >= 0 else 0)
+        previous = i
+        best[0], best[1], best[2] = np.inf, -1.0, 0.0
+        bound = own[i] if own[i] == own[i] else np.inf
+        _visit(record, a, nominal, by_size, pairs, tables, groups, found, found_starts, False, best, tied, bound,
+               terms)
+        done = True  # no original differing on a shared nominal variable (1 / |S| or more) is as near
+        for b in by_size:
+            if pair_nominal[a, b] and not best[0] * (1.0 + TIE_TOLERANCE) + 1e-12 < 1.0 / pair_size[a, b]:
+                done = False
+        if not done and every_group:  # the other groups, each where its differing variables allow
+            _visit(record, a, nominal, by_size, pairs, tables, groups, found, found_starts, True, best, tied, bound,
+                   terms)
+            done = True
+        nearest[i], partner[i], settled[i] = best[0], np.int64(best[1]), done
+        hit = done and own[i] <= best[0] * (1.0 + 1e-12) + 1e-300 and best[0] < np.inf
+        ties[i] = max(tied[:int(best[2]), 1].sum(), 1.0) if hit else 1.0
+
+
+def _group_tables(zx: np.ndarray, nominal: np.ndarray, levels: np.ndarray, x_patterns: np.ndarray,
+                  x_rows: list[np.ndarray], m_patterns: np.ndarray, m_count: np.ndarray) -> dict:
+    """The originals of each pattern P grouped by their categories of nominal variables, for
+    :func:`_gower_scan`: per pair (protected pattern Q, original pattern P) sharing a variable, a
+    table of P's originals grouped by P's nominal variables (a record missing some of them is
+    looked up once per combination of their categories) or, where the records of Q would make more
+    lookups than :data:`_GOWER_LOOKUPS_PER_ORIGINAL` per original of P, by the nominal variables of
+    S = Q & P. Within a group the originals are sorted by their sum of the numeric variables of S,
+    then by position. Pairs needing the same table share it. Returns the kernel's arrays by name:
+    per pair its table, |S| and its number of shared nominal variables; per table its nominal
+    variables and its numeric ones (flat, with starts) and its first group; per group its first
+    original (``starts``, one more at the end), the row of that original (``heads``) and its lowest
+    position; per original in table order its row, its sum and its position. None if no pair
+    shares a variable."""
+    shared = m_patterns[:, None, :] & x_patterns[None, :, :]
+    sizes = np.array([len(r) for r in x_rows])
+    lookups = np.prod(np.where(x_patterns[None, :, :] & ~m_patterns[:, None, :] & nominal, levels, 1), axis=2,
+                      dtype=float)
+    by_shared = lookups * m_count[:, None] > _GOWER_LOOKUPS_PER_ORIGINAL * sizes[None, :]
+    grouped = np.where(by_shared[:, :, None], shared, x_patterns[None, :, :]) & nominal
+    numeric = shared & ~nominal
+    a, b = np.nonzero(shared.any(axis=2))
+    table_keys = np.column_stack([b, grouped[a, b], numeric[a, b]])
+    keys, table = np.unique(table_keys, axis=0, return_inverse=True)
+    if not len(keys):
+        return None
+    pair_table = np.full(shared.shape[:2], -1, dtype=np.int64)
+    pair_table[a, b] = table.ravel()
+    positions, sums, firsts, group_starts, offset = [], [], [], [0], 0
+    d = len(nominal)
+    columns = [np.flatnonzero(key[1:d + 1]) for key in keys]
+    numerics = [np.flatnonzero(key[d + 1:]) for key in keys]
+    for key, grouped_by, summed in zip(keys, columns, numerics):
+        originals = x_rows[key[0]]
+        code = pack_codes([zx[np.ix_(originals, grouped_by)].astype(np.int64)], levels[grouped_by])[0]
+        total = zx[np.ix_(originals, summed)].sum(axis=1)
+        order = np.lexsort((total, code))  # by group, then sum, then position (x_rows ascending)
+        code = code[order]
+        firsts.append(np.flatnonzero(np.r_[True, code[1:] != code[:-1]]) + offset)
+        group_starts.append(group_starts[-1] + len(firsts[-1]))
+        positions.append(originals[order])
+        sums.append(total[order])
+        offset += len(originals)
+    position, first = np.concatenate(positions), np.concatenate(firsts)
+    rows = zx[position]
+    return {"pairs": (pair_table, shared.sum(axis=2), (shared & nominal).sum(axis=2)),
+            "tables": (np.concatenate(columns).astype(np.int64), np.cumsum([0] + [len(c) for c in columns]),
+                       np.concatenate(numerics).astype(np.int64), np.cumsum([0] + [len(c) for c in numerics]),
+                       np.array(group_starts, dtype=np.int64), rows[first]),
+            "groups": (np.r_[first, len(position)], np.minimum.reduceat(position, first), rows,
+                       np.concatenate(sums), position)}
+
+
+def _gower_nearest_scan(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_patterns, m_patterns,
+                        own: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Gower nearest originals, tied originals and settled records by a compiled scan of groups of
+    originals (SPEC §4.1; issue 23); ``own``: each record's distance to its own original (NaN where
+    undefined), an upper bound of its nearest distance that bounds the scan from the start.
 
     Within a pair (protected pattern Q, original pattern P) of observed variables with shared
-    variables S, an original that differs from a protected record in a nominal variable of S is
-    at Gower distance at least 1 / |S|. The originals of P that agree on all nominal variables of S
-    are found with a k-d tree on the numeric variables of S (at most a few dimensions, where k-d
-    trees are fast) and one more coordinate for the combination of P's nominal variables
-    (:class:`_AgreeingTree`): a record that misses a nominal variable P observes is queried once
-    per category of it (once per combination for several; only combinations found among the
-    originals), and the union of those groups is exactly the originals of P agreeing on S, so the
-    smallest of the queries is the nearest among them. The tree depends on P and the numeric
-    variables of S only and is built once for every protected pattern; where a pattern's queries
-    would outnumber the originals of P, the tree groups by the nominal variables of S instead (one
-    query per record). Where the groups hold few originals (:data:`_GOWER_GROUP_PAIRS`), the record
-    is compared with each original of its groups directly instead.
+    variables S, an original that differs from a protected record in k nominal variables of S is at
+    Gower distance at least k / |S|. The originals of P are grouped by their nominal categories
+    (:func:`_group_tables`); a record looks up the groups that agree with it on the nominal variables
+    of S (one lookup per combination of categories of the variables P observes and it misses: the
+    union is exactly the originals of P agreeing on S) and scans each group from its place in the
+    originals' sums of the numeric variables of S, as far as an original can still be as near as the
+    nearest so far (:func:`_scan_group`). Each candidate's distance is computed exactly as
+    :func:`gower_own_distances` computes it (:func:`_pair_distance`, the same rounding), a nearer
+    one replaces the nearest, an equally near one only if its position is lower (the block
+    computation's argmin), and the originals within the tie radius (:data:`TIE_TOLERANCE`) are
+    counted in the same pass (:func:`_offer`).
 
-    The largest original pattern is searched first; every later search looks only as far as the
-    nearest distance d found so far allows (:func:`_reach`: an original of a pair with |S| shared
-    variables is as near only if the L1 distance on the numeric variables of S is at most d |S|,
-    with the tie tolerance, so that no nearer or tied original is missed). The other original
-    patterns that share the same numeric variables N with Q are searched together
-    (:data:`_GOWER_POOLED`): one k-d tree on N over all their originals, queried for the originals
-    within d max|S| of the record, whose exact Gower distances are then computed (those that
-    disagree on a nominal variable lie at 1 / |S| or more and never decide a settled record); a
-    record with more originals within that reach is searched pattern by pattern. Where several
-    originals are equally near, the lowest position is kept, as in the block computation.
-
-    A record is *settled* when its nearest in-group distance d, over all original patterns, is
-    below 1 / |S| of every pair with a nominal shared variable (with the tie tolerance): then no
-    original outside the groups is as near, the nearest is exact and the originals tied with it
-    are in the groups or among the pooled originals within reach, counted by radius queries of the
-    same trees (disjoint groups, so the counts add up) and on the pooled distances. The others are
-    left to :func:`gower_nearest`'s full search. Returns (nearest distance, partner
-    position, tied originals of the settled records whose own original is nearest (1 elsewhere),
-    settled mask)."""
+    A record is *settled* when its nearest distance d among agreeing originals, over all original
+    patterns, is below 1 / |S| of every pair with a shared nominal variable (with the tie
+    tolerance): then no original that differs is as near or tied, and the result is exact. The
+    others are scanned again over every group of those pairs whose number of differing nominal
+    variables k leaves it within reach (k <= d |S|), while (records x groups) stays under
+    :data:`_GOWER_SCAN_GROUPS`; above, they are left to :func:`gower_nearest`'s k-d tree search.
+    Records are scanned in the order of their pattern, nominal categories and numeric sum, so that
+    consecutive records share their lookups and the parts of the groups they scan. Returns (nearest
+    distance, partner position, tied originals of the settled records whose own original is nearest
+    (1 elsewhere), settled mask)."""
     (x_patterns, x_of), (m_patterns, m_of) = x_patterns, m_patterns
-    n = len(zm)
-    nearest = np.full(n, np.inf)
-    partner = np.full(n, -1, dtype=np.int64)
-    ties = np.ones(n)
-    settled = np.zeros(n, dtype=bool)
-    x_rows = _rows_by_pattern(x_of, len(x_patterns))
-    m_rows = _rows_by_pattern(m_of, len(m_patterns))
     levels = _nominal_levels(zx, zm, nominal)
-    both = np.vstack([zx[:, ~nominal], zm[:, ~nominal]])
-    span = float(np.nanmax(both, initial=0.0) - np.nanmin(both, initial=0.0)) if both.size else 0.0
-    trees: dict[tuple, _AgreeingTree] = {}
-    pools: dict[tuple, _AgreeingTree] = {}
-    codes = np.nan_to_num(zm, nan=0.0).astype(np.int64)  # read on the observed nominal variables only
+    x_rows = _rows_by_pattern(x_of, len(x_patterns))
+    tables = _group_tables(zx, nominal, levels, x_patterns, x_rows, m_patterns,
+                           np.bincount(m_of, minlength=len(m_patterns)))
+    n = len(zm)
+    nearest, partner, ties = np.full(n, np.inf), np.full(n, -1, dtype=np.int64), np.ones(n)
+    settled = np.ones(n, dtype=bool)
+    if tables is None:  # no original shares a variable with any protected record
+        return nearest, partner, ties, settled
     by_size = np.argsort([-len(r) for r in x_rows], kind="stable")
 
-    def update(record: np.ndarray, candidate: np.ndarray, distance: np.ndarray) -> None:
-        """The nearest of each record's candidates (lowest original at equal distance) replaces its
-        nearest so far where nearer (or as near and lower)."""
-        first = np.lexsort((candidate, distance, record))
-        first = first[np.r_[True, record[first][1:] != record[first][:-1]]] if len(first) else first
-        record, candidate, distance = record[first], candidate[first], distance[first]
-        better = (distance < nearest[record]) | ((distance == nearest[record]) & (candidate < partner[record]))
-        nearest[record[better]] = distance[better]
-        partner[record[better]] = candidate[better]
+    def scan(records: np.ndarray, every_group: bool) -> None:
+        _gower_scan(zm, nominal, own, records, m_of, by_size, **tables, levels=levels.astype(float),
+                    every_group=every_group, nearest=nearest, partner=partner, ties=ties, settled=settled)
 
-    def search(m_pattern: np.ndarray, b: int, rows: np.ndarray) -> tuple[_AgreeingTree, int, np.ndarray]:
-        """The agreeing search of the protected ``rows`` (pattern ``m_pattern``) among the originals
-        of pattern ``b``; returns (tree, |S|, rows) for the count of ties."""
-        shared = m_pattern & x_patterns[b]
-        numeric = np.flatnonzero(shared & ~nominal)
-        grouped = np.flatnonzero(x_patterns[b] & nominal)
-        if len(rows) * np.prod(levels[grouped][~m_pattern[grouped]], dtype=float) > len(x_rows[b]):
-            grouped = np.flatnonzero(shared & nominal)
-        key = (b, numeric.tobytes(), grouped.tobytes())
-        if key not in trees:
-            trees[key] = _AgreeingTree(zx, x_rows[b], numeric, grouped, levels, span)
-        tree, size = trees[key], int(shared.sum())
-        probe, group = tree.probes(codes, rows, m_pattern)
-        if tree.is_small(group):  # every original of the group as near as the nearest so far
-            index, candidate = tree.within(zm, rows[probe], group, _reach(nearest[rows[probe]], size))
-            probe = probe[index]
-        else:  # the group's nearest by the k-d tree, if as near as the nearest so far
-            found = _query_within(tree.kd, tree.points(zm, rows[probe], group),
-                                  _reach(nearest[rows[probe]], size), 1, tree.bound)[:, 0]
-            inside = found < len(tree.originals)
-            probe, candidate = probe[inside], tree.originals[found[inside]]
-        update(rows[probe], candidate, gower_own_distances(zx[candidate], zm[rows[probe]], nominal))
-        return tree, size, rows
-
-    for a, m_pattern in enumerate(m_patterns):
-        rows = m_rows[a]
-        shares = [b for b in by_size if (m_pattern & x_patterns[b]).any()]
-        # the largest |S| of a pair sharing a nominal variable
-        largest = max([int((m_pattern & x_patterns[b]).sum()) for b in shares
-                       if (m_pattern & x_patterns[b] & nominal).any()], default=0)
-        searched = [search(m_pattern, shares[0], rows)] if shares else []  # the largest original pattern
-        # the other original patterns sharing the same numeric variables N with Q (at least one)
-        # are searched together, for their originals within the reach of the nearest so far
-        pooled = {}
-        for b in shares[1:]:
-            pooled.setdefault(np.flatnonzero(m_pattern & x_patterns[b] & ~nominal).tobytes(), []).append(b)
-        found_pairs = []  # (record, original, distance, |S|) of the pooled searches
-        for numeric_key, members in pooled.items():
-            numeric = np.frombuffer(numeric_key, dtype=np.int64)
-            if not len(numeric):
-                searched += [search(m_pattern, b, rows) for b in members]
-                continue
-            # grouped by the nominal variables Q and all these patterns observe
-            common = np.flatnonzero(np.logical_and.reduce([m_pattern & x_patterns[b] & nominal for b in members]))
-            key = (tuple(members), numeric_key, common.tobytes())
-            if key not in pools:
-                originals = np.sort(np.concatenate([x_rows[b] for b in members]))
-                pools[key] = _AgreeingTree(zx, originals, numeric, common, levels, span)
-            tree = pools[key]
-            sizes = np.zeros(len(x_patterns), dtype=np.int64)
-            sizes[members] = [int((m_pattern & x_patterns[b]).sum()) for b in members]
-            probe, group = tree.probes(codes, rows, m_pattern)
-            found = _query_within(tree.kd, tree.points(zm, rows[probe], group),
-                                  _reach(nearest[rows[probe]], int(sizes.max())), _GOWER_POOLED, tree.bound)
-            full = found[:, -1] < len(tree.originals)  # maybe more within reach: searched pattern by pattern
-            index, slot = np.nonzero(found[~full] < len(tree.originals))
-            record = rows[probe[~full]][index]
-            candidate = tree.originals[found[~full][index, slot]]
-            distance = gower_own_distances(zx[candidate], zm[record], nominal)
-            kept = ~np.isnan(distance)  # a pair with no variable observed in both has no distance
-            found_pairs.append((record[kept], candidate[kept], distance[kept], sizes[x_of[candidate[kept]]]))
-            update(*found_pairs[-1][:3])
-            if full.any():
-                searched += [search(m_pattern, b, rows[probe[full]]) for b in members]
-        reach = nearest[rows] * (1.0 + TIE_TOLERANCE) + 1e-12
-        done = np.isfinite(nearest[rows]) & (reach < 1.0 / largest) if largest else np.ones(len(rows), dtype=bool)
-        settled[rows] = done
-        hit_rows = rows[done & (own[rows] <= nearest[rows] * (1.0 + 1e-12) + 1e-300) & np.isfinite(nearest[rows])]
-        if not len(hit_rows):
-            continue
-        counted = np.zeros(len(hit_rows))  # tied originals of each record of hit_rows (ascending)
-        for tree, size, searched_rows in searched:
-            hit = searched_rows[np.isin(searched_rows, hit_rows, assume_unique=True)]
-            probe, group = tree.probes(codes, hit, m_pattern)
-            radius = nearest[hit[probe]] * size * (1.0 + TIE_TOLERANCE) + 1e-12
-            if tree.is_small(group):
-                within = np.bincount(tree.within(zm, hit[probe], group, radius)[0], minlength=len(group))
-            else:
-                within = in_tree_order(lambda points, radius: tree.kd.query_ball_point(
-                    points, radius, p=1, return_length=True), tree.points(zm, hit[probe], group), radius)
-            counted += np.bincount(np.searchsorted(hit_rows, hit[probe]), weights=within, minlength=len(hit_rows))
-        for record, _, distance, size in found_pairs:
-            tied = distance * size <= nearest[record] * size * (1.0 + TIE_TOLERANCE) + 1e-12
-            at = np.minimum(np.searchsorted(hit_rows, record[tied]), len(hit_rows) - 1)
-            counted += np.bincount(at[hit_rows[at] == record[tied]], minlength=len(hit_rows))
-        ties[hit_rows] = np.maximum(counted, 1.0)
+    # records in the order of their pattern, nominal categories and numeric sum: consecutive records
+    # share their agreeing groups (looked up once) and visit the same parts of them (kept in cache)
+    filled = np.nan_to_num(zm, nan=-1.0)
+    scan(np.lexsort((filled[:, ~nominal].sum(axis=1),) + tuple(filled[:, nominal].T[::-1]) + (m_of,)), False)
+    unsettled = np.flatnonzero(~settled)
+    if len(unsettled) and len(unsettled) * (len(tables["groups"][0]) - 1) <= _GOWER_SCAN_GROUPS:  # x groups
+        scan(unsettled, True)
     return nearest, partner, ties, settled
 
 
@@ -368,6 +506,9 @@ def gower_nearest(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_pattern
     """Exact Gower nearest original of every protected record, without the n x n distances
     (SPEC §4.1; issue 23's per-pattern search), and how many originals are tied nearest.
 
+    The records :func:`_gower_nearest_scan` settles (all but those whose nearest agreeing original is
+    not nearer than an original differing in a nominal variable could be, where they are too many
+    for its scan of the differing groups) take its result; the others are searched by k-d trees.
     Within a pair (protected pattern Q, original pattern P) of observed variables, every pair of
     records is compared on the same variables S = Q & P, so their Gower distance is the L1 distance
     of the variables of S (continuous and ordinal scaled by range, nominal one-hot coded with
@@ -389,10 +530,12 @@ def gower_nearest(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_pattern
     radius is d_min |S| - |H - T|, so that an original is counted in the one query whose T is the
     set of wide variables it agrees on (in any other it lies farther, or would be nearer than the
     nearest) and every tied original is counted exactly once. ``x_patterns``, ``m_patterns``:
-    :func:`observed_patterns` of ``zx`` and ``zm``. Returns (nearest distance, inf where no original
+    :func:`observed_patterns` of ``zx`` and ``zm``; ``own``: each record's distance to an original
+    (its own, or any: an upper bound of its nearest distance, which bounds the scan), as
+    :func:`gower_own_distances` computes it, NaN where undefined. Returns (nearest distance, inf where no original
     shares a variable; partner position, -1 there; tied originals, 1 where the own original is not
     nearest)."""
-    nearest, partner, ties, settled = _gower_nearest_agreeing(zx, zm, nominal, x_patterns, m_patterns, own)
+    nearest, partner, ties, settled = _gower_nearest_scan(zx, zm, nominal, x_patterns, m_patterns, own)
     if settled.all():
         return nearest, partner, ties
     levels = _nominal_levels(zx, zm, nominal)

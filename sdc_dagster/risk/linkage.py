@@ -302,14 +302,15 @@ def record_linkage_risk(
     Assignments (``assignment``):
 
     * ``"nearest"``: every protected record is linked to its nearest original (scipy cKDTree; for
-      Gower with missing values k-d trees per missing-value pattern of the originals, searched
-      first among the originals that agree on the nominal variables, exact, or an exact computation
-      in blocks of protected records where that is cheaper: few records, many patterns; identical
+      Gower with missing values a compiled scan of the originals grouped by missing-value pattern
+      and nominal categories, the groups agreeing with the record first, with k-d trees per pattern
+      pair for the records it leaves where they are many, exact, or an exact computation in blocks
+      of protected records where that is cheaper: few records, many patterns; identical
       protected records, such as a microaggregation group, are searched once); a tie between its
       own original and another counts as a correct link (worst case, SPEC §4.5's intruder who
       takes every nearest neighbour to be the unit itself). ``expected_risk`` breaks
       the ties at random instead: a record whose own original is among t originals tied nearest
-      counts 1/t (t counted by radius queries of the same k-d trees, or in the blocks), since no
+      counts 1/t (t counted in the same scan, by radius queries of the k-d trees, or in the blocks), since no
       intruder can tell which of t equally near originals is the unit (identical originals: ages,
       years, counts, categories). ``expected_risk`` <= ``risk``.
     * ``"one_to_one"``: protected records are assigned to distinct originals with the least total

@@ -343,18 +343,22 @@ def close_release(seed: int, n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     return original, protected
 
 
+# the scan of groups of originals as it runs (lookups per combination of missing categories where few,
+# differing groups scanned for the unsettled records), and with every table grouped by the shared
+# nominal variables and the unsettled records left to the k-d tree search
+SEARCH_PATHS = [{}, {"_GOWER_LOOKUPS_PER_ORIGINAL": 0.0, "_GOWER_SCAN_GROUPS": 0}]
+
+
 def assert_searched_equals_exact(original: pd.DataFrame, protected: pd.DataFrame, columns: list[str]):
     """The per-pattern search (agreeing groups first) gives the links, compared records and ties at
-    random of the exact computation in blocks, and each partner is a nearest original; also when
-    every record with an original within reach in the pooled patterns is searched pattern by
-    pattern (_GOWER_POOLED 1) and when every search is a bounded k-d tree query (_GOWER_GROUP_PAIRS 0)."""
+    random of the exact computation in blocks, and each partner is a nearest original, on every
+    path of :data:`SEARCH_PATHS`."""
     with mock.patch.object(gower_search, "_GOWER_PATTERN_PAIR_COST", 10 ** 12):
         exact = record_linkage_risk(original, protected, columns, distance="gower")
     matrix = gower_distances(original, protected, columns)
     filled = np.where(np.isnan(matrix), np.inf, matrix)
-    for pooled, group_pairs in ((gower_search._GOWER_POOLED, gower_search._GOWER_GROUP_PAIRS), (1, 0)):
-        with mock.patch.multiple(gower_search, _GOWER_PATTERN_PAIR_COST=0, _GOWER_POOLED=pooled,
-                                 _GOWER_GROUP_PAIRS=group_pairs):
+    for path in SEARCH_PATHS:
+        with mock.patch.multiple(gower_search, _GOWER_PATTERN_PAIR_COST=0, **path):
             searched = record_linkage_risk(original, protected, columns, distance="gower")
         assert searched.linked.equals(exact.linked)
         assert searched.compared == exact.compared
@@ -381,29 +385,84 @@ def test_property_agreeing_groups_search_equals_the_exact_blocks(seed, n):
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 10_000), st.integers(30, 120), st.sampled_from(["nominal", "numeric", "both"]))
 def test_property_agreeing_search_of_records_missing_what_the_originals_observe(seed, n, missing):
-    """Complete originals; released records missing nominal variables (searched once per category
-    found among the originals, or per combination of two) or numeric ones (a k-d tree on the
-    numeric variables they observe): results equal the exact computation in blocks, and those
-    searches did take place."""
+    """Complete originals; released records missing nominal variables (looked up once per category
+    of the originals' groups, or per combination of two) or numeric ones (groups scanned by the sum
+    of the one they observe, or, missing both, every group's originals at one distance): results
+    equal the exact computation in blocks, and those searches did take place."""
     original, protected = close_release(seed, n)
     rng = np.random.default_rng(seed + 1)
     columns = {"nominal": ["n1", "n2"], "numeric": ["c1", "c2"], "both": ["c1", "c2", "n1", "n2"]}[missing]
     for column in columns:
         protected.loc[rng.random(n) < 0.15, column] = np.nan
     protected.loc[0, columns[0]] = protected.loc[1, columns[-1]] = np.nan
-    searches = []
-    probes = gower_search._AgreeingTree.probes
-
-    def spy(tree, codes, rows, observed):
-        searches.append((len(tree.numeric), bool((~observed[tree.grouped]).any())))
-        return probes(tree, codes, rows, observed)
-
-    with mock.patch.object(gower_search._AgreeingTree, "probes", spy):
-        assert_searched_equals_exact(original, protected, ["c1", "c2", "n1", "n2"])
-    if missing != "numeric":
-        assert any(enumerated for _, enumerated in searches)
     if missing != "nominal":
-        assert any(numeric < 2 for numeric, _ in searches)
+        protected.loc[2, ["c1", "c2"]] = np.nan
+    tables = []
+    group_tables = gower_search._group_tables
+
+    def spy(zx, nominal, levels, x_patterns, x_rows, m_patterns, m_count):
+        tables.append((nominal, x_patterns, m_patterns, group_tables(zx, nominal, levels, x_patterns, x_rows,
+                                                                     m_patterns, m_count)))
+        return tables[-1][-1]
+
+    with mock.patch.object(gower_search, "_group_tables", spy):
+        assert_searched_equals_exact(original, protected, ["c1", "c2", "n1", "n2"])
+    # a table grouped by a variable the record misses; summing one numeric variable; none
+    enumerated, summed, unsummed = False, False, False
+    for nominal, x_patterns, m_patterns, arrays in tables:
+        pair_table = arrays["pairs"][0]
+        columns_of, column_starts, numeric_of, numeric_starts = arrays["tables"][:4]
+        for a, b in zip(*np.nonzero(pair_table >= 0)):
+            t = pair_table[a, b]
+            enumerated |= not m_patterns[a][columns_of[column_starts[t]:column_starts[t + 1]]].all()
+            summed |= numeric_starts[t + 1] - numeric_starts[t] == 1
+            unsummed |= numeric_starts[t + 1] - numeric_starts[t] == 0
+    if missing != "numeric":
+        assert enumerated
+    if missing != "nominal":
+        assert summed and unsummed
+
+
+def definition_distances(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray) -> np.ndarray:
+    """daisy's Gower distances of every encoded protected record (rows) to every original, written
+    out with numpy's sums as the search must round them: the mean over the variables observed in
+    both of |difference| (continuous, scaled) or differ/agree as 1/0 (nominal)."""
+    gap = np.abs(zm[:, None, :] - zx[None, :, :])
+    seen = ~np.isnan(gap)
+    gap = np.where(nominal, (gap > 0).astype(float), gap)
+    with np.errstate(invalid="ignore"):
+        return np.where(seen, gap, 0.0).sum(axis=2) / seen.sum(axis=2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 40), st.integers(1, 40), st.integers(1, 12))
+def test_property_scan_follows_the_definition_bit_for_bit(seed, n_x, n_m, width):
+    """gower_nearest on encoded records (numeric values on a coarse grid, so that exact ties are
+    common; a fifth missing; 1 to 12 variables, so that the sums of 8 and more round pairwise as
+    numpy's): the nearest distance equals the definition's minimum bit for bit on every path; on the
+    scan's the partner is the lowest position at that distance and the tied originals of a record
+    whose own original is nearest are those within TIE_TOLERANCE, counted as the blocks count."""
+    rng = np.random.default_rng(seed)
+    nominal = rng.random(width) < 0.5
+    zx = np.where(nominal, rng.integers(0, 3, (n_x, width)), rng.integers(0, 5, (n_x, width)) / 4)
+    zm = np.where(nominal, rng.integers(0, 3, (n_m, width)), rng.integers(0, 5, (n_m, width)) / 4)
+    zx[rng.random(zx.shape) < 0.2] = np.nan
+    zm[rng.random(zm.shape) < 0.2] = np.nan
+    matrix = definition_distances(zx, zm, nominal)
+    filled = np.where(np.isnan(matrix), np.inf, matrix)
+    nearest = filled.min(axis=1)
+    own = matrix[np.arange(n_m), rng.integers(0, n_x, n_m)]  # a distance to some original: a bound
+    hit = (own <= nearest * (1.0 + 1e-12) + 1e-300) & np.isfinite(nearest)
+    tied = (filled <= nearest[:, None] * (1.0 + gower_search.TIE_TOLERANCE) + 1e-300).sum(axis=1)
+    for path in SEARCH_PATHS:
+        with search_constants(**path):
+            found, partner, ties = gower_search.gower_nearest(
+                zx, zm, nominal, gower_search.observed_patterns(zx), gower_search.observed_patterns(zm), own)
+        assert np.array_equal(found, nearest)
+        assert np.array_equal(ties[hit], tied[hit]) and (ties[~hit] == 1).all()
+        if not path:
+            lowest = np.where(np.isfinite(nearest), np.argmax(filled == nearest[:, None], axis=1), -1)
+            assert np.array_equal(partner, lowest)
 
 
 @settings(max_examples=25, deadline=None)
