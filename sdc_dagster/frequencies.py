@@ -93,9 +93,23 @@ def distinct_keys(
     """Group the records by their key in DuckDB (SPEC §2.1, §2.2), missing value = own category.
 
     ``weights`` (validated float64 array, one per record) are summed per key; without weights the
-    sum is the count. The GROUP BY runs in DuckDB on the packed int64 key codes.
+    sum is the count. The keys are coded by :func:`~sdc_dagster.keys.key_digits` and grouped by
+    :func:`distinct_digit_keys`.
     """
     digits, radices = key_digits(data, keys)
+    return distinct_digit_keys(digits, radices, weights=weights, con=con)
+
+
+def distinct_digit_keys(
+    digits: np.ndarray,
+    radices: np.ndarray,
+    *,
+    weights: np.ndarray | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> DistinctKeys:
+    """:func:`distinct_keys` of keys already coded (``digits``, ``radices`` as from
+    :func:`~sdc_dagster.keys.key_digits`; the plan search recodes its keys' codes per node). The
+    GROUP BY runs in DuckDB on the packed int64 key codes."""
     (code,) = pack_codes([digits], radices)
     frame = pd.DataFrame({"code": code})
     if weights is not None:
@@ -424,7 +438,21 @@ def missing_aware_key_frequencies(
     ``keys`` must be validated, ``weights`` a validated float64 array or None. Returns two float64
     arrays aligned with the rows of ``data`` (f is fractional when alpha < 1).
     """
-    groups = distinct_keys(data, keys, weights=weights, con=con)
+    digits, radices = key_digits(data, keys)
+    return digit_key_frequencies(digits, radices, weights=weights, alpha=alpha, con=con)
+
+
+def digit_key_frequencies(
+    digits: np.ndarray,
+    radices: np.ndarray,
+    *,
+    weights: np.ndarray | None = None,
+    alpha: float = 1.0,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`missing_aware_key_frequencies` of keys already coded (``digits``, ``radices`` as from
+    :func:`~sdc_dagster.keys.key_digits`): per record (f, F), SPEC §2.4."""
+    groups = distinct_digit_keys(digits, radices, weights=weights, con=con)
     f, F = compatible_counts(groups.digits, groups.radices, groups.count, groups.weight_sum, alpha)
     return f[groups.record_key], F[groups.record_key]
 

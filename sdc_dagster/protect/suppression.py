@@ -139,16 +139,23 @@ def suppression_ranks(
         ranks[sorted(range(len(keys)), key=lambda j: (-numbers[j], j))] = np.arange(len(keys))
         return ranks
     if importance is None:
-        n_categories = [data[k].nunique(dropna=True) for k in keys]
-        most_important_first = sorted(range(len(keys)), key=lambda j: (n_categories[j], j))
-    else:
-        importance = list(importance)
-        if sorted(map(str, importance)) != sorted(map(str, keys)) or len(set(importance)) != len(importance):
-            raise SDCInputError(
-                f"importance: must list every key variable exactly once (keys {keys}, got {importance})"
-            )
-        most_important_first = [keys.index(k) for k in importance]
+        return default_ranks([data[k].nunique(dropna=True) for k in keys])
+    importance = list(importance)
+    if sorted(map(str, importance)) != sorted(map(str, keys)) or len(set(importance)) != len(importance):
+        raise SDCInputError(
+            f"importance: must list every key variable exactly once (keys {keys}, got {importance})"
+        )
+    most_important_first = [keys.index(k) for k in importance]
     ranks[most_important_first[::-1]] = np.arange(len(keys))
+    return ranks
+
+
+def default_ranks(n_categories: Sequence[int]) -> np.ndarray:
+    """sdcMicro's default importance as ranks (:func:`suppression_ranks`): keys with fewer
+    categories (``n_categories``, one per key) are more important, ties in key order."""
+    most_important_first = sorted(range(len(n_categories)), key=lambda j: (n_categories[j], j))
+    ranks = np.empty(len(n_categories), dtype=np.int64)
+    ranks[most_important_first[::-1]] = np.arange(len(n_categories))
     return ranks
 
 
@@ -380,6 +387,19 @@ def local_suppression(
     out = apply_suppression(data, keys, suppressed, original)
     out.attrs[METHOD_ATTRIBUTE] = "+".join(m for m in LOCAL_SUPPRESSION_METHODS if m in used)
     return out
+
+
+def suppress_codes_to_k(digits: np.ndarray, radices: np.ndarray, *, k: int) -> tuple[np.ndarray, str]:
+    """:func:`local_suppression` to k of keys already coded (SPEC §8.3), with its defaults (no
+    strata, no combs, the default importance, method "auto"): ``digits``, ``radices`` as
+    :func:`~sdc_dagster.keys.key_digits` codes the keys (``digits`` is not modified). Returns the
+    digits after suppression (0 = missing) and the method used; ``local_suppression(data, keys, k=k)``
+    suppresses exactly these values. The plan search evaluates its nodes on codes."""
+    check_mask_width(digits.shape[1], "local suppression")
+    ranks = default_ranks(np.asarray(radices) - 1)  # radix = categories present + 1
+    suppressed, used = _suppress_to_targets(digits, radices, ranks, [([tuple(range(digits.shape[1]))], k)],
+                                            lexicographic=False, method="auto")
+    return suppressed, used.pop()
 
 
 def _suppression_targets(
