@@ -213,14 +213,14 @@ def distance_losses(original: pd.DataFrame, protected: pd.DataFrame, scales: Map
             x = continuous_values(original, column, "original")
             y = continuous_values(protected, column, "protected")
             gaps[column] = (np.abs(np.subtract(*_substitute_hidden_continuous(x, y, column, hidden_rule))), x)
-    counts = pd.Series(compared, index=columns, name="compared", dtype="int64")
+    counts = pd.Series([compared[column] for column in columns], index=columns, name="compared", dtype="int64")
     results = {}
     for variant in continuous_distances:
-        distances = {
-            column: shared[column] if column in shared
-            else _continuous_distance(*gaps[column], column, variant, c)
+        # n x m, column-major like pandas' own block (the sums of _loss_result run in that order)
+        distances = np.stack([
+            shared[column] if column in shared else _continuous_distance(*gaps[column], column, variant, c)
             for column in columns
-        }
+        ]).T
         results[variant] = _loss_result(pd.DataFrame(distances, index=original.index, columns=columns), counts)
     return results
 
