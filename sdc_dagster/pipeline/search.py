@@ -49,6 +49,7 @@ import pandas as pd
 
 from sdc_dagster import risk
 from sdc_dagster.frequencies import digit_key_frequencies
+from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.keys import category_codes, renumbered_digits
 from sdc_dagster.protect.plan import PlanResult
 from sdc_dagster.protect.plan_search import pareto_front
@@ -351,7 +352,7 @@ def search_wave(
             if time.perf_counter() - start > LATTICE_SHARE * budget:
                 return "budget", position
             node, point = tuple(int(x) for x in nodes[index]), nodes[index]
-            checked = None  # the node's key digits and their frequencies, when checked here
+            checked = None  # the node's key digits and their counter, when checked here
             if anonymous and (point >= np.array(anonymous)).all(axis=1).any():
                 is_anonymous, tagged = True, tagged + 1
             elif not_anonymous and (point <= np.array(not_anonymous)).all(axis=1).any():
@@ -360,10 +361,11 @@ def search_wave(
                 is_anonymous = True
                 anonymous.append(point)
             else:
-                # f_k does not depend on the weights: the weighted counts serve the risks too
+                # f_k by local suppression's counter (integer counts, exactly those of DuckDB's): a
+                # node that is not k-anonymous continues from it, one that is gets F from DuckDB
                 digits = lattice.digits(node)
-                checked = digits, lattice.frequencies(*digits)
-                is_anonymous = not (checked[1][0] < k).any()
+                checked = digits, IncrementalCompatibleCounts(*digits)
+                is_anonymous = not (checked[1].record_counts()[0] < k).any()
                 (anonymous if is_anonymous else not_anonymous).append(point)
             if not is_anonymous and not suppress_allowed:
                 continue
@@ -436,11 +438,12 @@ def _risks(f: np.ndarray, F: np.ndarray, weight: str | None, k: int) -> tuple[in
 
 def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: dict[str, KeyHierarchy],
               node: tuple[int, ...], is_anonymous: bool, recode_loss: float,
-              checked: tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
+              checked: tuple[tuple[np.ndarray, np.ndarray], IncrementalCompatibleCounts] | None = None
               ) -> SearchCandidate:
     """A node's plan (without continuous step) and its risk and loss on the recoded keys;
-    ``checked``: the node's key digits and radices and their key frequencies (f, F), when the
-    frequency check computed them (not computed again).
+    ``checked``: the node's key digits and radices and the counter of local suppression
+    (:class:`~sdc_dagster.incremental_counts.IncrementalCompatibleCounts`) that checked them, when
+    the walk made them (not made again).
 
     A node that is not k-anonymous by recoding gets local suppression to k; one whose global risk is
     still above the target then gets risk-based suppression (SPEC §8.3) at the individual-risk
@@ -463,9 +466,10 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
         digits = recoded
         if not is_anonymous:
             suppression.append(_suppression_step(k))
-            digits, _ = suppress_codes_to_k(recoded, radices, k=k)
-        known = checked[1] if checked is not None and is_anonymous else None
-        violations, risks = _risks(*(known or lattice.frequencies(*renumbered_digits(digits))), lattice.weight, k)
+            digits, _ = suppress_codes_to_k(recoded, radices, k=k, counter=checked[1] if checked else None)
+        # the released keys' frequencies, with weights, in DuckDB (their codes numbered as key_digits does)
+        violations, risks = _risks(*lattice.frequencies(*renumbered_digits(digits) if suppression else
+                                                        (digits, radices)), lattice.weight, k)
     threshold = None
     if keys and allowed and violations == 0 and risks.mean() > target:
         # 0 when no risk level brings the global risk under the target (e.g. all risks equal): then
