@@ -342,6 +342,21 @@ def projection_codes(parts: Sequence[tuple[_Projector, np.ndarray | None, np.nda
     return pack_codes(blocks, parts[0][0].radices)
 
 
+# Up to this many distinct codes a sorted search finds positions faster than pandas' hash table,
+# whose set-up costs ~50 us a call (the sparse counter looks up thousands of small pattern tables).
+_SORTED_LOOKUP_SIZE = 256
+
+
+def _positions(table: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The position of each of ``values`` in ``table`` (distinct int64 codes), -1 where absent:
+    ``pd.Index(table).get_indexer(values)``, by a sorted search when the table is small."""
+    if len(table) > _SORTED_LOOKUP_SIZE or len(table) == 0 or len(values) > 16 * _SORTED_LOOKUP_SIZE:
+        return pd.Index(table).get_indexer(values)
+    order = np.argsort(table)
+    found = order[np.minimum(np.searchsorted(table, values, sorter=order), len(table) - 1)]
+    return np.where(table[found] == values, found, -1)
+
+
 def _column_mask(pattern: int, m: int) -> np.ndarray:
     """0/1 int64 vector of the columns whose bit is set in ``pattern``."""
     return ((int(pattern) >> np.arange(m)) & 1).astype(np.int64)
@@ -368,7 +383,7 @@ def _add_partial_keys_to_complete_keys(projector, count, weight_sum, mask, compl
     for pattern, rows in _keys_by_pattern(mask, partial & (count > 0)):  # keys without records add nothing
         keep = _column_mask(pattern, m)
         table, probes = projection_codes([(projector, rows, keep), (complete_keys, None, keep)])
-        pos = pd.Index(table).get_indexer(probes)
+        pos = _positions(table, probes)
         found = pos >= 0
         add_f[found] += count[rows[pos[found]]]
         add_F[found] += weight_sum[rows[pos[found]]]
@@ -405,8 +420,12 @@ def _add_compatible_keys_to_partial_keys(projector, count, weight_sum, mask, com
                 + [(projector, rows, _column_mask(s, m)) for s in subsets]
             )
             probes = np.concatenate(parts)
-        probe_index, probe_codes = pd.factorize(probes)
-        pos = pd.Index(probe_codes).get_indexer(table)
+        # the numbering of the distinct probes does not matter: each gets the sum over its hits
+        if len(probes) <= _SORTED_LOOKUP_SIZE:
+            probe_codes, probe_index = np.unique(probes, return_inverse=True)
+        else:
+            probe_index, probe_codes = pd.factorize(probes)
+        pos = _positions(probe_codes, table)
         hit = np.flatnonzero(pos >= 0)
         sum_f = np.bincount(pos[hit], weights=weighted_f[hit], minlength=len(probe_codes))
         sum_F = np.bincount(pos[hit], weights=weighted_F[hit], minlength=len(probe_codes))
