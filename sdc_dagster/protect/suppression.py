@@ -190,10 +190,17 @@ def _present_masks(digits: np.ndarray) -> np.ndarray:
 
 
 def _row_ids(rows: np.ndarray) -> np.ndarray:
-    """Dense ids of identical rows (missing codes included)."""
+    """Dense ids of identical rows (non-negative integers, missing codes included), numbered in the
+    lexicographic order of the rows (``np.unique(rows, axis=0)``'s). The rows are packed into one
+    int64 code per row in that order when their spans fit (a 1-d unique is much faster)."""
     if len(rows) == 0:
         return np.zeros(0, dtype=np.int64)
-    _, inverse = np.unique(rows, axis=0, return_inverse=True)
+    spans = rows.max(axis=0).astype(np.int64) + 1
+    if np.prod(spans.astype(np.float64)) < 2.0**62:
+        place = np.cumprod(np.r_[spans[1:], 1][::-1])[::-1]  # the first column most significant
+        _, inverse = np.unique(rows @ place, return_inverse=True)
+    else:
+        _, inverse = np.unique(rows, axis=0, return_inverse=True)
     return inverse.ravel().astype(np.int64)
 
 
