@@ -187,8 +187,11 @@ class _Lattice:
                 lookup = np.array([np.nan if numeric else None] + [mapping.get(c, c) for c in categories],
                                   dtype=float if numeric else object)
                 arrays.append(lookup[codes])
-                level_codes, level_categories = category_codes(pd.Series(arrays[-1]))
-                coded.append((level_codes, len(level_categories) + 1))
+                # category_codes of the recoded values, from the few recoded categories: equal values
+                # share a code, numbered by first appearance in the records
+                merged, _ = category_codes(pd.Series(lookup))
+                level_codes, radix = renumbered_digits(merged[codes][:, None])
+                coded.append((level_codes[:, 0], int(radix[0])))
             self.values[key] = arrays
             self.codes[key] = coded
 
