@@ -321,6 +321,7 @@ def test_lattice_codes_are_the_key_digits_of_the_recoded_keys(testdata):
     deepest = tuple(len(h.levels) - 1 for h in space.values())
     for node in [tuple(0 for _ in space), deepest, tuple(level // 2 for level in deepest)]:
         digits, radices = lattice.digits(node)
-        expected_digits, expected_radices = key_digits(lattice.frame(node), KEYS)
+        recoded = pd.DataFrame({key: lattice.values[key][level] for key, level in zip(KEYS, node)})
+        expected_digits, expected_radices = key_digits(recoded, KEYS)
         np.testing.assert_array_equal(digits, expected_digits)
         np.testing.assert_array_equal(radices, expected_radices)

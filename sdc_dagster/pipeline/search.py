@@ -221,11 +221,10 @@ class _Lattice:
             out[key] = values
         return out
 
-    def frame(self, node: tuple[int, ...], digits: np.ndarray | None = None) -> pd.DataFrame:
-        """The node's recoded keys (with the suppression of ``digits``) and the weight, as a frame."""
-        values = self.released(node, digits) if digits is not None else {
-            key: self.values[key][level] for key, level in zip(self.keys, node)}
-        frame = pd.DataFrame(values, index=self.index)
+    def frame(self, node: tuple[int, ...], digits: np.ndarray) -> pd.DataFrame:
+        """The node's recoded keys with the suppression of ``digits`` (:meth:`released`) and the
+        weight, as a frame."""
+        frame = pd.DataFrame(self.released(node, digits), index=self.index)
         if self.weight:
             frame[self.weight] = self.weights
         return frame
