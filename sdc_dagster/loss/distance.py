@@ -202,13 +202,13 @@ def distance_losses(original: pd.DataFrame, protected: pd.DataFrame, scales: Map
         if column in unchanged:
             shared[column] = np.zeros(len(original))
             continue
-        x_missing, y_missing = original[column].isna().to_numpy(), protected[column].isna().to_numpy()
+        x, y = original[column], protected[column]
+        x_missing, y_missing = x.isna().to_numpy(), y.isna().to_numpy()
         compared[column] = len(original) - int(np.count_nonzero(x_missing & y_missing))
         if scale == "nominal":
-            shared[column] = _nominal_distance(original[column], protected[column], x_missing, y_missing)
+            shared[column] = _nominal_distance(x, y, x_missing, y_missing)
         elif scale == "ordinal":
-            shared[column] = _ordinal_distance(original[column], protected[column], column,
-                                               categories.get(column))
+            shared[column] = _ordinal_distance(x, y, column, categories.get(column))
         else:
             x = continuous_values(original, column, "original")
             y = continuous_values(protected, column, "protected")
