@@ -457,7 +457,8 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
     :func:`~sdc_dagster.protect.suppression.suppress_codes_to_k` and the frequencies of the
     suppressed keys by :func:`~sdc_dagster.frequencies.digit_key_frequencies` after the codes are
     renumbered as :func:`~sdc_dagster.keys.key_digits` numbers the released keys (so every count
-    is the one the release's own checks compute); only risk-based suppression takes a frame."""
+    is the one the release's own checks compute); without weights, the counts of local
+    suppression's counter are those counts already. Only risk-based suppression takes a frame."""
     k, target = spec.risk.k, spec.risk.max_global_risk
     keys = lattice.keys
     suppression: list[dict] = []
@@ -465,13 +466,19 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
     violations, risks, suppressed, digits = 0, pd.Series([0.0]), 0, None
     if keys:
         recoded, radices = checked[0] if checked is not None else lattice.digits(node)
-        digits = recoded
+        digits, counter = recoded, checked[1] if checked is not None else None
         if not is_anonymous:
             suppression.append(_suppression_step(k))
-            digits, _ = suppress_codes_to_k(recoded, radices, k=k, counter=checked[1] if checked else None)
-        # the released keys' frequencies, with weights, in DuckDB (their codes numbered as key_digits does)
-        violations, risks = _risks(*lattice.frequencies(*renumbered_digits(digits) if suppression else
-                                                        (digits, radices)), lattice.weight, k)
+            counter = counter or IncrementalCompatibleCounts(recoded, radices)
+            digits, method = suppress_codes_to_k(recoded, radices, k=k, counter=counter)
+            counter = counter if method == "greedy" else None  # else it does not hold the result
+        if counter is not None and lattice.weights is None:
+            # without weights F = f, and the counter's whole counts are DuckDB's: not queried again
+            f = counter.record_counts()[0]
+            violations, risks = _risks(f, f, None, k)
+        else:  # in DuckDB, the codes numbered as key_digits numbers the released keys
+            violations, risks = _risks(*lattice.frequencies(*renumbered_digits(digits) if suppression else
+                                                            (digits, radices)), lattice.weight, k)
     threshold = None
     if keys and allowed and violations == 0 and risks.mean() > target:
         # 0 when no risk level brings the global risk under the target (e.g. all risks equal): then
