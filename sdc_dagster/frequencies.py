@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.keys import CODE_LIMIT, check_mask_width, key_columns, key_digits, pack_codes
@@ -93,25 +94,30 @@ def distinct_keys(
     """Group the records by their key in DuckDB (SPEC §2.1, §2.2), missing value = own category.
 
     ``weights`` (validated float64 array, one per record) are summed per key; without weights the
-    sum is the count. The GROUP BY runs in DuckDB on the packed int64 key codes.
+    sum is the count. The keys are coded by :func:`~sdc_dagster.keys.key_digits` and grouped by
+    :func:`distinct_digit_keys`.
     """
     digits, radices = key_digits(data, keys)
+    return distinct_digit_keys(digits, radices, weights=weights, con=con)
+
+
+def distinct_digit_keys(
+    digits: np.ndarray,
+    radices: np.ndarray,
+    *,
+    weights: np.ndarray | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> DistinctKeys:
+    """:func:`distinct_keys` of keys already coded (``digits``, ``radices`` as from
+    :func:`~sdc_dagster.keys.key_digits`; the plan search recodes its keys' codes per node). The
+    GROUP BY runs in DuckDB on the packed int64 key codes."""
     (code,) = pack_codes([digits], radices)
-    frame = pd.DataFrame({"code": code})
-    if weights is not None:
-        frame["w"] = weights
+    columns = {"code": code} if weights is None else {"code": code, "w": weights}
     weight_sql = "sum(w)" if weights is not None else "count(*)"
-    db = connect(con)
-    db.register("sdc_key_codes", frame)
-    try:
-        grouped = db.execute(
-            f"""
-            SELECT code, count(*) AS n, CAST({weight_sql} AS DOUBLE) AS wsum
-            FROM sdc_key_codes GROUP BY code
-            """
-        ).fetchnumpy()
-    finally:
-        db.unregister("sdc_key_codes")
+    # an Arrow table scanned as a relation: no view to register (a pandas frame costs ~1 ms more)
+    grouped = connect(con).from_arrow(pa.table(columns)).aggregate(
+        f"code, count(*) AS n, CAST({weight_sql} AS DOUBLE) AS wsum", "code"
+    ).fetchnumpy()
     codes = np.asarray(grouped["code"], dtype=np.int64)
     # a hash lookup gathers the groups back to the records (faster than a sorted search here)
     record_key = pd.Index(codes).get_indexer(code)
@@ -328,6 +334,21 @@ def projection_codes(parts: Sequence[tuple[_Projector, np.ndarray | None, np.nda
     return pack_codes(blocks, parts[0][0].radices)
 
 
+# Up to this many distinct codes a sorted search finds positions faster than pandas' hash table,
+# whose set-up costs ~50 us a call (the sparse counter looks up thousands of small pattern tables).
+_SORTED_LOOKUP_SIZE = 256
+
+
+def _positions(table: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The position of each of ``values`` in ``table`` (distinct int64 codes), -1 where absent:
+    ``pd.Index(table).get_indexer(values)``, by a sorted search when the table is small."""
+    if len(table) > _SORTED_LOOKUP_SIZE or len(table) == 0 or len(values) > 16 * _SORTED_LOOKUP_SIZE:
+        return pd.Index(table).get_indexer(values)
+    order = np.argsort(table)
+    found = order[np.minimum(np.searchsorted(table, values, sorter=order), len(table) - 1)]
+    return np.where(table[found] == values, found, -1)
+
+
 def _column_mask(pattern: int, m: int) -> np.ndarray:
     """0/1 int64 vector of the columns whose bit is set in ``pattern``."""
     return ((int(pattern) >> np.arange(m)) & 1).astype(np.int64)
@@ -354,7 +375,7 @@ def _add_partial_keys_to_complete_keys(projector, count, weight_sum, mask, compl
     for pattern, rows in _keys_by_pattern(mask, partial & (count > 0)):  # keys without records add nothing
         keep = _column_mask(pattern, m)
         table, probes = projection_codes([(projector, rows, keep), (complete_keys, None, keep)])
-        pos = pd.Index(table).get_indexer(probes)
+        pos = _positions(table, probes)
         found = pos >= 0
         add_f[found] += count[rows[pos[found]]]
         add_F[found] += weight_sum[rows[pos[found]]]
@@ -391,8 +412,12 @@ def _add_compatible_keys_to_partial_keys(projector, count, weight_sum, mask, com
                 + [(projector, rows, _column_mask(s, m)) for s in subsets]
             )
             probes = np.concatenate(parts)
-        probe_index, probe_codes = pd.factorize(probes)
-        pos = pd.Index(probe_codes).get_indexer(table)
+        # the numbering of the distinct probes does not matter: each gets the sum over its hits
+        if len(probes) <= _SORTED_LOOKUP_SIZE:
+            probe_codes, probe_index = np.unique(probes, return_inverse=True)
+        else:
+            probe_index, probe_codes = pd.factorize(probes)
+        pos = _positions(probe_codes, table)
         hit = np.flatnonzero(pos >= 0)
         sum_f = np.bincount(pos[hit], weights=weighted_f[hit], minlength=len(probe_codes))
         sum_F = np.bincount(pos[hit], weights=weighted_F[hit], minlength=len(probe_codes))
@@ -424,7 +449,21 @@ def missing_aware_key_frequencies(
     ``keys`` must be validated, ``weights`` a validated float64 array or None. Returns two float64
     arrays aligned with the rows of ``data`` (f is fractional when alpha < 1).
     """
-    groups = distinct_keys(data, keys, weights=weights, con=con)
+    digits, radices = key_digits(data, keys)
+    return digit_key_frequencies(digits, radices, weights=weights, alpha=alpha, con=con)
+
+
+def digit_key_frequencies(
+    digits: np.ndarray,
+    radices: np.ndarray,
+    *,
+    weights: np.ndarray | None = None,
+    alpha: float = 1.0,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`missing_aware_key_frequencies` of keys already coded (``digits``, ``radices`` as from
+    :func:`~sdc_dagster.keys.key_digits`): per record (f, F), SPEC §2.4."""
+    groups = distinct_digit_keys(digits, radices, weights=weights, con=con)
     f, F = compatible_counts(groups.digits, groups.radices, groups.count, groups.weight_sum, alpha)
     return f[groups.record_key], F[groups.record_key]
 

@@ -43,11 +43,15 @@ class IncrementalCompatibleCounts:
         self.table = self.digits[first]
         self.count = np.bincount(self.record_key, minlength=size).astype(np.float64)
         self.weight_sum = np.bincount(self.record_key, weights=self.weights, minlength=size)
+        self._record_counts = None  # (f, F) of the current keys, once computed
 
     def record_counts(self) -> tuple[np.ndarray, np.ndarray]:
-        """(f, F) of every record's current key (float64 arrays, one value per record)."""
-        f, F = compatible_counts(self.table, self.radices, self.count, self.weight_sum, 1.0)
-        return f[self.record_key], F[self.record_key]
+        """(f, F) of every record's current key (float64 arrays, one value per record; computed once
+        per state of the keys: not to be modified)."""
+        if self._record_counts is None:
+            f, F = compatible_counts(self.table, self.radices, self.count, self.weight_sum, 1.0)
+            self._record_counts = f[self.record_key], F[self.record_key]
+        return self._record_counts
 
     def probe_counts(self, probes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(f, F) of each probe key (rows of digits) among the current records, probes not added."""
@@ -70,6 +74,7 @@ class IncrementalCompatibleCounts:
         records = np.asarray(records, dtype=np.int64)
         if len(records) == 0:
             return
+        self._record_counts = None
         masks = np.broadcast_to(np.asarray(masks, dtype=np.int64), records.shape)
         bits = ((masks[:, None] >> np.arange(self.digits.shape[1], dtype=np.int64)) & 1).astype(bool)
         new = np.where(bits, 0, self.digits[records])

@@ -88,6 +88,24 @@ def key_digits(data: pd.DataFrame, keys: Sequence[str]) -> tuple[np.ndarray, np.
     return digits, radices
 
 
+def renumbered_digits(digits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`key_digits` of key values known by their digits: ``digits`` codes each key's values
+    (0 = missing, any numbering of the categories, e.g. :func:`key_digits` of the keys before some
+    of their values were suppressed); returns the digits and radices :func:`key_digits` gives for
+    those values, the categories renumbered 1..c_j by first appearance (categories no longer present
+    dropped). Equal values keep equal digits, so key frequencies are unchanged; the numbering (and
+    with it the order in which counts are summed) is exactly that of the values themselves."""
+    out = np.empty(digits.shape, dtype=np.int64, order="F")
+    radices = np.empty(digits.shape[1], dtype=np.int64)
+    for j in range(digits.shape[1]):
+        first_seen, uniques = pd.factorize(digits[:, j])
+        present = uniques != 0
+        lookup = np.cumsum(present) * present  # the k-th present category by first appearance -> k
+        out[:, j] = lookup[first_seen]
+        radices[j] = int(present.sum()) + 1
+    return out, radices
+
+
 def pack_codes(blocks: Sequence[np.ndarray], radices: np.ndarray) -> list[np.ndarray]:
     """One int64 code per row of each digit block, equal exactly when the rows are equal.
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.keys import category_codes, key_digits
+from sdc_dagster.keys import category_codes, key_digits, renumbered_digits
 from sdc_dagster.protect.record_swapping import targeted_record_swap
 from sdc_dagster.risk.combinations import risky_cells, unsafe_combinations
 from sdc_dagster.risk.diversity import l_diversity, t_closeness
@@ -123,3 +123,28 @@ def test_every_caller_agrees_however_missing_is_spelled(case):
                 pd.testing.assert_series_equal(value, expected, obj=f"{measure} ({name})")
     # the numeric spellings agree with each other in full, DIS included
     pd.testing.assert_frame_equal(results["float nan"]["suda"], results["Int64 NA"]["suda"])
+
+
+def test_renumbered_digits_by_hand():
+    # categories renumbered by first appearance among the values present (0 = missing), absent ones dropped
+    digits = np.array([[3, 1], [0, 2], [2, 0], [3, 2], [1, 0]])
+    out, radices = renumbered_digits(digits)
+    np.testing.assert_array_equal(out, [[1, 1], [0, 2], [2, 0], [1, 2], [3, 0]])
+    np.testing.assert_array_equal(radices, [4, 3])
+    out, radices = renumbered_digits(np.array([[0, 2], [0, 2], [0, 0]]))
+    np.testing.assert_array_equal(out, [[0, 1], [0, 1], [0, 0]])
+    np.testing.assert_array_equal(radices, [1, 2])
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), share=st.sampled_from([0.0, 0.3, 0.9]))
+def test_renumbered_digits_are_the_key_digits_of_the_values_left(seed, share):
+    rng = np.random.default_rng(seed)
+    data = pd.DataFrame({"a": rng.choice(["x", "y", "z", None], 30), "b": rng.choice([1.0, 2.0, 7.0, np.nan], 30)})
+    digits, _ = key_digits(data, ["a", "b"])
+    removed = rng.random(digits.shape) < share
+    masked = data.mask(removed)
+    out, radices = renumbered_digits(np.where(removed, 0, digits))
+    expected, expected_radices = key_digits(masked, ["a", "b"])
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(radices, expected_radices)

@@ -17,8 +17,9 @@ from sdc_dagster.pipeline import evaluation
 from sdc_dagster.pipeline import protection
 from sdc_dagster.protect.plan import apply_plan
 from sdc_dagster.search_space import key_hierarchy, search_space
-from sdc_dagster.risk.categorical import k_anonymity_violations
-from sdc_dagster.pipeline.search import SEARCHED_PLAN, search_wave
+from sdc_dagster.keys import key_digits
+from sdc_dagster.risk.categorical import k_anonymity_violations, risk_table
+from sdc_dagster.pipeline.search import SEARCHED_PLAN, _Lattice, search_wave
 from sdc_dagster.spec import SEARCH_METHODS, Plan, SearchOptions, SpecError, Variable, load_spec, parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -287,3 +288,40 @@ def test_weakest_passing_bisects_from_the_middle_and_finishes_only_the_step_it_r
 
     result = _weakest_passing(list(range(6)), run, lambda: False, finish)
     assert runs == tried and result.step == kept and finished == [(kept, f"data of {kept}")]
+
+
+@pytest.mark.parametrize("max_global_risk, weight, risk_suppression", [
+    (0.01, "sampling_weight", False), (0.0005, "sampling_weight", True), (0.02, None, True)])
+def test_every_candidate_has_the_figures_of_its_plan_as_the_release_runs_it(testdata, max_global_risk, weight,
+                                                                          risk_suppression):
+    """The walk evaluates nodes on the keys' codes (recoded once per level, suppressed on codes,
+    counted on renumbered codes); each candidate's k-anonymity violations, global risk, suppressed
+    values and loss are, to the bit, those of its plan run by apply_plan on the data (local and
+    risk-based suppression, weights, missing key values)."""
+    spec = categorical_spec(KEYS, k=3, max_global_risk=max_global_risk, weight=weight)
+    result = search_wave(testdata, spec, exhaustive=True)
+    methods = {s["method"] for c in result.candidates for s in c.plan.steps}
+    assert "local_suppression" in methods and ("risk_suppression" in methods) == risk_suppression
+    for candidate in result.candidates[::4]:
+        protected = apply_plan(testdata, candidate.plan.steps, keys=KEYS, random_state=0).data
+        table = risk_table(protected, KEYS, weight=weight)
+        assert candidate.k_violations == k_anonymity_violations(protected, KEYS, 3)
+        assert candidate.global_risk == float(table["risk"].mean())
+        suppressed = int((protected[KEYS].isna() & testdata[KEYS].notna()).to_numpy().sum())
+        assert candidate.suppressed == suppressed
+        if suppressed:
+            assert candidate.loss == evaluation.headline_loss(testdata, protected, spec)["lambda_arctan"]
+
+
+def test_lattice_codes_are_the_key_digits_of_the_recoded_keys(testdata):
+    """A node's digits, taken from the codes of each key's level, are key_digits of the recoded keys."""
+    spec = categorical_spec(KEYS)
+    space = search_space(testdata, spec)
+    lattice = _Lattice(testdata, spec, space)
+    deepest = tuple(len(h.levels) - 1 for h in space.values())
+    for node in [tuple(0 for _ in space), deepest, tuple(level // 2 for level in deepest)]:
+        digits, radices = lattice.digits(node)
+        recoded = pd.DataFrame({key: lattice.values[key][level] for key, level in zip(KEYS, node)})
+        expected_digits, expected_radices = key_digits(recoded, KEYS)
+        np.testing.assert_array_equal(digits, expected_digits)
+        np.testing.assert_array_equal(radices, expected_radices)

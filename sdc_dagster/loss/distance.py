@@ -54,10 +54,9 @@ class LossResult:
     compared: pd.Series
 
 
-def _nominal_distance(x: pd.Series, y: pd.Series) -> np.ndarray:
-    """SPEC (2), with a hidden value on either side counted as a different category (§9.3)."""
-    x_missing = x.isna().to_numpy()
-    y_missing = y.isna().to_numpy()
+def _nominal_distance(x: pd.Series, y: pd.Series, x_missing: np.ndarray, y_missing: np.ndarray) -> np.ndarray:
+    """SPEC (2), with a hidden value on either side counted as a different category (§9.3);
+    ``x_missing``, ``y_missing``: where ``x``, ``y`` are missing."""
     if pd.api.types.is_numeric_dtype(x) and pd.api.types.is_numeric_dtype(y):
         differs = x.to_numpy(dtype=float, na_value=np.nan) != y.to_numpy(dtype=float, na_value=np.nan)
     else:
@@ -195,30 +194,33 @@ def distance_losses(original: pd.DataFrame, protected: pd.DataFrame, scales: Map
     columns = check_pair(original, protected, list(scales))
     categories = categories or {}
     shared, gaps, compared = {}, {}, {}
+    kept = [column for column in columns if column in unchanged]
+    if kept:  # one missing-value pass over the columns released as they are
+        compared = dict(zip(kept, original[kept].notna().to_numpy().sum(axis=0).tolist()))
     for column in columns:
         scale = scales[column]
         if column in unchanged:
-            compared[column] = int(original[column].notna().sum())
             shared[column] = np.zeros(len(original))
             continue
-        compared[column] = int((original[column].notna() | protected[column].notna()).sum())
+        x, y = original[column], protected[column]
+        x_missing, y_missing = x.isna().to_numpy(), y.isna().to_numpy()
+        compared[column] = len(original) - int(np.count_nonzero(x_missing & y_missing))
         if scale == "nominal":
-            shared[column] = _nominal_distance(original[column], protected[column])
+            shared[column] = _nominal_distance(x, y, x_missing, y_missing)
         elif scale == "ordinal":
-            shared[column] = _ordinal_distance(original[column], protected[column], column,
-                                               categories.get(column))
+            shared[column] = _ordinal_distance(x, y, column, categories.get(column))
         else:
             x = continuous_values(original, column, "original")
             y = continuous_values(protected, column, "protected")
             gaps[column] = (np.abs(np.subtract(*_substitute_hidden_continuous(x, y, column, hidden_rule))), x)
-    counts = pd.Series(compared, index=columns, name="compared", dtype="int64")
+    counts = pd.Series([compared[column] for column in columns], index=columns, name="compared", dtype="int64")
     results = {}
     for variant in continuous_distances:
-        distances = {
-            column: shared[column] if column in shared
-            else _continuous_distance(*gaps[column], column, variant, c)
+        # n x m, column-major like pandas' own block (the sums of _loss_result run in that order)
+        distances = np.stack([
+            shared[column] if column in shared else _continuous_distance(*gaps[column], column, variant, c)
             for column in columns
-        }
+        ]).T
         results[variant] = _loss_result(pd.DataFrame(distances, index=original.index, columns=columns), counts)
     return results
 

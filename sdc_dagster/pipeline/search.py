@@ -48,14 +48,18 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster import risk
-from sdc_dagster.keys import category_codes
+from sdc_dagster.frequencies import digit_key_frequencies
+from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
+from sdc_dagster.keys import category_codes, renumbered_digits
 from sdc_dagster.protect.plan import PlanResult
 from sdc_dagster.protect.plan_search import pareto_front
 from sdc_dagster.search_space import KeyHierarchy, continuous_steps, search_space
-from sdc_dagster.protect.suppression import local_suppression, risk_suppression
+from sdc_dagster.protect.suppression import risk_suppression, suppress_codes_to_k
+from sdc_dagster.risk.categorical import risk_from_frequencies
 from sdc_dagster.spec import SEARCHED_PLAN, Plan, SurveySpec
 from sdc_dagster.pipeline.evaluation import headline_loss
 from sdc_dagster.pipeline.protection import CheckOutcome, blocking_failures, protect, release_checks
+from sdc_dagster.validation import weight_values
 
 #: The name of the recommended plan as a protected variant.
 #: The seed of searched plans (their random steps, noise and rank swapping, derive theirs from it).
@@ -159,29 +163,70 @@ def _step_text(step: dict) -> str:
 
 
 class _Lattice:
-    """The recoded key values of every level, and the frequency checks of nodes (module docstring)."""
+    """The recoded key values of every level and their codes, and the frequency checks of nodes
+    (module docstring).
+
+    Per key and level: ``values`` (one value per record, as the level's recode releases it) and
+    ``codes`` (their :func:`~sdc_dagster.keys.category_codes` and radix), coded once per search;
+    a node's key digits are its levels' codes side by side, exactly what
+    :func:`~sdc_dagster.keys.key_digits` gives for the recoded keys."""
 
     def __init__(self, data: pd.DataFrame, spec: SurveySpec, space: dict[str, KeyHierarchy]):
         self.keys = list(space)
         self.weight = spec.weight if spec.weight in data.columns else None
+        self.weights = weight_values(data, self.weight)
+        self.index = data.index
         self.values = {}  # key -> [values of level 0, level 1, ...] (arrays, one per record)
+        self.codes = {}  # key -> [(codes, radix) of level 0, level 1, ...]
         for key, hierarchy in space.items():
             codes, categories = category_codes(data[key])
             numeric = pd.api.types.is_numeric_dtype(data[key])
-            arrays = []
+            arrays, coded = [], []
             for level in hierarchy.levels:
                 mapping = {c: min(g) for g in level.groups for c in g}
                 lookup = np.array([np.nan if numeric else None] + [mapping.get(c, c) for c in categories],
                                   dtype=float if numeric else object)
                 arrays.append(lookup[codes])
+                # category_codes of the recoded values, from the few recoded categories: equal values
+                # share a code, numbered by first appearance in the records
+                merged, _ = category_codes(pd.Series(lookup))
+                level_codes, radix = renumbered_digits(merged[codes][:, None])
+                coded.append((level_codes[:, 0], int(radix[0])))
             self.values[key] = arrays
-        self.extra = data[[self.weight]] if self.weight else None
+            self.codes[key] = coded
 
-    def frame(self, node: tuple[int, ...]) -> pd.DataFrame:
-        frame = pd.DataFrame({key: self.values[key][level] for key, level in zip(self.keys, node)},
-                             index=self.extra.index if self.extra is not None else None)
-        if self.extra is not None:
-            frame[self.weight] = self.extra[self.weight].to_numpy()
+    def digits(self, node: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """The node's key digits and radices (:func:`~sdc_dagster.keys.key_digits` of its keys)."""
+        digits = np.empty((len(self.index), len(self.keys)), dtype=np.int64, order="F")
+        radices = np.empty(len(self.keys), dtype=np.int64)
+        for j, (key, level) in enumerate(zip(self.keys, node)):
+            digits[:, j], radices[j] = self.codes[key][level]
+        return digits, radices
+
+    def frequencies(self, digits: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per record (f, F) of keys with these digits, SPEC §2.4 (what ``risk.key_frequencies``
+        gives for the keys they code, with the wave's weights)."""
+        return digit_key_frequencies(digits, radices, weights=self.weights)
+
+    def released(self, node: tuple[int, ...], digits: np.ndarray) -> dict[str, np.ndarray]:
+        """Per key, the node's values with those whose digit is 0 (missing or suppressed) missing:
+        what :func:`~sdc_dagster.protect.suppression.apply_suppression` leaves of the recoded keys."""
+        out = {}
+        for j, (key, level) in enumerate(zip(self.keys, node)):
+            values = self.values[key][level]
+            suppressed = (digits[:, j] == 0) & (self.codes[key][level][0] > 0)
+            if suppressed.any():
+                values = values.copy()
+                values[suppressed] = np.nan
+            out[key] = values
+        return out
+
+    def frame(self, node: tuple[int, ...], digits: np.ndarray) -> pd.DataFrame:
+        """The node's recoded keys with the suppression of ``digits`` (:meth:`released`) and the
+        weight, as a frame."""
+        frame = pd.DataFrame(self.released(node, digits), index=self.index)
+        if self.weight:
+            frame[self.weight] = self.weights
         return frame
 
 
@@ -309,7 +354,7 @@ def search_wave(
             if time.perf_counter() - start > LATTICE_SHARE * budget:
                 return "budget", position
             node, point = tuple(int(x) for x in nodes[index]), nodes[index]
-            checked = None  # the node's recoded keys and their frequencies, when checked here
+            checked = None  # the node's key digits and their counter, when checked here
             if anonymous and (point >= np.array(anonymous)).all(axis=1).any():
                 is_anonymous, tagged = True, tagged + 1
             elif not_anonymous and (point <= np.array(not_anonymous)).all(axis=1).any():
@@ -318,10 +363,11 @@ def search_wave(
                 is_anonymous = True
                 anonymous.append(point)
             else:
-                # f_k does not depend on the weights: the weighted table serves the risks too
-                frame = lattice.frame(node)
-                checked = frame, risk.key_frequencies(frame, lattice.keys, weight=lattice.weight)
-                is_anonymous = not (checked[1]["fk"].to_numpy() < k).any()
+                # f_k by local suppression's counter (integer counts, exactly those of DuckDB's): a
+                # node that is not k-anonymous continues from it, one that is gets F from DuckDB
+                digits = lattice.digits(node)
+                checked = digits, IncrementalCompatibleCounts(*digits)
+                is_anonymous = not (checked[1].record_counts()[0] < k).any()
                 (anonymous if is_anonymous else not_anonymous).append(point)
             if not is_anonymous and not suppress_allowed:
                 continue
@@ -385,36 +431,54 @@ def search_wave(
     )
 
 
-def _risks(frame: pd.DataFrame, keys: list[str], weight: str | None, k: int,
-           table: pd.DataFrame | None = None) -> tuple[int, pd.Series]:
-    """k-anonymity violations (SPEC §3.1) and individual risks (SPEC §3.2) of the recoded keys;
-    ``table``: their :func:`~sdc_dagster.risk.key_frequencies` when already computed."""
-    table = risk.key_frequencies(frame, keys, weight=weight) if table is None else table
-    return int((table["fk"] < k).sum()), risk.risk_table(frame, keys, weight=weight, frequencies=table)["risk"]
+def _risks(f: np.ndarray, F: np.ndarray, weight: str | None, k: int) -> tuple[int, pd.Series]:
+    """k-anonymity violations (SPEC §3.1) and individual risks (SPEC §3.2) of keys with key
+    frequencies (f, F) (:func:`~sdc_dagster.risk.risk_table`'s ``risk``)."""
+    return int(np.count_nonzero(f < k)), pd.Series(risk_from_frequencies(f, F, weighted=weight is not None,
+                                                                         weight=str(weight)), name="risk")
 
 
 def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: dict[str, KeyHierarchy],
               node: tuple[int, ...], is_anonymous: bool, recode_loss: float,
-              checked: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> SearchCandidate:
+              checked: tuple[tuple[np.ndarray, np.ndarray], IncrementalCompatibleCounts] | None = None
+              ) -> SearchCandidate:
     """A node's plan (without continuous step) and its risk and loss on the recoded keys;
-    ``checked``: the node's recoded keys and their weighted key frequencies, when the frequency
-    check computed them (not computed again).
+    ``checked``: the node's key digits and radices and the counter of local suppression
+    (:class:`~sdc_dagster.incremental_counts.IncrementalCompatibleCounts`) that checked them, when
+    the walk made them (not made again).
 
     A node that is not k-anonymous by recoding gets local suppression to k; one whose global risk is
     still above the target then gets risk-based suppression (SPEC §8.3) at the individual-risk
     threshold that brings the global risk under the target (sdcMicro's ``measure_threshold``, the
     mu-Argus rule, :func:`sdc_dagster.risk.global_risk_threshold`): without sampling weights a 1 %
-    target asks for far more than 3-anonymity (the risk of a record is 1/f_k)."""
+    target asks for far more than 3-anonymity (the risk of a record is 1/f_k).
+
+    Everything runs on the keys' codes (:meth:`_Lattice.digits`): local suppression by
+    :func:`~sdc_dagster.protect.suppression.suppress_codes_to_k` and the frequencies of the
+    suppressed keys by :func:`~sdc_dagster.frequencies.digit_key_frequencies` after the codes are
+    renumbered as :func:`~sdc_dagster.keys.key_digits` numbers the released keys (so every count
+    is the one the release's own checks compute); without weights, the counts of local
+    suppression's counter are those counts already. Only risk-based suppression takes a frame."""
     k, target = spec.risk.k, spec.risk.max_global_risk
     keys = lattice.keys
-    original = frame = checked[0] if checked is not None else lattice.frame(node)
     suppression: list[dict] = []
     allowed = "local_suppression" in spec.search.methods
-    if not is_anonymous:
-        suppression.append(_suppression_step(k))
-        frame = local_suppression(frame, keys, k=k)
-    known = checked[1] if checked is not None and is_anonymous else None
-    violations, risks = _risks(frame, keys, lattice.weight, k, known) if keys else (0, pd.Series([0.0]))
+    violations, risks, suppressed, digits = 0, pd.Series([0.0]), 0, None
+    if keys:
+        recoded, radices = checked[0] if checked is not None else lattice.digits(node)
+        digits, counter = recoded, checked[1] if checked is not None else None
+        if not is_anonymous:
+            suppression.append(_suppression_step(k))
+            counter = counter or IncrementalCompatibleCounts(recoded, radices)
+            digits, method = suppress_codes_to_k(recoded, radices, k=k, counter=counter)
+            counter = counter if method == "greedy" else None  # else it does not hold the result
+        if counter is not None and lattice.weights is None:
+            # without weights F = f, and the counter's whole counts are DuckDB's: not queried again
+            f = counter.record_counts()[0]
+            violations, risks = _risks(f, f, None, k)
+        else:  # in DuckDB, the codes numbered as key_digits numbers the released keys
+            violations, risks = _risks(*lattice.frequencies(*renumbered_digits(digits) if suppression else
+                                                            (digits, radices)), lattice.weight, k)
     threshold = None
     if keys and allowed and violations == 0 and risks.mean() > target:
         # 0 when no risk level brings the global risk under the target (e.g. all risks equal): then
@@ -424,17 +488,19 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
         step = {"method": "risk_suppression", "threshold": float(threshold),
                 **({"weight": lattice.weight} if lattice.weight else {})}
         suppression.append(step)
-        frame = risk_suppression(frame, keys, threshold=step["threshold"], weight=lattice.weight)
-        violations, risks = _risks(frame, keys, lattice.weight, k)
-    global_risk = float(risks.mean())
-    suppressed = int((frame[keys].isna() & original[keys].notna()).to_numpy().sum()) if keys else 0
+        frame = risk_suppression(lattice.frame(node, digits), keys, threshold=step["threshold"], weight=lattice.weight)
+        digits = np.where(frame[keys].isna().to_numpy(), 0, digits)
+        violations, risks = _risks(*lattice.frequencies(*renumbered_digits(digits)), lattice.weight, k)
+    if keys:
+        suppressed = int(np.count_nonzero((digits == 0) & (recoded > 0)))
     if suppressed or spec.search.loss == "topsis":
         released = data.copy(deep=False)
-        for key in keys:
-            released[key] = frame[key].to_numpy()
+        for key, values in (lattice.released(node, digits) if keys else {}).items():
+            released[key] = values
         loss = _search_loss(data, released, spec, unchanged=[c for c in data.columns if c not in keys])
     else:
         loss = recode_loss
+    global_risk = float(risks.mean())
     plan = _node_plan(space, node, suppression, k, None, "node_" + "_".join(map(str, node)))
     return SearchCandidate(
         plan=plan, global_risk=global_risk, k_violations=violations, linkage_risk=np.nan, loss=float(loss),

@@ -139,16 +139,23 @@ def suppression_ranks(
         ranks[sorted(range(len(keys)), key=lambda j: (-numbers[j], j))] = np.arange(len(keys))
         return ranks
     if importance is None:
-        n_categories = [data[k].nunique(dropna=True) for k in keys]
-        most_important_first = sorted(range(len(keys)), key=lambda j: (n_categories[j], j))
-    else:
-        importance = list(importance)
-        if sorted(map(str, importance)) != sorted(map(str, keys)) or len(set(importance)) != len(importance):
-            raise SDCInputError(
-                f"importance: must list every key variable exactly once (keys {keys}, got {importance})"
-            )
-        most_important_first = [keys.index(k) for k in importance]
+        return default_ranks([data[k].nunique(dropna=True) for k in keys])
+    importance = list(importance)
+    if sorted(map(str, importance)) != sorted(map(str, keys)) or len(set(importance)) != len(importance):
+        raise SDCInputError(
+            f"importance: must list every key variable exactly once (keys {keys}, got {importance})"
+        )
+    most_important_first = [keys.index(k) for k in importance]
     ranks[most_important_first[::-1]] = np.arange(len(keys))
+    return ranks
+
+
+def default_ranks(n_categories: Sequence[int]) -> np.ndarray:
+    """sdcMicro's default importance as ranks (:func:`suppression_ranks`): keys with fewer
+    categories (``n_categories``, one per key) are more important, ties in key order."""
+    most_important_first = sorted(range(len(n_categories)), key=lambda j: (n_categories[j], j))
+    ranks = np.empty(len(n_categories), dtype=np.int64)
+    ranks[most_important_first[::-1]] = np.arange(len(n_categories))
     return ranks
 
 
@@ -158,13 +165,18 @@ def _prepare(data: pd.DataFrame, keys: Sequence[str], k: int) -> list[str]:
         raise SDCInputError("keys: name at least one key variable")
     if len(set(keys)) != len(keys):
         raise SDCInputError(f"keys: a key variable is listed twice in {keys}")
+    _prepare_k(k, len(data))
+    return keys
+
+
+def _prepare_k(k: int, n: int) -> None:
+    """Raise :class:`SDCInputError` unless k is a positive integer that n records can reach."""
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise SDCInputError(f"k: must be a positive integer, got {k!r}")
-    if k > len(data) and len(data) > 0:
+    if k > n and n > 0:
         raise SDCInputError(
-            f"k: {k}-anonymity is impossible with {len(data)} records (even a fully suppressed key is shared by n records)"
+            f"k: {k}-anonymity is impossible with {n} records (even a fully suppressed key is shared by n records)"
         )
-    return keys
 
 
 def _bits(masks: np.ndarray, m: int) -> np.ndarray:
@@ -178,10 +190,17 @@ def _present_masks(digits: np.ndarray) -> np.ndarray:
 
 
 def _row_ids(rows: np.ndarray) -> np.ndarray:
-    """Dense ids of identical rows (missing codes included)."""
+    """Dense ids of identical rows (non-negative integers, missing codes included), numbered in the
+    lexicographic order of the rows (``np.unique(rows, axis=0)``'s). The rows are packed into one
+    int64 code per row in that order when their spans fit (a 1-d unique is much faster)."""
     if len(rows) == 0:
         return np.zeros(0, dtype=np.int64)
-    _, inverse = np.unique(rows, axis=0, return_inverse=True)
+    spans = rows.max(axis=0).astype(np.int64) + 1
+    if np.prod(spans.astype(np.float64)) < 2.0**62:
+        place = np.cumprod(np.r_[spans[1:], 1][::-1])[::-1]  # the first column most significant
+        _, inverse = np.unique(rows @ place, return_inverse=True)
+    else:
+        _, inverse = np.unique(rows, axis=0, return_inverse=True)
     return inverse.ravel().astype(np.int64)
 
 
@@ -382,6 +401,23 @@ def local_suppression(
     return out
 
 
+def suppress_codes_to_k(digits: np.ndarray, radices: np.ndarray, *, k: int,
+                        counter: IncrementalCompatibleCounts | None = None) -> tuple[np.ndarray, str]:
+    """:func:`local_suppression` to k of keys already coded (SPEC §8.3), with its defaults (no
+    strata, no combs, the default importance, method "auto"): ``digits``, ``radices`` as
+    :func:`~sdc_dagster.keys.key_digits` codes the keys (``digits`` is not modified). Returns the
+    digits after suppression (0 = missing) and the method used; ``local_suppression(data, keys, k=k)``
+    suppresses exactly these values. The plan search evaluates its nodes on codes.
+
+    ``counter``: an :class:`IncrementalCompatibleCounts` of ``digits`` (without weights) that the
+    caller made to check k-anonymity; the greedy method continues from it (it is changed)."""
+    check_mask_width(digits.shape[1], "local suppression")
+    _prepare_k(k, len(digits))
+    ranks = default_ranks(np.asarray(radices) - 1)  # radix = categories present + 1
+    # one target (all keys together): what _suppress_to_targets runs, the ranks being a permutation
+    return _auto_suppress_to_k(digits, radices, ranks, int(k), lexicographic=False, counter=counter)
+
+
 def _suppression_targets(
     keys: list[str], k: int | Sequence[int], combs: Sequence[int] | None
 ) -> list[tuple[list[tuple[int, ...]], int]]:
@@ -429,14 +465,16 @@ def _suppress_to_targets(digits, radices, ranks, targets, *, lexicographic: bool
             return digits, used
 
 
-def _auto_suppress_to_k(digits, radices, ranks, k: int, lexicographic: bool) -> tuple[np.ndarray, str]:
-    """Method "auto" (module docstring): digits after suppression and the method that gave them."""
+def _auto_suppress_to_k(digits, radices, ranks, k: int, lexicographic: bool,
+                        counter: IncrementalCompatibleCounts | None = None) -> tuple[np.ndarray, str]:
+    """Method "auto" (module docstring): digits after suppression and the method that gave them
+    (``counter``: as :func:`_suppress_to_k` takes it)."""
     if len(ranks) <= _AUTO_ALL_SETS_KEYS:
-        return _suppress_to_k(digits, radices, ranks, k, lexicographic), "greedy"
+        return _suppress_to_k(digits, radices, ranks, k, lexicographic, counter=counter), "greedy"
     theirs = sdcmicro_suppress_to_k(digits, radices, ranks, k)
     try:
         ours = _suppress_to_k(digits, radices, ranks, k, lexicographic,
-                              probe_budget=_AUTO_GREEDY_PROBES_PER_RECORD * len(digits))
+                              probe_budget=_AUTO_GREEDY_PROBES_PER_RECORD * len(digits), counter=counter)
     except _BudgetExceeded:
         return theirs, "sdcmicro"
     # fewer suppressed values wins, the greedy on ties
@@ -445,11 +483,14 @@ def _auto_suppress_to_k(digits, radices, ranks, k: int, lexicographic: bool) -> 
     return ours, "greedy"
 
 
-def _suppress_to_k(digits, radices, ranks, k: int, lexicographic: bool, probe_budget: int | None = None) -> np.ndarray:
+def _suppress_to_k(digits, radices, ranks, k: int, lexicographic: bool, probe_budget: int | None = None,
+                   counter: IncrementalCompatibleCounts | None = None) -> np.ndarray:
     """Digits after the greedy suppression of the module docstring: every record's fk >= k. With
-    ``probe_budget``, :class:`_BudgetExceeded` is raised once more probe rows would be counted."""
+    ``probe_budget``, :class:`_BudgetExceeded` is raised once more probe rows would be counted.
+    ``counter``: the :class:`IncrementalCompatibleCounts` of ``digits`` when the caller has it
+    (its counts are not computed again; it is changed)."""
     spent = 0
-    counter = IncrementalCompatibleCounts(digits, radices)
+    counter = IncrementalCompatibleCounts(digits, radices) if counter is None else counter
     sets, tiers = _candidate_sets(ranks, lexicographic=lexicographic)
     tier_bounds = np.flatnonzero(np.r_[True, tiers[1:] != tiers[:-1], True])
     f, _ = counter.record_counts()

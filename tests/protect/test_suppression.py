@@ -17,7 +17,7 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.keys import key_digits
 from sdc_dagster.protect import local_suppression, risk_suppression, suppression_counts
-from sdc_dagster.protect.suppression import suppression_ranks
+from sdc_dagster.protect.suppression import _row_ids, suppress_codes_to_k, suppression_ranks
 from sdc_dagster.risk import individual_risk, k_anonymity_violations
 
 DATA = Path(__file__).parents[1] / "data" / "sdcmicro"
@@ -744,3 +744,39 @@ def test_auto_keeps_sdcmicros_result_on_wide_uniform_keys():
     assert k_anonymity_violations(auto, keys, 3) == 0
     greedy = local_suppression(frame, keys, k=3, method="greedy")
     assert suppression_counts(frame, auto, keys).sum() < 0.5 * suppression_counts(frame, greedy, keys).sum()
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_suppression_on_codes_is_local_suppression(testdata, k):
+    """suppress_codes_to_k (the plan search's entry, on key digits) suppresses exactly the values
+    local_suppression does with its defaults, also when it continues from the caller's counter."""
+    released = local_suppression(testdata, KEYS, k=k)
+    digits, radices = key_digits(testdata, KEYS)
+    expected = np.where(released[KEYS].isna().to_numpy(), 0, digits)
+    for counter in (None, IncrementalCompatibleCounts(digits, radices)):
+        suppressed, method = suppress_codes_to_k(digits, radices, k=k, counter=counter)
+        np.testing.assert_array_equal(suppressed, expected)
+        assert method == released.attrs["local_suppression_method"] == "greedy"
+    assert np.array_equal(digits, key_digits(testdata, KEYS)[0])  # the caller's digits are not changed
+
+
+def test_suppression_on_codes_with_many_keys_chooses_as_local_suppression():
+    # beyond 8 keys method "auto" runs both algorithms and keeps the fewer suppressions
+    rng = np.random.default_rng(4)
+    data = pd.DataFrame({f"k{j}": rng.integers(0, 3, 300) for j in range(10)})
+    keys = list(data.columns)
+    released = local_suppression(data, keys, k=3)
+    digits, radices = key_digits(data, keys)
+    suppressed, method = suppress_codes_to_k(digits, radices, k=3)
+    np.testing.assert_array_equal(suppressed, np.where(released[keys].isna().to_numpy(), 0, digits))
+    assert method == released.attrs["local_suppression_method"]
+
+
+def test_row_ids_number_rows_in_lexicographic_order():
+    rng = np.random.default_rng(2)
+    for _ in range(50):
+        rows = rng.integers(0, rng.integers(1, 30), size=(int(rng.integers(1, 200)), int(rng.integers(1, 9))))
+        expected = np.unique(rows, axis=0, return_inverse=True)[1].ravel()
+        np.testing.assert_array_equal(_row_ids(rows), expected)
+    wide = np.array([[2**40, 1, 2**30], [0, 5, 2**30], [2**40, 0, 7]])  # spans beyond int64: the 2-d unique
+    np.testing.assert_array_equal(_row_ids(wide), [2, 0, 1])

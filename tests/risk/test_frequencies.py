@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import complete_key_frequencies, grouping_sets_counts
-from sdc_dagster.keys import pack_codes
+from sdc_dagster.frequencies import complete_key_frequencies, digit_key_frequencies, grouping_sets_counts
+from sdc_dagster.keys import key_digits, pack_codes, renumbered_digits
 from sdc_dagster.risk import key_frequencies
 
 
@@ -291,3 +291,42 @@ def test_more_keys_than_a_missing_value_mask_holds_is_refused_by_name():
     data = pd.DataFrame({f"k{j}": pd.array([1, None, 2], dtype="Int64") for j in range(63)})
     with pytest.raises(SDCInputError, match="at most 62 categorical keys .got 63."):
         key_frequencies(data, list(data.columns))
+
+
+@pytest.mark.parametrize("sorted_lookup_size", [0, 10**9])
+def test_sparse_method_matches_pairwise_reference_with_either_lookup(monkeypatch, sorted_lookup_size):
+    # the sparse method finds pattern tables' positions by a sorted search when they are small and
+    # by a hash table otherwise: each alone gives the reference counts
+    import sdc_dagster.frequencies as frequencies
+
+    monkeypatch.setattr(frequencies, "_use_dense_lattice", lambda *args: False)
+    monkeypatch.setattr(frequencies, "_SORTED_LOOKUP_SIZE", sorted_lookup_size)
+    rng = np.random.default_rng(11)
+    n, m = 250, 4
+    values = rng.integers(0, 4, size=(n, m))
+    missing = rng.random((n, m)) < 0.3
+    rows = [tuple(None if missing[i, j] else int(values[i, j]) for j in range(m)) for i in range(n)]
+    weights = rng.uniform(1.0, 4.0, size=n).tolist()
+    freq = key_frequencies(frame_of(rows, weights), [f"k{j}" for j in range(m)], weight="w", alpha=0.5)
+    f_ref, F_ref = pairwise_reference(rows, weights, 0.5)
+    np.testing.assert_allclose(freq["fk"].to_numpy(), f_ref, rtol=1e-12)
+    np.testing.assert_allclose(freq["Fk"].to_numpy(), F_ref, rtol=1e-12)
+
+
+def test_digit_key_frequencies_of_renumbered_codes_are_those_of_the_values():
+    # the plan search counts suppressed keys from their codes: after setting codes to 0 and
+    # renumbering them, the frequencies are key_frequencies of the values with those cells missing,
+    # to the bit (the same codes, the same DuckDB query)
+    rng = np.random.default_rng(3)
+    n, m = 400, 3
+    data = pd.DataFrame({f"k{j}": rng.choice(["a", "b", "c", "d", None], n) for j in range(m)})
+    data["w"] = rng.uniform(1.0, 9.0, n)
+    keys = [f"k{j}" for j in range(m)]
+    digits, radices = key_digits(data, keys)
+    suppress = rng.random((n, m)) < 0.2
+    f, F = digit_key_frequencies(*renumbered_digits(np.where(suppress, 0, digits)), weights=data["w"].to_numpy())
+    masked = data.copy()
+    masked[keys] = masked[keys].mask(suppress)
+    expected = key_frequencies(masked, keys, weight="w")
+    np.testing.assert_array_equal(f, expected["fk"].to_numpy())
+    np.testing.assert_array_equal(F, expected["Fk"].to_numpy())
