@@ -120,18 +120,24 @@ def test_matches_pairwise_reference_with_missing_values(m, n, na_probability, al
     np.testing.assert_allclose(freq["Fk"].to_numpy(), F_ref, rtol=1e-12)
 
 
-def test_many_missingness_patterns_match_pairwise_reference():
-    # every pattern of 5 keys occurs: exercises aggregation from already aggregated supersets
-    rng = np.random.default_rng(7)
-    n, m = 300, 5
-    values = rng.integers(0, 3, size=(n, m))
-    missing = rng.random((n, m)) < 0.35
+def assert_weighted_random_keys_match_pairwise_reference(seed: int, n: int, m: int, levels: int,
+                                                         missing_share: float, top_weight: float) -> None:
+    """key_frequencies (alpha 0.5, weights) of n random keys of m variables (``levels`` values each,
+    a share missing) equal the pairwise reference."""
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, levels, size=(n, m))
+    missing = rng.random((n, m)) < missing_share
     rows = [tuple(None if missing[i, j] else int(values[i, j]) for j in range(m)) for i in range(n)]
-    weights = rng.uniform(1.0, 3.0, size=n).tolist()
+    weights = rng.uniform(1.0, top_weight, size=n).tolist()
     freq = key_frequencies(frame_of(rows, weights), [f"k{j}" for j in range(m)], weight="w", alpha=0.5)
     f_ref, F_ref = pairwise_reference(rows, weights, 0.5)
     np.testing.assert_allclose(freq["fk"].to_numpy(), f_ref, rtol=1e-12)
     np.testing.assert_allclose(freq["Fk"].to_numpy(), F_ref, rtol=1e-12)
+
+
+def test_many_missingness_patterns_match_pairwise_reference():
+    # every pattern of 5 keys occurs: exercises aggregation from already aggregated supersets
+    assert_weighted_random_keys_match_pairwise_reference(7, n=300, m=5, levels=3, missing_share=0.35, top_weight=3.0)
 
 
 def test_values_compare_across_types_and_missing_markers():
@@ -301,16 +307,7 @@ def test_sparse_method_matches_pairwise_reference_with_either_lookup(monkeypatch
 
     monkeypatch.setattr(frequencies, "_use_dense_lattice", lambda *args: False)
     monkeypatch.setattr(frequencies, "_SORTED_LOOKUP_SIZE", sorted_lookup_size)
-    rng = np.random.default_rng(11)
-    n, m = 250, 4
-    values = rng.integers(0, 4, size=(n, m))
-    missing = rng.random((n, m)) < 0.3
-    rows = [tuple(None if missing[i, j] else int(values[i, j]) for j in range(m)) for i in range(n)]
-    weights = rng.uniform(1.0, 4.0, size=n).tolist()
-    freq = key_frequencies(frame_of(rows, weights), [f"k{j}" for j in range(m)], weight="w", alpha=0.5)
-    f_ref, F_ref = pairwise_reference(rows, weights, 0.5)
-    np.testing.assert_allclose(freq["fk"].to_numpy(), f_ref, rtol=1e-12)
-    np.testing.assert_allclose(freq["Fk"].to_numpy(), F_ref, rtol=1e-12)
+    assert_weighted_random_keys_match_pairwise_reference(11, n=250, m=4, levels=4, missing_share=0.3, top_weight=4.0)
 
 
 def test_digit_key_frequencies_of_renumbered_codes_are_those_of_the_values():
