@@ -435,7 +435,7 @@ def _risks(f: np.ndarray, F: np.ndarray, weight: str | None, k: int) -> tuple[in
     """k-anonymity violations (SPEC §3.1) and individual risks (SPEC §3.2) of keys with key
     frequencies (f, F) (:func:`~sdc_dagster.risk.risk_table`'s ``risk``)."""
     return int(np.count_nonzero(f < k)), pd.Series(risk_from_frequencies(f, F, weighted=weight is not None,
-                                                                         weight=str(weight)), name="risk")
+                                                                         weight=weight or "weight"), name="risk")
 
 
 def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: dict[str, KeyHierarchy],
