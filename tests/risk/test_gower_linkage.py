@@ -392,11 +392,13 @@ def test_property_agreeing_search_of_records_missing_what_the_originals_observe(
     original, protected = close_release(seed, n)
     rng = np.random.default_rng(seed + 1)
     columns = {"nominal": ["n1", "n2"], "numeric": ["c1", "c2"], "both": ["c1", "c2", "n1", "n2"]}[missing]
+    nominal_of_third = protected.loc[2, ["n1", "n2"]].copy()
     for column in columns:
         protected.loc[rng.random(n) < 0.15, column] = np.nan
     protected.loc[0, columns[0]] = protected.loc[1, columns[-1]] = np.nan
-    if missing != "nominal":
+    if missing != "nominal":  # a record missing both numeric variables and observing the nominal ones
         protected.loc[2, ["c1", "c2"]] = np.nan
+        protected.loc[2, ["n1", "n2"]] = nominal_of_third
     tables = []
     group_tables = gower_search._group_tables
 
