@@ -447,10 +447,13 @@ def _group_tables(zx: np.ndarray, nominal: np.ndarray, levels: np.ndarray, x_pat
 
 
 def _gower_nearest_scan(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_patterns, m_patterns,
-                        own: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                        own: np.ndarray, levels: np.ndarray, x_rows: list[np.ndarray]
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Gower nearest originals, tied originals and settled records by a compiled scan of groups of
     originals (SPEC §4.1; issue 23); ``own``: each record's distance to its own original (NaN where
-    undefined), an upper bound of its nearest distance that bounds the scan from the start.
+    undefined), an upper bound of its nearest distance that bounds the scan from the start;
+    ``levels``, ``x_rows``: :func:`_nominal_levels` and the originals of each pattern
+    (:func:`_rows_by_pattern`), as :func:`gower_nearest` has them.
 
     Within a pair (protected pattern Q, original pattern P) of observed variables with shared
     variables S, an original that differs from a protected record in k nominal variables of S is at
@@ -475,9 +478,7 @@ def _gower_nearest_scan(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_p
     consecutive records share their lookups and the parts of the groups they scan. Returns (nearest
     distance, partner position, tied originals of the settled records whose own original is nearest
     (1 elsewhere), settled mask)."""
-    (x_patterns, x_of), (m_patterns, m_of) = x_patterns, m_patterns
-    levels = _nominal_levels(zx, zm, nominal)
-    x_rows = _rows_by_pattern(x_of, len(x_patterns))
+    x_patterns, (m_patterns, m_of) = x_patterns[0], m_patterns
     tables = _group_tables(zx, nominal, levels, x_patterns, x_rows, m_patterns,
                            np.bincount(m_of, minlength=len(m_patterns)))
     n = len(zm)
@@ -502,7 +503,7 @@ def _gower_nearest_scan(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_p
 
 
 def gower_nearest(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_patterns, m_patterns,
-                              own: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  own: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact Gower nearest original of every protected record, without the n x n distances
     (SPEC §4.1; issue 23's per-pattern search), and how many originals are tied nearest.
 
@@ -535,10 +536,12 @@ def gower_nearest(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_pattern
     :func:`gower_own_distances` computes it, NaN where undefined. Returns (nearest distance, inf where no original
     shares a variable; partner position, -1 there; tied originals, 1 where the own original is not
     nearest)."""
-    nearest, partner, ties, settled = _gower_nearest_scan(zx, zm, nominal, x_patterns, m_patterns, own)
+    levels = _nominal_levels(zx, zm, nominal)
+    x_rows = _rows_by_pattern(x_patterns[1], len(x_patterns[0]))
+    nearest, partner, ties, settled = _gower_nearest_scan(zx, zm, nominal, x_patterns, m_patterns, own, levels,
+                                                          x_rows)
     if settled.all():
         return nearest, partner, ties
-    levels = _nominal_levels(zx, zm, nominal)
     widths = np.where(nominal, levels, 1)
     # undivided embedding; a missing value is written as -1 (a nominal one then has no one-hot entry)
     # and never compared, since only the variables observed in both records are searched; of the
@@ -552,8 +555,7 @@ def gower_nearest(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_pattern
     position[order] = np.concatenate([[0], np.cumsum(widths[order])[:-1]])
     wide = np.flatnonzero(nominal & (levels > _GOWER_WIDE_LEVELS))
     wide = wide[np.argsort(-levels[wide], kind="stable")][:_GOWER_WIDE_NOMINALS]
-    (x_patterns, x_of), (m_patterns, m_of) = x_patterns, m_patterns
-    x_rows = _rows_by_pattern(x_of, len(x_patterns))
+    (x_patterns, _), (m_patterns, m_of) = x_patterns, m_patterns
     trees: dict[tuple, cKDTree | None] = {}
 
     def space(z, e, rows, shared, kept):
