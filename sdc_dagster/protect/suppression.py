@@ -81,7 +81,7 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
-from sdc_dagster.keys import check_mask_width, key_digits
+from sdc_dagster.keys import check_mask_width, key_digits, pack_codes
 from sdc_dagster.protect.strata import stratum_codes, stratum_members
 from sdc_dagster.protect.suppression_sdcmicro import sdcmicro_suppress_to_k
 from sdc_dagster.risk.categorical import risk_from_frequencies
@@ -191,16 +191,13 @@ def _present_masks(digits: np.ndarray) -> np.ndarray:
 
 def _row_ids(rows: np.ndarray) -> np.ndarray:
     """Dense ids of identical rows (non-negative integers, missing codes included), numbered in the
-    lexicographic order of the rows (``np.unique(rows, axis=0)``'s). The rows are packed into one
-    int64 code per row in that order when their spans fit (a 1-d unique is much faster)."""
+    lexicographic order of the rows (``np.unique(rows, axis=0)``'s): each row packed into one int64
+    code in that order (:func:`~sdc_dagster.keys.pack_codes`, the first column most significant), a
+    1-d unique being much faster than a 2-d one."""
     if len(rows) == 0:
         return np.zeros(0, dtype=np.int64)
-    spans = rows.max(axis=0).astype(np.int64) + 1
-    if np.prod(spans.astype(np.float64)) < 2.0**62:
-        place = np.cumprod(np.r_[spans[1:], 1][::-1])[::-1]  # the first column most significant
-        _, inverse = np.unique(rows @ place, return_inverse=True)
-    else:
-        _, inverse = np.unique(rows, axis=0, return_inverse=True)
+    (code,) = pack_codes([rows.astype(np.int64, copy=False)], rows.max(axis=0).astype(np.int64) + 1)
+    _, inverse = np.unique(code, return_inverse=True)
     return inverse.ravel().astype(np.int64)
 
 
