@@ -1,7 +1,8 @@
 """`sdc run`'s event log (cli.home.quick_event_log): WAL commits without an fsync each, one idle
 pooled connection kept open to the index and the run's database during the run; every event still
 stored; a wave found among the dynamic partitions is asked for once; a step's check results ask for
-its materialisation once; the upstream provenance a step records is asked for once per asset."""
+its materialisation once; the upstream provenance a step records is asked for once per asset; and
+(cli.home.alembic_scripts_read_once) Dagster's migration scripts are read once per process."""
 
 import hashlib
 import sqlite3
@@ -159,3 +160,37 @@ def test_each_step_records_the_provenance_of_its_inputs_as_just_stored(tmp_path,
                 assert tags["dagster/input_data_version/upstream"] == partition_version
             assert asked.count(("tags", AssetKey("upstream"))) == 1
             assert sum(1 for kind, keys in asked if kind == "records" and AssetKey("upstream") in keys) == 1
+
+
+def test_the_migration_scripts_are_read_once_for_every_database_of_a_new_home_and_its_run(tmp_path, monkeypatch):
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from sdc_dagster.cli import home
+
+    reads = []
+    read = ScriptDirectory.from_config.__func__
+
+    def counted(cls, config):
+        reads.append(config.get_main_option("script_location"))
+        return read(cls, config)
+
+    monkeypatch.setattr(ScriptDirectory, "from_config", classmethod(counted))
+    monkeypatch.setattr(home, "_script_directories", {})
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    with home.dagster_instance() as instance:
+        run_id = make_new_run_id()
+        with home.quick_event_log(instance, run_id):
+            assert tiny.execute_in_process(instance=instance, run_id=run_id).success
+    # the instance's three databases and the run's own were each checked or stamped: one read
+    assert reads == ["dagster:_core/storage/alembic"]
+    assert ScriptDirectory.from_config.__func__ is counted  # the block left alembic as it found it
+    # each database is stamped with the head revision that alembic itself reads from the scripts
+    config = Config()
+    config.set_main_option("script_location", "dagster:_core/storage/alembic")
+    head = read(ScriptDirectory, config).get_current_head()
+    databases = [tmp_path / "history" / "runs.db", tmp_path / "history" / "runs" / "index.db",
+                 tmp_path / "schedules" / "schedules.db", tmp_path / "history" / "runs" / f"{run_id}.db"]
+    for database in databases:
+        with sqlite3.connect(database) as connection:
+            assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [(head,)], database
