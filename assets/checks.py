@@ -5,7 +5,8 @@ is under the spec's threshold (with categorical keys), its record-linkage risk i
 ``max_linkage_risk`` (with continuous keys), and it carries no direct identifier. These are blocking
 (severity ERROR): a variant failing one is withheld, no release is written (the protected asset
 enforces this; Dagster's own ``blocking`` flag is not used, because it would also skip the
-evaluation and the report that explain the failure). A record above the individual-risk threshold
+evaluation and the report that explain the failure, so the UI labels these checks "non-blocking":
+their descriptions say "withholds the variant" rather than "blocking"). A record above the individual-risk threshold
 is a warning (severity WARN). For the original wave the global risk is checked against the same
 threshold (a warning: it is what protection must fix).
 
@@ -23,11 +24,12 @@ def release_check_specs(spec: SurveySpec, plan: Plan, asset: AssetKey) -> list[A
     :func:`sdc_dagster.pipeline.protection.release_checks`, named by
     :func:`sdc_dagster.pipeline.protection.release_check_names`)."""
     descriptions = {
-        "k_anonymity": f"blocking: every record's key is shared by at least {plan.k} records (fk >= k, SPEC §3.1)",
-        "global_risk": f"blocking: global risk <= {spec.risk.max_global_risk} (SPEC §3.3)",
-        "linkage_risk": (f"blocking: at most {spec.risk.max_linkage_risk} of the records linked to their own "
-                         "original by the best distance-based record linkage (SPEC §4.1)"),
-        "no_direct_identifier": "blocking: no direct identifier column is released (SPEC §8.1)",
+        "k_anonymity": (f"withholds the variant unless every record's key is shared by at least {plan.k} records "
+                        "(fk >= k, SPEC §3.1)"),
+        "global_risk": f"withholds the variant unless its global risk <= {spec.risk.max_global_risk} (SPEC §3.3)",
+        "linkage_risk": (f"withholds the variant unless at most {spec.risk.max_linkage_risk} of the records are linked "
+                         "to their own original by the best distance-based record linkage (SPEC §4.1)"),
+        "no_direct_identifier": "withholds the variant unless no direct identifier column is released (SPEC §8.1)",
         "individual_risk": f"warning: no record with individual risk > {spec.risk.individual_risk_threshold} (SPEC §3.3)",
     }
     return [AssetCheckSpec(name=name, asset=asset, description=descriptions[name])
