@@ -1,7 +1,9 @@
 """`sdc run`'s start-up: one survey's chain without the grid chain's modules, the cyclic collector
-paused while the process builds what lives as long as it does (cli.home.start_up_collection)."""
+paused while the process builds what lives as long as it does (cli.home.start_up_collection), in
+`sdc run` and in `sdc demo`."""
 
 import gc
+import io
 import os
 import subprocess
 import sys
@@ -52,3 +54,31 @@ def test_sdc_run_builds_the_survey_job_without_the_grid_chain(tmp_path):
                           capture_output=True, text=True, env=env, check=True)
     # during the run: collection on, the start-up heap frozen; after it: nothing frozen, no grid module
     assert done.stdout.split("\n")[-3:] == ["testdata_wave_job True True", "0 True 0 False False", ""], done.stderr
+
+
+def test_sdc_demo_runs_its_waves_with_the_start_up_heap_frozen(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from sdc_dagster.cli import demo
+
+    seen = []
+
+    def run_job(job, instance, **_):
+        seen.append((job.name, gc.isenabled(), gc.get_freeze_count() > 0))
+        return SimpleNamespace(success=True)
+
+    monkeypatch.setattr(demo, "run_job", run_job)
+    monkeypatch.setattr(demo, "wave_summary", lambda survey, wave: "")
+    monkeypatch.setattr(demo, "run_grid_demo", lambda defs, instance, out: 0)
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.delenv("SDC_HOME", raising=False)
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        assert demo.run_demo(str(tmp_path / "home"), out=io.StringIO()) == 0
+        # every wave ran with the collector on and the start-up heap frozen; afterwards nothing is frozen
+        assert seen == [("testdata_wave_job", True, True), ("simulation_wave_job", True, True),
+                        ("simulation_wave_job", True, True)]
+        assert gc.get_freeze_count() == 0 and gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import shutil
 import sys
 
-from sdc_dagster.cli.home import dagster_instance, prepare_environment, run_job, run_process_tags, spec_catalogue
+from sdc_dagster.cli.home import (dagster_instance, prepare_environment, run_job, run_process_tags, spec_catalogue,
+                                  start_up_collection)
 from sdc_dagster.cli.run import QUIET, wave_summary
 
 def prepare_demo_waves() -> dict[str, list[str]]:
@@ -30,7 +31,13 @@ def prepare_demo_waves() -> dict[str, list[str]]:
 
 def run_demo(home: str | None = None, *, out=None) -> int:
     """Materialise every survey asset for the demo waves and print what came out."""
-    out = out or sys.stdout
+    with start_up_collection() as started:
+        return _run_demo(home, out or sys.stdout, started)
+
+
+def _run_demo(home: str | None, out, started) -> int:
+    """:func:`run_demo`; ``started`` ends its start-up (:func:`~sdc_dagster.cli.home.start_up_collection`)
+    once the definitions are built and the instance is open."""
     root = prepare_environment(home)
     import warnings
 
@@ -43,6 +50,7 @@ def run_demo(home: str | None = None, *, out=None) -> int:
     waves = prepare_demo_waves()
     defs = build_definitions(specs=list(spec_catalogue("demo", out)[0].values()))
     instance = dagster_instance()
+    started()
     print(f"SDC home: {root}", file=out)
     failures = 0
     for survey_name, wave_keys in waves.items():
