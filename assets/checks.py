@@ -6,8 +6,8 @@ is under the spec's threshold (with categorical keys), its record-linkage risk i
 (severity ERROR): a variant failing one is withheld, no release is written (the protected asset
 enforces this; Dagster's own ``blocking`` flag is not used, because it would also skip the
 evaluation and the report that explain the failure, so the UI labels these checks "non-blocking":
-their descriptions say "withholds the variant" rather than "blocking"). A record above the individual-risk threshold
-is a warning (severity WARN). For the original wave the global risk is checked against the same
+their descriptions and the metadata say "withholds the variant" rather than "blocking"). A record
+above the individual-risk threshold is a warning (severity WARN). For the original wave the global risk is checked against the same
 threshold (a warning: it is what protection must fix).
 
 The checks are declared as ``check_specs`` of the asset they guard and evaluated in the same step,
@@ -46,7 +46,7 @@ def release_check_results(outcomes: dict[str, CheckOutcome]) -> list[AssetCheckR
             metadata={
                 "value": outcome.value,
                 "rule": outcome.rule,
-                "blocking": outcome.blocking,
+                "withholds_variant": outcome.blocking,
                 **({"measure": outcome.measure} if outcome.measure is not None else {}),
             },
         )

@@ -77,11 +77,14 @@ def test_a_variant_failing_a_blocking_check_is_withheld_and_the_report_says_why(
     failed = checks[("protected_aggregate_only", "k_anonymity")]
     assert not failed.passed and failed.severity == AssetCheckSeverity.ERROR
     assert failed.metadata["value"].value == violations
+    # the UI labels the checks "non-blocking" (Dagster's flag is unused): the metadata says what failing does
+    assert failed.metadata["withholds_variant"].value is True and "blocking" not in failed.metadata
     assert checks[("protected_aggregate_only", "global_risk")].passed
     assert checks[("protected_aggregate_only", "no_direct_identifier")].passed
     warning = checks[("protected_aggregate_only", "individual_risk")]
     assert warning.severity == AssetCheckSeverity.WARN
     assert warning.metadata["value"].value == above_threshold
+    assert warning.metadata["withholds_variant"].value is False
     assert all(checks[("protected_suppress_k3", name)].passed for name in ("k_anonymity", "global_risk"))
 
     # Nothing is published for the withheld plan: no protected file, no manifest, no release.
