@@ -597,11 +597,19 @@ def _confirm(data, spec, space, front, wave, start, say):
             confirmed.append(candidate)  # cannot be recommended, runner-up nor the stricter plan, or no time
             continue
         suppression = [s for s in candidate.plan.steps if s["method"] in ("local_suppression", "risk_suppression")]
+        prefixes = {}  # the candidate's protection without its continuous step, of the ladder tried now
 
-        def run(option, candidate=candidate, suppression=suppression):
+        def run(option, candidate=candidate, suppression=suppression, prefixes=prefixes):
             began = time.perf_counter()
             plan = _node_plan(space, candidate.levels, suppression, spec.risk.k, option, SEARCHED_PLAN)
-            protected = protect(data, spec, plan, wave=wave)
+            applied = None
+            if option is not None:  # the attempts differ in the continuous step, the plan's last
+                ladder = json.dumps(suppression)
+                if ladder not in prefixes:  # a ladder is not tried again once the next one is
+                    prefixes.clear()
+                    prefixes[ladder] = protect(data, spec, replace(plan, steps=plan.steps[:-1]), wave=wave)
+                applied = prefixes[ladder]
+            protected = protect(data, spec, plan, wave=wave, applied=applied)
             checks = release_checks(protected.data, spec, plan, original=data)
             linkage = checks["linkage_risk"].value if "linkage_risk" in checks else np.nan
             found = checks["global_risk"].value if "global_risk" in checks else None
