@@ -491,13 +491,17 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
         frame = risk_suppression(lattice.frame(node, digits), keys, threshold=step["threshold"], weight=lattice.weight)
         digits = np.where(frame[keys].isna().to_numpy(), 0, digits)
         violations, risks = _risks(*lattice.frequencies(*renumbered_digits(digits)), lattice.weight, k)
+    changed = []  # the keys the node releases changed: recoded, or with a value suppressed
     if keys:
-        suppressed = int(np.count_nonzero((digits == 0) & (recoded > 0)))
+        hidden = (digits == 0) & (recoded > 0)
+        suppressed = int(np.count_nonzero(hidden))
+        changed = [key for key, level, hit in zip(keys, node, hidden.any(axis=0)) if level > 0 or hit]
     if suppressed or spec.search.loss == "topsis":
         released = data.copy(deep=False)
         for key, values in (lattice.released(node, digits) if keys else {}).items():
-            released[key] = values
-        loss = _search_loss(data, released, spec, unchanged=[c for c in data.columns if c not in keys])
+            if key in changed:
+                released[key] = values
+        loss = _search_loss(data, released, spec, unchanged=[c for c in data.columns if c not in changed])
     else:
         loss = recode_loss
     global_risk = float(risks.mean())
