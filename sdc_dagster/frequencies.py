@@ -112,7 +112,8 @@ def distinct_digit_keys(
     :func:`~sdc_dagster.keys.key_digits`; the plan search recodes its keys' codes per node). The
     GROUP BY runs in DuckDB on the packed int64 key codes."""
     (code,) = pack_codes([digits], radices)
-    sdc_digit_keys = pa.table({"code": code} if weights is None else {"code": code, "w": weights})  # noqa: F841
+    columns = {"code": code} if weights is None else {"code": code, "w": weights}
+    sdc_digit_keys = pa.table(columns)  # noqa: F841 (DuckDB reads it by its name)
     weight_sql = "sum(w)" if weights is not None else "count(*)"
     # the Arrow table read by its Python name (DuckDB's replacement scan): no view to register, and
     # ~1 ms a query less than the relation API's from_arrow(...).aggregate(...) (a pandas frame
