@@ -580,7 +580,9 @@ def _confirm(data, spec, space, front, wave, start, say):
     after it), or the time budget ends.
 
     Every candidate runs under the name :data:`SEARCHED_PLAN`: the seeds of random steps derive from
-    the plan's name, so the recommended plan is checked exactly as it will be released."""
+    the plan's name, so the recommended plan is checked exactly as it will be released. The attempts
+    of one candidate differ in their last step (the continuous one) only: its recodes and suppression
+    are protected once, and each attempt continues from them (``protect``'s ``applied``)."""
     steps = continuous_steps(spec)
     chains = [[s for s in steps if s["method"] == m] for m in dict.fromkeys(s["method"] for s in steps)] or [[None]]
     confirmed, passed = [], []
