@@ -58,7 +58,7 @@ def _nominal_distance(x: pd.Series, y: pd.Series, x_missing: np.ndarray, y_missi
     """SPEC (2), with a hidden value on either side counted as a different category (§9.3);
     ``x_missing``, ``y_missing``: where ``x``, ``y`` are missing."""
     if pd.api.types.is_numeric_dtype(x) and pd.api.types.is_numeric_dtype(y):
-        differs = x.to_numpy(dtype=float, na_value=np.nan) != y.to_numpy(dtype=float, na_value=np.nan)
+        differs = _float_values(x) != _float_values(y)
     else:
         # object arrays compare element by element; categoricals with different category sets
         # would refuse pandas' own comparison
@@ -67,6 +67,20 @@ def _nominal_distance(x: pd.Series, y: pd.Series, x_missing: np.ndarray, y_missi
     # both sides unknown: nothing was known, so nothing was lost (OPEN decision, see distance_loss)
     distance[x_missing & y_missing] = 0.0
     return distance
+
+
+def _float_values(values: pd.Series) -> np.ndarray:
+    """A numeric column as float64, missing values NaN (``to_numpy(dtype=float, na_value=nan)``,
+    without its missing-value pass where the column is a NumPy one, whose missing values are NaN
+    already)."""
+    if isinstance(values.dtype, np.dtype):
+        return np.asarray(values.to_numpy(), dtype=float)
+    return values.to_numpy(dtype=float, na_value=np.nan)
+
+
+def _missing(values: pd.Series) -> np.ndarray:
+    """Where a column is missing (``values.isna()`` as an array, without building the Series)."""
+    return np.asarray(pd.isna(values.array))
 
 
 def _ordinal_distance(x: pd.Series, y: pd.Series, column: str, categories: Sequence | None) -> np.ndarray:
@@ -195,15 +209,15 @@ def distance_losses(original: pd.DataFrame, protected: pd.DataFrame, scales: Map
     categories = categories or {}
     shared, gaps, compared = {}, {}, {}
     kept = [column for column in columns if column in unchanged]
-    if kept:  # one missing-value pass over the columns released as they are
-        compared = dict(zip(kept, original[kept].notna().to_numpy().sum(axis=0).tolist()))
+    for column in kept:  # the values observed in the columns released as they are
+        compared[column] = len(original) - int(np.count_nonzero(_missing(original[column])))
     for column in columns:
         scale = scales[column]
         if column in unchanged:
             shared[column] = np.zeros(len(original))
             continue
         x, y = original[column], protected[column]
-        x_missing, y_missing = x.isna().to_numpy(), y.isna().to_numpy()
+        x_missing, y_missing = _missing(x), _missing(y)
         compared[column] = len(original) - int(np.count_nonzero(x_missing & y_missing))
         if scale == "nominal":
             shared[column] = _nominal_distance(x, y, x_missing, y_missing)

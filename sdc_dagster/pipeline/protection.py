@@ -34,8 +34,11 @@ def direct_identifiers(spec: SurveySpec) -> list[str]:
     return spec.names("direct_identifier")
 
 
-def protect(data: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: str) -> PlanResult:
-    """Apply a protection plan to a copy of the wave, direct identifiers removed first (SPEC §8.1).
+def protect(data: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: str,
+            applied: PlanResult | None = None) -> PlanResult:
+    """Apply a protection plan to a copy of the wave, direct identifiers removed first (SPEC §8.1);
+    ``applied``: the protection of the plan's first steps, not run again
+    (:func:`~sdc_dagster.protect.plan.apply_plan`).
 
     Every random step is seeded from the plan's ``random_state`` and (survey, wave, plan name, step)
     (:func:`~sdc_dagster.protect.plan.step_seed`), so the order of the plans in the spec changes no
@@ -50,6 +53,7 @@ def protect(data: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: str) -> P
         seed_labels=(spec.survey, str(wave), plan.name),
         household=spec.household_id,
         weight=spec.weight,
+        applied=applied,
     )
 
 

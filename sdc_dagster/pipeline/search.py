@@ -491,13 +491,17 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
         frame = risk_suppression(lattice.frame(node, digits), keys, threshold=step["threshold"], weight=lattice.weight)
         digits = np.where(frame[keys].isna().to_numpy(), 0, digits)
         violations, risks = _risks(*lattice.frequencies(*renumbered_digits(digits)), lattice.weight, k)
+    changed = []  # the keys the node releases changed: recoded, or with a value suppressed
     if keys:
-        suppressed = int(np.count_nonzero((digits == 0) & (recoded > 0)))
+        hidden = (digits == 0) & (recoded > 0)
+        suppressed = int(np.count_nonzero(hidden))
+        changed = [key for key, level, hit in zip(keys, node, hidden.any(axis=0)) if level > 0 or hit]
     if suppressed or spec.search.loss == "topsis":
         released = data.copy(deep=False)
         for key, values in (lattice.released(node, digits) if keys else {}).items():
-            released[key] = values
-        loss = _search_loss(data, released, spec, unchanged=[c for c in data.columns if c not in keys])
+            if key in changed:
+                released[key] = values
+        loss = _search_loss(data, released, spec, unchanged=[c for c in data.columns if c not in changed])
     else:
         loss = recode_loss
     global_risk = float(risks.mean())
@@ -576,7 +580,9 @@ def _confirm(data, spec, space, front, wave, start, say):
     after it), or the time budget ends.
 
     Every candidate runs under the name :data:`SEARCHED_PLAN`: the seeds of random steps derive from
-    the plan's name, so the recommended plan is checked exactly as it will be released."""
+    the plan's name, so the recommended plan is checked exactly as it will be released. The attempts
+    of one candidate differ in their last step (the continuous one) only: its recodes and suppression
+    are protected once, and each attempt continues from them (``protect``'s ``applied``)."""
     steps = continuous_steps(spec)
     chains = [[s for s in steps if s["method"] == m] for m in dict.fromkeys(s["method"] for s in steps)] or [[None]]
     confirmed, passed = [], []
@@ -597,11 +603,19 @@ def _confirm(data, spec, space, front, wave, start, say):
             confirmed.append(candidate)  # cannot be recommended, runner-up nor the stricter plan, or no time
             continue
         suppression = [s for s in candidate.plan.steps if s["method"] in ("local_suppression", "risk_suppression")]
+        prefixes = {}  # the candidate's protection without its continuous step, of the ladder tried now
 
-        def run(option, candidate=candidate, suppression=suppression):
+        def run(option, candidate=candidate, suppression=suppression, prefixes=prefixes):
             began = time.perf_counter()
             plan = _node_plan(space, candidate.levels, suppression, spec.risk.k, option, SEARCHED_PLAN)
-            protected = protect(data, spec, plan, wave=wave)
+            applied = None
+            if option is not None:  # the attempts differ in the continuous step, the plan's last
+                ladder = json.dumps(suppression)
+                if ladder not in prefixes:  # a ladder is not tried again once the next one is
+                    prefixes.clear()
+                    prefixes[ladder] = protect(data, spec, replace(plan, steps=plan.steps[:-1]), wave=wave)
+                applied = prefixes[ladder]
+            protected = protect(data, spec, plan, wave=wave, applied=applied)
             checks = release_checks(protected.data, spec, plan, original=data)
             linkage = checks["linkage_risk"].value if "linkage_risk" in checks else np.nan
             found = checks["global_risk"].value if "global_risk" in checks else None

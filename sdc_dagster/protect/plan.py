@@ -322,6 +322,7 @@ def apply_plan(
     seed_labels: Sequence[str] = (),
     household: str | None = None,
     weight: str | None = None,
+    applied: PlanResult | None = None,
 ) -> PlanResult:
     """Apply the steps of a protection plan in order to a copy of ``data`` (SPEC §8).
 
@@ -336,6 +337,9 @@ def apply_plan(
         random receives the integer seed ``step_seed(random_state, seed_labels, i, method)``.
     household, weight : the household id and weight columns; the default ``household`` and
         ``weight`` of subsample steps (whole households are sampled and the weights rescaled).
+    applied : the result of the plan's first ``len(applied.steps)`` steps on ``data`` (the plan
+        search confirms plans that differ in their last step only): those steps are not run again,
+        and the result is the one of the whole plan.
 
     Returns
     -------
@@ -344,9 +348,11 @@ def apply_plan(
     validate_plan(steps, columns=list(data.columns))
     keys = require_columns(data, keys, role="key variable")
     plan_seed = _plan_entropy(random_state)
-    current = data
-    records, artifacts = [], {}
-    for index, step in enumerate(steps):
+    current = data if applied is None else applied.data
+    records = [] if applied is None else list(applied.steps)
+    artifacts = {} if applied is None else dict(applied.artifacts)
+    for index in range(len(records), len(steps)):
+        step = steps[index]
         method = step["method"]
         function = PLAN_METHODS[method]
         signature = inspect.signature(function)

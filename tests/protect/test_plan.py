@@ -66,6 +66,27 @@ def test_plan_is_reproducible_byte_for_byte_and_records_steps(testdata):
     assert np.allclose(matrix.sum(axis=1), 1.0) and np.allclose(np.diag(matrix), 0.8)
 
 
+def test_plan_continued_from_its_first_steps_is_the_whole_plan(testdata):
+    """``applied`` (the plan search confirms plans that differ in their last step): the steps it
+    holds are not run again, and data, step records (seeds, counts, what local suppression reported)
+    and artifacts are those of the whole plan; the prefix result is left as it was."""
+    plan = PLAN[:6]  # recode, local suppression, PRAM (an artifact), microaggregation, noise, rank swap
+    whole = apply_plan(testdata, plan, keys=KEYS, random_state=2024, seed_labels=("t", "2024", "p"))
+    for cut in (2, 3, 5):
+        prefix = apply_plan(testdata, plan[:cut], keys=KEYS, random_state=2024, seed_labels=("t", "2024", "p"))
+        kept = prefix.data.copy()
+        continued = apply_plan(testdata, plan, keys=KEYS, random_state=2024, seed_labels=("t", "2024", "p"),
+                               applied=prefix)
+        pd.testing.assert_frame_equal(continued.data, whole.data, check_exact=True)
+        assert continued.steps == whole.steps
+        assert continued.steps[1]["reported"] == {"local_suppression_method": "greedy"}
+        assert set(continued.artifacts) == set(whole.artifacts) == {"pram:hhcivil"}
+        assert np.array_equal(continued.artifacts["pram:hhcivil"], whole.artifacts["pram:hhcivil"])
+        assert continued.data.attrs == {}
+        pd.testing.assert_frame_equal(prefix.data, kept)
+        assert len(prefix.steps) == cut
+
+
 def test_step_seed_derived_from_plan_seed_and_step_identity(testdata):
     steps = [{"method": "recode", "variable": "water", "mapping": {9: 5}}, {"method": "noise", "columns": ["age"]}]
     result = apply_plan(testdata, steps, keys=KEYS, random_state=7, seed_labels=("testdata", "2024", "perturb"))
