@@ -76,7 +76,8 @@ def association_change(before: float, after: float, *, floor: float = WEAK_ASSOC
 
 
 def association_loss(original: pd.DataFrame, protected: pd.DataFrame, columns: Sequence[str], *,
-                     pairs: Sequence[tuple[str, str]] | None = None) -> pd.DataFrame:
+                     pairs: Sequence[tuple[str, str]] | None = None,
+                     known: dict[tuple[str, str], dict] | None = None) -> pd.DataFrame:
     """Change of chi-square, Cramér's V and the contingency coefficient per pair of variables, SPEC §9.9.
 
     Parameters
@@ -87,6 +88,10 @@ def association_loss(original: pd.DataFrame, protected: pd.DataFrame, columns: S
         The categorical variables; every unordered pair is compared unless ``pairs`` is given.
     pairs : sequence of (str, str), optional
         The pairs to compare.
+    known : dict, optional
+        The original's figures of the pairs already computed, by pair (a dict this call adds the
+        pairs it computes to), so that several variants compared with one original compute each
+        of its tables once; the figures of a pair depend on its two columns only.
 
     Returns
     -------
@@ -106,9 +111,11 @@ def association_loss(original: pd.DataFrame, protected: pd.DataFrame, columns: S
         if len(pair) != 2:
             raise SDCInputError(f"pairs: {pair!r} is not a pair of column names")
         check_pair(original, protected, list(pair))
+    known = {} if known is None else known
     used = list(dict.fromkeys(c for pair in pairs for c in pair))
     position = {c: j for j, c in enumerate(used)}
-    coded = [key_digits(frame, used) for frame in (original, protected)]  # each column coded once per file
+    # each column coded once per file (the original's only when some pair is not known yet)
+    coded = [None if all(p in known for p in pairs) else key_digits(original, used), key_digits(protected, used)]
 
     def association(which: int, a: str, b: str) -> dict:
         digits, radices = coded[which]
@@ -117,7 +124,9 @@ def association_loss(original: pd.DataFrame, protected: pd.DataFrame, columns: S
 
     rows = []
     for a, b in pairs:
-        before, after = association(0, a, b), association(1, a, b)
+        if (a, b) not in known:
+            known[a, b] = association(0, a, b)
+        before, after = known[a, b], association(1, a, b)
         rows.append({
             "row": a, "column": b,
             "chi2": before["chi2"], "chi2_protected": after["chi2"],

@@ -177,6 +177,7 @@ def information_loss(
     variant's row because it is undefined on its data, :func:`~sdc_dagster.pipeline.risk.if_computable`).
     """
     rows, per_record, notes = [], {}, []
+    associations = {}  # the original's association figures, per pair of keys: computed once
     for name, frame in protected.items():
         matched = retained_records(original, frame, name)
         scales = loss_scales(spec, frame)
@@ -196,7 +197,8 @@ def information_loss(
             per_record[f"{name}_topsis"] = eta.reindex(original.index)
             row["topsis_mean"] = float(eta.mean())
         row.update(_continuous_loss(matched, frame, spec, notes, name))
-        row.update(_categorical_loss(matched, frame, spec, (matrices or {}).get(name, {}), notes, name))
+        row.update(_categorical_loss(matched, frame, spec, (matrices or {}).get(name, {}), notes, name,
+                                     associations if matched is original else None))
         rows.append(row)
     summary = pd.DataFrame(rows).set_index("variant") if rows else pd.DataFrame(index=pd.Index([], name="variant"))
     return summary, pd.DataFrame(per_record, index=original.index), notes
@@ -258,12 +260,15 @@ def _categorical_loss(
     matrices: dict[str, pd.DataFrame],
     notes: list[MeasureNote],
     variant: str,
+    associations: dict | None = None,
 ) -> dict:
     """EBIL of each categorical key whose values were changed (SPEC §9.8: from the PRAM matrix the
     plan used when there is one, otherwise with backward probabilities estimated from the
     cross-tabulation, e.g. after recoding) and the mean relative change of Cramér's V over pairs
     of categorical keys (§9.9), over the keys with at least two observed categories in both files
-    (a key with one category has no association: left out with a note in ``notes``)."""
+    (a key with one category has no association: left out with a note in ``notes``).
+    ``associations``: the original's association figures computed for earlier variants
+    (:func:`~sdc_dagster.loss.association_loss`'s ``known``)."""
     keys = released_keys(spec, protected).categorical
     figures = {}
     for k in keys:
@@ -277,7 +282,8 @@ def _categorical_loss(
         notes.append(MeasureNote("cramers_v_change_mean", f"keys left out, with fewer than 2 observed categories in "
                                  f"the original or the released file (no association): {left_out}", variant))
     if len(varied) >= 2:
-        changes = if_computable(notes, "cramers_v_change_mean", variant, loss.association_loss, original, protected, varied)
+        changes = if_computable(notes, "cramers_v_change_mean", variant, loss.association_loss, original, protected, varied,
+                                known=associations)
         if changes is not None:
             figures["cramers_v_change_mean"] = float(changes["cramers_v_change"].mean())
     return figures
