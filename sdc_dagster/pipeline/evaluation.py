@@ -325,8 +325,8 @@ def _categorical_loss(
         notes.append(MeasureNote("cramers_v_change_mean", f"keys left out, with fewer than 2 observed categories in "
                                  f"the original or the released file (no association): {left_out}", variant))
     if len(varied) >= 2:
-        changes = if_computable(notes, "cramers_v_change_mean", variant, loss.association_loss, original, protected, varied,
-                                known=associations)
+        changes = if_computable(notes, "cramers_v_change_mean", variant, loss.association_loss, original, protected,
+                                varied, known=associations)
         if changes is not None:
             figures["cramers_v_change_mean"] = float(changes["cramers_v_change"].mean())
     return figures

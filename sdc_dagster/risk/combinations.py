@@ -209,8 +209,7 @@ def risky_cells(
         columns=[f"dim{d}" for d in range(1, max_dim + 1)],
     )
     table["threshold"] = limit.astype(np.int64)
-    table["unsafe_cells"] = np.array(
-        [int((counts <= cap).sum()) for (_, counts), cap in zip(subset_combination_counts(digits, radices, subsets), limit)],
-        dtype=np.int64,
-    )
+    tables = subset_combination_counts(digits, radices, subsets)
+    table["unsafe_cells"] = np.array([int((counts <= cap).sum()) for (_, counts), cap in zip(tables, limit)],
+                                     dtype=np.int64)
     return table
