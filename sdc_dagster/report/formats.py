@@ -20,9 +20,8 @@ from sdc_dagster.files import write_atomic
 from sdc_dagster.report.categories import normal_labels
 from sdc_dagster.report.decision import RECOMMENDATION_RULE
 from sdc_dagster.report.content import (
-    category_shares,
+    distribution_tables,
     plan_points,
-    quantile_table,
     recommendation,
     step_sentence,
     topsis_summary_table,
@@ -60,13 +59,15 @@ def _plain(value):
     return str(value)
 
 
-def report_data(inputs: ReportInputs, topsis: pd.DataFrame | None = None) -> dict:
+def report_data(inputs: ReportInputs, topsis: pd.DataFrame | None = None,
+                distributions: dict[str, pd.DataFrame] | None = None) -> dict:
     """Every figure of the report as plain JSON types, for other tools: the decision (rule,
     recommendation, plan points), the risk before protection (and the summary of the per-record
     risk), each plan's residual risk, loss, TOPSIS summary, checks, steps (records and
     sentences), contributions, PRAM matrices and provenance, the
     description of every measure, the suppressions, unsafe combinations, distributions and the measures left out
-    or limited (``measure_notes``). ``topsis``: as for :func:`~sdc_dagster.report.html.render_report`."""
+    or limited (``measure_notes``). ``topsis``, ``distributions``: as for
+    :func:`~sdc_dagster.report.html.render_report`."""
     points = plan_points(inputs)
     chosen = recommendation(inputs)
     measures = set(inputs.risk_before)
@@ -85,10 +86,11 @@ def report_data(inputs: ReportInputs, topsis: pd.DataFrame | None = None) -> dic
             "contributions": plan.contributions, "pram_matrices": plan.pram_matrices,
             "provenance": plan.provenance, "release": plan.release,
         }
+    tables = distribution_tables(inputs) if distributions is None else distributions
     distributions = {
-        variable: {"kind": "continuous", "quantiles": quantile_table(values)} if variable in inputs.continuous
-        else {"kind": "categorical", "shares": category_shares(values, inputs.value_labels.get(variable))}
-        for variable, values in inputs.distributions.items()
+        variable: {"kind": "continuous", "quantiles": table} if variable in inputs.continuous
+        else {"kind": "categorical", "shares": table}
+        for variable, table in tables.items()
     }
     return _plain({
         "survey": inputs.survey, "wave": inputs.wave, "n_records": inputs.n_records, "keys": inputs.keys,
@@ -115,14 +117,15 @@ def report_data(inputs: ReportInputs, topsis: pd.DataFrame | None = None) -> dic
 def write_report(inputs: ReportInputs, folder: Path, plots: dict[str, bytes] | None = None) -> dict[str, Path]:
     """Write ``<wave>.html`` and ``<wave>.json`` into ``folder`` (created) and refresh the
     survey's ``index.html`` there (``plots``: as for :func:`~sdc_dagster.report.html.render_report`).
-    The plans' TOPSIS summary is computed once, for both files. Returns ``{"html", "json", "index"}``
+    The plans' TOPSIS summary and the distribution tables are computed once, for both files. Returns ``{"html", "json", "index"}``
     paths."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"html": folder / f"{inputs.wave}.html", "json": folder / f"{inputs.wave}.json"}
     topsis = topsis_summary_table(inputs) if inputs.plans else None
-    write_atomic(paths["html"], render_report(inputs, plots, topsis))
-    write_atomic(paths["json"], json.dumps(report_data(inputs, topsis), indent=1, allow_nan=False))
+    distributions = distribution_tables(inputs)
+    write_atomic(paths["html"], render_report(inputs, plots, topsis, distributions))
+    write_atomic(paths["json"], json.dumps(report_data(inputs, topsis, distributions), indent=1, allow_nan=False))
     paths["index"] = write_index(folder)
     return paths
 

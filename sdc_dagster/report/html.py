@@ -22,6 +22,7 @@ from sdc_dagster.report.content import (
     contributions_side_by_side,
     decision_table,
     distribution_panels,
+    distribution_tables,
     loss_measures,
     plan_points,
     quantile_table,
@@ -209,7 +210,7 @@ def _front_table(inputs: ReportInputs) -> str:
     return html_table(front, caption="Front of the plan search")
 
 
-def _variables_section(inputs: ReportInputs, plots: dict[str, bytes]) -> str:
+def _variables_section(inputs: ReportInputs, plots: dict[str, bytes], tables: dict[str, pd.DataFrame]) -> str:
     parts = ["<h2 id=\"variables\">Per variable</h2>"]
     if inputs.suppressions is not None and not inputs.suppressions.empty:
         parts += ["<h3>Suppressions per key and plan</h3>",
@@ -274,13 +275,16 @@ def _variables_section(inputs: ReportInputs, plots: dict[str, bytes]) -> str:
                   "possible.</p>", '<div class="grid">']
         for variable in inputs.distributions:
             for title, values, continuous in distribution_panels(inputs, variable):
+                # the chart of the original and every plan: the variable's table of the JSON report
+                whole = list(values) == list(inputs.distributions[variable])
                 if continuous:
                     chart = histograms_svg(values, f"{title}: before and after", xlabel=variable)
                     parts.append(html_chart(chart, f"Overlaid histograms of {title} before protection and after "
                                              + ", ".join(n for n in values if n != "original"),
-                                        f"{title} before and after", html_table(quantile_table(values))))
+                                        f"{title} before and after",
+                                        html_table(tables[variable] if whole else quantile_table(values))))
                     continue
-                shares = category_shares(values, inputs.value_labels.get(variable))
+                shares = tables[variable] if whole else category_shares(values, inputs.value_labels.get(variable))
                 chart = category_bars_svg(100 * shares, f"{title}: share of records per category")
                 parts.append(html_chart(chart, f"Bar chart of the share of records in each category of {title}: "
                                          + ", ".join(values), f"{title} before and after",
@@ -385,7 +389,7 @@ def _provenance_section(inputs: ReportInputs) -> str:
 
 
 def render_report(inputs: ReportInputs, plots: dict[str, bytes] | None = None,
-                  topsis: pd.DataFrame | None = None) -> str:
+                  topsis: pd.DataFrame | None = None, distributions: dict[str, pd.DataFrame] | None = None) -> str:
     """The release report as one self-contained HTML document.
 
     Sections, in order: the decision (wave, keys, k and thresholds, risk before protection, one
@@ -402,7 +406,8 @@ def render_report(inputs: ReportInputs, plots: dict[str, bytes] | None = None,
     has drawn them already (the report asset shows them as metadata too); drawn here otherwise.
     ``topsis``: the plans' TOPSIS summary (:func:`~sdc_dagster.report.content.topsis_summary_table`)
     when the caller has it (:func:`~sdc_dagster.report.formats.write_report` computes it once for
-    the HTML and the JSON report); computed here otherwise.
+    the HTML and the JSON report); computed here otherwise. ``distributions``: likewise, the
+    :func:`~sdc_dagster.report.content.distribution_tables`.
 
     Returns
     -------
@@ -420,7 +425,7 @@ def render_report(inputs: ReportInputs, plots: dict[str, bytes] | None = None,
         f"<h1>{html.escape(title)}</h1>",
         _decision_section(inputs, points, chosen),
         _map_section(inputs, points, chosen, plots),
-        _variables_section(inputs, plots),
+        _variables_section(inputs, plots, distribution_tables(inputs) if distributions is None else distributions),
         _measures_section(inputs, plots, topsis),
         _provenance_section(inputs),
     ]

@@ -3,9 +3,11 @@
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.loss import association_loss, contingency_association, regression_loss
+from sdc_dagster.loss.association import _pearson_chi2
 
 
 def _records(table, rows, cols):
@@ -60,3 +62,31 @@ def test_records_missing_either_value_are_dropped_with_their_categories():
     result = contingency_association(data, "a", "b")
     assert result["n"] == 60 and result["dof"] == 1
     assert result["chi2"] == pytest.approx(4 * 25 / 15)
+
+
+def test_the_originals_figures_are_computed_once_for_several_variants():
+    original = _records([[20, 10], [10, 20]], ["x", "y"], ["u", "v"])
+    original["c"] = np.tile(["p", "q", "r"], 20)
+    first = original.assign(a=np.where(np.arange(60) < 4, "y", original["a"]))
+    second = original.assign(b=np.where(np.arange(60) % 7 == 0, "v", original["b"]))
+    known = {}
+    with_known = [association_loss(original, variant, ["a", "b", "c"], known=known) for variant in (first, second)]
+    assert set(known) == {("a", "b"), ("a", "c"), ("b", "c")}
+    for variant, table in zip((first, second), with_known):
+        pd.testing.assert_frame_equal(table, association_loss(original, variant, ["a", "b", "c"]), check_exact=True)
+    # a known pair is read, not computed again
+    known[("a", "b")] = {**known[("a", "b")], "cramers_v": 0.5}
+    assert association_loss(original, first, ["a", "b"], known=known)["cramers_v"].tolist() == [0.5]
+
+
+def test_pearson_chi2_is_scipys_to_the_bit():
+    rng = np.random.default_rng(7)
+    for rows, columns, n in [(2, 2, 60), (3, 7, 500), (12, 9, 4580), (40, 3, 100_000)]:
+        for _ in range(5):
+            table = np.bincount(rng.integers(0, rows * columns, n) ** 2 % (rows * columns),
+                                minlength=rows * columns).reshape(rows, columns)
+            table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
+            if min(table.shape) < 2:
+                continue
+            chi2, p_value, dof, _ = stats.chi2_contingency(table, correction=False)
+            assert _pearson_chi2(table) == (chi2, p_value, dof)

@@ -23,7 +23,7 @@ from sdc_dagster.report import (
     write_report,
 )
 from sdc_dagster.report.formats import chromium_executable
-from sdc_dagster.report.categories import category_sort_key, category_text
+from sdc_dagster.report.categories import category_counts, category_sort_key, category_text
 from sdc_dagster.report.content import distribution_panels, risk_target
 from sdc_dagster.report.measures import format_measure
 from sdc_dagster.report.plots import category_bars_svg, risk_utility_map_svg, top_categories
@@ -56,6 +56,13 @@ def test_integral_float_categories_are_written_as_integers():
     shares = category_shares({"original": pd.Series([1.0, 2.0, 2.0, np.nan, 10.0])})
     assert list(shares.index) == ["1", "2", "10", "(missing)"]
     assert category_text(np.float64(3.0)) == "3" and category_text(2.5) == "2.5"
+
+
+def test_categories_written_alike_are_counted_together_in_order_of_first_appearance():
+    mixed = pd.Series([2, "2", 1.0, 1, None, "b", 2.0], dtype=object)  # 2, "2", 2.0 all write "2"
+    counted = category_counts(mixed)
+    assert counted.to_dict() == {"(missing)": 1, "2": 3, "1": 2, "b": 1} and counted.dtype == np.int64
+    assert list(category_counts(pd.Series([3, 1, 3, 3])).items()) == [("3", 3), ("1", 1)]
 
 
 def test_value_labels_are_shown_next_to_the_codes_and_the_data_keep_their_codes():
