@@ -109,7 +109,7 @@ def unsafe_combinations(
 
     subsets = [list(s) for d in range(1, min(max_dim, n_keys) + 1) for s in combinations(range(n_keys), d)]
     tables = subset_combination_counts(digits, radices, subsets)
-    involved = np.zeros((n_keys, max_dim), dtype=np.int64)
+    per_variable = pd.DataFrame(0, index=pd.Index(keys, name="variable"), columns=dim_columns, dtype=np.int64)
     by_value = [np.zeros((len(categories[key]), max_dim), dtype=np.int64) for key in keys]
     frequency = [np.zeros(len(categories[key]), dtype=np.int64) for key in keys]
     for subset, (cells, counts) in zip(subsets, tables):
@@ -122,8 +122,7 @@ def unsafe_combinations(
         for position, j in enumerate(subset):
             values = cells[unsafe, position] - 1
             by_value[j][:, d - 1] += np.bincount(values, minlength=len(categories[keys[j]]))
-            involved[j, d - 1] += len(values)
-    per_variable = pd.DataFrame(involved, index=pd.Index(keys, name="variable"), columns=dim_columns)
+            per_variable.iloc[j, d - 1] += len(values)
     category_tables = []
     for j, key in enumerate(keys):
         table = pd.DataFrame(by_value[j], columns=dim_columns)
