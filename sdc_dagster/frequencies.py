@@ -471,6 +471,61 @@ def digit_key_frequencies(
     return f[groups.record_key], F[groups.record_key]
 
 
+def grouping_sets_counts(
+    data: pd.DataFrame,
+    keys: Sequence[str],
+    subsets: Sequence[Sequence[str]],
+    *,
+    weight: str | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> pd.DataFrame:
+    """Frequencies of every value combination of every key subset, from one GROUPING SETS query.
+
+    Returns a long frame with one row per (subset, combination): the key columns (value, or NA
+    where the key is not in the subset), ``subset`` (the index of the subset in ``subsets``),
+    ``n`` (number of records) and ``weight_sum`` (sum of weights; = n without weights). Missing
+    values in the data form a combination value of their own here.
+    """
+    keys = require_columns(data, keys, role="key variable")
+    subsets = [list(s) for s in subsets]
+    for s in subsets:
+        for k in s:
+            if k not in keys:
+                raise SDCInputError(f"key subset names {k!r}, which is not among the key variables {keys}")
+    used = [k for k in keys if any(k in s for s in subsets)] or keys[:1]
+    frame = pd.DataFrame({f"k{j}": data[k].to_numpy() for j, k in enumerate(used)})
+    frame["w"] = data[weight].to_numpy(dtype="float64") if weight is not None else 1.0
+    position = {k: j for j, k in enumerate(used)}
+    sets_sql = ", ".join(
+        "(" + ", ".join(quote_identifier(f"k{position[k]}") for k in s) + ")" for s in subsets
+    )
+    used_cols = ", ".join(quote_identifier(f"k{j}") for j in range(len(used)))
+    db = connect(con)
+    db.register("sdc_gs_input", frame)
+    try:
+        out = db.execute(
+            f"""
+            SELECT {used_cols}, GROUPING_ID({used_cols}) AS gid, count(*) AS n,
+                   CAST(sum(w) AS DOUBLE) AS weight_sum
+            FROM sdc_gs_input GROUP BY GROUPING SETS ({sets_sql})
+            """
+        ).df()
+    finally:
+        db.unregister("sdc_gs_input")
+    # GROUPING_ID sets bit (len(used)-1-j) when column j is aggregated away.
+    gid_of = {}
+    for idx, s in enumerate(subsets):
+        gid = sum(1 << (len(used) - 1 - j) for j, k in enumerate(used) if k not in s)
+        gid_of.setdefault(gid, idx)
+    out["subset"] = out["gid"].map(gid_of).astype("int64")
+    out = out.drop(columns="gid").rename(columns={f"k{j}": k for j, k in enumerate(used)})
+    for k in keys:
+        if k not in out.columns:
+            out[k] = pd.NA
+    out = out[[*keys, "subset", "n", "weight_sum"]]
+    return out.sort_values(["subset", *keys], kind="stable").reset_index(drop=True)
+
+
 # --- symmetric compatibility: every sub-combination of the combined measure (SPEC §5.8) ------------
 #
 # SPEC §5.8 counts, for a record i and a subset T of the key variables, f_i(T) = the records

@@ -149,7 +149,8 @@ def risk_scores(
         suda, notes = suda_scores(data, keys)
         table["suda_score"] = suda["score"] if suda is not None else np.nan
         table["suda_dis_score"] = suda["dis_score"] if suda is not None else np.nan
-        by_variable, by_category = risk.unsafe_combinations(data, keys, k=spec.risk.k, max_dim=min(3, len(keys)))
+        by_variable, by_category = risk.unsafe_combinations(data, keys, k=spec.risk.k, max_dim=min(3, len(keys)),
+                                                            con=con)
     sensitive = [v for v in spec.names("sensitive") if v in data.columns]
     if sensitive and keys:
         diversity = risk.l_diversity(data, keys, sensitive, recursive_c=spec.risk.recursive_c, con=con)

@@ -2,8 +2,8 @@
 variable/category table (:func:`unsafe_combinations`) and sdcMicro's ``riskyCells``
 (:func:`risky_cells`).
 
-All frequencies come from one count of the value combinations of every subset of 1..max_dim key
-variables (:func:`subset_combination_counts`).
+All frequencies come from one DuckDB GROUPING SETS query over every subset of 1..max_dim key
+variables (:func:`sdc_dagster.frequencies.grouping_sets_counts`).
 """
 
 from __future__ import annotations
@@ -11,47 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import combinations
 
+import duckdb
 import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.keys import category_codes, key_columns, key_digits, pack_codes
+from sdc_dagster.frequencies import grouping_sets_counts
+from sdc_dagster.keys import category_codes, key_columns, key_digits
 from sdc_dagster.validation import check_scalar
-
-
-def subset_combination_counts(
-    digits: np.ndarray, radices: np.ndarray, subsets: Sequence[Sequence[int]]
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Records per observed value combination of each subset of key columns (the cells of every
-    frequency table of 1..D keys, SPEC §3.10).
-
-    ``digits``, ``radices``: the keys coded as by :func:`~sdc_dagster.keys.key_digits` (0 = missing,
-    here a value of its own); ``subsets``: column positions. Returns per subset ``(cells, counts)``:
-    the digits of each observed combination (an (m, len(subset)) int64 array, combinations in
-    mixed-radix order) and the number of records carrying it (int64). Counted by one
-    ``np.bincount`` of the packed digits per subset (a sort only where the table of all
-    combinations would be larger than the data), so 63 tables of 1M records take well under a
-    second (issue 23; one DuckDB GROUPING SETS query took 0.1 s at 4,580 records, 1 s at 1M).
-    """
-    n = len(digits)
-    out = []
-    for subset in subsets:
-        columns = list(subset)
-        bases = radices[columns]
-        span = int(np.prod(bases.astype(object)))  # exact: the product may exceed int64
-        if span <= max(4 * n, 1 << 16):
-            code = np.zeros(n, dtype=np.int64)
-            for j, base in zip(columns, bases):
-                code = code * int(base) + digits[:, j]
-            counted = np.bincount(code, minlength=span)
-            cells = np.flatnonzero(counted)
-            combinations_ = np.column_stack(np.unravel_index(cells, tuple(int(b) for b in bases)))
-            out.append((combinations_.astype(np.int64, copy=False), counted[cells].astype(np.int64)))
-        else:
-            code = pack_codes([digits[:, columns]], bases)[0]
-            _, first, counted = np.unique(code, return_index=True, return_counts=True)
-            out.append((digits[first][:, columns].astype(np.int64), counted.astype(np.int64)))
-    return out
 
 
 def unsafe_combinations(
@@ -60,6 +27,7 @@ def unsafe_combinations(
     *,
     k: int = 3,
     max_dim: int = 3,
+    con: duckdb.DuckDBPyConnection | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Unsafe combinations (frequency < k) of the values of d key variables, d = 1..max_dim.
 
@@ -74,6 +42,7 @@ def unsafe_combinations(
     keys : the key variables.
     k : threshold; a combination is unsafe when fewer than k records carry it.
     max_dim : largest subset size d.
+    con : DuckDB connection for the GROUPING SETS query.
 
     Returns
     -------
@@ -98,35 +67,34 @@ def unsafe_combinations(
     max_dim = check_scalar(max_dim, "max_dim", integer=True, low=1)
     dim_columns = [f"dim_{d}" for d in range(1, max_dim + 1)]
 
-    n_keys = len(keys)
-    digits = np.empty((len(data), n_keys), dtype=np.int64, order="F")
-    radices = np.empty(n_keys, dtype=np.int64)
-    categories = {}
-    for j, key in enumerate(keys):
-        # sorted: per_category lists each key's values in order; 0 = missing
-        digits[:, j], categories[key] = category_codes(data[key], sort=True)
-        radices[j] = len(categories[key]) + 1
+    coded, categories = {}, {}
+    for key in keys:
+        # sorted: per_category lists each key's values in order; 0 = missing, so DuckDB never sees NULL
+        coded[key], categories[key] = category_codes(data[key], sort=True)
+    frame = pd.DataFrame(coded, index=data.index)
 
-    subsets = [list(s) for d in range(1, min(max_dim, n_keys) + 1) for s in combinations(range(n_keys), d)]
-    tables = subset_combination_counts(digits, radices, subsets)
+    subsets = [list(s) for d in range(1, min(max_dim, len(keys)) + 1) for s in combinations(keys, d)]
+    counts = grouping_sets_counts(frame, keys, subsets, con=con)
+    member = np.array([[key in s for key in keys] for s in subsets])[counts["subset"].to_numpy()]
+    digits = counts[keys].fillna(0).to_numpy(dtype=np.int64)
+    complete = ~(member & (digits == 0)).any(axis=1)
+    dimension = member.sum(axis=1)
+    unsafe = complete & (counts["n"].to_numpy() < k)
+
     per_variable = pd.DataFrame(0, index=pd.Index(keys, name="variable"), columns=dim_columns, dtype=np.int64)
-    by_value = [np.zeros((len(categories[key]), max_dim), dtype=np.int64) for key in keys]
-    frequency = [np.zeros(len(categories[key]), dtype=np.int64) for key in keys]
-    for subset, (cells, counts) in zip(subsets, tables):
-        d = len(subset)
-        if d == 1:
-            observed = cells[:, 0] > 0
-            frequency[subset[0]][cells[observed, 0] - 1] = counts[observed]
-        # a combination involving a missing value identifies no one: not counted
-        unsafe = (counts < k) & (cells > 0).all(axis=1)
-        for position, j in enumerate(subset):
-            values = cells[unsafe, position] - 1
-            by_value[j][:, d - 1] += np.bincount(values, minlength=len(categories[keys[j]]))
-            per_variable.iloc[j, d - 1] += len(values)
     category_tables = []
     for j, key in enumerate(keys):
-        table = pd.DataFrame(by_value[j], columns=dim_columns)
-        table.insert(0, "frequency", frequency[j])
+        involved = unsafe & member[:, j]
+        per_variable.loc[key, :] = np.bincount(dimension[involved] - 1, minlength=max_dim)[:max_dim]
+
+        n_categories = len(categories[key])
+        by_value = np.zeros((n_categories, max_dim), dtype=np.int64)
+        np.add.at(by_value, (digits[involved, j] - 1, dimension[involved] - 1), 1)
+        single = (counts["subset"].to_numpy() == subsets.index([key])) & (digits[:, j] > 0)
+        frequency = np.zeros(n_categories, dtype=np.int64)
+        frequency[digits[single, j] - 1] = counts["n"].to_numpy()[single]
+        table = pd.DataFrame(by_value, columns=dim_columns)
+        table.insert(0, "frequency", frequency)
         table.insert(0, "category", pd.Series(categories[key], dtype=object))
         table.insert(0, "variable", key)
         category_tables.append(table)
@@ -152,6 +120,7 @@ def risky_cells(
     threshold: int | Sequence[int],
     max_dim: int | None = None,
     levels: Sequence[int] | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
 ) -> pd.DataFrame:
     """Number of unsafe cells in the frequency table of every combination of 1..D key variables,
     as sdcMicro ``riskyCells`` (5.8.1, data.frame method).
@@ -174,6 +143,7 @@ def risky_cells(
     threshold : positive integer(s).
     max_dim : largest number of keys combined, at most ``len(keys)``.
     levels : one whole number per key.
+    con : DuckDB connection for the GROUPING SETS query.
 
     Returns
     -------
@@ -200,15 +170,16 @@ def risky_cells(
         raise SDCInputError(f"parameter max_dim: at most the number of key variables ({len(keys)}), got {max_dim}")
     limits = _thresholds(threshold, max_dim, one=levels is not None)
 
-    digits, radices = key_digits(data, keys)  # 0 = missing: a category of its own, as data.table's by=
-    subsets = [list(s) for d in range(1, max_dim + 1) for s in combinations(range(len(keys)), d)]
-    limit = np.array(limits)[np.array([len(s) for s in subsets]) - 1]
+    digits, _ = key_digits(data, keys)  # 0 = missing: a category of its own, as data.table's by=
+    subsets = [list(s) for d in range(1, max_dim + 1) for s in combinations(keys, d)]
+    counts = grouping_sets_counts(pd.DataFrame(digits, columns=keys), keys, subsets, con=con)
+    subset = counts["subset"].to_numpy()
+    size = np.array([len(s) for s in subsets])
+    limit = np.array(limits)[size - 1]
+    unsafe = counts["n"].to_numpy() <= limit[subset]
     table = pd.DataFrame(
-        [[keys[j] for j in s] + [""] * (max_dim - len(s)) for s in subsets],
-        columns=[f"dim{d}" for d in range(1, max_dim + 1)],
+        [s + [""] * (max_dim - len(s)) for s in subsets], columns=[f"dim{d}" for d in range(1, max_dim + 1)]
     )
     table["threshold"] = limit.astype(np.int64)
-    tables = subset_combination_counts(digits, radices, subsets)
-    table["unsafe_cells"] = np.array([int((counts <= cap).sum()) for (_, counts), cap in zip(tables, limit)],
-                                     dtype=np.int64)
+    table["unsafe_cells"] = np.bincount(subset[unsafe], minlength=len(subsets)).astype(np.int64)
     return table

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.risk import risky_cells, unsafe_combinations
-from sdc_dagster.risk.combinations import subset_combination_counts
 
 
 def brute_force(data: pd.DataFrame, keys: list[str], k: int, max_dim: int):
@@ -198,15 +197,3 @@ def test_risky_cells_match_direct_counting(n, threshold, na, seed):
         rows = data[subset].itertuples(index=False)
         cells = Counter(tuple("NA" if pd.isna(v) else v for v in values) for values in rows)
         assert row.unsafe_cells == sum(1 for c in cells.values() if c <= threshold)
-
-
-@pytest.mark.parametrize("categories", [3, 400])  # 400: 401^3 cells exceed the bincount bound, counted by a sort
-def test_subset_combination_counts_match_counting_the_rows(categories):
-    rng = np.random.default_rng(categories)
-    digits = rng.integers(0, categories + 1, size=(300, 4)).astype(np.int64)  # 0: missing, a value of its own
-    radices = np.full(4, categories + 1, dtype=np.int64)
-    subsets = [[0], [1, 3], [0, 2, 3]]
-    for subset, (cells, counts) in zip(subsets, subset_combination_counts(digits, radices, subsets)):
-        expected = Counter(map(tuple, digits[:, subset].tolist()))
-        assert dict(zip(map(tuple, cells.tolist()), counts.tolist())) == expected
-        assert cells.dtype == counts.dtype == np.int64 and len(set(map(tuple, cells.tolist()))) == len(cells)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import complete_key_frequencies, digit_key_frequencies
+from sdc_dagster.frequencies import complete_key_frequencies, digit_key_frequencies, grouping_sets_counts
 from sdc_dagster.keys import key_digits, pack_codes, renumbered_digits
 from sdc_dagster.risk import key_frequencies
 
@@ -176,6 +176,13 @@ def test_packed_codes_stay_exact_when_radices_overflow_int64():
     same_code = codes[:, None] == codes[None, :]
     same_row = (digits[:, None, :] == digits[None, :, :]).all(axis=2)
     assert (same_code == same_row).all()
+
+
+def test_grouping_sets_counts_one_row_per_subset_combination():
+    data = pd.DataFrame({"a": [1, 1, 2], "b": ["x", "y", "y"]})
+    out = grouping_sets_counts(data, ["a", "b"], [["a"], ["a", "b"]])
+    assert out[out["subset"] == 0]["n"].tolist() == [2, 1]
+    assert out[out["subset"] == 1]["n"].tolist() == [1, 1, 1]
 
 
 @pytest.mark.parametrize(
