@@ -110,18 +110,21 @@ def distinct_digit_keys(
 ) -> DistinctKeys:
     """:func:`distinct_keys` of keys already coded (``digits``, ``radices`` as from
     :func:`~sdc_dagster.keys.key_digits`; the plan search recodes its keys' codes per node). The
-    GROUP BY runs in DuckDB on the packed int64 key codes."""
+    GROUP BY runs in DuckDB on the packed int64 key codes.
+
+    Reproducible to the bit: the keys come in the order of their codes, and the weights of a key
+    are summed in record order (``np.bincount``). DuckDB's own ``sum`` of doubles and its group
+    order depend on how its threads split the work, so two runs on the same wave could differ in
+    the last bit of F_k (and of every risk computed from it)."""
     (code,) = pack_codes([digits], radices)
-    columns = {"code": code} if weights is None else {"code": code, "w": weights}
-    sdc_digit_keys = pa.table(columns)  # noqa: F841 (DuckDB reads it by its name)
-    weight_sql = "sum(w)" if weights is not None else "count(*)"
+    sdc_digit_keys = pa.table({"code": code})  # noqa: F841 (DuckDB reads it by its name)
     # the Arrow table read by its Python name (DuckDB's replacement scan): no view to register, and
     # ~1 ms a query less than the relation API's from_arrow(...).aggregate(...) (a pandas frame
-    # costs ~1 ms more); the same plan, groups in the same order
-    grouped = connect(con).execute(
-        f"SELECT code, count(*) AS n, CAST({weight_sql} AS DOUBLE) AS wsum FROM sdc_digit_keys GROUP BY code"
-    ).fetchnumpy()
-    codes = np.asarray(grouped["code"], dtype=np.int64)
+    # costs ~1 ms more)
+    grouped = connect(con).execute("SELECT code, count(*) AS n FROM sdc_digit_keys GROUP BY code").fetchnumpy()
+    order = np.argsort(np.asarray(grouped["code"], dtype=np.int64), kind="stable")
+    codes = np.asarray(grouped["code"], dtype=np.int64)[order]
+    count = np.asarray(grouped["n"], dtype=np.float64)[order]
     # a hash lookup gathers the groups back to the records (faster than a sorted search here)
     record_key = pd.Index(codes).get_indexer(code)
     representative = np.empty(len(codes), dtype=np.int64)
@@ -129,8 +132,8 @@ def distinct_digit_keys(
     return DistinctKeys(
         digits=np.stack([digits[representative, j] for j in range(digits.shape[1])], axis=1),
         radices=radices,
-        count=np.asarray(grouped["n"], dtype=np.float64),
-        weight_sum=np.asarray(grouped["wsum"], dtype=np.float64),
+        count=count,
+        weight_sum=count.copy() if weights is None else np.bincount(record_key, weights=weights, minlength=len(codes)),
         record_key=record_key,
     )
 

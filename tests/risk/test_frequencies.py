@@ -327,3 +327,23 @@ def test_digit_key_frequencies_of_renumbered_codes_are_those_of_the_values():
     expected = key_frequencies(masked, keys, weight="w")
     np.testing.assert_array_equal(f, expected["fk"].to_numpy())
     np.testing.assert_array_equal(F, expected["Fk"].to_numpy())
+
+
+def test_weighted_frequencies_are_sums_in_record_order_the_same_in_every_run():
+    # DuckDB's sum of doubles depends on how its threads split the records: F_k is summed in record
+    # order instead, so a wave gives the same bits in every run (weights whose sum depends on order;
+    # enough records for DuckDB to use several threads)
+    rng = np.random.default_rng(11)
+    n = 300_000
+    # no missing value: F_k is the weight sum of the key's own records (SPEC §2.2)
+    data = pd.DataFrame({"a": rng.choice(["x", "y", "z"], n), "b": rng.choice([1, 2, 4], n)})
+    data["w"] = rng.choice([0.1, 1e8, 3.3, 1e-7], n) * rng.uniform(0.5, 1.5, n)
+    keys = ["a", "b"]
+    expected = np.empty(n)
+    for rows in data.groupby(["a", "b"]).indices.values():
+        expected[rows] = np.cumsum(data["w"].to_numpy()[np.sort(rows)])[-1]  # one addition after another
+    digits, radices = key_digits(data, keys)
+    runs = {digit_key_frequencies(digits, radices, weights=data["w"].to_numpy())[1].tobytes() for _ in range(10)}
+    assert len(runs) == 1
+    np.testing.assert_array_equal(np.frombuffer(runs.pop()), expected)
+    np.testing.assert_array_equal(key_frequencies(data, keys, weight="w")["Fk"].to_numpy(), expected)
