@@ -12,7 +12,6 @@ from scipy import stats
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.loss import distance_loss, topsis_loss, topsis_scores, topsis_summary
-from sdc_dagster.loss.topsis import _cramer_von_mises_statistic
 
 
 def test_topsis_steps_by_hand():
@@ -112,11 +111,3 @@ def test_cramer_von_mises_p_is_zero_far_in_the_tail():
     summary = topsis_summary(eta)
     assert summary["cvm_w2"] > 5 and summary["cvm_p"] == 0.0
     assert summary["ks_p"] < 1e-10  # the other tests agree that normality is rejected
-
-
-@pytest.mark.parametrize("n", [3, 10, 1000, 6000])
-def test_the_cramer_von_mises_statistic_is_scipys_to_the_bit(n):
-    rng = np.random.default_rng(n)
-    for sample in (rng.normal(size=n), rng.exponential(size=n) ** 3, np.round(rng.uniform(size=n), 1)):
-        z = (sample - sample.mean()) / sample.std(ddof=1)
-        assert _cramer_von_mises_statistic(z) == stats.cramervonmises(z, "norm").statistic
