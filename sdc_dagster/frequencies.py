@@ -122,9 +122,9 @@ def distinct_digit_keys(
     # ~1 ms a query less than the relation API's from_arrow(...).aggregate(...) (a pandas frame
     # costs ~1 ms more)
     grouped = connect(con).execute("SELECT code, count(*) AS n FROM sdc_digit_keys GROUP BY code").fetchnumpy()
-    order = np.argsort(np.asarray(grouped["code"], dtype=np.int64), kind="stable")
-    codes = np.asarray(grouped["code"], dtype=np.int64)[order]
-    count = np.asarray(grouped["n"], dtype=np.float64)[order]
+    codes = np.asarray(grouped["code"], dtype=np.int64)
+    order = np.argsort(codes, kind="stable")
+    codes, count = codes[order], np.asarray(grouped["n"], dtype=np.float64)[order]
     # a hash lookup gathers the groups back to the records (faster than a sorted search here)
     record_key = pd.Index(codes).get_indexer(code)
     representative = np.empty(len(codes), dtype=np.int64)
