@@ -62,6 +62,7 @@ class ArgusVariable:
     codelist: str | None = None
     hierarchy: str | None = None
     idlevel: int | None = None
+    keyword_lines: dict[str, int] = field(default_factory=dict)  # keyword -> its line in the .rda
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,8 @@ def read_rda(path: Path) -> ArgusMetadata:
             variables.append(current)
             continue
         value = tokens[1] if len(tokens) > 1 else None
+        if current is not None:
+            current.keyword_lines[keyword] = number
         if current is None:
             if keyword == "<SEPARATOR>":
                 if not value:
@@ -257,7 +260,7 @@ def read_argus(data_path: Path, rda_path: Path) -> ArgusFile:
         if v.codelist:
             found = resolve_beside(folder, v.codelist)
             if found is None:
-                raise SDCInputError(f"{rda_path.name}:{v.line}: {v.name}'s <CODELIST> {v.codelist!r} is not in {folder}")
+                raise SDCInputError(f"{rda_path.name}:{v.keyword_lines['<CODELIST>']}: {v.name}'s <CODELIST> {v.codelist!r} is not in {folder}")
             value_labels[v.name] = {_code(code, numeric): label for code, label in read_codelist(found).items()}
         # a code that is not a number cannot occur in a numeric column ("X" for a one-digit code)
         codes = [c for c in (_code(m.strip(), numeric) for m in v.missing) if not (numeric and isinstance(c, str))]
@@ -275,7 +278,7 @@ def read_argus(data_path: Path, rda_path: Path) -> ArgusFile:
         if v.hierarchy:
             found = resolve_beside(folder, v.hierarchy)
             if found is None:
-                raise SDCInputError(f"{rda_path.name}:{v.line}: {v.name}'s <HIERCODELIST> {v.hierarchy!r} is not in {folder}")
+                raise SDCInputError(f"{rda_path.name}:{v.keyword_lines['<HIERCODELIST>']}: {v.name}'s <HIERCODELIST> {v.hierarchy!r} is not in {folder}")
             hierarchies[v.name] = str(found.resolve())
     notes = (f"Argus data described by {rda_path.name} ({shown})",)
     return ArgusFile(data, value_labels, user_missing, measures, roles, hierarchies, notes)

@@ -127,16 +127,22 @@ def _split(lines: list[str], sep: str, quotechar: str) -> list[list[str]]:
 
 def detect_separator(lines: list[str], quotechar: str = '"') -> str:
     """The separator of :data:`SEPARATORS` that splits the most of ``lines`` into one same number
-    (at least two) of fields; ``,`` when none does."""
-    best, best_score = ",", (0.0, 0)
+    (at least two) of fields; between two that do so equally (``1;2,5`` splits in two either way),
+    the one whose fields are numbers more often (a decimal comma counting with a separator other
+    than ``,``); ``,`` when none splits the lines."""
+    best, best_score = ",", (0.0, 0.0)
     for sep in SEPARATORS:
-        counts = Counter(len(row) for row in _split(lines, sep, quotechar))
+        rows = _split(lines, sep, quotechar)
+        counts = Counter(len(row) for row in rows)
         if not counts:
             continue
         fields, lines_with = counts.most_common(1)[0]
         if fields < 2:
             continue
-        score = (lines_with / len(lines), fields)
+        cells = [cell for row in rows for cell in row]
+        numbers = sum(bool(_INTEGER.match(c) or _DECIMAL_POINT.match(c) or (sep != "," and _DECIMAL_COMMA.match(c)))
+                      for c in cells)
+        score = (lines_with / len(lines), numbers / len(cells))
         if score > best_score:
             best, best_score = sep, score
     return best

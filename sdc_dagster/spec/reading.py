@@ -110,7 +110,10 @@ def describe_format(path: Path, *, default: str | None = None, metadata: str | P
         with open(path, "rb") as fh:
             head = fh.read(8192)
         if head and b"\x00" not in head:
-            return "csv", f"{path.name} is a text file, not {_expected(fmt)}; read as CSV"
+            if fmt == "spreadsheet":  # a CSV export named .xls, as many web applications write them
+                return "csv", f"{path.name} is a text file, not {_expected(fmt)}; read as CSV"
+            raise SDCInputError(f"{path.name}: cannot be read as {fmt}: it is a text file, not {_expected(fmt)}"
+                                " (if it is CSV, name it .csv)")
     if fmt in ("csv", "argus") and argus_metadata(path, metadata) is not None:
         return "argus", None
     return fmt, None
@@ -148,9 +151,9 @@ def read_with_metadata(path: Path, *, options: Mapping | None = None, default_fo
     :class:`FileContents`. Every failure is an SDCInputError naming the file and what was expected.
     """
     path = Path(path)
+    fmt, misnamed = describe_format(path, default=default_format, metadata=metadata)
     if not path.is_file():
         raise SDCInputError(f"{path}: no such file")
-    fmt, misnamed = describe_format(path, default=default_format, metadata=metadata)
     options = dict(options or {})
     notes = (misnamed,) if misnamed else ()
     try:
