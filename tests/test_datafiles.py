@@ -279,6 +279,13 @@ def test_argus_errors_name_the_file_the_line_and_what_was_expected(tmp_path):
     (tmp_path / "h.rda").write_text(rda.replace("weight 5 5", "weight five 5"))
     with pytest.raises(SDCInputError, match=r"h.rda:3: the start of weight must be a whole number, got 'five'"):
         read_with_metadata(tmp_path / "h.asc")
+    with pytest.raises(SDCInputError, match=r"h.rda is Argus metadata \(or an R workspace\), not data: give the "
+                                            r"data file it describes \(h.asc or h.csv\)"):
+        read_with_metadata(tmp_path / "h.rda")
+    (tmp_path / "h.rda").write_text(rda.replace('    <CODELIST> "Town.cdl"\n', ""))
+    (tmp_path / "h.asc").write_bytes(b"1\x00")
+    with pytest.raises(SDCInputError, match=r"h.asc: is not a text file .* expected text data as h.rda describes them"):
+        read_with_metadata(tmp_path / "h.asc")
     (tmp_path / "h.rda").write_bytes(b"RDX3\nX\n\x00\x00")  # R's save() format
     with pytest.raises(SDCInputError, match="is an R workspace"):
         read_rda(tmp_path / "h.rda")

@@ -230,7 +230,7 @@ def read_argus(data_path: Path, rda_path: Path) -> ArgusFile:
     missing codes, measures, roles and hierarchy files (see the module docstring)."""
     data_path, rda_path = Path(data_path), Path(rda_path)
     meta = read_rda(rda_path)
-    encoding, _ = detect_encoding(data_path)
+    encoding, _ = detect_encoding(data_path, expected=f"text data as {rda_path.name} describes them")
     names = [v.name for v in meta.variables]
     try:
         if meta.separator is None:

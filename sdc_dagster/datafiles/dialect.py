@@ -77,9 +77,9 @@ def separator_name(sep: str) -> str:
     return _SEPARATOR_NAMES.get(sep, repr(sep))
 
 
-def detect_encoding(path: Path) -> tuple[str, str]:
+def detect_encoding(path: Path, *, expected: str = "CSV text") -> tuple[str, str]:
     """The encoding of a text file and how it was told (see the module docstring). A file with NUL
-    bytes (and no UTF-16 mark) is not text: SDCInputError naming it."""
+    bytes (and no UTF-16 mark) is not text: SDCInputError naming it and what was ``expected``."""
     with open(path, "rb") as fh:
         head = fh.read(4)
         if head.startswith(codecs.BOM_UTF8):
@@ -90,7 +90,7 @@ def detect_encoding(path: Path) -> tuple[str, str]:
         first = fh.read(8192)
         if b"\x00" in first:
             raise SDCInputError(f"{path.name}: is not a text file (a NUL byte at byte {first.index(0)}); "
-                                "expected CSV text")
+                                f"expected {expected}")
         fh.seek(0)
         decoder = codecs.getincrementaldecoder("utf-8")()
         try:

@@ -92,6 +92,9 @@ def describe_format(path: Path, *, default: str | None = None, metadata: str | P
     suffix = path.suffix.lower()
     if not suffix and default is not None:
         fmt = default
+    elif suffix == ".rda":
+        raise SDCInputError(f"{path.name} is Argus metadata (or an R workspace), not data: give the data file "
+                            f"it describes ({path.stem}.asc or {path.stem}.csv), which is read with it")
     elif suffix not in FORMATS:
         raise SDCInputError(
             f"{path.name}: unknown file type {suffix or '(no extension)'!r}; expected one of {sorted(FORMATS)}"
