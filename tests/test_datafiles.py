@@ -400,3 +400,14 @@ def test_init_options_on_the_command_line(home, tmp_path, capsys):
     assert drafted["variables"]["V1"]["categories"] == ["Bern", "Genève", "Zürich"]
     status, text = sdc(capsys, "init", "w2", "--from", str(source), "--encoding", "klingon")
     assert status != 0 and "unknown encoding 'klingon'" in text
+
+
+def test_a_landed_workbook_wave_is_read_with_the_spec_sheet(tmp_path):
+    folder = tmp_path / "landing" / "w"
+    folder.mkdir(parents=True)
+    write_xlsx(folder / "2024.xlsx", {"Notes": [["read me"]], "Data": [["age", "sex"], [34, 1], [51, 2], [27, 1]]})
+    spec = parse_spec({"survey": "w", "source": {"format": "spreadsheet", "options": {"sheet": "Data"}},
+                       "variables": {"sex": {"role": "categorical_key", "categories": [1, 2]}}})
+    wave = read_wave(spec, "2024", tmp_path / "landing")
+    assert wave.format == "spreadsheet" and wave.data["sex"].tolist() == [1, 2, 1]
+    assert wave.data["age"].tolist() == [34, 51, 27]

@@ -1,8 +1,11 @@
 """The ``sdc`` command: draft, check and run a survey without the UI, or start the UI.
 
 ``sdc init SURVEY --from FILE``  drafts a commented survey spec from a data file into
-              ``<data home>/specs/SURVEY.yaml`` (never overwriting one).
-``sdc check SPEC [--data FILE]`` validates a spec (and a data file against it) without running anything.
+              ``<data home>/specs/SURVEY.yaml`` (never overwriting one); ``--sep``, ``--encoding``,
+              ``--decimal``, ``--no-header``, ``--sheet`` say how the file is written instead of
+              detecting it.
+``sdc check SPEC [--data FILE]`` validates a spec (and a data file against it, the same options
+              overriding the spec's ``source.options``) without running anything.
 ``sdc run SURVEY WAVE [--file FILE]`` materialises one wave through the code location of the UI.
 ``sdc demo``  puts the bundled demo waves into the landing folder, registers them as partitions and
               materialises every asset (with its checks) in-process, then prints a summary.
