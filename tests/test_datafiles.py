@@ -411,3 +411,16 @@ def test_a_landed_workbook_wave_is_read_with_the_spec_sheet(tmp_path):
     wave = read_wave(spec, "2024", tmp_path / "landing")
     assert wave.format == "spreadsheet" and wave.data["sex"].tolist() == [1, 2, 1]
     assert wave.data["age"].tolist() == [34, 51, 27]
+
+
+@pytest.mark.parametrize("relative", ["arx_adult/adult.csv", "argus/mu_demo/Demodata.asc", "argus/mu_demo/Demofree.asc",
+                                      "argus/mu_household/Samhh.asc", "argus/tau_magnitude/microdata.csv"])
+def test_every_published_demo_file_is_drafted_and_checked(home, capsys, relative):
+    """The files as the Argus tools and ARX publish them: `sdc init` drafts a spec that `sdc check`
+    accepts with the file, every record read."""
+    source = DATA / relative
+    status, text = sdc(capsys, "init", "demo_file", "--from", str(source))
+    assert status == 0, text
+    records = len(read_with_metadata(source).data)
+    status, text = sdc(capsys, "check", str(home / "specs" / "demo_file.yaml"), "--data", str(source))
+    assert status == 0 and f"{records} records match the spec" in text, text
