@@ -49,6 +49,10 @@ DIALECTS = [
     # decimal comma with ';' (continental spreadsheet export)
     (b"name;income\nA;1,5\nB;2,25\n", ["name", "income"], [["A", 1.5], ["B", 2.25]],
      {"sep": ";", "encoding": "utf-8", "decimal": ",", "header": True}),
+    # R's write.csv: the names of columns of numbers are quoted numbers ("1","2"): a header
+    (b'"1","2"\n10,4\n12,3\n', ["1", "2"], [[10, 4], [12, 3]], {"sep": ",", "encoding": "utf-8", "header": True}),
+    # every field quoted: the quotes tell nothing, the numbers do
+    (b'"1","2"\n"10","4"\n', ["V1", "V2"], [[1, 2], [10, 4]], {"sep": ",", "encoding": "utf-8", "header": False}),
     # no header row: numbers where the other rows have numbers; R's names
     (b"1;2;x\n4;5;y\n", ["V1", "V2", "V3"], [[1, 2, "x"], [4, 5, "y"]],
      {"sep": ";", "encoding": "utf-8", "header": False}),
@@ -67,7 +71,8 @@ DIALECTS = [
 
 
 @pytest.mark.parametrize(("content", "columns", "records", "options"), DIALECTS,
-                         ids=["comma", "semicolon", "tab", "pipe", "quoted", "decimal-comma", "no-header", "bom",
+                         ids=["comma", "semicolon", "tab", "pipe", "quoted", "decimal-comma", "quoted-numeric-names", "all-quoted",
+                              "no-header", "bom",
                               "cp1252", "latin-1", "utf-16"])
 def test_each_dialect_and_encoding_is_detected(tmp_path, content, columns, records, options):
     contents = read_with_metadata(written(tmp_path, "wave.csv", content))

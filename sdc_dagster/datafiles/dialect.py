@@ -156,20 +156,47 @@ def _numeric_cells(cells: pd.DataFrame, decimal: str) -> pd.DataFrame:
     return text.apply(lambda col: pd.to_numeric(col, errors="coerce")).notna()
 
 
-def first_row_is_header(cells: pd.DataFrame, decimal: str = ".") -> bool:
+def first_row_is_header(cells: pd.DataFrame, decimal: str = ".", *, quoted: list[bool] | None = None) -> bool:
     """Whether the first row of ``cells`` (text, one row per record, the first row included) names
     the columns: False when some column has numbers in every other non-empty cell and every such
-    column has a number in its first row too (R's rule of thumb, see the module docstring)."""
+    column has a number in its first row too (R's rule of thumb, see the module docstring).
+    ``quoted``: which first-row cells are written in quotes where the records' are not: such a cell
+    is text, as R's ``write.csv`` quotes the names ``"1","2"`` of columns of numbers."""
     if len(cells) < 2:
         return True
     cells = cells.fillna("").astype(str)
     numeric = _numeric_cells(cells, decimal)
+    if quoted is not None and len(quoted) == cells.shape[1]:
+        numeric.iloc[0] = numeric.iloc[0] & ~pd.Series(quoted, index=cells.columns)
     filled = cells.apply(lambda col: col.str.strip() != "")
     body_numeric = (numeric.iloc[1:] | ~filled.iloc[1:]).all() & filled.iloc[1:].any()
     if not body_numeric.any():
         return True
     first_numeric = numeric.iloc[0] | ~filled.iloc[0]
     return not bool(first_numeric[body_numeric].all())
+
+
+def _quoted_fields(line: str, sep: str, quotechar: str) -> list[bool] | None:
+    """Which fields of ``line`` are written in quotes (None when a quoted field holds the separator,
+    so that the raw split does not give the fields)."""
+    if len(sep) != 1:
+        return None
+    raw = next(csv.reader([line], delimiter=sep, quoting=csv.QUOTE_NONE))
+    parsed = next(csv.reader([line], delimiter=sep, quotechar=quotechar))
+    if len(raw) != len(parsed):
+        return None
+    return [len(f.strip()) >= 2 and f.strip()[0] == quotechar and f.strip()[-1] == quotechar for f in raw]
+
+
+def _quoted_names(lines: list[str], sep: str, quotechar: str) -> list[bool] | None:
+    """Which first-line fields are quoted where the second line's are not (names quoted, numbers
+    bare, as R's ``write.csv`` writes them); None when that cannot be told."""
+    if len(lines) < 2:
+        return None
+    first, second = _quoted_fields(lines[0], sep, quotechar), _quoted_fields(lines[1], sep, quotechar)
+    if first is None or second is None or len(first) != len(second):
+        return None
+    return [a and not b for a, b in zip(first, second)]
 
 
 def _decimal_comma(rows: list[list[str]]) -> bool:
@@ -211,7 +238,7 @@ def csv_dialect(path: Path, given: Mapping | None = None) -> CsvDialect:
     else:
         width = max((len(row) for row in rows), default=0)
         cells = pd.DataFrame([row + [""] * (width - len(row)) for row in rows], dtype=object)
-        header = first_row_is_header(cells, decimal)
+        header = first_row_is_header(cells, decimal, quoted=_quoted_names(lines, sep, quotechar))
         if not header:
             notes.append("no header row (the first row holds numbers where the other rows do), so the "
                          "columns are named V1..Vn as R names them")
