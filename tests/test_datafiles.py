@@ -429,3 +429,9 @@ def test_every_published_demo_file_is_drafted_and_checked(home, capsys, relative
     records = len(read_with_metadata(source).data)
     status, text = sdc(capsys, "check", str(home / "specs" / "demo_file.yaml"), "--data", str(source))
     assert status == 0 and f"{records} records match the spec" in text, text
+
+
+def test_workbook_header_cells_become_names_as_a_csv_header_reads(tmp_path):
+    path = write_xlsx(tmp_path / "w.xlsx", {"S": [["region", 2019, "count", None, "region"], ["A", 1, 2, 5, "x"],
+                                                  ["B", 3, 4, 6, "y"]]})
+    assert list(read_with_metadata(path).data.columns) == ["region", "2019", "count", "V4", "region.1"]

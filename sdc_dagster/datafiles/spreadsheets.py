@@ -23,6 +23,26 @@ from sdc_dagster.errors import SDCInputError
 SPREADSHEET_KEYS = ("sheet", "header")
 
 
+def _column_names(row: list) -> list[str]:
+    """The header row's cells as column names, as a CSV header reads: a whole number without its
+    ``.0``, an empty cell ``V<i>``, a repeated name ``name.1``, ``name.2`` (pandas' rule)."""
+    names, seen = [], {}
+    for i, value in enumerate(row, 1):
+        if value is None or (isinstance(value, float) and pd.isna(value)):
+            name = f"V{i}"
+        elif isinstance(value, float) and value.is_integer():
+            name = str(int(value))
+        else:
+            name = str(value).strip()
+        if name in seen:
+            seen[name] += 1
+            name = f"{name}.{seen[name]}"
+        else:
+            seen[name] = 0
+        names.append(name)
+    return names
+
+
 def sheet_names(path: Path) -> list[str]:
     """The names of the workbook's sheets, in workbook order."""
     from python_calamine import CalamineWorkbook
@@ -68,9 +88,8 @@ def read_spreadsheet(path: Path, options: Mapping | None = None) -> tuple[pd.Dat
             notes.append("no header row (the first row holds numbers where the other rows do), so the "
                          "columns are named V1..Vn as R names them")
     if header:
-        names_row = [str(v).strip() if pd.notna(v) else f"V{i}" for i, v in enumerate(cells.iloc[0], 1)]
         data = cells.iloc[1:].reset_index(drop=True)
-        data.columns = names_row
+        data.columns = _column_names(cells.iloc[0].tolist())
     else:
         data = cells.copy()
         data.columns = default_names(cells.shape[1])
