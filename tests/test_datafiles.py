@@ -435,3 +435,28 @@ def test_workbook_header_cells_become_names_as_a_csv_header_reads(tmp_path):
     path = write_xlsx(tmp_path / "w.xlsx", {"S": [["region", 2019, "count", None, "region"], ["A", 1, 2, 5, "x"],
                                                   ["B", 3, 4, 6, "y"]]})
     assert list(read_with_metadata(path).data.columns) == ["region", "2019", "count", "V4", "region.1"]
+
+
+def test_a_published_sheet_loses_its_title_and_note_rows(tmp_path):
+    path = write_xlsx(tmp_path / "w.xlsx", {"Table 1": [
+        ["Table 1. Persons by age and sex, 2024"], [None], ["age", "sex", "weight"], [34, 1, 10.5], [51, 2, 12.0],
+        [None, None, 7.5], [None], ["Source: Labour Force Survey", None, None]]})
+    contents = read_with_metadata(path)
+    assert list(contents.data.columns) == ["age", "sex", "weight"]
+    assert contents.data["age"].tolist()[:2] == [34, 51] and contents.data["weight"].tolist() == [10.5, 12.0, 7.5]
+    assert "1 title row(s) above the table and 1 note row(s) below it left out" in contents.notes[1]
+
+
+def test_free_format_argus_with_names_in_front_and_missing_keyword(tmp_path):
+    (tmp_path / "w.rda").write_text('<SEPARATOR> ";"\n<NAMESINFRONT>\nregion 2 99\n  <IDLEVEL> 1\n'
+                                    'income 8\n  <NUMERIC>\n  <MISSING> 99999999\nhh 4\n  <HHID>\n')
+    (tmp_path / "w.txt").write_text("region;income;hh\n1;1500;7\n2;99999999;7\n")
+    shutil.copy(tmp_path / "w.txt", tmp_path / "w.csv")
+    contents = read_with_metadata(tmp_path / "w.csv")
+    assert contents.format == "argus" and list(contents.data.columns) == ["region", "income", "hh"]
+    assert contents.data.values.tolist() == [[1, 1500, 7], [2, 99999999, 7]]
+    assert contents.user_missing == {"region": (99,), "income": (99999999,)}
+    assert contents.roles == {"region": "categorical_key", "hh": "household_id"}
+    (tmp_path / "w.csv").write_text("1;1500\n2;3\n")
+    with pytest.raises(SDCInputError, match=r"w.csv: 2 fields a record, but w.rda declares 3 variables"):
+        read_with_metadata(tmp_path / "w.csv")

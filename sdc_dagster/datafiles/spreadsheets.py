@@ -43,6 +43,24 @@ def _column_names(row: list) -> list[str]:
     return names
 
 
+def _without_title_and_note_rows(cells: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:
+    """The table of a sheet without the title rows above it and the note rows below it (a table's
+    title, "Source: ..." lines), as statistical offices lay out a published sheet: leading and
+    trailing rows that fill less than half of the columns with text only (a row holding a number
+    is a record, however empty). Returns the table and how many rows were
+    left out above and below."""
+    width = cells.shape[1]
+    if width < 2:
+        return cells, 0, 0
+    numbers = cells.apply(lambda column: pd.to_numeric(column, errors="coerce")).notna().any(axis=1)
+    full = ((cells.notna().sum(axis=1) >= width / 2) | numbers).to_numpy()  # a row with a number is data
+    if not full.any():
+        return cells, 0, 0
+    first, last = int(full.argmax()), len(full) - 1 - int(full[::-1].argmax())
+    table = cells.iloc[first:last + 1].dropna(axis=1, how="all").reset_index(drop=True)
+    return table, first, len(full) - 1 - last
+
+
 def sheet_names(path: Path) -> list[str]:
     """The names of the workbook's sheets, in workbook order."""
     from python_calamine import CalamineWorkbook
@@ -80,6 +98,10 @@ def read_spreadsheet(path: Path, options: Mapping | None = None) -> tuple[pd.Dat
         raise SDCInputError(f"{path.name}: sheet {sheet!r} is empty")
     notes = [f"sheet {sheet!r}" + (f" (the first of {len(names)}: {', '.join(names)}; source.options.sheet "
                                     "chooses another)" if len(names) > 1 and sheet == names[0] else "")]
+    cells, above, below = _without_title_and_note_rows(cells)
+    if above or below:
+        notes.append(f"{above} title row(s) above the table and {below} note row(s) below it left out "
+                     "(rows of text filling less than half the table's columns)")
     if isinstance(options.get("header"), bool):
         header = options["header"]
     else:
