@@ -233,8 +233,8 @@ def csv_dialect(path: Path, given: Mapping | None = None) -> CsvDialect:
         decimal = "," if sep != "," and _decimal_comma(rows[1:]) else "."
         if decimal == ",":
             notes.append("decimal comma (numbers written 1,5)")
-    if "header" in given and isinstance(given["header"], bool):
-        header = given["header"]
+    if "header" in given:
+        header = given["header"] if isinstance(given["header"], bool) else True  # a pandas row number: names there
     else:
         width = max((len(row) for row in rows), default=0)
         cells = pd.DataFrame([row + [""] * (width - len(row)) for row in rows], dtype=object)

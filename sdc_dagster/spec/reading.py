@@ -185,7 +185,7 @@ def _read(path: Path, fmt: str, options: dict, metadata, user_missing: bool) -> 
     if fmt == "csv":
         data, dialect = read_csv(path, options)
         return FileContents(data, {}, {}, {}, fmt, notes=dialect.notes,
-                            source_options={**options, **dialect.options()})
+                            source_options={**dialect.options(), **options})
     if fmt == "spreadsheet":
         data, notes, used = read_spreadsheet(path, options)
         return FileContents(data, {}, {}, {}, fmt, notes=notes, source_options={**options, **used})
