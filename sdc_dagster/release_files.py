@@ -3,7 +3,8 @@
 As sdcMicro's ``writeSafeFile`` and mu-Argus do, the released variant is written in the office's
 own formats: the format the wave came in (SPSS with its variable labels, value labels, measurement
 levels and user-missing codes; Stata with its variable and value labels; CSV; Parquet; SAS waves as
-SAS transport, the SAS format that can be written), Parquet always, and the formats the spec's
+SAS transport, the SAS format that can be written; waves from Excel or OpenDocument workbooks and
+Argus ``.asc``/``.rda`` data as CSV, a format every tool reads), Parquet always, and the formats the spec's
 ``release.formats`` asks for. Before writing, the published file is cut from the source record by
 record (SPEC §8.1: direct identifiers are already gone):
 
@@ -43,9 +44,10 @@ from sdc_dagster.spec.reading import FileContents, read_with_metadata
 #: File name of each release format (Parquet keeps the name every release has had).
 FILE_NAMES = {"parquet": PROTECTED, "spss": "protected.sav", "stata": "protected.dta", "csv": "protected.csv",
               "xport": "protected.xpt"}
-#: The release format of each wave format (pyreadstat writes no sas7bdat).
+#: The release format of each wave format (pyreadstat writes no sas7bdat; a wave read from a workbook
+#: or from Argus data is released as CSV, beside the Parquet file every release has).
 _WAVE_RELEASE_FORMAT = {"csv": "csv", "parquet": "parquet", "spss": "spss", "stata": "stata", "sas": "xport",
-                        "xport": "xport"}
+                        "xport": "xport", "spreadsheet": "csv", "argus": "csv"}
 ORDER_METHOD = "release_order"
 
 

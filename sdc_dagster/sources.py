@@ -1,5 +1,6 @@
-"""Reading survey wave files by extension: CSV, Parquet, SPSS, Stata, SAS and SAS transport (the last
-four through pyreadstat).
+"""Reading survey wave files: CSV (in its detected dialect), Parquet, SPSS, Stata, SAS, SAS
+transport, Excel and OpenDocument workbooks, Argus data with their ``.rda`` (through the one reading
+path, :func:`sdc_dagster.spec.reading.read_with_metadata`).
 
 A wave of survey S is the file ``<landing>/<S>/<wave>.<ext>``; when there is none, the spec's
 ``source.path`` (which may contain ``{wave}``) names it. The file on disk is never modified.
@@ -17,7 +18,9 @@ import pandas as pd
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.names import check_name
 from sdc_dagster.schemas import microdata_schema, validate
+from sdc_dagster.datafiles.dialect import read_text_cells
 from sdc_dagster.spec import FORMATS, SurveySpec
+from sdc_dagster.spec.reading import file_format, read_with_metadata
 
 
 def locate_wave_file(spec: SurveySpec, wave: str, landing: Path) -> Path:
@@ -50,67 +53,35 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def file_format(path: Path, *, default: str | None = None) -> str:
-    """The format of a wave file, by its extension (:data:`~sdc_dagster.spec.FORMATS`); ``default``
-    (the spec's ``source.format``) for a file without an extension."""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if not suffix and default is not None:
-        return default
-    if suffix not in FORMATS:
-        raise SDCInputError(
-            f"{path.name}: unknown file type {suffix or '(no extension)'!r}; expected one of {sorted(FORMATS)}"
-            + ("" if suffix else " or a source.format in the spec")
-        )
-    return FORMATS[suffix]
+def source_metadata(spec: SurveySpec) -> Path | None:
+    """The spec's ``source.metadata`` (an Argus ``.rda``), relative to the spec's folder; None when
+    the spec names none."""
+    if not spec.source.metadata:
+        return None
+    base = spec.spec_path.parent if spec.spec_path else Path.cwd()
+    return (base / spec.source.metadata).resolve()
 
 
-def read_survey_file(path: Path, *, default_format: str | None = None, options: dict | None = None) -> pd.DataFrame:
-    """Read one wave file into a DataFrame by its extension (``default_format`` for a file without
-    one, see :func:`file_format`); an unreadable or empty file raises SDCInputError naming the file
+def read_survey_file(path: Path, *, default_format: str | None = None, options: dict | None = None,
+                     metadata: str | Path | None = None) -> pd.DataFrame:
+    """Read one wave file by its format (:func:`~sdc_dagster.spec.reading.file_format`: the extension,
+    or the content when that says otherwise; ``default_format`` for a file without an extension)
+    through the one reading path (:func:`~sdc_dagster.spec.reading.read_with_metadata`),
+    user-missing codes as missing; an unreadable or empty file raises SDCInputError naming the file
     and the format it was read as."""
-    path = Path(path)
-    fmt = file_format(path, default=default_format)
-    options = dict(options or {})
-    try:
-        if fmt == "csv":
-            data = pd.read_csv(path, **options)
-        elif fmt == "parquet":
-            data = pd.read_parquet(path, **options)
-        else:
-            import pyreadstat
-
-            reader = {
-                "spss": pyreadstat.read_sav,
-                "stata": pyreadstat.read_dta,
-                "sas": pyreadstat.read_sas7bdat,
-                "xport": pyreadstat.read_xport,
-            }[fmt]
-            data, _meta = reader(str(path), **options)
-    except pd.errors.EmptyDataError as exc:
-        raise SDCInputError(f"{path.name}: the file is empty (read as {fmt})") from exc
-    except UnicodeDecodeError as exc:
-        raise SDCInputError(
-            f"{path.name}: cannot be read as {fmt} ({exc}); if it is {fmt} in another encoding, "
-            "set source.options.encoding in the spec"
-        ) from exc
-    except (OSError, ValueError, TypeError, pd.errors.ParserError) as exc:
-        raise SDCInputError(f"{path.name}: cannot be read as {fmt} ({exc})") from exc
-    except Exception as exc:  # pyreadstat raises its own error classes for corrupt files
-        if type(exc).__module__.startswith("pyreadstat"):
-            raise SDCInputError(f"{path.name}: cannot be read as {fmt} ({exc})") from exc
-        raise
-    if data.shape[0] == 0:
-        raise SDCInputError(f"{path.name}: the file holds no records (read as {fmt})")
-    return data
+    return read_with_metadata(path, options=options, default_format=default_format, metadata=metadata,
+                              user_missing=False).data
 
 
-def value_labels(path: Path, *, default_format: str | None = None) -> dict[str, dict]:
+def value_labels(path: Path, *, default_format: str | None = None, metadata: str | Path | None = None) -> dict[str, dict]:
     """The value labels of a wave file, ``{column: {code: label}}`` (SPSS and Stata keep them, read
-    from the file's metadata only; empty for CSV, Parquet and SAS files). For display: the data
-    keep their codes. An unreadable file raises SDCInputError naming it."""
+    from the file's metadata only; Argus data have them in the code lists their ``.rda`` names;
+    empty for CSV, Parquet, workbooks and SAS files). For display: the data keep their codes. An
+    unreadable file raises SDCInputError naming it."""
     path = Path(path)
-    fmt = file_format(path, default=default_format)
+    fmt = file_format(path, default=default_format, metadata=metadata)
+    if fmt == "argus":
+        return read_with_metadata(path, default_format=fmt, metadata=metadata).value_labels
     if fmt not in ("spss", "stata"):
         return {}
     import pyreadstat
@@ -127,9 +98,9 @@ def value_labels(path: Path, *, default_format: str | None = None) -> dict[str, 
 
 def read_csv_text(path: Path, *, options: dict | None = None) -> pd.DataFrame:
     """The cells of a CSV wave exactly as written (strings, nothing made missing), rows as
-    :func:`read_survey_file` numbers them; used to name the original text in error messages."""
-    options = {k: v for k, v in (options or {}).items() if k not in ("dtype", "converters", "na_values", "parse_dates")}
-    return pd.read_csv(path, **options, dtype=str, keep_default_na=False, na_filter=False)
+    :func:`read_survey_file` numbers them (the same dialect); used to name the original text in
+    error messages."""
+    return read_text_cells(path, options)
 
 
 def apply_missing_codes(data: pd.DataFrame, spec: SurveySpec) -> pd.DataFrame:
@@ -176,24 +147,27 @@ class Wave:
     format: str = ""
 
 
-def read_wave_file(spec: SurveySpec, path: Path, *, source: str | None = None) -> pd.DataFrame:
+def read_wave_file(spec: SurveySpec, path: Path, *, source: str | None = None,
+                   options: dict | None = None) -> pd.DataFrame:
     """Read one wave file by its extension, missing codes as NA, validated by the spec's schema
     (SchemaViolation names the column, the rule, the first offending rows and, for a CSV, the text
     of values that were read as missing), numeric variables as numbers, columns in spec order.
 
     The spec's ``source.options`` are reader options for its ``source.format``: they apply to files
-    of that format (to every file when the spec names no format).
+    of that format (to every file when the spec names no format); ``options`` (the command line's
+    ``--sep`` ...) override them. The spec's ``source.metadata`` is the Argus ``.rda`` of the files.
     """
     path = Path(path)
-    fmt = file_format(path, default=spec.source.format)
-    options = dict(spec.source.options) if spec.source.format in (None, fmt) else {}
-    data = read_survey_file(path, default_format=fmt, options=options)
-    data = apply_missing_codes(data, spec)
+    metadata = source_metadata(spec)
+    fmt = file_format(path, default=spec.source.format, metadata=metadata)
+    options = {**(dict(spec.source.options) if spec.source.format in (None, fmt) else {}), **(options or {})}
+    contents = read_with_metadata(path, options=options, default_format=fmt, metadata=metadata, user_missing=False)
+    data = apply_missing_codes(contents.data, spec)
     validate(
         data,
         microdata_schema(spec),
         source=source or f"{spec.survey} ({path.name}, {fmt})",
-        original_text=(lambda: read_csv_text(path, options=options)) if fmt == "csv" else None,
+        original_text=(lambda: read_csv_text(path, options=contents.source_options)) if fmt == "csv" else None,
     )
     return spec_column_order(numbers_from_text(data, spec), spec)
 
@@ -201,6 +175,6 @@ def read_wave_file(spec: SurveySpec, path: Path, *, source: str | None = None) -
 def read_wave(spec: SurveySpec, wave: str, landing: Path) -> Wave:
     """Locate, read and validate a wave (missing-value codes become NA); the file is not modified."""
     path = locate_wave_file(spec, wave, landing)
-    fmt = file_format(path, default=spec.source.format)
+    fmt = file_format(path, default=spec.source.format, metadata=source_metadata(spec))
     data = read_wave_file(spec, path, source=f"{spec.survey} wave {wave} ({path.name}, {fmt})")
     return Wave(data=data, path=path, sha256=file_sha256(path), format=fmt)

@@ -121,8 +121,8 @@ def test_empty_and_unreadable_files(tmp_path):
 def test_missing_wave_file(tmp_path):
     with pytest.raises(SDCInputError, match="wave 'w9' of survey 'toy': no file"):
         locate_wave_file(SPEC, "w9", tmp_path)
-    with pytest.raises(SDCInputError, match="unknown file type"):
-        read_survey_file(tmp_path / "x.xlsx")
+    with pytest.raises(SDCInputError, match="x.foo: unknown file type '.foo'"):
+        read_survey_file(tmp_path / "x.foo")
 
 
 def test_classification_suggestions():
@@ -194,9 +194,11 @@ def test_read_errors_name_file_and_format(tmp_path):
     (folder / "w2.sas7bdat").write_bytes(b"not sas")
     with pytest.raises(SDCInputError, match=r"w2.sas7bdat: cannot be read as sas"):
         read_wave(CSV_SPEC, "w2", tmp_path)
+    # issue 34: a Latin-1 (Windows-1252) file is read in its encoding, no longer refused
     (folder / "w3.csv").write_bytes("id;sex;region;income;w\n1;1;Zürich;1;1\n".encode("latin-1"))
-    with pytest.raises(SDCInputError, match=r"w3.csv: cannot be read as csv .*source.options.encoding"):
-        read_wave(CSV_SPEC, "w3", tmp_path)
+    assert read_wave(CSV_SPEC, "w3", tmp_path).data["region"].tolist() == ["Zürich"]
+    with pytest.raises(SDCInputError, match=r"w3.csv: unknown encoding 'klingon' in source.options.encoding"):
+        read_survey_file(folder / "w3.csv", options={"encoding": "klingon"})
     (folder / "w4.csv").write_text("")
     with pytest.raises(SDCInputError, match=r"w4.csv: the file is empty \(read as csv\)"):
         read_wave(CSV_SPEC, "w4", tmp_path)

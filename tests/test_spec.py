@@ -272,7 +272,7 @@ def test_a_yaml_syntax_error_is_one_error(tmp_path):
         # A missing section stops the pass; what was found before it (line 3) is kept, the plans are
         # not checked (their step 0 names no known column only because no variable is known).
         ("survey: s\nsource:\n  colour: 1\nplans:\n  p: [{method: pram, variable: a, retention: 0.8}]\n",
-         ["s.yaml:3: source.colour: unknown key; expected one of ['format', 'options', 'path']",
+         ["s.yaml:3: source.colour: unknown key; expected one of ['format', 'metadata', 'options', 'path']",
           "s.yaml: variables: expected a mapping of column name to role"]),
     ],
 )

@@ -1,8 +1,11 @@
 """The ``sdc`` command: draft, check and run a survey without the UI, or start the UI.
 
 ``sdc init SURVEY --from FILE``  drafts a commented survey spec from a data file into
-              ``<data home>/specs/SURVEY.yaml`` (never overwriting one).
-``sdc check SPEC [--data FILE]`` validates a spec (and a data file against it) without running anything.
+              ``<data home>/specs/SURVEY.yaml`` (never overwriting one); ``--sep``, ``--encoding``,
+              ``--decimal``, ``--no-header``, ``--sheet`` say how the file is written instead of
+              detecting it.
+``sdc check SPEC [--data FILE]`` validates a spec (and a data file against it, the same options
+              overriding the spec's ``source.options``) without running anything.
 ``sdc run SURVEY WAVE [--file FILE]`` materialises one wave through the code location of the UI.
 ``sdc demo``  puts the bundled demo waves into the landing folder, registers them as partitions and
               materialises every asset (with its checks) in-process, then prints a summary.
@@ -28,7 +31,7 @@ from sdc_dagster.cli.demo import run_demo
 from sdc_dagster.cli.plans import run_plan
 from sdc_dagster.cli.releases import run_audit, run_promote, run_report
 from sdc_dagster.cli.run import run_wave
-from sdc_dagster.cli.specs import run_check, run_init
+from sdc_dagster.cli.specs import reader_options, run_check, run_init
 from sdc_dagster.cli.status import EXIT_BAD_DATA, EXIT_BAD_SPEC, EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_WITHHELD
 from sdc_dagster.cli.ui import run_ui
 from sdc_dagster.files import storage_problem
@@ -49,6 +52,24 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_RUN_FAILED
 
 
+def _reader_arguments(parser: argparse.ArgumentParser, how: str) -> None:
+    """The options that say how a data file is written (the CSV dialect, a workbook's sheet)."""
+    group = parser.add_argument_group(f"how the data file is written ({how})")
+    group.add_argument("--sep", help="CSV separator: , ; | or tab")
+    group.add_argument("--encoding", help="CSV encoding, e.g. utf-8, utf-8-sig, cp1252, latin-1")
+    group.add_argument("--decimal", help="decimal mark of the CSV's numbers: . or ,")
+    header = group.add_mutually_exclusive_group()
+    header.add_argument("--no-header", dest="header", action="store_false", default=None,
+                        help="the first row is data (columns V1..Vn)")
+    header.add_argument("--header", dest="header", action="store_true", help="the first row names the columns")
+    group.add_argument("--sheet", help="the workbook's sheet, by name or by its number counted from 0")
+
+
+def _given_reader_options(args: argparse.Namespace) -> dict:
+    return reader_options(sep=args.sep, encoding=args.encoding, decimal=args.decimal, header=args.header,
+                          sheet=args.sheet)
+
+
 def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(
         prog="sdc", description="Statistical disclosure control pipeline (Dagster).",
@@ -58,13 +79,16 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument("--home", help="data home (default: $SDC_HOME, else ./.sdc_home if it exists, else the "
                                        "per-user data folder)")
     sub = parser.add_subparsers(dest="command", required=True)
-    init = sub.add_parser("init", help="draft a survey spec from a data file (.sav .zsav .dta .sas7bdat .xpt .csv .parquet)")
+    init = sub.add_parser("init", help="draft a survey spec from a data file (.csv .sav .zsav .dta .sas7bdat .xpt "
+                                       ".parquet .xlsx .xls .ods, Argus .asc with its .rda)")
     init.add_argument("survey")
     init.add_argument("--from", dest="data_file", required=True, metavar="FILE")
     init.add_argument("--spec", help="where to write it (default: <data home>/specs/SURVEY.yaml)")
+    _reader_arguments(init, "instead of detecting it")
     check = sub.add_parser("check", help="validate a spec, and a data file against it, without running anything")
     check.add_argument("spec")
     check.add_argument("--data", metavar="FILE")
+    _reader_arguments(check, "instead of the spec's source.options")
     run = sub.add_parser("run", help="materialise one wave of one survey (recorded in the UI's run history)")
     run.add_argument("survey")
     run.add_argument("wave")
@@ -93,9 +117,10 @@ def _main(argv: list[str] | None) -> int:
     report.add_argument("--pdf", action="store_true", help="print the report to <wave>.pdf with headless Chromium")
     args = parser.parse_args(argv)
     if args.command == "init":
-        return run_init(args.survey, args.data_file, spec_file=args.spec, home=args.home)
+        return run_init(args.survey, args.data_file, spec_file=args.spec, home=args.home,
+                        options=_given_reader_options(args))
     if args.command == "check":
-        return run_check(args.spec, data_file=args.data)
+        return run_check(args.spec, data_file=args.data, options=_given_reader_options(args))
     if args.command == "run":
         return run_wave(args.survey, args.wave, data_file=args.file, home=args.home, verbose=args.verbose)
     if args.command == "demo":

@@ -10,10 +10,21 @@ from sdc_dagster.cli.home import prepare_environment, unsafe_names
 from sdc_dagster.cli.status import EXIT_BAD_DATA, EXIT_BAD_SPEC, EXIT_OK, EXIT_USAGE
 from sdc_dagster.files import write_atomic
 
+def reader_options(*, sep: str | None = None, encoding: str | None = None, decimal: str | None = None,
+                   header: bool | None = None, sheet: str | None = None) -> dict:
+    """The reader options given on the command line (``--sep ';' --encoding cp1252 --decimal ,
+    --no-header --sheet NAME``) as ``source.options``: ``\\t`` or ``tab`` is a tab; a sheet given
+    by digits is its number counted from 0."""
+    given = {"sep": "\t" if sep in ("\\t", "tab") else sep, "encoding": encoding, "decimal": decimal,
+             "header": header, "sheet": int(sheet) if sheet is not None and sheet.isdigit() else sheet}
+    return {key: value for key, value in given.items() if value is not None}
+
+
 def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, home: str | None = None,
-             out=None) -> int:
+             out=None, options: dict | None = None) -> int:
     """Draft the spec of survey ``survey_name`` from ``data_file`` (:func:`sdc_dagster.spec.draft.draft_spec`)
-    into ``spec_file`` (default ``<data home>/specs/<survey>.yaml``); an existing file is never overwritten."""
+    into ``spec_file`` (default ``<data home>/specs/<survey>.yaml``); an existing file is never
+    overwritten. ``options``: reader options given on the command line (:func:`reader_options`)."""
     out = out or sys.stdout
     prepare_environment(home)
     if unsafe_names("init", out, ("survey name", survey_name)):
@@ -32,7 +43,7 @@ def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, 
         print(f"sdc init: {survey_name!r} is the name of a bundled demo survey; choose another name", file=out)
         return EXIT_USAGE
     try:
-        text = draft_spec(data_file, survey_name)
+        text = draft_spec(data_file, survey_name, options=options)
     except SDCInputError as exc:
         print(f"sdc init: {exc}", file=out)
         return EXIT_BAD_DATA
@@ -66,9 +77,10 @@ def _spec_line(spec_file: Path, lines: list[str], message: str) -> str:
     return f"   {number} | {lines[int(number) - 1]}"
 
 
-def run_check(spec_file: str, *, data_file: str | None = None, out=None) -> int:
-    """Validate a spec and, given ``data_file``, the data against it (the schema of ``raw_microdata``);
-    nothing is run or written. Every independent error of the spec (in YAML line order), or else of
+def run_check(spec_file: str, *, data_file: str | None = None, out=None, options: dict | None = None) -> int:
+    """Validate a spec and, given ``data_file``, the data against it (the schema of ``raw_microdata``),
+    read with the spec's ``source.options`` overridden by ``options`` (the command line's, see
+    :func:`reader_options`); nothing is run or written. Every independent error of the spec (in YAML line order), or else of
     the data, is printed on its own line: the file, the line and key, and what was expected; or the
     column, the rule and the first offending rows."""
     out = out or sys.stdout
@@ -98,7 +110,7 @@ def run_check(spec_file: str, *, data_file: str | None = None, out=None) -> int:
     if data_file is None:
         return EXIT_OK
     try:
-        data = read_wave_file(spec, Path(data_file))
+        data = read_wave_file(spec, Path(data_file), options=options)
     except SchemaViolation as exc:
         for problem in exc.problems:
             print(f"sdc check: {exc.source}: {problem}", file=out)

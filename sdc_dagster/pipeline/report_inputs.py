@@ -17,7 +17,7 @@ from sdc_dagster.pipeline.risk import Contributions, RiskScores
 from sdc_dagster.pipeline.search import PlanSearch
 from sdc_dagster.pipeline.variant import released_keys, retained_records, values_changed
 from sdc_dagster.report import MeasureNote, PlanSummary, ReportInputs
-from sdc_dagster.sources import value_labels
+from sdc_dagster.sources import source_metadata, value_labels
 from sdc_dagster.spec import SurveySpec
 
 
@@ -180,5 +180,6 @@ def report_inputs(
         measure_notes=[*risk_scores.notes, *contributions.notes, *evaluation.notes],
         search_front=search.front if search is not None else None,
         search=search.summary if search is not None else None,
-        value_labels=value_labels(source, default_format=spec.source.format) if source is not None else {},
+        value_labels=(value_labels(source, default_format=spec.source.format, metadata=source_metadata(spec))
+                      if source is not None else {}),
     )

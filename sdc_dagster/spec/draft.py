@@ -37,17 +37,31 @@ def _flow(value) -> str:
     return text.removesuffix("...").strip()  # a scalar is dumped as a document with an end marker
 
 
-def draft_spec(path: str | Path, survey: str) -> str:
+def _read_as(contents) -> list[str]:
+    """The draft's comment lines on how the file was read: what was detected, and how to change it."""
+    lines = [f"read as: {'; '.join(contents.notes)}"] if contents.notes else []
+    if contents.notes and contents.format in ("csv", "spreadsheet"):
+        lines.append("(detected from the file: change source.options, or give sdc init --sep/--encoding/"
+                     "--decimal/--no-header/--sheet, to read it otherwise)")
+    return lines
+
+
+def draft_spec(path: str | Path, survey: str, *, options: dict | None = None) -> str:
     """A commented YAML survey spec for the data file ``path``, accepted by ``sdc check``.
 
     Parameters
     ----------
-    path : a ``.csv``, ``.parquet``, ``.sav``, ``.zsav``, ``.dta``, ``.sas7bdat`` or ``.xpt`` file.
+    path : a ``.csv``, ``.parquet``, ``.sav``, ``.zsav``, ``.dta``, ``.sas7bdat``, ``.xpt``,
+        ``.xlsx``, ``.xlsm``, ``.xls``, ``.ods`` file, or Argus data (``.asc``, or a ``.csv`` with its
+        ``.rda`` beside it); read by :func:`~sdc_dagster.spec.reading.read_with_metadata`.
     survey : the survey's name (a letter, then letters, digits or ``_``).
+    options : reader options given on the command line (``sep``, ``encoding``, ``decimal``,
+        ``header``, ``sheet``); the rest of the CSV dialect is detected.
 
     Returns
     -------
-    The spec text: every column with its type (and SPSS/Stata variable label) and its drafted role
+    The spec text: the source (its format, the reader options that read it, with a comment saying
+    what was detected; an Argus file's ``.rda`` as ``metadata``), every column with its type (and SPSS/Stata variable label) and its drafted role
     (:func:`draft_roles`) with a comment giving the reason, value labels as commented categories,
     SPSS user-missing codes as ``missing:``, the risk parameters of SPEC §12 (with
     ``max_linkage_risk`` when there are continuous keys) and the plans to start from: local
@@ -56,7 +70,7 @@ def draft_spec(path: str | Path, survey: str) -> str:
     """
     path = Path(path)
     check_name("survey name", survey)
-    contents = read_with_metadata(path)
+    contents = read_with_metadata(path, options=options)
     drafted = draft_roles(contents)
     lines = [
         f"# Survey spec drafted by `sdc init` from {path.name} ({len(contents.data)} records,",
@@ -67,8 +81,13 @@ def draft_spec(path: str | Path, survey: str) -> str:
         "source:",
         f"  path: {_flow(str(path.resolve()))}",
         f"  format: {contents.format}",
-        "variables:",
     ]
+    if contents.source_options:
+        lines.append(f"  options: {_flow(contents.source_options)}")
+    if contents.metadata_path:
+        lines.append(f"  metadata: {_flow(contents.metadata_path)}")
+    lines += [f"  # {note}" for note in _read_as(contents)]
+    lines.append("variables:")
     for v in drafted:
         entry = {"role": v.role}
         if v.scale is not None:

@@ -10,6 +10,7 @@ because importing the protection methods (numba, scipy) takes seconds that readi
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -272,12 +273,41 @@ def _check_recode_categories(where: str, steps: list, failed: set[int], variable
 
 def _parse_source(raw: Any, problems: _Problems) -> Source:
     src = _mapping(raw, "source")
-    problems.unknown_keys(src, "source", {"path", "format", "options"})
+    problems.unknown_keys(src, "source", {"path", "format", "options", "metadata"})
     fmt = src.get("format")
     problems.attempt(_expect, fmt is None or fmt in FORMATS.values(), "source.format",
                      f"one of {sorted(set(FORMATS.values()))}")
     options = problems.attempt(_mapping, src.get("options", {}), "source.options", default={})
-    return Source(path=src.get("path"), format=fmt, options=dict(options))
+    for key, value in options.items():
+        if key in _READER_OPTIONS:
+            rule, what = _READER_OPTIONS[key]
+            problems.attempt(_expect, rule(value), f"source.options.{key}", f"{what}, got {value!r}")
+    metadata = src.get("metadata")
+    problems.attempt(_expect, metadata is None or (isinstance(metadata, str) and metadata.strip() != ""),
+                     "source.metadata", f"the path of an Argus .rda metadata file, got {metadata!r}")
+    return Source(path=src.get("path"), format=fmt, options=dict(options), metadata=metadata)
+
+
+def _known_encoding(value: Any) -> bool:
+    try:
+        codecs.lookup(value)
+    except (LookupError, TypeError):
+        return False
+    return True
+
+
+# The reader options a spec's source.options may give (the CSV dialect, the workbook's sheet),
+# each with its rule; other options are passed on to the reader as they are.
+_READER_OPTIONS = {
+    "sep": (lambda v: isinstance(v, str) and v != "", "a separator such as ',', ';', '\\t' or '|'"),
+    "encoding": (lambda v: isinstance(v, str) and _known_encoding(v), "an encoding such as utf-8, utf-8-sig or cp1252"),
+    "decimal": (lambda v: isinstance(v, str) and len(v) == 1, "a one-character decimal mark, '.' or ','"),
+    "header": (lambda v: isinstance(v, bool) or (isinstance(v, int) and v >= 0),
+               "true (the first row names the columns) or false (no header row: columns V1..Vn)"),
+    "quotechar": (lambda v: isinstance(v, str) and len(v) == 1, "one quote character"),
+    "sheet": (lambda v: (isinstance(v, str) and v != "") or (isinstance(v, int) and not isinstance(v, bool) and v >= 0),
+              "a sheet's name or its number counted from 0"),
+}
 
 
 def _parse_risk(raw: Any, problems: _Problems) -> RiskParameters:

@@ -25,8 +25,11 @@ ROLES = (
     "other",
 )
 SCALES = ("nominal", "ordinal", "continuous")
-# File extension -> format of a wave file; a wave is read by its extension, the spec's
-# ``source.format`` applies to files without one.
+# File extension -> format of a wave file; a wave is read by its extension (or by its content when
+# that says otherwise, :func:`sdc_dagster.spec.reading.file_format`), the spec's ``source.format``
+# applies to files without one. "spreadsheet": Excel and OpenDocument workbooks; "argus": data
+# described by an Argus ``.rda`` metadata file (fixed-width ``.asc``, or free format with
+# ``<SEPARATOR>``: a ``.csv`` with an ``.rda`` beside it, or the spec's ``source.metadata``).
 FORMATS = {
     ".csv": "csv",
     ".parquet": "parquet",
@@ -35,6 +38,11 @@ FORMATS = {
     ".dta": "stata",
     ".sas7bdat": "sas",
     ".xpt": "xport",
+    ".xlsx": "spreadsheet",
+    ".xlsm": "spreadsheet",
+    ".xls": "spreadsheet",
+    ".ods": "spreadsheet",
+    ".asc": "argus",
 }
 # Formats a released safe file can be written in (``release.formats``; SAS waves are released as xport).
 RELEASE_FORMATS = ("spss", "stata", "csv", "parquet", "xport")
@@ -102,6 +110,7 @@ class Source:
     path: str | None = None
     format: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    metadata: str | None = None  # the Argus .rda describing the wave files (relative to the spec's folder)
 
 
 @dataclass(frozen=True)
