@@ -9,6 +9,7 @@ import re
 from datetime import timezone
 
 from sdc_dagster.report.inputs import ReportInputs
+from sdc_dagster.report.references import slug
 
 #: The decisions a reviewer chooses from in the sign-off block.
 DECISIONS = ("release", "withhold", "release with conditions")
@@ -87,7 +88,7 @@ _HEADING = re.compile(r'<h([23])(?: id="([^"]*)")?>(.*?)</h\1>', re.S)
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", html.unescape(re.sub(r"<[^>]+>", "", text)).lower()).strip("-") or "section"
+    return slug(html.unescape(re.sub(r"<[^>]+>", "", text))) or "section"
 
 
 def with_contents(body: str) -> tuple[str, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 
 #: Full entries of the references, by the short form the text cites them with.
 REFERENCES: dict[str, str] = {
@@ -176,7 +177,14 @@ def citation_text(section: str) -> str:
 
 def anchor(key: str) -> str:
     """The id of a reference's entry in the references section."""
-    return "ref-" + re.sub(r"[^a-z0-9]+", "-", key.lower()).strip("-")
+    return "ref-" + slug(key)
+
+
+def slug(text: str) -> str:
+    """``text`` as an HTML id: lower-case ASCII letters and digits joined by hyphens ("Młodak 2020" ->
+    "mlodak-2020")."""
+    ascii_text = unicodedata.normalize("NFKD", text.lower().replace("ł", "l")).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]+", "-", ascii_text).strip("-")
 
 
 def cite_html(*cited: tuple[str, str]) -> str:
