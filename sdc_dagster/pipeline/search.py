@@ -376,7 +376,7 @@ def search_wave(
         if not best:
             return "no candidate meets the risk target yet"
         found = best[0]
-        return (f"best so far: {measure} {found.loss:.4g}, global risk {found.global_risk:.4g} "
+        return (f"best so far: {measure} {found.loss:.4g}, global risk {100 * found.global_risk:.3g} % "
                 f"({found.plan.description.removeprefix('searched plan: ')})")
 
     def walk(positions, use_bound: bool) -> tuple[str, int]:
