@@ -15,9 +15,6 @@ import unicodedata
 
 #: Full entries of the references, by the short form the text cites them with.
 REFERENCES: dict[str, str] = {
-    "Benschop, Machingauta & Welch 2019": (
-        "Benschop, T., Machingauta, C. & Welch, M. (2019). Statistical Disclosure Control: A Practice Guide "
-        "(for sdcMicro). World Bank / International Household Survey Network; sdcpractice.readthedocs.io."),
     "Cramér 1946": "Cramér, H. (1946). Mathematical Methods of Statistics. Princeton: Princeton University Press.",
     "Domingo-Ferrer & Mateo-Sanz 2002": (
         "Domingo-Ferrer, J. & Mateo-Sanz, J. M. (2002). Practical data-oriented microaggregation for "
@@ -69,10 +66,11 @@ REFERENCES: dict[str, str] = {
     "Młodak 2019": (
         "Młodak, A. (2019). Wykorzystanie miernika kompleksowego w ocenie straty informacji na skutek kontroli "
         "ujawniania mikrodanych [Using a complex measure to assess the information loss due to the disclosure "
-        "control of microdata]. Przegląd Statystyczny (Statistical Review), 66(1), 7–26."),
+        "control of microdata]. Przegląd Statystyczny (Statistical Review), 66(1), 7–26. "
+        "doi:10.5604/01.3001.0013.8285."),
     "Młodak 2020": (
         "Młodak, A. (2020). Information loss resulting from statistical disclosure control of output data. "
-        "Wiadomości Statystyczne. The Polish Statistician, 65(9), 7–27."),
+        "Wiadomości Statystyczne. The Polish Statistician, 65(9), 7–27. doi:10.5604/01.3001.0014.4121."),
     "Młodak 2025": (
         "Młodak, A. (2025). A method of complex disclosure risk assessment for microdata. Journal of Probability "
         "and Statistics, 2025, article 1876232. doi:10.1155/jpas/1876232."),
@@ -109,11 +107,11 @@ _SDCMICRO = ("Templ, Kowarik & Meindl 2015", "")
 #: The published sources of each section of the formula notes the measures name (``Measure.spec``),
 #: most specific first: ``(short form, where in it)``.
 SECTION_SOURCES: dict[str, tuple[tuple[str, str], ...]] = {
-    "2": (_RISK, ("Benschop, Machingauta & Welch 2019", "ch. 7"), _SDCMICRO),
+    "2": (_RISK, _SDCMICRO),
     "3.1": (("Sweeney 2002", ""), _RISK, _SDCMICRO),
     "3.2": (("Franconi & Polettini 2004", ""), _RISK, _SDCMICRO),
     "3.3": (("Franconi & Polettini 2004", ""), _RISK, _SDCMICRO),
-    "3.5": (_RISK, ("Benschop, Machingauta & Welch 2019", "ch. 7"), _SDCMICRO),
+    "3.5": (_RISK, _SDCMICRO),
     "3.6": (("Machanavajjhala et al. 2007", ""), _SDCMICRO),
     "3.7": (("Li, Li & Venkatasubramanian 2007", ""),),
     "3.8": (("Elliot, Manning & Ford 2002", ""), ("Manning, Haglin & Keane 2008", ""), _SDCMICRO),
