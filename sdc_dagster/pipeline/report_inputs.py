@@ -18,8 +18,7 @@ from sdc_dagster.pipeline.protection import ProtectedVariant, checks_not_applica
 from sdc_dagster.pipeline.risk import Contributions, RiskScores
 from sdc_dagster.pipeline.search import PlanSearch
 from sdc_dagster.pipeline.variant import released_keys, retained_records, values_changed
-from sdc_dagster.report import MeasureNote, PlanSummary, ReportInputs
-from sdc_dagster.report.inputs import RunInfo, SignOff
+from sdc_dagster.report import MeasureNote, PlanSummary, ReportInputs, RunInfo, SignOff
 from sdc_dagster.sources import value_labels
 from sdc_dagster.spec import SurveySpec
 
