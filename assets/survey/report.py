@@ -48,7 +48,7 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
             "contents; decision first; sign-off block; references), its JSON figures, and the survey's index of "
             "waves."
         ),
-        code_version=code_version(spec.variables, spec.risk, spec.plans),
+        code_version=code_version(spec.variables, spec.risk, spec.plans, spec.report),  # report: names its signers
         check_specs=[wave_release_check_spec(AssetKey([spec.survey, "sdc_report"]))],
         **common(spec),
     )
