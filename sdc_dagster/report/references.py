@@ -187,8 +187,10 @@ def slug(text: str) -> str:
 
 def cite_html(*cited: tuple[str, str]) -> str:
     """Citations as HTML, each linked to its entry: "(<a href=#ref-...>Hundepool et al. 2012</a>, §3.3; ...)"."""
+    for key, where in cited:
+        short_form(key, where)  # a source without its entry in the references is a bug
     links = [f'<cite><a href="#{anchor(key)}">{html.escape(key)}</a>{html.escape(", " + where if where else "")}</cite>'
-             for key, where in cited if short_form(key, where)]
+             for key, where in cited]
     return "(" + "; ".join(links) + ")"
 
 
