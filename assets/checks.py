@@ -18,6 +18,7 @@ from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetK
 
 from sdc_dagster.pipeline.protection import CheckOutcome, release_check_names
 from sdc_dagster.spec import Plan, SurveySpec
+from sdc_dagster.report.references import citation_text
 
 def release_check_specs(spec: SurveySpec, plan: Plan, asset: AssetKey) -> list[AssetCheckSpec]:
     """The release checks of one plan's protected asset (the outcomes of
@@ -25,12 +26,15 @@ def release_check_specs(spec: SurveySpec, plan: Plan, asset: AssetKey) -> list[A
     :func:`sdc_dagster.pipeline.protection.release_check_names`)."""
     descriptions = {
         "k_anonymity": (f"withholds the variant unless every record's key is shared by at least {plan.k} records "
-                        "(fk >= k, SPEC §3.1)"),
-        "global_risk": f"withholds the variant unless its global risk <= {spec.risk.max_global_risk} (SPEC §3.3)",
+                        f"(fk >= k; {citation_text('3.1')})"),
+        "global_risk": (f"withholds the variant unless its global risk <= {spec.risk.max_global_risk} "
+                        f"({citation_text('3.3')})"),
         "linkage_risk": (f"withholds the variant unless at most {spec.risk.max_linkage_risk} of the records are linked "
-                         "to their own original by the best distance-based record linkage (SPEC §4.1)"),
-        "no_direct_identifier": "withholds the variant unless no direct identifier column is released (SPEC §8.1)",
-        "individual_risk": f"warning: no record with individual risk > {spec.risk.individual_risk_threshold} (SPEC §3.3)",
+                         f"to their own original by the best distance-based record linkage ({citation_text('4.1')})"),
+        "no_direct_identifier": ("withholds the variant unless no direct identifier column is released "
+                                 f"({citation_text('8.1')})"),
+        "individual_risk": (f"warning: no record with individual risk > {spec.risk.individual_risk_threshold} "
+                            f"({citation_text('3.2')})"),
     }
     return [AssetCheckSpec(name=name, asset=asset, description=descriptions[name])
             for name in release_check_names(spec)]
@@ -58,7 +62,7 @@ def original_risk_check_spec(spec: SurveySpec, asset: AssetKey) -> AssetCheckSpe
     return AssetCheckSpec(
         name="global_risk_before_protection",
         asset=asset,
-        description=f"global risk of the unprotected wave <= {spec.risk.max_global_risk} (SPEC §3.3)",
+        description=f"global risk of the unprotected wave <= {spec.risk.max_global_risk} ({citation_text('3.3')})",
     )
 
 

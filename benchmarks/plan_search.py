@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from sdc_dagster.pipeline.search import search_wave
+from sdc_dagster.pipeline.search import progress_line, search_wave
 from sdc_dagster.spec import parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +77,8 @@ def main() -> None:
     for continuous in (False, True):
         spec = parse_spec(wave_spec(args.budget, continuous))
         start = time.perf_counter()
-        result = search_wave(wave, spec, wave="w", progress=lambda line: print("  ", line, flush=True))
+        result = search_wave(wave, spec, wave="w",
+                             progress=lambda done, total, note: print("  ", progress_line(done, total, note), flush=True))
         report(f"bootstrapped wave ({len(wave):,} records, {len(spec.categorical_keys)} keys, "
                f"{len(spec.continuous_keys)} continuous keys, budget {spec.search.budget_seconds:g} s)", result)
         print(f"  wall {time.perf_counter() - start:.1f} s")

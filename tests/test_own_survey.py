@@ -280,5 +280,9 @@ def test_a_library_warning_goes_to_the_run_log_not_the_console(home, monkeypatch
     assert main(["run", "testdata", "2024"]) == 0
     printed = capsys.readouterr()
     assert "a library speaks up" not in printed.out + printed.err
+    # the plan search's progress is shown as it goes: nodes settled of the lattice, best so far
+    progress = re.findall(r"^\s+[\d.]+s  plan search: ([\d,]+) of ([\d,]+) nodes \(\d+ %\); (.*)$", printed.out, re.M)
+    assert progress and progress[0][0] == "0" and any(done == total for done, total, _ in progress)
+    assert any(note.startswith("best so far: lambda_arctan") for _, _, note in progress)
     logs = list((home / "logs" / "testdata" / "2024").glob("*.log"))
     assert len(logs) == 1 and "UserWarning: a library speaks up" in logs[0].read_text()

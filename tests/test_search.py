@@ -19,7 +19,7 @@ from sdc_dagster.protect.plan import apply_plan
 from sdc_dagster.search_space import key_hierarchy, search_space
 from sdc_dagster.keys import key_digits
 from sdc_dagster.risk.categorical import k_anonymity_violations, risk_table
-from sdc_dagster.pipeline.search import SEARCHED_PLAN, _Lattice, search_wave
+from sdc_dagster.pipeline.search import SEARCHED_PLAN, _Lattice, progress_line, search_wave
 from sdc_dagster.spec import SEARCH_METHODS, Plan, SearchOptions, SpecError, Variable, load_spec, parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,10 +141,8 @@ def check_recommended(data, spec, result):
 
 def test_recommended_plan_passes_the_release_checks_and_the_front_is_explained(testdata):
     spec = categorical_spec(KEYS, max_global_risk=0.0008)
-    lines = []
-    result = search_wave(testdata, spec, progress=lines.append)
+    result = search_wave(testdata, spec)
     check_recommended(testdata, spec, result)
-    assert lines and "nodes" in lines[0]
     frame = result.front_frame()
     assert list(frame.columns) == ["plan", "steps", "global_risk", "k_violations", "linkage_risk", "loss",
                                    "suppressed", "recommended"]
@@ -153,6 +151,38 @@ def test_recommended_plan_passes_the_release_checks_and_the_front_is_explained(t
     assert result.stricter is None or result.stricter["target"] == 0.0004
     assert set(result.space) == set(KEYS) and result.space["water"][0] == "original (8 categories)"
     assert result.bound and result.seconds > 0
+
+
+def test_progress_counts_the_walk_up_to_every_node_with_the_best_so_far(testdata):
+    """The plain progress callback of the lattice walk: (nodes settled, nodes in all, note), the
+    counts increasing at most a tenth of the lattice apart and ending at the total; the note names
+    the best candidate so far, whose loss never rises."""
+    spec = categorical_spec(KEYS, k=1, max_global_risk=1.0)
+    calls = []
+    result = search_wave(testdata, spec, exhaustive=True, progress=lambda *call: calls.append(call))
+    total = result.nodes_total
+    assert total > 10 and all(t == total for _, t, _ in calls)
+    walk = [done for done, _, note in calls if "best so far" in note]
+    assert walk[-1] == total and all(b > a for a, b in zip(walk, walk[1:]))
+    assert all(b - a <= np.ceil(0.1 * total) for a, b in zip([0, *walk], walk))  # every 10 % at least
+    assert [done for done, _, _ in calls] == sorted(done for done, _, _ in calls)  # never backwards
+    losses = [float(note.split("lambda_arctan ")[1].split(",")[0]) for _, _, note in calls if "best so far" in note]
+    assert losses and losses == sorted(losses, reverse=True)
+    assert losses[-1] == pytest.approx(min(c.loss for c in result.candidates if c.reaches_target), rel=1e-3)
+    assert calls[-1][2].startswith(f"done: {result.nodes_evaluated} of {total} nodes evaluated")
+    assert progress_line(120, 1200, "best so far: x") == "plan search: 120 of 1,200 nodes (10 %); best so far: x"
+
+
+def test_progress_of_a_walk_the_loss_bound_stops_ends_at_the_total(testdata):
+    """The nodes the loss bound rules out are settled: the walk's last count is the total."""
+    spec = categorical_spec(KEYS, k=1, max_global_risk=1.0)  # the keys as they are meet the stricter target
+    calls = []
+    result = search_wave(testdata, spec, progress=lambda *call: calls.append(call))
+    assert not result.exhaustive and result.bound.startswith("loss bound")
+    bound = [call for call in calls if "loss bound" in call[2]]
+    assert len(bound) == 1 and bound[0][0] == bound[0][1] == result.nodes_total
+    left = int(result.bound.split("loss bound: ")[1].split(" nodes")[0].replace(",", ""))
+    assert f"the other {left:,} nodes cannot enter the front" in bound[0][2] and 0 < left < result.nodes_total
 
 
 def test_recode_only_loss_is_the_chains_loss(testdata):

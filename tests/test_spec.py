@@ -371,3 +371,22 @@ def test_every_independent_error_is_reported_with_its_line(tmp_path, variables, 
     found = located(err.value)
     assert [line for line, _ in found] == [line for line, _ in expected]
     assert all(message.startswith(start) for (_, message), (_, start) in zip(found, expected))
+
+
+def test_report_section_names_who_signs_the_report(tmp_path):
+    """``report:`` (optional) pre-fills the sign-off block of the report; each name is text, an
+    unknown key or a name that is not text is an error at its line."""
+    assert parse_spec(minimal()).report.prepared_by == "" and parse_spec(minimal()).report.reviewed_by == ""
+    named = parse_spec(minimal(report={"prepared_by": " A. Nowak ", "reviewed_by": "B. Kowal"})).report
+    assert (named.prepared_by, named.reviewed_by) == ("A. Nowak", "B. Kowal")
+    assert parse_spec(minimal(report={"reviewed_by": "B. Kowal"})).report.prepared_by == ""
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(minimal(report={"prepared_by": 7, "signed_by": "C"}), sort_keys=False))
+    with pytest.raises(SpecError) as err:
+        load_spec(path)
+    lines = {line.split(": ", 1)[1].split(":")[0]: line.split(":")[1] for line in str(err.value).splitlines()}
+    written = path.read_text().splitlines()
+    assert set(lines) == {"report.prepared_by", "report.signed_by"}
+    assert "prepared_by: 7" in written[int(lines["report.prepared_by"]) - 1]
+    assert "signed_by: C" in written[int(lines["report.signed_by"]) - 1]
+    assert "expected a name (non-empty text)" in str(err.value) and "unknown key" in str(err.value)

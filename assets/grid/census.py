@@ -32,7 +32,7 @@ grid_regions = DynamicPartitionsDefinition(name="grid_regions")
 
 
 class SwapConfig(Config):
-    """The grid spec's ``swap`` section (:class:`~sdc_dagster.grid_spec.SwapSpec`, SPEC §8.10)."""
+    """The grid spec's ``swap`` section (:class:`~sdc_dagster.grid_spec.SwapSpec`)."""
 
     swaprate: float = SwapSpec.swaprate
     k_anonymity: int = SwapSpec.k_anonymity
@@ -65,8 +65,8 @@ def census_microdata(context: AssetExecutionContext) -> pd.DataFrame:
     group_name=GROUP,
     code_version=CODE_VERSION,
     deps=[census_microdata],
-    description="Targeted record swapping of household geography (region > cell) across every region "
-    "(SPEC §8.10): the per-region summary (with the file of the region's swapped persons, under "
+    description="Targeted record swapping of household geography (region > cell) across every region: "
+    "the per-region summary (with the file of the region's swapped persons, under "
     "$SDC_HOME/census_swapped/) and the swapped households (cell before and after).",
 )
 def census_swapped(context: AssetExecutionContext, config: SwapConfig) -> dict[str, pd.DataFrame]:

@@ -47,13 +47,14 @@ from sdc_dagster.pipeline.grid_checks import (
 )
 from sdc_dagster.pipeline.grid_swap import swapped_region_file
 from sdc_dagster.assets.grid.census import CODE_VERSION, GROUP, grid_regions
+from sdc_dagster.report.references import citation_text
 
 #: 3: every variable group suppressed, "distribution" reads the national totals.
 SUPPRESSION_CODE_VERSION = "3"
 
 
 class SuppressionConfig(Config):
-    """The grid spec's ``suppression`` section (:class:`~sdc_dagster.grid_spec.SuppressionSpec`, SPEC §11.2)."""
+    """The grid spec's ``suppression`` section (:class:`~sdc_dagster.grid_spec.SuppressionSpec`)."""
 
     k: int = SuppressionSpec.k
     strategy: str = SuppressionSpec.strategy
@@ -62,7 +63,7 @@ class SuppressionConfig(Config):
 
 
 class CellKeyConfig(Config):
-    """The grid spec's ``cell_key`` section (:class:`~sdc_dagster.grid_spec.CellKeySpec`, SPEC §8.11)."""
+    """The grid spec's ``cell_key`` section (:class:`~sdc_dagster.grid_spec.CellKeySpec`)."""
 
     max_deviation: int = CellKeySpec.max_deviation
     variance: float = CellKeySpec.variance
@@ -109,7 +110,7 @@ def grid_counts_national(context: AssetExecutionContext, census_swapped: dict[st
 
 @asset(group_name=GROUP, code_version=CODE_VERSION,
        description="National count of every grid figure, per population, read from every swapped region: "
-       "the reference counts of the \"distribution\" suppression strategy (SPEC §11.2).")
+       "the reference counts of the \"distribution\" suppression strategy.")
 def grid_national_totals(context: AssetExecutionContext, census_swapped: dict[str, pd.DataFrame]) -> pd.DataFrame:
     summary = census_swapped["summary"]
     totals = national_totals(sorted(swapped_region_file(summary, r) for r in summary.index))
@@ -128,12 +129,12 @@ NO_SMALL_COUNTS_DESCRIPTION = "No published category count in 1..k-1 and no marg
         "grid_suppressed": AssetOut(
             code_version=SUPPRESSION_CODE_VERSION,
             description="Resident grid table after primary (0 < c < k) and secondary suppression, "
-            "consistent with the national-definition table; hidden = NA (SPEC §11.2, §11.4).",
+            "consistent with the national-definition table; hidden = NA.",
         ),
         "grid_suppressed_national": AssetOut(
             code_version=SUPPRESSION_CODE_VERSION,
             description="National-definition grid table, suppressed consistently with grid_suppressed: "
-            "same hidden pattern per cell, no disclosing difference published (SPEC §11.2, §11.4).",
+            "same hidden pattern per cell, no disclosing difference published.",
         ),
     },
     group_name=GROUP,
@@ -144,7 +145,7 @@ NO_SMALL_COUNTS_DESCRIPTION = "No published category count in 1..k-1 and no marg
                        description=NO_SMALL_COUNTS_DESCRIPTION),
         AssetCheckSpec("consistent_with_resident_table", asset="grid_suppressed_national",
                        description="Same hidden pattern as grid_suppressed on common cells, and no published "
-                       "category whose resident/national difference is in 1..k-1 (SPEC §11.4 differencing)."),
+                       "category whose resident/national difference is in 1..k-1 (disclosure by differencing)."),
     ],
 )
 def grid_consistent_suppression(
@@ -176,7 +177,7 @@ def grid_consistent_suppression(
            description="Perturbed counts are non-negative, within D of the original, zeros stay zero and no "
            "published count lies in 1..js, in every figure.")],
        description="Resident grid table (13 figures) of the swapped census perturbed by the cell key method "
-       "(ONS record keys 0..255 hashed from the person id, p-table D/V/js; SPEC §8.11).")
+       "(ONS record keys 0..255 hashed from the person id, p-table D/V/js).")
 def grid_cell_key(context: AssetExecutionContext, config: CellKeyConfig, census_swapped: dict[str, pd.DataFrame]):
     spec = parse_grid_spec({"cell_key": config.model_dump()}, source="grid_cell_key config").cell_key
     path = swapped_region_file(census_swapped["summary"], context.partition_key)
@@ -197,7 +198,8 @@ def grid_cell_key(context: AssetExecutionContext, config: CellKeyConfig, census_
 
 
 @asset(group_name=GROUP, partitions_def=grid_regions, code_version=CODE_VERSION,
-       description="Loss of the cell key route per variable: deviations, share changed, SPEC §9.1 distances.")
+       description=("Loss of the cell key route per variable: deviations, share changed, distances "
+                    f"({citation_text('9.1')})."))
 def grid_cell_key_loss(context: AssetExecutionContext, grid_cell_key: pd.DataFrame) -> pd.DataFrame:
     loss = cell_key_loss(grid_cell_key)
     context.add_output_metadata(
@@ -211,7 +213,7 @@ def grid_cell_key_loss(context: AssetExecutionContext, grid_cell_key: pd.DataFra
 
 
 @asset(group_name=GROUP, partitions_def=grid_regions, code_version=SUPPRESSION_CODE_VERSION,
-       description="Loss of the suppressed grid (SPEC §11.3-11.4, §9.10), difference table and map.")
+       description="Loss of the suppressed grid, difference table and map.")
 def grid_loss(
     context: AssetExecutionContext,
     grid_counts: pd.DataFrame,

@@ -17,6 +17,7 @@ from sdc_dagster.pipeline import evaluation
 from sdc_dagster.pipeline.protection import ProtectedVariant
 from sdc_dagster.pipeline.risk import Contributions, RiskScores, measure_notes_frame
 from sdc_dagster.spec import SurveySpec
+from sdc_dagster.report.references import citation_text
 
 
 def residual_risk_asset(spec: SurveySpec) -> AssetsDefinition:
@@ -47,7 +48,7 @@ def residual_contributions_asset(spec: SurveySpec) -> AssetsDefinition:
         ins={**ins(spec, "risk_contributions"), **plan_ins(spec)},
         description=(
             "Shapley and solidarity contributions of each quasi-identifier recomputed on each protected "
-            "variant (SPEC §6, §5.8), next to the original's: how each plan moved every variable's share."
+            f"variant ({citation_text('6')}), next to the original's: how each plan moved every variable's share."
         ),
         code_version=code_version(spec.variables, spec.risk),
         **common(spec),
@@ -71,7 +72,8 @@ def information_loss_asset(spec: SurveySpec) -> AssetsDefinition:
     @asset(
         name="information_loss",
         ins={**ins(spec, "raw_microdata"), **plan_ins(spec)},
-        description="Information loss of each protected variant (SPEC §9) and per-record TOPSIS loss (§10).",
+        description=(f"Information loss of each protected variant ({citation_text('9.1')}; {citation_text('9.4')}) "
+                     f"and per-record TOPSIS loss ({citation_text('10')})."),
         code_version=code_version(spec.variables),
         **common(spec),
     )

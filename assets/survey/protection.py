@@ -89,7 +89,9 @@ def plan_search_asset(spec: SurveySpec) -> AssetsDefinition:
         **common(spec),
     )
     def plan_search(context: AssetExecutionContext, raw_microdata: pd.DataFrame):
-        found = search.search_wave(raw_microdata, spec, wave=context.partition_key, progress=context.log.info)
+        found = search.search_wave(raw_microdata, spec, wave=context.partition_key,
+                                   progress=lambda done, total, note: context.log.info(
+                                       search.progress_line(done, total, note)))
         outcome = search.plan_search(found, spec)
         context.add_output_metadata({
             "front": table_markdown(outcome.front),

@@ -18,7 +18,7 @@ from sdc_dagster.assets.survey.common import (
     variants,
 )
 from sdc_dagster.pipeline.protection import ProtectedVariant
-from sdc_dagster.pipeline.report_inputs import WaveEvaluation, report_inputs
+from sdc_dagster.pipeline.report_inputs import WaveEvaluation, report_inputs, run_info
 from sdc_dagster.pipeline.risk import Contributions, RiskScores, measure_notes_of
 from sdc_dagster.resources.home import SdcHome
 from sdc_dagster.report import headline_table, recommendation, report_plots, write_report
@@ -44,10 +44,11 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
             **(ins(spec, "plan_search") if spec.search.enabled else {}),
         },
         description=(
-            "One self-contained HTML report per wave (decision first), its JSON figures, and the survey's "
-            "index of waves."
+            "One self-contained HTML report per wave (header with the run, data and software digests; table of "
+            "contents; decision first; sign-off block; references), its JSON figures, and the survey's index of "
+            "waves."
         ),
-        code_version=code_version(spec.variables, spec.risk, spec.plans),
+        code_version=code_version(spec.variables, spec.risk, spec.plans, spec.report),  # report: names its signers
         check_specs=[wave_release_check_spec(AssetKey([spec.survey, "sdc_report"]))],
         **common(spec),
     )
@@ -71,9 +72,13 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
             residual_contributions=residual_contributions,
             notes=measure_notes_of(information_loss["measure_notes"]),
         )
+        source = raw_source(context, wave)
+        record = context.instance.get_run_record_by_id(context.run_id)
+        started = record.start_time or record.create_timestamp.timestamp()  # the run's, not this render's
+        run = run_info(spec, context.run_id, started, wave, source["source_file"], source["source_sha256"])
         inputs = report_inputs(spec, wave, raw_microdata, risk_scores, risk_contributions, evaluated,
                                variants(spec, protected), search=searched,
-                               source=Path(raw_source(context, wave)["source_snapshot"]))
+                               source=Path(source["source_snapshot"]), run=run)
         plans = inputs.plans
         plots = report_plots(inputs)  # drawn once: in the report and in the metadata
         paths = write_report(inputs, home.reports / spec.survey, plots)

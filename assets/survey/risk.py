@@ -18,13 +18,14 @@ from sdc_dagster.pipeline import risk
 from sdc_dagster.report.plots import boxplot_svg, histogram_svg
 from sdc_dagster.schemas import key_frequencies_schema, risk_scores_schema, validate
 from sdc_dagster.spec import SurveySpec
+from sdc_dagster.report.references import citation_text
 
 
 def key_frequencies_asset(spec: SurveySpec) -> AssetsDefinition:
     @asset(
         name="key_frequencies",
         ins=ins(spec, "raw_microdata", "variable_classification"),
-        description="fk and Fk of every record's key (SPEC §2), computed in DuckDB.",
+        description=f"fk and Fk of every record's key ({citation_text('2')}), computed in DuckDB.",
         dagster_type=KEY_FREQUENCIES_TYPE,
         code_version=code_version(spec.variables),
         **common(spec),
@@ -59,7 +60,8 @@ def risk_scores_asset(spec: SurveySpec) -> AssetsDefinition:
     @asset(
         name="risk_scores",
         ins=ins(spec, "raw_microdata", "key_frequencies"),
-        description="Per-record disclosure risk (SPEC §3, §5) with the wave's global figures as metadata.",
+        description=(f"Per-record disclosure risk ({citation_text('3.2')}; {citation_text('5')}) with the wave's "
+                     "global figures as metadata."),
         code_version=code_version(spec.variables, spec.risk),
         check_specs=[original_risk_check_spec(spec, AssetKey([spec.survey, "risk_scores"]))] if spec.categorical_keys else [],
         **common(spec),
@@ -74,7 +76,7 @@ def risk_scores_asset(spec: SurveySpec) -> AssetsDefinition:
         metadata["measure_notes"] = MetadataValue.json([vars(n) for n in scores.notes])
         if not spec.categorical_keys:  # continuous keys only: the combined measure's continuous part
             metadata["combined_risk_histogram"] = image_markdown(
-                histogram_svg(scores.table["combined_risk"], "combined risk"), "Combined risk (continuous keys, SPEC §5)"
+                histogram_svg(scores.table["combined_risk"], "combined risk"), f"Combined risk (continuous keys; {citation_text('5')})"
             )
             yield Output(scores, metadata=metadata)
             return
@@ -92,7 +94,8 @@ def risk_contributions_asset(spec: SurveySpec) -> AssetsDefinition:
     @asset(
         name="risk_contributions",
         ins=ins(spec, "raw_microdata", "risk_scores"),
-        description="Each quasi-identifier's share of each record's risk: Shapley and solidarity values (SPEC §6).",
+        description=("Each quasi-identifier's share of each record's risk: Shapley and solidarity values "
+                     f"({citation_text('6')})."),
         code_version=code_version(spec.variables, spec.risk),
         **common(spec),
     )

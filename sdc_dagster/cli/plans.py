@@ -41,8 +41,8 @@ def run_plan(survey_name: str, wave: str, *, data_file: str | None = None, write
                                                  f"{file_format(path, default=spec.source.format)})")
         print(f"== {survey_name} wave {wave} ({path.name}, {len(data)} records): searching ...", file=out, flush=True)
         started = time.monotonic()
-        found = search.search_wave(data, spec, progress=lambda line: print(
-            f"   {time.monotonic() - started:6.1f}s  {line}", file=out, flush=True))
+        found = search.search_wave(data, spec, progress=lambda done, total, note: print(
+            f"   {time.monotonic() - started:6.1f}s  {search.progress_line(done, total, note)}", file=out, flush=True))
     except SDCInputError as exc:
         print(f"sdc plan: bad data: {exc}", file=out)
         return EXIT_BAD_DATA

@@ -157,6 +157,7 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
     from dagster._core.utils import make_new_run_id
 
     from sdc_dagster.names import inside
+    from sdc_dagster.pipeline.search import PROGRESS_PREFIX
     from sdc_dagster.resources.storage import sdc_home
 
     instance.add_dynamic_partitions(f"{survey_name}_waves", [wave])
@@ -176,6 +177,8 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
             log.write(event.step_failure_data.error.to_string() + "\n")
         log.flush()
         if event is None:
+            if entry.level == logging.INFO and entry.user_message.startswith(PROGRESS_PREFIX):
+                print(f"   {time.monotonic() - started:6.1f}s  {entry.user_message}", file=out, flush=True)
             return
         if event.event_type == DagsterEventType.ASSET_MATERIALIZATION:
             materialization = event.step_materialization_data.materialization

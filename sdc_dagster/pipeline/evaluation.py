@@ -276,7 +276,7 @@ def _continuous_loss(
                                  f"original or the released file: {', '.join(c for c in columns if c not in spread)}",
                                  variant))
     if spread:
-        moments = if_computable(notes, "moment measures (SPEC §9.4, §9.6, §9.7)", variant, loss.moment_losses,
+        moments = if_computable(notes, "moment measures (means, variances, covariances, correlations, inverse correlations)", variant, loss.moment_losses,
                                 x[spread], y[spread])
         figures.update({f"moment_{k}": v for k, v in (moments or {}).items()})
         utility = if_computable(notes, "dUtility", variant, loss.d_utility_summary, x[spread], y[spread])

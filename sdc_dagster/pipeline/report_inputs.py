@@ -7,16 +7,18 @@ and the plan search.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
 
+from sdc_dagster import lineage
 from sdc_dagster.pipeline.audit import release_provenance
 from sdc_dagster.pipeline.protection import ProtectedVariant, checks_not_applicable, release_warnings
 from sdc_dagster.pipeline.risk import Contributions, RiskScores
 from sdc_dagster.pipeline.search import PlanSearch
 from sdc_dagster.pipeline.variant import released_keys, retained_records, values_changed
-from sdc_dagster.report import MeasureNote, PlanSummary, ReportInputs
+from sdc_dagster.report import MeasureNote, PlanSummary, ReportInputs, RunInfo, SignOff
 from sdc_dagster.sources import source_metadata, value_labels
 from sdc_dagster.spec import SurveySpec
 
@@ -120,6 +122,18 @@ def design_statement(spec: SurveySpec) -> str:
     return f"{weight}; {household}"
 
 
+def run_info(spec: SurveySpec, run_id: str, started: float, partition: str, data_file: str | Path,
+             data_sha256: str) -> RunInfo:
+    """The run a wave's report belongs to (:class:`~sdc_dagster.report.inputs.RunInfo`): ``started``
+    is the run's start as a POSIX timestamp, kept with the offset of this machine's local time;
+    ``data_file`` the wave file as it landed and ``data_sha256`` the digest of its bytes (the
+    snapshot's, as the release manifests record it); the spec digest and the software versions
+    those of the release lineage (``SurveySpec.spec_hash``, :func:`sdc_dagster.lineage.package_versions`)."""
+    return RunInfo(run_id=run_id, started=datetime.fromtimestamp(started).astimezone(), partition=partition,
+                   data_file=Path(data_file).name, data_sha256=data_sha256, spec_sha256=spec.spec_hash,
+                   packages=lineage.package_versions())
+
+
 def report_inputs(
     spec: SurveySpec,
     wave: str,
@@ -131,6 +145,7 @@ def report_inputs(
     *,
     search: PlanSearch | None = None,
     source: Path | None = None,
+    run: RunInfo | None = None,
 ) -> ReportInputs:
     """Gather the wave's results into the report's inputs.
 
@@ -140,8 +155,9 @@ def report_inputs(
     its release decision (:func:`plan_summary`), whose suppressions per key and distributions
     before and after the report shows; ``search``: the plan search the searched plan comes from
     (its front and figures); ``source``: the wave file, whose SPSS / Stata value labels
-    (:func:`~sdc_dagster.sources.value_labels`) the report shows next to the codes. The report
-    lists the measure notes of the risk, contribution and loss stages."""
+    (:func:`~sdc_dagster.sources.value_labels`) the report shows next to the codes; ``run``: the run
+    (:func:`run_info`) its header shows. The sign-off block is pre-filled with the spec's ``report:``
+    names. The report lists the measure notes of the risk, contribution and loss stages."""
     plans = {name: plan_summary(variant, evaluation) for name, variant in variants.items()}
     keys = released_keys(spec, original).categorical
     protected = {name: variant.data for name, variant in variants.items()}
@@ -182,4 +198,6 @@ def report_inputs(
         search=search.summary if search is not None else None,
         value_labels=(value_labels(source, default_format=spec.source.format, metadata=source_metadata(spec))
                       if source is not None else {}),
+        run=run,
+        sign_off=SignOff(prepared_by=spec.report.prepared_by, reviewed_by=spec.report.reviewed_by),
     )

@@ -59,7 +59,7 @@ def suda_scores(data: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame | Non
             "suda2",
             f"MSUs searched up to {size} of the {len(keys)} keys (max_size lowered to {size}): the full search "
             "would exceed SUDA2's memory bound; the scores count the MSUs of at most that many keys, weighted "
-            f"by SPEC §3.8 with M = {size}",
+            f"by SUDA's weights with M = {size}",
             status="limited",
         ))
     return risk.suda2(data, keys, max_size=size), notes

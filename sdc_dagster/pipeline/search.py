@@ -68,6 +68,22 @@ SEARCH_SEED = 20240
 MAX_NODES = 200_000
 #: Share of the time budget the lattice may use; the rest is for confirming the front.
 LATTICE_SHARE = 0.6
+#: The lattice walk reports its progress every this share of the nodes ...
+PROGRESS_SHARE = 0.1
+#: ... or every this many seconds, whichever comes first.
+PROGRESS_SECONDS = 5.0
+
+#: A progress callback of :func:`search_wave`: ``(nodes done, nodes in all, note)``.
+Progress = Callable[[int, int, str], None]
+#: How :func:`progress_line` begins (``sdc run`` shows the lines of the Dagster log that begin so).
+PROGRESS_PREFIX = "plan search: "
+
+
+def progress_line(done: int, total: int, note: str) -> str:
+    """A progress report of :func:`search_wave` as one line of text, for the console and the
+    Dagster log: "plan search: 120 of 1,200 nodes (10 %); best so far: ..."."""
+    percent = 100.0 * done / total if total else 100.0
+    return f"{PROGRESS_PREFIX}{done:,} of {total:,} nodes ({percent:.0f} %); {note}"
 
 
 @dataclass(frozen=True)
@@ -302,7 +318,7 @@ def search_wave(
     spec: SurveySpec,
     *,
     wave: str = "",
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
     exhaustive: bool = False,
 ) -> WaveSearch:
     """Search the plans of a wave (module docstring) and return the front and the recommendation.
@@ -314,7 +330,15 @@ def search_wave(
         ``risk.max_linkage_risk``), loss measure and restrictions (``search:``).
     wave : the wave's name; the seed labels of the searched plans' random steps, as the release
         replays them (``(survey, wave, plan name)``).
-    progress : called with a line of text now and then (nodes evaluated, seconds).
+    progress : a plain callback ``progress(done, total, note)`` (:data:`Progress`) of the lattice
+        walk: ``done`` of the ``total`` nodes settled (evaluated, tagged, or, once the loss bound
+        stops the walk, all the nodes it rules out) and a note with the best candidate so far
+        (its loss and global risk) or the stage the search is in. Called when the walk starts,
+        every :data:`PROGRESS_SHARE` of the nodes or :data:`PROGRESS_SECONDS` seconds, whichever
+        comes first, when it ends (``done == total`` unless the time budget stopped it) and at each
+        later stage with the final count (:func:`progress_line` writes a call as a line). When no
+        front candidate passes the release checks, the nodes the bound had settled are walked
+        again, reported as their own walk (``done`` of the nodes left).
     exhaustive : evaluate every node of the lattice, without the loss bound (the time budget still
         applies); for checking that the bound loses no front candidate.
 
@@ -324,7 +348,7 @@ def search_wave(
     """
     start = time.perf_counter()
     budget = spec.search.budget_seconds
-    say = progress or (lambda text: None)
+    report = progress or (lambda done, total, note: None)
     k, target = spec.risk.k, spec.risk.max_global_risk
     stricter_target = target / 2
     measure = spec.search.loss
@@ -342,16 +366,42 @@ def search_wave(
     candidates: list[SearchCandidate] = []
     best_stricter = np.inf
     evaluated = tagged = 0
+    best: list[SearchCandidate] = []  # the candidate meeting the target with the least loss so far
+    counted = [0, len(nodes)]  # nodes settled, of the nodes of the walk (the last reported)
+
+    def say(note: str) -> None:
+        report(counted[0], counted[1], note)
+
+    def best_note() -> str:
+        if not best:
+            return "no candidate meets the risk target yet"
+        found = best[0]
+        return (f"best so far: {measure} {found.loss:.4g}, global risk {100 * found.global_risk:.3g} % "
+                f"({found.plan.description.removeprefix('searched plan: ')})")
 
     def walk(positions, use_bound: bool) -> tuple[str, int]:
         """Evaluate the nodes at ``positions`` of ``order``: ("bound" | "budget" | "done", the
-        position where the walk stopped)."""
+        position where the walk stopped), reporting the nodes settled to ``progress``."""
         nonlocal best_stricter, evaluated, tagged
+        first, total = positions.start, len(order) - positions.start
+        every, reported = max(1, int(np.ceil(PROGRESS_SHARE * total))), time.perf_counter()
+        counted[:] = [0, total]
+        if first:
+            say(best_note() + f"; walking the {total:,} nodes the loss bound had ruled out")
         for position in positions:
+            done = position - first
+            now = time.perf_counter()
+            if done and (done - counted[0] >= every or now - reported >= PROGRESS_SECONDS):
+                counted[0], reported = done, now
+                say(best_note())
             index = order[position]
             if use_bound and lower[index] > best_stricter + 1e-12:
+                counted[0] = total  # the nodes left cannot beat the stricter target's least loss
+                say(best_note() + f"; the other {total - done:,} nodes cannot enter the front (loss bound)")
                 return "bound", position
-            if time.perf_counter() - start > LATTICE_SHARE * budget:
+            if now - start > LATTICE_SHARE * budget:
+                counted[0] = done
+                say(best_note() + f"; time budget: {total - done:,} nodes not evaluated")
                 return "budget", position
             node, point = tuple(int(x) for x in nodes[index]), nodes[index]
             checked = None  # the node's key digits and their counter, when checked here
@@ -376,11 +426,13 @@ def search_wave(
             candidates.append(candidate)
             if candidate.reaches_target and candidate.global_risk <= stricter_target:
                 best_stricter = min(best_stricter, candidate.loss)
-            if evaluated % 25 == 0:
-                say(f"{evaluated:,} nodes evaluated, {time.perf_counter() - start:.1f} s")
+            if candidate.reaches_target and (not best or candidate.loss < best[0].loss):
+                best[:] = [candidate]
+        counted[0] = total
+        say(best_note())
         return "done", len(order)
 
-    say(f"plan search of {spec.survey} {wave}: {len(nodes):,} nodes over {len(space)} keys")
+    say(f"the lattice of {spec.survey} {wave}".rstrip() + f": {len(nodes):,} nodes over {len(space)} keys")
     outcome, stop = walk(range(len(order)), use_bound=measure == "lambda_arctan" and not exhaustive)
     left = len(order) - stop
     if outcome == "budget":
@@ -415,7 +467,7 @@ def search_wave(
         cheapest = min(meets, key=lambda c: c.loss)
         stricter = {"target": stricter_target, "loss": cheapest.loss, "plan": cheapest.plan.name}
     seconds = time.perf_counter() - start
-    say(f"plan search done: {evaluated:,} of {len(nodes):,} nodes evaluated in {seconds:.1f} s")
+    say(f"done: {evaluated:,} of {len(nodes):,} nodes evaluated in {seconds:.1f} s")
     return WaveSearch(
         candidates=tuple(candidates),
         front=tuple(ranked),

@@ -31,7 +31,7 @@ from sdc_dagster.report.content import (
     topsis_histograms,
 )
 from sdc_dagster.report.html import measure_notes_table, render_report
-from sdc_dagster.report.inputs import MeasureNote, PlanSummary, ReportInputs
+from sdc_dagster.report.inputs import MeasureNote, PlanSummary, ReportInputs, RunInfo, SignOff
 from sdc_dagster.report.maps import suppression_map_png
 from sdc_dagster.report.measures import Measure, format_measure, format_value, measure_info
 from sdc_dagster.report.plots import (

@@ -186,7 +186,7 @@ def combined_risk_histogram(inputs: ReportInputs) -> bytes | None:
     """SVG histogram of the combined categorical + continuous risk, if the inputs carry it."""
     if "combined_risk" not in inputs.risk_per_record.columns:
         return None
-    return histogram_svg(inputs.risk_per_record["combined_risk"], "Combined risk (SPEC §5)", xlabel="risk")
+    return histogram_svg(inputs.risk_per_record["combined_risk"], "Combined risk (Młodak 2025)", xlabel="risk")
 
 
 def contribution_boxplots(inputs: ReportInputs) -> dict[str, bytes]:

@@ -26,7 +26,9 @@ from sdc_dagster.report.content import (
     step_sentence,
     topsis_summary_table,
 )
+from sdc_dagster.report.header import header_fields, sign_off_fields
 from sdc_dagster.report.html import render_report
+from sdc_dagster.report.references import REFERENCES, citation_text, sources
 from sdc_dagster.report.inputs import ReportInputs
 from sdc_dagster.report.markup import REPORT_CSS, html_chart, html_table
 from sdc_dagster.report.measures import format_value, measure_info
@@ -92,7 +94,10 @@ def report_data(inputs: ReportInputs, topsis: pd.DataFrame | None = None,
         else {"kind": "categorical", "shares": table}
         for variable, table in tables.items()
     }
+    described = {name: _described(name) for name in sorted(measures)}
+    cited = sorted({key for name in measures for key, _ in sources(measure_info(name).spec)})
     return _plain({
+        "header": header_fields(inputs), "sign_off": sign_off_fields(inputs),
         "survey": inputs.survey, "wave": inputs.wave, "n_records": inputs.n_records, "keys": inputs.keys,
         "k": inputs.k, "risk_threshold": inputs.risk_threshold, "max_global_risk": inputs.max_global_risk,
         "max_linkage_risk": inputs.max_linkage_risk, "checks_not_applicable": inputs.not_applicable,
@@ -103,7 +108,7 @@ def report_data(inputs: ReportInputs, topsis: pd.DataFrame | None = None,
         "risk_before": inputs.risk_before,
         "risk_per_record_summary": inputs.risk_per_record.describe(),
         "plans": plans,
-        "measures": {name: vars(measure_info(name)) for name in sorted(measures)},
+        "measures": described,
         "contributions_global": inputs.contributions_global,
         "suppressions": inputs.suppressions,
         "unsafe_by_variable": inputs.unsafe_by_variable, "unsafe_by_category": inputs.unsafe_by_category,
@@ -111,7 +116,16 @@ def report_data(inputs: ReportInputs, topsis: pd.DataFrame | None = None,
         "measure_notes": [vars(n) for n in inputs.measure_notes],
         "value_labels": {variable: normal_labels(labels) for variable, labels in inputs.value_labels.items()},
         "search_front": inputs.search_front,
+        "references": {key: REFERENCES[key] for key in cited},
     })
+
+
+def _described(name: str) -> dict:
+    """A measure's description in the JSON report: its :class:`~sdc_dagster.report.measures.Measure`
+    fields, the section of the formula notes replaced by its published ``sources`` (short forms,
+    full entries under ``references``)."""
+    described = {key: value for key, value in vars(measure_info(name)).items() if key != "spec"}
+    return {**described, "sources": citation_text(measure_info(name).spec)}
 
 
 def write_report(inputs: ReportInputs, folder: Path, plots: dict[str, bytes] | None = None) -> dict[str, Path]:

@@ -205,14 +205,14 @@ def render_grid_report(
         f'<p class="legend">{toggles}</p>',
         grid_map_svg(counts, suppressed_cells=suppressed_cells, perturbed_cells=perturbed_cells,
                      swapped_cells=swapped_cells),
-        "<h2>Cells by number of residents (S002 Figure 3)</h2>",
+        "<h2>Cells by number of residents</h2>",
         _html_table(resident_size_distribution(counts).round(4), "Inhabited cells and residents by cell size"),
     ]
     if suppressed is not None:
         aligned = suppressed.set_index("cell_id").reindex(counts["cell_id"]).reset_index()
         aligned.index = counts.index
         loss = grid_information_loss(counts, aligned)
-        sections += ["<h2>Suppression route: information loss (S002 Figures 4-5)</h2>",
+        sections += ["<h2>Suppression route: information loss</h2>",
                      _html_table(loss, "Loss per variable from suppressed counts")]
     if perturbed is not None:
         names = [c for c in count_columns if f"{c}_original" in perturbed.columns]

@@ -33,10 +33,12 @@ from sdc_dagster.report.content import (
     topsis_summary_table,
 )
 from sdc_dagster.report.decision import RECOMMENDATION_RULE, Recommendation, recommend_plan
+from sdc_dagster.report.header import header_html, sign_off_html, with_contents
 from sdc_dagster.report.inputs import ReportInputs
 from sdc_dagster.report.markup import REPORT_CSS, Markup, html_chart, html_table
 from sdc_dagster.report.measures import GROUPS, format_measure, format_value, measure_info
 from sdc_dagster.report.plots import category_bars_svg, grouped_bars_svg, heatmap_svg, histograms_svg
+from sdc_dagster.report.references import cite_html, cite_section, cited_keys, references_html
 from sdc_dagster.spec import SEARCHED_PLAN
 
 DECISION_RISK = ("global_risk", "expected_reidentifications", "k2_violations", "k3_violations",
@@ -214,7 +216,7 @@ def _variables_section(inputs: ReportInputs, plots: dict[str, bytes], tables: di
     parts = ["<h2 id=\"variables\">Per variable</h2>"]
     if inputs.suppressions is not None and not inputs.suppressions.empty:
         parts += ["<h3>Suppressions per key and plan</h3>",
-                  "<p>Values observed in the original record and missing after the plan (SPEC §8.3).</p>",
+                  f"<p>Values observed in the original record and missing after the plan {cite_section('8.3')}.</p>",
                   html_chart(grouped_bars_svg(inputs.suppressions, "Values suppressed per key variable",
                                           ylabel="values suppressed"),
                          "Bar chart of the values suppressed per key variable and plan",
@@ -222,8 +224,8 @@ def _variables_section(inputs: ReportInputs, plots: dict[str, bytes], tables: di
     side = contributions_side_by_side(inputs)
     if inputs.contributions_global is not None or side is not None:
         parts += ["<h3>Contributions to the risk: Shapley and solidarity values</h3>",
-                  "<p>Share of the risk each variable carries (SPEC §6.6; sums to 1 over the variables while "
-                  "some record is unsafe, 0 when none is), before protection and after each plan.</p>"]
+                  "<p>Share of the risk each variable carries (sums to 1 over the variables while some record is "
+                  f"unsafe, 0 when none is), before protection and after each plan {cite_section('6')}.</p>"]
         if side is not None:
             parts.append(html_table(side, caption="Global contributions before and after each plan"))
         elif inputs.contributions_global is not None:
@@ -245,8 +247,8 @@ def _variables_section(inputs: ReportInputs, plots: dict[str, bytes], tables: di
     if inputs.unsafe_by_variable is not None:
         parts += [f"<h3>Unsafe combinations (k = {inputs.k})</h3>",
                   "<p>Value combinations of 1, 2, 3 key variables shared by fewer than k records in the unprotected "
-                  "wave, counted for each variable and category involved (SPEC §3.10, the mu-Argus table of "
-                  "seed 001).</p>",
+                  "wave, counted for each variable and category involved, as μ-Argus tabulates them "
+                  f"{cite_section('3.10')}.</p>",
                   html_table(inputs.unsafe_by_variable, caption="By variable and dimension", index_label="variable")]
         if inputs.unsafe_by_category is not None:
             by_category = inputs.unsafe_by_category.set_index(["variable", "category"])
@@ -258,7 +260,7 @@ def _variables_section(inputs: ReportInputs, plots: dict[str, bytes], tables: di
     if matrices:
         parts += ["<h3>PRAM transition matrices</h3>",
                   "<p>Probability that a record with the original category (row) is released with the category of "
-                  "the column (SPEC §8.8).</p>", '<div class="grid">']
+                  f"the column {cite_section('8.8')}.</p>", '<div class="grid">']
         parts += [html_chart(heatmap_svg(matrix, f"PRAM of {variable}, plan {name}"),
                          f"Heat map of the PRAM transition matrix of {variable} in plan {name}; diagonal "
                          f"(retention) from {format_value(np.nanmin(np.diag(matrix.to_numpy(float))), 'index')} to "
@@ -304,9 +306,13 @@ def _measures_section(inputs: ReportInputs, plots: dict[str, bytes], topsis: pd.
     risk_names, loss_names = risk_measures(inputs), loss_measures(inputs)
     columns = ["original", *inputs.plans]
     parts = ["<h2 id=\"measures\">All measures, explained</h2>",
-             "<p>Each measure with its meaning, the direction in which it is better, its range and the SPEC section "
-             "that defines it. Counts are integers, shares percentages; a scale-dependent measure is followed by its "
-             "relative form.</p>"]
+             "<p>Each measure with its meaning, the direction in which it is better, its range and the published "
+             "sources that define it (full entries under References). Counts are integers, shares percentages; a "
+             "scale-dependent measure is followed by its relative form. The risk measures and protection methods "
+             "are those of the handbook and of sdcMicro "
+             + cite_html(("Hundepool et al. 2012", "ch. 3"), ("Templ, Kowarik & Meindl 2015", ""),
+                         ("sdcMicro reference manual", ""))
+             + ".</p>"]
     for group in GROUPS:
         names = [n for n in risk_names + loss_names if measure_info(n).group == group]
         if not names:
@@ -318,7 +324,7 @@ def _measures_section(inputs: ReportInputs, plots: dict[str, bytes], topsis: pd.
                       **{p: (plan.residual_risk if name in risk_names else plan.loss) for p, plan in inputs.plans.items()}}
             rows[name] = {"measure": f"<strong>{html.escape(info.label)}</strong><br><code>{html.escape(name)}</code>",
                           "what it says": html.escape(f"{info.meaning}; {info.direction}; range {info.range}"),
-                          "SPEC": html.escape(info.spec),
+                          "source": cite_section(info.spec) or "–",
                           **{c: html.escape(format_measure(name, values[c])) for c in columns}}
         table = pd.DataFrame.from_dict(rows, orient="index").set_index("measure")
         table.index = table.index.map(Markup)
@@ -341,9 +347,9 @@ def _measures_section(inputs: ReportInputs, plots: dict[str, bytes], topsis: pd.
                   "decision rests on the blocking checks alone.</p>",
                   html_table(measure_notes_table(inputs), index_label="measure")]
     if inputs.plans:
-        parts += ["<h3>TOPSIS information loss per record (SPEC §10)</h3>",
+        parts += ["<h3>TOPSIS information loss per record</h3>",
                   "<p>Per-record loss relative to the best and worst record of the same plan (0 = least, 1 = most): "
-                  "compare distributions within a plan, not levels across plans.</p>",
+                  f"compare distributions within a plan, not levels across plans {cite_section('10')}.</p>",
                   html_chart(plots["topsis_histograms"], "Histograms of the per-record TOPSIS loss of each plan",
                          "TOPSIS information loss per record",
                          html_table(topsis, index_label="statistic"))]
@@ -368,7 +374,7 @@ def _provenance_section(inputs: ReportInputs) -> str:
                   "<ol>" + "".join(f"<li>{html.escape(step_sentence(s))}</li>" for s in steps) + "</ol>"]
         origin = plan.provenance
         if origin:
-            facts = [("plan seed (random_state)", origin.get("seed")), ("run", origin.get("run_id")),
+            facts = [("random_state (the plan's random seed)", origin.get("seed")), ("run", origin.get("run_id")),
                      ("spec SHA-256", origin.get("spec_sha256")), ("input data SHA-256", origin.get("input_sha256")),
                      ("output SHA-256", origin.get("output_sha256") or "none (withheld)")]
             record = origin.get("record")
@@ -397,10 +403,13 @@ def render_report(inputs: ReportInputs, plots: dict[str, bytes] | None = None,
     with its reason and the rule of :mod:`~sdc_dagster.report.decision`, the release decision of
     each plan); the risk-utility map with the Pareto front; per variable (suppressions per key
     and plan, Shapley and solidarity contributions before and after each plan, the unsafe
-    combinations of SPEC §3.10, PRAM matrices as heat maps, distributions before and after);
-    every measure explained and grouped (meaning, direction, range, SPEC section), formatted by
+    combinations, PRAM matrices as heat maps, distributions before and after);
+    every measure explained and grouped (meaning, direction, range, published sources), formatted by
     kind, and the measures left out as not applicable or limited, with the reason; the plans' steps as sentences with seeds, hashes, versions, manifest links and the
-    ``sdc audit`` command. Every chart has alt text and its numbers in a table behind it.
+    ``sdc audit`` command; the sign-off block; the references (full entries of every source cited,
+    :mod:`~sdc_dagster.report.references`). Above them, the header (the run's date and time, data file
+    and SHA-256, spec SHA-256, software versions, run id: :mod:`~sdc_dagster.report.header`) and the table
+    of contents linked to every section. Every chart has alt text and its numbers in a table behind it.
 
     ``plots``: the summary plots of :func:`~sdc_dagster.report.content.report_plots` when the caller
     has drawn them already (the report asset shows them as metadata too); drawn here otherwise.
@@ -422,14 +431,17 @@ def render_report(inputs: ReportInputs, plots: dict[str, bytes] | None = None,
     if topsis is None and inputs.plans:
         topsis = topsis_summary_table(inputs)
     sections = [
-        f"<h1>{html.escape(title)}</h1>",
         _decision_section(inputs, points, chosen),
         _map_section(inputs, points, chosen, plots),
         _variables_section(inputs, plots, distribution_tables(inputs) if distributions is None else distributions),
         _measures_section(inputs, plots, topsis),
         _provenance_section(inputs),
+        sign_off_html(inputs),
     ]
     body = "\n".join(s for s in sections if s)
+    body += "\n" + references_html(cited_keys(body))
+    contents, body = with_contents(body)
+    body = "\n".join([f"<h1>{html.escape(title)}</h1>", header_html(inputs), contents, body])
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{html.escape(title)}</title><style>{REPORT_CSS}</style></head>\n<body>\n<main>\n{body}\n</main>\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import pandas as pd
 
@@ -21,6 +22,40 @@ class MeasureNote:
     reason: str
     variant: str = "original"
     status: str = "not applicable"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The run a report belongs to, for its header: the same run gives the same header, whenever the
+    report is rendered.
+
+    ``started``: when the run started, a timezone-aware datetime in the local time of the machine
+    that ran it (the header writes it in UTC and with that local offset); ``run_id``: the Dagster run
+    id; ``partition``: the Dagster partition (the wave); ``data_file`` and ``data_sha256``: the wave
+    file's name and the SHA-256 of its bytes (the digest of its snapshot, as in the release
+    lineage); ``spec_sha256``: the spec's digest as the release manifests record it;
+    ``packages``: ``{package: version}``, sdc-dagster's first (:func:`sdc_dagster.lineage.package_versions`).
+    """
+
+    run_id: str
+    started: datetime
+    partition: str
+    data_file: str
+    data_sha256: str
+    spec_sha256: str
+    packages: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.started.tzinfo is None:
+            raise ValueError("RunInfo.started: a timezone-aware datetime is required (the run's UTC offset)")
+
+
+@dataclass(frozen=True)
+class SignOff:
+    """The sign-off block's names, pre-filled from the spec's ``report:`` (empty: a line to sign on)."""
+
+    prepared_by: str = ""
+    reviewed_by: str = ""
 
 
 @dataclass(frozen=True, eq=False)
@@ -144,6 +179,11 @@ class ReportInputs:
         The plan search in figures (:func:`sdc_dagster.pipeline.search.search_summary`: nodes evaluated,
         bound, seconds, the recommended plan and the runner-up with their loss, the loss a stricter
         target would cost); None without a search.
+    run : RunInfo or None
+        The run the report belongs to (date and time, data file and digest, versions, spec digest,
+        run id), shown in the header; None outside a run (the header says so).
+    sign_off : SignOff
+        The names the sign-off block is pre-filled with.
     """
 
     survey: str
@@ -172,3 +212,5 @@ class ReportInputs:
     value_labels: dict[str, dict] = field(default_factory=dict)
     search_front: pd.DataFrame | None = None
     search: dict | None = None
+    run: RunInfo | None = None
+    sign_off: SignOff = field(default_factory=SignOff)

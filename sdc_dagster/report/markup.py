@@ -39,6 +39,17 @@ summary { cursor: pointer; color: #0b4f7c; }
 code, .hash { overflow-wrap: anywhere; word-break: break-all; font-size: .88em; }
 .grid { display: flex; flex-wrap: wrap; gap: 1em; }
 .grid > figure { flex: 1 1 420px; min-width: 0; }
+table.header th { width: 12em; }
+nav.contents ul { margin: .2em 0; padding-left: 1.4em; }
+.contents-title { font-weight: 600; margin: .6em 0 .2em; }
+nav.contents > ul { columns: 2; }
+.sign-off { break-inside: avoid; }
+.sign { display: flex; align-items: flex-end; gap: 1em; margin: 1.4em 0 .4em; }
+.sign .label { width: 9em; font-weight: 600; }
+.sign .line { flex: 1; border-bottom: 1px solid #222; min-height: 1.4em; padding: 0 .3em; }
+.sign .choices { display: flex; gap: 2em; }
+ul.references li { margin: .3em 0; }
+ul.references .short { font-weight: 600; }
 @page { size: A4; margin: 14mm; }
 @media print {
   body { margin: 0; max-width: none; font-size: 9.5pt; }
@@ -50,6 +61,9 @@ code, .hash { overflow-wrap: anywhere; word-break: break-all; font-size: .88em; 
   thead { display: table-header-group; }
   img { max-height: 235mm; width: auto; }
   details { display: none; }
+  nav.contents ul ul { display: none; }
+  nav.contents > ul { columns: 3; }
+  table.header { font-size: .8em; }
   p { orphans: 3; widows: 3; }
 }
 """

@@ -20,7 +20,7 @@ GROUPS = (
     "Utility of categorical variables",
     "Utility of continuous variables",
     "Multivariate structure",
-    "The seeds' own measures (TOPSIS, distance lambda, inverse correlation)",
+    "Młodak's measures (TOPSIS, distance lambda, inverse correlation)",
     "Records and values compared",
 )
 """Groups of the measures, in the order the report lists them."""
@@ -206,7 +206,7 @@ def measure_info(name: str) -> Measure:
                        f"records whose key group holds fewer than l distinct values of {match[1]}", LOWER,
                        "0 to n records", "§3.6", "count")
     group = _RISK if name.endswith("risk") else _MULTI
-    return Measure(name, group, "not described", LOWER, "see SPEC", "–", "index")
+    return Measure(name, group, "not described", LOWER, "not stated", "–", "index")
 
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")

@@ -30,6 +30,7 @@ from sdc_dagster.spec.survey import (
     SEARCHED_PLAN,
     Plan,
     ReleaseOptions,
+    ReportOptions,
     RiskParameters,
     SearchOptions,
     Source,
@@ -337,6 +338,17 @@ def _parse_release(raw: Any, problems: _Problems) -> ReleaseOptions:
                           renumber_ids=raw.get("renumber_ids", True))
 
 
+def _parse_report(raw: Any, problems: _Problems) -> ReportOptions:
+    """``report:``: the names the sign-off block of the report is pre-filled with (each optional)."""
+    raw = _mapping(raw, "report")
+    fields = {"prepared_by", "reviewed_by"}
+    problems.unknown_keys(raw, "report", fields)
+    for name in fields & set(raw):
+        problems.attempt(_expect, isinstance(raw[name], str) and raw[name].strip() != "", f"report.{name}",
+                         "a name (non-empty text)")
+    return ReportOptions(**{name: str(raw[name]).strip() for name in fields & set(raw) if isinstance(raw[name], str)})
+
+
 def _parse_search(raw: Any, variables: dict[str, Variable | None], problems: _Problems) -> SearchOptions:
     """The ``search:`` section (:class:`SearchOptions`); each wrong key is recorded."""
     raw = _mapping(raw, "search")
@@ -393,7 +405,7 @@ def parse_spec(raw: Any, *, spec_path: Path | None = None, text: str = "") -> Su
 def _parse_spec(raw: Any, problems: _Problems, spec_path: Path | None, text: str) -> SurveySpec | None:
     raw = _mapping(raw, "spec")
     problems.unknown_keys(raw, "spec", {"survey", "title", "source", "variables", "missing", "risk", "plans",
-                                               "release", "search"})
+                                               "release", "search", "report"})
     _expect("survey" in raw, "survey", "the survey name (missing)")
     survey = raw["survey"]
     problems.attempt(_expect, name_problem("survey name", survey) is None, "survey",
@@ -427,6 +439,7 @@ def _parse_spec(raw: Any, problems: _Problems, spec_path: Path | None, text: str
     )
     release = problems.attempt(_parse_release, raw.get("release", {}), problems)
     search = problems.attempt(_parse_search, raw.get("search", {"enabled": False}), parsed, problems)
+    report = problems.attempt(_parse_report, raw.get("report", {}), problems)
     if search is not None and search.enabled and SEARCHED_PLAN in plans_raw:
         problems.attempt(_expect, False, f"plans.{SEARCHED_PLAN}",
                          f"another name: {SEARCHED_PLAN!r} is the plan the search finds (search: is on)")
@@ -443,6 +456,7 @@ def _parse_spec(raw: Any, problems: _Problems, spec_path: Path | None, text: str
         spec_hash=hashlib.sha256(text.encode()).hexdigest() if text else "",
         release=release,
         search=search,
+        report=report,
     )
 
 

@@ -146,6 +146,16 @@ class ReleaseOptions:
     renumber_ids: bool = True
 
 
+@dataclass(frozen=True)
+class ReportOptions:
+    """Who signs the wave's release report (``report:``, optional): ``prepared_by`` and
+    ``reviewed_by`` pre-fill the report's sign-off block; left empty, the block has blank lines to
+    sign on."""
+
+    prepared_by: str = ""
+    reviewed_by: str = ""
+
+
 #: Step methods the plan search may use (``search.methods``): the generalisation and suppression of
 #: the categorical keys, and the candidate steps of the continuous keys.
 SEARCH_METHODS = ("recode", "interval_recode", "top_coding", "local_suppression", "microaggregation", "noise",
@@ -210,6 +220,7 @@ class SurveySpec:
     spec_hash: str = ""
     release: ReleaseOptions = ReleaseOptions()
     search: SearchOptions = SearchOptions()
+    report: ReportOptions = ReportOptions()
 
     def variable(self, name: str) -> Variable:
         return self.variables[name]

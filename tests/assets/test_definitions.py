@@ -42,3 +42,20 @@ def test_a_survey_job_without_the_grid_chain_is_the_job_of_the_code_location():
     assert "census_region_job" in {job.name for job in located.jobs}
     assert (alone.resolve_job_def("testdata_wave_job").get_job_snapshot_id()
             == located.resolve_job_def("testdata_wave_job").get_job_snapshot_id())
+
+
+def test_the_ui_cites_published_sources_not_internal_documents():
+    """Every asset and check description the UI shows (issue 34): methods cited by their published
+    sources ("Franconi & Polettini 2004; Hundepool et al. 2012, §3.3"), never the project's formula
+    notes ("SPEC §3.3") or the seed documents ("S001")."""
+    import re
+
+    graph = build_definitions().resolve_asset_graph()
+    texts = {key.to_user_string(): graph.get(key).description or "" for key in graph.get_all_asset_keys()}
+    texts.update({f"{key.asset_key.to_user_string()}:{key.name}": graph.get_check_spec(key).description or ""
+                  for key in graph.asset_check_keys})
+    internal = {name: text for name, text in texts.items()
+                if re.search(r"SPEC|\bS00\d\b|(?i:\bseeds\b(?!,)|seed 00\d)", text)}
+    assert not internal, internal
+    assert "Hundepool et al. 2012, §3.3" in texts["testdata/risk_scores"]
+    assert any("Sweeney 2002" in text for name, text in texts.items() if name.endswith(":k_anonymity"))

@@ -156,6 +156,19 @@ def test_changed_plan_parameter_marks_exactly_its_dependents_stale(sdc_home, tes
 
 
 @pytest.mark.slow
+def test_naming_the_reports_signers_marks_the_report_alone_stale(sdc_home, testdata_only_specs, instance):
+    """``report: {prepared_by: ...}`` changes the sign-off block only: the report is stale, nothing else."""
+    run_wave(testdata_only_specs, sdc_home, instance)
+    spec = yaml.safe_load((testdata_only_specs / "testdata.yaml").read_text())
+    spec["report"] = {"prepared_by": "A. Nowak"}
+    (testdata_only_specs / "testdata.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    graph = build_definitions(testdata_only_specs).resolve_asset_graph()
+    resolver = CachingStaleStatusResolver(instance, graph, LoadingContextForTest(instance))
+    assert {key.path[-1] for key in graph.get_all_asset_keys()
+            if key.path[0] == "testdata" and resolver.get_status(key, WAVE) == StaleStatus.STALE} == {"sdc_report"}
+
+
+@pytest.mark.slow
 def test_audit_fails_naming_an_edited_spec_copy(sdc_home, testdata_only_specs, instance, capsys):
     run_wave(testdata_only_specs, sdc_home, instance)
     folder = releases(sdc_home, "suppress_k3")[-1]

@@ -103,7 +103,7 @@ def test_a_variant_failing_a_blocking_check_is_withheld_and_the_report_says_why(
 
     # The report says which plan was withheld, by which check and why; the warning is listed too.
     report = (sdc_home / "reports" / "testdata" / f"{WAVE}.html").read_text()
-    decision = report[report.index("Release decision"):report.index("Protection steps")]
+    decision = report[report.index('id="release-decision"'):report.index('id="provenance"')]
     assert "withheld" in decision and "released" in decision
     assert f"k_anonymity: every record&#x27;s key is shared by at least k=3 records (found: {violations})" in decision
     assert f"individual_risk: no record with individual risk &gt; 0.002 (found: {above_threshold})" in decision

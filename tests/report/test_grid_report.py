@@ -41,7 +41,7 @@ def test_report_content_is_self_contained(grid_release):
     assert page.startswith("<!DOCTYPE html>")
     assert not re.search(r"(src|href)=\"", page)
     assert "Grid &lt;2021&gt;" in page and "<2021>" not in page
-    for text in ("S002 Figure 3", "Suppression route", "Cell key route", "differencing", "BIRTH3", "RESIDENCE2",
+    for text in ("Cells by number of residents", "Suppression route", "Cell key route", "differencing", "BIRTH3", "RESIDENCE2",
                  "mean_absolute_deviation", "relative_loss_pct", "employed"):
         assert text in page, text
     n_hidden = int(suppressed.drop(columns=["cell_id"]).isna().any(axis=1).sum())

@@ -61,12 +61,12 @@ def test_report_order_decision_first_and_self_contained(full_report_inputs):
     page = render_report(full_report_inputs)
     assert page.startswith("<!DOCTYPE html>")
     assert not re.search(r"src=\"(?!data:)", page)
-    assert not re.search(r"href=\"(?!file:)", page)  # only links to release manifests on disk
+    assert not re.search(r"href=\"(?!file:|#)", page)  # links to release manifests on disk and within the page
     assert "http://" not in page and "https://" not in page
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "Household budget &lt;survey&gt;" in page
-    headings = re.findall(r"<h2 id=\"(\w+)\"", page)
-    assert headings == ["decision", "map", "variables", "measures", "provenance"]
+    headings = re.findall(r"<h2 id=\"([\w-]+)\"", page)
+    assert headings == ["decision", "map", "variables", "measures", "provenance", "sign-off", "references"]
     decision = page[page.index('id="decision"'):page.index('id="map"')]
     assert "Recommended plan: <strong>suppression</strong>" in decision and "Rule: Only plans" in decision
     assert "k = 3" in decision and "individual-risk threshold 5 %" in decision
@@ -78,10 +78,10 @@ def test_report_order_decision_first_and_self_contained(full_report_inputs):
                  "sex before and after"):
         assert text in variables, text
     measures = page[page.index('id="measures"'):page.index('id="provenance"')]
-    for text in ("Disclosure risk", "The seeds&#x27; own measures", "lower is better", "§9.1 eq (1), (6)",
+    for text in ("Disclosure risk", "Młodak&#x27;s measures", "lower is better", ">Młodak 2020</a>",
                  "EBIL of sex", "shapiro_w"):
         assert text in measures, text
-    provenance = page[page.index('id="provenance"'):]
+    provenance = page[page.index('id="provenance"'):page.index('id="sign-off"')]
     assert "Local suppression with k = 3; keys age, sex, region: suppressed 4 values (age 4)." in provenance
     assert "sdc audit 2024Q1 --survey s --plan suppression --run run-1" in provenance
     assert "a" * 64 in provenance and "Versions" in provenance
@@ -136,7 +136,8 @@ def test_contributions_before_and_after_each_plan(full_report_inputs):
     plots = report_plots(full_report_inputs)
     assert "contributions_suppression" in plots and plots["contributions_suppression"].startswith(b"<svg")
     page = render_report(full_report_inputs)
-    section = page[page.index("Contributions to the residual risk after each plan"):page.index("Unsafe combinations")]
+    body = page[page.index("</nav>"):]  # the sections, after the table of contents that names them too
+    section = body[body.index("Contributions to the residual risk after each plan"):body.index("Unsafe combinations")]
     assert "shapley_after" in section and "<td>0.6</td>" in section
 
 
@@ -161,7 +162,9 @@ def test_json_has_every_figure_and_is_strict(full_report_inputs, tmp_path):
     assert data["risk_before"]["global_risk"] == 0.31
     assert data["plans"]["recode+pram"]["pram_matrices"]["sex"]["data"] == [[0.9, 0.1], [0.2, 0.8]]
     assert data["plans"]["suppression"]["provenance"]["seed"] == 42
-    assert data["measures"]["global_risk"]["spec"] == "§3.3"
+    assert data["measures"]["global_risk"]["sources"] == ("Franconi & Polettini 2004; Hundepool et al. 2012, §3.3; "
+                                                          "Templ, Kowarik & Meindl 2015")
+    assert {"Franconi & Polettini 2004", "Hundepool et al. 2012", "Templ, Kowarik & Meindl 2015"} <= set(data["references"])
     assert data["suppressions"]["data"][0] == [4, 0, 4]
     assert data["distributions"]["sex"]["kind"] == "categorical"
     assert data["distributions"]["age"]["kind"] == "continuous"
