@@ -71,7 +71,9 @@ class Variable:
     categories: tuple | None = None
     missing_codes: tuple = ()
     precision: float | None = None
-    hierarchy: tuple = ()  # recode levels, coarser with each: a level is a tuple of groups of categories
+    # the generalisation hierarchy of a categorical key (``hierarchy:``): a Hierarchy (a file or inline
+    # levels, sdc_dagster.spec.hierarchies) or a HierarchyRule the data complete; None: drafted by the search
+    hierarchy: Any = None
 
     @property
     def numeric(self) -> bool:
@@ -240,9 +242,11 @@ class SurveySpec:
         return {v.name: v.scale for v in self.variables if v.scale is not None}
 
     @property
-    def hierarchies(self) -> dict[str, list[list[list]]]:
-        """The category hierarchy of each categorical key that has one (``hierarchy:``), as lists."""
-        return {v.name: [[list(g) for g in level] for level in v.hierarchy] for v in self.variables if v.hierarchy}
+    def hierarchies(self) -> dict[str, Any]:
+        """The hierarchy of each categorical key that has one (``hierarchy:``): a
+        :class:`~sdc_dagster.spec.hierarchies.Hierarchy` or a
+        :class:`~sdc_dagster.spec.drafted_hierarchies.HierarchyRule`."""
+        return {v.name: v.hierarchy for v in self.variables if v.hierarchy is not None}
 
     def plan(self, name: str) -> Plan:
         for p in self.plans:
