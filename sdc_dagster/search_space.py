@@ -39,18 +39,9 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.spec import SurveySpec, Variable
-from sdc_dagster.spec.drafted_hierarchies import (
-    HierarchyRule,
-    band_widths,
-    column_hierarchy,
-    is_age_name,
-    nesting_columns,
-    prefix_hierarchy,
-)
+from sdc_dagster.spec.drafted_hierarchies import MANY_VALUES, HierarchyRule, band_widths, draft_rule, is_age_name
 from sdc_dagster.spec.hierarchies import Hierarchy, HierarchyLevel, members_name, value_text
 
-#: A numeric key with at least this many distinct values is generalised into bands.
-MANY_VALUES = 15
 #: Shares of the records under which a category counts as rare, one level each.
 RARE_SHARES = (0.005, 0.01, 0.02, 0.05, 0.10)
 #: Tail quantiles of top and bottom coding.
@@ -253,16 +244,13 @@ def key_hierarchy(values: pd.Series, variable: Variable, *, methods: Sequence[st
     original = KeyLevel(tuple((c,) for c in categories), f"original ({len(counts)} categories)",
                         tuple(value_text(c) for c in categories))
     allowed = set(methods)
-    numeric = pd.api.types.is_numeric_dtype(observed) and not pd.api.types.is_bool_dtype(observed)
     given = variable.hierarchy
     where = f"variables.{variable.name}.hierarchy"
     frame = data if data is not None else values.to_frame(variable.name)
-    if isinstance(given, HierarchyRule) and given.kind == "bands":
-        order = np.sort(counts.index.to_numpy())
-        levels = _cast_levels(order, _numeric_levels(order.astype(float), counts[order].to_numpy(), allowed, given.widths))
+    if isinstance(given, HierarchyRule):
+        levels = _rule_levels(given, counts, categories, allowed, frame, variable.name)
     elif given is not None:
-        hierarchy = given.resolve(frame, variable.name) if isinstance(given, HierarchyRule) else given
-        levels = _hierarchy_levels(hierarchy.on_categories(categories, where=where)) if "recode" in allowed else []
+        levels = _hierarchy_levels(given.on_categories(categories, where=where)) if "recode" in allowed else []
     elif variable.scale == "ordinal" and variable.categories is not None:
         order = [c for c in variable.categories if c in counts.index]
         numbers = all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in order)
@@ -272,30 +260,27 @@ def key_hierarchy(values: pd.Series, variable: Variable, *, methods: Sequence[st
         else:
             levels = _neighbour_levels(order, counts[order].to_numpy(), len(observed)) if "recode" in allowed else []
     else:
-        levels = _drafted_levels(observed, counts, categories, variable, allowed, numeric, frame, columns)
+        rule = draft_rule(frame, variable.name, code_list=variable.categories is not None, columns=columns)
+        levels = _rule_levels(rule, counts, categories, allowed, frame, variable.name)
     levels = [original, *levels]
     if max_level is not None:
         levels = levels[:max_level + 1]
     return KeyHierarchy(variable.name, tuple(levels))
 
 
-def _drafted_levels(observed: pd.Series, counts: pd.Series, categories: list, variable: Variable, allowed: set[str],
-                    numeric: bool, frame: pd.DataFrame, columns: Sequence[str]) -> list[KeyLevel]:
-    """A key without a given hierarchy that is not ordinal (module docstring): the coarser columns it
-    nests in, the prefixes of structured codes, round-width bands of an integer-valued key (numbers
-    without a code list), or its rare categories merged into "Other"."""
-    name = variable.name
-    nested = nesting_columns(frame, name, columns) if columns else ()
-    if nested and "recode" in allowed:
-        return _hierarchy_levels(column_hierarchy(frame, name, nested).on_categories(categories))
-    prefixes = prefix_hierarchy(categories)
-    if prefixes is not None and "recode" in allowed:
-        return _hierarchy_levels(prefixes.resolve(frame, name).on_categories(categories))
-    if numeric and variable.categories is None and len(counts) >= MANY_VALUES:
+def _rule_levels(rule: HierarchyRule | None, counts: pd.Series, categories: list, allowed: set[str],
+                 frame: pd.DataFrame, key: str) -> list[KeyLevel]:
+    """The levels of a hierarchy rule (given or drafted, :func:`draft_rule`): bands drawn with the
+    key's counts, columns and prefixes resolved on the wave; without a rule, the rare categories
+    merged into "Other"."""
+    if rule is not None and rule.kind == "bands":
         order = np.sort(counts.index.to_numpy())
-        widths = band_widths(order.astype(float), age=is_age_name(name))
-        return _cast_levels(order, _numeric_levels(order.astype(float), counts[order].to_numpy(), allowed, widths))
-    return _rare_levels(categories, counts.to_numpy(), len(observed)) if "recode" in allowed else []
+        return _cast_levels(order, _numeric_levels(order.astype(float), counts[order].to_numpy(), allowed, rule.widths))
+    if "recode" not in allowed:
+        return []
+    if rule is not None:
+        return _hierarchy_levels(rule.resolve(frame, key).on_categories(categories, where=f"variables.{key}.hierarchy"))
+    return _rare_levels(categories, counts.to_numpy(), int(counts.sum()))
 
 
 def _cast_levels(order: np.ndarray, levels: list[KeyLevel]) -> list[KeyLevel]:

@@ -266,13 +266,13 @@ def test_codes_without_structure_get_no_prefix_hierarchy(codes):
 
 
 def nested_frame():
-    municipality = ["m1", "m2", "m3", "m4", "m5", "m6"] * 3
+    municipality = ["m1", "m2", "m3", "m4", "m5", "m6"] * 5
     province = {"m1": "p1", "m2": "p1", "m3": "p2", "m4": "p2", "m5": "p3", "m6": "p3"}
     region = {"p1": "North", "p2": "North", "p3": "South"}
     return pd.DataFrame({"municipality": municipality,
                          "province": [province[m] for m in municipality],
                          "region": [region[province[m]] for m in municipality],
-                         "sex": [1, 2] * 9})
+                         "sex": [1, 2] * 15})
 
 
 def test_a_finer_geography_nests_in_the_coarser_columns_of_its_file():
@@ -432,3 +432,28 @@ def test_every_level_coarsens_the_one_before_and_k_anonymity_is_monotone(data):
                 assert table[i + 1][j] <= value
             if j + 1 < len(row):
                 assert row[j + 1] <= value
+
+
+# --- the drafted spec ----------------------------------------------------------------------------
+
+def test_drafted_spec_writes_the_drafted_hierarchies_and_the_search_walks_them(tmp_path):
+    rng = np.random.default_rng(1)
+    n = 120
+    municipality = rng.choice(["m1", "m2", "m3", "m4", "m5", "m6"], n)
+    province = {"m1": "p1", "m2": "p1", "m3": "p2", "m4": "p2", "m5": "p3", "m6": "p3"}
+    frame = pd.DataFrame({"occupation": rng.choice([5111, 5112, 5113, 5121, 5122, 6111, 6112], n),
+                          "municipality": municipality, "province": [province[m] for m in municipality]})
+    frame.to_csv(tmp_path / "w.csv", index=False)
+    from sdc_dagster.spec.draft import draft_spec
+
+    text = draft_spec(tmp_path / "w.csv", "w")
+    assert "hierarchy: {prefixes: [3, 2]}" in text  # cut to one digit, 5 and 6 merge no more than 51 and 61
+    assert "# hierarchy: drafted from the prefixes of its codes: 511 = 5111, 5112, 5113; 512 = 5121, 5122; " in text
+    assert "hierarchy: {columns: [province]}" in text
+    (tmp_path / "w.yaml").write_text(text)
+    spec = load_spec(tmp_path / "w.yaml")
+    space = search_space(frame, spec)
+    assert space["occupation"].levels[2].step("occupation") == {
+        "method": "recode", "variable": "occupation", "groups": [[5111, 5112, 5113, 5121, 5122], [6111, 6112]],
+        "names": ["51", "61"]}
+    assert space["municipality"].levels[1].names == ("p1", "p2", "p3")

@@ -29,6 +29,11 @@ import pandas as pd
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.spec.hierarchies import Hierarchy, HierarchyLevel, value_text
 
+#: A numeric key without a code list and with at least this many distinct values is integer-valued
+#: (ages, counts, years) or measured: it is generalised into bands.
+MANY_VALUES = 15
+#: A key nests in a coarser column only with at least this many records per value on average.
+RECORDS_PER_VALUE = 5
 #: About this many bands at the finest band level of a count.
 BANDS = 20
 #: Widths of age bands (years).
@@ -58,12 +63,20 @@ class HierarchyRule:
     def resolve(self, data: pd.DataFrame, key: str) -> Hierarchy:
         """The hierarchy of ``key``'s values in ``data`` (not for bands, whose levels the search draws
         with the key's counts)."""
-        categories = data[key].dropna().unique()
+        categories = _sorted(data[key].dropna().unique())
         if self.kind == "prefixes":
             return prefix_levels(categories, self.lengths, source=f"{key}: code prefixes")
         if self.kind == "columns":
             return column_hierarchy(data, key, self.columns)
         raise SDCInputError(f"{key}: band levels are drawn by the plan search, not resolved as a hierarchy")
+
+
+def _sorted(values) -> list:
+    """Values in their order (as found when they do not compare)."""
+    try:
+        return sorted(values)
+    except TypeError:
+        return list(values)
 
 
 def _plain(value):
@@ -127,11 +140,13 @@ def prefix_hierarchy(categories: Sequence, *, source: str = "code prefixes") -> 
 def nesting_columns(data: pd.DataFrame, key: str, candidates: Sequence[str]) -> tuple[str, ...]:
     """The coarser columns ``key`` nests in (each value of ``key`` lies in one value of the column, the
     column has at least two values and fewer than ``key``), as a chain from the finest: each column
-    nests in the next. Records whose key is missing are left out; the key must have at least two
-    records per value on average (a near-unique column nests in anything)."""
+    nests in the next. Records whose key is missing are left out; the key must have at least
+    :data:`RECORDS_PER_VALUE` records per value on average: a column with few records per value nests
+    in another by chance (with five records a value lies in one of two equally common values with
+    probability 1/16, and every value must)."""
     frame = data.loc[data[key].notna()]
     n_key = frame[key].nunique()
-    if n_key < 3 or len(frame) < 2 * n_key:
+    if n_key < 3 or len(frame) < RECORDS_PER_VALUE * n_key:
         return ()
     nested = []
     for column in candidates:
@@ -153,7 +168,7 @@ def column_hierarchy(data: pd.DataFrame, key: str, columns: Sequence[str]) -> Hi
     key's values by their value of ``columns[h - 1]`` (named by it). A key value lying in two values of
     a column is an error naming both."""
     frame = data.loc[data[key].notna()]
-    categories = tuple(pd.unique(frame[key]))
+    categories = tuple(_sorted(pd.unique(frame[key])))
     levels = []
     for column in columns:
         if column not in data.columns:
@@ -209,3 +224,23 @@ def band_widths(values: np.ndarray, *, age: bool, levels: int = 3) -> tuple[floa
             nxt = _series_125(nxt * 1.5)
         widths.append(nxt)
     return tuple(widths)
+
+
+def draft_rule(data: pd.DataFrame, key: str, *, code_list: bool, columns: Sequence[str] = ()) -> HierarchyRule | None:
+    """The hierarchy drafted for a key that is not ordinal and has none given (module docstring), in
+    this order: the coarser ``columns`` of the file it nests in; the prefixes of structured codes;
+    round-width bands for a numeric key without a code list (``code_list``: the spec lists its
+    ``categories:``, the codes of a classification, which are never banded; SPEC §8.2) and with at
+    least :data:`MANY_VALUES` values. None: the key's rare categories merge into "Other" instead."""
+    observed = data[key].dropna()
+    nested = nesting_columns(data, key, columns) if columns else ()
+    if nested:
+        return HierarchyRule("columns", columns=nested)
+    categories = observed.unique()
+    prefixes = prefix_hierarchy(categories)
+    if prefixes is not None:
+        return prefixes
+    numeric = pd.api.types.is_numeric_dtype(observed) and not pd.api.types.is_bool_dtype(observed)
+    if numeric and not code_list and len(categories) >= MANY_VALUES:
+        return HierarchyRule("bands", widths=band_widths(np.sort(categories.astype(float)), age=is_age_name(key)))
+    return None
