@@ -144,14 +144,15 @@ def nesting_columns(data: pd.DataFrame, key: str, candidates: Sequence[str]) -> 
     :data:`RECORDS_PER_VALUE` records per value on average: a column with few records per value nests
     in another by chance (with five records a value lies in one of two equally common values with
     probability 1/16, and every value must)."""
-    frame = data.loc[data[key].notna()]
+    candidates = [c for c in dict.fromkeys(candidates) if c != key and c in data.columns]
+    present = data[key].notna()
+    frame = data[[key, *candidates]]
+    frame = frame if present.all() else frame.loc[present]
     n_key = frame[key].nunique()
     if n_key < 3 or len(frame) < RECORDS_PER_VALUE * n_key:
         return ()
     nested = []
     for column in candidates:
-        if column == key or column not in frame.columns:
-            continue
         n_column = frame[column].nunique()
         if 2 <= n_column < n_key and len(frame[[key, column]].drop_duplicates()) == n_key:
             nested.append((n_column, column))
@@ -167,12 +168,13 @@ def column_hierarchy(data: pd.DataFrame, key: str, columns: Sequence[str]) -> Hi
     """The hierarchy of ``key`` along coarser ``columns`` of the file, finest first: level h groups the
     key's values by their value of ``columns[h - 1]`` (named by it). A key value lying in two values of
     a column is an error naming both."""
-    frame = data.loc[data[key].notna()]
+    missing = [c for c in columns if c not in data.columns]
+    if missing:
+        raise SDCInputError(f"{key}: hierarchy column {missing[0]!r} is not in the data")
+    frame = data.loc[data[key].notna(), [key, *columns]]
     categories = tuple(_sorted(pd.unique(frame[key])))
     levels = []
     for column in columns:
-        if column not in data.columns:
-            raise SDCInputError(f"{key}: hierarchy column {column!r} is not in the data")
         pairs = frame[[key, column]].drop_duplicates()
         split = pairs[pairs[key].duplicated(keep=False)]
         if not split.empty:
