@@ -457,3 +457,26 @@ def test_drafted_spec_writes_the_drafted_hierarchies_and_the_search_walks_them(t
         "method": "recode", "variable": "occupation", "groups": [[5111, 5112, 5113, 5121, 5122], [6111, 6112]],
         "names": ["51", "61"]}
     assert space["municipality"].levels[1].names == ("p1", "p2", "p3")
+
+
+def test_argus_hierlevels_become_a_prefix_rule():
+    # <HIERLEVELS> 1 1 2: four-character codes, levels of 1, 1 and 2 characters
+    assert HierarchyRule.from_hierlevels([1, 1, 2]) == HierarchyRule("prefixes", lengths=(2, 1))
+    assert HierarchyRule.from_hierlevels([2, 2, 1]) == HierarchyRule("prefixes", lengths=(4, 2))
+    with pytest.raises(SDCInputError, match="HIERLEVELS"):
+        HierarchyRule.from_hierlevels([1, 0])
+
+
+def test_a_search_chain_in_arx_layout():
+    counts = {"a": 500, "b": 2, "c": 3, "d": 400, "e": 4, "f": 91}
+    values = pd.Series(np.repeat(list(counts), list(counts.values())), name="town")
+    table = key_hierarchy(values, Variable("town", "categorical_key", "nominal")).to_arx()
+    assert table.values.tolist() == [  # rows in the order of the key's categories (most records first)
+        ["a", "a", "a", "*"],
+        ["d", "d", "d", "*"],
+        ["f", "f", "Other (4 categories)", "*"],
+        ["e", "Other (3 categories)", "Other (4 categories)", "*"],
+        ["c", "Other (3 categories)", "Other (4 categories)", "*"],
+        ["b", "Other (3 categories)", "Other (4 categories)", "*"],
+    ]
+    assert Hierarchy.from_arx(table).to_arx().equals(table)

@@ -55,6 +55,16 @@ class HierarchyRule:
     columns: tuple[str, ...] = ()
     widths: tuple[float, ...] = ()
 
+    @classmethod
+    def from_hierlevels(cls, digits: Sequence[int]) -> HierarchyRule:
+        """The prefix rule of an Argus ``<HIERLEVELS>`` declaration (mu-Argus and tau-Argus manuals,
+        metadata file ``.rda``): the number of characters each level adds, coarsest first, e.g. ``1 1 2``
+        for four-character codes whose first character is level 1, second level 2, last two level 3;
+        the codes are then cut to 2 and 1 characters (finest first)."""
+        if not digits or any(not isinstance(d, int) or d < 1 for d in digits):
+            raise SDCInputError(f"<HIERLEVELS>: expected positive numbers of characters per level, got {list(digits)}")
+        return cls("prefixes", lengths=tuple(int(n) for n in np.cumsum(digits)[:-1][::-1]))
+
     def spec_entry(self) -> dict:
         """The rule as a spec's ``hierarchy:`` entry."""
         return {"prefixes": list(self.lengths)} if self.kind == "prefixes" else (
