@@ -15,6 +15,13 @@ the drafted spec as a rule the user can edit (:class:`HierarchyRule`).
 * **Round-width bands** for integer-valued keys (:func:`band_widths`): ages in 5, 10 and 20 years;
   other counts in widths of the 1-2-5 series (1, 2, 5 x 10^e, each a multiple of the one before so that
   the bands nest), starting from the width that gives about 20 bands. Band bounds are whole numbers.
+
+References
+----------
+International Labour Office (2012), *International Standard Classification of Occupations ISCO-08*,
+Vol. 1, structure; Eurostat (2020), *Statistical regions in the European Union and partner countries:
+NUTS*, code structure; Hundepool et al. (2012), *Statistical Disclosure Control*, §3.4.2 (global
+recoding: merging categories along a classification, intervals of round width for age).
 """
 
 from __future__ import annotations

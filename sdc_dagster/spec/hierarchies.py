@@ -26,6 +26,15 @@ Every problem is an :class:`~sdc_dagster.errors.SDCInputError` naming the file, 
 a value listed twice (a value in two groups), a level that is not a coarsening of the one before, a
 row of the wrong length, and (:meth:`Hierarchy.on_categories`) a value of the data the hierarchy
 does not list.
+
+References
+----------
+Prasser, F. & Kohlmayer, F. (2015), "Putting statistical disclosure control into practice: the ARX
+data anonymization tool", in *Medical Data Privacy Handbook*, Springer (ARX's generalisation
+hierarchies, one column per level). Hundepool, A. et al. (2014), *mu-Argus user's manual* 5.1 and
+*tau-Argus manual* 4.1, Statistics Netherlands (hierarchical code lists ``.hrc``, ``<HIERLEADSTRING>``,
+code lists ``.cdl``). Hundepool et al. (2012), *Statistical Disclosure Control*, Wiley, §3.4.2
+(global recoding along a hierarchy).
 """
 
 from __future__ import annotations
@@ -229,9 +238,23 @@ def _read_text(path: Path) -> str:
 
 def read_arx_hierarchy(path: str | Path, *, separator: str | None = None) -> Hierarchy:
     """ARX's hierarchy CSV: one row per value, column 0 the value, column h its generalisation at level h,
-    the last column the top (SPEC §14.1; ARX writes ``;``, no header). ``separator`` None takes ``;``,
-    ``,`` or a tab, whichever splits the first row. Blank lines are skipped; every row must have as many
-    columns as the first."""
+    the last column the top (SPEC §14.1; ARX writes ``;``, no header).
+
+    Parameters
+    ----------
+    path : the file (UTF-8, else Windows-1252).
+    separator : the column separator; None takes ``;``, a tab or ``,``, whichever splits the first row.
+
+    Returns
+    -------
+    :class:`Hierarchy` with the values as text, a level per column after the first (the top included),
+    groups named by the file's labels.
+
+    Raises
+    ------
+    SDCInputError : naming the file and the line: a row with another number of columns than the
+        first, a value listed twice, a label of level h - 1 generalised to two labels of level h.
+    """
     path = Path(path)
     text = _read_text(path)
     numbered = [(i, line) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
@@ -264,9 +287,24 @@ def read_codelist(path: str | Path) -> dict[str, str]:
 
 
 def read_hrc(path: str | Path, *, leadstring: str = HRC_LEADSTRING, labels: Mapping[str, str] | None = None) -> Hierarchy:
-    """An Argus hierarchical code list (module docstring). With D the depth of the deepest code, level
-    h (1..D) replaces every code deeper than D - h by its ancestor at depth D - h; group names are the
-    codes, or their labels in ``labels`` (a code list, :func:`read_codelist`)."""
+    """An Argus hierarchical code list (module docstring).
+
+    Parameters
+    ----------
+    path : the ``.hrc`` file: one code per line, preceded by the lead string once per level of depth.
+    leadstring : the variable's ``<HIERLEADSTRING>`` (default ``@``).
+    labels : code -> label (a code list, :func:`read_codelist`) naming the groups; default the codes.
+
+    Returns
+    -------
+    :class:`Hierarchy` over the leaves (the codes without children, as text). With D the depth of the
+    deepest code, level h (1..D) replaces every code deeper than D - h by its ancestor at depth D - h.
+
+    Raises
+    ------
+    SDCInputError : naming the file and the line: a code deeper than one below the code before it
+        (the first code not at depth 0), a lead string without a code, a code listed twice.
+    """
     path = Path(path)
     if not leadstring:
         raise SDCInputError(f"{path.name}: the lead string of an .hrc file cannot be empty")
