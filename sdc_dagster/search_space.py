@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from sdc_dagster.errors import SDCInputError
 from sdc_dagster.spec import SurveySpec, Variable
 from sdc_dagster.spec.drafted_hierarchies import MANY_VALUES, HierarchyRule, band_widths, draft_rule, is_age_name
 from sdc_dagster.spec.hierarchies import Hierarchy, HierarchyLevel, members_name, value_text
@@ -301,6 +302,22 @@ def search_space(data: pd.DataFrame, spec: SurveySpec) -> dict[str, KeyHierarchy
                            max_level=0 if key in options.keep else options.max_level, data=data, columns=columns)
         for key in spec.categorical_keys
     }
+
+
+def hierarchy_problems(data: pd.DataFrame, spec: SurveySpec) -> list[str]:
+    """What stops the spec's ``hierarchy:`` of a categorical key from applying to the wave ``data``
+    (a value of the data missing from a hierarchy file, a key value in two values of a hierarchy
+    column), one message per key; empty when every given hierarchy applies."""
+    problems = []
+    for key in spec.categorical_keys:
+        variable = spec.variable(key)
+        if variable.hierarchy is None or key not in data.columns:
+            continue
+        try:
+            key_hierarchy(data[key], variable, data=data)
+        except SDCInputError as exc:
+            problems.append(str(exc))
+    return problems
 
 
 def continuous_steps(spec: SurveySpec) -> list[dict]:

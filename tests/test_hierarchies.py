@@ -480,3 +480,21 @@ def test_a_search_chain_in_arx_layout():
         ["b", "Other (3 categories)", "Other (4 categories)", "*"],
     ]
     assert Hierarchy.from_arx(table).to_arx().equals(table)
+
+
+def test_sdc_check_names_a_data_value_missing_from_the_hierarchy_file(tmp_path):
+    import io
+
+    from sdc_dagster.cli.specs import run_check
+
+    (tmp_path / "edu.csv").write_text("Masters;Graduate;*\nDoctorate;Graduate;*\nBachelors;Undergraduate;*\n")
+    pd.DataFrame({"education": ["Masters", "Bachelors", "HS-grad"] * 4}).to_csv(tmp_path / "w.csv", index=False)
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"survey": "s", "variables": {
+        "education": {"role": "categorical_key", "hierarchy": "edu.csv"}}}))
+    out = io.StringIO()
+    assert run_check(str(tmp_path / "s.yaml"), data_file=str(tmp_path / "w.csv"), out=out) != 0
+    assert ("variables.education.hierarchy: value 'HS-grad' of the data is not in the hierarchy (edu.csv)"
+            in out.getvalue())
+    (tmp_path / "edu.csv").write_text("Masters;Graduate;*\nBachelors;Undergraduate;*\nHS-grad;School;*\n")
+    out = io.StringIO()
+    assert run_check(str(tmp_path / "s.yaml"), data_file=str(tmp_path / "w.csv"), out=out) == 0
