@@ -48,9 +48,8 @@ def _drafted_hierarchy(data: pd.DataFrame, v, nesting: list[str]) -> tuple[Hiera
     if rule is None and data[v.name].nunique() <= 2:
         return None, ""
     if rule is None:
-        return None, ("none found in the codes or the file: the plan search merges rare categories into one group "
-                      "'Other (n categories)'; to merge along a classification give a file (ARX hierarchy CSV, "
-                      "Argus .hrc) or levels, e.g. {levels: [{name: ..., groups: {name: [codes]}}]}")
+        return None, ("none in the codes or the file: the search merges rare categories into 'Other (n categories)'; "
+                      "give a file (ARX CSV, Argus .hrc) or {levels: [{name: ..., groups: {name: [codes]}}]}")
     if rule.kind == "bands":
         return rule, "drafted: bands of these round widths, bounds whole numbers ((20,25], (25,30], ...); edit the widths"
     first = rule.resolve(data, v.name).levels[0]
