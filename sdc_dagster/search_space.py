@@ -275,6 +275,9 @@ def _rule_levels(rule: HierarchyRule | None, counts: pd.Series, categories: list
     key's counts, columns and prefixes resolved on the wave; without a rule, the rare categories
     merged into "Other"."""
     if rule is not None and rule.kind == "bands":
+        if not pd.api.types.is_numeric_dtype(counts.index) or pd.api.types.is_bool_dtype(counts.index):
+            raise SDCInputError(f"variables.{key}.hierarchy: bands need numbers, and {key!r} holds "
+                                f"{counts.index.dtype} values such as {value_text(counts.index[0])!r}")
         order = np.sort(counts.index.to_numpy())
         return _cast_levels(order, _numeric_levels(order.astype(float), counts[order].to_numpy(), allowed, rule.widths))
     if "recode" not in allowed:

@@ -498,3 +498,12 @@ def test_sdc_check_names_a_data_value_missing_from_the_hierarchy_file(tmp_path):
     (tmp_path / "edu.csv").write_text("Masters;Graduate;*\nBachelors;Undergraduate;*\nHS-grad;School;*\n")
     out = io.StringIO()
     assert run_check(str(tmp_path / "s.yaml"), data_file=str(tmp_path / "w.csv"), out=out) == 0
+
+
+def test_bands_of_a_text_key_are_named_as_a_problem_of_the_wave():
+    spec = parse_spec({"survey": "s", "variables": {"town": {"role": "categorical_key", "hierarchy": {"bands": [5]}}}})
+    frame = pd.DataFrame({"town": ["a", "b", "c"]})
+    from sdc_dagster.search_space import hierarchy_problems
+
+    assert hierarchy_problems(frame, spec) == [
+        "variables.town.hierarchy: bands need numbers, and 'town' holds object values such as 'a'"]
