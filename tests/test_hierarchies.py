@@ -507,3 +507,11 @@ def test_bands_of_a_text_key_are_named_as_a_problem_of_the_wave():
 
     assert hierarchy_problems(frame, spec) == [
         "variables.town.hierarchy: bands need numbers, and 'town' holds object values such as 'a'"]
+
+
+def test_a_whole_number_age_is_banded_even_with_its_categories_listed():
+    values = pd.Series(np.repeat(np.arange(24, 35), 20), name="age")  # sdcMicro-style draft lists them
+    variable = Variable("age", "categorical_key", "nominal", categories=tuple(range(24, 35)))
+    levels = key_hierarchy(values, variable, methods=("recode", "interval_recode")).levels
+    assert [level.names for level in levels[1:]] == [("[24,25]", "(25,30]", "(30,34]"), ("[24,30]", "(30,34]")]
+    assert levels[1].groups == ((24, 25), (26, 27, 28, 29, 30), (31, 32, 33, 34))

@@ -248,9 +248,10 @@ def band_widths(values: np.ndarray, *, age: bool, levels: int = 3) -> tuple[floa
 def draft_rule(data: pd.DataFrame, key: str, *, code_list: bool, columns: Sequence[str] = ()) -> HierarchyRule | None:
     """The hierarchy drafted for a key that is not ordinal and has none given (module docstring), in
     this order: the coarser ``columns`` of the file it nests in; the prefixes of structured codes;
-    round-width bands for a numeric key without a code list (``code_list``: the spec lists its
-    ``categories:``, the codes of a classification, which are never banded; SPEC §8.2) and with at
-    least :data:`MANY_VALUES` values. None: the key's rare categories merge into "Other" instead."""
+    round-width bands for a whole-number age (:func:`is_age_name`), and for a numeric key without a
+    code list (``code_list``: the spec lists its ``categories:``, the codes of a classification, which
+    are never banded; SPEC §8.2) with at least :data:`MANY_VALUES` values. None: the key's rare
+    categories merge into "Other" instead."""
     observed = data[key].dropna()
     nested = nesting_columns(data, key, columns) if columns else ()
     if nested:
@@ -260,6 +261,8 @@ def draft_rule(data: pd.DataFrame, key: str, *, code_list: bool, columns: Sequen
     if prefixes is not None:
         return prefixes
     numeric = pd.api.types.is_numeric_dtype(observed) and not pd.api.types.is_bool_dtype(observed)
-    if numeric and not code_list and len(categories) >= MANY_VALUES:
-        return HierarchyRule("bands", widths=band_widths(np.sort(categories.astype(float)), age=is_age_name(key)))
+    values = np.sort(categories.astype(float)) if numeric else None
+    age = numeric and is_age_name(key) and whole_numbers(values) and len(categories) >= 3
+    if age or (numeric and not code_list and len(categories) >= MANY_VALUES):
+        return HierarchyRule("bands", widths=band_widths(values, age=is_age_name(key)))
     return None
