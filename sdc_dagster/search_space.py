@@ -10,11 +10,11 @@ categories never lowers a sample frequency). SPEC §8.2 says which merges a key'
 * an **ordinal** key only by adjacent ranges: with many numeric categories (at least
   :data:`MANY_VALUES`), round-width bands; otherwise its rarest range merged with its rarer neighbour,
   level by level (a group named "2 to 4");
-* an **integer-valued** key (a whole-number age, code list or not; counts and years: numbers without a
-  code list, ``categories:``, and with at least :data:`MANY_VALUES` distinct values): top and bottom coding of the tails (below the 5 % and
-  above the 95 % quantile, cut at round numbers), then round-width bands (ages 5, 10 and 20 years,
-  counts in the 1-2-5 series), each band named as sdcMicro's ``globalRecode`` prints it (``"(20,25]"``);
-  whole-number keys get whole-number bounds;
+* an **integer-valued** key (a whole-number age, code list or not; counts and years: numbers without
+  a code list, ``categories:``, and with at least :data:`MANY_VALUES` distinct values): top and bottom
+  coding of the tails (below the 5 % and above the 95 % quantile, cut at round numbers), then
+  round-width bands (ages 5, 10 and 20 years, counts in the 1-2-5 series), each band named as
+  sdcMicro's ``globalRecode`` prints it (``"(20,25]"``); whole-number keys get whole-number bounds;
 * a **nominal** key only along a hierarchy drafted from the file (a coarser column it nests in, or the
   prefixes of structured codes) or, without one, by merging its rare categories (below 0.5 %, 1 %, 2 %,
   5 % and 10 % of the records) into one explicit group named "Other (7 categories)"; never by bands
