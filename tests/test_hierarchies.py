@@ -515,3 +515,9 @@ def test_a_whole_number_age_is_banded_even_with_its_categories_listed():
     levels = key_hierarchy(values, variable, methods=("recode", "interval_recode")).levels
     assert [level.names for level in levels[1:]] == [("[24,25]", "(25,30]", "(30,34]"), ("[24,30]", "(30,34]")]
     assert levels[1].groups == ((24, 25), (26, 27, 28, 29, 30), (31, 32, 33, 34))
+
+
+def test_codes_with_leading_zeros_match_the_numbers_a_data_file_holds(tmp_path):
+    (tmp_path / "nace.hrc").write_text("A\n@01\n@02\nC\n@10\n")
+    bound = read_hrc(tmp_path / "nace.hrc").on_categories([1, 2, 10])
+    assert partition(bound.levels[0]) == {frozenset({"1", "2"}): "A", frozenset({"10"}): "C"}

@@ -69,6 +69,17 @@ def value_text(value) -> str:
     return str(value)
 
 
+_WHOLE_NUMBER = re.compile(r"^[+-]?[0-9]+(\.0*)?$")
+
+
+def _match_text(value) -> str:
+    """The text a data value and a hierarchy value are matched on: :func:`value_text` without
+    surrounding blanks, a whole number without leading zeros (a code ``"01"`` in a hierarchy file is
+    the code ``1`` a data file read as a number)."""
+    text = value_text(value).strip()
+    return str(int(float(text))) if _WHOLE_NUMBER.match(text) else text
+
+
 def members_name(members: Sequence) -> str:
     """The name of a merged group that has no name of its own: its members when few (SPEC §8.2,
     "a label that names it (its members ...)"), else the first two and how many."""
@@ -135,8 +146,8 @@ class Hierarchy:
         empty disappears), a category the hierarchy lacks is an error when it is ``complete``, else
         a group of its own at every level."""
         where = f"{where}: " if where else ""
-        by_text = {value_text(c): c for c in categories}
-        known = {value_text(v) for v in self.values}
+        by_text = {_match_text(c): c for c in categories}
+        known = {_match_text(v) for v in self.values}
         unknown = [c for t, c in by_text.items() if t not in known]
         if unknown and self.complete:
             shown = ", ".join(repr(value_text(c)) for c in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
@@ -146,7 +157,7 @@ class Hierarchy:
         for level in self.levels:
             groups, names = [], []
             for group, name in zip(level.groups, level.names):
-                present = tuple(by_text[t] for t in (value_text(v) for v in group) if t in by_text)
+                present = tuple(by_text[t] for t in (_match_text(v) for v in group) if t in by_text)
                 if present:
                     groups.append(present)
                     names.append(name)
