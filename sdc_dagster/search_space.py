@@ -1,23 +1,29 @@
-"""The search space of the plan search, generated from the data (SPEC §8.2, §8.3, §8.4, §8.5, §8.9; issue 22).
+"""The search space of the plan search, generated from the data (SPEC §8.2, §8.3, §8.4, §8.5, §8.9; issues 22, 34).
 
 Each categorical key gets a chain of generalisation levels, level 0 the original categories and each
 level a coarsening of the one before (every group of level i lies inside one group of level i+1), so
 that the levels of the keys form a lattice in which k-anonymity is monotone (SPEC §3.1: merging
-categories never lowers a sample frequency):
+categories never lowers a sample frequency). SPEC §8.2 says which merges a key's scale allows:
 
-* the spec's ``hierarchy:`` of a key when it gives one;
-* an ordered key (ordinal scale, or numbers with at least :data:`MANY_VALUES` distinct values):
-  top and bottom coding of the tails (below the 5 % and above the 95 % quantile, cut at round
-  numbers), then bands of round widths w, 2w, 4w (ages: 5, 10 and 20 years), each band named as
-  sdcMicro's ``globalRecode`` prints it (``"(20,25]"``); an ordered key with few categories merges
-  its rarest category with its rarer neighbour, level by level;
-* a nominal key: its rare categories merged, step by step (below 0.5 %, 1 %, 2 %, 5 % and 10 % of
-  the records), first among the codes that share a leading character (occupation or region
-  codes: ``511`` with ``512``), then across them.
+* the spec's ``hierarchy:`` when it gives one (a file, inline levels or a rule,
+  :mod:`sdc_dagster.spec.hierarchies`, :mod:`sdc_dagster.spec.drafted_hierarchies`);
+* an **ordinal** key only by adjacent ranges: with many numeric categories (at least
+  :data:`MANY_VALUES`), round-width bands; otherwise its rarest range merged with its rarer neighbour,
+  level by level (a group named "2 to 4");
+* an **integer-valued** key (a whole-number age, code list or not; counts and years: numbers without
+  a code list, ``categories:``, and with at least :data:`MANY_VALUES` distinct values): top and bottom
+  coding of the tails (below the 5 % and above the 95 % quantile, cut at round numbers), then
+  round-width bands (ages 5, 10 and 20 years, counts in the 1-2-5 series), each band named as
+  sdcMicro's ``globalRecode`` prints it (``"(20,25]"``); whole-number keys get whole-number bounds;
+* a **nominal** key only along a hierarchy drafted from the file (a coarser column it nests in, or the
+  prefixes of structured codes) or, without one, by merging its rare categories (below 0.5 %, 1 %, 2 %,
+  5 % and 10 % of the records) into one explicit group named "Other (7 categories)"; never by bands
+  of its codes.
 
-Every level is released as one ``recode`` step with ``groups`` (each group merged into its smallest
-code, SPEC §8.2), so the released codes stay categories of the variable and the loss measures compare
-them; the level's words carry the band names.
+Every level is released as one ``recode`` step with ``groups`` and their ``names`` (the hierarchy's
+label at that level, the band, "Other (...)"): the released file gives each merged group a code and a
+label of its own (SPEC §8.2); the loss measures and the lattice code a merged group by its smallest
+member. :meth:`KeyHierarchy.to_arx` gives a chain in ARX's hierarchy layout (SPEC §14.1).
 
 Continuous keys get candidate steps, weakest first: MDAV microaggregation (k = 3, 4, 5, 6, 8, 10) within
 the released key combinations (as drafted specs do), rank swapping (p = 5, 10, 15 %) and additive
@@ -32,12 +38,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from sdc_dagster.protect.recode import merge_mapping
+from sdc_dagster.errors import SDCInputError
 from sdc_dagster.spec import SurveySpec, Variable
+from sdc_dagster.spec.drafted_hierarchies import MANY_VALUES, HierarchyRule, band_widths, draft_rule, is_age_name
+from sdc_dagster.spec.hierarchies import Hierarchy, HierarchyLevel, members_name, value_text
 
-#: A numeric key with at least this many distinct values is generalised into bands.
-MANY_VALUES = 15
-#: Shares of the records under which a nominal category counts as rare, one level each.
+#: Shares of the records under which a category counts as rare, one level each.
 RARE_SHARES = (0.005, 0.01, 0.02, 0.05, 0.10)
 #: Tail quantiles of top and bottom coding.
 TAILS = (0.05, 0.95)
@@ -47,20 +53,30 @@ NOISE_AMOUNTS = (0.1, 0.2, 0.5)
 #: Which search method (``search.methods``) makes which kind of level.
 LEVEL_METHODS = {"hierarchy": "recode", "rare": "recode", "tails": "top_coding", "bands": "interval_recode",
                  "neighbours": "recode"}
+#: Roles of the columns a key may nest in (a drafted hierarchy along a coarser column of the file).
+NESTING_ROLES = ("categorical_key", "other")
 
 
 @dataclass(frozen=True)
 class KeyLevel:
-    """One generalisation level of a key: its groups of original categories (each merged into its
-    smallest code; one-member groups leave the category alone) and the level in words."""
+    """One generalisation level of a key: its groups of original categories (one-member groups leave
+    the category alone), the name of each group (parallel to ``groups``) and the level in words."""
 
     groups: tuple[tuple, ...]
     words: str
+    names: tuple[str, ...] = ()
+
+    def group_names(self) -> tuple[str, ...]:
+        """The name of every group (members named by :func:`members_name` where none was given)."""
+        return self.names or tuple(value_text(g[0]) if len(g) == 1 else members_name(g) for g in self.groups)
 
     def step(self, key: str) -> dict | None:
-        """The spec step of this level: a ``recode`` with the merged groups (None at level 0)."""
-        merged = [list(g) for g in self.groups if len(g) > 1]
-        return {"method": "recode", "variable": key, "groups": merged} if merged else None
+        """The spec step of this level: a ``recode`` with the merged groups and their names (None at
+        level 0)."""
+        merged = [(list(g), n) for g, n in zip(self.groups, self.group_names()) if len(g) > 1]
+        if not merged:
+            return None
+        return {"method": "recode", "variable": key, "groups": [g for g, _ in merged], "names": [n for _, n in merged]}
 
 
 @dataclass(frozen=True)
@@ -73,15 +89,19 @@ class KeyHierarchy:
     def words(self) -> list[str]:
         return [level.words for level in self.levels]
 
+    def hierarchy(self) -> Hierarchy:
+        """The chain as a :class:`~sdc_dagster.spec.hierarchies.Hierarchy` over the key's categories."""
+        values = tuple(g[0] for g in self.levels[0].groups)
+        return Hierarchy(values, tuple(HierarchyLevel(level.words, level.groups, level.group_names())
+                                       for level in self.levels[1:]), source=self.key)
+
+    def to_arx(self) -> pd.DataFrame:
+        """The chain in ARX's hierarchy layout (SPEC §14.1; ``search.optimal_generalisation``'s input)."""
+        return self.hierarchy().to_arx()
+
 
 def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
-
-
-def _show(value) -> str:
-    """A category in words: a whole float as an integer (SPSS and Stata codes are read as floats)."""
-    value = _plain(value)
-    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def _nice(low: float, high: float) -> float:
@@ -95,27 +115,20 @@ def _nice(low: float, high: float) -> float:
     return float(low)
 
 
-def _nice_width(span: float, bands: int) -> float:
-    """A width from 1, 2, 5 x 10^e giving about ``bands`` bands over ``span``."""
-    raw = span / bands
-    exponent = np.floor(np.log10(raw))
-    for factor in (1, 2, 5, 10):
-        if factor * 10**exponent >= raw:
-            return float(factor * 10**exponent)
-    return float(10 ** (exponent + 1))
-
-
 def _label(value: float) -> str:
     return "%.8g" % (value + 0.0)
 
 
-def _band_words(values: np.ndarray, cuts: np.ndarray, edges: np.ndarray) -> str:
-    """The bands of a cut set as sdcMicro's globalRecode names intervals: "[a,b]" first, "(a,b]"."""
+def _band_names(values: np.ndarray, cuts: np.ndarray, edges: np.ndarray) -> list[str]:
+    """The bands of a cut set as sdcMicro's globalRecode names intervals: "[a,b]" first, then "(a,b]"."""
     starts = np.r_[0, np.flatnonzero(cuts) + 1]
     bounds = [values[0]] + [edges[i] for i in np.flatnonzero(cuts)] + [values[-1]]
-    labels = [("[" if i == 0 else "(") + f"{_label(bounds[i])},{_label(bounds[i + 1])}]" for i in range(len(starts))]
-    shown = labels if len(labels) <= 8 else labels[:3] + ["..."] + labels[-3:]
-    return f"{len(labels)} bands " + " ".join(shown)
+    return [("[" if i == 0 else "(") + f"{_label(bounds[i])},{_label(bounds[i + 1])}]" for i in range(len(starts))]
+
+
+def _shown(names: Sequence[str]) -> str:
+    shown = list(names) if len(names) <= 8 else [*names[:3], "...", *names[-3:]]
+    return " ".join(shown)
 
 
 def _groups_from_cuts(categories: Sequence, cuts: np.ndarray) -> tuple[tuple, ...]:
@@ -123,8 +136,9 @@ def _groups_from_cuts(categories: Sequence, cuts: np.ndarray) -> tuple[tuple, ..
     return tuple(tuple(_plain(c) for c in categories[a:b]) for a, b in zip(bounds[:-1], bounds[1:]))
 
 
-def _numeric_levels(values: np.ndarray, counts: np.ndarray, methods: set[str], age: bool) -> list[KeyLevel]:
-    """Tails, then bands of width w, 2w, 4w (module docstring); ``values`` sorted distinct numbers."""
+def _numeric_levels(values: np.ndarray, counts: np.ndarray, methods: set[str], widths: Sequence[float]) -> list[KeyLevel]:
+    """Tails, then bands of each width (module docstring); ``values`` sorted distinct numbers. A band
+    (b - w, b] is cut at multiples b of its width w, so whole widths give whole bounds."""
     edges = np.array([_nice(a, b) for a, b in zip(values[:-1], values[1:])])  # one round cut per gap
     cumulative = np.cumsum(counts) / counts.sum()
     levels, cuts = [], np.ones(len(values) - 1, dtype=bool)
@@ -133,24 +147,26 @@ def _numeric_levels(values: np.ndarray, counts: np.ndarray, methods: set[str], a
         if not tails.all():
             cuts = cuts & tails
             low, high = values[np.argmax(cumulative >= TAILS[0])], values[len(values) - 1 - np.argmax(cumulative[::-1] < TAILS[1])]
-            levels.append((cuts.copy(), f"tails coded: up to {_label(low)} and above {_label(high)} merged"))
+            levels.append((cuts.copy(), edges.copy(), f"tails coded: up to {_label(low)} and above {_label(high)} merged"))
     if "interval_recode" in methods:
-        width = 5.0 if age else _nice_width(values[-1] - values[0], 20)
-        for factor in (1, 2, 4):
-            w = width * factor
+        for w in widths:
             band = np.ceil(values[:-1] / w) != np.ceil(values[1:] / w)  # right-closed (b - w, b]
             band_edges = np.ceil(values[:-1] / w) * w
             new = cuts & band
             if new.sum() < cuts.sum() and new.any():
                 edges = np.where(band, band_edges, edges)
                 cuts = new
-                levels.append((cuts.copy(), f"{_label(w)}-wide bands"))
-    return [KeyLevel(_groups_from_cuts(values, c), f"{words}: {_band_words(values, c, edges)}") for c, words in levels]
+                levels.append((cuts.copy(), edges.copy(), f"{_label(w)}-wide bands"))
+    out = []
+    for c, e, words in levels:
+        names = _band_names(values, c, e)
+        out.append(KeyLevel(_groups_from_cuts(values, c), f"{words}: {len(names)} bands {_shown(names)}", tuple(names)))
+    return out
 
 
 def _neighbour_levels(categories: list, counts: np.ndarray, n: int) -> list[KeyLevel]:
-    """Ordered categories: the rarest group merged with its rarer neighbour until every group holds
-    at least the level's share of the records (:data:`RARE_SHARES`)."""
+    """Ordered categories: the rarest range merged with its rarer neighbour until every range holds
+    at least the level's share of the records (:data:`RARE_SHARES`); a range is named "first to last"."""
     groups = [[c] for c in categories]
     sizes = list(counts)
     levels = []
@@ -162,108 +178,149 @@ def _neighbour_levels(categories: list, counts: np.ndarray, n: int) -> list[KeyL
             groups[a:b + 1] = [groups[a] + groups[b]]
             sizes[a:b + 1] = [sizes[a] + sizes[b]]
         grouped = tuple(tuple(_plain(c) for c in g) for g in groups)
-        if not levels or grouped != levels[-1].groups:
-            if len(grouped) < len(categories):
-                words = ", ".join(f"{_show(g[0])}-{_show(g[-1])}" if len(g) > 1 else _show(g[0]) for g in grouped)
-                levels.append(KeyLevel(grouped, f"neighbours merged up to {share:.1%} of records: {words}"))
+        if (not levels or grouped != levels[-1].groups) and len(grouped) < len(categories):
+            names = tuple(f"{value_text(g[0])} to {value_text(g[-1])}" if len(g) > 1 else value_text(g[0]) for g in grouped)
+            levels.append(KeyLevel(grouped, f"neighbours merged up to {share:.1%} of records: {', '.join(names)}", names))
     return levels
-
-
-def _family(category) -> str:
-    text = str(category)
-    return text[0] if len(text) > 1 else ""
 
 
 def _rare_levels(categories: list, counts: np.ndarray, n: int) -> list[KeyLevel]:
-    """Nominal categories: those below a share of the records merged, first within their family
-    (shared leading character), then across families (module docstring)."""
-    families = [_family(c) for c in categories]
-    family_sizes = pd.Series(families).value_counts()
-    has_families = (family_sizes > 1).sum() >= 2 and all(families)
-    levels, previous = [], None
+    """Nominal categories under each share of the records merged into one explicit "Other" group
+    (SPEC §8.2); the rare categories of a share include those of the smaller ones, so each level
+    coarsens the one before."""
+    levels, previous = [], 0
     for share in RARE_SHARES:
         rare = counts < share * n
-        stages = ([True] if has_families and previous is None else []) + [False]
-        for within_family in stages:
-            merged: dict = {}
-            for category, family, is_rare in zip(categories, families, rare):
-                label = (family if within_family else "") if is_rare else ("own", category)
-                merged.setdefault(label, []).append(_plain(category))
-            groups = tuple(tuple(g) for g in merged.values())
-            if len(groups) == len(categories) or groups == previous or len(groups) < 2:
-                continue
-            if previous is not None and not _coarsens(previous, groups):
-                continue
-            rare_words = ", ".join(_show(c) for g in groups if len(g) > 1 for c in g)
-            where = " within codes sharing their first character" if within_family else ""
-            levels.append(KeyLevel(groups, f"categories under {share:.1%} of records merged{where}: {rare_words}"))
-            previous = groups
+        if rare.sum() < 2 or rare.sum() == previous or rare.all():
+            continue
+        previous = int(rare.sum())
+        other = _ordered(tuple(_plain(c) for c, r in zip(categories, rare) if r))
+        name = f"Other ({len(other)} categories)"
+        kept = [(_plain(c),) for c, r in zip(categories, rare) if not r]
+        groups = (*kept, other)
+        names = (*(value_text(g[0]) for g in kept), name)
+        levels.append(KeyLevel(groups, f"categories under {share:.1%} of records merged into {name!r}: "
+                                       f"{', '.join(value_text(c) for c in other)}", names))
     return levels
 
 
-def _coarsens(finer: tuple[tuple, ...], coarser: tuple[tuple, ...]) -> bool:
-    mapping = merge_mapping(coarser)
-    return all(len({mapping.get(c, c) for c in group}) == 1 for group in finer)
+def _ordered(members: tuple) -> tuple:
+    """Members in the order of their codes (as given when they do not compare)."""
+    try:
+        return tuple(sorted(members))
+    except TypeError:
+        return members
+
+
+def _hierarchy_levels(hierarchy: Hierarchy) -> list[KeyLevel]:
+    """The levels of a hierarchy bound to the key's categories; a level that merges nothing more than
+    the one before, or merges everything into one group, is left out."""
+    levels, count = [], len(hierarchy.values)
+    for level in hierarchy.levels:
+        if 2 <= len(level.groups) < count:
+            count = len(level.groups)
+            merged = [n for g, n in zip(level.groups, level.names) if len(g) > 1]
+            levels.append(KeyLevel(level.groups, f"{level.name}: {len(level.groups)} groups, merged {_shown(merged)}",
+                                   level.names))
+    return levels
 
 
 def key_hierarchy(values: pd.Series, variable: Variable, *, methods: Sequence[str] = ("recode", "interval_recode",
-                  "top_coding"), max_level: int | None = None) -> KeyHierarchy:
+                  "top_coding"), max_level: int | None = None, data: pd.DataFrame | None = None,
+                  columns: Sequence[str] = ()) -> KeyHierarchy:
     """The generalisation levels of one categorical key (module docstring).
 
     Parameters
     ----------
     values : the key's values in the wave (not modified).
-    variable : the key's spec entry (scale, ``order:``, ``hierarchy:``).
+    variable : the key's spec entry (scale, ``order:``, ``categories:``, ``hierarchy:``).
     methods : the search methods allowed (``search.methods``), see :data:`LEVEL_METHODS`.
     max_level : the deepest level kept (None: every level).
+    data, columns : the wave and the columns a nominal key may nest in (a drafted hierarchy along a
+        coarser column of the file, :func:`~sdc_dagster.spec.drafted_hierarchies.nesting_columns`).
     """
     observed = values.dropna()
     counts = observed.value_counts()
-    original = KeyLevel(tuple((_plain(c),) for c in counts.index), f"original ({len(counts)} categories)")
+    categories = [_plain(c) for c in counts.index]
+    original = KeyLevel(tuple((c,) for c in categories), f"original ({len(counts)} categories)",
+                        tuple(value_text(c) for c in categories))
     allowed = set(methods)
-    if variable.hierarchy:
-        levels = [KeyLevel(tuple(tuple(g) for g in level) + tuple((c,) for c in original.groups
-                                                                 if all(c[0] not in g for g in level)),
-                           f"spec hierarchy level {i}") for i, level in enumerate(variable.hierarchy, 1)]
-        levels = levels if "recode" in allowed else []
+    given = variable.hierarchy
+    where = f"variables.{variable.name}.hierarchy"
+    frame = data if data is not None else values.to_frame(variable.name)
+    if isinstance(given, HierarchyRule):
+        levels = _rule_levels(given, counts, categories, allowed, frame, variable.name)
+    elif given is not None:
+        levels = _hierarchy_levels(given.on_categories(categories, where=where)) if "recode" in allowed else []
     elif variable.scale == "ordinal" and variable.categories is not None:
         order = [c for c in variable.categories if c in counts.index]
-        numeric = all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in order)
-        if numeric and len(order) >= MANY_VALUES:
-            levels = _numeric_levels(np.array(order, float), counts[order].to_numpy(), allowed, _is_age(variable.name))
+        numbers = all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in order)
+        if numbers and len(order) >= MANY_VALUES:
+            ordered = np.array(order, float)
+            levels = _numeric_levels(ordered, counts[order].to_numpy(), allowed, band_widths(ordered, age=is_age_name(variable.name)))
         else:
             levels = _neighbour_levels(order, counts[order].to_numpy(), len(observed)) if "recode" in allowed else []
-    elif pd.api.types.is_numeric_dtype(observed) and len(counts) >= MANY_VALUES:
-        order = np.sort(counts.index.to_numpy())
-        levels = _numeric_levels(order.astype(float), counts[order].to_numpy(), allowed, _is_age(variable.name))
-        levels = [KeyLevel(tuple(tuple(_cast(order, c) for c in g) for g in level.groups), level.words)
-                  for level in levels]
     else:
-        levels = _rare_levels(list(counts.index), counts.to_numpy(), len(observed)) if "recode" in allowed else []
+        rule = draft_rule(frame, variable.name, code_list=variable.categories is not None, columns=columns)
+        levels = _rule_levels(rule, counts, categories, allowed, frame, variable.name)
     levels = [original, *levels]
     if max_level is not None:
         levels = levels[:max_level + 1]
     return KeyHierarchy(variable.name, tuple(levels))
 
 
-def _cast(order: np.ndarray, value: float):
-    """The original category (int or float) a float band member stands for."""
-    return _plain(order[np.searchsorted(order.astype(float), value)])
+def _rule_levels(rule: HierarchyRule | None, counts: pd.Series, categories: list, allowed: set[str],
+                 frame: pd.DataFrame, key: str) -> list[KeyLevel]:
+    """The levels of a hierarchy rule (given or drafted, :func:`draft_rule`): bands drawn with the
+    key's counts, columns and prefixes resolved on the wave; without a rule, the rare categories
+    merged into "Other"."""
+    if rule is not None and rule.kind == "bands":
+        if not pd.api.types.is_numeric_dtype(counts.index) or pd.api.types.is_bool_dtype(counts.index):
+            raise SDCInputError(f"variables.{key}.hierarchy: bands need numbers, and {key!r} holds "
+                                f"{counts.index.dtype} values such as {value_text(counts.index[0])!r}")
+        order = np.sort(counts.index.to_numpy())
+        return _cast_levels(order, _numeric_levels(order.astype(float), counts[order].to_numpy(), allowed, rule.widths))
+    if "recode" not in allowed:
+        return []
+    if rule is not None:
+        return _hierarchy_levels(rule.resolve(frame, key).on_categories(categories, where=f"variables.{key}.hierarchy"))
+    return _rare_levels(categories, counts.to_numpy(), int(counts.sum()))
 
 
-def _is_age(name: str) -> bool:
-    return "age" in name.lower().replace("_", " ").split() or name.lower() in ("age", "alter", "edad", "wiek")
+def _cast_levels(order: np.ndarray, levels: list[KeyLevel]) -> list[KeyLevel]:
+    """Band levels over the key's own categories (int or float) instead of the floats they were cut on."""
+    as_float = order.astype(float)
+    return [KeyLevel(tuple(tuple(_plain(order[np.searchsorted(as_float, c)]) for c in g) for g in level.groups),
+                     level.words, level.names) for level in levels]
 
 
 def search_space(data: pd.DataFrame, spec: SurveySpec) -> dict[str, KeyHierarchy]:
     """The levels of every categorical key of ``spec`` on the wave ``data``, restricted by the spec's
     ``search:`` (keys in ``keep`` only at level 0, ``max_level``, ``methods``)."""
     options = spec.search
+    columns = [v.name for v in spec.variables
+               if v.role in NESTING_ROLES and v.scale != "continuous" and v.name in data.columns]
     return {
         key: key_hierarchy(data[key], spec.variable(key), methods=options.methods,
-                           max_level=0 if key in options.keep else options.max_level)
+                           max_level=0 if key in options.keep else options.max_level, data=data, columns=columns)
         for key in spec.categorical_keys
     }
+
+
+def hierarchy_problems(data: pd.DataFrame, spec: SurveySpec) -> list[str]:
+    """What stops the spec's ``hierarchy:`` of a categorical key from applying to the wave ``data``
+    (a value of the data missing from a hierarchy file, a key value in two values of a hierarchy
+    column), one message per key; empty when every given hierarchy applies."""
+    problems = []
+    for key in spec.categorical_keys:
+        variable = spec.variable(key)
+        if variable.hierarchy is None or key not in data.columns:
+            continue
+        try:
+            key_hierarchy(data[key], variable, data=data)
+        except SDCInputError as exc:
+            problems.append(str(exc))
+    return problems
 
 
 def continuous_steps(spec: SurveySpec) -> list[dict]:

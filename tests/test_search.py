@@ -90,14 +90,16 @@ def test_age_bands_are_nested_round_and_named_as_globalRecode_names_them():
     assert levels[3].step("age")["method"] == "recode"
 
 
-def test_rare_categories_merge_first_within_codes_sharing_a_first_digit():
-    counts = {11: 500, 12: 2, 13: 3, 21: 400, 22: 4, 23: 91}
+def test_rare_nominal_categories_merge_into_one_named_other_group():
+    # 1,000 records: b, c, e are under 0.5 % (5 records), f under 10 % (100 records)
+    counts = {"a": 500, "b": 2, "c": 3, "d": 400, "e": 4, "f": 91}
     values = pd.Series(np.repeat(list(counts), list(counts.values())), name="occupation")
     levels = key_hierarchy(values, Variable("occupation", "categorical_key", "nominal")).levels
-    merged = [sorted(tuple(sorted(g)) for g in level.groups if len(g) > 1) for level in levels[1:]]
-    assert merged[0] == [(12, 13), (22,)] or merged[0] == [(12, 13)]
-    assert (12, 13, 22) in merged[1]
-    assert "sharing their first character" in levels[1].words
+    assert [level.step("occupation") for level in levels[1:]] == [
+        {"method": "recode", "variable": "occupation", "groups": [["b", "c", "e"]], "names": ["Other (3 categories)"]},
+        {"method": "recode", "variable": "occupation", "groups": [["b", "c", "e", "f"]], "names": ["Other (4 categories)"]},
+    ]
+    assert "merged into 'Other (3 categories)'" in levels[1].words
 
 
 def test_keep_and_max_level_restrict_the_space(testdata):

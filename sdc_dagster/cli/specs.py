@@ -118,5 +118,12 @@ def run_check(spec_file: str, *, data_file: str | None = None, out=None, options
     except SDCInputError as exc:
         print(f"sdc check: {exc}", file=out)
         return EXIT_BAD_DATA
+    from sdc_dagster.search_space import hierarchy_problems
+
+    problems = hierarchy_problems(data, spec)
+    for problem in problems:
+        print(f"sdc check: {data_file}: {problem}", file=out)
+    if problems:
+        return EXIT_BAD_DATA
     print(f"{data_file}: {len(data)} records match the spec", file=out)
     return EXIT_OK

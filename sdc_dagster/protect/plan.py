@@ -67,7 +67,7 @@ PLAN_METHODS: dict[str, Callable[..., Any]] = {
 # "str", "mapping", "list", "matrix", "importance" (columns, or a mapping column -> integer as
 # sdcMicro's numeric importance), or a tuple of allowed string values.
 _PARAMETER_KINDS: dict[str, dict[str, Any]] = {
-    "recode": {"variable": "column", "mapping": "mapping", "groups": "list"},
+    "recode": {"variable": "column", "mapping": "mapping", "groups": "list", "names": "list"},
     "interval_recode": {"variable": "column", "breaks": "list", "labels": "list", "right": "bool"},
     "top_coding": {"variable": "column", "value": "number", "replacement": "number"},
     "bottom_coding": {"variable": "column", "value": "number", "replacement": "number"},

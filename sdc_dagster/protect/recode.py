@@ -69,8 +69,10 @@ def absent_categories(
     mapping: Mapping[Hashable, Hashable] | None = None,
     *,
     groups: Sequence[Sequence[Hashable]] | None = None,
+    names: Sequence[str] | None = None,
 ) -> list:
-    """The categories a :func:`recode` (same parameters) lists that do not occur in ``variable``.
+    """The categories a :func:`recode` (same parameters; ``names`` lists none) lists that do not occur
+    in ``variable``.
 
     Recoding them is a no-op; a protection plan records them so that a reader of the release sees
     which parts of the step had nothing to do in this wave.
@@ -87,6 +89,7 @@ def recode(
     mapping: Mapping[Hashable, Hashable] | None = None,
     *,
     groups: Sequence[Sequence[Hashable]] | None = None,
+    names: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Merge categories of a categorical variable (global recoding, SPEC §8.2).
 
@@ -97,6 +100,9 @@ def recode(
     mapping : old category -> new category; categories not in the mapping keep their code.
     groups : alternative to ``mapping``: groups of categories, each merged into its smallest code
         (the ordinal convention of SPEC §8.2, see :func:`merge_mapping`).
+    names : the name of each group (parallel to ``groups``: a hierarchy's label, a band "(20,25]",
+        "Other (7 categories)"), the label the released files give the merged category; the coding
+        here (the smallest code, which the loss measures compare) does not depend on it.
 
     Returns
     -------
@@ -106,6 +112,9 @@ def recode(
     """
     column = require_columns(data, [variable], role="variable")[0]
     mapping = _recode_mapping(column, mapping, groups)
+    if names is not None and (groups is None or len(names) != len(groups)):
+        raise SDCInputError(f"recode of {column!r}: 'names' names the 'groups', one name per group "
+                            f"({0 if groups is None else len(groups)} groups, {len(names)} names)")
     original = data[column]
     out = data.copy()
     # Series.replace maps only the listed values and keeps dtype where it can (ints stay ints).

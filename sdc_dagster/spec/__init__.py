@@ -4,7 +4,10 @@
 * :mod:`~sdc_dagster.spec.parse`: validation of a parsed document (:func:`parse_spec`);
 * :mod:`~sdc_dagster.spec.files`: spec files with the YAML line of every problem (:func:`load_spec`,
   :func:`scan_specs`);
-* :mod:`~sdc_dagster.spec.draft`: a first spec drafted from a data file (``sdc draft``).
+* :mod:`~sdc_dagster.spec.draft`: a first spec drafted from a data file (``sdc draft``);
+* :mod:`~sdc_dagster.spec.hierarchies`: generalisation hierarchies of categorical keys (ARX CSV, Argus
+  ``.hrc`` and ``.cdl``, inline levels), :mod:`~sdc_dagster.spec.drafted_hierarchies`: hierarchies
+  drafted from the data (code prefixes, coarser columns, round-width bands).
 """
 
 from sdc_dagster.spec.files import BrokenSpec, load_spec, load_specs, scan_specs

@@ -15,6 +15,8 @@ import pandas as pd
 import yaml
 
 from sdc_dagster.names import check_name
+from sdc_dagster.spec.drafted_hierarchies import HierarchyRule, draft_rule
+from sdc_dagster.spec.hierarchies import members_name
 from sdc_dagster.spec.reading import read_with_metadata
 from sdc_dagster.spec.roles import draft_roles, plain_scalar, whole_numbers
 
@@ -44,6 +46,26 @@ def _read_as(contents) -> list[str]:
         lines.append("(detected from the file: change source.options, or give sdc init --sep/--encoding/"
                      "--decimal/--no-header/--sheet, to read it otherwise)")
     return lines
+
+
+def _drafted_hierarchy(data: pd.DataFrame, v, nesting: list[str]) -> tuple[HierarchyRule | None, str]:
+    """The hierarchy drafted for a categorical key (:func:`~sdc_dagster.spec.drafted_hierarchies.draft_rule`)
+    and the comment that says what the plan search will merge (SPEC §8.2)."""
+    if v.scale == "ordinal":
+        return None, "ordinal: the plan search merges adjacent categories only (ranges such as '2 to 4')"
+    rule = draft_rule(data, v.name, code_list=v.categories is not None, columns=[c for c in nesting if c != v.name])
+    if rule is None and data[v.name].nunique() <= 2:
+        return None, ""
+    if rule is None:
+        return None, ("none in the codes or the file: the search merges rare categories into 'Other (n categories)'; "
+                      "give a file (ARX CSV, Argus .hrc) or {levels: [{name: ..., groups: {name: [codes]}}]}")
+    if rule.kind == "bands":
+        return rule, "drafted: bands of these round widths, bounds whole numbers ((20,25], (25,30], ...); edit the widths"
+    first = rule.resolve(data, v.name).levels[0]
+    shown = "; ".join(f"{name} = {members_name(group)}" for group, name in first.merged()[:3])
+    where = ("the coarser columns it nests in (" + ", ".join(rule.columns) + ")" if rule.kind == "columns"
+             else "the prefixes of its codes")
+    return rule, f"drafted from {where}: {shown}{'; ...' if len(first.merged()) > 3 else ''}; edit or replace by a file"
 
 
 def draft_spec(path: str | Path, survey: str, *, options: dict | None = None) -> str:
@@ -88,6 +110,7 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None) ->
         lines.append(f"  metadata: {_flow(contents.metadata_path)}")
     lines += [f"  # {note}" for note in _read_as(contents)]
     lines.append("variables:")
+    nesting = [v.name for v in drafted if v.role in ("categorical_key", "other") and v.scale != "continuous"]
     for v in drafted:
         entry = {"role": v.role}
         if v.scale is not None:
@@ -98,6 +121,11 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None) ->
             entry["missing"] = [plain_scalar(m) for m in v.missing]
         if v.role == "continuous_key":
             entry["precision"] = 0.01
+        hierarchy_note = None
+        if v.role == "categorical_key":
+            rule, hierarchy_note = _drafted_hierarchy(contents.data, v, nesting)
+            if rule is not None:
+                entry["hierarchy"] = rule.spec_entry()
         lines.append(f"  {_flow(v.name)}: {_flow(entry)}")
         label = contents.column_labels.get(v.name)
         lines.append(f"    # type: {column_type(contents.data[v.name])}" + (f"; label: {label}" if label else ""))
@@ -105,6 +133,8 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None) ->
         if v.category_labels:
             shown = ", ".join(f"{plain_scalar(code)} = {label}" for code, label in v.category_labels.items())
             lines.append(f"    # labels: {shown}")
+        if hierarchy_note:
+            lines.append(f"    # hierarchy: {hierarchy_note}")
     categorical = [v.name for v in drafted if v.role == "categorical_key"]
     continuous = [v.name for v in drafted if v.role == "continuous_key"]
     lines += [

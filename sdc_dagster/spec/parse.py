@@ -20,6 +20,8 @@ import yaml
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.names import RULES, name_problem
+from sdc_dagster.spec.drafted_hierarchies import HierarchyRule
+from sdc_dagster.spec.hierarchies import Hierarchy, inline_hierarchy, read_codelist, read_hierarchy_file, value_text
 from sdc_dagster.spec.survey import (
     FORMATS,
     RELEASE_FORMATS,
@@ -107,7 +109,8 @@ def _precision(precision: Any, where: str) -> float | None:
     return float(precision)
 
 
-def _parse_variable(name: str, raw: Any, global_missing: tuple, problems: _Problems) -> Variable | None:
+def _parse_variable(name: str, raw: Any, global_missing: tuple, base: Path | None,
+                    problems: _Problems) -> Variable | None:
     """One variable; its independent problems (unknown keys, categories, missing codes, precision)
     are recorded, a wrong role or scale raises (the remaining rules depend on them). The variable is
     returned when its role, scale and categories are right, for the checks that read them."""
@@ -143,29 +146,100 @@ def _parse_variable(name: str, raw: Any, global_missing: tuple, problems: _Probl
         categories=categories,
         missing_codes=tuple(missing) if isinstance(missing, list) else (),
         precision=None if precision is _FAILED else precision,
-        hierarchy=_parse_hierarchy(raw.get("hierarchy"), f"{where}.hierarchy", role, categories, problems),
+        hierarchy=problems.attempt(_parse_hierarchy, raw.get("hierarchy"), f"{where}.hierarchy", role, categories,
+                                   base, problems),
     )
 
 
-def _parse_hierarchy(raw: Any, where: str, role: str, categories: tuple | None, problems: _Problems) -> tuple:
-    """A categorical key's recode levels (for the plan search): a list of levels, each a list of
-    groups of categories merged by one recode, coarser with each level. Each wrong level is recorded."""
+def _parse_hierarchy(raw: Any, where: str, role: str, categories: tuple | None, base: Path | None,
+                     problems: _Problems) -> Hierarchy | HierarchyRule | None:
+    """A categorical key's generalisation hierarchy (for the plan search, SPEC §8.2), one of:
+
+    * a list of levels, each a list of groups of categories merged (the categories a level does not
+      list stay alone), or ``{levels: [{name: ..., groups: {group name: [categories]}}, ...]}``;
+    * a hierarchy file, ``hierarchy: path`` or ``{file: path, leadstring: "@", codelist: path.cdl,
+      separator: ";"}``, the path relative to the spec's folder: ARX's hierarchy CSV or an Argus
+      ``.hrc`` (:mod:`sdc_dagster.spec.hierarchies`);
+    * a rule the data complete (:mod:`sdc_dagster.spec.drafted_hierarchies`): ``{prefixes: [3, 2, 1]}``
+      (codes cut to 3, 2, 1 characters), ``{columns: [province, region]}`` (coarser columns of the file),
+      ``{bands: [5, 10, 20]}`` (round-width bands, each width a multiple of the one before).
+
+    Each level must coarsen the one before; an error names the level (or the file and its line)."""
     if raw is None:
-        return ()
+        return None
     _expect(role == "categorical_key", where, "only on a categorical_key")
-    _expect(isinstance(raw, list) and len(raw) > 0, where, "a non-empty list of levels, each a list of groups")
-    return tuple(problems.attempt(_hierarchy_level, level, f"{where}[{i}]", categories) for i, level in enumerate(raw))
+    try:
+        if isinstance(raw, list):
+            _expect(len(raw) > 0, where, "a non-empty list of levels, each a list of groups")
+            hierarchy = _levels_hierarchy(raw, where)
+        elif isinstance(raw, str):
+            hierarchy = _file_hierarchy({"file": raw}, where, base)
+        else:
+            raw = _mapping(raw, where)
+            forms = [k for k in ("file", "levels", "prefixes", "columns", "bands") if k in raw]
+            _expect(len(forms) == 1, where, "one of 'file', 'levels', 'prefixes', 'columns' or 'bands'"
+                    + (f", got {forms}" if forms else ""))
+            allowed = {"file", "leadstring", "codelist", "separator"} if forms[0] == "file" else {forms[0]}
+            problems.unknown_keys(raw, where, allowed)
+            if forms[0] == "file":
+                hierarchy = _file_hierarchy(raw, where, base)
+            elif forms[0] == "levels":
+                hierarchy = _levels_hierarchy(raw["levels"], f"{where}.levels")
+            else:
+                hierarchy = _rule_hierarchy(forms[0], raw[forms[0]], f"{where}.{forms[0]}")
+    except SDCInputError as exc:
+        raise SpecError(f"{where}: {exc}", key=where) from None
+    if isinstance(hierarchy, Hierarchy) and categories is not None:
+        if hierarchy.complete:
+            try:
+                hierarchy.on_categories(categories)
+            except SDCInputError as exc:
+                raise SpecError(f"{where}: category of the variable missing: {exc}", key=where) from None
+        else:
+            known = set(map(value_text, categories))
+            unknown = [v for v in hierarchy.values if value_text(v) not in known]
+            _expect(not unknown, where, f"categories of the variable, got {unknown}")
+    return hierarchy
 
 
-def _hierarchy_level(level: Any, where: str, categories: tuple | None) -> tuple:
-    _expect(isinstance(level, list) and len(level) > 0 and all(isinstance(g, list) and g for g in level),
-            where, "a list of groups, each a non-empty list of categories")
-    members = [c for g in level for c in g]
-    _expect(len(set(map(str, members))) == len(members), where, "each category in one group at most")
-    if categories is not None:
-        unknown = [c for c in members if str(c) not in set(map(str, categories))]
-        _expect(not unknown, where, f"categories of the variable, got {unknown}")
-    return tuple(tuple(g) for g in level)
+def _levels_hierarchy(raw: Any, where: str) -> Hierarchy:
+    try:
+        return inline_hierarchy(raw, where=where)
+    except SDCInputError as exc:  # the level named in the message is the key of its YAML line
+        at = str(exc).split(":", 1)[0]
+        raise SpecError(str(exc), key=at if at.startswith(where) else where) from None
+
+
+def _file_hierarchy(raw: Mapping, where: str, base: Path | None) -> Hierarchy:
+    """A hierarchy file (ARX CSV or Argus .hrc), its path relative to the spec's folder."""
+    for name in ("file", "leadstring", "codelist", "separator"):
+        _expect(name not in raw or (isinstance(raw[name], str) and raw[name]), f"{where}.{name}", "a non-empty string")
+    folder = base if base is not None else Path.cwd()
+    options = {}
+    if "codelist" in raw:
+        options["labels"] = read_codelist(folder / raw["codelist"])
+    if "leadstring" in raw:
+        options["leadstring"] = raw["leadstring"]
+    if "separator" in raw:
+        options["separator"] = raw["separator"]
+    return read_hierarchy_file(folder / raw["file"], **options)
+
+
+def _rule_hierarchy(kind: str, value: Any, where: str) -> HierarchyRule:
+    """``prefixes``, ``columns`` or ``bands`` (see :func:`_parse_hierarchy`)."""
+    _expect(isinstance(value, list) and len(value) > 0, where, "a non-empty list")
+    if kind == "prefixes":
+        _expect(all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in value)
+                and all(b < a for a, b in zip(value, value[1:])), where,
+                f"code lengths, decreasing and positive (finest first), got {value}")
+        return HierarchyRule("prefixes", lengths=tuple(value))
+    if kind == "columns":
+        _expect(all(isinstance(c, str) and c for c in value), where, "a list of column names, finest first")
+        return HierarchyRule("columns", columns=tuple(value))
+    numbers = all(isinstance(w, (int, float)) and not isinstance(w, bool) and w > 0 for w in value)
+    _expect(numbers and all(b > a and abs(b / a - round(b / a)) < 1e-9 for a, b in zip(value, value[1:])), where,
+            f"positive band widths, each a multiple of the one before (so that the bands nest), got {value}")
+    return HierarchyRule("bands", widths=tuple(float(w) for w in value))
 
 
 def _step_structure(step: Any, where: str) -> bool:
@@ -420,10 +494,16 @@ def _parse_spec(raw: Any, problems: _Problems, spec_path: Path | None, text: str
                         default=_FAILED) is _FAILED:
         global_missing = []
     parsed = {
-        name: problems.collect(_parse_variable, name, value, tuple(global_missing), problems)
+        name: problems.collect(_parse_variable, name, value, tuple(global_missing),
+                               spec_path.parent if spec_path is not None else None, problems)
         for name, value in variables_raw.items()
     }
     variables = Variables(v for v in parsed.values() if v is not None)
+    for v in variables:
+        if isinstance(v.hierarchy, HierarchyRule) and v.hierarchy.kind == "columns":
+            unknown = [c for c in v.hierarchy.columns if c not in variables_raw or c == v.name]
+            problems.attempt(_expect, not unknown, f"variables.{v.name}.hierarchy.columns",
+                             f"other columns of the spec, got {unknown}")
     for role in ("weight", "household_id", "record_id"):
         found = [v.name for v in variables if v.role == role]
         problems.attempt(_expect, len(found) <= 1, f"variables ({role})", f"at most one {role} variable, got {found}")

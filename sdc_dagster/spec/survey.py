@@ -79,7 +79,9 @@ class Variable:
     categories: tuple | None = None
     missing_codes: tuple = ()
     precision: float | None = None
-    hierarchy: tuple = ()  # recode levels, coarser with each: a level is a tuple of groups of categories
+    # the generalisation hierarchy of a categorical key (``hierarchy:``): a Hierarchy (a file or inline
+    # levels, sdc_dagster.spec.hierarchies) or a HierarchyRule the data complete; None: drafted by the search
+    hierarchy: Any = None
 
     @property
     def numeric(self) -> bool:
@@ -175,9 +177,11 @@ class SearchOptions:
     it has one without ``enabled``; drafted specs write ``search: {enabled: true}``).
     ``keep``: categorical keys never recoded. ``max_level``: the deepest generalisation level tried
     per key (None: every level the data gives). ``methods``: the step methods the search may use
-    (:data:`SEARCH_METHODS`): ``recode`` merges rare categories (or the spec's ``hierarchy:``),
-    ``interval_recode`` and ``top_coding`` give the bands and coded tails of ordered keys (released
-    as ``recode`` groups, each band coded by its smallest value, SPEC §8.2), ``local_suppression``
+    (:data:`SEARCH_METHODS`): ``recode`` merges along the key's hierarchy (the spec's ``hierarchy:``
+    or one drafted from the data), adjacent categories of an ordinal key, or rare nominal categories
+    into "Other", ``interval_recode`` and ``top_coding`` give the bands and coded tails of ordered and
+    integer-valued keys (every level released as a ``recode`` step whose ``names`` name its merged
+    groups, SPEC §8.2; :mod:`sdc_dagster.search_space`), ``local_suppression``
     suppresses to k-anonymity and, where the global risk is still above the target, by individual
     risk; ``microaggregation``, ``noise`` and ``rank_swap`` are the continuous keys' candidate steps.
     ``budget_seconds``: the time budget of one wave's search, default 120 s (two minutes; a
@@ -260,9 +264,11 @@ class SurveySpec:
         return {v.name: v.scale for v in self.variables if v.scale is not None}
 
     @property
-    def hierarchies(self) -> dict[str, list[list[list]]]:
-        """The category hierarchy of each categorical key that has one (``hierarchy:``), as lists."""
-        return {v.name: [[list(g) for g in level] for level in v.hierarchy] for v in self.variables if v.hierarchy}
+    def hierarchies(self) -> dict[str, Any]:
+        """The hierarchy of each categorical key that has one (``hierarchy:``): a
+        :class:`~sdc_dagster.spec.hierarchies.Hierarchy` or a
+        :class:`~sdc_dagster.spec.drafted_hierarchies.HierarchyRule`."""
+        return {v.name: v.hierarchy for v in self.variables if v.hierarchy is not None}
 
     def plan(self, name: str) -> Plan:
         for p in self.plans:
