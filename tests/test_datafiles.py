@@ -460,3 +460,16 @@ def test_free_format_argus_with_names_in_front_and_missing_keyword(tmp_path):
     (tmp_path / "w.csv").write_text("1;1500\n2;3\n")
     with pytest.raises(SDCInputError, match=r"w.csv: 2 fields a record, but w.rda declares 3 variables"):
         read_with_metadata(tmp_path / "w.csv")
+
+
+def test_hierarchies_declared_in_the_rda_are_the_drafted_keys_hierarchies(home, capsys):
+    """tau-Argus's magnitude demo declares Sex and Age hierarchical (<HIERCODELIST> dim_sex.hrc,
+    dim_age.hrc): the draft gives each key its .hrc file, which `sdc check` reads with the data."""
+    source = DATA / "argus" / "tau_magnitude" / "microdata.csv"
+    status, text = sdc(capsys, "init", "demo_file", "--from", str(source))
+    assert status == 0, text
+    drafted = yaml.safe_load((home / "specs" / "demo_file.yaml").read_text())
+    assert drafted["variables"]["Age"]["hierarchy"] == {"file": str((source.parent / "dim_age.hrc").resolve())}
+    assert drafted["variables"]["Sex"]["hierarchy"] == {"file": str((source.parent / "dim_sex.hrc").resolve())}
+    status, text = sdc(capsys, "check", str(home / "specs" / "demo_file.yaml"), "--data", str(source))
+    assert status == 0, text

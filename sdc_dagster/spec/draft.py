@@ -122,7 +122,10 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None) ->
         if v.role == "continuous_key":
             entry["precision"] = 0.01
         hierarchy_note = None
-        if v.role == "categorical_key":
+        if v.role == "categorical_key" and v.name in contents.hierarchies:
+            entry["hierarchy"] = {"file": contents.hierarchies[v.name]}
+            hierarchy_note = "declared in the metadata (<HIERCODELIST>): the plan search generalises along it"
+        elif v.role == "categorical_key":
             rule, hierarchy_note = _drafted_hierarchy(contents.data, v, nesting)
             if rule is not None:
                 entry["hierarchy"] = rule.spec_entry()

@@ -16,8 +16,9 @@ Readers:
   (``<HIERLEADSTRING>``, default ``@``) precedes it, each code followed by its children; codes may be
   padded with blanks to the variable's width, the total is not listed. Leaves are the data's codes;
   a leaf above the deepest level stays itself until the levels reach its depth;
-* :func:`read_codelist`: an Argus code list (``.cdl``: ``code,label`` per line), the names of the
-  groups of an ``.hrc`` file;
+* an Argus code list (``.cdl``: ``code,label`` per line) names the groups of an ``.hrc`` file; it is
+  read by :func:`sdc_dagster.datafiles.argus.read_codelist`, the reader that gives Argus data files
+  their value labels (one reader of the format);
 * :func:`spec_hierarchy`: a key's ``hierarchy:`` in a spec: a file (a path relative to the spec, the
   format by extension or content), inline levels, or a rule the data complete (code prefixes, a
   coarser column, round-width bands; :mod:`sdc_dagster.spec.drafted_hierarchies`).
@@ -49,6 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdc_dagster.datafiles.argus import read_codelist
 from sdc_dagster.errors import SDCInputError
 
 #: The top of an ARX hierarchy: every value generalised to one.
@@ -281,20 +283,6 @@ def read_arx_hierarchy(path: str | Path, *, separator: str | None = None) -> Hie
                                 f"{numbered[0][0]} (one column per level)")
     columns = [[row[h].strip() for row in rows] for h in range(width)]
     return _from_columns(columns, source=path.name, lines=[line for line, _ in numbered])
-
-
-def read_codelist(path: str | Path) -> dict[str, str]:
-    """An Argus code list (``.cdl``): ``code,label`` per line (the code may be padded with blanks, the
-    label quoted); code -> label."""
-    path = Path(path)
-    labels = {}
-    for line, row in enumerate(csv.reader(_read_text(path).splitlines()), 1):
-        if not row or not "".join(row).strip():
-            continue
-        if len(row) < 2:
-            raise SDCInputError(f"{path.name} line {line}: expected 'code,label'")
-        labels[row[0].strip()] = ",".join(row[1:]).strip()
-    return labels
 
 
 def read_hrc(path: str | Path, *, leadstring: str = HRC_LEADSTRING, labels: Mapping[str, str] | None = None) -> Hierarchy:
