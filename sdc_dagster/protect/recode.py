@@ -53,9 +53,29 @@ def merge_mapping(groups: Sequence[Sequence[Hashable]]) -> dict[Hashable, Hashab
     return mapping
 
 
-def _recode_mapping(column: str, mapping, groups) -> Mapping[Hashable, Hashable]:
+def group_names_problem(groups, names) -> str | None:
+    """What is wrong with the ``names`` of a recode step's ``groups`` (None when nothing): a list
+    parallel to ``groups``, one non-empty string per group, no two alike; only with ``groups``."""
+    if names is None:
+        return None
+    if groups is None:
+        return "'names' name the merged groups: give them with 'groups', not with 'mapping'"
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) and n.strip() for n in names):
+        return f"'names' must be a list of non-empty strings, one per group, got {names!r}"
+    if len(names) != len(groups):
+        return f"'names' must name each of the {len(groups)} groups, got {len(names)} names"
+    repeated = [n for i, n in enumerate(names) if n in names[:i]]
+    if repeated:
+        return f"'names' must be distinct: {repeated[0]!r} names two groups"
+    return None
+
+
+def _recode_mapping(column: str, mapping, groups, names=None) -> Mapping[Hashable, Hashable]:
     if (mapping is None) == (groups is None):
         raise SDCInputError(f"recode of {column!r}: give exactly one of 'mapping' or 'groups'")
+    problem = group_names_problem(groups, names)
+    if problem is not None:
+        raise SDCInputError(f"recode of {column!r}: {problem}")
     if groups is not None:
         mapping = merge_mapping(groups)
     if not isinstance(mapping, Mapping):
@@ -69,6 +89,7 @@ def absent_categories(
     mapping: Mapping[Hashable, Hashable] | None = None,
     *,
     groups: Sequence[Sequence[Hashable]] | None = None,
+    names: Sequence[str] | None = None,
 ) -> list:
     """The categories a :func:`recode` (same parameters) lists that do not occur in ``variable``.
 
@@ -76,7 +97,7 @@ def absent_categories(
     which parts of the step had nothing to do in this wave.
     """
     column = require_columns(data, [variable], role="variable")[0]
-    listed = list(_recode_mapping(column, mapping, groups))
+    listed = list(_recode_mapping(column, mapping, groups, names))
     occurs = pd.Index(listed, dtype=object).isin(data[column].dropna().unique())
     return [category for category, found in zip(listed, occurs) if not found]
 
@@ -87,6 +108,7 @@ def recode(
     mapping: Mapping[Hashable, Hashable] | None = None,
     *,
     groups: Sequence[Sequence[Hashable]] | None = None,
+    names: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Merge categories of a categorical variable (global recoding, SPEC §8.2).
 
@@ -97,6 +119,9 @@ def recode(
     mapping : old category -> new category; categories not in the mapping keep their code.
     groups : alternative to ``mapping``: groups of categories, each merged into its smallest code
         (the ordinal convention of SPEC §8.2, see :func:`merge_mapping`).
+    names : with ``groups``, one name per group (non-empty, distinct): the label the released
+        files give the merged category (:mod:`sdc_dagster.released_categories`); the variant's
+        values are the same with or without them.
 
     Returns
     -------
@@ -105,7 +130,7 @@ def recode(
     which :func:`absent_categories` reports for the plan's record.
     """
     column = require_columns(data, [variable], role="variable")[0]
-    mapping = _recode_mapping(column, mapping, groups)
+    mapping = _recode_mapping(column, mapping, groups, names)
     original = data[column]
     out = data.copy()
     # Series.replace maps only the listed values and keeps dtype where it can (ints stay ints).
@@ -282,6 +307,20 @@ def _r_interval_labels(breaks: np.ndarray, *, include_lowest: bool) -> list[str]
     if include_lowest:
         labels[0] = "[" + labels[0][1:]
     return labels
+
+
+def interval_labels(breaks: Sequence[float], *, right: bool = True) -> list[str]:
+    """The text of each interval of :func:`interval_recode` with these ``breaks`` and ``right``:
+    right-closed ``"(a,b]"`` with the first one closed on both ends ``"[a,b]"`` (interval_recode
+    includes the lowest break), as sdcMicro's ``globalRecode`` prints intervals (R ``cut``,
+    ``dig.lab=8``); left-closed ``"[a,b)"`` with the last ``"[a,b]"``. The released files and the
+    report show an ``interval_recode`` without ``labels`` by these texts."""
+    edges = np.asarray(list(breaks), dtype="float64")
+    labels = _r_interval_labels(edges, include_lowest=right)
+    if right or labels[0].startswith("Range_"):
+        return labels
+    inner = [label[1:-1] for label in labels]
+    return [f"[{text})" for text in inner[:-1]] + [f"[{inner[-1]}]"]
 
 
 def global_recode(
