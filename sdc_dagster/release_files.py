@@ -136,7 +136,7 @@ def safe_files(protected: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: s
     are the original ones, :func:`release_coding`)."""
     wave_format = file_format(source, default=spec.source.format)
     formats = release_formats(spec, wave_format)
-    labels = _source_metadata(source)
+    labels = source_metadata(source)
     coding = release_coding(original, spec, plan, labels=labels)
     released, order = publication_order(coding.apply(protected), spec, plan, wave=wave)
     value_labels = coding.value_labels(labels.value_labels if labels is not None else None)
@@ -154,7 +154,7 @@ def label_table(value_labels: dict[str, dict]) -> bytes:
     return table.to_csv(index=False, lineterminator="\n").encode("utf-8")
 
 
-def _source_metadata(source: Path) -> FileContents | None:
+def source_metadata(source: Path) -> FileContents | None:
     """The wave file's labels and missing codes (none for a file without pyreadstat metadata)."""
     if Path(source).suffix.lower() not in (".sav", ".zsav", ".dta", ".sas7bdat", ".xpt"):
         return None

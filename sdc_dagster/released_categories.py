@@ -24,6 +24,8 @@ and the original wave, the coding a safe file uses instead:
   codes) when there are at most :data:`MEMBERS_NAMED` of them ("Bachelors, Masters, Doctorate"),
   else ``"<first> – <last> (N categories)"`` when the members are a run of adjacent categories and
   ``"<first>, …, <last> (N categories)"`` when they are not;
+  A label equal to an original category's label (a group named after one of its members) gets
+  `` (merged)`` appended, so that a file read back by its labels counts each label once;
 * every category left alone keeps its code and label; the labels of merged-away members are
   dropped, since no released record carries them.
 
@@ -130,6 +132,18 @@ class ReleasedCoding:
         for variable, values in recoded.items():
             out[variable] = values
         return out
+
+    def shown(self, variable: str, values: pd.Series) -> pd.Series:
+        """``values`` of ``variable`` (the protected variant's) as the report shows the released
+        file: each merged category as its released code and label, ``"13 (Bachelors, Masters,
+        Doctorate)"`` (a text code, which is its own label, as it is); other values unchanged."""
+        merged = self.merged.get(variable, ())
+        if not merged:
+            return values
+        texts = {m.internal: (m.code if m.code == m.label else f"{m.code} ({m.label})") for m in merged}
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        shown = [texts.get(plain_category(u), u) for u in uniques]
+        return pd.Series(np.array([*shown, None], dtype=object)[codes], index=values.index, name=values.name)
 
     def value_labels(self, source: Mapping[str, Mapping] | None) -> dict[str, dict]:
         """The released value labels: the source's (``{column: {code: label}}``) without the codes of
@@ -364,8 +378,9 @@ def _merged_categories(state: _Variable, original: pd.Series, declared, labels: 
     taken = known | set(labels) | set(missing) | {a for _, atoms in categories for a in atoms}
     numbers = [v for v in known | {a for _, atoms in categories for a in atoms} if _is_number(v)]
     next_code = int(np.floor(max(numbers))) + 1 if numbers else 1
+    original_labels = {labels.get(c, str(c)) for c in known} | set(labels.values())
     out = []
-    used = set()
+    used, used_labels = set(), set()
     for internal, members in categories:
         if internal in state.bands:
             label = state.bands[internal]
@@ -373,6 +388,10 @@ def _merged_categories(state: _Variable, original: pd.Series, declared, labels: 
             label = state.names[internal]
         else:
             label = merged_label(members, labels, order)
+        if len(members) > 1 or internal in state.names:
+            while label in original_labels or label in used_labels:
+                label = f"{label}{MERGED_SUFFIX}"  # a label read back must name one category only
+        used_labels.add(label)
         if text or not numeric or isinstance(internal, str):
             code = internal if (isinstance(internal, str) and internal not in known and internal not in labels
                                 and internal not in state.bands) else label
