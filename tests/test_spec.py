@@ -313,7 +313,7 @@ def test_every_problem_of_a_step_and_of_a_plan_is_listed():
         {"method": "noise", "columns": ["gone"], "kind": "romm"},
     ]
     assert plan_problems(steps, columns=["a", "x"]) == [
-        (0, "step 0 (recode): unknown parameter 'variabel' (expected some of variable, mapping, groups)"),
+        (0, "step 0 (recode): unknown parameter 'variabel' (expected some of variable, mapping, groups, names)"),
         (0, "step 0 (recode): missing parameter 'variable'"),
         (0, "step 0 (recode): parameter 'mapping' must be a mapping, got [1]"),
         (2, "step 2 (noise): parameter 'columns' names column 'gone', which is not in the data"),
