@@ -68,12 +68,13 @@ ORDER_METHOD = "release_order"
 class SafeFiles:
     """The published files of a release (file name -> bytes), how they were cut from the
     protected variant (``order``: shuffled, seed, renumbered id columns) and how they code merged
-    categories (``categories``: :meth:`~sdc_dagster.released_categories.ReleasedCoding.record`);
-    both recorded in the manifest."""
+    categories (``categories``: :meth:`~sdc_dagster.released_categories.ReleasedCoding.record`,
+    both recorded in the manifest; ``coding``: the released coding itself)."""
 
     files: dict[str, bytes]
     order: dict
     categories: dict = field(default_factory=dict)
+    coding: ReleasedCoding = field(default_factory=ReleasedCoding)
 
 
 def release_formats(spec: SurveySpec, wave_format: str) -> list[str]:
@@ -143,7 +144,7 @@ def safe_files(protected: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: s
     value_labels = {c: m for c, m in value_labels.items() if c in released.columns}
     files = {FILE_NAMES[f]: encode(released, f, labels, value_labels=value_labels) for f in formats}
     files[LABEL_TABLE] = label_table(value_labels)
-    return SafeFiles(files, order, coding.record())
+    return SafeFiles(files, order, coding.record(), coding)
 
 
 def label_table(value_labels: dict[str, dict]) -> bytes:

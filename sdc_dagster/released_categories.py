@@ -145,6 +145,21 @@ class ReleasedCoding:
         shown = [texts.get(plain_category(u), u) for u in uniques]
         return pd.Series(np.array([*shown, None], dtype=object)[codes], index=values.index, name=values.name)
 
+    def matrix(self, variable: str, matrix: pd.DataFrame, *, shown: bool = False) -> pd.DataFrame:
+        """A PRAM transition matrix of ``variable`` (rows and columns: the variant's categories)
+        with each merged category as its released code, or with ``shown`` as :meth:`shown` writes
+        it: the matrix published with a release and drawn in the report names the categories of the
+        safe files."""
+        merged = self.merged.get(variable, ())
+        if not merged:
+            return matrix
+        names = {m.internal: (m.code if not shown or m.code == m.label else f"{m.code} ({m.label})") for m in merged}
+
+        def rename(category):
+            return names.get(plain_category(category), category)
+
+        return matrix.rename(index=rename, columns=rename)
+
     def value_labels(self, source: Mapping[str, Mapping] | None) -> dict[str, dict]:
         """The released value labels: the source's (``{column: {code: label}}``) without the codes of
         merged members, and the merged categories' codes with their labels (text codes too)."""

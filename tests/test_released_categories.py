@@ -423,3 +423,13 @@ def test_noise_on_an_integer_key_never_releases_a_fraction(values, seed):
     released = result.data["age"]
     assert pd.api.types.is_integer_dtype(released)
     assert (released.to_numpy(float) == np.round(released.to_numpy(float))).all()
+
+
+def test_a_pram_matrix_after_a_merge_names_the_released_categories():
+    steps = [{"method": "recode", "variable": "edu", "groups": [[11, 12, 13]]},
+             {"method": "pram", "variable": "edu", "retention": 0.8}]
+    code = coding(education(), steps, labels={"edu": EDUCATION})
+    matrix = pd.DataFrame([[0.8, 0.2], [0.2, 0.8]], index=[10, 11], columns=[10, 11])
+    assert code.matrix("edu", matrix).index.tolist() == [10, 14]
+    assert code.matrix("edu", matrix, shown=True).columns.tolist() == [10, "14 (Bachelors, Masters, Doctorate)"]
+    assert code.perturbed == ("edu",)

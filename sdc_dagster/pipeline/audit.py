@@ -76,7 +76,8 @@ def record_release(
         risk=release_risk(variant),
         loss=headline_loss(original, variant.data, spec),
         checks=check_records(variant.checks),
-        matrices=variant.matrices,
+        # the published PRAM matrices name the categories as the safe files code them
+        matrices={v: safe.coding.matrix(v, m) for v, m in variant.matrices.items()} if safe else variant.matrices,
         withheld=failures,
     )
     return variant.recorded(release)

@@ -6,7 +6,7 @@ and the plan search.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -156,6 +156,9 @@ def report_inputs(
     protected = {name: variant.data for name, variant in variants.items()}
     metadata = source_metadata(source) if source is not None and protected else None
     codings = {name: release_coding(original, spec, variant.plan, labels=metadata) for name, variant in variants.items()}
+    for name, coding in codings.items():  # PRAM matrices name the categories as the safe files show them
+        matrices = {v: coding.matrix(v, m, shown=True) for v, m in plans[name].pram_matrices.items()}
+        plans[name] = replace(plans[name], pram_matrices=matrices)
     distributions, continuous = (protected_distributions(original, protected, spec, codings) if protected
                                  else ({}, []))
     contributions_global = contributions.global_
