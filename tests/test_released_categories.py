@@ -433,3 +433,18 @@ def test_a_pram_matrix_after_a_merge_names_the_released_categories():
     assert code.matrix("edu", matrix).index.tolist() == [10, 14]
     assert code.matrix("edu", matrix, shown=True).columns.tolist() == [10, "14 (Bachelors, Masters, Doctorate)"]
     assert code.perturbed == ("edu",)
+
+
+def test_the_reports_distribution_table_shows_the_released_label_of_a_merged_category():
+    from sdc_dagster.pipeline.report_inputs import protected_distributions
+    from sdc_dagster.report.content import category_shares
+
+    spec = parse_spec({"survey": "s", "variables": {"edu": {"role": "categorical_key"}},
+                       "plans": {"p": [{"method": "recode", "variable": "edu", "groups": [[11, 12, 13]]}]}})
+    protected = protection.protect(education(), spec, spec.plan("p"), wave="1").data
+    code = release_files.release_coding(education(), spec, spec.plan("p"))
+    distributions, _ = protected_distributions(education(), {"p": protected}, spec, {"p": code})
+    shares = category_shares(distributions["edu"], {float(c): t for c, t in EDUCATION.items()})
+    # "11 (Bachelors)" is an original category only; the plan's 36 records are in its own category
+    assert shares.loc["11 (Bachelors)", "p"] == 0.0
+    assert shares.loc["14 (11, 12, 13)", "p"] == pytest.approx(36 / 91)
