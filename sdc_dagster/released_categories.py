@@ -387,6 +387,8 @@ def _merged_categories(state: _Variable, original: pd.Series, declared, labels: 
     categories = [(internal, tuple(sorted(atoms, key=_sort_key)))
                   for internal, atoms in state.members.items()
                   if atoms != frozenset({internal}) and internal in state.alive]
+    if not categories:
+        return ()
     categories.sort(key=lambda item: _sort_key(item[1][0]) if item[1] else _sort_key(item[0]))
     order = sorted(known | {a for _, atoms in categories for a in atoms if not isinstance(a, Band)}, key=_sort_key)
     numeric = pd.api.types.is_numeric_dtype(original) and not pd.api.types.is_bool_dtype(original) and not text

@@ -129,9 +129,9 @@ def whole_numbers(before: pd.DataFrame, after: pd.DataFrame, columns: Sequence[s
     nearest, halves to even as numpy's and R's ``round``), and the columns rounded.
 
     A released age of 33.333 or 41.67 is a value no respondent can have, and tells the reader that
-    the file was microaggregated or perturbed and by how much: mu-Argus writes a safe file with each
-    variable's declared number of decimals (its metadata's ``<DECIMALS>``, 0 for an integer), while
-    sdcMicro leaves the group means fractional. The column keeps an integer dtype where it had one
+    the file was microaggregated or perturbed and by how much. mu-Argus's metadata gives every
+    numeric variable its number of decimals (``<DECIMALS>`` in the .rda file, 0 for an integer);
+    sdcMicro's ``microaggregation`` leaves the group means fractional. The column keeps an integer dtype where it had one
     (nullable ``Int64`` when values are missing)."""
     rounded = []
     out = after
