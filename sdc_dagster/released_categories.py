@@ -14,8 +14,8 @@ and the original wave, the coding a safe file uses instead:
     original category's gets the next free integer above the original categories (in the order of
     the merged categories' smallest members), skipping every code the source labels or declares
     missing;
-  - text categories: the label itself (with `` (merged)`` appended while it equals an original
-    category);
+  - text categories: the label itself (a brand-new text code a ``mapping`` chose is its own label),
+    with `` (merged)`` appended while it equals an original category;
   - ``interval_recode`` without ``labels``: the interval as sdcMicro's ``globalRecode`` prints it,
     ``"(20,25]"`` (text);
 
@@ -98,11 +98,12 @@ class MergedCategory:
 @dataclass(frozen=True)
 class ReleasedCoding:
     """The released coding of a plan's variant (:func:`released_coding`): the merged categories of
-    each recoded variable and the categorical keys a perturbative step touched."""
+    each recoded variable, the categorical keys a perturbative step touched (``perturbed``) and the
+    variables released as text (``text``: the bands of an ``interval_recode`` without labels)."""
 
     merged: dict[str, tuple[MergedCategory, ...]] = field(default_factory=dict)
     perturbed: tuple[str, ...] = ()
-    text: tuple[str, ...] = ()  # variables released as text (interval bands without labels)
+    text: tuple[str, ...] = ()
 
     def codes(self, variable: str) -> dict:
         """internal value -> released code of the merged categories of ``variable``."""
@@ -119,7 +120,8 @@ class ReleasedCoding:
             codes, uniques = pd.factorize(column, use_na_sentinel=True)
             mapping = self.codes(variable)
             released = [mapping.get(plain_category(u), u) for u in uniques]
-            if variable in self.text or any(isinstance(v, str) for v in released):
+            if (variable in self.text or any(isinstance(v, str) for v in released)
+                    or not pd.api.types.is_numeric_dtype(column)):
                 values = np.array([*released, None], dtype=object)[codes]  # code -1 -> the last: missing
                 recoded[variable] = pd.Series(values, index=frame.index, dtype=object)
             else:
@@ -224,8 +226,9 @@ def _is_number(value) -> bool:
 class _Variable:
     """The membership of one variable's internal categories while the steps are replayed."""
 
-    def __init__(self, alive: set):
-        self.alive = set(alive)  # internal values a record may hold
+    def __init__(self, known: set):
+        self.known = frozenset(known)  # the original categories
+        self.alive = set(known)  # internal values a record may hold
         self.members: dict = {}  # internal value -> frozenset of atoms, where it is not {itself}
         self.names: dict = {}  # internal value -> the name its step gave
         self.bands: dict = {}  # internal value -> its band's text (default labels of interval_recode)
@@ -374,16 +377,18 @@ def released_coding(
     merged = {}
     for variable, state in states.items():
         merged[variable] = _merged_categories(
-            state, original[variable], declared.get(variable), labels.get(variable, {}),
+            state, original[variable], labels.get(variable, {}),
             [plain_category(c) for c in (missing or {}).get(variable, ())], text=variable in text_variables)
     return ReleasedCoding(merged={v: m for v, m in merged.items() if m},
                           perturbed=perturbed_keys(steps, categorical),
                           text=tuple(v for v in text_variables if v in merged))
 
 
-def _merged_categories(state: _Variable, original: pd.Series, declared, labels: Mapping, missing: list, *,
+def _merged_categories(state: _Variable, original: pd.Series, labels: Mapping, missing: list, *,
                        text: bool) -> tuple[MergedCategory, ...]:
-    known = _known_categories(original, declared)
+    """The merged categories of one variable's replayed state, with their released codes and labels
+    (module docstring); ``original``: the original column (its dtype decides numeric codes)."""
+    known = state.known
     categories = [(internal, tuple(sorted(atoms, key=_sort_key)))
                   for internal, atoms in state.members.items()
                   if atoms != frozenset({internal}) and internal in state.alive]
@@ -399,27 +404,31 @@ def _merged_categories(state: _Variable, original: pd.Series, declared, labels: 
     out = []
     used, used_labels = set(), set()
     for internal, members in categories:
+        new_text = (isinstance(internal, str) and internal not in known and internal not in labels
+                    and internal not in state.bands)
         if internal in state.bands:
             label = state.bands[internal]
         elif internal in state.names:
             label = state.names[internal]
+        elif new_text:
+            label = internal  # a brand-new text code chosen by a mapping names itself
         else:
             label = merged_label(members, labels, order)
         if len(members) > 1 or internal in state.names:
             while label in original_labels or label in used_labels:
                 label = f"{label}{MERGED_SUFFIX}"  # a label read back must name one category only
-        used_labels.add(label)
         if text or not numeric or isinstance(internal, str):
-            code = internal if (isinstance(internal, str) and internal not in known and internal not in labels
-                                and internal not in state.bands) else label
+            code = label  # a text category is its own label
             while code in known or code in used:
                 code = f"{code}{MERGED_SUFFIX}"
+            label = code
         elif internal in known or internal in labels or internal in used:
             while next_code in taken or next_code in used:
                 next_code += 1
             code = next_code
         else:
             code = internal  # a brand-new code chosen by a mapping
+        used_labels.add(label)
         used.add(code)
         out.append(MergedCategory(internal=internal, members=members, code=code, label=label))
     return tuple(out)

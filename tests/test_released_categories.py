@@ -448,3 +448,11 @@ def test_the_reports_distribution_table_shows_the_released_label_of_a_merged_cat
     # "11 (Bachelors)" is an original category only; the plan's 36 records are in its own category
     assert shares.loc["11 (Bachelors)", "p"] == 0.0
     assert shares.loc["14 (11, 12, 13)", "p"] == pytest.approx(36 / 91)
+
+
+def test_a_mapping_onto_a_new_text_code_releases_that_text():
+    frame = pd.DataFrame({"x": [1, 2, 3, 3]})
+    steps = [{"method": "recode", "variable": "x", "mapping": {1: "low", 2: "low"}}]
+    code = coding(frame, steps)
+    assert [(m.members, m.code, m.label) for m in code.merged["x"]] == [((1, 2), "low", "low")]
+    assert code.apply(apply_plan(frame, steps, keys=[]).data)["x"].tolist() == ["low", "low", 3, 3]
