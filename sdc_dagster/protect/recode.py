@@ -156,7 +156,8 @@ def interval_recode(
     data : the microdata; not modified.
     variable : numeric column to recode.
     breaks : strictly increasing interval limits covering all observed values.
-    labels : one label per interval; default the interval index 1, 2, ... (ordinal codes).
+    labels : one label per interval; default the interval index 1, 2, ... (ordinal codes, which the
+        released files show as the intervals' text, :func:`interval_labels`).
     right : whether intervals are closed on the right.
 
     Returns
