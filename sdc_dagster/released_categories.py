@@ -56,9 +56,11 @@ import pandas as pd
 from sdc_dagster.protect.recode import interval_labels, merge_mapping
 from sdc_dagster.report.categories import plain_category
 
-#: Plan methods that may move a record into another category of a key they change (the keys they
-#: touch are left out of the invariant, :func:`perturbed_keys`).
-PERTURBATIVE_METHODS = ("pram", "microaggregation", "noise", "rank_swap", "rounding")
+#: Plan methods that may move records into a category of a key they change, so that it counts more
+#: than it had (the keys they touch are left out of the invariant, :func:`perturbed_keys`). Rank
+#: swapping is not among them: it exchanges values between records, so every category keeps its
+#: count and the invariant is checked.
+PERTURBATIVE_METHODS = ("pram", "microaggregation", "noise", "rounding")
 #: The methods whose steps change a variable's categories as a recode (the variables they name get
 #: a released coding).
 RECODING_METHODS = ("recode", "interval_recode", "top_coding", "bottom_coding")
