@@ -67,14 +67,18 @@ ORDER_METHOD = "release_order"
 @dataclass(frozen=True)
 class SafeFiles:
     """The published files of a release (file name -> bytes), how they were cut from the
-    protected variant (``order``: shuffled, seed, renumbered id columns) and how they code merged
-    categories (``categories``: :meth:`~sdc_dagster.released_categories.ReleasedCoding.record`,
-    both recorded in the manifest; ``coding``: the released coding itself)."""
+    protected variant (``order``: shuffled, seed, renumbered id columns; recorded in the manifest)
+    and how they code merged categories (``coding``)."""
 
     files: dict[str, bytes]
     order: dict
-    categories: dict = field(default_factory=dict)
     coding: ReleasedCoding = field(default_factory=ReleasedCoding)
+
+    @property
+    def categories(self) -> dict:
+        """What the manifest records of the coding (``output.categories``,
+        :meth:`~sdc_dagster.released_categories.ReleasedCoding.record`)."""
+        return self.coding.record()
 
 
 def release_formats(spec: SurveySpec, wave_format: str) -> list[str]:
@@ -144,7 +148,7 @@ def safe_files(protected: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: s
     value_labels = {c: m for c, m in value_labels.items() if c in released.columns}
     files = {FILE_NAMES[f]: encode(released, f, labels, value_labels=value_labels) for f in formats}
     files[LABEL_TABLE] = label_table(value_labels)
-    return SafeFiles(files, order, coding.record(), coding)
+    return SafeFiles(files, order, coding)
 
 
 def label_table(value_labels: dict[str, dict]) -> bytes:
