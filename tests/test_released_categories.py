@@ -300,10 +300,13 @@ def labelled_wave(path: Path, rng: np.random.Generator, n: int = 80) -> Path:
 
 
 def by_label(values: pd.Series, labels: dict) -> Counter:
-    """Records per label (a code without a label counts as its text)."""
+    """Records per label (a code without a label counts as its text; an empty text is missing, as
+    SPSS and Stata write a missing text value)."""
     labels = {(int(c) if isinstance(c, float) and c.is_integer() else c): t for c, t in labels.items()}
     out = Counter()
     for value in values.dropna().tolist():
+        if value == "":
+            continue
         value = int(value) if isinstance(value, float) and value.is_integer() else value
         out[labels.get(value, str(value))] += 1
     return out
