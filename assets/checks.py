@@ -2,7 +2,8 @@
 
 For each protection plan: the protected variant is k-anonymous for the plan's k and its global risk
 is under the spec's threshold (with categorical keys), its record-linkage risk is under the spec's
-``max_linkage_risk`` (with continuous keys), and it carries no direct identifier. These are blocking
+``max_linkage_risk`` (with continuous keys), it carries no direct identifier, and its safe files
+release no original category with more records than it had (with categorical keys, SPEC §8.2). These are blocking
 (severity ERROR): a variant failing one is withheld, no release is written (the protected asset
 enforces this; Dagster's own ``blocking`` flag is not used, because it would also skip the
 evaluation and the report that explain the failure, so the UI labels these checks "non-blocking":
@@ -33,6 +34,9 @@ def release_check_specs(spec: SurveySpec, plan: Plan, asset: AssetKey) -> list[A
                          f"to their own original by the best distance-based record linkage ({citation_text('4.1')})"),
         "no_direct_identifier": ("withholds the variant unless no direct identifier column is released "
                                  f"({citation_text('8.1')})"),
+        "released_categories": ("withholds the variant unless no original category of a categorical key is released "
+                                "with more records than it has: merged categories get codes and labels of their own "
+                                f"(keys a perturbative step changed excepted; {citation_text('8.2')})"),
         "individual_risk": (f"warning: no record with individual risk > {spec.risk.individual_risk_threshold} "
                             f"({citation_text('3.2')})"),
     }

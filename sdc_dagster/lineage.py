@@ -167,11 +167,15 @@ def write_release(
     checks: dict,
     matrices: dict[str, pd.DataFrame] | None = None,
     withheld: dict[str, str] | None = None,
+    categories: dict | None = None,
 ) -> Release:
     """Write the safe files (``files``: name -> bytes, :attr:`~sdc_dagster.release_files.SafeFiles.files`,
     ``protected.parquet`` among them; ``order``: how they were cut from ``protected``), the spec
     text, the PRAM transition matrices used (``matrices``: variable -> forward matrix, rows =
-    original category) and the manifest of a new release.
+    original category) and the manifest of a new release; ``categories``: how the safe files code
+    the merged categories (``output.categories``: merged categories per variable with their
+    members, released code and label, and the perturbed keys,
+    :attr:`~sdc_dagster.release_files.SafeFiles.categories`).
 
     ``withheld``: the failed blocking checks ({check: why}); when given, the variant is not
     released: no safe file is written and the record is ``withheld.json`` (``output`` null,
@@ -201,7 +205,7 @@ def write_release(
             "input": {"file": str(input_file), "sha256": input_sha256},
             "spec": {"file": str(spec_path), "sha256": spec_sha256, "copy": SPEC_COPY, "plan": plan_definition},
             "packages": package_versions(), "steps": steps, "risk": risk, "loss": loss, "checks": checks,
-        }, order)
+        }, order, categories)
     except BaseException:
         if not existed:  # a run folder is complete or absent (a full disk, say)
             shutil.rmtree(folder, ignore_errors=True)
@@ -209,7 +213,8 @@ def write_release(
 
 
 def _write_release_files(folder: Path, files: dict[str, bytes], spec_text: bytes, matrices, withheld,
-                         protected: pd.DataFrame, record: dict, order: dict | None) -> Release:
+                         protected: pd.DataFrame, record: dict, order: dict | None,
+                         categories: dict | None = None) -> Release:
     """The files of :func:`write_release`, the manifest (or withheld record) last."""
     for name, data in files.items():
         write_atomic(folder / name, data)
@@ -234,6 +239,7 @@ def _write_release_files(folder: Path, files: dict[str, bytes], spec_text: bytes
             "columns": [str(c) for c in protected.columns],
             "files": {name: sha256_bytes(data) for name, data in files.items()},
             "order": order,
+            "categories": categories or {"merged": {}, "perturbed_keys": []},
         },
         "risk": record["risk"],
         "loss": record["loss"],

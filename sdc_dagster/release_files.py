@@ -15,6 +15,18 @@ record (SPEC §8.1: direct identifiers are already gone):
 * the record id is replaced by the sequence ``1..n`` and the household id by ``1..H``, both in
   the published order, so no released id equals or maps back to an original one.
 
+Merged categories are released with codes and labels of their own (SPEC §8.2;
+:mod:`sdc_dagster.released_categories`): the protected variant keeps the smallest member's code
+for the loss measures, the files never show it. SPSS and Stata files carry the rewritten value
+labels (the merged categories' codes with their labels; the labels of merged-away members
+dropped). CSV and Parquet carry the codes, as the SPSS and Stata files do, and every release has
+``value_labels.csv`` (columns ``variable``, ``code``, ``label``: every labelled code of the
+released files, the source's labels of unchanged categories and the merged categories' labels),
+so that the label of each code is published beside them; a text category (``"Bachelors"``) is its
+own label, a merged one reads ``"Bachelors, Doctorate, Masters"``, and an ``interval_recode``
+without labels releases its bands as text, ``"(20,25]"``. The manifest records the merged
+categories (``output.categories``, :meth:`~sdc_dagster.released_categories.ReleasedCoding.record`).
+
 ``release.shuffle: false`` or ``release.renumber_ids: false`` keep the order or the ids. The
 pipeline's protected asset keeps the source order and index, since residual risk and loss compare
 it with the original record by record; only the files written here are reordered.
@@ -28,7 +40,7 @@ from __future__ import annotations
 
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -37,13 +49,16 @@ import pandas as pd
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.lineage import PROTECTED, parquet_bytes
 from sdc_dagster.protect.plan import step_seed
-from sdc_dagster.sources import file_format
+from sdc_dagster.released_categories import ReleasedCoding, released_coding
+from sdc_dagster.sources import file_format, source_metadata
 from sdc_dagster.spec import Plan, SurveySpec
 from sdc_dagster.spec.reading import FileContents, read_with_metadata
 
 #: File name of each release format (Parquet keeps the name every release has had).
 FILE_NAMES = {"parquet": PROTECTED, "spss": "protected.sav", "stata": "protected.dta", "csv": "protected.csv",
               "xport": "protected.xpt"}
+#: The label table of every release: variable, code, label of each labelled released code.
+LABEL_TABLE = "value_labels.csv"
 #: The release format of each wave format (pyreadstat writes no sas7bdat; a wave read from a workbook
 #: or from Argus data is released as CSV, beside the Parquet file every release has).
 _WAVE_RELEASE_FORMAT = {"csv": "csv", "parquet": "parquet", "spss": "spss", "stata": "stata", "sas": "xport",
@@ -53,11 +68,19 @@ ORDER_METHOD = "release_order"
 
 @dataclass(frozen=True)
 class SafeFiles:
-    """The published files of a release (file name -> bytes) and how they were cut from the
-    protected variant (``order``: shuffled, seed, renumbered id columns; recorded in the manifest)."""
+    """The published files of a release (file name -> bytes), how they were cut from the
+    protected variant (``order``: shuffled, seed, renumbered id columns; recorded in the manifest)
+    and how they code merged categories (``coding``)."""
 
     files: dict[str, bytes]
     order: dict
+    coding: ReleasedCoding = field(default_factory=ReleasedCoding)
+
+    @property
+    def categories(self) -> dict:
+        """What the manifest records of the coding (``output.categories``,
+        :meth:`~sdc_dagster.released_categories.ReleasedCoding.record`)."""
+        return self.coding.record()
 
 
 def release_formats(spec: SurveySpec, wave_format: str) -> list[str]:
@@ -99,32 +122,71 @@ def publication_order(protected: pd.DataFrame, spec: SurveySpec, plan: Plan, *, 
     return released, {"shuffled": seed is not None, "seed": seed, "renumbered_ids": renumbered}
 
 
-def safe_files(protected: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: str, source: Path) -> SafeFiles:
+def release_coding(original: pd.DataFrame, spec: SurveySpec, plan: Plan, *,
+                   labels: FileContents | None = None) -> ReleasedCoding:
+    """The released coding of a plan's variant of ``original``
+    (:func:`~sdc_dagster.released_categories.released_coding` over the plan's steps, the spec's
+    categorical keys, declared categories and missing codes, and the source's value labels and
+    user-missing codes when ``labels`` has them)."""
+    declared = {v.name: v.categories for v in spec.variables if v.categories is not None}
+    missing = {v.name: list(v.missing_codes) for v in spec.variables if v.missing_codes}
+    for column, codes in (labels.user_missing if labels is not None else {}).items():
+        missing[column] = [*missing.get(column, []), *codes]
+    return released_coding(original, list(plan.steps), categorical=spec.categorical_keys, declared=declared,
+                           labels=labels.value_labels if labels is not None else None, missing=missing)
+
+
+def safe_files(protected: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: str, source: Path,
+               original: pd.DataFrame) -> SafeFiles:
     """Every published file of a released variant; ``source`` is the wave file (its labels and
-    missing codes go into the SPSS and Stata files)."""
-    released, order = publication_order(protected, spec, plan, wave=wave)
-    wave_format = file_format(source, default=spec.source.format)
+    missing codes go into the SPSS and Stata files), ``original`` the wave as read (its categories
+    are the original ones, :func:`release_coding`)."""
+    wave_format = file_format(source, default=spec.source.format, metadata=source_metadata(spec))
     formats = release_formats(spec, wave_format)
-    labels = _source_metadata(source) if {"spss", "stata", "xport"} & set(formats) else None
-    return SafeFiles({FILE_NAMES[f]: encode(released, f, labels) for f in formats}, order)
+    labels = wave_labels(source, spec)
+    coding = release_coding(original, spec, plan, labels=labels)
+    released, order = publication_order(coding.apply(protected), spec, plan, wave=wave)
+    value_labels = coding.value_labels(labels.value_labels if labels is not None else None)
+    value_labels = {c: m for c, m in value_labels.items() if c in released.columns}
+    files = {FILE_NAMES[f]: encode(released, f, labels, value_labels=value_labels) for f in formats}
+    files[LABEL_TABLE] = label_table(value_labels)
+    return SafeFiles(files, order, coding)
 
 
-def _source_metadata(source: Path) -> FileContents | None:
-    """The wave file's labels and missing codes (none for a file without pyreadstat metadata)."""
-    if Path(source).suffix.lower() not in (".sav", ".zsav", ".dta", ".sas7bdat", ".xpt"):
+def label_table(value_labels: dict[str, dict]) -> bytes:
+    """``value_labels.csv``: one row per labelled code (``variable``, ``code``, ``label``), the
+    variables in column order and their codes in label order, UTF-8."""
+    rows = [(variable, code, label) for variable, mapping in value_labels.items() for code, label in mapping.items()]
+    table = pd.DataFrame(rows, columns=["variable", "code", "label"], dtype=object)
+    return table.to_csv(index=False, lineterminator="\n").encode("utf-8")
+
+
+def wave_labels(source: Path, spec: SurveySpec) -> FileContents | None:
+    """The wave file's labels and missing codes: the metadata pyreadstat reads from SPSS, Stata and
+    SAS files, the code lists of Argus data (its ``.rda``, the spec's ``source.metadata``); None for
+    formats that keep none (CSV, Parquet, workbooks)."""
+    metadata = source_metadata(spec)
+    fmt = file_format(source, default=spec.source.format, metadata=metadata)
+    if fmt not in ("spss", "stata", "sas", "xport", "argus"):
         return None
-    return read_with_metadata(source)
+    return read_with_metadata(source, default_format=spec.source.format, metadata=metadata)
 
 
-def encode(frame: pd.DataFrame, fmt: str, labels: FileContents | None = None) -> bytes:
-    """The bytes of ``frame`` in release format ``fmt``; ``labels``: the source file's metadata."""
+def encode(frame: pd.DataFrame, fmt: str, labels: FileContents | None = None, *,
+           value_labels: dict[str, dict] | None = None) -> bytes:
+    """The bytes of ``frame`` in release format ``fmt``; ``labels``: the source file's metadata
+    (variable labels, measures, user-missing codes); ``value_labels``: the released value labels
+    (``{column: {code: label}}``, :meth:`~sdc_dagster.released_categories.ReleasedCoding.value_labels`;
+    the source's when not given)."""
     if fmt == "parquet":
         return parquet_bytes(frame)
     if fmt == "csv":
         return frame.to_csv(index=False, lineterminator="\n").encode("utf-8")
     import pyreadstat
 
-    options = _label_options(frame, fmt, labels) if labels is not None else {}
+    if value_labels is None:
+        value_labels = labels.value_labels if labels is not None else {}
+    options = _label_options(frame, fmt, labels, value_labels)
     writer = {"spss": pyreadstat.write_sav, "stata": pyreadstat.write_dta, "xport": pyreadstat.write_xport}[fmt]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / FILE_NAMES[fmt]
@@ -136,14 +198,16 @@ def encode(frame: pd.DataFrame, fmt: str, labels: FileContents | None = None) ->
         return _pin_timestamp(path.read_bytes(), fmt)
 
 
-def _label_options(frame: pd.DataFrame, fmt: str, labels: FileContents) -> dict:
-    """pyreadstat writer options carrying the source's variable labels, value labels (those whose
-    values fit the released column's type: a recode to text drops numeric labels; Stata labels
-    integers only), SPSS measurement levels and SPSS user-missing codes (at most three, as SPSS
-    allows)."""
+def _label_options(frame: pd.DataFrame, fmt: str, labels: FileContents | None, value_labels: dict) -> dict:
+    """pyreadstat writer options carrying the source's variable labels, the released value labels
+    (those whose values fit the released column's type: a recode to text drops numeric labels;
+    Stata labels integers only), SPSS measurement levels and SPSS user-missing codes (at most
+    three, as SPSS allows)."""
     columns = set(frame.columns)
     numeric = {c for c in columns if pd.api.types.is_numeric_dtype(frame[c])}
-    options: dict = {"column_labels": {c: label for c, label in labels.column_labels.items() if c in columns}}
+    options: dict = {}
+    if labels is not None:
+        options["column_labels"] = {c: label for c, label in labels.column_labels.items() if c in columns}
     if fmt == "xport":
         return options
 
@@ -153,12 +217,12 @@ def _label_options(frame: pd.DataFrame, fmt: str, labels: FileContents) -> dict:
         is_number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
         return column in numeric and is_number and (fmt == "spss" or float(value).is_integer())
 
-    value_labels = {}
-    for column, mapping in labels.value_labels.items():
+    written = {}
+    for column, mapping in value_labels.items():
         if column in columns and mapping and all(fits(column, v) for v in mapping):
-            value_labels[column] = {(int(v) if fmt == "stata" else v): text for v, text in mapping.items()}
-    options["variable_value_labels"] = value_labels
-    if fmt == "spss":
+            written[column] = {(int(v) if fmt == "stata" else v): text for v, text in mapping.items()}
+    options["variable_value_labels"] = written
+    if fmt == "spss" and labels is not None:
         options["variable_measure"] = {c: m for c, m in labels.measures.items() if c in columns}
         options["missing_ranges"] = {
             c: list(codes[:3]) for c, codes in labels.user_missing.items()

@@ -66,7 +66,8 @@ def released(spec, source, plan="recode_age"):
     """The safe files of a plan's output on ``source``, as the protected asset computes them."""
     data = read_wave_file(spec, source)
     protected = protection.protect(data, spec, spec.plan(plan), wave="2024").data
-    return protected, release_files.safe_files(protected, spec, spec.plan(plan), wave="2024", source=source)
+    return protected, release_files.safe_files(protected, spec, spec.plan(plan), wave="2024", source=source,
+                                               original=data)
 
 
 def read_back(tmp_path, safe, name):
@@ -79,7 +80,8 @@ def read_back(tmp_path, safe, name):
 def test_a_sav_wave_is_released_as_sav_parquet_and_the_formats_the_spec_asks_for(survey_files):
     spec, source = survey_files
     _, safe = released(spec, source)
-    assert list(safe.files) == ["protected.sav", "protected.parquet", "protected.dta", "protected.csv"]
+    assert list(safe.files) == ["protected.sav", "protected.parquet", "protected.dta", "protected.csv",
+                                "value_labels.csv"]
 
 
 def test_released_sav_and_dta_keep_variable_labels_value_labels_and_missing_codes(survey_files, tmp_path):
@@ -88,12 +90,15 @@ def test_released_sav_and_dta_keep_variable_labels_value_labels_and_missing_code
     data, meta = read_back(tmp_path, safe, "protected.sav")
     assert meta.column_names_to_labels["sex"] == "Sex of the person"
     assert meta.column_names_to_labels["agegr"] == "Age group (5 classes)"
+    # the plan merged 65+ into 45-64 (mapping 5 -> 4): the merged category is not released as
+    # "45-64" (issue 34) but under the first free code above the categories 1..5, labelled by both
+    # members; the labels of 4 and 5 are dropped (no released record has them)
     assert meta.variable_value_labels == {"sex": {1.0: "male", 2.0: "female"},
-                                          "agegr": {4.0: "45-64", 5.0: "65+", 99.0: "refused"}}
+                                          "agegr": {6.0: "45-64, 65+", 99.0: "refused"}}
     assert meta.missing_ranges == {"agegr": [{"lo": 99.0, "hi": 99.0}]}
     assert meta.variable_measure["sex"] == "nominal" and meta.variable_measure["agegr"] == "ordinal"
-    # the plan merged 65+ into 45-64; missing codes were read as missing and stay missing
-    assert set(data["agegr"].dropna()) == {1.0, 2.0, 3.0, 4.0}
+    # missing codes were read as missing and stay missing
+    assert set(data["agegr"].dropna()) == {1.0, 2.0, 3.0, 6.0}
     assert data["agegr"].isna().sum() == len(range(0, 4 * N_HOUSEHOLDS, 97))
 
     _, stata = read_back(tmp_path, safe, "protected.dta")
@@ -151,7 +156,7 @@ def test_the_spec_can_keep_order_and_ids(tmp_path):
     source = tmp_path / "2024.csv"
     wave().to_csv(source, index=False)
     protected, safe = released(spec, source)
-    assert list(safe.files) == ["protected.csv", "protected.parquet"]
+    assert list(safe.files) == ["protected.csv", "protected.parquet", "value_labels.csv"]
     out = pd.read_csv(io.BytesIO(safe.files["protected.csv"]))
     assert out["pid"].tolist() == protected["pid"].tolist() == list(range(1, 4 * N_HOUSEHOLDS + 1))
     assert safe.order == {"shuffled": False, "seed": None, "renumbered_ids": []}

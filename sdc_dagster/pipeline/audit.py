@@ -56,7 +56,7 @@ def record_release(
     # the published files only are shuffled and renumbered: the variant keeps the wave's order and
     # index, which residual risk and loss compare record by record
     safe = None if failures else release_files.safe_files(variant.data, spec, variant.plan, wave=variant.wave,
-                                                          source=input_file)
+                                                          source=input_file, original=original)
     release = lineage.write_release(
         releases,
         survey=spec.survey,
@@ -66,6 +66,7 @@ def record_release(
         protected=variant.data,
         files=safe.files if safe else None,
         order=safe.order if safe else None,
+        categories=safe.categories if safe else None,
         input_file=input_file,
         input_sha256=input_sha256,
         spec_path=spec.spec_path,
@@ -75,7 +76,8 @@ def record_release(
         risk=release_risk(variant),
         loss=headline_loss(original, variant.data, spec),
         checks=check_records(variant.checks),
-        matrices=variant.matrices,
+        # the published PRAM matrices name the categories as the safe files code them
+        matrices={v: safe.coding.matrix(v, m) for v, m in variant.matrices.items()} if safe else variant.matrices,
         withheld=failures,
     )
     return variant.recorded(release)
@@ -114,4 +116,5 @@ def recompute_release(input_file: Path, spec_copy: Path, manifest: dict) -> dict
         name=manifest["plan"], steps=tuple(recorded["steps"]), k=recorded["k"],
         random_state=recorded["random_state"], description=recorded.get("description", ""))
     protected = protect(data, spec, plan, wave=manifest["wave"]).data
-    return release_files.safe_files(protected, spec, plan, wave=manifest["wave"], source=input_file).files
+    return release_files.safe_files(protected, spec, plan, wave=manifest["wave"], source=input_file,
+                                    original=data).files

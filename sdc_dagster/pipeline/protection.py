@@ -20,6 +20,8 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.pipeline.risk import risk_table
 from sdc_dagster.pipeline.variant import ordinal_orders, perturbed, released_keys, retained_records
 from sdc_dagster.protect.plan import PlanResult, apply_plan
+from sdc_dagster.release_files import release_coding
+from sdc_dagster.released_categories import category_count_excess
 from sdc_dagster.report import format_value
 from sdc_dagster.spec import SEARCHED_PLAN, Plan, SurveySpec
 
@@ -63,7 +65,8 @@ def release_check_names(spec: SurveySpec) -> list[str]:
     (:func:`checks_not_applicable` says why a check is left out)."""
     names = ["k_anonymity", "global_risk"] if spec.categorical_keys else []
     names += ["linkage_risk"] if spec.continuous_keys else []
-    return names + ["no_direct_identifier"] + (["individual_risk"] if spec.categorical_keys else [])
+    names += ["no_direct_identifier"]
+    return names + (["released_categories", "individual_risk"] if spec.categorical_keys else [])
 
 
 def checks_not_applicable(spec: SurveySpec) -> dict[str, str]:
@@ -72,9 +75,30 @@ def checks_not_applicable(spec: SurveySpec) -> dict[str, str]:
     if not spec.categorical_keys:
         why = "the spec has no categorical key: no key combination can single out a record"
         reasons.update(k_anonymity=why, global_risk=why, individual_risk=why)
+        reasons["released_categories"] = "the spec has no categorical key: no released category to compare"
     if not spec.continuous_keys:
         reasons["linkage_risk"] = "the spec has no continuous key: nothing to link on"
     return reasons
+
+
+def released_categories_check(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec,
+                              plan: Plan) -> CheckOutcome:
+    """The release check ``released_categories`` (SPEC §8.2): in the variant as its safe files code
+    it (:func:`~sdc_dagster.release_files.release_coding`: merged categories with codes of their
+    own), no original category of a categorical key counts more records than in ``original``
+    (:func:`~sdc_dagster.released_categories.category_count_excess`). Keys a perturbative step
+    changed (PRAM moves records between categories by design) are left out and named in the rule.
+    The value lists each breach, ``key = category: original -> released records``."""
+    coding = release_coding(original, spec, plan)
+    perturbed = set(coding.perturbed)
+    keys = [k for k in released_keys(spec, protected).categorical if k not in perturbed]
+    breaches = category_count_excess(retained_records(original, protected, plan.name), coding.apply(protected), keys)
+    rule = "no original category of a categorical key is released with more records than it has"
+    if coding.perturbed:
+        rule += f" (not checked: {', '.join(coding.perturbed)}, changed by a perturbative step)"
+    found = "; ".join(f"{key} = {category!r}: {before} -> {after} records"
+                      for key, rows in breaches.items() for category, before, after in rows)
+    return CheckOutcome(not breaches, found, rule, True)
 
 
 
@@ -148,7 +172,10 @@ def release_checks(
       ``risk.max_linkage_risk``; the outcome also names the variant (``measure``) and carries every
       share (``figures``, which residual risk reuses). Needs ``original``, the wave the variant was
       protected from;
-    * ``no_direct_identifier``: no column the spec marks as a direct identifier (SPEC §8.1).
+    * ``no_direct_identifier``: no column the spec marks as a direct identifier (SPEC §8.1);
+    * ``released_categories`` (a spec with categorical keys): no original category of a key counts
+      more records in the released files than in ``original`` (:func:`released_categories_check`,
+      SPEC §8.2). Needs ``original``.
 
     Warning (reported, not blocking):
 
@@ -209,6 +236,11 @@ def release_checks(
     identifiers = [c for c in direct_identifiers(spec) if c in protected.columns]
     checks["no_direct_identifier"] = CheckOutcome(not identifiers, ", ".join(identifiers),
                                                   "no direct identifier column is released", True)
+    if spec.categorical_keys:
+        if original is None:
+            raise ValueError("release_checks: original is required for a spec with categorical keys "
+                             "(released_categories)")
+        checks["released_categories"] = released_categories_check(original, protected, spec, plan)
     if spec.categorical_keys:  # the warning last, as before
         checks["individual_risk"] = checks.pop("individual_risk")
     return checks

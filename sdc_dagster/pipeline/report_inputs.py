@@ -6,7 +6,7 @@ and the plan search.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -18,6 +18,8 @@ from sdc_dagster.pipeline.protection import ProtectedVariant, checks_not_applica
 from sdc_dagster.pipeline.risk import Contributions, RiskScores
 from sdc_dagster.pipeline.search import PlanSearch
 from sdc_dagster.pipeline.variant import released_keys, retained_records, values_changed
+from sdc_dagster.release_files import release_coding, wave_labels
+from sdc_dagster.released_categories import ReleasedCoding
 from sdc_dagster.report import MeasureNote, PlanSummary, ReportInputs, RunInfo, SignOff
 from sdc_dagster.sources import source_metadata, value_labels
 from sdc_dagster.spec import SurveySpec
@@ -94,15 +96,21 @@ def suppressions_by_key(original: pd.DataFrame, protected: dict[str, pd.DataFram
 
 
 def protected_distributions(
-    original: pd.DataFrame, protected: dict[str, pd.DataFrame], spec: SurveySpec
+    original: pd.DataFrame, protected: dict[str, pd.DataFrame], spec: SurveySpec,
+    codings: dict[str, ReleasedCoding] | None = None,
 ) -> tuple[dict[str, dict[str, pd.Series]], list[str]]:
     """The values of every quasi-identifier some plan changed or suppressed, before and after each
     plan that releases it (for the report's distribution plots), and which of them are continuous.
-    Variables in spec order."""
+    Variables in spec order. ``codings``: each plan's released coding
+    (:func:`~sdc_dagster.release_files.release_coding`): a plan's merged categories are shown as
+    its safe files release them, code and label (:meth:`~sdc_dagster.released_categories.ReleasedCoding.shown`),
+    never under one member's code."""
     matched = {name: retained_records(original, frame, name) for name, frame in protected.items()}
+    codings = codings or {}
     distributions = {}
     for variable in released_keys(spec, original).quasi_identifiers:
-        after = {name: frame[variable] for name, frame in protected.items() if variable in frame.columns}
+        after = {name: codings[name].shown(variable, frame[variable]) if name in codings else frame[variable]
+                 for name, frame in protected.items() if variable in frame.columns}
         moved = any(
             values_changed(matched[name][variable], values) or values.isna().sum() != matched[name][variable].isna().sum()
             for name, values in after.items()
@@ -153,7 +161,8 @@ def report_inputs(
     SPEC §3.10) and contributions; ``evaluation``: the evaluation of the variants; ``variants``: the
     wave's protected variants in plan order (the spec's plans, then the searched plan), each with
     its release decision (:func:`plan_summary`), whose suppressions per key and distributions
-    before and after the report shows; ``search``: the plan search the searched plan comes from
+    before and after the report shows (a plan's merged categories as its safe files code and label
+    them); ``search``: the plan search the searched plan comes from
     (its front and figures); ``source``: the wave file, whose SPSS / Stata value labels
     (:func:`~sdc_dagster.sources.value_labels`) the report shows next to the codes; ``run``: the run
     (:func:`run_info`) its header shows. The sign-off block is pre-filled with the spec's ``report:``
@@ -161,7 +170,13 @@ def report_inputs(
     plans = {name: plan_summary(variant, evaluation) for name, variant in variants.items()}
     keys = released_keys(spec, original).categorical
     protected = {name: variant.data for name, variant in variants.items()}
-    distributions, continuous = protected_distributions(original, protected, spec) if protected else ({}, [])
+    metadata = wave_labels(source, spec) if source is not None and protected else None
+    codings = {name: release_coding(original, spec, variant.plan, labels=metadata) for name, variant in variants.items()}
+    for name, coding in codings.items():  # PRAM matrices name the categories as the safe files show them
+        matrices = {v: coding.matrix(v, m, shown=True) for v, m in plans[name].pram_matrices.items()}
+        plans[name] = replace(plans[name], pram_matrices=matrices)
+    distributions, continuous = (protected_distributions(original, protected, spec, codings) if protected
+                                 else ({}, []))
     contributions_global = contributions.global_
     residual = evaluation.residual
     return ReportInputs(

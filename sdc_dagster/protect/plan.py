@@ -34,7 +34,14 @@ from sdc_dagster.protect.microaggregation import microaggregation
 from sdc_dagster.protect.noise import NOISE_METHODS, add_noise
 from sdc_dagster.protect.pram import pram
 from sdc_dagster.protect.rank_swapping import rank_swap
-from sdc_dagster.protect.recode import absent_categories, bottom_coding, interval_recode, recode, top_coding
+from sdc_dagster.protect.recode import (
+    absent_categories,
+    bottom_coding,
+    group_names_problem,
+    interval_recode,
+    recode,
+    top_coding,
+)
 from sdc_dagster.protect.rounding import rounding
 from sdc_dagster.protect.subsampling import subsample
 from sdc_dagster.protect.suppression import LOCAL_SUPPRESSION_METHODS, local_suppression, risk_suppression
@@ -65,9 +72,10 @@ PLAN_METHODS: dict[str, Callable[..., Any]] = {
 # Expected kind of every step parameter. Kinds: "column" (one existing column), "columns" (a column
 # or a list of columns), "int", "ints" (an integer or a non-empty list of integers), "number", "bool",
 # "str", "mapping", "list", "matrix", "importance" (columns, or a mapping column -> integer as
-# sdcMicro's numeric importance), or a tuple of allowed string values.
+# sdcMicro's numeric importance), "names" (a list of distinct non-empty strings), or a tuple of
+# allowed string values.
 _PARAMETER_KINDS: dict[str, dict[str, Any]] = {
-    "recode": {"variable": "column", "mapping": "mapping", "groups": "list", "names": "list"},
+    "recode": {"variable": "column", "mapping": "mapping", "groups": "list", "names": "names"},
     "interval_recode": {"variable": "column", "breaks": "list", "labels": "list", "right": "bool"},
     "top_coding": {"variable": "column", "value": "number", "replacement": "number"},
     "bottom_coding": {"variable": "column", "value": "number", "replacement": "number"},
@@ -110,6 +118,48 @@ _SUPPLIED = {"data", "random_state"}
 KEYED_METHODS = {"local_suppression", "risk_suppression"}
 
 
+#: Methods that compute new values (group means, noise): where such a step writes into a column whose
+#: values were all whole numbers, :func:`apply_plan` rounds what it wrote to whole numbers.
+WHOLE_NUMBER_METHODS = ("microaggregation", "noise")
+
+
+def whole_numbers(before: pd.DataFrame, after: pd.DataFrame, columns: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
+    """``after`` with each of ``columns`` whose values in ``before`` are all whole numbers (an
+    integer-valued key: ages, counts, years, integer amounts) rounded to whole numbers (to the
+    nearest, halves to even as numpy's and R's ``round``), and the columns rounded.
+
+    A released age of 33.333 or 41.67 is a value no respondent can have, and tells the reader that
+    the file was microaggregated or perturbed and by how much. mu-Argus's metadata gives every
+    numeric variable its number of decimals (``<DECIMALS>`` in the .rda file, 0 for an integer);
+    sdcMicro's ``microaggregation`` leaves the group means fractional. The column keeps an integer dtype where it had one
+    (nullable ``Int64`` when values are missing)."""
+    rounded = []
+    out = after
+    for column in columns:
+        if column not in before.columns or column not in after.columns:
+            continue
+        old, new = before[column], after[column]
+        if not (pd.api.types.is_numeric_dtype(old) and pd.api.types.is_numeric_dtype(new)) \
+                or pd.api.types.is_bool_dtype(old):
+            continue
+        old_values = old.to_numpy(dtype="float64", na_value=np.nan)
+        new_values = new.to_numpy(dtype="float64", na_value=np.nan)
+        observed = old_values[~np.isnan(old_values)]
+        if not len(observed) or not np.all(observed == np.round(observed)):
+            continue
+        present = ~np.isnan(new_values)
+        if np.all(new_values[present] == np.round(new_values[present])) and new.dtype == old.dtype:
+            continue
+        whole = pd.Series(np.round(new_values), index=new.index)
+        if pd.api.types.is_integer_dtype(old.dtype):
+            whole = whole.astype(old.dtype if present.all() else "Int64")
+        if out is after:
+            out = after.copy()
+        out[column] = whole
+        rounded.append(str(column))
+    return out, rounded
+
+
 @dataclass(frozen=True)
 class PlanResult:
     """The protected data and the record of every step applied.
@@ -121,7 +171,9 @@ class PlanResult:
         ``random_state`` (the integer seed used, None for deterministic steps), ``records_before``,
         ``records_after``, ``values_changed`` and ``values_suppressed`` ({column: count}),
         ``columns_removed``, for a recode step ``categories_absent`` (listed categories that do
-        not occur in the data: the no-op part of the step), and ``reported``, what the method
+        not occur in the data: the no-op part of the step), ``rounded_to_whole_numbers`` (the
+        integer-valued columns a microaggregation or noise step wrote means or noise into,
+        rounded back to whole numbers: :func:`whole_numbers`), and ``reported``, what the method
         reported of its choices (``local_suppression_method``: the algorithm local suppression
         used; ``romm_blocks``: ROMM's blocks), where it reported any.
     artifacts : objects produced by steps, e.g. ``{"pram:<column>": transition matrix}``.
@@ -179,6 +231,12 @@ def _kind_problem(where: str, name: str, value, kind, columns: set[str] | None) 
     elif kind == "list":
         if not isinstance(value, (list, tuple)):
             expected = "a list"
+    elif kind == "names":
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
+            expected = "a list of non-empty strings"
+        elif len(set(value)) != len(value):
+            repeated = next(v for i, v in enumerate(value) if v in value[:i])
+            return f"{where}: parameter {name!r} must be distinct names, got {repeated!r} twice"
     elif kind == "matrix":
         if not isinstance(value, (Mapping, pd.DataFrame)):
             expected = "a transition matrix (a DataFrame, or a mapping from category to {category: probability})"
@@ -239,6 +297,10 @@ def plan_problems(
             if name in accepted and not (value is None and accepted[name].default is None)
             and (problem := _kind_problem(where, name, value, kinds[name], available)) is not None
         ]
+        if method == "recode" and not found:
+            problem = group_names_problem(params.get("groups"), params.get("names"))
+            if problem is not None:
+                found.append(f"{where}: {problem}")
         problems += [(index, message) for message in found]
         if method == "remove_variables" and available is not None and not found:
             removed = [params["variables"]] if isinstance(params["variables"], str) else params["variables"]
@@ -380,6 +442,10 @@ def apply_plan(
         if not isinstance(output, pd.DataFrame):
             artifact = output
             output = output.data
+        rounded = []
+        if method in WHOLE_NUMBER_METHODS:
+            written = params.get("columns")
+            output, rounded = whole_numbers(current, output, [written] if isinstance(written, str) else written or [])
         changed, suppressed = _value_changes(current, output)
         parameters = {
             (_VARIANT if name == "method" else name): value
@@ -401,6 +467,8 @@ def apply_plan(
         reported = {name: value for name, value in output.attrs.items() if current.attrs.get(name) != value}
         if reported:  # what the method says it chose, e.g. the local suppression algorithm, ROMM's blocks
             records[-1]["reported"] = reported
+        if rounded:  # integer-valued columns rounded back to whole numbers (whole_numbers)
+            records[-1]["rounded_to_whole_numbers"] = rounded
         if method == "recode":
             records[-1]["categories_absent"] = absent_categories(current, **params)
         if method == "pram" and artifact is not None:

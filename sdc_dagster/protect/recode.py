@@ -53,9 +53,29 @@ def merge_mapping(groups: Sequence[Sequence[Hashable]]) -> dict[Hashable, Hashab
     return mapping
 
 
-def _recode_mapping(column: str, mapping, groups) -> Mapping[Hashable, Hashable]:
+def group_names_problem(groups, names) -> str | None:
+    """What is wrong with the ``names`` of a recode step's ``groups`` (None when nothing): a list
+    parallel to ``groups``, one non-empty string per group, no two alike; only with ``groups``."""
+    if names is None:
+        return None
+    if groups is None:
+        return "'names' name the merged groups: give them with 'groups', not with 'mapping'"
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) and n.strip() for n in names):
+        return f"'names' must be a list of non-empty strings, one per group, got {names!r}"
+    if len(names) != len(groups):
+        return f"'names' must name each of the {len(groups)} groups, got {len(names)} names"
+    repeated = [n for i, n in enumerate(names) if n in names[:i]]
+    if repeated:
+        return f"'names' must be distinct: {repeated[0]!r} names two groups"
+    return None
+
+
+def _recode_mapping(column: str, mapping, groups, names=None) -> Mapping[Hashable, Hashable]:
     if (mapping is None) == (groups is None):
         raise SDCInputError(f"recode of {column!r}: give exactly one of 'mapping' or 'groups'")
+    problem = group_names_problem(groups, names)
+    if problem is not None:
+        raise SDCInputError(f"recode of {column!r}: {problem}")
     if groups is not None:
         mapping = merge_mapping(groups)
     if not isinstance(mapping, Mapping):
@@ -78,7 +98,7 @@ def absent_categories(
     which parts of the step had nothing to do in this wave.
     """
     column = require_columns(data, [variable], role="variable")[0]
-    listed = list(_recode_mapping(column, mapping, groups))
+    listed = list(_recode_mapping(column, mapping, groups, names))
     occurs = pd.Index(listed, dtype=object).isin(data[column].dropna().unique())
     return [category for category, found in zip(listed, occurs) if not found]
 
@@ -100,9 +120,9 @@ def recode(
     mapping : old category -> new category; categories not in the mapping keep their code.
     groups : alternative to ``mapping``: groups of categories, each merged into its smallest code
         (the ordinal convention of SPEC §8.2, see :func:`merge_mapping`).
-    names : the name of each group (parallel to ``groups``: a hierarchy's label, a band "(20,25]",
-        "Other (7 categories)"), the label the released files give the merged category; the coding
-        here (the smallest code, which the loss measures compare) does not depend on it.
+    names : with ``groups``, one name per group (non-empty, distinct): the label the released
+        files give the merged category (:mod:`sdc_dagster.released_categories`); the variant's
+        values are the same with or without them.
 
     Returns
     -------
@@ -111,10 +131,7 @@ def recode(
     which :func:`absent_categories` reports for the plan's record.
     """
     column = require_columns(data, [variable], role="variable")[0]
-    mapping = _recode_mapping(column, mapping, groups)
-    if names is not None and (groups is None or len(names) != len(groups)):
-        raise SDCInputError(f"recode of {column!r}: 'names' names the 'groups', one name per group "
-                            f"({0 if groups is None else len(groups)} groups, {len(names)} names)")
+    mapping = _recode_mapping(column, mapping, groups, names)
     original = data[column]
     out = data.copy()
     # Series.replace maps only the listed values and keeps dtype where it can (ints stay ints).
@@ -140,7 +157,8 @@ def interval_recode(
     data : the microdata; not modified.
     variable : numeric column to recode.
     breaks : strictly increasing interval limits covering all observed values.
-    labels : one label per interval; default the interval index 1, 2, ... (ordinal codes).
+    labels : one label per interval; default the interval index 1, 2, ... (ordinal codes, which the
+        released files show as the intervals' text, :func:`interval_labels`).
     right : whether intervals are closed on the right.
 
     Returns
@@ -291,6 +309,20 @@ def _r_interval_labels(breaks: np.ndarray, *, include_lowest: bool) -> list[str]
     if include_lowest:
         labels[0] = "[" + labels[0][1:]
     return labels
+
+
+def interval_labels(breaks: Sequence[float], *, right: bool = True) -> list[str]:
+    """The text of each interval of :func:`interval_recode` with these ``breaks`` and ``right``:
+    right-closed ``"(a,b]"`` with the first one closed on both ends ``"[a,b]"`` (interval_recode
+    includes the lowest break), as sdcMicro's ``globalRecode`` prints intervals (R ``cut``,
+    ``dig.lab=8``); left-closed ``"[a,b)"`` with the last ``"[a,b]"``. The released files and the
+    report show an ``interval_recode`` without ``labels`` by these texts."""
+    edges = np.asarray(list(breaks), dtype="float64")
+    labels = _r_interval_labels(edges, include_lowest=right)
+    if right or labels[0].startswith("Range_"):
+        return labels
+    inner = [label[1:-1] for label in labels]
+    return [f"[{text})" for text in inner[:-1]] + [f"[{inner[-1]}]"]
 
 
 def global_recode(

@@ -11,6 +11,7 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.loss.topsis import topsis_summary
 from sdc_dagster.protect import global_recode as protect_global_recode
 from sdc_dagster.protect import interval_recode as protect_interval_recode
+from sdc_dagster.protect.recode import interval_labels as protect_interval_labels
 from sdc_dagster.report.categories import category_counts, category_sort_key
 from sdc_dagster.report.decision import Recommendation, pareto_optimal, recommend_plan
 from sdc_dagster.report.inputs import ReportInputs
@@ -290,13 +291,11 @@ def _banded(step: dict, values: pd.Series) -> pd.Series | None:
 
 
 def _interval_labels(parameters: dict) -> list | None:
-    """The labels of an ``interval_recode`` step: its own, else (right-closed bands) the interval
-    labels of sdcMicro's globalRecode, the first closed on the left as interval_recode includes it."""
-    if parameters.get("labels") is not None or not parameters.get("right", True):
+    """The labels of an ``interval_recode`` step: its own, else the interval texts the released
+    files show (:func:`~sdc_dagster.protect.recode.interval_labels`)."""
+    if parameters.get("labels") is not None:
         return parameters.get("labels")
-    edges = [float(b) for b in parameters["breaks"]]
-    labels = list(protect_global_recode(pd.Series(edges), breaks=edges).cat.categories)
-    return ["[" + labels[0][1:], *labels[1:]]
+    return protect_interval_labels([float(b) for b in parameters["breaks"]], right=parameters.get("right", True))
 
 
 def _band_names(step: dict, released: pd.Series) -> pd.Series:

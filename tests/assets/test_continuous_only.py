@@ -78,7 +78,7 @@ def test_the_categorical_checks_are_left_out_without_categorical_keys_and_say_wh
     spec = tiny_spec()
     assert protection.release_check_names(spec) == ["linkage_risk", "no_direct_identifier"]
     reasons = protection.checks_not_applicable(spec)
-    assert set(reasons) == {"k_anonymity", "global_risk", "individual_risk"}
+    assert set(reasons) == {"k_anonymity", "global_risk", "individual_risk", "released_categories"}
     assert all("no categorical key" in why for why in reasons.values())
     with pytest.raises(ValueError, match="original is required"):
         protection.release_checks(RELEASED, spec, spec.plans[0])

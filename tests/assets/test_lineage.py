@@ -80,7 +80,9 @@ def test_rerun_is_byte_identical_and_keeps_the_earlier_release(sdc_home, testdat
     assert published["ori_hid"].drop_duplicates().tolist() == list(range(1, original["ori_hid"].nunique() + 1))
     assert manifest["output"]["order"]["renumbered_ids"] == ["ori_hid"]
     assert isinstance(manifest["output"]["order"]["seed"], int)
-    assert sorted(manifest["output"]["files"]) == ["protected.csv", "protected.parquet"]
+    assert sorted(manifest["output"]["files"]) == ["protected.csv", "protected.parquet", "value_labels.csv"]
+    # suppress_k3 merges no category: the label table has its header only (a CSV wave has no labels)
+    assert manifest["output"]["categories"] == {"merged": {}, "perturbed_keys": []}
 
 
 @pytest.mark.slow
@@ -91,7 +93,7 @@ def test_audit_verifies_and_detects_a_hand_edited_release(sdc_home, testdata_onl
     assert "audit OK: recomputed output is byte-identical" in out and '"plan": "suppress_k3"' in out
 
     # a CSV wave is released as CSV and Parquet, each verified
-    assert "  protected.csv: ok\n  protected.parquet: ok\n" in out
+    assert "  protected.csv: ok\n  protected.parquet: ok\n  value_labels.csv: ok\n" in out
 
     folder = releases(sdc_home, "suppress_k3")[-1]
     target = folder / "protected.parquet"

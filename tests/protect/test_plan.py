@@ -100,7 +100,10 @@ def test_step_seed_derived_from_plan_seed_and_step_identity(testdata):
     from sdc_dagster.protect import add_noise
 
     recoded = testdata.assign(water=testdata["water"].replace({9: 5}))
-    pd.testing.assert_frame_equal(result.data, add_noise(recoded, ["age"], random_state=seed))
+    noisy = add_noise(recoded, ["age"], random_state=seed)
+    # age is in whole years: the noisy ages are released rounded to whole years (issue 34)
+    pd.testing.assert_frame_equal(result.data, noisy.assign(age=noisy["age"].round().astype("int64")))
+    assert result.steps[1]["rounded_to_whole_numbers"] == ["age"]
 
 
 @pytest.mark.parametrize(
