@@ -367,7 +367,7 @@ def test_recode_steps_with_names_validate_and_run():
     step = {"method": "recode", "variable": "edu", "groups": [[1, 2], [3, 4]], "names": ["Primary", "Secondary"]}
     assert plan_problems([step], columns=["edu"]) == []
     assert apply_plan(frame, [step], keys=["edu"]).data["edu"].tolist() == [1, 1, 3, 3, 5, 6]
-    with pytest.raises(SDCInputError, match="one name per group"):
+    with pytest.raises(SDCInputError, match="'names' must name each of the 2 groups, got 1 names"):
         apply_plan(frame, [{**step, "names": ["Primary"]}], keys=["edu"])
 
 
