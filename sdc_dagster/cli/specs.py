@@ -11,9 +11,11 @@ from sdc_dagster.cli.status import EXIT_BAD_DATA, EXIT_BAD_SPEC, EXIT_OK, EXIT_U
 from sdc_dagster.files import write_atomic
 
 def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, home: str | None = None,
-             out=None) -> int:
+             out=None, max_keys: int | None = None) -> int:
     """Draft the spec of survey ``survey_name`` from ``data_file`` (:func:`sdc_dagster.spec.draft.draft_spec`)
-    into ``spec_file`` (default ``<data home>/specs/<survey>.yaml``); an existing file is never overwritten."""
+    into ``spec_file`` (default ``<data home>/specs/<survey>.yaml``), with at most ``max_keys``
+    categorical keys (default :data:`~sdc_dagster.spec.roles.MAX_CATEGORICAL_KEYS`); an existing file
+    is never overwritten."""
     out = out or sys.stdout
     prepare_environment(home)
     if unsafe_names("init", out, ("survey name", survey_name)):
@@ -32,7 +34,7 @@ def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, 
         print(f"sdc init: {survey_name!r} is the name of a bundled demo survey; choose another name", file=out)
         return EXIT_USAGE
     try:
-        text = draft_spec(data_file, survey_name)
+        text = draft_spec(data_file, survey_name, **({"max_keys": max_keys} if max_keys is not None else {}))
     except SDCInputError as exc:
         print(f"sdc init: {exc}", file=out)
         return EXIT_BAD_DATA

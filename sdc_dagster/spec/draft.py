@@ -16,7 +16,7 @@ import yaml
 
 from sdc_dagster.names import check_name
 from sdc_dagster.spec.reading import read_with_metadata
-from sdc_dagster.spec.roles import draft_roles, plain_scalar, whole_numbers
+from sdc_dagster.spec.roles import MAX_CATEGORICAL_KEYS, draft_roles, plain_scalar, whole_numbers
 
 #: Default of the linkage-risk threshold written into drafts with continuous keys.
 MAX_LINKAGE_RISK = 0.2
@@ -37,13 +37,14 @@ def _flow(value) -> str:
     return text.removesuffix("...").strip()  # a scalar is dumped as a document with an end marker
 
 
-def draft_spec(path: str | Path, survey: str) -> str:
+def draft_spec(path: str | Path, survey: str, *, max_keys: int = MAX_CATEGORICAL_KEYS) -> str:
     """A commented YAML survey spec for the data file ``path``, accepted by ``sdc check``.
 
     Parameters
     ----------
     path : a ``.csv``, ``.parquet``, ``.sav``, ``.zsav``, ``.dta``, ``.sas7bdat`` or ``.xpt`` file.
     survey : the survey's name (a letter, then letters, digits or ``_``).
+    max_keys : categorical keys drafted at most (``sdc init --max-keys``), stated in the spec.
 
     Returns
     -------
@@ -57,11 +58,13 @@ def draft_spec(path: str | Path, survey: str) -> str:
     path = Path(path)
     check_name("survey name", survey)
     contents = read_with_metadata(path)
-    drafted = draft_roles(contents)
+    drafted = draft_roles(contents, max_keys=max_keys)
     lines = [
         f"# Survey spec drafted by `sdc init` from {path.name} ({len(contents.data)} records,",
         f"# {contents.data.shape[1]} columns). Every role below is a GUESS with its reason: check each one,",
         "# above all which variables an intruder could know (the keys), then run `sdc check` on this file.",
+        f"# At most {max_keys} categorical keys are drafted, by the scenario's priority (sdc init --max-keys N;",
+        f"# the default is MAX_CATEGORICAL_KEYS = {MAX_CATEGORICAL_KEYS} in sdc_dagster/spec/roles.py).",
         f"survey: {survey}",
         f"title: {_flow(path.stem)}",
         "source:",

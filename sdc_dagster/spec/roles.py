@@ -238,6 +238,25 @@ def whole_numbers(values: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(values) and bool(np.all(np.mod(values.dropna().to_numpy(float), 1) == 0))
 
 
+def record_key_like(values: pd.Series) -> bool:
+    """Whether a released column looks like a numeric record key: at least
+    :data:`MIN_RECORD_KEY_RECORDS` records, every value a whole number, none missing, every value
+    distinct, and either consecutive (a record number) or all of one number of digits (a fixed-width
+    key such as 100231, 100877, ...). Released unchanged, such a column links every record one to one
+    to the original file. Amounts unique per record (incomes to the unit) vary in their number of
+    digits; the rule leaves them to the continuous keys' linkage check."""
+    if len(values) < MIN_RECORD_KEY_RECORDS or pd.api.types.is_bool_dtype(values) \
+            or not pd.api.types.is_numeric_dtype(values) or values.isna().any() or not whole_numbers(values):
+        return False
+    numbers = values.to_numpy(dtype=float)
+    if len(np.unique(numbers)) < len(numbers):
+        return False
+    if numbers.max() - numbers.min() + 1 == len(numbers):
+        return True
+    digits = np.floor(np.log10(np.maximum(np.abs(numbers), 1))) + 1
+    return bool(np.all(digits == digits[0]))
+
+
 def _tokens(name: str) -> list[str]:
     """The lower-case words of a column name, split at separators, digits and camelCase, plus the
     whole name without separators (``hh_size`` -> ``hh``, ``size``, ``hhsize``)."""
