@@ -119,7 +119,9 @@ def test_duplicate_survey_names(tmp_path):
     [
         ([{"method": "shred"}], r"plans.p.steps: step 0: unknown method 'shred'"),
         ([{"method": "local_suppression", "kk": 3}], r"plans.p.steps: step 0 \(local_suppression\): unknown parameter 'kk'"),
-        ([{"method": "recode", "variable": "nope", "mapping": {1: 2}}], r"plans.p.steps: step 0 \(recode\).*'nope'"),
+        # a name that is no variable of the spec is reported at the parameter naming it (issue 34)
+        ([{"method": "recode", "variable": "nope", "mapping": {1: 2}}],
+         r"plans.p.steps\[0\].variable names 'nope', which is not a variable of the spec \(the variables: a, x, w\)"),
     ],
 )
 def test_plan_steps_are_validated(steps, message):
@@ -161,12 +163,12 @@ def write(tmp_path, text):
 def test_step_naming_an_unknown_column_is_a_spec_error_with_its_line(tmp_path):
     with pytest.raises(SpecError) as err:
         load_spec(write(tmp_path, SPEC_WITH_PLANS))
-    # The failing step starts on line 12 (a plan given as a bare list of steps).
-    assert str(err.value).startswith("s.yaml:12: plans.listed.steps: step 1 (recode)")
-    assert "'nope'" in str(err.value)
+    # The unknown name is reported on the line naming it, 13 (in a plan given as a bare list of steps).
+    assert str(err.value).startswith("s.yaml:13: plans.listed.steps[1].variable names 'nope', which is not a "
+                                     "variable of the spec (the variables: a, b, x)\n")
     mapped_only = SPEC_WITH_PLANS.replace("      variable: nope", "      variable: b")
     mapped_only = mapped_only.replace("- {method: recode, variable: a,", "- {method: recode, variable: absent,")
-    with pytest.raises(SpecError, match=r"^s.yaml:18: plans.mapped.steps: step 0 \(recode\).*'absent'"):
+    with pytest.raises(SpecError, match=r"^s.yaml:18: plans.mapped.steps\[0\].variable names 'absent'"):
         load_spec(write(tmp_path, mapped_only))
 
 
@@ -241,7 +243,8 @@ def test_three_independent_errors_are_reported_at_once_in_line_order(tmp_path):
         (4, "plans.p.steps: step 1: unknown method 'shred' (expected one of " + ", ".join(sorted(PLAN_METHODS)) + ")"),
         (10, "variables.x.precision: expected a number in (0, 1)"),
         (11, "risk.kk: unknown key; expected one of "
-             "['individual_risk_threshold', 'k', 'l', 'max_global_risk', 'max_linkage_risk', 'recursive_c']"),
+             "['individual_risk_threshold', 'k', 'l', 'max_global_risk', 'max_linkage_risk', 'recursive_c']; "
+             "did you mean 'k'?"),
     ]
     # The library's message lists them all, one per line; its key is the first one's.
     assert str(err.value).splitlines() == [str(e) for e in err.value.errors]
@@ -334,7 +337,7 @@ VARIABLE_ERRORS = [
 ]
 STEP_ERRORS = [
     ("    - {{method: shred}}", "plans.p.steps: step {i}: unknown method 'shred'"),
-    ("    - {{method: pram, variable: nope, retention: 0.8}}", "plans.p.steps: step {i} (pram): parameter 'variable'"),
+    ("    - {{method: pram, variable: nope, retention: 0.8}}", "plans.p.steps[{i}].variable names 'nope'"),
     ("    - {{method: local_suppression, k: three}}", "plans.p.steps: step {i} (local_suppression): parameter 'k'"),
 ]
 

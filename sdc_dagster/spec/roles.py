@@ -173,8 +173,8 @@ _CLUSTER_TOKEN = _words(r"cluster|psu|school|schid|schoolid|firm|company|village
 _WEIGHT_TOKEN = _words(r"weights?|wgt\w*|\w*wgt|wght|pweight|hweight|perwt|hhwt|peso|ponder\w*|waga|grossing")
 _WEAK_WEIGHT_TOKEN = _words(r"w|wt|fac|factor|fexp|expansion|coef")
 # Words a misspelt weight name is near (difflib's ratio at least 0.8, same first letter: "Weigt",
-# "wieght", not "height" or "eight").
-_WEIGHT_WORDS = ("weight", "weights", "wgt", "wght", "peso", "pesos", "ponderacion", "factor", "waga", "grossing")
+# "wieght", not "height" or "eight"); short words ("peso", "waga") are left out: "person" is near "peso".
+_WEIGHT_WORDS = ("weight", "weights", "ponderacion", "grossing")
 # Counted or dated whole numbers outside the scenario: ordinal if they become keys.
 _COUNT_TOKEN = _words(r"years?|yrs?|\w+year|year\w+|anno|ano|rok|count|cnt|number|childs|children|kids|nchild\w*|"
                       r"persons|members|hijos|dzieci")
@@ -458,11 +458,12 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
 
 
 def _misspelt_weight(tokens: list[str]) -> bool:
-    """A name word within difflib's similarity ratio 0.8 of a weight word (:data:`_WEIGHT_WORDS`) with
-    the same first letter: "Weigt", "wieght", "ponderacin"; not "height" or "eight"."""
+    """A name word of five letters or more within difflib's similarity ratio 0.8 of a weight word
+    (:data:`_WEIGHT_WORDS`) with the same first letter: "Weigt", "wieght", "ponderacin"; not
+    "height", "eight" or "person"."""
     import difflib
 
-    return any(match[0] == token[0] for token in tokens
+    return any(match[0] == token[0] for token in tokens if len(token) >= 5
                for match in difflib.get_close_matches(token, _WEIGHT_WORDS, n=3, cutoff=0.8))
 
 
