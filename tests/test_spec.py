@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -10,7 +11,9 @@ from hypothesis import strategies as st
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.protect.noise import NOISE_METHODS
 from sdc_dagster.protect.plan import PLAN_METHODS, plan_problems, validate_plan
+from sdc_dagster.schemas import SchemaViolation, microdata_schema, validate
 from sdc_dagster.spec import SpecError, load_spec, load_specs, parse_spec
+from sdc_dagster.spec.survey import ROLES
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -374,3 +377,49 @@ def test_every_independent_error_is_reported_with_its_line(tmp_path, variables, 
     found = located(err.value)
     assert [line for line, _ in found] == [line for line, _ in expected]
     assert all(message.startswith(start) for (_, message), (_, start) in zip(found, expected))
+
+
+TYPOS = """\
+survey: s
+variables:
+  age: {role: categorical_key}
+  occupation: {role: categorical_kye}
+  income: {role: continuous_key, precision: 0.01}
+serach: {enabled: true}
+search:
+  keep: [age, ocupation]
+plans:
+  p:
+    steps:
+      - {method: local_suppression, k: 3}
+      - method: microaggregation
+        columns: [income]
+        k: 5
+        strata:
+          - age
+          - occupaton
+"""
+
+
+def test_an_unknown_name_is_reported_at_its_line_with_the_closest_known_name(tmp_path):
+    # issue 34: a misspelt variable in a step's strata was reported as "parameter 'strata' names
+    # column 'occupation', which is not in the data" at the step, with no suggestion
+    with pytest.raises(SpecError) as err:
+        load_spec(write(tmp_path, TYPOS))
+    assert [str(e) for e in err.value.errors] == [
+        "s.yaml:4: variables.occupation.role: expected one of " + str(list(ROLES))
+        + ", got 'categorical_kye'; did you mean 'categorical_key'?",
+        "s.yaml:6: spec.serach: unknown key; expected one of ['missing', 'plans', 'release', 'risk', 'search', "
+        "'source', 'survey', 'title', 'variables']; did you mean 'search'?",
+        "s.yaml:8: search.keep names 'ocupation', which is not a variable of the spec; did you mean 'occupation'?",
+        "s.yaml:18: plans.p.steps[1].strata names 'occupaton', which is not a variable of the spec; "
+        "did you mean 'occupation'?",
+    ]
+
+
+def test_a_spec_variable_missing_from_the_data_names_the_closest_column(tmp_path):
+    spec = parse_spec(minimal())
+    frame = pd.DataFrame({"A": [1, 2], "x": [1.0, 2.0], "w": [1.0, 1.0]})
+    with pytest.raises(SchemaViolation) as err:
+        validate(frame, microdata_schema(spec), source="d.csv")
+    assert "column 'a' named in the spec is missing from the data; did you mean 'A'?" in err.value.problems
