@@ -2,30 +2,46 @@
 gets a guessed role with the reason, because a guess is only a proposal: the methodologist decides
 which variables an intruder could know.
 
-The roles follow a disclosure scenario (:func:`draft_roles`):
+The roles follow a disclosure scenario (:func:`draft_roles`; the key variables an intruder knows
+from registers or acquaintance, Hundepool et al. 2012, "Statistical Disclosure Control", chapter 3,
+and the mu-Argus manual's identification levels):
 
+* roles declared in the file's metadata (an Argus ``.rda``'s ``<RECORDKEY>``, ``<WEIGHT>``,
+  ``<HHID>``, ``<IDLEVEL>``: :attr:`FileContents.roles`) are taken as given;
 * direct identifiers and record ids (unique or near-unique per record, id-like names) are never
-  keys; a household or cluster id is a column named like one whose values repeat and within whose
-  groups some other variable is constant; a person number within households is an id too;
+  keys; a numeric column unique per record that is no amount and no scenario variable is a record
+  key, whatever its name: the record id (the release renumbers it), a second one a direct
+  identifier (removed); a household or cluster id is a column named like one whose values repeat
+  and within whose groups some other variable is constant; a person number within households is an
+  id too;
 * weights are recognised by name, SPSS/Stata variable label or statistical office code (Eurostat's
-  EU-SILC DB090, RB050, PB040, ..., the LFS's COEFF) and by shape (positive; a weakly named one must
-  sum to at least :data:`WEIGHT_SUM_RATIO` times the record count);
-* categorical keys are the variables an intruder knows (:data:`SCENARIO`: age, sex, region, marital
-  status, household size, citizenship, education, occupation, economic activity, then sdcMicro's
-  relationship and dwelling variables), recognised by name (English, some Polish and Spanish), label
-  and the variable codes of EU-SILC, the LFS and sdcMicro's examples; at most
-  :data:`MAX_CATEGORICAL_KEYS`, taken one per scenario group in turn; other categorical candidates are
+  EU-SILC DB090, RB050, PB040, ..., the LFS's COEFF) and by shape (positive; a weakly named one,
+  misspelt ones such as "Weigt" included, must sum to at least :data:`WEIGHT_SUM_RATIO` times the
+  record count);
+* categorical keys are the variables an intruder knows (:data:`SCENARIO`, in priority order: age,
+  sex, region, marital status, household size, household composition, citizenship or country of
+  birth, ethnicity or race, education, occupation, economic activity, then sdcMicro's relationship
+  and dwelling variables), recognised by name (English, some Polish and Spanish), label and the
+  variable codes of EU-SILC, the LFS and sdcMicro's examples; at most :data:`MAX_CATEGORICAL_KEYS`
+  (``sdc init --max-keys``), taken one per scenario group in turn; other categorical candidates are
   ``other`` with a comment saying why they could be keys;
-* amounts (income, earnings, turnover, ...) and scenario variables with many numeric values are
+* ages, years of birth, household sizes and other counts in whole numbers are categorical keys on
+  an ordinal scale, never continuous keys (microaggregation or noise would release fractional years
+  or persons; the plan search bands them);
+* amounts (income, earnings, turnover, ...) and scenario variables with many fractional values are
   continuous keys, at most :data:`MAX_CONTINUOUS_KEYS` (scenario variables, then totals, then file
   order); the other amounts are ``other``: an intruder rarely knows a component of an income, and
   l-diversity on a continuous amount says nothing, so they are not made ``sensitive`` either; hours
   worked, scores and ratios are not amounts (``other``, saying they could be keys); logs and squares
   of another column are ``other``;
+* a column that copies or derives from a key (a grouped code beside the detailed one, a year of
+  birth beside the age, the household head's age beside each person's) is removed before release
+  (``direct_identifier``, with the reason: :func:`_derived_from_keys`);
 * a file with no scenario variable and no amount (measurements, not persons) gets its first
   candidates as keys, saying so, so that the draft checks and runs unedited;
-* a constant column carries no information and is never a key; special categories of personal data
-  (health, ethnic origin, religion, trade-union membership, politics) are ``sensitive``.
+* a constant column carries no information and is never a key; ``sensitive`` is what an intruder
+  wants to learn: special categories of personal data (health, religion, trade-union membership,
+  politics, sex life) and amounts in classes (income or salary class, benefits).
 """
 
 from __future__ import annotations
@@ -636,9 +652,9 @@ def _derived_from_keys(data: pd.DataFrame, drafted: list[DraftedVariable], house
       (a key of a few codes matches some member of most households by chance).
 
     Released unchanged beside the protected key, such a column would give the key's value back (the
-    suppressed age read off the year of birth, the merged occupation off its group code): SPEC §8's
-    consistency rule, Hundepool et al. (2012) §3.4.2 on derived variables. The keys come first in
-    file order: of two copies of each other, the later one is the copy."""
+    suppressed age read off the year of birth, the suppressed occupation off its group code): derived
+    variables must be protected with the key or dropped (Hundepool et al. 2012, chapter 3). Of two
+    copies of each other, the later one in file order is the copy."""
     keys = [v for v in drafted if v.role in ("categorical_key", "continuous_key") and v.group != "declared"]
     released = [v.name for v in drafted if v.role in ("categorical_key", "continuous_key", "sensitive", "other")
                 and v.group not in ("constant", "declared")]
