@@ -229,3 +229,16 @@ def test_no_direct_identifier_fails_on_a_released_record_key():
     assert release_checks(frame.drop(columns="key"), spec, spec.plan("p"))["no_direct_identifier"].passed
     kept_ids = parse_spec({**SPEC, "release": {"renumber_ids": False}})
     assert record_keys(kept_ids, frame) == ["key", "rid"]
+
+
+def test_a_firm_named_by_value_labels_is_removed_and_its_lower_case_id_groups_its_records():
+    # EIA-like: 30 utilities, 12 months each; the name is a labelled code, the id written in lower case
+    firms = 30
+    frame = pd.DataFrame({"utilityid": np.repeat(np.arange(500, 500 + firms), 12),
+                          "utilname": np.repeat(np.arange(1, firms + 1), 12).astype(float),
+                          "month": np.tile(np.arange(1, 13), firms),
+                          "totsales": np.random.default_rng(4).gamma(2, 1e4, firms * 12)})
+    labels = {"utilname": {float(i): f"Utility {i} Power Co" for i in range(1, firms + 1)}}
+    roles = {v.name: v for v in draft_roles(FileContents(frame, labels, {}, {}, "spss"))}
+    assert roles["utilname"].role == "direct_identifier" and "named like a name" in roles["utilname"].reason
+    assert roles["utilityid"].role == "household_id" and "constant within them: utilname" in roles["utilityid"].reason

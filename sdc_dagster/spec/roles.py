@@ -178,9 +178,11 @@ _IDENTIFIER_TOKEN = _words(r"name|surname|firstname|lastname|nombre|apellido|naz
                            r"phone|telefono|telefon|email|mail|pesel|nif|dni|nie|ssn|passport|street|zip|postcode")
 _ID_TOKEN = _words(r"id|ids|ident\w*|idno|caseid|serial|seqno|recno|nr|nro|pid|respid|rownames?|rownum\w*|"
                    r"obsno|index|idx")
-# "UTILNAME", "firmName", "COMPANY_NAME"; "UTILITYID", "firmId" (the case tells an id from "paid")
+# "UTILNAME", "firmName", "COMPANY_NAME" (text, or codes labelled with the names); "UTILITYID", "firmId"
+# (the case tells an id from "paid"), "utilityid", "firmid" (a unit's word before it)
 _NAME_SUFFIX = re.compile(r"(?i:name)$")
-_ID_SUFFIX = re.compile(r"[A-Za-z](ID|Id)$")
+_ID_SUFFIX = re.compile(r"[A-Za-z](ID|Id)$|(?i:(util\w*|firm|company|enterprise|person|household|house|hh|school|"
+                        r"unit|case|resp\w*)_?id)$")
 #: A text column named like a name with at least this many different values names units.
 MIN_NAMES = 20
 _PERSON_TOKEN = _words(r"person|pers|pernum|pno|pnr|member|lineno|line|student|pupil|respondent|resp")
@@ -369,7 +371,7 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
     if not numeric and unique_share > IDENTIFIER_SHARE:
         return DraftedVariable(name, "direct_identifier",
                                f"text unique on {unique_share:.0%} of records: it identifies them on its own")
-    if not numeric and _NAME_SUFFIX.search(name) and len(counts) >= MIN_NAMES:
+    if (not numeric or labels) and _NAME_SUFFIX.search(name) and len(counts) >= MIN_NAMES:
         return DraftedVariable(name, "direct_identifier",
                                f"text named like a name with {len(counts)} different values: a name identifies its "
                                "unit (a person, a firm) even where the unit has several records; removed before release")
@@ -724,7 +726,9 @@ def draft_roles(contents: FileContents, *, max_keys: int = MAX_CATEGORICAL_KEYS)
         return _declared(column, declared[column], guessed, data[column]) if column in declared else guessed
 
     drafted = [guess(c) for c in columns]
-    informative = [v.name for v in drafted if v.role in ("categorical_key", "continuous_key", "sensitive")
+    # a unit's name (a direct identifier) constant within the groups also shows that they are units
+    informative = [v.name for v in drafted if v.role in ("categorical_key", "continuous_key", "sensitive",
+                                                         "direct_identifier")
                    or (v.role == "other" and v.group not in ("id", "constant"))]
     household = next((v.name for v in drafted if v.role == "household_id" and v.group == "declared"), None)
     for i, v in enumerate(drafted):
