@@ -242,3 +242,19 @@ def test_a_firm_named_by_value_labels_is_removed_and_its_lower_case_id_groups_it
     roles = {v.name: v for v in draft_roles(FileContents(frame, labels, {}, {}, "spss"))}
     assert roles["utilname"].role == "direct_identifier" and "named like a name" in roles["utilname"].reason
     assert roles["utilityid"].role == "household_id" and "constant within them: utilname" in roles["utilityid"].reason
+
+
+@settings(max_examples=30, deadline=None)
+@given(categories=st.integers(3, 12), groups=st.integers(2, 3), seed=st.integers(0, 2**32 - 1))
+def test_any_grouping_of_a_key_is_found(categories, groups, seed):
+    """Property: a column that is a function of a categorical key (each category mapped to one of
+    fewer groups, at least two used) is removed, naming the key; the key stays."""
+    rng = np.random.default_rng(seed)
+    n = 10 * categories + int(rng.integers(0, 50))
+    detailed = np.r_[np.arange(categories), rng.integers(0, categories, n - categories)]
+    mapping = np.r_[np.arange(groups), rng.integers(0, groups, categories - groups)]
+    frame = pd.DataFrame({"occupation": detailed + 100, "sex": rng.integers(1, 3, n), "major": mapping[detailed]})
+    roles = drafted(frame)
+    assert roles["occupation"].role == "categorical_key"
+    assert roles["major"].role == "direct_identifier"
+    assert "one value within each category of the key 'occupation'" in roles["major"].reason

@@ -679,14 +679,17 @@ def _derived_from_keys(data: pd.DataFrame, drafted: list[DraftedVariable], house
                and whole_numbers(data[c])]
     for key in (v.name for v in keys if v.name in numbers):
         for column in (c for c in numbers if c != key and c not in found and key not in found):
-            total = (data[key] + data[column]).dropna()
-            top = total.value_counts()
-            if len(top) and top.index[0] == top.index[0] // 1 and len(total) and (
-                    top.iloc[:2].sum() / len(total) >= DERIVED_SHARE and (len(top) < 2 or abs(top.index[0] - top.index[1]) == 1)):
-                found[column] = (f"{column} + {key} is {plain_scalar(top.index[0])}"
-                                 + (f" or {plain_scalar(top.index[1])}" if len(top) > 1 else "")
-                                 + f" on {top.iloc[:2].sum() / len(total):.0%} of records (a year of birth beside "
-                                 f"an age): derived from the key {key!r}, it would give back its protected value")
+            shares = (data[key] + data[column]).value_counts(normalize=True, dropna=True)
+            if shares.empty:
+                continue
+            values = [shares.index[0]]  # the survey year, and the year before it for those not yet born that day
+            if len(shares) > 1 and abs(shares.index[1] - shares.index[0]) == 1:
+                values.append(shares.index[1])
+            share = float(shares.iloc[: len(values)].sum())
+            if share >= DERIVED_SHARE:
+                shown = " or ".join(str(plain_scalar(v)) for v in sorted(values, reverse=True))
+                found[column] = (f"{column} + {key} is {shown} on {share:.0%} of records (a year of birth beside an "
+                                 f"age): derived from the key {key!r}, it would give back its protected value")
     if household is not None:
         groups = data[household]
         sizes = groups.map(groups.value_counts())
