@@ -53,7 +53,7 @@ def test_arx_adult_columns_are_the_scenario_keys_and_the_salary_class_is_sensiti
         "salary-class": ("sensitive", "nominal"),  # what an intruder wants to learn
     }
     assert roles["age"].categories[:3] == (17, 18, 19) and roles["age"].categories[-1] == 90
-    assert "never a continuous one" in roles["age"].reason
+    assert "as a key, categorical, never continuous" in roles["age"].reason
     assert "ethnicity" in roles["race"].reason and "citizenship" in roles["native-country"].reason
     assert "economic activity" in roles["workclass"].reason
     assert "income or salary class" in roles["salary-class"].reason
@@ -258,3 +258,24 @@ def test_any_grouping_of_a_key_is_found(categories, groups, seed):
     assert roles["occupation"].role == "categorical_key"
     assert roles["major"].role == "direct_identifier"
     assert "one value within each category of the key 'occupation'" in roles["major"].reason
+
+
+@pytest.mark.parametrize("name", ["testdata.csv", "testdata2.csv", "CASCrefmicrodata.csv", "EIA.csv", "Tarragona.csv",
+                                  "francdat.csv"])
+def test_no_drafted_spec_releases_a_record_key_or_a_fractional_integer_key(tmp_path, name):
+    """Invariant over sdcMicro's example files: the columns a drafted spec releases unprotected hold no
+    numeric record key, and no whole-numbered column is a continuous key (which a plan would release
+    with fractional values) unless it is an amount."""
+    source = DATA / "sdcmicro" / name
+    spec = load_spec_text(tmp_path, draft_spec(source, "s"))
+    data = pd.read_csv(source)
+    released = data.drop(columns=[c for c in spec.names("direct_identifier")])
+    assert record_keys(spec, released) == []
+    for column in spec.continuous_keys:
+        assert "an amount" in spec_reason(tmp_path, column) or not data[column].dropna().mod(1).eq(0).all(), column
+
+
+def spec_reason(tmp_path, column: str) -> str:
+    text = (tmp_path / "drafted.yaml").read_text().splitlines()
+    at = next(i for i, line in enumerate(text) if line.startswith(f"  {column}: "))
+    return text[at + 2]

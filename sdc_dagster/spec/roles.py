@@ -430,8 +430,8 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
                else "yes/no values" if pd.api.types.is_bool_dtype(values) else "text values" if not numeric
                else f"{len(counts)} whole-number values" if ordinal_numbers else f"{len(counts)} distinct codes")
         if ordinal_numbers:
-            why += (" (ordered: an ordinal scale; a categorical key, never a continuous one, so that no plan "
-                    "releases fractional values: its classes are round-width bands)")
+            why += (" (ordered whole numbers: an ordinal scale; as a key, categorical, never continuous, so that "
+                    "no plan releases fractional values: the plan search bands them)")
         details = dict(scale=scale, categories=tuple(codes), category_labels=labels or None, missing=missing)
         if code == "sensitive":
             return DraftedVariable(name, "sensitive", f"{why}; the sensitive variable of sdcMicro's l-diversity "
