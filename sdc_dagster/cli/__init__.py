@@ -74,7 +74,8 @@ def _main(argv: list[str] | None) -> int:
     init.add_argument("--from", dest="data_file", required=True, metavar="FILE")
     init.add_argument("--spec", help="where to write it (default: <data home>/specs/SURVEY.yaml)")
     init.add_argument("--max-keys", type=_positive_int, default=None, metavar="N",
-                      help="draft at most N categorical keys (default 8: MAX_CATEGORICAL_KEYS of sdc_dagster.spec.roles)")
+                      help="draft at most N categorical keys (default 8: MAX_CATEGORICAL_KEYS of "
+                           "sdc_dagster.spec.roles)")
     check = sub.add_parser("check", help="validate a spec, and a data file against it, without running anything")
     check.add_argument("spec")
     check.add_argument("--data", metavar="FILE")

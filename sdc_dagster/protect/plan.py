@@ -198,7 +198,10 @@ def step_columns(step: Mapping[str, Any]) -> dict[str, list[str]]:
     for name, value in step.items():
         kind = kinds.get(name)
         if kind in ("column", "columns", "importance"):
-            names = [value] if isinstance(value, str) else list(value) if isinstance(value, (list, tuple, Mapping)) else []
+            if isinstance(value, str):
+                names = [value]
+            else:
+                names = list(value) if isinstance(value, (list, tuple, Mapping)) else []
             named[name] = [c for c in names if isinstance(c, str)]
     return {name: names for name, names in named.items() if names}
 

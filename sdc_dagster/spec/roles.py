@@ -700,7 +700,8 @@ def _derived_from_keys(data: pd.DataFrame, drafted: list[DraftedVariable], house
                 continue
             grouped = data.loc[multi].groupby(household, sort=False)
             constant = (grouped[others].nunique(dropna=False) <= 1).mean()
-            equal = data.loc[multi, others].eq(data.loc[multi, key], axis=0).groupby(groups[multi], sort=False).any().mean()
+            matches = data.loc[multi, others].eq(data.loc[multi, key], axis=0)
+            equal = matches.groupby(groups[multi], sort=False).any().mean()
             for column in constant.index[(constant >= DERIVED_SHARE) & (equal >= DERIVED_SHARE)]:
                 found[column] = (f"constant within households and equal to the key {key!r} on one of their records "
                                  f"in {equal[column]:.0%} of households (a household member's {key}, such as the "
