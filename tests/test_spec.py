@@ -423,3 +423,12 @@ def test_a_spec_variable_missing_from_the_data_names_the_closest_column(tmp_path
     with pytest.raises(SchemaViolation) as err:
         validate(frame, microdata_schema(spec), source="d.csv")
     assert "column 'a' named in the spec is missing from the data; did you mean 'A'?" in err.value.problems
+
+
+def test_a_step_naming_an_unknown_variable_still_reports_its_other_problems():
+    with pytest.raises(SpecError) as err:
+        parse_spec(minimal(plans={"p": [{"method": "microaggregation", "columns": ["xx"], "k": 5, "colour": 1}]}))
+    first, second = [str(e) for e in err.value.errors]
+    assert first == "plans.p.steps[0].columns names 'xx', which is not a variable of the spec; did you mean 'x'?"
+    assert second.startswith("plans.p.steps: step 0 (microaggregation): unknown parameter 'colour'")
+    assert [e.key for e in err.value.errors] == ["plans.p.steps[0].columns[0]", "plans.p.steps[0]"]

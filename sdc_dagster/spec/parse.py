@@ -218,18 +218,19 @@ def _parse_plan(name: str, raw: Any, default_k: int | None, variables: dict[str,
     steps = raw.get("steps")
     _expect(isinstance(steps, list) and len(steps) > 0, f"{where}.steps", "a non-empty list of steps")
     failed = {i for i, step in enumerate(steps) if not problems.attempt(_step_structure, step, f"{where}.steps[{i}]")}
-    unknown = []  # reported here, at the line naming them, with the closest variable
+    # names that are no variable are reported at the line naming them, with the closest variable
+    unknown, naming = [], set()
     for i, step in enumerate(steps):
         if i not in failed:
             for parameter in step_columns(step):
                 named = problems.unknown_variables(f"{where}.steps[{i}].{parameter}", step[parameter], variables)
-                if named:
-                    failed.add(i)
-                    unknown += named
+                unknown += named
+                naming |= {i} if named else set()
     for index, message in plan_problems(steps, columns=list(variables) + unknown):
         if index not in failed:
             failed.add(index)
             problems.errors.append(SpecError(f"{where}.steps: {message}", key=f"{where}.steps[{index}]"))
+    failed |= naming
     _check_recode_categories(where, steps, failed, variables, problems)
     _check_keyed_steps(where, steps, failed, variables, problems)
     if failed:
