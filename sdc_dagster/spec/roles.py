@@ -226,8 +226,8 @@ class DraftedVariable:
     ``"continuous candidate"`` for a column outside the scenario that could be a key, ``"id"`` for an
     id-named column that is neither unique nor a household id, ``"constant"``, ``"weight"`` or
     ``"household weight"`` (a person's weight is preferred), ``"candidate"`` for a household id not
-    yet confirmed; ``rank`` orders
-    continuous key candidates (lower first)."""
+    yet confirmed, ``"declared"`` for a role the file's metadata declares (never capped or
+    replaced); ``rank`` orders continuous key candidates (lower first)."""
 
     name: str
     role: str
