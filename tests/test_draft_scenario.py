@@ -151,7 +151,7 @@ def test_a_misspelt_weight_is_found_by_its_shape_and_height_is_not_a_weight():
                           "height": rng.normal(170, 9, n).round(1), "eight": rng.uniform(40, 80, n)})
     assert 55 < frame["Weigt"].mean() < 65  # sums to about 60 times the records
     roles = drafted(frame)
-    assert roles["Weigt"].role == "weight" and "summing to" in roles["Weigt"].reason
+    assert roles["Weigt"].role == "weight" and "like a misspelt weight" in roles["Weigt"].reason
     assert roles["height"].role == "other" and roles["eight"].role == "other"
     # a misspelt weight with shares below 1 is not the grossing-up weight
     frame["Weigt"] = rng.uniform(0.2, 1.8, n)

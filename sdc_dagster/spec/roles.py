@@ -520,7 +520,8 @@ def _weight_guess(name: str, observed: pd.Series, code: str | None, tokens: list
                                "factor the risk needs (population units per record, at least 1); give the survey's "
                                "grossing-up weight the role weight if it has one", "continuous")
     household = code == "household weight" or _named(_HOUSEHOLD_LEVEL, tokens)
-    kind = "an office's weight code" if code in ("weight", "household weight") else "a weight"
+    kind = ("an office's weight code" if code in ("weight", "household weight")
+            else "a misspelt weight" if not strong and not _named(_WEAK_WEIGHT_TOKEN, tokens) else "a weight")
     return DraftedVariable(name, "weight",
                            f"named or labelled like {kind}, every value positive, summing to {ratio:.3g} times the "
                            f"record count{' (a household weight)' if household else ''}",
