@@ -24,7 +24,7 @@ from sdc_dagster.pipeline.protection import record_keys, release_checks
 from sdc_dagster.spec import load_spec, parse_spec
 from sdc_dagster.spec.draft import draft_spec
 from sdc_dagster.spec.reading import FileContents
-from sdc_dagster.spec.roles import MAX_CATEGORICAL_KEYS, draft_roles, record_key_like
+from sdc_dagster.spec.roles import MAX_CATEGORICAL_KEYS, draft_roles, record_key_like, scenario_group
 
 DATA = Path(__file__).resolve().parent / "data"
 ADULT = DATA / "draft_scenario" / "adult_400.csv"
@@ -279,3 +279,17 @@ def spec_reason(tmp_path, column: str) -> str:
     text = (tmp_path / "drafted.yaml").read_text().splitlines()
     at = next(i for i, line in enumerate(text) if line.startswith(f"  {column}: "))
     return text[at + 2]
+
+
+@pytest.mark.parametrize(("name", "label", "group"), [
+    ("country_of_birth", "", "citizenship"), ("birthplace", "", "citizenship"), ("native-country", "", "citizenship"),
+    ("pais_nacimiento", "", "citizenship"), ("KRAJUR", "", "citizenship"), ("Q5", "Kraj urodzenia", "citizenship"),
+    ("birth_year", "", "age"), ("rok_urodzenia", "", "age"), ("v12", "Año de nacimiento", "age"),
+    ("race", "", "ethnicity"), ("ethnic_group", "", "ethnicity"), ("etnia", "", "ethnicity"),
+    ("v3", "Ethnic origin", "ethnicity"), ("hh_type", "", "household composition"),
+    ("tipo_hogar", "", "household composition"), ("v9", "Household composition", "household composition"),
+    ("workclass", "", "economic activity"), ("rama_actividad", "", "economic activity"),
+    ("occucode", "", "occupation"), ("zawod", "", "occupation"), ("v7", "Ocupación", "occupation"),
+])
+def test_scenario_groups_by_name_and_label_in_english_polish_and_spanish(name, label, group):
+    assert scenario_group(name, label) == group

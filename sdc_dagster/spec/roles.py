@@ -91,8 +91,8 @@ def _words(pattern: str) -> re.Pattern:
 # split into lower-case tokens at "_", ".", digits and camelCase; a group matches when a token or the
 # whole name without separators matches its pattern in full, or its label pattern occurs in the label.
 SCENARIO: dict[str, tuple[str, str]] = {
-    "age": (r"x?age|ages|ageg\w*|agecat|edad|wiek|yob|yearbir|birthyear|birthyr|birthdate|yearofbirth|dateofbirth|"
-            r"byear|dob|born|anonac\w*|rokur\w*",
+    "age": (r"x?age|ages|ageg\w*|agecat|edad|wiek|yob|yearbir|birth\w*|yearofbirth|dateofbirth|byear|dob|born|"
+            r"anonac\w*|rokur\w*",
             r"\bage\b|year of birth|date of birth|\bedad\b|wiek|rok urodzenia|año de nacimiento|fecha de nacimiento"),
     "sex": (r"sex|gender|male|female|sexo|plec|sx", r"\bsex\b|gender|\bsexo\b|płeć|\bplec\b"),
     "region": (r"region|regio|reg|nuts\w*|province|provincia|prov|state|county|district|municip\w*|comuna|"
