@@ -29,7 +29,8 @@ def release_check_specs(spec: SurveySpec, plan: Plan, asset: AssetKey) -> list[A
         "global_risk": f"withholds the variant unless its global risk <= {spec.risk.max_global_risk} (SPEC §3.3)",
         "linkage_risk": (f"withholds the variant unless at most {spec.risk.max_linkage_risk} of the records are linked "
                          "to their own original by the best distance-based record linkage (SPEC §4.1)"),
-        "no_direct_identifier": "withholds the variant unless no direct identifier column is released (SPEC §8.1)",
+        "no_direct_identifier": ("withholds the variant unless no direct identifier column, and no numeric record "
+                                 "key unchanged, is released (SPEC §8.1)"),
         "individual_risk": f"warning: no record with individual risk > {spec.risk.individual_risk_threshold} (SPEC §3.3)",
     }
     return [AssetCheckSpec(name=name, asset=asset, description=descriptions[name])
