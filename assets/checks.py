@@ -32,8 +32,8 @@ def release_check_specs(spec: SurveySpec, plan: Plan, asset: AssetKey) -> list[A
                         f"({citation_text('3.3')})"),
         "linkage_risk": (f"withholds the variant unless at most {spec.risk.max_linkage_risk} of the records are linked "
                          f"to their own original by the best distance-based record linkage ({citation_text('4.1')})"),
-        "no_direct_identifier": ("withholds the variant unless no direct identifier column is released "
-                                 f"({citation_text('8.1')})"),
+        "no_direct_identifier": ("withholds the variant unless no direct identifier column, and no numeric record "
+                                 f"key unchanged, is released ({citation_text('8.1')})"),
         "released_categories": ("withholds the variant unless no original category of a categorical key is released "
                                 "with more records than it has: merged categories get codes and labels of their own "
                                 f"(keys a perturbative step changed excepted; {citation_text('8.2')})"),

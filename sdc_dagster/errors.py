@@ -5,13 +5,28 @@ class SDCInputError(ValueError):
     """Input data or parameters break a rule; the message names the column and the rule."""
 
 
+def did_you_mean(name, choices) -> str:
+    """``"; did you mean 'occupation'?"`` naming the choice closest to a misspelt ``name`` (Python's
+    :func:`difflib.get_close_matches`: Ratcliff/Obershelp similarity at least 0.6), or ``""`` when
+    none is close."""
+    import difflib
+
+    choices = [str(c) for c in choices]
+    close = difflib.get_close_matches(str(name), choices, n=1)
+    if not close:  # a name differing only in case ("Age" for "age")
+        close = [c for c in choices if c.lower() == str(name).lower()][:1]
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def require_columns(data, columns, *, role: str = "column") -> list[str]:
-    """Return ``columns`` as a list, raising :class:`SDCInputError` for any not in ``data``."""
+    """Return ``columns`` as a list, raising :class:`SDCInputError` for any not in ``data`` (with the
+    closest column, :func:`did_you_mean`)."""
     columns = [columns] if isinstance(columns, str) else list(columns)
     missing = [c for c in columns if c not in data.columns]
     if missing:
         raise SDCInputError(
             f"{role} {missing[0]!r} is not in the data (available: {', '.join(map(str, data.columns))})"
+            + did_you_mean(missing[0], data.columns)
         )
     return columns
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pandas as pd
 import pandera.pandas as pa
 
-from sdc_dagster.errors import SDCInputError
+from sdc_dagster.errors import SDCInputError, did_you_mean
 from sdc_dagster.spec import SurveySpec
 
 
@@ -150,8 +150,9 @@ def validate(
         lines = []
         for (column, check), group in cases.groupby(["column", "check"], dropna=False, sort=False):
             if check == "column_in_dataframe":
-                missing = ", ".join(map(repr, group["failure_case"].tolist()))
-                lines.append(f"column {missing} named in the spec is missing from the data")
+                lines += [f"column {missing!r} named in the spec is missing from the data"
+                          + did_you_mean(missing, [c for c in data.columns if c not in schema.columns])
+                          for missing in group["failure_case"].tolist()]
                 continue
             where = f"column {column!r}" if column is not None and not pd.isna(column) else "the table"
             offending = [

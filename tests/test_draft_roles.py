@@ -5,11 +5,13 @@ plm and stevedata documentation) are written the way an office sends them (SPSS 
 value labels, Stata with value labels, CSV with a row number, Parquet) and drafted. Each variable's
 expected role (tests/data/draft_roles/documented_roles.csv) was read off its documentation (quoted in
 the table) under the disclosure scenario of :mod:`sdc_dagster.spec.roles`: the variables an intruder
-knows (age, sex, region, marital status, household size, citizenship, education, occupation, economic
-activity) are categorical keys, or continuous keys when numeric with many values; amounts are
-continuous keys; identifiers ``id``; school, vehicle and panel-person numbers household (cluster) ids;
-special categories of personal data (ethnic origin, religion, trade union, health, sex life,
-political opinion) sensitive; everything else ``other``.
+knows (age, sex, region, marital status, household size and composition, citizenship or country of
+birth, ethnicity or race, education, occupation, economic activity) are categorical keys (ages in
+whole years too, on an ordinal scale), or continuous keys when numeric with many fractional values;
+amounts are continuous keys; identifiers, and a copy of a key (a province's population beside the
+province), ``id`` (removed before release); school, vehicle and panel-person numbers household
+(cluster) ids; what an intruder wants to learn (religion, trade union, health, sex life, political
+opinion) sensitive; everything else ``other``.
 
 A categorical key candidate that the draft leaves out only because of the cap of eight keys (its
 comment says so) is counted apart: the strict agreement counts it as a miss, the agreement on

@@ -175,7 +175,7 @@ def test_a_good_survey_runs_beside_a_broken_spec_with_one_warning_line(tmp_path,
     assert text.splitlines() == [
         f"sdc run: warning: skipped the survey spec {home / 'specs' / 'broken.yaml'}:3: variables.a.role: expected "
         "one of ['direct_identifier', 'categorical_key', 'continuous_key', 'sensitive', 'weight', 'household_id', "
-        "'record_id', 'other'], got 'categorical_kye'"]
+        "'record_id', 'other'], got 'categorical_kye'; did you mean 'categorical_key'?"]
 
 
 @pytest.mark.parametrize("file_name, text, error", [
@@ -231,7 +231,7 @@ def test_the_code_location_skips_a_broken_spec_with_a_logged_warning(tmp_path, c
     assert [r.getMessage() for r in caplog.records if r.name == "sdc_dagster.definitions"] == [
         f"skipped the survey spec {tmp_path / 'broken.yaml'}:3: variables.a.role: expected one of "
         "['direct_identifier', 'categorical_key', 'continuous_key', 'sensitive', 'weight', 'household_id', "
-        "'record_id', 'other'], got 'categorical_kye'"]
+        "'record_id', 'other'], got 'categorical_kye'; did you mean 'categorical_key'?"]
 
 
 # --- partition keys in the UI --------------------------------------------------------------------

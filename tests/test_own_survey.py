@@ -67,6 +67,9 @@ def test_init_check_and_run_reproduce_sdcmicro(tmp_path, home, capsys, suffix):
     drafted = spec_file.read_text()
     status, text = sdc(capsys, "init", "household", "--from", str(source))
     assert status == EXIT_USAGE and "not overwritten" in text and spec_file.read_text() == drafted
+    # the draft makes age (whole years) an ordinal key; sdcMicro's example keys leave it out
+    assert re.search(r"^  age: \{role: categorical_key, scale: ordinal, order: \[", drafted, re.M)
+    spec_file.write_text(re.sub(r"^  age: \{.*\}$", "  age: {role: other}", drafted, flags=re.M))
 
     status, text = sdc(capsys, "check", str(spec_file), "--data", str(source))
     assert status == EXIT_OK, text
@@ -75,8 +78,10 @@ def test_init_check_and_run_reproduce_sdcmicro(tmp_path, home, capsys, suffix):
     status, text = sdc(capsys, "run", "household", "2024")
     assert status == EXIT_OK, text
     for asset in ("raw_microdata", "risk_scores", "protected_suppress_k3", "sdc_report"):
-        assert re.search(rf"^\s+[\d.]+s  household/{asset}$", text, re.M), asset  # one progress line per asset
-    assert re.search(r"^suppress_k3 .* released$", text, re.M)
+        assert re.search(rf"^\s+[\d.]+s  household/{asset}\b", text, re.M), asset  # one progress line per asset
+    # a plan is released; with age no longer microaggregated beside the amounts (it is not a
+    # continuous key, issue 34), the drafted suppress_k3 may fail linkage_risk and the searched one stand
+    assert re.search(r"^(suppress_k3|searched) .* released$", text, re.M)
     report = home / "reports" / "household" / "2024.html"
     assert f"report: {report}" in text and report.is_file()
     # the summary and the report's decision section name the weight and household id the risk used

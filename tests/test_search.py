@@ -60,7 +60,8 @@ def test_search_section_defaults_and_values():
 
 
 @pytest.mark.parametrize(("search", "message"), [
-    ({"keep": ["age"]}, r"search.keep: expected categorical keys of the spec .* got \['age'\]"),
+    ({"keep": ["age"]}, r"search.keep names 'age', which is not a variable of the spec \(the variables: "),
+    ({"keep": ["sampling_weight"]}, r"search.keep: expected categorical keys of the spec .* got \['sampling_weight'\]"),
     ({"max_level": -1}, "search.max_level: expected a non-negative integer"),
     ({"methods": ["pram"]}, "search.methods: expected a non-empty list of methods"),
     ({"budget_seconds": 0}, "search.budget_seconds: expected a positive number"),

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -10,7 +11,9 @@ from hypothesis import strategies as st
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.protect.noise import NOISE_METHODS
 from sdc_dagster.protect.plan import PLAN_METHODS, plan_problems, validate_plan
+from sdc_dagster.schemas import SchemaViolation, microdata_schema, validate
 from sdc_dagster.spec import SpecError, load_spec, load_specs, parse_spec
+from sdc_dagster.spec.survey import ROLES
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -119,7 +122,9 @@ def test_duplicate_survey_names(tmp_path):
     [
         ([{"method": "shred"}], r"plans.p.steps: step 0: unknown method 'shred'"),
         ([{"method": "local_suppression", "kk": 3}], r"plans.p.steps: step 0 \(local_suppression\): unknown parameter 'kk'"),
-        ([{"method": "recode", "variable": "nope", "mapping": {1: 2}}], r"plans.p.steps: step 0 \(recode\).*'nope'"),
+        # a name that is no variable of the spec is reported at the parameter naming it (issue 34)
+        ([{"method": "recode", "variable": "nope", "mapping": {1: 2}}],
+         r"plans.p.steps\[0\].variable names 'nope', which is not a variable of the spec \(the variables: a, x, w\)"),
     ],
 )
 def test_plan_steps_are_validated(steps, message):
@@ -161,12 +166,12 @@ def write(tmp_path, text):
 def test_step_naming_an_unknown_column_is_a_spec_error_with_its_line(tmp_path):
     with pytest.raises(SpecError) as err:
         load_spec(write(tmp_path, SPEC_WITH_PLANS))
-    # The failing step starts on line 12 (a plan given as a bare list of steps).
-    assert str(err.value).startswith("s.yaml:12: plans.listed.steps: step 1 (recode)")
-    assert "'nope'" in str(err.value)
+    # The unknown name is reported on the line naming it, 13 (in a plan given as a bare list of steps).
+    assert str(err.value).startswith("s.yaml:13: plans.listed.steps[1].variable names 'nope', which is not a "
+                                     "variable of the spec (the variables: a, b, x)\n")
     mapped_only = SPEC_WITH_PLANS.replace("      variable: nope", "      variable: b")
     mapped_only = mapped_only.replace("- {method: recode, variable: a,", "- {method: recode, variable: absent,")
-    with pytest.raises(SpecError, match=r"^s.yaml:18: plans.mapped.steps: step 0 \(recode\).*'absent'"):
+    with pytest.raises(SpecError, match=r"^s.yaml:18: plans.mapped.steps\[0\].variable names 'absent'"):
         load_spec(write(tmp_path, mapped_only))
 
 
@@ -241,7 +246,8 @@ def test_three_independent_errors_are_reported_at_once_in_line_order(tmp_path):
         (4, "plans.p.steps: step 1: unknown method 'shred' (expected one of " + ", ".join(sorted(PLAN_METHODS)) + ")"),
         (10, "variables.x.precision: expected a number in (0, 1)"),
         (11, "risk.kk: unknown key; expected one of "
-             "['individual_risk_threshold', 'k', 'l', 'max_global_risk', 'max_linkage_risk', 'recursive_c']"),
+             "['individual_risk_threshold', 'k', 'l', 'max_global_risk', 'max_linkage_risk', 'recursive_c']; "
+             "did you mean 'k'?"),
     ]
     # The library's message lists them all, one per line; its key is the first one's.
     assert str(err.value).splitlines() == [str(e) for e in err.value.errors]
@@ -334,7 +340,7 @@ VARIABLE_ERRORS = [
 ]
 STEP_ERRORS = [
     ("    - {{method: shred}}", "plans.p.steps: step {i}: unknown method 'shred'"),
-    ("    - {{method: pram, variable: nope, retention: 0.8}}", "plans.p.steps: step {i} (pram): parameter 'variable'"),
+    ("    - {{method: pram, variable: nope, retention: 0.8}}", "plans.p.steps[{i}].variable names 'nope'"),
     ("    - {{method: local_suppression, k: three}}", "plans.p.steps: step {i} (local_suppression): parameter 'k'"),
 ]
 
@@ -390,3 +396,58 @@ def test_report_section_names_who_signs_the_report(tmp_path):
     assert "prepared_by: 7" in written[int(lines["report.prepared_by"]) - 1]
     assert "signed_by: C" in written[int(lines["report.signed_by"]) - 1]
     assert "expected a name (non-empty text)" in str(err.value) and "unknown key" in str(err.value)
+
+
+TYPOS = """\
+survey: s
+variables:
+  age: {role: categorical_key}
+  occupation: {role: categorical_kye}
+  income: {role: continuous_key, precision: 0.01}
+serach: {enabled: true}
+search:
+  keep: [age, ocupation]
+plans:
+  p:
+    steps:
+      - {method: local_suppression, k: 3}
+      - method: microaggregation
+        columns: [income]
+        k: 5
+        strata:
+          - age
+          - occupaton
+"""
+
+
+def test_an_unknown_name_is_reported_at_its_line_with_the_closest_known_name(tmp_path):
+    # issue 34: a misspelt variable in a step's strata was reported as "parameter 'strata' names
+    # column 'occupation', which is not in the data" at the step, with no suggestion
+    with pytest.raises(SpecError) as err:
+        load_spec(write(tmp_path, TYPOS))
+    assert [str(e) for e in err.value.errors] == [
+        "s.yaml:4: variables.occupation.role: expected one of " + str(list(ROLES))
+        + ", got 'categorical_kye'; did you mean 'categorical_key'?",
+        "s.yaml:6: spec.serach: unknown key; expected one of ['missing', 'plans', 'release', 'report', 'risk', 'search', "
+        "'source', 'survey', 'title', 'variables']; did you mean 'search'?",
+        "s.yaml:8: search.keep names 'ocupation', which is not a variable of the spec; did you mean 'occupation'?",
+        "s.yaml:18: plans.p.steps[1].strata names 'occupaton', which is not a variable of the spec; "
+        "did you mean 'occupation'?",
+    ]
+
+
+def test_a_spec_variable_missing_from_the_data_names_the_closest_column(tmp_path):
+    spec = parse_spec(minimal())
+    frame = pd.DataFrame({"A": [1, 2], "x": [1.0, 2.0], "w": [1.0, 1.0]})
+    with pytest.raises(SchemaViolation) as err:
+        validate(frame, microdata_schema(spec), source="d.csv")
+    assert "column 'a' named in the spec is missing from the data; did you mean 'A'?" in err.value.problems
+
+
+def test_a_step_naming_an_unknown_variable_still_reports_its_other_problems():
+    with pytest.raises(SpecError) as err:
+        parse_spec(minimal(plans={"p": [{"method": "microaggregation", "columns": ["xx"], "k": 5, "colour": 1}]}))
+    first, second = [str(e) for e in err.value.errors]
+    assert first == "plans.p.steps[0].columns names 'xx', which is not a variable of the spec; did you mean 'x'?"
+    assert second.startswith("plans.p.steps: step 0 (microaggregation): unknown parameter 'colour'")
+    assert [e.key for e in err.value.errors] == ["plans.p.steps[0].columns[0]", "plans.p.steps[0]"]

@@ -58,7 +58,8 @@ def test_spss_labels_measures_and_user_missing(tmp_path, survey_frame):
         column_labels={"urbrur": "Urban or rural area"},
     )
     spec, text = drafted(tmp_path, source)
-    assert spec.categorical_keys == SDCMICRO_KEYS
+    # age in whole years is an ordinal categorical key, never a continuous one (issue 34)
+    assert spec.categorical_keys == SDCMICRO_KEYS + ["age"] and spec.variable("age").scale == "ordinal"
     assert spec.weight == "sampling_weight" and spec.household_id == "ori_hid"
     assert spec.variable("hhcivil").role == "sensitive"
     assert spec.variable("person_id").role == "direct_identifier"
@@ -66,12 +67,12 @@ def test_spss_labels_measures_and_user_missing(tmp_path, survey_frame):
     assert spec.variable("roof").scale == "ordinal"  # SPSS measurement level
     assert spec.variable("water").missing_codes == (99,)  # SPSS user-missing code
     assert "1 = urban, 2 = rural" in text  # value labels shown with the categories
-    assert set(spec.continuous_keys) == {"age", "expend", "income", "savings"}
+    assert set(spec.continuous_keys) == {"expend", "income", "savings"}
     assert spec.source.format == "spss" and [p.name for p in spec.plans] == ["suppress_k3"]
     # the amounts are microaggregated within the released key combinations (the linkage check)
     assert spec.plan("suppress_k3").steps == (
         {"method": "local_suppression", "k": 3},
-        {"method": "microaggregation", "columns": ["age", "expend", "income", "savings"], "k": 5,
+        {"method": "microaggregation", "columns": ["expend", "income", "savings"], "k": 5,
          "strata": spec.categorical_keys})
     assert "max_linkage_risk: 0.2         # share of released records that the best record linkage an" in text
     assert text.count("# guess:") == survey_frame.shape[1]  # every role says why
@@ -91,7 +92,7 @@ def test_other_formats_give_the_same_roles(tmp_path, survey_frame, suffix):
     else:
         survey_frame.to_parquet(source)
     spec, _ = drafted(tmp_path, source)
-    assert spec.categorical_keys == SDCMICRO_KEYS
+    assert spec.categorical_keys == SDCMICRO_KEYS + ["age"]
     assert (spec.weight, spec.household_id) == ("sampling_weight", "ori_hid")
 
 
@@ -157,15 +158,19 @@ def test_eu_silc_codes(tmp_path):
     assert {"PB010", "PB020"} <= set(spec.names("other"))  # constant year and country
     assert "  PB010: {role: other}\n    # type: integer; label: PB010\n    # guess: constant: carries no information" \
         in text
-    # one per scenario group in turn: the second regional variable, DB100, is the ninth candidate
-    assert spec.categorical_keys == ["DB040", "PB150", "PB190", "PB220A", "PE040", "PL051", "PL111", "HX040"]
-    assert spec.variable("DB100").role == "other" and "at most 8 categorical keys" in text
-    # year of birth, then the totals; the twenty components are not keys, each saying why
-    assert spec.continuous_keys == ["PB140", "HY010", "HY020", "HX090"]
+    # one per scenario group in turn, by priority: the year of birth (whole years: an ordinal
+    # categorical key) and the household size come first; economic activity (PL111) is the ninth
+    # group and the second regional variable (DB100) a second turn: both left out by the cap of 8
+    assert spec.categorical_keys == ["DB040", "PB140", "PB150", "PB190", "PB220A", "PE040", "PL051", "HX040"]
+    assert spec.variable("PB140").scale == "ordinal" and spec.variable("HX040").scale == "ordinal"
+    assert spec.variable("DB100").role == "other" and spec.variable("PL111").role == "other"
+    assert "at most 8 categorical keys" in text
+    # the totals, then the first component; the other nineteen components are not keys, each saying why
+    assert spec.continuous_keys == ["PY010G", "HY010", "HY020", "HX090"]
     assert spec.variable("PY050G").role == "other"
-    assert text.count("continuous keys (PB140, HY010, HY020, HX090)") == 20
-    assert ("- {method: microaggregation, columns: [PB140, HY010, HY020, HX090], k: 5, "
-            "strata: [DB040, PB150, PB190, PB220A, PE040, PL051, PL111, HX040]}") in text
+    assert text.count("continuous keys (HY010, HY020, HX090, PY010G)") == 19
+    assert ("- {method: microaggregation, columns: [PY010G, HY010, HY020, HX090], k: 5, "
+            "strata: [DB040, PB140, PB150, PB190, PB220A, PE040, PL051, HX040]}") in text
 
 
 def test_lfs_codes_and_labels(tmp_path):
@@ -185,10 +190,13 @@ def test_lfs_codes_and_labels(tmp_path):
     assert spec.weight == "COEFF" and spec.household_id == "HHNUM"
     assert spec.variable("HHSEQNUM").role == "other" and "person number within the household 'HHNUM'" in text
     assert spec.variable("HHNBPERS").role == "other"  # constant in this file
-    # ISCO codes are categories however many; NATIONAL is the second citizenship variable, the ninth candidate
-    assert spec.categorical_keys == ["SEX", "AGE", "REGION", "COUNTRYB", "MARSTAT", "HATLEV1D", "ISCO4D", "NACE3D"]
-    assert spec.variable("NATIONAL").role == "other"
-    assert spec.continuous_keys == ["YEARBIR"]
+    # ISCO codes are categories however many; the year of birth in whole years is an ordinal categorical
+    # key, never a continuous one (issue 34); AGE (a second age variable, in 5-year classes) and NATIONAL
+    # (a second citizenship variable) are second turns of their groups, left out by the cap of 8
+    assert spec.categorical_keys == ["SEX", "YEARBIR", "REGION", "COUNTRYB", "MARSTAT", "HATLEV1D", "ISCO4D", "NACE3D"]
+    assert spec.variable("YEARBIR").scale == "ordinal" and spec.variable("YEARBIR").categories[:2] == (1940, 1941)
+    assert spec.variable("NATIONAL").role == "other" and spec.variable("AGE").role == "other"
+    assert spec.continuous_keys == []
     assert spec.variable("HWUSUAL").role == "other"  # hours worked: neither a scenario variable nor an amount
     # a labelled variable outside the scenario is not a key, and says why it could be one
     assert spec.variable("Q17").role == "other" and spec.variable("Q17").categories == (1, 2, 3, 4, 5)
@@ -257,8 +265,9 @@ def test_household_words_in_a_scenario_variable_do_not_make_a_household_id():
     region = np.repeat(rng.integers(1, 5, 60), 3)
     frame = pd.DataFrame({"hh_region": region, "regional_rate": np.choose(region - 1, [4.1, 5.2, 6.3, 7.4]),
                           "hh_nr": households, "hh_size": 3 - (rng.random(180) < 0.1), "sex": rng.integers(1, 3, 180)})
-    assert roles(frame) == {"hh_region": "categorical_key", "regional_rate": "other", "hh_nr": "household_id",
-                            "hh_size": "categorical_key", "sex": "categorical_key"}
+    # regional_rate has one value per region: a copy of the key hh_region, removed before release
+    assert roles(frame) == {"hh_region": "categorical_key", "regional_rate": "direct_identifier",
+                            "hh_nr": "household_id", "hh_size": "categorical_key", "sex": "categorical_key"}
 
 
 def test_casc_reference_file_names():

@@ -70,6 +70,17 @@ def _given_reader_options(args: argparse.Namespace) -> dict:
                           sheet=args.sheet)
 
 
+def _positive_int(text: str) -> int:
+    """An argument that must be a whole number of at least 1 (argparse reports anything else)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
 def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(
         prog="sdc", description="Statistical disclosure control pipeline (Dagster).",
@@ -85,6 +96,9 @@ def _main(argv: list[str] | None) -> int:
     init.add_argument("--from", dest="data_file", required=True, metavar="FILE")
     init.add_argument("--spec", help="where to write it (default: <data home>/specs/SURVEY.yaml)")
     _reader_arguments(init, "instead of detecting it")
+    init.add_argument("--max-keys", type=_positive_int, default=None, metavar="N",
+                      help="draft at most N categorical keys (default 8: MAX_CATEGORICAL_KEYS of "
+                           "sdc_dagster.spec.roles)")
     check = sub.add_parser("check", help="validate a spec, and a data file against it, without running anything")
     check.add_argument("spec")
     check.add_argument("--data", metavar="FILE")
@@ -118,7 +132,7 @@ def _main(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     if args.command == "init":
         return run_init(args.survey, args.data_file, spec_file=args.spec, home=args.home,
-                        options=_given_reader_options(args))
+                        options=_given_reader_options(args), max_keys=args.max_keys)
     if args.command == "check":
         return run_check(args.spec, data_file=args.data, options=_given_reader_options(args))
     if args.command == "run":

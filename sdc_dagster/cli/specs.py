@@ -21,10 +21,11 @@ def reader_options(*, sep: str | None = None, encoding: str | None = None, decim
 
 
 def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, home: str | None = None,
-             out=None, options: dict | None = None) -> int:
+             out=None, options: dict | None = None, max_keys: int | None = None) -> int:
     """Draft the spec of survey ``survey_name`` from ``data_file`` (:func:`sdc_dagster.spec.draft.draft_spec`)
-    into ``spec_file`` (default ``<data home>/specs/<survey>.yaml``); an existing file is never
-    overwritten. ``options``: reader options given on the command line (:func:`reader_options`)."""
+    into ``spec_file`` (default ``<data home>/specs/<survey>.yaml``), with at most ``max_keys``
+    categorical keys (default :data:`~sdc_dagster.spec.roles.MAX_CATEGORICAL_KEYS`); an existing file
+    is never overwritten. ``options``: reader options given on the command line (:func:`reader_options`)."""
     out = out or sys.stdout
     prepare_environment(home)
     if unsafe_names("init", out, ("survey name", survey_name)):
@@ -43,7 +44,8 @@ def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, 
         print(f"sdc init: {survey_name!r} is the name of a bundled demo survey; choose another name", file=out)
         return EXIT_USAGE
     try:
-        text = draft_spec(data_file, survey_name, options=options)
+        text = draft_spec(data_file, survey_name, options=options,
+                          **({"max_keys": max_keys} if max_keys is not None else {}))
     except SDCInputError as exc:
         print(f"sdc init: {exc}", file=out)
         return EXIT_BAD_DATA

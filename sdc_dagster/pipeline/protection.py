@@ -24,6 +24,7 @@ from sdc_dagster.release_files import release_coding
 from sdc_dagster.released_categories import category_count_excess
 from sdc_dagster.report import format_value
 from sdc_dagster.spec import SEARCHED_PLAN, Plan, SurveySpec
+from sdc_dagster.spec.roles import record_key_like
 
 
 def wave_plan_names(spec: SurveySpec) -> list[str]:
@@ -34,6 +35,18 @@ def wave_plan_names(spec: SurveySpec) -> list[str]:
 def direct_identifiers(spec: SurveySpec) -> list[str]:
     """Variables the spec marks as direct identifiers (removed before release, SPEC §8.1)."""
     return spec.names("direct_identifier")
+
+
+def record_keys(spec: SurveySpec, protected: pd.DataFrame) -> list[str]:
+    """Released columns that are numeric record keys (:func:`~sdc_dagster.spec.roles.record_key_like`:
+    whole numbers, distinct on every record, consecutive or of one number of digits), which link every
+    record one to one to the original file: any column but the keys (protected and checked by the
+    risk rules), the weight, and the record and household ids when the release renumbers them
+    (``release.renumber_ids``)."""
+    exempt = set(spec.categorical_keys) | set(spec.continuous_keys) | set(spec.names("weight"))
+    if spec.release.renumber_ids:
+        exempt |= set(spec.names("record_id")) | set(spec.names("household_id"))
+    return [str(c) for c in protected.columns if c not in exempt and record_key_like(protected[c])]
 
 
 def protect(data: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: str,
@@ -172,7 +185,8 @@ def release_checks(
       ``risk.max_linkage_risk``; the outcome also names the variant (``measure``) and carries every
       share (``figures``, which residual risk reuses). Needs ``original``, the wave the variant was
       protected from;
-    * ``no_direct_identifier``: no column the spec marks as a direct identifier (SPEC §8.1);
+    * ``no_direct_identifier``: no column the spec marks as a direct identifier (SPEC §8.1), and no
+      numeric record key released unchanged (:func:`record_keys`);
     * ``released_categories`` (a spec with categorical keys): no original category of a key counts
       more records in the released files than in ``original`` (:func:`released_categories_check`,
       SPEC §8.2). Needs ``original``.
@@ -233,9 +247,10 @@ def release_checks(
                 measure=_linkage_measure(figures),
                 figures={name: (None if np.isnan(v) else v) for name, v in figures.items()},
             )
-    identifiers = [c for c in direct_identifiers(spec) if c in protected.columns]
+    identifiers = [c for c in direct_identifiers(spec) if c in protected.columns] + record_keys(spec, protected)
     checks["no_direct_identifier"] = CheckOutcome(not identifiers, ", ".join(identifiers),
-                                                  "no direct identifier column is released", True)
+                                                  "no direct identifier column, and no numeric record key unchanged, "
+                                                  "is released", True)
     if spec.categorical_keys:
         if original is None:
             raise ValueError("release_checks: original is required for a spec with categorical keys "

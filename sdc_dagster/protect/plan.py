@@ -246,6 +246,24 @@ def _kind_problem(where: str, name: str, value, kind, columns: set[str] | None) 
     return None if expected is None else f"{where}: parameter {name!r} must be {expected}, got {value!r}"
 
 
+def step_columns(step: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The column names a step's parameters name, by parameter (the parameters that take a column, a
+    list of columns or a mapping keyed by column); a step of an unknown method, or a parameter of the
+    wrong form, names none (:func:`plan_problems` reports those)."""
+    method = step.get("method")
+    kinds = _PARAMETER_KINDS.get(method, {}) if isinstance(method, str) else {}
+    named = {}
+    for name, value in step.items():
+        kind = kinds.get(name)
+        if kind in ("column", "columns", "importance"):
+            if isinstance(value, str):
+                names = [value]
+            else:
+                names = list(value) if isinstance(value, (list, tuple, Mapping)) else []
+            named[name] = [c for c in names if isinstance(c, str)]
+    return {name: names for name, names in named.items() if names}
+
+
 def plan_problems(
     steps: Sequence[Mapping[str, Any]], *, columns: Sequence[str] | None = None
 ) -> list[tuple[int | None, str]]:

@@ -18,7 +18,7 @@ from sdc_dagster.names import check_name
 from sdc_dagster.spec.drafted_hierarchies import HierarchyRule, draft_rule
 from sdc_dagster.spec.hierarchies import members_name
 from sdc_dagster.spec.reading import read_with_metadata
-from sdc_dagster.spec.roles import draft_roles, plain_scalar, whole_numbers
+from sdc_dagster.spec.roles import MAX_CATEGORICAL_KEYS, draft_roles, plain_scalar, whole_numbers
 
 #: Default of the linkage-risk threshold written into drafts with continuous keys.
 MAX_LINKAGE_RISK = 0.2
@@ -68,7 +68,8 @@ def _drafted_hierarchy(data: pd.DataFrame, v, nesting: list[str]) -> tuple[Hiera
     return rule, f"drafted from {where}: {shown}{'; ...' if len(first.merged()) > 3 else ''}; edit or replace by a file"
 
 
-def draft_spec(path: str | Path, survey: str, *, options: dict | None = None) -> str:
+def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
+               max_keys: int = MAX_CATEGORICAL_KEYS) -> str:
     """A commented YAML survey spec for the data file ``path``, accepted by ``sdc check``.
 
     Parameters
@@ -79,6 +80,7 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None) ->
     survey : the survey's name (a letter, then letters, digits or ``_``).
     options : reader options given on the command line (``sep``, ``encoding``, ``decimal``,
         ``header``, ``sheet``); the rest of the CSV dialect is detected.
+    max_keys : categorical keys drafted at most (``sdc init --max-keys``), stated in the spec.
 
     Returns
     -------
@@ -93,11 +95,13 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None) ->
     path = Path(path)
     check_name("survey name", survey)
     contents = read_with_metadata(path, options=options)
-    drafted = draft_roles(contents)
+    drafted = draft_roles(contents, max_keys=max_keys)
     lines = [
         f"# Survey spec drafted by `sdc init` from {path.name} ({len(contents.data)} records,",
         f"# {contents.data.shape[1]} columns). Every role below is a GUESS with its reason: check each one,",
         "# above all which variables an intruder could know (the keys), then run `sdc check` on this file.",
+        f"# At most {max_keys} categorical keys are drafted, by the scenario's priority (sdc init --max-keys N;",
+        f"# the default is MAX_CATEGORICAL_KEYS = {MAX_CATEGORICAL_KEYS} in sdc_dagster/spec/roles.py).",
         f"survey: {survey}",
         f"title: {_flow(path.stem)}",
         "source:",

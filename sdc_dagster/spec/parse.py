@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from sdc_dagster.errors import SDCInputError
+from sdc_dagster.errors import SDCInputError, did_you_mean
 from sdc_dagster.names import RULES, name_problem
 from sdc_dagster.spec.drafted_hierarchies import HierarchyRule
 from sdc_dagster.spec.hierarchies import Hierarchy, inline_hierarchy, read_codelist, read_hierarchy_file, value_text
@@ -80,9 +80,31 @@ class _Problems:
     def unknown_keys(self, value: Mapping, where: str, allowed: set[str]) -> None:
         """One error per key of ``value`` not in ``allowed``."""
         self.errors += [
-            SpecError(f"{where}.{key}: unknown key; expected one of {sorted(allowed)}", key=f"{where}.{key}")
+            SpecError(f"{where}.{key}: unknown key; expected one of {sorted(allowed)}{did_you_mean(key, allowed)}",
+                      key=f"{where}.{key}")
             for key in sorted(set(value) - allowed, key=str)
         ]
+
+    def unknown_variables(self, where: str, value: Any, known: Mapping) -> list[str]:
+        """One error per name in ``value`` (a name, a list of names or a mapping keyed by name) that is
+        not a variable of the spec (``known``), keyed by where it is written (``where[j]`` for the j-th
+        item of a list, ``where.<name>`` for a mapping key), with the closest variable's name; returns
+        the unknown names."""
+        if isinstance(value, str):
+            items = [(value, where)]
+        elif isinstance(value, Mapping):
+            items = [(name, f"{where}.{name}") for name in value]
+        elif isinstance(value, (list, tuple)):
+            items = [(name, f"{where}[{j}]") for j, name in enumerate(value)]
+        else:
+            items = []
+        unknown = [(name, key) for name, key in items if isinstance(name, str) and name not in known]
+        self.errors += [
+            SpecError(f"{where} names {name!r}, which is not a variable of the spec"
+                      + (did_you_mean(name, known) or f" (the variables: {', '.join(map(str, known))})"), key=key)
+            for name, key in unknown
+        ]
+        return [name for name, _ in unknown]
 
 
 def _categories(raw: Mapping, where: str) -> tuple | None:
@@ -124,11 +146,12 @@ def _parse_variable(name: str, raw: Any, global_missing: tuple, base: Path | Non
     precision = problems.attempt(_precision, raw.get("precision"), where, default=_FAILED)
     _expect("role" in raw, f"{where}.role", f"one of {list(ROLES)} (missing)")
     role = raw["role"]
-    _expect(role in ROLES, f"{where}.role", f"one of {list(ROLES)}, got {role!r}")
+    _expect(role in ROLES, f"{where}.role", f"one of {list(ROLES)}, got {role!r}{did_you_mean(role, ROLES)}")
     scale = raw.get("scale")
     if scale is None:
         scale = {"categorical_key": "nominal", "continuous_key": "continuous", "weight": "continuous"}.get(role)
-    _expect(scale is None or scale in SCALES, f"{where}.scale", f"one of {list(SCALES)}, got {scale!r}")
+    _expect(scale is None or scale in SCALES, f"{where}.scale",
+            f"one of {list(SCALES)}, got {scale!r}{did_you_mean(scale, SCALES)}")
     if role == "continuous_key":
         _expect(scale == "continuous", f"{where}.scale", "'continuous' for a continuous_key")
     if role == "categorical_key":
@@ -254,7 +277,7 @@ def _parse_plan(name: str, raw: Any, default_k: int | None, variables: dict[str,
     columns (:func:`~sdc_dagster.protect.plan.plan_problems`, keyed by the failing step so that
     :func:`load_spec` gives its line) and the categories its recodes name. ``default_k`` is None when
     ``risk.k`` is wrong (recorded there), so that a plan without ``k`` is not blamed for it."""
-    from sdc_dagster.protect.plan import plan_problems
+    from sdc_dagster.protect.plan import plan_problems, step_columns
 
     where = f"plans.{name}"
     problems.attempt(_expect, name_problem("plan name", name) is None, where, f"a plan name: {RULES['plan name'][1]}")
@@ -271,10 +294,19 @@ def _parse_plan(name: str, raw: Any, default_k: int | None, variables: dict[str,
     steps = raw.get("steps")
     _expect(isinstance(steps, list) and len(steps) > 0, f"{where}.steps", "a non-empty list of steps")
     failed = {i for i, step in enumerate(steps) if not problems.attempt(_step_structure, step, f"{where}.steps[{i}]")}
-    for index, message in plan_problems(steps, columns=list(variables)):
+    # names that are no variable are reported at the line naming them, with the closest variable
+    unknown, naming = [], set()
+    for i, step in enumerate(steps):
+        if i not in failed:
+            for parameter in step_columns(step):
+                named = problems.unknown_variables(f"{where}.steps[{i}].{parameter}", step[parameter], variables)
+                unknown += named
+                naming |= {i} if named else set()
+    for index, message in plan_problems(steps, columns=list(variables) + unknown):
         if index not in failed:
             failed.add(index)
             problems.errors.append(SpecError(f"{where}.steps: {message}", key=f"{where}.steps[{index}]"))
+    failed |= naming
     _check_recode_categories(where, steps, failed, variables, problems)
     _check_keyed_steps(where, steps, failed, variables, problems)
     if failed:
@@ -436,10 +468,12 @@ def _parse_search(raw: Any, variables: dict[str, Variable | None], problems: _Pr
     keys = {name for name, v in variables.items() if v is not None and v.role == "categorical_key"}
     if problems.attempt(_expect, isinstance(keep, list) and all(isinstance(k, str) for k in keep), "search.keep",
                         "a list of categorical keys never recoded", default=_FAILED) is None:
-        # a variable that did not parse has its own error: it is not blamed here
-        unknown = [k for k in keep if k not in keys and variables.get(k, False) is not None]
+        # a variable that did not parse has its own error: it is not blamed here; a name that is no
+        # variable is reported at its line with the closest variable
+        strangers = set(problems.unknown_variables("search.keep", raw.get("keep"), variables))
+        unknown = [k for k in keep if k not in keys and k not in strangers and variables.get(k, False) is not None]
         if problems.attempt(_expect, not unknown, "search.keep", f"categorical keys of the spec ({sorted(keys)}), "
-                            f"got {unknown}", default=_FAILED) is None:
+                            f"got {unknown}", default=_FAILED) is None and not strangers:
             options["keep"] = tuple(dict.fromkeys(keep))
     level = raw.get("max_level")
     if problems.attempt(_expect, level is None or (isinstance(level, int) and not isinstance(level, bool) and level >= 0),

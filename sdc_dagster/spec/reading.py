@@ -57,6 +57,8 @@ class FileContents:
     user_missing: dict
     format: str
     column_labels: dict = field(default_factory=dict)
+    #: column -> role of the spec vocabulary declared by the file's metadata (an Argus ``.rda``'s
+    #: ``<RECORDKEY>``, ``<WEIGHT>``, ``<HHID>``, ``<IDLEVEL>``); the draft takes them as given.
     roles: dict[str, str] = field(default_factory=dict)
     hierarchies: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()

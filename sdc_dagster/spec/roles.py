@@ -2,30 +2,46 @@
 gets a guessed role with the reason, because a guess is only a proposal: the methodologist decides
 which variables an intruder could know.
 
-The roles follow a disclosure scenario (:func:`draft_roles`):
+The roles follow a disclosure scenario (:func:`draft_roles`; the key variables an intruder knows
+from registers or acquaintance, Hundepool et al. 2012, "Statistical Disclosure Control", chapter 3,
+and the mu-Argus manual's identification levels):
 
+* roles declared in the file's metadata (an Argus ``.rda``'s ``<RECORDKEY>``, ``<WEIGHT>``,
+  ``<HHID>``, ``<IDLEVEL>``: :attr:`FileContents.roles`) are taken as given;
 * direct identifiers and record ids (unique or near-unique per record, id-like names) are never
-  keys; a household or cluster id is a column named like one whose values repeat and within whose
-  groups some other variable is constant; a person number within households is an id too;
+  keys; a numeric column unique per record that is no amount and no scenario variable is a record
+  key, whatever its name: the record id (the release renumbers it), a second one a direct
+  identifier (removed); a household or cluster id is a column named like one whose values repeat
+  and within whose groups some other variable is constant; a person number within households is an
+  id too;
 * weights are recognised by name, SPSS/Stata variable label or statistical office code (Eurostat's
-  EU-SILC DB090, RB050, PB040, ..., the LFS's COEFF) and by shape (positive; a weakly named one must
-  sum to at least :data:`WEIGHT_SUM_RATIO` times the record count);
-* categorical keys are the variables an intruder knows (:data:`SCENARIO`: age, sex, region, marital
-  status, household size, citizenship, education, occupation, economic activity, then sdcMicro's
-  relationship and dwelling variables), recognised by name (English, some Polish and Spanish), label
-  and the variable codes of EU-SILC, the LFS and sdcMicro's examples; at most
-  :data:`MAX_CATEGORICAL_KEYS`, taken one per scenario group in turn; other categorical candidates are
+  EU-SILC DB090, RB050, PB040, ..., the LFS's COEFF) and by shape (positive; a weakly named one,
+  misspelt ones such as "Weigt" included, must sum to at least :data:`WEIGHT_SUM_RATIO` times the
+  record count);
+* categorical keys are the variables an intruder knows (:data:`SCENARIO`, in priority order: age,
+  sex, region, marital status, household size, household composition, citizenship or country of
+  birth, ethnicity or race, education, occupation, economic activity, then sdcMicro's relationship
+  and dwelling variables), recognised by name (English, some Polish and Spanish), label and the
+  variable codes of EU-SILC, the LFS and sdcMicro's examples; at most :data:`MAX_CATEGORICAL_KEYS`
+  (``sdc init --max-keys``), taken one per scenario group in turn; other categorical candidates are
   ``other`` with a comment saying why they could be keys;
-* amounts (income, earnings, turnover, ...) and scenario variables with many numeric values are
+* ages, years of birth, household sizes and other counts in whole numbers are categorical keys on
+  an ordinal scale, never continuous keys (microaggregation or noise would release fractional years
+  or persons; the plan search bands them);
+* amounts (income, earnings, turnover, ...) and scenario variables with many fractional values are
   continuous keys, at most :data:`MAX_CONTINUOUS_KEYS` (scenario variables, then totals, then file
   order); the other amounts are ``other``: an intruder rarely knows a component of an income, and
   l-diversity on a continuous amount says nothing, so they are not made ``sensitive`` either; hours
   worked, scores and ratios are not amounts (``other``, saying they could be keys); logs and squares
   of another column are ``other``;
+* a column that copies or derives from a key (a grouped code beside the detailed one, a year of
+  birth beside the age, the household head's age beside each person's) is removed before release
+  (``direct_identifier``, with the reason: :func:`_derived_from_keys`);
 * a file with no scenario variable and no amount (measurements, not persons) gets its first
   candidates as keys, saying so, so that the draft checks and runs unedited;
-* a constant column carries no information and is never a key; special categories of personal data
-  (health, ethnic origin, religion, trade-union membership, politics) are ``sensitive``.
+* a constant column carries no information and is never a key; ``sensitive`` is what an intruder
+  wants to learn: special categories of personal data (health, religion, trade-union membership,
+  politics, sex life) and amounts in classes (income or salary class, benefits).
 """
 
 from __future__ import annotations
@@ -51,6 +67,14 @@ IDENTIFIER_SHARE = 0.95
 CONSTANT_WITHIN_SHARE = 0.95
 #: A column only weakly named like a weight ("factor", "w") must sum to this many times the records.
 WEIGHT_SUM_RATIO = 2.0
+#: A column unique per record is taken for a record key only in a file of at least this many records.
+MIN_RECORD_KEY_RECORDS = 20
+#: A column copying or deriving from a key: the share of records (or households) the relation holds on.
+DERIVED_SHARE = 0.99
+#: A function of a categorical key is looked for when the key has this many records per category on average.
+MIN_RECORDS_PER_CATEGORY = 10
+#: A year beside an age is looked for among whole numbers with at least this many values.
+MIN_DERIVED_VALUES = 10
 #: Categorical keys drafted at most (more make nearly every record unique and the risk step costly).
 MAX_CATEGORICAL_KEYS = 8
 #: Continuous keys drafted at most.
@@ -67,8 +91,9 @@ def _words(pattern: str) -> re.Pattern:
 # split into lower-case tokens at "_", ".", digits and camelCase; a group matches when a token or the
 # whole name without separators matches its pattern in full, or its label pattern occurs in the label.
 SCENARIO: dict[str, tuple[str, str]] = {
-    "age": (r"x?age|ages|ageg\w*|agecat|edad|wiek|yob|yearbir|birth\w*|byear|dob|born",
-            r"\bage\b|year of birth|date of birth|\bedad\b|wiek|rok urodzenia"),
+    "age": (r"x?age|ages|ageg\w*|agecat|edad|wiek|yob|yearbir|birth\w*|yearofbirth|dateofbirth|byear|dob|born|"
+            r"anonac\w*|rokur\w*",
+            r"\bage\b|year of birth|date of birth|\bedad\b|wiek|rok urodzenia|año de nacimiento|fecha de nacimiento"),
     "sex": (r"sex|gender|male|female|sexo|plec|sx", r"\bsex\b|gender|\bsexo\b|płeć|\bplec\b"),
     "region": (r"region|regio|reg|nuts\w*|province|provincia|prov|state|county|district|municip\w*|comuna|"
                r"wojewodztwo|woj|powiat|gmina|urban|rural|urbrur|urbani[sz]ation|degurba|smsa|msa|metro|south|"
@@ -76,28 +101,45 @@ SCENARIO: dict[str, tuple[str, str]] = {
                r"region|province|district|urban|rural|degree of urbani|geograph|metropolitan|residence"),
     "marital status": (r"marital\w*|marstat|married|maried|single|divorce\w*|widow\w*|estadocivil|stancywilny",
                        r"marital|civil status|estado civil|stan cywilny"),
-    "household size": (r"hhsize|hsize|householdsize|hhnbpers|famsize|familysize|nbpers|npers|hhmembers",
-                       r"household size|number of (household )?(members|persons)"),
-    "citizenship": (r"citizen\w*|nationality|national|countryb|cob|foreign\w*|immigr\w*|migrant\w*|"
-                    r"obywatel\w*|nacionalidad|language|lang",
-                    r"citizen|nationality|country of birth|language"),
+    "household size": (r"hhsize|hsize|householdsize|hhnbpers|famsize|familysize|nbpers|npers|hhmembers|"
+                       r"tamhogar|liczbaosob\w*",
+                       r"household size|number of (household )?(members|persons)|tamaño del hogar|liczba osób"),
+    "household composition": (r"hhtype|hhtyp|typhh|hhcomp\w*|householdtype|householdcomp\w*|hhstruct\w*|famtype|"
+                              r"familytype|famcomp\w*|composition|tipohogar|typgosp\w*|skladgosp\w*",
+                              r"household (type|composition|structure)|family type|type of household|"
+                              r"tipo de hogar|composici[oó]n del hogar|typ gospodarstwa|skład gospodarstwa"),
+    "citizenship": (r"citizen\w*|nationality|national|countryb|cob|country\w*|native\w*|nativity|birthplace|"
+                    r"placeofbirth|foreign\w*|immigr\w*|migrant\w*|obywatel\w*|krajur\w*|nacionalidad|"
+                    r"pais\w*|paisnac\w*|language|lang",
+                    r"citizen|nationality|country of birth|place of birth|native country|language|"
+                    r"pa[ií]s de nacimiento|nacionalidad|obywatelstwo|kraj urodzenia"),
+    "ethnicity": (r"ethn\w*|etni\w*|race|racial|raza|black|white|nonwhite|hispanic|hisp|afam|minrty|minority|"
+                  r"narodowosc|pochodzenie",
+                  r"ethnic|\brace\b|racial|\braza\b|étnic|etnic|narodowość|pochodzenie"),
     "education": (r"educ\w*|edu|school|schooling|isced|degree|diploma|qualif\w*|hatlev\w*|estudios|"
                   r"wyksztalcenie|wykszt|hschool",
                   r"education|school|isced|degree|qualification"),
-    "occupation": (r"occup\w*|occ|\w+occ|isco\w*|profession|job|ocupacion|zawod",
-                   r"occupation|isco|profession"),
+    "occupation": (r"occup\w*|occu|occucode|\w+occu|occ|\w+occ|isco\w*|profession|job|ocupacion|zawod",
+                   r"occupation|isco|profession|ocupaci[oó]n|zawód"),
     "economic activity": (r"industry|indus\w*|sector|nace\w*|activity|branch|workstat|wrkstat|empstat|"
-                          r"selfemp\w*|ilostat|wstator|parttime|fulltime|construc|ndurman|trcommpu|trade|"
-                          r"services|profserv|manuf\w*",
-                          r"industry|economic activity|nace|employment status|economic status|sector"),
+                          r"workclass|classofworker|selfemp\w*|ilostat|wstator|parttime|fulltime|construc|ndurman|"
+                          r"trcommpu|trade|services|profserv|manuf\w*|actividad|rama|sektor|dzialalnosc",
+                          r"industry|economic activity|nace|employment status|economic status|sector|"
+                          r"class of worker|actividad econ|rama de actividad|rodzaj działalności"),
     "household relationship": (r"relat|relationship|relhead|hhlink|parentesco", r"relationship to"),
     "dwelling": (r"roof|walls?|water|electcon|electricity|toilet|floor|dwelling|owned|ownhome|condo\w*|apartment",
                  r"dwelling|roof|walls|drinking water|electricity"),
 }
+# The order names are tried in, where it differs from the priority: "country_of_birth" is a country,
+# not an age (its word "birth").
+_MATCH_ORDER = ["citizenship"] + [group for group in SCENARIO if group != "citizenship"]
 # Scenario groups whose numbers are codes (ISCO, NACE, NUTS, ISCED, ...): categorical however many;
 # age, year of birth and household size may be numbers too many for a categorical key.
-_CODED_GROUPS = {"sex", "region", "marital status", "citizenship", "education", "occupation", "economic activity",
-                 "household relationship", "dwelling"}
+_CODED_GROUPS = {"sex", "region", "marital status", "household composition", "citizenship", "ethnicity", "education",
+                 "occupation", "economic activity", "household relationship", "dwelling"}
+# Scenario groups of counted or ordered whole numbers (years of age, years of birth, persons): a
+# categorical key on an ordinal scale when whole-numbered, however many values.
+_ORDINAL_GROUPS = {"age", "household size"}
 _SCENARIO = {group: (re.compile(rf"(?:{tokens})", re.I), re.compile(label, re.I))
              for group, (tokens, label) in SCENARIO.items()}
 
@@ -136,9 +178,11 @@ _IDENTIFIER_TOKEN = _words(r"name|surname|firstname|lastname|nombre|apellido|naz
                            r"phone|telefono|telefon|email|mail|pesel|nif|dni|nie|ssn|passport|street|zip|postcode")
 _ID_TOKEN = _words(r"id|ids|ident\w*|idno|caseid|serial|seqno|recno|nr|nro|pid|respid|rownames?|rownum\w*|"
                    r"obsno|index|idx")
-# "UTILNAME", "firmName", "COMPANY_NAME"; "UTILITYID", "firmId" (the case tells an id from "paid")
+# "UTILNAME", "firmName", "COMPANY_NAME" (text, or codes labelled with the names); "UTILITYID", "firmId"
+# (the case tells an id from "paid"), "utilityid", "firmid" (a unit's word before it)
 _NAME_SUFFIX = re.compile(r"(?i:name)$")
-_ID_SUFFIX = re.compile(r"[A-Za-z](ID|Id)$")
+_ID_SUFFIX = re.compile(r"[A-Za-z](ID|Id)$|(?i:(util\w*|firm|company|enterprise|person|household|house|hh|school|"
+                        r"unit|case|resp\w*)_?id)$")
 #: A text column named like a name with at least this many different values names units.
 MIN_NAMES = 20
 _PERSON_TOKEN = _words(r"person|pers|pernum|pno|pnr|member|lineno|line|student|pupil|respondent|resp")
@@ -146,14 +190,20 @@ _HOUSEHOLD_TOKEN = _words(r"hid|hhid|hh|hhnr|household|hogar|vivienda|gospodarst
 _CLUSTER_TOKEN = _words(r"cluster|psu|school|schid|schoolid|firm|company|village|community|class|classroom|caseid")
 _WEIGHT_TOKEN = _words(r"weights?|wgt\w*|\w*wgt|wght|pweight|hweight|perwt|hhwt|peso|ponder\w*|waga|grossing")
 _WEAK_WEIGHT_TOKEN = _words(r"w|wt|fac|factor|fexp|expansion|coef")
+# Words a misspelt weight name is near (difflib's ratio at least 0.8, same first letter: "Weigt",
+# "wieght", not "height" or "eight"); short words ("peso", "waga") are left out: "person" is near "peso".
+_WEIGHT_WORDS = ("weight", "weights", "ponderacion", "grossing")
+# Counted or dated whole numbers outside the scenario: ordinal if they become keys.
+_COUNT_TOKEN = _words(r"years?|yrs?|\w+year|year\w+|anno|ano|rok|count|cnt|number|childs|children|kids|nchild\w*|"
+                      r"persons|members|hijos|dzieci")
 _WEIGHT_LABEL = re.compile(r"weight|grossing|expansion factor|factor de expansi|ponderaci|waga", re.I)
 _NOT_WEIGHT_LABEL = re.compile(r"\bkg\b|\blbs?\b|pound|body|birth ?weight|gram", re.I)
 _HOUSEHOLD_LEVEL = _words(r"hh|household|hogar|house|dom|db\d{3}|hx\d{3}")
-_SENSITIVE_TOKEN = _words(r"\w*health\w*|\w*hlth\w*|disea\w*|illness|ill|religio\w*|relig|attend|ethn\w*|race|black|"
-                          r"white|nonwhite|hispanic|hisp|afam|minrty|minority|union|crime|criminal|politic\w*|party|"
+_SENSITIVE_TOKEN = _words(r"\w*health\w*|\w*hlth\w*|disea\w*|illness|ill|religi\w*|relig|attend|wyznanie|"
+                          r"union|sindicato|crime|criminal|politic\w*|party|partido|partia|"
                           r"vote|salud|enfermedad|zdrowie|choroba|sexual\w*|disab\w*|physlm|inj\w*|dead|death|died|"
                           r"mortality|abortion")
-_SENSITIVE_LABEL = re.compile(r"health|disease|illness|injur|religio|ethnic|race|trade union|crime|politic|disab",
+_SENSITIVE_LABEL = re.compile(r"health|disease|illness|injur|religio|trade union|crime|politic|disab",
                               re.I)
 _AMOUNT_TOKEN = _words(r"income\w*|inc|\w+inc|earn\w*|wages?|\w*wage|salar\w*|pay|turnover|sales|revenue\w*|"
                        r"expend\w*|expense\w*|spend\w*|consum\w*|assets?|value|val|\w*revenues?|\w+sales|treasury|funds?|"
@@ -176,8 +226,8 @@ class DraftedVariable:
     ``"continuous candidate"`` for a column outside the scenario that could be a key, ``"id"`` for an
     id-named column that is neither unique nor a household id, ``"constant"``, ``"weight"`` or
     ``"household weight"`` (a person's weight is preferred), ``"candidate"`` for a household id not
-    yet confirmed; ``rank`` orders
-    continuous key candidates (lower first)."""
+    yet confirmed, ``"declared"`` for a role the file's metadata declares (never capped or
+    replaced); ``rank`` orders continuous key candidates (lower first)."""
 
     name: str
     role: str
@@ -206,6 +256,25 @@ def whole_numbers(values: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(values) and bool(np.all(np.mod(values.dropna().to_numpy(float), 1) == 0))
 
 
+def record_key_like(values: pd.Series) -> bool:
+    """Whether a released column looks like a numeric record key: at least
+    :data:`MIN_RECORD_KEY_RECORDS` records, every value a whole number, none missing, every value
+    distinct, and either consecutive (a record number) or all of one number of digits (a fixed-width
+    key such as 100231, 100877, ...). Released unchanged, such a column links every record one to one
+    to the original file. Amounts unique per record (incomes to the unit) vary in their number of
+    digits; the rule leaves them to the continuous keys' linkage check."""
+    if len(values) < MIN_RECORD_KEY_RECORDS or pd.api.types.is_bool_dtype(values) \
+            or not pd.api.types.is_numeric_dtype(values) or values.isna().any() or not whole_numbers(values):
+        return False
+    numbers = values.to_numpy(dtype=float)
+    if len(np.unique(numbers)) < len(numbers):
+        return False
+    if numbers.max() - numbers.min() + 1 == len(numbers):
+        return True
+    digits = np.floor(np.log10(np.maximum(np.abs(numbers), 1))) + 1
+    return bool(np.all(digits == digits[0]))
+
+
 def _tokens(name: str) -> list[str]:
     """The lower-case words of a column name, split at separators, digits and camelCase, plus the
     whole name without separators (``hh_size`` -> ``hh``, ``size``, ``hhsize``)."""
@@ -228,8 +297,8 @@ def scenario_group(name: str, label: str = "") -> str | None:
     if code is not None:
         return None
     tokens = _tokens(name)
-    for group, (token_pattern, _) in _SCENARIO.items():
-        if _named(token_pattern, tokens):
+    for group in _MATCH_ORDER:
+        if _named(_SCENARIO[group][0], tokens):
             return group
     for group, (_, label_pattern) in _SCENARIO.items():
         if label and label_pattern.search(label):
@@ -302,7 +371,7 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
     if not numeric and unique_share > IDENTIFIER_SHARE:
         return DraftedVariable(name, "direct_identifier",
                                f"text unique on {unique_share:.0%} of records: it identifies them on its own")
-    if not numeric and _NAME_SUFFIX.search(name) and len(counts) >= MIN_NAMES:
+    if (not numeric or labels) and _NAME_SUFFIX.search(name) and len(counts) >= MIN_NAMES:
         return DraftedVariable(name, "direct_identifier",
                                f"text named like a name with {len(counts)} different values: a name identifies its "
                                "unit (a person, a firm) even where the unit has several records; removed before release")
@@ -329,37 +398,59 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
         return DraftedVariable(name, "other",
                                "named like an id, but neither unique per record nor grouping records that share "
                                "other values (an id of another unit, or a person number): never a key", group="id")
-    if (numeric and whole_numbers(values) and unique_share > IDENTIFIER_SHARE and not labels
-            and observed.max() - observed.min() + 1 == len(counts)):
+    whole = numeric and whole_numbers(values)
+    if whole and unique_share > IDENTIFIER_SHARE and not labels and observed.max() - observed.min() + 1 == len(counts):
         return DraftedVariable(name, "record_id", "consecutive whole numbers, one per record: a record number")
     group = scenario_group(name, label)
+    amount_named = bool(code in ("total amount", "amount") or _AMOUNT_CODE.fullmatch(name)
+                        or _named(_AMOUNT_TOKEN, tokens) or _AMOUNT_LABEL.search(label))
+    if whole and unique_share > IDENTIFIER_SHARE and not labels and n >= MIN_RECORD_KEY_RECORDS \
+            and group is None and not amount_named:
+        if len(counts) == n:
+            return DraftedVariable(name, "record_id",
+                                   "whole numbers unique per record, not an amount: a record key, which released "
+                                   "unchanged would link every record one to one to the original file; the release "
+                                   "renumbers the record id")
+        return DraftedVariable(name, "direct_identifier",
+                               f"whole numbers unique on {unique_share:.0%} of records, not an amount: a record key "
+                               "(not unique on every record, so not the record id); removed before release")
     few = len(counts) <= MAX_CATEGORIES
+    # whole years of age, years of birth, persons, counts: ordered numbers, never a continuous key
+    ordinal_numbers = whole and not labels and (
+        group in _ORDINAL_GROUPS or (group is None and not amount_named and _named(_COUNT_TOKEN, tokens)))
     categorical = bool(labels) or measure in ("nominal", "ordinal") or not numeric or (group is not None and few) or (
-        whole_numbers(values) and (few or group in _CODED_GROUPS))
+        whole and (few or group in _CODED_GROUPS)) or ordinal_numbers
     if categorical:
         codes = sorted({plain_scalar(v) for v in observed.unique()} | {plain_scalar(v) for v in (labels or {})}, key=str)
         if all(isinstance(c, (int, float)) for c in codes):
             codes = sorted(codes)
-        scale = "ordinal" if measure == "ordinal" else "nominal"
+        ordered = numeric and not labels and (group in _ORDINAL_GROUPS or ordinal_numbers)
+        scale = "ordinal" if measure == "ordinal" or ordered else "nominal"
         why = ("value labels" if labels else f"measured {measure}" if measure in ("nominal", "ordinal")
                else "yes/no values" if pd.api.types.is_bool_dtype(values) else "text values" if not numeric
-               else f"{len(counts)} distinct codes")
+               else f"{len(counts)} whole-number values" if ordinal_numbers else f"{len(counts)} distinct codes")
+        if ordinal_numbers:
+            why += (" (ordered whole numbers: an ordinal scale; as a key, categorical, never continuous, so that "
+                    "no plan releases fractional values: the plan search bands them)")
         details = dict(scale=scale, categories=tuple(codes), category_labels=labels or None, missing=missing)
         if code == "sensitive":
             return DraftedVariable(name, "sensitive", f"{why}; the sensitive variable of sdcMicro's l-diversity "
                                    "example: l-diversity target", **details)
         if _named(_SENSITIVE_TOKEN, tokens) or _SENSITIVE_LABEL.search(label):
             return DraftedVariable(name, "sensitive", f"{why}; named like a special category of personal data "
-                                   "(health, ethnic origin, religion, trade union, politics): l-diversity target",
-                                   **details)
+                                   "(health, religion, trade union, politics, ...): what an intruder wants to learn, "
+                                   "the l-diversity target", **details)
         if group is not None:
             return DraftedVariable(name, "categorical_key",
                                    f"{why}; {group}: a variable of the disclosure scenario an intruder knows",
                                    group=group, **details)
+        if amount_named:
+            return DraftedVariable(name, "sensitive",
+                                   f"{why}; an amount in classes (income or salary class, benefits): what an intruder "
+                                   "wants to learn rather than knows, the l-diversity target", **details)
         return DraftedVariable(name, "other",
                                f"{why}: could be a categorical key if an intruder knows it, but it is not a "
-                               "variable of the disclosure scenario (age, sex, region, marital status, household "
-                               "size, citizenship, education, occupation, economic activity)",
+                               f"variable of the disclosure scenario ({', '.join(SCENARIO)})",
                                group="categorical candidate", **details)
     why = f"measured {measure}" if measure == "scale" else f"{len(counts)} distinct numeric values"
     source = _derived_from(name, columns)
@@ -371,8 +462,7 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
                                f"{why}; {group}: a variable of the disclosure scenario an intruder knows, too many "
                                "values for a categorical key (recode it into classes to make it one)",
                                "continuous", missing=missing, group=group, rank=0)
-    if code in ("total amount", "amount") or _AMOUNT_CODE.fullmatch(name) or _named(_AMOUNT_TOKEN, tokens) \
-            or _AMOUNT_LABEL.search(label):
+    if amount_named:
         total = code == "total amount" or _named(_TOTAL_TOKEN, tokens)
         return DraftedVariable(name, "continuous_key",
                                f"{why}; an amount{' (a total or main amount)' if total else ''}: an intruder may "
@@ -385,10 +475,21 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
                            "intruder could know it", "continuous", missing=missing, group="continuous candidate")
 
 
+def _misspelt_weight(tokens: list[str]) -> bool:
+    """A name word of five letters or more within difflib's similarity ratio 0.8 of a weight word
+    (:data:`_WEIGHT_WORDS`) with the same first letter: "Weigt", "wieght", "ponderacin"; not
+    "height", "eight" or "person"."""
+    import difflib
+
+    return any(match[0] == token[0] for token in tokens if len(token) >= 5
+               for match in difflib.get_close_matches(token, _WEIGHT_WORDS, n=3, cutoff=0.8))
+
+
 def _weight_guess(name: str, observed: pd.Series, code: str | None, tokens: list[str], label: str,
                   numeric: bool, *, unobserved: int = 0) -> DraftedVariable | None:
     """A weight by office code, name or label, and shape: positive; a weakly named one ("factor",
-    "w") summing to at least :data:`WEIGHT_SUM_RATIO` times the records, as a grossing-up weight does.
+    "w", or a misspelt weight word such as "Weigt", :func:`_misspelt_weight`) summing to at least
+    :data:`WEIGHT_SUM_RATIO` times the records, as a grossing-up weight does.
 
     The risk (SPEC §3.2) reads a weight as a grossing-up factor: the number of population units a
     record stands for, at least 1, on every record. A weight-named column with missing values (a
@@ -397,7 +498,7 @@ def _weight_guess(name: str, observed: pd.Series, code: str | None, tokens: list
     with the reason."""
     strong = (code in ("weight", "household weight") or _named(_WEIGHT_TOKEN, tokens)
               or bool(_WEIGHT_LABEL.search(label)))
-    weak = _named(_WEAK_WEIGHT_TOKEN, tokens)
+    weak = _named(_WEAK_WEIGHT_TOKEN, tokens) or _misspelt_weight(tokens)
     if not (strong or weak) or not numeric or _NOT_WEIGHT_LABEL.search(label) or observed.empty:
         return None
     if not (observed > 0).all():
@@ -419,7 +520,8 @@ def _weight_guess(name: str, observed: pd.Series, code: str | None, tokens: list
                                "factor the risk needs (population units per record, at least 1); give the survey's "
                                "grossing-up weight the role weight if it has one", "continuous")
     household = code == "household weight" or _named(_HOUSEHOLD_LEVEL, tokens)
-    kind = "an office's weight code" if code in ("weight", "household weight") else "a weight"
+    kind = ("an office's weight code" if code in ("weight", "household weight")
+            else "a misspelt weight" if not strong and not _named(_WEAK_WEIGHT_TOKEN, tokens) else "a weight")
     return DraftedVariable(name, "weight",
                            f"named or labelled like {kind}, every value positive, summing to {ratio:.3g} times the "
                            f"record count{' (a household weight)' if household else ''}",
@@ -442,37 +544,47 @@ def _grouped_constant(data: pd.DataFrame, column: str, others: list[str]) -> lis
 
 
 def _one_of_each(drafted: list[DraftedVariable]) -> list[DraftedVariable]:
-    """One weight, household id and record id: the first of each stands (a person's weight before a
-    household's, as the risk is per person), later ones become ``other``, saying so."""
+    """One weight, household id and record id: the one declared in the metadata, else the first of
+    each stands (a person's weight before a household's, as the risk is per person); later ones
+    become ``other``, saying so, except a second record key, which is removed before release
+    (``direct_identifier``)."""
     first: dict[str, str] = {}
     weights = sorted((v for v in drafted if v.role == "weight"), key=lambda v: v.group == "household weight")
     if weights:
         first["weight"] = weights[0].name
+    first.update({v.role: v.name for v in drafted if v.group == "declared" and v.role in ("weight", "household_id",
+                                                                                          "record_id")})
     out = []
     for v in drafted:
         if v.role in ("weight", "household_id", "record_id"):
             taken = first.setdefault(v.role, v.name)
-            if taken != v.name:
+            if taken != v.name and v.role == "record_id":
+                v = DraftedVariable(v.name, "direct_identifier", f"{v.reason}; {taken!r} was taken as the record "
+                                    "id, and a second record key released unchanged would still link every record "
+                                    "one to one: removed before release")
+            elif taken != v.name:
                 v = DraftedVariable(v.name, "other", f"looks like a {v.role} too, but {taken!r} was taken "
                                     f"as the survey's {v.role}; swap them if this one is right", "continuous")
         out.append(v)
     return out
 
 
-def _cap_keys(drafted: list[DraftedVariable]) -> list[DraftedVariable]:
-    """At most :data:`MAX_CATEGORICAL_KEYS` categorical keys, one per scenario group in priority order
-    in turn (so that sex, region and education are not crowded out by five region dummies), and at
-    most :data:`MAX_CONTINUOUS_KEYS` continuous keys (scenario variables, then totals, then the other
-    amounts, in file order); the rest become ``other`` with the reason."""
+def _cap_keys(drafted: list[DraftedVariable], max_keys: int = MAX_CATEGORICAL_KEYS) -> list[DraftedVariable]:
+    """At most ``max_keys`` categorical keys (:data:`MAX_CATEGORICAL_KEYS` unless ``sdc init
+    --max-keys`` says otherwise), one per scenario group in priority order in turn (so that sex,
+    region and education are not crowded out by five region dummies), and at most
+    :data:`MAX_CONTINUOUS_KEYS` continuous keys (scenario variables, then totals, then the other
+    amounts, in file order); the rest become ``other`` with the reason. Keys declared in the
+    metadata are kept and not counted."""
     order = list(SCENARIO)
-    categorical = [v for v in drafted if v.role == "categorical_key"]
+    categorical = [v for v in drafted if v.role == "categorical_key" and v.group != "declared"]
     turn = {}
     seen: dict[str, int] = {}
     for v in categorical:
         turn[v.name] = (seen.get(v.group, 0), order.index(v.group))
         seen[v.group] = seen.get(v.group, 0) + 1
-    kept = set(sorted(turn, key=turn.get)[:MAX_CATEGORICAL_KEYS])
-    continuous = [v for v in drafted if v.role == "continuous_key"]
+    kept = set(sorted(turn, key=turn.get)[:max_keys]) | {v.name for v in drafted if v.group == "declared"}
+    continuous = [v for v in drafted if v.role == "continuous_key" and v.group != "declared"]
     ranked = sorted(continuous, key=lambda v: v.rank)  # stable: file order within a rank
     kept |= {v.name for v in ranked[:MAX_CONTINUOUS_KEYS]}
     kept_continuous = [v.name for v in ranked[:MAX_CONTINUOUS_KEYS]]
@@ -480,7 +592,7 @@ def _cap_keys(drafted: list[DraftedVariable]) -> list[DraftedVariable]:
     for v in drafted:
         if v.role == "categorical_key" and v.name not in kept:
             v = replace(v, role="other", reason=f"{v.reason}; left out of the keys: the draft keeps at most "
-                        f"{MAX_CATEGORICAL_KEYS} categorical keys, one scenario group in turn; swap it in if an "
+                        f"{max_keys} categorical keys, one scenario group in turn; swap it in if an "
                         "intruder is more likely to know it")
         elif v.role == "continuous_key" and v.name not in kept:
             v = replace(v, role="other", reason=f"{v.reason}; left out of the keys: the draft keeps at most "
@@ -510,26 +622,122 @@ def _keys_when_none(drafted: list[DraftedVariable]) -> list[DraftedVariable]:
     return out
 
 
-def draft_roles(contents: FileContents) -> list[DraftedVariable]:
+def _declared(name: str, role: str, guessed: DraftedVariable, values: pd.Series) -> DraftedVariable:
+    """The role the file's metadata declares (an Argus ``.rda``'s ``<RECORDKEY>``, ``<WEIGHT>``,
+    ``<HHID>``, ``<IDLEVEL>``), taken as given; a declared categorical key keeps the categories and
+    scale the data show (ordinal for whole numbers without labels)."""
+    reason = "declared in the metadata"
+    if role == "categorical_key":
+        if guessed.categories is not None:
+            return replace(guessed, role=role, reason=reason, group="declared")
+        codes = sorted(plain_scalar(v) for v in values.dropna().unique())
+        return DraftedVariable(name, role, reason, "ordinal" if whole_numbers(values) else "nominal", tuple(codes),
+                               missing=guessed.missing, group="declared")
+    scale = "continuous" if role in ("continuous_key", "weight") else guessed.scale
+    return DraftedVariable(name, role, reason, scale if role != "weight" else None,
+                           guessed.categories if role not in ("continuous_key", "weight") else None,
+                           guessed.category_labels, guessed.missing, group="declared")
+
+
+def _derived_from_keys(data: pd.DataFrame, drafted: list[DraftedVariable], household: str | None) -> dict[str, str]:
+    """The released columns that copy or derive from a key, each with the reason (found on the data,
+    one group-by per key or pair, no loop over records):
+
+    * a function of a categorical key with at least :data:`MIN_RECORDS_PER_CATEGORY` records per
+      category on average: one value within each of the key's categories (a grouped code beside the
+      detailed one, a copy of the key);
+    * a year beside an age: ``column + key`` takes at most two adjacent values on at least
+      :data:`DERIVED_SHARE` of the records where both are known (the survey year, less one before the
+      birthday), for whole numbers with at least :data:`MIN_DERIVED_VALUES` values each;
+    * a household member's copy (the household head's age beside each person's age): constant within
+      households and equal to the key on a record of at least :data:`DERIVED_SHARE` of the
+      households with two or more records, for a key with at least :data:`MIN_DERIVED_VALUES` values
+      (a key of a few codes matches some member of most households by chance).
+
+    Released unchanged beside the protected key, such a column would give the key's value back (the
+    suppressed age read off the year of birth, the suppressed occupation off its group code): derived
+    variables must be protected with the key or dropped (Hundepool et al. 2012, chapter 3). Of two
+    copies of each other, the later one in file order is the copy."""
+    keys = [v for v in drafted if v.role in ("categorical_key", "continuous_key") and v.group != "declared"]
+    released = [v.name for v in drafted if v.role in ("categorical_key", "continuous_key", "sensitive", "other")
+                and v.group not in ("constant", "declared")]
+    n = len(data)
+    distinct = data[released].nunique(dropna=True)
+    found: dict[str, str] = {}
+    for key in (v.name for v in keys if v.role == "categorical_key"):
+        if key in found or distinct[key] < 2 or distinct[key] * MIN_RECORDS_PER_CATEGORY > n:
+            continue
+        others = [c for c in released if c != key and c not in found and 2 <= distinct[c] <= distinct[key]]
+        if not others:
+            continue
+        within = data.groupby(key, sort=False, dropna=False)[others].nunique(dropna=False)
+        for column in within.columns[(within <= 1).all()]:
+            found[column] = (f"one value within each category of the key {key!r}: a grouped code or copy of it, "
+                             f"which released unchanged beside the protected {key!r} would give back what its "
+                             "protection hid")
+    numbers = [c for c in released if c not in found and distinct[c] >= MIN_DERIVED_VALUES
+               and pd.api.types.is_numeric_dtype(data[c]) and not pd.api.types.is_bool_dtype(data[c])
+               and whole_numbers(data[c])]
+    for key in (v.name for v in keys if v.name in numbers):
+        for column in (c for c in numbers if c != key and c not in found and key not in found):
+            shares = (data[key] + data[column]).value_counts(normalize=True, dropna=True)
+            if shares.empty:
+                continue
+            values = [shares.index[0]]  # the survey year, and the year before it for those not yet born that day
+            if len(shares) > 1 and abs(shares.index[1] - shares.index[0]) == 1:
+                values.append(shares.index[1])
+            share = float(shares.iloc[: len(values)].sum())
+            if share >= DERIVED_SHARE:
+                shown = " or ".join(str(plain_scalar(v)) for v in sorted(values, reverse=True))
+                found[column] = (f"{column} + {key} is {shown} on {share:.0%} of records (a year of birth beside an "
+                                 f"age): derived from the key {key!r}, it would give back its protected value")
+    if household is not None:
+        groups = data[household]
+        sizes = groups.map(groups.value_counts())
+        multi = sizes > 1
+        for key in (v.name for v in keys if distinct[v.name] >= MIN_DERIVED_VALUES):  # a few codes match by chance
+            others = [c for c in released if c != key and c not in found and key not in found]
+            if not others or not multi.any():
+                continue
+            grouped = data.loc[multi].groupby(household, sort=False)
+            constant = (grouped[others].nunique(dropna=False) <= 1).mean()
+            matches = data.loc[multi, others].eq(data.loc[multi, key], axis=0)
+            equal = matches.groupby(groups[multi], sort=False).any().mean()
+            for column in constant.index[(constant >= DERIVED_SHARE) & (equal >= DERIVED_SHARE)]:
+                found[column] = (f"constant within households and equal to the key {key!r} on one of their records "
+                                 f"in {equal[column]:.0%} of households (a household member's {key}, such as the "
+                                 f"head's): a copy of {key!r}, which released unchanged beside it would give back "
+                                 "its protected value")
+    return found
+
+
+def draft_roles(contents: FileContents, *, max_keys: int = MAX_CATEGORICAL_KEYS) -> list[DraftedVariable]:
     """The drafted role of every column of a file read by :func:`read_with_metadata` (the scenario
-    in the module docstring): each column guessed on its own (:func:`guess_variable`), household and
-    cluster id candidates kept when another variable is constant within their groups, person numbers
-    within the household recognised, then one weight/household id/record id, the key caps, and keys
-    from the other candidates when no scenario variable or amount was found."""
+    in the module docstring): roles declared in the file's metadata (``contents.roles``, from an
+    Argus ``.rda``) taken as given; each other column guessed on its own (:func:`guess_variable`),
+    household and cluster id candidates kept when another variable is constant within their groups,
+    person numbers within the household recognised, then one weight/household id/record id, the
+    columns that copy or derive from a key removed (:func:`_derived_from_keys`), the key caps
+    (``max_keys`` categorical keys), and keys from the other candidates when no scenario variable or
+    amount was found."""
     data = contents.data
     columns = [str(c) for c in data.columns]
+    declared = getattr(contents, "roles", None) or {}
 
     def guess(column, grouping=True):
-        return guess_variable(column, data[column], labels=contents.value_labels.get(column),
-                              measure=contents.measures.get(column), missing=contents.user_missing.get(column, ()),
-                              label=contents.column_labels.get(column, ""), columns=columns, grouping=grouping)
+        guessed = guess_variable(column, data[column], labels=contents.value_labels.get(column),
+                                 measure=contents.measures.get(column), missing=contents.user_missing.get(column, ()),
+                                 label=contents.column_labels.get(column, ""), columns=columns, grouping=grouping)
+        return _declared(column, declared[column], guessed, data[column]) if column in declared else guessed
 
     drafted = [guess(c) for c in columns]
-    informative = [v.name for v in drafted if v.role in ("categorical_key", "continuous_key", "sensitive")
+    # a unit's name (a direct identifier) constant within the groups also shows that they are units
+    informative = [v.name for v in drafted if v.role in ("categorical_key", "continuous_key", "sensitive",
+                                                         "direct_identifier")
                    or (v.role == "other" and v.group not in ("id", "constant"))]
-    household = None
+    household = next((v.name for v in drafted if v.role == "household_id" and v.group == "declared"), None)
     for i, v in enumerate(drafted):
-        if v.role != "household_id":
+        if v.role != "household_id" or v.group == "declared":
             continue
         constant = _grouped_constant(data, v.name, [c for c in informative if c != v.name])
         if constant and household is None:
@@ -546,4 +754,9 @@ def draft_roles(contents: FileContents) -> list[DraftedVariable]:
             if v.group == "id" and not data.loc[keys.notna(), [household, v.name]].duplicated().any():
                 drafted[i] = replace(v, reason=f"a person number within the household {household!r}: together "
                                      "they identify the record; never a key")
-    return _keys_when_none(_cap_keys(_one_of_each(drafted)))
+    drafted = _one_of_each(drafted)
+    derived = _derived_from_keys(data, drafted, household)
+    drafted = [DraftedVariable(v.name, "direct_identifier", f"{derived[v.name]}; drafted direct_identifier so that "
+                               "every plan removes it before release (or protect it with the key)")
+               if v.name in derived else v for v in drafted]
+    return _keys_when_none(_cap_keys(drafted, max_keys))
