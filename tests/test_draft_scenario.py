@@ -224,9 +224,10 @@ def test_no_direct_identifier_fails_on_a_released_record_key():
                           "rid": np.arange(n) + 1, "w": np.arange(n) + 1000})
     spec = parse_spec(SPEC)
     assert record_keys(spec, frame) == ["key"]  # the renumbered record id and the weight are not blamed
-    outcome = release_checks(frame, spec, spec.plan("p"))["no_direct_identifier"]
+    outcome = release_checks(frame, spec, spec.plan("p"), original=frame)["no_direct_identifier"]
     assert not outcome.passed and outcome.value == "key" and outcome.blocking
-    assert release_checks(frame.drop(columns="key"), spec, spec.plan("p"))["no_direct_identifier"].passed
+    without_key = frame.drop(columns="key")
+    assert release_checks(without_key, spec, spec.plan("p"), original=without_key)["no_direct_identifier"].passed
     kept_ids = parse_spec({**SPEC, "release": {"renumber_ids": False}})
     assert record_keys(kept_ids, frame) == ["key", "rid"]
 

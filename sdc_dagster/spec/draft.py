@@ -114,7 +114,10 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
         lines.append(f"  metadata: {_flow(contents.metadata_path)}")
     lines += [f"  # {note}" for note in _read_as(contents)]
     lines.append("variables:")
-    nesting = [v.name for v in drafted if v.role in ("categorical_key", "other") and v.scale != "continuous"]
+    # a coarser column drafted for removal as a copy of a key (a province beside the municipality)
+    # still gives that key its hierarchy: the search merges along it, the release leaves it out
+    nesting = [v.name for v in drafted
+               if v.role in ("categorical_key", "other", "direct_identifier") and v.scale != "continuous"]
     for v in drafted:
         entry = {"role": v.role}
         if v.scale is not None:
