@@ -54,8 +54,13 @@ def _read(path: Path, options: dict | None = None) -> pd.DataFrame:
         return data
     if suffix == ".parquet":
         return pd.read_parquet(path)
-    csv_options = {k: v for k, v in (options or {}).items() if k in ("sep", "encoding", "decimal", "header", "names",
-                                                                    "quotechar", "na_values")}
+    # the spec's source.options: the CSV dialect, with ``header: false`` for a file without names
+    # (its columns are then V1..Vn, as R names them)
+    csv_options = {k: v for k, v in (options or {}).items() if k in ("sep", "encoding", "decimal", "quotechar")}
+    if (options or {}).get("header") is False:
+        csv_options["header"] = None
+        frame = pd.read_csv(path, **csv_options)
+        return frame.set_axis([f"V{i + 1}" for i in range(frame.shape[1])], axis=1)
     return pd.read_csv(path, **csv_options)
 
 
@@ -87,7 +92,11 @@ def _safe_file(folder: Path) -> Path:
     raise FileNotFoundError(f"no safe file in {folder}")
 
 
-def _limit(spec: dict, key: str) -> float | None:
+#: The limit on the share of a key's values suppressed when the spec states none (issue 34: "e.g. at most 10 %").
+DEFAULT_SUPPRESSED_SHARE = 0.10
+
+
+def _limit(spec: dict, key: str) -> float:
     """The spec's limit on the share of a key's values suppressed, wherever the spec states it."""
     for section in ("utility", "limits"):
         limits = spec.get(section) or {}
@@ -97,7 +106,7 @@ def _limit(spec: dict, key: str) -> float | None:
         for name in ("max_suppressed_share", "max_suppressed"):
             if name in limits:
                 return float(limits[name])
-    return None
+    return DEFAULT_SUPPRESSED_SHARE
 
 
 def check_release(original: Path, home: Path, survey: str, wave: str = "2024") -> ReleaseProperties:
@@ -133,7 +142,7 @@ def check_release(original: Path, home: Path, survey: str, wave: str = "2024") -
                     result.more_than_original.append(
                         f"{name}={category!r}: {counts_after[category]} released, {counts_before[category]} original")
             limit = _limit(spec, name)
-            if limit is not None and len(after) == len(before):
+            if len(after) == len(before):
                 # the safe file's records are shuffled: the newly missing values are counted, not matched
                 suppressed = float(after[name].isna().sum() - before[name].isna().sum()) / max(len(before), 1)
                 if suppressed > limit + 1e-12:
