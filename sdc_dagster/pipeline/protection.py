@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdc_dagster import lineage, risk
+from sdc_dagster import lineage, loss, risk
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.pipeline.risk import risk_table
+from sdc_dagster.pipeline.risk import records_below_l, risk_table
 from sdc_dagster.pipeline.variant import ordinal_orders, perturbed, released_keys, retained_records
 from sdc_dagster.protect.plan import PlanResult, apply_plan
 from sdc_dagster.report import format_value
@@ -59,11 +59,17 @@ def protect(data: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: str,
 
 def release_check_names(spec: SurveySpec) -> list[str]:
     """The release checks :func:`release_checks` evaluates for a spec's plans, in order: the
-    categorical ones only with categorical keys, ``linkage_risk`` only with continuous keys
-    (:func:`checks_not_applicable` says why a check is left out)."""
+    categorical ones only with categorical keys, ``linkage_risk`` only with continuous keys, the
+    l-diversity checks only with a sensitive variable and ``risk.l``, and the utility limits of the
+    keys the spec has (:func:`checks_not_applicable` says why a check is left out)."""
     names = ["k_anonymity", "global_risk"] if spec.categorical_keys else []
+    names += list(L_DIVERSITY_CHECKS) if _l_diversity_applies(spec) else []
     names += ["linkage_risk"] if spec.continuous_keys else []
-    return names + ["no_direct_identifier"] + (["individual_risk"] if spec.categorical_keys else [])
+    names += ["no_direct_identifier"]
+    needs = {"categorical": bool(spec.categorical_keys), "continuous": bool(spec.continuous_keys),
+             "pairs": len(spec.continuous_keys) >= 2}
+    names += [check for check, kind in UTILITY_CHECKS.items() if needs[kind]]
+    return names + (["individual_risk"] if spec.categorical_keys else [])
 
 
 def checks_not_applicable(spec: SurveySpec) -> dict[str, str]:
@@ -74,7 +80,101 @@ def checks_not_applicable(spec: SurveySpec) -> dict[str, str]:
         reasons.update(k_anonymity=why, global_risk=why, individual_risk=why)
     if not spec.continuous_keys:
         reasons["linkage_risk"] = "the spec has no continuous key: nothing to link on"
+    if not _l_diversity_applies(spec):
+        reasons["l_diversity"] = ("the spec declares no sensitive variable with risk.l and a categorical key"
+                                  if spec.categorical_keys else "the spec has no categorical key to group records by")
     return reasons
+
+
+def _l_diversity_applies(spec: SurveySpec) -> bool:
+    """Whether the l-diversity checks run: a sensitive variable, ``risk.l`` and a categorical key."""
+    return bool(spec.categorical_keys and spec.names("sensitive") and spec.risk.l is not None)
+
+
+#: The l-diversity release checks (SPEC §3.6): distinct l-diversity, and entropy l-diversity.
+L_DIVERSITY_CHECKS = ("l_diversity", "entropy_l_diversity")
+
+#: The utility-limit release checks (``limits:``, :class:`~sdc_dagster.spec.UtilityLimits`), with the
+#: keys they need: categorical keys, continuous keys, or two continuous keys (a correlation).
+UTILITY_CHECKS = {"suppression_limit": "categorical", "records_changed_limit": "categorical",
+                  "mean_change_limit": "continuous", "variance_change_limit": "continuous",
+                  "correlation_change_limit": "pairs"}
+
+# check -> (the rows of utility_changes it bounds, the limit's name in limits:, the rule's words)
+_UTILITY_RULES = {
+    "suppression_limit": ("suppressed", "max_suppressed_share", "share of each categorical key's values suppressed"),
+    "records_changed_limit": ("records changed", "max_records_changed",
+                              "share of records with a categorical key value suppressed or changed"),
+    "mean_change_limit": ("mean", "max_mean_change", "relative change of each continuous key's mean"),
+    "variance_change_limit": ("variance", "max_variance_change", "relative change of each continuous key's variance"),
+    "correlation_change_limit": ("correlation", "max_correlation_change",
+                                 "absolute change of each correlation between continuous keys"),
+}
+
+
+def utility_changes(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec) -> pd.DataFrame:
+    """The per-variable utility figures of a variant (:func:`sdc_dagster.loss.limits.utility_changes`)
+    on the keys it releases and the original records it releases, with each row's ``limit`` (the
+    spec's ``limits:``) and ``used``: |change| / limit (above 1: the limit is exceeded; NaN where the
+    change is undefined)."""
+    matched = retained_records(original, protected, "variant")
+    released = released_keys(spec, protected)
+    table = loss.utility_changes(matched, protected, spec.categorical_keys, released.continuous)
+    limits = {rows: getattr(spec.limits, limit) for rows, limit, _ in _UTILITY_RULES.values()}
+    table["limit"] = table["measure"].map(limits).astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table["used"] = np.where(table["limit"] > 0, table["change"].abs() / table["limit"],
+                                 np.where(table["change"].abs() > 0, np.inf, 0.0))
+    return table
+
+
+def utility_checks(changes: pd.DataFrame, spec: SurveySpec) -> dict[str, CheckOutcome]:
+    """The utility limits of ``limits:`` as blocking release checks, from a variant's
+    :func:`utility_changes`: each passes when no row of its measure exceeds the limit; ``value`` is
+    the largest absolute change, ``measure`` the variable it concerns, ``figures`` the change of
+    every variable. A change that is undefined (an original mean or variance of 0) is not held
+    against the limit."""
+    checks = {}
+    for name in (c for c in release_check_names(spec) if c in UTILITY_CHECKS):
+        rows_of, limit_name, words = _UTILITY_RULES[name]
+        limit = getattr(spec.limits, limit_name)
+        rows = changes[changes["measure"] == rows_of]
+        sizes = rows["change"].abs()
+        worst = sizes.idxmax() if sizes.notna().any() else None
+        value = float(sizes[worst]) if worst is not None else 0.0
+        checks[name] = CheckOutcome(
+            passed=bool(value <= limit + 1e-12), value=value,
+            rule=f"{words} at most {format_value(limit, 'share')} (limits.{limit_name})", blocking=True,
+            measure=str(rows.loc[worst, "variable"]) if worst is not None else None,
+            figures={str(v): (None if np.isnan(c) else float(c)) for v, c in zip(rows["variable"], rows["change"])},
+        )
+    return checks
+
+
+def l_diversity_checks(protected: pd.DataFrame, spec: SurveySpec) -> dict[str, CheckOutcome]:
+    """Distinct and entropy l-diversity of the spec's sensitive variables within the released key
+    groups (SPEC §3.6, :func:`sdc_dagster.risk.l_diversity`, sdcMicro's ``ldiversity``: records are
+    grouped by their released key, a suppressed value being a value of its own): ``l_diversity``
+    fails when a record's group holds fewer than ``risk.l`` distinct values of a sensitive variable
+    (blocking); ``entropy_l_diversity`` when exp(entropy) of a group is below l (blocking when
+    ``risk.l_diversity`` is "entropy", a warning otherwise). ``value``: the records below l, summed
+    over the sensitive variables; ``figures``: the count of each."""
+    l, measure = spec.risk.l, spec.risk.l_diversity
+    figures = records_below_l(protected, spec, released_keys(spec, protected).categorical)
+    counts = {"distinct": {}, "entropy": {}}
+    for name, value in figures.items():
+        kind = "entropy" if name.endswith("_records_below_entropy_l") else "distinct"
+        counts[kind][name.removesuffix("_records_below_entropy_l").removesuffix("_records_below_l")] = float(value)
+    checks = {}
+    for name, kind in zip(L_DIVERSITY_CHECKS, ("distinct", "entropy")):
+        found = int(sum(counts[kind].values()))
+        rule = (f"every record's key group holds at least l={l} distinct values of each sensitive variable"
+                if kind == "distinct" else
+                f"every record's key group has an entropy of each sensitive variable of at least log({l})")
+        checks[name] = CheckOutcome(passed=found == 0, value=found, rule=rule,
+                                    blocking=kind == "distinct" or measure == "entropy",
+                                    figures=dict(counts[kind]))
+    return checks
 
 
 
@@ -166,6 +266,8 @@ def release_checks(
     plan left missing) fails, its value saying ``not evaluated:`` and why, so that nothing is
     released on a check nobody could make.
     """
+    if original is None:
+        raise ValueError("release_checks: original is required (the utility limits compare the variant with it)")
     checks: dict[str, CheckOutcome] = {}
     released = released_keys(spec, protected)
     threshold = spec.risk.individual_risk_threshold
@@ -188,8 +290,6 @@ def release_checks(
         for name, (rule, blocking) in rules.items():
             checks[name] = CheckOutcome(bool(outcomes[name][0]), outcomes[name][1], rule, blocking)
     if spec.continuous_keys:
-        if original is None:
-            raise ValueError("release_checks: original is required for a spec with continuous keys (linkage_risk)")
         rule = (f"record linkage risk (largest share of records linked to their own original) <= "
                 f"{spec.risk.max_linkage_risk}")
         try:
@@ -209,9 +309,15 @@ def release_checks(
     identifiers = [c for c in direct_identifiers(spec) if c in protected.columns]
     checks["no_direct_identifier"] = CheckOutcome(not identifiers, ", ".join(identifiers),
                                                   "no direct identifier column is released", True)
-    if spec.categorical_keys:  # the warning last, as before
-        checks["individual_risk"] = checks.pop("individual_risk")
-    return checks
+    if _l_diversity_applies(spec):
+        checks.update(l_diversity_checks(protected, spec))
+    try:
+        checks.update(utility_checks(utility_changes(original, protected, spec), spec))
+    except SDCInputError as exc:
+        checks.update({name: CheckOutcome(False, f"not evaluated: {exc}", _UTILITY_RULES[name][2], True)
+                       for name in release_check_names(spec) if name in UTILITY_CHECKS})
+    order = release_check_names(spec)
+    return {name: checks[name] for name in order if name in checks}
 
 
 #: One-to-one linkage (an O(n^3) assignment, scipy's linear_sum_assignment) runs in the wave chain on

@@ -25,12 +25,17 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
 
    The search is exhaustive when every node is evaluated; a time budget (``search.budget_seconds``)
    stops it early, and the result says so (``exhaustive``, ``bound``).
-3. **Front.** The candidates meeting the target (k-anonymity and global risk) that no other beats on
+3. **Front.** The candidates meeting the target (k-anonymity, global risk, and the constraints the
+   node's codes show: l-diversity of the sensitive variables when the spec asks it, SPEC §3.6, and
+   the share of each key's values suppressed, ``limits.max_suppressed_share``) that no other beats on
    both global risk and loss, from the least loss up to the least loss meeting the stricter target.
 4. **Confirmation.** Front candidates are run as ordinary plans (:func:`sdc_dagster.pipeline.protection.protect`,
    so the release replays them byte for byte) with the continuous keys' candidate steps, weakest
    first, until :func:`sdc_dagster.pipeline.protection.release_checks` has no blocking failure; the loss is then
-   :func:`sdc_dagster.pipeline.evaluation.headline_loss` of the released variant. The recommended candidate is the
+   :func:`sdc_dagster.pipeline.evaluation.headline_loss` of the released variant. The release checks
+   include the utility limits (``limits:``: suppression, records changed, the change of means,
+   variances and correlations), so a candidate outside them is never confirmed nor recommended.
+   The recommended candidate is the
    confirmed one with the least loss (named :data:`SEARCHED_PLAN`); the runner-up the next. When no
    front candidate passes (the linkage through the released keys, say), the rest of the lattice is
    evaluated and the candidates beyond the front are confirmed in loss order.
@@ -48,7 +53,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster import risk
-from sdc_dagster.frequencies import digit_key_frequencies
+from sdc_dagster.frequencies import digit_key_frequencies, distinct_digit_keys
 from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.keys import category_codes, renumbered_digits
 from sdc_dagster.protect.plan import PlanResult
@@ -82,7 +87,12 @@ class SearchCandidate:
     (k-anonymity and the global-risk target), ``checks`` (:func:`sdc_dagster.pipeline.protection.release_checks`
     outcomes after confirmation; empty before), ``levels`` (the level of each categorical key),
     ``protected`` (the confirmed plan's protection, kept for the first of the ranked front only:
-    the searched variant is then not protected again).
+    the searched variant is then not protected again), ``l_violations`` (records whose released key
+    group is not l-diverse, :func:`_records_below_l`; 0 when the spec asks no l-diversity) and
+    ``suppressed_share`` (the largest share of a key's observed values suppressed, bounded by
+    ``limits.max_suppressed_share``). ``reaches_target`` asks k-anonymity, the global-risk target,
+    l-diversity and the suppression limit: the constraints a node's codes show; the other utility
+    limits are release checks of the confirmation.
     """
 
     plan: Plan
@@ -94,6 +104,8 @@ class SearchCandidate:
     reaches_target: bool
     checks: dict[str, CheckOutcome] = field(default_factory=dict)
     levels: tuple[int, ...] = ()
+    l_violations: int = 0
+    suppressed_share: float = 0.0
     protected: PlanResult | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -194,6 +206,9 @@ class _Lattice:
                 coded.append((level_codes[:, 0], int(radix[0])))
             self.values[key] = arrays
             self.codes[key] = coded
+        # the sensitive variables' codes (from 0, -1 missing), when the spec asks l-diversity
+        sensitive = [v for v in spec.names("sensitive") if v in data.columns] if spec.risk.l is not None else []
+        self.sensitive = {v: category_codes(data[v])[0] - 1 for v in sensitive} if self.keys else {}
 
     def digits(self, node: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """The node's key digits and radices (:func:`~sdc_dagster.keys.key_digits` of its keys)."""
@@ -438,6 +453,21 @@ def _risks(f: np.ndarray, F: np.ndarray, weight: str | None, k: int) -> tuple[in
                                                                          weight=weight or "weight"), name="risk")
 
 
+def _records_below_l(lattice: _Lattice, digits: np.ndarray, radices: np.ndarray, spec: SurveySpec) -> int:
+    """Records whose key group (of the keys coded by ``digits``, a suppressed value a value of its
+    own, as :func:`~sdc_dagster.risk.l_diversity` groups them) holds fewer than ``risk.l`` distinct
+    values of a sensitive variable, or an entropy below log(l) when ``risk.l_diversity`` is
+    "entropy" (SPEC §3.6; exp(entropy) never exceeds the distinct count, so the entropy rule implies
+    the distinct one), summed over the sensitive variables: the blocking l-diversity of the release
+    checks. 0 when the spec asks none."""
+    if not lattice.sensitive:
+        return 0
+    groups = distinct_digit_keys(digits, radices)
+    column = "entropy" if spec.risk.l_diversity == "entropy" else "distinct"
+    return int(sum((risk.group_l_diversity(groups.record_key, len(groups.count), codes)[column]
+                    < spec.risk.l - 1e-9).sum() for codes in lattice.sensitive.values()))
+
+
 def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: dict[str, KeyHierarchy],
               node: tuple[int, ...], is_anonymous: bool, recode_loss: float,
               checked: tuple[tuple[np.ndarray, np.ndarray], IncrementalCompatibleCounts] | None = None
@@ -492,9 +522,12 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
         digits = np.where(frame[keys].isna().to_numpy(), 0, digits)
         violations, risks = _risks(*lattice.frequencies(*renumbered_digits(digits)), lattice.weight, k)
     changed = []  # the keys the node releases changed: recoded, or with a value suppressed
+    below_l, suppressed_share = 0, 0.0
     if keys:
         hidden = (digits == 0) & (recoded > 0)
         suppressed = int(np.count_nonzero(hidden))
+        suppressed_share = float((hidden.sum(axis=0) / np.maximum((recoded > 0).sum(axis=0), 1)).max())
+        below_l = _records_below_l(lattice, digits, radices, spec)
         changed = [key for key, level, hit in zip(keys, node, hidden.any(axis=0)) if level > 0 or hit]
     if suppressed or spec.search.loss == "topsis":
         released = data.copy(deep=False)
@@ -508,7 +541,9 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
     plan = _node_plan(space, node, suppression, k, None, "node_" + "_".join(map(str, node)))
     return SearchCandidate(
         plan=plan, global_risk=global_risk, k_violations=violations, linkage_risk=np.nan, loss=float(loss),
-        suppressed=suppressed, reaches_target=violations == 0 and global_risk <= target, levels=node,
+        suppressed=suppressed, levels=node, l_violations=below_l, suppressed_share=suppressed_share,
+        reaches_target=(violations == 0 and global_risk <= target and below_l == 0
+                        and suppressed_share <= spec.limits.max_suppressed_share + 1e-12),
     )
 
 

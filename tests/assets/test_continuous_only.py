@@ -76,9 +76,10 @@ def test_linkage_risk_without_a_changed_or_released_continuous_key():
 
 def test_the_categorical_checks_are_left_out_without_categorical_keys_and_say_why():
     spec = tiny_spec()
-    assert protection.release_check_names(spec) == ["linkage_risk", "no_direct_identifier"]
+    assert protection.release_check_names(spec) == ["linkage_risk", "no_direct_identifier", "mean_change_limit",
+                                                    "variance_change_limit"]
     reasons = protection.checks_not_applicable(spec)
-    assert set(reasons) == {"k_anonymity", "global_risk", "individual_risk"}
+    assert set(reasons) == {"k_anonymity", "global_risk", "individual_risk", "l_diversity"}
     assert all("no categorical key" in why for why in reasons.values())
     with pytest.raises(ValueError, match="original is required"):
         protection.release_checks(RELEASED, spec, spec.plans[0])

@@ -133,7 +133,7 @@ def test_release_checks_block_exactly_the_failed_rules(codes, k, max_global_risk
     )
     plan = dataclasses.replace(TESTDATA_SPEC.plans[0], k=k)
     frame = pd.DataFrame(codes, columns=["urbrur", "sex"])
-    checks = protection.release_checks(frame, spec, plan)
+    checks = protection.release_checks(frame, spec, plan, original=frame)
     fk = frame.groupby(["urbrur", "sex"])["sex"].transform("size")
     assert checks["k_anonymity"].value == int((fk < k).sum())
     assert checks["global_risk"].value == pytest.approx(float((1 / fk).mean()))
@@ -151,7 +151,7 @@ def test_a_release_check_that_cannot_be_evaluated_fails_with_the_reason():
     )
     plan = TESTDATA_SPEC.plans[0]
     frame = pd.DataFrame({"urbrur": [1, 1, 1, 2, 2, 2], "sex": [1] * 6, "sampling_weight": [10.0, None, 5, 5, 5, 5]})
-    checks = protection.release_checks(frame, spec, plan)
+    checks = protection.release_checks(frame, spec, plan, original=frame)
     for name in ("k_anonymity", "global_risk", "individual_risk"):
         assert checks[name].passed is False
         assert checks[name].value.startswith("not evaluated: weight 'sampling_weight' has 1 missing values")
