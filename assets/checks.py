@@ -2,7 +2,9 @@
 
 For each protection plan: the protected variant is k-anonymous for the plan's k and its global risk
 is under the spec's threshold (with categorical keys), its record-linkage risk is under the spec's
-``max_linkage_risk`` (with continuous keys), and it carries no direct identifier. These are blocking
+``max_linkage_risk`` (with continuous keys), it carries no direct identifier, its key groups are
+l-diverse (a spec with a sensitive variable and ``risk.l``) and it stays within the utility limits
+(``limits:``). These are blocking
 (severity ERROR): a variant failing one is withheld, no release is written (the protected asset
 enforces this; Dagster's own ``blocking`` flag is not used, because it would also skip the
 evaluation and the report that explain the failure, so the UI labels these checks "non-blocking":
@@ -16,7 +18,7 @@ so that a check of one wave reads that wave only.
 
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey, MetadataValue
 
-from sdc_dagster.pipeline.protection import CheckOutcome, release_check_names
+from sdc_dagster.pipeline.protection import UTILITY_RULES, CheckOutcome, release_check_names
 from sdc_dagster.spec import Plan, SurveySpec
 
 def release_check_specs(spec: SurveySpec, plan: Plan, asset: AssetKey) -> list[AssetCheckSpec]:
@@ -31,6 +33,13 @@ def release_check_specs(spec: SurveySpec, plan: Plan, asset: AssetKey) -> list[A
                          "to their own original by the best distance-based record linkage (SPEC §4.1)"),
         "no_direct_identifier": "withholds the variant unless no direct identifier column is released (SPEC §8.1)",
         "individual_risk": f"warning: no record with individual risk > {spec.risk.individual_risk_threshold} (SPEC §3.3)",
+        "l_diversity": (f"withholds the variant unless every record's key group holds at least l={spec.risk.l} distinct "
+                        "values of each sensitive variable (distinct l-diversity, SPEC §3.6)"),
+        "entropy_l_diversity": (("withholds the variant unless" if spec.risk.l_diversity == "entropy" else "warning:")
+                                + f" every key group's entropy of each sensitive variable is at least log({spec.risk.l})"
+                                " (entropy l-diversity, SPEC §3.6)"),
+        **{name: f"withholds the variant unless the {words} is at most {getattr(spec.limits, limit)} (limits.{limit})"
+           for name, (_, limit, words) in UTILITY_RULES.items()},
     }
     return [AssetCheckSpec(name=name, asset=asset, description=descriptions[name])
             for name in release_check_names(spec)]
@@ -48,6 +57,7 @@ def release_check_results(outcomes: dict[str, CheckOutcome]) -> list[AssetCheckR
                 "rule": outcome.rule,
                 "withholds_variant": outcome.blocking,
                 **({"measure": outcome.measure} if outcome.measure is not None else {}),
+                **({"figures": MetadataValue.json(outcome.figures)} if outcome.figures is not None else {}),
             },
         )
         for name, outcome in outcomes.items()

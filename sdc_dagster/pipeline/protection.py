@@ -101,7 +101,7 @@ UTILITY_CHECKS = {"suppression_limit": "categorical", "records_changed_limit": "
                   "correlation_change_limit": "pairs"}
 
 # check -> (the rows of utility_changes it bounds, the limit's name in limits:, the rule's words)
-_UTILITY_RULES = {
+UTILITY_RULES = {
     "suppression_limit": ("suppressed", "max_suppressed_share", "share of each categorical key's values suppressed"),
     "records_changed_limit": ("records changed", "max_records_changed",
                               "share of records with a categorical key value suppressed or changed"),
@@ -120,7 +120,7 @@ def utility_changes(original: pd.DataFrame, protected: pd.DataFrame, spec: Surve
     matched = retained_records(original, protected, "variant")
     released = released_keys(spec, protected)
     table = loss.utility_changes(matched, protected, spec.categorical_keys, released.continuous)
-    limits = {rows: getattr(spec.limits, limit) for rows, limit, _ in _UTILITY_RULES.values()}
+    limits = {rows: getattr(spec.limits, limit) for rows, limit, _ in UTILITY_RULES.values()}
     table["limit"] = table["measure"].map(limits).astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         table["used"] = np.where(table["limit"] > 0, table["change"].abs() / table["limit"],
@@ -136,7 +136,7 @@ def utility_checks(changes: pd.DataFrame, spec: SurveySpec) -> dict[str, CheckOu
     against the limit."""
     checks = {}
     for name in (c for c in release_check_names(spec) if c in UTILITY_CHECKS):
-        rows_of, limit_name, words = _UTILITY_RULES[name]
+        rows_of, limit_name, words = UTILITY_RULES[name]
         limit = getattr(spec.limits, limit_name)
         rows = changes[changes["measure"] == rows_of]
         sizes = rows["change"].abs()
@@ -186,8 +186,10 @@ class CheckOutcome:
     ``passed``; ``value``: the figure found (a count, a share, the released identifier columns, or
     ``"not evaluated: ..."`` when the check could not be made); ``rule`` in words; ``blocking``:
     a variant failing a blocking check is withheld, a failed non-blocking one is a warning;
-    ``measure``: which linkage gives the value (``linkage_risk`` only); ``figures``: every linkage
-    share behind it (:func:`linkage_figures`, None for NaN), which residual risk reuses.
+    ``measure``: which linkage gives the value (``linkage_risk``) or which variable (the utility
+    limits); ``figures``: every linkage share behind it (``linkage_risk``, :func:`linkage_figures`,
+    which residual risk reuses), the change of every variable (the utility limits) or the records
+    below l of every sensitive variable (l-diversity); None for NaN.
     """
 
     passed: bool
@@ -249,6 +251,14 @@ def release_checks(
       share (``figures``, which residual risk reuses). Needs ``original``, the wave the variant was
       protected from;
     * ``no_direct_identifier``: no column the spec marks as a direct identifier (SPEC §8.1).
+
+    * ``l_diversity`` (a spec with a sensitive variable and ``risk.l``): no record whose released key
+      group holds fewer than l distinct values of a sensitive variable (SPEC §3.6);
+      ``entropy_l_diversity`` the same with entropy l-diversity, blocking when ``risk.l_diversity``
+      is "entropy", else a warning (:func:`l_diversity_checks`);
+    * the utility limits of ``limits:`` (:func:`utility_checks`): ``suppression_limit``,
+      ``records_changed_limit`` (with categorical keys), ``mean_change_limit``,
+      ``variance_change_limit`` (with continuous keys), ``correlation_change_limit`` (with two).
 
     Warning (reported, not blocking):
 
@@ -314,7 +324,7 @@ def release_checks(
     try:
         checks.update(utility_checks(utility_changes(original, protected, spec), spec))
     except SDCInputError as exc:
-        checks.update({name: CheckOutcome(False, f"not evaluated: {exc}", _UTILITY_RULES[name][2], True)
+        checks.update({name: CheckOutcome(False, f"not evaluated: {exc}", UTILITY_RULES[name][2], True)
                        for name in release_check_names(spec) if name in UTILITY_CHECKS})
     order = release_check_names(spec)
     return {name: checks[name] for name in order if name in checks}
@@ -390,8 +400,10 @@ def _linkage_measure(figures: dict[str, float]) -> str:
     return "no continuous key released"
 
 
-#: Release checks whose value is a share of the records (a risk), written in % in their outcome.
-SHARE_CHECKS = ("global_risk", "linkage_risk")
+#: Release checks whose value is a share (of the records, of a key's values, or a relative change),
+#: written in % in their outcome.
+SHARE_CHECKS = ("global_risk", "linkage_risk", "suppression_limit", "records_changed_limit", "mean_change_limit",
+                "variance_change_limit")
 
 
 def blocking_failures(checks: dict[str, CheckOutcome]) -> dict[str, str]:
