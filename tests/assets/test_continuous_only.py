@@ -49,7 +49,8 @@ RELEASED = ORIGINAL.assign(x=[0.6, 1.3, 2.1, 9.0])
 def test_linkage_risk_is_the_best_linkage_an_intruder_can_choose():
     spec = tiny_spec()
     checks = protection.release_checks(RELEASED, spec, spec.plans[0], original=ORIGINAL)
-    assert list(checks) == ["linkage_risk", "no_direct_identifier"]  # no categorical key: no k-anonymity
+    # no categorical key: no k-anonymity; one continuous key: no correlation limit
+    assert list(checks) == ["linkage_risk", "no_direct_identifier", "mean_change_limit", "variance_change_limit"]
     check = checks["linkage_risk"]
     assert check.figures["record_linkage_risk"] == 0.75
     assert check.figures["record_linkage_mahalanobis_risk"] == 0.75
@@ -59,7 +60,10 @@ def test_linkage_risk_is_the_best_linkage_an_intruder_can_choose():
     assert not check.passed and check.blocking
     assert protection.blocking_failures(checks) == {
         "linkage_risk": "record linkage risk (largest share of records linked to their own original) <= 0.9 "
-                        "(found: 100 %, Euclidean, one-to-one, ties at random)"
+                        "(found: 100 %, Euclidean, one-to-one, ties at random)",
+        # the mean stays 3.25; the sample variance falls from 20.92 to 15.07: -28 %, beyond the default 20 %
+        "variance_change_limit": "relative change of each continuous key's variance at most 20 % "
+                                 "(limits.max_variance_change) (found: 28 %, x)",
     }
     assert protection.release_checks(RELEASED, tiny_spec(max_linkage_risk=1.0), spec.plans[0],
                                  original=ORIGINAL)["linkage_risk"].passed
