@@ -39,9 +39,11 @@ def suppressed_shares(original: pd.DataFrame, protected: pd.DataFrame, keys: Seq
 
 def records_changed_share(original: pd.DataFrame, protected: pd.DataFrame, keys: Sequence[str]) -> float:
     """The share of released records at least one of whose categorical keys is released with another
-    value than the original's: suppressed, recoded into another code, or perturbed (PRAM, swapping).
-    A value missing in both files is unchanged; a key the release drops changes every record where
-    it was observed. 0 without keys or records."""
+    value than in ``original``: suppressed, or perturbed (PRAM, swapping); pass the original with
+    the plan's recodes applied (:func:`sdc_dagster.pipeline.protection.utility_changes` does) so that
+    a value released as its merged category is not a change. A value missing in both files is
+    unchanged; a key the release drops changes every record where it was observed. 0 without keys
+    or records."""
     if not len(keys) or not len(protected):
         return 0.0
     matched = original.loc[protected.index, list(keys)]
@@ -61,13 +63,14 @@ def _relative(before: np.ndarray, after: np.ndarray) -> np.ndarray:
 
 
 def utility_changes(original: pd.DataFrame, protected: pd.DataFrame, categorical: Sequence[str],
-                    continuous: Sequence[str]) -> pd.DataFrame:
+                    continuous: Sequence[str], *, generalised: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every per-variable utility figure of a release, one row each (columns :data:`CHANGE_COLUMNS`).
 
     * ``suppressed`` (one row per categorical key): ``change`` = :func:`suppressed_shares`;
       ``before`` / ``after`` = the key's observed values in the original and the release;
     * ``records changed`` (variable ``"categorical keys"``, with categorical keys):
-      ``change`` = :func:`records_changed_share`;
+      ``change`` = :func:`records_changed_share` against ``generalised`` (the original with the
+      plan's recodes applied; the original itself when None);
     * ``mean`` and ``variance`` (one row per continuous key): the statistic before and after on each
       file's observed values (sample variance, divisor n - 1) and ``change`` = (after - before) /
       |before|, signed, NaN where the original statistic is 0 (Hundepool et al. 2012, §3.5.4;
@@ -88,7 +91,8 @@ def utility_changes(original: pd.DataFrame, protected: pd.DataFrame, categorical
             after = int(protected[key].notna().sum()) if key in protected.columns else 0
             rows.append(("suppressed", key, int(matched[key].notna().sum()), after, float(shares[key])))
         rows.append(("records changed", "categorical keys", len(matched), len(protected),
-                     records_changed_share(original, protected, categorical)))
+                     records_changed_share(original if generalised is None else generalised, protected,
+                                           categorical)))
     columns = check_pair(matched, protected, list(continuous)) if continuous else []
     if columns:
         x = np.column_stack([continuous_values(matched, c, "original") for c in columns])

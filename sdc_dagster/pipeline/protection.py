@@ -104,7 +104,7 @@ UTILITY_CHECKS = {"suppression_limit": "categorical", "records_changed_limit": "
 UTILITY_RULES = {
     "suppression_limit": ("suppressed", "max_suppressed_share", "share of each categorical key's values suppressed"),
     "records_changed_limit": ("records changed", "max_records_changed",
-                              "share of records with a categorical key value suppressed or changed"),
+                              "share of records with a categorical key value suppressed or perturbed"),
     "mean_change_limit": ("mean", "max_mean_change", "relative change of each continuous key's mean"),
     "variance_change_limit": ("variance", "max_variance_change", "relative change of each continuous key's variance"),
     "correlation_change_limit": ("correlation", "max_correlation_change",
@@ -112,14 +112,27 @@ UTILITY_RULES = {
 }
 
 
-def utility_changes(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec) -> pd.DataFrame:
+#: The steps that generalise a categorical key (a value released as its merged category or band is
+#: not a changed record for ``records_changed_limit``).
+GENERALISING_METHODS = ("recode", "interval_recode", "top_coding", "bottom_coding")
+
+
+def utility_changes(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec,
+                    plan: Plan | None = None) -> pd.DataFrame:
     """The per-variable utility figures of a variant (:func:`sdc_dagster.loss.limits.utility_changes`)
     on the keys it releases and the original records it releases, with each row's ``limit`` (the
     spec's ``limits:``) and ``used``: |change| / limit (above 1: the limit is exceeded; NaN where the
-    change is undefined)."""
+    change is undefined). Records changed are counted against the original with ``plan``'s
+    generalising steps of the categorical keys applied (:data:`GENERALISING_METHODS`): a suppressed
+    or perturbed key value is a change, a value released as its merged category is not."""
     matched = retained_records(original, protected, "variant")
     released = released_keys(spec, protected)
-    table = loss.utility_changes(matched, protected, spec.categorical_keys, released.continuous)
+    steps = [s for s in (plan.steps if plan is not None else ())
+             if s["method"] in GENERALISING_METHODS and s.get("variable") in spec.categorical_keys]
+    generalised = (apply_plan(matched[spec.categorical_keys], steps, keys=spec.categorical_keys).data
+                   if steps else None)
+    table = loss.utility_changes(matched, protected, spec.categorical_keys, released.continuous,
+                                 generalised=generalised)
     limits = {rows: getattr(spec.limits, limit) for rows, limit, _ in UTILITY_RULES.values()}
     table["limit"] = table["measure"].map(limits).astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -322,7 +335,7 @@ def release_checks(
     if _l_diversity_applies(spec):
         checks.update(l_diversity_checks(protected, spec))
     try:
-        checks.update(utility_checks(utility_changes(original, protected, spec), spec))
+        checks.update(utility_checks(utility_changes(original, protected, spec, plan), spec))
     except SDCInputError as exc:
         checks.update({name: CheckOutcome(False, f"not evaluated: {exc}", UTILITY_RULES[name][2], True)
                        for name in release_check_names(spec) if name in UTILITY_CHECKS})

@@ -83,11 +83,11 @@ def plan_summary(variant: ProtectedVariant, evaluation: WaveEvaluation,
     )
 
 
-def _utility_or_none(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec) -> pd.DataFrame | None:
+def _utility_or_none(original: pd.DataFrame, variant: ProtectedVariant, spec: SurveySpec) -> pd.DataFrame | None:
     """:func:`~sdc_dagster.pipeline.protection.utility_changes`, or None where the variant's figures
     cannot be computed (its utility-limit checks then failed, saying why)."""
     try:
-        return utility_changes(original, protected, spec)
+        return utility_changes(original, variant.data, spec, variant.plan)
     except SDCInputError:
         return None
 
@@ -155,7 +155,7 @@ def report_inputs(
     (its front and figures); ``source``: the wave file, whose SPSS / Stata value labels
     (:func:`~sdc_dagster.sources.value_labels`) the report shows next to the codes. The report
     lists the measure notes of the risk, contribution and loss stages."""
-    plans = {name: plan_summary(variant, evaluation, _utility_or_none(original, variant.data, spec))
+    plans = {name: plan_summary(variant, evaluation, _utility_or_none(original, variant, spec))
              for name, variant in variants.items()}
     keys = released_keys(spec, original).categorical
     protected = {name: variant.data for name, variant in variants.items()}

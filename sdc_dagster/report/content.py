@@ -415,12 +415,12 @@ def _signed_percent(change: float) -> str:
 
 def loss_words(row) -> str:
     """One row of a plan's utility figures (:attr:`~sdc_dagster.report.PlanSummary.utility`) in
-    words: "age: 12 % suppressed", "18 % of records with a key changed", "mean of savings +8 %",
+    words: "age: 12 % suppressed", "18 % of records with a categorical key suppressed or perturbed", "mean of savings +8 %",
     "variance of income -36.3 %", "correlation income–expend 0.71 → 0.52"."""
     if row["measure"] == "suppressed":
         return f"{row['variable']}: {format_value(row['change'], 'share')} suppressed"
     if row["measure"] == "records changed":
-        return f"{format_value(row['change'], 'share')} of records with a categorical key changed"
+        return f"{format_value(row['change'], 'share')} of records with a categorical key suppressed or perturbed"
     if row["measure"] == "correlation":
         return f"correlation {row['variable']} {row['before']:.2f} → {row['after']:.2f}"
     return f"{row['measure']} of {row['variable']} {_signed_percent(row['change'])}"

@@ -43,8 +43,8 @@ def _flow(value) -> str:
 LIMIT_REASONS = {
     "max_suppressed_share": "share of a key's values suppressed: above a tenth, estimates from the key "
                             "are biased by the missing rare values (Hundepool et al. 2012, §3.4.4)",
-    "max_records_changed": "share of records with a key suppressed, recoded or perturbed: most records must "
-                           "keep their own classification",
+    "max_records_changed": "share of records with a key suppressed or perturbed (a merged category is no "
+                           "change): at most a quarter carry a missing or false classification",
     "max_mean_change": "relative change of a continuous key's mean: above 5 % a released mean is biased "
                        "(Hundepool et al. 2012, §3.5.4)",
     "max_variance_change": "relative change of a variance: a fifth changes standard errors by about 10 %",
