@@ -373,8 +373,9 @@ def _measures_section(inputs: ReportInputs, plots: dict[str, bytes], topsis: pd.
             info = measure_info(name)
             values = {"original": inputs.risk_before if name in risk_names else {},
                       **{p: (plan.residual_risk if name in risk_names else plan.loss) for p, plan in inputs.plans.items()}}
+            # a loss measure that cannot tell the plans apart (a risk of 0 for every plan meets a target)
             flat = (" (same for every plan: does not discriminate between them)"
-                    if same_for_every_plan(inputs, name, values) else "")
+                    if name in loss_names and same_for_every_plan(inputs, name, values) else "")
             rows[name] = {"measure": f"<strong>{html.escape(info.label)}</strong><br><code>{html.escape(name)}</code>",
                           "what it says": html.escape(f"{info.meaning}; {info.direction}; range {info.range}{flat}"),
                           "SPEC": html.escape(info.spec),

@@ -130,7 +130,8 @@ _MEASURES: dict[str, Measure] = {
                        LOWER, "0 to 1", "§9.5", "share"),
     "regression_relative_change_mean": Measure(
         "Change of regression coefficients", _MULTI,
-        "mean relative change of the OLS coefficients of the first continuous key, 100·|b - b*| / |b|",
+        "mean relative change of the OLS coefficients of the first continuous key, 100·|b - b*| / |b|; unbounded "
+        "where a coefficient is near 0 (variables nearly unrelated)",
         LOWER, "0 % and up (0 = unchanged)", "§9.9, §9.11", "percent"),
     "dUtility_IL1": Measure(
         "IL1 (sdcMicro dUtility)", _CONT,
@@ -194,7 +195,9 @@ for _term, (_plural, _group, _section) in _MOMENT_TERMS.items():
         "0 and up, in squared units", _section, "index" if _term == "correlation" else "scale",
         None if _term == "correlation" else f"moment_{_term}_relative")
     _MEASURES[f"moment_{_term}_relative"] = Measure(
-        f"Change of {_plural}, relative", _group, f"mean change of the {_plural} relative to their original values",
+        f"Change of {_plural}, relative", _group, f"mean change of the {_plural} relative to their original values"
+        + ("; unbounded where an original correlation is near 0 (0.001 -> 0.003 is +200 %): the correlation "
+           "limit bounds the absolute change instead" if _term == "correlation" else ""),
         LOWER, "0 and up (0 = unchanged)", _section, "share")
 _MEASURES.update({f"k{k}_violations": Measure(
     f"{k}-anonymity violations", _RISK, f"records whose key combination fewer than {k} records share", LOWER,
