@@ -8,6 +8,8 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sdc_dagster import loss
 from sdc_dagster.pipeline import protection, search
@@ -288,3 +290,27 @@ def test_the_draft_writes_the_limits_with_their_reasons(tmp_path):
         assert line in block
     assert block.count("#") >= 5  # a reason beside each
     assert parse_spec(__import__("yaml").safe_load(text)).limits == UtilityLimits()
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(st.tuples(st.sampled_from([1, 2, 3, None]), st.sampled_from([1, 2, None]),
+                                 st.booleans(), st.booleans()), min_size=1, max_size=30))
+def test_shares_follow_their_definition_record_by_record(values):
+    """Suppression share = values observed and then missing / values observed, per key; records
+    changed = records with any key suppressed, counted one by one; both in [0, 1], and a record with
+    a suppressed key is a changed record."""
+    original = pd.DataFrame([(a, b) for a, b, _, _ in values], columns=["a", "b"], dtype="float")
+    released = original.copy()
+    released.loc[[hide for hide, (_, _, h, _) in enumerate(values) if h], "a"] = np.nan
+    released.loc[[hide for hide, (_, _, _, h) in enumerate(values) if h], "b"] = np.nan
+    shares = loss.suppressed_shares(original, released, ["a", "b"])
+    for key, position in (("a", 2), ("b", 3)):
+        observed = [v for v in values if v[position - 2] is not None]
+        hidden = [v for v in observed if v[position]]
+        assert shares[key] == pytest.approx(len(hidden) / len(observed) if observed else 0.0)
+    changed = sum(1 for a, b, ha, hb in values if (a is not None and ha) or (b is not None and hb))
+    share = loss.records_changed_share(original, released, ["a", "b"])
+    assert share == pytest.approx(changed / len(values))
+    observed = original.notna().sum()
+    assert 0.0 <= share <= 1.0
+    assert all(share >= shares[key] * observed[key] / len(values) - 1e-12 for key in ("a", "b"))
