@@ -314,3 +314,22 @@ def test_shares_follow_their_definition_record_by_record(values):
     observed = original.notna().sum()
     assert 0.0 <= share <= 1.0
     assert all(share >= shares[key] * observed[key] / len(values) - 1e-12 for key in ("a", "b"))
+
+
+def test_the_bisection_over_a_method_finds_the_weakest_step_within_risk_and_utility():
+    """Steps 0..5 of one method, stronger with each: the risk checks pass from step 3 on (a stronger
+    step keeps passing them), the variance limit fails from step 4 on (a stronger step loses more).
+    Only step 3 passes both, and the bisection finds it; the old rule (bisect on every check) ran
+    the strongest step, saw it fail the variance limit and gave up on the method."""
+    def outcome(passed):
+        return protection.CheckOutcome(passed=passed, value=0.0, rule="r", blocking=True)
+
+    def run(step):
+        checks = {"linkage_risk": outcome(step >= 3), "variance_change_limit": outcome(step < 4)}
+        candidate = search.SearchCandidate(plan=Plan(name="searched", steps=(), k=1, random_state=1), global_risk=0.0,
+                                           k_violations=0, linkage_risk=0.0, loss=float(step), suppressed=0,
+                                           reaches_target=True, checks=checks)
+        return candidate, step
+
+    found = search._weakest_passing(list(range(6)), run, lambda: False, lambda candidate, protected: candidate)
+    assert found.loss == 3 and found.confirmed

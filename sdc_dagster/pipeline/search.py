@@ -63,7 +63,7 @@ from sdc_dagster.protect.suppression import risk_suppression, suppress_codes_to_
 from sdc_dagster.risk.categorical import risk_from_frequencies
 from sdc_dagster.spec import SEARCHED_PLAN, Plan, SurveySpec
 from sdc_dagster.pipeline.evaluation import headline_loss
-from sdc_dagster.pipeline.protection import CheckOutcome, blocking_failures, protect, release_checks
+from sdc_dagster.pipeline.protection import UTILITY_CHECKS, CheckOutcome, blocking_failures, protect, release_checks
 from sdc_dagster.validation import weight_values
 
 #: The name of the recommended plan as a protected variant.
@@ -559,11 +559,13 @@ def _search_loss(data: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, 
 
 def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool],
                      finish: Callable) -> SearchCandidate:
-    """The weakest step of one method's chain (weakest first) whose plan passes the release checks,
-    found by bisection on the assumption that a stronger step of the same method passes when a weaker
-    one does (a larger microaggregation k, swap window or noise); the strongest step's failing
-    candidate when none passes (the middle step's when the time budget ends before the strongest
-    is run).
+    """The weakest step of one method's chain (weakest first) whose plan passes the risk checks (every
+    blocking release check but the utility limits, :func:`_passes_risk_checks`), found by bisection
+    on the assumption that a stronger step of the same method passes them when a weaker one does (a
+    larger microaggregation k, swap window or noise); the strongest step's failing candidate when
+    none passes (the middle step's when the time budget ends before the strongest is run). The step
+    returned may still fail a utility limit (a stronger one would lose more): then no step of the
+    chain passes both, and :func:`_confirm` tries the next method.
 
     The bisection starts at the middle step: when it passes, the strongest step passes too (by that
     assumption) and is not run; only when it fails is the strongest step run, to learn whether any
@@ -585,7 +587,7 @@ def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool]
     failing, passing = -1, len(chain) - 1
     if passing > 0:
         middle = (failing + passing) // 2
-        if attempt(middle).confirmed:
+        if _passes_risk_checks(attempt(middle)):
             passing = middle
         else:
             failing = middle
@@ -593,17 +595,24 @@ def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool]
         if failing >= 0 and over_budget():
             return finish(results[failing], kept[failing])
         kept.clear()  # the failing middle is not returned now
-        if not attempt(passing).confirmed:
+        if not _passes_risk_checks(attempt(passing)):
             return finish(results[passing], kept[passing])
     keep_only(passing)
     while passing - failing > 1 and not over_budget():
         middle = (failing + passing) // 2
-        if attempt(middle).confirmed:
+        if _passes_risk_checks(attempt(middle)):
             passing = middle
         else:
             failing = middle
         keep_only(passing)
     return finish(results[passing], kept[passing])
+
+
+def _passes_risk_checks(candidate: SearchCandidate) -> bool:
+    """Whether a candidate's release checks ran and none failed but the utility limits: what a
+    stronger step of one method keeps passing. The utility limits go the other way (a stronger step
+    loses more), so the weakest step passing the risk checks is the one that can also pass them."""
+    return bool(candidate.checks) and not set(blocking_failures(candidate.checks)) - set(UTILITY_CHECKS)
 
 
 def _confirm(data, spec, space, front, wave, start, say):
@@ -694,9 +703,9 @@ SUPPRESSION_LADDER = (2, 3, 4)
 
 def _stronger_suppressions(spec: SurveySpec, result: SearchCandidate) -> list[dict]:
     """Local suppression to 2k, 3k, 4k (:data:`SUPPRESSION_LADDER`) for a candidate whose only failed
-    blocking check is ``linkage_risk`` on a spec with categorical keys and local suppression
-    allowed; nothing otherwise."""
-    failed = set(blocking_failures(result.checks)) if result.checks else set()
+    blocking risk check is ``linkage_risk`` (utility limits aside) on a spec with categorical keys and
+    local suppression allowed; nothing otherwise."""
+    failed = set(blocking_failures(result.checks)) - set(UTILITY_CHECKS) if result.checks else set()
     if failed != {"linkage_risk"} or not spec.categorical_keys or "local_suppression" not in spec.search.methods:
         return []
     return [_suppression_step(factor * spec.risk.k) for factor in SUPPRESSION_LADDER]
