@@ -272,15 +272,16 @@ def test_weakest_passing_bisects_from_the_middle_and_finishes_only_the_step_it_r
     from sdc_dagster.pipeline.search import _weakest_passing
 
     @dataclasses.dataclass(frozen=True)
-    class Attempt:
+    class Attempt:  # the bisection reads the release checks (risk checks only, the utility limits aside)
         step: int
-        confirmed: bool
+        checks: dict
 
     runs, finished = [], []
 
     def run(step):
         runs.append(step)
-        return Attempt(step, passes_from is not None and step >= passes_from), f"data of {step}"
+        passed = passes_from is not None and step >= passes_from
+        return Attempt(step, {"linkage_risk": protection.CheckOutcome(passed, 0.0, "rule", True)}), f"data of {step}"
 
     def finish(attempt, protected):
         finished.append((attempt.step, protected))
