@@ -103,6 +103,8 @@ def test_each_limit_is_a_blocking_check_naming_the_variable_and_the_value():
         assert checks[name].value == pytest.approx(value)
     correlation = checks["correlation_change_limit"]
     assert not correlation.passed and correlation.measure == "income–spend" and correlation.value > 1.9
+    assert correlation.rule == "absolute change of each correlation between continuous keys at most 0.1 " \
+                               "(limits.max_correlation_change)"
     failures = protection.blocking_failures(checks)
     assert set(failures) == {"suppression_limit", "records_changed_limit", "mean_change_limit",
                              "variance_change_limit", "correlation_change_limit"}

@@ -151,13 +151,15 @@ def utility_checks(changes: pd.DataFrame, spec: SurveySpec) -> dict[str, CheckOu
     for name in (c for c in release_check_names(spec) if c in UTILITY_CHECKS):
         rows_of, limit_name, words = UTILITY_RULES[name]
         limit = getattr(spec.limits, limit_name)
+        # a correlation's change is on its own [-1, 1] scale, the others are shares
+        bound = f"{limit:g}" if name == "correlation_change_limit" else format_value(limit, "share")
         rows = changes[changes["measure"] == rows_of]
         sizes = rows["change"].abs()
         worst = sizes.idxmax() if sizes.notna().any() else None
         value = float(sizes[worst]) if worst is not None else 0.0
         checks[name] = CheckOutcome(
             passed=bool(value <= limit + 1e-12), value=value,
-            rule=f"{words} at most {format_value(limit, 'share')} (limits.{limit_name})", blocking=True,
+            rule=f"{words} at most {bound} (limits.{limit_name})", blocking=True,
             measure=str(rows.loc[worst, "variable"]) if worst is not None else None,
             figures={str(v): (None if np.isnan(c) else float(c)) for v, c in zip(rows["variable"], rows["change"])},
         )
