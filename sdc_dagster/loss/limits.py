@@ -3,7 +3,7 @@ suppressed, the share of records whose categorical keys changed, and for continu
 relative change of each mean and variance and the change of each correlation.
 
 These are the per-variable forms of the information-loss measures of Hundepool et al. (2012),
-*Statistical Disclosure Control*, §3.5.4 (means, variances, covariances and correlations before and
+*Statistical Disclosure Control*, ch. 3 on information loss (means, variances, covariances and correlations before and
 after masking, after Domingo-Ferrer, Mateo-Sanz & Torra 2001) and of the suppression counts that
 sdcMicro's ``print(sdcObj, "ls")`` reports per key. Unlike the averaged measures of
 :mod:`sdc_dagster.loss.moments` they name the variable that lost most, so that a limit can be set
@@ -73,7 +73,7 @@ def utility_changes(original: pd.DataFrame, protected: pd.DataFrame, categorical
       plan's recodes applied; the original itself when None);
     * ``mean`` and ``variance`` (one row per continuous key): the statistic before and after on each
       file's observed values (sample variance, divisor n - 1) and ``change`` = (after - before) /
-      |before|, signed, NaN where the original statistic is 0 (Hundepool et al. 2012, §3.5.4;
+      |before|, signed, NaN where the original statistic is 0 (Hundepool et al. 2012, ch. 3;
       SPEC §9.4 eq (9) and §9.6 per variable);
     * ``correlation`` (one row per pair of continuous keys, variable ``"a–b"``): Pearson's r before
       and after (pairwise complete records) and ``change`` = r* - r. The change of a correlation is

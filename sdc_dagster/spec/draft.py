@@ -42,11 +42,11 @@ def _flow(value) -> str:
 #: (:class:`~sdc_dagster.spec.UtilityLimits`) with the reason for it.
 LIMIT_REASONS = {
     "max_suppressed_share": "share of a key's values suppressed: above a tenth, estimates from the key "
-                            "are biased by the missing rare values (Hundepool et al. 2012, §3.4.4)",
+                            "are biased by the missing rare values (Hundepool et al. 2012, ch. 3)",
     "max_records_changed": "share of records with a key suppressed or perturbed (a merged category is no "
                            "change): at most a quarter carry a missing or false classification",
     "max_mean_change": "relative change of a continuous key's mean: above 5 % a released mean is biased "
-                       "(Hundepool et al. 2012, §3.5.4)",
+                       "(Hundepool et al. 2012, ch. 3)",
     "max_variance_change": "relative change of a variance: a fifth changes standard errors by about 10 %",
     "max_correlation_change": "absolute change of a correlation between continuous keys (relative changes "
                               "of correlations near 0 mean nothing)",
@@ -58,7 +58,7 @@ def _limits_lines() -> list[str]:
     defaults = UtilityLimits()
     lines = ["limits:                         # utility limits: a plan beyond one is withheld, never recommended"]
     for name, reason in LIMIT_REASONS.items():
-        lines.append(f"  {name}: {getattr(defaults, name):g}".ljust(34) + f"# {reason}")
+        lines.append(f"  {name}: {getattr(defaults, name):g}".ljust(32) + f"# {reason}")
     return lines
 
 

@@ -156,7 +156,7 @@ class UtilityLimits:
     * ``max_suppressed_share`` (default 0.10): the share of each categorical key's observed values
       that local suppression may set to missing. Suppressed values are missing not at random (the
       rare combinations): above about a tenth, estimates from the key are biased unless the user
-      imputes them (Hundepool et al. 2012, §3.4.4 on local suppression; sdcMicro reports the
+      imputes them (Hundepool et al. 2012, ch. 3 on local suppression; sdcMicro reports the
       suppressions per key for this reason).
     * ``max_records_changed`` (default 0.25): the share of records at least one of whose categorical
       keys is suppressed or perturbed (PRAM, swapping); a value released as its merged category by
@@ -164,7 +164,7 @@ class UtilityLimits:
       with more than a quarter of the records so changed, tables of the keys are no longer dominated
       by true values (per key, PRAM's usual retention of 0.8-0.9 changes 10-20 % of the records).
     * ``max_mean_change`` (default 0.05): the relative change of each continuous key's mean,
-      |mean* - mean| / |mean| (Hundepool et al. 2012, §3.5.4; SPEC §9.4 eq (9) per variable).
+      |mean* - mean| / |mean| (Hundepool et al. 2012, ch. 3 on information loss; SPEC §9.4 eq (9) per variable).
       Microaggregation and zero-mean noise keep means; a mean moved by more than 5 % is a biased
       release (sampling errors of survey means are usually a few per cent).
     * ``max_variance_change`` (default 0.2): the relative change of each continuous key's variance
@@ -172,7 +172,7 @@ class UtilityLimits:
       a variance changed by a fifth changes standard errors and confidence intervals by about 10 %
       (sqrt(1.2) = 1.095, sqrt(0.8) = 0.894).
     * ``max_correlation_change`` (default 0.1): the absolute change of each correlation between
-      continuous keys, |r* - r| (Hundepool et al. 2012, §3.5.4; Domingo-Ferrer, Mateo-Sanz & Torra
+      continuous keys, |r* - r| (Hundepool et al. 2012, ch. 3; Domingo-Ferrer, Mateo-Sanz & Torra
       2001 bound correlations on their [-1, 1] scale). Absolute, because a relative change of a
       correlation near 0 is unbounded and says nothing; 0.1 is a change a regression or a
       correlation table shows.
