@@ -171,8 +171,12 @@ def test_a_continuous_only_file_through_the_asset_chain(sdc_home, tmp_path, inst
     assert result.success
 
     checks = {(e.asset_key.path[-1], e.check_name): e for e in result.get_asset_check_evaluations()}
-    assert {name for asset, name in checks if asset != "sdc_report"} == {"linkage_risk", "no_direct_identifier"}
-    assert checks[("sdc_report", "wave_released")].passed  # the noise plan passes and is the wave's release
+    assert {name for asset, name in checks if asset != "sdc_report"} == {
+        "linkage_risk", "no_direct_identifier", "mean_change_limit", "variance_change_limit", "correlation_change_limit"}
+    assert checks[("sdc_report", "wave_released")].passed
+    # correlated noise of amount 0.5 adds half of each covariance (sdcMicro's addNoise "correlated"): the
+    # variances grow by about 50 %, beyond the default limit of 20 %, and the noise plan is withheld
+    assert not checks[("protected_noise", "variance_change_limit")].passed
     original = result.asset_value(AssetKey(["electricity", "raw_microdata"]))
     noisy = result.asset_value(AssetKey(["electricity", "protected_noise"])).data
     expected = independent_linkage(original, noisy)
