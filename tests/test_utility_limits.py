@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from sdc_dagster import loss
 from sdc_dagster.pipeline import protection, search
+from sdc_dagster.protect.suppression import diversity_suppression
 from sdc_dagster.report import PlanSummary, ReportInputs
 from sdc_dagster.report.content import binding_limits, suda_summary, worst_losses
 from sdc_dagster.report.html import render_report
@@ -198,10 +199,24 @@ def test_the_search_never_recommends_a_plan_outside_the_limits():
     assert "suppression_limit" in variant.withheld_because
 
 
+def test_diversity_suppression_suppresses_the_keys_of_the_groups_below_l_by_hand():
+    """DIVERSE's groups (a, b) = (1, 2) and (2, 1) hold one health value each (records 3, 4, 5): their
+    keys are suppressed and the three form one group holding z and y, 2-diverse; the others are kept."""
+    released = diversity_suppression(DIVERSE, ["a", "b"], "health", l=2)
+    assert released[["a", "b"]].isna().all(axis=1).tolist() == [False] * 3 + [True] * 3 + [False] * 2
+    assert released.loc[[0, 1, 2, 6, 7], ["a", "b"]].astype(int).equals(DIVERSE.loc[[0, 1, 2, 6, 7], ["a", "b"]])
+    spec = parse_spec(L_SPEC)
+    assert protection.release_checks(released, spec, spec.plans[0], original=DIVERSE)["l_diversity"].passed
+    # entropy l-diversity 2 asks more: only the group (2, 2), entropy exactly 2, keeps its keys
+    strict = diversity_suppression(DIVERSE, ["a", "b"], "health", l=2, entropy=True)
+    assert strict[["a", "b"]].isna().all(axis=1).tolist() == [True] * 6 + [False] * 2
+
+
 def test_the_search_requires_l_diversity_of_its_nodes():
     """Key "a" alone: each of its 4 values holds one health value (1-diverse); merged two by two
     ({1, 2} and {3, 4}, the spec's hierarchy) each group holds two. With l = 2 the node that keeps
-    "a" as it is does not reach the target, and the recommended plan merges."""
+    "a" as it is reaches l-diversity only by suppressing every key value (beyond the suppression
+    limit), and the recommended plan merges."""
     data = pd.DataFrame({"a": [1, 1, 2, 2, 3, 3, 4, 4] * 3, "health": ["x", "x", "y", "y"] * 6})  # 1, 3: x; 2, 4: y
     raw = {"survey": "ldiv", "variables": {"a": {"role": "categorical_key", "categories": [1, 2, 3, 4],
                                                  "hierarchy": [[[1, 2], [3, 4]]]},
@@ -209,7 +224,7 @@ def test_the_search_requires_l_diversity_of_its_nodes():
            "risk": {"k": 2, "max_global_risk": 1.0, "l": 2}, "search": {"enabled": True},
            "plans": {"p": [{"method": "local_suppression", "k": 2}]}}
     found = search.search_wave(data, parse_spec(raw), wave="1")
-    assert all(c.l_violations == 24 and not c.reaches_target for c in found.candidates if c.levels == (0,))
+    assert all(c.suppressed_share == 1.0 and not c.reaches_target for c in found.candidates if c.levels == (0,))
     assert found.recommended is not None and found.recommended.checks["l_diversity"].passed
     assert found.recommended.levels != (0,)
 
@@ -335,3 +350,25 @@ def test_the_bisection_over_a_method_finds_the_weakest_step_within_risk_and_util
 
     found = search._weakest_passing(list(range(6)), run, lambda: False, lambda candidate, protected: candidate)
     assert found.loss == 3 and found.confirmed
+
+
+def test_the_search_reaches_l_diversity_by_suppression_within_the_limit_and_the_release_replays_it():
+    """Key "a": values 1 and 2 (20 records each, health x and y alternating) are 2-diverse; values 3
+    (x, x) and 4 (y, y) are not. Suppressing the keys of those 4 records (4 / 44 = 9.1 % of "a", within
+    the 10 % limit) puts them in one group holding x and y: the unrecoded node reaches the target,
+    and its plan, run as the release runs it, passes the l-diversity check with the same 4 values
+    suppressed."""
+    data = pd.DataFrame({"a": [1, 2] * 20 + [3, 3, 4, 4],
+                         "health": ["x", "x", "y", "y"] * 10 + ["x", "x", "y", "y"]})
+    raw = {"survey": "ldiv", "variables": {"a": {"role": "categorical_key"}, "health": {"role": "sensitive"}},
+           "risk": {"k": 2, "max_global_risk": 1.0, "l": 2},
+           "search": {"enabled": True, "methods": ["local_suppression"]},  # (merging 3 and 4 would do too)
+           "plans": {"p": [{"method": "local_suppression", "k": 2}]}}
+    spec = parse_spec(raw)
+    found = search.search_wave(data, spec, wave="1")
+    chosen = found.recommended
+    assert chosen is not None and chosen.levels == (0,) and chosen.suppressed == 4
+    assert {"method": "diversity_suppression", "sensitive": ["health"], "l": 2} in chosen.plan.steps
+    released = protection.protect(data, spec, chosen.plan, wave="1").data
+    assert released["a"].isna().tolist() == [False] * 40 + [True] * 4
+    assert protection.release_checks(released, spec, chosen.plan, original=data)["l_diversity"].passed

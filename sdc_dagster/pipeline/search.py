@@ -53,13 +53,13 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster import risk
-from sdc_dagster.frequencies import digit_key_frequencies, distinct_digit_keys
+from sdc_dagster.frequencies import digit_key_frequencies
 from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.keys import category_codes, renumbered_digits
 from sdc_dagster.protect.plan import PlanResult
 from sdc_dagster.protect.plan_search import pareto_front
 from sdc_dagster.search_space import KeyHierarchy, continuous_steps, search_space
-from sdc_dagster.protect.suppression import risk_suppression, suppress_codes_to_k
+from sdc_dagster.protect.suppression import codes_below_l, risk_suppression, suppress_codes_to_k
 from sdc_dagster.risk.categorical import risk_from_frequencies
 from sdc_dagster.spec import SEARCHED_PLAN, Plan, SurveySpec
 from sdc_dagster.pipeline.evaluation import headline_loss
@@ -170,6 +170,8 @@ def _step_text(step: dict) -> str:
         return f"local suppression k={step['k']}"
     if method == "risk_suppression":
         return f"risk suppression above {step['threshold']:.4g}"
+    if method == "diversity_suppression":
+        return f"suppression to {step['l']}-diversity"
     extra = ", ".join(f"{k}={v}" for k, v in step.items() if k in ("k", "p", "amount"))
     return f"{method} {extra}".strip()
 
@@ -255,8 +257,12 @@ def _node_plan(space: dict[str, KeyHierarchy], node: tuple[int, ...], suppressio
             words.append(f"{key}: {hierarchy.levels[level].words}")
     for step in suppression:
         steps.append(step)
-        words.append(f"local suppression to {step['k']}-anonymity" if step["method"] == "local_suppression" else
-                     f"suppression of key values of records with individual risk above {step['threshold']:.4g}")
+        if step["method"] == "local_suppression":
+            words.append(f"local suppression to {step['k']}-anonymity")
+        elif step["method"] == "diversity_suppression":
+            words.append(f"suppression of the keys of records in key groups that are not {step['l']}-diverse")
+        else:
+            words.append(f"suppression of key values of records with individual risk above {step['threshold']:.4g}")
     if continuous is not None:
         steps.append(continuous)
         words.append(_step_text(continuous) + " of the continuous keys")
@@ -457,15 +463,13 @@ def _records_below_l(lattice: _Lattice, digits: np.ndarray, radices: np.ndarray,
     """Records whose key group (of the keys coded by ``digits``, a suppressed value a value of its
     own, as :func:`~sdc_dagster.risk.l_diversity` groups them) holds fewer than ``risk.l`` distinct
     values of a sensitive variable, or an entropy below log(l) when ``risk.l_diversity`` is
-    "entropy" (SPEC §3.6; exp(entropy) never exceeds the distinct count, so the entropy rule implies
-    the distinct one), summed over the sensitive variables: the blocking l-diversity of the release
-    checks. 0 when the spec asks none."""
+    "entropy" (SPEC §3.6, :func:`~sdc_dagster.protect.suppression.codes_below_l`; exp(entropy) never
+    exceeds the distinct count, so the entropy rule implies the distinct one): the blocking
+    l-diversity of the release checks. 0 when the spec asks none."""
     if not lattice.sensitive:
         return 0
-    groups = distinct_digit_keys(digits, radices)
-    column = "entropy" if spec.risk.l_diversity == "entropy" else "distinct"
-    return int(sum((risk.group_l_diversity(groups.record_key, len(groups.count), codes)[column]
-                    < spec.risk.l - 1e-9).sum() for codes in lattice.sensitive.values()))
+    return int(codes_below_l(digits, radices, list(lattice.sensitive.values()), l=spec.risk.l,
+                             entropy=spec.risk.l_diversity == "entropy").sum())
 
 
 def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: dict[str, KeyHierarchy],
@@ -521,6 +525,18 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
         frame = risk_suppression(lattice.frame(node, digits), keys, threshold=step["threshold"], weight=lattice.weight)
         digits = np.where(frame[keys].isna().to_numpy(), 0, digits)
         violations, risks = _risks(*lattice.frequencies(*renumbered_digits(digits)), lattice.weight, k)
+    if keys and allowed and lattice.sensitive:
+        # the records of key groups that are not l-diverse lose every key value (ARX's record
+        # suppression; the suppression limit bounds how many)
+        below = codes_below_l(digits, radices, list(lattice.sensitive.values()), l=spec.risk.l,
+                              entropy=spec.risk.l_diversity == "entropy")
+        if below.any():
+            step = {"method": "diversity_suppression", "sensitive": list(lattice.sensitive), "l": spec.risk.l,
+                    **({"entropy": True} if spec.risk.l_diversity == "entropy" else {})}
+            suppression.append(step)
+            digits = digits.copy()
+            digits[below] = 0
+            violations, risks = _risks(*lattice.frequencies(*renumbered_digits(digits)), lattice.weight, k)
     changed = []  # the keys the node releases changed: recoded, or with a value suppressed
     below_l, suppressed_share = 0, 0.0
     if keys:
@@ -646,7 +662,8 @@ def _confirm(data, spec, space, front, wave, start, say):
         if over_budget() or (not needed and (stricter_done or candidate.global_risk > stricter_target)):
             confirmed.append(candidate)  # cannot be recommended, runner-up nor the stricter plan, or no time
             continue
-        suppression = [s for s in candidate.plan.steps if s["method"] in ("local_suppression", "risk_suppression")]
+        suppression = [s for s in candidate.plan.steps
+                       if s["method"] in ("local_suppression", "risk_suppression", "diversity_suppression")]
         prefixes = {}  # the candidate's protection without its continuous step, of the ladder tried now
 
         def run(option, candidate=candidate, suppression=suppression, prefixes=prefixes):
@@ -681,7 +698,7 @@ def _confirm(data, spec, space, front, wave, start, say):
             # continuous step, and Gower linkage finds them through the keys: suppress to a larger k
             if over_budget():
                 break
-            ladder = [stronger, *(s for s in suppression if s["method"] == "risk_suppression")]
+            ladder = [stronger, *(s for s in suppression if s["method"] != "local_suppression")]
             result = _weakest_passing(chains[0], lambda option, ladder=ladder: run(option, suppression=ladder),
                                       over_budget, finish)
             if result.confirmed:

@@ -27,7 +27,8 @@ _TOPSIS_STATISTICS = ("n", "min", "q1", "median", "mean", "q3", "max", "cv", "sk
                       "shapiro_w", "shapiro_p", "ks_d", "ks_p", "cvm_w2", "cvm_p", "ad_a2", "ad_p")
 
 _METHOD_LABELS = {
-    "local_suppression": "Local suppression", "pram": "PRAM", "microaggregation": "Microaggregation",
+    "local_suppression": "Local suppression", "diversity_suppression": "Suppression to l-diversity",
+    "pram": "PRAM", "microaggregation": "Microaggregation",
     "recode": "Global recoding", "global_recode": "Global recoding", "interval_recode": "Global recoding into intervals",
     "top_code": "Top coding", "bottom_code": "Bottom coding", "noise": "Noise addition", "rounding": "Rounding",
     "rank_swap": "Rank swapping", "record_swap": "Targeted record swapping", "subsample": "Subsampling",
