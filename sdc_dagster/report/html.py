@@ -156,6 +156,9 @@ def _decision_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recomm
             "worst losses": "; ".join(worst_losses(plan.utility)) or "none",
             "Pareto-optimal": "yes" if points.loc[name, "pareto"] else "no",
         }
+    if all(plan.utility is None for plan in inputs.plans.values()):  # no utility figures (a report of
+        for row in rows.values():                                     # stored values from before them)
+            del row["worst losses"]
     plans = pd.DataFrame.from_dict(rows, orient="index").rename_axis("plan")
     parts.append(html_table(plans, caption=f"Each plan: residual {measure_info(inputs.risk_measure).label.lower()}, "
                                         "information loss and its blocking release checks"))
