@@ -2,8 +2,10 @@
 
 For each protection plan: the protected variant is k-anonymous for the plan's k and its global risk
 is under the spec's threshold (with categorical keys), its record-linkage risk is under the spec's
-``max_linkage_risk`` (with continuous keys), it carries no direct identifier, and its safe files
-release no original category with more records than it had (with categorical keys, SPEC §8.2). These are blocking
+``max_linkage_risk`` (with continuous keys), it carries no direct identifier, its safe files
+release no original category with more records than it had (with categorical keys, SPEC §8.2), its
+key groups are l-diverse (a spec with a sensitive variable and ``risk.l``) and it stays within the
+utility limits (``limits:``). These are blocking
 (severity ERROR): a variant failing one is withheld, no release is written (the protected asset
 enforces this; Dagster's own ``blocking`` flag is not used, because it would also skip the
 evaluation and the report that explain the failure, so the UI labels these checks "non-blocking":
@@ -17,7 +19,7 @@ so that a check of one wave reads that wave only.
 
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey, MetadataValue
 
-from sdc_dagster.pipeline.protection import CheckOutcome, release_check_names
+from sdc_dagster.pipeline.protection import UTILITY_RULES, CheckOutcome, release_check_names
 from sdc_dagster.spec import Plan, SurveySpec
 from sdc_dagster.report.references import citation_text
 
@@ -39,6 +41,13 @@ def release_check_specs(spec: SurveySpec, plan: Plan, asset: AssetKey) -> list[A
                                 f"(keys a perturbative step changed excepted; {citation_text('8.2')})"),
         "individual_risk": (f"warning: no record with individual risk > {spec.risk.individual_risk_threshold} "
                             f"({citation_text('3.2')})"),
+        "l_diversity": (f"withholds the variant unless every record's key group holds at least l={spec.risk.l} distinct "
+                        f"values of each sensitive variable (distinct l-diversity; {citation_text('3.6')})"),
+        "entropy_l_diversity": (("withholds the variant unless" if spec.risk.l_diversity == "entropy" else "warning:")
+                                + f" every key group's entropy of each sensitive variable is at least log({spec.risk.l})"
+                                f" (entropy l-diversity; {citation_text('3.6')})"),
+        **{name: f"withholds the variant unless the {words} is at most {getattr(spec.limits, limit)} (limits.{limit})"
+           for name, (_, limit, words) in UTILITY_RULES.items()},
     }
     return [AssetCheckSpec(name=name, asset=asset, description=descriptions[name])
             for name in release_check_names(spec)]
@@ -56,6 +65,7 @@ def release_check_results(outcomes: dict[str, CheckOutcome]) -> list[AssetCheckR
                 "rule": outcome.rule,
                 "withholds_variant": outcome.blocking,
                 **({"measure": outcome.measure} if outcome.measure is not None else {}),
+                **({"figures": MetadataValue.json(outcome.figures)} if outcome.figures is not None else {}),
             },
         )
         for name, outcome in outcomes.items()

@@ -51,15 +51,25 @@ def small_disk(tmp_path):
         subprocess.run(["umount", str(mount)], check=True)
 
 
+def releasable(home: Path) -> None:
+    """The drafted testdata spec as a methodologist makes it releasable (issue 34): no l-diversity of
+    hhcivil, and the variance loss of microaggregation within key combinations (~40 %) accepted."""
+    spec = home / "specs" / "own.yaml"
+    text = re.sub(r"^  l: 2 .*\n", "", spec.read_text(), flags=re.M)
+    spec.write_text(re.sub(r"^  max_variance_change: 0.2 ", "  max_variance_change: 0.45 ", text, flags=re.M))
+
+
 def test_a_full_disk_ends_in_one_line_and_a_rerun_after_freeing_space_is_identical(small_disk, tmp_path):
     roomy = tmp_path / "roomy" / "home"
     roomy.parent.mkdir()
     assert sdc(roomy, "init", "own", "--from", str(TESTDATA))[0] == 0
+    releasable(roomy)
     status, text, errors = sdc(roomy, "run", "own", "2024", "--file", str(TESTDATA))
     assert status == 0, text + errors
 
     home = small_disk / "home"
     assert sdc(home, "init", "own", "--from", str(TESTDATA))[0] == 0
+    releasable(home)
     status, text, errors = sdc(home, "run", "own", "2024", "--file", str(TESTDATA))
     assert status == 1, text + errors
     # the command's last line names the path and the cause (Dagster may also say on standard error

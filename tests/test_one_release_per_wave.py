@@ -42,6 +42,9 @@ def own_survey(tmp_path, home, capsys, suppression_k: list[int], **risk) -> Path
     spec["plans"] = {f"suppress_k{k}": {"k": 3, "steps": [{"method": "local_suppression", "k": k}]}
                      for k in suppression_k}
     spec.pop("search", None)
+    # no l-diversity of the drafted sensitive hhcivil (issue 34: local suppression alone cannot reach
+    # it on testdata); these tests are about the release decision between plans
+    spec["risk"].pop("l", None)
     spec["risk"].update(risk)
     spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
     return source

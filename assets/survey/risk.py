@@ -15,6 +15,7 @@ from sdc_dagster.assets.survey.common import (
     table_markdown,
 )
 from sdc_dagster.pipeline import risk
+from sdc_dagster.report.content import suda_summary
 from sdc_dagster.report.plots import boxplot_svg, histogram_svg
 from sdc_dagster.schemas import key_frequencies_schema, risk_scores_schema, validate
 from sdc_dagster.spec import SurveySpec
@@ -81,6 +82,10 @@ def risk_scores_asset(spec: SurveySpec) -> AssetsDefinition:
             yield Output(scores, metadata=metadata)
             return
         metadata["unsafe_combinations"] = table_markdown(scores.unsafe_by_variable)
+        suda = suda_summary(scores.table)  # SUDA2's DIS-SUDA intervals, as sdcMicro's print.suda2 counts them
+        if suda is not None:
+            metadata["suda"] = table_markdown(suda.round(4))
+            metadata["records_with_special_uniques"] = int((scores.table["suda_score"] > 0).sum())
         metadata["risk_histogram"] = image_markdown(
             histogram_svg(scores.table["risk"], "individual risk"), "Individual re-identification risk"
         )

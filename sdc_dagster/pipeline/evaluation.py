@@ -17,7 +17,7 @@ import pandas as pd
 
 from sdc_dagster import contribution, loss, risk
 from sdc_dagster.pipeline.protection import linkage_figures
-from sdc_dagster.pipeline.risk import RiskScores, if_computable, risk_table
+from sdc_dagster.pipeline.risk import RiskScores, if_computable, records_below_l, risk_table
 from sdc_dagster.pipeline.variant import (
     loss_scales,
     ordinal_orders,
@@ -102,6 +102,7 @@ def residual_risk(
                 "k5_violations": int((fk < 5).sum()),
                 "suppressed_values": int(frame[present].isna().sum().sum() - original[present].isna().sum().sum()),
             })
+            row.update(records_below_l(frame, spec, present, known_risk.table if known_risk is not None else None))
         if spec.continuous_keys:
             # a subsampled variant is compared with the original records it releases
             matched = retained_records(original, frame, name)

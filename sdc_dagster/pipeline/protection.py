@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdc_dagster import lineage, risk
+from sdc_dagster import lineage, loss, risk
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.pipeline.risk import risk_table
+from sdc_dagster.pipeline.risk import records_below_l, risk_table
 from sdc_dagster.pipeline.variant import ordinal_orders, perturbed, released_keys, retained_records
 from sdc_dagster.protect.plan import PlanResult, apply_plan
 from sdc_dagster.release_files import release_coding
@@ -74,12 +74,18 @@ def protect(data: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: str,
 
 def release_check_names(spec: SurveySpec) -> list[str]:
     """The release checks :func:`release_checks` evaluates for a spec's plans, in order: the
-    categorical ones only with categorical keys, ``linkage_risk`` only with continuous keys
-    (:func:`checks_not_applicable` says why a check is left out)."""
+    categorical ones only with categorical keys, ``linkage_risk`` only with continuous keys, the
+    l-diversity checks only with a sensitive variable and ``risk.l``, and the utility limits of the
+    keys the spec has (:func:`checks_not_applicable` says why a check is left out)."""
     names = ["k_anonymity", "global_risk"] if spec.categorical_keys else []
+    names += list(L_DIVERSITY_CHECKS) if _l_diversity_applies(spec) else []
     names += ["linkage_risk"] if spec.continuous_keys else []
     names += ["no_direct_identifier"]
-    return names + (["released_categories", "individual_risk"] if spec.categorical_keys else [])
+    names += ["released_categories"] if spec.categorical_keys else []
+    needs = {"categorical": bool(spec.categorical_keys), "continuous": bool(spec.continuous_keys),
+             "pairs": len(spec.continuous_keys) >= 2}
+    names += [check for check, kind in UTILITY_CHECKS.items() if needs[kind]]
+    return names + (["individual_risk"] if spec.categorical_keys else [])
 
 
 def checks_not_applicable(spec: SurveySpec) -> dict[str, str]:
@@ -91,6 +97,9 @@ def checks_not_applicable(spec: SurveySpec) -> dict[str, str]:
         reasons["released_categories"] = "the spec has no categorical key: no released category to compare"
     if not spec.continuous_keys:
         reasons["linkage_risk"] = "the spec has no continuous key: nothing to link on"
+    if not _l_diversity_applies(spec):
+        reasons["l_diversity"] = ("the spec declares no sensitive variable with risk.l and a categorical key"
+                                  if spec.categorical_keys else "the spec has no categorical key to group records by")
     return reasons
 
 
@@ -114,6 +123,112 @@ def released_categories_check(original: pd.DataFrame, protected: pd.DataFrame, s
     return CheckOutcome(not breaches, found, rule, True)
 
 
+def _l_diversity_applies(spec: SurveySpec) -> bool:
+    """Whether the l-diversity checks run: a sensitive variable, ``risk.l`` and a categorical key."""
+    return bool(spec.categorical_keys and spec.names("sensitive") and spec.risk.l is not None)
+
+
+#: The l-diversity release checks (SPEC §3.6): distinct l-diversity, and entropy l-diversity.
+L_DIVERSITY_CHECKS = ("l_diversity", "entropy_l_diversity")
+
+#: The utility-limit release checks (``limits:``, :class:`~sdc_dagster.spec.UtilityLimits`), with the
+#: keys they need: categorical keys, continuous keys, or two continuous keys (a correlation).
+UTILITY_CHECKS = {"suppression_limit": "categorical", "records_changed_limit": "categorical",
+                  "mean_change_limit": "continuous", "variance_change_limit": "continuous",
+                  "correlation_change_limit": "pairs"}
+
+# check -> (the rows of utility_changes it bounds, the limit's name in limits:, the rule's words)
+UTILITY_RULES = {
+    "suppression_limit": ("suppressed", "max_suppressed_share", "share of each categorical key's values suppressed"),
+    "records_changed_limit": ("records changed", "max_records_changed",
+                              "share of records with a categorical key value suppressed or perturbed"),
+    "mean_change_limit": ("mean", "max_mean_change", "relative change of each continuous key's mean"),
+    "variance_change_limit": ("variance", "max_variance_change", "relative change of each continuous key's variance"),
+    "correlation_change_limit": ("correlation", "max_correlation_change",
+                                 "absolute change of each correlation between continuous keys"),
+}
+
+
+#: The steps that generalise a categorical key (a value released as its merged category or band is
+#: not a changed record for ``records_changed_limit``).
+GENERALISING_METHODS = ("recode", "interval_recode", "top_coding", "bottom_coding")
+
+
+def utility_changes(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec,
+                    plan: Plan | None = None) -> pd.DataFrame:
+    """The per-variable utility figures of a variant (:func:`sdc_dagster.loss.limits.utility_changes`)
+    on the keys it releases and the original records it releases, with each row's ``limit`` (the
+    spec's ``limits:``) and ``used``: |change| / limit (above 1: the limit is exceeded; NaN where the
+    change is undefined). Records changed are counted against the original with ``plan``'s
+    generalising steps of the categorical keys applied (:data:`GENERALISING_METHODS`): a suppressed
+    or perturbed key value is a change, a value released as its merged category is not."""
+    matched = retained_records(original, protected, "variant")
+    released = released_keys(spec, protected)
+    steps = [s for s in (plan.steps if plan is not None else ())
+             if s["method"] in GENERALISING_METHODS and s.get("variable") in spec.categorical_keys]
+    generalised = (apply_plan(matched[spec.categorical_keys], steps, keys=spec.categorical_keys).data
+                   if steps else None)
+    table = loss.utility_changes(matched, protected, spec.categorical_keys, released.continuous,
+                                 generalised=generalised)
+    limits = {rows: getattr(spec.limits, limit) for rows, limit, _ in UTILITY_RULES.values()}
+    table["limit"] = table["measure"].map(limits).astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table["used"] = np.where(table["limit"] > 0, table["change"].abs() / table["limit"],
+                                 np.where(table["change"].abs() > 0, np.inf, 0.0))
+    return table
+
+
+def utility_checks(changes: pd.DataFrame, spec: SurveySpec) -> dict[str, CheckOutcome]:
+    """The utility limits of ``limits:`` as blocking release checks, from a variant's
+    :func:`utility_changes`: each passes when no row of its measure exceeds the limit; ``value`` is
+    the largest absolute change, ``measure`` the variable it concerns, ``figures`` the change of
+    every variable. A change that is undefined (an original mean or variance of 0) is not held
+    against the limit."""
+    checks = {}
+    for name in (c for c in release_check_names(spec) if c in UTILITY_CHECKS):
+        rows_of, limit_name, words = UTILITY_RULES[name]
+        limit = getattr(spec.limits, limit_name)
+        # a correlation's change is on its own [-1, 1] scale, the others are shares
+        bound = f"{limit:g}" if name == "correlation_change_limit" else format_value(limit, "share")
+        rows = changes[changes["measure"] == rows_of]
+        sizes = rows["change"].abs()
+        worst = sizes.idxmax() if sizes.notna().any() else None
+        value = float(sizes[worst]) if worst is not None else 0.0
+        checks[name] = CheckOutcome(
+            passed=bool(value <= limit + 1e-12), value=value,
+            rule=f"{words} at most {bound} (limits.{limit_name})", blocking=True,
+            measure=str(rows.loc[worst, "variable"]) if worst is not None else None,
+            figures={str(v): (None if np.isnan(c) else float(c)) for v, c in zip(rows["variable"], rows["change"])},
+        )
+    return checks
+
+
+def l_diversity_checks(protected: pd.DataFrame, spec: SurveySpec) -> dict[str, CheckOutcome]:
+    """Distinct and entropy l-diversity of the spec's sensitive variables within the released key
+    groups (SPEC §3.6, :func:`sdc_dagster.risk.l_diversity`, sdcMicro's ``ldiversity``: records are
+    grouped by their released key, a suppressed value being a value of its own): ``l_diversity``
+    fails when a record's group holds fewer than ``risk.l`` distinct values of a sensitive variable
+    (blocking); ``entropy_l_diversity`` when exp(entropy) of a group is below l (blocking when
+    ``risk.l_diversity`` is "entropy", a warning otherwise). ``value``: the records below l, summed
+    over the sensitive variables; ``figures``: the count of each."""
+    l, measure = spec.risk.l, spec.risk.l_diversity
+    figures = records_below_l(protected, spec, released_keys(spec, protected).categorical)
+    counts = {"distinct": {}, "entropy": {}}
+    for name, value in figures.items():
+        kind = "entropy" if name.endswith("_records_below_entropy_l") else "distinct"
+        counts[kind][name.removesuffix("_records_below_entropy_l").removesuffix("_records_below_l")] = float(value)
+    checks = {}
+    for name, kind in zip(L_DIVERSITY_CHECKS, ("distinct", "entropy")):
+        found = int(sum(counts[kind].values()))
+        rule = (f"every record's key group holds at least l={l} distinct values of each sensitive variable"
+                if kind == "distinct" else
+                f"every record's key group has an entropy of each sensitive variable of at least log({l})")
+        checks[name] = CheckOutcome(passed=found == 0, value=found, rule=rule,
+                                    blocking=kind == "distinct" or measure == "entropy",
+                                    figures=dict(counts[kind]))
+    return checks
+
+
 
 
 @dataclass(frozen=True)
@@ -123,8 +238,10 @@ class CheckOutcome:
     ``passed``; ``value``: the figure found (a count, a share, the released identifier columns, or
     ``"not evaluated: ..."`` when the check could not be made); ``rule`` in words; ``blocking``:
     a variant failing a blocking check is withheld, a failed non-blocking one is a warning;
-    ``measure``: which linkage gives the value (``linkage_risk`` only); ``figures``: every linkage
-    share behind it (:func:`linkage_figures`, None for NaN), which residual risk reuses.
+    ``measure``: which linkage gives the value (``linkage_risk``) or which variable (the utility
+    limits); ``figures``: every linkage share behind it (``linkage_risk``, :func:`linkage_figures`,
+    which residual risk reuses), the change of every variable (the utility limits) or the records
+    below l of every sensitive variable (l-diversity); None for NaN.
     """
 
     passed: bool
@@ -191,6 +308,14 @@ def release_checks(
       more records in the released files than in ``original`` (:func:`released_categories_check`,
       SPEC §8.2). Needs ``original``.
 
+    * ``l_diversity`` (a spec with a sensitive variable and ``risk.l``): no record whose released key
+      group holds fewer than l distinct values of a sensitive variable (SPEC §3.6);
+      ``entropy_l_diversity`` the same with entropy l-diversity, blocking when ``risk.l_diversity``
+      is "entropy", else a warning (:func:`l_diversity_checks`);
+    * the utility limits of ``limits:`` (:func:`utility_checks`): ``suppression_limit``,
+      ``records_changed_limit`` (with categorical keys), ``mean_change_limit``,
+      ``variance_change_limit`` (with continuous keys), ``correlation_change_limit`` (with two).
+
     Warning (reported, not blocking):
 
     * ``individual_risk``: no record whose individual risk exceeds ``risk.individual_risk_threshold``
@@ -207,6 +332,8 @@ def release_checks(
     plan left missing) fails, its value saying ``not evaluated:`` and why, so that nothing is
     released on a check nobody could make.
     """
+    if original is None:
+        raise ValueError("release_checks: original is required (the utility limits compare the variant with it)")
     checks: dict[str, CheckOutcome] = {}
     released = released_keys(spec, protected)
     threshold = spec.risk.individual_risk_threshold
@@ -229,8 +356,6 @@ def release_checks(
         for name, (rule, blocking) in rules.items():
             checks[name] = CheckOutcome(bool(outcomes[name][0]), outcomes[name][1], rule, blocking)
     if spec.continuous_keys:
-        if original is None:
-            raise ValueError("release_checks: original is required for a spec with continuous keys (linkage_risk)")
         rule = (f"record linkage risk (largest share of records linked to their own original) <= "
                 f"{spec.risk.max_linkage_risk}")
         try:
@@ -252,13 +377,16 @@ def release_checks(
                                                   "no direct identifier column, and no numeric record key unchanged, "
                                                   "is released", True)
     if spec.categorical_keys:
-        if original is None:
-            raise ValueError("release_checks: original is required for a spec with categorical keys "
-                             "(released_categories)")
         checks["released_categories"] = released_categories_check(original, protected, spec, plan)
-    if spec.categorical_keys:  # the warning last, as before
-        checks["individual_risk"] = checks.pop("individual_risk")
-    return checks
+    if _l_diversity_applies(spec):
+        checks.update(l_diversity_checks(protected, spec))
+    try:
+        checks.update(utility_checks(utility_changes(original, protected, spec, plan), spec))
+    except SDCInputError as exc:
+        checks.update({name: CheckOutcome(False, f"not evaluated: {exc}", UTILITY_RULES[name][2], True)
+                       for name in release_check_names(spec) if name in UTILITY_CHECKS})
+    order = release_check_names(spec)
+    return {name: checks[name] for name in order if name in checks}
 
 
 #: One-to-one linkage (an O(n^3) assignment, scipy's linear_sum_assignment) runs in the wave chain on
@@ -331,8 +459,10 @@ def _linkage_measure(figures: dict[str, float]) -> str:
     return "no continuous key released"
 
 
-#: Release checks whose value is a share of the records (a risk), written in % in their outcome.
-SHARE_CHECKS = ("global_risk", "linkage_risk")
+#: Release checks whose value is a share (of the records, of a key's values, or a relative change),
+#: written in % in their outcome.
+SHARE_CHECKS = ("global_risk", "linkage_risk", "suppression_limit", "records_changed_limit", "mean_change_limit",
+                "variance_change_limit")
 
 
 def blocking_failures(checks: dict[str, CheckOutcome]) -> dict[str, str]:

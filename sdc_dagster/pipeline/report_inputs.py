@@ -13,8 +13,9 @@ from pathlib import Path
 import pandas as pd
 
 from sdc_dagster import lineage
+from sdc_dagster.errors import SDCInputError
 from sdc_dagster.pipeline.audit import release_provenance
-from sdc_dagster.pipeline.protection import ProtectedVariant, checks_not_applicable, release_warnings
+from sdc_dagster.pipeline.protection import ProtectedVariant, checks_not_applicable, release_warnings, utility_changes
 from sdc_dagster.pipeline.risk import Contributions, RiskScores
 from sdc_dagster.pipeline.search import PlanSearch
 from sdc_dagster.pipeline.variant import released_keys, retained_records, values_changed
@@ -40,12 +41,14 @@ class WaveEvaluation:
     notes: list[MeasureNote] = field(default_factory=list)
 
 
-def plan_summary(variant: ProtectedVariant, evaluation: WaveEvaluation) -> PlanSummary:
+def plan_summary(variant: ProtectedVariant, evaluation: WaveEvaluation,
+                 utility: pd.DataFrame | None = None) -> PlanSummary:
     """What the report shows of one plan: its steps, residual risk, loss, release checks, the
     release decision (a released plan is linked to its manifest and to the release it supersedes;
     a withheld plan has no link and names the blocking checks it failed), the variables' global
     contributions before and after the plan, the PRAM matrices it used and its provenance
-    (:func:`~sdc_dagster.pipeline.audit.release_provenance`)."""
+    (:func:`~sdc_dagster.pipeline.audit.release_provenance`); ``utility``: its per-variable utility
+    figures against the spec's limits (:func:`~sdc_dagster.pipeline.protection.utility_changes`)."""
     name = variant.name
     loss_summary, loss_per_record = evaluation.loss_summary, evaluation.loss_per_record
     loss_row = loss_summary.loc[name].dropna().to_dict() if name in loss_summary.index else {}
@@ -80,7 +83,17 @@ def plan_summary(variant: ProtectedVariant, evaluation: WaveEvaluation) -> PlanS
         contributions=moved,
         pram_matrices=dict(variant.matrices),
         provenance=provenance,
+        utility=utility,
     )
+
+
+def _utility_or_none(original: pd.DataFrame, variant: ProtectedVariant, spec: SurveySpec) -> pd.DataFrame | None:
+    """:func:`~sdc_dagster.pipeline.protection.utility_changes`, or None where the variant's figures
+    cannot be computed (its utility-limit checks then failed, saying why)."""
+    try:
+        return utility_changes(original, variant.data, spec, variant.plan)
+    except SDCInputError:
+        return None
 
 
 def suppressions_by_key(original: pd.DataFrame, protected: dict[str, pd.DataFrame], keys: list[str]) -> pd.DataFrame:
@@ -167,7 +180,8 @@ def report_inputs(
     (:func:`~sdc_dagster.sources.value_labels`) the report shows next to the codes; ``run``: the run
     (:func:`run_info`) its header shows. The sign-off block is pre-filled with the spec's ``report:``
     names. The report lists the measure notes of the risk, contribution and loss stages."""
-    plans = {name: plan_summary(variant, evaluation) for name, variant in variants.items()}
+    plans = {name: plan_summary(variant, evaluation, _utility_or_none(original, variant, spec))
+             for name, variant in variants.items()}
     keys = released_keys(spec, original).categorical
     protected = {name: variant.data for name, variant in variants.items()}
     metadata = wave_labels(source, spec) if source is not None and protected else None

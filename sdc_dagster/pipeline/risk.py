@@ -90,6 +90,36 @@ def risk_table(data: pd.DataFrame, keys: list[str], *, weight=None, household=No
     return risk.risk_table(data, keys, weight=weight, household=household, con=con, frequencies=frequencies)
 
 
+def diversity_l(spec: SurveySpec) -> int:
+    """The l the report counts l-diversity against: the spec's ``risk.l``, 2 when it declares none
+    (a key group whose records all share one value of the sensitive variable)."""
+    return spec.risk.l if spec.risk.l is not None else 2
+
+
+def records_below_l(frame: pd.DataFrame, spec: SurveySpec, keys: list[str],
+                    table: pd.DataFrame | None = None) -> dict[str, int]:
+    """Per sensitive variable v of the spec that ``frame`` holds, the records whose key group (the
+    released ``keys``) holds fewer than l distinct values of v (``<v>_records_below_l``) and whose
+    group's entropy l-diversity is below l (``<v>_records_below_entropy_l``), l by
+    :func:`diversity_l` (SPEC §3.6, sdcMicro's ``ldiversity``); empty without keys or sensitive
+    variables. ``table``: the risk stage's table of ``frame`` with its ``ldiversity_<v>_*`` columns,
+    read instead of computed again."""
+    sensitive = [v for v in spec.names("sensitive") if v in frame.columns]
+    if not keys or not sensitive:
+        return {}
+    if table is not None and all(f"ldiversity_{v}_distinct" in table.columns for v in sensitive):
+        scores = table[[f"ldiversity_{v}_{m}" for v in sensitive for m in ("distinct", "entropy")]].rename(
+            columns=lambda c: c.removeprefix("ldiversity_"))
+    else:
+        scores = risk.l_diversity(frame, keys, sensitive, recursive_c=spec.risk.recursive_c)
+    l = diversity_l(spec)
+    figures = {}
+    for v in sensitive:
+        figures[f"{v}_records_below_l"] = int((scores[f"{v}_distinct"] < l).sum())
+        figures[f"{v}_records_below_entropy_l"] = int((scores[f"{v}_entropy"] < l - 1e-9).sum())
+    return figures
+
+
 @dataclass(frozen=True, eq=False)  # frames have no truth value: compared by identity
 class RiskScores:
     """The risk of the original wave, computed once and passed on to every later stage.
@@ -156,8 +186,6 @@ def risk_scores(
         diversity = risk.l_diversity(data, keys, sensitive, recursive_c=spec.risk.recursive_c, con=con)
         diversity.columns = [f"ldiversity_{c}" for c in diversity.columns]
         table = table.join(diversity)
-        for v in sensitive:
-            figures[f"{v}_records_below_l"] = int((diversity[f"ldiversity_{v}_distinct"] < spec.risk.l).sum())
     elif keys:
         notes.append(MeasureNote("l_diversity", "the spec names no sensitive variable present in the wave"))
     continuous = spec.continuous_keys

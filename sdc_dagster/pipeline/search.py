@@ -25,12 +25,17 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
 
    The search is exhaustive when every node is evaluated; a time budget (``search.budget_seconds``)
    stops it early, and the result says so (``exhaustive``, ``bound``).
-3. **Front.** The candidates meeting the target (k-anonymity and global risk) that no other beats on
+3. **Front.** The candidates meeting the target (k-anonymity, global risk, and the constraints the
+   node's codes show: l-diversity of the sensitive variables when the spec asks it, SPEC §3.6, and
+   the share of each key's values suppressed, ``limits.max_suppressed_share``) that no other beats on
    both global risk and loss, from the least loss up to the least loss meeting the stricter target.
 4. **Confirmation.** Front candidates are run as ordinary plans (:func:`sdc_dagster.pipeline.protection.protect`,
    so the release replays them byte for byte) with the continuous keys' candidate steps, weakest
    first, until :func:`sdc_dagster.pipeline.protection.release_checks` has no blocking failure; the loss is then
-   :func:`sdc_dagster.pipeline.evaluation.headline_loss` of the released variant. The recommended candidate is the
+   :func:`sdc_dagster.pipeline.evaluation.headline_loss` of the released variant. The release checks
+   include the utility limits (``limits:``: suppression, records changed, the change of means,
+   variances and correlations), so a candidate outside them is never confirmed nor recommended.
+   The recommended candidate is the
    confirmed one with the least loss (named :data:`SEARCHED_PLAN`); the runner-up the next. When no
    front candidate passes (the linkage through the released keys, say), the rest of the lattice is
    evaluated and the candidates beyond the front are confirmed in loss order.
@@ -54,11 +59,11 @@ from sdc_dagster.keys import category_codes, renumbered_digits
 from sdc_dagster.protect.plan import PlanResult
 from sdc_dagster.protect.plan_search import pareto_front
 from sdc_dagster.search_space import KeyHierarchy, continuous_steps, search_space
-from sdc_dagster.protect.suppression import risk_suppression, suppress_codes_to_k
+from sdc_dagster.protect.suppression import codes_below_l, risk_suppression, suppress_codes_to_k
 from sdc_dagster.risk.categorical import risk_from_frequencies
 from sdc_dagster.spec import SEARCHED_PLAN, Plan, SurveySpec
 from sdc_dagster.pipeline.evaluation import headline_loss
-from sdc_dagster.pipeline.protection import CheckOutcome, blocking_failures, protect, release_checks
+from sdc_dagster.pipeline.protection import UTILITY_CHECKS, CheckOutcome, blocking_failures, protect, release_checks
 from sdc_dagster.validation import weight_values
 
 #: The name of the recommended plan as a protected variant.
@@ -98,7 +103,12 @@ class SearchCandidate:
     (k-anonymity and the global-risk target), ``checks`` (:func:`sdc_dagster.pipeline.protection.release_checks`
     outcomes after confirmation; empty before), ``levels`` (the level of each categorical key),
     ``protected`` (the confirmed plan's protection, kept for the first of the ranked front only:
-    the searched variant is then not protected again).
+    the searched variant is then not protected again), ``l_violations`` (records whose released key
+    group is not l-diverse, :func:`_records_below_l`; 0 when the spec asks no l-diversity) and
+    ``suppressed_share`` (the largest share of a key's observed values suppressed, bounded by
+    ``limits.max_suppressed_share``). ``reaches_target`` asks k-anonymity, the global-risk target,
+    l-diversity and the suppression limit: the constraints a node's codes show; the other utility
+    limits are release checks of the confirmation.
     """
 
     plan: Plan
@@ -110,6 +120,8 @@ class SearchCandidate:
     reaches_target: bool
     checks: dict[str, CheckOutcome] = field(default_factory=dict)
     levels: tuple[int, ...] = ()
+    l_violations: int = 0
+    suppressed_share: float = 0.0
     protected: PlanResult | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -174,6 +186,8 @@ def _step_text(step: dict) -> str:
         return f"local suppression k={step['k']}"
     if method == "risk_suppression":
         return f"risk suppression above {step['threshold']:.4g}"
+    if method == "diversity_suppression":
+        return f"suppression to {step['l']}-diversity"
     extra = ", ".join(f"{k}={v}" for k, v in step.items() if k in ("k", "p", "amount"))
     return f"{method} {extra}".strip()
 
@@ -210,6 +224,9 @@ class _Lattice:
                 coded.append((level_codes[:, 0], int(radix[0])))
             self.values[key] = arrays
             self.codes[key] = coded
+        # the sensitive variables' codes (from 0, -1 missing), when the spec asks l-diversity
+        sensitive = [v for v in spec.names("sensitive") if v in data.columns] if spec.risk.l is not None else []
+        self.sensitive = {v: category_codes(data[v])[0] - 1 for v in sensitive} if self.keys else {}
 
     def digits(self, node: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """The node's key digits and radices (:func:`~sdc_dagster.keys.key_digits` of its keys)."""
@@ -256,8 +273,12 @@ def _node_plan(space: dict[str, KeyHierarchy], node: tuple[int, ...], suppressio
             words.append(f"{key}: {hierarchy.levels[level].words}")
     for step in suppression:
         steps.append(step)
-        words.append(f"local suppression to {step['k']}-anonymity" if step["method"] == "local_suppression" else
-                     f"suppression of key values of records with individual risk above {step['threshold']:.4g}")
+        if step["method"] == "local_suppression":
+            words.append(f"local suppression to {step['k']}-anonymity")
+        elif step["method"] == "diversity_suppression":
+            words.append(f"suppression of the keys of records in key groups that are not {step['l']}-diverse")
+        else:
+            words.append(f"suppression of key values of records with individual risk above {step['threshold']:.4g}")
     if continuous is not None:
         steps.append(continuous)
         words.append(_step_text(continuous) + " of the continuous keys")
@@ -490,6 +511,19 @@ def _risks(f: np.ndarray, F: np.ndarray, weight: str | None, k: int) -> tuple[in
                                                                          weight=weight or "weight"), name="risk")
 
 
+def _records_below_l(lattice: _Lattice, digits: np.ndarray, radices: np.ndarray, spec: SurveySpec) -> int:
+    """Records whose key group (of the keys coded by ``digits``, a suppressed value a value of its
+    own, as :func:`~sdc_dagster.risk.l_diversity` groups them) holds fewer than ``risk.l`` distinct
+    values of a sensitive variable, or an entropy below log(l) when ``risk.l_diversity`` is
+    "entropy" (SPEC §3.6, :func:`~sdc_dagster.protect.suppression.codes_below_l`; exp(entropy) never
+    exceeds the distinct count, so the entropy rule implies the distinct one): the blocking
+    l-diversity of the release checks. 0 when the spec asks none."""
+    if not lattice.sensitive:
+        return 0
+    return int(codes_below_l(digits, radices, list(lattice.sensitive.values()), l=spec.risk.l,
+                             entropy=spec.risk.l_diversity == "entropy").sum())
+
+
 def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: dict[str, KeyHierarchy],
               node: tuple[int, ...], is_anonymous: bool, recode_loss: float,
               checked: tuple[tuple[np.ndarray, np.ndarray], IncrementalCompatibleCounts] | None = None
@@ -543,10 +577,25 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
         frame = risk_suppression(lattice.frame(node, digits), keys, threshold=step["threshold"], weight=lattice.weight)
         digits = np.where(frame[keys].isna().to_numpy(), 0, digits)
         violations, risks = _risks(*lattice.frequencies(*renumbered_digits(digits)), lattice.weight, k)
+    if keys and allowed and lattice.sensitive:
+        # the records of key groups that are not l-diverse lose every key value (ARX's record
+        # suppression; the suppression limit bounds how many)
+        below = codes_below_l(digits, radices, list(lattice.sensitive.values()), l=spec.risk.l,
+                              entropy=spec.risk.l_diversity == "entropy")
+        if below.any():
+            step = {"method": "diversity_suppression", "sensitive": list(lattice.sensitive), "l": spec.risk.l,
+                    **({"entropy": True} if spec.risk.l_diversity == "entropy" else {})}
+            suppression.append(step)
+            digits = digits.copy()
+            digits[below] = 0
+            violations, risks = _risks(*lattice.frequencies(*renumbered_digits(digits)), lattice.weight, k)
     changed = []  # the keys the node releases changed: recoded, or with a value suppressed
+    below_l, suppressed_share = 0, 0.0
     if keys:
         hidden = (digits == 0) & (recoded > 0)
         suppressed = int(np.count_nonzero(hidden))
+        suppressed_share = float((hidden.sum(axis=0) / np.maximum((recoded > 0).sum(axis=0), 1)).max())
+        below_l = _records_below_l(lattice, digits, radices, spec)
         changed = [key for key, level, hit in zip(keys, node, hidden.any(axis=0)) if level > 0 or hit]
     if suppressed or spec.search.loss == "topsis":
         released = data.copy(deep=False)
@@ -560,7 +609,9 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
     plan = _node_plan(space, node, suppression, k, None, "node_" + "_".join(map(str, node)))
     return SearchCandidate(
         plan=plan, global_risk=global_risk, k_violations=violations, linkage_risk=np.nan, loss=float(loss),
-        suppressed=suppressed, reaches_target=violations == 0 and global_risk <= target, levels=node,
+        suppressed=suppressed, levels=node, l_violations=below_l, suppressed_share=suppressed_share,
+        reaches_target=(violations == 0 and global_risk <= target and below_l == 0
+                        and suppressed_share <= spec.limits.max_suppressed_share + 1e-12),
     )
 
 
@@ -576,11 +627,13 @@ def _search_loss(data: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, 
 
 def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool],
                      finish: Callable) -> SearchCandidate:
-    """The weakest step of one method's chain (weakest first) whose plan passes the release checks,
-    found by bisection on the assumption that a stronger step of the same method passes when a weaker
-    one does (a larger microaggregation k, swap window or noise); the strongest step's failing
-    candidate when none passes (the middle step's when the time budget ends before the strongest
-    is run).
+    """The weakest step of one method's chain (weakest first) whose plan passes the risk checks (every
+    blocking release check but the utility limits, :func:`_passes_risk_checks`), found by bisection
+    on the assumption that a stronger step of the same method passes them when a weaker one does (a
+    larger microaggregation k, swap window or noise); the strongest step's failing candidate when
+    none passes (the middle step's when the time budget ends before the strongest is run). The step
+    returned may still fail a utility limit (a stronger one would lose more): then no step of the
+    chain passes both, and :func:`_confirm` tries the next method.
 
     The bisection starts at the middle step: when it passes, the strongest step passes too (by that
     assumption) and is not run; only when it fails is the strongest step run, to learn whether any
@@ -602,7 +655,7 @@ def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool]
     failing, passing = -1, len(chain) - 1
     if passing > 0:
         middle = (failing + passing) // 2
-        if attempt(middle).confirmed:
+        if _passes_risk_checks(attempt(middle)):
             passing = middle
         else:
             failing = middle
@@ -610,17 +663,24 @@ def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool]
         if failing >= 0 and over_budget():
             return finish(results[failing], kept[failing])
         kept.clear()  # the failing middle is not returned now
-        if not attempt(passing).confirmed:
+        if not _passes_risk_checks(attempt(passing)):
             return finish(results[passing], kept[passing])
     keep_only(passing)
     while passing - failing > 1 and not over_budget():
         middle = (failing + passing) // 2
-        if attempt(middle).confirmed:
+        if _passes_risk_checks(attempt(middle)):
             passing = middle
         else:
             failing = middle
         keep_only(passing)
     return finish(results[passing], kept[passing])
+
+
+def _passes_risk_checks(candidate: SearchCandidate) -> bool:
+    """Whether a candidate's release checks ran and none failed but the utility limits: what a
+    stronger step of one method keeps passing. The utility limits go the other way (a stronger step
+    loses more), so the weakest step passing the risk checks is the one that can also pass them."""
+    return bool(candidate.checks) and not set(blocking_failures(candidate.checks)) - set(UTILITY_CHECKS)
 
 
 def _confirm(data, spec, space, front, wave, start, say):
@@ -654,7 +714,8 @@ def _confirm(data, spec, space, front, wave, start, say):
         if over_budget() or (not needed and (stricter_done or candidate.global_risk > stricter_target)):
             confirmed.append(candidate)  # cannot be recommended, runner-up nor the stricter plan, or no time
             continue
-        suppression = [s for s in candidate.plan.steps if s["method"] in ("local_suppression", "risk_suppression")]
+        suppression = [s for s in candidate.plan.steps
+                       if s["method"] in ("local_suppression", "risk_suppression", "diversity_suppression")]
         prefixes = {}  # the candidate's protection without its continuous step, of the ladder tried now
 
         def run(option, candidate=candidate, suppression=suppression, prefixes=prefixes):
@@ -689,7 +750,7 @@ def _confirm(data, spec, space, front, wave, start, say):
             # continuous step, and Gower linkage finds them through the keys: suppress to a larger k
             if over_budget():
                 break
-            ladder = [stronger, *(s for s in suppression if s["method"] == "risk_suppression")]
+            ladder = [stronger, *(s for s in suppression if s["method"] != "local_suppression")]
             result = _weakest_passing(chains[0], lambda option, ladder=ladder: run(option, suppression=ladder),
                                       over_budget, finish)
             if result.confirmed:
@@ -711,9 +772,9 @@ SUPPRESSION_LADDER = (2, 3, 4)
 
 def _stronger_suppressions(spec: SurveySpec, result: SearchCandidate) -> list[dict]:
     """Local suppression to 2k, 3k, 4k (:data:`SUPPRESSION_LADDER`) for a candidate whose only failed
-    blocking check is ``linkage_risk`` on a spec with categorical keys and local suppression
-    allowed; nothing otherwise."""
-    failed = set(blocking_failures(result.checks)) if result.checks else set()
+    blocking risk check is ``linkage_risk`` (utility limits aside) on a spec with categorical keys and
+    local suppression allowed; nothing otherwise."""
+    failed = set(blocking_failures(result.checks)) - set(UTILITY_CHECKS) if result.checks else set()
     if failed != {"linkage_risk"} or not spec.categorical_keys or "local_suppression" not in spec.search.methods:
         return []
     return [_suppression_step(factor * spec.risk.k) for factor in SUPPRESSION_LADDER]

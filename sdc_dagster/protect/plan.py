@@ -44,7 +44,12 @@ from sdc_dagster.protect.recode import (
 )
 from sdc_dagster.protect.rounding import rounding
 from sdc_dagster.protect.subsampling import subsample
-from sdc_dagster.protect.suppression import LOCAL_SUPPRESSION_METHODS, local_suppression, risk_suppression
+from sdc_dagster.protect.suppression import (
+    LOCAL_SUPPRESSION_METHODS,
+    diversity_suppression,
+    local_suppression,
+    risk_suppression,
+)
 
 
 def remove_variables(data: pd.DataFrame, variables: Sequence[str]) -> pd.DataFrame:
@@ -60,6 +65,7 @@ PLAN_METHODS: dict[str, Callable[..., Any]] = {
     "bottom_coding": bottom_coding,
     "local_suppression": local_suppression,
     "risk_suppression": risk_suppression,
+    "diversity_suppression": diversity_suppression,
     "pram": pram,
     "microaggregation": microaggregation,
     "noise": add_noise,
@@ -86,6 +92,7 @@ _PARAMETER_KINDS: dict[str, dict[str, Any]] = {
     "risk_suppression": {
         "keys": "columns", "risk": ("individual",), "threshold": "number", "weight": "column", "importance": "columns",
     },
+    "diversity_suppression": {"keys": "columns", "sensitive": "columns", "l": "int", "entropy": "bool"},
     "pram": {
         "variable": "column", "matrix": "matrix", "retention": "retention", "nearest": "int",
         "invariant": "bool", "categories": "list", "min_retention": "number", "alpha": "number",
@@ -115,7 +122,7 @@ _VARIANT = "kind"
 _SUPPLIED = {"data", "random_state"}
 # Methods whose ``keys`` default to the plan's key variables (the categorical keys; a spec without
 # categorical keys cannot use them).
-KEYED_METHODS = {"local_suppression", "risk_suppression"}
+KEYED_METHODS = {"local_suppression", "risk_suppression", "diversity_suppression"}
 
 
 #: Methods that compute new values (group means, noise): where such a step writes into a column whose

@@ -81,11 +81,13 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
-from sdc_dagster.keys import check_mask_width, key_digits, pack_codes
+from sdc_dagster.frequencies import distinct_digit_keys
+from sdc_dagster.keys import category_codes, check_mask_width, key_digits, pack_codes
 from sdc_dagster.protect.strata import stratum_codes, stratum_members
 from sdc_dagster.protect.suppression_sdcmicro import sdcmicro_suppress_to_k
 from sdc_dagster.risk.categorical import risk_from_frequencies
-from sdc_dagster.validation import weight_values
+from sdc_dagster.risk.diversity import group_l_diversity
+from sdc_dagster.validation import check_scalar, weight_values
 
 # Suppression sets enumerated per record at most (beyond: the cheapest ones, then all present keys).
 _MAX_SETS = 256
@@ -625,3 +627,58 @@ def _callable_risk_suppression(data, keys, risk, threshold, order, digits) -> pd
         ranked = current[risky][:, order] > 0
         first = np.asarray(order)[ranked.argmax(axis=1)]
         current[risky, first] = 0
+
+
+# --------------------------------------------------------------------------------------------
+# suppression to l-diversity
+# --------------------------------------------------------------------------------------------
+
+
+def codes_below_l(digits: np.ndarray, radices: np.ndarray, sensitive: Sequence[np.ndarray], *, l: int,
+                  entropy: bool = False) -> np.ndarray:
+    """Per record, whether its key group (records with the same key ``digits``, 0 = missing being a
+    value of its own, as sdcMicro's ``ldiversity`` groups them) holds fewer than ``l`` distinct
+    values of one of the ``sensitive`` variables (category codes from 0, -1 missing;
+    :func:`~sdc_dagster.risk.group_l_diversity`), or with ``entropy`` an entropy l-diversity below
+    l (SPEC §3.6)."""
+    groups = distinct_digit_keys(digits, radices)
+    column = "entropy" if entropy else "distinct"
+    below = np.zeros(len(digits), dtype=bool)
+    for codes in sensitive:
+        below |= (group_l_diversity(groups.record_key, len(groups.count), codes)[column] < l - 1e-9).to_numpy()
+    return below
+
+
+def diversity_suppression(data: pd.DataFrame, keys: Sequence[str], sensitive: Sequence[str] | str, *, l: int,
+                          entropy: bool = False) -> pd.DataFrame:
+    """Suppress every key value of the records whose key group is not l-diverse in a sensitive
+    variable (SPEC §3.6; :func:`codes_below_l`), as ARX suppresses the records of a class that
+    violates its privacy model (Prasser et al., "ARX: a comprehensive tool for anonymizing biomedical
+    data", 2014): the suppressed records form one group, all keys missing, which is l-diverse
+    whenever they hold at least l sensitive values between them. Groups that are l-diverse are left
+    as they are. Run after local suppression to k-anonymity; a record with every key missing matches
+    any key (SPEC §2.4), so k-anonymity is kept.
+
+    Parameters
+    ----------
+    data : the microdata; not modified.
+    keys : the categorical key variables (grouped as released, a missing value a value of its own).
+    sensitive : the sensitive variables (one or a list).
+    l : the least number of distinct sensitive values of a group (an integer >= 1).
+    entropy : require entropy l-diversity (exp of the group's entropy at least l) instead.
+
+    Returns
+    -------
+    A copy of ``data`` with the keys of the records of non-l-diverse groups missing.
+    """
+    keys = _prepare(data, keys, 1)
+    sensitive = require_columns(data, [sensitive] if isinstance(sensitive, str) else list(sensitive),
+                                role="sensitive variable")
+    l = check_scalar(l, "l", integer=True, low=1)
+    if len(data) == 0:
+        return data.copy()
+    digits, radices = key_digits(data, keys)
+    codes = [category_codes(data[v])[0] - 1 for v in sensitive]
+    suppressed = digits.copy()
+    suppressed[codes_below_l(digits, radices, codes, l=l, entropy=entropy)] = 0
+    return apply_suppression(data, keys, suppressed, digits)

@@ -15,7 +15,7 @@ from sdc_dagster.protect.recode import interval_labels as protect_interval_label
 from sdc_dagster.report.categories import category_counts, category_sort_key
 from sdc_dagster.report.decision import Recommendation, pareto_optimal, recommend_plan
 from sdc_dagster.report.inputs import ReportInputs
-from sdc_dagster.report.measures import format_value, measure_info
+from sdc_dagster.report.measures import format_value, is_missing, measure_info
 from sdc_dagster.report.plots import (
     boxplot_svg,
     grouped_bars_svg,
@@ -28,7 +28,8 @@ _TOPSIS_STATISTICS = ("n", "min", "q1", "median", "mean", "q3", "max", "cv", "sk
                       "shapiro_w", "shapiro_p", "ks_d", "ks_p", "cvm_w2", "cvm_p", "ad_a2", "ad_p")
 
 _METHOD_LABELS = {
-    "local_suppression": "Local suppression", "pram": "PRAM", "microaggregation": "Microaggregation",
+    "local_suppression": "Local suppression", "diversity_suppression": "Suppression to l-diversity",
+    "pram": "PRAM", "microaggregation": "Microaggregation",
     "recode": "Global recoding", "global_recode": "Global recoding", "interval_recode": "Global recoding into intervals",
     "top_code": "Top coding", "bottom_code": "Bottom coding", "noise": "Noise addition", "rounding": "Rounding",
     "rank_swap": "Rank swapping", "record_swap": "Targeted record swapping", "subsample": "Subsampling",
@@ -246,6 +247,9 @@ def report_plots(inputs: ReportInputs) -> dict[str, bytes]:
         plots["combined_risk_histogram"] = combined
     plots.update({f"{value}_boxplot": chart for value, chart in contribution_boxplots(inputs).items()})
     plots.update({f"contributions_{name}": chart for name, chart in contribution_change_plots(inputs).items()})
+    suda = suda_histogram(inputs)
+    if suda is not None:
+        plots["suda_histogram"] = suda
     if inputs.plans:
         plots["topsis_histograms"] = topsis_histograms(inputs)
         plots["risk_utility_map"] = risk_utility_map(inputs)
@@ -399,3 +403,101 @@ def contributions_side_by_side(inputs: ReportInputs) -> pd.DataFrame | None:
         for name, frame in frames.items():
             columns[f"{value} after {name}"] = frame[f"{value}_after"]
     return pd.DataFrame(columns).rename_axis("variable")
+
+
+# --- losses in words, binding limits, measures that do not discriminate, SUDA ----------------------
+
+
+def _signed_percent(change: float) -> str:
+    """A signed relative change in percent, three significant digits: "+8 %", "-36.3 %"."""
+    return ("+" if change > 0 else "") + format_value(change, "share")
+
+
+def loss_words(row) -> str:
+    """One row of a plan's utility figures (:attr:`~sdc_dagster.report.PlanSummary.utility`) in
+    words: "age: 12 % suppressed", "18 % of records with a categorical key suppressed or perturbed", "mean of savings +8 %",
+    "variance of income -36.3 %", "correlation income–expend 0.71 → 0.52"."""
+    if row["measure"] == "suppressed":
+        return f"{row['variable']}: {format_value(row['change'], 'share')} suppressed"
+    if row["measure"] == "records changed":
+        return f"{format_value(row['change'], 'share')} of records with a categorical key suppressed or perturbed"
+    if row["measure"] == "correlation":
+        return f"correlation {row['variable']} {row['before']:.2f} → {row['after']:.2f}"
+    return f"{row['measure']} of {row['variable']} {_signed_percent(row['change'])}"
+
+
+def worst_losses(utility: pd.DataFrame | None, count: int = 3) -> list[str]:
+    """The ``count`` largest per-variable losses of a plan, in words (:func:`loss_words`), the
+    largest share of its limit first (``used``); losses that are 0 are left out."""
+    if utility is None or utility.empty:
+        return []
+    rows = utility[(utility["change"].abs() > 1e-12) & utility["used"].notna()]
+    rows = rows.sort_values("used", ascending=False, kind="stable").head(count)
+    return [loss_words(row) for _, row in rows.iterrows()]
+
+
+def binding_limits(inputs: ReportInputs) -> list[str]:
+    """When no plan is releasable: each utility limit that every plan with utility figures exceeds,
+    with the plan that comes closest and by how much, in words ("variance of income -36.3 % against
+    at most 20 % (1.8 times the limit) in suppress_k3, the closest plan"). Empty when a plan is
+    releasable or no limit binds every plan."""
+    tables = {name: plan.utility for name, plan in inputs.plans.items() if plan.utility is not None}
+    if not tables or any(plan.releasable for plan in inputs.plans.values()):
+        return []
+    sentences = []
+    for measure in dict.fromkeys(m for table in tables.values() for m in table["measure"]):
+        worst = {name: table[table["measure"] == measure].sort_values("used", ascending=False).iloc[0]
+                 for name, table in tables.items() if (table["measure"] == measure).any()}
+        if len(worst) < len(tables) or not all(row["used"] > 1 + 1e-12 for row in worst.values()):
+            continue
+        closest, row = min(worst.items(), key=lambda item: item[1]["used"])
+        limit = format_value(row["limit"], "share") if measure != "correlation" else f"{row['limit']:.2g}"
+        sentences.append(f"{loss_words(row)} against at most {limit} ({row['used']:.2g} times the limit) in "
+                         f"{closest}, the closest plan")
+    return sentences
+
+
+def same_for_every_plan(inputs: ReportInputs, name: str, values: dict[str, dict]) -> bool:
+    """Whether measure ``name`` has one value for every plan (at least two plans with a value):
+    a measure that cannot tell the plans apart, which the report flags ("does not discriminate")."""
+    numbers = [float(v[name]) for plan, v in values.items() if plan != "original" and name in v
+               and not is_missing(v[name])]
+    return len(numbers) >= 2 and np.allclose(numbers, numbers[0], rtol=1e-9, atol=0.0)
+
+
+#: The DIS-SUDA score intervals sdcMicro's ``print.suda2`` counts the records in.
+DIS_SUDA_BREAKS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+
+
+def suda_summary(risk_per_record: pd.DataFrame) -> pd.DataFrame | None:
+    """SUDA2's scores of the unprotected wave (SPEC §3.8; Elliot, Manning & Ford 2002) as sdcMicro's
+    ``print.suda2`` summarises them: the records per interval of the DIS-SUDA score ("= 0",
+    "(0, 0.1]", ..., "> 0.7"), the SUDA scores' mean and maximum in it, and the records in it or a
+    higher one (above a threshold). None when the risk table has no SUDA scores."""
+    if "suda_dis_score" not in risk_per_record.columns or risk_per_record["suda_dis_score"].isna().all():
+        return None
+    dis, score = risk_per_record["suda_dis_score"], risk_per_record["suda_score"]
+    rows = {"= 0": dis == 0}
+    for low, high in zip(DIS_SUDA_BREAKS[:-1], DIS_SUDA_BREAKS[1:]):
+        rows[f"({low:g}, {high:g}]"] = (dis > low) & (dis <= high)
+    rows[f"> {DIS_SUDA_BREAKS[-1]:g}"] = dis > DIS_SUDA_BREAKS[-1]
+    table = pd.DataFrame({
+        "records": {label: int(mask.sum()) for label, mask in rows.items()},
+        "SUDA score, mean": {label: float(score[mask].mean()) if mask.any() else np.nan for label, mask in rows.items()},
+        "SUDA score, max": {label: float(score[mask].max()) if mask.any() else np.nan for label, mask in rows.items()},
+    })
+    table["records in this interval or above"] = table["records"][::-1].cumsum()[::-1]
+    return table.rename_axis("DIS-SUDA score")
+
+
+def suda_histogram(inputs: ReportInputs) -> bytes | None:
+    """SVG histogram of the DIS-SUDA scores of the records with a special unique (score > 0);
+    None without SUDA scores or without any record above 0."""
+    if "suda_dis_score" not in inputs.risk_per_record.columns:
+        return None
+    positive = inputs.risk_per_record["suda_dis_score"]
+    positive = positive[positive > 0]
+    if positive.empty:
+        return None
+    return histogram_svg(positive, f"DIS-SUDA scores of the {len(positive):,} records with a minimal sample unique",
+                         xlabel="DIS-SUDA score")

@@ -20,11 +20,14 @@ from sdc_dagster.files import write_atomic
 from sdc_dagster.report.categories import normal_labels
 from sdc_dagster.report.decision import RECOMMENDATION_RULE
 from sdc_dagster.report.content import (
+    binding_limits,
     distribution_tables,
     plan_points,
     recommendation,
     step_sentence,
+    suda_summary,
     topsis_summary_table,
+    worst_losses,
 )
 from sdc_dagster.report.header import header_fields, sign_off_fields
 from sdc_dagster.report.html import render_report
@@ -66,7 +69,8 @@ def report_data(inputs: ReportInputs, topsis: pd.DataFrame | None = None,
     """Every figure of the report as plain JSON types, for other tools: the decision (rule,
     recommendation, plan points), the risk before protection (and the summary of the per-record
     risk), each plan's residual risk, loss, TOPSIS summary, checks, steps (records and
-    sentences), contributions, PRAM matrices and provenance, the
+    sentences), contributions, PRAM matrices, provenance, per-variable utility figures and worst
+    losses in words, the limits no plan meets, SUDA2's DIS-SUDA intervals, the
     description of every measure, the suppressions, unsafe combinations, distributions and the measures left out
     or limited (``measure_notes``). ``topsis``, ``distributions``: as for
     :func:`~sdc_dagster.report.html.render_report`."""
@@ -87,6 +91,7 @@ def report_data(inputs: ReportInputs, topsis: pd.DataFrame | None = None,
             "topsis_summary": topsis_table.get(name),
             "contributions": plan.contributions, "pram_matrices": plan.pram_matrices,
             "provenance": plan.provenance, "release": plan.release,
+            "utility": plan.utility, "worst_losses": worst_losses(plan.utility),
         }
     tables = distribution_tables(inputs) if distributions is None else distributions
     distributions = {
@@ -104,7 +109,9 @@ def report_data(inputs: ReportInputs, topsis: pd.DataFrame | None = None,
         "design": inputs.design,
         "risk_measure": inputs.risk_measure, "loss_measure": inputs.loss_measure,
         "decision": {"rule": RECOMMENDATION_RULE, "recommended": chosen.plan, "reason": chosen.reason,
-                     "pareto": chosen.pareto, "tied": chosen.tied, "points": points},
+                     "pareto": chosen.pareto, "tied": chosen.tied, "points": points,
+                     "binding_limits": binding_limits(inputs)},
+        "suda": suda_summary(inputs.risk_per_record),
         "risk_before": inputs.risk_before,
         "risk_per_record_summary": inputs.risk_per_record.describe(),
         "plans": plans,

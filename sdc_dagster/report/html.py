@@ -17,6 +17,7 @@ import pandas as pd
 
 from sdc_dagster.report.categories import category_text, normal_labels
 from sdc_dagster.report.content import (
+    binding_limits,
     category_shares,
     check_inputs,
     contributions_side_by_side,
@@ -29,8 +30,11 @@ from sdc_dagster.report.content import (
     report_plots,
     risk_measures,
     risk_target,
+    same_for_every_plan,
     step_sentence,
+    suda_summary,
     topsis_summary_table,
+    worst_losses,
 )
 from sdc_dagster.report.decision import RECOMMENDATION_RULE, Recommendation, recommend_plan
 from sdc_dagster.report.header import header_html, sign_off_html, with_contents
@@ -136,7 +140,8 @@ def _decision_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recomm
     verdict = (f"Recommended plan: <strong>{html.escape(chosen.plan)}</strong>" if chosen.plan
                else "<strong>No plan is recommended</strong>")
     parts.append(f'<div class="{box}"><p>{verdict}. {html.escape(chosen.reason)}</p>'
-                 f'<p class="rule">Rule: {html.escape(RECOMMENDATION_RULE)}</p></div>')
+                 + _losses_in_words(inputs, chosen)
+                 + f'<p class="rule">Rule: {html.escape(RECOMMENDATION_RULE)}</p></div>')
     if inputs.search is not None:
         parts.append(f"<p>{html.escape(search_sentence(inputs))}</p>")
     parts.append(_risk_before(inputs))
@@ -150,8 +155,12 @@ def _decision_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recomm
             "utility (1 - loss)": format_value(points.loc[name, "utility"], "index"),
             "blocking checks": "passed" if plan.releasable else f"failed: {failed}",
             "warnings": "; ".join(f"{c}: {why}" for c, why in plan.warnings.items()) or "none",
+            "worst losses": "; ".join(worst_losses(plan.utility)) or "none",
             "Pareto-optimal": "yes" if points.loc[name, "pareto"] else "no",
         }
+    if all(plan.utility is None for plan in inputs.plans.values()):  # no utility figures (a report of
+        for row in rows.values():                                     # stored values from before them)
+            del row["worst losses"]
     plans = pd.DataFrame.from_dict(rows, orient="index").rename_axis("plan")
     parts.append(html_table(plans, caption=f"Each plan: residual {measure_info(inputs.risk_measure).label.lower()}, "
                                         "information loss and its blocking release checks"))
@@ -160,6 +169,22 @@ def _decision_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recomm
               "published for it.</p>", html_table(decision_table(inputs)),
               html_table(_by_plan(inputs, "checks"), caption="Release checks passed", index_label="check")]
     return "".join(parts)
+
+
+def _losses_in_words(inputs: ReportInputs, chosen: Recommendation) -> str:
+    """The decision box's losses in words: the recommended plan's worst per-variable losses against
+    the utility limits (:func:`~sdc_dagster.report.content.worst_losses`); with no plan to recommend,
+    each limit that every plan exceeds and by how much (:func:`~sdc_dagster.report.content.binding_limits`)."""
+    if chosen.plan is not None:
+        worst = worst_losses(inputs.plans[chosen.plan].utility)
+        if not worst:
+            return ""
+        return (f"<p>Largest losses of {html.escape(chosen.plan)} (against the utility limits): "
+                f"{html.escape('; '.join(worst))}.</p>")
+    binding = binding_limits(inputs)
+    if not binding:
+        return ""
+    return "<p>Utility limits no plan meets: " + html.escape("; ".join(binding)) + ".</p>"
 
 
 def _by_plan(inputs: ReportInputs, attribute: str) -> pd.DataFrame:
@@ -295,6 +320,41 @@ def _variables_section(inputs: ReportInputs, plots: dict[str, bytes], tables: di
     return "".join(parts) if len(parts) > 1 else ""
 
 
+def _attribute_disclosure_section(inputs: ReportInputs, plots: dict[str, bytes]) -> str:
+    """Special uniques and l-diversity: SUDA2's scores of the unprotected wave (the DIS-SUDA
+    intervals of sdcMicro's ``print.suda2`` and their histogram) and, per plan, the records whose key
+    group is not l-diverse in a sensitive variable (distinct and entropy l-diversity). Empty when
+    the wave has neither."""
+    parts = []
+    suda = suda_summary(inputs.risk_per_record)
+    if suda is not None:
+        chart = plots.get("suda_histogram")
+        parts += ["<h3>Special uniques (SUDA2)</h3>",
+                  "<p>SUDA2 (Elliot, Manning &amp; Ford 2002; sdcMicro's suda2) finds each record's minimal sample "
+                  "uniques: the smallest sets of key values no other record shares. Its score grows with the number "
+                  "of such sets and the fewer values they take; DIS-SUDA scales it to the probability that a match "
+                  "on the keys is a correct one. Records of the unprotected wave, per interval of the DIS-SUDA "
+                  "score.</p>",
+                  html_table(suda.round(4), caption="DIS-SUDA scores of the unprotected wave")]
+        if chart is not None:
+            parts.append(html_chart(chart, "Histogram of the DIS-SUDA scores of the records with a minimal sample "
+                                    "unique", "DIS-SUDA scores before protection", html_table(suda.round(4))))
+    names = [n for n in risk_measures(inputs) if n.endswith("_records_below_l") or n.endswith("_records_below_entropy_l")]
+    if names:
+        table = pd.DataFrame({column: [format_measure(n, values) for n in names] for column, values in
+                              {"original": inputs.risk_before,
+                               **{p: plan.residual_risk for p, plan in inputs.plans.items()}}.items()},
+                             index=pd.Index([measure_info(n).label for n in names], name="l-diversity"))
+        parts += ["<h3>l-diversity of the sensitive variables</h3>",
+                  "<p>Records whose key group (records sharing their released key values) holds fewer than l distinct "
+                  "values of a sensitive variable, or an entropy below log(l): whoever finds the group learns the "
+                  "sensitive value (SPEC §3.6; sdcMicro's ldiversity). With the spec's risk.l the distinct count is a "
+                  "blocking release check.</p>", html_table(table)]
+    if not parts:
+        return ""
+    return "<h2 id=\"attribute-disclosure\">Special uniques and attribute disclosure</h2>" + "".join(parts)
+
+
 def _labelled_matrix(matrix: pd.DataFrame, labels: dict | None) -> pd.DataFrame:
     """A PRAM matrix with its categories written as the report writes categories (``1``, not
     ``1.0``; with their value labels)."""
@@ -322,8 +382,11 @@ def _measures_section(inputs: ReportInputs, plots: dict[str, bytes], topsis: pd.
             info = measure_info(name)
             values = {"original": inputs.risk_before if name in risk_names else {},
                       **{p: (plan.residual_risk if name in risk_names else plan.loss) for p, plan in inputs.plans.items()}}
+            # a loss measure that cannot tell the plans apart (a risk of 0 for every plan meets a target)
+            flat = (" (same for every plan: does not discriminate between them)"
+                    if name in loss_names and same_for_every_plan(inputs, name, values) else "")
             rows[name] = {"measure": f"<strong>{html.escape(info.label)}</strong><br><code>{html.escape(name)}</code>",
-                          "what it says": html.escape(f"{info.meaning}; {info.direction}; range {info.range}"),
+                          "what it says": html.escape(f"{info.meaning}; {info.direction}; range {info.range}{flat}"),
                           "source": cite_section(info.spec) or "–",
                           **{c: html.escape(format_measure(name, values[c])) for c in columns}}
         table = pd.DataFrame.from_dict(rows, orient="index").set_index("measure")
@@ -434,6 +497,7 @@ def render_report(inputs: ReportInputs, plots: dict[str, bytes] | None = None,
         _decision_section(inputs, points, chosen),
         _map_section(inputs, points, chosen, plots),
         _variables_section(inputs, plots, distribution_tables(inputs) if distributions is None else distributions),
+        _attribute_disclosure_section(inputs, plots),
         _measures_section(inputs, plots, topsis),
         _provenance_section(inputs),
         sign_off_html(inputs),

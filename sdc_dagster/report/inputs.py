@@ -97,6 +97,13 @@ class PlanSummary:
         ``spec_sha256``, ``input_sha256``, ``output_sha256`` (None when withheld), ``packages``
         (``{name: version}``), ``record`` (path of the manifest or withheld record) and
         ``audit_command`` (the ``sdc audit`` command that replays the release).
+    utility : DataFrame or None
+        The plan's per-variable utility figures against the spec's limits, one row each: columns
+        ``measure`` ("suppressed", "records changed", "mean", "variance", "correlation"),
+        ``variable``, ``before``, ``after``, ``change`` (a share suppressed or of records changed,
+        a signed relative change of a mean or variance, r* - r of a correlation), ``limit`` and
+        ``used`` (|change| / limit; above 1 the limit is exceeded)
+        (:func:`sdc_dagster.pipeline.protection.utility_changes`).
     """
 
     steps: list[dict]
@@ -111,6 +118,7 @@ class PlanSummary:
     contributions: pd.DataFrame | None = None
     pram_matrices: dict[str, pd.DataFrame] = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
+    utility: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True, eq=False)

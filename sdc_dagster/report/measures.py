@@ -130,12 +130,20 @@ _MEASURES: dict[str, Measure] = {
                        LOWER, "0 to 1", "§9.5", "share"),
     "regression_relative_change_mean": Measure(
         "Change of regression coefficients", _MULTI,
-        "mean relative change of the OLS coefficients of the first continuous key, 100·|b - b*| / |b|",
+        "mean relative change of the OLS coefficients of the first continuous key, 100·|b - b*| / |b|; unbounded "
+        "where a coefficient is near 0 (variables nearly unrelated)",
         LOWER, "0 % and up (0 = unchanged)", "§9.9, §9.11", "percent"),
-    "dUtility_IL1": Measure("IL1 (sdcMicro dUtility)", _CONT, "mean absolute change of a value in units of its standard deviation",
-                            LOWER, "0 and up", "§9.4 (sdcMicro)", "index"),
-    "dUtility_IL1s": Measure("IL1s (sdcMicro dUtility)", _CONT, "IL1 scaled by sqrt(2) times the standard deviation",
-                             LOWER, "0 and up", "§9.4 (sdcMicro)", "index"),
+    "dUtility_IL1": Measure(
+        "IL1 (sdcMicro dUtility)", _CONT,
+        "SUM over every continuous value of its relative change in percent, 100·|x - x*| / |x| (values with x = 0 "
+        "left out), as sdcMicro's dUtility(method = \"IL1\") returns it: a total that grows with the number of "
+        "records and keys, not a mean (divide by the values compared for the mean change in percent)",
+        LOWER, "0 and up (0 = unchanged)", "§9.4 (sdcMicro)", "index"),
+    "dUtility_IL1s": Measure(
+        "IL1s (sdcMicro dUtility)", _CONT,
+        "SUM over every continuous value of |x - x*| / (sqrt(2)·s), s the variable's standard deviation in the "
+        "original, as sdcMicro's dUtility(method = \"IL1s\") returns it: a total, not a mean",
+        LOWER, "0 and up (0 = unchanged)", "§9.4 (sdcMicro)", "index"),
     "dUtility_eigen": Measure("Eigenvalue change (sdcMicro dUtility)", _MULTI,
                               "relative change of the eigenvalues of the covariance matrix",
                               LOWER, "0 and up", "§9.6 (sdcMicro)", "share"),
@@ -158,8 +166,12 @@ _MEASURES: dict[str, Measure] = {
         LOWER, "0 to 1", "§9.7 eq (12)", "index"),
     "moment_mean_max": Measure("Mean change / maximum", _CONT, "mean change of the means relative to each variable's maximum",
                                LOWER, "0 to 1", "§9.4", "share"),
-    "moment_variance_arctan": Measure("Variance change, arctan", _CONT, "arctan-bounded change of the variances",
-                                      LOWER, "0 to 1", "§9.6", "index"),
+    "moment_variance_arctan": Measure(
+        "Variance change, arctan", _CONT,
+        "(2/pi)·arctan of the absolute change of each variance, in the variables' squared units, averaged: it "
+        "reaches 1 as soon as a variance changes by more than about 100 squared units, so for amounts in the "
+        "thousands or more it is 1 for any perturbation (see the relative change of the variances)",
+        LOWER, "0 to 1", "§9.6", "index"),
     "records_compared": Measure("Records compared", _COUNTS, "released records compared with their originals",
                                 HIGHER, "0 to n records", "§9.3", "count"),
     "records_removed": Measure("Records removed", _COUNTS, "records the plan does not release (subsampling)",
@@ -183,7 +195,9 @@ for _term, (_plural, _group, _section) in _MOMENT_TERMS.items():
         "0 and up, in squared units", _section, "index" if _term == "correlation" else "scale",
         None if _term == "correlation" else f"moment_{_term}_relative")
     _MEASURES[f"moment_{_term}_relative"] = Measure(
-        f"Change of {_plural}, relative", _group, f"mean change of the {_plural} relative to their original values",
+        f"Change of {_plural}, relative", _group, f"mean change of the {_plural} relative to their original values"
+        + ("; unbounded where an original correlation is near 0 (0.001 -> 0.003 is +200 %): the correlation "
+           "limit bounds the absolute change instead" if _term == "correlation" else ""),
         LOWER, "0 and up (0 = unchanged)", _section, "share")
 _MEASURES.update({f"k{k}_violations": Measure(
     f"{k}-anonymity violations", _RISK, f"records whose key combination fewer than {k} records share", LOWER,
@@ -192,7 +206,7 @@ _MEASURES.update({f"k{k}_violations": Measure(
 
 def measure_info(name: str) -> Measure:
     """The :class:`Measure` of a measure name; per-variable names (``ebil_<variable>``,
-    ``<variable>_records_below_l``) take the entry of their family. An unknown name gets a
+    ``<variable>_records_below_l``, ``<variable>_records_below_entropy_l``) take the entry of their family. An unknown name gets a
     generic entry (group "Disclosure risk" for names ending in ``risk``, else loss), so that a
     new measure is still shown, marked "not described"."""
     if name in _MEASURES:
@@ -203,8 +217,14 @@ def measure_info(name: str) -> Measure:
     match = re.fullmatch(r"(.+)_records_below_l", name)
     if match:
         return Measure(f"Records below l for {match[1]}", _RISK,
-                       f"records whose key group holds fewer than l distinct values of {match[1]}", LOWER,
+                       f"records whose key group holds fewer than l distinct values of {match[1]} (distinct "
+                       "l-diversity, sdcMicro's ldiversity; l = the spec's risk.l, 2 when it declares none)", LOWER,
                        "0 to n records", "§3.6", "count")
+    match = re.fullmatch(r"(.+)_records_below_entropy_l", name)
+    if match:
+        return Measure(f"Records below entropy l for {match[1]}", _RISK,
+                       f"records whose key group's entropy of {match[1]} is below log(l) (entropy l-diversity: "
+                       "exp(-sum p ln p) < l)", LOWER, "0 to n records", "§3.6", "count")
     group = _RISK if name.endswith("risk") else _MULTI
     return Measure(name, group, "not described", LOWER, "not stated", "–", "index")
 

@@ -25,7 +25,7 @@ from sdc_dagster.risk.intervals import (  # SPEC §4.2–§4.4
 )
 from sdc_dagster.risk.linkage import MAX_ONE_TO_ONE_LINKAGE, RecordLinkageRisk, record_linkage_risk  # SPEC §4.1
 from sdc_dagster.risk.neighbourhood import neighbourhood_counts  # SPEC §5.2
-from sdc_dagster.risk.diversity import l_diversity, t_closeness  # SPEC §3.6, §3.7
+from sdc_dagster.risk.diversity import group_l_diversity, l_diversity, t_closeness  # SPEC §3.6, §3.7
 from sdc_dagster.risk.suda import suda2, suda2_attribute_contributions, suda2_max_size  # SPEC §3.8
 from sdc_dagster.risk.tables import (  # SPEC §11.2, §11.4
     difference_table,
@@ -56,6 +56,7 @@ __all__ = [
     "interval_risk_rmd",
     "k_anonymity_violations",
     "key_frequencies",
+    "group_l_diversity",
     "l_diversity",
     "neighbourhood_counts",
     "outlier_flags",

@@ -41,8 +41,12 @@ def _value_counts_by_group(group: np.ndarray, values: np.ndarray, n_groups: int)
     return pair // n_values, pair % n_values, count
 
 
-def _l_diversity_of(group: np.ndarray, n_groups: int, values: np.ndarray, recursive_c: float) -> pd.DataFrame:
-    """Distinct, entropy and recursive (c, l) diversity per record for one coded sensitive column."""
+def group_l_diversity(group: np.ndarray, n_groups: int, values: np.ndarray, recursive_c: float = 2.0) -> pd.DataFrame:
+    """Distinct, entropy and recursive (c, l) diversity per record (columns ``distinct``,
+    ``entropy``, ``recursive``, :func:`l_diversity`'s semantics) for one coded sensitive column:
+    ``group``, each record's key group in 0..n_groups-1 (as :func:`~sdc_dagster.frequencies.distinct_keys`
+    numbers them); ``values``, the sensitive variable's category codes from 0, -1 for missing. For
+    callers that group the records already (the plan search, per node of its lattice)."""
     pair_group, _, count = _value_counts_by_group(group, values, n_groups)
     size = np.bincount(group, minlength=n_groups).astype(np.float64)
     missing = np.bincount(group[values < 0], minlength=n_groups).astype(np.float64)
@@ -127,7 +131,7 @@ def l_diversity(
     parts = []
     for column in columns:
         values = category_codes(data[column])[0] - 1  # -1 = missing
-        part = _l_diversity_of(group, n_groups, values, float(recursive_c))
+        part = group_l_diversity(group, n_groups, values, float(recursive_c))
         if not isinstance(sensitive, str):
             part = part.add_prefix(f"{column}_")
         parts.append(part)

@@ -14,6 +14,7 @@ from sdc_dagster.spec.files import BrokenSpec, load_spec, load_specs, scan_specs
 from sdc_dagster.spec.parse import parse_spec, spec_text_with_plans
 from sdc_dagster.spec.survey import (
     FORMATS,
+    L_DIVERSITY_MEASURES,
     RELEASE_FORMATS,
     ROLES,
     SCALES,
@@ -28,12 +29,14 @@ from sdc_dagster.spec.survey import (
     Source,
     SpecError,
     SurveySpec,
+    UtilityLimits,
     Variable,
     Variables,
 )
 
 __all__ = [
     "FORMATS",
+    "L_DIVERSITY_MEASURES",
     "RELEASE_FORMATS",
     "ROLES",
     "SCALES",
@@ -49,6 +52,7 @@ __all__ = [
     "Source",
     "SpecError",
     "SurveySpec",
+    "UtilityLimits",
     "Variable",
     "Variables",
     "load_spec",

@@ -19,6 +19,7 @@ from sdc_dagster.spec.drafted_hierarchies import HierarchyRule, draft_rule
 from sdc_dagster.spec.hierarchies import members_name
 from sdc_dagster.spec.reading import read_with_metadata
 from sdc_dagster.spec.roles import MAX_CATEGORICAL_KEYS, draft_roles, plain_scalar, whole_numbers
+from sdc_dagster.spec.survey import UtilityLimits
 
 #: Default of the linkage-risk threshold written into drafts with continuous keys.
 MAX_LINKAGE_RISK = 0.2
@@ -68,6 +69,30 @@ def _drafted_hierarchy(data: pd.DataFrame, v, nesting: list[str]) -> tuple[Hiera
     return rule, f"drafted from {where}: {shown}{'; ...' if len(first.merged()) > 3 else ''}; edit or replace by a file"
 
 
+#: The ``limits:`` section a draft writes: each utility limit at its default
+#: (:class:`~sdc_dagster.spec.UtilityLimits`) with the reason for it.
+LIMIT_REASONS = {
+    "max_suppressed_share": "share of a key's values suppressed: above a tenth, estimates from the key "
+                            "are biased by the missing rare values (Hundepool et al. 2012, ch. 3)",
+    "max_records_changed": "share of records with a key suppressed or perturbed (a merged category is no "
+                           "change): at most a quarter carry a missing or false classification",
+    "max_mean_change": "relative change of a continuous key's mean: above 5 % a released mean is biased "
+                       "(Hundepool et al. 2012, ch. 3)",
+    "max_variance_change": "relative change of a variance: a fifth changes standard errors by about 10 %",
+    "max_correlation_change": "absolute change of a correlation between continuous keys (relative changes "
+                              "of correlations near 0 mean nothing)",
+}
+
+
+def _limits_lines() -> list[str]:
+    """The drafted ``limits:`` section: every limit at its default with its reason in a comment."""
+    defaults = UtilityLimits()
+    lines = ["limits:                         # utility limits: a plan beyond one is withheld, never recommended"]
+    for name, reason in LIMIT_REASONS.items():
+        lines.append(f"  {name}: {getattr(defaults, name):g}".ljust(32) + f"# {reason}")
+    return lines
+
+
 def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
                max_keys: int = MAX_CATEGORICAL_KEYS) -> str:
     """A commented YAML survey spec for the data file ``path``, accepted by ``sdc check``.
@@ -88,7 +113,8 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
     what was detected; an Argus file's ``.rda`` as ``metadata``), every column with its type (and SPSS/Stata variable label) and its drafted role
     (:func:`draft_roles`) with a comment giving the reason, value labels as commented categories,
     SPSS user-missing codes as ``missing:``, the risk parameters of SPEC §12 (with
-    ``max_linkage_risk`` when there are continuous keys) and the plans to start from: local
+    ``max_linkage_risk`` when there are continuous keys), the utility limits (``limits:``, each at
+    its default with its reason, :data:`LIMIT_REASONS`) and the plans to start from: local
     suppression to 3-anonymity when there are categorical keys, MDAV microaggregation (k = 5) of the
     continuous keys when there are continuous keys.
     """
@@ -162,6 +188,7 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
             "                                # original record: at most one in five (next to sdcMicro's dRisk,",
             "                                # the share of records whose masked values stay near the original)",
         ]
+    lines += _limits_lines()
     lines.append("search: {enabled: true}          # search the plan that meets the risk target with the least loss")
     lines.append("plans:")
     if categorical:

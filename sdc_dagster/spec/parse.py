@@ -24,6 +24,7 @@ from sdc_dagster.spec.drafted_hierarchies import HierarchyRule
 from sdc_dagster.spec.hierarchies import Hierarchy, inline_hierarchy, read_codelist, read_hierarchy_file, value_text
 from sdc_dagster.spec.survey import (
     FORMATS,
+    L_DIVERSITY_MEASURES,
     RELEASE_FORMATS,
     ROLES,
     SCALES,
@@ -38,9 +39,11 @@ from sdc_dagster.spec.survey import (
     Source,
     SpecError,
     SurveySpec,
+    UtilityLimits,
     Variable,
     Variables,
 )
+from sdc_dagster.validation import check_option, check_scalar
 
 
 def _expect(cond: bool, where: str, what: str) -> None:
@@ -417,17 +420,46 @@ _READER_OPTIONS = {
 }
 
 
+def _spec_error(where: str):
+    """The exception :func:`~sdc_dagster.validation.check_scalar` and ``check_option`` raise for a
+    spec key: a :class:`SpecError` keyed by ``where`` (so that its YAML line is found)."""
+    return lambda message: SpecError(message, key=where)
+
+
 def _parse_risk(raw: Any, problems: _Problems) -> RiskParameters:
-    fields = {"k", "l", "recursive_c", "max_global_risk", "individual_risk_threshold", "max_linkage_risk"}
+    fields = {"k", "l", "l_diversity", "recursive_c", "max_global_risk", "individual_risk_threshold",
+              "max_linkage_risk"}
     raw = _mapping(raw, "risk")
     problems.unknown_keys(raw, "risk", fields)
     risk = RiskParameters(**{key: value for key, value in raw.items() if key in fields})
     problems.attempt(_expect, isinstance(risk.k, int) and risk.k >= 1, "risk.k", "a positive integer")
-    problems.attempt(_expect, isinstance(risk.l, int) and risk.l >= 1, "risk.l", "a positive integer")
+    problems.attempt(_expect, risk.l is None or (isinstance(risk.l, int) and risk.l >= 1), "risk.l",
+                     "a positive integer")
+    problems.attempt(lambda: check_option(risk.l_diversity, "risk.l_diversity", L_DIVERSITY_MEASURES,
+                                          error=_spec_error("risk.l_diversity")))
     for name in ("max_global_risk", "individual_risk_threshold", "max_linkage_risk"):
         value = getattr(risk, name)
         problems.attempt(_expect, isinstance(value, (int, float)) and 0 <= value <= 1, f"risk.{name}", "a number in [0, 1]")
     return risk
+
+
+def _parse_limits(raw: Any, problems: _Problems) -> UtilityLimits:
+    """The ``limits:`` section (:class:`UtilityLimits`): each given limit a number, the shares in
+    [0, 1] and the relative changes of means and variances at least 0; a limit not given keeps its
+    default. Each wrong key is recorded."""
+    raw = _mapping(raw, "limits")
+    bounds = {"max_suppressed_share": 1.0, "max_records_changed": 1.0, "max_mean_change": None,
+              "max_variance_change": None, "max_correlation_change": 2.0}
+    problems.unknown_keys(raw, "limits", set(bounds))
+    limits = {}
+    for name, high in bounds.items():
+        if name in raw:
+            where = f"limits.{name}"
+            value = problems.attempt(lambda value=raw[name], where=where, high=high: check_scalar(
+                value, where, low=0.0, high=high, error=_spec_error(where)), default=_FAILED)
+            if value is not _FAILED:
+                limits[name] = value
+    return UtilityLimits(**limits)
 
 
 def _parse_release(raw: Any, problems: _Problems) -> ReleaseOptions:
@@ -513,7 +545,7 @@ def parse_spec(raw: Any, *, spec_path: Path | None = None, text: str = "") -> Su
 def _parse_spec(raw: Any, problems: _Problems, spec_path: Path | None, text: str) -> SurveySpec | None:
     raw = _mapping(raw, "spec")
     problems.unknown_keys(raw, "spec", {"survey", "title", "source", "variables", "missing", "risk", "plans",
-                                               "release", "search", "report"})
+                                               "release", "search", "report", "limits"})
     _expect("survey" in raw, "survey", "the survey name (missing)")
     survey = raw["survey"]
     problems.attempt(_expect, name_problem("survey name", survey) is None, "survey",
@@ -554,6 +586,7 @@ def _parse_spec(raw: Any, problems: _Problems, spec_path: Path | None, text: str
     release = problems.attempt(_parse_release, raw.get("release", {}), problems)
     search = problems.attempt(_parse_search, raw.get("search", {"enabled": False}), parsed, problems)
     report = problems.attempt(_parse_report, raw.get("report", {}), problems)
+    limits = problems.attempt(_parse_limits, raw.get("limits", {}), problems)
     if search is not None and search.enabled and SEARCHED_PLAN in plans_raw:
         problems.attempt(_expect, False, f"plans.{SEARCHED_PLAN}",
                          f"another name: {SEARCHED_PLAN!r} is the plan the search finds (search: is on)")
@@ -571,6 +604,7 @@ def _parse_spec(raw: Any, problems: _Problems, spec_path: Path | None, text: str
         release=release,
         search=search,
         report=report,
+        limits=limits,
     )
 
 

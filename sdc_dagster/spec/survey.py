@@ -127,10 +127,20 @@ class RiskParameters:
     re-identified through the continuous keys. sdcMicro's ``dRisk`` (``interval_risk``, SPEC §4.2)
     answers a different question, the share of records whose every original value lies within
     k·sd of its released value; it is reported next to it, not used as the release rule.
+
+    ``l``: the l of l-diversity (SPEC §3.6). When the spec declares it and a ``sensitive`` variable,
+    every released record's key group must hold at least l distinct values of each sensitive
+    variable (the blocking ``l_diversity`` check, sdcMicro's ``ldiversity`` semantics); entropy
+    l-diversity (exp of the group's entropy at least l) is checked beside it, blocking when
+    ``l_diversity`` is ``"entropy"`` and a warning when it is ``"distinct"`` (default: entropy
+    l-diversity is out of reach for most survey files, whose whole-file entropy of a sensitive
+    variable is often barely above l, Machanavajjhala et al. 2007 §4.1). None (not declared): no
+    l-diversity check; the risk table still holds the scores.
     """
 
     k: int = 3
-    l: int = 2
+    l: int | None = None
+    l_diversity: str = "distinct"
     recursive_c: float = 2.0
     max_global_risk: float = 0.05
     individual_risk_threshold: float = 0.1
@@ -158,11 +168,51 @@ class ReportOptions:
     reviewed_by: str = ""
 
 
+@dataclass(frozen=True)
+class UtilityLimits:
+    """The utility a release must keep (``limits:``), each a blocking release check
+    (:func:`sdc_dagster.pipeline.protection.release_checks`) and a constraint of the plan search.
+    A spec without the section gets these defaults; each can be changed in the spec.
+
+    * ``max_suppressed_share`` (default 0.10): the share of each categorical key's observed values
+      that local suppression may set to missing. Suppressed values are missing not at random (the
+      rare combinations): above about a tenth, estimates from the key are biased unless the user
+      imputes them (Hundepool et al. 2012, ch. 3 on local suppression; sdcMicro reports the
+      suppressions per key for this reason).
+    * ``max_records_changed`` (default 0.25): the share of records at least one of whose categorical
+      keys is suppressed or perturbed (PRAM, swapping); a value released as its merged category by
+      the plan's recodes is not a change. Such a record carries a missing or a false classification:
+      with more than a quarter of the records so changed, tables of the keys are no longer dominated
+      by true values (per key, PRAM's usual retention of 0.8-0.9 changes 10-20 % of the records).
+    * ``max_mean_change`` (default 0.05): the relative change of each continuous key's mean,
+      |mean* - mean| / |mean| (Hundepool et al. 2012, ch. 3 on information loss; SPEC §9.4 eq (9) per variable).
+      Microaggregation and zero-mean noise keep means; a mean moved by more than 5 % is a biased
+      release (sampling errors of survey means are usually a few per cent).
+    * ``max_variance_change`` (default 0.2): the relative change of each continuous key's variance
+      (SPEC §9.6 per variable). A standard error scales with the square root of the variance:
+      a variance changed by a fifth changes standard errors and confidence intervals by about 10 %
+      (sqrt(1.2) = 1.095, sqrt(0.8) = 0.894).
+    * ``max_correlation_change`` (default 0.1): the absolute change of each correlation between
+      continuous keys, |r* - r| (Hundepool et al. 2012, ch. 3; Domingo-Ferrer, Mateo-Sanz & Torra
+      2001 bound correlations on their [-1, 1] scale). Absolute, because a relative change of a
+      correlation near 0 is unbounded and says nothing; 0.1 is a change a regression or a
+      correlation table shows.
+    """
+
+    max_suppressed_share: float = 0.10
+    max_records_changed: float = 0.25
+    max_mean_change: float = 0.05
+    max_variance_change: float = 0.2
+    max_correlation_change: float = 0.1
+
+
 #: Step methods the plan search may use (``search.methods``): the generalisation and suppression of
 #: the categorical keys, and the candidate steps of the continuous keys.
 SEARCH_METHODS = ("recode", "interval_recode", "top_coding", "local_suppression", "microaggregation", "noise",
                   "rank_swap")
 SEARCH_LOSSES = ("lambda_arctan", "topsis")
+#: The l-diversity a spec's ``risk.l_diversity`` makes blocking (SPEC §3.6).
+L_DIVERSITY_MEASURES = ("distinct", "entropy")
 
 
 #: The name of the plan the search recommends, as a protected variant (``protected_searched``).
@@ -225,6 +275,7 @@ class SurveySpec:
     release: ReleaseOptions = ReleaseOptions()
     search: SearchOptions = SearchOptions()
     report: ReportOptions = ReportOptions()
+    limits: UtilityLimits = UtilityLimits()
 
     def variable(self, name: str) -> Variable:
         return self.variables[name]

@@ -49,7 +49,8 @@ RELEASED = ORIGINAL.assign(x=[0.6, 1.3, 2.1, 9.0])
 def test_linkage_risk_is_the_best_linkage_an_intruder_can_choose():
     spec = tiny_spec()
     checks = protection.release_checks(RELEASED, spec, spec.plans[0], original=ORIGINAL)
-    assert list(checks) == ["linkage_risk", "no_direct_identifier"]  # no categorical key: no k-anonymity
+    # no categorical key: no k-anonymity; one continuous key: no correlation limit
+    assert list(checks) == ["linkage_risk", "no_direct_identifier", "mean_change_limit", "variance_change_limit"]
     check = checks["linkage_risk"]
     assert check.figures["record_linkage_risk"] == 0.75
     assert check.figures["record_linkage_mahalanobis_risk"] == 0.75
@@ -59,7 +60,10 @@ def test_linkage_risk_is_the_best_linkage_an_intruder_can_choose():
     assert not check.passed and check.blocking
     assert protection.blocking_failures(checks) == {
         "linkage_risk": "record linkage risk (largest share of records linked to their own original) <= 0.9 "
-                        "(found: 100 %, Euclidean, one-to-one, ties at random)"
+                        "(found: 100 %, Euclidean, one-to-one, ties at random)",
+        # the mean stays 3.25; the sample variance falls from 20.92 to 15.07: -28 %, beyond the default 20 %
+        "variance_change_limit": "relative change of each continuous key's variance at most 20 % "
+                                 "(limits.max_variance_change) (found: 28 %, x)",
     }
     assert protection.release_checks(RELEASED, tiny_spec(max_linkage_risk=1.0), spec.plans[0],
                                  original=ORIGINAL)["linkage_risk"].passed
@@ -76,9 +80,10 @@ def test_linkage_risk_without_a_changed_or_released_continuous_key():
 
 def test_the_categorical_checks_are_left_out_without_categorical_keys_and_say_why():
     spec = tiny_spec()
-    assert protection.release_check_names(spec) == ["linkage_risk", "no_direct_identifier"]
+    assert protection.release_check_names(spec) == ["linkage_risk", "no_direct_identifier", "mean_change_limit",
+                                                    "variance_change_limit"]
     reasons = protection.checks_not_applicable(spec)
-    assert set(reasons) == {"k_anonymity", "global_risk", "individual_risk", "released_categories"}
+    assert set(reasons) == {"k_anonymity", "global_risk", "individual_risk", "released_categories", "l_diversity"}
     assert all("no categorical key" in why for why in reasons.values())
     with pytest.raises(ValueError, match="original is required"):
         protection.release_checks(RELEASED, spec, spec.plans[0])
@@ -166,8 +171,12 @@ def test_a_continuous_only_file_through_the_asset_chain(sdc_home, tmp_path, inst
     assert result.success
 
     checks = {(e.asset_key.path[-1], e.check_name): e for e in result.get_asset_check_evaluations()}
-    assert {name for asset, name in checks if asset != "sdc_report"} == {"linkage_risk", "no_direct_identifier"}
-    assert checks[("sdc_report", "wave_released")].passed  # the noise plan passes and is the wave's release
+    assert {name for asset, name in checks if asset != "sdc_report"} == {
+        "linkage_risk", "no_direct_identifier", "mean_change_limit", "variance_change_limit", "correlation_change_limit"}
+    assert checks[("sdc_report", "wave_released")].passed
+    # correlated noise of amount 0.5 adds half of each covariance (sdcMicro's addNoise "correlated"): the
+    # variances grow by about 50 %, beyond the default limit of 20 %, and the noise plan is withheld
+    assert not checks[("protected_noise", "variance_change_limit")].passed
     original = result.asset_value(AssetKey(["electricity", "raw_microdata"]))
     noisy = result.asset_value(AssetKey(["electricity", "protected_noise"])).data
     expected = independent_linkage(original, noisy)
