@@ -428,8 +428,8 @@ def test_an_unknown_name_is_reported_at_its_line_with_the_closest_known_name(tmp
     assert [str(e) for e in err.value.errors] == [
         "s.yaml:4: variables.occupation.role: expected one of " + str(list(ROLES))
         + ", got 'categorical_kye'; did you mean 'categorical_key'?",
-        "s.yaml:6: spec.serach: unknown key; expected one of ['missing', 'plans', 'release', 'report', 'risk', 'search', "
-        "'source', 'survey', 'title', 'variables']; did you mean 'search'?",
+        "s.yaml:6: spec.serach: unknown key; expected one of ['limits', 'missing', 'plans', 'release', 'report', "
+        "'risk', 'search', 'source', 'survey', 'title', 'variables']; did you mean 'search'?",
         "s.yaml:8: search.keep names 'ocupation', which is not a variable of the spec; did you mean 'occupation'?",
         "s.yaml:18: plans.p.steps[1].strata names 'occupaton', which is not a variable of the spec; "
         "did you mean 'occupation'?",
