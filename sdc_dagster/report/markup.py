@@ -60,6 +60,7 @@ ul.references .short { font-weight: 600; }
   figure, tr { break-inside: avoid; }
   thead { display: table-header-group; }
   img { max-height: 235mm; width: auto; }
+  figure img { max-height: 65mm; }  /* a chart fits below the text of a page rather than leaving its foot blank */
   details { display: none; }
   nav.contents ul ul { display: none; }
   nav.contents > ul { columns: 3; }
