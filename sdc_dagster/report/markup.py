@@ -41,6 +41,7 @@ code, .hash { overflow-wrap: anywhere; word-break: break-all; font-size: .88em; 
 .grid > figure { flex: 1 1 420px; min-width: 0; }
 table.header th { width: 12em; }
 nav.contents ul { margin: .2em 0; padding-left: 1.4em; }
+nav.contents a { overflow-wrap: anywhere; }  /* a long plan name breaks inside its column */
 .contents-title { font-weight: 600; margin: .6em 0 .2em; }
 nav.contents > ul { columns: 2; }
 .sign-off { break-inside: avoid; }
