@@ -175,9 +175,9 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
     continuous = [v.name for v in drafted if v.role == "continuous_key"]
     lines += [
         "risk:",
-        "  k: 3                          # k-anonymity threshold (SPEC §3.3)",
-        "  l: 2                          # l-diversity of sensitive variables (SPEC §3.6)",
-        "  max_global_risk: 0.01         # expected share of re-identified records allowed (SPEC §3.4)",
+        "  k: 3                          # k-anonymity threshold (Sweeney 2002; Hundepool et al. 2012, ch. 3)",
+        "  l: 2                          # l-diversity of sensitive variables (Machanavajjhala et al. 2007)",
+        "  max_global_risk: 0.01         # expected share of re-identified records allowed (sdcMicro measure_risk)",
         "  individual_risk_threshold: 0.05",
     ]
     if continuous:
