@@ -130,7 +130,8 @@ KEYED_METHODS = {"local_suppression", "risk_suppression", "diversity_suppression
 WHOLE_NUMBER_METHODS = ("microaggregation", "noise")
 
 
-def whole_numbers(before: pd.DataFrame, after: pd.DataFrame, columns: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
+def rounded_to_whole_numbers(before: pd.DataFrame, after: pd.DataFrame,
+                             columns: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
     """``after`` with each of ``columns`` whose values in ``before`` are all whole numbers (an
     integer-valued key: ages, counts, years, integer amounts) rounded to whole numbers (to the
     nearest, halves to even as numpy's and R's ``round``), and the columns rounded.
@@ -180,7 +181,7 @@ class PlanResult:
         ``columns_removed``, for a recode step ``categories_absent`` (listed categories that do
         not occur in the data: the no-op part of the step), ``rounded_to_whole_numbers`` (the
         integer-valued columns a microaggregation or noise step wrote means or noise into,
-        rounded back to whole numbers: :func:`whole_numbers`), and ``reported``, what the method
+        rounded back to whole numbers: :func:`rounded_to_whole_numbers`), and ``reported``, what the method
         reported of its choices (``local_suppression_method``: the algorithm local suppression
         used; ``romm_blocks``: ROMM's blocks), where it reported any.
     artifacts : objects produced by steps, e.g. ``{"pram:<column>": transition matrix}``.
@@ -470,7 +471,7 @@ def apply_plan(
         rounded = []
         if method in WHOLE_NUMBER_METHODS:
             written = params.get("columns")
-            output, rounded = whole_numbers(current, output, [written] if isinstance(written, str) else written or [])
+            output, rounded = rounded_to_whole_numbers(current, output, [written] if isinstance(written, str) else written or [])
         changed, suppressed = _value_changes(current, output)
         parameters = {
             (_VARIANT if name == "method" else name): value
@@ -492,7 +493,7 @@ def apply_plan(
         reported = {name: value for name, value in output.attrs.items() if current.attrs.get(name) != value}
         if reported:  # what the method says it chose, e.g. the local suppression algorithm, ROMM's blocks
             records[-1]["reported"] = reported
-        if rounded:  # integer-valued columns rounded back to whole numbers (whole_numbers)
+        if rounded:  # integer-valued columns rounded back to whole numbers (rounded_to_whole_numbers)
             records[-1]["rounded_to_whole_numbers"] = rounded
         if method == "recode":
             records[-1]["categories_absent"] = absent_categories(current, **params)

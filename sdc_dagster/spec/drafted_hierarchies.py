@@ -35,6 +35,7 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.spec.hierarchies import Hierarchy, HierarchyLevel, value_text
+from sdc_dagster.spec.roles import whole_numbers
 
 #: A numeric key without a code list and with at least this many distinct values is integer-valued
 #: (ages, counts, years) or measured: it is generalised into bands.
@@ -209,11 +210,6 @@ def column_hierarchy(data: pd.DataFrame, key: str, columns: Sequence[str]) -> Hi
     return Hierarchy(categories, tuple(levels), f"{key} within {', '.join(columns)}")
 
 
-def whole_numbers(values: np.ndarray) -> bool:
-    """Whether every value is a whole number (an integer-valued key: ages, counts, years)."""
-    return bool(np.all(np.isfinite(values)) and np.all(values == np.round(values)))
-
-
 def is_age_name(name: str) -> bool:
     """Whether a column name reads as an age (age, Alter, edad, wiek; age_head)."""
     return "age" in name.lower().replace("_", " ").split() or name.lower() in ("age", "alter", "edad", "wiek")
@@ -234,7 +230,7 @@ def band_widths(values: np.ndarray, *, age: bool, levels: int = 3) -> tuple[floa
         return tuple(float(w) for w in AGE_WIDTHS[:levels])
     span = float(np.max(values) - np.min(values))
     width = _series_125(max(span / BANDS, 1e-12))
-    if whole_numbers(values):
+    if whole_numbers(pd.Series(values)):
         width = max(width, 1.0)
     widths = [width]
     while len(widths) < levels:
@@ -262,7 +258,7 @@ def draft_rule(data: pd.DataFrame, key: str, *, code_list: bool, columns: Sequen
         return prefixes
     numeric = pd.api.types.is_numeric_dtype(observed) and not pd.api.types.is_bool_dtype(observed)
     values = np.sort(categories.astype(float)) if numeric else None
-    age = numeric and is_age_name(key) and whole_numbers(values) and len(categories) >= 3
+    age = numeric and is_age_name(key) and whole_numbers(observed) and len(categories) >= 3
     if age or (numeric and not code_list and len(categories) >= MANY_VALUES):
         return HierarchyRule("bands", widths=band_widths(values, age=is_age_name(key)))
     return None
