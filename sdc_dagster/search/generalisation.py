@@ -30,7 +30,7 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.keys import key_columns, pack_codes
-from sdc_dagster.search.coding import ClassCounter, KeyCoding, key_coding
+from sdc_dagster.search.coding import Classes, ClassCounter, KeyCoding, key_coding
 from sdc_dagster.search.flash import Check, flash
 from sdc_dagster.search.lattice import Lattice
 from sdc_dagster.search.objectives import GeneralisationLoss, Transformation, objective_for
@@ -164,12 +164,11 @@ def optimal_generalisation(data: pd.DataFrame, hierarchies: Mapping, *, k: int, 
     lattice = Lattice([key.height for key in keys])
     limit = suppression_limit(share, n)
 
-    def transformation(levels: np.ndarray) -> tuple[Transformation, object, np.ndarray]:
-        classes = counter.classes(levels)
+    def transformation(levels: np.ndarray, classes: Classes) -> tuple[Transformation, np.ndarray]:
         small = classes.counts < k
         total, key_losses = loss.of(levels, classes, small)
         return Transformation({name: int(h) for name, h in zip(names, levels)}, classes.counts, classes.mass,
-                              int(classes.counts[small].sum()), total, dict(zip(names, key_losses.tolist()))), classes, small
+                              int(classes.counts[small].sum()), total, dict(zip(names, key_losses.tolist()))), small
 
     def check(node: int) -> Check:
         levels = lattice.levels[node].astype(np.int64)
@@ -179,13 +178,13 @@ def optimal_generalisation(data: pd.DataFrame, hierarchies: Mapping, *, k: int, 
         bound = chosen.counted_bound(classes) if chosen.counted_bounds else -np.inf
         if suppressed > limit:
             return Check(False, suppressed, None, bound)
-        found, classes, small = transformation(levels)
+        found, small = transformation(levels, classes)
         return Check(True, suppressed, chosen.value(found, classes, small), bound)
 
     outcome = flash(lattice, check, chosen.prior_bounds(lattice), unsuppressed_value=chosen.unsuppressed_value,
                     counted_bounds=chosen.counted_bounds, budget_seconds=budget_seconds)
     levels = lattice.levels[outcome.node].astype(np.int64)
-    found, _, _ = transformation(levels)
+    found, _ = transformation(levels, counter.classes(levels))
     return Generalisation(
         levels=found.levels, loss=found.loss, suppressed=found.suppressed,
         data=released_data(data, keys, tuple(levels.tolist()), k), nodes_total=lattice.size,

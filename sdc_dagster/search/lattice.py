@@ -39,11 +39,6 @@ class Lattice:
         self.strides = np.concatenate([np.cumprod(radices[::-1])[::-1][1:], [1]]).astype(np.int64)
         index = np.arange(self.size, dtype=np.int64)
         self.levels = ((index[:, None] // self.strides) % radices).astype(np.int16)
-        self.heights_sum = self.levels.sum(axis=1)
-
-    def index(self, levels: Sequence[int]) -> int:
-        """The number of the node with these levels."""
-        return int(np.dot(np.asarray(levels, dtype=np.int64), self.strides))
 
     def successors(self, node: int) -> list[int]:
         """The nodes one generalisation step above ``node`` (one key one level higher), in key order."""
