@@ -40,6 +40,8 @@ import numpy as np
 from sdc_dagster.search.lattice import Lattice
 
 UNKNOWN, ELIGIBLE, INELIGIBLE = 0, 1, -1
+#: Seconds between two calls of the progress callback.
+PROGRESS_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ class Outcome:
 
 def flash(lattice: Lattice, check: Callable[[int], Check], prior: np.ndarray, *,
           unsuppressed_value: Callable[[float], float | None], counted_bounds: bool,
-          budget_seconds: float | None = None) -> Outcome:
+          budget_seconds: float | None = None, progress: Callable[[int, int, int, float], None] | None = None) -> Outcome:
     """The node of least value among the eligible nodes of ``lattice`` (module docstring).
 
     Parameters
@@ -80,6 +82,9 @@ def flash(lattice: Lattice, check: Callable[[int], Check], prior: np.ndarray, *,
         None when the counts are needed.
     counted_bounds : whether a check's ``counted_bound`` bounds the node's generalisations.
     budget_seconds : stop after this many seconds (None: no limit).
+    progress : called with (nodes settled, nodes in all, nodes checked, best value) at most every
+        :data:`PROGRESS_SECONDS` and at the end (settled: every node before the current one in
+        the visiting order is checked, tagged, valued or pruned).
 
     Returns
     -------
@@ -134,12 +139,17 @@ def flash(lattice: Lattice, check: Callable[[int], Check], prior: np.ndarray, *,
 
     order = np.lexsort((np.arange(size), prior))
     stopped_at = None
+    reported = start
     for position, node in enumerate(order.tolist()):
         if (prior[node], node) >= (best[0], best[1]):
             break
-        if budget_seconds is not None and time.perf_counter() - start > budget_seconds:
+        now = time.perf_counter()
+        if budget_seconds is not None and now - start > budget_seconds:
             stopped_at = position
             break
+        if progress is not None and now - reported > PROGRESS_SECONDS:
+            progress(position, size, checked[0], best[0])
+            reported = now
         if (bound[node], node) >= (best[0], best[1]) or status[node] == INELIGIBLE or not np.isnan(value[node]):
             continue
         if status[node] == UNKNOWN:
@@ -152,10 +162,14 @@ def flash(lattice: Lattice, check: Callable[[int], Check], prior: np.ndarray, *,
         else:
             run_check(node)
     if stopped_at is None:
+        if progress is not None:
+            progress(size, size, checked[0], best[0])
         return Outcome(best[1], best[0], checked[0], True, best[0])
     if best[1] == size:  # nothing eligible checked yet: the top node is (one class of all n >= k records)
         run_check(size - 1)
     rest = order[stopped_at:]
     still_open = rest[(status[rest] != INELIGIBLE) & np.isnan(value[rest])]
     lowest = float(bound[still_open].min()) if len(still_open) else np.inf
+    if progress is not None:
+        progress(stopped_at, size, checked[0], best[0])
     return Outcome(best[1], best[0], checked[0], False, min(best[0], lowest))

@@ -28,7 +28,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from sdc_dagster.errors import SDCInputError
+from sdc_dagster.errors import NotComputable, SDCInputError
 from sdc_dagster.keys import key_columns, pack_codes
 from sdc_dagster.search.coding import Classes, ClassCounter, KeyCoding, key_coding
 from sdc_dagster.search.flash import Check, flash
@@ -36,6 +36,11 @@ from sdc_dagster.search.lattice import Lattice
 from sdc_dagster.search.objectives import GeneralisationLoss, Transformation, objective_for
 from sdc_dagster.spec.hierarchies import ARX_TOP, Hierarchy
 from sdc_dagster.validation import check_scalar, weight_values
+
+
+#: The largest lattice searched: its nodes' levels, tags and bounds are held in memory (about 40 bytes
+#: a node with 9 keys).
+MAX_NODES = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,8 @@ def released_data(data: pd.DataFrame, keys: list[KeyCoding], levels: tuple[int, 
 
 def optimal_generalisation(data: pd.DataFrame, hierarchies: Mapping, *, k: int, max_suppressed_records: float = 0.0,
                            objective: str | Callable[[Transformation], float] = "loss", weight: str | None = None,
-                           budget_seconds: float | None = None) -> Generalisation:
+                           budget_seconds: float | None = None,
+                           progress: Callable[[int, int, str], None] | None = None) -> Generalisation:
     """The eligible transformation of least ``objective`` over the whole generalisation lattice
     (SPEC §14; ARX's Flash).
 
@@ -128,6 +134,9 @@ def optimal_generalisation(data: pd.DataFrame, hierarchies: Mapping, *, k: int, 
         callable objective.
     budget_seconds : stop the search after this many seconds with the best found (``optimal``
         False, ``bound`` a lower bound on the optimum); None: search until proven.
+    progress : called with (transformations settled, transformations in all, a note naming the
+        nodes checked and the best so far) about once a second and at the end (the plan search's
+        ``Progress``).
 
     Returns
     -------
@@ -140,7 +149,7 @@ def optimal_generalisation(data: pd.DataFrame, hierarchies: Mapping, *, k: int, 
     SDCInputError : fewer records than k ("k-anonymity with k = K is impossible with N records"),
         a key not in the data, a value of the data its hierarchy does not list (naming the column
         and the value), a missing key value, a bad hierarchy, k or s out of range, an unknown
-        objective.
+        objective. NotComputable (an SDCInputError) for a lattice of more than :data:`MAX_NODES`.
     """
     start = time.perf_counter()
     if not isinstance(data, pd.DataFrame):
@@ -160,6 +169,10 @@ def optimal_generalisation(data: pd.DataFrame, hierarchies: Mapping, *, k: int, 
     masses = [np.bincount(key.codes, weights=weights, minlength=len(key.level_codes[0])).astype(float) for key in keys]
     loss = GeneralisationLoss(keys, masses)
     chosen = objective_for(objective, loss, keys, n, k, weights is not None)
+    nodes = int(np.prod([float(key.height + 1) for key in keys]))
+    if nodes > MAX_NODES:
+        raise NotComputable(f"the generalisation lattice of {', '.join(names)} has {nodes:,} transformations, more than "
+                            f"the {MAX_NODES:,} the search holds in memory; give fewer keys or shorter hierarchies")
     counter = ClassCounter(keys, weights)
     lattice = Lattice([key.height for key in keys])
     limit = suppression_limit(share, n)
@@ -181,8 +194,12 @@ def optimal_generalisation(data: pd.DataFrame, hierarchies: Mapping, *, k: int, 
         found, small = transformation(levels, classes)
         return Check(True, suppressed, chosen.value(found, classes, small), bound)
 
-    outcome = flash(lattice, check, chosen.prior_bounds(lattice), unsuppressed_value=chosen.unsuppressed_value,
-                    counted_bounds=chosen.counted_bounds, budget_seconds=budget_seconds)
+    def report(done: int, total: int, checked: int, best: float) -> None:
+        progress(done, total, f"{checked:,} transformations checked; best {chosen.name} so far {best:.6g}")
+
+    outcome = flash(lattice, check, chosen.prior_bounds(lattice),
+                    unsuppressed_value=chosen.unsuppressed_value, counted_bounds=chosen.counted_bounds,
+                    budget_seconds=budget_seconds, progress=report if progress else None)
     levels = lattice.levels[outcome.node].astype(np.int64)
     found, _ = transformation(levels, counter.classes(levels))
     return Generalisation(

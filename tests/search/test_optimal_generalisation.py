@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sdc_dagster.search as search
-from sdc_dagster.errors import SDCInputError
+from sdc_dagster.errors import NotComputable, SDCInputError
 
 ADULT = Path(__file__).resolve().parents[1] / "data" / "arx_adult"
 KEYS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation",
@@ -182,6 +182,23 @@ def test_a_budget_gives_the_best_found_and_a_bound(adult):
     assert cut.suppressed <= 1508
     assert "best of" in cut.summary and "bound" in cut.summary
     assert proven.summary.startswith("optimal over 12,960 transformations")
+
+
+def test_progress_is_reported_up_to_the_whole_lattice():
+    data = pd.DataFrame({"a": ["x", "x", "y", "z"], "b": ["u", "v", "u", "u"]})
+    hierarchies = {"a": pd.DataFrame([["x", "xy", "*"], ["y", "xy", "*"], ["z", "z", "*"]]),
+                   "b": pd.DataFrame([["u", "*"], ["v", "*"]])}
+    calls = []
+    result = search.optimal_generalisation(data, hierarchies, k=2, progress=lambda *call: calls.append(call))
+    assert calls[-1][:2] == (6, 6)
+    assert calls[-1][2] == f"{result.nodes_checked:,} transformations checked; best loss so far {result.value:.6g}"
+
+
+def test_a_lattice_too_large_to_hold_is_refused():
+    data = pd.DataFrame({f"k{j}": ["a", "b"] for j in range(25)})
+    hierarchy = pd.DataFrame([["a", "*"], ["b", "*"]])
+    with pytest.raises(NotComputable, match=r"has 33,554,432 transformations, more than the 20,000,000"):
+        search.optimal_generalisation(data, {f"k{j}": hierarchy for j in range(25)}, k=1)
 
 
 def test_fewer_records_than_k_is_refused_with_the_sentence():
