@@ -14,10 +14,12 @@ cone of generalisations valid.
   value. Suppression only raises s_r, so the loss is at least this bound; group sizes only grow up
   the hierarchy, so the bound is monotone. When no record is suppressed the loss equals it.
 * ``"discernibility"``: Bayardo & Agrawal's discernibility metric C_DM = Σ_{|E| >= k} |E|² +
-  Σ_{|E| < k} n·|E| (a suppressed class costs n per record; ARX's "Discernibility"). Merging
-  classes only raises Σ|E|², and n·|E| >= |E|², so Σ_E |E|² over all classes of a counted node
-  bounds every generalisation; with no counts, Σ|E|² >= n² / (number of classes) (Cauchy-Schwarz)
-  with at most min(Π G_j, n) classes.
+  Σ_{|E| < k} n·|E| (a suppressed class costs n per record; ARX's "Discernibility"). A record
+  costs |E| or n, and in a generalisation its class only grows: in an eligible generalisation
+  of a counted node it costs at least max(|E|, k) (its class there is at least as large, and at
+  least k unless suppressed, when it costs n >= k), so Σ_E |E|·max(|E|, k) over the counted
+  node's classes bounds every generalisation; with no counts, Σ|E|² >= n² / (number of classes)
+  (Cauchy-Schwarz) with at most min(Π G_j, n) classes.
 * ``"suppressed"``: the records suppressed (it only falls up the lattice: no bound but 0).
 * a callable ``f(transformation) -> float`` of a :class:`Transformation`: no bound; every eligible
   node is evaluated.
@@ -161,7 +163,8 @@ class DiscernibilityObjective(Objective):
         return float(self.n) ** 2 / np.minimum(groups, self.n) * (1 - 1e-12)
 
     def counted_bound(self, classes):
-        return float(np.sum(classes.counts * classes.counts))
+        counts = classes.counts
+        return float(np.sum(counts * np.maximum(counts, self.k)))
 
     def value(self, transformation, classes, small):
         counts = classes.counts
