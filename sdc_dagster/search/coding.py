@@ -37,11 +37,12 @@ DENSE_FACTOR = 8
 class KeyCoding:
     """One key coded against its hierarchy.
 
-    ``codes``: per record, the index of its value among the c values present (0..c-1).
+    ``codes``: per record, the index of its value among the c values present (0..c-1), values
+    equal as text being one value.
     ``level_codes[h]``: per present value, the code of its group at level h (0..G_h-1, groups
     numbered in hierarchy order; level 0 the values themselves). ``sizes[h]``: per group of level h,
     the number of hierarchy rows in it. ``labels[h]``: per group of level h, its label (level 0:
-    the values as the data hold them). ``domain``: |D_j|, the hierarchy's rows."""
+    the values as text). ``domain``: |D_j|, the hierarchy's rows."""
 
     name: str
     codes: np.ndarray
@@ -78,7 +79,9 @@ def key_coding(column: pd.Series, hierarchy: Hierarchy, name: str) -> KeyCoding:
     if (codes == 0).any():
         raise SDCInputError(f"key {name!r}: {int((codes == 0).sum()):,} records have a missing value; a hierarchy "
                             "generalises values it lists, so give missing values a code with a row in the hierarchy")
-    texts = [value_text(c) for c in categories]
+    as_text: dict[str, int] = {}  # values equal as text are one value (1 and "1")
+    text_of_category = np.array([as_text.setdefault(value_text(c), len(as_text)) for c in categories], dtype=np.int64)
+    texts = list(as_text)
     row = {value_text(v): i for i, v in enumerate(hierarchy.values)}
     unknown = [t for t in texts if t not in row]
     if unknown:
@@ -87,7 +90,7 @@ def key_coding(column: pd.Series, hierarchy: Hierarchy, name: str) -> KeyCoding:
                             "every value of the data must have a row in it")
     rows = np.array([row[t] for t in texts], dtype=np.int64)
     level_codes, sizes, labels = [np.arange(len(texts), dtype=np.int64)], [np.ones(len(texts), dtype=np.int64)], [
-        np.asarray(categories, dtype=object)]
+        np.asarray(texts, dtype=object)]
     for level in hierarchy.levels:
         group_of_row = np.empty(len(hierarchy.values), dtype=np.int64)
         for g, group in enumerate(level.groups):
@@ -96,7 +99,8 @@ def key_coding(column: pd.Series, hierarchy: Hierarchy, name: str) -> KeyCoding:
         level_codes.append(compact.ravel().astype(np.int64))
         sizes.append(np.array([len(level.groups[g]) for g in present], dtype=np.int64))
         labels.append(np.array([level.names[g] for g in present], dtype=object))
-    return KeyCoding(name, codes - 1, tuple(level_codes), tuple(sizes), tuple(labels), len(hierarchy.values))
+    return KeyCoding(name, text_of_category[codes - 1], tuple(level_codes), tuple(sizes), tuple(labels),
+                     len(hierarchy.values))
 
 
 @dataclass(frozen=True)

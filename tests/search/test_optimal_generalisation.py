@@ -220,6 +220,10 @@ def test_values_are_compared_as_strings():
     result = search.optimal_generalisation(data, {"code": hierarchy}, k=4)
     assert result.levels == {"code": 1}
     assert result.data["code"].tolist() == ["low"] * 4
+    # 1 and "1" are one value as text: two records of one class, 2-anonymous at level 0
+    mixed = pd.DataFrame({"code": pd.Series([1, "1", 2.0, "2"], dtype=object)})
+    result = search.optimal_generalisation(mixed, {"code": hierarchy}, k=2)
+    assert result.levels == {"code": 0} and result.suppressed == 0
 
 
 def test_a_missing_key_value_and_bad_arguments_are_refused():
