@@ -127,8 +127,9 @@ def optimal_generalisation(data: pd.DataFrame, hierarchies: Mapping, *, k: int, 
         is eligible when its classes smaller than k hold at most floor(s·n) records (SPEC §14.2).
     objective : ``"loss"`` (SPEC §14.3), ``"discernibility"`` (Bayardo & Agrawal 2005),
         ``"suppressed"`` (records suppressed) or a function of a
-        :class:`~sdc_dagster.search.objectives.Transformation` returning a number to minimise (no
-        bound is known for it: every eligible node is counted).
+        :class:`~sdc_dagster.search.objectives.Transformation` returning a number to minimise
+        (every eligible node is counted, unless the function carries ``lower_bound``, a vectorised
+        lower bound per level vector: :mod:`sdc_dagster.search.objectives`).
     weight : a column of sampling weights: the loss counts each record by its weight (n their sum);
         k-anonymity and the suppression limit count records (SPEC §3.1). Only with ``"loss"`` or a
         callable objective.

@@ -21,8 +21,11 @@ cone of generalisations valid.
   node's classes bounds every generalisation; with no counts, Σ|E|² >= n² / (number of classes)
   (Cauchy-Schwarz) with at most min(Π G_j, n) classes.
 * ``"suppressed"``: the records suppressed (it only falls up the lattice: no bound but 0).
-* a callable ``f(transformation) -> float`` of a :class:`Transformation`: no bound; every eligible
-  node is evaluated.
+* a callable ``f(transformation) -> float`` of a :class:`Transformation`: every eligible node is
+  evaluated, unless the callable carries ``f.lower_bound(levels) -> array``: for each row of the
+  (N, m) array of level vectors (keys in order) a lower bound of f at that node (the caller's
+  promise, e.g. a loss of the recoding alone that suppression only raises), which orders the visit
+  and prunes as the prior bounds above do.
 
 References
 ----------
@@ -191,6 +194,16 @@ class CallableObjective(Objective):
         super().__init__(*args)
         self.function = function
         self.name = getattr(function, "__name__", "callable")
+
+    def prior_bounds(self, lattice):
+        bound = getattr(self.function, "lower_bound", None)
+        if bound is None:
+            return super().prior_bounds(lattice)
+        bounds = np.asarray(bound(lattice.levels.astype(np.int64)), dtype=float)
+        if bounds.shape != (lattice.size,) or np.isnan(bounds).any():
+            raise SDCInputError(f"objective {self.name!r}: lower_bound must return one number per row of levels "
+                                f"({lattice.size:,}), got shape {bounds.shape}")
+        return bounds
 
     def value(self, transformation, classes, small):
         value = self.function(transformation)
