@@ -77,7 +77,8 @@ def flash(lattice: Lattice, check: Callable[[int], Check], prior: np.ndarray, *,
     ----------
     lattice : the nodes.
     check : counts a node's classes: :class:`Check`.
-    prior : per node a lower bound of its value, monotone along the lattice, known without counting.
+    prior : per node a lower bound of its value known without counting (the visiting order; the
+        visit stops once the next node's bound reaches the best value found).
     unsuppressed_value : the value of a node that suppresses no record, from its prior bound, or
         None when the counts are needed.
     counted_bounds : whether a check's ``counted_bound`` bounds the node's generalisations.

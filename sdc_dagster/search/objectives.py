@@ -2,10 +2,11 @@
 
 Every objective gives, for a transformation whose classes are counted, its ``value``; and two
 lower bounds the search prunes with (a node is skipped when a bound already reaches the best value
-found): ``prior_bounds``, a bound for every node of the lattice computed without counting any
-class, and ``counted_bound``, a bound a counted node gives all of its generalisations. Both are
-monotone along the lattice (never lower at a generalisation), which is what makes pruning a whole
-cone of generalisations valid.
+found): ``prior_bounds``, a bound of each node's own value computed without counting any class
+(the search visits the nodes in its order and stops at the first whose bound reaches the best),
+and ``counted_bound``, a bound a counted node gives the value of every one of its generalisations
+(so one count can prune a whole cone). The built-in prior bounds are monotone along the lattice as
+well, so a path upward through low bounds stays among the nodes that matter.
 
 * ``"loss"``: SPEC §14.3's generalisation loss (ARX's default "Loss" metric). With record
   suppression the loss is not monotone (a generalisation may suppress fewer records, and a
