@@ -35,7 +35,7 @@ some rung of the ladder meets it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -305,17 +305,37 @@ def _cast_levels(order: np.ndarray, levels: list[KeyLevel]) -> list[KeyLevel]:
                      level.words, level.names) for level in levels]
 
 
-def search_space(data: pd.DataFrame, spec: SurveySpec) -> dict[str, KeyHierarchy]:
+def search_space(data: pd.DataFrame, spec: SurveySpec, *, withhold: bool = False) -> dict[str, KeyHierarchy]:
     """The levels of every categorical key of ``spec`` on the wave ``data``, restricted by the spec's
-    ``search:`` (keys in ``keep`` only at level 0, ``max_level``, ``methods``)."""
+    ``search:`` (keys in ``keep`` only at level 0, ``max_level``, ``methods``); with ``withhold``,
+    each key that may be recoded (not in ``keep``, no ``max_level`` given) also gets the top of its
+    hierarchy (:func:`withheld_level`)."""
     options = spec.search
     columns = [v.name for v in spec.variables
                if v.role in NESTING_ROLES and v.scale != "continuous" and v.name in data.columns]
-    return {
+    space = {
         key: key_hierarchy(data[key], spec.variable(key), methods=options.methods,
                            max_level=0 if key in options.keep else options.max_level, data=data, columns=columns)
         for key in spec.categorical_keys
     }
+    if withhold and options.max_level is None and "recode" in options.methods:
+        space = {key: replace(h, levels=(*h.levels, top)) if key not in options.keep
+                 and (top := withheld_level(h.levels[0])) is not None else h for key, h in space.items()}
+    return space
+
+
+def withheld_level(original: KeyLevel) -> KeyLevel | None:
+    """The top of a key's hierarchy: every category merged into one group ("*" in ARX's hierarchies,
+    Prasser et al. 2014; Hundepool et al. 2012, §3.4.2.1 on global recoding), so that the key tells
+    nothing and every record shares its value. A lattice with every key's top holds a k-anonymous
+    plan without suppression whenever the file has k records; the plan search adds it when no plan
+    of the data's own levels meets the target. None for a key of one category."""
+    members = tuple(g[0] for g in original.groups)
+    if len(members) < 2:
+        return None
+    name = f"Withheld ({len(members)} categories)"
+    return KeyLevel((_ordered(members),), f"withheld: its {len(members)} categories released as one, {name!r}",
+                    (name,))
 
 
 def hierarchy_problems(data: pd.DataFrame, spec: SurveySpec) -> list[str]:

@@ -26,8 +26,8 @@ from sdc_dagster.pipeline.search import (
 )
 from sdc_dagster.protect.plan import apply_plan
 from sdc_dagster.protect.recode import interval_recode
-from sdc_dagster.search_space import continuous_steps
-from sdc_dagster.spec import Plan, parse_spec
+from sdc_dagster.search_space import continuous_steps, key_hierarchy, search_space, withheld_level
+from sdc_dagster.spec import Plan, Variable, parse_spec
 from sdc_dagster.spec.draft import draft_spec, drafted_global_risk
 
 
@@ -223,3 +223,45 @@ def test_draft_of_a_thirteen_record_file_states_a_reachable_target_with_its_reas
 def test_optimal_only_when_every_plan_of_the_space_was_evaluated():
     assert optimality(36, 36, True) == "optimal over 36 plans"
     assert optimality(53, 6000, False) == "best of 53 checked (of 6,000 plans)"
+
+
+# --- the keys' tops: a plan meeting the target without suppression -------------------------------
+
+def test_withheld_level_merges_every_category_into_one_named_group():
+    values = pd.Series([3, 1, 2, 2, 1, 1], name="region")
+    hierarchy = key_hierarchy(values, Variable("region", "categorical_key", "nominal"))
+    top = withheld_level(hierarchy.levels[0])
+    assert top.groups == ((1, 2, 3),) and top.group_names() == ("Withheld (3 categories)",)
+    assert top.step("region") == {"method": "recode", "variable": "region", "groups": [[1, 2, 3]],
+                                  "names": ["Withheld (3 categories)"]}
+    assert withheld_level(key_hierarchy(pd.Series([1, 1], name="one"),
+                                        Variable("one", "categorical_key", "nominal")).levels[0]) is None
+
+
+def test_space_with_withhold_adds_each_recodable_keys_top():
+    data = pd.DataFrame({"a": [1, 2, 3] * 4, "b": [1, 2] * 6, "c": [5] * 12})
+    spec = parse_spec({"survey": "t", "variables": {k: {"role": "categorical_key", "scale": "nominal"} for k in "abc"},
+                       "search": {"enabled": True, "keep": ["b"]}})
+    plain, wider = search_space(data, spec), search_space(data, spec, withhold=True)
+    # a gets its top; b is kept as it is; c has one category: nothing to merge
+    assert len(wider["a"].levels) == len(plain["a"].levels) + 1 and len(wider["a"].levels[-1].groups) == 1
+    assert wider["b"] == plain["b"] and wider["c"] == plain["c"]
+
+
+def test_thirteen_record_file_is_released_with_keys_withheld_when_no_own_level_fits_the_limits():
+    # 13 records, 4 nominal keys (9, 3, 5 and 2 categories) that single out most records: 3-anonymity
+    # by local suppression alone suppresses far beyond the 10 % limit, so the search adds the keys'
+    # tops and releases the least loss among them, every blocking check passed
+    data = pd.DataFrame({"x1": [1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4],
+                         "x2": [1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1],
+                         "x3": [1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3],
+                         "x4": [1, 2] * 6 + [1]})
+    spec = parse_spec({"survey": "t", "variables": {k: {"role": "categorical_key", "scale": "nominal"}
+                                                    for k in data.columns},
+                       "risk": {"k": 3, "max_global_risk": 0.34}, "search": {"enabled": True}})
+    found = search_wave(data, spec, wave="1")
+    assert found.recommended is not None and not protection.blocking_failures(found.recommended.checks)
+    assert "searched again with each key's top" in found.bound
+    assert "Withheld (" in found.recommended.plan.description
+    assert found.recommended.checks["k_anonymity"].passed
+    assert found.recommended.checks["suppression_limit"].value <= 0.1

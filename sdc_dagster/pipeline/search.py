@@ -332,11 +332,14 @@ def _nodes(space: dict[str, KeyHierarchy]) -> np.ndarray:
 
 def _cut_space(space: dict[str, KeyHierarchy]) -> dict[str, KeyHierarchy]:
     """The space with the deepest levels of the keys with most levels dropped until the lattice has at
-    most :data:`MAX_NODES` nodes."""
+    most :data:`MAX_NODES` nodes; a key's top (one group, :func:`~sdc_dagster.search_space.withheld_level`)
+    is kept while a level below it can go."""
     space = dict(space)
     while np.prod([len(h.levels) for h in space.values()], dtype=float) > MAX_NODES:
         key = max(space, key=lambda k: len(space[k].levels))
-        space[key] = replace(space[key], levels=space[key].levels[:-1])
+        levels = space[key].levels
+        top = levels[-1:] if len(levels) > 2 and len(levels[-1].groups) == 1 else ()
+        space[key] = replace(space[key], levels=(*levels[:len(levels) - 1 - len(top)], *top))
     return space
 
 
@@ -347,6 +350,7 @@ def search_wave(
     wave: str = "",
     progress: Progress | None = None,
     exhaustive: bool = False,
+    withhold: bool = False,
 ) -> WaveSearch:
     """Search the plans of a wave (module docstring) and return the front and the recommendation.
 
@@ -368,6 +372,12 @@ def search_wave(
         again, reported as their own walk (``done`` of the nodes left).
     exhaustive : evaluate every node of the lattice, without the loss bound (the time budget still
         applies); for checking that the bound loses no front candidate.
+    withhold : search the lattice in which every key also has the top of its hierarchy (all its
+        categories as one, :func:`~sdc_dagster.search_space.withheld_level`). Without it, when no
+        plan of the data's own levels passes the release checks, the search runs again with it in
+        the time left: that lattice holds a plan without suppression that is k-anonymous (every key
+        at its top), so the target is out of reach only through the global risk of a file of fewer
+        than 1 / max_global_risk records without weights, l-diversity or a continuous key's limits.
 
     Returns
     -------
@@ -385,7 +395,7 @@ def search_wave(
     k, target = spec.risk.k, spec.risk.max_global_risk
     stricter_target = target / 2
     measure = spec.search.loss
-    full_space = search_space(data, spec)
+    full_space = search_space(data, spec, withhold=withhold)
     space = _cut_space(full_space)
     lattice = _Lattice(data, spec, space)
     nodes = _nodes(space)
@@ -502,7 +512,7 @@ def search_wave(
     seconds = time.perf_counter() - start
     say(f"done: {evaluated:,} of {len(nodes):,} nodes evaluated in {seconds:.1f} s; the plan is "
         + optimality(evaluated, len(nodes), outcome == "done"))
-    return WaveSearch(
+    found = WaveSearch(
         candidates=tuple(candidates),
         front=tuple(ranked),
         recommended=recommended,
@@ -515,6 +525,19 @@ def search_wave(
         seconds=seconds,
         space={key: h.words() for key, h in full_space.items()},
     )
+    left_seconds = budget - seconds
+    if recommended is not None or withhold or left_seconds <= 0:
+        return found
+    wider = search_space(data, spec, withhold=True)
+    if all(len(wider[key].levels) == len(h.levels) for key, h in full_space.items()):
+        return found  # no key has a top to add (none may be recoded, or each has one category)
+    say("no plan of the keys' own levels passes the release checks: the search continues with each key's top "
+        "(its categories released as one) in the lattice")
+    again = search_wave(data, replace(spec, search=replace(spec.search, budget_seconds=left_seconds)), wave=wave,
+                        progress=progress, exhaustive=exhaustive, withhold=True)
+    return replace(again, seconds=time.perf_counter() - start,
+                   bound=f"{again.bound}; searched again with each key's top after no plan of the "
+                         f"{len(nodes):,} of the keys' own levels passed the release checks")
 
 
 def _risks(f: np.ndarray, F: np.ndarray, weight: str | None, k: int) -> tuple[int, pd.Series]:
