@@ -99,7 +99,8 @@ def check_records_for_k(records: int, k: int, *, source: str) -> None:
         ``records < k``.
     """
     if records < k:
-        raise SDCInputError(f"{source}: k-anonymity with k = {k} is impossible with {records} records "
+        raise SDCInputError(f"{source}: k-anonymity with k = {k} is impossible with {records} "
+                            f"record{'' if records == 1 else 's'} "
                             f"(at most {records}-anonymity, every key suppressed; lower risk.k to {records} or "
                             "fewer, or protect a larger file)")
 
