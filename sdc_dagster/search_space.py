@@ -25,15 +25,17 @@ label at that level, the band, "Other (...)"): the released file gives each merg
 label of its own (SPEC §8.2); the loss measures and the lattice code a merged group by its smallest
 member. :meth:`KeyHierarchy.to_arx` gives a chain in ARX's hierarchy layout (SPEC §14.1).
 
-Continuous keys get candidate steps, weakest first: MDAV microaggregation (k = 3, 4, 5, 6, 8, 10) within
-the released key combinations (as drafted specs do), rank swapping (p = 5, 10, 15 %) and additive
-noise (noise SD 0.1, 0.2 and 0.5 times the standard deviation).
+Continuous keys get a ladder of rungs (:func:`continuous_steps`), from the least loss to the most:
+MDAV microaggregation within the released key combinations (as drafted specs do), then across all
+records up to groups of half the file, rank swapping, additive noise, rounding, top and bottom coding,
+banding into intervals, and last the keys withheld from the release: whatever the linkage target,
+some rung of the ladder meets it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -47,9 +49,18 @@ from sdc_dagster.spec.hierarchies import Hierarchy, HierarchyLevel, members_name
 RARE_SHARES = (0.005, 0.01, 0.02, 0.05, 0.10)
 #: Tail quantiles of top and bottom coding.
 TAILS = (0.05, 0.95)
+#: Group sizes of MDAV microaggregation within the released key combinations (SPEC §8.5).
 MICROAGGREGATION_K = (3, 4, 5, 6, 8, 10)
+#: Group sizes of MDAV microaggregation across all records, up to half the records (and that half).
+GLOBAL_MICROAGGREGATION_K = (3, 5, 10, 20, 50, 100, 200, 500, 1000)
 RANK_SWAP_P = (5, 10, 15)
-NOISE_AMOUNTS = (0.1, 0.2, 0.5)
+NOISE_AMOUNTS = (0.1, 0.2, 0.5, 1.0, 2.0)
+#: Rounding bases as multiples of a key's standard deviation (each made a round number).
+ROUNDING_SD = (0.1, 0.25, 0.5, 1.0, 2.0)
+#: Shares of the records top and bottom coded, one tail each.
+CODED_TAILS = (0.05, 0.10, 0.25)
+#: Numbers of bands of a continuous key (equal frequency), most first.
+BAND_COUNTS = (20, 10, 5, 3, 2)
 #: Which search method (``search.methods``) makes which kind of level.
 LEVEL_METHODS = {"hierarchy": "recode", "rare": "recode", "tails": "top_coding", "bands": "interval_recode",
                  "neighbours": "recode"}
@@ -294,17 +305,37 @@ def _cast_levels(order: np.ndarray, levels: list[KeyLevel]) -> list[KeyLevel]:
                      level.words, level.names) for level in levels]
 
 
-def search_space(data: pd.DataFrame, spec: SurveySpec) -> dict[str, KeyHierarchy]:
+def search_space(data: pd.DataFrame, spec: SurveySpec, *, withhold: bool = False) -> dict[str, KeyHierarchy]:
     """The levels of every categorical key of ``spec`` on the wave ``data``, restricted by the spec's
-    ``search:`` (keys in ``keep`` only at level 0, ``max_level``, ``methods``)."""
+    ``search:`` (keys in ``keep`` only at level 0, ``max_level``, ``methods``); with ``withhold``,
+    each key that may be recoded (not in ``keep``, no ``max_level`` given) also gets the top of its
+    hierarchy (:func:`withheld_level`)."""
     options = spec.search
     columns = [v.name for v in spec.variables
                if v.role in NESTING_ROLES and v.scale != "continuous" and v.name in data.columns]
-    return {
+    space = {
         key: key_hierarchy(data[key], spec.variable(key), methods=options.methods,
                            max_level=0 if key in options.keep else options.max_level, data=data, columns=columns)
         for key in spec.categorical_keys
     }
+    if withhold and options.max_level is None and "recode" in options.methods:
+        space = {key: replace(h, levels=(*h.levels, top)) if key not in options.keep
+                 and (top := withheld_level(h.levels[0])) is not None else h for key, h in space.items()}
+    return space
+
+
+def withheld_level(original: KeyLevel) -> KeyLevel | None:
+    """The top of a key's hierarchy: every category merged into one group ("*" in ARX's hierarchies,
+    Prasser et al. 2014; Hundepool et al. 2012, §3.4.2.1 on global recoding), so that the key tells
+    nothing and every record shares its value. A lattice with every key's top holds a k-anonymous
+    plan without suppression whenever the file has k records; the plan search adds it when no plan
+    of the data's own levels meets the target. None for a key of one category."""
+    members = tuple(g[0] for g in original.groups)
+    if len(members) < 2:
+        return None
+    name = f"Withheld ({len(members)} categories)"
+    return KeyLevel((_ordered(members),), f"withheld: its {len(members)} categories released as one, {name!r}",
+                    (name,))
 
 
 def hierarchy_problems(data: pd.DataFrame, spec: SurveySpec) -> list[str]:
@@ -323,20 +354,130 @@ def hierarchy_problems(data: pd.DataFrame, spec: SurveySpec) -> list[str]:
     return problems
 
 
-def continuous_steps(spec: SurveySpec) -> list[dict]:
-    """The candidate steps for the continuous keys, weakest first (module docstring), among the
-    methods the spec's ``search.methods`` allows; microaggregation is stratified by the categorical
-    keys (as released), so that within a released key combination no amount singles out a record."""
-    columns = spec.continuous_keys
+@dataclass(frozen=True)
+class ContinuousRung:
+    """One rung of the continuous keys' ladder (:func:`continuous_steps`): the ``method`` of its
+    chain (the rungs of one chain grow stronger, the search bisects along it), its plan ``steps``
+    and what it does in ``words``."""
+
+    method: str
+    steps: tuple[dict, ...]
+    words: str
+
+
+def _round_base(value: float, whole: bool) -> float:
+    """The roundest number in [value, 2 value) (:func:`_nice`), at least 1 for a whole-numbered key
+    (whose released values stay whole)."""
+    base = _nice(value, 2 * value) if value > 0 else 1.0
+    return max(base, 1.0) if whole else base
+
+
+def _bands(values: np.ndarray, count: int) -> tuple[list[float], list[float]] | None:
+    """Equal-frequency bands of ``values`` (observed, sorted): breaks at the data values of the
+    quantiles i/count (numpy's "lower", so every break is a value some record has; repeated breaks
+    merged) and each band's representative, the lower median of its values (a value a record has);
+    None when fewer than two bands remain."""
+    breaks = np.unique(np.quantile(values, np.linspace(0, 1, count + 1), method="lower"))
+    breaks[-1] = values[-1]
+    breaks = np.unique(breaks)
+    if len(breaks) < 3:
+        return None
+    # right-closed (b_i, b_i+1], the first band [b_0, b_1]: interval_recode's coding
+    position = np.clip(np.searchsorted(breaks, values, side="left") - 1, 0, len(breaks) - 2)
+    labels = [float(np.quantile(values[position == i], 0.5, method="lower")) for i in range(len(breaks) - 1)]
+    return [float(b) for b in breaks], labels
+
+
+def continuous_steps(data: pd.DataFrame, spec: SurveySpec) -> list[ContinuousRung]:
+    """The ladder of the continuous keys, rung by rung from the least loss to the most, among the
+    methods the spec's ``search.methods`` allows, in chains of one method each (within a chain each rung
+    is stronger than the one before). The last rung withholds every continuous key,
+    so that a ladder with ``remove_variables`` allowed always reaches any linkage target (a release
+    without continuous keys has nothing to link on, SPEC §4.1):
+
+    1. MDAV microaggregation (Domingo-Ferrer & Mateo-Sanz 2002; sdcMicro ``microaggregation``,
+       method "mdav") within the released key combinations, groups of k = 3 ... 10
+       (:data:`MICROAGGREGATION_K`);
+    2. MDAV microaggregation across all records, groups of 3 up to half the records
+       (:data:`GLOBAL_MICROAGGREGATION_K`): a record alone in its key combination keeps no amount of
+       its own;
+    3. rank swapping (Moore 1996; sdcMicro ``rankSwap``) within p = 5, 10, 15 % of the ranks;
+    4. additive noise (sdcMicro ``addNoise``, "additive") of 0.1 up to 2 standard deviations;
+    5. rounding of each key to a round base of 0.1 up to 2 of its standard deviations
+       (Hundepool et al. 2012, §3.4.2.6);
+    6. top and bottom coding (Hundepool et al. 2012, §3.4.2.4; sdcMicro ``topBotCoding``) of 5, 10
+       and 25 % of the records at each end, each tail released as the value at its quantile;
+    7. banding (global recoding of a continuous key into intervals, Hundepool et al. 2012, §3.4.2.1;
+       sdcMicro ``globalRecode``) into 20, 10, 5, 3 and 2 equal-frequency bands, each band released as
+       the median of its values, so that the key stays a number and its mean moves little;
+    8. withholding keys from the release (SPEC §8.1's ``remove_variables``): the key with the most
+       distinct values first, then the next, up to every continuous key.
+
+    Integer-valued keys get whole-number bases, bands and tails (microaggregation and noise are
+    rounded back by :func:`~sdc_dagster.protect.plan.rounded_to_whole_numbers`).
+    """
+    columns = [c for c in spec.continuous_keys if c in data.columns]
     if not columns:
         return []
     methods = spec.search.methods
-    steps = []
+    n = len(data)
+    rungs: list[ContinuousRung] = []
+    values = {c: np.sort(pd.to_numeric(data[c], errors="coerce").dropna().to_numpy(float)) for c in columns}
+    whole = {c: bool(len(v)) and bool(np.all(v == np.round(v))) for c, v in values.items()}
     if "microaggregation" in methods:
-        strata = {"strata": list(spec.categorical_keys)} if spec.categorical_keys else {}
-        steps += [{"method": "microaggregation", "columns": list(columns), "k": k, **strata} for k in MICROAGGREGATION_K]
+        if spec.categorical_keys:
+            strata = {"strata": list(spec.categorical_keys)}
+            rungs += [ContinuousRung("microaggregation", ({"method": "microaggregation", "columns": columns, "k": k,
+                                                           **strata},),
+                                     f"MDAV microaggregation, k={k}, within the released key combinations")
+                      for k in MICROAGGREGATION_K if k <= n]
+        sizes = sorted({k for k in GLOBAL_MICROAGGREGATION_K if k <= n // 2} | ({n // 2} if n // 2 >= 3 else set()))
+        if not spec.categorical_keys:
+            sizes = sorted(set(sizes) | {k for k in MICROAGGREGATION_K if k <= n})
+        rungs += [ContinuousRung("microaggregation_all", ({"method": "microaggregation", "columns": columns, "k": k},),
+                                 f"MDAV microaggregation, k={k}, across all records") for k in sizes]
     if "rank_swap" in methods:
-        steps += [{"method": "rank_swap", "columns": list(columns), "p": p} for p in RANK_SWAP_P]
+        rungs += [ContinuousRung("rank_swap", ({"method": "rank_swap", "columns": columns, "p": p},),
+                                 f"rank swapping within {p} % of the ranks") for p in RANK_SWAP_P]
     if "noise" in methods:
-        steps += [{"method": "noise", "columns": list(columns), "amount": a} for a in NOISE_AMOUNTS]
-    return steps
+        rungs += [ContinuousRung("noise", ({"method": "noise", "columns": columns, "amount": a},),
+                                 f"additive noise of {a:g} standard deviations") for a in NOISE_AMOUNTS]
+    spread = {c: float(np.std(v, ddof=1)) if len(v) > 1 else 0.0 for c, v in values.items()}
+    varying = [c for c in columns if spread[c] > 0]
+    if "rounding" in methods and varying:
+        for share in ROUNDING_SD:
+            bases = {c: _round_base(share * spread[c], whole[c]) for c in varying}
+            rungs.append(ContinuousRung(
+                "rounding", tuple({"method": "rounding", "columns": [c], "base": bases[c]} for c in varying),
+                f"rounding to multiples of {share:g} standard deviations ("
+                + ", ".join(f"{c} to {_label(bases[c])}" for c in varying) + ")"))
+    if "top_coding" in methods and varying:
+        for tail in CODED_TAILS:
+            steps = []
+            for c in varying:
+                low = float(np.quantile(values[c], tail, method="higher"))
+                high = float(np.quantile(values[c], 1 - tail, method="lower"))
+                if low < high:
+                    steps += [{"method": "bottom_coding", "variable": c, "value": low, "replacement": low},
+                              {"method": "top_coding", "variable": c, "value": high, "replacement": high}]
+            if steps:
+                rungs.append(ContinuousRung("top_coding", tuple(steps),
+                                            f"top and bottom coding of {tail:.0%} of the records at each end"))
+    if "interval_recode" in methods and varying:
+        for count in BAND_COUNTS:
+            steps = []
+            for c in varying:
+                banded = _bands(values[c], count)
+                if banded is not None:
+                    steps.append({"method": "interval_recode", "variable": c, "breaks": banded[0],
+                                  "labels": banded[1]})
+            if steps:
+                rungs.append(ContinuousRung("interval_recode", tuple(steps),
+                                            f"banding into at most {count} equal-frequency bands, each released as "
+                                            "its median"))
+    if "remove_variables" in methods:
+        ranked = sorted(columns, key=lambda c: (-data[c].nunique(), columns.index(c)))
+        rungs += [ContinuousRung("remove_variables", ({"method": "remove_variables", "variables": ranked[:i]},),
+                                 f"{', '.join(ranked[:i])} withheld from the release")
+                  for i in range(1, len(ranked) + 1)]
+    return rungs

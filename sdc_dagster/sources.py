@@ -21,6 +21,7 @@ from sdc_dagster.schemas import microdata_schema, validate
 from sdc_dagster.datafiles.dialect import read_text_cells
 from sdc_dagster.spec import FORMATS, SurveySpec
 from sdc_dagster.spec.reading import file_format, read_with_metadata
+from sdc_dagster.validation import check_records_for_k
 
 
 def locate_wave_file(spec: SurveySpec, wave: str, landing: Path) -> Path:
@@ -151,7 +152,8 @@ def read_wave_file(spec: SurveySpec, path: Path, *, source: str | None = None,
                    options: dict | None = None) -> pd.DataFrame:
     """Read one wave file by its extension, missing codes as NA, validated by the spec's schema
     (SchemaViolation names the column, the rule, the first offending rows and, for a CSV, the text
-    of values that were read as missing), numeric variables as numbers, columns in spec order.
+    of values that were read as missing), numeric variables as numbers, columns in spec order. A
+    file of fewer records than the spec's k is refused (:func:`~sdc_dagster.validation.check_records_for_k`).
 
     The spec's ``source.options`` are reader options for its ``source.format``: they apply to files
     of that format (to every file when the spec names no format); ``options`` (the command line's
@@ -163,12 +165,14 @@ def read_wave_file(spec: SurveySpec, path: Path, *, source: str | None = None,
     options = {**(dict(spec.source.options) if spec.source.format in (None, fmt) else {}), **(options or {})}
     contents = read_with_metadata(path, options=options, default_format=fmt, metadata=metadata, user_missing=False)
     data = apply_missing_codes(contents.data, spec)
+    where = source or f"{spec.survey} ({path.name}, {fmt})"
     validate(
         data,
         microdata_schema(spec),
-        source=source or f"{spec.survey} ({path.name}, {fmt})",
+        source=where,
         original_text=(lambda: read_csv_text(path, options=contents.source_options)) if fmt == "csv" else None,
     )
+    check_records_for_k(len(data), spec.risk.k, source=where)
     return spec_column_order(numbers_from_text(data, spec), spec)
 
 

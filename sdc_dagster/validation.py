@@ -85,6 +85,26 @@ def check_scalar(
     return int(value) if integer else float(value)
 
 
+def check_records_for_k(records: int, k: int, *, source: str) -> None:
+    """Refuse a file of fewer records than the k of k-anonymity, before anything runs on it.
+
+    k-anonymity asks every record to share its key with at least k - 1 others (Sweeney 2002,
+    "k-anonymity: a model for protecting privacy"); the most a file of n records allows is every
+    record sharing one key (every key value suppressed), n-anonymity. With n < k no plan can meet
+    the target, so the file is refused up front with that sentence rather than by a protection step.
+
+    Raises
+    ------
+    SDCInputError : "<source>: k-anonymity with k = K is impossible with N records ..." when
+        ``records < k``.
+    """
+    if records < k:
+        raise SDCInputError(f"{source}: k-anonymity with k = {k} is impossible with {records} "
+                            f"record{'' if records == 1 else 's'} "
+                            f"(at most {records}-anonymity, every key suppressed; lower risk.k to {records} or "
+                            "fewer, or protect a larger file)")
+
+
 def check_option(value, name: str, options: Sequence, *, error: type[Exception] = SDCInputError):
     """Check that ``value`` is one of ``options``; the message lists them: ``"<name>: must be one of
     'a', 'b', got 'c'"``. Returns the value."""

@@ -195,8 +195,10 @@ def test_read_errors_name_file_and_format(tmp_path):
     with pytest.raises(SDCInputError, match=r"w2.sas7bdat: cannot be read as sas"):
         read_wave(CSV_SPEC, "w2", tmp_path)
     # issue 34: a Latin-1 (Windows-1252) file is read in its encoding, no longer refused
-    (folder / "w3.csv").write_bytes("id;sex;region;income;w\n1;1;Zürich;1;1\n".encode("latin-1"))
-    assert read_wave(CSV_SPEC, "w3", tmp_path).data["region"].tolist() == ["Zürich"]
+    # (three records: a file of fewer records than the spec's k = 3 is refused, issue 38)
+    (folder / "w3.csv").write_bytes("id;sex;region;income;w\n1;1;Zürich;1;1\n2;2;Zürich;1;1\n3;1;Genève;1;1\n"
+                                    .encode("latin-1"))
+    assert read_wave(CSV_SPEC, "w3", tmp_path).data["region"].tolist() == ["Zürich", "Zürich", "Genève"]
     with pytest.raises(SDCInputError, match=r"w3.csv: unknown encoding 'klingon' in source.options.encoding"):
         read_survey_file(folder / "w3.csv", options={"encoding": "klingon"})
     (folder / "w4.csv").write_text("")

@@ -47,7 +47,8 @@ def run_plan(survey_name: str, wave: str, *, data_file: str | None = None, write
         print(f"sdc plan: bad data: {exc}", file=out)
         return EXIT_BAD_DATA
     print(f"{found.nodes_evaluated} of {found.nodes_total} plans evaluated in {found.seconds:.1f} s "
-          f"({'exhaustive' if found.exhaustive else found.bound})", file=out)
+          f"({'exhaustive' if found.exhaustive else found.bound}); the recommended plan is "
+          f"{search.optimality(found.nodes_evaluated, found.nodes_total, found.exhaustive)}", file=out)
     if not found.front:
         print("sdc plan: no plan of the search space meets the risk target", file=out)
         return EXIT_WITHHELD

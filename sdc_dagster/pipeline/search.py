@@ -58,13 +58,13 @@ from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.keys import category_codes, renumbered_digits
 from sdc_dagster.protect.plan import PlanResult
 from sdc_dagster.protect.plan_search import pareto_front
-from sdc_dagster.search_space import KeyHierarchy, continuous_steps, search_space
+from sdc_dagster.search_space import ContinuousRung, KeyHierarchy, continuous_steps, search_space
 from sdc_dagster.protect.suppression import codes_below_l, risk_suppression, suppress_codes_to_k
 from sdc_dagster.risk.categorical import risk_from_frequencies
 from sdc_dagster.spec import SEARCHED_PLAN, Plan, SurveySpec
 from sdc_dagster.pipeline.evaluation import headline_loss
 from sdc_dagster.pipeline.protection import UTILITY_CHECKS, CheckOutcome, blocking_failures, protect, release_checks
-from sdc_dagster.validation import weight_values
+from sdc_dagster.validation import check_records_for_k, weight_values
 
 #: The name of the recommended plan as a protected variant.
 #: The seed of searched plans (their random steps, noise and rank swapping, derive theirs from it).
@@ -188,7 +188,13 @@ def _step_text(step: dict) -> str:
         return f"risk suppression above {step['threshold']:.4g}"
     if method == "diversity_suppression":
         return f"suppression to {step['l']}-diversity"
-    extra = ", ".join(f"{k}={v}" for k, v in step.items() if k in ("k", "p", "amount"))
+    if method == "remove_variables":
+        return f"{', '.join(step['variables'])} withheld"
+    if method in ("top_coding", "bottom_coding"):
+        return f"{method.replace('_', ' ')} {step['variable']} at {step['value']:.6g}"
+    if method == "interval_recode":
+        return f"bands of {step['variable']} ({len(step['breaks']) - 1})"
+    extra = ", ".join(f"{k}={v}" for k, v in step.items() if k in ("k", "p", "amount", "base"))
     return f"{method} {extra}".strip()
 
 
@@ -264,7 +270,7 @@ class _Lattice:
 
 
 def _node_plan(space: dict[str, KeyHierarchy], node: tuple[int, ...], suppression: list[dict], k: int,
-               continuous: dict | None, name: str) -> Plan:
+               continuous: ContinuousRung | None, name: str) -> Plan:
     steps, words = [], []
     for (key, hierarchy), level in zip(space.items(), node):
         step = hierarchy.levels[level].step(key)
@@ -280,8 +286,8 @@ def _node_plan(space: dict[str, KeyHierarchy], node: tuple[int, ...], suppressio
         else:
             words.append(f"suppression of key values of records with individual risk above {step['threshold']:.4g}")
     if continuous is not None:
-        steps.append(continuous)
-        words.append(_step_text(continuous) + " of the continuous keys")
+        steps += continuous.steps
+        words.append(continuous.words + " (continuous keys)")
     return Plan(name=name, steps=tuple(steps), k=k, random_state=SEARCH_SEED,
                 description="searched plan: " + ("; ".join(words) if words else "the keys as they are"))
 
@@ -326,11 +332,14 @@ def _nodes(space: dict[str, KeyHierarchy]) -> np.ndarray:
 
 def _cut_space(space: dict[str, KeyHierarchy]) -> dict[str, KeyHierarchy]:
     """The space with the deepest levels of the keys with most levels dropped until the lattice has at
-    most :data:`MAX_NODES` nodes."""
+    most :data:`MAX_NODES` nodes; a key's top (one group, :func:`~sdc_dagster.search_space.withheld_level`)
+    is kept while a level below it can go."""
     space = dict(space)
     while np.prod([len(h.levels) for h in space.values()], dtype=float) > MAX_NODES:
         key = max(space, key=lambda k: len(space[k].levels))
-        space[key] = replace(space[key], levels=space[key].levels[:-1])
+        levels = space[key].levels
+        top = levels[-1:] if len(levels) > 2 and len(levels[-1].groups) == 1 else ()
+        space[key] = replace(space[key], levels=(*levels[:len(levels) - 1 - len(top)], *top))
     return space
 
 
@@ -341,6 +350,7 @@ def search_wave(
     wave: str = "",
     progress: Progress | None = None,
     exhaustive: bool = False,
+    withhold: bool = False,
 ) -> WaveSearch:
     """Search the plans of a wave (module docstring) and return the front and the recommendation.
 
@@ -362,18 +372,30 @@ def search_wave(
         again, reported as their own walk (``done`` of the nodes left).
     exhaustive : evaluate every node of the lattice, without the loss bound (the time budget still
         applies); for checking that the bound loses no front candidate.
+    withhold : search the lattice in which every key also has the top of its hierarchy (all its
+        categories as one, :func:`~sdc_dagster.search_space.withheld_level`). Without it, when no
+        plan of the data's own levels passes the release checks, the search runs again with it in
+        the time left: that lattice holds a plan without suppression that is k-anonymous (every key
+        at its top), so the target is out of reach only through the global risk of a file of fewer
+        than 1 / max_global_risk records without weights, l-diversity or a continuous key's limits.
 
     Returns
     -------
     :class:`WaveSearch`.
+
+    Raises
+    ------
+    SDCInputError : a wave of fewer records than ``risk.k``, before any search
+        (:func:`~sdc_dagster.validation.check_records_for_k`).
     """
+    check_records_for_k(len(data), spec.risk.k, source=f"{spec.survey} wave {wave}".rstrip())
     start = time.perf_counter()
     budget = spec.search.budget_seconds
     report = progress or (lambda done, total, note: None)
     k, target = spec.risk.k, spec.risk.max_global_risk
     stricter_target = target / 2
     measure = spec.search.loss
-    full_space = search_space(data, spec)
+    full_space = search_space(data, spec, withhold=withhold)
     space = _cut_space(full_space)
     lattice = _Lattice(data, spec, space)
     nodes = _nodes(space)
@@ -488,8 +510,9 @@ def search_wave(
         cheapest = min(meets, key=lambda c: c.loss)
         stricter = {"target": stricter_target, "loss": cheapest.loss, "plan": cheapest.plan.name}
     seconds = time.perf_counter() - start
-    say(f"done: {evaluated:,} of {len(nodes):,} nodes evaluated in {seconds:.1f} s")
-    return WaveSearch(
+    say(f"done: {evaluated:,} of {len(nodes):,} nodes evaluated in {seconds:.1f} s; the plan is "
+        + optimality(evaluated, len(nodes), outcome == "done"))
+    found = WaveSearch(
         candidates=tuple(candidates),
         front=tuple(ranked),
         recommended=recommended,
@@ -502,6 +525,19 @@ def search_wave(
         seconds=seconds,
         space={key: h.words() for key, h in full_space.items()},
     )
+    left_seconds = budget - seconds
+    if recommended is not None or withhold or left_seconds <= 0:
+        return found
+    wider = search_space(data, spec, withhold=True)
+    if all(len(wider[key].levels) == len(h.levels) for key, h in full_space.items()):
+        return found  # no key has a top to add (none may be recoded, or each has one category)
+    say("no plan of the keys' own levels passes the release checks: the search continues with each key's top "
+        "(its categories released as one) in the lattice")
+    again = search_wave(data, replace(spec, search=replace(spec.search, budget_seconds=left_seconds)), wave=wave,
+                        progress=progress, exhaustive=exhaustive, withhold=True)
+    return replace(again, seconds=time.perf_counter() - start,
+                   bound=f"{again.bound}; searched again with each key's top after no plan of the "
+                         f"{len(nodes):,} of the keys' own levels passed the release checks")
 
 
 def _risks(f: np.ndarray, F: np.ndarray, weight: str | None, k: int) -> tuple[int, pd.Series]:
@@ -684,9 +720,11 @@ def _passes_risk_checks(candidate: SearchCandidate) -> bool:
 
 
 def _confirm(data, spec, space, front, wave, start, say):
-    """Run front candidates as plans with the continuous steps (module docstring; per method the
-    weakest step that passes, :func:`_weakest_passing`, the methods in the order of
-    :func:`~sdc_dagster.search_space.continuous_steps`) through the release checks, in loss
+    """Run front candidates as plans with the continuous keys' ladder (module docstring; per chain
+    the weakest rung that passes, :func:`_weakest_passing`, the chains in the order of
+    :func:`~sdc_dagster.search_space.continuous_steps`; when only the linkage check fails, local
+    suppression to a larger k with microaggregation, :func:`_stronger_suppressions`; withholding
+    continuous keys last) through the release checks, in loss
     order, until the recommendation, the runner-up and the cheapest candidate meeting the stricter
     target are certain (a candidate's loss before the continuous step is a lower bound of its loss
     after it), or the time budget ends.
@@ -695,8 +733,12 @@ def _confirm(data, spec, space, front, wave, start, say):
     the plan's name, so the recommended plan is checked exactly as it will be released. The attempts
     of one candidate differ in their last step (the continuous one) only: its recodes and suppression
     are protected once, and each attempt continues from them (``protect``'s ``applied``)."""
-    steps = continuous_steps(spec)
-    chains = [[s for s in steps if s["method"] == m] for m in dict.fromkeys(s["method"] for s in steps)] or [[None]]
+    rungs = continuous_steps(data, spec)
+    chains = [[r for r in rungs if r.method == m] for m in dict.fromkeys(r.method for r in rungs)]
+    # withholding a key is the last resort, after stronger suppression of the categorical keys
+    withholding = [c for c in chains if c[0].method == "remove_variables"]
+    ordinary = [c for c in chains if c[0].method != "remove_variables"] or ([] if withholding else [[None]])
+    aggregating = [c for c in chains if c[0].method.startswith("microaggregation")] or ordinary
     confirmed, passed = [], []
     stricter_target = spec.risk.max_global_risk / 2
     stricter_done = False
@@ -726,7 +768,8 @@ def _confirm(data, spec, space, front, wave, start, say):
                 ladder = json.dumps(suppression)
                 if ladder not in prefixes:  # a ladder is not tried again once the next one is
                     prefixes.clear()
-                    prefixes[ladder] = protect(data, spec, replace(plan, steps=plan.steps[:-1]), wave=wave)
+                    prefixes[ladder] = protect(data, spec, replace(plan, steps=plan.steps[:-len(option.steps)]),
+                                               wave=wave)
                 applied = prefixes[ladder]
             protected = protect(data, spec, plan, wave=wave, applied=applied)
             checks = release_checks(protected.data, spec, plan, original=data)
@@ -738,23 +781,29 @@ def _confirm(data, spec, space, front, wave, start, say):
                            global_risk=float(found) if isinstance(found, (int, float)) else candidate.global_risk
                            ), protected
 
-        result = candidate
-        for chain in chains:
-            if over_budget():
-                break
-            result = _weakest_passing(chain, run, over_budget, finish)
-            if result.confirmed:
-                break
-        for stronger in _stronger_suppressions(spec, result):
+        def climb(chains, ladder=suppression, run=run):
+            """The first chain's weakest rung that confirms (the last attempt's candidate when none)."""
+            result = candidate
+            for chain in chains:
+                if over_budget():
+                    break
+                result = _weakest_passing(chain, lambda option: run(option, suppression=ladder), over_budget, finish)
+                if result.confirmed:
+                    break
+            return result
+
+        result = climb(ordinary)
+        for stronger in ([] if result.confirmed else _stronger_suppressions(spec, result, len(data))):
             # records alone in their released key combination keep their amounts whatever the
             # continuous step, and Gower linkage finds them through the keys: suppress to a larger k
+            # (with microaggregation) before any key is withheld
             if over_budget():
                 break
-            ladder = [stronger, *(s for s in suppression if s["method"] != "local_suppression")]
-            result = _weakest_passing(chains[0], lambda option, ladder=ladder: run(option, suppression=ladder),
-                                      over_budget, finish)
+            result = climb(aggregating, [stronger, *(s for s in suppression if s["method"] != "local_suppression")])
             if result.confirmed:
                 break
+        if not result.confirmed and withholding and not over_budget():
+            result = climb(withholding)
         failures = blocking_failures(result.checks) if result.checks else {"not run": "time budget"}
         say(f"{candidate.plan.name}: " + (f"passes the release checks, loss {result.loss:.4g}" if result.confirmed
                                           else f"fails {', '.join(failures)}"))
@@ -770,14 +819,16 @@ def _confirm(data, spec, space, front, wave, start, say):
 SUPPRESSION_LADDER = (2, 3, 4)
 
 
-def _stronger_suppressions(spec: SurveySpec, result: SearchCandidate) -> list[dict]:
-    """Local suppression to 2k, 3k, 4k (:data:`SUPPRESSION_LADDER`) for a candidate whose only failed
-    blocking risk check is ``linkage_risk`` (utility limits aside) on a spec with categorical keys and
-    local suppression allowed; nothing otherwise."""
+def _stronger_suppressions(spec: SurveySpec, result: SearchCandidate, records: int) -> list[dict]:
+    """Local suppression to 2k, 3k, 4k (:data:`SUPPRESSION_LADDER`), never beyond the ``records`` of
+    the wave (n-anonymity, every key suppressed, is the most a file of n records allows), for a
+    candidate whose only failed blocking risk check is ``linkage_risk`` (utility limits aside) on a
+    spec with categorical keys and local suppression allowed; nothing otherwise."""
     failed = set(blocking_failures(result.checks)) - set(UTILITY_CHECKS) if result.checks else set()
     if failed != {"linkage_risk"} or not spec.categorical_keys or "local_suppression" not in spec.search.methods:
         return []
-    return [_suppression_step(factor * spec.risk.k) for factor in SUPPRESSION_LADDER]
+    ks = dict.fromkeys(min(factor * spec.risk.k, records) for factor in SUPPRESSION_LADDER)
+    return [_suppression_step(k) for k in ks if k > spec.risk.k]
 
 
 def _rank(confirmed: list[SearchCandidate]) -> tuple[list[SearchCandidate], SearchCandidate | None,
@@ -836,9 +887,19 @@ def plan_search(found: WaveSearch, spec: SurveySpec) -> PlanSearch:  # the PlanS
                       checks=checks, protected=chosen.protected if chosen is not None else None)
 
 
+def optimality(nodes_evaluated: int, nodes_total: int, exhaustive: bool) -> str:
+    """Whether the searched plan is proven best over the space, in words: "optimal over N plans" when
+    the search evaluated every plan of its space (``exhaustive``), else "best of N checked" (of the
+    space's ``nodes_total``): a plan the search did not evaluate might have been better."""
+    if exhaustive:
+        return f"optimal over {nodes_total:,} plans"
+    return f"best of {nodes_evaluated:,} checked (of {nodes_total:,} plans)"
+
+
 def search_summary(found: WaveSearch) -> dict:
     """The search in figures, as the report and the asset's metadata show it: nodes evaluated of the
-    lattice, exhaustive or how it was cut (``bound``), seconds, the recommended plan and the
+    lattice, exhaustive or how it was cut (``bound``), whether its plan is proven optimal in words
+    (``optimality``, :func:`optimality`), seconds, the recommended plan and the
     runner-up in words with their loss, and what half the global-risk target would cost in loss
     (``stricter_target``, ``stricter_loss``; NaN when no evaluated plan meets it)."""
     def described(candidate: SearchCandidate | None) -> tuple[str, float]:
@@ -849,6 +910,7 @@ def search_summary(found: WaveSearch) -> dict:
     stricter = found.stricter or {}
     return {"nodes_evaluated": found.nodes_evaluated, "nodes_total": found.nodes_total,
             "exhaustive": found.exhaustive, "bound": found.bound, "seconds": found.seconds,
+            "optimality": optimality(found.nodes_evaluated, found.nodes_total, found.exhaustive),
             "recommended": recommended, "recommended_loss": recommended_loss,
             "runner_up": runner_up, "runner_up_loss": runner_up_loss,
             "stricter_target": float(stricter.get("target", float("nan"))),

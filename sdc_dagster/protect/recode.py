@@ -158,7 +158,9 @@ def interval_recode(
     variable : numeric column to recode.
     breaks : strictly increasing interval limits covering all observed values.
     labels : one label per interval; default the interval index 1, 2, ... (ordinal codes, which the
-        released files show as the intervals' text, :func:`interval_labels`).
+        released files show as the intervals' text, :func:`interval_labels`). Numbers (a value
+        representing each interval, such as its median) keep the variable numeric: integers when
+        they are whole and the variable was, floats otherwise.
     right : whether intervals are closed on the right.
 
     Returns
@@ -196,8 +198,16 @@ def interval_recode(
     coded[:] = pd.NA
     coded[present] = label_array[position[present]]
     out = data.copy()
-    if all(isinstance(label, (int, np.integer)) for label in labels):
+    numbers = all(isinstance(label, (int, float, np.integer, np.floating)) and not isinstance(label, bool)
+                  for label in labels)
+    whole = numbers and all(float(label).is_integer() for label in labels)
+    if all(isinstance(label, (int, np.integer)) for label in labels) or (
+            whole and pd.api.types.is_integer_dtype(series.dtype)):
         out[variable] = pd.array(coded, dtype="Int64")
+    elif numbers:  # a value per interval (its median, say): the variable stays a number
+        numeric = np.full(len(values), np.nan)
+        numeric[present] = np.asarray(labels, dtype="float64")[position[present]]
+        out[variable] = pd.Series(numeric, index=data.index)
     else:
         out[variable] = pd.Series(coded, index=data.index)
     return out

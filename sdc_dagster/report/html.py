@@ -70,7 +70,8 @@ def _release_note(release: dict | None) -> str:
 
 def search_sentence(inputs: ReportInputs) -> str:
     """What the plan search did and found, in words: the nodes it evaluated and how the lattice was
-    cut, the plan it proposes (``searched``) and its loss against every other eligible plan, the
+    cut, the plan it proposes (``searched``), "optimal over N plans" only when the search evaluated
+    every plan of its space, else "best of N checked" (the summary's ``optimality``), its loss against every other eligible plan, the
     runner-up, and the loss a stricter target (half the global-risk target) would cost."""
     found = inputs.search
     label = measure_info(inputs.loss_measure).label
@@ -80,7 +81,7 @@ def search_sentence(inputs: ReportInputs) -> str:
     searched = inputs.plans.get(SEARCHED_PLAN)
     if not found["recommended"] or searched is None:
         return text + "No searched plan passes every blocking release check."
-    text += f"It proposes {SEARCHED_PLAN} ({found['recommended']}). "
+    text += f"It proposes {SEARCHED_PLAN} ({found['recommended']}), {found['optimality']}. "
     mine = searched.loss.get(inputs.loss_measure, np.nan)
     compared = []
     for name, plan in inputs.plans.items():

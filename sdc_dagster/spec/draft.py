@@ -93,6 +93,47 @@ def _limits_lines() -> list[str]:
     return lines
 
 
+#: The drafted k of k-anonymity.
+DRAFTED_K = 3
+#: The drafted global-risk target: an expected 1 % of the records re-identified.
+DRAFTED_GLOBAL_RISK = 0.01
+
+
+def drafted_global_risk(records: int, *, weighted: bool) -> float:
+    """The drafted ``max_global_risk`` of a file of ``records`` records.
+
+    :data:`DRAFTED_GLOBAL_RISK` (0.01), unless the file has no sampling weight and fewer than
+    1 / 0.01 = 100 records. Without weights a record's risk is 1/f_k (sdcMicro ``measure_risk``;
+    Hundepool et al. 2012, §3.3) and the global risk, their mean, is at least 1/n: reached only when
+    every record shares one key (every key value suppressed), so below 100 records no plan meets
+    0.01. The draft then states the target k-anonymity meets by itself: every record shares its key
+    with at least k - 1 others, so its risk is at most 1/k and so is the mean (Sweeney 2002), written
+    rounded up to two decimals (0.34 for k = 3) so that a file of groups of exactly k passes."""
+    if weighted or records * DRAFTED_GLOBAL_RISK >= 1:
+        return DRAFTED_GLOBAL_RISK
+    return -(-100 // DRAFTED_K) / 100
+
+
+def _global_risk_lines(records: int, *, weighted: bool) -> list[str]:
+    """The drafted ``max_global_risk`` line with its reason (:func:`drafted_global_risk`)."""
+    target = drafted_global_risk(records, weighted=weighted)
+    if target == DRAFTED_GLOBAL_RISK:
+        return [f"  max_global_risk: {target:g}         # expected share of re-identified records allowed "
+                "(sdcMicro measure_risk)"]
+    return [
+        f"  max_global_risk: {target:g}         # expected share of re-identified records allowed (sdcMicro "
+        "measure_risk). Not the",
+        f"                                # usual {DRAFTED_GLOBAL_RISK:g}: without sampling weights a record's "
+        f"risk is 1/f_k, so the global risk",
+        f"                                # of {records} records is at least 1/{records} = {1 / records:.3f} "
+        f"(every key suppressed), above {DRAFTED_GLOBAL_RISK:g}",
+        f"                                # whenever n < 1/{DRAFTED_GLOBAL_RISK:g} = "
+        f"{round(1 / DRAFTED_GLOBAL_RISK)}; this is the bound {DRAFTED_K}-anonymity meets by itself",
+        f"                                # (every risk at most 1/{DRAFTED_K}; Sweeney 2002, Hundepool et al. "
+        "2012 §3.3)",
+    ]
+
+
 def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
                max_keys: int = MAX_CATEGORICAL_KEYS) -> str:
     """A commented YAML survey spec for the data file ``path``, accepted by ``sdc check``.
@@ -175,9 +216,9 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
     continuous = [v.name for v in drafted if v.role == "continuous_key"]
     lines += [
         "risk:",
-        "  k: 3                          # k-anonymity threshold (Sweeney 2002; Hundepool et al. 2012, ch. 3)",
+        f"  k: {DRAFTED_K}                          # k-anonymity threshold (Sweeney 2002; Hundepool et al. 2012, ch. 3)",
         "  l: 2                          # l-diversity of sensitive variables (Machanavajjhala et al. 2007)",
-        "  max_global_risk: 0.01         # expected share of re-identified records allowed (sdcMicro measure_risk)",
+        *_global_risk_lines(len(contents.data), weighted=any(v.role == "weight" for v in drafted)),
         "  individual_risk_threshold: 0.05",
     ]
     if continuous:

@@ -209,7 +209,7 @@ class UtilityLimits:
 #: Step methods the plan search may use (``search.methods``): the generalisation and suppression of
 #: the categorical keys, and the candidate steps of the continuous keys.
 SEARCH_METHODS = ("recode", "interval_recode", "top_coding", "local_suppression", "microaggregation", "noise",
-                  "rank_swap")
+                  "rank_swap", "rounding", "remove_variables")
 SEARCH_LOSSES = ("lambda_arctan", "topsis")
 #: The l-diversity a spec's ``risk.l_diversity`` makes blocking (SPEC §3.6).
 L_DIVERSITY_MEASURES = ("distinct", "entropy")
@@ -233,7 +233,9 @@ class SearchOptions:
     integer-valued keys (every level released as a ``recode`` step whose ``names`` name its merged
     groups, SPEC §8.2; :mod:`sdc_dagster.search_space`), ``local_suppression``
     suppresses to k-anonymity and, where the global risk is still above the target, by individual
-    risk; ``microaggregation``, ``noise`` and ``rank_swap`` are the continuous keys' candidate steps.
+    risk; ``microaggregation``, ``rank_swap``, ``noise``, ``rounding``, ``top_coding`` and
+    ``interval_recode`` (bands) and ``remove_variables`` (withholding a key) are the rungs of the
+    continuous keys' ladder (:func:`sdc_dagster.search_space.continuous_steps`).
     ``budget_seconds``: the time budget of one wave's search, default 120 s (two minutes; a
     100,000-record wave with 7 keys stays within it, ``benchmarks/plan_search.py``); past it the
     search stops with the best plans found and says so. ``loss``: the information loss the plans are
