@@ -1,0 +1,242 @@
+"""What it would take when the plan search recommends no plan (issue 38; sdc_dagster.pipeline.relaxations).
+
+The wave of most tests is built so that every figure can be checked by hand: 23 records, two keys,
+sex and region, in seven combinations
+
+    (m, r1) 3   (m, r2) 3   (m, r3) 4   (m, r4) 3
+    (f, r1) 3   (f, r2) 3   (f, r3) 4
+
+searched with local suppression only (no recoding: the space is the one node "the keys as they
+are"), k = 5, a suppression limit of 4 % and records-changed limit of 90 % (so the suppression limit
+alone binds) and a global-risk target of 50 % (never binding: the unprotected wave's global risk is
+(15 / 3 + 8 / 4) / 23 = 30.4 %).
+
+* k = 5: every combination has fewer than 5 records, so at least one key value is suppressed, and
+  one value of 23 is 4.3 % > 4 %: no plan is eligible. k = 4: the combinations of 3 still need a
+  suppression: none either. k = 3: every combination has at least 3 records: the keys as they are,
+  with no loss.
+* region not a key: sex alone has 13 and 10 records, 5-anonymous as it is. sex not a key: region
+  alone has r4 with 3 records, which needs a suppression (4.3 % > 4 %): no plan.
+* Local suppression (greedy, the key with more categories suppressed first) suppresses region: of
+  the men, one region value in each of three combinations lifts every remaining man's combination to
+  at least 3 - 1 + 3 = 5 (a missing value matches any), likewise of the women: 6 of 23 values,
+  26.1 % (rounded up to three digits: 0.261).
+"""
+
+import dataclasses
+import math
+
+import pandas as pd
+import pytest
+
+from sdc_dagster.pipeline import relaxations
+from sdc_dagster.pipeline.protection import CheckOutcome
+from sdc_dagster.pipeline.relaxations import (
+    advice_lines,
+    closest_plans,
+    gaps,
+    what_it_would_take,
+)
+from sdc_dagster.pipeline.search import SearchCandidate, search_wave
+from sdc_dagster.spec import Plan, parse_spec
+
+
+def wave() -> pd.DataFrame:
+    rows = []
+    for sex in ("m", "f"):
+        rows += [(sex, "r1")] * 3 + [(sex, "r2")] * 3 + [(sex, "r3")] * 4
+    rows += [("m", "r4")] * 3
+    return pd.DataFrame(rows, columns=["sex", "region"])
+
+
+def wave_spec(*, k=5, limits=None, risk=None, variables=None, search=None):
+    return parse_spec({
+        "survey": "t",
+        "variables": variables or {"sex": {"role": "categorical_key", "scale": "nominal"},
+                                   "region": {"role": "categorical_key", "scale": "nominal"}},
+        "risk": {"k": k, "max_global_risk": 0.5, **(risk or {})},
+        "limits": limits or {"max_suppressed_share": 0.04, "max_records_changed": 0.9},
+        "search": {"enabled": True, "budget_seconds": 60, "methods": ["local_suppression"], **(search or {})},
+    })
+
+
+@pytest.fixture(scope="module")
+def advised():
+    data, spec = wave(), wave_spec()
+    found = search_wave(data, spec, wave="w")
+    notes = []
+    return found, what_it_would_take(data, spec, found, wave="w", note=notes.append), notes
+
+
+def test_the_closest_plan_names_the_binding_check_and_its_gap(advised):
+    found, advice, _ = advised
+    assert found.recommended is None and len(found.candidates) == 1  # one node: no plan is eligible
+    (closest,) = advice.closest
+    assert closest.plan == "local suppression to 5-anonymity"
+    (gap,) = closest.gaps
+    assert (gap.check, gap.variable, gap.threshold) == ("suppression_limit", "region", 0.04)
+    assert gap.value == pytest.approx(6 / 23)
+    assert gap.relative == pytest.approx((6 / 23 - 0.04) / 0.04)
+    assert gap.text == "region: 26.1 % suppressed against the 4 % limit"
+    assert closest.distance == pytest.approx(gap.relative)
+
+
+def test_the_cheapest_relaxations_are_found_by_searching_again(advised):
+    _, advice, notes = advised
+    found = [(r.change, r.kind, r.size, r.plan, r.loss) for r in advice.relaxations]
+    assert found[:2] == [("k = 3 instead of 5", "target", pytest.approx(0.4), "the keys as they are", 0.0),
+                         ("region not a key", "scenario", 1.0, "the keys as they are", 0.0)]
+    # the third: the suppression limit raised to what the closest plan needs
+    change, kind, size, plan, loss = found[2]
+    assert (change, kind, plan) == ("suppression limit 26.1 % instead of 4 %", "target",
+                                    "local suppression to 5-anonymity")
+    assert size == pytest.approx((0.261 - 0.04) / 0.04) and loss > 0
+    # tried smallest first; k = 2 is not tried once k = 3 releases a plan; sex not a key releases none
+    assert advice.tried == ("k = 4 instead of 5: no plan passes every blocking check",
+                            "sex not a key: no plan passes every blocking check")
+    assert advice.not_tried == ()
+    assert [n.removeprefix("plan search: what it would take: ") for n in notes] == [
+        "closest plan 1: local suppression to 5-anonymity: region: 26.1 % suppressed against the 4 % limit",
+        "k = 4 instead of 5: no plan passes every blocking check",
+        "k = 3 instead of 5 releases the keys as they are, with a loss of 0",
+        "region not a key releases the keys as they are, with a loss of 0",
+        "sex not a key: no plan passes every blocking check",
+        f"suppression limit 26.1 % instead of 4 % releases local suppression to 5-anonymity, with a loss of "
+        f"{loss:.4g}",
+    ]
+
+
+def test_a_relaxed_spec_is_the_spec_with_one_change(advised):
+    _, advice, _ = advised
+    spec = wave_spec()
+    k3, region, limit = (r.spec for r in advice.relaxations)
+    assert k3 == dataclasses.replace(spec, risk=dataclasses.replace(spec.risk, k=3))
+    assert region.categorical_keys == ["sex"] and region.variable("region").role == "other"
+    assert region.risk == spec.risk and region.limits == spec.limits
+    assert limit.limits == dataclasses.replace(spec.limits, max_suppressed_share=0.261)
+
+
+def test_the_advice_in_lines_and_as_a_record(advised):
+    _, advice, _ = advised
+    record = advice.record()
+    assert record["relaxations"][0] == {"change": "k = 3 instead of 5", "kind": "target", "size": pytest.approx(0.4),
+                                        "plan": "the keys as they are", "loss": 0.0}
+    assert record["closest"][0]["gaps"][0]["text"] == "region: 26.1 % suppressed against the 4 % limit"
+    lines = advice_lines(record)
+    assert lines[:3] == ["what it would take:", "  the closest plans and the checks they fail:",
+                         "    1. local suppression to 5-anonymity: region: 26.1 % suppressed against the 4 % limit"]
+    assert "    k = 3 instead of 5: releases the keys as they are, with a loss of 0 (Distance lambda, arctan)" in lines
+    assert lines[-1] == ("  tried in vain: k = 4 instead of 5: no plan passes every blocking check; "
+                         "sex not a key: no plan passes every blocking check")
+
+
+def test_the_advice_is_the_same_run_to_run(advised):
+    data, spec = wave(), wave_spec()
+    again = what_it_would_take(data, spec, search_wave(data, spec, wave="w"), wave="w")
+    first = {k: v for k, v in advised[1].record().items() if k != "seconds"}
+    assert {k: v for k, v in again.record().items() if k != "seconds"} == first
+
+
+def test_a_budget_that_runs_out_says_what_was_not_tried():
+    data, spec = wave(), wave_spec()
+    found = search_wave(data, spec, wave="w")
+    advice = what_it_would_take(data, spec, found, wave="w", budget_seconds=0)
+    assert advice.relaxations == () and advice.tried == ()
+    assert advice.not_tried == ("k = 4 instead of 5", "k = 3 instead of 5", "k = 2 instead of 5", "region not a key",
+                                "sex not a key", "suppression limit 26.1 % instead of 4 %")
+    assert advice.closest[0].gaps[0].check == "suppression_limit"  # the closest plans need no search
+    assert advice_lines(advice.record())[-2:] == [
+        "  no change tried makes a plan eligible",
+        "  the budget of 0 s ran out; not tried: k = 4 instead of 5, k = 3 instead of 5, k = 2 instead of 5, "
+        "region not a key, sex not a key, suppression limit 26.1 % instead of 4 %"]
+
+
+def test_nothing_to_advise_when_a_plan_is_recommended():
+    data, spec = wave(), wave_spec(k=3)
+    found = search_wave(data, spec, wave="w")
+    assert found.recommended is not None
+    assert what_it_would_take(data, spec, found, wave="w") is None
+
+
+# --- gaps and the closest plans, from check outcomes written by hand --------------------------------
+
+SPEC = wave_spec(k=5, risk={"max_linkage_risk": 0.2, "l": 3},
+                 variables={"sex": {"role": "categorical_key", "scale": "nominal"},
+                            "age": {"role": "categorical_key", "scale": "nominal"},
+                            "income": {"role": "continuous_key", "precision": 0.01},
+                            "savings": {"role": "continuous_key", "precision": 0.01},
+                            "health": {"role": "sensitive"}},
+                 limits={"max_suppressed_share": 0.1, "max_mean_change": 0.05})
+
+
+def outcome(passed, value, measure=None):
+    return CheckOutcome(passed, value, "rule", True, measure)
+
+
+def test_gaps_are_relative_to_the_threshold_or_the_records():
+    checks = {
+        "k_anonymity": outcome(False, 12),
+        "global_risk": outcome(True, 0.01),
+        "linkage_risk": outcome(False, 0.688),
+        "l_diversity": outcome(False, 30),
+        "no_direct_identifier": outcome(False, "id"),
+        "suppression_limit": outcome(False, 0.124, "age"),
+        "mean_change_limit": outcome(False, 0.072, "income"),
+        "correlation_change_limit": outcome(False, 0.14, "income~savings"),
+        "individual_risk": CheckOutcome(False, 7, "rule", False),  # a warning binds nothing
+    }
+    found = {g.check: g for g in gaps(checks, SPEC, records=200)}
+    assert list(found) == ["k_anonymity", "linkage_risk", "l_diversity", "no_direct_identifier",
+                           "suppression_limit", "mean_change_limit", "correlation_change_limit"]
+    assert found["k_anonymity"].relative == 12 / 200
+    assert found["k_anonymity"].text == "12 records in key combinations of fewer than k = 5 records"
+    assert found["linkage_risk"].relative == pytest.approx((0.688 - 0.2) / 0.2)
+    assert found["linkage_risk"].text == "linkage risk 68.8 % against 20 %"
+    assert found["l_diversity"].relative == 30 / 200
+    assert found["l_diversity"].text == ("30 records in key groups with fewer than l = 3 distinct values of a "
+                                         "sensitive variable")
+    assert found["no_direct_identifier"].relative == math.inf  # no change of target releases an identifier
+    assert found["suppression_limit"].relative == pytest.approx(0.24)
+    assert found["suppression_limit"].text == "age: 12.4 % suppressed against the 10 % limit"
+    assert found["mean_change_limit"].text == "income: mean changed by 7.2 % against the 5 % limit"
+    assert found["correlation_change_limit"].relative == pytest.approx(0.4)
+    assert found["correlation_change_limit"].text == "income~savings: correlation changed by 0.14 against the 0.1 limit"
+
+
+def candidate(name, loss, checks):
+    plan = Plan(name=name, steps=(), k=5, random_state=0, description=f"searched plan: {name}")
+    return SearchCandidate(plan=plan, global_risk=0.0, k_violations=0, linkage_risk=math.nan, loss=loss,
+                           suppressed=0, reaches_target=True, checks=checks)
+
+
+def test_closest_plans_by_the_sum_of_their_gaps_then_loss():
+    candidates = [
+        candidate("far", 0.1, {"linkage_risk": outcome(False, 0.6)}),  # 2.0
+        candidate("two checks", 0.1, {"linkage_risk": outcome(False, 0.24),  # 0.2 + 0.24
+                                      "suppression_limit": outcome(False, 0.124, "age")}),
+        candidate("near, more loss", 0.3, {"linkage_risk": outcome(False, 0.26)}),  # 0.3
+        candidate("near", 0.2, {"linkage_risk": outcome(False, 0.26)}),  # 0.3
+        candidate("passes", 0.0, {"linkage_risk": outcome(True, 0.1)}),  # no binding check
+    ]
+    closest = closest_plans(candidates, SPEC, records=100)
+    assert [(c.plan, round(c.distance, 9)) for c in closest] == [("near", 0.3), ("near, more loss", 0.3),
+                                                                 ("two checks", 0.44)]
+
+
+def test_relaxations_to_try_smallest_first():
+    closest = closest_plans([candidate("a", 0.1, {"linkage_risk": outcome(False, 0.6884),
+                                                  "mean_change_limit": outcome(False, 0.06, "income")})],
+                            SPEC, records=100)
+    alone = [candidate("b", 0.2, {"mean_change_limit": outcome(False, 0.07, "income")}),
+             candidate("c", 0.2, {"mean_change_limit": outcome(False, 0.0612, "savings")})]
+    tried = relaxations.relaxations(SPEC, alone, closest, records=100)
+    assert [(r.change, round(r.size, 9)) for r in tried] == [
+        ("k = 4 instead of 5", 0.2),
+        ("mean-change limit 6.12 % instead of 5 %", 0.224),  # the least a plan failing only it needs
+        ("l = 2 instead of 3", round(1 / 3, 9)),
+        ("k = 3 instead of 5", 0.4),
+        ("k = 2 instead of 5", 0.6),
+        ("no l-diversity required (l = 3)", 1.0),
+        ("age not a key", 1.0), ("income not a key", 1.0), ("savings not a key", 1.0), ("sex not a key", 1.0),
+        ("linkage-risk target 68.9 % instead of 20 %", 2.445),  # the closest plan's, rounded up
+    ]
