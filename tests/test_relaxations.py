@@ -26,6 +26,7 @@ alone binds) and a global-risk target of 50 % (never binding: the unprotected wa
 import dataclasses
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -83,6 +84,7 @@ def test_the_closest_plan_names_the_binding_check_and_its_gap(advised):
 
 def test_the_cheapest_relaxations_are_found_by_searching_again(advised):
     _, advice, notes = advised
+    assert {r.found_by for r in advice.relaxations} == {"search"}
     found = [(r.change, r.kind, r.size, r.plan, r.loss) for r in advice.relaxations]
     assert found[:2] == [("k = 3 instead of 5", "target", pytest.approx(0.4), "the keys as they are", 0.0),
                          ("region not a key", "scenario", 1.0, "the keys as they are", 0.0)]
@@ -98,10 +100,10 @@ def test_the_cheapest_relaxations_are_found_by_searching_again(advised):
     assert [n.removeprefix("plan search: what it would take: ") for n in notes] == [
         "closest plan 1: local suppression to 5-anonymity: region: 26.1 % suppressed against the 4 % limit",
         "k = 4 instead of 5: no plan passes every blocking check",
-        "k = 3 instead of 5 releases the keys as they are, with a loss of 0",
-        "region not a key releases the keys as they are, with a loss of 0",
+        "k = 3 instead of 5: releases the keys as they are, with a loss of 0",
+        "region not a key: releases the keys as they are, with a loss of 0",
         "sex not a key: no plan passes every blocking check",
-        f"suppression limit 26.1 % instead of 4 % releases local suppression to 5-anonymity, with a loss of "
+        f"suppression limit 26.1 % instead of 4 %: releases local suppression to 5-anonymity, with a loss of "
         f"{loss:.4g}",
     ]
 
@@ -120,12 +122,13 @@ def test_the_advice_in_lines_and_as_a_record(advised):
     _, advice, _ = advised
     record = advice.record()
     assert record["relaxations"][0] == {"change": "k = 3 instead of 5", "kind": "target", "size": pytest.approx(0.4),
-                                        "plan": "the keys as they are", "loss": 0.0}
+                                        "plan": "the keys as they are", "loss": 0.0, "found_by": "search"}
     assert record["closest"][0]["gaps"][0]["text"] == "region: 26.1 % suppressed against the 4 % limit"
     lines = advice_lines(record)
     assert lines[:3] == ["what it would take:", "  the closest plans and the checks they fail:",
                          "    1. local suppression to 5-anonymity: region: 26.1 % suppressed against the 4 % limit"]
-    assert "    k = 3 instead of 5: releases the keys as they are, with a loss of 0 (Distance lambda, arctan)" in lines
+    assert lines[3:5] == ["  the cheapest changes that make a plan eligible (loss: Distance lambda, arctan):",
+                          "    k = 3 instead of 5: releases the keys as they are, with a loss of 0"]
     assert lines[-1] == ("  tried in vain: k = 4 instead of 5: no plan passes every blocking check; "
                          "sex not a key: no plan passes every blocking check")
 
@@ -239,4 +242,40 @@ def test_relaxations_to_try_smallest_first():
         ("no l-diversity required (l = 3)", 1.0),
         ("age not a key", 1.0), ("income not a key", 1.0), ("savings not a key", 1.0), ("sex not a key", 1.0),
         ("linkage-risk target 68.9 % instead of 20 %", 2.445),  # the closest plan's, rounded up
+        # both of the closest plan's thresholds at its values: 2.445 + (6 % - 5 %) / 5 %
+        ("linkage-risk target 68.9 % instead of 20 % and mean-change limit 6 % instead of 5 %", 2.645),
     ]
+    both = tried[-1].spec
+    assert (both.risk.max_linkage_risk, both.limits.max_mean_change) == (0.689, 0.06)
+    assert relaxations.passes_under(closest[0], both)
+    assert not relaxations.passes_under(closest[0], tried[-2].spec)  # the mean change still binds
+    identifier = closest_plans([candidate("d", 0.1, {"no_direct_identifier": outcome(False, "id")})], SPEC, 100)[0]
+    assert not relaxations.passes_under(identifier, both)
+
+
+# --- continuous keys ---------------------------------------------------------------------------------
+
+
+def test_with_a_continuous_key_the_linkage_check_binds_and_the_key_can_go():
+    """40 records: sex (m, f alternating) and income 1,000, 2,000, ..., 40,000. Microaggregation, the
+    one continuous method allowed, keeps the linkage risk under 5 % only with groups of at least 20
+    equal amounts (an intruder picks one of t equal records: 1 / t), one group per sex, which leaves
+    almost none of income's variance (the 20 % limit): no plan passes. Without income as a key, sex alone (20 and 20 records) is
+    3-anonymous with a global risk of 1 / 20 = 5 % under the 50 % target: the keys as they are."""
+    data = pd.DataFrame({"sex": ["m", "f"] * 20, "income": 1000.0 * np.arange(1, 41)})
+    spec = wave_spec(k=3, risk={"max_linkage_risk": 0.05}, limits={},
+                     variables={"sex": {"role": "categorical_key", "scale": "nominal"},
+                                "income": {"role": "continuous_key", "precision": 0.01}},
+                     search={"methods": ["local_suppression", "microaggregation"]})
+    found = search_wave(data, spec, wave="w")
+    assert found.recommended is None
+    advice = what_it_would_take(data, spec, found, wave="w")
+    closest = advice.closest[0]
+    linkage = next(g for g in closest.gaps if g.check == "linkage_risk")
+    assert linkage.threshold == 0.05 and linkage.text.startswith("linkage risk ") and linkage.text.endswith(" against 5 %")
+    changes = {r.change: r for r in advice.relaxations}
+    assert (changes["income not a key"].plan, changes["income not a key"].loss) == ("the keys as they are", 0.0)
+    assert changes["income not a key"].found_by == "search"
+    for relaxation in advice.relaxations:  # a plan found among the closest passes under the change
+        if relaxation.found_by.startswith("closest plan"):
+            assert relaxations.passes_under(advice.closest[int(relaxation.found_by.split()[-1]) - 1], relaxation.spec)

@@ -28,10 +28,14 @@ this module says what it would take, in two parts, both framework-free:
    the frozen spec), never guessed. The size of a change is how much it loosens the one figure it
    changes, relative to the spec's: k 5 -> 3 loosens by 40 %, a suppression limit 10 % -> 12.4 %
    by 24 %, l 3 -> 2 by 33 %; a key no longer a key, or no l-diversity, drops the whole of that
-   assumption and counts 100 %. Changes are tried smallest first (ties in the order above, then by
+   assumption and counts 100 %. A closest plan that fails several thresholds adds the change of all
+   of them to its values together, its size the sum of theirs. Changes are tried smallest first (ties in the order above, then by
    text), a family (one figure, one key) no further once a change of it makes a plan eligible; the
    first :data:`MOST` changes that do are reported, each with the plan the search then recommends
-   and its loss.
+   and its loss. When the search run again recommends none but one of the closest plans passes
+   under the change (a raised threshold it no longer exceeds, :func:`passes_under`: the search's
+   ladder of continuous steps assumes a stronger step loses more, which microaggregation's groups
+   do not always obey), that plan is reported, found among the closest.
 
 The relaxed searches run within a time budget (:data:`BUDGET_SHARE` of the spec's
 ``search.budget_seconds``, each search at most :data:`TRY_SHARE` of it): changes left untried when
@@ -92,7 +96,7 @@ THRESHOLDS = {
 COUNT_CHECKS = ("k_anonymity", *L_DIVERSITY_CHECKS)
 
 #: The order of the families of changes among changes of one size.
-FAMILY_ORDER = ("k", *THRESHOLDS, "l", "key")
+FAMILY_ORDER = ("k", *THRESHOLDS, "closest", "l", "key")
 
 #: A note of the relaxed searches' progress, one line (the plan-search asset logs it).
 Note = Callable[[str], None]
@@ -140,8 +144,10 @@ class ClosestPlan:
 class Relaxation:
     """A change of target or scenario (``change`` in words, ``kind``: "target" or "scenario",
     ``family``: the figure or key it changes, ``size``: how much it loosens it, module docstring)
-    and, once tried, the plan the search recommends under it (``plan`` in words, its ``loss``;
-    empty when none). ``spec``: the changed spec."""
+    and, once tried, the plan eligible under it (``plan`` in words, its ``loss``; empty when none)
+    and how it was found (``found_by``): "search" (the search run again recommends it) or "closest
+    plan <i>" (the search run again recommends none, but the i-th closest plan passes every blocking
+    check under the change: :func:`passes_under`). ``spec``: the changed spec."""
 
     change: str
     kind: str
@@ -150,10 +156,11 @@ class Relaxation:
     spec: SurveySpec = field(repr=False, compare=False)
     plan: str = ""
     loss: float = float("nan")
+    found_by: str = ""
 
     def record(self) -> dict:
         return {"change": self.change, "kind": self.kind, "size": _plain(self.size), "plan": self.plan,
-                "loss": _plain(self.loss)}
+                "loss": _plain(self.loss), "found_by": self.found_by}
 
 
 @dataclass(frozen=True)
@@ -328,7 +335,9 @@ def relaxations(spec: SurveySpec, candidates: list[SearchCandidate], closest: li
     ``candidates``: the plans with their release checks (:func:`closest_candidates`); a threshold is
     raised to the least value among the plans whose only failed blocking check it is, or, when no
     plan fails it alone, to the value of the closest plan that fails it; a threshold no plan fails is
-    not raised."""
+    not raised. A closest plan whose binding checks are all thresholds, two or more, adds the change
+    of all of them to its values together (its size the sum of theirs): a change under which that
+    plan itself passes."""
     found: list[Relaxation] = []
     k = spec.risk.k
     if spec.categorical_keys:
@@ -347,6 +356,18 @@ def relaxations(spec: SurveySpec, candidates: list[SearchCandidate], closest: li
         found.append(Relaxation(f"{words} {_threshold_text(check, new)} instead of {_threshold_text(check, old)}",
                                 "target", check, (new - old) / old if old > 0 else math.inf,
                                 replace(spec, **{section: changed})))
+    for i, plan in enumerate(closest, 1):
+        # a plan failing several thresholds passes when all of them are raised to its values together
+        if len(plan.gaps) < 2 or not all(g.check in THRESHOLDS and math.isfinite(g.relative) for g in plan.gaps):
+            continue
+        changed, words, size = spec, [], 0.0
+        for check in dict.fromkeys(g.check for g in plan.gaps):
+            section, attribute, name, _ = THRESHOLDS[check]
+            old, new = threshold_of(spec, check), _rounded_up(max(g.value for g in plan.gaps if g.check == check))
+            changed = replace(changed, **{section: replace(getattr(changed, section), **{attribute: new})})
+            words.append(f"{name} {_threshold_text(check, new)} instead of {_threshold_text(check, old)}")
+            size += (new - old) / old
+        found.append(Relaxation(" and ".join(words), "target", f"closest {i}", size, changed))
     l = spec.risk.l
     if l is not None and spec.names("sensitive") and spec.categorical_keys:
         found += [Relaxation(f"l = {lower} instead of {l}", "scenario", "l", (l - lower) / l,
@@ -363,6 +384,15 @@ def relaxations(spec: SurveySpec, candidates: list[SearchCandidate], closest: li
     order = {family: i for i, family in enumerate(FAMILY_ORDER)}
     # sizes rounded: (30 % - 25 %) / 25 % is 0.2 as k 5 -> 4 is, not 0.19999999999999996
     return sorted(found, key=lambda r: (round(r.size, 9), order[r.family.split(" ")[0]], r.change))
+
+
+def passes_under(plan: ClosestPlan, spec: SurveySpec) -> bool:
+    """Whether a closest plan passes every blocking check under a spec whose thresholds are those of
+    the spec it was checked with, some raised: each of its binding checks is a threshold
+    (:data:`THRESHOLDS`) its value no longer exceeds. Exact without running the plan again: raising
+    a threshold changes no check's value and fails no check that passed."""
+    return all(g.check in THRESHOLDS and _numeric(g.value) and g.value <= threshold_of(spec, g.check) + 1e-12
+               for g in plan.gaps)
 
 
 def _numeric(value) -> bool:
@@ -424,15 +454,20 @@ def what_it_would_take(
             tried.append(f"{option.change}: the search cannot run ({exc})")
             say(f"{PROGRESS_PREFIX}what it would take: {tried[-1]}")
             continue
-        if result.recommended is None:
+        passing = next((i for i, plan in enumerate(closest, 1) if passes_under(plan, option.spec)), None)
+        if result.recommended is not None:
+            eligible.append(replace(option, plan=_words(result.recommended), loss=float(result.recommended.loss),
+                                    found_by="search"))
+        elif passing is not None:  # the search's own ladder misses a plan it had checked
+            eligible.append(replace(option, plan=closest[passing - 1].plan, loss=closest[passing - 1].loss,
+                                    found_by=f"closest plan {passing}"))
+        else:
             tried.append(f"{option.change}: no plan passes every blocking check"
                          + ("" if result.exhaustive else f" within {seconds:.3g} s"))
             say(f"{PROGRESS_PREFIX}what it would take: {tried[-1]}")
             continue
         settled.add(option.family)
-        eligible.append(replace(option, plan=_words(result.recommended), loss=float(result.recommended.loss)))
-        say(f"{PROGRESS_PREFIX}what it would take: {option.change} releases {eligible[-1].plan}, "
-            f"with a loss of {eligible[-1].loss:.4g}")
+        say(f"{PROGRESS_PREFIX}what it would take: " + relaxation_text(eligible[-1].record()))
     return WhatItWouldTake(closest=tuple(closest), relaxations=tuple(eligible), tried=tuple(tried),
                            not_tried=tuple(not_tried), seconds=time.perf_counter() - start,
                            budget_seconds=budget,
@@ -452,9 +487,8 @@ def advice_lines(record: dict) -> list[str]:
     else:
         lines.append("  no plan was run through the release checks")
     if record["relaxations"]:
-        lines.append("  the cheapest changes that make a plan eligible (each found by searching again):")
-        lines += [f"    {r['change']}: releases {r['plan']}, with a loss of {_loss_text(r['loss'])} ({label})"
-                  for r in record["relaxations"]]
+        lines.append(f"  the cheapest changes that make a plan eligible (loss: {label}):")
+        lines += [f"    {relaxation_text(r)}" for r in record["relaxations"]]
     else:
         lines.append("  no change tried makes a plan eligible")
     if record["tried"]:
@@ -463,6 +497,18 @@ def advice_lines(record: dict) -> list[str]:
         lines.append(f"  the budget of {record['budget_seconds']:.3g} s ran out; not tried: "
                      + ", ".join(record["not_tried"]))
     return lines
+
+
+def relaxation_text(relaxation: dict) -> str:
+    """A relaxation that makes a plan eligible (:meth:`Relaxation.record`) in words: "k = 3 instead
+    of 5: releases <plan>, with a loss of 0.0123"; one found among the closest plans: "...: closest
+    plan 1 passes every blocking check (<plan>, loss 0.0123); the search run again does not find it:
+    name it among the spec's plans"."""
+    loss = _loss_text(relaxation["loss"])
+    if relaxation["found_by"] == "search":
+        return f"{relaxation['change']}: releases {relaxation['plan']}, with a loss of {loss}"
+    return (f"{relaxation['change']}: {relaxation['found_by']} passes every blocking check ({relaxation['plan']}, "
+            f"loss {loss}); the search run again does not find it: name it among the spec's plans")
 
 
 def _loss_text(loss: float | None) -> str:
