@@ -189,7 +189,8 @@ def _what_it_would_take_section(inputs: ReportInputs) -> str:
         closest = pd.DataFrame({
             "plan": [plan["plan"] for plan in advice["closest"]],
             "binding checks": ["; ".join(g["text"] for g in plan["gaps"]) for plan in advice["closest"]],
-            "distance (sum of relative gaps)": ["–" if plan["distance"] is None else f"{plan['distance']:.3g}"
+            # a check no change of target passes (a direct identifier released) is infinitely far
+            "distance (sum of relative gaps)": ["∞" if plan["distance"] is None else f"{plan['distance']:.3g}"
                                                 for plan in advice["closest"]],
             f"information loss ({label.label})": [format_value(plan["loss"], label.kind) for plan in advice["closest"]],
         }, index=pd.RangeIndex(1, len(advice["closest"]) + 1, name="closest"))
