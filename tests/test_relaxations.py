@@ -25,6 +25,7 @@ alone binds) and a global-risk target of 50 % (never binding: the unprotected wa
 
 import dataclasses
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -279,3 +280,41 @@ def test_with_a_continuous_key_the_linkage_check_binds_and_the_key_can_go():
     for relaxation in advice.relaxations:  # a plan found among the closest passes under the change
         if relaxation.found_by.startswith("closest plan"):
             assert relaxations.passes_under(advice.closest[int(relaxation.found_by.split()[-1]) - 1], relaxation.spec)
+
+
+# --- the console of sdc run --------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_sdc_run_prints_what_it_would_take_when_nothing_is_released(tmp_path, home, capsys):
+    from sdc_dagster.cli import EXIT_WITHHELD, main
+
+    source = tmp_path / "two_keys.csv"
+    wave().to_csv(source, index=False)
+    (home / "specs").mkdir(parents=True)
+    (home / "specs" / "two_keys.yaml").write_text(
+        "survey: two_keys\n"
+        "variables:\n"
+        "  sex: {role: categorical_key, scale: nominal}\n"
+        "  region: {role: categorical_key, scale: nominal}\n"
+        "risk: {k: 5, max_global_risk: 0.5}\n"
+        "limits: {max_suppressed_share: 0.04, max_records_changed: 0.9}\n"
+        "search: {enabled: true, budget_seconds: 60, methods: [local_suppression]}\n")
+    capsys.readouterr()
+    status = main(["run", "two_keys", "2024", "--file", str(source)])
+    text = capsys.readouterr().out
+    assert status == EXIT_WITHHELD, text
+    after = text[text.index("sdc run: nothing released for wave 2024"):].splitlines()[1:]
+    assert after[:6] == [
+        "   what it would take:",
+        "     the closest plans and the checks they fail:",
+        "       1. local suppression to 5-anonymity: region: 26.1 % suppressed against the 4 % limit",
+        "     the cheapest changes that make a plan eligible (loss: Distance lambda, arctan):",
+        "       k = 3 instead of 5: releases the keys as they are, with a loss of 0",
+        "       region not a key: releases the keys as they are, with a loss of 0",
+    ]
+    # the relaxed searches show as progress lines while the plan search runs
+    assert re.search(r"^\s+[\d.]+s  plan search: what it would take: k = 4 instead of 5: no plan passes", text, re.M)
+    report = (home / "reports" / "two_keys" / "2024.html").read_text()
+    assert '<h2 id="what-it-would-take">What it would take</h2>' in report
+    assert "region: 26.1 % suppressed against the 4 % limit" in report
