@@ -125,6 +125,7 @@ def test_the_advice_in_lines_and_as_a_record(advised):
     assert record["relaxations"][0] == {"change": "k = 3 instead of 5", "kind": "target", "size": pytest.approx(0.4),
                                         "plan": "the keys as they are", "loss": 0.0, "found_by": "search"}
     assert record["closest"][0]["gaps"][0]["text"] == "region: 26.1 % suppressed against the 4 % limit"
+    assert record["budget_seconds"] == 15.0  # a quarter of the search's 60 s
     lines = advice_lines(record)
     assert lines[:3] == ["what it would take:", "  the closest plans and the checks they fail:",
                          "    1. local suppression to 5-anonymity: region: 26.1 % suppressed against the 4 % limit"]
@@ -153,6 +154,17 @@ def test_a_budget_that_runs_out_says_what_was_not_tried():
         "  no change tried makes a plan eligible",
         "  the budget of 0 s ran out; not tried: k = 4 instead of 5, k = 3 instead of 5, k = 2 instead of 5, "
         "region not a key, sex not a key, suppression limit 26.1 % instead of 4 %"]
+
+
+def test_a_node_whose_plan_cannot_run_on_the_wave_is_not_a_closest_plan(advised):
+    found = advised[0]
+    (node,) = found.candidates
+    # 30-anonymity of 23 records: local suppression refuses it (an input error), no binding check is known
+    impossible = dataclasses.replace(node, plan=dataclasses.replace(
+        node.plan, steps=({"method": "local_suppression", "k": 30},)))
+    search = dataclasses.replace(found, candidates=(impossible,))
+    assert relaxations.closest_candidates(wave(), wave_spec(), search, wave="w") == []
+    assert what_it_would_take(wave(), wave_spec(), search, wave="w", budget_seconds=0).closest == ()
 
 
 def test_nothing_to_advise_when_a_plan_is_recommended():

@@ -72,8 +72,10 @@ from sdc_dagster.spec import SurveySpec, Variables
 CLOSEST = 3
 #: How many relaxations that make a plan eligible are reported (the search for them stops there).
 MOST = 3
-#: The budget of all relaxed searches, as a share of the spec's ``search.budget_seconds`` ...
-BUDGET_SHARE = 0.5
+#: The budget of all relaxed searches, as a share of the spec's ``search.budget_seconds`` (30 s of
+#: the default 120 s: on a wave of a few thousand records each relaxed search takes a second or
+#: two, so the budget binds on large waves only) ...
+BUDGET_SHARE = 0.25
 #: ... and of one relaxed search, as a share of that budget.
 TRY_SHARE = 0.25
 #: A relaxed search is not started with less than this many seconds of the budget left.
@@ -279,8 +281,11 @@ def _replayed(data: pd.DataFrame, spec: SurveySpec, candidate: SearchCandidate, 
     """A node the search evaluated on its codes only, with the release checks of its plan as the
     release runs them (:func:`~sdc_dagster.pipeline.protection.release_checks`); without the checks
     of the continuous keys (:data:`CONTINUOUS_CHECKS`), which its plan has no step for yet."""
-    protected = protect(data, spec, candidate.plan, wave=wave)
-    checks = release_checks(protected.data, spec, candidate.plan, original=data)
+    try:
+        protected = protect(data, spec, candidate.plan, wave=wave)
+        checks = release_checks(protected.data, spec, candidate.plan, original=data)
+    except SDCInputError:  # a plan that cannot run on the wave has no binding check to report
+        return candidate
     return replace(candidate, checks={n: c for n, c in checks.items() if n not in CONTINUOUS_CHECKS})
 
 
@@ -290,12 +295,14 @@ def closest_candidates(data: pd.DataFrame, spec: SurveySpec, found: WaveSearch, 
     ran through the release checks and that fail them, and the :data:`CLOSEST` nodes nearest the
     constraints among those that failed them on their codes (:func:`_node_distance`), replayed
     through the release checks (:func:`_replayed`). Nodes that met the constraints but that the
-    time budget left unconfirmed are not among them: their binding check is unknown."""
+    time budget left unconfirmed are not among them, nor a node whose plan cannot run on the wave
+    (an input error of its steps): their binding check is unknown."""
     records = len(data)
     checked = [c for c in found.front if c.checks and not c.confirmed]
     missed = sorted((c for c in found.candidates if not c.reaches_target),
                     key=lambda c: (_node_distance(c, spec, records), _loss_key(c.loss), c.plan.description))
-    return checked + [_replayed(data, spec, c, wave) for c in missed[:CLOSEST]]
+    replayed = [_replayed(data, spec, c, wave) for c in missed[:CLOSEST]]
+    return checked + [c for c in replayed if c.checks]
 
 
 def _loss_key(loss: float) -> float:
