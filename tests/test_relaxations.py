@@ -330,3 +330,33 @@ def test_sdc_run_prints_what_it_would_take_when_nothing_is_released(tmp_path, ho
     report = (home / "reports" / "two_keys" / "2024.html").read_text()
     assert '<h2 id="what-it-would-take">What it would take</h2>' in report
     assert "region: 26.1 % suppressed against the 4 % limit" in report
+
+
+def test_sdc_plan_prints_what_it_would_take(tmp_path, home, capsys):
+    from sdc_dagster.cli import EXIT_WITHHELD, main
+
+    source = tmp_path / "two_keys.csv"
+    wave().to_csv(source, index=False)
+    (home / "specs").mkdir(parents=True)
+    (home / "specs" / "two_keys.yaml").write_text(
+        "survey: two_keys\n"
+        "variables:\n"
+        "  sex: {role: categorical_key, scale: nominal}\n"
+        "  region: {role: categorical_key, scale: nominal}\n"
+        "risk: {k: 5, max_global_risk: 0.5}\n"
+        "limits: {max_suppressed_share: 0.04, max_records_changed: 0.9}\n"
+        "search: {enabled: true, budget_seconds: 60, methods: [local_suppression]}\n")
+    capsys.readouterr()
+    status = main(["plan", "two_keys", "2024", "--file", str(source)])
+    text = capsys.readouterr().out
+    # the one node fails the suppression limit on its codes: no front, and what it would take
+    assert status == EXIT_WITHHELD, text
+    after = text[text.index("sdc plan: no plan of the search space meets the risk target"):].splitlines()[1:]
+    assert after[:5] == [
+        "what it would take:",
+        "  the closest plans and the checks they fail:",
+        "    1. local suppression to 5-anonymity: region: 26.1 % suppressed against the 4 % limit",
+        "  the cheapest changes that make a plan eligible (loss: Distance lambda, arctan):",
+        "    k = 3 instead of 5: releases the keys as they are, with a loss of 0",
+    ]
+    assert re.search(r"^\s+[\d.]+s  plan search: what it would take: k = 4 instead of 5: no plan passes", text, re.M)
