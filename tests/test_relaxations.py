@@ -99,7 +99,8 @@ def test_the_cheapest_relaxations_are_found_by_searching_again(advised):
                             "sex not a key: no plan passes every blocking check")
     assert advice.not_tried == ()
     assert [n.removeprefix("plan search: what it would take: ") for n in notes] == [
-        "closest plan 1: local suppression to 5-anonymity: region: 26.1 % suppressed against the 4 % limit",
+        "closest plan 1 fails region: 26.1 % suppressed against the 4 % limit (the plan: local suppression to "
+        "5-anonymity)",
         "k = 4 instead of 5: no plan passes every blocking check",
         "k = 3 instead of 5: releases the keys as they are, with a loss of 0",
         "region not a key: releases the keys as they are, with a loss of 0",
@@ -127,9 +128,10 @@ def test_the_advice_in_lines_and_as_a_record(advised):
     assert record["closest"][0]["gaps"][0]["text"] == "region: 26.1 % suppressed against the 4 % limit"
     assert record["budget_seconds"] == 15.0  # a quarter of the search's 60 s
     lines = advice_lines(record)
-    assert lines[:3] == ["what it would take:", "  the closest plans and the checks they fail:",
-                         "    1. local suppression to 5-anonymity: region: 26.1 % suppressed against the 4 % limit"]
-    assert lines[3:5] == ["  the cheapest changes that make a plan eligible (loss: Distance lambda, arctan):",
+    assert lines[:4] == ["what it would take:", "  the closest plans and the checks they fail:",
+                         "    1. local suppression to 5-anonymity",
+                         "       fails region: 26.1 % suppressed against the 4 % limit"]
+    assert lines[4:6] == ["  the cheapest changes that make a plan eligible (loss: Distance lambda, arctan):",
                           "    k = 3 instead of 5: releases the keys as they are, with a loss of 0"]
     assert lines[-1] == ("  tried in vain: k = 4 instead of 5: no plan passes every blocking check; "
                          "sex not a key: no plan passes every blocking check")
@@ -252,7 +254,7 @@ def test_relaxations_to_try_smallest_first():
         ("l = 2 instead of 3", round(1 / 3, 9)),
         ("k = 3 instead of 5", 0.4),
         ("k = 2 instead of 5", 0.6),
-        ("no l-diversity required (l = 3)", 1.0),
+        ("no l-diversity instead of l = 3", 1.0),
         ("age not a key", 1.0), ("income not a key", 1.0), ("savings not a key", 1.0), ("sex not a key", 1.0),
         ("linkage-risk target 68.9 % instead of 20 %", 2.445),  # the closest plan's, rounded up
         # both of the closest plan's thresholds at its values: 2.445 + (6 % - 5 %) / 5 %
@@ -317,10 +319,11 @@ def test_sdc_run_prints_what_it_would_take_when_nothing_is_released(tmp_path, ho
     text = capsys.readouterr().out
     assert status == EXIT_WITHHELD, text
     after = text[text.index("sdc run: nothing released for wave 2024"):].splitlines()[1:]
-    assert after[:6] == [
+    assert after[:7] == [
         "   what it would take:",
         "     the closest plans and the checks they fail:",
-        "       1. local suppression to 5-anonymity: region: 26.1 % suppressed against the 4 % limit",
+        "       1. local suppression to 5-anonymity",
+        "          fails region: 26.1 % suppressed against the 4 % limit",
         "     the cheapest changes that make a plan eligible (loss: Distance lambda, arctan):",
         "       k = 3 instead of 5: releases the keys as they are, with a loss of 0",
         "       region not a key: releases the keys as they are, with a loss of 0",
@@ -352,10 +355,11 @@ def test_sdc_plan_prints_what_it_would_take(tmp_path, home, capsys):
     # the one node fails the suppression limit on its codes: no front, and what it would take
     assert status == EXIT_WITHHELD, text
     after = text[text.index("sdc plan: no plan of the search space meets the risk target"):].splitlines()[1:]
-    assert after[:5] == [
+    assert after[:6] == [
         "what it would take:",
         "  the closest plans and the checks they fail:",
-        "    1. local suppression to 5-anonymity: region: 26.1 % suppressed against the 4 % limit",
+        "    1. local suppression to 5-anonymity",
+        "       fails region: 26.1 % suppressed against the 4 % limit",
         "  the cheapest changes that make a plan eligible (loss: Distance lambda, arctan):",
         "    k = 3 instead of 5: releases the keys as they are, with a loss of 0",
     ]

@@ -379,7 +379,7 @@ def relaxations(spec: SurveySpec, candidates: list[SearchCandidate], closest: li
     if l is not None and spec.names("sensitive") and spec.categorical_keys:
         found += [Relaxation(f"l = {lower} instead of {l}", "scenario", "l", (l - lower) / l,
                              replace(spec, risk=replace(spec.risk, l=lower))) for lower in range(l - 1, 1, -1)]
-        found.append(Relaxation(f"no l-diversity required (l = {l})", "scenario", "l", 1.0,
+        found.append(Relaxation(f"no l-diversity instead of l = {l}", "scenario", "l", 1.0,
                                 replace(spec, risk=replace(spec.risk, l=None))))
     keys = [*spec.categorical_keys, *spec.continuous_keys]
     if len(keys) > 1:  # with one key, "no key" is no scenario left to protect against
@@ -440,8 +440,8 @@ def what_it_would_take(
     candidates = closest_candidates(data, spec, found, wave=wave)
     closest = closest_plans(candidates, spec, records)
     for i, plan in enumerate(closest, 1):
-        say(f"{PROGRESS_PREFIX}what it would take: closest plan {i}: {plan.plan}: "
-            + "; ".join(g.text for g in plan.gaps))
+        say(f"{PROGRESS_PREFIX}what it would take: closest plan {i} fails "
+            + "; ".join(g.text for g in plan.gaps) + f" (the plan: {plan.plan})")
     options = relaxations(spec, candidates, closest, records)
     eligible, tried, not_tried, settled = [], [], [], set()
     for position, option in enumerate(options):
@@ -489,8 +489,8 @@ def advice_lines(record: dict) -> list[str]:
     lines = ["what it would take:"]
     if record["closest"]:
         lines.append("  the closest plans and the checks they fail:")
-        lines += [f"    {i}. {plan['plan']}: " + "; ".join(g["text"] for g in plan["gaps"])
-                  for i, plan in enumerate(record["closest"], 1)]
+        for i, plan in enumerate(record["closest"], 1):
+            lines += [f"    {i}. {plan['plan']}", "       fails " + "; ".join(g["text"] for g in plan["gaps"])]
     else:
         lines.append("  no plan was run through the release checks")
     if record["relaxations"]:
