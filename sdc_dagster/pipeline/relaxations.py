@@ -20,22 +20,23 @@ this module says what it would take, in two parts, both framework-free:
    of target can pass (a direct identifier released, ``released_categories``, a check that could not
    be evaluated) puts it infinitely far. The nearest :data:`CLOSEST` are reported, by distance,
    then loss.
-2. **The cheapest relaxation.** Candidate changes of the target (k lowered one step at a time;
-   the global-risk and linkage targets and each utility limit raised to the value the closest plan
-   failing only that check needs, rounded up to three significant digits) and of the scenario
-   (each key in turn not a key; the l of the sensitive variables lowered one step at a time, then
-   no l-diversity) are tried *by searching again* on the changed spec (``dataclasses.replace`` of
-   the frozen spec), never guessed. The size of a change is how much it loosens the one figure it
-   changes, relative to the spec's: k 5 -> 3 loosens by 40 %, a suppression limit 10 % -> 12.4 %
-   by 24 %, l 3 -> 2 by 33 %; a key no longer a key, or no l-diversity, drops the whole of that
-   assumption and counts 100 %. A closest plan that fails several thresholds adds the change of all
-   of them to its values together, its size the sum of theirs. Changes are tried smallest first (ties in the order above, then by
-   text), a family (one figure, one key) no further once a change of it makes a plan eligible; the
-   first :data:`MOST` changes that do are reported, each with the plan the search then recommends
-   and its loss. When the search run again recommends none but one of the closest plans passes
-   under the change (a raised threshold it no longer exceeds, :func:`passes_under`: the search's
-   ladder of continuous steps assumes a stronger step loses more, which microaggregation's groups
-   do not always obey), that plan is reported, found among the closest.
+2. **The cheapest relaxation.** Candidate changes of the target (k lowered one step at a time; the
+   global-risk and linkage targets and each utility limit raised to the value the closest plan
+   failing only that check needs, rounded up to three significant digits) and of the scenario (each
+   key in turn not a key, those the closest plans' binding checks name first; the l of the sensitive
+   variables lowered one step at a time, then no l-diversity) are tried *by searching again* on the
+   changed spec (``dataclasses.replace`` of the frozen spec), never guessed. The size of a change is
+   how much it loosens the one figure it changes, relative to the spec's: k 5 -> 3 loosens by 40 %,
+   a suppression limit 10 % -> 12.4 % by 24 %, l 3 -> 2 by 33 %; a key no longer a key, or no
+   l-diversity, drops the whole of that assumption and counts 100 %. A closest plan that fails
+   several thresholds adds the change of all of them to its values together, its size the sum of
+   theirs. Changes are tried smallest first (ties in the order above), a family (one figure, one
+   key) no further once a change of it makes a plan eligible; the first :data:`MOST` changes that do
+   are reported, each with the plan the search then recommends and its loss. When the search run
+   again recommends none but one of the closest plans passes under the change (a raised threshold it
+   no longer exceeds, :func:`passes_under`: the search's ladder of continuous steps assumes a
+   stronger step loses more, which microaggregation's groups do not always obey), that plan is
+   reported, found among the closest.
 
 The relaxed searches run within a time budget (:data:`BUDGET_SHARE` of the spec's
 ``search.budget_seconds``, each search at most :data:`TRY_SHARE` of it): changes left untried when
@@ -383,14 +384,25 @@ def relaxations(spec: SurveySpec, candidates: list[SearchCandidate], closest: li
                                 replace(spec, risk=replace(spec.risk, l=None))))
     keys = [*spec.categorical_keys, *spec.continuous_keys]
     if len(keys) > 1:  # with one key, "no key" is no scenario left to protect against
-        for key in keys:
+        # among the keys, those the closest plans' binding checks name first (a suppressed key, a
+        # continuous key whose mean or variance moved, the two of a correlation; the continuous keys
+        # when the linkage risk binds), in the order of the plans and their checks
+        named = []
+        for g in (g for plan in closest for g in plan.gaps):
+            if g.check == "linkage_risk":
+                named += spec.continuous_keys
+            elif g.variable:
+                named += [key for key in keys if key == g.variable or key in g.variable.split("–")]
+        ranks = {key: i for i, key in enumerate(dict.fromkeys(named))}
+        for key in sorted(keys, key=lambda key: (ranks.get(key, len(ranks)), key)):
             variables = Variables(replace(v, role="other") if v.name == key else v for v in spec.variables)
             search = replace(spec.search, keep=tuple(k for k in spec.search.keep if k != key))
             found.append(Relaxation(f"{key} not a key", "scenario", f"key {key}", 1.0,
                                     replace(spec, variables=variables, search=search)))
     order = {family: i for i, family in enumerate(FAMILY_ORDER)}
-    # sizes rounded: (30 % - 25 %) / 25 % is 0.2 as k 5 -> 4 is, not 0.19999999999999996
-    return sorted(found, key=lambda r: (round(r.size, 9), order[r.family.split(" ")[0]], r.change))
+    # sizes rounded: (30 % - 25 %) / 25 % is 0.2 as k 5 -> 4 is, not 0.19999999999999996; among
+    # changes of one size and family, the order they were listed in (stable sort)
+    return sorted(found, key=lambda r: (round(r.size, 9), order[r.family.split(" ")[0]]))
 
 
 def passes_under(plan: ClosestPlan, spec: SurveySpec) -> bool:

@@ -201,7 +201,8 @@ def _what_it_would_take_section(inputs: ReportInputs) -> str:
         changes = pd.DataFrame({
             "change": [r["change"] for r in advice["relaxations"]],
             "what changes": [r["kind"] for r in advice["relaxations"]],
-            "loosening": ["–" if r["size"] is None else format_value(r["size"], "share") for r in advice["relaxations"]],
+            "loosening": ["–" if r["size"] is None else format_value(r["size"], "share")
+                          for r in advice["relaxations"]],
             "plan eligible": [r["plan"] for r in advice["relaxations"]],
             "found by": ["the search run again" if r["found_by"] == "search" else
                          f"{r['found_by']} (the search run again does not find it: name it among the spec's plans)"
@@ -209,8 +210,8 @@ def _what_it_would_take_section(inputs: ReportInputs) -> str:
             f"information loss ({label.label})": [format_value(r["loss"], label.kind) for r in advice["relaxations"]],
         }, index=pd.RangeIndex(1, len(advice["relaxations"]) + 1, name="cheapest"))
         parts += ["<p>The cheapest changes that make a plan eligible, cheapest first. Each was tried by searching the "
-                  "plans again under the changed target or scenario, not estimated; where that search finds no plan but "
-                  "one of the closest plans passes every check under the change, that plan is named. A change's "
+                  "plans again under the changed target or scenario, not estimated; where that search finds no plan "
+                  "but one of the closest plans passes every check under the change, that plan is named. A change's "
                   "loosening is how much it "
                   "loosens the one figure it changes (k 5 to 3: 40 %; a limit of 10 % raised to 12.4 %: 24 %); a key "
                   "that is no longer a key, or l-diversity no longer asked, counts 100 %.</p>",
@@ -522,8 +523,8 @@ def render_report(inputs: ReportInputs, plots: dict[str, bytes] | None = None,
     line per plan with its residual risk, loss, utility and blocking checks, the recommended plan
     with its reason and the rule of :mod:`~sdc_dagster.report.decision`, the release decision of
     each plan); when the plan search recommends no plan, what it would take (the closest plans and
-    the cheapest changes of target or scenario that make one eligible); the risk-utility map with the Pareto front; per variable (suppressions per key
-    and plan, Shapley and solidarity contributions before and after each plan, the unsafe
+    the cheapest changes of target or scenario that make one eligible); the risk-utility map with
+    the Pareto front; per variable (suppressions per key and plan, Shapley and solidarity contributions before and after each plan, the unsafe
     combinations, PRAM matrices as heat maps, distributions before and after);
     every measure explained and grouped (meaning, direction, range, published sources), formatted by
     kind, and the measures left out as not applicable or limited, with the reason; the plans' steps as sentences with seeds, hashes, versions, manifest links and the
