@@ -242,9 +242,9 @@ def test_closest_plans_by_the_sum_of_their_gaps_then_loss():
 
 
 def test_relaxations_to_try_smallest_first():
-    closest = closest_plans([candidate("a", 0.1, {"linkage_risk": outcome(False, 0.6884),
-                                                  "mean_change_limit": outcome(False, 0.06, "income")})],
-                            SPEC, records=100)
+    closest = closest_plans([candidate(name, 0.1, {"linkage_risk": outcome(False, 0.6884),
+                                                   "mean_change_limit": outcome(False, 0.06, "income")})
+                             for name in ("a", "a twin")], SPEC, records=100)  # the twin's change: tried once
     alone = [candidate("b", 0.2, {"mean_change_limit": outcome(False, 0.07, "income")}),
              candidate("c", 0.2, {"mean_change_limit": outcome(False, 0.0612, "savings")})]
     tried = relaxations.relaxations(SPEC, alone, closest, records=100)

@@ -399,6 +399,10 @@ def relaxations(spec: SurveySpec, candidates: list[SearchCandidate], closest: li
             search = replace(spec.search, keep=tuple(k for k in spec.search.keep if k != key))
             found.append(Relaxation(f"{key} not a key", "scenario", f"key {key}", 1.0,
                                     replace(spec, variables=variables, search=search)))
+    first = {}
+    for relaxation in found:  # two closest plans that need the same change: tried once
+        first.setdefault(relaxation.change, relaxation)
+    found = list(first.values())
     order = {family: i for i, family in enumerate(FAMILY_ORDER)}
     # sizes rounded: (30 % - 25 %) / 25 % is 0.2 as k 5 -> 4 is, not 0.19999999999999996; among
     # changes of one size and family, the order they were listed in (stable sort)
