@@ -30,6 +30,8 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sdc_dagster.pipeline import relaxations
 from sdc_dagster.pipeline.protection import CheckOutcome
@@ -247,7 +249,7 @@ def test_relaxations_to_try_smallest_first():
                              for name in ("a", "a twin")], SPEC, records=100)  # the twin's change: tried once
     alone = [candidate("b", 0.2, {"mean_change_limit": outcome(False, 0.07, "income")}),
              candidate("c", 0.2, {"mean_change_limit": outcome(False, 0.0612, "savings")})]
-    tried = relaxations.relaxations(SPEC, alone, closest, records=100)
+    tried = relaxations.relaxations(SPEC, alone, closest)
     assert [(r.change, round(r.size, 9)) for r in tried] == [
         ("k = 4 instead of 5", 0.2),
         ("mean-change limit 6.12 % instead of 5 %", 0.224),  # the least a plan failing only it needs
@@ -367,3 +369,27 @@ def test_sdc_plan_prints_what_it_would_take(tmp_path, home, capsys):
         "    k = 3 instead of 5: releases the keys as they are, with a loss of 0",
     ]
     assert re.search(r"^\s+[\d.]+s  plan search: what it would take: k = 4 instead of 5: no plan passes", text, re.M)
+
+
+@pytest.mark.parametrize("value, rounded", [(0.688453, 0.689), (0.124, 0.124), (6 / 23, 0.261), (0.0612, 0.0612),
+                                             (1.5, 1.5), (0.15000000000000002, 0.151)])  # the last: found by hypothesis
+def test_a_needed_value_is_rounded_up_to_three_significant_digits(value, rounded):
+    assert relaxations._rounded_up(value) == rounded
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.sampled_from(sorted(relaxations.THRESHOLDS)), st.floats(1.001, 50.0), min_size=1, max_size=4))
+def test_raised_thresholds_cover_the_values_they_are_raised_to(excess):
+    """Each threshold is raised to at least the closest plan's value and by less than 1 % of it (three
+    significant digits, rounded up); raising all of a plan's thresholds together lets it pass, and
+    raising one of two does not."""
+    checks = {check: outcome(False, relaxations.threshold_of(SPEC, check) * factor, "income")
+              for check, factor in excess.items()}
+    (closest,) = closest_plans([candidate("p", 0.1, checks)], SPEC, records=100)
+    tried = {r.family: r for r in relaxations.relaxations(SPEC, [], [closest])}
+    for check, outcome_ in checks.items():
+        raised = relaxations.threshold_of(tried[check].spec, check)
+        assert outcome_.value <= raised < outcome_.value * 1.01
+        assert relaxations.passes_under(closest, tried[check].spec) == (len(checks) == 1)
+    if len(checks) > 1:
+        assert relaxations.passes_under(closest, tried["closest 1"].spec)

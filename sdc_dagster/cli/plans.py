@@ -52,7 +52,7 @@ def run_plan(survey_name: str, wave: str, *, data_file: str | None = None, write
     # nothing recommended: the closest plans and the cheapest change that makes one eligible
     advice = relaxations.what_it_would_take(data, spec, found, note=lambda line: print(
         f"   {time.monotonic() - started:6.1f}s  {line}", file=out, flush=True))
-    advice_text = "\n".join(relaxations.advice_lines(advice.record())) if advice is not None else ""
+    advice_text = "\n".join(advice.lines()) if advice is not None else ""
     if not found.front:
         print("sdc plan: no plan of the search space meets the risk target", file=out)
         print(advice_text, file=out)

@@ -191,6 +191,7 @@ class WhatItWouldTake:
                 "loss_measure": self.loss_measure}
 
     def lines(self) -> list[str]:
+        """The outcome as lines of text for the console (:func:`advice_lines`)."""
         return advice_lines(self.record())
 
 
@@ -328,16 +329,17 @@ def closest_plans(candidates: list[SearchCandidate], spec: SurveySpec, records: 
 
 
 def _rounded_up(value: float) -> float:
-    """``value`` rounded up to three significant digits (0.688453 -> 0.689)."""
+    """``value`` rounded up to three significant digits (0.688453 -> 0.689), never below it (the
+    linkage check compares without tolerance: 0.15000000000000002 -> 0.151, not 0.15)."""
     if not math.isfinite(value) or value <= 0:
         return value
     decimals = 2 - math.floor(math.log10(value))
     step = 10.0 ** -decimals
-    return round(math.ceil(value / step - 1e-9) * step, decimals + 1)
+    rounded = round(math.ceil(value / step - 1e-9) * step, decimals + 1)
+    return rounded if rounded >= value else round(rounded + step, decimals + 1)
 
 
-def relaxations(spec: SurveySpec, candidates: list[SearchCandidate], closest: list[ClosestPlan],
-                records: int) -> list[Relaxation]:
+def relaxations(spec: SurveySpec, candidates: list[SearchCandidate], closest: list[ClosestPlan]) -> list[Relaxation]:
     """The changes of target and scenario to try, smallest first (module docstring).
 
     ``candidates``: the plans with their release checks (:func:`closest_candidates`); a threshold is
@@ -458,7 +460,7 @@ def what_it_would_take(
     for i, plan in enumerate(closest, 1):
         say(f"{PROGRESS_PREFIX}what it would take: closest plan {i} fails "
             + "; ".join(g.text for g in plan.gaps) + f" (the plan: {plan.plan})")
-    options = relaxations(spec, candidates, closest, records)
+    options = relaxations(spec, candidates, closest)
     eligible, tried, not_tried, settled = [], [], [], set()
     for position, option in enumerate(options):
         if len(eligible) >= MOST:
