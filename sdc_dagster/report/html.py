@@ -79,7 +79,8 @@ def search_sentence(inputs: ReportInputs) -> str:
             f"generalisation plans in {found['seconds']:.1f} s ({how}). ")
     searched = inputs.plans.get(SEARCHED_PLAN)
     if not found["recommended"] or searched is None:
-        return text + "No searched plan passes every blocking release check."
+        return text + "No searched plan passes every blocking release check." + (
+            " What it would take: the next section." if inputs.what_it_would_take is not None else "")
     text += f"It proposes {SEARCHED_PLAN} ({found['recommended']}). "
     mine = searched.loss.get(inputs.loss_measure, np.nan)
     compared = []

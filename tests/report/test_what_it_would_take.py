@@ -56,6 +56,15 @@ def test_the_report_says_what_it_would_take(report_inputs):
     assert report_data(dataclasses.replace(report_inputs, what_it_would_take=ADVICE))["what_it_would_take"] == ADVICE
 
 
+def test_the_search_sentence_points_to_the_section(report_inputs):
+    search = {"nodes_evaluated": 12, "nodes_total": 12, "exhaustive": True, "bound": "none", "seconds": 1.5,
+              "recommended": "", "recommended_loss": float("nan"), "runner_up": "", "runner_up_loss": float("nan"),
+              "stricter_target": float("nan"), "stricter_loss": float("nan")}
+    page = render_report(dataclasses.replace(report_inputs, search=search, what_it_would_take=ADVICE))
+    assert ("The plan search evaluated 12 of 12 generalisation plans in 1.5 s (every plan of the space). No searched "
+            "plan passes every blocking release check. What it would take: the next section.") in page
+
+
 def test_no_section_when_the_search_recommends_a_plan_or_did_not_run(report_inputs):
     page = render_report(report_inputs)
     assert "What it would take" not in page and report_data(report_inputs)["what_it_would_take"] is None
