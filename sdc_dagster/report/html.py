@@ -80,7 +80,8 @@ def search_sentence(inputs: ReportInputs) -> str:
     searched = inputs.plans.get(SEARCHED_PLAN)
     if not found["recommended"] or searched is None:
         return text + "No searched plan passes every blocking release check." + (
-            " What it would take: the next section." if inputs.what_it_would_take is not None else "")
+            " What it would take: the next section."
+            if inputs.what_it_would_take is not None and not _any_releasable(inputs) else "")
     text += f"It proposes {SEARCHED_PLAN} ({found['recommended']}). "
     mine = searched.loss.get(inputs.loss_measure, np.nan)
     compared = []
@@ -176,9 +177,9 @@ def _what_it_would_take_section(inputs: ReportInputs) -> str:
     """When the plan search recommends no plan: the closest plans with the checks that bind and by
     how much, and the cheapest changes of target or scenario under which a new search recommends one
     (:mod:`sdc_dagster.pipeline.relaxations`, its record in ``inputs.what_it_would_take``). Empty
-    otherwise."""
+    otherwise, and when another plan (one of the spec's) passes its blocking checks."""
     advice = inputs.what_it_would_take
-    if advice is None:
+    if advice is None or _any_releasable(inputs):
         return ""
     label = measure_info(advice["loss_measure"])
     parts = ["<h2 id=\"what-it-would-take\">What it would take</h2>",
@@ -228,6 +229,10 @@ def _what_it_would_take_section(inputs: ReportInputs) -> str:
     if notes:
         parts.append(f"<p>{html.escape(' '.join(notes))}</p>")
     return "".join(parts)
+
+
+def _any_releasable(inputs: ReportInputs) -> bool:
+    return any(plan.releasable for plan in inputs.plans.values())
 
 
 def _losses_in_words(inputs: ReportInputs, chosen: Recommendation) -> str:
