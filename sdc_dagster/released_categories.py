@@ -120,6 +120,8 @@ class ReleasedCoding:
                 continue
             column = frame[variable]
             codes, uniques = pd.factorize(column, use_na_sentinel=True)
+            if not len(uniques):  # every value suppressed: no merged category to recode
+                continue
             mapping = self.codes(variable)
             released = [mapping.get(plain_category(u), u) for u in uniques]
             if (variable in self.text or any(isinstance(v, str) for v in released)

@@ -109,6 +109,15 @@ def test_top_coding_a_categorical_key_releases_the_tail_as_one_category():
     assert merged_counts[91] == 11 and 80 not in merged_counts.index
 
 
+def test_a_recoded_key_whose_every_value_is_suppressed_is_released_as_it_is():
+    # issue 38: l-diversity suppression of a 93-record wave left a recoded age with no value at all
+    frame = pd.DataFrame({"age": pd.array([1, 2, 63, 80], dtype="Int64")})
+    steps = [{"method": "recode", "variable": "age", "groups": [[1, 2], [63, 80]]}]
+    suppressed = frame.assign(age=pd.array([pd.NA] * 4, dtype="Int64"))
+    released = coding(frame, steps).apply(suppressed)
+    assert released["age"].isna().all() and released["age"].dtype == "Int64"
+
+
 def test_a_later_recode_that_widens_a_named_group_drops_its_name():
     steps = [{"method": "recode", "variable": "edu", "groups": [[1, 2]], "names": ["Low"]},
              {"method": "recode", "variable": "edu", "groups": [[1, 3]]}]

@@ -2,6 +2,7 @@
 searched variant. Each protected asset returns a :class:`~sdc_dagster.pipeline.protection.ProtectedVariant`
 (data, steps, PRAM matrices, check outcomes, seed, release decision) that the later stages receive."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -9,7 +10,7 @@ from dagster import AssetExecutionContext, AssetsDefinition, MetadataValue, Outp
 
 from sdc_dagster.assets.checks import release_check_results, release_check_specs
 from sdc_dagster.assets.survey.common import code_version, common, ins, protected_key, raw_source, table_markdown
-from sdc_dagster.pipeline import audit, protection, search
+from sdc_dagster.pipeline import audit, protection, relaxations, search
 from sdc_dagster.resources.home import SdcHome
 from sdc_dagster.schemas import microdata_schema, validate
 from sdc_dagster.spec import Plan, SurveySpec
@@ -83,7 +84,8 @@ def plan_search_asset(spec: SurveySpec) -> AssetsDefinition:
         description=(
             "Search of the protection plans generated from the wave (recodings, local suppression, "
             "microaggregation, noise): the front of risk against information loss and the recommended "
-            "candidate, which protected_searched materialises."
+            "candidate, which protected_searched materialises; when no plan passes every blocking check, what it "
+            "would take: the closest plans and the cheapest change of target or scenario that makes one eligible."
         ),
         code_version=code_version(spec.variables, spec.risk, spec.search),
         **common(spec),
@@ -93,6 +95,11 @@ def plan_search_asset(spec: SurveySpec) -> AssetsDefinition:
                                    progress=lambda done, total, note: context.log.info(
                                        search.progress_line(done, total, note)))
         outcome = search.plan_search(found, spec)
+        # nothing recommended: the closest plans and the cheapest change that makes one eligible
+        advice = relaxations.what_it_would_take(raw_microdata, spec, found, wave=context.partition_key,
+                                                note=context.log.info)
+        if advice is not None:
+            outcome = replace(outcome, advice=advice.record())
         context.add_output_metadata({
             "front": table_markdown(outcome.front),
             "recommended": outcome.plan.description,
@@ -103,6 +110,9 @@ def plan_search_asset(spec: SurveySpec) -> AssetsDefinition:
             "seconds": round(found.seconds, 2),
             "random_state": outcome.plan.random_state,
             "steps": MetadataValue.json(list(outcome.plan.steps)),
+            **({"what_it_would_take": MetadataValue.json(outcome.advice),
+                "what_it_would_take_text": MetadataValue.text("\n".join(relaxations.advice_lines(outcome.advice)))}
+               if outcome.advice is not None else {}),
         })
         return outcome
 

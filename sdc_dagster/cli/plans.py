@@ -13,7 +13,8 @@ from sdc_dagster.files import atomic_path
 def run_plan(survey_name: str, wave: str, *, data_file: str | None = None, write: bool = False,
              home: str | None = None, out=None) -> int:
     """Search the plans of a wave (:func:`sdc_dagster.pipeline.search.search_wave`, with the spec's
-    ``search:`` options, whether or not the wave chain searches) and print the front; with
+    ``search:`` options, whether or not the wave chain searches) and print the front, and when it
+    recommends no plan what it would take (:mod:`sdc_dagster.pipeline.relaxations`); with
     ``write``, add the front's plans to the spec file as named plans ``search_<n>``
     (:func:`~sdc_dagster.protect.plan_search.front_as_yaml`) that can be edited and run like any other."""
     out = out or sys.stdout
@@ -22,7 +23,7 @@ def run_plan(survey_name: str, wave: str, *, data_file: str | None = None, write
         return EXIT_USAGE
     import yaml
 
-    from sdc_dagster.pipeline import search
+    from sdc_dagster.pipeline import relaxations, search
     from sdc_dagster.errors import SDCInputError
     from sdc_dagster.protect.plan_search import front_as_yaml
     from sdc_dagster.resources.storage import landing_dir
@@ -47,15 +48,23 @@ def run_plan(survey_name: str, wave: str, *, data_file: str | None = None, write
         print(f"sdc plan: bad data: {exc}", file=out)
         return EXIT_BAD_DATA
     print(f"{found.nodes_evaluated} of {found.nodes_total} plans evaluated in {found.seconds:.1f} s "
-          f"({'exhaustive' if found.exhaustive else found.bound}); the recommended plan is "
-          f"{search.optimality(found.nodes_evaluated, found.nodes_total, found.exhaustive)}", file=out)
+          f"({'exhaustive' if found.exhaustive else found.bound})" + (
+              f"; the recommended plan is {search.optimality(found.nodes_evaluated, found.nodes_total, found.exhaustive)}"
+              if found.recommended is not None else ""), file=out)
+    # nothing recommended: the closest plans and the cheapest change that makes one eligible
+    advice = relaxations.what_it_would_take(data, spec, found, note=lambda line: print(
+        f"   {time.monotonic() - started:6.1f}s  {line}", file=out, flush=True))
+    advice_text = "\n".join(advice.lines()) if advice is not None else ""
     if not found.front:
         print("sdc plan: no plan of the search space meets the risk target", file=out)
+        print(advice_text, file=out)
         return EXIT_WITHHELD
     with pd_display():
         print(found.front_frame().set_index("plan").to_string(), file=out)
     if found.recommended is not None:
         print(f"recommended: {found.recommended.plan.description}", file=out)
+    else:
+        print(f"sdc plan: no plan of the front passes every blocking check\n{advice_text}", file=out)
     if not write:
         return EXIT_OK
     plans = yaml.safe_load(front_as_yaml(found.front, taken=[p.name for p in spec.plans]))["plans"]

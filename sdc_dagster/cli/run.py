@@ -106,7 +106,9 @@ def run_wave(survey_name: str, wave: str, *, data_file: str | None = None, home:
     the instance under ``DAGSTER_HOME``, so the run is in the UI's history), printing a line per
     materialised asset, then the summary of ``sdc demo`` and the report path.
 
-    Returns :data:`EXIT_OK`, or :data:`EXIT_WITHHELD` naming the failed blocking checks,
+    Returns :data:`EXIT_OK`, or :data:`EXIT_WITHHELD` naming the failed blocking checks (and, when
+    the plan search recommends no plan, what it would take: the closest plans and the cheapest change
+    of target or scenario that makes one eligible, :mod:`sdc_dagster.pipeline.relaxations`),
     :data:`EXIT_BAD_SPEC`, :data:`EXIT_BAD_DATA`, :data:`EXIT_RUN_FAILED`, :data:`EXIT_USAGE`."""
     with start_up_collection() as started:
         return _run_wave(survey_name, wave, data_file, home, out or sys.stdout, verbose, started)
@@ -157,12 +159,14 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
     from dagster._core.utils import make_new_run_id
 
     from sdc_dagster.names import inside
+    from sdc_dagster.pipeline.relaxations import advice_lines
     from sdc_dagster.pipeline.search import PROGRESS_PREFIX
     from sdc_dagster.resources.storage import sdc_home
 
     instance.add_dynamic_partitions(f"{survey_name}_waves", [wave])
     run_id = make_new_run_id()
     withheld: dict[str, dict] = {}
+    advice: list[dict] = []  # the plan search's "what it would take", when it recommends no plan
     failures: list = []
     started = time.monotonic()
     log_file = inside(sdc_home(), "logs", survey_name, wave, f"{run_id}.log")
@@ -184,6 +188,8 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
             materialization = event.step_materialization_data.materialization
             name = materialization.asset_key.to_user_string()
             reasons = materialization.metadata.get("withheld_because")
+            if materialization.metadata.get("what_it_would_take") is not None:
+                advice[:] = [materialization.metadata["what_it_would_take"].value]
             line = f"   {time.monotonic() - started:6.1f}s  {name}"
             if reasons is not None and reasons.value:
                 withheld[name] = reasons.value
@@ -242,6 +248,8 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
         print(f"sdc run: {name} withheld, failed blocking check(s): {', '.join(reasons)}", file=out)
     if released is None:
         print(f"sdc run: nothing released for wave {wave}: no plan passes every blocking check", file=out)
+        for line in (advice_lines(advice[0]) if advice else []):
+            print(f"   {line}", file=out)
         return EXIT_WITHHELD
     print(f"sdc run: released plan {released['plan']} ({released['folder']})", file=out)
     return EXIT_OK

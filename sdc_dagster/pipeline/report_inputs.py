@@ -176,7 +176,7 @@ def report_inputs(
     its release decision (:func:`plan_summary`), whose suppressions per key and distributions
     before and after the report shows (a plan's merged categories as its safe files code and label
     them); ``search``: the plan search the searched plan comes from
-    (its front and figures); ``source``: the wave file, whose SPSS / Stata value labels
+    (its front and figures, and what it would take when it recommends no plan); ``source``: the wave file, whose SPSS / Stata value labels
     (:func:`~sdc_dagster.sources.value_labels`) the report shows next to the codes; ``run``: the run
     (:func:`run_info`) its header shows. The sign-off block is pre-filled with the spec's ``report:``
     names. The report lists the measure notes of the risk, contribution and loss stages."""
@@ -225,6 +225,7 @@ def report_inputs(
         measure_notes=[*risk_scores.notes, *contributions.notes, *evaluation.notes],
         search_front=search.front if search is not None else None,
         search=search.summary if search is not None else None,
+        what_it_would_take=search.advice if search is not None else None,
         value_labels=(value_labels(source, default_format=spec.source.format, metadata=source_metadata(spec))
                       if source is not None else {}),
         run=run,

@@ -866,13 +866,16 @@ class PlanSearch:
     ``summary`` (:func:`search_summary`), the ``plan`` to release (:func:`plan_to_release`) and its
     release checks when the search ran them (None otherwise): candidates are confirmed under the
     name :data:`SEARCHED_PLAN`, whose seeds the released plan keeps; ``protected``: the plan's
-    protection when the search made it (None otherwise), so that it is not made again."""
+    protection when the search made it (None otherwise), so that it is not made again; ``advice``:
+    when the search recommends no plan, what it would take
+    (:meth:`sdc_dagster.pipeline.relaxations.WhatItWouldTake.record`), None otherwise."""
 
     front: pd.DataFrame
     summary: dict
     plan: Plan
     checks: dict[str, CheckOutcome] | None
     protected: PlanResult | None = None
+    advice: dict | None = None
 
     def stored_frames(self) -> dict[str, pd.DataFrame]:
         """What the IO manager also writes as Parquet, for readers outside Python."""

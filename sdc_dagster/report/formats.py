@@ -123,6 +123,7 @@ def report_data(inputs: ReportInputs, topsis: pd.DataFrame | None = None,
         "measure_notes": [vars(n) for n in inputs.measure_notes],
         "value_labels": {variable: normal_labels(labels) for variable, labels in inputs.value_labels.items()},
         "search_front": inputs.search_front,
+        "what_it_would_take": inputs.what_it_would_take,
         "references": {key: REFERENCES[key] for key in cited},
     })
 

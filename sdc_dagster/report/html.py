@@ -80,7 +80,9 @@ def search_sentence(inputs: ReportInputs) -> str:
             f"generalisation plans in {found['seconds']:.1f} s ({how}). ")
     searched = inputs.plans.get(SEARCHED_PLAN)
     if not found["recommended"] or searched is None:
-        return text + "No searched plan passes every blocking release check."
+        return text + "No searched plan passes every blocking release check." + (
+            " What it would take: the next section."
+            if inputs.what_it_would_take is not None and not _any_releasable(inputs) else "")
     text += f"It proposes {SEARCHED_PLAN} ({found['recommended']}), {found['optimality']}. "
     mine = searched.loss.get(inputs.loss_measure, np.nan)
     compared = []
@@ -170,6 +172,68 @@ def _decision_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recomm
               "published for it.</p>", html_table(decision_table(inputs)),
               html_table(_by_plan(inputs, "checks"), caption="Release checks passed", index_label="check")]
     return "".join(parts)
+
+
+def _what_it_would_take_section(inputs: ReportInputs) -> str:
+    """When the plan search recommends no plan: the closest plans with the checks that bind and by
+    how much, and the cheapest changes of target or scenario under which a new search recommends one
+    (:mod:`sdc_dagster.pipeline.relaxations`, its record in ``inputs.what_it_would_take``). Empty
+    otherwise, and when another plan (one of the spec's) passes its blocking checks."""
+    advice = inputs.what_it_would_take
+    if advice is None or _any_releasable(inputs):
+        return ""
+    label = measure_info(advice["loss_measure"])
+    parts = ["<h2 id=\"what-it-would-take\">What it would take</h2>",
+             "<p>No plan of the search meets the risk target and the utility limits together. Below: the plans that "
+             "come closest, each with the blocking checks it fails and how far it is from them (the value's excess "
+             "over its threshold relative to the threshold; for a count, the share of the records), and the changes "
+             "of target or scenario under which the search, run again, recommends a plan.</p>"]
+    if advice["closest"]:
+        closest = pd.DataFrame({
+            "plan": [plan["plan"] for plan in advice["closest"]],
+            "binding checks": ["; ".join(g["text"] for g in plan["gaps"]) for plan in advice["closest"]],
+            # a check no change of target passes (a direct identifier released) is infinitely far
+            "distance (sum of relative gaps)": ["∞" if plan["distance"] is None else f"{plan['distance']:.3g}"
+                                                for plan in advice["closest"]],
+            f"information loss ({label.label})": [format_value(plan["loss"], label.kind) for plan in advice["closest"]],
+        }, index=pd.RangeIndex(1, len(advice["closest"]) + 1, name="closest"))
+        parts.append(html_table(closest, caption="The closest plans and the checks that bind"))
+    else:
+        parts.append("<p>The search ran no plan through the release checks within its budget.</p>")
+    if advice["relaxations"]:
+        changes = pd.DataFrame({
+            "change": [r["change"] for r in advice["relaxations"]],
+            "what changes": [r["kind"] for r in advice["relaxations"]],
+            "loosening": ["–" if r["size"] is None else format_value(r["size"], "share")
+                          for r in advice["relaxations"]],
+            "plan eligible": [r["plan"] for r in advice["relaxations"]],
+            "found by": ["the search run again" if r["found_by"] == "search" else
+                         f"{r['found_by']} (the search run again does not find it: name it among the spec's plans)"
+                         for r in advice["relaxations"]],
+            f"information loss ({label.label})": [format_value(r["loss"], label.kind) for r in advice["relaxations"]],
+        }, index=pd.RangeIndex(1, len(advice["relaxations"]) + 1, name="cheapest"))
+        parts += ["<p>The cheapest changes that make a plan eligible, cheapest first. Each was tried by searching the "
+                  "plans again under the changed target or scenario, not estimated; where that search finds no plan "
+                  "but one of the closest plans passes every check under the change, that plan is named. A change's "
+                  "loosening is how much it "
+                  "loosens the one figure it changes (k 5 to 3: 40 %; a limit of 10 % raised to 12.4 %: 24 %); a key "
+                  "that is no longer a key, or l-diversity no longer asked, counts 100 %.</p>",
+                  html_table(changes, caption="Changes of target or scenario that make a plan eligible")]
+    else:
+        parts.append("<p>None of the changes tried makes a plan eligible.</p>")
+    notes = []
+    if advice["tried"]:
+        notes.append("Tried without an eligible plan: " + "; ".join(advice["tried"]) + ".")
+    if advice["not_tried"]:
+        notes.append(f"The budget of {advice['budget_seconds']:.3g} s for these searches ran out before "
+                     + ", ".join(advice["not_tried"]) + " could be tried.")
+    if notes:
+        parts.append(f"<p>{html.escape(' '.join(notes))}</p>")
+    return "".join(parts)
+
+
+def _any_releasable(inputs: ReportInputs) -> bool:
+    return any(plan.releasable for plan in inputs.plans.values())
 
 
 def _losses_in_words(inputs: ReportInputs, chosen: Recommendation) -> str:
@@ -465,8 +529,9 @@ def render_report(inputs: ReportInputs, plots: dict[str, bytes] | None = None,
     Sections, in order: the decision (wave, keys, k and thresholds, risk before protection, one
     line per plan with its residual risk, loss, utility and blocking checks, the recommended plan
     with its reason and the rule of :mod:`~sdc_dagster.report.decision`, the release decision of
-    each plan); the risk-utility map with the Pareto front; per variable (suppressions per key
-    and plan, Shapley and solidarity contributions before and after each plan, the unsafe
+    each plan); when the plan search recommends no plan, what it would take (the closest plans and
+    the cheapest changes of target or scenario that make one eligible); the risk-utility map with
+    the Pareto front; per variable (suppressions per key and plan, Shapley and solidarity contributions before and after each plan, the unsafe
     combinations, PRAM matrices as heat maps, distributions before and after);
     every measure explained and grouped (meaning, direction, range, published sources), formatted by
     kind, and the measures left out as not applicable or limited, with the reason; the plans' steps as sentences with seeds, hashes, versions, manifest links and the
@@ -496,6 +561,7 @@ def render_report(inputs: ReportInputs, plots: dict[str, bytes] | None = None,
         topsis = topsis_summary_table(inputs)
     sections = [
         _decision_section(inputs, points, chosen),
+        _what_it_would_take_section(inputs),
         _map_section(inputs, points, chosen, plots),
         _variables_section(inputs, plots, distribution_tables(inputs) if distributions is None else distributions),
         _attribute_disclosure_section(inputs, plots),

@@ -187,6 +187,11 @@ class ReportInputs:
         The plan search in figures (:func:`sdc_dagster.pipeline.search.search_summary`: nodes evaluated,
         bound, seconds, the recommended plan and the runner-up with their loss, the loss a stricter
         target would cost); None without a search.
+    what_it_would_take : dict or None
+        When the plan search recommends no plan, what it would take
+        (:meth:`sdc_dagster.pipeline.relaxations.WhatItWouldTake.record`: the closest plans with their
+        binding checks, the cheapest changes of target or scenario that make a plan eligible); None
+        otherwise.
     run : RunInfo or None
         The run the report belongs to (date and time, data file and digest, versions, spec digest,
         run id), shown in the header; None outside a run (the header says so).
@@ -220,5 +225,6 @@ class ReportInputs:
     value_labels: dict[str, dict] = field(default_factory=dict)
     search_front: pd.DataFrame | None = None
     search: dict | None = None
+    what_it_would_take: dict | None = None
     run: RunInfo | None = None
     sign_off: SignOff = field(default_factory=SignOff)
