@@ -24,6 +24,7 @@ from sdc_dagster.risk.intervals import (  # SPEC §4.2–§4.4
     rank_interval_disclosure,
 )
 from sdc_dagster.risk.linkage import MAX_ONE_TO_ONE_LINKAGE, RecordLinkageRisk, record_linkage_risk  # SPEC §4.1
+from sdc_dagster.risk.model_risk import model_risk  # sdcMicro modRisk (Skinner & Shlomo 2008)
 from sdc_dagster.risk.neighbourhood import neighbourhood_counts  # SPEC §5.2
 from sdc_dagster.risk.diversity import group_l_diversity, l_diversity, t_closeness  # SPEC §3.6, §3.7
 from sdc_dagster.risk.suda import suda2, suda2_attribute_contributions, suda2_max_size  # SPEC §3.8
@@ -58,6 +59,7 @@ __all__ = [
     "key_frequencies",
     "group_l_diversity",
     "l_diversity",
+    "model_risk",
     "neighbourhood_counts",
     "outlier_flags",
     "rank_interval_disclosure",

@@ -48,7 +48,7 @@ import pandas as pd
 from sdc_dagster.errors import NotComputable, SDCInputError, did_you_mean
 from sdc_dagster.frequencies import distinct_digit_keys
 from sdc_dagster.keys import key_columns
-from sdc_dagster.numerics.loglinear import MAX_TABLE_CELLS, ipf_fit, poisson_fit
+from sdc_dagster.numerics.loglinear import MAX_TABLE_CELLS, hierarchical_closure, ipf_fit, poisson_fit
 from sdc_dagster.validation import check_option, weight_values
 
 MODEL_RISK_METHODS = ("default", "CE", "PML", "weightedLLM", "IPF")
@@ -135,11 +135,20 @@ def _formula_text(terms: list[tuple[int, ...]], keys: Sequence[str]) -> str:
 
 def _string_codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:
     """Codes 0.. of a column without missing values, its values compared as strings ("1" and 1 are
-    one category) and numbered in sorted string order; returns the codes and the categories."""
+    one category; a whole float is written as R writes it, 1.0 as "1", so a numeric key that pandas
+    holds as float because of a missing value keeps its codes) and numbered in sorted string order;
+    returns the codes and the categories."""
     codes, uniques = pd.factorize(column, sort=False)
-    text = pd.Index(uniques).astype(str)
+    text = [_category_text(value) for value in uniques]
     merged, categories = pd.factorize(np.asarray(text, dtype=object), sort=True)
     return merged[codes].astype(np.int64), [str(c) for c in categories]
+
+
+def _category_text(value) -> str:
+    """``str(value)``, but a whole float without its ".0" (R's ``as.character(1)`` is "1")."""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def model_risk(
@@ -171,8 +180,8 @@ def model_risk(
 
     Returns
     -------
-    dict with ``gr1`` and ``gr2`` (floats; sdcMicro's names), ``method``, ``formula`` (the terms as
-    fitted, R notation) and ``cells``: a DataFrame with one row per cell of the table in sorted key
+    dict with ``gr1`` and ``gr2`` (floats; sdcMicro's names), ``method``, ``formula`` (the terms of
+    the hierarchical model fitted, R notation: ``"a:b"`` fits ``"~a + b + a:b"``) and ``cells``: a DataFrame with one row per cell of the table in sorted key
     order (the first key varying slowest, as sdcMicro's table), the key values (strings), ``fk``
     (records), ``weight_sum``, ``inclusion`` (sum of 1 / w) and ``Fk`` (the fitted mean lambda_k).
 
@@ -240,7 +249,7 @@ def model_risk(
     table["weight_sum"] = weight_sum
     table["inclusion"] = inclusion
     table["Fk"] = fitted
-    return {"gr1": gr1, "gr2": gr2, "method": method, "formula": _formula_text(terms, keys), "cells": table}
+    return {"gr1": gr1, "gr2": gr2, "method": method, "formula": _formula_text(hierarchical_closure(terms), keys), "cells": table}
 
 
 def _fitted_means(method: str, fk: np.ndarray, weight_sum: np.ndarray, shape: tuple, terms: list,
