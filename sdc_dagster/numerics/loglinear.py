@@ -134,9 +134,9 @@ def poisson_fit(
         weighted = transposed.multiply(mu[None, :]).tocsr()
         normal = (weighted @ design).toarray()
         rhs = weighted @ working
-        try:
-            beta = linalg.solve(normal, rhs, assume_a="pos")
-        except (linalg.LinAlgError, ValueError):
+        try:  # X'WX is positive definite unless the covariate is a combination of the terms
+            beta = linalg.cho_solve(linalg.cho_factor(normal), rhs)
+        except linalg.LinAlgError:
             beta = linalg.lstsq(normal, rhs)[0]
         eta = offset + design @ beta
         mu = np.exp(eta)
@@ -158,8 +158,9 @@ def ipf_fit(
     proportional fitting (Deming & Stephan 1940; R ``loglin``): start from a table of ones and, in
     turn for each margin, scale the fitted table so that its sums over that margin equal the
     observed ones; cycle until no fitted margin differs from the observed one by more than
-    ``tolerance`` (R's ``loglin`` stops at ``eps = 0.1``; a model of main effects only fits exactly
-    after the first cycle, where every fitted cell is n * prod_j n_j(c_j) / n).
+    ``tolerance`` times the table's total (R's ``loglin`` stops at an absolute ``eps = 0.1``; a
+    model of main effects only fits exactly after the first cycle, where every fitted cell is
+    n * prod_j (n_j(c_j) / n)).
 
     Returns the fitted means, flat like ``y``.
     """
@@ -173,6 +174,6 @@ def ipf_fit(
             fitted *= np.divide(target, current, out=np.zeros_like(target), where=current > 0)
         gap = max(float(np.abs(fitted.sum(axis=axes, keepdims=True) - target).max())
                   for axes, target in zip(others, observed))
-        if gap <= tolerance:
+        if gap <= tolerance * max(float(table.sum()), 1.0):
             break
     return fitted.ravel()

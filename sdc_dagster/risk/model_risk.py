@@ -212,7 +212,8 @@ def model_risk(
     complete = data[keys].notna().all(axis=1).to_numpy()
     if not complete.any():
         raise SDCInputError(f"model_risk: no record has every key observed ({', '.join(keys)})")
-    columns = [_string_codes(data.loc[complete, key]) for key in keys]
+    observed = data if complete.all() else data.loc[complete]
+    columns = [_string_codes(observed[key]) for key in keys]
     shape = tuple(len(categories) for _, categories in columns)
     cells = int(np.prod(shape, dtype=object))
     if cells > MAX_TABLE_CELLS:
@@ -220,7 +221,9 @@ def model_risk(
             f"model_risk: the keys' cross-classification has {cells:,} cells ({' x '.join(map(str, shape))} "
             f"categories of {', '.join(keys)}); at most {MAX_TABLE_CELLS:,}: use fewer or coarser keys"
         )
-    digits = np.column_stack([codes + 1 for codes, _ in columns])
+    digits = np.empty((len(observed), len(keys)), dtype=np.int64, order="F")
+    for j, (codes, _) in enumerate(columns):
+        np.add(codes, 1, out=digits[:, j])
     w = weights[complete]
     groups = distinct_digit_keys(digits, np.asarray(shape, dtype=np.int64) + 1, weights=w)
     strides = np.cumprod((1,) + shape[:0:-1])[::-1]
