@@ -1,4 +1,4 @@
-"""Model-based global risk from log-linear models (sdcMicro ``modRisk``; Skinner & Shlomo 2008).
+"""Model-based global risk from log-linear models (SPEC §3.9; sdcMicro ``modRisk``; Skinner & Shlomo 2008).
 
 The sample counts f_k of the cells k of the complete cross-classification of the key variables are
 taken as independent Poisson counts whose means follow a log-linear model; the fitted mean lambda_k
