@@ -70,7 +70,7 @@ def residual_risk(
     computed (by the release checks, ``checks["linkage_risk"].figures``), so that the quadratic linkages are not computed twice.
     With a weight: ``model_risk_gr1``, ``model_risk_gr2``, sdcMicro's model-based risks (``modRisk``,
     Skinner & Shlomo 2008) under the log-linear model of the released keys' main effects, NaN when
-    their table has more than 2**22 cells (:func:`risk.model_risk`).
+    their table has more than 2**22 cells or no record has every key observed (:func:`risk.model_risk`).
     ``original_risk``: the risk stage's :class:`~sdc_dagster.pipeline.risk.RiskScores` of
     ``original``, whose risk table and combined risk the first row reads instead of computing them
     again. A variant released exactly as an earlier one (:func:`~sdc_dagster.pipeline.variant.same_release`:
@@ -134,7 +134,8 @@ def residual_risk(
 
 def _model_risk(frame: pd.DataFrame, keys: list[str], weight: str) -> dict[str, float]:
     """sdcMicro's modRisk figures gr1 and gr2 of a variant (:func:`risk.model_risk`: the Poisson
-    log-linear model of the keys' main effects), NaN when the keys' table is too large to fit."""
+    log-linear model of the keys' main effects), NaN where it is not computable (the keys' table too
+    large to fit, or no record with every key observed)."""
     try:
         result = risk.model_risk(frame, keys, weight=weight)
     except NotComputable:

@@ -71,7 +71,8 @@ _MEASURES: dict[str, Measure] = {
         "Model-based risk gr1 (sdcMicro modRisk)", _RISK,
         "over the key cells that hold records, the mean of P(population unique) summed over the sample-unique cells, "
         "exp(-(1 - pi) lambda) with lambda the Poisson log-linear fit of the keys' main effects (Skinner & Shlomo "
-        "2008); records with a suppressed key left out; blank when the keys' table exceeds 4,194,304 cells",
+        "2008); records with a suppressed key left out; blank when the keys' table exceeds 4,194,304 cells or "
+        "no record has every key",
         LOWER, "0 to 1", "§3.9", "share"),
     "model_risk_gr2": Measure(
         "Model-based risk gr2 (sdcMicro modRisk)", _RISK,

@@ -181,9 +181,10 @@ def model_risk(
     Returns
     -------
     dict with ``gr1`` and ``gr2`` (floats; sdcMicro's names), ``method``, ``formula`` (the terms of
-    the hierarchical model fitted, R notation: ``"a:b"`` fits ``"~a + b + a:b"``) and ``cells``: a DataFrame with one row per cell of the table in sorted key
-    order (the first key varying slowest, as sdcMicro's table), the key values (strings), ``fk``
-    (records), ``weight_sum``, ``inclusion`` (sum of 1 / w) and ``Fk`` (the fitted mean lambda_k).
+    the hierarchical model fitted, R notation: ``"a:b"`` fits ``"~a + b + a:b"``) and ``cells``: a
+    DataFrame with one row per cell of the table in sorted key order (the first key varying
+    slowest, as sdcMicro's table), the key values (strings), ``fk`` (records), ``weight_sum``,
+    ``inclusion`` (sum of 1 / w) and ``Fk`` (the fitted mean lambda_k).
 
     Deviations from sdcMicro 5.8.1: a cell of weight 1 (v_k = 0) gets the limit 1 of
     (1 - exp(-v)) / v, not NaN; numeric key columns are categories (compared as strings), where
@@ -192,8 +193,8 @@ def model_risk(
     Raises
     ------
     SDCInputError : unknown columns or method, a bad weight, a formula that cannot be read, "IPF"
-        with an interaction, a bound <= 0, no record with every key observed.
-    NotComputable : the table has more than 2**22 cells.
+        with an interaction, a bound <= 0.
+    NotComputable : no record has every key observed; the table has more than 2**22 cells.
     """
     keys = key_columns(data, keys)
     weights = weight_values(data, weight)
@@ -211,7 +212,7 @@ def model_risk(
 
     complete = data[keys].notna().all(axis=1).to_numpy()
     if not complete.any():
-        raise SDCInputError(f"model_risk: no record has every key observed ({', '.join(keys)})")
+        raise NotComputable(f"model_risk: no record has every key observed ({', '.join(keys)})")
     observed = data if complete.all() else data.loc[complete]
     columns = [_string_codes(observed[key]) for key in keys]
     shape = tuple(len(categories) for _, categories in columns)
@@ -252,7 +253,8 @@ def model_risk(
     table["weight_sum"] = weight_sum
     table["inclusion"] = inclusion
     table["Fk"] = fitted
-    return {"gr1": gr1, "gr2": gr2, "method": method, "formula": _formula_text(hierarchical_closure(terms), keys), "cells": table}
+    fitted_formula = _formula_text(hierarchical_closure(terms), keys)
+    return {"gr1": gr1, "gr2": gr2, "method": method, "formula": fitted_formula, "cells": table}
 
 
 def _fitted_means(method: str, fk: np.ndarray, weight_sum: np.ndarray, shape: tuple, terms: list,

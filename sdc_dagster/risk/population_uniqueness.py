@@ -11,8 +11,9 @@ population uniques, as ARX computes them (``RiskModelPopulationUniqueness``):
       L = sum_{i=1}^{u-1} log(theta + i alpha) - sum_{i=1}^{n-1} log(theta + i)
           + sum_j c_j sum_{k=1}^{j-1} log(k - alpha),
 
-  maximised inside 0 < alpha < 1, theta > 0 (see :func:`_pitman_parameters`); the expected number of population uniques is Gamma(theta + 1) / Gamma(theta + alpha) N^alpha
-  (not available when the solution leaves 0 < alpha < 1, theta > -alpha, or the estimate [0, N]).
+  maximised inside 0 < alpha < 1, theta > 0 (see :func:`_pitman_parameters`); the expected
+  number of population uniques is Gamma(theta + 1) / Gamma(theta + alpha) N^alpha (not available,
+  NaN, when the maximum is not inside that region or the estimate not in [0, N]).
 * **Zayatz** (1991): with P_j = P(X = 1) for X hypergeometric (N units, j of them in the class, n
   drawn), the chance that a sample unique is a population unique is
   c_1 P_1 / sum_j c_j P_j, and the number of population uniques is c_1 times that over f.
@@ -158,7 +159,8 @@ def _pitman_parameters(size, count, n: int, u: int, c1: int, c2: int) -> tuple[f
     theta_0 = (n u c - c_1 (n - 1)(2u + c)) / (2 c_1 u + c_1 c - n c), alpha_0 = (theta_0 (c_1 - n)
     + (n - 1) c_1) / (n u)), which can leave the admissible region (on skewed keys alpha_0 < 0); here
     the likelihood is maximised inside it (BFGS over log theta and logit alpha, from that point moved
-    inside), then Newton's method polishes the maximum. Where ARX's Newton converges to the admissible root, both agree."""
+    inside), then Newton's method polishes the maximum. Where ARX's Newton converges to the
+    admissible root, both agree."""
     c2 = c2 if c2 else 1  # ARX: over-estimate when there is no class of two
     c = c1 * (c1 - 1) / c2
     denominator = 2 * c1 * u + c1 * c - n * c
