@@ -25,6 +25,7 @@ from sdc_dagster.risk import (
     key_frequencies,
     l_diversity,
     model_risk,
+    population_uniqueness,
     unsafe_combinations,
 )
 from sdc_dagster.risk.categorical import risk_from_frequencies
@@ -101,6 +102,9 @@ def main() -> None:
     interactions = "~" + " + ".join(model_keys) + " + region:age_group + sex:education"
     timed("model_risk, 6 keys, two interactions (308 parameters)", n,
           lambda: model_risk(data, model_keys, weight="weight", formula=interactions))
+
+    timed("population_uniqueness (Pitman, Zayatz), 7 keys, N = 50,000,000", n,
+          lambda: population_uniqueness(data, KEYS, population_size=50_000_000))
 
     missing_records = with_missing_records(data, 0.10)
     timed("10% of records with a missing key: freq + indiv + global", n, lambda: pipeline(missing_records))

@@ -236,7 +236,7 @@ def model_risk(
     # PML's sampling fraction n / sum w is over every record, as sdcMicro sums its table's cells
     # including those with a missing key
     fitted = _fitted_means(method, fk, weight_sum, shape, terms, len(weights) / weights.sum())
-    counted = (fk > 0) & (fk <= bound) & ~((fitted == 0) & (fk > 0))
+    counted = (fk > 0) & (fk <= bound) & (fitted != 0)  # sdcMicro drops cells fitted at exactly 0
     unique = counted & (fk == 1)
     v = (1.0 - inclusion[unique]) * fitted[unique]
     matched = np.ones_like(v)
