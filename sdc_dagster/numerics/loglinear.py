@@ -88,17 +88,17 @@ def poisson_fit(
     terms: Sequence[Sequence[int]],
     *,
     offset: np.ndarray | None = None,
-    covariate: np.ndarray | None = None,
+    covariates: np.ndarray | None = None,
     tolerance: float = 1e-11,
     max_iterations: int = 100,
 ) -> np.ndarray:
     """Maximum-likelihood fitted means mu of the Poisson log-linear model of ``terms`` (with an
-    ``offset`` and one numeric ``covariate`` per cell, if given) for the flat table ``y``.
+    ``offset`` and numeric ``covariates``, a (cells x q) array, if given) for the flat table ``y``.
 
     IRLS as R's ``glm.fit``: start at mu = y + 0.1, then repeat the weighted least-squares step
     beta = (X'WX)^-1 X'W z with W = diag(mu), z = eta - offset + (y - mu) / mu, until the deviance
     changes by less than ``tolerance`` * (|deviance| + 0.1) (R's epsilon is 1e-8; the default here
-    is tighter, so the fitted values are the maximum-likelihood ones to about 1e-9). The covariate
+    is tighter, so the fitted values are the maximum-likelihood ones to about 1e-9). Each covariate
     is centred and scaled first (same column space, better conditioned). Where the maximum
     likelihood estimate does not exist (a zero margin of an interaction), the fitted values of the
     empty cells concerned tend to 0 and the others converge, as in R.
@@ -119,11 +119,11 @@ def poisson_fit(
             f"counts {list(shape)}); at most {MAX_TABLE_CELLS:,}: use fewer or coarser variables"
         )
     design = design_matrix(shape, terms)
-    if covariate is not None:
-        z = np.asarray(covariate, dtype=np.float64)
-        spread = z.std()
-        z = (z - z.mean()) / (spread if spread > 0 else 1.0)
-        design = sparse.hstack([design, sparse.csr_matrix(z[:, None])], format="csr")
+    if covariates is not None:
+        z = np.asarray(covariates, dtype=np.float64).reshape(cells, -1)
+        spread = z.std(axis=0)
+        z = (z - z.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
+        design = sparse.hstack([design, sparse.csr_matrix(z)], format="csr")
     offset = np.zeros(cells) if offset is None else np.asarray(offset, dtype=np.float64)
     mu = y + 0.1
     eta = np.log(mu)
@@ -134,7 +134,7 @@ def poisson_fit(
         weighted = transposed.multiply(mu[None, :]).tocsr()
         normal = (weighted @ design).toarray()
         rhs = weighted @ working
-        try:  # X'WX is positive definite unless the covariate is a combination of the terms
+        try:  # X'WX is positive definite unless a covariate is a combination of the terms
             beta = linalg.cho_solve(linalg.cho_factor(normal), rhs)
         except linalg.LinAlgError:
             beta = linalg.lstsq(normal, rhs)[0]

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
@@ -159,6 +160,7 @@ def model_risk(
     formula: str | None = None,
     method: str = "default",
     bound: float = float("inf"),
+    numeric: Sequence[str] = (),
 ) -> dict:
     """Global re-identification risk of sample uniques under a log-linear model (sdcMicro ``modRisk``).
 
@@ -177,6 +179,10 @@ def model_risk(
         default the main effects of the keys.
     method : "default", "CE", "PML", "weightedLLM" or "IPF".
     bound : only cells with 0 < f_k <= bound are counted (a number > 0, default infinity).
+    numeric : keys that enter the model as numeric predictors (one coefficient times the value), as R's
+        ``glm`` takes a numeric column of sdcMicro's data.frame (its documented call on testdata2,
+        ``~sex+water+roof``, has three); main effects only. Their cells are still every value seen.
+        "IPF" fits table margins, where every key is a category (MASS ``loglm`` on an ``xtabs`` table).
 
     Returns
     -------
@@ -187,13 +193,14 @@ def model_risk(
     ``inclusion`` (sum of 1 / w) and ``Fk`` (the fitted mean lambda_k).
 
     Deviations from sdcMicro 5.8.1: a cell of weight 1 (v_k = 0) gets the limit 1 of
-    (1 - exp(-v)) / v, not NaN; numeric key columns are categories (compared as strings), where
-    sdcMicro's data.frame method hands a numeric column to ``glm`` as a numeric predictor.
+    (1 - exp(-v)) / v, not NaN; a numeric key column is a category unless named in ``numeric``,
+    where sdcMicro's data.frame method hands every numeric column to ``glm`` as a numeric predictor.
 
     Raises
     ------
     SDCInputError : unknown columns or method, a bad weight, a formula that cannot be read, "IPF"
-        with an interaction, a bound <= 0.
+        with an interaction, a bound <= 0, a ``numeric`` key that is not a numeric key column or is
+        in an interaction.
     NotComputable : no record has every key observed; the table has more than 2**22 cells.
     """
     keys = key_columns(data, keys)
@@ -210,11 +217,13 @@ def model_risk(
             "use another method for a model with interactions"
         )
 
+    numeric = _numeric_keys(data, keys, numeric, terms)
+
     complete = data[keys].notna().all(axis=1).to_numpy()
     if not complete.any():
         raise NotComputable(f"model_risk: no record has every key observed ({', '.join(keys)})")
     observed = data if complete.all() else data.loc[complete]
-    columns = [_string_codes(observed[key]) for key in keys]
+    columns = [_numeric_codes(observed[key]) if key in numeric else _string_codes(observed[key]) for key in keys]
     shape = tuple(len(categories) for _, categories in columns)
     cells = int(np.prod(shape, dtype=object))
     if cells > MAX_TABLE_CELLS:
@@ -235,7 +244,12 @@ def model_risk(
 
     # PML's sampling fraction n / sum w is over every record, as sdcMicro sums its table's cells
     # including those with a missing key
-    fitted = _fitted_means(method, fk, weight_sum, shape, terms, len(weights) / weights.sum())
+    levels = np.unravel_index(np.arange(cells), shape)
+    values = [np.asarray([float(c) for c in columns[j][1]])[levels[j]] for j, key in enumerate(keys) if key in numeric]
+    model = _Model(shape, [t for t in terms if keys[t[0]] not in numeric], np.column_stack(values) if values else None)
+    if method == "IPF":  # table margins: every key a category
+        model = _Model(shape, terms, None)
+    fitted = _fitted_means(method, fk, weight_sum, model, len(weights) / weights.sum())
     counted = (fk > 0) & (fk <= bound) & (fitted != 0)  # sdcMicro drops cells fitted at exactly 0
     unique = counted & (fk == 1)
     v = (1.0 - inclusion[unique]) * fitted[unique]
@@ -246,8 +260,7 @@ def model_risk(
     gr1 = float(np.exp(-v).sum() / k) if k else 0.0
     gr2 = float(matched.sum() / k) if k else 0.0
 
-    levels = np.unravel_index(np.arange(cells), shape)
-    table = pd.DataFrame({key: np.asarray(categories, dtype=object)[levels[j]]
+    table = pd.DataFrame({key: np.asarray([_category_text(c) for c in categories], dtype=object)[levels[j]]
                           for j, (key, (_, categories)) in enumerate(zip(keys, columns))})
     table["fk"] = fk.astype(np.int64)
     table["weight_sum"] = weight_sum
@@ -257,16 +270,51 @@ def model_risk(
     return {"gr1": gr1, "gr2": gr2, "method": method, "formula": fitted_formula, "cells": table}
 
 
-def _fitted_means(method: str, fk: np.ndarray, weight_sum: np.ndarray, shape: tuple, terms: list,
-                  fraction: float) -> np.ndarray:
+@dataclass(frozen=True)
+class _Model:
+    """The log-linear model on the table of ``shape``: its factor ``terms`` (tuples of key positions)
+    and the values of its numeric keys per cell (cells x q, or None)."""
+
+    shape: tuple
+    terms: list
+    covariates: np.ndarray | None
+
+
+def _fitted_means(method: str, fk: np.ndarray, weight_sum: np.ndarray, model: _Model, fraction: float) -> np.ndarray:
     """lambda_k of every cell by ``method`` (module docstring); ``fraction`` is PML's n / sum w."""
+    shape, terms, covariates = model.shape, model.terms, model.covariates
     if method == "IPF":
         return ipf_fit(fk, shape, terms)
     if method == "CE":
         ratio = np.divide(fk, weight_sum, out=np.zeros_like(fk), where=weight_sum > 0)
-        return poisson_fit(fk, shape, terms, offset=np.log(ratio + 0.1))
+        return poisson_fit(fk, shape, terms, offset=np.log(ratio + 0.1), covariates=covariates)
     if method == "PML":
-        return poisson_fit(np.round(weight_sum * fraction), shape, terms)
+        return poisson_fit(np.round(weight_sum * fraction), shape, terms, covariates=covariates)
     if method == "weightedLLM":
-        return poisson_fit(fk, shape, terms, covariate=weight_sum)
-    return poisson_fit(fk, shape, terms)
+        extra = weight_sum[:, None] if covariates is None else np.column_stack([covariates, weight_sum])
+        return poisson_fit(fk, shape, terms, covariates=extra)
+    return poisson_fit(fk, shape, terms, covariates=covariates)
+
+
+def _numeric_keys(data: pd.DataFrame, keys: list[str], numeric: Sequence[str], terms: list) -> set[str]:
+    """``numeric`` checked: keys of ``keys`` with a numeric (not boolean) column, in no interaction."""
+    numeric = [numeric] if isinstance(numeric, str) else list(numeric)
+    for name in numeric:
+        if name not in keys:
+            raise SDCInputError(f"numeric: {name!r} is not one of the key variables ({', '.join(keys)})"
+                                + did_you_mean(name, keys))
+        column = data[name]
+        if pd.api.types.is_bool_dtype(column) or not pd.api.types.is_numeric_dtype(column):
+            raise SDCInputError(f"numeric: key {name!r} must be a numeric column to enter the model as a number "
+                                f"(found dtype {column.dtype})")
+        if any(len(term) > 1 and keys.index(name) in term for term in terms):
+            raise SDCInputError(f"numeric: key {name!r} is in an interaction of the formula; a numeric key enters "
+                                "as a main effect only")
+    return set(numeric)
+
+
+def _numeric_codes(column: pd.Series) -> tuple[np.ndarray, list]:
+    """Codes 0.. of a numeric column without missing values in increasing order of the values, and
+    the values (floats)."""
+    codes, uniques = pd.factorize(column, sort=True)
+    return codes.astype(np.int64), [float(v) for v in uniques]

@@ -173,6 +173,42 @@ def test_pml_rounds_the_scaled_weights_half_to_even():
     np.testing.assert_allclose(cells["Fk"], [0.0, 2.0], atol=1e-6)
 
 
+def test_numeric_key_with_two_values_spans_the_same_model():
+    """A numeric predictor on two values spans what a factor does: the independence fit of the hand
+    computation above, row x column / n = 3.2, 0.8, 0.8, 0.2, with the first key numeric (1, 2)."""
+    data = pd.DataFrame({"a": [1, 1, 1, 1, 2], "b": ["u", "u", "u", "v", "u"], "w": [2.0, 2.0, 2.0, 4.0, 10.0]})
+    for method in ("default", "IPF"):
+        cells = model_risk(data, ["a", "b"], weight="w", numeric=["a"], method=method)["cells"]
+        assert cells["a"].tolist() == ["1", "1", "2", "2"]
+        np.testing.assert_allclose(cells["Fk"], [3.2, 0.8, 0.8, 0.2], rtol=1e-9)
+
+
+def test_numeric_key_fits_a_log_linear_trend():
+    """One numeric key x in {1, 2, 4} with counts 3, 1, 2: log mu is linear in x (equal slopes
+    between the cells) and the likelihood equations sum mu = sum f = 6, sum x mu = sum x f = 13 hold."""
+    data = pd.DataFrame({"x": [1, 1, 1, 2, 4, 4], "w": [3.0] * 6})
+    cells = model_risk(data, ["x"], weight="w", numeric=["x"])["cells"]
+    x, mu = np.array([1.0, 2.0, 4.0]), cells["Fk"].to_numpy()
+    assert cells["x"].tolist() == ["1", "2", "4"]
+    assert (np.log(mu[2]) - np.log(mu[1])) / 2 == pytest.approx(np.log(mu[1]) - np.log(mu[0]), rel=1e-9)
+    assert mu.sum() == pytest.approx(6.0, rel=1e-9) and (x * mu).sum() == pytest.approx(13.0, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "numeric, formula, message",
+    [
+        (["c"], None, "numeric: 'c' is not one of the key variables (a, b)"),
+        (["b"], None, "numeric: key 'b' must be a numeric column"),
+        (["a"], "~a*b", "numeric: key 'a' is in an interaction"),
+    ],
+)
+def test_bad_numeric_keys(numeric, formula, message):
+    data = pd.DataFrame({"a": [1, 2], "b": ["u", "v"], "w": [2.0, 3.0]})
+    with pytest.raises(SDCInputError) as caught:
+        model_risk(data, ["a", "b"], weight="w", numeric=numeric, formula=formula)
+    assert message in str(caught.value)
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [
