@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdc_dagster.errors import NotComputable, SDCInputError
-from sdc_dagster.numerics.loglinear import design_matrix, hierarchical_closure, ipf_fit, poisson_fit
+from sdc_dagster.numerics.loglinear import design_matrix, hierarchical_closure, ipf_fit, poisson_fit, poisson_irls
 from sdc_dagster.risk import model_risk
 from sdc_dagster.risk.model_risk import parse_formula
 
@@ -267,12 +267,13 @@ def test_hierarchical_closure_and_design():
 
 def test_no_three_way_interaction_margins():
     """The model [ab][ac][bc] has no closed form; its maximum-likelihood fit matches every observed
-    two-way margin (Birch's theorem), whether by IRLS or by IPF."""
+    two-way margin (Birch's theorem), whether by IRLS or by IPF (poisson_fit's path without
+    covariates)."""
     counts = np.array([5, 1, 2, 7, 3, 0, 4, 6, 2, 2, 8, 1], dtype=float)
     shape = (3, 2, 2)
     margins = [(0, 1), (0, 2), (1, 2)]
-    by_irls = poisson_fit(counts, shape, margins).reshape(shape)
-    by_ipf = ipf_fit(counts, shape, margins).reshape(shape)
+    by_irls = poisson_irls(counts, shape, margins).reshape(shape)
+    by_ipf = poisson_fit(counts, shape, margins).reshape(shape)
     table = counts.reshape(shape)
     for axis in range(3):
         np.testing.assert_allclose(by_irls.sum(axis=axis), table.sum(axis=axis), rtol=1e-8)
@@ -283,8 +284,19 @@ def test_no_three_way_interaction_margins():
 def test_offset_scales_the_fit():
     """A model of the intercept alone with offset log(t_c) fits mu_c = n t_c / sum t (the rate model)."""
     counts = np.array([2.0, 5.0, 3.0])
-    mu = poisson_fit(counts, (3,), [], offset=np.log([1.0, 2.0, 7.0]))
-    np.testing.assert_allclose(mu, 10 * np.array([1.0, 2.0, 7.0]) / 10, rtol=1e-9)
+    for fit in (poisson_fit, poisson_irls):  # by IPF from the start exp(offset), and by IRLS
+        mu = fit(counts, (3,), [], offset=np.log([1.0, 2.0, 7.0]))
+        np.testing.assert_allclose(mu, 10 * np.array([1.0, 2.0, 7.0]) / 10, rtol=1e-9)
+
+
+def test_offset_with_a_main_effect_by_ipf_and_irls():
+    """2 x 2 table, the first variable's main effect and an offset: mu_ij = a_i t_ij with
+    a_i = (row total i) / (sum_j t_ij), hand-computable; IPF and IRLS give it."""
+    counts = np.array([3.0, 1.0, 2.0, 4.0])
+    t = np.array([1.0, 3.0, 2.0, 2.0])
+    expected = np.array([4 * 1 / 4, 4 * 3 / 4, 6 * 2 / 4, 6 * 2 / 4])
+    for fit in (poisson_fit, poisson_irls):
+        np.testing.assert_allclose(fit(counts, (2, 2), [(0,)], offset=np.log(t)), expected, rtol=1e-9)
 
 
 records = st.lists(
