@@ -27,6 +27,15 @@ every cell of the table (empty cells included) but "IPF":
 * "IPF": f_k fitted by iterative proportional fitting (MASS ``loglm``); main effects only, as in
   sdcMicro.
 
+Every GLM without a numeric predictor has the same maximum-likelihood fit as IPF from the start
+table exp(offset), which :func:`~sdc_dagster.numerics.loglinear.poisson_fit` computes (fast on large
+tables); "weightedLLM" and ``numeric`` keys are fitted by IRLS as R's ``glm``.
+
+Two readings of sdcMicro's code that its documentation does not state: lambda_k is the fitted mean
+of the *sample* count (Skinner & Shlomo's population mean would be lambda_k / pi_k), and gr1, gr2
+are divided by K, so they are shares of the counted cells rather than the expected numbers tau_1,
+tau_2 of the documentation; this module follows the code (its test values above are sdcMicro's).
+
 References
 ----------
 Skinner, C. J. & Shlomo, N. (2008), "Assessing identification risk in survey microdata using
