@@ -69,10 +69,10 @@ _MEASURES: dict[str, Measure] = {
                               LOWER, "0 to n records", "§2.3", "count"),
     "model_risk_gr1": Measure(
         "Model-based risk gr1 (sdcMicro modRisk)", _RISK,
-        "over the key cells that hold records, the mean of P(population unique) summed over the sample-unique cells, "
-        "exp(-(1 - pi) lambda) with lambda the Poisson log-linear fit of the keys' main effects (Skinner & Shlomo "
-        "2008); records with a suppressed key left out; blank when the keys' table exceeds 4,194,304 cells or "
-        "no record has every key",
+        "the sum over the sample-unique key cells of P(population unique) = exp(-(1 - pi) lambda), lambda the "
+        "Poisson log-linear fit of the keys' main effects, divided by the number of key cells holding records, as "
+        "sdcMicro's gr1; records with a suppressed key left out; blank when the keys' table exceeds 4,194,304 "
+        "cells or no record has every key",
         LOWER, "0 to 1", "§3.9", "share"),
     "model_risk_gr2": Measure(
         "Model-based risk gr2 (sdcMicro modRisk)", _RISK,

@@ -34,7 +34,7 @@ tables); "weightedLLM" and ``numeric`` keys are fitted by IRLS as R's ``glm``.
 Two readings of sdcMicro's code that its documentation does not state: lambda_k is the fitted mean
 of the *sample* count (Skinner & Shlomo's population mean would be lambda_k / pi_k), and gr1, gr2
 are divided by K, so they are shares of the counted cells rather than the expected numbers tau_1,
-tau_2 of the documentation; this module follows the code (its test values above are sdcMicro's).
+tau_2 of the documentation; this module follows the code, whose own test values it reproduces.
 
 References
 ----------
