@@ -96,7 +96,8 @@ def parse_formula(formula: str, keys: Sequence[str]) -> list[tuple[int, ...]]:
             if match is None:
                 raise SDCInputError(
                     f"formula {formula!r}: cannot read {operator_term.strip()!r}; a model formula here "
-                    "joins key variables with '+', ':' (interaction) and '*' (crossing) only"
+                    "joins key variables with '+', ':' (interaction) and '*' (crossing) only, a name with "
+                    "other characters in backticks (`age-band`)"
                 )
             name = match.group(1).strip("`")
             if name not in keys:

@@ -247,6 +247,9 @@ def test_table_too_large_is_not_computable():
 
 
 def test_parse_formula():
+    assert parse_formula("~`age-band` + sex", ["sex", "age-band"]) == [(1,), (0,)]
+    with pytest.raises(SDCInputError, match="in backticks"):
+        parse_formula("~age-band + sex", ["sex", "age-band"])
     keys = ["a", "b", "c"]
     assert parse_formula("~a + b + c", keys) == [(0,), (1,), (2,)]
     assert parse_formula("a*b + c", keys) == [(0,), (1,), (0, 1), (2,)]
