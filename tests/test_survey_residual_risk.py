@@ -187,3 +187,18 @@ def test_same_release_compares_records_columns_types_and_values(wave):
     assert not same_release(frame, frame.astype({"sex": "float64"}))  # same numbers, another type
     assert not same_release(frame, frame.iloc[:-1])
     assert not same_release(frame, frame[frame.columns[::-1]])
+
+
+def test_residual_risk_reports_sdcmicro_model_risk(wave):
+    """With a weight, gr1 and gr2 of sdcMicro's modRisk (main effects of the released keys) for the
+    original and each variant; a variant that suppresses key values is fitted on its complete records."""
+    from sdc_dagster.risk import model_risk
+
+    data, spec = wave
+    suppressed = data.assign(water=data["water"].mask(data.index % 7 == 0))
+    table = residual_risk(data, {"suppressed": suppressed}, spec)
+    for name, frame in (("original", data), ("suppressed", suppressed)):
+        expected = model_risk(frame, KEYS, weight="sampling_weight")
+        assert table.loc[name, "model_risk_gr1"] == pytest.approx(expected["gr1"])
+        assert table.loc[name, "model_risk_gr2"] == pytest.approx(expected["gr2"])
+        assert 0 < table.loc[name, "model_risk_gr1"] <= table.loc[name, "model_risk_gr2"] <= 1

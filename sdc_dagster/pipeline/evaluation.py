@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster import contribution, loss, risk
+from sdc_dagster.errors import NotComputable
 from sdc_dagster.pipeline.protection import linkage_figures
 from sdc_dagster.pipeline.risk import RiskScores, if_computable, records_below_l, risk_table
 from sdc_dagster.pipeline.variant import (
@@ -67,6 +68,9 @@ def residual_risk(
 
     ``linkage``: the :func:`~sdc_dagster.pipeline.protection.linkage_figures` of variants already
     computed (by the release checks, ``checks["linkage_risk"].figures``), so that the quadratic linkages are not computed twice.
+    With a weight: ``model_risk_gr1``, ``model_risk_gr2``, sdcMicro's model-based risks (``modRisk``,
+    Skinner & Shlomo 2008) under the log-linear model of the released keys' main effects, NaN when
+    their table has more than 2**22 cells or no record has every key observed (:func:`risk.model_risk`).
     ``original_risk``: the risk stage's :class:`~sdc_dagster.pipeline.risk.RiskScores` of
     ``original``, whose risk table and combined risk the first row reads instead of computing them
     again. A variant released exactly as an earlier one (:func:`~sdc_dagster.pipeline.variant.same_release`:
@@ -103,6 +107,8 @@ def residual_risk(
                 "suppressed_values": int(frame[present].isna().sum().sum() - original[present].isna().sum().sum()),
             })
             row.update(records_below_l(frame, spec, present, known_risk.table if known_risk is not None else None))
+            if released.weight is not None and present:
+                row.update(_model_risk(frame, present, released.weight))
         if spec.continuous_keys:
             # a subsampled variant is compared with the original records it releases
             matched = retained_records(original, frame, name)
@@ -124,6 +130,17 @@ def residual_risk(
         rows.append(row)
         row_of[name] = row
     return pd.DataFrame(rows).set_index("variant")
+
+
+def _model_risk(frame: pd.DataFrame, keys: list[str], weight: str) -> dict[str, float]:
+    """sdcMicro's modRisk figures gr1 and gr2 of a variant (:func:`risk.model_risk`: the Poisson
+    log-linear model of the keys' main effects), NaN where it is not computable (the keys' table too
+    large to fit, or no record with every key observed)."""
+    try:
+        result = risk.model_risk(frame, keys, weight=weight)
+    except NotComputable:
+        return {"model_risk_gr1": np.nan, "model_risk_gr2": np.nan}
+    return {"model_risk_gr1": result["gr1"], "model_risk_gr2": result["gr2"]}
 
 
 def residual_contributions(

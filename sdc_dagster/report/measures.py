@@ -67,6 +67,17 @@ _MEASURES: dict[str, Measure] = {
                                  LOWER, "0 to n x keys", "§8.3", "count"),
     "sample_uniques": Measure("Sample uniques", _RISK, "records whose key combination no other record shares",
                               LOWER, "0 to n records", "§2.3", "count"),
+    "model_risk_gr1": Measure(
+        "Model-based risk gr1 (sdcMicro modRisk)", _RISK,
+        "the sum over the sample-unique key cells of P(population unique) = exp(-(1 - pi) lambda), lambda the "
+        "Poisson log-linear fit of the keys' main effects, divided by the number of key cells holding records, as "
+        "sdcMicro's gr1; records with a suppressed key left out; blank when the keys' table exceeds 4,194,304 "
+        "cells or no record has every key",
+        LOWER, "0 to 1", "§3.9", "share"),
+    "model_risk_gr2": Measure(
+        "Model-based risk gr2 (sdcMicro modRisk)", _RISK,
+        "the same with the expected chance that a match to a sample unique is correct, (1 - exp(-v)) / v, "
+        "v = (1 - pi) lambda", LOWER, "0 to 1", "§3.9", "share"),
     "records_above_threshold": Measure(
         "Records above the risk threshold", _RISK, "records whose individual risk exceeds the spec's threshold",
         LOWER, "0 to n records", "§3.3", "count"),

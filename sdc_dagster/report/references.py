@@ -87,6 +87,9 @@ REFERENCES: dict[str, str] = {
         "Shlomo, N. & Young, C. (2006). Statistical disclosure control methods through a risk-utility framework. "
         "In J. Domingo-Ferrer & L. Franconi (eds.), Privacy in Statistical Databases, Lecture Notes in Computer "
         "Science 4302, 68–81. Berlin: Springer."),
+    "Skinner & Shlomo 2008": (
+        "Skinner, C. J. & Shlomo, N. (2008). Assessing identification risk in survey microdata using log-linear "
+        "models. Journal of the American Statistical Association, 103(483), 989–1001."),
     "Sweeney 2002": (
         "Sweeney, L. (2002). k-anonymity: a model for protecting privacy. International Journal of Uncertainty, "
         "Fuzziness and Knowledge-Based Systems, 10(5), 557–570."),
@@ -115,6 +118,7 @@ SECTION_SOURCES: dict[str, tuple[tuple[str, str], ...]] = {
     "3.6": (("Machanavajjhala et al. 2007", ""), _SDCMICRO),
     "3.7": (("Li, Li & Venkatasubramanian 2007", ""),),
     "3.8": (("Elliot, Manning & Ford 2002", ""), ("Manning, Haglin & Keane 2008", ""), _SDCMICRO),
+    "3.9": (("Skinner & Shlomo 2008", ""), _SDCMICRO),
     "3.10": (_RISK,),
     "4.1": (("Domingo-Ferrer & Torra 2001", ""), ("Gower 1971", ""), _RISK),
     "4.2": (("Mateo-Sanz, Sebé & Domingo-Ferrer 2004", ""), ("Templ & Meindl 2008", ""), _SDCMICRO),

@@ -24,7 +24,12 @@ from sdc_dagster.risk.intervals import (  # SPEC §4.2–§4.4
     rank_interval_disclosure,
 )
 from sdc_dagster.risk.linkage import MAX_ONE_TO_ONE_LINKAGE, RecordLinkageRisk, record_linkage_risk  # SPEC §4.1
+from sdc_dagster.risk.model_risk import model_risk  # SPEC §3.9 (sdcMicro modRisk, Skinner & Shlomo 2008)
 from sdc_dagster.risk.neighbourhood import neighbourhood_counts  # SPEC §5.2
+from sdc_dagster.risk.population_uniqueness import (  # ARX: Pitman (Hoshino 2001), Zayatz (1991)
+    PopulationUniqueness,
+    population_uniqueness,
+)
 from sdc_dagster.risk.diversity import group_l_diversity, l_diversity, t_closeness  # SPEC §3.6, §3.7
 from sdc_dagster.risk.suda import suda2, suda2_attribute_contributions, suda2_max_size  # SPEC §3.8
 from sdc_dagster.risk.tables import (  # SPEC §11.2, §11.4
@@ -58,8 +63,11 @@ __all__ = [
     "key_frequencies",
     "group_l_diversity",
     "l_diversity",
+    "model_risk",
     "neighbourhood_counts",
     "outlier_flags",
+    "PopulationUniqueness",
+    "population_uniqueness",
     "rank_interval_disclosure",
     "record_linkage_risk",
     "resident_size_distribution",
