@@ -466,12 +466,34 @@ def test_exact_equals_approx_for_one_and_two_and_agrees_for_large_frequencies():
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"method": "median"}, "method"), ({"qual": 0.0}, "qual"), ({"qual": 1.5}, "qual")],
+    [({"method": "median"}, "method"), ({"qual": 0.0}, "qual"), ({"qual": -1.0}, "qual"), ({"qual": np.inf}, "qual"),
+     ({"qual": True}, "qual")],
 )
 def test_bad_method_or_qual_rejected(kwargs, message):
     data = pd.DataFrame({"a": [1, 1, 2], "w": [5.0, 5.0, 3.0]})
     with pytest.raises(SDCInputError, match=message):
         individual_risk(data, ["a"], weight="w", **kwargs)
+
+
+def test_qual_above_one_scales_the_risk_as_sdcmicro():
+    """sdcMicro's indivRisk ends with ``rk <- rk * qual`` for any qual (R/indivRisk.R): a qual above 1 is
+    accepted and scales the risk up, past 1 where it goes (issue 37: qual above 1 was refused)."""
+    data = pd.DataFrame({"a": [1, 1, 2], "w": [5.0, 5.0, 3.0]})
+    # Hand computation: records 1, 2: f = 2, F = 10, p = 0.2, odds p/(1-p) = 0.25,
+    #   r = 0.25 - 0.25^2 ln 5 = 0.25 - 0.0625 * 1.6094379124341003 = 0.14941013047286873;
+    # record 3: f = 1, F = 3, p = 1/3, odds 0.5, r = 0.5 ln 3 = 0.5493061443340549. Times qual = 1.5:
+    risk = individual_risk(data, ["a"], weight="w", qual=1.5)
+    np.testing.assert_allclose(risk.to_numpy(), [0.2241151957093031, 0.2241151957093031, 0.8239592165010823],
+                               rtol=1e-14)
+    # without weights 1/f times qual: the sample unique gets risk 2
+    np.testing.assert_allclose(individual_risk(data, ["a"], qual=2.0).to_numpy(), [1.0, 1.0, 2.0], rtol=0)
+    # on sdcMicro's golden output (f_testdata2_risk_per_record.csv, qual = 1), qual = 1.25 is 1.25 times it
+    golden = pd.read_csv(PARITY / "f_testdata2_risk_per_record.csv")
+    data = _testdata2_frame(golden)
+    for column, method in [("risk_approx", "approx"), ("risk_exact", "exact")]:
+        scaled = individual_risk(data, TESTDATA_KEYS, weight="sampling_weight", method=method, qual=1.25)
+        np.testing.assert_allclose(scaled.to_numpy(), 1.25 * golden[column].to_numpy(), rtol=EXACT_RTOL,
+                                   atol=1.25 * PRINTED_ATOL, err_msg=column)
 
 
 def test_exact_rejects_fractional_frequencies():
@@ -483,7 +505,7 @@ def test_exact_rejects_fractional_frequencies():
 
 
 @settings(max_examples=200, deadline=None)
-@given(f=st.integers(1, 400), extra=st.floats(0.0, 1e5, allow_nan=False), qual=st.floats(0.05, 1.0))
+@given(f=st.integers(1, 400), extra=st.floats(0.0, 1e5, allow_nan=False), qual=st.floats(0.05, 5.0))
 def test_exact_risk_lies_between_one_over_F_and_one_over_f(f, extra, qual):
     """E(1/F | f) with F >= f: at most 1/f; by Jensen at least 1/E(F | f) = p/f = 1/F (the model's F)."""
     F = f + extra
