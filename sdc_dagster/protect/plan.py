@@ -103,7 +103,10 @@ _PARAMETER_KINDS: dict[str, dict[str, Any]] = {
     "microaggregation": {
         "columns": "columns", "k": "int", "kind": ("mdav", "individual_ranking"), "strata": "columns",
     },
-    "mv_top_coding": {"columns": "columns", "alpha": "number", "estimator": MV_TOP_CODING_ESTIMATORS},
+    "mv_top_coding": {
+        "columns": "columns", "alpha": "number", "estimator": MV_TOP_CODING_ESTIMATORS, "center": "list",
+        "covariance": "list",
+    },
     "noise": {
         "columns": "columns", "amount": "number", "kind": NOISE_METHODS, "noise": "number", "delta": "number",
         "p": "number",
@@ -460,7 +463,8 @@ def apply_plan(
                     params[name] = column
         seed = None
         deterministic = (method == "rounding" and params.get("method", "deterministic") == "deterministic") or (
-            method == "mv_top_coding" and params.get("estimator", "robust") == "classical")
+            method == "mv_top_coding" and (params.get("estimator", "robust") == "classical"
+                                           or params.get("center") is not None))  # no MCD to seed
         if "random_state" in signature.parameters and not deterministic:
             seed = step_seed(plan_seed, seed_labels, index, method)
             params["random_state"] = seed

@@ -163,6 +163,20 @@ def test_plan_step_records_the_seed(diamond):
     pd.testing.assert_frame_equal(robust.data, mv_top_coding(cloud, ["a", "b"], random_state=seed))
 
 
+def test_plan_step_with_given_estimates_and_its_validation(diamond):
+    # the centre and covariance given in the step (sdcMicro's center and cov): as test_given_center_and_covariance
+    steps = [{"method": "mv_top_coding", "columns": ["a", "b"], "alpha": ALPHA_Q2, "center": [10, 20],
+              "covariance": [[1, 0], [0, 1]]}]
+    result = apply_plan(diamond, steps, keys=[], random_state=1)
+    assert result.data.loc["r"].tolist() == pytest.approx([11.0, 21.0], abs=1e-12)
+    assert result.steps[0]["random_state"] is None  # given estimates: nothing random
+    with pytest.raises(SDCInputError, match="parameter 'estimator' must be one of 'robust', 'classical'"):
+        apply_plan(diamond, [{"method": "mv_top_coding", "columns": ["a", "b"], "estimator": "mve"}], keys=[])
+    with pytest.raises(SDCInputError, match="parameter 'center' must be a list"):
+        apply_plan(diamond, [{"method": "mv_top_coding", "columns": ["a", "b"], "center": 10,
+                              "covariance": [[1, 0], [0, 1]]}], keys=[])
+
+
 def test_robust_exact_fit_is_refused(diamond):
     # (1,1), (-1,-1), (2,2), (-2,-2), (0,0): every h = 4 subset lies on the line b = a (robustbase's exact fit).
     with pytest.raises(SDCInputError, match="robust \\(MCD\\) covariance is singular"):
