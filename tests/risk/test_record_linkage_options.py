@@ -163,3 +163,39 @@ def test_property_matches_brute_force(n, m, distance, weighted, seed):
     own = np.diag(d)
     assert result.linked.tolist() == (own <= d.min(axis=1) + 1e-9).tolist()
     assert result.n_best.tolist() == (d.T <= d.T.min(axis=1, keepdims=True) + 1e-8).sum(axis=1).tolist()
+
+
+# --- sdcMicro's own tests (tests/testthat/test_recordLinkage.R), their expected values ----------------------
+
+
+def test_sdcmicro_gower_matrices_unweighted_and_weighted():
+    # sdcMicro's cost matrix has the originals x as rows; gower_distances has the released records as rows.
+    x = pd.DataFrame({"age": [20.0, 40], "sex": ["f", "m"], "region": ["A", "B"]})
+    y = pd.DataFrame({"age": [20.0, 30], "sex": ["f", "m"], "region": ["B", "B"]})
+    columns = ["age", "sex", "region"]
+    np.testing.assert_allclose(gower_distances(x, y, columns).T, [[1 / 3, 5 / 6], [2 / 3, 1 / 6]], atol=1e-8)
+    np.testing.assert_allclose(gower_distances(x, y, columns, weights=[2, 1, 1]).T, [[1 / 4, 3 / 4], [3 / 4, 1 / 4]],
+                               atol=1e-8)
+    weighted = record_linkage_risk(x, y, columns, distance="gower", weights={"age": 2}, assignment="one_to_one")
+    assert weighted.risk == 1.0 and weighted.partner.tolist() == [0, 1]
+
+
+def test_sdcmicro_herranz_examples_one_to_one_gower():
+    # Herranz et al. (2015) example 1: correct match rate 1; example 2: 0
+    x = pd.DataFrame({"v1": [1.0, 0, -1, 0], "v2": [0.0, 1, 0, -1]})
+    y = pd.DataFrame({"v1": [0.0, 0, -2.1, 0], "v2": [0.0, 2.1, 0, -2.1]})
+    assert record_linkage_risk(x, y, ["v1", "v2"], distance="gower", assignment="one_to_one").risk == 1.0
+    x = pd.DataFrame({"v1": [1.0, 2, 3, 4]})
+    y = pd.DataFrame({"v1": [2.0, 3, 4, -0.1]})
+    assert record_linkage_risk(x, y, ["v1"], distance="gower", assignment="one_to_one").risk == 0.0
+
+
+def test_sdcmicro_n_best_with_zero_tolerance():
+    # x a = (0, 1), y a = (0, 0): both released records tie for each original -> n_best (2, 2)
+    result = record_linkage_risk(pd.DataFrame({"a": [0.0, 1]}), pd.DataFrame({"a": [0.0, 0]}), ["a"],
+                                 standardise=False, count_best=True, tol=0)
+    assert result.n_best.tolist() == [2, 2]
+    # x a = (0, 2), y a = (0, 1e-7): with tol 0 only exact ties count -> n_best of the first original is 1
+    result = record_linkage_risk(pd.DataFrame({"a": [0.0, 2]}), pd.DataFrame({"a": [0.0, 1e-7]}), ["a"],
+                                 standardise=False, count_best=True, tol=0)
+    assert result.n_best.iloc[0] == 1
