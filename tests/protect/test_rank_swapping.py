@@ -56,6 +56,10 @@ def test_p_zero_swaps_nothing_but_codes_the_tails_as_sdcmicro():
     BottomPercent still replace the tails by their means (Top = (int)(N·top), Bottom = floor(N·bottom))."""
     frame = pd.DataFrame({"x": [3.0, np.nan, 1.0, 2.0, 5.0, 4.0] * 20, "y": np.arange(120.0)})
     pd.testing.assert_frame_equal(rank_swap(frame, ["x", "y"], p=0, random_state=3), frame)
+    # sdcMicro's tests/testthat/test_rankSwap.R: 1..10000 unchanged with P = 0, with R0 = 1 and with K0 = 0
+    test = pd.DataFrame({"a": np.arange(1, 10_001), "b": np.arange(1, 10_001)})
+    for parameter in ({"p": 0}, {"r0": 1}, {"k0": 0}):
+        pd.testing.assert_frame_equal(rank_swap(test, ["a"], random_state=1, **parameter), test)
     # 1..10 with top 20% and bottom 10%: the 2 largest (9, 10) become 9.5, the smallest (1) stays 1
     # (mean of itself); the rest keep their places.
     ten = pd.DataFrame({"a": [7.0, 10.0, 1.0, 4.0, 9.0, 2.0, 3.0, 8.0, 5.0, 6.0]})

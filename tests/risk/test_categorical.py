@@ -496,6 +496,37 @@ def test_qual_above_one_scales_the_risk_as_sdcmicro():
                                    atol=1.25 * PRINTED_ATOL, err_msg=column)
 
 
+# sdcMicro's tests/testthat/test_indivRisk.R: keys A, B, C (R's column-wise array), weights; qual = 2
+SDCMICRO_INDIVRISK = pd.DataFrame({
+    "A": [2, 3, 2, 2, 3, 3, 1, 2], "B": [3, 3, 3, 3, 3, 3, 4, 3], "C": [1, 3, 1, 2, 1, 1, 1, 1],
+    "weight": [18.0, 45.5, 39.0, 17.0, 92.0, 8.0, 123.5, 51],
+})
+
+
+@pytest.mark.parametrize(
+    ("missing", "method", "expected"),
+    [
+        (False, "approx", [0.02739726, 0.17158258, 0.02739726, 0.35415167, 0.03755767, 0.03755767, 0.07863251, 0.02739726]),
+        (False, "exact", [0.02710594, 0.17158258, 0.02710594, 0.35415167, 0.03755767, 0.03755767, 0.07863251, 0.02710594]),
+        (True, "approx", [0.02739726, 0.17158258, 0.02110818, 0.06493222, 0.01967213, 0.01967213, 0.07863251, 0.01194743]),
+        (True, "exact", [0.02710594, 0.17158258, 0.02100978, 0.06493222, 0.01951378, 0.01951378, 0.07863251, 0.01192510]),
+    ],
+)
+def test_sdcmicro_indivrisk_tests_with_qual_two(missing, method, expected):
+    """sdcMicro's own expectations for indivRisk(fr, method=, qual = 2) (printed to 8 digits), without and with
+    missing key values (A[8], C[3], C[7] missing in its second data set)."""
+    data = SDCMICRO_INDIVRISK.astype({"A": float, "C": float})
+    if missing:
+        data.loc[7, "A"] = np.nan
+        data.loc[[2, 6], "C"] = np.nan
+    risk = individual_risk(data, ["A", "B", "C"], weight="weight", method=method, qual=2)
+    np.testing.assert_allclose(risk.to_numpy(), expected, rtol=5e-7, atol=5e-9)
+    # unweighted, qual = 2: 2 / fk (sdcMicro: 0.66667, 2, 0.66667, 2, 1, 1, 2, 0.66667 without missing values;
+    # 0.66667, 2, 0.5, 1, 0.66667, 0.66667, 2, 0.4 with them)
+    unweighted = [0.66667, 2, 0.5, 1, 0.66667, 0.66667, 2, 0.4] if missing else [0.66667, 2, 0.66667, 2, 1, 1, 2, 0.66667]
+    np.testing.assert_allclose(individual_risk(data, ["A", "B", "C"], qual=2).round(5).to_numpy(), unweighted, rtol=0)
+
+
 def test_exact_rejects_fractional_frequencies():
     data = pd.DataFrame({"a": [1.0, np.nan, 2.0], "b": [1.0, 1.0, np.nan], "w": [5.0, 5.0, 3.0]})
     with pytest.raises(SDCInputError, match="exact"):
