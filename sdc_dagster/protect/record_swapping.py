@@ -28,8 +28,10 @@ Where this implementation differs (vectorisation; documented deviations):
 * Matching is done for all households of a level at once: within each similarity group, sampled
   households (in random order) are paired rank by rank with donors in priority order. A pair whose
   donor lies in the sampled household's own area is rejected and both return to the pools; up to
-  ``matching_rounds`` rounds re-pair the rest (later rounds draw fresh random donor orders). sdcMicro
-  instead walks the sampled households one by one, area by area.
+  ``matching_rounds`` rounds re-pair the rest (later rounds draw fresh random donor orders); the
+  households still without a donor then take, group by group (same profile and area), the donors of
+  their profile outside their area in priority order, so that no household stays unswapped while a
+  donor is available (sdcMicro walks the sampled households one by one, area by area).
 * Sampled households are first paired with donors that were not sampled; households at risk at that
   level still without a donor are then paired with each other across areas (within each similarity
   group, sorted by a random order of the areas, the first half paired rank by rank with the second;
@@ -181,6 +183,22 @@ def _match_donors(
         used[cand_d[ok]] = True
         pending = pending[~used[pending]]
         available = available[~used[available]]
+    # The households the rounds left (their rank partners kept falling in their own area, as happens
+    # in an area holding most donors): each (profile, area) group of them takes the donors of its
+    # profile outside its area in priority order, as sdcMicro's sampleDonor does; a loop over these
+    # few groups, not over records.
+    if pending.size and available.size:
+        groups = np.unique(np.column_stack([profile[pending], area[pending]]), axis=0)
+        free = np.ones(area.size, dtype=bool)
+        by_priority = available[np.argsort(-priority[available], kind="stable")]
+        for code, own_area in groups:
+            members = pending[(profile[pending] == code) & (area[pending] == own_area)]
+            donors = by_priority[(profile[by_priority] == code) & (area[by_priority] != own_area)
+                                 & free[by_priority]][:members.size]
+            members = members[:donors.size]
+            free[donors] = False
+            matched_s.append(members)
+            matched_d.append(donors)
     if not matched_s:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     return np.concatenate(matched_s), np.concatenate(matched_d)

@@ -86,6 +86,39 @@ def test_household_without_donor_at_the_top_level_can_be_a_donor_below():
     assert result.data.loc[data["household_id"] == 200, "cell_id"].tolist() == ["c2", "c2"]
 
 
+def test_household_whose_rank_partners_fall_in_its_own_area_still_finds_the_donor_outside():
+    """Issue 37: the rank pairing's rounds can keep giving a household donors of its own area (here, with one
+    round, the first donor in order is in R1 like the household); sdcMicro's sampleDonor takes the donor of
+    highest priority outside the area. Household 100 (R1) is the only one at risk (user risk 0.9 at the top
+    level); R1 has 49 other singles, R2 one: 100 must be swapped with the single of R2 (150)."""
+    data = pd.DataFrame({"region": ["R1"] * 50 + ["R2"], "cell_id": ["c1"] * 50 + ["c2"],
+                         "household_id": np.arange(100, 151), "household_size": 1})
+    risk = np.zeros((51, 2))
+    risk[0, 0] = 0.9
+    result = targeted_record_swap(data, **USER_RISK_ARGS, risk=risk, risk_threshold=0.5, swaprate=0.0,
+                                  matching_rounds=1, random_state=0)
+    assert result.swapped_with.loc[100] == 150 and result.swapped_with.loc[150] == 100
+    assert result.n_swapped_households == 2 and result.n_unmatched_households == 0
+
+
+def test_every_household_at_risk_is_swapped_as_sdcmicro_tests(census):
+    """sdcMicro's test_recordSwap_outputs.R ("test risk parameter - number of hd swaps"): with swap rate 0 and a
+    risk of 99 (threshold 0.9) in 5 % of the (record, level) cells, every household at risk is swapped. Before
+    issue 37 a few stayed unswapped here (their rank partners fell in their own region)."""
+    n_households = census["household_id"].nunique()
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        risk = np.full((len(census), 2), 0.0001)
+        risk.flat[rng.choice(risk.size, size=int(0.05 * n_households), replace=False)] = 99
+        result = targeted_record_swap(census, hid="household_id", hierarchy=["region", "cell_id"],
+                                      similar=[["household_size"]], risk=risk, risk_threshold=0.9, swaprate=0.0,
+                                      random_state=seed)
+        at_risk = pd.Series(risk.max(axis=1) > 0.9).groupby(census["household_id"].to_numpy()).any()
+        swapped = result.swapped_with != result.swapped_with.index
+        assert result.n_unmatched_households == 0
+        assert swapped[at_risk[at_risk].index].all()
+
+
 def test_k_anonymity_zero_and_swaprate_only():
     data = generate_census(20_000, random_state=3, region_km=5)
     data = data[data["resident"]].reset_index(drop=True)
