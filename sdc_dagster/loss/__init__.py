@@ -20,6 +20,7 @@ from sdc_dagster.loss.moments import (
     moment_losses,
     variance_arctan_loss,
 )
+from sdc_dagster.loss.swapping import SwapInformationLoss, swap_information_loss  # sdcMicro infoLoss
 from sdc_dagster.loss.tables import (  # SPEC §9.10, §11.3
     grid_information_loss,
     secondary_suppression_cost,

@@ -138,28 +138,31 @@ def gower_encoding(
     return encoded[:n], encoded[n:], nominal
 
 
-def gower_block(zm: np.ndarray, zx: np.ndarray, nominal: np.ndarray) -> np.ndarray:
+def gower_block(zm: np.ndarray, zx: np.ndarray, nominal: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
     """Gower distances between the rows of ``zm`` and of ``zx`` (encoded by :func:`gower_encoding`):
     the mean of the partial distances over the variables observed in both records, NaN for a pair
-    with no such variable (daisy's pairwise treatment of missing values, equal weights)."""
+    with no such variable (daisy's pairwise treatment of missing values, equal weights). With
+    ``weights`` (one non-negative number per variable) the weighted mean, as daisy's ``weights``:
+    sum_j w_j d_j / sum_j w_j over the variables observed in both records (NaN where that sum is 0)."""
     total = np.zeros((len(zm), len(zx)))
     count = np.zeros((len(zm), len(zx)))
-    complete = 0  # variables observed in every record of both blocks
+    complete = 0.0  # weight of the variables observed in every record of both blocks
     for j in range(zm.shape[1]):
+        w = 1.0 if weights is None else float(weights[j])
         # |a - b| is NaN exactly when a value is missing; for nominal codes it is > 0 when they differ
         gap = np.abs(zm[:, j, None] - zx[None, :, j])
         if np.isnan(zm[:, j]).any() or np.isnan(zx[:, j]).any():
             seen = ~np.isnan(gap)
-            count += seen
+            count += w * seen if w != 1.0 else seen
         else:
-            complete += 1
-        if nominal[j]:
-            total += gap > 0
-        else:
-            total += np.nan_to_num(gap, copy=False, nan=0.0)
+            complete += w
+        if w == 0.0:
+            continue
+        partial = (gap > 0).astype(np.float64) if nominal[j] else np.nan_to_num(gap, copy=False, nan=0.0)
+        total += partial if w == 1.0 else w * partial
     count += complete
-    with np.errstate(invalid="ignore"):
-        return total / count
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.where(count > 0, count, 1.0), np.nan)
 
 
 def gower_distances(
@@ -169,13 +172,15 @@ def gower_distances(
     *,
     scales: Mapping[str, str] | None = None,
     categories: Mapping[str, Sequence] | None = None,
+    weights: Sequence[float] | None = None,
 ) -> np.ndarray:
     """Gower distances between every protected and every original record (SPEC §4.1).
 
     The (protected x original) block of ``cluster::daisy(rbind(original, protected), metric =
-    "gower")`` with equal weights, which sdcMicro's ``recordLinkage`` links on; the variables'
-    scales and the missing-value rule are those of :func:`record_linkage_risk` with
-    ``distance="gower"``. NaN marks a pair with no variable observed in both records. Holds an
+    "gower", weights = weights)``, which sdcMicro's ``recordLinkage`` links on (equal weights by
+    default; ``weights``: one per column, :func:`gower_block`); the variables' scales and the
+    missing-value rule are those of :func:`record_linkage_risk` with ``distance="gower"``. NaN marks
+    a pair with no variable observed in both records (or only variables of weight 0). Holds an
     n x n float matrix.
 
     References
@@ -183,4 +188,8 @@ def gower_distances(
     Gower (1971), Biometrics 27(4); Kaufman & Rousseeuw (1990); R ``cluster::daisy``.
     """
     zx, zm, nominal = gower_encoding(original, protected, columns, dict(scales or {}), dict(categories or {}))
-    return gower_block(zm, zx, nominal)
+    if weights is not None:
+        weights = np.asarray(weights, dtype=np.float64)
+        if weights.shape != (zx.shape[1],) or not np.isfinite(weights).all() or (weights < 0).any():
+            raise SDCInputError(f"weights: needs {zx.shape[1]} finite non-negative numbers, one per column, got {list(weights)}")
+    return gower_block(zm, zx, nominal, weights)

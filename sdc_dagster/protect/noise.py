@@ -32,8 +32,14 @@ n the number of records:
   small-sample factors: borderline outliers may differ). Past ``MCD_MAX_RECORDS`` complete records the MCD is
   fitted on a seeded random sample of that size (a 1,000,000-record fit takes minutes).
 
-Sigma is pairwise with missing values (made positive semi-definite when missing values break that;
-sdcMicro uses complete cases). Missing values stay missing.
+Missing values stay missing. Sigma is the covariance of the records complete in every column, as
+sdcMicro's ``cov(na.omit(x))`` (at least two such records are needed); every other moment (sd_j,
+xbar_j, the 99% quantiles) uses each column's observed values (``na.rm=TRUE``). "outdect" fits the
+MCD on the complete records and gives a record with a missing value no robust distance (R's
+``mahalanobis`` is NA there and ``which(rd > limit)`` leaves it out): such a record is an outlier
+only through a column's 99% quantile, and then gets noise on its observed values. Deviation: where
+a column has fewer than two observed values its sd is undefined; sdcMicro's noise is then NA and
+turns the values it is added to into missing values, here that column gets no noise.
 
 References
 ----------
@@ -70,22 +76,18 @@ OUTLIER_CHI2_LEVEL = 0.975
 MCD_MAX_RECORDS = 20_000
 
 
-def _noise_covariance(x: np.ndarray) -> np.ndarray:
-    """Sample covariance of the columns (divisor n - 1) for correlated noise.
+def _noise_covariance(x: np.ndarray, method: str) -> np.ndarray:
+    """Sample covariance of the columns (divisor n - 1) for correlated noise, on the records complete
+    in every column: sdcMicro's ``cov(na.omit(x))`` (addNoise.r, ``addNoise_correlated``).
 
-    With missing values each entry uses the records observed in both variables (pairwise); such a
-    matrix need not be positive semi-definite, so negative eigenvalues are set to 0 (the nearest
-    PSD matrix in Frobenius norm). A pair never observed together gets covariance 0."""
-    m = x.shape[1]
-    if len(x) < 2:
-        return np.zeros((m, m))
-    if not np.isnan(x).any():
-        return np.atleast_2d(np.cov(x, rowvar=False, ddof=1))
-    sigma = np.nan_to_num(pd.DataFrame(x).cov(ddof=1).to_numpy(), nan=0.0)
-    values, vectors = np.linalg.eigh(sigma)
-    if values.min() >= 0:
-        return sigma
-    return (vectors * np.clip(values, 0.0, None)) @ vectors.T
+    With fewer than two complete records the covariance is undefined (sdcMicro's ``mvrnorm`` stops
+    on the NA matrix): SDCInputError."""
+    complete = x[~np.isnan(x).any(axis=1)]
+    if len(complete) < 2:
+        raise SDCInputError(
+            f"method {method!r}: the noise covariance is estimated on the records complete in every column "
+            f"(sdcMicro's cov(na.omit(x))); needs at least 2 such records, got {len(complete)}")
+    return np.atleast_2d(np.cov(complete, rowvar=False, ddof=1))
 
 
 def _column_sd(x: np.ndarray) -> np.ndarray:
@@ -99,9 +101,9 @@ def _column_sd(x: np.ndarray) -> np.ndarray:
     return sd
 
 
-def _correlated_noise(x: np.ndarray, amount: float, rng: np.random.Generator) -> np.ndarray:
+def _correlated_noise(x: np.ndarray, amount: float, rng: np.random.Generator, method: str) -> np.ndarray:
     n, m = x.shape
-    return rng.multivariate_normal(np.zeros(m), amount * _noise_covariance(x), size=n, method="eigh")
+    return rng.multivariate_normal(np.zeros(m), amount * _noise_covariance(x, method), size=n, method="eigh")
 
 
 def restricted_noise_factor(n: int, amount: float) -> float:
@@ -228,7 +230,7 @@ def add_noise(
     elif method == "multiplicative":
         noisy = x * (1.0 + amount * rng.standard_normal((n, m)))
     elif method == "correlated":
-        noisy = x + _correlated_noise(x, amount, rng)
+        noisy = x + _correlated_noise(x, amount, rng, method)
     elif method == "correlated2":
         d = np.sqrt(1.0 - delta**2)
         noisy = d * x + (1.0 - d) * np.nanmean(x, axis=0) + delta * _column_sd(x) * rng.standard_normal((n, m))
@@ -238,7 +240,7 @@ def add_noise(
         c = restricted_noise_factor(n, amount)
         if c == 0:
             raise SDCInputError(f"method 'restr': amount {amount!r} must be below n - 1 = {n - 1} for n < 500 records")
-        noisy = c * (x + _correlated_noise(x, amount, rng)) + (1.0 - c) * np.nanmean(x, axis=0)
+        noisy = c * (x + _correlated_noise(x, amount, rng, method)) + (1.0 - c) * np.nanmean(x, axis=0)
     elif method == "ROMM":
         holes = [c for c, hole in zip(columns, np.isnan(x).any(axis=0)) if hole]
         if holes:

@@ -31,6 +31,7 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.protect.microaggregation import microaggregation
+from sdc_dagster.protect.mv_top_coding import MV_TOP_CODING_ESTIMATORS, mv_top_coding
 from sdc_dagster.protect.noise import NOISE_METHODS, add_noise
 from sdc_dagster.protect.pram import pram
 from sdc_dagster.protect.rank_swapping import rank_swap
@@ -68,6 +69,7 @@ PLAN_METHODS: dict[str, Callable[..., Any]] = {
     "diversity_suppression": diversity_suppression,
     "pram": pram,
     "microaggregation": microaggregation,
+    "mv_top_coding": mv_top_coding,
     "noise": add_noise,
     "rank_swap": rank_swap,
     "rounding": rounding,
@@ -101,6 +103,10 @@ _PARAMETER_KINDS: dict[str, dict[str, Any]] = {
     "microaggregation": {
         "columns": "columns", "k": "int", "kind": ("mdav", "individual_ranking"), "strata": "columns",
     },
+    "mv_top_coding": {
+        "columns": "columns", "alpha": "number", "estimator": MV_TOP_CODING_ESTIMATORS, "center": "list",
+        "covariance": "list",
+    },
     "noise": {
         "columns": "columns", "amount": "number", "kind": NOISE_METHODS, "noise": "number", "delta": "number",
         "p": "number",
@@ -128,6 +134,8 @@ KEYED_METHODS = {"local_suppression", "risk_suppression", "diversity_suppression
 #: Methods that compute new values (group means, noise): where such a step writes into a column whose
 #: values were all whole numbers, :func:`apply_plan` rounds what it wrote to whole numbers.
 WHOLE_NUMBER_METHODS = ("microaggregation", "noise")
+# Not mv_top_coding: its pulled points lie on the ellipsoid d^2 = quantile, and rounding them can move
+# them back outside it, or back onto the original whole-number point (tests/protect/test_mv_top_coding.py).
 
 
 def rounded_to_whole_numbers(before: pd.DataFrame, after: pd.DataFrame,
@@ -454,7 +462,9 @@ def apply_plan(
                 if name not in params and column is not None and column in current.columns:
                     params[name] = column
         seed = None
-        deterministic = method == "rounding" and params.get("method", "deterministic") == "deterministic"
+        deterministic = (method == "rounding" and params.get("method", "deterministic") == "deterministic") or (
+            method == "mv_top_coding" and (params.get("estimator", "robust") == "classical"
+                                           or params.get("center") is not None))  # no MCD to seed
         if "random_state" in signature.parameters and not deterministic:
             seed = step_seed(plan_seed, seed_labels, index, method)
             params["random_state"] = seed

@@ -11,7 +11,9 @@ our earlier default, where sdcMicro sets R0 = 0.95):
 
 * ``p``: P, the rank range in percent of N, as sdcMicro documents it. sdcMicro's C++ code uses the
   value as a fraction instead (sdcMicro issue 366: ``P = 10`` gives a 1000% window there, i.e.
-  every rank); here ``p=10`` is a 10% window, as documented.
+  every rank); here ``p=10`` is a 10% window, as documented. ``p=0`` swaps nothing (a value's
+  candidate partners are the ranks j + 1 .. j + N·P - 1 in sdcMicro's ``RankSwapping.h``, none for
+  P = 0); top and bottom coding still apply.
 * ``r0``: multivariate preservation factor R0 (correlation after / before swapping),
   P = 100 · sqrt(2 · var · (1 - R0)) / delta.
 * ``k0``: subset-mean preservation factor K0, P = 100 · sqrt(8/3) · K0 · |mean| / delta.
@@ -116,7 +118,8 @@ def rank_swap(
     data : the microdata; not modified.
     columns : columns at least ordinal (numbers, or ordered categories that sort correctly; R0,
         K0 and top/bottom coding need numbers).
-    p : the window in percent of N, 0 < p < 100 (sdcMicro's ``P`` as documented, see issue 366).
+    p : the window in percent of N, 0 <= p < 100 (sdcMicro's ``P`` as documented, see issue 366);
+        0 swaps nothing, as in sdcMicro.
     r0 : 0 <= r0 <= 1, the correlation preservation factor R0 (sdcMicro's ``R0``).
     k0 : k0 >= 0, the subset-mean preservation factor K0 (sdcMicro's ``K0``).
         At most one of p, r0, k0; none means p = 5.
@@ -136,7 +139,7 @@ def rank_swap(
     if not given:
         p = 5.0
     if p is not None:
-        check_scalar(p, "p", low=0, high=100, closed="neither")
+        check_scalar(p, "p", low=0, high=100, closed="left")
     if r0 is not None:
         check_scalar(r0, "r0", low=0, high=1)
     if k0 is not None:

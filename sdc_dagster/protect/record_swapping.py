@@ -17,18 +17,29 @@ What is kept from sdcMicro (R/recordSwap.R, src/recordSwap/recordSwap.cpp):
   replacement by the exponential-key method, as sdcMicro's ``randSample``), until its target is met.
 * Donors: not yet swapped, outside the sampled household's area at the swap level, with the same
   values of the first similarity profile (e.g. household size); when none is available, the next
-  profile is tried. Donors with higher risk at that level are preferred (key risk / Exp(1)).
-  Households without a donor stay unswapped and are reported.
+  profile is tried. Donors with higher risk at that level are preferred (key risk / Exp(1)). As in
+  sdcMicro's ``sampleDonor``, a donor may itself be a household sampled at that level in another
+  area (two risky households of different regions are swapped with each other), or a household
+  that found no donor at a higher level (it is not sampled again, but can still be chosen as a
+  donor). Households left without a donor and never chosen as one stay unswapped and are reported.
 
 Where this implementation differs (vectorisation; documented deviations):
 
 * Matching is done for all households of a level at once: within each similarity group, sampled
   households (in random order) are paired rank by rank with donors in priority order. A pair whose
   donor lies in the sampled household's own area is rejected and both return to the pools; up to
-  ``matching_rounds`` rounds re-pair the rest (later rounds draw fresh random donor orders). sdcMicro
-  instead walks the sampled households one by one, area by area.
-* Households sampled at the current level are not used as donors for each other (sdcMicro allows a
-  risky household of another area to serve as donor).
+  ``matching_rounds`` rounds re-pair the rest (later rounds draw fresh random donor orders); the
+  households still without a donor then take, group by group (same profile and area), the donors of
+  their profile outside their area in priority order, so that no household stays unswapped while a
+  donor is available (sdcMicro walks the sampled households one by one, area by area).
+* Sampled households are first paired with donors that were not sampled; households at risk at that
+  level still without a donor are then paired with each other across areas (within each similarity
+  group, sorted by a random order of the areas, the first half paired rank by rank with the second;
+  pairs within one area rejected and retried for ``matching_rounds`` rounds). sdcMicro takes donors
+  by priority among both kinds at once. The lowest level's extra draws are never paired with each
+  other (each stands for one swap of its area's target).
+* ``n_unmatched_households`` counts the households without a donor that stay unswapped; sdcMicro's
+  log also lists a household that found no donor at a higher level but was later taken as a donor.
 * A risk supplied by the user (``risk``, sdcMicro's ``risk`` / ``risk_threshold``) replaces the
   k-anonymity risk: see :func:`targeted_record_swap`. sdcMicro ignores ``risk_threshold`` without
   ``risk``; here that combination is refused.
@@ -66,7 +77,8 @@ class RecordSwapResult:
     n_risky_households
         Households at risk at some hierarchy level (k-anonymity on the risk variables).
     n_unmatched_households
-        Sampled or risky households for which no donor was found.
+        Sampled or risky households for which no donor was found and that were not taken as a
+        donor later: they keep their geography.
     """
 
     data: pd.DataFrame
@@ -171,9 +183,66 @@ def _match_donors(
         used[cand_d[ok]] = True
         pending = pending[~used[pending]]
         available = available[~used[available]]
+    # The households the rounds left (their rank partners kept falling in their own area, as happens
+    # in an area holding most donors): each (profile, area) group of them takes the donors of its
+    # profile outside its area in priority order, as sdcMicro's sampleDonor does; a loop over these
+    # few groups, not over records.
+    if pending.size and available.size:
+        groups = np.unique(np.column_stack([profile[pending], area[pending]]), axis=0)
+        free = np.ones(area.size, dtype=bool)
+        by_priority = available[np.argsort(-priority[available], kind="stable")]
+        for code, own_area in groups:
+            members = pending[(profile[pending] == code) & (area[pending] == own_area)]
+            donors = by_priority[(profile[by_priority] == code) & (area[by_priority] != own_area)
+                                 & free[by_priority]][:members.size]
+            members = members[:donors.size]
+            free[donors] = False
+            matched_s.append(members)
+            matched_d.append(donors)
     if not matched_s:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     return np.concatenate(matched_s), np.concatenate(matched_d)
+
+
+def _match_among(
+    sampled: np.ndarray, area: np.ndarray, profile: np.ndarray, rounds: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pair sampled households with each other: same profile, different area (sdcMicro lets a sampled
+    household of another area be the donor). Within each profile group of m households, sorted by a
+    random order of the areas (random inside an area), the household at rank i < floor(m/2) is
+    paired with the one at rank i + ceil(m/2): different areas unless one area holds more than half
+    of the group. Pairs within one area are rejected; later rounds re-draw the orders.
+
+    Returns (first households, their partners), disjoint."""
+    firsts, seconds = [], []
+    pending = sampled
+    for _ in range(rounds):
+        if pending.size < 2:
+            break
+        area_codes = np.unique(area[pending], return_inverse=True)[1].ravel()
+        area_key = rng.permutation(int(area_codes.max()) + 1)[area_codes]
+        order = np.lexsort((rng.random(pending.size), area_key, profile[pending]))
+        s = pending[order]
+        group = profile[s]
+        rank = _rank_within(group)
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        size = np.diff(np.r_[starts, s.size])
+        group_size = np.repeat(size, size)
+        first = rank < group_size // 2
+        a = s[first]
+        b = s[np.flatnonzero(first) + (group_size[first] + 1) // 2]
+        ok = area[a] != area[b]
+        if not ok.any():
+            break
+        firsts.append(a[ok])
+        seconds.append(b[ok])
+        used = np.zeros(area.size, dtype=bool)
+        used[a[ok]] = True
+        used[b[ok]] = True
+        pending = pending[~used[pending]]
+    if not firsts:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    return np.concatenate(firsts), np.concatenate(seconds)
 
 
 def _user_risk(data: pd.DataFrame, risk, n_levels: int) -> np.ndarray:
@@ -293,18 +362,30 @@ def _pair_households(area, profile_codes, risk_level, swap_level, target, matchi
         is_sampled[sampled] = True
         priority = risk_level[level] / rng.exponential(size=n_hh)
         pending = sampled
+        initiators = []  # the sampled side of each pair (sdcMicro's swappedIndex keys)
         for codes in profile_codes:
-            pool = np.flatnonzero(~used & ~unmatched & ~is_sampled)
-            s, d = _match_donors(pending, pool, area[level], codes, priority, matching_rounds, rng)
-            partner[s] = d
-            partner[d] = s
-            used[s] = True
-            used[d] = True
-            pending = pending[~used[pending]]
+            # donors that were not sampled (a household left without a donor at a higher level included,
+            # as in sdcMicro), then the households at risk here still without one paired with each other
+            # across areas. The extra draws of the lowest level are not paired with each other: each of
+            # them stands for one swap of its area's target.
+            for mutual in (False, True):
+                if mutual:
+                    s, d = _match_among(pending[must[pending]], area[level], codes, matching_rounds, rng)
+                else:
+                    pool = np.flatnonzero(~used & ~is_sampled)
+                    s, d = _match_donors(pending, pool, area[level], codes, priority, matching_rounds, rng)
+                partner[s] = d
+                partner[d] = s
+                used[s] = True
+                used[d] = True
+                initiators.append(s)
+                pending = pending[~used[pending]]
             if pending.size == 0:
                 break
         unmatched[pending] = True
-        sampled_count += np.bincount(lowest[sampled[used[sampled]]], minlength=len(target))
+        # Swaps counted towards each lowest area's target: one per pair, in the area of its sampled side
+        # (sdcMicro's countSwaps counts the keys of swappedIndex, not the donors).
+        sampled_count += np.bincount(lowest[np.concatenate(initiators)], minlength=len(target))
     return partner, unmatched
 
 
@@ -434,5 +515,5 @@ def targeted_record_swap(
         swapped_with=swapped_with,
         n_swapped_households=int((partner != np.arange(n_hh)).sum()),
         n_risky_households=int((swap_level < n_levels).sum()),
-        n_unmatched_households=int(unmatched.sum()),
+        n_unmatched_households=int((unmatched & (partner == np.arange(n_hh))).sum()),
     )

@@ -31,7 +31,9 @@ _METHOD_LABELS = {
     "local_suppression": "Local suppression", "diversity_suppression": "Suppression to l-diversity",
     "pram": "PRAM", "microaggregation": "Microaggregation",
     "recode": "Global recoding", "global_recode": "Global recoding", "interval_recode": "Global recoding into intervals",
-    "top_code": "Top coding", "bottom_code": "Bottom coding", "noise": "Noise addition", "rounding": "Rounding",
+    "top_code": "Top coding", "bottom_code": "Bottom coding",
+    "mv_top_coding": "Multivariate top coding (outliers pulled onto the chi-square ellipsoid of the Mahalanobis distance)",
+    "noise": "Noise addition", "rounding": "Rounding",
     "rank_swap": "Rank swapping", "record_swap": "Targeted record swapping", "subsample": "Subsampling",
     "remove": "Removal of variables",
 }
@@ -133,7 +135,7 @@ def step_sentence(step: dict) -> str:
     ``step`` is a step record of a release manifest (``method``, ``parameters``,
     ``random_state``, ``values_changed``, ``values_suppressed``, ``records_before`` /
     ``records_after``, ``columns_removed``, ``reported``: the algorithm local suppression chose,
-    ROMM's blocks) or a step as written in the spec (``method`` and its parameters side by side).
+    ROMM's blocks, the records multivariate top coding pulled) or a step as written in the spec (``method`` and its parameters side by side).
     """
     method = str(step.get("method", "step"))
     recorded = "parameters" in step
@@ -157,6 +159,8 @@ def step_sentence(step: dict) -> str:
     reported = step.get("reported") or {}
     if reported.get("local_suppression_method"):
         sentence += f" (algorithm: {reported['local_suppression_method']})"
+    if "mv_top_coded_records" in reported:
+        sentence += f" ({reported['mv_top_coded_records']:,} records pulled onto the ellipsoid)"
     if reported.get("romm_blocks", 1) > 1:
         sentence += f" (in {reported['romm_blocks']:,} random blocks of records, ROMM's approximation on large files)"
     outcomes = []

@@ -64,9 +64,7 @@ _RISK_METHODS = ("approx", "exact")
 def _risk_method(method: str, qual: float) -> tuple[str, float]:
     if method not in _RISK_METHODS:
         raise SDCInputError(f"parameter method must be one of {_RISK_METHODS} (got {method!r})")
-    if isinstance(qual, bool) or not isinstance(qual, (int, float, np.integer, np.floating)) or not 0.0 < qual <= 1.0:
-        raise SDCInputError(f"parameter qual must be a number in (0, 1] (got {qual!r})")
-    return method, float(qual)
+    return method, check_scalar(qual, "parameter qual", low=0, closed="neither")
 
 
 def exact_risk(fk: np.ndarray, Fk: np.ndarray) -> np.ndarray:
@@ -135,7 +133,8 @@ def risk_from_frequencies(
     p/(1-p) - (p/(1-p))²·ln(1/p) for f = 2 and p/(f - (1-p)) for f > 2. Like sdcMicro, a fractional
     f strictly between 1 and 2 (possible only with alpha < 1) matches none of the branches and gets
     risk 0. ``method="exact"``: :func:`exact_risk`. ``qual`` (sdcMicro's final correction factor,
-    in (0, 1]) multiplies the risk, also the 1/f of unweighted data.
+    any positive number) multiplies the risk, also the 1/f of unweighted data; as in sdcMicro's
+    ``rk <- rk * qual`` the result is not capped, so a ``qual`` above 1 can give risks above 1.
 
     OPEN decision (SPEC §3.2, F < f): the approximation is meaningless there (p > 1, negative
     values), so it is rejected: SDCInputError naming ``weight`` (weights below 1 cause it).
@@ -181,13 +180,14 @@ def individual_risk(
     SPEC §3.2: with weights the Benedetti–Franconi risk of :func:`risk_from_frequencies` on the
     §2.4 frequencies (``method="approx"``, the default, equals ``measure_risk(...)$Res[, "risk"]``;
     ``method="exact"`` without approximation, :func:`exact_risk`); without weights 1/f_k. The risk
-    is multiplied by ``qual``.
+    is multiplied by ``qual`` (not capped at 1, as sdcMicro's ``rk * qual``).
 
     Parameters
     ----------
     data, keys, weight, alpha, con : as in :func:`key_frequencies`.
     method : "approx" or "exact".
-    qual : sdcMicro's final correction factor, in (0, 1].
+    qual : sdcMicro's final correction factor, a positive number; above 1 it scales the risk up
+        (risks above 1 are possible, as in sdcMicro).
 
     Returns
     -------

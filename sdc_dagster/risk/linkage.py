@@ -1,6 +1,7 @@
-"""Distance-based record linkage risk (SPEC §4.1): Euclidean, Mahalanobis or Gower distance
-(mixed continuous, nominal and ordinal variables, as ``cluster::daisy``), nearest or one-to-one
-assignment, as sdcMicro ``recordLinkage`` (R/recordLinkage.R).
+"""Distance-based record linkage risk (SPEC §4.1): Euclidean, Manhattan, Mahalanobis or Gower distance
+(mixed continuous, nominal and ordinal variables, as ``cluster::daisy``), variable weights, nearest
+or one-to-one assignment and the count of best candidates, as sdcMicro ``recordLinkage``
+(R/recordLinkage.R).
 
 Rows of the original and the protected frame are matched by position; results are indexed like
 ``protected``.
@@ -21,7 +22,7 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.numerics.distance import gower_block, gower_encoding
 from sdc_dagster.risk.gower_search import TIE_TOLERANCE, gower_nearest, gower_own_distances, in_tree_order, \
     observed_patterns, pattern_search_is_cheaper
-from sdc_dagster.validation import check_option, paired_matrices
+from sdc_dagster.validation import check_option, check_scalar, paired_matrices
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,10 @@ class RecordLinkageRisk:
 
     ``partner``: the index label of the original record each protected record is linked to (NA
     for a record that takes no part); with ties in "nearest" mode, the first nearest in data order.
+
+    ``n_best`` (with ``count_best=True``): sdcMicro's ``n_best``, per record i the number of
+    protected records whose distance to original i is within ``tol`` of the least distance from
+    original i to any protected record (Int64; NA for a record that takes no part).
     """
 
     risk: float
@@ -43,9 +48,12 @@ class RecordLinkageRisk:
     distance: str = "euclidean"
     assignment: str = "nearest"
     expected_risk: float | None = None
+    n_best: pd.Series | None = None
 
 
-_LINKAGE_DISTANCES = ("euclidean", "mahalanobis", "gower")
+_LINKAGE_DISTANCES = ("euclidean", "manhattan", "mahalanobis", "gower")
+#: sdcMicro recordLinkage's default ``tol`` for tied best candidates, sqrt(.Machine$double.eps).
+BEST_TOLERANCE = float(np.sqrt(np.finfo(np.float64).eps))
 _LINKAGE_ASSIGNMENTS = ("nearest", "one_to_one")
 # one-to-one linkage builds an n x n cost matrix (8 n^2 bytes) and solves it in O(n^3)
 MAX_ONE_TO_ONE_LINKAGE = 10_000
@@ -54,14 +62,46 @@ _GOWER_BLOCK_PAIRS = 1 << 22
 
 
 
-def _linkage_space(x: np.ndarray, xm: np.ndarray, distance: str, columns: Sequence[str]):
-    """Original and protected records mapped so that the Euclidean or Mahalanobis distance is the
-    Euclidean distance (Minkowski p = 2) between the mapped rows."""
+def _linkage_weights(weights, columns: Sequence[str], distance: str) -> np.ndarray | None:
+    """The variable weights as an array in the order of ``columns`` (None: equal weights), checked as
+    sdcMicro's recordLinkage checks them: one per variable, finite, >= 0, not all 0."""
+    if weights is None:
+        return None
+    if distance == "mahalanobis":
+        raise SDCInputError("weights: apply to the euclidean, manhattan and gower distances, not to 'mahalanobis'")
+    if isinstance(weights, Mapping):
+        unknown = [c for c in weights if c not in columns]
+        if unknown:
+            raise SDCInputError(f"weights: names column {unknown[0]!r}, which is not a linkage column {list(columns)}")
+        values = [weights.get(c, 1.0) for c in columns]
+    else:
+        values = list(weights)
+        if len(values) != len(columns):
+            raise SDCInputError(f"weights: needs one weight per linkage column ({len(columns)}), got {len(values)}")
+    for c, w in zip(columns, values):
+        check_scalar(w, f"weights[{c!r}]", low=0)
+    values = np.asarray(values, dtype=np.float64)
+    if not values.sum() > 0:
+        raise SDCInputError("weights: at least one weight must be positive")
+    return values
+
+
+def _linkage_space(x: np.ndarray, xm: np.ndarray, distance: str, columns: Sequence[str], *,
+                   weights: np.ndarray | None = None, standardise: bool = True):
+    """Original and protected records mapped so that the Euclidean, Manhattan or Mahalanobis distance
+    is the Minkowski distance (p = 2, or p = 1 for Manhattan) between the mapped rows; returns
+    (mapped originals, mapped protected, p).
+
+    Euclidean and Manhattan: each variable divided by its standard deviation in the original file
+    (``standardise``; a constant variable is centred only) and multiplied by w_j^(1/p), so that the
+    distance is (sum_j w_j |a_j - b_j|^p)^(1/p)."""
     centre = x.mean(axis=0)
-    if distance == "euclidean":
-        scale = x.std(axis=0, ddof=1) if len(x) > 1 else np.ones(x.shape[1])
+    if distance in ("euclidean", "manhattan"):
+        p = 2 if distance == "euclidean" else 1
+        scale = x.std(axis=0, ddof=1) if standardise and len(x) > 1 else np.ones(x.shape[1])
         scale = np.where(scale > 0, scale, 1.0)
-        return (x - centre) / scale, (xm - centre) / scale, 2
+        factor = 1.0 / scale if weights is None else weights ** (1.0 / p) / scale
+        return (x - centre) * factor, (xm - centre) * factor, p
     # Mahalanobis: whiten with the covariance of the original records, d^2 = (a - b)' S^-1 (a - b)
     if len(x) <= x.shape[1]:
         raise SDCInputError(
@@ -79,6 +119,32 @@ def _linkage_space(x: np.ndarray, xm: np.ndarray, distance: str, columns: Sequen
     return (x - centre) @ whiten, (xm - centre) @ whiten, 2
 
 
+def _minkowski(a: np.ndarray, b: np.ndarray, p: float) -> np.ndarray:
+    """Row-wise Minkowski distance between the rows of ``a`` and ``b`` (p = 1 or 2)."""
+    gap = np.abs(a - b)
+    return gap.sum(axis=1) if p == 1 else np.sqrt((gap * gap).sum(axis=1))
+
+
+def _best_counts_tree(zx: np.ndarray, zm: np.ndarray, p: float, tol: float) -> np.ndarray:
+    """sdcMicro's n_best for Minkowski distances: per original row, the protected rows within ``tol``
+    of its least distance to any protected row (k-d tree queries)."""
+    tree = cKDTree(zm)
+    nearest = in_tree_order(lambda points: tree.query(points, k=1, p=p)[0], zx)
+    return in_tree_order(lambda points, radius: tree.query_ball_point(points, radius, p=p, return_length=True),
+                         zx, nearest + tol)
+
+
+def _best_counts_gower(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, weights, tol: float) -> np.ndarray:
+    """sdcMicro's n_best for Gower distances, in blocks of originals: per original row, the
+    protected rows with a distance within ``tol`` of its least one (-1 where no distance is defined)."""
+    counts = np.full(len(zx), -1, dtype=np.int64)
+    step = max(1, _GOWER_BLOCK_PAIRS // max(len(zm), 1))
+    for start in range(0, len(zx), step):  # blocks of originals, not records
+        block = gower_block(zx[start:start + step], zm, nominal, weights)
+        with np.errstate(invalid="ignore"):
+            least = np.nanmin(np.where(np.isnan(block), np.inf, block), axis=1)
+            counts[start:start + step] = np.where(np.isfinite(least), (block <= least[:, None] + tol).sum(axis=1), -1)
+    return counts
 
 
 def _one_to_one_links(cost: np.ndarray, original_keys: np.ndarray, protected_keys: np.ndarray):
@@ -103,12 +169,13 @@ def _one_to_one_links(cost: np.ndarray, original_keys: np.ndarray, protected_key
     return rank_in_class < links, partner, links / (size_a * size_b)
 
 
-def _gower_links(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, assignment: str):
+def _gower_links(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, assignment: str, weights=None):
     """Linked flags, partner positions (-1: none), own distances (NaN: undefined) and link
-    probabilities (ties broken at random) of Gower linkage on encoded records."""
+    probabilities (ties broken at random) of Gower linkage on encoded records (``weights``: daisy's
+    variable weights, computed exactly in blocks)."""
     n = len(zx)
     if assignment == "one_to_one":
-        distances = gower_block(zm, zx, nominal)
+        distances = gower_block(zm, zx, nominal, weights)
         own = np.diag(distances).copy()
         # A pair with no variable observed in both records has no distance: it costs more than any
         # assignment of defined pairs (each at most 1), so the solver uses as few as it can.
@@ -119,7 +186,7 @@ def _gower_links(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, assignment
         return flags & defined, partner, own, np.where(defined, probability, 0.0)
     x_patterns, m_patterns = observed_patterns(zx), observed_patterns(zm)
     complete = x_patterns[0].all() and m_patterns[0].all()  # one pattern each: every variable observed
-    if complete or pattern_search_is_cheaper(x_patterns[0], m_patterns[0], len(zx), len(zm)):
+    if weights is None and (complete or pattern_search_is_cheaper(x_patterns[0], m_patterns[0], len(zx), len(zm))):
         own = gower_own_distances(zx, zm, nominal)
         # identical released records share their nearest originals and ties (the tie radius depends
         # on the nearest distance only): each distinct record is searched once, as linked when any
@@ -135,7 +202,7 @@ def _gower_links(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, assignment
         step = max(1, _GOWER_BLOCK_PAIRS // max(n, 1))
         for start in range(0, n, step):
             rows = np.arange(start, min(start + step, n))
-            distances = gower_block(zm[rows], zx, nominal)
+            distances = gower_block(zm[rows], zx, nominal, weights)
             own[rows] = distances[np.arange(len(rows)), rows]
             filled = np.where(np.isnan(distances), np.inf, distances)
             partner[rows] = filled.argmin(axis=1)
@@ -182,7 +249,7 @@ def _nearest_links(zx: np.ndarray, zm: np.ndarray, p: float) -> tuple[np.ndarray
     distinct = zm[first]
     nearest, nearest_row = (values[copy_of] for values in in_tree_order(
         lambda points: tree.query(points, k=1, p=p), distinct))
-    own = np.sqrt(((zm - zx) ** 2).sum(axis=1))
+    own = _minkowski(zm, zx, p)
     # The tree and the direct formula may round differently; a relative tolerance keeps exact ties.
     hit = own <= nearest * (1.0 + 1e-12) + 1e-300
     ties = np.ones(len(zm))
@@ -211,21 +278,25 @@ def _check_one_to_one_size(n: int) -> None:
         )
 
 
-def _gower_linkage(original, protected, columns, scales, categories, assignment: str):
-    """Linked flags, partner positions (-1: none), records compared and the expected risk of Gower
-    linkage (:func:`record_linkage_risk` with ``distance="gower"``)."""
+def _gower_linkage(original, protected, columns, scales, categories, assignment: str, weights, best_tol):
+    """Linked flags, partner positions (-1: none), records compared, the expected risk and the best
+    counts (None unless ``best_tol`` is given) of Gower linkage (:func:`record_linkage_risk` with
+    ``distance="gower"``)."""
     zx, zm, nominal = gower_encoding(original, protected, columns, scales, categories)
     if assignment == "one_to_one":
         _check_one_to_one_size(len(zx))
     if not len(zx):
-        return np.zeros(0, bool), np.zeros(0, np.int64), 0, 0.0
-    linked, partner, own, probability = _gower_links(zx, zm, nominal, assignment)
-    return linked, partner, int((~np.isnan(own)).sum()), float(probability.sum() / len(zx))
+        return np.zeros(0, bool), np.zeros(0, np.int64), 0, 0.0, np.zeros(0, np.int64)
+    linked, partner, own, probability = _gower_links(zx, zm, nominal, assignment, weights)
+    best = None if best_tol is None else _best_counts_gower(zx, zm, nominal, weights, best_tol)
+    return linked, partner, int((~np.isnan(own)).sum()), float(probability.sum() / len(zx)), best
 
 
-def _continuous_linkage(original, protected, columns, scales, distance: str, assignment: str):
-    """Linked flags, partner positions (-1: none), records compared and the expected risk of
-    Euclidean or Mahalanobis linkage on the records observed in both files."""
+def _continuous_linkage(original, protected, columns, scales, distance: str, assignment: str, weights,
+                        standardise: bool, best_tol):
+    """Linked flags, partner positions (-1: none), records compared, the expected risk and the best
+    counts (-1 for a record not compared; None unless ``best_tol`` is given) of Euclidean, Manhattan
+    or Mahalanobis linkage on the records observed in both files."""
     wrong = [c for c in columns if scales.get(c, "continuous") != "continuous"]
     if wrong:
         raise SDCInputError(
@@ -239,20 +310,24 @@ def _continuous_linkage(original, protected, columns, scales, distance: str, ass
         _check_one_to_one_size(len(x))
     linked = np.zeros(len(x_all), dtype=bool)
     partner = np.full(len(x_all), -1, dtype=np.int64)
+    best = None if best_tol is None else np.full(len(x_all), -1, dtype=np.int64)
     positions = np.flatnonzero(observed)
     expected = 0.0
     if len(x):
-        zx, zm, p = _linkage_space(x, xm, distance, columns)
+        zx, zm, p = _linkage_space(x, xm, distance, columns, weights=weights, standardise=standardise)
         if assignment == "nearest":
             linked[observed], nearest_row, probability = _nearest_links(zx, zm, p)
             partner[observed] = positions[nearest_row]
             expected = float(probability.sum() / len(x_all))
         else:
-            flags, rows, probability = _one_to_one_links(cdist(zm, zx, metric="euclidean"), x, xm)
+            cost = cdist(zm, zx, metric="cityblock" if p == 1 else "euclidean")
+            flags, rows, probability = _one_to_one_links(cost, x, xm)
             linked[observed] = flags
             partner[observed] = positions[rows]
             expected = float(probability.sum() / len(x_all))
-    return linked, partner, int(observed.sum()), expected
+        if best is not None:
+            best[observed] = _best_counts_tree(zx, zm, p, best_tol)
+    return linked, partner, int(observed.sum()), expected, best
 
 
 def record_linkage_risk(
@@ -264,6 +339,10 @@ def record_linkage_risk(
     assignment: str = "nearest",
     scales: Mapping[str, str] | None = None,
     categories: Mapping[str, Sequence] | None = None,
+    weights: Mapping[str, float] | Sequence[float] | None = None,
+    standardise: bool = True,
+    count_best: bool = False,
+    tol: float = BEST_TOLERANCE,
 ) -> RecordLinkageRisk:
     """Distance-based record linkage: share of protected records linked to their own original.
 
@@ -274,6 +353,10 @@ def record_linkage_risk(
 
     * ``"euclidean"`` (default): on variables standardised with the mean and standard deviation of
       the ORIGINAL data (so both files are on the same scale; a constant variable is centred only).
+    * ``"manhattan"``: the sum of the absolute differences, on the same standardised variables
+      (sdcMicro recordLinkage's ``distance = "manhattan"``, daisy's L1 distance).
+    * With ``standardise=False`` Euclidean and Manhattan distances are taken on the raw values, as
+      sdcMicro's recordLinkage computes them (``cluster::daisy(..., stand = FALSE)``).
     * ``"mahalanobis"``: d(a, b)^2 = (a - b)' S^-1 (a - b), S the sample covariance (n - 1) of the
       original records (Domingo-Ferrer & Torra 2001 and Torra, Abowd & Domingo-Ferrer 2006 use
       Mahalanobis distance-based linkage; taking S from the original file is our choice). A
@@ -287,6 +370,21 @@ def record_linkage_risk(
       variable constant over both files has d_j = 0 and still counts in the mean. Missing values
       are handled pairwise: the mean is over the variables observed in both records, and a pair
       with no such variable has no distance.
+
+    Weights (``weights``, sdcMicro's ``weights``): one non-negative number per linkage variable (a
+    sequence in the order of ``columns``, or a mapping column -> weight, unnamed columns 1), not
+    all 0. Gower: the weighted mean sum_j w_j d_j / sum_j w_j over the variables observed in both
+    records, exactly daisy's weights (computed exactly in blocks: no pattern search). Euclidean and
+    Manhattan: (sum_j w_j |a_j - b_j|^p)^(1/p) with p = 2, 1. Deviation: daisy applies ``weights``
+    to Gower only and ignores them for purely numeric data, so sdcMicro's Euclidean and Manhattan
+    linkage is unweighted whatever the weights; give no weights for its numbers. Mahalanobis takes
+    no weights.
+
+    Best candidates (``count_best=True``; sdcMicro's ``n_best``): for each record i, the number of
+    protected records whose distance to original i is within ``tol`` (absolute, default
+    sqrt(machine epsilon) as sdcMicro) of the least distance from original i to any protected
+    record (k-d tree queries; for Gower in blocks of originals, n x n work). 1 means the nearest
+    released record is unambiguous.
 
     Which Gower variables are nominal or ordinal (``scales``, ``categories``): ``scales`` maps a
     column to "nominal", "ordinal" or "continuous" (as in
@@ -336,19 +434,28 @@ def record_linkage_risk(
         Same number of rows, matched by position.
     columns : sequence of str
         Variables used for linkage (continuous; for Gower also nominal and ordinal).
-    distance : "euclidean", "mahalanobis" or "gower".
+    distance : "euclidean", "manhattan", "mahalanobis" or "gower".
     assignment : "nearest" or "one_to_one".
     scales : mapping {column: "nominal" | "ordinal" | "continuous"}, optional
         Scales of the linkage columns; a column not named takes its scale from its dtype.
     categories : mapping {column: ordered list of categories}, optional
         The order of ordinal columns.
+    weights : sequence or mapping of non-negative numbers, optional
+        Variable weights (see above).
+    standardise : bool
+        Euclidean and Manhattan on standardised variables (default) or on the raw values (False).
+    count_best : bool
+        Also count the best candidates of each record (``n_best``).
+    tol : float
+        The tolerance of the best candidates, >= 0.
 
     Returns
     -------
     RecordLinkageRisk with ``risk`` (share of linked records), ``linked`` (bool Series indexed
     like ``protected``), ``compared`` (records observed in both files; for Gower, records with a
     distance to their own original), ``partner`` (index label of the original each protected
-    record is linked to) and ``expected_risk`` (ties broken at random).
+    record is linked to), ``expected_risk`` (ties broken at random) and with ``count_best``
+    ``n_best``.
 
     References
     ----------
@@ -361,12 +468,17 @@ def record_linkage_risk(
     check_option(distance, "distance", _LINKAGE_DISTANCES)
     check_option(assignment, "assignment", _LINKAGE_ASSIGNMENTS)
     scales, categories = dict(scales or {}), dict(categories or {})
+    columns = [columns] if isinstance(columns, str) else list(columns)
+    weight_values = _linkage_weights(weights, columns, distance)
+    if not isinstance(standardise, (bool, np.bool_)):
+        raise SDCInputError(f"standardise: must be true or false, got {standardise!r}")
+    best_tol = check_scalar(tol, "tol", low=0) if count_best else None
     if distance == "gower":
-        linked, partner, compared, expected = _gower_linkage(original, protected, columns, scales, categories,
-                                                             assignment)
+        linked, partner, compared, expected, best = _gower_linkage(
+            original, protected, columns, scales, categories, assignment, weight_values, best_tol)
     else:
-        linked, partner, compared, expected = _continuous_linkage(original, protected, columns, scales, distance,
-                                                                  assignment)
+        linked, partner, compared, expected, best = _continuous_linkage(
+            original, protected, columns, scales, distance, assignment, weight_values, bool(standardise), best_tol)
     labels = pd.Series(original.index[np.maximum(partner, 0)], index=protected.index, name="partner")
     flags = pd.Series(linked, index=protected.index, name="linked")
     return RecordLinkageRisk(
@@ -377,5 +489,8 @@ def record_linkage_risk(
         distance=distance,
         assignment=assignment,
         expected_risk=expected,
+        n_best=None if best is None else pd.Series(
+            pd.array(np.where(best >= 0, best, 0), dtype="Int64"), index=protected.index, name="n_best"
+        ).mask(best < 0),
     )
 

@@ -55,17 +55,63 @@ def test_reproducible_and_missing_kept():
         add_noise(frame, ["x"], amount=-1)
 
 
-def test_correlated_noise_with_missing_values_uses_pairwise_covariance(frame):
+def test_correlated_noise_with_missing_values_uses_complete_records(frame):
+    """sdcMicro's addNoise "correlated" draws the noise from N(0, a cov(na.omit(x))) (addNoise.r): the
+    covariance of the records complete in every column, not the pairwise one (issue 37). Here y is
+    missing exactly where x > 110 (not at random), so the complete records' variance of x is far below
+    the variance of all observed x."""
     holes = frame[["x", "y"]].copy()
-    rng = np.random.default_rng(9)
-    holes.loc[rng.random(N) < 0.2, "x"] = np.nan
-    holes.loc[rng.random(N) < 0.2, "y"] = np.nan
+    holes.loc[holes["x"] > 110, "y"] = np.nan
     out = add_noise(holes, ["x", "y"], amount=0.3, method="correlated", random_state=3)
     assert np.array_equal(out.isna().to_numpy(), holes.isna().to_numpy())
-    noise = (out - holes).dropna().to_numpy()
-    # the covariance of the data (the holes are random, so the pairwise estimate is unbiased)
-    expected = 0.3 * np.cov(frame[["x", "y"]].to_numpy(), rowvar=False)
-    np.testing.assert_allclose(np.cov(noise, rowvar=False), expected, rtol=0.03)
+    noise = (out - holes).to_numpy()
+    complete = holes.dropna().to_numpy()
+    expected = 0.3 * np.cov(complete, rowvar=False)
+    np.testing.assert_allclose(np.cov(noise[~np.isnan(noise).any(axis=1)], rowvar=False), expected, rtol=0.03)
+    # the records missing y get noise of the same law in x: variance 0.3 var(x of the complete records)
+    assert_variance_within_chi2_bounds(noise[np.isnan(noise[:, 1]), 0], expected[0, 0])
+    assert expected[0, 0] < 0.6 * 0.3 * holes["x"].var()  # the pairwise variance is almost twice as large
+
+
+def test_correlated_noise_of_two_complete_records_lies_on_their_line():
+    # Complete records (1, 2) and (3, 6): cov(na.omit(x)) = [[2, 4], [4, 8]] (divisor n - 1 = 1), of rank 1:
+    # every noise vector is a multiple of (1, 2), so the noise of b is exactly twice that of a. The
+    # pairwise covariance (a also observed as 100, b as -50) would not be singular.
+    frame = pd.DataFrame({"a": [1.0, 3.0, 100.0, np.nan], "b": [2.0, 6.0, np.nan, -50.0]})
+    for method in ("correlated", "restr"):
+        out = add_noise(frame, ["a", "b"], amount=0.5, method=method, random_state=11)
+        if method == "correlated":
+            noise = (out - frame).to_numpy()[:2]
+            np.testing.assert_allclose(noise[:, 1], 2 * noise[:, 0], rtol=1e-9)
+            assert (noise != 0).all()
+        assert np.array_equal(out.isna().to_numpy(), frame.isna().to_numpy())
+
+
+@pytest.mark.parametrize("method", ["correlated", "restr"])
+def test_correlated_noise_needs_two_complete_records(method):
+    frame = pd.DataFrame({"a": [1.0, 3.0, np.nan, 4.0], "b": [2.0, np.nan, 5.0, np.nan]})
+    with pytest.raises(SDCInputError, match=r"cov\(na.omit\(x\)\)\); needs at least 2 such records, got 1"):
+        add_noise(frame, ["a", "b"], method=method)
+
+
+def test_outdect_with_missing_values_as_sdcmicro():
+    """sdcMicro's "outdect" (addNoise.r): univariate outliers from each column's 99% quantile of the
+    observed values; robust distances from covMcd(na.omit(x)), NA (never an outlier) for a record with a
+    missing value; noise added to every column of an outlier, a missing value staying missing."""
+    rng = np.random.default_rng(12)
+    n = 1000
+    u = rng.permutation(np.arange(1.0, n + 1))  # quantile(0.99) of 1..1000 is 990.01
+    v = rng.normal(0, 1, n)
+    w = v + rng.normal(0, 0.3, n)
+    frame = pd.DataFrame({"u": u, "v": v, "w": w})
+    a, b, c = (int(np.flatnonzero(u == value)[0]) for value in (500.0, 501.0, 1000.0))
+    frame.loc[a, ["u", "v", "w"]] = [np.nan, -20.0, -20.0]  # far below in v, w; no distance (u missing)
+    frame.loc[b, ["v", "w"]] = [-20.0, -20.0]  # the same, complete: a robust-distance outlier
+    frame.loc[c, "v"] = np.nan  # the largest u: a univariate outlier with v missing
+    out = add_noise(frame, ["u", "v", "w"], method="outdect", amount=1.0, random_state=5)
+    assert np.isnan(out.loc[a, "u"]) and out.loc[a, ["v", "w"]].tolist() == [-20.0, -20.0]
+    assert (out.loc[b] != frame.loc[b]).all()
+    assert out.loc[c, "u"] != 1000.0 and np.isnan(out.loc[c, "v"]) and out.loc[c, "w"] != frame.loc[c, "w"]
 
 
 # --- sdcMicro addNoise methods (issue 16): distributions within confidence bounds, seeded reruns ---
@@ -279,6 +325,10 @@ def test_property_missing_stay_missing_input_untouched(n, method, hole_share, se
     frame = pd.DataFrame(rng.normal(10, 3, (n, 2)), columns=["a", "b"])
     frame[frame.columns] = frame.mask(rng.random((n, 2)) < hole_share)
     before = frame.copy()
+    if method in ("correlated", "restr") and frame.notna().all(axis=1).sum() < 2:
+        with pytest.raises(SDCInputError, match="needs at least 2 such records"):  # cov(na.omit(x)) undefined
+            add_noise(frame, ["a", "b"], method=method, amount=0.5, random_state=seed)
+        return
     out = add_noise(frame, ["a", "b"], method=method, amount=0.5, random_state=seed)
     pd.testing.assert_frame_equal(frame, before)
     assert np.array_equal(out.isna().to_numpy(), frame.isna().to_numpy())
@@ -286,7 +336,7 @@ def test_property_missing_stay_missing_input_untouched(n, method, hole_share, se
     assert out.to_numpy().tobytes() == again.to_numpy().tobytes()
 
 
-@pytest.mark.parametrize("method", [m for m in NOISE_METHODS if m != "ROMM"])
+@pytest.mark.parametrize("method", [m for m in NOISE_METHODS if m not in ("ROMM", "correlated", "restr")])
 def test_a_column_with_one_observed_value_keeps_it(method):
     # found by the property test above (n=5, hole_share=0.5, seed=0): the SD of one value is undefined
     frame = pd.DataFrame({"a": [10.5, 12.7, 7.8, 15.4, np.nan], "b": [np.nan, np.nan, np.nan, 12.8, np.nan]})

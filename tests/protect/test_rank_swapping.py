@@ -45,8 +45,26 @@ def test_missing_values_stay_and_reproducible():
     a = rank_swap(frame, ["x"], p=10, random_state=7)
     pd.testing.assert_frame_equal(a, rank_swap(frame, ["x"], p=10, random_state=7))
     assert a["x"].isna().equals(frame["x"].isna())
-    with pytest.raises(SDCInputError, match="p:"):
-        rank_swap(frame, ["x"], p=0)
+    for p in (-1, 100):
+        with pytest.raises(SDCInputError, match=r"p: must be a number in \[0, 100\)"):
+            rank_swap(frame, ["x"], p=p)
+
+
+def test_p_zero_swaps_nothing_but_codes_the_tails_as_sdcmicro():
+    """sdcMicro's rankSwap(P = 0) (issue 37; it was refused here): RankSwapping.h draws the partner of rank
+    j among the ranks j + 1 .. j + N·P - 1, none when P = 0, so no value moves; TopPercent and
+    BottomPercent still replace the tails by their means (Top = (int)(N·top), Bottom = floor(N·bottom))."""
+    frame = pd.DataFrame({"x": [3.0, np.nan, 1.0, 2.0, 5.0, 4.0] * 20, "y": np.arange(120.0)})
+    pd.testing.assert_frame_equal(rank_swap(frame, ["x", "y"], p=0, random_state=3), frame)
+    # sdcMicro's tests/testthat/test_rankSwap.R: 1..10000 unchanged with P = 0, with R0 = 1 and with K0 = 0
+    test = pd.DataFrame({"a": np.arange(1, 10_001), "b": np.arange(1, 10_001)})
+    for parameter in ({"p": 0}, {"r0": 1}, {"k0": 0}):
+        pd.testing.assert_frame_equal(rank_swap(test, ["a"], random_state=1, **parameter), test)
+    # 1..10 with top 20% and bottom 10%: the 2 largest (9, 10) become 9.5, the smallest (1) stays 1
+    # (mean of itself); the rest keep their places.
+    ten = pd.DataFrame({"a": [7.0, 10.0, 1.0, 4.0, 9.0, 2.0, 3.0, 8.0, 5.0, 6.0]})
+    out = rank_swap(ten, ["a"], p=0, top_percent=20, bottom_percent=10, random_state=3)
+    assert out["a"].tolist() == [7.0, 9.5, 1.0, 4.0, 9.5, 2.0, 3.0, 8.0, 5.0, 6.0]
 
 
 # --- sdcMicro's P, R0, K0 and top/bottom coding (issue 16) ---

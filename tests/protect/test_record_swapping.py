@@ -49,6 +49,76 @@ def test_hand_example_risky_household_is_swapped_across_regions():
     assert out.groupby("region").size().to_dict() == {"R1": 6, "R2": 5}
 
 
+def test_two_risky_households_of_different_regions_are_swapped_with_each_other():
+    """Issue 37: sdcMicro's sampleDonor (recordSwap.cpp) takes any household not yet used and outside the
+    sampled household's area as donor, a risky household of another area included. Two singles, each
+    the only person of its age group in its region (count 1 < 3), have no other single to swap with:
+    they are swapped with each other (before, both were left unswapped)."""
+    data = pd.DataFrame({"region": ["R1", "R1", "R1", "R2", "R2", "R2"], "cell_id": ["c1", "c1", "c1", "c2", "c2", "c2"],
+                         "household_id": [100, 101, 101, 102, 103, 103], "age_group": [3, 2, 2, 4, 2, 2], "sex": 1})
+    data["household_size"] = data.groupby("household_id")["household_id"].transform("size")
+    # region counts of (sex, age_group): R1 age 3: 1, age 2: 2; R2 age 4: 1, age 2: 2 -- every household at
+    # risk at the top level. Same sizes across regions: 100 <-> 102 (singles), 101 <-> 103 (couples).
+    result = targeted_record_swap(data, **ARGS, swaprate=0.0, k_anonymity=3, random_state=4)
+    assert result.n_risky_households == 4
+    assert result.swapped_with.to_dict() == {100: 102, 101: 103, 102: 100, 103: 101}
+    assert result.n_swapped_households == 4 and result.n_unmatched_households == 0
+    assert result.data["region"].tolist() == ["R2", "R2", "R2", "R1", "R1", "R1"]
+
+
+def test_household_without_donor_at_the_top_level_can_be_a_donor_below():
+    """sdcMicro keeps a household that found no donor (IDnotUsed) out of later samples, but not out of the
+    donor pool (IDused stays 0): here couple 200 is at risk in region R1 (its age group 5 counts 2 < 3)
+    and no other region has a couple; at the cell level couple 201 (age group 2: 4 in R1, 2 in its cell
+    c2) must leave c2, and its only donor of its size is 200 in c1. Singles 202 and 203 (age group 2,
+    2 in cell c1) find singles of R2 (age group 2, 3 in R2: not at risk)."""
+    rows = [("R1", "c1", 200, 5), ("R1", "c1", 200, 5), ("R1", "c2", 201, 2), ("R1", "c2", 201, 2),
+            ("R1", "c1", 202, 2), ("R1", "c1", 203, 2),
+            ("R2", "c3", 210, 2), ("R2", "c3", 211, 2), ("R2", "c3", 212, 2)]
+    data = pd.DataFrame(rows, columns=["region", "cell_id", "household_id", "age_group"]).assign(sex=1)
+    data["household_size"] = data.groupby("household_id")["household_id"].transform("size")
+    result = targeted_record_swap(data, **ARGS, swaprate=0.0, k_anonymity=3, random_state=2)
+    swapped = result.swapped_with
+    assert result.n_risky_households == 4  # 200 (region level), 201, 202, 203 (cell level)
+    assert swapped.loc[201] == 200 and swapped.loc[200] == 201
+    assert {swapped.loc[202], swapped.loc[203]} <= {210, 211, 212} and swapped.loc[202] != swapped.loc[203]
+    assert result.n_swapped_households == 6 and result.n_unmatched_households == 0
+    assert result.data.loc[data["household_id"] == 200, "cell_id"].tolist() == ["c2", "c2"]
+
+
+def test_household_whose_rank_partners_fall_in_its_own_area_still_finds_the_donor_outside():
+    """Issue 37: the rank pairing's rounds can keep giving a household donors of its own area (here, with one
+    round, the first donor in order is in R1 like the household); sdcMicro's sampleDonor takes the donor of
+    highest priority outside the area. Household 100 (R1) is the only one at risk (user risk 0.9 at the top
+    level); R1 has 49 other singles, R2 one: 100 must be swapped with the single of R2 (150)."""
+    data = pd.DataFrame({"region": ["R1"] * 50 + ["R2"], "cell_id": ["c1"] * 50 + ["c2"],
+                         "household_id": np.arange(100, 151), "household_size": 1})
+    risk = np.zeros((51, 2))
+    risk[0, 0] = 0.9
+    result = targeted_record_swap(data, **USER_RISK_ARGS, risk=risk, risk_threshold=0.5, swaprate=0.0,
+                                  matching_rounds=1, random_state=0)
+    assert result.swapped_with.loc[100] == 150 and result.swapped_with.loc[150] == 100
+    assert result.n_swapped_households == 2 and result.n_unmatched_households == 0
+
+
+def test_every_household_at_risk_is_swapped_as_sdcmicro_tests(census):
+    """sdcMicro's test_recordSwap_outputs.R ("test risk parameter - number of hd swaps"): with swap rate 0 and a
+    risk of 99 (threshold 0.9) in 5 % of the (record, level) cells, every household at risk is swapped. Before
+    issue 37 a few stayed unswapped here (their rank partners fell in their own region)."""
+    n_households = census["household_id"].nunique()
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        risk = np.full((len(census), 2), 0.0001)
+        risk.flat[rng.choice(risk.size, size=int(0.05 * n_households), replace=False)] = 99
+        result = targeted_record_swap(census, hid="household_id", hierarchy=["region", "cell_id"],
+                                      similar=[["household_size"]], risk=risk, risk_threshold=0.9, swaprate=0.0,
+                                      random_state=seed)
+        at_risk = pd.Series(risk.max(axis=1) > 0.9).groupby(census["household_id"].to_numpy()).any()
+        swapped = result.swapped_with != result.swapped_with.index
+        assert result.n_unmatched_households == 0
+        assert swapped[at_risk[at_risk].index].all()
+
+
 def test_k_anonymity_zero_and_swaprate_only():
     data = generate_census(20_000, random_state=3, region_km=5)
     data = data[data["resident"]].reset_index(drop=True)

@@ -466,12 +466,65 @@ def test_exact_equals_approx_for_one_and_two_and_agrees_for_large_frequencies():
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"method": "median"}, "method"), ({"qual": 0.0}, "qual"), ({"qual": 1.5}, "qual")],
+    [({"method": "median"}, "method"), ({"qual": 0.0}, "qual"), ({"qual": -1.0}, "qual"), ({"qual": np.inf}, "qual"),
+     ({"qual": True}, "qual")],
 )
 def test_bad_method_or_qual_rejected(kwargs, message):
     data = pd.DataFrame({"a": [1, 1, 2], "w": [5.0, 5.0, 3.0]})
     with pytest.raises(SDCInputError, match=message):
         individual_risk(data, ["a"], weight="w", **kwargs)
+
+
+def test_qual_above_one_scales_the_risk_as_sdcmicro():
+    """sdcMicro's indivRisk ends with ``rk <- rk * qual`` for any qual (R/indivRisk.R): a qual above 1 is
+    accepted and scales the risk up, past 1 where it goes (issue 37: qual above 1 was refused)."""
+    data = pd.DataFrame({"a": [1, 1, 2], "w": [5.0, 5.0, 3.0]})
+    # Hand computation: records 1, 2: f = 2, F = 10, p = 0.2, odds p/(1-p) = 0.25,
+    #   r = 0.25 - 0.25^2 ln 5 = 0.25 - 0.0625 * 1.6094379124341003 = 0.14941013047286873;
+    # record 3: f = 1, F = 3, p = 1/3, odds 0.5, r = 0.5 ln 3 = 0.5493061443340549. Times qual = 1.5:
+    risk = individual_risk(data, ["a"], weight="w", qual=1.5)
+    np.testing.assert_allclose(risk.to_numpy(), [0.2241151957093031, 0.2241151957093031, 0.8239592165010823],
+                               rtol=1e-14)
+    # without weights 1/f times qual: the sample unique gets risk 2
+    np.testing.assert_allclose(individual_risk(data, ["a"], qual=2.0).to_numpy(), [1.0, 1.0, 2.0], rtol=0)
+    # on sdcMicro's golden output (f_testdata2_risk_per_record.csv, qual = 1), qual = 1.25 is 1.25 times it
+    golden = pd.read_csv(PARITY / "f_testdata2_risk_per_record.csv")
+    data = _testdata2_frame(golden)
+    for column, method in [("risk_approx", "approx"), ("risk_exact", "exact")]:
+        scaled = individual_risk(data, TESTDATA_KEYS, weight="sampling_weight", method=method, qual=1.25)
+        np.testing.assert_allclose(scaled.to_numpy(), 1.25 * golden[column].to_numpy(), rtol=EXACT_RTOL,
+                                   atol=1.25 * PRINTED_ATOL, err_msg=column)
+
+
+# sdcMicro's tests/testthat/test_indivRisk.R: keys A, B, C (R's column-wise array), weights; qual = 2
+SDCMICRO_INDIVRISK = pd.DataFrame({
+    "A": [2, 3, 2, 2, 3, 3, 1, 2], "B": [3, 3, 3, 3, 3, 3, 4, 3], "C": [1, 3, 1, 2, 1, 1, 1, 1],
+    "weight": [18.0, 45.5, 39.0, 17.0, 92.0, 8.0, 123.5, 51],
+})
+
+
+@pytest.mark.parametrize(
+    ("missing", "method", "expected"),
+    [
+        (False, "approx", [0.02739726, 0.17158258, 0.02739726, 0.35415167, 0.03755767, 0.03755767, 0.07863251, 0.02739726]),
+        (False, "exact", [0.02710594, 0.17158258, 0.02710594, 0.35415167, 0.03755767, 0.03755767, 0.07863251, 0.02710594]),
+        (True, "approx", [0.02739726, 0.17158258, 0.02110818, 0.06493222, 0.01967213, 0.01967213, 0.07863251, 0.01194743]),
+        (True, "exact", [0.02710594, 0.17158258, 0.02100978, 0.06493222, 0.01951378, 0.01951378, 0.07863251, 0.01192510]),
+    ],
+)
+def test_sdcmicro_indivrisk_tests_with_qual_two(missing, method, expected):
+    """sdcMicro's own expectations for indivRisk(fr, method=, qual = 2) (printed to 8 digits), without and with
+    missing key values (A[8], C[3], C[7] missing in its second data set)."""
+    data = SDCMICRO_INDIVRISK.astype({"A": float, "C": float})
+    if missing:
+        data.loc[7, "A"] = np.nan
+        data.loc[[2, 6], "C"] = np.nan
+    risk = individual_risk(data, ["A", "B", "C"], weight="weight", method=method, qual=2)
+    np.testing.assert_allclose(risk.to_numpy(), expected, rtol=5e-7, atol=5e-9)
+    # unweighted, qual = 2: 2 / fk (sdcMicro: 0.66667, 2, 0.66667, 2, 1, 1, 2, 0.66667 without missing values;
+    # 0.66667, 2, 0.5, 1, 0.66667, 0.66667, 2, 0.4 with them)
+    unweighted = [0.66667, 2, 0.5, 1, 0.66667, 0.66667, 2, 0.4] if missing else [0.66667, 2, 0.66667, 2, 1, 1, 2, 0.66667]
+    np.testing.assert_allclose(individual_risk(data, ["A", "B", "C"], qual=2).round(5).to_numpy(), unweighted, rtol=0)
 
 
 def test_exact_rejects_fractional_frequencies():
@@ -483,7 +536,7 @@ def test_exact_rejects_fractional_frequencies():
 
 
 @settings(max_examples=200, deadline=None)
-@given(f=st.integers(1, 400), extra=st.floats(0.0, 1e5, allow_nan=False), qual=st.floats(0.05, 1.0))
+@given(f=st.integers(1, 400), extra=st.floats(0.0, 1e5, allow_nan=False), qual=st.floats(0.05, 5.0))
 def test_exact_risk_lies_between_one_over_F_and_one_over_f(f, extra, qual):
     """E(1/F | f) with F >= f: at most 1/f; by Jensen at least 1/E(F | f) = p/f = 1/F (the model's F)."""
     F = f + extra

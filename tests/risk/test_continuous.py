@@ -257,7 +257,7 @@ def test_record_linkage_one_to_one_with_missing_values():
 
 def test_record_linkage_bad_input():
     with pytest.raises(SDCInputError, match="distance: must be one of"):
-        record_linkage_risk(FIVE, FIVE, ["x"], distance="manhattan")
+        record_linkage_risk(FIVE, FIVE, ["x"], distance="chebyshev")
     with pytest.raises(SDCInputError, match="assignment: must be one of"):
         record_linkage_risk(FIVE, FIVE, ["x"], assignment="greedy")
     with pytest.raises(SDCInputError, match="singular"):
