@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.resources import GridSpecResource
+from sdc_dagster.resources.grid import GridSpecResource
 from sdc_dagster.spec.grid import (ROUTES, CellKeySpec, GridSpec, SuppressionSpec, SwapSpec, grid_spec_document,
                                    load_grid_spec, parse_grid_spec, release_parameters, spec_parameters)
 

@@ -50,8 +50,9 @@ def census_microdata(context: AssetExecutionContext, home: SdcHome) -> pd.DataFr
     return persons
 
 
-# census_microdata is a dependency, not an input: the swap reads every region's file at once
-# (Arrow, one dictionary), which loading every partition through the IO manager would not serve.
+# census_microdata is a dependency, not an input: the swap reads every region's file at once with
+# Arrow (cell and region categorical with one dictionary, one copy at the peak), where the IO manager
+# would hand over one pandas frame per region (every region in memory twice while they are joined).
 @asset(
     group_name=GROUP,
     code_version=CODE_VERSION,
@@ -60,7 +61,8 @@ def census_microdata(context: AssetExecutionContext, home: SdcHome) -> pd.DataFr
     "the per-region summary (with the file of the region's swapped persons, under "
     "<data home>/census_swapped/) and the swapped households (cell before and after).",
 )
-def census_swapped(context: AssetExecutionContext, home: SdcHome, grid_spec: GridSpecResource) -> dict[str, pd.DataFrame]:
+def census_swapped(context: AssetExecutionContext, home: SdcHome,
+                   grid_spec: GridSpecResource) -> dict[str, pd.DataFrame]:
     spec = grid_spec.spec().swap
     regions = sorted(context.instance.get_dynamic_partitions(grid_regions.name))
     swapped = swap_regions(census_files(home.root, regions), regions, swapped_dir(home.root), spec)

@@ -104,8 +104,8 @@ def grid_national_totals(context: AssetExecutionContext, census_swapped: dict[st
     return totals
 
 
-# Checks run inside their (partitioned) assets: a separate @asset_check would load every
-# partition at once, which the per-partition Parquet IO manager does not serve.
+# Checks run inside their (partitioned) assets, in the step that made the region's tables, so that a
+# check of one region reads that region's tables only and loads nothing again.
 NO_SMALL_COUNTS_DESCRIPTION = "No published category count in 1..k-1 and no margin with a single hidden count."
 
 

@@ -9,7 +9,8 @@ import pytest
 from dagster import AssetCheckKey, AssetKey, Definitions, build_sensor_context, materialize
 
 from sdc_dagster.assets.grid import GRID_ASSETS, GRID_JOBS, GRID_SENSORS, grid_regions, region_job_name
-from sdc_dagster.resources import GridSpecResource, configured_resources
+from sdc_dagster.resources import configured_resources
+from sdc_dagster.resources.grid import GridSpecResource
 from sdc_dagster.cli import run_audit
 from sdc_dagster.cli.demo import run_grid_chain
 from sdc_dagster.pipeline.grid import prepare_demo_census, region_seed, swapped_dir
