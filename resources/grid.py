@@ -3,8 +3,8 @@
 The grid assets receive one :class:`~sdc_dagster.spec.grid.GridSpec` from the ``grid_spec`` resource
 (:class:`GridSpecResource`) instead of per-step op config, so the spec's frozen dataclasses are the
 one place that names the parameters and their defaults. ``definitions.py`` configures it with the
-bundled ``examples/grid/census_grid.yaml``; a run picks another spec with the run config
-``resources: {grid_spec: {config: {path: <file>}}}`` (or ``yaml: <text>``), a test or a script with
+bundled ``examples/grid/census_grid.yaml``; a run picks another spec file with the run config
+``resources: {grid_spec: {config: {path: <file>}}}``, a test or a script holds a spec with
 ``GridSpecResource.of(spec)``.
 """
 

@@ -172,9 +172,9 @@ class ParquetIOManager(ConfigurableIOManager):
         """The stored output of the input's asset partition; for an unpartitioned asset reading a
         partitioned one (the grid release reading every region's tables), a dict partition -> stored
         output of every partition (Dagster's ``asset_partition_keys``: all partitions of the upstream).
-        An input typed ``Optional`` of an asset none of whose partitions is stored loads as None (a
-        route of the grid spec that did not run); a stored output missing otherwise is an error naming
-        the asset and the file."""
+        An input typed ``Optional`` loads the stored partitions only, and None when none is (a route
+        of the grid spec that did not run, or not for every region: the asset says what it needs); a
+        stored output missing otherwise is an error naming the asset and the partitions."""
         if not context.has_asset_partitions or context.has_partition_key:
             try:
                 return read_stored(self._path(context))
@@ -186,8 +186,8 @@ class ParquetIOManager(ConfigurableIOManager):
                 stored[key] = read_stored(self._partition_path(context, key))
             except FileNotFoundError:
                 missing.append(key)
-        if not stored and _optional(context):
-            return None
+        if _optional(context):
+            return stored or None
         if missing:
             raise FileNotFoundError(
                 f"{context.asset_key.to_user_string()}: no stored output of partition(s) {', '.join(missing)} "

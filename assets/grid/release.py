@@ -18,22 +18,25 @@ from sdc_dagster.spec.grid import release_parameters
 from sdc_dagster.assets.grid.census import CODE_VERSION, GROUP
 from sdc_dagster.assets.grid.tables import region_job_name
 
-#: A per-region table as the release receives it: region -> table (None: its route never ran).
+#: A route's per-region table as the release receives it: region -> table of the regions stored (None:
+#: none is, the route never ran).
 RegionTables = dict[str, pd.DataFrame] | None
 
 
 def route_tables(routes, regions: list[str], loaded: dict[str, RegionTables]) -> dict[str, dict[str, pd.DataFrame]]:
     """Region -> table name -> protected table of every route of the spec, regions in the order of
-    ``regions``, from the loaded inputs (table name -> region -> table); FileNotFoundError naming a
-    route whose tables never ran."""
+    ``regions``, from the loaded inputs (table name -> region -> table, the regions stored);
+    FileNotFoundError naming the route, the table and the regions it has not run for."""
     tables = {region: {} for region in regions}
     for route in routes:
         for name in ROUTE_TABLES[route]:
-            if loaded[name] is None:
-                raise FileNotFoundError(f"grid_release: route {route!r} of the grid spec has no {name}; "
-                                        f"run {region_job_name(routes)} for every region first")
+            stored = loaded[name] or {}
+            missing = [region for region in regions if region not in stored]
+            if missing:
+                raise FileNotFoundError(f"grid_release: route {route!r} of the grid spec has no {name} of region(s) "
+                                        f"{', '.join(missing)}; run {region_job_name(routes)} for them first")
             for region in regions:
-                tables[region][name] = loaded[name][region]
+                tables[region][name] = stored[region]
     return tables
 
 

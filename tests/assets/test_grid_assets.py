@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from dagster import AssetCheckKey, AssetKey, Definitions, build_sensor_context, materialize
+from dagster import AssetCheckKey, AssetKey, Definitions, asset, build_sensor_context, materialize
 
 from sdc_dagster.assets.grid import GRID_ASSETS, GRID_JOBS, GRID_SENSORS, grid_regions, region_job_name
 from sdc_dagster.resources import configured_resources
@@ -281,3 +281,37 @@ def test_spec_routes_pick_what_runs(sdc_home, instance, tmp_path):
     assert manifest["routes"] == ["suppression"] and manifest["seeds"] == {"swap": 7, "suppression": 2021}
     assert manifest["swap_rate"] == 0.1
 
+
+
+def test_a_run_picks_another_grid_spec_file_by_run_config(tmp_path):
+    """The README's way to run the chain of another grid spec: the run config sets the resource's path."""
+    seen = {}
+
+    @asset
+    def spec_reader(grid_spec: GridSpecResource) -> pd.DataFrame:
+        seen["spec"] = grid_spec.spec()
+        return pd.DataFrame()
+
+    path = tmp_path / "grid.yaml"
+    path.write_text("routes: [suppression]\nsuppression: {k: 5}\n")
+    resources = configured_resources(tmp_path / "home")
+    assert materialize([spec_reader], resources=resources).success
+    assert seen["spec"] == load_grid_spec(EXAMPLES / "grid" / "census_grid.yaml")  # the code location's
+    assert materialize([spec_reader], resources=resources,
+                       run_config={"resources": {"grid_spec": {"config": {"path": str(path)}}}}).success
+    assert seen["spec"].routes == ("suppression",) and seen["spec"].suppression.k == 5
+
+
+def test_the_release_reads_the_routes_of_its_spec_and_names_a_region_they_have_not_run_for():
+    from sdc_dagster.assets.grid.release import route_tables
+
+    table = pd.DataFrame({"cell_id": ["1kmN1E1"], "total": [4]})
+    loaded = {"grid_cell_key": {"A": table}, "grid_suppressed": None, "grid_suppressed_national": None}
+    tables = route_tables(("cell_key",), ["A"], loaded)  # no suppression route: its tables are not read
+    assert list(tables) == ["A"] and list(tables["A"]) == ["grid_cell_key"] and tables["A"]["grid_cell_key"] is table
+    with pytest.raises(FileNotFoundError, match=r"route 'cell_key' of the grid spec has no grid_cell_key of "
+                                                r"region\(s\) B; run grid_cell_key_job for them first"):
+        route_tables(("cell_key",), ["A", "B"], loaded)
+    with pytest.raises(FileNotFoundError, match=r"route 'suppression' of the grid spec has no grid_suppressed of "
+                                                r"region\(s\) A, B; run grid_region_job for them first"):
+        route_tables(("cell_key", "suppression"), ["A", "B"], {**loaded, "grid_cell_key": {"A": table, "B": table}})

@@ -69,7 +69,7 @@ def test_an_unpartitioned_asset_receives_every_partition_as_a_dict(tmp_path):
     seen = {}
 
     @asset
-    def national(per_region: dict[str, pd.DataFrame], never_run: pd.DataFrame | None) -> pd.DataFrame:
+    def national(per_region: dict[str, pd.DataFrame], never_run: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
         seen.update(per_region=per_region, never_run=never_run)
         return pd.concat(per_region.values())
 
@@ -81,13 +81,24 @@ def test_an_unpartitioned_asset_receives_every_partition_as_a_dict(tmp_path):
     assert pd.read_parquet(tmp_path / "national" / "all.parquet")["persons"].tolist() == [10, 20]
 
 
-def test_a_missing_partition_is_an_error_naming_the_asset_and_the_partition(tmp_path):
+def test_a_missing_partition_is_an_error_unless_the_input_is_optional(tmp_path):
     manager = ParquetIOManager(base_dir=str(tmp_path))
     assert materialize([per_region], partition_key="r1", resources={"io_manager": manager}).success
 
     @asset
-    def national(per_region: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
+    def national(per_region: dict[str, pd.DataFrame]) -> pd.DataFrame:
         return pd.concat(per_region.values())
 
     with pytest.raises(FileNotFoundError, match=r"per_region: no stored output of partition\(s\) r2 under"):
         materialize([per_region.to_source_asset(), national], resources={"io_manager": manager})
+
+    seen = {}
+
+    @asset(name="national")
+    def optional_national(per_region: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
+        seen["per_region"] = per_region
+        return pd.DataFrame()
+
+    # an Optional input: the partitions stored, for the asset to judge
+    assert materialize([per_region.to_source_asset(), optional_national], resources={"io_manager": manager}).success
+    assert list(seen["per_region"]) == ["r1"]
