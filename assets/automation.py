@@ -1,7 +1,8 @@
 """Automation of the survey side: a job per survey, a sensor on the landing folder, a schedule.
 
 * ``<survey>_wave_job`` materialises the whole chain for one wave.
-* ``<survey>_landing_sensor`` watches ``$SDC_HOME/landing/<survey>/``: each new wave file adds its
+* ``<survey>_landing_sensor`` watches ``<data home>/landing/<survey>/`` (the ``home`` resource,
+  :class:`~sdc_dagster.resources.home.SdcHome`): each new wave file adds its
   wave as a partition (a file whose stem is no safe wave id is skipped with a logged warning); runs
   are keyed by the file's content hash (sha256), and a wave whose latest ``raw_microdata``
   materialisation read the same content (e.g. by ``sdc demo``) is not run again, so a touched or
@@ -29,15 +30,15 @@ from dagster import (
 
 from sdc_dagster.assets.partitions import materialised_sha256, wave_partitions
 from sdc_dagster.names import name_problem
-from sdc_dagster.resources.storage import landing_dir
+from sdc_dagster.resources.home import SdcHome
 from sdc_dagster.sources import file_sha256
 from sdc_dagster.spec import FORMATS, SurveySpec
 
 
-def wave_files(spec: SurveySpec) -> tuple[dict[str, Path], dict[Path, str]]:
-    """Wave id -> path of every readable wave file in the survey's landing folder; and each wave file
-    skipped because its stem is not a safe wave id (:func:`~sdc_dagster.names.name_problem`) -> why."""
-    folder = landing_dir() / spec.survey
+def wave_files(spec: SurveySpec, landing: Path) -> tuple[dict[str, Path], dict[Path, str]]:
+    """Wave id -> path of every readable wave file in the survey's folder of ``landing``; and each wave
+    file skipped because its stem is not a safe wave id (:func:`~sdc_dagster.names.name_problem`) -> why."""
+    folder = landing / spec.survey
     if not folder.is_dir():
         return {}, {}
     candidates = [path for path in sorted(folder.iterdir()) if path.is_file() and path.suffix.lower() in FORMATS]
@@ -80,13 +81,13 @@ def build_survey_automation(spec: SurveySpec):
             "each file whose content (sha256) differs from what the wave last materialised."
         ),
     )
-    def landing_sensor(context: SensorEvaluationContext) -> SensorResult:
+    def landing_sensor(context: SensorEvaluationContext, home: SdcHome) -> SensorResult:
         # The cursor: each wave file's stamp and sha256 as of the previous evaluation (older cursors
         # held modification times only, and are read as empty).
         cursor = json.loads(context.cursor) if context.cursor else {}
         seen = {w: file for w, file in cursor.items() if isinstance(file, dict)}
         known = set(context.instance.get_dynamic_partitions(parts.name))
-        files, skipped = wave_files(spec)
+        files, skipped = wave_files(spec, home.landing)
         for path, problem in skipped.items():
             context.log.warning(f"{path}: not added as a wave: {problem}; rename the file")
         state = wave_hashes(files, seen)

@@ -1,9 +1,11 @@
 """The data home as a configured resource: where the survey assets read wave files and write
-snapshots, releases and reports.
+snapshots, releases and reports, the grid assets read and swap the census region files and write
+their release and report, and the sensors look for new files.
 
 ``definitions.py`` configures :class:`SdcHome` once from :func:`~sdc_dagster.resources.storage.sdc_home`
 (``$SDC_HOME``, a project folder's ``.sdc_home/`` or the per-user data folder), next to the IO
-manager's ``base_dir`` (``<home>/storage``), so that the assets never look a location up themselves.
+manager's ``base_dir`` (``<home>/storage``), so that the assets and sensors never look a location up
+themselves.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import typing
 from pathlib import Path
 
 import pandas as pd
@@ -109,6 +110,11 @@ def read_stored(path: Path):
     raise FileNotFoundError(f"no stored output at {path}.parquet; materialise it first")
 
 
+def _optional(context: InputContext) -> bool:
+    """Whether the input is typed ``Optional[...]`` (may load as None)."""
+    return type(None) in typing.get_args(context.dagster_type.typing_type)
+
+
 def stored_output(asset_path: list[str], partition: str = "all", *, base_dir: str | Path | None = None):
     """Read back what :class:`ParquetIOManager` stored for an asset partition (``base_dir``: the IO
     manager's, default ``<data home>/storage``)."""
@@ -135,8 +141,12 @@ class ParquetIOManager(ConfigurableIOManager):
         """``<root>/<asset key path>/<partition>``; a partition key that is not a safe name (a wave id
         added by hand in the UI, say ``../x``) is refused (:mod:`sdc_dagster.names`), and the path
         must lie inside the root."""
-        partition = check_name("partition key", context.asset_partition_key) if context.has_asset_partitions else "all"
-        return inside(self._root(), *context.asset_key.path, partition)
+        return self._partition_path(context, context.asset_partition_key if context.has_asset_partitions else None)
+
+    def _partition_path(self, context: InputContext | OutputContext, partition: str | None) -> Path:
+        """``<root>/<asset key path>/<partition>`` (``all`` for None), the partition key checked."""
+        name = check_name("partition key", partition) if partition is not None else "all"
+        return inside(self._root(), *context.asset_key.path, name)
 
     def handle_output(self, context: OutputContext, obj) -> None:
         path = self._path(context)
@@ -159,7 +169,27 @@ class ParquetIOManager(ConfigurableIOManager):
             )
 
     def load_input(self, context: InputContext):
-        try:
-            return read_stored(self._path(context))
-        except FileNotFoundError as exc:
-            raise FileNotFoundError(f"{context.asset_key.to_user_string()}: {exc}") from None
+        """The stored output of the input's asset partition; for an unpartitioned asset reading a
+        partitioned one (the grid release reading every region's tables), a dict partition -> stored
+        output of every partition (Dagster's ``asset_partition_keys``: all partitions of the upstream).
+        An input typed ``Optional`` loads the stored partitions only, and None when none is (a route
+        of the grid spec that did not run, or not for every region: the asset says what it needs); a
+        stored output missing otherwise is an error naming the asset and the partitions."""
+        if not context.has_asset_partitions or context.has_partition_key:
+            try:
+                return read_stored(self._path(context))
+            except FileNotFoundError as exc:
+                raise FileNotFoundError(f"{context.asset_key.to_user_string()}: {exc}") from None
+        stored, missing = {}, []
+        for key in context.asset_partition_keys:
+            try:
+                stored[key] = read_stored(self._partition_path(context, key))
+            except FileNotFoundError:
+                missing.append(key)
+        if _optional(context):
+            return stored or None
+        if missing:
+            raise FileNotFoundError(
+                f"{context.asset_key.to_user_string()}: no stored output of partition(s) {', '.join(missing)} "
+                f"under {inside(self._root(), *context.asset_key.path)}; materialise them first")
+        return stored

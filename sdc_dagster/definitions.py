@@ -4,7 +4,8 @@
 Survey specs are read from :func:`~sdc_dagster.resources.storage.spec_folders`: the bundled demo
 specs and the user's own specs in ``<data home>/specs`` (``sdc init`` writes there), or
 ``$SDC_SPECS`` instead of both. Each spec gives one survey asset chain partitioned by wave, its checks, job, sensor and
-schedule; a spec that does not load is skipped with a logged warning. The census grid chain (partitioned by region) comes from ``sdc_dagster.assets.grid``.
+schedule; a spec that does not load is skipped with a logged warning. The census grid chain (partitioned by region) comes from ``sdc_dagster.assets.grid``;
+its per-region job on Dask (:func:`grid_region_dask_job`) is assembled here too.
 
 ``defs`` is built when Dagster loads the code location (``@definitions``), not when this module is
 imported: ``sdc run`` imports :func:`build_definitions` and builds one survey's chain only, without
@@ -26,6 +27,9 @@ from sdc_dagster.spec import SurveySpec, scan_specs
 
 log = logging.getLogger(__name__)
 
+#: The per-region grid job whose steps run on Dask (:func:`grid_region_dask_job`).
+GRID_DASK_JOB = "grid_region_dask_job"
+
 
 def survey_specs(folders: list[Path] | None = None) -> list[SurveySpec]:
     """Every spec of ``folders`` (default :func:`spec_folders`) that loads; each one that does not is
@@ -38,20 +42,29 @@ def survey_specs(folders: list[Path] | None = None) -> list[SurveySpec]:
 
 
 def build_definitions(spec_folder: Path | None = None, *, specs: list[SurveySpec] | None = None,
-                      grid: bool = True) -> Definitions:
+                      grid: bool = True, dask: bool = False) -> Definitions:
     """All survey chains for ``specs`` (default: :func:`survey_specs` of ``spec_folder``, else of
     :func:`spec_folders`) and, with ``grid``, the census grid chain, with their checks and automation;
-    the data home resource and the IO manager's base directory from the one data-home lookup
-    (:func:`~sdc_dagster.resources.configured_resources`).
+    the data home resource and the IO manager's base directory from the one data-home lookup, and
+    the grid spec resource (:func:`~sdc_dagster.resources.configured_resources`).
+
+    ``dask`` (with ``grid``) adds ``grid_region_dask_job``: every route of one region, its steps on a
+    Dask cluster (:func:`~sdc_dagster.assets.grid.dask_executor.region_dask_executor`); left out of
+    the code location by default, so that loading it does not import Dask (about 1 s).
 
     ``grid=False`` (``sdc run``: one survey wave) leaves the grid chain and its modules out; a survey
     job is the same job either way (the grid assets are no inputs of a survey asset), so its runs look
     the same in the UI (``tests/assets/test_definitions.py`` compares the job snapshots)."""
     assets, jobs, sensors, schedules = [], [], [], []
     if grid:
-        from sdc_dagster.assets.grid import GRID_ASSETS, GRID_JOBS, GRID_SENSORS
+        from sdc_dagster.assets.grid import GRID_ASSETS, GRID_JOBS, GRID_SENSORS, region_job
 
         assets, jobs, sensors = list(GRID_ASSETS), list(GRID_JOBS), list(GRID_SENSORS)
+        if dask:
+            from sdc_dagster.assets.grid.dask_executor import region_dask_executor
+            from sdc_dagster.spec.grid import ROUTES
+
+            jobs.append(region_job(ROUTES, name=GRID_DASK_JOB, executor_def=region_dask_executor()))
     for spec in specs if specs is not None else survey_specs([Path(spec_folder)] if spec_folder else None):
         assets.extend(build_survey_assets(spec).assets)
         job, sensor, schedule = build_survey_automation(spec)
@@ -65,6 +78,17 @@ def build_definitions(spec_folder: Path | None = None, *, specs: list[SurveySpec
         schedules=schedules,
         resources=configured_resources(),
     )
+
+
+def grid_region_dask_job():
+    """The per-region grid job on Dask (``grid_region_dask_job``), importable by path for Dask worker
+    processes (``reconstructable(grid_region_dask_job)``): the grid chain's definitions without the
+    surveys. Past one machine the regions run on an existing Dask cluster: launch the job per region
+    with run config ``execution: {config: {cluster: {existing: {address: "<scheduler>:8786"}}}}`` (or
+    ``cluster: {local: {n_workers: 2}}`` for a local cluster) and the tag ``dagster/partition``. Dask
+    workers must share the data home's file system (census files, swapped regions, the Parquet IO
+    manager's store) and import this package."""
+    return build_definitions(specs=[], dask=True).resolve_job_def(GRID_DASK_JOB)
 
 
 @definitions

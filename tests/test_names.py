@@ -237,10 +237,10 @@ def test_the_code_location_skips_a_broken_spec_with_a_logged_warning(tmp_path, c
 # --- partition keys in the UI --------------------------------------------------------------------
 
 
-def test_landing_sensor_skips_and_logs_files_that_are_no_safe_wave_id(tmp_path, monkeypatch, capfd):
+def test_landing_sensor_skips_and_logs_files_that_are_no_safe_wave_id(tmp_path, capfd):
     from sdc_dagster.assets.automation import build_survey_automation
+    from sdc_dagster.resources import SdcHome
 
-    monkeypatch.setenv("SDC_HOME", str(tmp_path / "home"))
     folder = tmp_path / "home" / "landing" / "testdata"
     folder.mkdir(parents=True)
     unsafe = [".hidden.csv", "a..b.csv", "bad name.csv", "x" * 65 + ".parquet"]
@@ -248,7 +248,7 @@ def test_landing_sensor_skips_and_logs_files_that_are_no_safe_wave_id(tmp_path, 
         shutil.copy(TESTDATA, folder / name)
     _, sensor, _ = build_survey_automation(load_spec(CHECKOUT / "examples" / "testdata.yaml"))
     with instance_for_test() as instance:
-        result = sensor(build_sensor_context(instance=instance))
+        result = sensor(build_sensor_context(instance=instance, resources={"home": SdcHome(path=str(tmp_path / "home"))}))
     assert [r.partition_key for r in result.run_requests] == ["2024"]
     assert result.dynamic_partitions_requests[0].partition_keys == ["2024"]
     # The sensor's log (context.log) goes to the daemon's stderr and the tick's log in the UI.

@@ -1,10 +1,11 @@
 """The census grid assets by stage (SPEC §8.10, §8.11, §11): :mod:`.census` (region files, national
 swap), :mod:`.tables` (tabulation, cell key and suppression routes, loss), :mod:`.release`
 (manifest and report); :mod:`.dask_executor` runs a region's steps on Dask. The engine they call
-is :mod:`sdc_dagster.pipeline.grid`, the spec :mod:`sdc_dagster.grid_spec`.
+is :mod:`sdc_dagster.pipeline.grid`; locations come from the ``home`` resource
+(:class:`~sdc_dagster.resources.home.SdcHome`) and the routes and parameters from the ``grid_spec``
+resource (:class:`~sdc_dagster.resources.grid.GridSpecResource`, the spec :mod:`sdc_dagster.spec.grid`).
 """
 
-from sdc_dagster.grid_spec import GridSpec, spec_parameters
 from sdc_dagster.assets.grid.census import (
     census_microdata,
     census_region_job,
@@ -23,6 +24,7 @@ from sdc_dagster.assets.grid.tables import (
     grid_counts_national,
     grid_loss,
     grid_national_totals,
+    region_job,
     region_job_name,
 )
 
@@ -44,15 +46,5 @@ GRID_JOBS = [census_region_job, census_swap_job, *ROUTE_JOBS, grid_release_job]
 GRID_SENSORS = [grid_region_sensor]
 
 
-def grid_run_config(spec: GridSpec) -> dict:
-    """The Dagster run config of a grid spec: each step's op config (one config for every job of the
-    chain, each job reads its own steps) and the routes of the release."""
-    return {"ops": {
-        "census_swapped": {"config": spec_parameters(spec.swap)},
-        "grid_cell_key": {"config": spec_parameters(spec.cell_key)},
-        "grid_consistent_suppression": {"config": spec_parameters(spec.suppression)},
-        "grid_release": {"config": {"routes": list(spec.routes)}},
-    }}
-
-
-__all__ = ["GRID_ASSETS", "GRID_JOBS", "GRID_SENSORS", "grid_regions", "grid_run_config", "region_job_name"]
+__all__ = ["GRID_ASSETS", "GRID_JOBS", "GRID_SENSORS", "grid_regions", "region_job",
+           "region_job_name"]

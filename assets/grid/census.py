@@ -8,7 +8,6 @@ import pandas as pd
 from dagster import (
     AssetExecutionContext,
     AssetSelection,
-    Config,
     DynamicPartitionsDefinition,
     MetadataValue,
     RunRequest,
@@ -20,24 +19,16 @@ from dagster import (
 )
 from dagster_pandera import pandera_schema_to_dagster_type
 
-from sdc_dagster.grid_spec import SwapSpec, parse_grid_spec
 from sdc_dagster.pipeline.grid import census_dir, census_files, census_schema, read_region_census, swapped_dir
 from sdc_dagster.pipeline.grid_swap import swap_regions
-from sdc_dagster.resources.storage import sdc_home
+from sdc_dagster.resources.grid import GridSpecResource
+from sdc_dagster.resources.home import SdcHome
+from sdc_dagster.spec.grid import spec_parameters
 
 GROUP = "grid"
 #: 2: tables from the swapped census, all 13 figures of the 2021 grid.
 CODE_VERSION = "2"
 grid_regions = DynamicPartitionsDefinition(name="grid_regions")
-
-
-class SwapConfig(Config):
-    """The grid spec's ``swap`` section (:class:`~sdc_dagster.grid_spec.SwapSpec`)."""
-
-    swaprate: float = SwapSpec.swaprate
-    k_anonymity: int = SwapSpec.k_anonymity
-    risk_variables: list[str] = list(SwapSpec.risk_variables)
-    seed: int = SwapSpec.seed
 
 
 @asset(
@@ -47,8 +38,8 @@ class SwapConfig(Config):
     dagster_type=pandera_schema_to_dagster_type(census_schema),
     description="Census persons of one region (cell id, sex 1/2, age group 1-3, household), validated.",
 )
-def census_microdata(context: AssetExecutionContext) -> pd.DataFrame:
-    persons = read_region_census(sdc_home(), context.partition_key)
+def census_microdata(context: AssetExecutionContext, home: SdcHome) -> pd.DataFrame:
+    persons = read_region_census(home.root, context.partition_key)
     context.add_output_metadata(
         {
             "persons": int(persons["resident"].sum()) if "resident" in persons else len(persons),
@@ -59,21 +50,22 @@ def census_microdata(context: AssetExecutionContext) -> pd.DataFrame:
     return persons
 
 
-# census_microdata is a dependency, not an input: the swap reads every region's file at once
-# (Arrow, one dictionary), which loading every partition through the IO manager would not serve.
+# census_microdata is a dependency, not an input: the swap reads every region's file at once with
+# Arrow (cell and region categorical with one dictionary, one copy at the peak), where the IO manager
+# would hand over one pandas frame per region (every region in memory twice while they are joined).
 @asset(
     group_name=GROUP,
     code_version=CODE_VERSION,
     deps=[census_microdata],
     description="Targeted record swapping of household geography (region > cell) across every region: "
     "the per-region summary (with the file of the region's swapped persons, under "
-    "$SDC_HOME/census_swapped/) and the swapped households (cell before and after).",
+    "<data home>/census_swapped/) and the swapped households (cell before and after).",
 )
-def census_swapped(context: AssetExecutionContext, config: SwapConfig) -> dict[str, pd.DataFrame]:
-    spec = parse_grid_spec({"swap": config.model_dump()}, source="census_swapped config").swap
+def census_swapped(context: AssetExecutionContext, home: SdcHome,
+                   grid_spec: GridSpecResource) -> dict[str, pd.DataFrame]:
+    spec = grid_spec.spec().swap
     regions = sorted(context.instance.get_dynamic_partitions(grid_regions.name))
-    home = sdc_home()
-    swapped = swap_regions(census_files(home, regions), regions, swapped_dir(home), spec)
+    swapped = swap_regions(census_files(home.root, regions), regions, swapped_dir(home.root), spec)
     context.add_output_metadata(
         {
             "regions": len(regions),
@@ -83,7 +75,7 @@ def census_swapped(context: AssetExecutionContext, config: SwapConfig) -> dict[s
             "swap_rate_realised": swapped.swapped_household_count / max(1, swapped.household_count),
             "risky_households": swapped.risky_household_count,
             "unmatched_households": swapped.unmatched_household_count,
-            "swap": MetadataValue.json(config.model_dump()),
+            "swap": MetadataValue.json(spec_parameters(spec)),
         }
     )
     return {"summary": swapped.summary, "households": swapped.households}
@@ -104,10 +96,10 @@ census_swap_job = define_asset_job(
 
 
 @sensor(job=census_region_job, minimum_interval_seconds=60,
-        description="Adds a grid_regions partition for every new $SDC_HOME/census/<region>.parquet and validates it.")
-def grid_region_sensor(context: SensorEvaluationContext) -> SensorResult:
+        description="Adds a grid_regions partition for every new <data home>/census/<region>.parquet and validates it.")
+def grid_region_sensor(context: SensorEvaluationContext, home: SdcHome) -> SensorResult:
     known = set(context.instance.get_dynamic_partitions(grid_regions.name))
-    folder = census_dir(sdc_home())
+    folder = census_dir(home.root)
     found = sorted(p.stem for p in folder.glob("*.parquet")) if folder.is_dir() else []
     new = [r for r in found if r not in known]
     return SensorResult(

@@ -1,4 +1,5 @@
-"""The per-region grid job on Dask (``dagster-dask``), for regions past one machine.
+"""The executor of the per-region grid job on Dask (``dagster-dask``), for regions past one machine;
+``sdc_dagster/definitions.py`` assembles the job (``grid_region_dask_job``) with the rest.
 
 dagster-dask 0.29 cannot submit runs of dynamically partitioned jobs: Dask's task parser walks
 tuples (a ``DagsterRun`` is one) and fails on the ``KeyRangesPartitionsSubset`` record of such
@@ -9,23 +10,9 @@ runs. :func:`region_dask_executor` is dagster-dask's executor with the run passe
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
-
-from dagster import (
-    AssetSelection,
-    DagsterRun,
-    Definitions,
-    define_asset_job,
-    deserialize_value,
-    executor,
-    multiple_process_executor_requirements,
-    serialize_value,
-)
+from dagster import DagsterRun, deserialize_value, executor, multiple_process_executor_requirements, serialize_value
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.grid_spec import ROUTES
-from sdc_dagster.resources.storage import ParquetIOManager
-from sdc_dagster.assets.grid.census import grid_regions
 
 
 class _SerializedRun:
@@ -79,27 +66,3 @@ def region_dask_executor():
         return RegionDaskExecutor(cluster_type, configuration)
 
     return region_dask
-
-
-def grid_dask_definitions(routes: Sequence[str] = ROUTES) -> Definitions:
-    """Definitions whose per-region job (``grid_region_dask_job``) runs its steps on Dask (``dagster-dask``).
-
-    Past one machine the regions run on an existing Dask cluster: launch the job per region with
-    run config ``execution: {config: {cluster: {existing: {address: "<scheduler>:8786"}}}}`` (or
-    ``cluster: {local: {n_workers: 2}}`` for a local cluster). Dask workers must share the
-    ``$SDC_HOME`` file system (census files, swapped regions, Parquet IO manager) and import this
-    checkout.
-    """
-    from sdc_dagster.assets.grid import GRID_ASSETS  # the package imports this module
-    from sdc_dagster.assets.grid.tables import ROUTE_ASSETS
-
-    routes = tuple(r for r in ROUTES if r in routes)
-    keys = ["grid_counts", "grid_counts_national", *(k for r in routes for k in ROUTE_ASSETS[r])]
-    job = define_asset_job("grid_region_dask_job", selection=AssetSelection.assets(*keys),
-                           partitions_def=grid_regions, executor_def=region_dask_executor())
-    return Definitions(assets=GRID_ASSETS, jobs=[job], resources={"io_manager": ParquetIOManager()})
-
-
-def grid_region_dask_job():
-    """The Dask per-region job, importable by path (``reconstructable``) for Dask worker processes."""
-    return grid_dask_definitions().resolve_job_def("grid_region_dask_job")

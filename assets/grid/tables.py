@@ -16,7 +16,6 @@ from dagster import (
     AssetExecutionContext,
     AssetOut,
     AssetSelection,
-    Config,
     MetadataValue,
     Output,
     asset,
@@ -24,7 +23,6 @@ from dagster import (
     multi_asset,
 )
 
-from sdc_dagster.grid_spec import ROUTES, CellKeySpec, SuppressionSpec, parse_grid_spec
 from sdc_dagster.report.maps import suppression_map_png
 from sdc_dagster.risk.tables import resident_size_distribution
 from sdc_dagster.pipeline.grid import (
@@ -36,7 +34,6 @@ from sdc_dagster.pipeline.grid import (
     tabulate_region,
 )
 from sdc_dagster.pipeline.grid_checks import (
-    TableCheck,
     cell_key_bounded,
     cell_key_loss,
     consistent_with_resident_table,
@@ -46,29 +43,14 @@ from sdc_dagster.pipeline.grid_checks import (
     suppression_loss,
 )
 from sdc_dagster.pipeline.grid_swap import swapped_region_file
+from sdc_dagster.pipeline.protection import CheckOutcome
 from sdc_dagster.assets.grid.census import CODE_VERSION, GROUP, grid_regions
 from sdc_dagster.report.references import citation_text
+from sdc_dagster.resources.grid import GridSpecResource
+from sdc_dagster.spec.grid import ROUTES, spec_parameters
 
 #: 3: every variable group suppressed, "distribution" reads the national totals.
 SUPPRESSION_CODE_VERSION = "3"
-
-
-class SuppressionConfig(Config):
-    """The grid spec's ``suppression`` section (:class:`~sdc_dagster.grid_spec.SuppressionSpec`)."""
-
-    k: int = SuppressionSpec.k
-    strategy: str = SuppressionSpec.strategy
-    tie_only: bool = SuppressionSpec.tie_only
-    seed: int = SuppressionSpec.seed
-
-
-class CellKeyConfig(Config):
-    """The grid spec's ``cell_key`` section (:class:`~sdc_dagster.grid_spec.CellKeySpec`)."""
-
-    max_deviation: int = CellKeySpec.max_deviation
-    variance: float = CellKeySpec.variance
-    threshold: int = CellKeySpec.threshold
-    seed: int = CellKeySpec.seed
 
 
 def _markdown(frame: pd.DataFrame) -> MetadataValue:
@@ -79,9 +61,13 @@ def _image(png: bytes, title: str) -> MetadataValue:
     return MetadataValue.md(f"**{title}**\n\n![{title}](data:image/png;base64,{base64.b64encode(png).decode()})")
 
 
-def _check_result(check: TableCheck, asset_key: str) -> AssetCheckResult:
-    return AssetCheckResult(asset_key=asset_key, check_name=check.name, passed=check.passed,
-                            severity=AssetCheckSeverity.ERROR, metadata=check.figures)
+def _check_result(name: str, outcome: CheckOutcome, asset_key: str) -> AssetCheckResult:
+    """The asset check ``name`` of a grid rule's outcome: its value, rule and figures as metadata."""
+    return AssetCheckResult(
+        asset_key=asset_key, check_name=name, passed=bool(outcome.passed),
+        severity=AssetCheckSeverity.ERROR if outcome.blocking else AssetCheckSeverity.WARN,
+        metadata={"value": outcome.value, "rule": outcome.rule, **(outcome.figures or {})},
+    )
 
 
 def _counts(context: AssetExecutionContext, census_swapped: dict[str, pd.DataFrame], population: str) -> pd.DataFrame:
@@ -118,8 +104,8 @@ def grid_national_totals(context: AssetExecutionContext, census_swapped: dict[st
     return totals
 
 
-# Checks run inside their (partitioned) assets: a separate @asset_check would load every
-# partition at once, which the per-partition Parquet IO manager does not serve.
+# Checks run inside their (partitioned) assets, in the step that made the region's tables, so that a
+# check of one region reads that region's tables only and loads nothing again.
 NO_SMALL_COUNTS_DESCRIPTION = "No published category count in 1..k-1 and no margin with a single hidden count."
 
 
@@ -150,25 +136,26 @@ NO_SMALL_COUNTS_DESCRIPTION = "No published category count in 1..k-1 and no marg
 )
 def grid_consistent_suppression(
     context: AssetExecutionContext,
-    config: SuppressionConfig,
+    grid_spec: GridSpecResource,
     grid_counts: pd.DataFrame,
     grid_counts_national: pd.DataFrame,
     grid_national_totals: pd.DataFrame,
 ):
-    spec = parse_grid_spec({"suppression": config.model_dump()}, source="grid_consistent_suppression config")
+    spec = grid_spec.spec().suppression
     reference = national_reference_counts(grid_national_totals)
     context.log.info(f"suppression reference counts (national, residents): {reference}")
-    resident, national = suppress_region(grid_counts, grid_counts_national, reference, spec.suppression,
-                                         context.partition_key)
-    differencing = differencing_exposure(grid_counts, grid_counts_national, resident, national, k=config.k)
+    resident, national = suppress_region(grid_counts, grid_counts_national, reference, spec, context.partition_key)
+    differencing = differencing_exposure(grid_counts, grid_counts_national, resident, national, k=spec.k)
     yield Output(resident, output_name="grid_suppressed",
                  metadata={**hidden_counts(resident), "reference_counts": MetadataValue.json(reference),
-                           "suppression": MetadataValue.json(config.model_dump())})
+                           "suppression": MetadataValue.json(spec_parameters(spec))})
     yield Output(national, output_name="grid_suppressed_national",
                  metadata={**hidden_counts(national), "cells_differencing_blocked": differencing["blocked"]})
-    yield _check_result(no_small_published_counts(resident, k=config.k), "grid_suppressed")
-    yield _check_result(no_small_published_counts(national, k=config.k), "grid_suppressed_national")
-    yield _check_result(consistent_with_resident_table(resident, national, differencing), "grid_suppressed_national")
+    yield _check_result("no_small_published_counts", no_small_published_counts(resident, k=spec.k), "grid_suppressed")
+    yield _check_result("no_small_published_counts", no_small_published_counts(national, k=spec.k),
+                        "grid_suppressed_national")
+    yield _check_result("consistent_with_resident_table",
+                        consistent_with_resident_table(resident, national, differencing), "grid_suppressed_national")
 
 
 @asset(group_name=GROUP, partitions_def=grid_regions, code_version=CODE_VERSION,
@@ -178,8 +165,9 @@ def grid_consistent_suppression(
            "published count lies in 1..js, in every figure.")],
        description="Resident grid table (13 figures) of the swapped census perturbed by the cell key method "
        "(ONS record keys 0..255 hashed from the person id, p-table D/V/js).")
-def grid_cell_key(context: AssetExecutionContext, config: CellKeyConfig, census_swapped: dict[str, pd.DataFrame]):
-    spec = parse_grid_spec({"cell_key": config.model_dump()}, source="grid_cell_key config").cell_key
+def grid_cell_key(context: AssetExecutionContext, grid_spec: GridSpecResource,
+                  census_swapped: dict[str, pd.DataFrame]):
+    spec = grid_spec.spec().cell_key
     path = swapped_region_file(census_swapped["summary"], context.partition_key)
     perturbed, table = cell_key_region(cell_key_persons(path), spec)
     deviation = perturbed["total"] - perturbed["total_original"]
@@ -189,12 +177,13 @@ def grid_cell_key(context: AssetExecutionContext, config: CellKeyConfig, census_
             "cells": len(perturbed),
             "share_of_totals_changed": float((deviation != 0).mean()) if len(perturbed) else 0.0,
             "mean_absolute_deviation_total": float(deviation.abs().mean()) if len(perturbed) else 0.0,
-            "cell_key": MetadataValue.json(config.model_dump()),
+            "cell_key": MetadataValue.json(spec_parameters(spec)),
             "ptable_rows": _markdown(table.to_frame().round(4)),
         },
     )
-    check = cell_key_bounded(perturbed, max_deviation=spec.max_deviation, threshold=spec.threshold)
-    yield AssetCheckResult(check_name=check.name, passed=check.passed, metadata=check.figures)
+    yield _check_result("cell_key_bounded",
+                        cell_key_bounded(perturbed, max_deviation=spec.max_deviation, threshold=spec.threshold),
+                        "grid_cell_key")
 
 
 @asset(group_name=GROUP, partitions_def=grid_regions, code_version=CODE_VERSION,
@@ -255,15 +244,19 @@ def region_job_name(routes) -> str:
     return "grid_region_job" if routes == ROUTES else f"grid_{routes[0]}_job"
 
 
-def _region_job(routes):
-    keys = ["grid_counts", "grid_counts_national", *(k for r in routes for k in ROUTE_ASSETS[r])]
+def region_job(routes, *, name: str | None = None, executor_def=None):
+    """The per-region job of a choice of routes (named :func:`region_job_name` unless ``name`` is
+    given): grid_counts, grid_counts_national and every asset of the routes, on ``executor_def``
+    (default: the code location's)."""
+    keys = ["grid_counts", "grid_counts_national", *(k for r in ROUTES if r in routes for k in ROUTE_ASSETS[r])]
     return define_asset_job(
-        region_job_name(routes),
+        name or region_job_name(routes),
         selection=AssetSelection.assets(*keys),
         partitions_def=grid_regions,
+        executor_def=executor_def,
         description=f"Tabulate one region of the swapped census and protect it by: {', '.join(routes)}.",
     )
 
 
 #: One per-region job per choice of routes (the grid spec's ``routes``).
-ROUTE_JOBS = [_region_job(routes) for routes in (ROUTES, ("cell_key",), ("suppression",))]
+ROUTE_JOBS = [region_job(routes) for routes in (ROUTES, ("cell_key",), ("suppression",))]

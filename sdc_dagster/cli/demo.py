@@ -96,19 +96,17 @@ def run_grid_demo(defs, instance, out) -> int:
 def run_grid_chain(defs, instance, regions, *, region_job: str = "grid_region_job",
                    run_config: dict | None = None) -> dict[str, bool]:
     """Run the grid jobs of ``defs`` in process: validate every region, swap nationally, then each
-    region's ``region_job`` (the routes of the grid spec), then the release.
+    region's ``region_job`` (the routes of the grid spec), then the release. The grid spec is the
+    ``grid_spec`` resource of ``defs``.
 
-    ``run_config``: one config for every job of the chain (each job gets the ops it has and the rest,
-    e.g. loggers, as given). Returns the success of every run, keyed ``census:<region>``, ``swap``,
-    ``grid:<region>`` and ``release`` (the manifest and report, when everything before succeeded).
+    ``run_config``: one config for every job of the chain (loggers, say). Returns the success of
+    every run, keyed ``census:<region>``, ``swap``, ``grid:<region>`` and ``release`` (the manifest
+    and report, when everything before succeeded).
     """
-    config = run_config or {}
 
     def run(job_name: str, partition_key: str | None = None) -> bool:
         job = defs.resolve_job_def(job_name)
-        ops = {k: v for k, v in config.get("ops", {}).items() if k in job.graph.node_dict}
-        own = {**{k: v for k, v in config.items() if k != "ops"}, "ops": ops}
-        return run_job(job, instance, partition_key=partition_key, run_config=own).success
+        return run_job(job, instance, partition_key=partition_key, run_config=run_config or {}).success
 
     outcome = {f"census:{region}": run("census_region_job", region) for region in regions}
     outcome["swap"] = run("census_swap_job")

@@ -22,7 +22,7 @@ import pandera.pandas as pa
 
 from sdc_dagster.census import write_census_by_region
 from sdc_dagster.grid_counts import GRID_VARIABLES, tabulate_grid
-from sdc_dagster.grid_spec import CellKeySpec, SuppressionSpec
+from sdc_dagster.spec.grid import CellKeySpec, SuppressionSpec
 from sdc_dagster.protect.cellkey import assign_record_keys, grid_cell_key
 from sdc_dagster.protect.ptable import perturbation_table
 from sdc_dagster.protect.grid import consistent_grid_suppression

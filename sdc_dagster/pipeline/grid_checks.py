@@ -1,18 +1,21 @@
 """The release rules and loss figures of the protected grid tables (SPEC §8.11, §9.10, §11.2-11.4).
 
-Each rule returns a :class:`TableCheck` (passed, and the figures it read); the assets report them as
-asset checks, the tests and a notebook read them as they are.
+Each rule returns a :class:`~sdc_dagster.pipeline.protection.CheckOutcome`, as the survey's release
+checks do: ``passed``, ``value`` (the breaches found: the sum of the breach counts in ``figures``),
+the ``rule`` in words, ``blocking`` (every grid rule is) and ``figures`` (every count it read); the
+assets report them as asset checks, the tests and a notebook read them as they are.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from sdc_dagster.grid_counts import GRID_COUNT_COLUMNS, grid_variables_of
 from sdc_dagster.loss.tables import grid_information_loss, perturbation_loss, secondary_suppression_cost
+from sdc_dagster.pipeline.protection import CheckOutcome
 from sdc_dagster.risk.tables import (
     difference_table,
     differencing_disclosure,
@@ -20,15 +23,6 @@ from sdc_dagster.risk.tables import (
     homogeneous_cells,
     resident_size_distribution,
 )
-
-
-@dataclass(frozen=True)
-class TableCheck:
-    """Outcome of one release rule on a protected grid table: ``passed`` and the figures it counted."""
-
-    name: str
-    passed: bool
-    figures: dict[str, int] = field(default_factory=dict)
 
 
 def category_columns(table: pd.DataFrame) -> list[str]:
@@ -90,16 +84,19 @@ def differencing_exposure(
 
 def consistent_with_resident_table(
     resident_protected: pd.DataFrame, national_protected: pd.DataFrame, differencing: dict[str, int]
-) -> TableCheck:
+) -> CheckOutcome:
     """Same hidden pattern on the cells of both tables, and no disclosing difference published (SPEC §11.4)."""
     cols = category_columns(resident_protected)
     res = resident_protected.set_index("cell_id")[cols].isna()
     nat = national_protected.set_index("cell_id")[cols].isna()
     common = res.index.intersection(nat.index)
     differing = int((res.loc[common].to_numpy() != nat.loc[common].to_numpy()).any(axis=1).sum())
-    return TableCheck(
-        "consistent_with_resident_table",
+    return CheckOutcome(
         passed=differing == 0 and differencing["still_disclosed"] == 0,
+        value=differing + differencing["still_disclosed"],
+        rule="the same hidden pattern as the resident table on the cells of both tables, and no category "
+        "published whose resident/national difference discloses persons",
+        blocking=True,
         figures={
             "common_cells": len(common),
             "cells_with_different_patterns": differing,
@@ -109,7 +106,7 @@ def consistent_with_resident_table(
     )
 
 
-def no_small_published_counts(suppressed: pd.DataFrame, *, k: int = 3) -> TableCheck:
+def no_small_published_counts(suppressed: pd.DataFrame, *, k: int = 3) -> CheckOutcome:
     """No published count in 1..k-1 in any grid variable and no complete margin with exactly one
     hidden count (SPEC §11.2)."""
     small = 0
@@ -120,9 +117,11 @@ def no_small_published_counts(suppressed: pd.DataFrame, *, k: int = 3) -> TableC
         small += int(((numeric > 0) & (numeric < k)).sum())
         if variable.complete_margin:
             single_hidden += int((values.isna().sum(axis=1) == 1).sum())
-    return TableCheck(
-        "no_small_published_counts",
+    return CheckOutcome(
         passed=small == 0 and single_hidden == 0,
+        value=small + single_hidden,
+        rule=f"no published count in 1..{k - 1} and no complete margin with exactly one hidden count",
+        blocking=True,
         figures={"published_counts_below_k": small, "margins_with_one_hidden_count": single_hidden},
     )
 
@@ -134,7 +133,7 @@ def original_and_perturbed(perturbed: pd.DataFrame) -> tuple[pd.DataFrame, pd.Da
     return original, perturbed[names]
 
 
-def cell_key_bounded(perturbed: pd.DataFrame, *, max_deviation: int, threshold: int = 0) -> TableCheck:
+def cell_key_bounded(perturbed: pd.DataFrame, *, max_deviation: int, threshold: int = 0) -> CheckOutcome:
     """In every figure: perturbed counts non-negative, within D of the original, zeros stay zero,
     none in 1..js (SPEC §8.11)."""
     bad = 0
@@ -145,9 +144,12 @@ def cell_key_bounded(perturbed: pd.DataFrame, *, max_deviation: int, threshold: 
         off = (after < 0) | ((after - before).abs() > max_deviation) | ((before == 0) & (after != 0))
         bad += int(off.sum())
         small += int(((after >= 1) & (after <= threshold)).sum())
-    return TableCheck(
-        "cell_key_bounded",
+    return CheckOutcome(
         passed=bad == 0 and small == 0,
+        value=bad + small,
+        rule=f"every perturbed count non-negative, within {max_deviation} of the original, zeros kept zero "
+        f"and none in 1..{threshold}",
+        blocking=True,
         figures={"violations": bad, "published_counts_in_1_to_js": small, "max_deviation": max_deviation,
                  "figures": len(original.columns)},
     )

@@ -17,7 +17,7 @@ import pandas as pd
 
 from sdc_dagster import lineage
 from sdc_dagster.files import write_atomic
-from sdc_dagster.grid_spec import GridSpec, parse_grid_spec
+from sdc_dagster.spec.grid import GridSpec, parse_grid_spec
 from sdc_dagster.pipeline.grid import (
     cell_key_persons,
     cell_key_region,

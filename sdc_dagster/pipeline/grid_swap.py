@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from sdc_dagster.census import PARQUET_OPTIONS, census_arrow_schema
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.files import atomic_path
-from sdc_dagster.grid_spec import SwapSpec
+from sdc_dagster.spec.grid import SwapSpec
 from sdc_dagster.protect.record_swapping import targeted_record_swap
 
 

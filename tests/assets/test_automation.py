@@ -10,6 +10,7 @@ from dagster import AssetKey, build_schedule_context, build_sensor_context
 
 from sdc_dagster.assets.automation import build_survey_automation
 from sdc_dagster.definitions import build_definitions
+from sdc_dagster.resources import SdcHome
 from sdc_dagster.spec import load_spec
 
 
@@ -19,22 +20,22 @@ def test_landing_sensor_adds_waves_and_requests_runs(sdc_home, testdata_only_spe
     folder = sdc_home / "landing" / "testdata"
     folder.mkdir(parents=True)
 
-    result = sensor(build_sensor_context(instance=instance))
+    result = sensor(build_sensor_context(instance=instance, resources={"home": SdcHome(path=str(sdc_home))}))
     assert result.run_requests == [] and not result.dynamic_partitions_requests
 
     shutil.copy(testdata_only_specs / "data" / "testdata.csv", folder / "2024.csv")
     (folder / "notes.txt").write_text("not a wave")
-    result = sensor(build_sensor_context(instance=instance))
+    result = sensor(build_sensor_context(instance=instance, resources={"home": SdcHome(path=str(sdc_home))}))
     assert [r.partition_key for r in result.run_requests] == ["2024"]
     assert result.dynamic_partitions_requests[0].partition_keys == ["2024"]
     assert result.dynamic_partitions_requests[0].partitions_def_name == "testdata_waves"
 
     instance.add_dynamic_partitions("testdata_waves", ["2024"])
-    again = sensor(build_sensor_context(instance=instance, cursor=result.cursor))
+    again = sensor(build_sensor_context(instance=instance, resources={"home": SdcHome(path=str(sdc_home))}, cursor=result.cursor))
     assert again.run_requests == [] and not again.dynamic_partitions_requests
 
     shutil.copy(folder / "2024.csv", folder / "2025.csv")
-    second = sensor(build_sensor_context(instance=instance, cursor=result.cursor))
+    second = sensor(build_sensor_context(instance=instance, resources={"home": SdcHome(path=str(sdc_home))}, cursor=result.cursor))
     assert [r.partition_key for r in second.run_requests] == ["2025"]
     assert second.dynamic_partitions_requests[0].partition_keys == ["2025"]
 
@@ -62,19 +63,19 @@ def test_landing_sensor_skips_content_already_materialised(sdc_home, testdata_on
         partition_key="2024", instance=instance, asset_selection=[AssetKey(["testdata", "raw_microdata"])]
     ).success
 
-    first = sensor(build_sensor_context(instance=instance))
+    first = sensor(build_sensor_context(instance=instance, resources={"home": SdcHome(path=str(sdc_home))}))
     assert first.run_requests == [] and not first.dynamic_partitions_requests
     assert json.loads(first.cursor)["2024"]["sha256"] == content_hash
 
     # Touched and copied again: same content, new modification time.
     os.utime(wave_file, (wave_file.stat().st_atime, wave_file.stat().st_mtime + 60))
-    assert sensor(build_sensor_context(instance=instance, cursor=first.cursor)).run_requests == []
+    assert sensor(build_sensor_context(instance=instance, resources={"home": SdcHome(path=str(sdc_home))}, cursor=first.cursor)).run_requests == []
     shutil.copy(testdata_only_specs / "data" / "testdata.csv", wave_file)
-    assert sensor(build_sensor_context(instance=instance)).run_requests == []
+    assert sensor(build_sensor_context(instance=instance, resources={"home": SdcHome(path=str(sdc_home))})).run_requests == []
 
     # New content: one run, keyed by the new hash.
     data = pd.read_csv(wave_file)
     data.iloc[:-1].to_csv(wave_file, index=False)
     new_hash = hashlib.sha256(wave_file.read_bytes()).hexdigest()
-    changed = sensor(build_sensor_context(instance=instance, cursor=first.cursor))
+    changed = sensor(build_sensor_context(instance=instance, resources={"home": SdcHome(path=str(sdc_home))}, cursor=first.cursor))
     assert [(r.partition_key, r.run_key) for r in changed.run_requests] == [("2024", f"2024@{new_hash}")]

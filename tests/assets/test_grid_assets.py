@@ -6,30 +6,30 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from dagster import AssetCheckKey, AssetKey, Definitions, build_sensor_context, materialize
+from dagster import AssetCheckKey, AssetKey, Definitions, asset, build_sensor_context, materialize
 
-from sdc_dagster.assets.grid import GRID_ASSETS, GRID_JOBS, GRID_SENSORS, grid_regions, grid_run_config, region_job_name
-from sdc_dagster.resources.storage import ParquetIOManager
+from sdc_dagster.assets.grid import GRID_ASSETS, GRID_JOBS, GRID_SENSORS, grid_regions, region_job_name
+from sdc_dagster.resources import configured_resources
+from sdc_dagster.resources.grid import GridSpecResource
 from sdc_dagster.cli import run_audit
 from sdc_dagster.cli.demo import run_grid_chain
-from sdc_dagster.grid_spec import load_grid_spec
 from sdc_dagster.pipeline.grid import prepare_demo_census, region_seed, swapped_dir
 from sdc_dagster.pipeline.grid_release import replay_grid_release
 from sdc_dagster.grid_counts import GRID_COUNT_COLUMNS, GRID_VARIABLES, tabulate_grid
-from sdc_dagster.grid_spec import GridSpec
+from sdc_dagster.spec.grid import GridSpec, load_grid_spec
 from sdc_dagster.protect import consistent_grid_suppression, grid_suppression
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CATEGORIES = [c for v in GRID_VARIABLES for c in v.columns]
 
 
-def run_chain(instance, regions, spec=None):
-    """The grid chain of ``spec`` (default: the published defaults) run in process on the grid definitions."""
-    defs = Definitions(assets=GRID_ASSETS, jobs=GRID_JOBS, resources={"io_manager": ParquetIOManager()})
+def run_chain(home, instance, regions, spec=None):
+    """The grid chain of ``spec`` (default: the bundled census_grid.yaml) run in process on the grid
+    definitions, every location from the data home ``home``."""
+    defs = Definitions(assets=GRID_ASSETS, jobs=GRID_JOBS, resources=configured_resources(home, grid_spec=spec))
     if spec is None:
         return run_grid_chain(defs, instance, regions)
-    return run_grid_chain(defs, instance, regions, region_job=region_job_name(spec.routes),
-                          run_config=grid_run_config(spec))
+    return run_grid_chain(defs, instance, regions, region_job=region_job_name(spec.routes))
 
 
 @pytest.mark.slow
@@ -40,7 +40,7 @@ def test_composed_grid_chain_end_to_end(sdc_home, instance):
     instance.add_dynamic_partitions(grid_regions.name, regions)
     spec = load_grid_spec(EXAMPLES / "grid" / "census_grid.yaml")
     assert spec.routes == ("cell_key", "suppression")
-    outcome = run_chain(instance, regions, spec)
+    outcome = run_chain(sdc_home, instance, regions, spec)
     assert all(outcome.values()) and len(outcome) == 2 * len(regions) + 2
 
     store = sdc_home / "storage"
@@ -159,10 +159,10 @@ def test_cell_key_is_consistent_on_rerun_and_across_partitions(sdc_home, instanc
     regions = prepare_demo_census(sdc_home, n_persons=8_000)
     instance.add_dynamic_partitions(grid_regions.name, regions)
     spec = GridSpec(routes=("cell_key",))
-    assert all(run_chain(instance, regions, spec).values())
+    assert all(run_chain(sdc_home, instance, regions, spec).values())
     store = sdc_home / "storage"
     first = {r: pd.read_parquet(store / "grid_cell_key" / f"{r}.parquet") for r in regions}
-    assert all(run_chain(instance, regions, spec).values())
+    assert all(run_chain(sdc_home, instance, regions, spec).values())
     for r in regions:
         pd.testing.assert_frame_equal(first[r], pd.read_parquet(store / "grid_cell_key" / f"{r}.parquet"))
 
@@ -178,21 +178,54 @@ def test_bad_census_file_fails_validation(sdc_home, instance):
 
     with pytest.raises(Exception, match="sex|cell_id"):
         materialize([census_microdata], partition_key="R1", instance=instance,
-                    resources={"io_manager": ParquetIOManager()})
+                    resources=configured_resources(sdc_home))
 
 
-def test_sensor_adds_new_regions(sdc_home, instance):
-    regions = prepare_demo_census(sdc_home, n_persons=5_000)
-    defs = Definitions(
-        assets=GRID_ASSETS,
-        jobs=GRID_JOBS,
-        sensors=GRID_SENSORS,
-        resources={"io_manager": ParquetIOManager()},
-    )
+def test_sensor_adds_new_regions(sdc_home, instance, tmp_path):
+    home = tmp_path / "resource_home"  # the sensor's folder is the home resource's, not $SDC_HOME's
+    regions = prepare_demo_census(home, n_persons=5_000)
+    resources = configured_resources(home)
+    defs = Definitions(assets=GRID_ASSETS, jobs=GRID_JOBS, sensors=GRID_SENSORS, resources=resources)
     sensor = defs.resolve_sensor_def("grid_region_sensor")
-    result = sensor(build_sensor_context(instance=instance))
+    result = sensor(build_sensor_context(instance=instance, resources={"home": resources["home"]}))
     assert sorted(r.partition_key for r in result.run_requests) == sorted(regions)
     assert result.dynamic_partitions_requests[0].partition_keys == sorted(regions)
+    assert not sdc_home.exists()
+
+
+def test_grid_release_receives_every_region_s_tables_as_inputs():
+    from sdc_dagster.assets.grid.release import grid_release
+
+    tables = ("grid_counts", "grid_counts_national", "grid_cell_key", "grid_suppressed", "grid_suppressed_national")
+    assert {name: key.to_user_string() for name, key in grid_release.keys_by_input_name.items()} == {
+        name: name for name in ("census_swapped", *tables)}
+    # no dependency beside its inputs: nothing is read back behind the IO manager
+    assert grid_release.asset_deps[grid_release.key] == set(grid_release.keys_by_input_name.values())
+    assert {"home", "grid_spec", "io_manager"} <= grid_release.required_resource_keys
+
+
+@pytest.mark.slow
+def test_every_grid_location_comes_from_the_home_resource(tmp_path, monkeypatch, instance):
+    decoy = tmp_path / "decoy"
+    monkeypatch.setenv("SDC_HOME", str(decoy))
+    monkeypatch.chdir(tmp_path)
+    home = tmp_path / "home"
+    regions = prepare_demo_census(home, n_persons=4_000)[:2]
+    instance.add_dynamic_partitions(grid_regions.name, regions)
+    # the cell key route alone: the release receives no suppressed tables (Optional inputs: None)
+    assert all(run_chain(home, instance, regions, GridSpec(routes=("cell_key",))).values())
+    for region in regions:
+        assert (home / "census_swapped" / f"{region}.parquet").is_file()
+        assert (home / "storage" / "grid_cell_key" / f"{region}.parquet").is_file()
+    release = instance.get_latest_materialization_event(AssetKey("grid_release")).asset_materialization.metadata
+    manifest = Path(release["manifest"].value)
+    assert manifest.parent.parent == home / "releases" / "grid"
+    assert Path(release["report"].value).parent == home / "reports" / "grid"
+    recorded = json.loads(manifest.read_text())
+    assert recorded["inputs"] == {r: {"file": str(home / "census" / f"{r}.parquet"),
+                                      "sha256": recorded["inputs"][r]["sha256"]} for r in regions}
+    assert set(recorded["files"]) == {f"{r}/grid_cell_key.csv" for r in regions}
+    assert not decoy.exists()
 
 
 @pytest.mark.slow
@@ -200,7 +233,7 @@ def test_two_regions_run_on_a_local_dask_cluster(sdc_home, tmp_path):
     from dagster import DagsterInstance, execute_job, instance_for_test, reconstructable
 
     from sdc_dagster.assets.grid.census import census_region_job, census_swap_job
-    from sdc_dagster.assets.grid.dask_executor import grid_region_dask_job
+    from sdc_dagster.definitions import grid_region_dask_job
 
     regions = prepare_demo_census(sdc_home, n_persons=6_000)[:2]
     (tmp_path / "dagster").mkdir()
@@ -208,7 +241,7 @@ def test_two_regions_run_on_a_local_dask_cluster(sdc_home, tmp_path):
         assert isinstance(instance, DagsterInstance)
         instance.add_dynamic_partitions(grid_regions.name, regions)
         defs = Definitions(assets=GRID_ASSETS, jobs=[census_region_job, census_swap_job],
-                           resources={"io_manager": ParquetIOManager()})
+                           resources=configured_resources(sdc_home))
         for region in regions:
             assert defs.resolve_job_def("census_region_job").execute_in_process(
                 partition_key=region, instance=instance).success
@@ -234,10 +267,10 @@ def test_spec_routes_pick_what_runs(sdc_home, instance, tmp_path):
     spec.write_text("routes: [suppression]\nsuppression: {k: 4, strategy: fixed}\nswap: {swaprate: 0.1, seed: 7}\n")
     grid = load_grid_spec(spec)
     assert grid.routes == ("suppression",)
-    assert grid_run_config(grid)["ops"]["grid_consistent_suppression"]["config"]["k"] == 4
+    assert GridSpecResource(path=str(spec)).spec() == grid and grid.suppression.k == 4
     regions = prepare_demo_census(sdc_home, n_persons=5_000)[:2]
     instance.add_dynamic_partitions(grid_regions.name, regions)
-    outcome = run_chain(instance, regions, grid)
+    outcome = run_chain(sdc_home, instance, regions, grid)
     assert all(outcome.values())
     assert instance.get_latest_materialization_event(AssetKey("grid_cell_key")) is None
     suppressed = pd.read_parquet(sdc_home / "storage" / "grid_suppressed" / f"{regions[0]}.parquet")
@@ -248,3 +281,37 @@ def test_spec_routes_pick_what_runs(sdc_home, instance, tmp_path):
     assert manifest["routes"] == ["suppression"] and manifest["seeds"] == {"swap": 7, "suppression": 2021}
     assert manifest["swap_rate"] == 0.1
 
+
+
+def test_a_run_picks_another_grid_spec_file_by_run_config(tmp_path):
+    """The README's way to run the chain of another grid spec: the run config sets the resource's path."""
+    seen = {}
+
+    @asset
+    def spec_reader(grid_spec: GridSpecResource) -> pd.DataFrame:
+        seen["spec"] = grid_spec.spec()
+        return pd.DataFrame()
+
+    path = tmp_path / "grid.yaml"
+    path.write_text("routes: [suppression]\nsuppression: {k: 5}\n")
+    resources = configured_resources(tmp_path / "home")
+    assert materialize([spec_reader], resources=resources).success
+    assert seen["spec"] == load_grid_spec(EXAMPLES / "grid" / "census_grid.yaml")  # the code location's
+    assert materialize([spec_reader], resources=resources,
+                       run_config={"resources": {"grid_spec": {"config": {"path": str(path)}}}}).success
+    assert seen["spec"].routes == ("suppression",) and seen["spec"].suppression.k == 5
+
+
+def test_the_release_reads_the_routes_of_its_spec_and_names_a_region_they_have_not_run_for():
+    from sdc_dagster.assets.grid.release import route_tables
+
+    table = pd.DataFrame({"cell_id": ["1kmN1E1"], "total": [4]})
+    loaded = {"grid_cell_key": {"A": table}, "grid_suppressed": None, "grid_suppressed_national": None}
+    tables = route_tables(("cell_key",), ["A"], loaded)  # no suppression route: its tables are not read
+    assert list(tables) == ["A"] and list(tables["A"]) == ["grid_cell_key"] and tables["A"]["grid_cell_key"] is table
+    with pytest.raises(FileNotFoundError, match=r"route 'cell_key' of the grid spec has no grid_cell_key of "
+                                                r"region\(s\) B; run grid_cell_key_job for them first"):
+        route_tables(("cell_key",), ["A", "B"], loaded)
+    with pytest.raises(FileNotFoundError, match=r"route 'suppression' of the grid spec has no grid_suppressed of "
+                                                r"region\(s\) A, B; run grid_region_job for them first"):
+        route_tables(("cell_key", "suppression"), ["A", "B"], {**loaded, "grid_cell_key": {"A": table, "B": table}})

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
-from sdc_dagster.grid_spec import SwapSpec
+from sdc_dagster.spec.grid import SwapSpec
 from sdc_dagster.pipeline.grid_swap import read_census_files, swap_census, swapped_households, write_swapped_regions
 
 DATA = Path(__file__).parent.parent / "data" / "census_small"

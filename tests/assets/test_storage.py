@@ -2,7 +2,8 @@
 for other readers, under its configured base directory, which stored_output honours."""
 
 import pandas as pd
-from dagster import AssetKey, build_output_context
+import pytest
+from dagster import AssetKey, StaticPartitionsDefinition, asset, build_output_context, materialize
 
 from sdc_dagster.pipeline.protection import CheckOutcome, ProtectedVariant
 from sdc_dagster.resources import SdcHome, configured_resources
@@ -44,3 +45,60 @@ def test_a_check_outcome_keeps_the_manifest_record():
               "figures": {"record_linkage_risk": 0.25, "record_linkage_one_to_one_risk": None}}
     assert CheckOutcome.of_record(record).record() == record
     assert CheckOutcome.of_record({"passed": False, "value": 1, "rule": "r"}).blocking  # older records: blocking
+
+
+# --- an unpartitioned asset reading every partition of its input --------------------------------
+
+REGIONS = StaticPartitionsDefinition(["r1", "r2"])
+
+
+@asset(partitions_def=REGIONS)
+def per_region(context) -> pd.DataFrame:
+    return pd.DataFrame({"region": [context.partition_key], "persons": [int(context.partition_key[1]) * 10]})
+
+
+@asset(partitions_def=REGIONS)
+def never_run() -> pd.DataFrame:
+    return pd.DataFrame({"x": [1]})
+
+
+def test_an_unpartitioned_asset_receives_every_partition_as_a_dict(tmp_path):
+    manager = ParquetIOManager(base_dir=str(tmp_path))
+    for region in ("r1", "r2"):
+        assert materialize([per_region], partition_key=region, resources={"io_manager": manager}).success
+    seen = {}
+
+    @asset
+    def national(per_region: dict[str, pd.DataFrame], never_run: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
+        seen.update(per_region=per_region, never_run=never_run)
+        return pd.concat(per_region.values())
+
+    assert materialize([per_region.to_source_asset(), never_run.to_source_asset(), national],
+                       resources={"io_manager": manager}).success
+    assert sorted(seen["per_region"]) == ["r1", "r2"]
+    assert seen["per_region"]["r2"].to_dict("list") == {"region": ["r2"], "persons": [20]}
+    assert seen["never_run"] is None  # an Optional input of an asset never materialised
+    assert pd.read_parquet(tmp_path / "national" / "all.parquet")["persons"].tolist() == [10, 20]
+
+
+def test_a_missing_partition_is_an_error_unless_the_input_is_optional(tmp_path):
+    manager = ParquetIOManager(base_dir=str(tmp_path))
+    assert materialize([per_region], partition_key="r1", resources={"io_manager": manager}).success
+
+    @asset
+    def national(per_region: dict[str, pd.DataFrame]) -> pd.DataFrame:
+        return pd.concat(per_region.values())
+
+    with pytest.raises(FileNotFoundError, match=r"per_region: no stored output of partition\(s\) r2 under"):
+        materialize([per_region.to_source_asset(), national], resources={"io_manager": manager})
+
+    seen = {}
+
+    @asset(name="national")
+    def optional_national(per_region: dict[str, pd.DataFrame] | None) -> pd.DataFrame:
+        seen["per_region"] = per_region
+        return pd.DataFrame()
+
+    # an Optional input: the partitions stored, for the asset to judge
+    assert materialize([per_region.to_source_asset(), optional_national], resources={"io_manager": manager}).success
+    assert list(seen["per_region"]) == ["r1"]

@@ -1,6 +1,7 @@
 """The census grid spec: which protection routes run and their parameters (SPEC §8.10, §8.11, §11.2).
 
-YAML (``examples/grid/census_grid.yaml``) or a dict -> frozen dataclasses, without Dagster. Keys:
+YAML (``examples/grid/census_grid.yaml``) or a dict -> frozen dataclasses, without Dagster (the grid
+assets receive it from the ``grid_spec`` resource, :class:`sdc_dagster.resources.grid.GridSpecResource`). Keys:
 ``routes`` (a non-empty list of ``cell_key`` / ``suppression``), ``swap`` (:class:`SwapSpec`),
 ``cell_key`` (:class:`CellKeySpec`) and ``suppression`` (:class:`SuppressionSpec`); every section
 and parameter is optional and defaults to the published practice of the 2021 round. A wrong key or
@@ -66,6 +67,18 @@ class GridSpec:
 def spec_parameters(section) -> dict:
     """The parameters of one section as plain JSON values (tuples as lists), as manifests record them."""
     return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(section).items()}
+
+
+def release_parameters(spec: GridSpec) -> dict[str, dict]:
+    """The parameters a grid release records and its audit replays: ``swap``, then the section of
+    every route of ``spec`` in canonical order (:func:`spec_parameters` of each, its parameters in
+    name order, as the manifest's JSON and the grid report's parameter table list them)."""
+    return {step: dict(sorted(spec_parameters(getattr(spec, step)).items())) for step in ("swap", *spec.routes)}
+
+
+def grid_spec_document(spec: GridSpec) -> dict:
+    """The mapping :func:`parse_grid_spec` reads back as ``spec``: ``routes`` and every section."""
+    return {"routes": list(spec.routes), **{key: spec_parameters(getattr(spec, key)) for key in SECTIONS}}
 
 
 def _value(where: str, value, annotation: str):
