@@ -393,3 +393,26 @@ def test_raised_thresholds_cover_the_values_they_are_raised_to(excess):
         assert relaxations.passes_under(closest, tried[check].spec) == (len(checks) == 1)
     if len(checks) > 1:
         assert relaxations.passes_under(closest, tried["closest 1"].spec)
+
+
+def test_sdc_plan_prints_what_it_would_take_after_a_front_that_fails_the_release_checks(tmp_path, home, capsys):
+    from sdc_dagster.cli import EXIT_OK, main
+
+    source = tmp_path / "amounts.csv"
+    pd.DataFrame({"sex": ["m", "f"] * 20, "income": 1000.0 * np.arange(1, 41)}).to_csv(source, index=False)
+    (home / "specs").mkdir(parents=True)
+    (home / "specs" / "amounts.yaml").write_text(
+        "survey: amounts\n"
+        "variables:\n"
+        "  sex: {role: categorical_key, scale: nominal}\n"
+        "  income: {role: continuous_key, precision: 0.01}\n"
+        "risk: {k: 3, max_global_risk: 0.5, max_linkage_risk: 0.05}\n"
+        "search: {enabled: true, budget_seconds: 60, methods: [local_suppression, microaggregation]}\n")
+    capsys.readouterr()
+    status = main(["plan", "amounts", "2024", "--file", str(source)])
+    text = capsys.readouterr().out
+    # the front (the keys as they are, 3-anonymous) fails the linkage check with every microaggregation
+    assert status == EXIT_OK, text
+    after = text[text.index("sdc plan: no plan of the front passes every blocking check"):].splitlines()[1:]
+    assert after[:2] == ["what it would take:", "  the closest plans and the checks they fail:"]
+    assert "    income not a key: releases the keys as they are, with a loss of 0" in after
