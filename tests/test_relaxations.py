@@ -39,6 +39,7 @@ from sdc_dagster.pipeline.relaxations import (
     advice_lines,
     closest_plans,
     gaps,
+    relaxation_text,
     what_it_would_take,
 )
 from sdc_dagster.pipeline.search import SearchCandidate, search_wave
@@ -158,6 +159,30 @@ def test_a_budget_that_runs_out_says_what_was_not_tried():
         "  no change tried makes a plan eligible",
         "  the budget of 0 s ran out; not tried: k = 4 instead of 5, k = 3 instead of 5, k = 2 instead of 5, "
         "region not a key, sex not a key, suppression limit 26.1 % instead of 4 %"]
+
+
+def test_each_relaxed_search_gets_its_share_of_the_budget_in_order(advised):
+    found = advised[0]
+    calls = []
+
+    def search(data, spec, *, wave):  # a search that recommends nothing: every change is tried
+        calls.append((spec.risk.k, spec.categorical_keys, spec.limits.max_suppressed_share, spec.search.budget_seconds,
+                      wave))
+        return found
+
+    advice = what_it_would_take(wave(), wave_spec(), found, wave="w", budget_seconds=8, search=search)
+    # a quarter of the 8 s each (TRY_SHARE), smallest change first; the same spec's searches, one change each
+    assert calls == [(4, ["sex", "region"], 0.04, 2.0, "w"), (3, ["sex", "region"], 0.04, 2.0, "w"),
+                     (2, ["sex", "region"], 0.04, 2.0, "w"), (5, ["sex"], 0.04, 2.0, "w"),
+                     (5, ["region"], 0.04, 2.0, "w"), (5, ["sex", "region"], 0.261, 2.0, "w")]
+    assert len(advice.tried) == 5 and advice.not_tried == ()
+    # the search found nothing under the raised limit, but the closest plan passes under it: named
+    (raised,) = advice.relaxations
+    assert (raised.change, raised.found_by) == ("suppression limit 26.1 % instead of 4 %", "closest plan 1")
+    assert raised.plan == "local suppression to 5-anonymity"
+    assert relaxation_text(raised.record()) == (
+        "suppression limit 26.1 % instead of 4 %: closest plan 1 passes every blocking check (local suppression to "
+        "5-anonymity, loss 0.1304); the search run again does not find it: name it among the spec's plans")
 
 
 def test_a_node_whose_plan_cannot_run_on_the_wave_is_not_a_closest_plan(advised):
