@@ -39,6 +39,7 @@ from sdc_dagster.pipeline.relaxations import (
     advice_lines,
     closest_plans,
     gaps,
+    relaxation_text,
     what_it_would_take,
 )
 from sdc_dagster.pipeline.search import SearchCandidate, search_wave
@@ -158,6 +159,30 @@ def test_a_budget_that_runs_out_says_what_was_not_tried():
         "  no change tried makes a plan eligible",
         "  the budget of 0 s ran out; not tried: k = 4 instead of 5, k = 3 instead of 5, k = 2 instead of 5, "
         "region not a key, sex not a key, suppression limit 26.1 % instead of 4 %"]
+
+
+def test_each_relaxed_search_gets_its_share_of_the_budget_in_order(advised):
+    found = advised[0]
+    calls = []
+
+    def search(data, spec, *, wave):  # a search that recommends nothing: every change is tried
+        calls.append((spec.risk.k, spec.categorical_keys, spec.limits.max_suppressed_share, spec.search.budget_seconds,
+                      wave))
+        return found
+
+    advice = what_it_would_take(wave(), wave_spec(), found, wave="w", budget_seconds=8, search=search)
+    # a quarter of the 8 s each (TRY_SHARE), smallest change first; the same spec's searches, one change each
+    assert calls == [(4, ["sex", "region"], 0.04, 2.0, "w"), (3, ["sex", "region"], 0.04, 2.0, "w"),
+                     (2, ["sex", "region"], 0.04, 2.0, "w"), (5, ["sex"], 0.04, 2.0, "w"),
+                     (5, ["region"], 0.04, 2.0, "w"), (5, ["sex", "region"], 0.261, 2.0, "w")]
+    assert len(advice.tried) == 5 and advice.not_tried == ()
+    # the search found nothing under the raised limit, but the closest plan passes under it: named
+    (raised,) = advice.relaxations
+    assert (raised.change, raised.found_by) == ("suppression limit 26.1 % instead of 4 %", "closest plan 1")
+    assert raised.plan == "local suppression to 5-anonymity"
+    assert relaxation_text(raised.record()) == (
+        "suppression limit 26.1 % instead of 4 %: closest plan 1 passes every blocking check (local suppression to "
+        "5-anonymity, loss 0.1304); the search run again does not find it: name it among the spec's plans")
 
 
 def test_a_node_whose_plan_cannot_run_on_the_wave_is_not_a_closest_plan(advised):
@@ -393,3 +418,26 @@ def test_raised_thresholds_cover_the_values_they_are_raised_to(excess):
         assert relaxations.passes_under(closest, tried[check].spec) == (len(checks) == 1)
     if len(checks) > 1:
         assert relaxations.passes_under(closest, tried["closest 1"].spec)
+
+
+def test_sdc_plan_prints_what_it_would_take_after_a_front_that_fails_the_release_checks(tmp_path, home, capsys):
+    from sdc_dagster.cli import EXIT_OK, main
+
+    source = tmp_path / "amounts.csv"
+    pd.DataFrame({"sex": ["m", "f"] * 20, "income": 1000.0 * np.arange(1, 41)}).to_csv(source, index=False)
+    (home / "specs").mkdir(parents=True)
+    (home / "specs" / "amounts.yaml").write_text(
+        "survey: amounts\n"
+        "variables:\n"
+        "  sex: {role: categorical_key, scale: nominal}\n"
+        "  income: {role: continuous_key, precision: 0.01}\n"
+        "risk: {k: 3, max_global_risk: 0.5, max_linkage_risk: 0.05}\n"
+        "search: {enabled: true, budget_seconds: 60, methods: [local_suppression, microaggregation]}\n")
+    capsys.readouterr()
+    status = main(["plan", "amounts", "2024", "--file", str(source)])
+    text = capsys.readouterr().out
+    # the front (the keys as they are, 3-anonymous) fails the linkage check with every microaggregation
+    assert status == EXIT_OK, text
+    after = text[text.index("sdc plan: no plan of the front passes every blocking check"):].splitlines()[1:]
+    assert after[:2] == ["what it would take:", "  the closest plans and the checks they fail:"]
+    assert "    income not a key: releases the keys as they are, with a loss of 0" in after

@@ -175,9 +175,9 @@ def report_inputs(
     wave's protected variants in plan order (the spec's plans, then the searched plan), each with
     its release decision (:func:`plan_summary`), whose suppressions per key and distributions
     before and after the report shows (a plan's merged categories as its safe files code and label
-    them); ``search``: the plan search the searched plan comes from
-    (its front and figures, and what it would take when it recommends no plan); ``source``: the wave file, whose SPSS / Stata value labels
-    (:func:`~sdc_dagster.sources.value_labels`) the report shows next to the codes; ``run``: the run
+    them); ``search``: the plan search the searched plan comes from (its front and figures, and
+    what it would take when it recommends no plan); ``source``: the wave file, whose SPSS / Stata
+    value labels (:func:`~sdc_dagster.sources.value_labels`) the report shows next to the codes; ``run``: the run
     (:func:`run_info`) its header shows. The sign-off block is pre-filled with the spec's ``report:``
     names. The report lists the measure notes of the risk, contribution and loss stages."""
     plans = {name: plan_summary(variant, evaluation, _utility_or_none(original, variant, spec))
