@@ -200,7 +200,7 @@ def test_bad_input():
     with pytest.raises(SDCInputError, match="'s'.*numeric"):
         microaggregation(frame, ["s"])
     with pytest.raises(SDCInputError, match="method"):
-        microaggregation(frame, ["b"], method="pca")
+        microaggregation(frame, ["b"], method="kmeans")  # "pca" is one of sdcMicro's methods now (issue 37)
     with pytest.raises(SDCInputError, match="k:"):
         microaggregation(frame, ["b"], k=4)
 
