@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.protect.microaggregation import microaggregation
+from sdc_dagster.protect.microaggregation import MEASURES, METHODS, RANDOMISED_METHODS, microaggregation
 from sdc_dagster.protect.noise import NOISE_METHODS, add_noise
 from sdc_dagster.protect.pram import pram
 from sdc_dagster.protect.rank_swapping import rank_swap
@@ -99,7 +99,8 @@ _PARAMETER_KINDS: dict[str, dict[str, Any]] = {
         "strata": "columns",
     },
     "microaggregation": {
-        "columns": "columns", "k": "int", "kind": ("mdav", "individual_ranking"), "strata": "columns",
+        "columns": "columns", "k": "int", "kind": METHODS, "strata": "columns", "measure": MEASURES,
+        "trim": "number", "weight": "column", "nc": "int", "clusters": "column",
     },
     "noise": {
         "columns": "columns", "amount": "number", "kind": NOISE_METHODS, "noise": "number", "delta": "number",
@@ -454,7 +455,8 @@ def apply_plan(
                 if name not in params and column is not None and column in current.columns:
                     params[name] = column
         seed = None
-        deterministic = method == "rounding" and params.get("method", "deterministic") == "deterministic"
+        deterministic = (method == "rounding" and params.get("method", "deterministic") == "deterministic") or (
+            method == "microaggregation" and params.get("method", "mdav") not in RANDOMISED_METHODS)
         if "random_state" in signature.parameters and not deterministic:
             seed = step_seed(plan_seed, seed_labels, index, method)
             params["random_state"] = seed

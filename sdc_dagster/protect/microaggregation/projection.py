@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sdc_dagster.errors import SDCInputError
 from sdc_dagster.numerics.robust import minimum_covariance_determinant
 
 _PP_EXACT_LIMIT = 2_000  # records: up to here every direction's MAD is computed on all records
@@ -77,7 +78,11 @@ def pca_order(x: np.ndarray) -> np.ndarray:
 def robust_estimate(x: np.ndarray, random_state) -> tuple[np.ndarray, np.ndarray]:
     """Reweighted MCD centre and covariance (:func:`minimum_covariance_determinant`, its starts on
     ``MCD_START_RECORDS`` random records when there are more, FastMCD's device for large n)."""
-    return minimum_covariance_determinant(x, random_state=random_state, start_records=MCD_START_RECORDS)
+    try:
+        return minimum_covariance_determinant(x, random_state=random_state, start_records=MCD_START_RECORDS)
+    except np.linalg.LinAlgError as error:
+        raise SDCInputError(f"robust covariance (MCD) of {len(x)} records is singular: at least half of them lie on "
+                            "a hyperplane (an exact fit); use a classical method (pca, clustpca) for these data") from error
 
 
 def mcdpca_order(x: np.ndarray, random_state) -> np.ndarray:
