@@ -22,8 +22,13 @@ machine threaded BLAS on the 250 x 250 blocks took 79 s at 100,000); 3,000 x 12 
 2.6 s (sdcMicro's algorithm chosen, 6,335 suppressions; the greedy alone 21,987 in 16-24 s),
 20,000 x 12 49 s; TOPSIS summary 0.13 s at 100,000 and 1.0 s at 1,000,000, no warning.
 
+Issue 37 (``--issue37`` runs only these): every microaggregation method of sdcMicro on 100,000 x 5
+(``--methods-n``), target 10 s each. Measured on the shared 2-core machine (load average 8-11, so
+about four times an idle machine's figures), k = 3, seed 1: see the table printed by the run and
+the figures in the README.
+
 Run: .venv/bin/python benchmarks/protect.py [--mdav-n 100000] [--suppression-n 1000000]
-     [--mdav5-n 50000 100000] [--only-perturbation] [--issue23]
+     [--mdav5-n 50000 100000] [--only-perturbation] [--issue23] [--issue37 [--methods-n 100000]]
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import pandas as pd
 
 from sdc_dagster.loss import topsis_summary
 from sdc_dagster.protect import add_noise, local_suppression, microaggregation, pram, rank_swap, rounding
+from sdc_dagster.protect.microaggregation import METHODS
 from sdc_dagster.protect.suppression import METHOD_ATTRIBUTE, suppression_counts
 from sdc_dagster.risk import k_anonymity_violations
 
@@ -87,7 +93,13 @@ def main() -> None:
     parser.add_argument("--wide-n", type=int, nargs="*", default=[3_000, 20_000])
     parser.add_argument("--topsis-n", type=int, nargs="*", default=[100_000, 1_000_000])
     parser.add_argument("--issue23", action="store_true", help="only the issue-23 figures")
+    parser.add_argument("--methods-n", type=int, nargs="*", default=[100_000],
+                        help="sizes for every microaggregation method on 5 variables")
+    parser.add_argument("--issue37", action="store_true", help="only the issue-37 figures")
     args = parser.parse_args()
+    issue37(args)
+    if args.issue37:
+        return
     issue23(args)
     if args.issue23:
         return
@@ -123,6 +135,25 @@ def main() -> None:
     perturbation(n)
     timed(f"random rounding base 10, {n:,} x 1", n,
           lambda: rounding(frame, ["savings"], base=10, method="random", random_state=1))
+
+
+def issue37(args) -> None:
+    """Every microaggregation method of sdcMicro (issue 37) on n x 5, k = 3, and the measures on MDAV's
+    and individual ranking's groups. A first call on 2,000 records compiles the numba kernels."""
+    for n in args.methods_n:
+        five = synthetic_continuous5(n)
+        columns = list(five.columns)
+        for method in METHODS:
+            if method == "individual_ranking":  # the alias of onedims
+                continue
+            microaggregation(five.iloc[:2_000], columns, k=3, method=method, random_state=1)
+            timed(f"microaggregation {method}, {n:,} x 5", n,
+                  lambda method=method: microaggregation(five, columns, k=3, method=method, random_state=1))
+        weighted = five.assign(w=np.random.default_rng(5).uniform(1, 100, n))
+        for measure, weight in (("median", None), ("trim", None), ("onestep", None), ("mean", "w"), ("median", "w")):
+            timed(f"  onedims measure {measure}{' weighted' if weight else ''}, {n:,} x 5", n,
+                  lambda measure=measure, weight=weight: microaggregation(
+                      weighted, columns, k=3, method="onedims", measure=measure, trim=0.2, weight=weight))
 
 
 def issue23(args) -> None:

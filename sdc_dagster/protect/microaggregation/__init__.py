@@ -32,8 +32,8 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.protect.microaggregation.cluster import CLUSTER_METHODS, cluster_order, kmeans_clusters
-from sdc_dagster.protect.microaggregation.mdav import _mdav_groups, _variable_weights  # noqa: F401 (tests import _variable_weights from here)
-from sdc_dagster.protect.microaggregation.measures import MEASURES, WEIGHTED_MEASURES, _group_means, group_values
+from sdc_dagster.protect.microaggregation.mdav import mdav_groups
+from sdc_dagster.protect.microaggregation.measures import MEASURES, WEIGHTED_MEASURES, group_means, group_values
 from sdc_dagster.protect.microaggregation.projection import mcdpca_order, pca_order, pppca_order
 from sdc_dagster.protect.microaggregation.ranking import cut, onedims_labels, simple_order, single_order
 from sdc_dagster.protect.microaggregation.rmd import rmd_labels, robust_distances, standardised
@@ -168,10 +168,10 @@ def microaggregation(
         # MDAV makes a stratum of fewer than 2k records one group: a record in none of the strata
         # grouped (label -1) keeps its stratum as its group; the group means of all strata at once
         # (bincount sums each group's values in record order, as a stratum's own pass would)
-        grouped = _mdav_groups(x, int(k), [rows for rows in members if len(rows) >= 2 * k])
+        grouped = mdav_groups(x, int(k), [rows for rows in members if len(rows) >= 2 * k])
         labels = np.where(grouped >= 0, grouped + len(members), codes)
         if measure == "mean" and w is None:
-            aggregated = np.where(np.isnan(x), np.nan, _group_means(x, labels)[labels])
+            aggregated = np.where(np.isnan(x), np.nan, group_means(x, labels)[labels])
         else:
             aggregated = group_values(x, labels, measure=measure, trim=float(trim), weight=w)
     else:

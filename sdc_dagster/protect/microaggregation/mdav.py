@@ -76,7 +76,7 @@ def _stratum_sums(values: np.ndarray, stratum: np.ndarray, count: int) -> np.nda
                             for j in range(values.shape[1])]).reshape(count, values.shape[1])
 
 
-def _variable_weights(x: np.ndarray, stratum: np.ndarray, count: int) -> np.ndarray:
+def variable_weights(x: np.ndarray, stratum: np.ndarray, count: int) -> np.ndarray:
     """Per stratum and column, 1 / population variance over its observed values, as sdcMicro's Mdav
     (sums in data order, E[x^2] - E[x]^2; weight 1 for a constant or unobserved column, and for a
     near-constant one whose E[x^2] - E[x]^2 rounds to a negative number, found on a stratum of equal
@@ -139,7 +139,7 @@ def _double_distance(a: np.ndarray, b: np.ndarray, penalty_z: np.ndarray) -> flo
 
 
 @njit(cache=True)
-def _kd_tree(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def kd_tree(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Balanced k-d tree over the rows of ``z`` (split at the median of the widest coordinate, leaves of
     at most ``_LEAF_SIZE`` rows): the rows in leaf order and, per node, the first and past-last
     position of its rows in that order and its two children (-1 for a leaf); node 0 is the root.
@@ -462,7 +462,7 @@ def _compile_mdav_kernel(complete: bool):
 _MDAV_KERNELS = {complete: _compile_mdav_kernel(complete) for complete in (True, False)}
 
 
-def _mdav_groups(x: np.ndarray, k: int, strata: list[np.ndarray] | None = None) -> np.ndarray:
+def mdav_groups(x: np.ndarray, k: int, strata: list[np.ndarray] | None = None) -> np.ndarray:
     """Group label of every row under sdcMicro's MDAV, missing values (NaN) included (see module
     docstring), run on each stratum on its own (``strata``: the positions of its rows in record
     order; all rows when None): labels numbered across the strata, -1 for a row in none. The k-d tree
@@ -481,7 +481,7 @@ def _mdav_groups(x: np.ndarray, k: int, strata: list[np.ndarray] | None = None) 
     stratum = np.repeat(np.arange(len(members)), np.diff(bounds))
     missing = np.isnan(values)
     observed = _stratum_sums(~missing, stratum, len(members))
-    weights = _variable_weights(values, stratum, len(members))
+    weights = variable_weights(values, stratum, len(members))
     # sdcMicro's term for a variable observed on one side only: (max - min)^2 · w, float32
     penalties = (_stratum_range(values, bounds) ** 2 * weights).astype(np.float32).astype(np.float64)
     total = _stratum_sums(np.where(missing, 0.0, values), stratum, len(members))
@@ -496,7 +496,7 @@ def _mdav_groups(x: np.ndarray, k: int, strata: list[np.ndarray] | None = None) 
     for s, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):  # strata, not records
         holes = missing[a:b].any(axis=0)
         split = np.column_stack([filled[a:b], missing[a:b][:, holes] * np.sqrt(penalty_z[s, holes])])
-        order, start, end, children = _kd_tree(split)
+        order, start, end, children = kd_tree(split)
         kernel = _MDAV_KERNELS[not holes.any()]
         local = kernel(values[a:b], z[a:b], weights[s], penalties[s], penalty_z[s], origin[s], scale[s],
                        total[s].copy(), observed[s].copy(), order, start, end, children, k, abs_tol[s])

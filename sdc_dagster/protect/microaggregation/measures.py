@@ -40,7 +40,7 @@ _ONESTEP_CONSTANT = 3 / 1.486  # sdcMicro's ``constant``
 _MAD_CONSTANT = 1.4826  # R ``mad``'s default constant
 
 
-def _group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
+def group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Per group and column, the mean of the observed values (NaN where a group observes none)."""
     observed = ~np.isnan(x)
     filled = np.where(observed, x, 0.0)

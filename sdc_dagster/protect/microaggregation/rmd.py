@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sdc_dagster.protect.microaggregation.mdav import _kd_tree
+from sdc_dagster.protect.microaggregation.mdav import kd_tree
 from sdc_dagster.protect.microaggregation.projection import robust_estimate
 
 
@@ -59,7 +59,7 @@ def rmd_labels(y: np.ndarray, md: np.ndarray, k: int) -> np.ndarray:
     if groups == 1:
         labels[:] = 0
         return labels
-    order, start, end, children = _kd_tree(y)
+    order, start, end, children = kd_tree(y)
     n_nodes = len(start)
     parent = np.full(n_nodes, -1, dtype=np.int64)
     leaf_of = np.empty(n, dtype=np.int64)  # by row
