@@ -30,7 +30,14 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.protect.microaggregation import MEASURES, METHODS, RANDOMISED_METHODS, microaggregation
+from sdc_dagster.protect.microaggregation import (
+    MEASURES,
+    METHODS,
+    RANDOMISED_METHODS,
+    microaggregation,
+    microaggregation_gower,
+)
+from sdc_dagster.protect.microaggregation.gower import CATEGORICAL_AGGREGATES
 from sdc_dagster.protect.noise import NOISE_METHODS, add_noise
 from sdc_dagster.protect.pram import pram
 from sdc_dagster.protect.rank_swapping import rank_swap
@@ -68,6 +75,7 @@ PLAN_METHODS: dict[str, Callable[..., Any]] = {
     "diversity_suppression": diversity_suppression,
     "pram": pram,
     "microaggregation": microaggregation,
+    "microaggregation_gower": microaggregation_gower,
     "noise": add_noise,
     "rank_swap": rank_swap,
     "rounding": rounding,
@@ -102,6 +110,10 @@ _PARAMETER_KINDS: dict[str, dict[str, Any]] = {
         "columns": "columns", "k": "int", "kind": METHODS, "strata": "columns", "measure": MEASURES,
         "trim": "number", "weight": "column", "nc": "int", "clusters": "column",
     },
+    "microaggregation_gower": {
+        "columns": "columns", "k": "int", "distance_columns": "columns", "strata": "columns", "scales": "mapping",
+        "mixed": "mapping", "weights": "list", "categorical": CATEGORICAL_AGGREGATES,
+    },
     "noise": {
         "columns": "columns", "amount": "number", "kind": NOISE_METHODS, "noise": "number", "delta": "number",
         "p": "number",
@@ -128,7 +140,7 @@ KEYED_METHODS = {"local_suppression", "risk_suppression", "diversity_suppression
 
 #: Methods that compute new values (group means, noise): where such a step writes into a column whose
 #: values were all whole numbers, :func:`apply_plan` rounds what it wrote to whole numbers.
-WHOLE_NUMBER_METHODS = ("microaggregation", "noise")
+WHOLE_NUMBER_METHODS = ("microaggregation", "microaggregation_gower", "noise")
 
 
 def rounded_to_whole_numbers(before: pd.DataFrame, after: pd.DataFrame,

@@ -30,6 +30,7 @@ _TOPSIS_STATISTICS = ("n", "min", "q1", "median", "mean", "q3", "max", "cv", "sk
 _METHOD_LABELS = {
     "local_suppression": "Local suppression", "diversity_suppression": "Suppression to l-diversity",
     "pram": "PRAM", "microaggregation": "Microaggregation",
+    "microaggregation_gower": "Gower-distance microaggregation of mixed variables (sdcMicro microaggrGower)",
     "recode": "Global recoding", "global_recode": "Global recoding", "interval_recode": "Global recoding into intervals",
     "top_code": "Top coding", "bottom_code": "Bottom coding", "noise": "Noise addition", "rounding": "Rounding",
     "rank_swap": "Rank swapping", "record_swap": "Targeted record swapping", "subsample": "Subsampling",
@@ -66,7 +67,9 @@ MICROAGGREGATION_METHODS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
 
 def step_sources(step: dict) -> tuple[tuple[str, str], ...]:
     """The published sources of a protection step's method where the report cites them (the
-    microaggregation methods: :data:`MICROAGGREGATION_METHODS`), else ()."""
+    microaggregation methods: :data:`MICROAGGREGATION_METHODS`, and Gower microaggregation), else ()."""
+    if step.get("method") == "microaggregation_gower":
+        return (("Gower 1971", ""), ("Templ, Kowarik & Meindl 2015", ""))
     if step.get("method") != "microaggregation":
         return ()
     parameters = step["parameters"] if "parameters" in step else step

@@ -1,4 +1,5 @@
-"""sdcMicro's microaggregation methods besides MDAV, its measures and weights (SPEC §8.6, issue 37).
+"""sdcMicro's microaggregation methods besides MDAV, its measures and weights, and its Gower
+microaggregation of mixed variables (SPEC §8.6, issue 37).
 
 sdcMicro's documentation and tests print no values for these methods (its testthat file checks
 dimensions only), and R is not available here: every expected value below is a hand computation on
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.protect import apply_plan, microaggregation, validate_plan
+from sdc_dagster.protect import apply_plan, microaggregation, microaggregation_gower, validate_plan
 from sdc_dagster.protect.microaggregation import METHODS, RANDOMISED_METHODS, _stratum_labels
 from sdc_dagster.protect.microaggregation.projection import pp_direction
 from sdc_dagster.protect.microaggregation.ranking import cut
@@ -275,3 +276,71 @@ def test_groups_hold_k_records_and_release_their_measure(method, measure, k, siz
             if method in RANDOMISED_METHODS:  # the labels of the check drew other random numbers: sizes only
                 continue
             np.testing.assert_allclose(out[column].to_numpy()[rows], expected.to_numpy()[labels[:, j]], rtol=1e-10, atol=1e-12)
+
+
+# --- Gower microaggregation (sdcMicro microaggrGower, VIM gowerD) ---------------------------------
+
+
+def test_gower_neighbours_and_aggregates_by_hand():
+    # distance variables x (range 10: scaled 0 .1 .2 1 .4) and c (nominal), weights 1: W = 2,
+    # d = |dx| / 2 + [c differs] / 2. k = 2 nearest (itself first):
+    # 0: to 1 .05, 4 .2 -> {0, 1}; 1: to 0 .05 -> {1, 0}; 2: to 3 .4 (1 .55) -> {2, 3}; 3: to 2 .4 -> {3, 2};
+    # 4: to 1 .15 (0 .2) -> {4, 1}; x replaced by the neighbours' means 0.5 0.5 6 6 2.5
+    frame = pd.DataFrame({"x": [0.0, 1, 2, 10, 4], "c": ["a", "a", "b", "b", "a"]})
+    out = microaggregation_gower(frame, ["x", "c"], k=2, categorical="mode", random_state=1)
+    np.testing.assert_allclose(out["x"], [0.5, 0.5, 6, 6, 2.5])
+    assert out["c"].tolist() == ["a", "a", "b", "b", "a"]  # every neighbourhood shares one category
+
+
+def test_gower_ties_go_to_the_earlier_record():
+    # records 0 and 1 identical: with k = 1 record 1's nearest is record 0 (VIM's whichminN: first minimum)
+    frame = pd.DataFrame({"x": [1.0, 1.0, 5.0], "z": [10.0, 20.0, 30.0]})
+    out = microaggregation_gower(frame, ["z"], k=1, distance_columns=["x"])
+    np.testing.assert_allclose(out["z"], [10, 10, 30])
+
+
+def test_gower_ordinal_mixed_and_missing_distances():
+    # ordinal o (low < mid < high, L = 3) and x (range 1), W = 2: from record 0 (low, 0): to 1 (high, .1)
+    # (1 + .1) / 2 = .55, to 2 (mid, .9) (.5 + .9) / 2 = .7, to 3 (low, 1) .5 -> {0, 3}: mean x 0.5
+    o = pd.Categorical(["low", "high", "mid", "low"], categories=["low", "mid", "high"], ordered=True)
+    frame = pd.DataFrame({"o": o, "x": [0.0, 0.1, 0.9, 1.0]})
+    assert microaggregation_gower(frame, ["x"], k=2, distance_columns=["o", "x"])["x"][0] == pytest.approx(0.5)
+    # mixed m with its mass at 0 (W = 1): one side 0 -> 1, neither -> |a - b| unscaled. From 1 (5): to 4 (4.5)
+    # .5 -> {1, 4}, mean 4.75; from 3 (3): to 0 and 2 (0) 1, to 4 1.5, to 1 2 -> {3, 0}, mean 1.5
+    frame = pd.DataFrame({"m": [0.0, 5, 0, 3, 4.5]})
+    out = microaggregation_gower(frame, ["m"], k=2, mixed={"m": 0})
+    np.testing.assert_allclose(out["m"], [0, 4.75, 0, 1.5, 4.75])
+    # a missing value is compared as max + 1 (VIM maxplus1): x scaled 0 . 1 .2, missing -> 2: record 1's
+    # nearest besides itself is record 2 (distance 1); the mean of the observed values is 1
+    frame = pd.DataFrame({"x": [0.0, np.nan, 1.0, 0.2]})
+    assert microaggregation_gower(frame, ["x"], k=2)["x"][1] == pytest.approx(1.0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(4, 25), k=st.integers(1, 4), seed=st.integers(0, 2**16))
+def test_gower_values_come_from_k_records_of_the_stratum(n, k, seed):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"x": rng.normal(size=n), "c": rng.choice(list("abc"), n), "s": rng.integers(0, 2, n),
+                          "keep": rng.normal(size=n)})
+    if frame["s"].value_counts().min() < k or frame["s"].nunique() < 2:
+        return
+    out = microaggregation_gower(frame, ["x", "c"], k=k, strata="s", random_state=seed)
+    assert out[["s", "keep"]].equals(frame[["s", "keep"]])
+    for _, rows in frame.groupby("s").groups.items():
+        x = frame.loc[rows, "x"].to_numpy()
+        low, high = np.sort(x)[:k].mean(), np.sort(x)[-k:].mean()  # a mean of k values of the stratum
+        assert ((out.loc[rows, "x"] >= low - 1e-12) & (out.loc[rows, "x"] <= high + 1e-12)).all()
+        assert set(out.loc[rows, "c"]) <= set(frame.loc[rows, "c"])
+
+
+def test_gower_plan_step_and_report_sentence():
+    frame = pd.DataFrame({"x": [0.25, 1.25, 2.25, 10.25, 4.25, 3.25], "c": list("aabbab")})
+    result = apply_plan(frame, [{"method": "microaggregation_gower", "columns": ["x", "c"], "k": 2}], keys=["c"],
+                        random_state=3)
+    # records 0 and 1 are each other's nearest (distance .05, as in test_gower_neighbours_and_aggregates_by_hand)
+    np.testing.assert_allclose(result.data["x"][:2], [0.75, 0.75])
+    assert isinstance(result.steps[0]["random_state"], int)
+    assert step_sentence(result.steps[0]).startswith("Gower-distance microaggregation of mixed variables")
+    assert ("Gower 1971", "") in step_sources(result.steps[0])
+    with pytest.raises(SDCInputError, match="'categorical'"):
+        validate_plan([{"method": "microaggregation_gower", "columns": ["x"], "categorical": "first"}], columns=["x"])

@@ -35,7 +35,8 @@ def test_registry_names():
     assert set(PLAN_METHODS) == {
         "recode", "interval_recode", "top_coding", "bottom_coding", "local_suppression", "risk_suppression",
         "diversity_suppression",
-        "pram", "microaggregation", "noise", "rank_swap", "rounding", "subsample", "remove_variables",
+        "pram", "microaggregation", "microaggregation_gower", "noise", "rank_swap", "rounding", "subsample",
+        "remove_variables",
     }
 
 

@@ -11,6 +11,8 @@ module per family:
   and the cut into groups every sorting method shares;
 * :mod:`.projection`: ``pca``, ``mcdpca``, ``pppca`` (sorted by a first principal component);
 * :mod:`.cluster`: ``clustpca``, ``clustmcdpca``, ``clustpppca``, ``influence`` (clustered first);
+* :mod:`.gower`: :func:`microaggregation_gower`, sdcMicro's ``microaggrGower`` for mixed variables
+  (each record aggregated with its k nearest on a Gower-type distance);
 
 and :mod:`.measures` the value a group releases (``mean``, ``median``, ``trim``, ``onestep``,
 weighted ``mean`` and ``median``).
@@ -32,6 +34,7 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.protect.microaggregation.cluster import CLUSTER_METHODS, cluster_order, kmeans_clusters
+from sdc_dagster.protect.microaggregation.gower import microaggregation_gower
 from sdc_dagster.protect.microaggregation.mdav import mdav_groups
 from sdc_dagster.protect.microaggregation.measures import MEASURES, WEIGHTED_MEASURES, group_means, group_values
 from sdc_dagster.protect.microaggregation.projection import mcdpca_order, pca_order, pppca_order
@@ -46,7 +49,7 @@ METHODS = ("mdav", "rmd", "pca", "clustpca", "clustmcdpca", "clustpppca", "pppca
 #: Methods that draw random numbers (MCD subsets, k-means starts): their seed is recorded.
 RANDOMISED_METHODS = ("rmd", "mcdpca", "clustpca", "clustmcdpca", "clustpppca", "influence")
 
-__all__ = ["METHODS", "MEASURES", "RANDOMISED_METHODS", "microaggregation"]
+__all__ = ["METHODS", "MEASURES", "RANDOMISED_METHODS", "microaggregation", "microaggregation_gower"]
 
 _SORTING = {"simple": simple_order, "single": single_order, "pca": pca_order, "pppca": pppca_order}
 
