@@ -344,3 +344,26 @@ def test_gower_plan_step_and_report_sentence():
     assert ("Gower 1971", "") in step_sources(result.steps[0])
     with pytest.raises(SDCInputError, match="'categorical'"):
         validate_plan([{"method": "microaggregation_gower", "columns": ["x"], "categorical": "first"}], columns=["x"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(method=st.sampled_from(["simple", "single", "onedims", "pca", "pppca", "mdav"]),
+       measure=st.sampled_from(["mean", "median"]), n=st.integers(6, 40), seed=st.integers(0, 2**16))
+def test_weighted_group_values_are_the_weighted_measure_of_the_group(method, measure, n, seed):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"a": rng.normal(size=n), "b": rng.gamma(2, size=n), "w": rng.integers(1, 5, n).astype(float)})
+    out = microaggregation(frame, ["a", "b"], k=3, method=method, measure=measure, weight="w")
+    unweighted = microaggregation(frame, ["a", "b"], k=3, method=method)
+    for column in ("a", "b"):
+        # the groups: records sharing an unweighted group mean (a tie between two groups' means is
+        # measure-zero for continuous draws)
+        for _, rows in frame.groupby(unweighted[column]).groups.items():
+            values, w = frame.loc[rows, column].to_numpy(), frame.loc[rows, "w"].to_numpy()
+            if measure == "mean":
+                expected = (values * w).sum() / w.sum()
+            else:  # sdcMicro weightedMedian, written out: the first sorted value whose weight share reaches 1/2
+                order = np.argsort(values, kind="stable")
+                share = np.cumsum(w[order]) / w.sum()
+                first = int(np.argmax(share >= 0.5))
+                expected = values[order][first] if share[first] != 0.5 else values[order][first:first + 2].mean()
+            np.testing.assert_allclose(out.loc[rows, column], expected, rtol=1e-12)
