@@ -367,3 +367,17 @@ def test_weighted_group_values_are_the_weighted_measure_of_the_group(method, mea
                 first = int(np.argmax(share >= 0.5))
                 expected = values[order][first] if share[first] != 0.5 else values[order][first:first + 2].mean()
             np.testing.assert_allclose(out.loc[rows, column], expected, rtol=1e-12)
+
+
+def test_exact_fit_of_the_mcd_is_a_clear_error_and_few_distinct_records_cluster():
+    # 30 of 50 records at (0, 0): the MCD's half-sample is a single point (sdcMicro's mahalanobis stops
+    # on the singular covariance too)
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"a": np.r_[np.zeros(30), rng.normal(size=20)], "b": np.r_[np.zeros(30), rng.normal(size=20)]})
+    with pytest.raises(SDCInputError, match="MCD.*singular.*exact fit"):
+        microaggregation(frame, ["a", "b"], k=3, method="mcdpca", random_state=1)
+    # two distinct records only: k-means gets 2 clusters (6 records at 1, 2 at 2), sorted and cut into
+    # {1, 1, 1} and {1, 1, 1, 2, 2}: 1 and 7/5
+    frame = pd.DataFrame({"a": [1.0] * 6 + [2.0] * 2, "b": [1.0] * 6 + [2.0] * 2})
+    out = microaggregation(frame, ["a", "b"], k=3, method="clustpca", random_state=1)
+    np.testing.assert_allclose(out["a"], [1, 1, 1, 1.4, 1.4, 1.4, 1.4, 1.4])

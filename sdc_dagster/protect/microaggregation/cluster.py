@@ -29,6 +29,8 @@ Arthur & Vassilvitskii (2007), k-means++: the advantages of careful seeding, SOD
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy.cluster.vq import kmeans2
 
@@ -39,8 +41,15 @@ CLUSTER_METHODS = ("clustpca", "clustmcdpca", "clustpppca", "influence")
 
 def kmeans_clusters(x: np.ndarray, nc: int, random_state) -> np.ndarray:
     """Cluster number (0..) of every record by k-means (k-means++ starts from ``random_state``),
-    clusters numbered in the order of their first record."""
-    _, labels = kmeans2(x, min(nc, len(x)), minit="++", rng=np.random.default_rng(random_state))
+    clusters numbered in the order of their first record. At most as many clusters as distinct
+    records; a cluster k-means leaves empty is dropped (scipy's warning about it is silenced: fewer
+    clusters only make longer runs of the ordering)."""
+    distinct = len(np.unique(x, axis=0))
+    if distinct < 2:
+        return np.zeros(len(x), dtype=np.int64)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="One of the clusters is empty")
+        _, labels = kmeans2(x, min(nc, distinct), minit="++", rng=np.random.default_rng(random_state))
     _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
     return np.argsort(np.argsort(first))[inverse.reshape(-1)]
 
