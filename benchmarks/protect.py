@@ -22,8 +22,15 @@ machine threaded BLAS on the 250 x 250 blocks took 79 s at 100,000); 3,000 x 12 
 2.6 s (sdcMicro's algorithm chosen, 6,335 suppressions; the greedy alone 21,987 in 16-24 s),
 20,000 x 12 49 s; TOPSIS summary 0.13 s at 100,000 and 1.0 s at 1,000,000, no warning.
 
+Issue 37 (``--issue37`` runs only these): every microaggregation method of sdcMicro on 100,000 x 5
+(``--methods-n``), target 10 s each, and Gower microaggregation. Measured on the shared 2-core
+machine at load average 10-11 (several times an idle machine's figures), k = 3, seed 1: simple 0.04 s,
+single 0.14 s, onedims 0.30 s, pca 0.34 s, clustpca 1.2 s, influence 1.5 s, mcdpca 5.4 s, rmd 6.4 s,
+pppca 6.5 s, clustpppca 7.9 s, clustmcdpca 10.2 s (MDAV 2.9 s in the same run); the measures on
+individual ranking's groups 0.25-0.6 s; Gower 10,000 x 5 3.7 s, 100,000 x 5 in 100 strata 4.5 s.
+
 Run: .venv/bin/python benchmarks/protect.py [--mdav-n 100000] [--suppression-n 1000000]
-     [--mdav5-n 50000 100000] [--only-perturbation] [--issue23]
+     [--mdav5-n 50000 100000] [--only-perturbation] [--issue23] [--issue37 [--methods-n 100000]]
 """
 
 from __future__ import annotations
@@ -36,7 +43,16 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.loss import topsis_summary
-from sdc_dagster.protect import add_noise, local_suppression, microaggregation, pram, rank_swap, rounding
+from sdc_dagster.protect import (
+    add_noise,
+    local_suppression,
+    microaggregation,
+    microaggregation_gower,
+    pram,
+    rank_swap,
+    rounding,
+)
+from sdc_dagster.protect.microaggregation import METHODS
 from sdc_dagster.protect.suppression import METHOD_ATTRIBUTE, suppression_counts
 from sdc_dagster.risk import k_anonymity_violations
 
@@ -87,7 +103,13 @@ def main() -> None:
     parser.add_argument("--wide-n", type=int, nargs="*", default=[3_000, 20_000])
     parser.add_argument("--topsis-n", type=int, nargs="*", default=[100_000, 1_000_000])
     parser.add_argument("--issue23", action="store_true", help="only the issue-23 figures")
+    parser.add_argument("--methods-n", type=int, nargs="*", default=[100_000],
+                        help="sizes for every microaggregation method on 5 variables")
+    parser.add_argument("--issue37", action="store_true", help="only the issue-37 figures")
     args = parser.parse_args()
+    issue37(args)
+    if args.issue37:
+        return
     issue23(args)
     if args.issue23:
         return
@@ -123,6 +145,35 @@ def main() -> None:
     perturbation(n)
     timed(f"random rounding base 10, {n:,} x 1", n,
           lambda: rounding(frame, ["savings"], base=10, method="random", random_state=1))
+
+
+def issue37(args) -> None:
+    """Every microaggregation method of sdcMicro (issue 37) on n x 5, k = 3, and the measures on MDAV's
+    and individual ranking's groups. A first call on 2,000 records compiles the numba kernels."""
+    for n in args.methods_n:
+        five = synthetic_continuous5(n)
+        columns = list(five.columns)
+        for method in METHODS:
+            if method == "individual_ranking":  # the alias of onedims
+                continue
+            microaggregation(five.iloc[:2_000], columns, k=3, method=method, random_state=1)
+            timed(f"microaggregation {method}, {n:,} x 5", n,
+                  lambda method=method: microaggregation(five, columns, k=3, method=method, random_state=1))
+        weighted = five.assign(w=np.random.default_rng(5).uniform(1, 100, n))
+        for measure, weight in (("median", None), ("trim", None), ("onestep", None), ("mean", "w"), ("median", "w")):
+            timed(f"  onedims measure {measure}{' weighted' if weight else ''}, {n:,} x 5", n,
+                  lambda measure=measure, weight=weight: microaggregation(
+                      weighted, columns, k=3, method="onedims", measure=measure, trim=0.2, weight=weight))
+        # Gower microaggregation computes all n^2 distances of a stratum (as sdcMicro): 3 continuous
+        # and 2 categorical variables, without strata on 10,000 records, and on n records in 100 strata
+        mixed = five.assign(key0=synthetic_keys(n)["key3"].astype(str), key1=synthetic_keys(n)["key5"].astype(str))
+        gower_columns = ["income", "age", "savings", "key0", "key1"]
+        microaggregation_gower(mixed.iloc[:500], gower_columns, k=3, random_state=1)
+        timed("microaggrGower, 10,000 x 5 (3 continuous, 2 nominal)", 10_000,
+              lambda: microaggregation_gower(mixed.iloc[:10_000], gower_columns, k=3, random_state=1))
+        mixed = mixed.assign(stratum=np.arange(n) % 100)
+        timed(f"microaggrGower, {n:,} x 5 in 100 strata", n,
+              lambda: microaggregation_gower(mixed, gower_columns, k=3, strata="stratum", random_state=1))
 
 
 def issue23(args) -> None:

@@ -60,7 +60,7 @@ from sdc_dagster.report.categories import plain_category
 #: than it had (the keys they touch are left out of the invariant, :func:`perturbed_keys`). Rank
 #: swapping is not among them: it exchanges values between records, so every category keeps its
 #: count and the invariant is checked.
-PERTURBATIVE_METHODS = ("pram", "microaggregation", "noise", "rounding")
+PERTURBATIVE_METHODS = ("pram", "microaggregation", "microaggregation_gower", "noise", "rounding")
 #: The methods whose steps change a variable's categories as a recode (the variables they name get
 #: a released coding).
 RECODING_METHODS = ("recode", "interval_recode", "top_coding", "bottom_coding")

@@ -2,7 +2,7 @@
 
 from sdc_dagster.protect.cellkey import assign_record_keys, cell_key_perturb, cell_key_table, grid_cell_key  # SPEC §8.11
 from sdc_dagster.protect.grid import consistent_grid_suppression, grid_suppression  # SPEC §11.2, §11.4
-from sdc_dagster.protect.microaggregation import microaggregation  # SPEC §8.6
+from sdc_dagster.protect.microaggregation import microaggregation, microaggregation_gower  # SPEC §8.6
 from sdc_dagster.protect.mv_top_coding import mv_top_coding  # sdcMicro mvTopCoding
 from sdc_dagster.protect.noise import add_noise  # SPEC §8.5
 from sdc_dagster.protect.optimal_suppression import OptimalSuppression, optimal_local_suppression  # SPEC §8.3
@@ -46,6 +46,7 @@ __all__ = [
     "local_suppression",
     "merge_mapping",
     "microaggregation",
+    "microaggregation_gower",
     "mv_top_coding",
     "optimal_local_suppression",
     "perturbation_table",

@@ -30,7 +30,14 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.protect.microaggregation import microaggregation
+from sdc_dagster.protect.microaggregation import (
+    MEASURES,
+    METHODS,
+    RANDOMISED_METHODS,
+    microaggregation,
+    microaggregation_gower,
+)
+from sdc_dagster.protect.microaggregation.gower import CATEGORICAL_AGGREGATES
 from sdc_dagster.protect.mv_top_coding import MV_TOP_CODING_ESTIMATORS, mv_top_coding
 from sdc_dagster.protect.noise import NOISE_METHODS, add_noise
 from sdc_dagster.protect.pram import pram
@@ -70,6 +77,7 @@ PLAN_METHODS: dict[str, Callable[..., Any]] = {
     "pram": pram,
     "microaggregation": microaggregation,
     "mv_top_coding": mv_top_coding,
+    "microaggregation_gower": microaggregation_gower,
     "noise": add_noise,
     "rank_swap": rank_swap,
     "rounding": rounding,
@@ -101,7 +109,12 @@ _PARAMETER_KINDS: dict[str, dict[str, Any]] = {
         "strata": "columns",
     },
     "microaggregation": {
-        "columns": "columns", "k": "int", "kind": ("mdav", "individual_ranking"), "strata": "columns",
+        "columns": "columns", "k": "int", "kind": METHODS, "strata": "columns", "measure": MEASURES,
+        "trim": "number", "weight": "column", "nc": "int", "clusters": "column",
+    },
+    "microaggregation_gower": {
+        "columns": "columns", "k": "int", "distance_columns": "columns", "strata": "columns", "scales": "mapping",
+        "mixed": "mapping", "weights": "list", "categorical": CATEGORICAL_AGGREGATES,
     },
     "mv_top_coding": {
         "columns": "columns", "alpha": "number", "estimator": MV_TOP_CODING_ESTIMATORS, "center": "list",
@@ -133,7 +146,7 @@ KEYED_METHODS = {"local_suppression", "risk_suppression", "diversity_suppression
 
 #: Methods that compute new values (group means, noise): where such a step writes into a column whose
 #: values were all whole numbers, :func:`apply_plan` rounds what it wrote to whole numbers.
-WHOLE_NUMBER_METHODS = ("microaggregation", "noise")
+WHOLE_NUMBER_METHODS = ("microaggregation", "microaggregation_gower", "noise")
 # Not mv_top_coding: its pulled points lie on the ellipsoid d^2 = quantile, and rounding them can move
 # them back outside it, or back onto the original whole-number point (tests/protect/test_mv_top_coding.py).
 
@@ -464,7 +477,8 @@ def apply_plan(
         seed = None
         deterministic = (method == "rounding" and params.get("method", "deterministic") == "deterministic") or (
             method == "mv_top_coding" and (params.get("estimator", "robust") == "classical"
-                                           or params.get("center") is not None))  # no MCD to seed
+                                           or params.get("center") is not None)) or (  # no MCD to seed
+            method == "microaggregation" and params.get("method", "mdav") not in RANDOMISED_METHODS)
         if "random_state" in signature.parameters and not deterministic:
             seed = step_seed(plan_seed, seed_labels, index, method)
             params["random_state"] = seed

@@ -30,6 +30,7 @@ _TOPSIS_STATISTICS = ("n", "min", "q1", "median", "mean", "q3", "max", "cv", "sk
 _METHOD_LABELS = {
     "local_suppression": "Local suppression", "diversity_suppression": "Suppression to l-diversity",
     "pram": "PRAM", "microaggregation": "Microaggregation",
+    "microaggregation_gower": "Gower-distance microaggregation of mixed variables (sdcMicro microaggrGower)",
     "recode": "Global recoding", "global_recode": "Global recoding", "interval_recode": "Global recoding into intervals",
     "top_code": "Top coding", "bottom_code": "Bottom coding",
     "mv_top_coding": "Multivariate top coding (outliers pulled onto the chi-square ellipsoid of the Mahalanobis distance)",
@@ -37,6 +38,44 @@ _METHOD_LABELS = {
     "rank_swap": "Rank swapping", "record_swap": "Targeted record swapping", "subsample": "Subsampling",
     "remove": "Removal of variables",
 }
+
+#: Microaggregation by the method that formed the groups (a step's ``kind``, sdcMicro's method name),
+#: and the published sources of each: ``(label, ((short form, where), ...))``.
+_TEMPL_2008 = ("Templ 2008", "")
+MICROAGGREGATION_METHODS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
+    "mdav": ("MDAV microaggregation", (("Domingo-Ferrer & Mateo-Sanz 2002", ""),)),
+    "rmd": ("Microaggregation around robust Mahalanobis outliers (sdcMicro rmd)",
+            (("Templ & Meindl 2008", ""), ("Rousseeuw & Van Driessen 1999", ""))),
+    "pca": ("Microaggregation along the first principal component (sdcMicro pca)", (_TEMPL_2008,)),
+    "mcdpca": ("Microaggregation along the robust (MCD) first principal component (sdcMicro mcdpca)",
+               (_TEMPL_2008, ("Rousseeuw & Van Driessen 1999", ""))),
+    "pppca": ("Microaggregation along the projection-pursuit first principal component (sdcMicro pppca)",
+              (_TEMPL_2008, ("Croux & Ruiz-Gazen 2005", ""))),
+    "clustpca": ("Microaggregation within clusters, along each cluster's first principal component "
+                 "(sdcMicro clustpca)", (_TEMPL_2008,)),
+    "clustmcdpca": ("Microaggregation within clusters, along each cluster's robust (MCD) first principal "
+                    "component (sdcMicro clustmcdpca)", (_TEMPL_2008, ("Rousseeuw & Van Driessen 1999", ""))),
+    "clustpppca": ("Microaggregation within clusters, along each cluster's projection-pursuit first principal "
+                   "component (sdcMicro clustpppca)", (_TEMPL_2008, ("Croux & Ruiz-Gazen 2005", ""))),
+    "influence": ("Microaggregation within clusters, sorted by the variable of largest cluster centre "
+                  "(sdcMicro influence)", (_TEMPL_2008,)),
+    "onedims": ("Individual ranking microaggregation (sdcMicro onedims)", (("Defays & Nanopoulos 1993", ""),)),
+    "individual_ranking": ("Individual ranking microaggregation (sdcMicro onedims)",
+                           (("Defays & Nanopoulos 1993", ""),)),
+    "single": ("Microaggregation sorted by the first variable (sdcMicro single)", (_TEMPL_2008,)),
+    "simple": ("Microaggregation of the records in file order (sdcMicro simple)", (_TEMPL_2008,)),
+}
+
+
+def step_sources(step: dict) -> tuple[tuple[str, str], ...]:
+    """The published sources of a protection step's method where the report cites them (the
+    microaggregation methods: :data:`MICROAGGREGATION_METHODS`, and Gower microaggregation), else ()."""
+    if step.get("method") == "microaggregation_gower":
+        return (("Gower 1971", ""), ("Templ, Kowarik & Meindl 2015", ""))
+    if step.get("method") != "microaggregation":
+        return ()
+    parameters = step["parameters"] if "parameters" in step else step
+    return MICROAGGREGATION_METHODS.get(str(parameters.get("kind", "mdav")), ("", ()))[1]
 
 
 # --- inputs and the figures every format shares ------------------------------------------------
@@ -152,6 +191,8 @@ def step_sentence(step: dict) -> str:
     shown = [written(key, value) for key, value in parameters.items()
              if value is not None and value is not False and value != [] and value != {}]
     sentence = _METHOD_LABELS.get(method, method.replace("_", " ").capitalize())
+    if method == "microaggregation" and str(parameters.get("kind", "mdav")) in MICROAGGREGATION_METHODS:
+        sentence = MICROAGGREGATION_METHODS[str(parameters.get("kind", "mdav"))][0]
     if shown:
         sentence += " with " + "; ".join(shown)
     if step.get("random_state") is not None:

@@ -32,6 +32,7 @@ from sdc_dagster.report.content import (
     risk_target,
     same_for_every_plan,
     step_sentence,
+    step_sources,
     suda_summary,
     topsis_summary_table,
     worst_losses,
@@ -499,7 +500,9 @@ def _provenance_section(inputs: ReportInputs) -> str:
     for name, plan in inputs.plans.items():
         steps = plan.steps or [{"method": "none"}]
         parts += [f"<h3>{html.escape(name)}</h3>",
-                  "<ol>" + "".join(f"<li>{html.escape(step_sentence(s))}</li>" for s in steps) + "</ol>"]
+                  "<ol>" + "".join(f"<li>{html.escape(step_sentence(s))}"
+                                   + (f" {cite_html(*step_sources(s))}" if step_sources(s) else "") + "</li>"
+                                   for s in steps) + "</ol>"]
         origin = plan.provenance
         if origin:
             facts = [("random_state (the plan's random seed)", origin.get("seed")), ("run", origin.get("run_id")),

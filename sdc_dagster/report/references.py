@@ -16,6 +16,13 @@ import unicodedata
 #: Full entries of the references, by the short form the text cites them with.
 REFERENCES: dict[str, str] = {
     "Cramér 1946": "Cramér, H. (1946). Mathematical Methods of Statistics. Princeton: Princeton University Press.",
+    "Croux & Ruiz-Gazen 2005": (
+        "Croux, C. & Ruiz-Gazen, A. (2005). High breakdown estimators for principal components: the "
+        "projection-pursuit approach revisited. Journal of Multivariate Analysis, 95(1), 206–226."),
+    "Defays & Nanopoulos 1993": (
+        "Defays, D. & Nanopoulos, P. (1993). Panels of enterprises and confidentiality: the small aggregates "
+        "method. Proceedings of the 1992 Symposium on Design and Analysis of Longitudinal Surveys, 195–204. "
+        "Ottawa: Statistics Canada."),
     "Domingo-Ferrer & Mateo-Sanz 2002": (
         "Domingo-Ferrer, J. & Mateo-Sanz, J. M. (2002). Practical data-oriented microaggregation for "
         "statistical disclosure control. IEEE Transactions on Knowledge and Data Engineering, 14(1), 189–201."),
@@ -77,6 +84,9 @@ REFERENCES: dict[str, str] = {
     "Nowak & Radzik 1994": (
         "Nowak, A. S. & Radzik, T. (1994). A solidarity value for n-person transferable utility games. "
         "International Journal of Game Theory, 23(1), 43–48."),
+    "Rousseeuw & Van Driessen 1999": (
+        "Rousseeuw, P. J. & Van Driessen, K. (1999). A fast algorithm for the minimum covariance determinant "
+        "estimator. Technometrics, 41(3), 212–223."),
     "sdcMicro reference manual": (
         "Templ, M., Meindl, B., Kowarik, A. et al. sdcMicro: Statistical Disclosure Control Methods for "
         "Anonymization of Data and Risk Estimation. R package reference manual, version 5.8.1. CRAN."),
@@ -97,6 +107,9 @@ REFERENCES: dict[str, str] = {
         "Templ, M. & Meindl, B. (2008). Robust statistics meets SDC: new disclosure risk measures for continuous "
         "microdata masking. In J. Domingo-Ferrer & Y. Saygın (eds.), Privacy in Statistical Databases, Lecture "
         "Notes in Computer Science 5262, 113–126. Berlin: Springer."),
+    "Templ 2008": (
+        "Templ, M. (2008). Statistical disclosure control for microdata using the R-package sdcMicro. "
+        "Transactions on Data Privacy, 1(2), 67–85."),
     "Templ, Kowarik & Meindl 2015": (
         "Templ, M., Kowarik, A. & Meindl, B. (2015). Statistical disclosure control for micro-data using the R "
         "package sdcMicro. Journal of Statistical Software, 67(4), 1–36. doi:10.18637/jss.v067.i04."),

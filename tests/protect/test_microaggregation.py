@@ -14,9 +14,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from sdc_dagster.protect.microaggregation import (
-    _mdav_groups,
-    _variable_weights,
+from sdc_dagster.protect.microaggregation.mdav import (
+    mdav_groups,
+    variable_weights,
 )
 
 DATA = Path(__file__).parents[1] / "data" / "sdcmicro"
@@ -33,7 +33,7 @@ def test_mdav_matches_sdcmicro_golden_record_by_record():
     assert out.index.equals(testdata.index)
     np.testing.assert_allclose(out[COLUMNS].to_numpy(), golden[COLUMNS].to_numpy(), rtol=1e-8, atol=0)
     assert out[COLUMNS].drop_duplicates().shape[0] <= summary["n_groups"] == 1526
-    assert _mdav_groups(testdata[COLUMNS].to_numpy(dtype="float64"), 3).max() + 1 == summary["n_groups"]
+    assert mdav_groups(testdata[COLUMNS].to_numpy(dtype="float64"), 3).max() + 1 == summary["n_groups"]
     np.testing.assert_allclose(out[COLUMNS].mean().to_numpy(), summary["colMeans_mx"], rtol=1e-10)
     assert out.drop(columns=COLUMNS).equals(testdata.drop(columns=COLUMNS))
 
@@ -51,7 +51,7 @@ def single_precision_distance(rows, point, weights):
 def reference_mdav(x, k):
     """sdcMicro's Mdav loop transcribed without any index: full distance scans every step."""
     n = len(x)
-    w = _variable_weights(x, np.zeros(len(x), dtype=np.int64), 1)[0]
+    w = variable_weights(x, np.zeros(len(x), dtype=np.int64), 1)[0]
     alive, labels, group, left = np.ones(n, bool), np.full(n, -1), 0, n
     while left >= 2 * k:
         two = left >= 3 * k
@@ -79,7 +79,7 @@ def test_indexed_mdav_equals_exhaustive_transcription_including_ties(seed):
         x = np.column_stack([rng.lognormal(10, 1, n), rng.normal(0, 1, n)])
     else:
         x = np.column_stack([rng.gamma(2, 1000, n), np.full(n, 7.0), rng.integers(0, 3, n)])  # a constant column
-    labels = _mdav_groups(x, k)
+    labels = mdav_groups(x, k)
     assert np.array_equal(labels, reference_mdav(x, k))
     sizes = np.bincount(labels)
     assert sizes.min() >= k and (sizes <= 2 * k - 1).all()
@@ -124,7 +124,7 @@ def reference_mdav_with_missing(x, k):
     """sdcMicro's Mdav loop with its missing-value rules (Mdav.h: DistXX/Dist/AddRow), transcribed
     without compaction: full scans, NaN-aware centroid over the observed values."""
     n = len(x)
-    w = _variable_weights(x, np.zeros(len(x), dtype=np.int64), 1)[0]
+    w = variable_weights(x, np.zeros(len(x), dtype=np.int64), 1)[0]
     observed = ~np.isnan(x)
     penalty = ((np.nanmax(x, axis=0) - np.nanmin(x, axis=0)) ** 2 * w).astype(np.float32)
     alive, labels, group, left = np.ones(n, bool), np.full(n, -1), 0, n
@@ -154,14 +154,14 @@ def test_mdav_with_missing_values_equals_transcription_of_sdcmicro_loop(seed):
     x[rng.random((n, 3)) < [0.2, 0.05, 0.1]] = np.nan
     if seed == 0:
         x[:, 2] = np.nan  # a variable never observed
-    labels = _mdav_groups(x, k)
+    labels = mdav_groups(x, k)
     assert np.array_equal(labels, reference_mdav_with_missing(x, k))
 
 
 def test_mdav_missing_path_equals_exhaustive_transcription_on_complete_data():
     rng = np.random.default_rng(5)
     x = np.column_stack([rng.lognormal(10, 1, 300), rng.integers(0, 4, 300).astype(float)])
-    assert np.array_equal(_mdav_groups(x, 3), reference_mdav(x, 3))
+    assert np.array_equal(mdav_groups(x, 3), reference_mdav(x, 3))
 
 
 @settings(max_examples=40, deadline=None)
@@ -173,7 +173,7 @@ def test_mdav_missing_path_equals_exhaustive_transcription_on_complete_data():
 def test_mdav_with_missing_values_invariants(x, k):
     frame = pd.DataFrame(x, columns=["a", "b", "c"])
     out = microaggregation(frame, ["a", "b", "c"], k=k).to_numpy()
-    labels = _mdav_groups(x, k)
+    labels = mdav_groups(x, k)
     sizes = np.bincount(labels)
     assert sizes.min() >= k and (sizes <= 2 * k - 1).all() or len(sizes) == 1
     assert np.array_equal(np.isnan(out), np.isnan(x))  # missing stays missing, nothing is imputed
@@ -200,7 +200,7 @@ def test_bad_input():
     with pytest.raises(SDCInputError, match="'s'.*numeric"):
         microaggregation(frame, ["s"])
     with pytest.raises(SDCInputError, match="method"):
-        microaggregation(frame, ["b"], method="pca")
+        microaggregation(frame, ["b"], method="kmeans")  # "pca" is one of sdcMicro's methods now (issue 37)
     with pytest.raises(SDCInputError, match="k:"):
         microaggregation(frame, ["b"], k=4)
 
@@ -211,7 +211,7 @@ def test_indexed_mdav_equals_exhaustive_transcription_on_thousands_of_records():
     n = 3000
     x = np.column_stack([rng.lognormal(10, 1, n), np.round(rng.normal(45, 15, n)), rng.gamma(2, 1000, n)])
     x[rng.choice(n, 300, replace=False)] = x[rng.choice(n, 300, replace=False)]  # duplicated records: ties
-    labels = _mdav_groups(x, 3)
+    labels = mdav_groups(x, 3)
     assert np.array_equal(labels, reference_mdav(x, 3))
 
 
@@ -223,7 +223,7 @@ def test_indexed_mdav_equals_exhaustive_transcription_on_thousands_of_records():
 def test_property_mdav_equals_exhaustive_transcription_on_tied_data(x, k):
     """Heavy ties (7 values per variable) through the k-d tree kernel: the same labels as the full scans."""
     assume(len(x) >= k)
-    assert np.array_equal(_mdav_groups(x, k), reference_mdav(x, k))
+    assert np.array_equal(mdav_groups(x, k), reference_mdav(x, k))
 
 
 REFERENCE = Path(__file__).parents[1] / "data" / "mdav" / "reference_labels.npz"
@@ -239,7 +239,7 @@ def test_mdav_groups_equal_stored_labels_of_the_previous_implementation(case):
     with np.load(REFERENCE) as stored:
         x, k, expected = stored[f"{case}_x"], int(stored[f"{case}_k"]), stored[f"{case}_labels"]
     before = x.copy()
-    labels = _mdav_groups(x, k)
+    labels = mdav_groups(x, k)
     np.testing.assert_array_equal(labels, expected)
     np.testing.assert_array_equal(x, before)
 
@@ -372,10 +372,10 @@ def test_property_strata_groups_stay_within_strata_and_keep_stratum_totals(x, n_
 def test_near_constant_column_gets_weight_one_not_nan():
     """E[x^2] - E[x]^2 of equal amounts can round below zero (a stratum of the public corpus); MDAV
     then took the square root of a negative weight: NaN distances and a RuntimeWarning."""
-    from sdc_dagster.protect.microaggregation import _variable_weights
+    from sdc_dagster.protect.microaggregation.mdav import variable_weights
 
     x = np.column_stack([np.full(7, 0.7), np.arange(7.0)])
     mean = np.cumsum(x[:, 0])[-1] / 7
     assert np.cumsum(x[:, 0] ** 2)[-1] / 7 - mean * mean < 0  # the rounding the fix is about
-    weights = _variable_weights(x, np.zeros(len(x), dtype=np.int64), 1)[0]
+    weights = variable_weights(x, np.zeros(len(x), dtype=np.int64), 1)[0]
     assert weights[0] == 1.0 and weights[1] == pytest.approx(1 / 4.0)  # population variance of 0..6 is 4

@@ -35,7 +35,8 @@ def test_registry_names():
     assert set(PLAN_METHODS) == {
         "recode", "interval_recode", "top_coding", "bottom_coding", "local_suppression", "risk_suppression",
         "diversity_suppression",
-        "pram", "microaggregation", "mv_top_coding", "noise", "rank_swap", "rounding", "subsample", "remove_variables",
+        "pram", "microaggregation", "microaggregation_gower", "mv_top_coding", "noise", "rank_swap", "rounding",
+        "subsample", "remove_variables",
     }
 
 
@@ -53,7 +54,8 @@ def test_plan_is_reproducible_byte_for_byte_and_records_steps(testdata):
     assert len({s for s in seeds if s is not None}) == len(random_steps)
     # every parameter recorded, defaults included; the variant of a method is called "kind"
     micro = a.steps[3]
-    assert micro["parameters"] == {"columns": ["expend", "income", "savings"], "k": 3, "kind": "mdav", "strata": None}
+    assert micro["parameters"] == {"columns": ["expend", "income", "savings"], "k": 3, "kind": "mdav", "strata": None,
+                                   "measure": "mean", "trim": 0.0, "weight": None, "nc": 8, "clusters": None}
     assert a.steps[1]["parameters"]["keys"] == KEYS
     # counts: the suppression step equals running local suppression alone on the recoded data
     recoded = testdata.assign(water=testdata["water"].replace({7: 5, 8: 5, 9: 5}))

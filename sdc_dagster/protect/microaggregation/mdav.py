@@ -1,4 +1,4 @@
-"""Microaggregation: MDAV (multivariate) and individual ranking (univariate) (SPEC §8.6).
+"""MDAV microaggregation: the grouping of sdcMicro's ``method="mdav"`` (SPEC §8.6).
 
 Records are partitioned into groups of at least k and every value is replaced by its group mean.
 The grouping algorithm is OPEN in SPEC §8.6; ``method="mdav"`` reproduces sdcMicro's
@@ -56,20 +56,13 @@ complete data (a tie decided by the last bit of the centroid may then go the oth
 References
 ----------
 Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation for statistical
-disclosure control, IEEE TKDE 14(1). sdcMicro ``src/Mdav.h`` and ``R/microaggregation.R``
-(``micro_onedims`` for individual ranking).
+disclosure control, IEEE TKDE 14(1). sdcMicro ``src/Mdav.h`` and ``R/mdav.R``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
-import pandas as pd
 from numba import njit
-
-from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.protect.strata import stratum_codes, stratum_members
 
 _REL_TOL = 1e-5  # >> single-precision rounding of a distance (about 2e-7 relative)
 _EXACT_CENTER_LIMIT = 5_000  # up to here the centroid is re-summed in data order as sdcMicro does
@@ -83,7 +76,7 @@ def _stratum_sums(values: np.ndarray, stratum: np.ndarray, count: int) -> np.nda
                             for j in range(values.shape[1])]).reshape(count, values.shape[1])
 
 
-def _variable_weights(x: np.ndarray, stratum: np.ndarray, count: int) -> np.ndarray:
+def variable_weights(x: np.ndarray, stratum: np.ndarray, count: int) -> np.ndarray:
     """Per stratum and column, 1 / population variance over its observed values, as sdcMicro's Mdav
     (sums in data order, E[x^2] - E[x]^2; weight 1 for a constant or unobserved column, and for a
     near-constant one whose E[x^2] - E[x]^2 rounds to a negative number, found on a stratum of equal
@@ -146,7 +139,7 @@ def _double_distance(a: np.ndarray, b: np.ndarray, penalty_z: np.ndarray) -> flo
 
 
 @njit(cache=True)
-def _kd_tree(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def kd_tree(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Balanced k-d tree over the rows of ``z`` (split at the median of the widest coordinate, leaves of
     at most ``_LEAF_SIZE`` rows): the rows in leaf order and, per node, the first and past-last
     position of its rows in that order and its two children (-1 for a leaf); node 0 is the root.
@@ -469,7 +462,7 @@ def _compile_mdav_kernel(complete: bool):
 _MDAV_KERNELS = {complete: _compile_mdav_kernel(complete) for complete in (True, False)}
 
 
-def _mdav_groups(x: np.ndarray, k: int, strata: list[np.ndarray] | None = None) -> np.ndarray:
+def mdav_groups(x: np.ndarray, k: int, strata: list[np.ndarray] | None = None) -> np.ndarray:
     """Group label of every row under sdcMicro's MDAV, missing values (NaN) included (see module
     docstring), run on each stratum on its own (``strata``: the positions of its rows in record
     order; all rows when None): labels numbered across the strata, -1 for a row in none. The k-d tree
@@ -488,7 +481,7 @@ def _mdav_groups(x: np.ndarray, k: int, strata: list[np.ndarray] | None = None) 
     stratum = np.repeat(np.arange(len(members)), np.diff(bounds))
     missing = np.isnan(values)
     observed = _stratum_sums(~missing, stratum, len(members))
-    weights = _variable_weights(values, stratum, len(members))
+    weights = variable_weights(values, stratum, len(members))
     # sdcMicro's term for a variable observed on one side only: (max - min)^2 · w, float32
     penalties = (_stratum_range(values, bounds) ** 2 * weights).astype(np.float32).astype(np.float64)
     total = _stratum_sums(np.where(missing, 0.0, values), stratum, len(members))
@@ -503,110 +496,10 @@ def _mdav_groups(x: np.ndarray, k: int, strata: list[np.ndarray] | None = None) 
     for s, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):  # strata, not records
         holes = missing[a:b].any(axis=0)
         split = np.column_stack([filled[a:b], missing[a:b][:, holes] * np.sqrt(penalty_z[s, holes])])
-        order, start, end, children = _kd_tree(split)
+        order, start, end, children = kd_tree(split)
         kernel = _MDAV_KERNELS[not holes.any()]
         local = kernel(values[a:b], z[a:b], weights[s], penalties[s], penalty_z[s], origin[s], scale[s],
                        total[s].copy(), observed[s].copy(), order, start, end, children, k, abs_tol[s])
         labels[rows[a:b]] = local + groups
         groups += int(local.max()) + 1
     return labels
-
-
-def _group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Per group and column, the mean of the observed values (NaN where a group observes none)."""
-    observed = ~np.isnan(x)
-    filled = np.where(observed, x, 0.0)
-    columns = []
-    for j in range(x.shape[1]):
-        count = np.bincount(labels, weights=observed[:, j].astype(float))
-        total = np.bincount(labels, weights=filled[:, j])
-        columns.append(np.where(count > 0, total / np.maximum(count, 1.0), np.nan))
-    return np.column_stack(columns)
-
-
-def _individual_ranking(x: np.ndarray, k: int, columns: Sequence[str]) -> np.ndarray:
-    """Univariate microaggregation of each column (sdcMicro ``onedims``): sort the observed values,
-    groups of k, the last group taking the remainder (k+1..2k-1 records), means; a missing value
-    stays missing and takes no part."""
-    out = np.full_like(x, np.nan)
-    for j in range(x.shape[1]):
-        present = np.flatnonzero(~np.isnan(x[:, j]))
-        n = len(present)
-        if n == 0:
-            continue
-        if n < k:
-            raise SDCInputError(
-                f"column {columns[j]!r}: {n} observed values, individual ranking needs at least k={k}"
-            )
-        n_groups = max(n // k, 1)
-        group_of_rank = np.minimum(np.arange(n) // k, n_groups - 1)
-        sizes = np.bincount(group_of_rank, minlength=n_groups)
-        order = present[np.argsort(x[present, j], kind="stable")]
-        means = np.bincount(group_of_rank, weights=x[order, j], minlength=n_groups) / sizes
-        out[order, j] = means[group_of_rank]
-    return out
-
-
-def microaggregation(
-    data: pd.DataFrame,
-    columns: Sequence[str],
-    *,
-    k: int = 3,
-    method: str = "mdav",
-    strata: str | Sequence[str] | None = None,
-) -> pd.DataFrame:
-    """Replace ``columns`` by group means over groups of at least k records (SPEC §8.6).
-
-    Parameters
-    ----------
-    data : the microdata; not modified.
-    columns : numeric columns aggregated together (MDAV) or one by one (individual ranking).
-    k : minimum group size (sdcMicro ``aggr``).
-    method : "mdav" (sdcMicro ``microaggregation(method="mdav")``) or "individual_ranking"
-        (sdcMicro ``method="onedims"``).
-    strata : column name(s) (sdcMicro ``strata_variables``): each stratum is microaggregated on its
-        own (its own variable weights and groups) and the results are reassembled in record order;
-        a missing stratum value is a stratum. As in sdcMicro, a stratum of fewer than 2k records is
-        one group, even with fewer than k records (a stratum of 2 with k=3 becomes a group of 2).
-
-    Returns
-    -------
-    A copy of ``data`` with ``columns`` replaced by float64 group means, indexed like ``data``.
-    Missing values stay missing; group means use the observed values (sdcMicro semantics, see the
-    module docstring).
-
-    References
-    ----------
-    SPEC §8.6; Domingo-Ferrer & Mateo-Sanz (2002); sdcMicro ``microaggregation``.
-    """
-    columns = require_columns(data, columns, role="column")
-    if not columns:
-        raise SDCInputError("columns: name at least one column to microaggregate")
-    if method not in ("mdav", "individual_ranking"):
-        raise SDCInputError(f"method: must be 'mdav' or 'individual_ranking', got {method!r}")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise SDCInputError(f"k: must be a positive integer, got {k!r}")
-    for column in columns:
-        series = data[column]
-        if not pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
-            raise SDCInputError(f"column {column!r}: microaggregation needs a numeric column, got {series.dtype}")
-    if strata is None and len(data) < k:
-        raise SDCInputError(f"k: groups of {k} need at least {k} records, the data have {len(data)}")
-    x = data[columns].to_numpy(dtype="float64", na_value=np.nan)
-    codes, _ = stratum_codes(data, strata)
-    members = stratum_members(codes)
-    if method == "mdav":
-        # MDAV makes a stratum of fewer than 2k records one group: a record in none of the strata
-        # grouped (label -1) keeps its stratum as its group; the group means of all strata at once
-        # (bincount sums each group's values in record order, as a stratum's own pass would)
-        grouped = _mdav_groups(x, int(k), [rows for rows in members if len(rows) >= 2 * k])
-        labels = np.where(grouped >= 0, grouped + len(members), codes)
-        aggregated = np.where(np.isnan(x), np.nan, _group_means(x, labels)[labels])
-    else:
-        aggregated = np.empty_like(x)
-        for rows in members:  # strata, not records
-            aggregated[rows] = _individual_ranking(x[rows], int(k), columns)
-    out = data.copy()
-    for j, column in enumerate(columns):
-        out[column] = aggregated[:, j]
-    return out
