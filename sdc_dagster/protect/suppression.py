@@ -639,14 +639,107 @@ def codes_below_l(digits: np.ndarray, radices: np.ndarray, sensitive: Sequence[n
     """Per record, whether its key group (records with the same key ``digits``, 0 = missing being a
     value of its own, as sdcMicro's ``ldiversity`` groups them) holds fewer than ``l`` distinct
     values of one of the ``sensitive`` variables (category codes from 0, -1 missing;
-    :func:`~sdc_dagster.risk.group_l_diversity`), or with ``entropy`` an entropy l-diversity below
-    l (SPEC §3.6)."""
+    :func:`~sdc_dagster.risk.group_l_diversity`), or with ``entropy`` also an entropy l-diversity
+    below l (SPEC §3.6; exp(entropy) never exceeds the distinct count but for a group holding only
+    missing values, distinct 0 and exp(entropy) 1)."""
     groups = distinct_digit_keys(digits, radices)
-    column = "entropy" if entropy else "distinct"
     below = np.zeros(len(digits), dtype=bool)
     for codes in sensitive:
-        below |= (group_l_diversity(groups.record_key, len(groups.count), codes)[column] < l - 1e-9).to_numpy()
+        scores = group_l_diversity(groups.record_key, len(groups.count), codes)
+        below |= (scores["distinct"] < l).to_numpy()
+        if entropy:
+            below |= (scores["entropy"] < l - 1e-9).to_numpy()
     return below
+
+
+def _xlogx(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    return x * np.log(np.where(x > 0, x, 1.0))
+
+
+def _union_scores(codes: np.ndarray, pool: np.ndarray, group: np.ndarray, n_groups: int,
+                  entropy: bool) -> tuple[float, np.ndarray]:
+    """The l-diversity score (distinct, or with ``entropy`` the least of it and exp of the entropy,
+    as :func:`codes_below_l` requires both; SPEC §3.6 with sdcMicro's missing category, as
+    :func:`~sdc_dagster.risk.group_l_diversity` scores a group) of the records in ``pool`` and, per key group g of the other records (``group``, -1 in the pool),
+    of the pool together with g. ``codes``: one sensitive variable, category codes from 0, -1
+    missing. The union of two groups is scored from their category counts: distinct = present
+    non-missing categories (+1 for missing when there are others); exp(entropy) = T exp(-S/T), T
+    the records, S = sum of x ln x over the category counts x."""
+    category = codes + 1  # 0 = missing, a category of its own next to others
+    m = int(category.max()) + 1
+    held = np.bincount(category[pool], minlength=m).astype(np.float64)
+    outside = ~pool
+    pair, count = np.unique(group[outside] * np.int64(m) + category[outside], return_counts=True)
+    pair_group, pair_category = pair // m, pair % m
+    size = np.bincount(pair_group, weights=count, minlength=n_groups)
+
+    def score(total, s, present, missing):
+        distinct = present + ((missing > 0) & (present > 0))
+        if entropy:
+            return np.minimum(distinct, np.where(total > 0, total * np.exp(-s / np.where(total > 0, total, 1.0)), 0.0))
+        return distinct
+
+    pool_score = score(held.sum(), _xlogx(held).sum(), np.count_nonzero(held[1:]), held[0])
+    new = (held[pair_category] == 0) & (pair_category > 0)
+    present = np.count_nonzero(held[1:]) + np.bincount(pair_group[new], minlength=n_groups)
+    missing = held[0] + np.bincount(pair_group[pair_category == 0], weights=count[pair_category == 0],
+                                    minlength=n_groups)
+    s = _xlogx(held).sum() + np.bincount(
+        pair_group, weights=_xlogx(held[pair_category] + count) - _xlogx(held[pair_category]), minlength=n_groups)
+    return float(pool_score), score(held.sum() + size, s, present, missing)
+
+
+def suppress_codes_to_l(digits: np.ndarray, radices: np.ndarray, sensitive: Mapping[str, np.ndarray], *, l: int,
+                        entropy: bool = False) -> np.ndarray:
+    """Digits (0 = missing) after :func:`diversity_suppression` of keys already coded (``digits``,
+    ``radices`` as :func:`~sdc_dagster.keys.key_digits` codes them; not modified); ``sensitive``:
+    per sensitive variable its category codes from 0, -1 missing.
+
+    1. Every key value of the records of the key groups below l (:func:`codes_below_l`) is
+       suppressed: they join the *pool*, the group whose keys are all missing.
+    2. The pool is l-diverse only if its records hold l values between them: while it is not, the
+       key group that brings it the most progress per record is added to it (progress: the sum over
+       the sensitive variables of min(score, l), the score computed for the union by
+       :func:`_union_scores`), the first such group on ties; when no group brings progress (entropy
+       can fall when a group is added), every record joins the pool.
+
+    The whole file as one group is l-diverse whenever some grouping is (the distinct values of a
+    group are values of the file; the entropy of a mixture is at least the least entropy of its
+    parts), so the result is l-diverse for every sensitive variable; when the whole file is not,
+    l is unreachable and :class:`SDCInputError` says so. Each step of 2 adds a value that the pool
+    lacks (distinct), so there are at most l times the number of sensitive variables."""
+    check_mask_width(digits.shape[1], "suppression to l-diversity")
+    below_l = lambda score: score < l - 1e-9  # noqa: E731 (the tolerance of codes_below_l)
+    whole = np.ones(len(digits), dtype=bool)
+    none = np.full(len(digits), -1, dtype=np.int64)
+    measure = "entropy l-diversity (exp of the entropy, at most the distinct count)" if entropy else "distinct l-diversity"
+    for name, codes in sensitive.items():
+        file_score, _ = _union_scores(codes, whole, none, 0, entropy)
+        if below_l(file_score):
+            raise SDCInputError(
+                f"l: {l} is unreachable for sensitive variable {name!r}: the whole file, keys all suppressed, "
+                f"reaches {measure} {file_score:.4g} (its distinct values, a missing one counted when others exist)"
+            )
+    suppressed = digits.copy()
+    suppressed[codes_below_l(digits, radices, list(sensitive.values()), l=l, entropy=entropy)] = 0
+    pool = ~suppressed.any(axis=1)
+    while pool.any():
+        groups = distinct_digit_keys(suppressed, radices)
+        group = np.where(pool, -1, groups.record_key)
+        n_groups = len(groups.count)
+        scores = [_union_scores(codes, pool, group, n_groups, entropy) for codes in sensitive.values()]
+        if not any(below_l(pool_score) for pool_score, _ in scores):
+            break
+        progress = sum(min(pool_score, l) for pool_score, _ in scores)
+        size = np.bincount(group[~pool], minlength=n_groups)
+        gain = sum(np.minimum(union, l) for _, union in scores) - progress
+        gain = np.where(size > 0, gain / np.maximum(size, 1), 0.0)
+        best = int(np.argmax(gain))
+        joining = (group == best) if gain[best] > 1e-12 else ~pool
+        suppressed[joining] = 0
+        pool |= joining
+    return suppressed
 
 
 def diversity_suppression(data: pd.DataFrame, keys: Sequence[str], sensitive: Sequence[str] | str, *, l: int,
@@ -654,10 +747,12 @@ def diversity_suppression(data: pd.DataFrame, keys: Sequence[str], sensitive: Se
     """Suppress every key value of the records whose key group is not l-diverse in a sensitive
     variable (SPEC §3.6; :func:`codes_below_l`), as ARX suppresses the records of a class that
     violates its privacy model (Prasser et al., "ARX: a comprehensive tool for anonymizing biomedical
-    data", 2014): the suppressed records form one group, all keys missing, which is l-diverse
-    whenever they hold at least l sensitive values between them. Groups that are l-diverse are left
-    as they are. Run after local suppression to k-anonymity; a record with every key missing matches
-    any key (SPEC §2.4), so k-anonymity is kept.
+    data", 2014): the suppressed records form one group, all keys missing. That group is l-diverse
+    only if its records hold l values between them; while it is not, further key groups join it
+    (:func:`suppress_codes_to_l`), so every group of the result is l-diverse, grouped as
+    :func:`~sdc_dagster.risk.l_diversity` groups the records (a missing key value a value of its
+    own, as sdcMicro's ``ldiversity``). Groups that are l-diverse and not needed are left as they
+    are. Run after local suppression to k-anonymity.
 
     Parameters
     ----------
@@ -665,11 +760,16 @@ def diversity_suppression(data: pd.DataFrame, keys: Sequence[str], sensitive: Se
     keys : the categorical key variables (grouped as released, a missing value a value of its own).
     sensitive : the sensitive variables (one or a list).
     l : the least number of distinct sensitive values of a group (an integer >= 1).
-    entropy : require entropy l-diversity (exp of the group's entropy at least l) instead.
+    entropy : require entropy l-diversity as well (exp of the group's entropy at least l).
 
     Returns
     -------
-    A copy of ``data`` with the keys of the records of non-l-diverse groups missing.
+    A copy of ``data`` with the keys of the suppressed records missing.
+
+    Raises
+    ------
+    SDCInputError : when l is unreachable: the whole file, as one group, is not l-diverse in a
+        sensitive variable (e.g. fewer than l distinct values).
     """
     keys = _prepare(data, keys, 1)
     sensitive = require_columns(data, [sensitive] if isinstance(sensitive, str) else list(sensitive),
@@ -678,7 +778,5 @@ def diversity_suppression(data: pd.DataFrame, keys: Sequence[str], sensitive: Se
     if len(data) == 0:
         return data.copy()
     digits, radices = key_digits(data, keys)
-    codes = [category_codes(data[v])[0] - 1 for v in sensitive]
-    suppressed = digits.copy()
-    suppressed[codes_below_l(digits, radices, codes, l=l, entropy=entropy)] = 0
-    return apply_suppression(data, keys, suppressed, digits)
+    codes = {v: category_codes(data[v])[0] - 1 for v in sensitive}
+    return apply_suppression(data, keys, suppress_codes_to_l(digits, radices, codes, l=l, entropy=entropy), digits)
