@@ -87,7 +87,7 @@ from sdc_dagster.protect.strata import stratum_codes, stratum_members
 from sdc_dagster.protect.suppression_sdcmicro import sdcmicro_suppress_to_k
 from sdc_dagster.risk.categorical import risk_from_frequencies
 from sdc_dagster.risk.diversity import group_l_diversity
-from sdc_dagster.validation import check_scalar, weight_values
+from sdc_dagster.validation import check_option, check_scalar, weight_values
 
 # Suppression sets enumerated per record at most (beyond: the cheapest ones, then all present keys).
 _MAX_SETS = 256
@@ -173,8 +173,7 @@ def _prepare(data: pd.DataFrame, keys: Sequence[str], k: int) -> list[str]:
 
 def _prepare_k(k: int, n: int) -> None:
     """Raise :class:`SDCInputError` unless k is a positive integer that n records can reach."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise SDCInputError(f"k: must be a positive integer, got {k!r}")
+    check_scalar(k, "k", integer=True, low=1)
     if k > n and n > 0:
         raise SDCInputError(
             f"k: {k}-anonymity is impossible with {n} records (even a fully suppressed key is shared by n records)"
@@ -369,8 +368,7 @@ def local_suppression(
     """
     keys = require_columns(data, keys, role="key variable")
     check_mask_width(len(keys), "local suppression")
-    if method not in LOCAL_SUPPRESSION_METHODS:
-        raise SDCInputError(f"method: must be one of {', '.join(LOCAL_SUPPRESSION_METHODS)}, got {method!r}")
+    check_option(method, "method", LOCAL_SUPPRESSION_METHODS)
     targets = _suppression_targets(keys, k, combs)
     for _, k_size in targets:
         _prepare(data, keys, k_size)
@@ -431,8 +429,7 @@ def _suppression_targets(
         raise SDCInputError(f"k: give one threshold per subset size in combs {combs}, got {k!r}")
     targets = []
     for size, k_size in zip(combs, thresholds):
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 1 <= size <= len(keys):
-            raise SDCInputError(f"combs: subset sizes must be integers from 1 to {len(keys)} (the keys), got {size!r}")
+        check_scalar(size, "combs (a subset size of the keys)", integer=True, low=1, high=len(keys))
         targets.append((list(combinations(range(len(keys)), int(size))), k_size))
     return targets
 
@@ -573,8 +570,7 @@ def risk_suppression(
     one that brings it under the threshold, else the one that lowers its risk most.
     """
     keys = _prepare(data, keys, 1)
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.integer, np.floating)) or threshold <= 0:
-        raise SDCInputError(f"threshold: must be a positive number, got {threshold!r}")
+    check_scalar(threshold, "threshold", low=0, closed="neither")
     order = np.argsort(suppression_ranks(data, keys, importance), kind="stable")
     if len(data) == 0:
         return data.copy()
