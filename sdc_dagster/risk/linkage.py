@@ -20,8 +20,9 @@ from scipy.spatial.distance import cdist
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.numerics.distance import gower_block, gower_encoding
-from sdc_dagster.risk.gower_search import TIE_TOLERANCE, gower_nearest, gower_own_distances, in_tree_order, \
-    observed_patterns, pattern_search_is_cheaper
+from sdc_dagster.risk.gower_scan import TIE_TOLERANCE
+from sdc_dagster.risk.gower_search import gower_nearest, gower_own_distances, in_tree_order, observed_patterns, \
+    pattern_search_is_cheaper
 from sdc_dagster.validation import check_flag, check_option, check_scalar, paired_matrices
 
 

@@ -17,7 +17,8 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.keys import key_digits
 from sdc_dagster.protect import local_suppression, risk_suppression, suppression_counts
-from sdc_dagster.protect.suppression import _row_ids, suppress_codes_to_k, suppression_ranks
+from sdc_dagster.protect.suppression import suppress_codes_to_k, suppression_ranks
+from sdc_dagster.protect.suppression_greedy import _row_ids
 from sdc_dagster.risk import individual_risk, k_anonymity_violations
 
 DATA = Path(__file__).parents[1] / "data" / "sdcmicro"
