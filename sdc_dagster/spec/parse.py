@@ -67,7 +67,7 @@ def _parse_plan(name: str, raw: Any, default_k: int | None, variables: dict[str,
     problems.unknown_keys(raw, where, {"steps", "k", "random_state", "description"})
     k = raw.get("k", default_k)
     if "k" in raw or default_k is not None:
-        problems.attempt(expect, isinstance(k, int) and k >= 1, f"{where}.k", "a positive integer")
+        problems.attempt(lambda: check_scalar(k, f"{where}.k", integer=True, low=1, error=_spec_error(f"{where}.k")))
     seed = raw.get("random_state", 20240)  # step seeds also hash the plan name: no dependence on plan order
     problems.attempt(expect, isinstance(seed, int) and seed >= 0, f"{where}.random_state",
                      "a non-negative integer seed")
@@ -209,14 +209,15 @@ def _parse_risk(raw: Any, problems: Problems) -> RiskParameters:
     raw = as_mapping(raw, "risk")
     problems.unknown_keys(raw, "risk", fields)
     risk = RiskParameters(**{key: value for key, value in raw.items() if key in fields})
-    problems.attempt(expect, isinstance(risk.k, int) and risk.k >= 1, "risk.k", "a positive integer")
-    problems.attempt(expect, risk.l is None or (isinstance(risk.l, int) and risk.l >= 1), "risk.l",
-                     "a positive integer")
+    problems.attempt(lambda: check_scalar(risk.k, "risk.k", integer=True, low=1, error=_spec_error("risk.k")))
+    if risk.l is not None:
+        problems.attempt(lambda: check_scalar(risk.l, "risk.l", integer=True, low=1, error=_spec_error("risk.l")))
     problems.attempt(lambda: check_option(risk.l_diversity, "risk.l_diversity", L_DIVERSITY_MEASURES,
                                           error=_spec_error("risk.l_diversity")))
     for name in ("max_global_risk", "individual_risk_threshold", "max_linkage_risk"):
         value = getattr(risk, name)
-        problems.attempt(expect, isinstance(value, (int, float)) and 0 <= value <= 1, f"risk.{name}", "a number in [0, 1]")
+        problems.attempt(lambda value=value, where=f"risk.{name}": check_scalar(value, where, low=0, high=1,
+                                                                             error=_spec_error(where)))
     return risk
 
 
