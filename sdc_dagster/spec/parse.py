@@ -42,7 +42,7 @@ from sdc_dagster.spec.survey import (
 )
 from sdc_dagster.spec.parse_variables import parse_variable
 from sdc_dagster.spec.problems import FAILED, Problems, as_mapping, expect
-from sdc_dagster.validation import check_option, check_scalar
+from sdc_dagster.validation import check_flag, check_option, check_scalar
 
 
 def _step_structure(step: Any, where: str) -> bool:
@@ -249,7 +249,7 @@ def _parse_release(raw: Any, problems: Problems) -> ReleaseOptions:
                         default=FAILED) is FAILED:
         formats = []
     for name in ("shuffle", "renumber_ids"):
-        problems.attempt(expect, isinstance(raw.get(name, True), bool), f"release.{name}", "true or false")
+        problems.attempt(lambda where=f"release.{name}": check_flag(raw.get(name, True), where, error=_spec_error(where)))
     return ReleaseOptions(formats=tuple(dict.fromkeys(formats)), shuffle=raw.get("shuffle", True),
                           renumber_ids=raw.get("renumber_ids", True))
 
@@ -271,7 +271,8 @@ def _parse_search(raw: Any, variables: dict[str, Variable | None], problems: Pro
     problems.unknown_keys(raw, "search", {"enabled", "keep", "max_level", "methods", "budget_seconds", "loss"})
     options = {}
     enabled = raw.get("enabled", True)
-    if problems.attempt(expect, isinstance(enabled, bool), "search.enabled", "true or false", default=FAILED) is None:
+    if problems.attempt(lambda: check_flag(enabled, "search.enabled", error=_spec_error("search.enabled")),
+                        default=FAILED) is not FAILED:
         options["enabled"] = enabled
     keep = raw.get("keep", [])
     keep = [keep] if isinstance(keep, str) else keep
@@ -286,8 +287,9 @@ def _parse_search(raw: Any, variables: dict[str, Variable | None], problems: Pro
                             f"got {unknown}", default=FAILED) is None and not strangers:
             options["keep"] = tuple(dict.fromkeys(keep))
     level = raw.get("max_level")
-    if problems.attempt(expect, level is None or (isinstance(level, int) and not isinstance(level, bool) and level >= 0),
-                        "search.max_level", "a non-negative integer (0: no recoding)", default=FAILED) is None:
+    if level is None or problems.attempt(lambda: check_scalar(level, "search.max_level (0: no recoding)", integer=True,
+                                                              low=0, error=_spec_error("search.max_level")),
+                                         default=FAILED) is not FAILED:
         options["max_level"] = level
     methods = raw.get("methods", list(SEARCH_METHODS))
     if problems.attempt(expect, isinstance(methods, list) and methods and all(m in SEARCH_METHODS for m in methods),
@@ -295,12 +297,12 @@ def _parse_search(raw: Any, variables: dict[str, Variable | None], problems: Pro
                         default=FAILED) is None:
         options["methods"] = tuple(dict.fromkeys(methods))
     budget = raw.get("budget_seconds", SearchOptions.budget_seconds)
-    if problems.attempt(expect, isinstance(budget, (int, float)) and not isinstance(budget, bool) and budget > 0,
-                        "search.budget_seconds", "a positive number of seconds", default=FAILED) is None:
+    if problems.attempt(lambda: check_scalar(budget, "search.budget_seconds", low=0, closed="neither",
+                                             error=_spec_error("search.budget_seconds")), default=FAILED) is not FAILED:
         options["budget_seconds"] = float(budget)
     measure = raw.get("loss", SearchOptions.loss)
-    if problems.attempt(expect, measure in SEARCH_LOSSES, "search.loss", f"one of {list(SEARCH_LOSSES)}, got {measure!r}",
-                        default=FAILED) is None:
+    if problems.attempt(lambda: check_option(measure, "search.loss", SEARCH_LOSSES, error=_spec_error("search.loss")),
+                        default=FAILED) is not FAILED:
         options["loss"] = measure
     return SearchOptions(**options)
 
