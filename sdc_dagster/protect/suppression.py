@@ -414,6 +414,10 @@ def _callable_risk_suppression(data, keys, risk, threshold, order, digits) -> pd
 # --------------------------------------------------------------------------------------------
 
 
+# the tolerance of an entropy compared with l (exp of a sum of logarithms)
+_L_TOLERANCE = 1e-9
+
+
 def codes_below_l(digits: np.ndarray, radices: np.ndarray, sensitive: Sequence[np.ndarray], *, l: int,
                   entropy: bool = False) -> np.ndarray:
     """Per record, whether its key group (records with the same key ``digits``, 0 = missing being a
@@ -428,11 +432,12 @@ def codes_below_l(digits: np.ndarray, radices: np.ndarray, sensitive: Sequence[n
         scores = group_l_diversity(groups.record_key, len(groups.count), codes)
         below |= (scores["distinct"] < l).to_numpy()
         if entropy:
-            below |= (scores["entropy"] < l - 1e-9).to_numpy()
+            below |= (scores["entropy"] < l - _L_TOLERANCE).to_numpy()
     return below
 
 
 def _xlogx(x: np.ndarray) -> np.ndarray:
+    """x ln x elementwise, 0 at 0."""
     x = np.asarray(x, dtype=np.float64)
     return x * np.log(np.where(x > 0, x, 1.0))
 
@@ -441,8 +446,8 @@ def _union_scores(codes: np.ndarray, pool: np.ndarray, group: np.ndarray, n_grou
                   entropy: bool) -> tuple[float, np.ndarray]:
     """The l-diversity score (distinct, or with ``entropy`` the least of it and exp of the entropy,
     as :func:`codes_below_l` requires both; SPEC §3.6 with sdcMicro's missing category, as
-    :func:`~sdc_dagster.risk.group_l_diversity` scores a group) of the records in ``pool`` and, per key group g of the other records (``group``, -1 in the pool),
-    of the pool together with g. ``codes``: one sensitive variable, category codes from 0, -1
+    :func:`~sdc_dagster.risk.group_l_diversity` scores a group) of the records in ``pool`` and, per
+    key group g of the other records (``group``, -1 in the pool), of the pool together with g. ``codes``: one sensitive variable, category codes from 0, -1
     missing. The union of two groups is scored from their category counts: distinct = present
     non-missing categories (+1 for missing when there are others); exp(entropy) = T exp(-S/T), T
     the records, S = sum of x ln x over the category counts x."""
@@ -487,29 +492,30 @@ def suppress_codes_to_l(digits: np.ndarray, radices: np.ndarray, sensitive: Mapp
     The whole file as one group is l-diverse whenever some grouping is (the distinct values of a
     group are values of the file; the entropy of a mixture is at least the least entropy of its
     parts), so the result is l-diverse for every sensitive variable; when the whole file is not,
-    l is unreachable and :class:`SDCInputError` says so. Each step of 2 adds a value that the pool
-    lacks (distinct), so there are at most l times the number of sensitive variables."""
+    l is unreachable and :class:`SDCInputError` says so. With distinct l-diversity each step of 2
+    adds a value that the pool lacks, so there are at most l times the number of sensitive
+    variables; with entropy at most one per key group."""
     check_mask_width(digits.shape[1], "suppression to l-diversity")
-    below_l = lambda score: score < l - 1e-9  # noqa: E731 (the tolerance of codes_below_l)
     whole = np.ones(len(digits), dtype=bool)
     none = np.full(len(digits), -1, dtype=np.int64)
     measure = "entropy l-diversity (exp of the entropy, at most the distinct count)" if entropy else "distinct l-diversity"
     for name, codes in sensitive.items():
         file_score, _ = _union_scores(codes, whole, none, 0, entropy)
-        if below_l(file_score):
+        if file_score < l - _L_TOLERANCE:
             raise SDCInputError(
                 f"l: {l} is unreachable for sensitive variable {name!r}: the whole file, keys all suppressed, "
-                f"reaches {measure} {file_score:.4g} (its distinct values, a missing one counted when others exist)"
+                f"reaches {measure} {file_score:.4g} (SPEC §3.6; a missing value counts as a value when others exist)"
             )
     suppressed = digits.copy()
     suppressed[codes_below_l(digits, radices, list(sensitive.values()), l=l, entropy=entropy)] = 0
     pool = ~suppressed.any(axis=1)
+    # the records outside the pool keep their keys: their groups are counted once
+    groups = distinct_digit_keys(suppressed, radices)
+    n_groups = len(groups.count)
     while pool.any():
-        groups = distinct_digit_keys(suppressed, radices)
         group = np.where(pool, -1, groups.record_key)
-        n_groups = len(groups.count)
         scores = [_union_scores(codes, pool, group, n_groups, entropy) for codes in sensitive.values()]
-        if not any(below_l(pool_score) for pool_score, _ in scores):
+        if all(pool_score >= l - _L_TOLERANCE for pool_score, _ in scores):
             break
         progress = sum(min(pool_score, l) for pool_score, _ in scores)
         size = np.bincount(group[~pool], minlength=n_groups)
