@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.files import atomic_path
 from sdc_dagster.grid_counts import format_cell_id
+from sdc_dagster.validation import check_scalar
 
 #: S002 Rys. 3: inhabited cells, residents, cells with 1 and with 2 residents.
 SEED_CELLS = 197_130
@@ -111,10 +112,9 @@ def generate_cells(
     rng = _rng(random_state)
     if n_cells is None:
         n_cells = max(1, round(n_persons * SEED_CELLS / SEED_RESIDENTS))
-    if n_cells < 1 or n_persons < 1:
-        raise SDCInputError("n_persons and n_cells: must be positive")
-    if region_km < 1:
-        raise SDCInputError("region_km: must be a positive number of kilometres")
+    check_scalar(n_persons, "n_persons", integer=True, low=1)
+    check_scalar(n_cells, "n_cells", integer=True, low=1)
+    check_scalar(region_km, "region_km", integer=True, low=1)
     n_one = round(n_cells * SEED_ONE_RESIDENT_CELLS / SEED_CELLS)
     n_two = round(n_cells * SEED_TWO_RESIDENT_CELLS / SEED_CELLS)
     n_big = n_cells - n_one - n_two

@@ -14,7 +14,7 @@ How it is computed exactly without touching records x 2^m coalitions:
 1. Categorical part. Records with the same categorical key share its sub-combination
    frequencies, so we work on the u distinct keys of the shared set-up
    (:class:`~sdc_dagster.risk.combined.CombinedSetup`). The project's compatible counter
-   (:func:`~sdc_dagster.frequencies.subset_compatible_counts`: one down-set sum over the lattice
+   (:func:`~sdc_dagster.subset_frequencies.subset_compatible_counts`: one down-set sum over the lattice
    of key values, or a sparse fallback) gives f(T) of every key on every subset T of the
    categorical variables, with a missing value as a wildcard (SPEC §5.8). Each key's truth table
    over the 2^h subsets (unsafe when f(T) < k) is summarised by its "size profile": the number
@@ -43,7 +43,7 @@ import pandas as pd
 from scipy.special import comb
 
 from sdc_dagster.errors import NotComputable, SDCInputError
-from sdc_dagster.frequencies import subset_compatible_counts
+from sdc_dagster.subset_frequencies import subset_compatible_counts
 from sdc_dagster.keys import pack_codes
 from sdc_dagster.risk.combined import CombinedSetup, prepare_combined
 
@@ -140,7 +140,7 @@ def _categorical_profiles(setup: CombinedSetup):
 
     A profile row holds Lg(0..h) followed by Lg_j(0..h) for j = 1..h (counts of safe subsets of
     the categorical variables by size, and those containing j). A subset T is safe for a key when
-    f(T) >= k, f(T) from :func:`~sdc_dagster.frequencies.subset_compatible_counts` (SPEC §5.8: NA
+    f(T) >= k, f(T) from :func:`~sdc_dagster.subset_frequencies.subset_compatible_counts` (SPEC §5.8: NA
     is a wildcard); the empty subset is safe (SPEC §6.5). Returns (profile_of_record, profiles as
     int64 (P, (h+1)·(h+1))).
     """

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.validation import check_scalar
 
 #: Categories and probabilities of the categorical quasi-identifiers X1..X4 (SPEC §5.7).
 CATEGORICAL_DESIGN: dict[str, tuple[np.ndarray, np.ndarray]] = {
@@ -69,9 +70,7 @@ def simulate_survey(n: int = 500, *, random_state: int | np.random.Generator | N
     ----------
     Młodak, "A method of comprehensive disclosure-risk assessment for microdata" (S000).
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 7 * MIN_CATEGORY_COUNT:
-        raise SDCInputError(f"n: must be an integer of at least {7 * MIN_CATEGORY_COUNT}, got {n!r}")
-    n = int(n)
+    n = check_scalar(n, "n", integer=True, low=7 * MIN_CATEGORY_COUNT)
     rng = np.random.default_rng(random_state)
     frame = {"record_id": np.arange(1, n + 1, dtype=np.int64)}
     for name in CATEGORICAL_DESIGN:

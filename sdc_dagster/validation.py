@@ -113,6 +113,14 @@ def check_option(value, name: str, options: Sequence, *, error: type[Exception] 
     return value
 
 
+def check_flag(value, name: str, *, error: type[Exception] = SDCInputError) -> bool:
+    """Check that ``value`` is a boolean (Python's or numpy's): ``"<name>: must be true or false,
+    got 1"``. Returns it as ``bool``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise error(f"{name}: must be true or false, got {value!r}")
+    return bool(value)
+
+
 def numeric_matrix(
     data: pd.DataFrame, columns: Sequence[str], *, role: str, allow_missing: bool = False
 ) -> np.ndarray:

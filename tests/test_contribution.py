@@ -300,8 +300,8 @@ def test_values_with_missing_agree_with_brute_force_over_coalitions(survey):
 @pytest.mark.parametrize("dense_cell_limit, block_cells", [(2**23, 2**22), (2**23, 40), (0, 2**22), (0, 40)])
 def test_every_counting_method_and_block_size(monkeypatch, share_missing, dense_cell_limit, block_cells):
     """The lattice, per-subset grouping (complete keys) and clash-set (keys with NA) methods of
-    frequencies.subset_compatible_counts, in one block and in many, agree with the oracle."""
-    monkeypatch.setattr("sdc_dagster.frequencies._DENSE_CELL_LIMIT", dense_cell_limit)
+    subset_frequencies.subset_compatible_counts, in one block and in many, agree with the oracle."""
+    monkeypatch.setattr("sdc_dagster.subset_frequencies.DENSE_CELL_LIMIT", dense_cell_limit)
     monkeypatch.setattr("sdc_dagster.contribution._BLOCK_CELLS", block_cells)
     rng = np.random.default_rng(11)
     n = 60

@@ -24,7 +24,8 @@ from sdc_dagster.pipeline.protection import record_keys, release_checks
 from sdc_dagster.spec import load_spec, parse_spec
 from sdc_dagster.spec.draft import draft_spec
 from sdc_dagster.spec.reading import FileContents
-from sdc_dagster.spec.roles import MAX_CATEGORICAL_KEYS, draft_roles, record_key_like, scenario_group
+from sdc_dagster.spec.roles import MAX_CATEGORICAL_KEYS, draft_roles, record_key_like
+from sdc_dagster.spec.scenario import is_age_name, scenario_group
 
 DATA = Path(__file__).resolve().parent / "data"
 ADULT = DATA / "draft_scenario" / "adult_400.csv"
@@ -294,3 +295,16 @@ def spec_reason(tmp_path, column: str) -> str:
 ])
 def test_scenario_groups_by_name_and_label_in_english_polish_and_spanish(name, label, group):
     assert scenario_group(name, label) == group
+
+
+@pytest.mark.parametrize(("name", "label", "age"), [
+    ("age", "", True), ("Alter", "", True), ("edad", "", True), ("wiek", "", True), ("age_head", "", True),
+    ("ageHead", "", True), ("yob", "", True), ("RB080", "", True), ("v4", "Age of the respondent", True),
+    ("wage", "", False), ("stage", "", False), ("average", "", False), ("village", "", False),
+    ("country_of_birth", "", False),
+])
+def test_one_notion_of_an_age_for_the_role_and_the_bands(name, label, age):
+    """An age (or year of birth) is the scenario group "age", for the draft's roles and its bands alike:
+    Alter (German) and age_head read as ages, wage and stage do not; a country of birth is a country."""
+    assert is_age_name(name, label) is age
+    assert (scenario_group(name, label) == "age") is age

@@ -164,7 +164,7 @@ def test_the_spec_can_keep_order_and_ids(tmp_path):
 
 @pytest.mark.parametrize("release, message", [
     ({"formats": ["xlsx"]}, "release.formats: expected a list of formats from"),
-    ({"shuffle": "yes"}, "release.shuffle: expected true or false"),
+    ({"shuffle": "yes"}, "release.shuffle: must be true or false, got 'yes'"),
     ({"renumber": True}, "release.renumber: unknown key"),
 ])
 def test_a_wrong_release_section_is_a_spec_error_naming_the_key(release, message):

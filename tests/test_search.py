@@ -62,11 +62,11 @@ def test_search_section_defaults_and_values():
 @pytest.mark.parametrize(("search", "message"), [
     ({"keep": ["age"]}, r"search.keep names 'age', which is not a variable of the spec \(the variables: "),
     ({"keep": ["sampling_weight"]}, r"search.keep: expected categorical keys of the spec .* got \['sampling_weight'\]"),
-    ({"max_level": -1}, "search.max_level: expected a non-negative integer"),
+    ({"max_level": -1}, r"search.max_level \(0: no recoding\): must be an integer >= 0, got -1"),
     ({"methods": ["pram"]}, "search.methods: expected a non-empty list of methods"),
-    ({"budget_seconds": 0}, "search.budget_seconds: expected a positive number"),
-    ({"loss": "sse"}, r"search.loss: expected one of \['lambda_arctan', 'topsis'\]"),
-    ({"enabled": "yes"}, "search.enabled: expected true or false"),
+    ({"budget_seconds": 0}, "search.budget_seconds: must be a number > 0, got 0"),
+    ({"loss": "sse"}, "search.loss: must be one of 'lambda_arctan', 'topsis', got 'sse'"),
+    ({"enabled": "yes"}, "search.enabled: must be true or false, got 'yes'"),
     ({"depth": 2}, "search.depth: unknown key"),
 ])
 def test_bad_search_section_is_a_spec_error(search, message):

@@ -64,9 +64,9 @@ def test_defaults_and_plan_forms():
         ({"variables": {"a": {"role": "other"}}}, "plans.p.steps[0]: local_suppression suppresses categorical key"),
         ({"variables": {"a": {"role": "other"}, "x": {"role": "other"}}},
          "at least one categorical_key or continuous_key variable"),
-        ({"risk": {"max_linkage_risk": 1.5}}, "risk.max_linkage_risk: expected a number in [0, 1]"),
+        ({"risk": {"max_linkage_risk": 1.5}}, "risk.max_linkage_risk: must be a number in [0, 1], got 1.5"),
         ({"variables": {"a": {"role": "categorical_key", "colour": 1}}}, "variables.a.colour: unknown key"),
-        ({"risk": {"k": 0}}, "risk.k: expected a positive integer"),
+        ({"risk": {"k": 0}}, "risk.k: must be an integer >= 1, got 0"),
         ({"risk": {"max_global_risk": 3}}, "risk.max_global_risk"),
         ({"risk": {"kk": 3}}, "risk.kk: unknown key"),
         ({"plans": {"p": []}}, "plans.p.steps: expected a non-empty list"),
@@ -308,7 +308,7 @@ plans:
         load_spec(write(tmp_path, text))
     assert [line for line, _ in located(err.value)] == [3, 5, 9]
     assert "variables.a.role: expected one of" in str(err.value.errors[0])
-    assert "risk.k: expected a positive integer" in str(err.value.errors[1])  # p has no k of its own: not blamed
+    assert "risk.k: must be an integer >= 1" in str(err.value.errors[1])  # p has no k of its own: not blamed
     assert "step 1 (recode): unknown parameter 'colour'" in str(err.value.errors[2])
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from dagster import DagsterRun, deserialize_value, executor, multiple_process_executor_requirements, serialize_value
 
-from sdc_dagster.errors import SDCInputError
+from sdc_dagster.validation import check_option
 
 
 class _SerializedRun:
@@ -38,8 +38,7 @@ def region_dask_executor():
 
     class RegionDaskExecutor(DaskExecutor):
         def execute(self, plan_context, execution_plan):
-            if self.cluster_type not in ("existing", "local"):
-                raise SDCInputError(f"region Dask executor: cluster must be 'existing' or 'local', got {self.cluster_type!r}")
+            check_option(self.cluster_type, "region Dask executor: cluster", ("existing", "local"))
             run = _SerializedRun(serialize_value(plan_context.dagster_run))
             with contextlib.ExitStack() as stack:
                 if self.cluster_type == "existing":

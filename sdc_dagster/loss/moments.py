@@ -126,8 +126,7 @@ def correlation_matrix(values: np.ndarray, method: str) -> np.ndarray:
     Kendall uses scipy's O(n log n) tau-b per pair (pandas' own Kendall is O(n^2)); pairs are
     taken over records observed in both variables.
     """
-    if method not in CORRELATION_METHODS:
-        raise SDCInputError(f"method: {method!r} is not one of {', '.join(CORRELATION_METHODS)}")
+    check_option(method, "method", CORRELATION_METHODS)
     m = values.shape[1]
     if method == "pearson":
         if np.isnan(values).any():
@@ -266,8 +265,7 @@ def inverse_correlation_loss(original: pd.DataFrame, protected: pd.DataFrame, *,
     ----------
     Młodak (S003) eqs (11), (12), Tables 3–4.
     """
-    if method not in ("kendall", "pearson"):
-        raise SDCInputError(f"method: {method!r} is not one of kendall, pearson")
+    check_option(method, "method", ("kendall", "pearson"))
     x, y, columns = _numeric_frames(original, protected, columns)
     if len(columns) < 2:
         raise SDCInputError("columns: inverse-correlation loss needs at least two variables")
@@ -291,8 +289,7 @@ def moment_losses(original: pd.DataFrame, protected: pd.DataFrame,
         every variable is non-negative and not all 0), ``variance_arctan``,
         ``inverse_correlation_raw`` and ``inverse_correlation_normalised``.
     """
-    if correlation_method not in ("kendall", "pearson"):
-        raise SDCInputError(f"correlation_method: {correlation_method!r} is not one of kendall, pearson")
+    check_option(correlation_method, "correlation_method", ("kendall", "pearson"))
     x, y, columns = _numeric_frames(original, protected, columns)
     means = (np.nanmean(x, axis=0), np.nanmean(y, axis=0))
     covariances = (_covariance(x), _covariance(y))

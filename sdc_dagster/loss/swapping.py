@@ -43,6 +43,7 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.frequencies import grouping_sets_counts
+from sdc_dagster.validation import check_flag
 
 SWAP_LOSS_METRICS = ("absD", "relabsD", "abssqrtD")
 #: sdcMicro's defaults of ``probs``, ``quantvals`` and ``apply_quantvals``.
@@ -206,9 +207,8 @@ def swap_information_loss(
     if quantvals.ndim != 1 or len(quantvals) < 2 or np.isnan(quantvals).any() or (np.diff(quantvals) <= 0).any():
         raise SDCInputError(f"quantvals: must be two or more increasing break points, got {list(quantvals)}")
     apply_quantvals = [apply_quantvals] if isinstance(apply_quantvals, str) else list(apply_quantvals)
-    for flag, name in ((exclude_zeros, "exclude_zeros"), (only_inner_cells, "only_inner_cells")):
-        if not isinstance(flag, (bool, np.bool_)):
-            raise SDCInputError(f"{name}: must be true or false, got {flag!r}")
+    check_flag(exclude_zeros, "exclude_zeros")
+    check_flag(only_inner_cells, "only_inner_cells")
     if hid is not None:
         require_columns(original, [hid], role="household id column")
         require_columns(swapped, [hid], role="household id column")

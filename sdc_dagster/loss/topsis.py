@@ -10,6 +10,7 @@ from scipy import stats
 
 from sdc_dagster.errors import NotComputable, SDCInputError
 from sdc_dagster.loss.distance import descriptive_statistics, partial_distances
+from sdc_dagster.validation import check_option
 
 PATTERNS = ("empirical", "theoretical")
 # Shapiro–Wilk's p-value is accurate up to 5,000 values (Royston 1995, scipy's limit): beyond, the
@@ -40,8 +41,7 @@ def topsis_scores(losses: pd.DataFrame, *, pattern: str = "empirical") -> pd.Ser
         collapses (d+ = d- = 0 for all records); the theoretical pattern is then used, so
         unchanged data give eta = 0 (no loss) instead of an undefined value.
     """
-    if pattern not in PATTERNS:
-        raise SDCInputError(f"pattern: {pattern!r} is not one of {', '.join(PATTERNS)}")
+    check_option(pattern, "pattern", PATTERNS)
     y = losses.to_numpy(dtype=float)
     if np.isnan(y).any():
         raise SDCInputError("losses: TOPSIS needs a value for every record and variable (found NA)")
@@ -84,8 +84,7 @@ def topsis_loss(original: pd.DataFrame, protected: pd.DataFrame, scales: Mapping
     ----------
     Młodak (S001), "Using TOPSIS to assess the effectiveness of microdata SDC"; Hwang and Yoon (1981).
     """
-    if pattern not in PATTERNS:
-        raise SDCInputError(f"pattern: {pattern!r} is not one of {', '.join(PATTERNS)}")
+    check_option(pattern, "pattern", PATTERNS)
     distances = partial_distances(original, protected, scales, continuous_distance=continuous_distance,
                                   c=c, hidden_rule=hidden_rule, categories=categories)
     return topsis_scores(distances, pattern=pattern)

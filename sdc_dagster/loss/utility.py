@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from sdc_dagster.errors import NotComputable, SDCInputError
-from sdc_dagster.validation import check_pair, continuous_values
+from sdc_dagster.errors import NotComputable
+from sdc_dagster.validation import check_option, check_pair, continuous_values
 
 UTILITY_METHODS = ("IL1", "IL1s", "eigen")
 
@@ -51,8 +51,7 @@ def d_utility(original: pd.DataFrame, protected: pd.DataFrame, columns: Sequence
     sdcMicro ``dUtility`` (Templ); Mateo-Sanz, Sebé, Domingo-Ferrer (2004) for IL1s;
     Templ and Meindl (2008).
     """
-    if method not in UTILITY_METHODS:
-        raise SDCInputError(f"method: {method!r} is not one of {', '.join(UTILITY_METHODS)}")
+    check_option(method, "method", UTILITY_METHODS)
     columns = list(original.columns) if columns is None else list(columns)
     columns = check_pair(original, protected, columns)
     x = np.column_stack([continuous_values(original, c, "original") for c in columns])

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.validation import numeric_matrix
+from sdc_dagster.validation import check_option, numeric_matrix
 
 GOWER_SCALES = ("nominal", "ordinal", "continuous")
 
@@ -56,10 +56,7 @@ def _gower_scale(column: str, x: pd.Series, y: pd.Series, scales: Mapping[str, s
     sdcMicro ``recordLinkage`` and ``daisy`` read R classes (ordered Categorical in either file:
     ordinal; Categorical, object, string or bool: nominal; numeric: continuous)."""
     if column in scales:
-        scale = scales[column]
-        if scale not in GOWER_SCALES:
-            raise SDCInputError(f"scales[{column!r}]: must be one of {GOWER_SCALES}, got {scale!r}")
-        return scale
+        return check_option(scales[column], f"scales[{column!r}]", GOWER_SCALES)
     if any(isinstance(s.dtype, pd.CategoricalDtype) and s.dtype.ordered for s in (x, y)):
         return "ordinal"
     if all(pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) for s in (x, y)):

@@ -40,6 +40,7 @@ from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.frequencies import quote_identifier
 from sdc_dagster.grid_counts import grid_variables_of
 from sdc_dagster.protect.ptable import PerturbationTable
+from sdc_dagster.validation import check_option, check_scalar
 
 #: Fixed-point scale for uniform record keys (2^32): a 37-million-record sum stays below 2^63.
 FIXED_POINT_SCALE = 2**32
@@ -80,8 +81,7 @@ def assign_record_keys(
         require_columns(data, [id_column], role="unit id column")
         if n_key is None or isinstance(random_state, bool) or not isinstance(random_state, int | np.integer):
             raise SDCInputError("assign_record_keys with id_column: give integer keys (n_key) and an int random_state")
-        if first not in (0, 1):
-            raise SDCInputError(f"parameter first: must be 0 or 1, got {first!r}")
+        check_option(first, "first", (0, 1))
         ids = data[id_column]
         if ids.isna().any() or not pd.api.types.is_integer_dtype(ids):
             raise SDCInputError(f"column {id_column!r}: unit ids must be integers without missing values")
@@ -92,10 +92,8 @@ def assign_record_keys(
     if n_key is None:
         keys = rng.random(len(data))
     else:
-        if isinstance(n_key, bool) or not isinstance(n_key, int | np.integer) or n_key < 2:
-            raise SDCInputError(f"parameter n_key: must be an integer >= 2, got {n_key!r}")
-        if first not in (0, 1):
-            raise SDCInputError(f"parameter first: must be 0 or 1, got {first!r}")
+        check_scalar(n_key, "n_key", integer=True, low=2)
+        check_option(first, "first", (0, 1))
         keys = rng.integers(int(first), int(n_key), size=len(data), endpoint=True, dtype=np.int64)
     return pd.Series(keys, index=data.index, name="record_key")
 

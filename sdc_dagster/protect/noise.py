@@ -59,6 +59,7 @@ from scipy import linalg, stats
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.numerics.robust import minimum_covariance_determinant
+from sdc_dagster.validation import check_option, check_scalar
 
 NOISE_METHODS = ("additive", "multiplicative", "correlated", "correlated2", "restr", "ROMM", "outdect")
 # ROMM builds n x n matrices: 10,000 records take two of 800 MB. Beyond, blocks of at most
@@ -166,14 +167,6 @@ def outlier_records(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return univariate | (distance > np.sqrt(stats.chi2.ppf(OUTLIER_CHI2_LEVEL, m)))
 
 
-def _check_fraction(name: str, value, *, upper_open: bool) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise SDCInputError(f"{name}: must be a number, got {value!r}")
-    if not (0 < value < 1 if upper_open else value >= 0):
-        rule = "strictly between 0 and 1" if upper_open else "non-negative"
-        raise SDCInputError(f"{name}: must be {rule}, got {value!r}")
-
-
 def add_noise(
     data: pd.DataFrame,
     columns: Sequence[str],
@@ -206,19 +199,16 @@ def add_noise(
     "ROMM", ``result.attrs["romm_blocks"]`` is the number of blocks mixed (1 = exact ROMM).
     """
     columns = require_columns(data, columns, role="column")
-    if method not in NOISE_METHODS:
-        raise SDCInputError(f"method: must be one of {', '.join(NOISE_METHODS)}, got {method!r}")
+    check_option(method, "method", NOISE_METHODS)
     if amount is not None and noise is not None:
         raise SDCInputError(f"amount, noise: give one of them (noise = 100 · amount), got {amount!r} and {noise!r}")
     if noise is not None:
-        if isinstance(noise, bool) or not isinstance(noise, (int, float, np.integer, np.floating)) or not noise >= 0:
-            raise SDCInputError(f"noise: must be a non-negative percentage, got {noise!r}")
+        check_scalar(noise, "noise (a percentage)", low=0)
         amount = noise / 100.0
     amount = 0.1 if amount is None else amount
-    if isinstance(amount, bool) or not isinstance(amount, (int, float, np.integer, np.floating)) or not amount >= 0:
-        raise SDCInputError(f"amount: must be a non-negative number, got {amount!r}")
-    _check_fraction("delta", delta, upper_open=True)
-    _check_fraction("p", p, upper_open=False)
+    check_scalar(amount, "amount", low=0)
+    check_scalar(delta, "delta", low=0, high=1, closed="neither")
+    check_scalar(p, "p", low=0)
     for column in columns:
         if not pd.api.types.is_numeric_dtype(data[column]) or pd.api.types.is_bool_dtype(data[column]):
             raise SDCInputError(f"column {column!r}: noise needs a numeric column, got {data[column].dtype}")

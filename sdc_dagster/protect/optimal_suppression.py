@@ -59,6 +59,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.keys import key_columns, key_digits, pack_codes
 from sdc_dagster.protect.suppression import apply_suppression, suppression_ranks, local_suppression
+from sdc_dagster.validation import check_scalar
 
 
 @dataclass(frozen=True)
@@ -116,8 +117,7 @@ def optimal_local_suppression(
     :class:`OptimalSuppression`.
     """
     keys = key_columns(data, keys)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise SDCInputError(f"parameter k must be a positive integer (got {k!r})")
+    check_scalar(k, "k", integer=True, low=1)
     if k > len(data):
         raise SDCInputError(f"parameter k: {k}-anonymity is impossible with {len(data)} records")
     missing = [key for key in keys if data[key].isna().any()]

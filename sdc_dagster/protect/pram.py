@@ -84,8 +84,8 @@ def _matrix_from_retention(variable, categories: list, retention, nearest: int |
         keep = np.full(c, float(retention))
     if np.isnan(keep).any() or (keep < 0).any() or (keep > 1).any():
         raise SDCInputError(f"pram of {variable!r}: retention probabilities must lie in [0, 1]")
-    if nearest is not None and (isinstance(nearest, bool) or not isinstance(nearest, (int, np.integer)) or nearest < 1):
-        raise SDCInputError(f"pram of {variable!r}: 'nearest' must be a positive integer, got {nearest!r}")
+    if nearest is not None:
+        check_scalar(nearest, f"pram of {variable!r}: 'nearest'", integer=True, low=1)
     matrix = np.zeros((c, c))
     position = np.arange(c)
     for r in range(c):

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.validation import check_scalar
 
 #: Share of the attainable variance used when V cannot be reached on a truncated row.
 ATTAINABLE_VARIANCE_SHARE = 0.9
@@ -82,8 +83,7 @@ class PerturbationTable:
         """
         if max_pcv < len(self.probabilities):
             raise SDCInputError(f"parameter max_pcv: must be at least {len(self.probabilities)} (the rows of the table)")
-        if n_keys < 2:
-            raise SDCInputError(f"parameter n_keys: must be at least 2, got {n_keys!r}")
+        check_scalar(n_keys, "n_keys", integer=True, low=2)
         pcv = np.repeat(np.arange(1, max_pcv + 1, dtype=np.int64), n_keys)
         ckey = np.tile(np.arange(n_keys, dtype=np.int64), max_pcv)
         pvalue = self.lookup(pcv, (ckey + 0.5) / n_keys)
@@ -206,19 +206,14 @@ def perturbation_table(max_deviation: int, variance: float, *, threshold: int = 
     SPEC §8.11; Enderle, Giessing, Tent (2018), "Designing confidentiality on the fly: the cell key
     method" / sdcTools ptable package (parameters D, V, js and the constraints of the table).
     """
-    if isinstance(max_deviation, bool) or not isinstance(max_deviation, int | np.integer) or max_deviation < 1:
-        raise SDCInputError(f"parameter max_deviation: must be an integer >= 1, got {max_deviation!r}")
-    if not np.isfinite(variance) or variance <= 0:
-        raise SDCInputError(f"parameter variance: must be a positive number, got {variance!r}")
-    d_max = int(max_deviation)
+    d_max = check_scalar(max_deviation, "max_deviation", integer=True, low=1)
+    check_scalar(variance, "variance", low=0, closed="neither")
     if variance >= d_max * d_max:
         raise SDCInputError(
             f"parameter variance: {variance} is not below D^2 = {d_max * d_max}, the largest variance of "
             "a mean-0 perturbation bounded by D"
         )
-    if isinstance(threshold, bool) or not isinstance(threshold, int | np.integer) or not 0 <= threshold < d_max:
-        raise SDCInputError(f"parameter threshold: js must be an integer with 0 <= js < D = {d_max}, got {threshold!r}")
-    js = int(threshold)
+    js = check_scalar(threshold, f"threshold (js, below D = {d_max})", integer=True, low=0, high=d_max, closed="left")
     n_rows = d_max + js + 1 + (1 if js > 0 else 0)
     table = np.zeros((n_rows, 2 * d_max + 1))
     table[0, d_max] = 1.0  # zeros stay zeros

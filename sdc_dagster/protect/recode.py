@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.validation import check_option, check_scalar
 
 
 def _numeric_column(data: pd.DataFrame, variable: str) -> pd.Series:
@@ -240,14 +241,12 @@ def top_bottom_coding(
     ----------
     sdcMicro R/topBotCoding.R, ``topBotCodingWORK``.
     """
-    if kind not in ("top", "bottom"):
-        raise SDCInputError(f"top_bottom_coding of {variable!r}: kind must be 'top' or 'bottom', got {kind!r}")
+    check_option(kind, f"top_bottom_coding of {variable!r}: kind", ("top", "bottom"))
     series = _numeric_column(data, variable)
     for name, number in (("value", value), ("replacement", replacement)):
         if name == "replacement" and number is None:
             continue
-        if isinstance(number, bool) or not isinstance(number, (int, float, np.integer, np.floating)):
-            raise SDCInputError(f"top_bottom_coding of {variable!r}: {name!r} must be a number, got {number!r}")
+        check_scalar(number, f"top_bottom_coding of {variable!r}: {name!r}")
     coded = series > value if kind == "top" else series < value
     coded = coded.fillna(False).astype(bool) if coded.dtype != bool else coded
     out = data.copy()
@@ -383,10 +382,7 @@ def global_recode(
     name = series.name if series.name is not None else "values"
     if not pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
         raise SDCInputError(f"global_recode of {name!r}: values must be numeric, got {series.dtype}")
-    if method not in _GLOBAL_RECODE_METHODS:
-        raise SDCInputError(
-            f"global_recode of {name!r}: method must be one of {_GLOBAL_RECODE_METHODS}, got {method!r}"
-        )
+    check_option(method, f"global_recode of {name!r}: method", _GLOBAL_RECODE_METHODS)
     x = series.to_numpy(dtype="float64", na_value=np.nan)
     present = x[~np.isnan(x)]
     include_lowest = False
@@ -398,8 +394,7 @@ def global_recode(
                 f"global_recode of {name!r}: a number of intervals needs method 'equidistant', 'logEqui' or "
                 f"'equalAmount' (method 'breaks' takes a list of break points)"
             )
-        if breaks < 1:
-            raise SDCInputError(f"global_recode of {name!r}: the number of intervals must be at least 1, got {breaks}")
+        check_scalar(breaks, f"global_recode of {name!r}: the number of intervals", integer=True, low=1)
         if len(present) == 0:
             raise SDCInputError(f"global_recode of {name!r}: no non-missing value to compute breaks from")
         if breaks == 1:

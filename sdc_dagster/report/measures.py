@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sdc_dagster.validation import check_option
+
 GROUPS = (
     "Disclosure risk",
     "Utility of categorical variables",
@@ -279,8 +281,7 @@ def format_value(value, kind: str) -> str:
     value -> "–". ``scale`` is written like ``index`` (its relative form is shown next to it by
     :func:`format_measure`).
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind: {kind!r} is not one of {', '.join(KINDS)}")
+    check_option(kind, "kind", KINDS, error=ValueError)
     if is_missing(value):
         return "–"
     number = float(value)

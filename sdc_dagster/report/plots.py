@@ -1,4 +1,5 @@
-"""Shared charts written as SVG (report, Dagster metadata).
+"""Shared charts written as SVG (report, Dagster metadata), drawn on the canvas of
+:mod:`sdc_dagster.report.svg_chart`.
 
 Each chart is a small SVG document (UTF-8 bytes) written directly from aggregated numbers (bin
 counts, quantiles, shares, one point per plan), its text left as text for the browser to set: no
@@ -10,20 +11,27 @@ embeds as ``data:image/svg+xml`` (:func:`image_uri`) wherever a PNG would.
 from __future__ import annotations
 
 import base64
-import html
-import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-# Okabe & Ito's colour-blind-safe palette; pass / fail differ in marker shape as well as colour.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
-_PASS_COLOUR = PALETTE[0]
-_FAIL_COLOUR = PALETTE[5]
-_WIDTH, _HEIGHT = 600, 370  # pixels of an ordinary chart (the 6.4 x 4 inch figure of matplotlib at 96 dpi, cropped)
-_FONT = 12  # px: tick labels and legend; titles 14, cell labels 10
-_CHAR = 0.58  # average glyph width of a sans-serif font, in font sizes: room reserved for labels
+from sdc_dagster.report.svg_chart import (
+    FAIL_COLOUR,
+    HEIGHT,
+    PALETTE,
+    PASS_COLOUR,
+    WIDTH,
+    Chart,
+    axis_limits,
+    finite_values,
+    left_room,
+    legend_bottom,
+    legend_places,
+    number_text,
+    rotated_bottom,
+)
+
 # viridis (matplotlib's, readable in grey and by colour-blind readers) at 0, 0.1, ..., 1
 _VIRIDIS = np.array([(68, 1, 84), (72, 36, 117), (65, 68, 135), (53, 95, 141), (42, 120, 142), (33, 145, 140),
                      (34, 168, 132), (68, 191, 112), (122, 209, 81), (189, 223, 38), (253, 231, 37)], dtype=float)
@@ -33,234 +41,6 @@ def image_uri(image: bytes) -> str:
     """A chart (SVG of this module, or PNG) as a ``data:`` URI for an ``<img>`` or Markdown image."""
     kind = "svg+xml" if image.lstrip()[:4] == b"<svg" else "png"
     return f"data:image/{kind};base64,{base64.b64encode(image).decode('ascii')}"
-
-
-def _finite(values) -> np.ndarray:
-    """Numeric values with NA / inf dropped (a histogram of NaN is meaningless)."""
-    array = pd.to_numeric(pd.Series(np.asarray(values).ravel()), errors="coerce").to_numpy(
-        dtype=float, na_value=np.nan
-    )
-    return array[np.isfinite(array)]
-
-
-def _text_width(text: str, size: float = _FONT) -> float:
-    return len(text) * size * _CHAR
-
-
-def _ticks(low: float, high: float, count: int = 6) -> np.ndarray:
-    """Round tick values within [low, high]: the step of 1, 2, 2.5 or 5 x 10^k that cuts the range
-    into the number of intervals nearest ``count``."""
-    if not high > low:
-        low, high = low - 0.5, high + 0.5
-    span = high - low
-    power = 10.0 ** math.floor(math.log10(span / count))
-    step = min((m * power for m in (1, 2, 2.5, 5, 10, 20)), key=lambda step: abs(span / step - count))
-    first = math.ceil(low / step - 1e-9) * step
-    return np.round(np.arange(first, high + step * 1e-9, step), 12)
-
-
-def _tick_labels(values: np.ndarray, percent: bool = False) -> list[str]:
-    """Plain numbers (no offset, no power of ten; thousands separated by commas) with the decimals
-    the step needs; ``percent``: fractions written as percentages."""
-    shown = values * 100 if percent else values
-    step = float(np.min(np.diff(shown))) if len(shown) > 1 else 1.0
-    decimals = max(0, -math.floor(math.log10(step) + 1e-9)) if step > 0 else 0
-    decimals += 1 if step > 0 and round(step / 10.0 ** -decimals, 6) % 1 else 0  # 2.5 steps
-    suffix = "%" if percent else ""
-    return [f"{v:,.{decimals}f}".replace("-", "−") + suffix if abs(v) > 1e-12 else "0" + suffix for v in shown]
-
-
-def _limits(values: np.ndarray, *, zero: bool = False, margin: float = 0.05) -> tuple[float, float]:
-    """Axis limits around ``values`` with a margin (from zero for bars)."""
-    finite = values[np.isfinite(values)]
-    if not finite.size:
-        return 0.0, 1.0
-    low, high = float(finite.min()), float(finite.max())
-    if zero:
-        low, high = min(low, 0.0), max(high, 0.0)
-    if high == low:  # one value: a tenth of it either side (or 0.5 around 0)
-        spread = abs(low) / 10 if low else 0.5
-        low, high = low - spread, high + spread
-    pad = (high - low) * margin
-    return (low if zero and low == 0 else low - pad), (high if zero and high == 0 else high + pad)
-
-
-def _number(value: float) -> str:
-    return f"{value:.1f}"
-
-
-_TITLE = 34.0  # pixels above the legend (or the plot area): the title
-
-
-def _legend_places(legend: Sequence[tuple[str, str, str]], left: float, right: float) -> list[tuple[float, int]]:
-    """``(x, row)`` of each legend entry ``(label, colour, kind)``: left to right in rows between
-    ``left`` and ``right``."""
-    places, x, row = [], left, 0
-    for label, _, _ in legend:
-        room = 22 + _text_width(label) + 18
-        if x + room > right and x > left:
-            x, row = left, row + 1
-        places.append((x, row))
-        x += room
-    return places
-
-
-def _top(places: list[tuple[float, int]]) -> float:
-    """The top of the plot area below the title and a legend placed in ``places``."""
-    return _TITLE + 8 + ((places[-1][1] + 1) * 18 + 6 if places else 0)
-
-
-class _Chart:
-    """One SVG chart: a plot area within the canvas, data -> pixel mappings, axes and legend."""
-
-    def __init__(self, title: str, *, width: float = _WIDTH, height: float = _HEIGHT, left: float = 64,
-                 bottom: float = 48, right: float = 16, legend: Sequence[tuple[str, str, str]] = ()):
-        self.width, self.height = width, height
-        self.parts: list[str] = []
-        # a long title (a long plan name) set smaller to stay within the chart
-        self.text(width / 2, 22, title, size=round(min(14, (width - 16) / (max(len(title), 1) * 0.62)), 1),
-                  weight="bold")
-        places = _legend_places(legend, left, width - right)
-        for (label, colour, kind), (x, row) in zip(legend, places):  # under the title, never over the data
-            y = _TITLE + 6 + row * 18
-            self._swatch(x, y, colour, kind)
-            self.text(x + 22, y + 4, label, anchor="start")
-        self.box = (left, _top(places), width - right, height - bottom)
-
-    # -- primitives ------------------------------------------------------------------------------
-    def text(self, x, y, text, *, size=_FONT, anchor="middle", weight=None, colour="#222", rotate=None):
-        extra = f' font-weight="{weight}"' if weight else ""
-        if rotate is not None:
-            extra += f' transform="rotate({rotate} {_number(x)} {_number(y)})"'
-        self.parts.append(f'<text x="{_number(x)}" y="{_number(y)}" font-size="{size}" text-anchor="{anchor}" '
-                          f'fill="{colour}"{extra}>{html.escape(str(text))}</text>')
-
-    def _swatch(self, x, y, colour, kind):
-        if kind == "bar":
-            self.parts.append(f'<rect x="{x}" y="{y - 5}" width="16" height="10" fill="{colour}"/>')
-        elif kind in ("o", "X", "ring", "."):
-            self.markers(np.array([x + 8.0]), np.array([y]), kind, colour)
-        else:  # a line style: "-", "--", ":" or a line with markers "-o"
-            dash = {"--": ' stroke-dasharray="6 3"', ":": ' stroke-dasharray="2 3"'}.get(kind[:2], "")
-            self.parts.append(f'<line x1="{x}" y1="{y}" x2="{x + 16}" y2="{y}" stroke="{colour}" stroke-width="2"{dash}/>')
-            if len(kind) > 1 and kind[0] == "-" and kind[1] not in "-:":
-                self.markers(np.array([x + 8.0]), np.array([y]), kind[1], colour)
-
-    def markers(self, xs, ys, kind, colour, size=5.0):
-        for x, y in zip(xs, ys):
-            if kind == "X":
-                s = size
-                self.parts.append(f'<path d="M{_number(x - s)} {_number(y - s)}L{_number(x + s)} {_number(y + s)}'
-                                  f'M{_number(x - s)} {_number(y + s)}L{_number(x + s)} {_number(y - s)}" '
-                                  f'stroke="{colour}" stroke-width="3"/>')
-            elif kind == "ring":
-                self.parts.append(f'<circle cx="{_number(x)}" cy="{_number(y)}" r="{size * 2}" fill="none" '
-                                  f'stroke="black" stroke-width="2"/>')
-            elif kind == "s":
-                self.parts.append(f'<rect x="{_number(x - size)}" y="{_number(y - size)}" width="{2 * size}" '
-                                  f'height="{2 * size}" fill="{colour}"/>')
-            else:
-                radius = 2.5 if kind == "." else size
-                self.parts.append(f'<circle cx="{_number(x)}" cy="{_number(y)}" r="{radius}" fill="{colour}"/>')
-
-    def path(self, xs, ys, colour, *, width=2.0, dash=""):
-        points = [(x, y) for x, y in zip(xs, ys) if np.isfinite(x) and np.isfinite(y)]
-        if len(points) < 2:
-            return
-        d = "M" + "L".join(f"{_number(x)} {_number(y)}" for x, y in points)
-        dashed = {"--": ' stroke-dasharray="6 3"', ":": ' stroke-dasharray="2 3"'}.get(dash, "")
-        self.parts.append(f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="{width}"{dashed}/>')
-
-    def rects(self, x0, y0, x1, y1, colour, *, edge="white"):
-        """Filled rectangles between pixel corners (vectors); NaN ones are left out."""
-        for a, b, c, d in zip(x0, y0, x1, y1):
-            if np.isfinite(a) and np.isfinite(b) and np.isfinite(c) and np.isfinite(d):
-                self.parts.append(f'<rect x="{_number(min(a, c))}" y="{_number(min(b, d))}" width="{_number(abs(c - a))}" '
-                                  f'height="{_number(abs(d - b))}" fill="{colour}" stroke="{edge}" stroke-width="0.5"/>')
-
-    # -- axes ------------------------------------------------------------------------------------
-    def scale(self, xlim, ylim, *, flip_y: bool = True, percent=(False, False)):
-        """Set the data limits of the plot area (pixels grow downward; ``flip_y`` puts low values
-        at the bottom, as on every numeric axis; a category axis runs top down) and whether the
-        axes write shares in %. A numeric vertical axis widens the left margin to its tick labels."""
-        self.xlim, self.ylim, self.flip_y, self.percent = xlim, ylim, flip_y, percent
-        if flip_y:
-            left, top, right, bottom = self.box
-            need = 30 + max((_text_width(t) for t in _tick_labels(self._ticks_within(ylim), percent[1])), default=0)
-            self.box = (max(left, need), top, right, bottom)
-
-    @staticmethod
-    def _ticks_within(limits, count: int = 6) -> np.ndarray:
-        values = _ticks(*limits, count)
-        return values[(values >= min(limits) - 1e-12) & (values <= max(limits) + 1e-12)]
-
-    def x(self, values):
-        left, _, right, _ = self.box
-        low, high = self.xlim
-        return left + (np.asarray(values, dtype=float) - low) / (high - low) * (right - left)
-
-    def y(self, values):
-        _, top, _, bottom = self.box
-        low, high = self.ylim
-        share = (np.asarray(values, dtype=float) - low) / (high - low)
-        return bottom - share * (bottom - top) if self.flip_y else top + share * (bottom - top)
-
-    def axes(self, *, xlabel="", ylabel="", xcategories=None, ycategories=None, xcount=6, rotate=False,
-             ysize=_FONT):
-        """The frame, grid, ticks and labels. Numeric axes get round ticks; ``xcategories`` /
-        ``ycategories`` are ``(positions, labels)``; ``rotate`` turns the x labels by 30 degrees."""
-        left, top, right, bottom = self.box
-        self.parts.append(f'<rect x="{left}" y="{_number(top)}" width="{_number(right - left)}" '
-                          f'height="{_number(bottom - top)}" fill="none" stroke="#444" stroke-width="1"/>')
-        if xcategories is None:
-            values = self._ticks_within(self.xlim, xcount)
-            xcategories = (values, _tick_labels(values, self.percent[0]))
-        for position, label in zip(self.x(xcategories[0]), xcategories[1]):
-            self.parts.append(f'<line x1="{_number(position)}" y1="{_number(bottom)}" x2="{_number(position)}" '
-                              f'y2="{_number(bottom + 4)}" stroke="#444"/>')
-            if rotate:
-                self.text(position, bottom + 14, label, anchor="end", rotate=-30)
-            else:
-                self.text(position, bottom + 17, label)
-        if ycategories is None:
-            values = self._ticks_within(self.ylim)
-            ycategories = (values, _tick_labels(values, self.percent[1]))
-            for position in self.y(values):  # light grid lines across a numeric axis
-                self.parts.append(f'<line x1="{left}" y1="{_number(position)}" x2="{right}" y2="{_number(position)}" '
-                                  f'stroke="#e4e4e4"/>')
-        for position, label in zip(self.y(ycategories[0]), ycategories[1]):
-            self.parts.append(f'<line x1="{left - 4}" y1="{_number(position)}" x2="{left}" y2="{_number(position)}" '
-                              f'stroke="#444"/>')
-            self.text(left - 7, position + ysize * 0.35, label, anchor="end", size=ysize)
-        if xlabel:
-            below = bottom + (self._rotated_room(xcategories[1]) if rotate else 22) + 16
-            self.text((left + right) / 2, below, xlabel)
-        if ylabel:  # a long label in a smaller font, to stay beside the plot area
-            size = min(_FONT, (bottom - top + 40) / (len(ylabel) * _CHAR))
-            self.text(14, (top + bottom) / 2, ylabel, rotate=-90, size=round(size, 1))
-
-    @staticmethod
-    def _rotated_room(labels) -> float:
-        return 14 + 0.5 * max((_text_width(str(t)) for t in labels), default=0.0)
-
-    def note(self, text: str = "no data"):
-        left, top, right, bottom = self.box
-        self.text((left + right) / 2, (top + bottom) / 2, text, colour="grey")
-
-    def svg(self) -> bytes:
-        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_number(self.width)}" height="{_number(self.height)}" '
-                f'viewBox="0 0 {_number(self.width)} {_number(self.height)}" '
-                'font-family="system-ui, -apple-system, \'Segoe UI\', Arial, sans-serif">'
-                '<rect width="100%" height="100%" fill="white"/>' + "".join(self.parts) + "</svg>").encode()
-
-
-def _rotated_bottom(labels: Sequence[str], xlabel: str) -> float:
-    """Room below the plot area for labels turned by 30 degrees (and the axis label)."""
-    return _Chart._rotated_room(labels) + (30 if xlabel else 8)
-
-
-def _left_room(labels: Sequence[str], size: float = _FONT) -> float:
-    return 34 + max((_text_width(str(t), size) for t in labels), default=0.0)
 
 
 def histogram_svg(values, title: str, *, bins: int = 30, xlabel: str = "") -> bytes:
@@ -282,15 +62,15 @@ def histogram_svg(values, title: str, *, bins: int = 30, xlabel: str = "") -> by
     bytes
         An SVG document.
     """
-    data = _finite(values)
-    chart = _Chart(title)
+    data = finite_values(values)
+    chart = Chart(title)
     if not data.size:
         chart.scale((0, 1), (0, 1))
         chart.note()
         chart.axes(xlabel=xlabel, ylabel="records")
         return chart.svg()
     counts, edges = np.histogram(data, bins=max(1, min(bins, np.unique(data).size)))
-    chart.scale(_limits(edges), _limits(counts.astype(float), zero=True))
+    chart.scale(axis_limits(edges), axis_limits(counts.astype(float), zero=True))
     chart.rects(chart.x(edges[:-1]), chart.y(np.zeros(len(counts))), chart.x(edges[1:]), chart.y(counts),
                 PALETTE[0])
     chart.axes(xlabel=xlabel, ylabel="records")
@@ -300,10 +80,10 @@ def histogram_svg(values, title: str, *, bins: int = 30, xlabel: str = "") -> by
 def histograms_svg(series_by_name: Mapping[str, Sequence[float]], title: str, *, bins: int = 20,
                    xlabel: str = "") -> bytes:
     """Overlaid step histograms on a common bin grid (e.g. TOPSIS loss per plan), one colour each."""
-    named = {str(name): _finite(values) for name, values in series_by_name.items()}
+    named = {str(name): finite_values(values) for name, values in series_by_name.items()}
     drawn = [name for name, values in named.items() if values.size]
     colours = {name: PALETTE[n % len(PALETTE)] for n, name in enumerate(named)}
-    chart = _Chart(title, legend=[(name, colours[name], "-") for name in drawn])
+    chart = Chart(title, legend=[(name, colours[name], "-") for name in drawn])
     if not drawn:
         chart.scale((0, 1), (0, 1))
         chart.note()
@@ -313,7 +93,7 @@ def histograms_svg(series_by_name: Mapping[str, Sequence[float]], title: str, *,
     low, high = float(pooled.min()), float(pooled.max())
     edges = np.linspace(low, high if high > low else low + 1.0, bins + 1)
     counts = {name: np.histogram(named[name], bins=edges)[0] for name in drawn}
-    chart.scale(_limits(edges), _limits(np.concatenate(list(counts.values())).astype(float), zero=True))
+    chart.scale(axis_limits(edges), axis_limits(np.concatenate(list(counts.values())).astype(float), zero=True))
     for name in drawn:  # the outline of the bars: up and down at every edge
         xs = np.repeat(edges, 2)
         ys = np.concatenate([[0], np.repeat(counts[name], 2), [0]])
@@ -343,18 +123,18 @@ def boxplot_svg(frame: pd.DataFrame, title: str, *, ylabel: str = "") -> bytes:
         An SVG document.
     """
     columns = [str(c) for c in frame.columns]
-    series = [_finite(frame[c]) for c in frame.columns]
+    series = [finite_values(frame[c]) for c in frame.columns]
     rotate = len(columns) > 6
-    width = max(_WIDTH, 72 * len(columns))
-    chart = _Chart(title, width=width, height=_HEIGHT + (_rotated_bottom(columns, "") - 48 if rotate else 0),
-                   bottom=_rotated_bottom(columns, "") if rotate else 48)
+    width = max(WIDTH, 72 * len(columns))
+    chart = Chart(title, width=width, height=HEIGHT + (rotated_bottom(columns, "") - 48 if rotate else 0),
+                   bottom=rotated_bottom(columns, "") if rotate else 48)
     positions = np.arange(1, len(columns) + 1, dtype=float)
     if not any(s.size for s in series):
         chart.scale((0.5, len(columns) + 0.5), (0, 1))
         chart.note()
         chart.axes(ylabel=ylabel, xcategories=(positions, columns), rotate=rotate)
         return chart.svg()
-    chart.scale((0.5, len(columns) + 0.5), _limits(np.concatenate([s for s in series if s.size])))
+    chart.scale((0.5, len(columns) + 0.5), axis_limits(np.concatenate([s for s in series if s.size])))
     half = 0.25
     for position, values in zip(positions, series):
         if not values.size:
@@ -365,14 +145,14 @@ def boxplot_svg(frame: pd.DataFrame, title: str, *, ylabel: str = "") -> bytes:
         low, high = inside.min(), inside.max()
         x0, x1, xm = chart.x([position - half, position + half, position])
         y = chart.y([q1, median, q3, low, high])
-        chart.parts.append(f'<rect x="{_number(x0)}" y="{_number(y[2])}" width="{_number(x1 - x0)}" '
-                           f'height="{_number(y[0] - y[2])}" fill="none" stroke="#222"/>')
+        chart.parts.append(f'<rect x="{number_text(x0)}" y="{number_text(y[2])}" width="{number_text(x1 - x0)}" '
+                           f'height="{number_text(y[0] - y[2])}" fill="none" stroke="#222"/>')
         chart.path([x0, x1], [y[1], y[1]], PALETTE[1], width=2)
         for end, edge in ((y[3], y[0]), (y[4], y[2])):
             chart.path([xm, xm], [edge, end], "#222", width=1)
             chart.path([xm - (x1 - x0) / 4, xm + (x1 - x0) / 4], [end, end], "#222", width=1)
         beyond = np.unique(np.round(chart.y(values[(values < low) | (values > high)]), 0))
-        chart.parts += [f'<circle cx="{_number(xm)}" cy="{_number(v)}" r="3" fill="none" stroke="#222" '
+        chart.parts += [f'<circle cx="{number_text(xm)}" cy="{number_text(v)}" r="3" fill="none" stroke="#222" '
                         'stroke-width="0.8"/>' for v in beyond]
     chart.axes(ylabel=ylabel, xcategories=(positions, columns), rotate=rotate)
     return chart.svg()
@@ -424,10 +204,10 @@ def risk_utility_map_svg(points: pd.DataFrame, title: str = "Risk-utility map", 
         + ([(target_label, PALETTE[7], ":")] if has_target else []) \
         + ([("Pareto front (passing plans)", "grey", "--")] if len(pareto) else []) \
         + [(label, colour, marker) for flag, marker, colour, label in
-           ((True, "o", _PASS_COLOUR, "passes blocking checks"), (False, "X", _FAIL_COLOUR, "fails blocking checks"))
+           ((True, "o", PASS_COLOUR, "passes blocking checks"), (False, "X", FAIL_COLOUR, "fails blocking checks"))
            if (finite & (releasable == flag)).any()] \
         + ([(f"recommended: {recommended}", "black", "ring")] if ringed else [])
-    chart = _Chart(title, legend=legend)
+    chart = Chart(title, legend=legend)
     xs = np.concatenate([risk[finite].to_numpy(), searched["risk"].to_numpy() if searched is not None else [],
                          [target] if has_target else []])
     ys = np.concatenate([loss[finite].to_numpy(), searched["loss"].to_numpy() if searched is not None else []])
@@ -436,7 +216,7 @@ def risk_utility_map_svg(points: pd.DataFrame, title: str = "Risk-utility map", 
         chart.note()
         chart.axes(xlabel=xlabel, ylabel=ylabel, xcount=5)
         return chart.svg()
-    chart.scale(_limits(xs, margin=0.08), _limits(ys if ys.size else np.array([0.0, 1.0]), margin=0.1), percent=percent)
+    chart.scale(axis_limits(xs, margin=0.08), axis_limits(ys if ys.size else np.array([0.0, 1.0]), margin=0.1), percent=percent)
 
     def steps(x, y):  # a step line ("post": flat to the next x, then up or down)
         return np.repeat(x, 2)[1:], np.repeat(y, 2)[:-1]
@@ -452,7 +232,7 @@ def risk_utility_map_svg(points: pd.DataFrame, title: str = "Risk-utility map", 
         order = risk[pareto].sort_values().index
         px, py = steps(chart.x(risk[order]), chart.y(loss[order]))
         chart.path(px, py, "grey", width=1, dash="--")
-    for flag, marker, colour in ((True, "o", _PASS_COLOUR), (False, "X", _FAIL_COLOUR)):
+    for flag, marker, colour in ((True, "o", PASS_COLOUR), (False, "X", FAIL_COLOUR)):
         chosen = finite & (releasable == flag)
         chart.markers(chart.x(risk[chosen]), chart.y(loss[chosen]), marker, colour, size=6)
         # plans on the same pixel (the same protection) share one label
@@ -490,9 +270,9 @@ def heatmap_svg(matrix: pd.DataFrame, title: str, *, xlabel: str = "released cat
     rows, columns = values.shape
     row_labels, column_labels = [str(i) for i in matrix.index], [str(c) for c in matrix.columns]
     cell = 40 if max(rows, columns) <= 12 else 18
-    left = _left_room(row_labels) + 14
-    bottom = _rotated_bottom(column_labels, xlabel)
-    chart = _Chart(title, width=max(360, left + columns * cell + 90), height=max(260, 50 + rows * cell + bottom),
+    left = left_room(row_labels) + 14
+    bottom = rotated_bottom(column_labels, xlabel)
+    chart = Chart(title, width=max(360, left + columns * cell + 90), height=max(260, 50 + rows * cell + bottom),
                    left=left, bottom=bottom, right=90)
     if not values.size:
         chart.scale((0, 1), (0, 1))
@@ -503,8 +283,8 @@ def heatmap_svg(matrix: pd.DataFrame, title: str, *, xlabel: str = "released cat
     r, c, v = r.ravel(), c.ravel(), values.ravel()
     for x0, y0, x1, y1, colour in zip(chart.x(c - 0.5), chart.y(r - 0.5), chart.x(c + 0.5), chart.y(r + 0.5),
                                       _viridis(v)):
-        chart.parts.append(f'<rect x="{_number(x0)}" y="{_number(y0)}" width="{_number(x1 - x0)}" '
-                           f'height="{_number(y1 - y0)}" fill="{colour}"/>')
+        chart.parts.append(f'<rect x="{number_text(x0)}" y="{number_text(y0)}" width="{number_text(x1 - x0)}" '
+                           f'height="{number_text(y1 - y0)}" fill="{colour}"/>')
     if max(rows, columns) <= 12:
         for x, y, value in zip(chart.x(c), chart.y(r), v):
             if np.isfinite(value):
@@ -514,8 +294,8 @@ def heatmap_svg(matrix: pd.DataFrame, title: str, *, xlabel: str = "released cat
     stops = "".join(f'<stop offset="{i / 10:.1f}" stop-color="{colour}"/>'
                     for i, colour in enumerate(_viridis(np.linspace(1, 0, 11))))
     chart.parts.append(f'<defs><linearGradient id="viridis" x1="0" y1="0" x2="0" y2="1">{stops}</linearGradient></defs>'
-                       f'<rect x="{_number(bar_x)}" y="{_number(bar_top)}" width="14" '
-                       f'height="{_number(bar_bottom - bar_top)}" fill="url(#viridis)" stroke="#444"/>')
+                       f'<rect x="{number_text(bar_x)}" y="{number_text(bar_top)}" width="14" '
+                       f'height="{number_text(bar_bottom - bar_top)}" fill="url(#viridis)" stroke="#444"/>')
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         y = bar_bottom - tick * (bar_bottom - bar_top)
         chart.text(bar_x + 18, y + 4, f"{tick:g}", anchor="start", size=10)
@@ -531,7 +311,7 @@ def lines_svg(frame: pd.DataFrame, title: str, *, ylabel: str = "", xlabel: str 
     markers = "osXos"
     colours = [PALETTE[n % len(PALETTE)] for n in range(len(values.columns))]
     shown = len(values) and values.notna().any().any()
-    chart = _Chart(title, legend=[(str(c), colours[n], "-" + markers[n % 5]) for n, c in enumerate(values.columns)]
+    chart = Chart(title, legend=[(str(c), colours[n], "-" + markers[n % 5]) for n, c in enumerate(values.columns)]
                    if shown else ())
     positions = np.arange(len(values), dtype=float)
     if not shown:
@@ -539,7 +319,7 @@ def lines_svg(frame: pd.DataFrame, title: str, *, ylabel: str = "", xlabel: str 
         chart.note()
         chart.axes(xlabel=xlabel, ylabel=ylabel)
         return chart.svg()
-    chart.scale((-0.3, max(len(values) - 0.7, 0.3)), _limits(values.to_numpy().ravel(), margin=0.1))
+    chart.scale((-0.3, max(len(values) - 0.7, 0.3)), axis_limits(values.to_numpy().ravel(), margin=0.1))
     for n, column in enumerate(values.columns):
         ys = values[column].to_numpy()
         chart.path(chart.x(positions), chart.y(ys), colours[n])
@@ -557,8 +337,8 @@ def grouped_bars_svg(frame: pd.DataFrame, title: str, *, ylabel: str = "") -> by
     rotate = len(values) > 6
     shown = len(values) and values.notna().any().any()
     colours = [PALETTE[n % len(PALETTE)] for n in range(len(values.columns))]
-    bottom = _rotated_bottom(labels, "") if rotate else 48
-    chart = _Chart(title, width=max(_WIDTH, 58 * len(values)), height=_HEIGHT + bottom - 48, bottom=bottom,
+    bottom = rotated_bottom(labels, "") if rotate else 48
+    chart = Chart(title, width=max(WIDTH, 58 * len(values)), height=HEIGHT + bottom - 48, bottom=bottom,
                    legend=[(str(c), colours[n], "bar") for n, c in enumerate(values.columns)] if shown else ())
     positions = np.arange(len(values), dtype=float)
     if not shown:
@@ -566,7 +346,7 @@ def grouped_bars_svg(frame: pd.DataFrame, title: str, *, ylabel: str = "") -> by
         chart.note()
         chart.axes(ylabel=ylabel)
         return chart.svg()
-    chart.scale((-0.5, len(values) - 0.5), _limits(values.to_numpy().ravel(), zero=True))
+    chart.scale((-0.5, len(values) - 0.5), axis_limits(values.to_numpy().ravel(), zero=True))
     width = 0.8 / max(len(values.columns), 1)
     for n, column in enumerate(values.columns):
         x = positions + (n - (len(values.columns) - 1) / 2) * width
@@ -604,16 +384,16 @@ def category_bars_svg(shares: pd.DataFrame, title: str, *, xlabel: str = "% of r
     colours = [PALETTE[n % len(PALETTE)] for n in range(len(values.columns))]
     drawn = len(values) and values.notna().any().any()
     legend = [(str(c), colours[n], "bar") for n, c in enumerate(values.columns)] if drawn else []
-    left, width = _left_room(labels, 11), _WIDTH + 60
-    height = max(_HEIGHT, _top(_legend_places(legend, left, width - 16)) + 56 + len(values) * (10 + 7.5 * n_series))
-    chart = _Chart(title, width=width, height=height, left=left, legend=legend)
+    left, width = left_room(labels, 11), WIDTH + 60
+    height = max(HEIGHT, legend_bottom(legend_places(legend, left, width - 16)) + 56 + len(values) * (10 + 7.5 * n_series))
+    chart = Chart(title, width=width, height=height, left=left, legend=legend)
     if not drawn:
         chart.scale((0, 1), (0, 1))
         chart.note()
         chart.axes(xlabel=xlabel)
         return chart.svg()
     positions = np.arange(len(values), dtype=float)
-    chart.scale(_limits(values.to_numpy().ravel(), zero=True), (-0.5, len(values) - 0.5), flip_y=False)
+    chart.scale(axis_limits(values.to_numpy().ravel(), zero=True), (-0.5, len(values) - 0.5), flip_y=False)
     width = 0.8 / n_series
     for n, column in enumerate(values.columns):
         y = positions + (n - (n_series - 1) / 2) * width

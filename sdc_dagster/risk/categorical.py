@@ -17,7 +17,7 @@ import pandas as pd
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.frequencies import missing_aware_key_frequencies
 from sdc_dagster.keys import key_columns
-from sdc_dagster.validation import check_scalar, weight_values
+from sdc_dagster.validation import check_option, check_scalar, weight_values
 
 
 def key_frequencies(
@@ -62,9 +62,7 @@ _RISK_METHODS = ("approx", "exact")
 
 
 def _risk_method(method: str, qual: float) -> tuple[str, float]:
-    if method not in _RISK_METHODS:
-        raise SDCInputError(f"parameter method must be one of {_RISK_METHODS} (got {method!r})")
-    return method, check_scalar(qual, "parameter qual", low=0, closed="neither")
+    return check_option(method, "method", _RISK_METHODS), check_scalar(qual, "qual", low=0, closed="neither")
 
 
 def exact_risk(fk: np.ndarray, Fk: np.ndarray) -> np.ndarray:
@@ -331,8 +329,7 @@ def risk_above_threshold(risk: pd.Series | np.ndarray, threshold: float, *, rela
     """
     values = np.asarray(risk, dtype=np.float64)
     if relative:
-        if not (0.0 <= threshold <= 1.0):
-            raise SDCInputError(f"parameter threshold must be a quantile level in [0, 1] when relative (got {threshold!r})")
+        check_scalar(threshold, "threshold (a quantile level when relative)", low=0, high=1)
         threshold = float(np.quantile(values, threshold)) if len(values) else 0.0
     return int(np.count_nonzero(values > threshold))
 
@@ -373,9 +370,7 @@ def global_risk_threshold(risk: pd.Series, *, max_global_risk: float = 0.01) -> 
     -------
     :class:`GlobalRiskThreshold`.
     """
-    if isinstance(max_global_risk, bool) or not isinstance(max_global_risk, (int, float, np.integer, np.floating)) \
-            or not 0.0 < max_global_risk < 1.0:
-        raise SDCInputError(f"parameter max_global_risk must lie strictly between 0 and 1 (got {max_global_risk!r})")
+    check_scalar(max_global_risk, "max_global_risk", low=0, high=1, closed="neither")
     values = pd.Series(risk).to_numpy(dtype=np.float64, na_value=np.nan)
     if len(values) == 0:
         raise SDCInputError("parameter risk: no records")
@@ -408,7 +403,6 @@ def k_anonymity_violations(
 
     f_i is the §2.4 sample frequency (missing values match any value); weights are not used.
     """
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise SDCInputError(f"parameter k must be a positive integer (got {k!r})")
+    check_scalar(k, "k", integer=True, low=1)
     freq = key_frequencies(data, keys, alpha=alpha, con=con)
     return int(np.count_nonzero(freq["fk"].to_numpy() < k))

@@ -36,7 +36,8 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import DistinctKeys, distinct_keys, symmetric_compatible_counts
+from sdc_dagster.frequencies import DistinctKeys, distinct_keys
+from sdc_dagster.subset_frequencies import symmetric_compatible_counts
 from sdc_dagster.risk.neighbourhood import neighbourhood_counts
 from sdc_dagster.validation import check_scalar, positive_values
 

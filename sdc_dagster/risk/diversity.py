@@ -16,6 +16,7 @@ import pandas as pd
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.frequencies import distinct_keys
 from sdc_dagster.keys import category_codes, key_columns
+from sdc_dagster.validation import check_scalar
 
 
 def _key_groups(data: pd.DataFrame, keys: list[str], con) -> tuple[np.ndarray, int]:
@@ -125,8 +126,7 @@ def l_diversity(
     """
     keys = key_columns(data, keys)
     columns = _sensitive_columns(data, keys, sensitive)
-    if not np.isfinite(recursive_c) or recursive_c <= 0:
-        raise SDCInputError(f"parameter recursive_c must be a positive number (got {recursive_c!r})")
+    check_scalar(recursive_c, "recursive_c", low=0, closed="neither")
     group, n_groups = _key_groups(data, keys, con)
     parts = []
     for column in columns:

@@ -20,9 +20,10 @@ from scipy.spatial.distance import cdist
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.numerics.distance import gower_block, gower_encoding
-from sdc_dagster.risk.gower_search import TIE_TOLERANCE, gower_nearest, gower_own_distances, in_tree_order, \
-    observed_patterns, pattern_search_is_cheaper
-from sdc_dagster.validation import check_option, check_scalar, paired_matrices
+from sdc_dagster.risk.gower_scan import TIE_TOLERANCE
+from sdc_dagster.risk.gower_search import gower_nearest, gower_own_distances, in_tree_order, observed_patterns, \
+    pattern_search_is_cheaper
+from sdc_dagster.validation import check_flag, check_option, check_scalar, paired_matrices
 
 
 @dataclass(frozen=True)
@@ -470,8 +471,7 @@ def record_linkage_risk(
     scales, categories = dict(scales or {}), dict(categories or {})
     columns = [columns] if isinstance(columns, str) else list(columns)
     weight_values = _linkage_weights(weights, columns, distance)
-    if not isinstance(standardise, (bool, np.bool_)):
-        raise SDCInputError(f"standardise: must be true or false, got {standardise!r}")
+    check_flag(standardise, "standardise")
     best_tol = check_scalar(tol, "tol", low=0) if count_best else None
     if distance == "gower":
         linked, partner, compared, expected, best = _gower_linkage(

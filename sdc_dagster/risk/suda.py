@@ -48,7 +48,7 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.risk.suda_codes import missing_code, sdcmicro_codes
-from sdc_dagster.validation import check_scalar
+from sdc_dagster.validation import check_flag, check_scalar
 
 # sdcMicro's C++ search needs at least three variables; its R wrapper pads one or two keys with
 # constant columns, which changes the score weights and the DIS exponent (both depend on the
@@ -141,8 +141,7 @@ def suda2(
     fraction = np.float32(check_scalar(dis_fraction, "dis_fraction", low=0, high=1, closed="right"))
     missing = missing_code(missing)
     max_size = len(keys) if max_size is None else check_scalar(max_size, "max_size", integer=True, low=1, high=len(keys))
-    if not isinstance(original_scores, (bool, np.bool_)):
-        raise SDCInputError(f"original_scores: must be True or False, got {original_scores!r}")
+    check_flag(original_scores, "original_scores")
 
     codes = [sdcmicro_codes(data[k], k, missing) for k in keys]
     n_keys = len(keys)

@@ -36,6 +36,7 @@ import pandas as pd
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.spec.hierarchies import Hierarchy, HierarchyLevel, value_text
 from sdc_dagster.spec.roles import whole_numbers
+from sdc_dagster.spec.scenario import is_age_name
 
 #: A numeric key without a code list and with at least this many distinct values is integer-valued
 #: (ages, counts, years) or measured: it is generalised into bands.
@@ -210,11 +211,6 @@ def column_hierarchy(data: pd.DataFrame, key: str, columns: Sequence[str]) -> Hi
     return Hierarchy(categories, tuple(levels), f"{key} within {', '.join(columns)}")
 
 
-def is_age_name(name: str) -> bool:
-    """Whether a column name reads as an age (age, Alter, edad, wiek; age_head)."""
-    return "age" in name.lower().replace("_", " ").split() or name.lower() in ("age", "alter", "edad", "wiek")
-
-
 def _series_125(width: float) -> float:
     """The 1-2-5 series number at or above ``width``."""
     exponent = np.floor(np.log10(width))
@@ -244,10 +240,10 @@ def band_widths(values: np.ndarray, *, age: bool, levels: int = 3) -> tuple[floa
 def draft_rule(data: pd.DataFrame, key: str, *, code_list: bool, columns: Sequence[str] = ()) -> HierarchyRule | None:
     """The hierarchy drafted for a key that is not ordinal and has none given (module docstring), in
     this order: the coarser ``columns`` of the file it nests in; the prefixes of structured codes;
-    round-width bands for a whole-number age (:func:`is_age_name`), and for a numeric key without a
-    code list (``code_list``: the spec lists its ``categories:``, the codes of a classification, which
-    are never banded; SPEC §8.2) with at least :data:`MANY_VALUES` values. None: the key's rare
-    categories merge into "Other" instead."""
+    round-width bands for a whole-number age (:func:`~sdc_dagster.spec.scenario.is_age_name`), and
+    for a numeric key without a code list (``code_list``: the spec lists its ``categories:``, the
+    codes of a classification, which are never banded; SPEC §8.2) with at least :data:`MANY_VALUES`
+    values. None: the key's rare categories merge into "Other" instead."""
     observed = data[key].dropna()
     nested = nesting_columns(data, key, columns) if columns else ()
     if nested:

@@ -53,6 +53,13 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.spec.reading import FileContents
+from sdc_dagster.spec.scenario import (
+    AMOUNT_CODE, AMOUNT_LABEL, AMOUNT_TOKEN, CLUSTER_TOKEN, CODED_GROUPS, COUNT_TOKEN, HOUSEHOLD_LEVEL,
+    HOUSEHOLD_TOKEN, IDENTIFIER_TOKEN, ID_SUFFIX, ID_TOKEN, MIN_NAMES, NAME_SUFFIX, NOT_WEIGHT_LABEL,
+    ORDINAL_GROUPS, PERSON_TOKEN, SCENARIO, SENSITIVE_LABEL, SENSITIVE_TOKEN, TOTAL_TOKEN, VARIABLE_CODES,
+    WEAK_WEIGHT_TOKEN, WEIGHT_LABEL, WEIGHT_TOKEN, WEIGHT_WORDS, derived_name_of, name_tokens, named,
+    scenario_group,
+)
 
 #: At most this many distinct values make a numeric column without labels a categorical variable.
 MAX_CATEGORIES = 20
@@ -81,141 +88,6 @@ MAX_CATEGORICAL_KEYS = 8
 MAX_CONTINUOUS_KEYS = 4
 #: Categorical keys drafted from candidates outside the scenario when a file has no scenario variable.
 FALLBACK_KEYS = 4
-
-
-def _words(pattern: str) -> re.Pattern:
-    return re.compile(rf"(?:{pattern})", re.I)
-
-
-# The disclosure scenario, in priority order: group -> (name token pattern, label pattern). A name is
-# split into lower-case tokens at "_", ".", digits and camelCase; a group matches when a token or the
-# whole name without separators matches its pattern in full, or its label pattern occurs in the label.
-SCENARIO: dict[str, tuple[str, str]] = {
-    "age": (r"x?age|ages|ageg\w*|agecat|edad|wiek|yob|yearbir|birth\w*|yearofbirth|dateofbirth|byear|dob|born|"
-            r"anonac\w*|rokur\w*",
-            r"\bage\b|year of birth|date of birth|\bedad\b|wiek|rok urodzenia|año de nacimiento|fecha de nacimiento"),
-    "sex": (r"sex|gender|male|female|sexo|plec|sx", r"\bsex\b|gender|\bsexo\b|płeć|\bplec\b"),
-    "region": (r"region|regio|reg|nuts\w*|province|provincia|prov|state|county|district|municip\w*|comuna|"
-               r"wojewodztwo|woj|powiat|gmina|urban|rural|urbrur|urbani[sz]ation|degurba|smsa|msa|metro|south|"
-               r"north|northeast|northcen\w*|west|east|midwest|residence|location|geo|city|town|village|ccaa",
-               r"region|province|district|urban|rural|degree of urbani|geograph|metropolitan|residence"),
-    "marital status": (r"marital\w*|marstat|married|maried|single|divorce\w*|widow\w*|estadocivil|stancywilny",
-                       r"marital|civil status|estado civil|stan cywilny"),
-    "household size": (r"hhsize|hsize|householdsize|hhnbpers|famsize|familysize|nbpers|npers|hhmembers|"
-                       r"tamhogar|liczbaosob\w*",
-                       r"household size|number of (household )?(members|persons)|tamaño del hogar|liczba osób"),
-    "household composition": (r"hhtype|hhtyp|typhh|hhcomp\w*|householdtype|householdcomp\w*|hhstruct\w*|famtype|"
-                              r"familytype|famcomp\w*|composition|tipohogar|typgosp\w*|skladgosp\w*",
-                              r"household (type|composition|structure)|family type|type of household|"
-                              r"tipo de hogar|composici[oó]n del hogar|typ gospodarstwa|skład gospodarstwa"),
-    "citizenship": (r"citizen\w*|nationality|national|countryb|cob|country\w*|native\w*|nativity|birthplace|"
-                    r"placeofbirth|foreign\w*|immigr\w*|migrant\w*|obywatel\w*|krajur\w*|nacionalidad|"
-                    r"pais\w*|paisnac\w*|language|lang",
-                    r"citizen|nationality|country of birth|place of birth|native country|language|"
-                    r"pa[ií]s de nacimiento|nacionalidad|obywatelstwo|kraj urodzenia"),
-    "ethnicity": (r"ethn\w*|etni\w*|race|racial|raza|black|white|nonwhite|hispanic|hisp|afam|minrty|minority|"
-                  r"narodowosc|pochodzenie",
-                  r"ethnic|\brace\b|racial|\braza\b|étnic|etnic|narodowość|pochodzenie"),
-    "education": (r"educ\w*|edu|school|schooling|isced|degree|diploma|qualif\w*|hatlev\w*|estudios|"
-                  r"wyksztalcenie|wykszt|hschool",
-                  r"education|school|isced|degree|qualification"),
-    "occupation": (r"occup\w*|occu|occucode|\w+occu|occ|\w+occ|isco\w*|profession|job|ocupacion|zawod",
-                   r"occupation|isco|profession|ocupaci[oó]n|zawód"),
-    "economic activity": (r"industry|indus\w*|sector|nace\w*|activity|branch|workstat|wrkstat|empstat|"
-                          r"workclass|classofworker|selfemp\w*|ilostat|wstator|parttime|fulltime|construc|ndurman|"
-                          r"trcommpu|trade|services|profserv|manuf\w*|actividad|rama|sektor|dzialalnosc",
-                          r"industry|economic activity|nace|employment status|economic status|sector|"
-                          r"class of worker|actividad econ|rama de actividad|rodzaj działalności"),
-    "household relationship": (r"relat|relationship|relhead|hhlink|parentesco", r"relationship to"),
-    "dwelling": (r"roof|walls?|water|electcon|electricity|toilet|floor|dwelling|owned|ownhome|condo\w*|apartment",
-                 r"dwelling|roof|walls|drinking water|electricity"),
-}
-# The order names are tried in, where it differs from the priority: "country_of_birth" is a country,
-# not an age (its word "birth").
-_MATCH_ORDER = ["citizenship"] + [group for group in SCENARIO if group != "citizenship"]
-# Scenario groups whose numbers are codes (ISCO, NACE, NUTS, ISCED, ...): categorical however many;
-# age, year of birth and household size may be numbers too many for a categorical key.
-_CODED_GROUPS = {"sex", "region", "marital status", "household composition", "citizenship", "ethnicity", "education",
-                 "occupation", "economic activity", "household relationship", "dwelling"}
-# Scenario groups of counted or ordered whole numbers (years of age, years of birth, persons): a
-# categorical key on an ordinal scale when whole-numbered, however many values.
-_ORDINAL_GROUPS = {"age", "household size"}
-_SCENARIO = {group: (re.compile(rf"(?:{tokens})", re.I), re.compile(label, re.I))
-             for group, (tokens, label) in SCENARIO.items()}
-
-# Variable codes of statistical offices (Eurostat EU-SILC and LFS, sdcMicro's example data), by
-# what they are: a scenario group, or a role.
-_CODES: dict[str, str] = {
-    # EU-SILC
-    "db040": "region", "db100": "region", "rb080": "age", "pb140": "age", "rb090": "sex", "pb150": "sex",
-    "pb190": "marital status", "pb200": "marital status", "pb220a": "citizenship", "pb210": "citizenship",
-    "pe040": "education", "pl051": "occupation", "pl111": "economic activity", "pl031": "economic activity",
-    "hx040": "household size", "rb210": "economic activity",
-    "db030": "id", "hb030": "id", "rb030": "id", "pb030": "id", "rb040": "id", "px030": "id", "rx030": "id",
-    "rb220": "id", "rb230": "id", "rb240": "id",
-    "db080": "household weight", "db090": "household weight", "db095": "household weight",
-    "rb050": "weight", "rb050a": "weight", "rb060": "weight", "rb062": "weight", "rb063": "weight",
-    "rb064": "weight", "pb040": "weight", "pb050": "weight", "pb060": "weight", "pb080": "weight",
-    "hy010": "total amount", "hy020": "total amount", "hy022": "total amount", "hy023": "total amount",
-    "hx090": "total amount",
-    # LFS
-    "sex": "sex", "yearbir": "age", "age": "age", "region": "region", "degurba": "region",
-    "countryb": "citizenship", "national": "citizenship", "marstat": "marital status",
-    "hatlev1d": "education", "hatlev": "education", "isco4d": "occupation", "isco3d": "occupation",
-    "nace3d": "economic activity", "nace2d": "economic activity", "ilostat": "economic activity",
-    "wstator": "economic activity", "hhnbpers": "household size", "hhlink": "household relationship",
-    "hhnum": "id", "qhhnum": "id", "hhseqnum": "id", "coeff": "weight",  # HHSEQNUM: person number in household
-    # sdcMicro's CASCrefmicrodata (CASC project's business/tax test file): AFNLWGT is its weight
-    "afnlwgt": "weight", "agi": "total amount", "ptotval": "total amount", "emcontrb": "amount", "fica": "amount",
-    # sdcMicro's testdata: its keys, and hhcivil, the sensitive variable of its l-diversity example
-    "urbrur": "region", "roof": "dwelling", "walls": "dwelling", "water": "dwelling",
-    "electcon": "dwelling", "relat": "household relationship", "hhcivil": "sensitive",
-}
-# EU-SILC income variables: PY010G..PY140N (personal), HY010..HY145N (household), HX... derived.
-_AMOUNT_CODE = re.compile(r"(py|hy)\d{3}[gn]?|hx\d{3}", re.I)
-
-_IDENTIFIER_TOKEN = _words(r"name|surname|firstname|lastname|nombre|apellido|nazwisko|imie|address|direccion|adres|"
-                           r"phone|telefono|telefon|email|mail|pesel|nif|dni|nie|ssn|passport|street|zip|postcode")
-_ID_TOKEN = _words(r"id|ids|ident\w*|idno|caseid|serial|seqno|recno|nr|nro|pid|respid|rownames?|rownum\w*|"
-                   r"obsno|index|idx")
-# "UTILNAME", "firmName", "COMPANY_NAME" (text, or codes labelled with the names); "UTILITYID", "firmId"
-# (the case tells an id from "paid"), "utilityid", "firmid" (a unit's word before it)
-_NAME_SUFFIX = re.compile(r"(?i:name)$")
-_ID_SUFFIX = re.compile(r"[A-Za-z](ID|Id)$|(?i:(util\w*|firm|company|enterprise|person|household|house|hh|school|"
-                        r"unit|case|resp\w*)_?id)$")
-#: A text column named like a name with at least this many different values names units.
-MIN_NAMES = 20
-_PERSON_TOKEN = _words(r"person|pers|pernum|pno|pnr|member|lineno|line|student|pupil|respondent|resp")
-_HOUSEHOLD_TOKEN = _words(r"hid|hhid|hh|hhnr|household|hogar|vivienda|gospodarstw\w*|gd|famid|family|fam")
-_CLUSTER_TOKEN = _words(r"cluster|psu|school|schid|schoolid|firm|company|village|community|class|classroom|caseid")
-_WEIGHT_TOKEN = _words(r"weights?|wgt\w*|\w*wgt|wght|pweight|hweight|perwt|hhwt|peso|ponder\w*|waga|grossing")
-_WEAK_WEIGHT_TOKEN = _words(r"w|wt|fac|factor|fexp|expansion|coef")
-# Words a misspelt weight name is near (difflib's ratio at least 0.8, same first letter: "Weigt",
-# "wieght", not "height" or "eight"); short words ("peso", "waga") are left out: "person" is near "peso".
-_WEIGHT_WORDS = ("weight", "weights", "ponderacion", "grossing")
-# Counted or dated whole numbers outside the scenario: ordinal if they become keys.
-_COUNT_TOKEN = _words(r"years?|yrs?|\w+year|year\w+|anno|ano|rok|count|cnt|number|childs|children|kids|nchild\w*|"
-                      r"persons|members|hijos|dzieci")
-_WEIGHT_LABEL = re.compile(r"weight|grossing|expansion factor|factor de expansi|ponderaci|waga", re.I)
-_NOT_WEIGHT_LABEL = re.compile(r"\bkg\b|\blbs?\b|pound|body|birth ?weight|gram", re.I)
-_HOUSEHOLD_LEVEL = _words(r"hh|household|hogar|house|dom|db\d{3}|hx\d{3}")
-_SENSITIVE_TOKEN = _words(r"\w*health\w*|\w*hlth\w*|disea\w*|illness|ill|religi\w*|relig|attend|wyznanie|"
-                          r"union|sindicato|crime|criminal|politic\w*|party|partido|partia|"
-                          r"vote|salud|enfermedad|zdrowie|choroba|sexual\w*|disab\w*|physlm|inj\w*|dead|death|died|"
-                          r"mortality|abortion")
-_SENSITIVE_LABEL = re.compile(r"health|disease|illness|injur|religio|trade union|crime|politic|disab",
-                              re.I)
-_AMOUNT_TOKEN = _words(r"income\w*|inc|\w+inc|earn\w*|wages?|\w*wage|salar\w*|pay|turnover|sales|revenue\w*|"
-                       r"expend\w*|expense\w*|spend\w*|consum\w*|assets?|value|val|\w*revenues?|\w+sales|treasury|funds?|"
-                       r"depreciation|outcome|liabilit\w*|equity|receivables?|payables?|"
-                       r"\w*(tot|oth|earn|ern|sal|int|inc)val|"
-                       r"profits?|cost|costs|rent|"
-                       r"\w*tax|taxes|benefits?|pensions?|saving\w*|wealth|debts?|capital|output|invest\w*|"
-                       r"\w+dol|dollars|amount|price|ingreso\w*|salario|renta|gasto\w*|dochod\w*|wynagrodz\w*|"
-                       r"przychod\w*|rd")
-_AMOUNT_LABEL = re.compile(r"income|earning|wage|salary|turnover|sales|revenue|expenditure|consumption|assets|"
-                           r"profit|pension|benefit|amount|in (dollars|euro|eur|usd)", re.I)
-_TOTAL_TOKEN = _words(r"tot\w*|gross|disposable|income|inc|wage|wages|earnings|expend\w*|sales|turnover")
 
 
 @dataclass(frozen=True)
@@ -275,53 +147,6 @@ def record_key_like(values: pd.Series) -> bool:
     return bool(np.all(digits == digits[0]))
 
 
-def _tokens(name: str) -> list[str]:
-    """The lower-case words of a column name, split at separators, digits and camelCase, plus the
-    whole name without separators (``hh_size`` -> ``hh``, ``size``, ``hhsize``)."""
-    spaced = re.sub(r"([a-z])([A-Z])", r"\1_\2", name)
-    words = [w for w in re.split(r"[^A-Za-z]+", spaced.lower()) if w]
-    squashed = re.sub(r"[^a-z]", "", name.lower())
-    return words + ([squashed] if squashed and squashed not in words else [])
-
-
-def _named(pattern: re.Pattern, tokens: list[str]) -> bool:
-    return any(pattern.fullmatch(t) for t in tokens)
-
-
-def scenario_group(name: str, label: str = "") -> str | None:
-    """The group of the disclosure scenario (:data:`SCENARIO`) a variable belongs to, or None:
-    by office variable code first, then by the words of its name, then by its label."""
-    code = _CODES.get(name.lower())
-    if code in SCENARIO:
-        return code
-    if code is not None:
-        return None
-    tokens = _tokens(name)
-    for group in _MATCH_ORDER:
-        if _named(_SCENARIO[group][0], tokens):
-            return group
-    for group, (_, label_pattern) in _SCENARIO.items():
-        if label and label_pattern.search(label):
-            return group
-    return None
-
-
-def _derived_from(name: str, columns) -> str | None:
-    """The column ``name`` is a log or square of (``lwage``, ``lnsales``, ``expersq``), if any."""
-    lower = {str(c).lower(): str(c) for c in columns if str(c) != name}
-    low = name.lower()
-    for prefix in ("log_", "log", "ln_", "ln", "l_", "l"):
-        if low.startswith(prefix) and low[len(prefix):] in lower:
-            return lower[low[len(prefix):]]
-    for suffix in ("_sq", "sq", "2", "_squared"):
-        stem = low.removesuffix(suffix)
-        if stem != low and len(stem) >= 3:
-            found = [original for other, original in lower.items() if other.startswith(stem)]
-            if found:
-                return found[0]
-    return None
-
-
 def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, measure: str | None = None,
                    missing: tuple = (), label: str = "", columns=(), grouping: bool = True) -> DraftedVariable:
     """The role (SPEC §1.1) and scale (§1.2) a column most likely has on its own, with the reason.
@@ -354,8 +179,8 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
     counts = observed.value_counts()
     unique_share = float((counts == 1).sum() / n) if n else 0.0
     numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
-    code = _CODES.get(name.lower())
-    tokens = _tokens(name)
+    code = VARIABLE_CODES.get(name.lower())
+    tokens = name_tokens(name)
     label = label or ""
     weight = _weight_guess(name, observed, code, tokens, label, numeric, unobserved=n - len(observed))
     if weight is not None:  # before the constant rule: an equal-probability sample has a constant weight
@@ -363,7 +188,7 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
     if len(counts) <= 1:
         return DraftedVariable(name, "other", "constant: carries no information" if len(counts) else
                                "no observed value: carries no information", group="constant")
-    if (_named(_IDENTIFIER_TOKEN, tokens) or re.search(r"\bname\b|address|phone|e-?mail", label, re.I)) \
+    if (named(IDENTIFIER_TOKEN, tokens) or re.search(r"\bname\b|address|phone|e-?mail", label, re.I)) \
             and unique_share > IDENTIFIER_SHARE / 2:
         return DraftedVariable(name, "direct_identifier",
                                f"named like an identifier and unique on {unique_share:.0%} of records; it is "
@@ -371,16 +196,16 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
     if not numeric and unique_share > IDENTIFIER_SHARE:
         return DraftedVariable(name, "direct_identifier",
                                f"text unique on {unique_share:.0%} of records: it identifies them on its own")
-    if (not numeric or labels) and _NAME_SUFFIX.search(name) and len(counts) >= MIN_NAMES:
+    if (not numeric or labels) and NAME_SUFFIX.search(name) and len(counts) >= MIN_NAMES:
         return DraftedVariable(name, "direct_identifier",
                                f"text named like a name with {len(counts)} different values: a name identifies its "
                                "unit (a person, a firm) even where the unit has several records; removed before release")
-    id_named = (code == "id" or _named(_ID_TOKEN, tokens) or _named(_PERSON_TOKEN, tokens)
-                or bool(_ID_SUFFIX.search(name)))
+    id_named = (code == "id" or named(ID_TOKEN, tokens) or named(PERSON_TOKEN, tokens)
+                or bool(ID_SUFFIX.search(name)))
     # "hh_size", "hh_region": household words in a scenario variable's name; households hold few persons
-    household_named = (_named(_HOUSEHOLD_TOKEN, tokens) and scenario_group(name, label) is None
+    household_named = (named(HOUSEHOLD_TOKEN, tokens) and scenario_group(name, label) is None
                        and len(observed) <= MAX_HOUSEHOLD_SIZE * len(counts))
-    group_named = household_named or _named(_CLUSTER_TOKEN, tokens)
+    group_named = household_named or named(CLUSTER_TOKEN, tokens)
     if (id_named or group_named) and unique_share > IDENTIFIER_SHARE:
         return DraftedVariable(name, "direct_identifier",
                                f"named like an id and unique on {unique_share:.0%} of records: it identifies "
@@ -402,8 +227,8 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
     if whole and unique_share > IDENTIFIER_SHARE and not labels and observed.max() - observed.min() + 1 == len(counts):
         return DraftedVariable(name, "record_id", "consecutive whole numbers, one per record: a record number")
     group = scenario_group(name, label)
-    amount_named = bool(code in ("total amount", "amount") or _AMOUNT_CODE.fullmatch(name)
-                        or _named(_AMOUNT_TOKEN, tokens) or _AMOUNT_LABEL.search(label))
+    amount_named = bool(code in ("total amount", "amount") or AMOUNT_CODE.fullmatch(name)
+                        or named(AMOUNT_TOKEN, tokens) or AMOUNT_LABEL.search(label))
     if whole and unique_share > IDENTIFIER_SHARE and not labels and n >= MIN_RECORD_KEY_RECORDS \
             and group is None and not amount_named:
         if len(counts) == n:
@@ -417,14 +242,14 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
     few = len(counts) <= MAX_CATEGORIES
     # whole years of age, years of birth, persons, counts: ordered numbers, never a continuous key
     ordinal_numbers = whole and not labels and (
-        group in _ORDINAL_GROUPS or (group is None and not amount_named and _named(_COUNT_TOKEN, tokens)))
+        group in ORDINAL_GROUPS or (group is None and not amount_named and named(COUNT_TOKEN, tokens)))
     categorical = bool(labels) or measure in ("nominal", "ordinal") or not numeric or (group is not None and few) or (
-        whole and (few or group in _CODED_GROUPS)) or ordinal_numbers
+        whole and (few or group in CODED_GROUPS)) or ordinal_numbers
     if categorical:
         codes = sorted({plain_scalar(v) for v in observed.unique()} | {plain_scalar(v) for v in (labels or {})}, key=str)
         if all(isinstance(c, (int, float)) for c in codes):
             codes = sorted(codes)
-        ordered = numeric and not labels and (group in _ORDINAL_GROUPS or ordinal_numbers)
+        ordered = numeric and not labels and (group in ORDINAL_GROUPS or ordinal_numbers)
         scale = "ordinal" if measure == "ordinal" or ordered else "nominal"
         why = ("value labels" if labels else f"measured {measure}" if measure in ("nominal", "ordinal")
                else "yes/no values" if pd.api.types.is_bool_dtype(values) else "text values" if not numeric
@@ -436,7 +261,7 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
         if code == "sensitive":
             return DraftedVariable(name, "sensitive", f"{why}; the sensitive variable of sdcMicro's l-diversity "
                                    "example: l-diversity target", **details)
-        if _named(_SENSITIVE_TOKEN, tokens) or _SENSITIVE_LABEL.search(label):
+        if named(SENSITIVE_TOKEN, tokens) or SENSITIVE_LABEL.search(label):
             return DraftedVariable(name, "sensitive", f"{why}; named like a special category of personal data "
                                    "(health, religion, trade union, politics, ...): what an intruder wants to learn, "
                                    "the l-diversity target", **details)
@@ -453,7 +278,7 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
                                f"variable of the disclosure scenario ({', '.join(SCENARIO)})",
                                group="categorical candidate", **details)
     why = f"measured {measure}" if measure == "scale" else f"{len(counts)} distinct numeric values"
-    source = _derived_from(name, columns)
+    source = derived_name_of(name, columns)
     if source is not None:
         return DraftedVariable(name, "other", f"{why}, derived from {source!r} (log or square): it carries the same "
                                "information, never a key of its own", "continuous", missing=missing)
@@ -463,7 +288,7 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
                                "values for a categorical key (recode it into classes to make it one)",
                                "continuous", missing=missing, group=group, rank=0)
     if amount_named:
-        total = code == "total amount" or _named(_TOTAL_TOKEN, tokens)
+        total = code == "total amount" or named(TOTAL_TOKEN, tokens)
         return DraftedVariable(name, "continuous_key",
                                f"{why}; an amount{' (a total or main amount)' if total else ''}: an intruder may "
                                "know it roughly "
@@ -477,12 +302,12 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
 
 def _misspelt_weight(tokens: list[str]) -> bool:
     """A name word of five letters or more within difflib's similarity ratio 0.8 of a weight word
-    (:data:`_WEIGHT_WORDS`) with the same first letter: "Weigt", "wieght", "ponderacin"; not
+    (:data:`WEIGHT_WORDS`) with the same first letter: "Weigt", "wieght", "ponderacin"; not
     "height", "eight" or "person"."""
     import difflib
 
     return any(match[0] == token[0] for token in tokens if len(token) >= 5
-               for match in difflib.get_close_matches(token, _WEIGHT_WORDS, n=3, cutoff=0.8))
+               for match in difflib.get_close_matches(token, WEIGHT_WORDS, n=3, cutoff=0.8))
 
 
 def _weight_guess(name: str, observed: pd.Series, code: str | None, tokens: list[str], label: str,
@@ -496,10 +321,10 @@ def _weight_guess(name: str, observed: pd.Series, code: str | None, tokens: list
     body weight) or with values below 1 (a relative, normalised weight with mean about 1, as the
     European Social Survey's dweight and pspwght) cannot be that, and is drafted ``other``
     with the reason."""
-    strong = (code in ("weight", "household weight") or _named(_WEIGHT_TOKEN, tokens)
-              or bool(_WEIGHT_LABEL.search(label)))
-    weak = _named(_WEAK_WEIGHT_TOKEN, tokens) or _misspelt_weight(tokens)
-    if not (strong or weak) or not numeric or _NOT_WEIGHT_LABEL.search(label) or observed.empty:
+    strong = (code in ("weight", "household weight") or named(WEIGHT_TOKEN, tokens)
+              or bool(WEIGHT_LABEL.search(label)))
+    weak = named(WEAK_WEIGHT_TOKEN, tokens) or _misspelt_weight(tokens)
+    if not (strong or weak) or not numeric or NOT_WEIGHT_LABEL.search(label) or observed.empty:
         return None
     if not (observed > 0).all():
         if not strong:
@@ -519,9 +344,9 @@ def _weight_guess(name: str, observed: pd.Series, code: str | None, tokens: list
                                f"are below 1 (mean {ratio:.3g}): a relative (normalised) weight, not the grossing-up "
                                "factor the risk needs (population units per record, at least 1); give the survey's "
                                "grossing-up weight the role weight if it has one", "continuous")
-    household = code == "household weight" or _named(_HOUSEHOLD_LEVEL, tokens)
+    household = code == "household weight" or named(HOUSEHOLD_LEVEL, tokens)
     kind = ("an office's weight code" if code in ("weight", "household weight")
-            else "a misspelt weight" if not strong and not _named(_WEAK_WEIGHT_TOKEN, tokens) else "a weight")
+            else "a misspelt weight" if not strong and not named(WEAK_WEIGHT_TOKEN, tokens) else "a weight")
     return DraftedVariable(name, "weight",
                            f"named or labelled like {kind}, every value positive, summing to {ratio:.3g} times the "
                            f"record count{' (a household weight)' if household else ''}",

@@ -127,7 +127,7 @@ def test_every_value_falls_in_exactly_one_ordered_interval(values, n, method):
         ({"breaks": 3}, "method"),
         ({"breaks": [1, 2], "method": "equidistant"}, "number of intervals"),
         ({"breaks": [1, 1, 2]}, "distinct"),
-        ({"breaks": 0, "method": "equidistant"}, "at least 1"),
+        ({"breaks": 0, "method": "equidistant"}, "the number of intervals: must be an integer >= 1, got 0"),
         ({"breaks": [0, 1, 5], "labels": ["a"]}, "labels"),
         ({"breaks": 2, "method": "median"}, "method"),
         ({"breaks": 3, "method": "equalAmount"}, "tied"),

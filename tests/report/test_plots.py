@@ -7,8 +7,6 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.report.plots import (
-    _tick_labels,
-    _ticks,
     boxplot_svg,
     grouped_bars_svg,
     heatmap_svg,
@@ -18,6 +16,7 @@ from sdc_dagster.report.plots import (
     lines_svg,
     risk_utility_map_svg,
 )
+from sdc_dagster.report.svg_chart import _tick_labels, _ticks
 
 SVG = "{http://www.w3.org/2000/svg}"
 

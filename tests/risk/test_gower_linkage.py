@@ -17,7 +17,7 @@ from scipy.optimize import linear_sum_assignment
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.risk import gower_distances, record_linkage_risk
-from sdc_dagster.risk import gower_search, linkage
+from sdc_dagster.risk import gower_scan, gower_search, linkage
 
 
 def search_constants(**values):
@@ -455,7 +455,7 @@ def test_property_scan_follows_the_definition_bit_for_bit(seed, n_x, n_m, width)
     nearest = filled.min(axis=1)
     own = matrix[np.arange(n_m), rng.integers(0, n_x, n_m)]  # a distance to some original: a bound
     hit = (own <= nearest * (1.0 + 1e-12) + 1e-300) & np.isfinite(nearest)
-    tied = (filled <= nearest[:, None] * (1.0 + gower_search.TIE_TOLERANCE) + 1e-300).sum(axis=1)
+    tied = (filled <= nearest[:, None] * (1.0 + gower_scan.TIE_TOLERANCE) + 1e-300).sum(axis=1)
     for path in SEARCH_PATHS:
         with search_constants(**path):
             found, partner, ties = gower_search.gower_nearest(

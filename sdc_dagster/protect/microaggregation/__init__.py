@@ -27,7 +27,6 @@ Mateo-Sanz (2002), IEEE TKDE 14(1); Hundepool et al. (2012) §3.4.2.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from numbers import Real
 
 import numpy as np
 import pandas as pd
@@ -41,7 +40,7 @@ from sdc_dagster.protect.microaggregation.projection import mcdpca_order, pca_or
 from sdc_dagster.protect.microaggregation.ranking import cut, onedims_labels, simple_order, single_order
 from sdc_dagster.protect.microaggregation.rmd import rmd_labels, robust_distances, standardised
 from sdc_dagster.protect.strata import stratum_codes, stratum_members
-from sdc_dagster.validation import weight_values
+from sdc_dagster.validation import check_option, check_scalar, weight_values
 
 #: sdcMicro's method names, and the descriptive alias of ``onedims``.
 METHODS = ("mdav", "rmd", "pca", "clustpca", "clustmcdpca", "clustpppca", "pppca", "mcdpca", "influence",
@@ -74,19 +73,14 @@ def _stratum_labels(x: np.ndarray, method: str, k: int, columns: Sequence[str], 
 
 
 def _check_options(data: pd.DataFrame, method: str, k, measure: str, trim, weight, nc, clusters) -> None:
-    if method not in METHODS:
-        raise SDCInputError(f"method: must be one of {', '.join(METHODS)}, got {method!r}")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise SDCInputError(f"k: must be a positive integer, got {k!r}")
-    if measure not in MEASURES:
-        raise SDCInputError(f"measure: must be one of {', '.join(MEASURES)}, got {measure!r}")
-    if isinstance(trim, bool) or not isinstance(trim, Real) or not 0 <= trim <= 0.5:
-        raise SDCInputError(f"trim: must be a number from 0 to 0.5 (the share cut at each end), got {trim!r}")
+    check_option(method, "method", METHODS)
+    check_scalar(k, "k", integer=True, low=1)
+    check_option(measure, "measure", MEASURES)
+    check_scalar(trim, "trim (the share cut at each end)", low=0, high=0.5)
     if weight is not None and measure not in WEIGHTED_MEASURES:
         raise SDCInputError(f"weight: sdcMicro weights the measures {' and '.join(WEIGHTED_MEASURES)} only, "
                             f"not {measure!r}")
-    if isinstance(nc, bool) or not isinstance(nc, (int, np.integer)) or nc < 1:
-        raise SDCInputError(f"nc: must be a positive integer (the number of clusters), got {nc!r}")
+    check_scalar(nc, "nc (the number of clusters)", integer=True, low=1)
     if clusters is not None:
         if method not in CLUSTER_METHODS:
             raise SDCInputError(f"clusters: only the clustering methods ({', '.join(CLUSTER_METHODS)}) use "

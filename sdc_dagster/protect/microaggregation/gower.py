@@ -45,6 +45,7 @@ from numba import njit
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.protect.strata import stratum_codes, stratum_members
+from sdc_dagster.validation import check_option, check_scalar
 
 SCALES = ("continuous", "nominal", "ordinal")
 CATEGORICAL_AGGREGATES = ("sample", "mode")
@@ -97,9 +98,7 @@ def gower_neighbours(z: np.ndarray, kinds: np.ndarray, weights: np.ndarray, leve
 
 def _scale(data: pd.DataFrame, column: str, scales: Mapping[str, str]) -> str:
     if column in scales:
-        if scales[column] not in SCALES:
-            raise SDCInputError(f"scales: column {column!r} must be one of {', '.join(SCALES)}, got {scales[column]!r}")
-        return scales[column]
+        return check_option(scales[column], f"scales[{column!r}]", SCALES)
     series = data[column]
     if isinstance(series.dtype, pd.CategoricalDtype):
         return "ordinal" if series.dtype.ordered else "nominal"
@@ -199,10 +198,8 @@ def microaggregation_gower(
     distance = require_columns(data, columns if distance_columns is None else distance_columns, role="distance column")
     if not columns or not distance:
         raise SDCInputError("columns: name at least one column to microaggregate and one distance column")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise SDCInputError(f"k: must be a positive integer, got {k!r}")
-    if categorical not in CATEGORICAL_AGGREGATES:
-        raise SDCInputError(f"categorical: must be one of {', '.join(CATEGORICAL_AGGREGATES)}, got {categorical!r}")
+    check_scalar(k, "k", integer=True, low=1)
+    check_option(categorical, "categorical", CATEGORICAL_AGGREGATES)
     scales, mixed = dict(scales or {}), dict(mixed or {})
     require_columns(data, list(scales) + list(mixed), role="scales/mixed column")
     weight_of = dict(zip(distance, [1.0] * len(distance) if weights is None else weights))
