@@ -1,0 +1,1 @@
+"""Protection of published tables (tau-Argus / sdcTable class): public names follow CONTRACT.md."""
