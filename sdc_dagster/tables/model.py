@@ -431,3 +431,25 @@ def _joint_start(tables, matrix, b, names) -> np.ndarray:
     if result.status != 0:
         raise SDCInputError("linked tables: no table of the joint inner cells reproduces them all; they are not from the same data")
     return result.x
+
+
+def implied_rows(table: Table, published: np.ndarray) -> np.ndarray:
+    """The published rows of ``table`` implied by other published rows: a cell whose children in
+    some dimension are all published is their sum (a parent with a single child is implied by it).
+    Every implied row follows from the published rows that are not implied (children lie strictly
+    deeper), so an intruder's linear programme may leave the implied rows out."""
+    published = np.asarray(published, dtype=bool)
+    n = len(table.cells)
+    shape = tuple(len(d.codes) for d in table.dimensions)
+    position = np.unravel_index(np.arange(n), shape)
+    implied = np.zeros(n, dtype=bool)
+    for axis, d in enumerate(table.dimensions):
+        up = d.parent[position[axis]]
+        below = up >= 0
+        parent_position = [p[below] for p in position]
+        parent_position[axis] = up[below]
+        parent_row = np.ravel_multi_index(parent_position, shape)
+        published_children = np.bincount(parent_row, weights=published[below], minlength=n)
+        children = np.bincount(d.parent[d.parent >= 0], minlength=len(d.codes))[position[axis]]
+        implied |= (children > 0) & (published_children == children)
+    return implied & published
