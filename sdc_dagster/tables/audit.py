@@ -104,16 +104,18 @@ def _reduce(model: JointModel, suppressed: np.ndarray) -> _Reduced:
     return _Reduced(unknown, label[:n], kept, rhs, known)
 
 
-def intervals(model: JointModel, suppressed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def intervals(model: JointModel, suppressed: np.ndarray, *, of: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(lo, up) of every stacked row of ``model`` under the pattern ``suppressed`` (bool per stacked
-    row); NaN where published, ``inf`` where nothing bounds a cell from above."""
+    row); NaN where published (or not in ``of``, a bool mask of the rows wanted), ``inf`` where nothing
+    bounds a cell from above."""
     suppressed = np.asarray(suppressed, dtype=bool)
     lo = np.full(len(suppressed), np.nan)
     up = np.full(len(suppressed), np.nan)
-    if not suppressed.any():
+    wanted = suppressed if of is None else suppressed & of
+    if not wanted.any():
         return lo, up
     red = _reduce(model, suppressed)
-    targets_rows = np.flatnonzero(suppressed)
+    targets_rows = np.flatnonzero(wanted)
     _, first = np.unique(model.cell[targets_rows], return_index=True)
     targets = targets_rows[first]
     full = model.matrix[targets]
@@ -188,13 +190,14 @@ def audit(table_or_tables: Table | Sequence[Table], suppressed) -> pd.DataFrame 
 
 def protection_failures(
     model: JointModel, suppressed: np.ndarray, primary: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-    *, min_width: float = 1.0, tolerance: float = 1e-6,
+    *, min_width: float = 1.0, tolerance: float = 1e-6, only_primaries: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Primary rows (stacked) whose audit interval fails. A primary fails when it is published, or
     its interval ``[lo, up]`` misses a protection level (``up < b + upper`` or ``lo > b - lower``),
     or, without levels, is narrower than ``min_width`` (an exactly derivable cell has width 0).
-    Returns (failing rows as bool, lo, up). ``tolerance`` is relative to the largest published value."""
-    lo, up = intervals(model, suppressed)
+    Returns (failing rows as bool, lo, up: of the primaries only with ``only_primaries``).
+    ``tolerance`` is relative to the largest published value."""
+    lo, up = intervals(model, suppressed, of=primary if only_primaries else None)
     scale = tolerance * max(1.0, float(np.abs(model.published).max(initial=0.0)))
     b = model.published
     levelled = (lower > 0) | (upper > 0)

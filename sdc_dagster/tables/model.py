@@ -453,3 +453,26 @@ def implied_rows(table: Table, published: np.ndarray) -> np.ndarray:
         children = np.bincount(d.parent[d.parent >= 0], minlength=len(d.codes))[position[axis]]
         implied |= (children > 0) & (published_children == children)
     return implied & published
+
+
+def relations(table: Table) -> sparse.csr_matrix:
+    """The additive relations of ``table`` as a relations x rows 0/1 matrix: for every dimension and
+    every row whose code there has children, the row and its children rows (parent = sum of the
+    children). A suppressed cell whose relation has every other member published is exactly
+    derivable, whatever the rest of the table."""
+    n = len(table.cells)
+    shape = tuple(len(d.codes) for d in table.dimensions)
+    position = np.unravel_index(np.arange(n), shape)
+    rel, member = [], []
+    for axis, d in enumerate(table.dimensions):
+        up = d.parent[position[axis]]
+        below = np.flatnonzero(up >= 0)
+        parent_position = [p[below] for p in position]
+        parent_position[axis] = up[below]
+        parent_row = np.ravel_multi_index(parent_position, shape)
+        parents = np.unique(parent_row)
+        rel += [axis * n + parent_row, axis * n + parents]
+        member += [below, parents]
+    rel, member = np.concatenate(rel), np.concatenate(member)
+    used, rel = np.unique(rel, return_inverse=True)
+    return sparse.csr_matrix((np.ones(len(rel)), (rel, member)), shape=(len(used), n))

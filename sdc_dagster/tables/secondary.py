@@ -43,7 +43,7 @@ from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.tables.audit import protection_failures, stacked_mask
-from sdc_dagster.tables.model import JointModel, Table, joint_model
+from sdc_dagster.tables.model import JointModel, Table, joint_model, relations
 from sdc_dagster.validation import check_option, check_scalar
 
 METHODS = ("optimal", "gauss")
@@ -147,21 +147,60 @@ class _Cuts:
                 self._append(coefficient, self.min_width - up - down + coefficient @ x)
 
     def _append(self, coefficient: np.ndarray, rhs: float) -> None:
-        coefficient = np.where(np.abs(coefficient) < 1e-12, 0.0, coefficient)
+        # nonnegative coefficients of binaries: a_c may be lowered to the right-hand side (a valid
+        # strengthening: one such cell alone already meets the cut)
+        coefficient = np.minimum(np.where(np.abs(coefficient) < 1e-12, 0.0, coefficient), rhs)
         self.coefficients.append(coefficient)
         self.rhs.append(rhs)
 
 
+def relation_cuts(model: JointModel, protect: np.ndarray) -> sparse.csr_matrix:
+    """Initial cuts over the distinct cells: for every cell c of ``protect`` (bool per stacked row) and
+    every additive relation of its table containing c, the other members hold at least x_c
+    suppressions (``sum_{R \\ c} x - x_c >= 0``): else c is exactly derivable. For a primary (x_c = 1)
+    these are Fischetti and Salazar's bridgeless inequalities; for any other cell they hold in every
+    optimal pattern, because publishing a derivable cell changes no interval and saves its cost.
+    Relations in which c is the only distinct cell (a parent with a single child) give none."""
+    n_cells = model.cell.max() + 1
+    wanted = np.zeros(n_cells, dtype=bool)
+    wanted[model.cell[protect]] = True
+    blocks = []
+    for t, start in zip(model.tables, model.offsets[:-1]):
+        incidence = relations(t).tocoo()
+        member = sparse.csr_matrix(
+            (np.ones(incidence.nnz), (incidence.row, model.cell[start + incidence.col])), shape=(incidence.shape[0], n_cells)
+        )
+        member.data[:] = 1.0  # a cell twice in a relation (a duplicate) counts once
+        member = member[np.diff(member.indptr) > 1]  # relations with one distinct cell say nothing
+        pairs = member.tocoo()
+        keep = wanted[pairs.col]
+        rel, cell = pairs.row[keep], pairs.col[keep]
+        rows = member[rel].tocoo()
+        cut = sparse.csr_matrix(
+            (np.r_[rows.data, -2.0 * np.ones(len(cell))], (np.r_[rows.row, np.arange(len(cell))], np.r_[rows.col, cell])),
+            shape=(len(cell), n_cells),
+        )
+        blocks.append(cut)
+    return sparse.vstack(blocks, format="csr")
+
+
 def _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, time_limit, start=None):
-    """The row-generation loop: returns the pattern over distinct cells."""
+    """The row-generation loop: returns the pattern over distinct cells. Without ``start`` every free
+    cell gets the relation cuts (no derivable suppression), from a ``start`` (the Gauss pattern,
+    kept) the primaries only."""
     cuts = _Cuts(model, rep, lower, upper, min_width)
+    initial = relation_cuts(model, primary if start is not None else primary | ~(must | never))
     lb = (primary | must)[rep].astype(float)
     if start is not None:
         lb = np.maximum(lb, start)
     ub = np.where(never[rep], 0.0, 1.0)
     x = lb.copy()
+    if initial.shape[0] and (initial @ x < 0).any():
+        x = _solve(costs[rep], lb, ub, LinearConstraint(initial, 0.0, np.inf), time_limit)
     for _ in range(10_000):
-        failing, _, _ = protection_failures(model, x[model.cell] > 0.5, primary, lower, upper, min_width=min_width)
+        failing, _, _ = protection_failures(
+            model, x[model.cell] > 0.5, primary, lower, upper, min_width=min_width, only_primaries=True
+        )
         failing_cells = np.unique(model.cell[failing])
         if not len(failing_cells):
             return x > 0.5
@@ -172,15 +211,21 @@ def _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, t
             cuts.add(int(p), x)
         if len(cuts.rhs) == before:
             raise RuntimeError("secondary suppression: the audit fails but no cut separates the pattern (numerical trouble)")
-        constraint = LinearConstraint(sparse.csr_matrix(np.vstack(cuts.coefficients)), np.asarray(cuts.rhs), np.inf)
-        result = milp(
-            costs[rep], integrality=np.ones(len(rep)), bounds=Bounds(lb, ub), constraints=constraint,
-            options={"time_limit": time_limit},
+        constraint = LinearConstraint(
+            sparse.vstack([initial, sparse.csr_matrix(np.vstack(cuts.coefficients))], format="csr"),
+            np.r_[np.zeros(initial.shape[0]), cuts.rhs], np.inf,
         )
-        if result.x is None:
-            raise RuntimeError(f"secondary suppression: no pattern meets the protection ({result.message})")
-        x = np.round(result.x)
+        x = _solve(costs[rep], lb, ub, constraint, time_limit)
     raise RuntimeError("secondary suppression: the optimal method did not converge")
+
+
+def _solve(cost, lb, ub, constraint, time_limit) -> np.ndarray:
+    """The master programme: the cheapest 0/1 pattern within [lb, ub] meeting the cuts (HiGHS)."""
+    result = milp(cost, integrality=np.ones(len(cost)), bounds=Bounds(lb, ub), constraints=constraint,
+                  options={"time_limit": time_limit})
+    if result.x is None:
+        raise RuntimeError(f"secondary suppression: no pattern meets the protection ({result.message})")
+    return np.round(result.x)
 
 
 def _gauss(model, rep, primary, costs, must, never) -> np.ndarray:
