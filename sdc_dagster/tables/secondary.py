@@ -20,7 +20,8 @@ that audit; a pattern that fails it is never returned (RuntimeError).
   the largest level; the audit has no upper bound, so it can only widen the intervals.
 * ``method="gauss"``: the Gaussian elimination of Statistics Norway's GaussSuppression (Langsrud
   2024, "Secondary cell suppression by Gaussian elimination", JOS 40(1)): candidates are taken from
-  the most to the least costly to suppress; a candidate is published unless publishing it would put
+  the most to the least costly to suppress (zeros first, as GaussSuppression's default
+  ``secondaryZeros = FALSE``); a candidate is published unless publishing it would put
   a primary's column in the span of the published columns (after elimination the primary's reduced
   column is parallel to the candidate's), in which case it is suppressed. Linear algebra ignores
   ``z >= 0`` and the protection levels, so the pattern is then audited and repaired with the
@@ -244,8 +245,11 @@ def _gauss(model, rep, primary, costs, must, never) -> np.ndarray:
             holders.setdefault(r, set()).add(k)
     primaries = set(np.flatnonzero(prim).tolist())
     size = np.diff(rows.indptr)
-    # publish first what must be published, then from the most to the least costly (ties: larger cells)
-    order = np.lexsort((-size, -costs[rep], ~never[rep]))
+    # publish first what must be published, then the zeros (a suppressed 0 cannot go down, so it
+    # protects little: GaussSuppression's secondaryZeros = FALSE), then from the most to the least
+    # costly to suppress (ties: cells over more inner cells first, as CandidatesDefault)
+    zero = model.published[rep] == 0
+    order = np.lexsort((-size, -costs[rep], ~zero, ~never[rep]))
     for j in order.tolist():
         if suppressed[j]:
             continue
@@ -328,7 +332,7 @@ def secondary_suppression(
     cell_to_rep = np.full(model.cell.max() + 1, -1)
     cell_to_rep[model.cell[rep]] = np.arange(len(rep))
     stacked = pattern[cell_to_rep[model.cell]]
-    failing, _, _ = protection_failures(model, stacked, primary, lower, upper, min_width=min_width)
+    failing, _, _ = protection_failures(model, stacked, primary, lower, upper, min_width=min_width, only_primaries=True)
     if failing.any():  # never release a pattern that fails the audit
         raise RuntimeError(f"secondary suppression: {int(failing.sum())} primary cells fail the audit")
     out = [pd.Series(s, index=t.cells.index, name="suppressed") for t, s in zip(tables, model.split(stacked))]
