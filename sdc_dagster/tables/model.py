@@ -406,7 +406,7 @@ def joint_model(tables: Sequence[Table]) -> JointModel:
         published.append(t.published)
     matrix = sparse.vstack(blocks, format="csr")
     b = np.concatenate(published)
-    start = _joint_start(tables, matrix, b, names)
+    start = _joint_start(tables, matrix, b)
     return JointModel(tables, matrix, np.asarray(offsets), b, np.concatenate(cells), start)
 
 
@@ -418,7 +418,8 @@ def _row_permutation(table: Table, joint_order: list[str]) -> np.ndarray:
     return np.ravel_multi_index(positions, shape)
 
 
-def _joint_start(tables, matrix, b, names) -> np.ndarray:
+def _joint_start(tables, matrix, b) -> np.ndarray:
+    """A point of the joint inner cells reproducing every table (see :func:`joint_model`)."""
     first = tables[0]
     if all(t.names == first.names for t in tables):  # same inner cells: the first table's
         z = first.published[first.inner_rows]

@@ -106,37 +106,30 @@ def contributor_statistics(table: Table, top: int) -> pd.DataFrame:
         raise SDCInputError(
             "rules nk, p, pq and request: need each contributor's contribution; tabulate microdata with value="
         )
-    units = table.contributions
-    if "request" not in units.columns:
-        units = units.assign(request=False)
     db = connect()
-    db.register("sdc_table_units", units)
+    db.register("sdc_table_units", table.contributions)
     db.register("sdc_table_cover", cover_pairs(table.matrix))
     try:
+        columns = ", ".join(f"coalesce(list_extract(top, {j + 1}), 0) AS x{j + 1}" for j in range(int(top)))
         stats = db.execute(
             f"""
             WITH per_unit AS (
                 SELECT c.row, u.unit, abs(sum(u.value)) AS a, bool_or(u.request) AS asked
-                FROM sdc_table_units u JOIN sdc_table_cover c USING (inner_cell) GROUP BY c.row, u.unit)
-            SELECT row, sum(a) AS total, list_slice(list(a ORDER BY a DESC), 1, {int(top)}) AS top,
-                   coalesce(max(CASE WHEN asked THEN a END), 0) AS request_max
-            FROM per_unit GROUP BY row
+                FROM sdc_table_units u JOIN sdc_table_cover c USING (inner_cell) GROUP BY c.row, u.unit),
+            per_cell AS (
+                SELECT row, sum(a) AS total, list(a ORDER BY a DESC) AS top,
+                       coalesce(max(CASE WHEN asked THEN a END), 0) AS request_max
+                FROM per_unit GROUP BY row)
+            SELECT row, total, request_max, {columns} FROM per_cell
             """
         ).df()
     finally:
         db.unregister("sdc_table_units")
         db.unregister("sdc_table_cover")
-    n = len(table.cells)
-    out = pd.DataFrame({"total": np.zeros(n), "request_max": np.zeros(n)})
-    rows = stats["row"].to_numpy()
-    out.loc[rows, "total"] = stats["total"].to_numpy(dtype=np.float64)
-    out.loc[rows, "request_max"] = stats["request_max"].to_numpy(dtype=np.float64)
-    tops = np.zeros((n, top))
-    for j in range(top):  # `top` is the largest n of the rules (a handful), not the records
-        tops[rows, j] = [t[j] if len(t) > j else 0.0 for t in stats["top"]]
-    for j in range(top):
-        out[f"x{j + 1}"] = tops[:, j]
-    return out
+    names = ["total", "request_max", *[f"x{j + 1}" for j in range(int(top))]]
+    values = np.zeros((len(table.cells), len(names)))
+    values[stats["row"].to_numpy()] = stats[names].to_numpy(dtype=np.float64)
+    return pd.DataFrame(values, columns=names)
 
 
 def _evaluate(table: Table, rules, dominance_tie: str) -> tuple[np.ndarray, np.ndarray]:

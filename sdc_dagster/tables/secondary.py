@@ -17,7 +17,10 @@ that audit; a pattern that fails it is never returned (RuntimeError).
   (LP duality: the value is concave in the bounds, so the supergradient inequality holds for every
   pattern). The loop stops when the audit passes: the optimum of a relaxation that is feasible is
   optimal. ``U``, the a priori upper capacity of a cell, is twice the largest published value plus
-  the largest level; the audit has no upper bound, so it can only widen the intervals.
+  the largest level and ``min_width``; the audit has no upper bound, so it can only widen the
+  intervals (a pattern the cuts exclude because of ``U`` alone would be a rare loss of optimality,
+  never of protection). Before the loop, every free cell gets the relation cuts of
+  :func:`relation_cuts` (no suppressed cell exactly derivable from one relation).
 * ``method="gauss"``: the Gaussian elimination of Statistics Norway's GaussSuppression (Langsrud
   2024, "Secondary cell suppression by Gaussian elimination", JOS 40(1)): candidates are taken from
   the most to the least costly to suppress (zeros first, as GaussSuppression's default
