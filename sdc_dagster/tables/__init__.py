@@ -1,0 +1,28 @@
+"""Protection of published tables (tau-Argus / sdcTable class); public names follow CONTRACT.md.
+
+* :mod:`~sdc_dagster.tables.model`: :func:`tabulate`, the :class:`Table` (inner cells and one sparse
+  matrix to the published cells), linked tables (:func:`joint_model`);
+* :mod:`~sdc_dagster.tables.primary`: the sensitivity rules and protection levels;
+* :mod:`~sdc_dagster.tables.audit`: the intruder's intervals of a suppression pattern;
+* :mod:`~sdc_dagster.tables.secondary`: the optimal (ILP) and Gauss secondary suppression.
+"""
+
+from sdc_dagster.tables.audit import audit
+from sdc_dagster.tables.model import TOTAL, Dimension, JointModel, Table, joint_model, tabulate
+from sdc_dagster.tables.primary import RULES, primary_suppression, protection_levels
+from sdc_dagster.tables.secondary import METHODS, secondary_suppression
+
+__all__ = [
+    "METHODS",
+    "RULES",
+    "TOTAL",
+    "Dimension",
+    "JointModel",
+    "Table",
+    "audit",
+    "joint_model",
+    "primary_suppression",
+    "protection_levels",
+    "secondary_suppression",
+    "tabulate",
+]
