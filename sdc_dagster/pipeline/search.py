@@ -152,7 +152,9 @@ class WaveSearch:
     (None when no candidate meets it); ``nodes_total``, ``nodes_evaluated``, ``exhaustive``, ``bound``
     (how the search was cut, in words), ``seconds``; ``space``: per key, its levels in words;
     ``loss_bound``: when the time budget stopped the walk (lambda-arctan loss), the least loss a node
-    left unevaluated can have (its recode-only loss), NaN otherwise.
+    left unevaluated can have (its recode-only loss), NaN otherwise; ``proven``: the recommended plan
+    is proven the least loss of the lattice's plans meeting the target (every node settled, or the
+    loss bound stopped the walk after a front candidate without continuous step was confirmed).
     """
 
     candidates: tuple[SearchCandidate, ...]
@@ -167,6 +169,7 @@ class WaveSearch:
     seconds: float
     space: dict[str, list[str]]
     loss_bound: float = float("nan")
+    proven: bool = False
 
     def front_frame(self) -> pd.DataFrame:
         """One row per front candidate: plan, steps (short text), global_risk, k_violations,
@@ -582,6 +585,10 @@ def search_wave(
     front = pareto_front([c for c in reaching if c.loss <= best_stricter + 1e-12])
     say(f"front of {len(front)} candidates; confirming with the release checks")
     confirmed = _confirm(data, spec, space, front, wave, start, say)
+    # the loss bound proves the front's confirmed plan optimal when confirming does not change a
+    # candidate's loss (no continuous key gets a step): every node left has a larger loss
+    proven = outcome == "done" or (outcome == "bound" and any(c.confirmed for c in confirmed)
+                                   and not spec.continuous_keys)
     if not any(c.confirmed for c in confirmed) and time.perf_counter() - start < budget:
         # the front fails a release check (linkage through the keys, say): coarser plans may pass
         before = evaluated
@@ -591,6 +598,7 @@ def search_wave(
         beyond = sorted((c for c in candidates if c.reaches_target and c not in front), key=lambda c: c.loss)
         say(f"no front candidate passes the release checks: {len(beyond)} candidates beyond the front confirmed")
         confirmed += [c for c in _confirm(data, spec, space, beyond, wave, start, say) if c.checks]
+        proven = outcome == "done"
         bound += (f"; as no front candidate passed the release checks, {evaluated - before:,} more nodes were then "
                   f"evaluated ({left:,} left unevaluated) and the candidates beyond the front confirmed in loss order")
     ranked, recommended, runner_up = _rank(confirmed)
@@ -601,7 +609,7 @@ def search_wave(
         stricter = {"target": stricter_target, "loss": cheapest.loss, "plan": cheapest.plan.name}
     seconds = time.perf_counter() - start
     say(f"done: {evaluated:,} of {len(nodes):,} nodes evaluated in {seconds:.1f} s; the plan is "
-        + optimality(evaluated, len(nodes), outcome == "done", loss_bound))
+        + optimality(evaluated, len(nodes), proven, loss_bound))
     found = WaveSearch(
         candidates=tuple(candidates),
         front=tuple(ranked),
@@ -615,6 +623,7 @@ def search_wave(
         seconds=seconds,
         space={key: h.words() for key, h in full_space.items()},
         loss_bound=loss_bound,
+        proven=proven,
     )
     left_seconds = budget - seconds
     if recommended is not None or withhold or left_seconds <= 0:
@@ -983,8 +992,9 @@ def plan_search(found: WaveSearch, spec: SurveySpec) -> PlanSearch:  # the PlanS
 
 def optimality(nodes_evaluated: int, nodes_total: int, exhaustive: bool, loss_bound: float = float("nan")) -> str:
     """Whether the searched plan is proven best over the space, in words: "optimal over N plans" when
-    the search settled every plan of its space (``exhaustive``: evaluated, or shown by its classes
-    unable to reach the target), else "best of N checked" (of the space's ``nodes_total``), with
+    the search proved it (``exhaustive``, :attr:`WaveSearch.proven`: every plan of its space
+    evaluated or shown by its classes unable to reach the target, or ruled out by the loss bound),
+    else "best of N checked" (of the space's ``nodes_total``), with
     the least loss a plan left unchecked can have when known (``loss_bound``, "bound B"): a plan
     the search did not evaluate might have been better."""
     if exhaustive:
@@ -1007,7 +1017,7 @@ def search_summary(found: WaveSearch) -> dict:
     stricter = found.stricter or {}
     return {"nodes_evaluated": found.nodes_evaluated, "nodes_total": found.nodes_total,
             "exhaustive": found.exhaustive, "bound": found.bound, "seconds": found.seconds,
-            "optimality": optimality(found.nodes_evaluated, found.nodes_total, found.exhaustive, found.loss_bound),
+            "optimality": optimality(found.nodes_evaluated, found.nodes_total, found.proven, found.loss_bound),
             "loss_bound": found.loss_bound,
             "recommended": recommended, "recommended_loss": recommended_loss,
             "runner_up": runner_up, "runner_up_loss": runner_up_loss,
