@@ -23,8 +23,23 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
      order of that bound; once a plan meets the *stricter target* (half the global-risk target) with
      loss L, no node whose bound exceeds L can enter the front, and the search stops.
 
-   The search is exhaustive when every node is evaluated; a time budget (``search.budget_seconds``)
-   stops it early, and the result says so (``exhaustive``, ``bound``).
+   * *rolled-up classes* (ARX's roll-up on integer codes, :class:`_RolledCounts`): where no key has
+     a missing value, a node's equivalence classes are those of a counted specialisation with each
+     key's codes mapped to the coarser level and equal combinations summed, never a pass over the
+     records; its k-anonymity and, without suppression, its global risk are read from them, so a
+     node that cannot reach the target without suppression, when none is allowed, is settled
+     without an evaluation. Where a key has missing values (which match any value, SPEC §2.4) the
+     per-node compatible counts are kept. A node needing suppression is always evaluated: with
+     missing values matching any value, suppressing every key of k - 1 records makes any file
+     k-anonymous, so the records in classes smaller than k bound the suppression local
+     suppression needs from above (it changes only those records), never from below, and no count
+     rules such a node out.
+
+   The search is exhaustive when every node is settled (evaluated, or ruled out by its classes); a
+   time budget (``search.budget_seconds``) stops it early, and the result says so (``exhaustive``,
+   ``bound``, and ``loss_bound``: the least loss a node left unevaluated can have). ``proven`` says
+   whether the recommended plan is proven the least loss of the lattice (exhaustive, or the loss
+   bound stopped the walk after a front candidate confirmed without a continuous step).
 3. **Front.** The candidates meeting the target (k-anonymity, global risk, and the constraints the
    node's codes show: l-diversity of the sensitive variables when the spec asks it, SPEC §3.6, and
    the share of each key's values suppressed, ``limits.max_suppressed_share``) that no other beats on
