@@ -35,22 +35,22 @@ def nested_levels(categories: list[int], rng: np.random.Generator) -> list[list[
     return levels
 
 
-def recode_plan(levels_of: dict[str, list], node: tuple[int, ...]) -> Plan:
+def recode_plan(levels_of: dict[str, list], node: tuple[int, ...], k: int) -> Plan:
     steps = []
     for (key, levels), level in zip(levels_of.items(), node):
         if level == 0:
             continue
         merged = [g for g in levels[level - 1] if len(g) > 1]
         steps.append({"method": "recode", "variable": key, "groups": merged, "names": [f"{g[0]}-{g[-1]}" for g in merged]})
-    return Plan(name="brute", steps=tuple(steps), k=1, random_state=1)
+    return Plan(name="brute", steps=tuple(steps), k=k, random_state=1)
 
 
 def brute_force(data: pd.DataFrame, spec, levels_of: dict[str, list]) -> float:
     """The least headline loss of the plans of the lattice that pass every blocking release check."""
     best = np.inf
     for node in product(*[range(len(levels) + 1) for levels in levels_of.values()]):
-        plan = recode_plan(levels_of, node)
-        protected = protection.protect(data, spec, plan).data
+        plan = recode_plan(levels_of, node, spec.risk.k)
+        protected = protection.protect(data, spec, plan, wave="w").data
         if not protection.blocking_failures(protection.release_checks(protected, spec, plan, original=data)):
             best = min(best, evaluation.headline_loss(data, protected, spec)["lambda_arctan"])
     return best
@@ -81,6 +81,32 @@ def test_search_over_hierarchies_finds_the_brute_force_optimum(seed, k, target):
     expected = brute_force(data, spec, levels_of)
     assert found.recommended is not None and found.recommended.loss == pytest.approx(expected, abs=1e-12)
     assert found.proven and search_summary(found)["optimality"] == f"optimal over {found.nodes_total:,} plans"
+
+
+@pytest.mark.slow
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), k=st.integers(2, 4), target=st.sampled_from([0.05, 0.1]))
+def test_search_with_local_suppression_over_hierarchies_equals_every_node_evaluated(seed, k, target):
+    """With local suppression the classes settle no node that needs it: the walk (loss bound, rolled
+    classes) recommends the plan of the search that evaluates every node."""
+    rng = np.random.default_rng(seed)
+    n = 150
+    data = pd.DataFrame({"region": rng.choice(np.arange(1, 7), n, p=[0.4, 0.05, 0.05, 0.3, 0.15, 0.05]),
+                         "age": rng.integers(1, 8, n)})
+    levels_of = {key: nested_levels(sorted(data[key].unique().tolist()), rng) for key in data.columns}
+    spec = parse_spec({
+        "survey": "t",
+        "variables": {key: {"role": "categorical_key", "scale": "nominal", "hierarchy": {"levels": levels}}
+                      for key, levels in levels_of.items()},
+        "risk": {"k": k, "max_global_risk": target},
+        "search": {"enabled": True, "methods": ["recode", "local_suppression"], "budget_seconds": 120},
+    })
+    found, every = search_wave(data, spec), search_wave(data, spec, exhaustive=True)
+    assert every.nodes_evaluated == every.nodes_total
+    assert (found.recommended is None) == (every.recommended is None)
+    if every.recommended is not None:
+        assert found.recommended.levels == every.recommended.levels
+        assert found.recommended.loss == pytest.approx(every.recommended.loss, abs=1e-12)
 
 
 def adult_spec(**search):
