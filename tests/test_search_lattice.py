@@ -137,3 +137,22 @@ def test_search_settles_the_whole_lattice_of_the_adult_hierarchies():
     walk_end = [call for call in calls if call[1] == found.nodes_total and call[0] == call[1]]
     assert walk_end, "the walk never reported every node settled"
     assert found.nodes_evaluated < found.nodes_total  # the classes settle most nodes without an evaluation
+
+
+def test_a_missing_key_value_matches_any_value_in_the_search():
+    """SPEC §2.4: a missing value matches any value. The 6 records below are 3-anonymous as they
+    are (f = 3, 3, 6, 4, 4, 4: the record missing region matches every record), though their
+    region classes {1: 2, missing: 1, 2: 3} are not; the search keeps the keys as they are, with
+    global risk (1/3 + 1/3 + 1/6 + 3/4) / 6 = 19/72."""
+    data = pd.DataFrame({"region": [1, 1, np.nan, 2, 2, 2], "sex": [1, 1, 1, 1, 1, 1]})
+    spec = parse_spec({
+        "survey": "t",
+        "variables": {"region": {"role": "categorical_key", "scale": "nominal", "hierarchy": {"levels": [[[1, 2]]]}},
+                      "sex": {"role": "categorical_key", "scale": "nominal"}},
+        "risk": {"k": 3, "max_global_risk": 0.5},
+        "search": {"enabled": True, "methods": ["recode"], "budget_seconds": 60},
+    })
+    found = search_wave(data, spec)
+    assert found.recommended is not None and found.recommended.levels == (0, 0)
+    assert found.recommended.global_risk == pytest.approx(19 / 72, abs=1e-12)
+    assert found.recommended.k_violations == 0
