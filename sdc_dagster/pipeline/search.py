@@ -166,8 +166,9 @@ class WaveSearch:
     ``stricter``: what meeting half the global-risk target costs, ``{"target", "loss", "plan"}``
     (None when no candidate meets it); ``nodes_total``, ``nodes_evaluated``, ``exhaustive``, ``bound``
     (how the search was cut, in words), ``seconds``; ``space``: per key, its levels in words;
-    ``loss_bound``: when the time budget stopped the walk (lambda-arctan loss), the least loss a node
-    left unevaluated can have (its recode-only loss), NaN otherwise; ``proven``: the recommended plan
+    ``loss_bound``: when the walk stopped before the last node (time budget or loss bound;
+    lambda-arctan loss), the least loss a node left unevaluated can have (its recode-only loss;
+    continuous steps only add to it), NaN otherwise; ``proven``: the recommended plan
     is proven the least loss of the lattice's plans meeting the target (every node settled, or the
     loss bound stopped the walk after a front candidate without continuous step was confirmed).
     """
@@ -298,7 +299,7 @@ class _Lattice:
 class _RolledCounts:
     """The equivalence classes of every node, rolled up from the records counted once
     (:class:`~sdc_dagster.search.coding.ClassCounter`, ARX's roll-up on integer codes) instead of a
-    count of the records per node; what settles the lattice stage (:func:`_settled`).
+    count of the records per node.
 
     The key codes are those of :class:`_Lattice` (level h of a key as its codes 1..G_h, level 0 the
     categories): each level's codes are a function of the categories' codes, so every node's classes
@@ -306,7 +307,7 @@ class _RolledCounts:
     counted specialisation only when every key's levels nest (each level a merge of the groups of
     every finer one, as a hierarchy is); else from the categories' combinations.
 
-    Only for a wave whose keys have no missing value (:meth:`usable`): then a record's frequency
+    Only for a wave whose keys have no missing value (:meth:`of`): then a record's frequency
     with missing values matching any value (SPEC §2.4) is its class's count, and the counts are
     exact; with missing values the search keeps its per-node compatible counts."""
 
@@ -588,8 +589,9 @@ def search_wave(
         bound = (f"loss bound: {left:,} nodes never evaluated, their recode-only loss (a lower bound "
                  f"of their loss) above {best_stricter:.4g}, the least loss meeting the stricter target "
                  f"(global risk <= {stricter_target:g})")
+        loss_bound = float(lower[order[stop]])
     else:
-        bound = "none: every node evaluated"
+        bound = "none: every node evaluated" + (" or settled by its classes" if settled else "")
     if rolled is not None:
         bound += ("; each node's k-anonymity read from its classes, rolled up from the records counted once"
                   + (f"; {settled:,} nodes settled by their classes (not k-anonymous or above the risk target, "
@@ -610,6 +612,7 @@ def search_wave(
         if outcome == "bound":
             outcome, stop = walk(range(stop, len(order)), use_bound=False)
             left = len(order) - stop
+            loss_bound = float(lower[order[stop]]) if outcome == "budget" else np.nan
         beyond = sorted((c for c in candidates if c.reaches_target and c not in front), key=lambda c: c.loss)
         say(f"no front candidate passes the release checks: {len(beyond)} candidates beyond the front confirmed")
         confirmed += [c for c in _confirm(data, spec, space, beyond, wave, start, say) if c.checks]
@@ -617,6 +620,8 @@ def search_wave(
         bound += (f"; as no front candidate passed the release checks, {evaluated - before:,} more nodes were then "
                   f"evaluated ({left:,} left unevaluated) and the candidates beyond the front confirmed in loss order")
     ranked, recommended, runner_up = _rank(confirmed)
+    # a candidate of less loss that the time budget left unconfirmed might have passed
+    proven = proven and recommended is not None and all(c.checks for c in ranked if c.loss < recommended.loss)
     stricter = None
     meets = [c for c in ranked if c.confirmed and c.global_risk <= stricter_target]
     if meets:
