@@ -38,8 +38,8 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
    The search is exhaustive when every node is settled (evaluated, or ruled out by its classes); a
    time budget (``search.budget_seconds``) stops it early, and the result says so (``exhaustive``,
    ``bound``, and ``loss_bound``: the least loss a node left unevaluated can have). ``proven`` says
-   whether the recommended plan is proven the least loss of the lattice (exhaustive, or the loss
-   bound stopped the walk after a front candidate confirmed without a continuous step).
+   whether the recommended plan is proven the least loss of the lattice's plans meeting the target
+   (:func:`_proven`: no node left unevaluated nor candidate left unconfirmed can have less).
 3. **Front.** The candidates meeting the target (k-anonymity, global risk, and the constraints the
    node's codes show: l-diversity of the sensitive variables when the spec asks it, SPEC §3.6, and
    the share of each key's values suppressed, ``limits.max_suppressed_share``) that no other beats on
@@ -169,8 +169,7 @@ class WaveSearch:
     ``loss_bound``: when the walk stopped before the last node (time budget or loss bound;
     lambda-arctan loss), the least loss a node left unevaluated can have (its recode-only loss;
     continuous steps only add to it), NaN otherwise; ``proven``: the recommended plan
-    is proven the least loss of the lattice's plans meeting the target (every node settled, or the
-    loss bound stopped the walk after a front candidate without continuous step was confirmed).
+    is proven the least loss of the lattice's plans meeting the target (:func:`_proven`).
     """
 
     candidates: tuple[SearchCandidate, ...]
@@ -602,10 +601,6 @@ def search_wave(
     front = pareto_front([c for c in reaching if c.loss <= best_stricter + 1e-12])
     say(f"front of {len(front)} candidates; confirming with the release checks")
     confirmed = _confirm(data, spec, space, front, wave, start, say)
-    # the loss bound proves the front's confirmed plan optimal when confirming does not change a
-    # candidate's loss (no continuous key gets a step): every node left has a larger loss
-    proven = outcome == "done" or (outcome == "bound" and any(c.confirmed for c in confirmed)
-                                   and not spec.continuous_keys)
     if not any(c.confirmed for c in confirmed) and time.perf_counter() - start < budget:
         # the front fails a release check (linkage through the keys, say): coarser plans may pass
         before = evaluated
@@ -616,12 +611,11 @@ def search_wave(
         beyond = sorted((c for c in candidates if c.reaches_target and c not in front), key=lambda c: c.loss)
         say(f"no front candidate passes the release checks: {len(beyond)} candidates beyond the front confirmed")
         confirmed += [c for c in _confirm(data, spec, space, beyond, wave, start, say) if c.checks]
-        proven = outcome == "done"
         bound += (f"; as no front candidate passed the release checks, {evaluated - before:,} more nodes were then "
                   f"evaluated ({left:,} left unevaluated) and the candidates beyond the front confirmed in loss order")
     ranked, recommended, runner_up = _rank(confirmed)
-    # a candidate of less loss that the time budget left unconfirmed might have passed
-    proven = proven and recommended is not None and all(c.checks for c in ranked if c.loss < recommended.loss)
+    unevaluated = np.inf if outcome == "done" else float(lower[order[stop]]) if measure == "lambda_arctan" else -np.inf
+    proven = _proven(recommended, ranked, candidates, unevaluated)
     stricter = None
     meets = [c for c in ranked if c.confirmed and c.global_risk <= stricter_target]
     if meets:
@@ -658,6 +652,19 @@ def search_wave(
     return replace(again, seconds=time.perf_counter() - start,
                    bound=f"{again.bound}; searched again with each key's top after no plan of the "
                          f"{len(nodes):,} of the keys' own levels passed the release checks")
+
+
+def _proven(recommended: SearchCandidate | None, ranked: list[SearchCandidate],
+            candidates: list[SearchCandidate], unevaluated: float) -> bool:
+    """Whether the recommended plan has the least loss of every plan of the lattice meeting the
+    target: no node left unevaluated can have less (``unevaluated``, the least recode-only loss of
+    those nodes, which suppression and continuous steps only raise; inf when every node was
+    settled), and every candidate meeting the target with less loss on its codes (a lower bound of
+    its loss once confirmed) was run through the release checks and failed them."""
+    if recommended is None or recommended.loss > unevaluated:
+        return False
+    tried = {c.levels for c in ranked if c.checks}
+    return not any(c.reaches_target and c.loss < recommended.loss and c.levels not in tried for c in candidates)
 
 
 def _risks(f: np.ndarray, F: np.ndarray, weight: str | None, k: int) -> tuple[int, pd.Series]:
@@ -1012,11 +1019,9 @@ def plan_search(found: WaveSearch, spec: SurveySpec) -> PlanSearch:  # the PlanS
 
 def optimality(nodes_evaluated: int, nodes_total: int, exhaustive: bool, loss_bound: float = float("nan")) -> str:
     """Whether the searched plan is proven best over the space, in words: "optimal over N plans" when
-    the search proved it (``exhaustive``, :attr:`WaveSearch.proven`: every plan of its space
-    evaluated or shown by its classes unable to reach the target, or ruled out by the loss bound),
-    else "best of N checked" (of the space's ``nodes_total``), with
-    the least loss a plan left unchecked can have when known (``loss_bound``, "bound B"): a plan
-    the search did not evaluate might have been better."""
+    the search proved it (``exhaustive``: :attr:`WaveSearch.proven`), else "best of N checked" (of
+    the space's ``nodes_total``), with the least loss a plan left unchecked can have when known
+    (``loss_bound``, "bound B"): a plan the search did not evaluate might have been better."""
     if exhaustive:
         return f"optimal over {nodes_total:,} plans"
     bound = "" if np.isnan(loss_bound) else f", bound {loss_bound:.4g}"
