@@ -46,7 +46,17 @@ def recode_plan(levels_of: dict[str, list], node: tuple[int, ...], k: int) -> Pl
 
 
 def brute_force(data: pd.DataFrame, spec, levels_of: dict[str, list]) -> float:
-    """The least headline loss of the plans of the lattice that pass every blocking release check."""
+    """The least headline loss of the plans of the lattice that pass every blocking release check.
+
+    The search's lattice leaves out each key's top (every category in one group: the key withheld)
+    and takes it in only when no plan of the other levels passes (search_wave's ``withhold``); so
+    does the brute force."""
+    own_levels = {key: levels[:-1] for key, levels in levels_of.items()}
+    best = least_passing_loss(data, spec, own_levels)
+    return best if np.isfinite(best) else least_passing_loss(data, spec, levels_of)
+
+
+def least_passing_loss(data: pd.DataFrame, spec, levels_of: dict[str, list]) -> float:
     best = np.inf
     for node in product(*[range(len(levels) + 1) for levels in levels_of.values()]):
         plan = recode_plan(levels_of, node, spec.risk.k)
