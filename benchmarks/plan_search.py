@@ -14,12 +14,24 @@ limit and with none; targets 2 s and 0.2 s on 2 cores (ARX's Flash: about 1,200 
 checked, under a second). Wall and CPU seconds are both printed: on a shared machine the wall
 clock measures the other processes too.
 
+Also the wave's plan search (``search_wave``) on the same adult file with ARX's hierarchies given in
+the spec (``hierarchy: {file: ...}`` per key, salary-class sensitive), k = 5, global risk at most
+5 %, on ARX's lattice (each key's top included, 6,480 nodes over 8 keys): recodes only (the lattice
+settled from the nodes' rolled-up classes; target: seconds) and with local suppression (each node
+needing suppression is run; the result states its bound when the budget ends first).
+
+``--json PATH`` writes the figures; ``--before PATH`` prints them beside those of an earlier run
+(e.g. of main: ``/work/main/.venv/bin/python benchmarks/plan_search.py --json before.json`` runs
+this file against main's package).
+
 Run: .venv/bin/python benchmarks/plan_search.py [--n 100000] [--skip-testdata] [--adult-only]
+[--json PATH] [--before PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
@@ -36,6 +48,48 @@ TESTDATA = ROOT / "tests" / "data" / "sdcmicro" / "testdata.csv"
 DEMO_SPEC = ROOT / "examples" / "testdata.yaml"
 ADULT = ROOT / "tests" / "data" / "arx_adult"
 ADULT_TARGETS = {0.05: 2.0, 0.0: 0.2}  # seconds, issue 38
+
+
+FIGURES: dict[str, dict] = {}  # case -> figures, for --json and --before
+
+
+def record(name: str, result, wall: float, cpu: float) -> None:
+    """Keep a search's figures under ``name`` (what --json writes and --before compares)."""
+    proven = getattr(result, "proven", result.exhaustive)  # main before issue 38 has no "proven"
+    FIGURES[name] = {"wall": round(wall, 2), "cpu": round(cpu, 2), "nodes_evaluated": result.nodes_evaluated,
+                     "nodes_total": result.nodes_total, "proven": bool(proven),
+                     "loss": result.recommended.loss if result.recommended else None}
+
+
+def side_by_side(before: dict) -> None:
+    """Each case's figures of the earlier run (``before``) and of this one."""
+    print("\nbefore | after (wall s, CPU s, nodes evaluated of total, proven, recommended loss)")
+    for name, after in FIGURES.items():
+        old = before.get(name)
+        shown = [f"{f['wall']:.1f} s, {f['cpu']:.1f} s CPU, {f['nodes_evaluated']:,} of {f['nodes_total']:,}, "
+                 f"proven {f['proven']}, loss {f['loss'] if f['loss'] is None else round(f['loss'], 4)}"
+                 if f else "not run" for f in (old, after)]
+        print(f"{name}:\n  before: {shown[0]}\n  after:  {shown[1]}")
+
+
+def adult_search() -> None:
+    """The wave's plan search on ARX's adult file with ARX's hierarchies (module docstring)."""
+    data = pd.read_csv(ADULT / "adult.csv", sep=";")
+    keys = [c for c in data.columns if c != "salary-class"]
+    for methods in (["recode"], None):
+        raw = {"survey": "adult",
+               "variables": {**{key: {"role": "categorical_key", "scale": "nominal",
+                                      "hierarchy": {"file": str(ADULT / f"adult_hierarchy_{key}.csv")}} for key in keys},
+                             "salary-class": {"role": "sensitive", "scale": "nominal"}},
+               "risk": {"k": 5, "max_global_risk": 0.05},
+               "search": {"enabled": True, "budget_seconds": 60, **({"methods": methods} if methods else {})}}
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = search_wave(data, parse_spec(raw), wave="w", withhold=True)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        name = f"adult search_wave, ARX hierarchies, k = 5, {'recodes only' if methods else 'with local suppression'}"
+        report(name, result)
+        print(f"  wall {wall:.1f} s, CPU {cpu:.1f} s")
+        record(name, result, wall, cpu)
 
 
 def report(name: str, result) -> None:
@@ -89,26 +143,41 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=None, help="search.budget_seconds (default: the spec default)")
     parser.add_argument("--skip-testdata", action="store_true")
     parser.add_argument("--adult-only", action="store_true", help="only the generalisation search on ARX's adult example")
+    parser.add_argument("--json", type=Path, help="write the searches' figures to this file")
+    parser.add_argument("--before", type=Path, help="print the figures of an earlier --json beside these")
     args = parser.parse_args()
     arx_adult()
-    if args.adult_only:
-        return
+    adult_search()
+    if not args.adult_only:
+        waves(args)
+    if args.json:
+        args.json.write_text(json.dumps(FIGURES, indent=1))
+    if args.before:
+        side_by_side(json.loads(args.before.read_text()))
+
+
+def waves(args) -> None:
+    """sdcMicro's testdata with the demo spec and the bootstrapped wave (module docstring)."""
     if not args.skip_testdata:
         raw = yaml.safe_load(DEMO_SPEC.read_text())
         raw["search"] = {"enabled": True}
-        start = time.perf_counter()
-        report(f"testdata ({len(pd.read_csv(TESTDATA)):,} records, 7 keys)",
-               search_wave(pd.read_csv(TESTDATA), parse_spec(raw), wave="w"))
+        start, cpu = time.perf_counter(), time.process_time()
+        name = f"testdata ({len(pd.read_csv(TESTDATA)):,} records, 7 keys)"
+        result = search_wave(pd.read_csv(TESTDATA), parse_spec(raw), wave="w")
+        report(name, result)
         print(f"  wall {time.perf_counter() - start:.1f} s")
+        record(name, result, time.perf_counter() - start, time.process_time() - cpu)
     wave = bootstrap_wave(args.n)
     for continuous in (False, True):
         spec = parse_spec(wave_spec(args.budget, continuous))
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         result = search_wave(wave, spec, wave="w",
                              progress=lambda done, total, note: print("  ", progress_line(done, total, note), flush=True))
-        report(f"bootstrapped wave ({len(wave):,} records, {len(spec.categorical_keys)} keys, "
-               f"{len(spec.continuous_keys)} continuous keys, budget {spec.search.budget_seconds:g} s)", result)
+        name = (f"bootstrapped wave ({len(wave):,} records, {len(spec.categorical_keys)} keys, "
+                f"{len(spec.continuous_keys)} continuous keys, budget {spec.search.budget_seconds:g} s)")
+        report(name, result)
         print(f"  wall {time.perf_counter() - start:.1f} s")
+        record(name, result, time.perf_counter() - start, time.process_time() - cpu)
 
 
 if __name__ == "__main__":

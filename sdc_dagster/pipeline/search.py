@@ -23,8 +23,23 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
      order of that bound; once a plan meets the *stricter target* (half the global-risk target) with
      loss L, no node whose bound exceeds L can enter the front, and the search stops.
 
-   The search is exhaustive when every node is evaluated; a time budget (``search.budget_seconds``)
-   stops it early, and the result says so (``exhaustive``, ``bound``).
+   * *rolled-up classes* (ARX's roll-up on integer codes, :class:`_RolledCounts`): where no key has
+     a missing value, a node's equivalence classes are those of a counted specialisation with each
+     key's codes mapped to the coarser level and equal combinations summed, never a pass over the
+     records; its k-anonymity and, without suppression, its global risk are read from them, so a
+     node that cannot reach the target without suppression, when none is allowed, is settled
+     without an evaluation. Where a key has missing values (which match any value, SPEC §2.4) the
+     per-node compatible counts are kept. A node needing suppression is always evaluated: with
+     missing values matching any value, suppressing every key of k - 1 records makes any file
+     k-anonymous, so the records in classes smaller than k bound the suppression local
+     suppression needs from above (it changes only those records), never from below, and no count
+     rules such a node out.
+
+   The search is exhaustive when every node is settled (evaluated, or ruled out by its classes); a
+   time budget (``search.budget_seconds``) stops it early, and the result says so (``exhaustive``,
+   ``bound``, and ``loss_bound``: the least loss a node left unevaluated can have). ``proven`` says
+   whether the recommended plan is proven the least loss of the lattice's plans meeting the target
+   (:func:`_proven`: no node left unevaluated nor candidate left unconfirmed can have less).
 3. **Front.** The candidates meeting the target (k-anonymity, global risk, and the constraints the
    node's codes show: l-diversity of the sensitive variables when the spec asks it, SPEC §3.6, and
    the share of each key's values suppressed, ``limits.max_suppressed_share``) that no other beats on
@@ -58,6 +73,7 @@ from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.keys import category_codes, renumbered_digits
 from sdc_dagster.protect.plan import PlanResult
 from sdc_dagster.protect.plan_search import pareto_front
+from sdc_dagster.search.coding import ClassCounter, KeyCoding
 from sdc_dagster.search_space import ContinuousRung, KeyHierarchy, continuous_steps, search_space
 from sdc_dagster.protect.suppression import codes_below_l, risk_suppression, suppress_codes_to_k
 from sdc_dagster.risk.categorical import risk_from_frequencies
@@ -73,6 +89,10 @@ SEARCH_SEED = 20240
 MAX_NODES = 200_000
 #: Share of the time budget the lattice may use; the rest is for confirming the front.
 LATTICE_SHARE = 0.6
+#: A node's global risk from its classes is compared with the target with this relative margin: the
+#: node is settled above the target without evaluation only when it is clearly above it (the sums of
+#: the evaluation may round differently).
+RISK_MARGIN = 1e-9
 #: The lattice walk reports its progress every this share of the nodes ...
 PROGRESS_SHARE = 0.1
 #: ... or every this many seconds, whichever comes first.
@@ -145,7 +165,11 @@ class WaveSearch:
     (``plan.name == SEARCHED_PLAN``); ``runner_up``: the next;
     ``stricter``: what meeting half the global-risk target costs, ``{"target", "loss", "plan"}``
     (None when no candidate meets it); ``nodes_total``, ``nodes_evaluated``, ``exhaustive``, ``bound``
-    (how the search was cut, in words), ``seconds``; ``space``: per key, its levels in words.
+    (how the search was cut, in words), ``seconds``; ``space``: per key, its levels in words;
+    ``loss_bound``: when the walk stopped before the last node (time budget or loss bound;
+    lambda-arctan loss), the least loss a node left unevaluated can have (its recode-only loss;
+    continuous steps only add to it), NaN otherwise; ``proven``: the recommended plan
+    is proven the least loss of the lattice's plans meeting the target (:func:`_proven`).
     """
 
     candidates: tuple[SearchCandidate, ...]
@@ -159,6 +183,8 @@ class WaveSearch:
     bound: str
     seconds: float
     space: dict[str, list[str]]
+    loss_bound: float = float("nan")
+    proven: bool = False
 
     def front_frame(self) -> pd.DataFrame:
         """One row per front candidate: plan, steps (short text), global_risk, k_violations,
@@ -267,6 +293,63 @@ class _Lattice:
         if self.weight:
             frame[self.weight] = self.weights
         return frame
+
+
+class _RolledCounts:
+    """The equivalence classes of every node, rolled up from the records counted once
+    (:class:`~sdc_dagster.search.coding.ClassCounter`, ARX's roll-up on integer codes) instead of a
+    count of the records per node.
+
+    The key codes are those of :class:`_Lattice` (level h of a key as its codes 1..G_h, level 0 the
+    categories): each level's codes are a function of the categories' codes, so every node's classes
+    are the categories' combinations with each key mapped to its level. A node is rolled up from a
+    counted specialisation only when every key's levels nest (each level a merge of the groups of
+    every finer one, as a hierarchy is); else from the categories' combinations.
+
+    Only for a wave whose keys have no missing value (:meth:`of`): then a record's frequency
+    with missing values matching any value (SPEC §2.4) is its class's count, and the counts are
+    exact; with missing values the search keeps its per-node compatible counts."""
+
+    def __init__(self, lattice: _Lattice):
+        coded = []
+        nested = True
+        for key in lattice.keys:
+            base = lattice.codes[key][0][0]
+            levels, sizes = [], []
+            for codes, radix in lattice.codes[key]:
+                mapping = np.zeros(lattice.codes[key][0][1], dtype=np.int64)
+                mapping[base] = codes - 1
+                levels.append(mapping[1:])
+                sizes.append(np.ones(radix - 1, dtype=np.int64))
+            for finer in range(len(levels)):
+                for coarser in range(finer + 1, len(levels)):
+                    # nested: equal codes at the finer level have equal codes at the coarser one
+                    pairs = np.unique(np.column_stack([levels[finer], levels[coarser]]), axis=0)
+                    nested = nested and len(pairs) == len(np.unique(levels[finer]))
+            coded.append(KeyCoding(key, base - 1, tuple(levels), tuple(sizes),
+                                   tuple(np.arange(len(s)).astype(object) for s in sizes), len(sizes[0])))
+        self.n = len(lattice.index)
+        self.weighted = lattice.weights is not None
+        self.counter = ClassCounter(coded, lattice.weights, cache_cells=10_000_000 if nested else 0)
+
+    @classmethod
+    def of(cls, lattice: _Lattice) -> _RolledCounts | None:
+        """The rolled-up counts of the lattice's nodes; None when a key has a missing value (or
+        there is no key): the per-node compatible counts are kept then."""
+        if not lattice.keys or not all((lattice.codes[key][0][0] > 0).all() for key in lattice.keys):
+            return None
+        return cls(lattice)
+
+    def classes(self, node: tuple[int, ...]):
+        """The node's :class:`~sdc_dagster.search.coding.Classes` (counts, summed weights)."""
+        return self.counter.classes(np.asarray(node, dtype=np.int64))
+
+    def global_risk(self, classes) -> float:
+        """SPEC §3.3's global risk of the node's records as its classes release them (no value
+        suppressed): the mean individual risk (SPEC §3.2: 1/f without weights, the approximation on
+        (f, F) with them) over the records, each class counting its records."""
+        risks = risk_from_frequencies(classes.counts, classes.mass, weighted=self.weighted)
+        return float(np.sum(risks * classes.counts) / self.n)
 
 
 def _node_plan(space: dict[str, KeyHierarchy], node: tuple[int, ...], suppression: list[dict], k: int,
@@ -406,6 +489,8 @@ def search_wave(
     order = np.lexsort((nodes.sum(axis=1), lower))
     suppress_allowed = "local_suppression" in spec.search.methods
     anonymous, not_anonymous = [], []  # nodes checked k-anonymous / not, by recoding alone
+    rolled = _RolledCounts.of(lattice)
+    settled = 0  # nodes whose classes showed that they cannot reach the target (not evaluated)
     candidates: list[SearchCandidate] = []
     best_stricter = np.inf
     evaluated = tagged = 0
@@ -425,7 +510,7 @@ def search_wave(
     def walk(positions, use_bound: bool) -> tuple[str, int]:
         """Evaluate the nodes at ``positions`` of ``order``: ("bound" | "budget" | "done", the
         position where the walk stopped), reporting the nodes settled to ``progress``."""
-        nonlocal best_stricter, evaluated, tagged
+        nonlocal best_stricter, evaluated, tagged, settled
         first, total = positions.start, len(order) - positions.start
         every, reported = max(1, int(np.ceil(PROGRESS_SHARE * total))), time.perf_counter()
         counted[:] = [0, total]
@@ -448,7 +533,20 @@ def search_wave(
                 return "budget", position
             node, point = tuple(int(x) for x in nodes[index]), nodes[index]
             checked = None  # the node's key digits and their counter, when checked here
-            if anonymous and (point >= np.array(anonymous)).all(axis=1).any():
+            if rolled is not None:
+                # the node's classes rolled up from the records counted once (exact: no key is missing)
+                classes = rolled.classes(node)
+                is_anonymous = not (classes.counts < k).any()
+                if not is_anonymous and not suppress_allowed:
+                    settled += 1
+                    continue
+                if (is_anonymous and not suppress_allowed and not exhaustive
+                        and rolled.global_risk(classes) > target * (1 + RISK_MARGIN)):
+                    # k-anonymous, above the risk target, and nothing may be suppressed: the node
+                    # cannot reach the target (its classes tell it; no frequency query)
+                    settled += 1
+                    continue
+            elif anonymous and (point >= np.array(anonymous)).all(axis=1).any():
                 is_anonymous, tagged = True, tagged + 1
             elif not_anonymous and (point <= np.array(not_anonymous)).all(axis=1).any():
                 is_anonymous, tagged = False, tagged + 1
@@ -478,16 +576,27 @@ def search_wave(
     say(f"the lattice of {spec.survey} {wave}".rstrip() + f": {len(nodes):,} nodes over {len(space)} keys")
     outcome, stop = walk(range(len(order)), use_bound=measure == "lambda_arctan" and not exhaustive)
     left = len(order) - stop
+    loss_bound = np.nan
     if outcome == "budget":
         bound = (f"time budget: {left:,} of {len(nodes):,} nodes not evaluated after "
                  f"{LATTICE_SHARE * budget:.0f} s (search.budget_seconds {budget:g})")
+        if measure == "lambda_arctan":
+            # the nodes are walked in the order of their recode-only loss, which suppression only raises
+            loss_bound = float(lower[order[stop]])
+            bound += f"; no node left has a loss below {loss_bound:.4g} (its recode-only loss)"
     elif outcome == "bound":
         bound = (f"loss bound: {left:,} nodes never evaluated, their recode-only loss (a lower bound "
                  f"of their loss) above {best_stricter:.4g}, the least loss meeting the stricter target "
                  f"(global risk <= {stricter_target:g})")
+        loss_bound = float(lower[order[stop]])
     else:
-        bound = "none: every node evaluated"
-    bound += f"; {tagged:,} nodes tagged k-anonymous or not without a frequency check (predictive tagging)"
+        bound = "none: every node evaluated" + (" or settled by its classes" if settled else "")
+    if rolled is not None:
+        bound += ("; each node's k-anonymity read from its classes, rolled up from the records counted once"
+                  + (f"; {settled:,} nodes settled by their classes (not k-anonymous or above the risk target, "
+                     "with no suppression allowed)" if settled else ""))
+    else:
+        bound += f"; {tagged:,} nodes tagged k-anonymous or not without a frequency check (predictive tagging)"
     reaching = [c for c in candidates if c.reaches_target]
     front = pareto_front([c for c in reaching if c.loss <= best_stricter + 1e-12])
     say(f"front of {len(front)} candidates; confirming with the release checks")
@@ -498,12 +607,15 @@ def search_wave(
         if outcome == "bound":
             outcome, stop = walk(range(stop, len(order)), use_bound=False)
             left = len(order) - stop
+            loss_bound = float(lower[order[stop]]) if outcome == "budget" else np.nan
         beyond = sorted((c for c in candidates if c.reaches_target and c not in front), key=lambda c: c.loss)
         say(f"no front candidate passes the release checks: {len(beyond)} candidates beyond the front confirmed")
         confirmed += [c for c in _confirm(data, spec, space, beyond, wave, start, say) if c.checks]
         bound += (f"; as no front candidate passed the release checks, {evaluated - before:,} more nodes were then "
                   f"evaluated ({left:,} left unevaluated) and the candidates beyond the front confirmed in loss order")
     ranked, recommended, runner_up = _rank(confirmed)
+    unevaluated = np.inf if outcome == "done" else float(lower[order[stop]]) if measure == "lambda_arctan" else -np.inf
+    proven = _proven(recommended, ranked, candidates, unevaluated)
     stricter = None
     meets = [c for c in ranked if c.confirmed and c.global_risk <= stricter_target]
     if meets:
@@ -511,7 +623,7 @@ def search_wave(
         stricter = {"target": stricter_target, "loss": cheapest.loss, "plan": cheapest.plan.name}
     seconds = time.perf_counter() - start
     say(f"done: {evaluated:,} of {len(nodes):,} nodes evaluated in {seconds:.1f} s; the plan is "
-        + optimality(evaluated, len(nodes), outcome == "done"))
+        + optimality(evaluated, len(nodes), proven, loss_bound))
     found = WaveSearch(
         candidates=tuple(candidates),
         front=tuple(ranked),
@@ -524,6 +636,8 @@ def search_wave(
         bound=bound,
         seconds=seconds,
         space={key: h.words() for key, h in full_space.items()},
+        loss_bound=loss_bound,
+        proven=proven,
     )
     left_seconds = budget - seconds
     if recommended is not None or withhold or left_seconds <= 0:
@@ -538,6 +652,19 @@ def search_wave(
     return replace(again, seconds=time.perf_counter() - start,
                    bound=f"{again.bound}; searched again with each key's top after no plan of the "
                          f"{len(nodes):,} of the keys' own levels passed the release checks")
+
+
+def _proven(recommended: SearchCandidate | None, ranked: list[SearchCandidate],
+            candidates: list[SearchCandidate], unevaluated: float) -> bool:
+    """Whether the recommended plan has the least loss of every plan of the lattice meeting the
+    target: no node left unevaluated can have less (``unevaluated``, the least recode-only loss of
+    those nodes, which suppression and continuous steps only raise; inf when every node was
+    settled), and every candidate meeting the target with less loss on its codes (a lower bound of
+    its loss once confirmed) was run through the release checks and failed them."""
+    if recommended is None or recommended.loss > unevaluated:
+        return False
+    tried = {c.levels for c in ranked if c.checks}
+    return not any(c.reaches_target and c.loss < recommended.loss and c.levels not in tried for c in candidates)
 
 
 def _risks(f: np.ndarray, F: np.ndarray, weight: str | None, k: int) -> tuple[int, pd.Series]:
@@ -890,13 +1017,15 @@ def plan_search(found: WaveSearch, spec: SurveySpec) -> PlanSearch:  # the PlanS
                       checks=checks, protected=chosen.protected if chosen is not None else None)
 
 
-def optimality(nodes_evaluated: int, nodes_total: int, exhaustive: bool) -> str:
+def optimality(nodes_evaluated: int, nodes_total: int, exhaustive: bool, loss_bound: float = float("nan")) -> str:
     """Whether the searched plan is proven best over the space, in words: "optimal over N plans" when
-    the search evaluated every plan of its space (``exhaustive``), else "best of N checked" (of the
-    space's ``nodes_total``): a plan the search did not evaluate might have been better."""
+    the search proved it (``exhaustive``: :attr:`WaveSearch.proven`), else "best of N checked" (of
+    the space's ``nodes_total``), with the least loss a plan left unchecked can have when known
+    (``loss_bound``, "bound B"): a plan the search did not evaluate might have been better."""
     if exhaustive:
         return f"optimal over {nodes_total:,} plans"
-    return f"best of {nodes_evaluated:,} checked (of {nodes_total:,} plans)"
+    bound = "" if np.isnan(loss_bound) else f", bound {loss_bound:.4g}"
+    return f"best of {nodes_evaluated:,} checked (of {nodes_total:,} plans{bound})"
 
 
 def search_summary(found: WaveSearch) -> dict:
@@ -913,7 +1042,8 @@ def search_summary(found: WaveSearch) -> dict:
     stricter = found.stricter or {}
     return {"nodes_evaluated": found.nodes_evaluated, "nodes_total": found.nodes_total,
             "exhaustive": found.exhaustive, "bound": found.bound, "seconds": found.seconds,
-            "optimality": optimality(found.nodes_evaluated, found.nodes_total, found.exhaustive),
+            "optimality": optimality(found.nodes_evaluated, found.nodes_total, found.proven, found.loss_bound),
+            "loss_bound": found.loss_bound,
             "recommended": recommended, "recommended_loss": recommended_loss,
             "runner_up": runner_up, "runner_up_loss": runner_up_loss,
             "stricter_target": float(stricter.get("target", float("nan"))),
