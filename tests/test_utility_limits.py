@@ -375,3 +375,23 @@ def test_the_search_reaches_l_diversity_by_suppression_within_the_limit_and_the_
     released = protection.protect(data, spec, chosen.plan, wave="1").data
     assert released["a"].isna().tolist() == [False] * 40 + [True] * 4
     assert protection.release_checks(released, spec, chosen.plan, original=data)["l_diversity"].passed
+
+
+def test_the_search_makes_the_group_of_suppressed_records_l_diverse_too():
+    """Key "a": values 1 and 2 (30 records each, health x and y alternating) and 5 (x, y) are
+    2-diverse; 3 (x, x) and 4 (x, x) are not. Suppressing the keys of those 4 records alone leaves
+    them one group holding only x, still not 2-diverse; the group that brings that pool the most
+    progress per record is 5 (2 records bringing y), so 6 records lose "a" (6 / 66 = 9.1 %, within
+    the 10 % limit) and every group of the release, the suppressed one included, is 2-diverse."""
+    data = pd.DataFrame({"a": [1, 2] * 30 + [3, 3, 4, 4, 5, 5],
+                         "health": ["x", "x", "y", "y"] * 15 + ["x", "x", "x", "x", "x", "y"]})
+    raw = {"survey": "ldiv", "variables": {"a": {"role": "categorical_key"}, "health": {"role": "sensitive"}},
+           "risk": {"k": 2, "max_global_risk": 1.0, "l": 2},
+           "search": {"enabled": True, "methods": ["local_suppression"]},
+           "plans": {"p": [{"method": "local_suppression", "k": 2}]}}
+    spec = parse_spec(raw)
+    chosen = search.search_wave(data, spec, wave="1").recommended
+    assert chosen is not None and chosen.levels == (0,) and chosen.suppressed == 6
+    released = protection.protect(data, spec, chosen.plan, wave="1").data
+    assert released["a"].isna().tolist() == [False] * 60 + [True] * 6
+    assert protection.release_checks(released, spec, chosen.plan, original=data)["l_diversity"].passed

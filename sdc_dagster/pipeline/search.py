@@ -68,6 +68,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster import risk
+from sdc_dagster.errors import SDCInputError
 from sdc_dagster.frequencies import digit_key_frequencies
 from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.keys import category_codes, renumbered_digits
@@ -75,7 +76,7 @@ from sdc_dagster.protect.plan import PlanResult
 from sdc_dagster.protect.plan_search import pareto_front
 from sdc_dagster.search.coding import ClassCounter, KeyCoding
 from sdc_dagster.search_space import ContinuousRung, KeyHierarchy, continuous_steps, search_space
-from sdc_dagster.protect.suppression import codes_below_l, risk_suppression, suppress_codes_to_k
+from sdc_dagster.protect.suppression import codes_below_l, risk_suppression, suppress_codes_to_k, suppress_codes_to_l
 from sdc_dagster.risk.categorical import risk_from_frequencies
 from sdc_dagster.spec import SEARCHED_PLAN, Plan, SurveySpec
 from sdc_dagster.pipeline.evaluation import headline_loss
@@ -749,8 +750,12 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
             step = {"method": "diversity_suppression", "sensitive": list(lattice.sensitive), "l": spec.risk.l,
                     **({"entropy": True} if spec.risk.l_diversity == "entropy" else {})}
             suppression.append(step)
-            digits = digits.copy()
-            digits[below] = 0
+            try:  # the pool of suppressed records made l-diverse too
+                digits = suppress_codes_to_l(digits, radices, lattice.sensitive, l=spec.risk.l,
+                                             entropy=spec.risk.l_diversity == "entropy")
+            except SDCInputError:  # l unreachable in the whole file: the node fails the l check
+                digits = digits.copy()
+                digits[below] = 0
             violations, risks = _risks(*lattice.frequencies(*renumbered_digits(digits)), lattice.weight, k)
     changed = []  # the keys the node releases changed: recoded, or with a value suppressed
     below_l, suppressed_share = 0, 0.0
