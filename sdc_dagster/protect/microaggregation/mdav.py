@@ -229,22 +229,21 @@ def _compile_mdav_kernel(complete: bool):
 
         def recentre(point_z):
             reference[:] = point_z
-            for i in range(n):
-                if complete:
-                    total_square = 0.0
-                    for j in range(p):
-                        total_square += (zs[i, j] - reference[j]) ** 2
-                    norm[i] = np.sqrt(total_square)
-                else:
-                    norm[i] = _double_distance(zs[i], reference, penalty_z)
             for node in range(n_nodes - 1, -1, -1):  # children come after their parent
-                if count[node] == 0:
+                if count[node] == 0:  # removed records keep a stale norm: never read again
                     continue
                 a, b = children[node, 0], children[node, 1]
                 if a < 0:
                     radius[node] = 0.0
                     for i in range(start[node], end[node]):
                         if alive[i]:
+                            if complete:
+                                total_square = 0.0
+                                for j in range(p):
+                                    total_square += (zs[i, j] - reference[j]) ** 2
+                                norm[i] = np.sqrt(total_square)
+                            else:
+                                norm[i] = _double_distance(zs[i], reference, penalty_z)
                             radius[node] = max(radius[node], norm[i])
                 else:
                     radius[node] = radius[b] if count[a] == 0 else radius[a] if count[b] == 0 else max(radius[a], radius[b])
