@@ -1,36 +1,35 @@
-"""The census grid release and its audit replay (SPEC §8.10, §8.11, §11).
+"""The census grid release (SPEC §8.10, §8.11, §11).
 
-:func:`release_grid` writes the release (:func:`sdc_dagster.lineage.write_grid_release`: every
-protected table, the census files read, the parameters and seeds of every step) and the HTML grid
-report. :func:`replay_grid_release` recomputes every table of a release from its census files with
-the same step functions as the assets (:mod:`sdc_dagster.pipeline.grid`), in a scratch folder;
-:func:`audit_grid_release` compares the two byte for byte (``sdc audit grid``).
+:func:`release_grid` writes the release (:func:`write_grid_release`: ``<releases>/grid/<run_id>/``
+holding every protected table of every region as CSV and a manifest with the census files read, the
+parameters and seeds of every step and each table's SHA-256) and the HTML grid report.
+:func:`protect_region` is the route step the assets and the audit replay
+(:func:`sdc_dagster.releases.replay.replay_grid_release`) share. Survey and grid share one digest
+scheme (SHA-256 of the released file's bytes, :mod:`sdc_dagster.releases.digests`) and one audit
+result (:class:`~sdc_dagster.releases.replay.Verification`).
 """
 
 from __future__ import annotations
 
-import tempfile
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from sdc_dagster import lineage
 from sdc_dagster.files import write_atomic
-from sdc_dagster.spec.grid import GridSpec, parse_grid_spec
-from sdc_dagster.pipeline.grid import (
-    cell_key_persons,
-    cell_key_region,
-    national_reference_counts,
-    national_totals,
-    suppress_region,
-    tabulate_region,
-)
-from sdc_dagster.pipeline.grid_swap import swap_regions, swapped_region_file
+from sdc_dagster.names import inside
+from sdc_dagster.pipeline.grid import cell_key_persons, cell_key_region, suppress_region, tabulate_region
+from sdc_dagster.releases.digests import package_versions, sha256_bytes, table_bytes
+from sdc_dagster.releases.manifest import MANIFEST, Release, manifest_bytes, read_manifest
 from sdc_dagster.report.grid import render_grid_report
+from sdc_dagster.sources import file_sha256
+from sdc_dagster.spec.grid import GridSpec
 
 #: The protected tables of each route, as released and as the audit recomputes them.
 ROUTE_TABLES = {"cell_key": ("grid_cell_key",), "suppression": ("grid_suppressed", "grid_suppressed_national")}
+#: The folder of the grid releases under the releases root (``<releases>/grid/<run_id>/``).
+GRID = "grid"
 
 
 def release_grid(
@@ -45,7 +44,7 @@ def release_grid(
     counts: pd.DataFrame,
     national: pd.DataFrame,
     households: pd.DataFrame,
-) -> tuple[lineage.Release, Path]:
+) -> tuple[Release, Path]:
     """Write the grid release of ``run_id`` and its report ``<reports>/grid/<run_id>.html``.
 
     ``parameters``: the parameters every step ran with (``swap`` and one per route, as the grid
@@ -61,7 +60,7 @@ def release_grid(
         "swap_rate": parameters["swap"]["swaprate"],
         "swapped_households": int(len(households)),
     }
-    release = lineage.write_grid_release(releases, run_id, tables, census_files, record)
+    release = write_grid_release(releases, run_id, tables, census_files, record)
 
     def joined(name: str) -> pd.DataFrame | None:
         frames = [named[name] for named in tables.values() if name in named]
@@ -92,26 +91,40 @@ def protect_region(path: Path, region: str, spec: GridSpec, reference: dict[str,
     return tables
 
 
-def replay_grid_release(manifest: dict) -> dict[str, bytes]:
-    """Every table file of a grid release recomputed from its census files: file -> bytes.
-
-    The national swap, the national totals and every region's routes run as in the assets, with
-    the manifest's parameters, in a scratch folder."""
-    spec = parse_grid_spec({"routes": manifest["routes"], **manifest["parameters"]}, source="grid release manifest")
-    regions = list(manifest["regions"])
-    files = [Path(manifest["inputs"][region]["file"]) for region in regions]
-    out = {}
-    with tempfile.TemporaryDirectory() as scratch:
-        swapped = swap_regions(files, regions, Path(scratch), spec.swap)
-        paths = {region: swapped_region_file(swapped.summary, region) for region in regions}
-        reference = national_reference_counts(national_totals(sorted(paths.values())))
-        for region in regions:
-            for name, frame in protect_region(paths[region], region, spec, reference).items():
-                out[f"{region}/{name}.csv"] = lineage.table_bytes(frame)
-    return out
+def list_grid_releases(releases: Path) -> list[Path]:
+    """Grid release folders, oldest first (by the manifest's sequence number)."""
+    root = Path(releases) / GRID
+    folders = [p for p in root.iterdir() if (p / MANIFEST).is_file()] if root.is_dir() else []
+    return sorted(folders, key=lambda p: read_manifest(p)["sequence"])
 
 
-def audit_grid_release(releases: Path, *, run: str | None = None) -> lineage.Verification | None:
-    """Verify the latest grid release (or run ``run``'s) by replaying it; None when there is none."""
-    folders = [f for f in lineage.list_grid_releases(releases) if run is None or f.name == run]
-    return lineage.verify_grid_release(folders[-1], replay_grid_release) if folders else None
+def write_grid_release(releases: Path, run_id: str, tables: dict[str, dict[str, pd.DataFrame]],
+                       inputs: dict[str, Path], record: dict) -> Release:
+    """Write a grid release ``<releases>/grid/<run_id>/``: every protected table as
+    ``<region>/<table>.csv`` (:func:`table_bytes`) and ``manifest.json`` (last) with ``record``
+    (routes, parameters, seeds, ...), the run id, sequence and previous release, the package
+    versions, each input census file (``inputs``: region -> file) with its SHA-256, and each
+    table file with its SHA-256."""
+    earlier = list_grid_releases(releases)
+    folder = inside(releases, GRID, run_id)
+    files = {f"{region}/{name}.csv": table_bytes(frame) for region, named in tables.items()
+             for name, frame in named.items()}
+    manifest = {
+        **record,
+        "run_id": run_id,
+        "sequence": (read_manifest(earlier[-1])["sequence"] + 1) if earlier else 1,
+        "previous_release": earlier[-1].name if earlier else None,
+        "packages": package_versions(),
+        "inputs": {region: {"file": str(path), "sha256": file_sha256(path)} for region, path in inputs.items()},
+        "files": {name: sha256_bytes(data) for name, data in files.items()},
+    }
+    existed = folder.exists()
+    try:
+        for name, data in files.items():
+            write_atomic(folder / name, data)
+        write_atomic(folder / MANIFEST, manifest_bytes(manifest))
+    except BaseException:
+        if not existed:  # a run folder is complete or absent
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return Release(folder=folder, manifest=manifest)
