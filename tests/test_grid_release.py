@@ -1,4 +1,4 @@
-"""Grid releases in the one release module (lineage): CSV tables, manifest digests, audit verdicts."""
+"""Grid releases in the one release package (releases/): CSV tables, manifest digests, audit verdicts."""
 
 import hashlib
 import json
@@ -6,7 +6,8 @@ import json
 import pandas as pd
 import pytest
 
-from sdc_dagster import lineage
+from sdc_dagster.releases.grid import list_grid_releases, write_grid_release
+from sdc_dagster.releases.replay import verify_grid_release
 
 SUPPRESSED = pd.DataFrame({"cell_id": ["1kmN1E1", "1kmN1E2"], "total": [7, 3],
                            "sex_1": pd.array([4, pd.NA], dtype="Int64"), "sex_2": pd.array([3, pd.NA], dtype="Int64")})
@@ -19,7 +20,7 @@ def release(tmp_path):
     census.parent.mkdir()
     census.write_bytes(b"census of R1")
     record = {"kind": "census_grid", "regions": ["R1"], "routes": ["suppression"], "parameters": {}}
-    written = lineage.write_grid_release(tmp_path / "releases", "run-1", {"R1": {"grid_suppressed": SUPPRESSED}},
+    written = write_grid_release(tmp_path / "releases", "run-1", {"R1": {"grid_suppressed": SUPPRESSED}},
                                          {"R1": census}, record)
     return written, census
 
@@ -37,30 +38,30 @@ def test_tables_are_released_as_csv_with_their_sha256(release):
 
 def test_a_second_release_follows_the_first(release, tmp_path):
     written, census = release
-    second = lineage.write_grid_release(tmp_path / "releases", "run-2", {"R1": {"grid_suppressed": SUPPRESSED}},
+    second = write_grid_release(tmp_path / "releases", "run-2", {"R1": {"grid_suppressed": SUPPRESSED}},
                                         {"R1": census}, {"regions": ["R1"]})
     assert second.manifest["sequence"] == 2 and second.manifest["previous_release"] == "run-1"
-    assert [p.name for p in lineage.list_grid_releases(tmp_path / "releases")] == ["run-1", "run-2"]
+    assert [p.name for p in list_grid_releases(tmp_path / "releases")] == ["run-1", "run-2"]
 
 
 def test_audit_verdicts(release):
     written, census = release
     released = {"R1/grid_suppressed.csv": SUPPRESSED_CSV.encode()}
-    same = lineage.verify_grid_release(written.folder, lambda manifest: released)
+    same = verify_grid_release(written.folder, lambda manifest: released)
     assert same.ok and same.files == {"R1/grid_suppressed.csv": "ok"}
 
     other = SUPPRESSED_CSV.replace(",7,", ",8,").encode()
-    differs = lineage.verify_grid_release(written.folder, lambda manifest: {"R1/grid_suppressed.csv": other})
+    differs = verify_grid_release(written.folder, lambda manifest: {"R1/grid_suppressed.csv": other})
     assert not differs.ok and differs.stored_file_intact and not differs.byte_identical
     assert differs.files == {"R1/grid_suppressed.csv": "differs from its recomputation"}
     assert "R1/grid_suppressed.csv" in differs.detail
 
     table = written.folder / "R1" / "grid_suppressed.csv"
     table.write_text(SUPPRESSED_CSV.replace("\n", "\r\n"))
-    damaged = lineage.verify_grid_release(written.folder, lambda manifest: {"R1/grid_suppressed.csv": other})
+    damaged = verify_grid_release(written.folder, lambda manifest: {"R1/grid_suppressed.csv": other})
     assert not damaged.stored_file_intact
     assert damaged.files == {"R1/grid_suppressed.csv": "differs from the hash in its manifest"}
 
     census.write_bytes(b"another census")
-    changed = lineage.verify_grid_release(written.folder, lambda manifest: pytest.fail("no replay of a changed input"))
+    changed = verify_grid_release(written.folder, lambda manifest: pytest.fail("no replay of a changed input"))
     assert not changed.input_intact and "R1" in changed.detail

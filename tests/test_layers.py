@@ -104,6 +104,34 @@ def test_risk_does_not_import_loss_and_protect_does_not_import_the_spec():
     assert _violations(rule) == []
 
 
+# the release modules the survey stages import (the released coding, the safe files, manifests and
+# digests) sit below pipeline/; releases/wave, grid and replay call the stages
+RELEASES_BELOW_THE_STAGES = ("releases/__init__.py", "releases/digests.py", "releases/categories.py",
+                             "releases/files.py", "releases/manifest.py")
+
+
+def test_the_lower_release_modules_import_no_stage():
+    def rule(file, module, names):
+        if file in RELEASES_BELOW_THE_STAGES and module.startswith(("sdc_dagster.pipeline", "sdc_dagster.releases.wave",
+                                                                    "sdc_dagster.releases.grid",
+                                                                    "sdc_dagster.releases.replay")):
+            return f"imports {module}: the stages import this module, it cannot import them"
+        return None
+
+    assert _violations(rule) == []
+
+
+def test_the_stages_import_only_the_lower_release_modules():
+    def rule(file, module, names):
+        lower = tuple(f"sdc_dagster.{f.removesuffix('.py').removesuffix('/__init__').replace('/', '.')}"
+                      for f in RELEASES_BELOW_THE_STAGES)
+        if file.startswith("pipeline/") and module.startswith("sdc_dagster.releases") and module not in lower:
+            return f"imports {module}, which calls the stages"
+        return None
+
+    assert _violations(rule) == []
+
+
 @pytest.mark.parametrize("bottom", ["validation.py", "errors.py", "keys.py", "numerics/"])
 def test_the_bottom_layers_import_nothing_above_them(bottom):
     allowed = {

@@ -13,7 +13,11 @@ import pytest
 import yaml
 from dagster import DagsterInstance, DagsterRunStatus
 
-from sdc_dagster import lineage
+from sdc_dagster.releases.digests import WaveSnapshot, parquet_bytes, sha256_bytes, spec_text_sha256
+from sdc_dagster.releases.files import SafeFiles
+from sdc_dagster.releases.manifest import ReleaseRecord, list_releases, write_release
+from sdc_dagster.releases.replay import verify_release
+from sdc_dagster.releases.wave import publish_wave_release, wave_release
 from sdc_dagster.cli import EXIT_OK, EXIT_USAGE, EXIT_WITHHELD, main
 from sdc_dagster.spec import SpecError, load_spec, spec_text_with_plans
 
@@ -59,7 +63,7 @@ def test_the_recommendation_is_the_one_release_and_another_can_be_promoted(tmp_p
     status, text = sdc(capsys, "run", "own", "2024", "--file", str(source))
     assert status == EXIT_OK, text
     releases = home / "releases"
-    record = lineage.wave_release(releases, "own", "2024")
+    record = wave_release(releases, "own", "2024")
     # both plans pass; the report's recommendation (least information loss) is the one release
     report = json.loads((home / "reports" / "own" / "2024.json").read_text())
     chosen = report["decision"]["recommended"]
@@ -71,7 +75,7 @@ def test_the_recommendation_is_the_one_release_and_another_can_be_promoted(tmp_p
 
     status, text = sdc(capsys, "promote", "own", "2024", other)
     assert status == EXIT_OK, text
-    promoted = lineage.wave_release(releases, "own", "2024")
+    promoted = wave_release(releases, "own", "2024")
     assert promoted["plan"] == other and promoted["reason"] == "promoted with sdc promote"
     assert Path(promoted["folder"]).parent.name == other and (Path(promoted["folder"]) / "manifest.json").is_file()
     assert f"(was {chosen})" in text
@@ -88,7 +92,7 @@ def test_the_recommendation_is_the_one_release_and_another_can_be_promoted(tmp_p
     # an unknown plan or wave is a usage error; nothing changes
     assert sdc(capsys, "promote", "own", "2024", "nosuch")[0] == EXIT_USAGE
     assert sdc(capsys, "promote", "own", "1999", "suppress_k3")[0] == EXIT_USAGE
-    assert lineage.wave_release(releases, "own", "2024")["plan"] == other
+    assert wave_release(releases, "own", "2024")["plan"] == other
 
 
 @pytest.mark.slow
@@ -98,7 +102,7 @@ def test_a_withheld_plan_cannot_be_promoted_and_a_wave_without_eligible_plan_rel
     status, text = sdc(capsys, "run", "own", "2024", "--file", str(source))
     assert status == EXIT_WITHHELD, text
     assert "sdc run: nothing released for wave 2024" in text
-    assert lineage.wave_release(home / "releases", "own", "2024") is None
+    assert wave_release(home / "releases", "own", "2024") is None
     assert (home / "reports" / "own" / "2024.html").is_file()  # the report still explains why
     # the Dagster run fails on the report's blocking check, as the exit status says
     with DagsterInstance.from_config(str(home / "dagster")) as instance:
@@ -114,16 +118,16 @@ def test_publish_wave_release_refuses_a_withheld_plan_and_withdraws(tmp_path):
     plan.mkdir(parents=True)
     (plan / "withheld.json").write_text(json.dumps({"sequence": 1, "withheld": {"k_anonymity": "x"}}))
     with pytest.raises(ValueError, match="withheld"):
-        lineage.publish_wave_release(root, "s", "w", "p", reason="test")
+        publish_wave_release(root, "s", "w", "p", reason="test")
     with pytest.raises(ValueError, match="never materialised"):
-        lineage.publish_wave_release(root, "s", "w", "q", reason="test")
+        publish_wave_release(root, "s", "w", "q", reason="test")
     run2 = root / "s" / "w" / "p" / "run2"
     run2.mkdir()
     (run2 / "manifest.json").write_text(json.dumps({"sequence": 2}))
-    assert lineage.publish_wave_release(root, "s", "w", "p", reason="test")["run_id"] == "run2"
-    assert lineage.wave_release(root, "s", "w")["folder"] == str(run2)
-    assert lineage.publish_wave_release(root, "s", "w", None, reason="none eligible") is None
-    assert lineage.wave_release(root, "s", "w") is None
+    assert publish_wave_release(root, "s", "w", "p", reason="test")["run_id"] == "run2"
+    assert wave_release(root, "s", "w")["folder"] == str(run2)
+    assert publish_wave_release(root, "s", "w", None, reason="none eligible") is None
+    assert wave_release(root, "s", "w") is None
 
 
 SPEC = """\
@@ -165,22 +169,22 @@ def test_audit_verifies_the_pram_matrices_a_release_recorded(tmp_path):
     spec_file = tmp_path / "s.yaml"
     spec_file.write_text("survey: s\n")
     protected = pd.DataFrame({"water": [1, 2, 2]})
-    parquet = lineage.parquet_bytes(protected)
+    parquet = parquet_bytes(protected)
     matrix = pd.DataFrame([[0.9, 0.1], [0.2, 0.8]], index=[1, 2], columns=[1, 2])
-    release = lineage.write_release(
-        tmp_path / "releases", survey="s", wave="w", plan="p", run_id="r1", protected=protected,
-        files={"protected.parquet": parquet}, order=None, input_file=spec_file,
-        input_sha256=lineage.sha256_bytes(spec_file.read_bytes()), spec_path=spec_file,
-        spec_sha256=lineage.spec_text_sha256(spec_file.read_bytes()), plan_definition={}, steps=[], risk={},
-        loss={}, checks={}, matrices={"water": matrix})
+    release = write_release(tmp_path / "releases", ReleaseRecord(
+        survey="s", wave="w", plan="p", run_id="r1", protected=protected,
+        source=WaveSnapshot(file=spec_file, snapshot=spec_file, sha256=sha256_bytes(spec_file.read_bytes())),
+        spec_path=spec_file, spec_sha256=spec_text_sha256(spec_file.read_bytes()), plan_definition={}, steps=[],
+        risk={}, loss={}, checks={}, safe=SafeFiles(files={"protected.parquet": parquet}, order={}),
+        matrices={"water": matrix}))
     assert set(release.manifest["pram_matrices_sha256"]) == {"pram_water.parquet"}
     recompute = lambda *args: {"protected.parquet": parquet}  # noqa: E731
-    assert lineage.verify_release(release.folder, recompute).ok
+    assert verify_release(release.folder, recompute).ok
     stored = release.folder / "pram_water.parquet"
     edited = pd.read_parquet(stored)
     edited.loc[0, "probability"] = 0.95
     edited.to_parquet(stored)
-    verification = lineage.verify_release(release.folder, recompute)
+    verification = verify_release(release.folder, recompute)
     assert not verification.ok
     assert verification.files["pram_water.parquet"] == "differs from the hash in its manifest"
     assert "pram_water.parquet" in verification.detail
@@ -210,7 +214,7 @@ def test_a_killed_run_is_marked_failed_by_the_next_sdc_run(tmp_path, home, capsy
     with DagsterInstance.from_config(str(home / "dagster")) as instance:
         (killed,) = instance.get_runs()
         assert killed.status == DagsterRunStatus.STARTED
-    assert lineage.wave_release(home / "releases", "own", "2024") is None
+    assert wave_release(home / "releases", "own", "2024") is None
 
     status, text = sdc(capsys, "run", "own", "2024")
     assert status == EXIT_OK, text
@@ -219,7 +223,7 @@ def test_a_killed_run_is_marked_failed_by_the_next_sdc_run(tmp_path, home, capsy
         statuses = {run.run_id: run.status for run in instance.get_runs()}
     assert statuses.pop(killed.run_id) == DagsterRunStatus.FAILURE
     assert list(statuses.values()) == [DagsterRunStatus.SUCCESS]
-    assert lineage.wave_release(home / "releases", "own", "2024")["run_id"] != killed.run_id
+    assert wave_release(home / "releases", "own", "2024")["run_id"] != killed.run_id
 
 
 @pytest.mark.slow
@@ -236,8 +240,8 @@ def test_a_run_that_fails_after_its_plans_publishes_no_release(tmp_path, home, c
     monkeypatch.setattr(evaluation, "information_loss", broken)
     status, text = sdc(capsys, "run", "own", "2024", "--file", str(source))
     assert status == 1 and "information loss broke" in text, text
-    assert lineage.list_releases(home / "releases", "own", "2024", "suppress_k3")  # the plan's decision
-    assert lineage.wave_release(home / "releases", "own", "2024") is None  # but nothing released
+    assert list_releases(home / "releases", "own", "2024", "suppress_k3")  # the plan's decision
+    assert wave_release(home / "releases", "own", "2024") is None  # but nothing released
 
 
 @pytest.mark.slow

@@ -11,11 +11,13 @@ import pyreadstat
 import pytest
 import yaml
 
-from sdc_dagster import lineage, release_files
-from sdc_dagster.pipeline import audit
 from sdc_dagster.pipeline import protection
+from sdc_dagster.releases import files as release_files
+from sdc_dagster.releases.digests import WaveSnapshot
+from sdc_dagster.releases.manifest import ReleaseRecord, write_release
+from sdc_dagster.releases.replay import recompute_release, verify_release
 from sdc_dagster.spec import SpecError, load_spec, parse_spec
-from sdc_dagster.sources import read_wave_file
+from sdc_dagster.sources import file_sha256, read_wave_file
 
 N_HOUSEHOLDS = 300
 SPEC = {
@@ -175,15 +177,15 @@ def test_a_wrong_release_section_is_a_spec_error_naming_the_key(release, message
 def test_audit_verifies_every_file_and_names_a_flipped_byte(survey_files, tmp_path):
     spec, source = survey_files
     protected, safe = released(spec, source)
-    release = lineage.write_release(
-        tmp_path / "releases", survey="lfs", wave="2024", plan="recode_age", run_id="r1",
-        protected=protected, files=safe.files, order=safe.order, input_file=source,
-        input_sha256=lineage.sha256_file(source), spec_path=spec.spec_path, spec_sha256=spec.spec_hash,
-        plan_definition={}, steps=[], risk={}, loss={}, checks={},
-    )
+    release = write_release(tmp_path / "releases", ReleaseRecord(
+        survey="lfs", wave="2024", plan="recode_age", run_id="r1", protected=protected,
+        source=WaveSnapshot(file=source, snapshot=source, sha256=file_sha256(source)),
+        spec_path=spec.spec_path, spec_sha256=spec.spec_hash, plan_definition={}, steps=[], risk={}, loss={},
+        checks={}, safe=safe,
+    ))
     assert sorted(release.manifest["output"]["files"]) == sorted(safe.files)
     assert release.manifest["output"]["order"]["seed"] == safe.order["seed"]
-    verification = lineage.verify_release(release.folder, audit.recompute_release)
+    verification = verify_release(release.folder, recompute_release)
     assert verification.ok, verification.detail
     assert verification.files == dict.fromkeys(safe.files, "ok")
 
@@ -193,11 +195,11 @@ def test_audit_verifies_every_file_and_names_a_flipped_byte(survey_files, tmp_pa
         flipped = bytearray(intact)
         flipped[len(flipped) // 2] ^= 0x01
         path.write_bytes(bytes(flipped))
-        verification = lineage.verify_release(release.folder, audit.recompute_release)
+        verification = verify_release(release.folder, recompute_release)
         assert not verification.ok
         assert verification.detail == (
             f"the released file {name} differs from the hash in its manifest (edited or damaged)"
         )
         assert verification.files[name] == "differs from the hash in its manifest"
         path.write_bytes(intact)
-    assert lineage.verify_release(release.folder, audit.recompute_release).ok
+    assert verify_release(release.folder, recompute_release).ok

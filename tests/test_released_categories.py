@@ -13,12 +13,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sdc_dagster import release_files
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.pipeline import protection
 from sdc_dagster.protect.plan import apply_plan, plan_problems
 from sdc_dagster.protect.recode import recode
-from sdc_dagster.released_categories import category_count_excess, released_coding
+from sdc_dagster.releases import files as release_files
+from sdc_dagster.releases.categories import category_count_excess, released_coding
 from sdc_dagster.sources import read_wave_file
 from sdc_dagster.spec import SpecError, load_spec, parse_spec
 

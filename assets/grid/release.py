@@ -4,14 +4,14 @@ grid_release receives every region's tables as inputs (the IO manager loads an u
 asset's partitioned input as region -> table, :class:`~sdc_dagster.resources.storage.ParquetIOManager`)
 and the parameters it records from the grid spec resource, and writes ``<releases>/grid/<run_id>/``
 (every protected table, the census files read, parameters and seeds; replayed by ``sdc audit grid``)
-and the HTML grid report, through :func:`sdc_dagster.pipeline.grid_release.release_grid`.
+and the HTML grid report, through :func:`sdc_dagster.releases.grid.release_grid`.
 """
 
 import pandas as pd
 from dagster import AssetExecutionContext, AssetSelection, MetadataValue, asset, define_asset_job
 
 from sdc_dagster.pipeline.grid import census_dir
-from sdc_dagster.pipeline.grid_release import ROUTE_TABLES, release_grid
+from sdc_dagster.releases.grid import ROUTE_TABLES, release_grid
 from sdc_dagster.resources.grid import GridSpecResource
 from sdc_dagster.resources.home import SdcHome
 from sdc_dagster.spec.grid import release_parameters

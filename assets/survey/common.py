@@ -4,11 +4,11 @@ versions, Dagster types of the shared schemas, and metadata rendering."""
 import hashlib
 
 import pandas as pd
-from dagster import AssetExecutionContext, AssetIn, AssetKey, MetadataValue
+from dagster import AssetIn, AssetKey, MetadataValue
 from dagster_pandera import pandera_schema_to_dagster_type
 
 import sdc_dagster
-from sdc_dagster.assets.partitions import latest_materialization, wave_partitions
+from sdc_dagster.assets.partitions import wave_partitions
 from sdc_dagster.pipeline.protection import ProtectedVariant, wave_plan_names
 from sdc_dagster.report.plots import image_uri
 from sdc_dagster.schemas import classification_schema, key_frequencies_schema
@@ -37,15 +37,6 @@ def image_markdown(image: bytes, title: str) -> MetadataValue:
 
 def table_markdown(frame: pd.DataFrame) -> MetadataValue:
     return MetadataValue.md(frame.to_markdown() if len(frame) else "(empty)")
-
-
-def raw_source(context: AssetExecutionContext, wave: str) -> dict:
-    """Source file metadata (path, snapshot, sha256) of the wave's latest raw_microdata materialisation."""
-    key = AssetKey([*context.asset_key.path[:-1], "raw_microdata"])
-    materialization = latest_materialization(context.instance, key, wave)
-    if materialization is None:
-        raise RuntimeError(f"{key.to_user_string()} has no materialisation for wave {wave!r}")
-    return {name: materialization.metadata[name].value for name in ("source_file", "source_snapshot", "source_sha256")}
 
 
 def protected_key(spec: SurveySpec, plan_name: str) -> AssetKey:

@@ -2,7 +2,6 @@
 protected variant, each received as an asset input (data, linkage shares of its checks, PRAM
 matrices)."""
 
-import pandas as pd
 from dagster import AssetExecutionContext, AssetsDefinition, asset
 
 from sdc_dagster.assets.survey.common import (
@@ -14,6 +13,7 @@ from sdc_dagster.assets.survey.common import (
     variants,
 )
 from sdc_dagster.pipeline import evaluation
+from sdc_dagster.pipeline.ingest import RawWave
 from sdc_dagster.pipeline.protection import ProtectedVariant
 from sdc_dagster.pipeline.risk import Contributions, RiskScores, measure_notes_frame
 from sdc_dagster.spec import SurveySpec
@@ -28,13 +28,13 @@ def residual_risk_asset(spec: SurveySpec) -> AssetsDefinition:
         code_version=code_version(spec.variables, spec.risk),
         **common(spec),
     )
-    def residual_risk(context: AssetExecutionContext, raw_microdata: pd.DataFrame, risk_scores: RiskScores,
+    def residual_risk(context: AssetExecutionContext, raw_microdata: RawWave, risk_scores: RiskScores,
                       **protected: ProtectedVariant):
         wave_variants = variants(spec, protected)
         # the linkage shares the protected assets computed for their linkage_risk check
         linkage = {name: v.checks["linkage_risk"].figures for name, v in wave_variants.items()
                    if "linkage_risk" in v.checks and v.checks["linkage_risk"].figures is not None}
-        table = evaluation.residual_risk(raw_microdata, {name: v.data for name, v in wave_variants.items()}, spec,
+        table = evaluation.residual_risk(raw_microdata.data, {name: v.data for name, v in wave_variants.items()}, spec,
                                          linkage=linkage, original_risk=risk_scores)
         context.add_output_metadata({"table": table_markdown(table.round(6))})
         return table
@@ -77,10 +77,10 @@ def information_loss_asset(spec: SurveySpec) -> AssetsDefinition:
         code_version=code_version(spec.variables),
         **common(spec),
     )
-    def information_loss(context: AssetExecutionContext, raw_microdata: pd.DataFrame, **protected: ProtectedVariant):
+    def information_loss(context: AssetExecutionContext, raw_microdata: RawWave, **protected: ProtectedVariant):
         wave_variants = variants(spec, protected)
         summary, per_record, notes = evaluation.information_loss(
-            raw_microdata, {name: v.data for name, v in wave_variants.items()}, spec,
+            raw_microdata.data, {name: v.data for name, v in wave_variants.items()}, spec,
             matrices={name: v.matrices for name, v in wave_variants.items()},
         )
         notes_table = measure_notes_frame(notes)

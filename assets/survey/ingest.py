@@ -1,41 +1,36 @@
 """Stage 1 of the survey chain: reading a wave and classifying its variables."""
 
-import pandas as pd
 from dagster import AssetExecutionContext, AssetsDefinition, DataVersion, Output, asset
-from dagster_pandera import pandera_schema_to_dagster_type
 
-from sdc_dagster import lineage
 from sdc_dagster.assets.survey.common import CLASSIFICATION_TYPE, code_version, common, ins, table_markdown
 from sdc_dagster.classification import classify_variables
+from sdc_dagster.pipeline.ingest import RawWave, ingest_wave
 from sdc_dagster.pipeline.risk import keys_from_classification
 from sdc_dagster.resources.home import SdcHome
-from sdc_dagster.schemas import classification_schema, microdata_schema, validate
-from sdc_dagster.sources import read_wave
+from sdc_dagster.schemas import classification_schema, validate
 from sdc_dagster.spec import SurveySpec
 
 
 def raw_microdata_asset(spec: SurveySpec) -> AssetsDefinition:
     @asset(
         name="raw_microdata",
-        description=f"{spec.title}: one wave as read from the landing folder, validated by the spec's schema.",
-        dagster_type=pandera_schema_to_dagster_type(microdata_schema(spec)),
+        description=(f"{spec.title}: one wave as read from the landing folder, validated by the spec's schema, "
+                     "with the snapshot of its file and their SHA-256 (what its releases record)."),
         code_version=code_version(spec.source, spec.variables),
         **common(spec),
     )
     def raw_microdata(context: AssetExecutionContext, home: SdcHome):
-        wave = read_wave(spec, context.partition_key, home.landing)
-        data = wave.data
-        snapshot = lineage.snapshot_input(wave.path, wave.sha256, home.inputs)
+        wave = ingest_wave(spec, context.partition_key, home.landing, home.inputs)
         return Output(
-            data,
-            data_version=DataVersion(wave.sha256),
+            wave,
+            data_version=DataVersion(wave.source.sha256),
             metadata={
-                "records": len(data),
-                "columns": len(data.columns),
-                "source_file": str(wave.path),
+                "records": len(wave.data),
+                "columns": len(wave.data.columns),
+                "source_file": str(wave.source.file),
                 "source_format": wave.format,
-                "source_snapshot": str(snapshot),
-                "source_sha256": wave.sha256,
+                "source_snapshot": str(wave.source.snapshot),
+                "source_sha256": wave.source.sha256,
                 "spec_sha256": spec.spec_hash,
             },
         )
@@ -52,8 +47,8 @@ def variable_classification_asset(spec: SurveySpec) -> AssetsDefinition:
         code_version=code_version(spec.variables),
         **common(spec),
     )
-    def variable_classification(context: AssetExecutionContext, raw_microdata: pd.DataFrame):
-        table = validate(classify_variables(raw_microdata, spec), classification_schema, source="variable_classification")
+    def variable_classification(context: AssetExecutionContext, raw_microdata: RawWave):
+        table = validate(classify_variables(raw_microdata.data, spec), classification_schema, source="variable_classification")
         flagged = table.loc[table["suggested_role"] == "direct_identifier", "variable"].tolist()
         context.add_output_metadata(
             {

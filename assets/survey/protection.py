@@ -3,14 +3,14 @@ searched variant. Each protected asset returns a :class:`~sdc_dagster.pipeline.p
 (data, steps, PRAM matrices, check outcomes, seed, release decision) that the later stages receive."""
 
 from dataclasses import replace
-from pathlib import Path
 
-import pandas as pd
 from dagster import AssetExecutionContext, AssetsDefinition, MetadataValue, Output, asset
 
 from sdc_dagster.assets.checks import release_check_results, release_check_specs
-from sdc_dagster.assets.survey.common import code_version, common, ins, protected_key, raw_source, table_markdown
-from sdc_dagster.pipeline import audit, protection, relaxations, search
+from sdc_dagster.assets.survey.common import code_version, common, ins, protected_key, table_markdown
+from sdc_dagster.pipeline import protection, relaxations, search
+from sdc_dagster.pipeline.ingest import RawWave
+from sdc_dagster.releases import wave as releases
 from sdc_dagster.resources.home import SdcHome
 from sdc_dagster.schemas import microdata_schema, validate
 from sdc_dagster.spec import Plan, SurveySpec
@@ -28,25 +28,24 @@ def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
         check_specs=release_check_specs(spec, plan, protected_key(spec, plan.name)),
         **common(spec),
     )
-    def protected(context: AssetExecutionContext, raw_microdata: pd.DataFrame, home: SdcHome):
+    def protected(context: AssetExecutionContext, raw_microdata: RawWave, home: SdcHome):
         yield from _protect_and_record(context, spec, plan, raw_microdata, home)
 
     return protected
 
 
-def _protect_and_record(context: AssetExecutionContext, spec: SurveySpec, plan: Plan, raw_microdata: pd.DataFrame,
+def _protect_and_record(context: AssetExecutionContext, spec: SurveySpec, plan: Plan, raw_microdata: RawWave,
                         home: SdcHome, searched: search.PlanSearch | None = None):
     """Apply ``plan`` to the wave, run the release checks (unless the plan search ``searched`` did
     both already) and write the plan's decision (an eligible release, or the withheld record): the
     body of every protected asset."""
     wave = context.partition_key
-    variant = protection.protect_variant(raw_microdata, spec, plan, wave=wave,
+    variant = protection.protect_variant(raw_microdata.data, spec, plan, wave=wave,
                                          checks=searched.checks if searched else None,
                                          protected=searched.protected if searched else None)
     validate(variant.data, microdata_schema(spec, protected=True), source=f"protected_{plan.name}")
-    source = raw_source(context, wave)
-    variant = audit.record_release(home.releases, variant, spec, raw_microdata, run_id=context.run_id,
-                                   input_file=Path(source["source_snapshot"]), input_sha256=source["source_sha256"])
+    variant = releases.record_release(home.releases, variant, spec, raw_microdata.data, run_id=context.run_id,
+                                      source=raw_microdata.source)
     failures, release = variant.withheld_because, variant.release
     if failures:
         context.log.warning(
@@ -62,7 +61,7 @@ def _protect_and_record(context: AssetExecutionContext, spec: SurveySpec, plan: 
             "steps": MetadataValue.json(variant.steps),
             "records": len(variant.data),
             **{f"check_{name}": bool(c.passed) for name, c in outcomes.items()},
-            **audit.release_risk(variant),
+            **releases.release_risk(variant),
             **({"linkage_measure": outcomes["linkage_risk"].measure} if "linkage_risk" in outcomes else {}),
             "checks_not_applicable": MetadataValue.json(protection.checks_not_applicable(spec)),
             "eligible": release.published,
@@ -90,13 +89,13 @@ def plan_search_asset(spec: SurveySpec) -> AssetsDefinition:
         code_version=code_version(spec.variables, spec.risk, spec.search),
         **common(spec),
     )
-    def plan_search(context: AssetExecutionContext, raw_microdata: pd.DataFrame):
-        found = search.search_wave(raw_microdata, spec, wave=context.partition_key,
+    def plan_search(context: AssetExecutionContext, raw_microdata: RawWave):
+        found = search.search_wave(raw_microdata.data, spec, wave=context.partition_key,
                                    progress=lambda done, total, note: context.log.info(
                                        search.progress_line(done, total, note)))
         outcome = search.plan_search(found, spec)
         # nothing recommended: the closest plans and the cheapest change that makes one eligible
-        advice = relaxations.what_it_would_take(raw_microdata, spec, found, wave=context.partition_key,
+        advice = relaxations.what_it_would_take(raw_microdata.data, spec, found, wave=context.partition_key,
                                                 note=context.log.info)
         if advice is not None:
             outcome = replace(outcome, advice=advice.record())
@@ -134,7 +133,7 @@ def protected_searched_asset(spec: SurveySpec) -> AssetsDefinition:
         check_specs=release_check_specs(spec, plan, protected_key(spec, plan.name)),
         **common(spec),
     )
-    def protected(context: AssetExecutionContext, raw_microdata: pd.DataFrame, plan_search: search.PlanSearch,
+    def protected(context: AssetExecutionContext, raw_microdata: RawWave, plan_search: search.PlanSearch,
                   home: SdcHome):
         # the search protected and checked this very plan (same name, seeds and wave)
         yield from _protect_and_record(context, spec, plan_search.plan, raw_microdata, home, plan_search)

@@ -1,11 +1,8 @@
 """Stage 5 of the survey chain: the wave's release report and its one release."""
 
-from pathlib import Path
-
 import pandas as pd
 from dagster import AssetExecutionContext, AssetKey, AssetsDefinition, MaterializeResult, MetadataValue, asset
 
-from sdc_dagster import lineage
 from sdc_dagster.assets.checks import wave_release_check_result, wave_release_check_spec
 from sdc_dagster.assets.survey.common import (
     code_version,
@@ -13,13 +10,14 @@ from sdc_dagster.assets.survey.common import (
     image_markdown,
     ins,
     plan_ins,
-    raw_source,
     table_markdown,
     variants,
 )
+from sdc_dagster.pipeline.ingest import RawWave
 from sdc_dagster.pipeline.protection import ProtectedVariant
 from sdc_dagster.pipeline.report_inputs import WaveEvaluation, report_inputs, run_info
 from sdc_dagster.pipeline.risk import Contributions, RiskScores, measure_notes_of
+from sdc_dagster.releases.wave import publish_wave_release
 from sdc_dagster.resources.home import SdcHome
 from sdc_dagster.report import headline_table, recommendation, report_plots, write_report
 from sdc_dagster.spec import SurveySpec
@@ -55,7 +53,7 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
     def sdc_report(
         context: AssetExecutionContext,
         home: SdcHome,
-        raw_microdata: pd.DataFrame,
+        raw_microdata: RawWave,
         risk_scores: RiskScores,
         risk_contributions: Contributions,
         residual_risk: pd.DataFrame,
@@ -72,22 +70,20 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
             residual_contributions=residual_contributions,
             notes=measure_notes_of(information_loss["measure_notes"]),
         )
-        source = raw_source(context, wave)
+        source = raw_microdata.source
         record = context.instance.get_run_record_by_id(context.run_id)
         started = record.start_time or record.create_timestamp.timestamp()  # the run's, not this render's
-        run = run_info(spec, context.run_id, started, wave, source["source_file"], source["source_sha256"])
-        inputs = report_inputs(spec, wave, raw_microdata, risk_scores, risk_contributions, evaluated,
-                               variants(spec, protected), search=searched,
-                               source=Path(source["source_snapshot"]), run=run)
+        run = run_info(spec, context.run_id, started, wave, source.file, source.sha256)
+        inputs = report_inputs(spec, wave, raw_microdata.data, risk_scores, risk_contributions, evaluated,
+                               variants(spec, protected), search=searched, source=source.snapshot, run=run)
         plans = inputs.plans
         plots = report_plots(inputs)  # drawn once: in the report and in the metadata
         paths = write_report(inputs, home.reports / spec.survey, plots)
         headline = headline_table(inputs)
         chosen = recommendation(inputs).plan
         # the wave's one release: the recommendation, published once its report is written
-        released = lineage.publish_wave_release(home.releases, spec.survey, wave, chosen,
-                                                reason="recommended by the report's decision rule",
-                                                report=paths["html"])
+        released = publish_wave_release(home.releases, spec.survey, wave, chosen,
+                                        reason="recommended by the report's decision rule", report=paths["html"])
         if released is None:
             context.log.warning(f"wave {wave}: no plan passes every blocking check; nothing is released")
         return MaterializeResult(

@@ -15,6 +15,7 @@ from sdc_dagster.assets.survey.common import (
     table_markdown,
 )
 from sdc_dagster.pipeline import risk
+from sdc_dagster.pipeline.ingest import RawWave
 from sdc_dagster.report.content import suda_summary
 from sdc_dagster.report.plots import boxplot_svg, histogram_svg
 from sdc_dagster.schemas import key_frequencies_schema, risk_scores_schema, validate
@@ -33,13 +34,13 @@ def key_frequencies_asset(spec: SurveySpec) -> AssetsDefinition:
     )
     def key_frequencies(
         context: AssetExecutionContext,
-        raw_microdata: pd.DataFrame,
+        raw_microdata: RawWave,
         variable_classification: pd.DataFrame,
         duckdb: DuckDBResource,
     ):
         keys = risk.keys_from_classification(variable_classification, "categorical_key")
         with duckdb.get_connection() as con:
-            table = risk.key_frequencies(raw_microdata, keys, weight=spec.weight, con=con)
+            table = risk.key_frequencies(raw_microdata.data, keys, weight=spec.weight, con=con)
         validate(table, key_frequencies_schema, source="key_frequencies")
         if not keys:  # continuous keys only: every record shares the empty key (fk = n)
             context.add_output_metadata({"keys": "none: the spec has no categorical key"})
@@ -47,7 +48,7 @@ def key_frequencies_asset(spec: SurveySpec) -> AssetsDefinition:
         context.add_output_metadata(
             {
                 "keys": ", ".join(keys),
-                "distinct_keys": int(raw_microdata[keys].drop_duplicates().shape[0]),
+                "distinct_keys": int(raw_microdata.data[keys].drop_duplicates().shape[0]),
                 "sample_uniques": int((table["fk"] == 1).sum()),
                 f"k{spec.risk.k}_violations": int((table["fk"] < spec.risk.k).sum()),
             }
@@ -68,10 +69,10 @@ def risk_scores_asset(spec: SurveySpec) -> AssetsDefinition:
         **common(spec),
     )
     def risk_scores(
-        context: AssetExecutionContext, raw_microdata: pd.DataFrame, key_frequencies: pd.DataFrame, duckdb: DuckDBResource
+        context: AssetExecutionContext, raw_microdata: RawWave, key_frequencies: pd.DataFrame, duckdb: DuckDBResource
     ):
         with duckdb.get_connection() as con:
-            scores = risk.risk_scores(raw_microdata, spec, con=con, frequencies=key_frequencies)
+            scores = risk.risk_scores(raw_microdata.data, spec, con=con, frequencies=key_frequencies)
         validate(scores.table, risk_scores_schema, source="risk_scores")
         metadata = {name: float(v) if isinstance(v, float) else v for name, v in scores.figures.items()}
         metadata["measure_notes"] = MetadataValue.json([vars(n) for n in scores.notes])
@@ -104,9 +105,9 @@ def risk_contributions_asset(spec: SurveySpec) -> AssetsDefinition:
         code_version=code_version(spec.variables, spec.risk),
         **common(spec),
     )
-    def risk_contributions(context: AssetExecutionContext, raw_microdata: pd.DataFrame, risk_scores: risk.RiskScores):
+    def risk_contributions(context: AssetExecutionContext, raw_microdata: RawWave, risk_scores: risk.RiskScores):
         # the games reuse the combined measure's set-up the risk stage built
-        found = risk.risk_contributions(raw_microdata, spec, setup=risk_scores.combined)
+        found = risk.risk_contributions(raw_microdata.data, spec, setup=risk_scores.combined)
         if found.global_.empty:
             context.add_output_metadata({"measure_notes": table_markdown(risk.measure_notes_frame(found.notes))})
             return found

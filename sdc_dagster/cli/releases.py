@@ -21,11 +21,12 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
     prepare_environment(home)
     if unsafe_names("audit", out, ("wave id", wave), ("plan name", plan), ("survey name", survey_name)):
         return EXIT_USAGE
-    if wave == "grid":  # the census grid release (sdc_dagster.pipeline.grid_release)
+    if wave == "grid":  # the census grid release (sdc_dagster.releases.grid)
         return _audit_grid(run, out)
     from sdc_dagster.resources.storage import releases_dir
-    from sdc_dagster import lineage
-    from sdc_dagster.pipeline.audit import recompute_release
+    from sdc_dagster.releases import manifest
+    from sdc_dagster.releases.replay import recompute_release, verify_release
+    from sdc_dagster.releases.wave import wave_release as release_of_wave
     from sdc_dagster.sources import file_sha256
 
     root = releases_dir()
@@ -41,21 +42,21 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
         return 2
     folder = root / surveys[0] / wave
     plans = [plan] if plan else sorted(p.name for p in folder.iterdir() if p.is_dir())
-    wave_release = lineage.wave_release(root, surveys[0], wave)
+    wave_release = release_of_wave(root, surveys[0], wave)
     status = 0
     for name in plans:
-        releases = lineage.list_releases(root, surveys[0], wave, name)
+        releases = manifest.list_releases(root, surveys[0], wave, name)
         if run:
             releases = [r for r in releases if r.name == run]
         if not releases:
-            decisions = lineage.list_decisions(root, surveys[0], wave, name)
-            withheld = lineage.read_manifest(decisions[-1]).get("withheld") if decisions and not run else None
+            decisions = manifest.list_decisions(root, surveys[0], wave, name)
+            withheld = manifest.read_manifest(decisions[-1]).get("withheld") if decisions and not run else None
             because = f": withheld by {', '.join(f'{c} ({why})' for c, why in withheld.items())}" if withheld else ""
             print(f"no release of plan {name!r} for wave {wave!r}" + (f" with run {run}" if run else "") + because,
                   file=out)
             status = 2
             continue
-        verification = lineage.verify_release(releases[-1], recompute_release)
+        verification = verify_release(releases[-1], recompute_release)
         role = "the wave's release" if wave_release and wave_release["folder"] == str(releases[-1]) \
             else "eligible alternative"
         print(f"== {surveys[0]} / {wave} / {name}: release {releases[-1].name} ({role})", file=out)
@@ -79,7 +80,7 @@ def _audit_grid(run: str | None, out) -> int:
     with its verdict; 0 if every file is byte-identical to its recomputation."""
     import json
 
-    from sdc_dagster.pipeline.grid_release import audit_grid_release
+    from sdc_dagster.releases.replay import audit_grid_release
     from sdc_dagster.resources.storage import releases_dir
 
     verification = audit_grid_release(releases_dir(), run=run)
@@ -96,13 +97,13 @@ def _audit_grid(run: str | None, out) -> int:
 
 def run_promote(survey_name: str, wave: str, plan: str, *, home: str | None = None, out=None) -> int:
     """Make ``plan``'s latest eligible variant the wave's one release in place of the
-    recommendation (:func:`sdc_dagster.lineage.publish_wave_release`); :data:`EXIT_USAGE` for an
+    recommendation (:func:`sdc_dagster.releases.wave.publish_wave_release`); :data:`EXIT_USAGE` for an
     unsafe name, an unknown survey or wave, or a plan that is withheld or never materialised."""
     out = out or sys.stdout
     prepare_environment(home)
     if unsafe_names("promote", out, ("survey name", survey_name), ("wave id", wave), ("plan name", plan)):
         return EXIT_USAGE
-    from sdc_dagster import lineage
+    from sdc_dagster.releases.wave import publish_wave_release, wave_release
     from sdc_dagster.resources.storage import releases_dir
 
     root = releases_dir()
@@ -111,9 +112,9 @@ def run_promote(survey_name: str, wave: str, plan: str, *, home: str | None = No
     if not (root / survey_name / wave).is_dir():
         print(f"sdc promote: no materialised wave {wave!r} of survey {survey_name!r} under {root}", file=out)
         return EXIT_USAGE
-    before = lineage.wave_release(root, survey_name, wave)
+    before = wave_release(root, survey_name, wave)
     try:
-        record = lineage.publish_wave_release(root, survey_name, wave, plan, reason="promoted with sdc promote")
+        record = publish_wave_release(root, survey_name, wave, plan, reason="promoted with sdc promote")
     except ValueError as exc:
         print(f"sdc promote: {exc}", file=out)
         return EXIT_USAGE

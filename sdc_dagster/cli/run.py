@@ -26,16 +26,17 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 def release_decision(survey_name: str, wave: str, plan: str) -> str:
     """"released" (the wave's one release), "eligible" (passes every blocking check, not the
     release) or "withheld: <failed blocking checks>" for the plan's latest decision of the wave."""
+    from sdc_dagster.releases.manifest import list_decisions, read_manifest
+    from sdc_dagster.releases.wave import wave_release
     from sdc_dagster.resources.storage import releases_dir
-    from sdc_dagster import lineage
 
-    decisions = lineage.list_decisions(releases_dir(), survey_name, wave, plan)
+    decisions = list_decisions(releases_dir(), survey_name, wave, plan)
     if not decisions:
         return ""
-    withheld = lineage.read_manifest(decisions[-1]).get("withheld")
+    withheld = read_manifest(decisions[-1]).get("withheld")
     if withheld:
         return f"withheld: {', '.join(withheld)}"
-    released = lineage.wave_release(releases_dir(), survey_name, wave)
+    released = wave_release(releases_dir(), survey_name, wave)
     return "released" if released and released["plan"] == plan else "eligible"
 
 
@@ -240,10 +241,10 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
     print(wave_summary(survey_name, wave), file=out, flush=True)
     if design:
         print(design, file=out, flush=True)
-    from sdc_dagster import lineage
+    from sdc_dagster.releases.wave import wave_release
     from sdc_dagster.resources.storage import releases_dir
 
-    released = lineage.wave_release(releases_dir(), survey_name, wave)
+    released = wave_release(releases_dir(), survey_name, wave)
     for name, reasons in withheld.items():
         print(f"sdc run: {name} withheld, failed blocking check(s): {', '.join(reasons)}", file=out)
     if released is None:

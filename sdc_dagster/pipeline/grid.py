@@ -7,7 +7,7 @@ every figure (:func:`national_totals`) and, per region, the tabulated grid
 (:func:`~sdc_dagster.grid_counts.tabulate_grid`) -> the protected tables of the two routes of the
 grid spec: the cell key method (:func:`cell_key_region`) and consistent primary/secondary
 suppression of both populations (:func:`suppress_region`). The assets and the audit replay
-(:mod:`sdc_dagster.pipeline.grid_release`) call these same functions.
+(:mod:`sdc_dagster.releases.grid`, :mod:`sdc_dagster.releases.replay`) call these same functions.
 """
 
 from __future__ import annotations

@@ -15,13 +15,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdc_dagster import lineage, loss, risk
+from sdc_dagster import loss, risk
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.pipeline.risk import records_below_l, risk_table
 from sdc_dagster.pipeline.variant import ordinal_orders, perturbed, released_keys, retained_records
 from sdc_dagster.protect.plan import PlanResult, apply_plan
-from sdc_dagster.release_files import release_coding
-from sdc_dagster.released_categories import category_count_excess
+from sdc_dagster.releases.categories import category_count_excess
+from sdc_dagster.releases.files import release_coding
+from sdc_dagster.releases.manifest import Release
 from sdc_dagster.report import format_value
 from sdc_dagster.spec import SEARCHED_PLAN, Plan, SurveySpec
 from sdc_dagster.spec.roles import record_key_like
@@ -106,9 +107,9 @@ def checks_not_applicable(spec: SurveySpec) -> dict[str, str]:
 def released_categories_check(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec,
                               plan: Plan) -> CheckOutcome:
     """The release check ``released_categories`` (SPEC §8.2): in the variant as its safe files code
-    it (:func:`~sdc_dagster.release_files.release_coding`: merged categories with codes of their
+    it (:func:`~sdc_dagster.releases.files.release_coding`: merged categories with codes of their
     own), no original category of a categorical key counts more records than in ``original``
-    (:func:`~sdc_dagster.released_categories.category_count_excess`). Keys a perturbative step
+    (:func:`~sdc_dagster.releases.categories.category_count_excess`). Keys a perturbative step
     changed (PRAM moves records between categories by design) are left out and named in the rule.
     The value lists each breach, ``key = category: original -> released records``."""
     coding = release_coding(original, spec, plan)
@@ -523,7 +524,7 @@ class ProtectedVariant:
     record); ``steps``: the record of each step with its seed (:func:`protect`); ``matrices``: the
     PRAM transition matrix of each variable a PRAM step changed; ``checks``: the release checks
     (:func:`release_checks`); ``release``: the release decision written for it (its folder and
-    manifest, :func:`sdc_dagster.pipeline.audit.record_release`), None until then.
+    manifest, :func:`sdc_dagster.releases.wave.record_release`), None until then.
     """
 
     plan: Plan
@@ -532,7 +533,7 @@ class ProtectedVariant:
     steps: list[dict]
     matrices: dict[str, pd.DataFrame]
     checks: dict[str, CheckOutcome]
-    release: lineage.Release | None = None
+    release: Release | None = None
 
     @property
     def name(self) -> str:
@@ -552,7 +553,7 @@ class ProtectedVariant:
         """What the IO manager also writes as Parquet, for readers outside Python: the data."""
         return {"": self.data}
 
-    def recorded(self, release: lineage.Release) -> ProtectedVariant:
+    def recorded(self, release: Release) -> ProtectedVariant:
         """This variant with the release decision written for it."""
         return replace(self, release=release)
 

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from sdc_dagster import lineage
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.pipeline.audit import release_provenance
 from sdc_dagster.pipeline.protection import ProtectedVariant, checks_not_applicable, release_warnings, utility_changes
 from sdc_dagster.pipeline.risk import Contributions, RiskScores
 from sdc_dagster.pipeline.search import PlanSearch
 from sdc_dagster.pipeline.variant import released_keys, retained_records, values_changed
-from sdc_dagster.release_files import release_coding, wave_labels
-from sdc_dagster.released_categories import ReleasedCoding
+from sdc_dagster.releases.categories import ReleasedCoding
+from sdc_dagster.releases.digests import package_versions
+from sdc_dagster.releases.files import release_coding, wave_labels
+from sdc_dagster.releases.manifest import release_provenance
 from sdc_dagster.report import MeasureNote, PlanSummary, ReportInputs, RunInfo, SignOff
 from sdc_dagster.sources import source_metadata, value_labels
 from sdc_dagster.spec import SurveySpec
@@ -47,7 +47,7 @@ def plan_summary(variant: ProtectedVariant, evaluation: WaveEvaluation,
     release decision (a released plan is linked to its manifest and to the release it supersedes;
     a withheld plan has no link and names the blocking checks it failed), the variables' global
     contributions before and after the plan, the PRAM matrices it used and its provenance
-    (:func:`~sdc_dagster.pipeline.audit.release_provenance`); ``utility``: its per-variable utility
+    (:func:`~sdc_dagster.releases.manifest.release_provenance`); ``utility``: its per-variable utility
     figures against the spec's limits (:func:`~sdc_dagster.pipeline.protection.utility_changes`)."""
     name = variant.name
     loss_summary, loss_per_record = evaluation.loss_summary, evaluation.loss_per_record
@@ -115,8 +115,8 @@ def protected_distributions(
     """The values of every quasi-identifier some plan changed or suppressed, before and after each
     plan that releases it (for the report's distribution plots), and which of them are continuous.
     Variables in spec order. ``codings``: each plan's released coding
-    (:func:`~sdc_dagster.release_files.release_coding`): a plan's merged categories are shown as
-    its safe files release them, code and label (:meth:`~sdc_dagster.released_categories.ReleasedCoding.shown`),
+    (:func:`~sdc_dagster.releases.files.release_coding`): a plan's merged categories are shown as
+    its safe files release them, code and label (:meth:`~sdc_dagster.releases.categories.ReleasedCoding.shown`),
     never under one member's code."""
     matched = {name: retained_records(original, frame, name) for name, frame in protected.items()}
     codings = codings or {}
@@ -149,10 +149,10 @@ def run_info(spec: SurveySpec, run_id: str, started: float, partition: str, data
     is the run's start as a POSIX timestamp, kept with the offset of this machine's local time;
     ``data_file`` the wave file as it landed and ``data_sha256`` the digest of its bytes (the
     snapshot's, as the release manifests record it); the spec digest and the software versions
-    those of the release lineage (``SurveySpec.spec_hash``, :func:`sdc_dagster.lineage.package_versions`)."""
+    those of the release lineage (``SurveySpec.spec_hash``, :func:`sdc_dagster.releases.digests.package_versions`)."""
     return RunInfo(run_id=run_id, started=datetime.fromtimestamp(started).astimezone(), partition=partition,
                    data_file=Path(data_file).name, data_sha256=data_sha256, spec_sha256=spec.spec_hash,
-                   packages=lineage.package_versions())
+                   packages=package_versions())
 
 
 def report_inputs(

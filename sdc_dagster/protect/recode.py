@@ -122,7 +122,7 @@ def recode(
     groups : alternative to ``mapping``: groups of categories, each merged into its smallest code
         (the ordinal convention of SPEC §8.2, see :func:`merge_mapping`).
     names : with ``groups``, one name per group (non-empty, distinct): the label the released
-        files give the merged category (:mod:`sdc_dagster.released_categories`); the variant's
+        files give the merged category (:mod:`sdc_dagster.releases.categories`); the variant's
         values are the same with or without them.
 
     Returns

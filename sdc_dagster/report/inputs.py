@@ -34,7 +34,7 @@ class RunInfo:
     id; ``partition``: the Dagster partition (the wave); ``data_file`` and ``data_sha256``: the wave
     file's name and the SHA-256 of its bytes (the digest of its snapshot, as in the release
     lineage); ``spec_sha256``: the spec's digest as the release manifests record it;
-    ``packages``: ``{package: version}``, sdc-dagster's first (:func:`sdc_dagster.lineage.package_versions`).
+    ``packages``: ``{package: version}``, sdc-dagster's first (:func:`sdc_dagster.releases.digests.package_versions`).
     """
 
     run_id: str

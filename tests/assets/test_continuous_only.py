@@ -177,7 +177,7 @@ def test_a_continuous_only_file_through_the_asset_chain(sdc_home, tmp_path, inst
     # correlated noise of amount 0.5 adds half of each covariance (sdcMicro's addNoise "correlated"): the
     # variances grow by about 50 %, beyond the default limit of 20 %, and the noise plan is withheld
     assert not checks[("protected_noise", "variance_change_limit")].passed
-    original = result.asset_value(AssetKey(["electricity", "raw_microdata"]))
+    original = result.asset_value(AssetKey(["electricity", "raw_microdata"])).data
     noisy = result.asset_value(AssetKey(["electricity", "protected_noise"])).data
     expected = independent_linkage(original, noisy)
     noise_check = checks[("protected_noise", "linkage_risk")]

@@ -11,7 +11,9 @@ from dagster import AssetKey
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._core.loader import LoadingContextForTest
 
-from sdc_dagster import lineage
+from sdc_dagster.releases import manifest as manifests
+from sdc_dagster.releases.digests import WaveSnapshot
+from sdc_dagster.releases.files import PROTECTED, SafeFiles
 from sdc_dagster.cli import run_audit
 from sdc_dagster.definitions import build_definitions
 from sdc_dagster.spec import load_spec
@@ -37,7 +39,7 @@ def run_wave(specs, home, instance, assets=None):
 
 
 def releases(home, plan):
-    return lineage.list_releases(home / "releases", "testdata", WAVE, plan)
+    return manifests.list_releases(home / "releases", "testdata", WAVE, plan)
 
 
 @pytest.mark.slow
@@ -47,7 +49,7 @@ def test_rerun_is_byte_identical_and_keeps_the_earlier_release(sdc_home, testdat
     for plan in ("suppress_k3", "recode_suppress"):
         folders = releases(sdc_home, plan)
         assert [f.name for f in folders] == [first.run_id, second.run_id]
-        old, new = (lineage.read_manifest(f) for f in folders)
+        old, new = (manifests.read_manifest(f) for f in folders)
         assert (folders[0] / "protected.parquet").read_bytes() == (folders[1] / "protected.parquet").read_bytes()
         for part in ("input", "spec", "output"):
             assert old[part]["sha256"] == new[part]["sha256"]
@@ -65,7 +67,7 @@ def test_rerun_is_byte_identical_and_keeps_the_earlier_release(sdc_home, testdat
     # 1..H; the asset that residual risk and loss read keeps the wave's order, record by record.
     asset = second.asset_value(AssetKey(["testdata", "protected_suppress_k3"])).data
     folder = releases(sdc_home, "suppress_k3")[-1]
-    manifest = lineage.read_manifest(folder)
+    manifest = manifests.read_manifest(folder)
     published = pd.read_parquet(folder / "protected.parquet")
     original = pd.read_csv(testdata_only_specs / "data" / "testdata.csv")
     amounts = ["expend", "income", "savings"]
@@ -175,7 +177,7 @@ def test_audit_fails_naming_an_edited_spec_copy(sdc_home, testdata_only_specs, i
     run_wave(testdata_only_specs, sdc_home, instance)
     folder = releases(sdc_home, "suppress_k3")[-1]
     copy = folder / "spec.yaml"
-    manifest = lineage.read_manifest(folder)
+    manifest = manifests.read_manifest(folder)
     # The copy's recorded hash is SurveySpec.spec_hash, computed by load_spec from the original.
     assert manifest["spec"]["sha256"] == load_spec(testdata_only_specs / "testdata.yaml").spec_hash
     assert run_audit(WAVE, plan="suppress_k3") == 0
@@ -193,10 +195,9 @@ def test_release_refuses_a_spec_file_changed_since_it_was_loaded(sdc_home, testd
     spec = load_spec(path)
     path.write_text(path.read_text() + "\n# edited after loading\n")
     with pytest.raises(RuntimeError, match="changed since the spec was loaded"):
-        lineage.write_release(
-            sdc_home / "releases", survey="testdata", wave=WAVE, plan="suppress_k3", run_id="r1",
-            protected=pd.DataFrame({"a": [1]}), files={lineage.PROTECTED: b""}, order={}, input_file=path,
-            input_sha256="x", spec_path=path, spec_sha256=spec.spec_hash, plan_definition={}, steps=[], risk={},
-            loss={}, checks={},
-        )
+        manifests.write_release(sdc_home / "releases", manifests.ReleaseRecord(
+            survey="testdata", wave=WAVE, plan="suppress_k3", run_id="r1", protected=pd.DataFrame({"a": [1]}),
+            source=WaveSnapshot(file=path, snapshot=path, sha256="x"), spec_path=path, spec_sha256=spec.spec_hash,
+            plan_definition={}, steps=[], risk={}, loss={}, checks={}, safe=SafeFiles(files={PROTECTED: b""}, order={}),
+        ))
     assert not (sdc_home / "releases").exists()

@@ -19,7 +19,8 @@ import pytest
 import yaml
 from dagster import AssetKey, instance_for_test
 
-from sdc_dagster import lineage
+from sdc_dagster.releases.files import PROTECTED
+from sdc_dagster.releases.manifest import list_decisions, read_manifest
 from sdc_dagster.definitions import build_definitions
 from sdc_dagster.risk import k_anonymity_violations
 
@@ -115,14 +116,14 @@ def release_hashes(home, plans):
     protected variant (columns sorted)."""
     out = {}
     for plan in plans:
-        decision = lineage.list_decisions(home / "releases", "testdata", "2031", plan)[-1]
-        manifest = lineage.read_manifest(decision)
+        decision = list_decisions(home / "releases", "testdata", "2031", plan)[-1]
+        manifest = read_manifest(decision)
         if "withheld" in manifest:
             frame = pd.read_parquet(home / "storage" / "testdata" / f"protected_{plan}" / "2031.parquet")
             digest = hashlib.sha256(pd.util.hash_pandas_object(frame.sort_index(axis=1)).to_numpy().tobytes())
             out[plan] = (sorted(manifest["withheld"]), digest.hexdigest())
         else:
-            out[plan] = hashlib.sha256((decision / lineage.PROTECTED).read_bytes()).hexdigest()
+            out[plan] = hashlib.sha256((decision / PROTECTED).read_bytes()).hexdigest()
     return out
 
 

@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 
 from sdc_dagster.assets.survey import build_survey_assets
 from sdc_dagster.resources import configured_resources
-from sdc_dagster import lineage
+from sdc_dagster.releases.digests import spec_text_sha256
+from sdc_dagster.releases.manifest import list_releases, release_root
+from sdc_dagster.releases.wave import wave_release
 from sdc_dagster.pipeline import protection
 from sdc_dagster.cli import run_audit
 from sdc_dagster.spec import load_spec
@@ -88,8 +90,8 @@ def test_a_variant_failing_a_blocking_check_is_withheld_and_the_report_says_why(
     assert all(checks[("protected_suppress_k3", name)].passed for name in ("k_anonymity", "global_risk"))
 
     # Nothing is published for the withheld plan: no protected file, no manifest, no release.
-    root = lineage.release_root(sdc_home / "releases", "testdata", WAVE, "aggregate_only")
-    assert lineage.list_releases(sdc_home / "releases", "testdata", WAVE, "aggregate_only") == []
+    root = release_root(sdc_home / "releases", "testdata", WAVE, "aggregate_only")
+    assert list_releases(sdc_home / "releases", "testdata", WAVE, "aggregate_only") == []
     assert not list(root.rglob("protected.parquet")) and not list(root.rglob("manifest.json"))
     (record,) = root.rglob("withheld.json")
     withheld = json.loads(record.read_text())
@@ -98,7 +100,7 @@ def test_a_variant_failing_a_blocking_check_is_withheld_and_the_report_says_why(
     assert not checks[("protected_aggregate_only", "linkage_risk")].passed
     assert f"found: {violations}" in withheld["withheld"]["k_anonymity"]
     # The releasable plan is published as before.
-    (released,) = lineage.list_releases(sdc_home / "releases", "testdata", WAVE, "suppress_k3")
+    (released,) = list_releases(sdc_home / "releases", "testdata", WAVE, "suppress_k3")
     assert (released / "protected.parquet").is_file()
 
     # The report says which plan was withheld, by which check and why; the warning is listed too.
@@ -110,7 +112,7 @@ def test_a_variant_failing_a_blocking_check_is_withheld_and_the_report_says_why(
     materialization = instance.get_latest_materialization_event(AssetKey(["testdata", "sdc_report"]))
     # the demo spec searches: the searched plan passes too; one of the two is the wave's release
     assert materialization.asset_materialization.metadata["releasable_plans"].value == "suppress_k3, searched"
-    assert lineage.wave_release(sdc_home / "releases", "testdata", WAVE)["plan"] in ("suppress_k3", "searched")
+    assert wave_release(sdc_home / "releases", "testdata", WAVE)["plan"] in ("suppress_k3", "searched")
 
     # An audit finds no release of the withheld plan.
     assert run_audit(WAVE, plan="aggregate_only") == 2
@@ -169,4 +171,4 @@ def test_spec_copy_hash_is_the_hash_load_spec_records(tmp_path_factory, lines, n
     path = tmp_path_factory.mktemp("spec") / "spec.yaml"
     path.write_bytes(newline.join(lines).encode("utf-8"))
     expected = hashlib.sha256(path.read_text(encoding="utf-8").encode()).hexdigest()
-    assert lineage.spec_text_sha256(path.read_bytes()) == expected
+    assert spec_text_sha256(path.read_bytes()) == expected

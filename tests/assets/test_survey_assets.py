@@ -12,7 +12,7 @@ import sdc_dagster.pipeline.protection
 import sdc_dagster.pipeline.risk
 import sdc_dagster.risk
 import sdc_dagster.risk.combined
-from sdc_dagster import lineage
+from sdc_dagster.releases.manifest import list_decisions, list_releases, read_matrices
 from sdc_dagster.definitions import build_definitions
 from sdc_dagster.loss import ebil
 from sdc_dagster.spec import load_spec
@@ -125,7 +125,7 @@ def test_whole_chain_on_testdata(sdc_home, testdata_only_specs, instance, engine
         assert linkage.passed == (plan != "perturb")
         assert linkage.metadata["value"].value == pytest.approx(residual.loc[plan, "linkage_risk"])
     assert residual.loc["perturb", "linkage_risk"] == residual.loc["perturb", "record_linkage_gower_risk"] > 0.9
-    assert lineage.list_releases(sdc_home / "releases", "testdata", "2024", "perturb") == []
+    assert list_releases(sdc_home / "releases", "testdata", "2024", "perturb") == []
     assert residual.loc["suppress_k3", "k3_violations"] == 0
     assert residual.loc["original", "k3_violations"] == 281
     assert residual.loc["perturb", "record_linkage_risk"] < 1  # microaggregated continuous keys
@@ -150,8 +150,8 @@ def test_whole_chain_on_testdata(sdc_home, testdata_only_specs, instance, engine
     loss = pd.read_parquet(store / "information_loss" / "2024" / "summary.parquet")
     assert 0 < loss.loc["perturb", "sse_tss"] < 1 and loss.loc["perturb", "ebil_water"] > 0
     # EBIL uses the PRAM matrix the plan recorded with its release decision (SPEC §9.8).
-    release = lineage.list_decisions(sdc_home / "releases", "testdata", "2024", "perturb")[-1]
-    matrix = lineage.read_matrices(release)["water"]
+    release = list_decisions(sdc_home / "releases", "testdata", "2024", "perturb")[-1]
+    matrix = read_matrices(release)["water"]
     assert matrix.to_numpy().sum(axis=1) == pytest.approx(1.0)
     original = pd.read_parquet(store / "raw_microdata" / "2024.parquet")
     protected = pd.read_parquet(store / "protected_perturb" / "2024.parquet")

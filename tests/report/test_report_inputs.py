@@ -4,8 +4,8 @@ after, provenance from a release record, and the report files a CLI exports (num
 import pandas as pd
 import pytest
 
-from sdc_dagster.pipeline import audit
 from sdc_dagster.pipeline import report_inputs
+from sdc_dagster.releases.manifest import release_provenance
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.report import export_report, write_report
 from sdc_dagster.spec import parse_spec
@@ -62,12 +62,12 @@ def test_release_provenance_of_a_released_and_a_withheld_record(tmp_path):
     manifest = {"survey": "tiny", "wave": "2024", "plan": "a_plan", "run_id": "r1",
                 "spec": {"sha256": "s" * 64, "plan": {"random_state": 7}}, "input": {"sha256": "i" * 64},
                 "output": {"sha256": "o" * 64}, "packages": {"pandas": "2.3.3"}}
-    released = audit.release_provenance(tmp_path, manifest)
+    released = release_provenance(tmp_path, manifest)
     assert released == {"seed": 7, "run_id": "r1", "spec_sha256": "s" * 64, "input_sha256": "i" * 64,
                         "output_sha256": "o" * 64, "packages": {"pandas": "2.3.3"},
                         "record": str(tmp_path / "manifest.json"),
                         "audit_command": "sdc audit 2024 --survey tiny --plan a_plan --run r1"}
-    withheld = audit.release_provenance(tmp_path, {**manifest, "output": None, "withheld": {"k": "x"}})
+    withheld = release_provenance(tmp_path, {**manifest, "output": None, "withheld": {"k": "x"}})
     assert withheld["output_sha256"] is None and withheld["audit_command"] is None
     assert withheld["record"] == str(tmp_path / "withheld.json")
 

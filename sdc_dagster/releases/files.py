@@ -16,7 +16,7 @@ record (SPEC §8.1: direct identifiers are already gone):
   the published order, so no released id equals or maps back to an original one.
 
 Merged categories are released with codes and labels of their own (SPEC §8.2;
-:mod:`sdc_dagster.released_categories`): the protected variant keeps the smallest member's code
+:mod:`sdc_dagster.releases.categories`): the protected variant keeps the smallest member's code
 for the loss measures, the files never show it. SPSS and Stata files carry the rewritten value
 labels (the merged categories' codes with their labels; the labels of merged-away members
 dropped). CSV and Parquet carry the codes, as the SPSS and Stata files do, and every release has
@@ -25,7 +25,7 @@ released files, the source's labels of unchanged categories and the merged categ
 so that the label of each code is published beside them; a text category (``"Bachelors"``) is its
 own label, a merged one reads ``"Bachelors, Doctorate, Masters"``, and an ``interval_recode``
 without labels releases its bands as text, ``"(20,25]"``. The manifest records the merged
-categories (``output.categories``, :meth:`~sdc_dagster.released_categories.ReleasedCoding.record`).
+categories (``output.categories``, :meth:`~sdc_dagster.releases.categories.ReleasedCoding.record`).
 
 ``release.shuffle: false`` or ``release.renumber_ids: false`` keep the order or the ids. The
 pipeline's protected asset keeps the source order and index, since residual risk and loss compare
@@ -47,13 +47,15 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.lineage import PROTECTED, parquet_bytes
 from sdc_dagster.protect.plan import step_seed
-from sdc_dagster.released_categories import ReleasedCoding, released_coding
+from sdc_dagster.releases.categories import ReleasedCoding, released_coding
+from sdc_dagster.releases.digests import parquet_bytes
 from sdc_dagster.sources import file_format, source_metadata
 from sdc_dagster.spec import Plan, SurveySpec
 from sdc_dagster.spec.reading import FileContents, read_with_metadata
 
+#: The Parquet file every release has (the manifest's ``output.file``).
+PROTECTED = "protected.parquet"
 #: File name of each release format (Parquet keeps the name every release has had).
 FILE_NAMES = {"parquet": PROTECTED, "spss": "protected.sav", "stata": "protected.dta", "csv": "protected.csv",
               "xport": "protected.xpt"}
@@ -79,7 +81,7 @@ class SafeFiles:
     @property
     def categories(self) -> dict:
         """What the manifest records of the coding (``output.categories``,
-        :meth:`~sdc_dagster.released_categories.ReleasedCoding.record`)."""
+        :meth:`~sdc_dagster.releases.categories.ReleasedCoding.record`)."""
         return self.coding.record()
 
 
@@ -125,7 +127,7 @@ def publication_order(protected: pd.DataFrame, spec: SurveySpec, plan: Plan, *, 
 def release_coding(original: pd.DataFrame, spec: SurveySpec, plan: Plan, *,
                    labels: FileContents | None = None) -> ReleasedCoding:
     """The released coding of a plan's variant of ``original``
-    (:func:`~sdc_dagster.released_categories.released_coding` over the plan's steps, the spec's
+    (:func:`~sdc_dagster.releases.categories.released_coding` over the plan's steps, the spec's
     categorical keys, declared categories and missing codes, and the source's value labels and
     user-missing codes when ``labels`` has them)."""
     declared = {v.name: v.categories for v in spec.variables if v.categories is not None}
@@ -176,7 +178,7 @@ def encode(frame: pd.DataFrame, fmt: str, labels: FileContents | None = None, *,
            value_labels: dict[str, dict] | None = None) -> bytes:
     """The bytes of ``frame`` in release format ``fmt``; ``labels``: the source file's metadata
     (variable labels, measures, user-missing codes); ``value_labels``: the released value labels
-    (``{column: {code: label}}``, :meth:`~sdc_dagster.released_categories.ReleasedCoding.value_labels`;
+    (``{column: {code: label}}``, :meth:`~sdc_dagster.releases.categories.ReleasedCoding.value_labels`;
     the source's when not given)."""
     if fmt == "parquet":
         return parquet_bytes(frame)
