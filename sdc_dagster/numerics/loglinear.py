@@ -38,6 +38,9 @@ from sdc_dagster.errors import NotComputable
 MAX_TABLE_CELLS = 2**22
 
 
+#: R's .Machine$double.eps: the least fitted mean of the IRLS (R's poisson()$linkinv).
+_EPS = float(np.finfo(np.float64).eps)
+
 def hierarchical_closure(terms: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
     """Every non-empty subset of every term, each once, by order and then position: the terms a
     hierarchical log-linear model contains (``[(0, 1)]`` gives ``[(0,), (1,), (0, 1)]``)."""
@@ -132,7 +135,8 @@ def poisson_irls(
     the maximum-likelihood ones to about 1e-9). Each covariate is centred and scaled first (same
     column space, better conditioned). Where the maximum likelihood estimate does not exist (a zero
     margin of an interaction), the fitted values of the empty cells concerned tend to 0 and the
-    others converge, as in R.
+    others converge, as in R (whose Poisson inverse link keeps mu at least the machine epsilon, so
+    the working response stays finite while those fitted values vanish; so does this one).
 
     Returns
     -------
@@ -161,7 +165,7 @@ def poisson_irls(
         except linalg.LinAlgError:
             beta = linalg.lstsq(normal, rhs)[0]
         eta = offset + design @ beta
-        mu = np.exp(eta)
+        mu = np.maximum(np.exp(eta), _EPS)  # R's poisson()$linkinv: pmax(exp(eta), .Machine$double.eps)
         previous, deviance = deviance, poisson_deviance(y, mu)
         if abs(deviance - previous) <= tolerance * (abs(deviance) + 0.1):
             break
