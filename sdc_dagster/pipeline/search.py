@@ -375,9 +375,11 @@ def search_wave(
     withhold : search the lattice in which every key also has the top of its hierarchy (all its
         categories as one, :func:`~sdc_dagster.search_space.withheld_level`). Without it, when no
         plan of the data's own levels passes the release checks, the search runs again with it in
-        the time left: that lattice holds a plan without suppression that is k-anonymous (every key
-        at its top), so the target is out of reach only through the global risk of a file of fewer
-        than 1 / max_global_risk records without weights, l-diversity or a continuous key's limits.
+        the time left, its plans without suppression (a node not k-anonymous by its recodes is
+        settled by one frequency check, most by predictive tagging): that lattice holds a
+        k-anonymous plan (every key at its top), so the target is out of reach only through the
+        global risk of a file of fewer than 1 / max_global_risk records without weights,
+        l-diversity or a continuous key's limits.
 
     Returns
     -------
@@ -533,8 +535,11 @@ def search_wave(
         return found  # no key has a top to add (none may be recoded, or each has one category)
     say("no plan of the keys' own levels passes the release checks: the search continues with each key's top "
         "(its categories released as one) in the lattice")
-    again = search_wave(data, replace(spec, search=replace(spec.search, budget_seconds=left_seconds)), wave=wave,
-                        progress=progress, exhaustive=exhaustive, withhold=True)
+    # the wider lattice's plans go without suppression: a node's frequency check is then all its
+    # evaluation needs, and the node with every key at its top is k-anonymous
+    plain = tuple(m for m in spec.search.methods if m != "local_suppression")
+    again = search_wave(data, replace(spec, search=replace(spec.search, budget_seconds=left_seconds, methods=plain)),
+                        wave=wave, progress=progress, exhaustive=exhaustive, withhold=True)
     return replace(again, seconds=time.perf_counter() - start,
                    bound=f"{again.bound}; searched again with each key's top after no plan of the "
                          f"{len(nodes):,} of the keys' own levels passed the release checks")
