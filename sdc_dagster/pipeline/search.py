@@ -376,7 +376,8 @@ def search_wave(
         categories as one, :func:`~sdc_dagster.search_space.withheld_level`). Without it, when no
         plan of the data's own levels passes the release checks, the search runs again with it in
         the time left, its plans without suppression (a node not k-anonymous by its recodes is
-        settled by one frequency check, most by predictive tagging): that lattice holds a
+        settled by one frequency check, most by predictive tagging), the node of every key at its
+        top walked first: that lattice holds a
         k-anonymous plan (every key at its top), so the target is out of reach only through the
         global risk of a file of fewer than 1 / max_global_risk records without weights,
         l-diversity or a continuous key's limits.
@@ -406,6 +407,11 @@ def search_wave(
     for i, per_level in enumerate(bounds):
         lower += per_level[nodes[:, i]]
     order = np.lexsort((nodes.sum(axis=1), lower))
+    if withhold and len(nodes) > 1:
+        # the node of every key at its deepest level (its top) first: k-anonymous whenever the file
+        # has k records, it is a candidate however soon the time budget ends the walk
+        top = int(np.flatnonzero((nodes == nodes.max(axis=0)).all(axis=1))[0])
+        order = np.r_[top, order[order != top]]
     suppress_allowed = "local_suppression" in spec.search.methods
     anonymous, not_anonymous = [], []  # nodes checked k-anonymous / not, by recoding alone
     candidates: list[SearchCandidate] = []
