@@ -265,3 +265,18 @@ def test_thirteen_record_file_is_released_with_keys_withheld_when_no_own_level_f
     assert "Withheld (" in found.recommended.plan.description
     assert found.recommended.checks["k_anonymity"].passed
     assert found.recommended.checks["suppression_limit"].value <= 0.1
+
+
+def test_cutting_a_large_lattice_keeps_each_keys_top(monkeypatch):
+    from sdc_dagster.pipeline import search as search_module
+
+    data = pd.DataFrame({"a": np.repeat(np.arange(1, 41), 5), "b": np.tile(np.arange(1, 21), 10)})
+    spec = parse_spec({"survey": "t", "variables": {k: {"role": "categorical_key", "scale": "ordinal",
+                                                        "order": sorted(data[k].unique().tolist())} for k in "ab"},
+                       "search": {"enabled": True}})
+    space = search_space(data, spec, withhold=True)
+    monkeypatch.setattr(search_module, "MAX_NODES", 4)
+    cut = search_module._cut_space(space)
+    # 2 x 2 nodes: each key keeps its original categories and its top, the levels between go first
+    assert [len(h.levels) for h in cut.values()] == [2, 2]
+    assert all(len(h.levels[-1].groups) == 1 and h.levels[0] == space[k].levels[0] for k, h in cut.items())
