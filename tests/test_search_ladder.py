@@ -123,14 +123,18 @@ def test_interval_recode_with_numbers_as_labels_keeps_the_variable_a_number():
 
 
 def test_last_rungs_withhold_the_keys_most_distinct_first_and_the_release_says_so():
-    data = pd.DataFrame({"a": [1.0, 1.0, 2.0, 2.0], "b": [1.0, 2.0, 3.0, 4.0], "c": [5.0, 5.0, 5.0, 6.0]})
-    rungs = rungs_of(data, amounts_spec(["a", "b", "c"]), "remove_variables")
+    data = pd.DataFrame({"a": [1.0, 1.0, 2.0, 2.0], "b": [1.0, 2.0, 3.0, 4.0], "c": [5.0, 5.0, 5.0, 6.0],
+                         "g": [1, 1, 1, 1]})
+    spec = amounts_spec(["a", "b", "c"], keys=["g"])
+    rungs = rungs_of(data, spec, "remove_variables")
     assert [r.steps[0]["variables"] for r in rungs] == [["b"], ["b", "a"], ["b", "a", "c"]]
     assert rungs[-1].words == "b, a, c withheld from the release"
-    result = apply_plan(data, rungs[-1].steps, keys=[])
-    assert list(result.data.columns) == [] and result.steps[0]["columns_removed"] == ["a", "b", "c"]
+    result = apply_plan(data, rungs[-1].steps, keys=["g"])
+    assert list(result.data.columns) == ["g"] and result.steps[0]["columns_removed"] == ["a", "b", "c"]
+    # without a categorical key the release keeps one continuous key: c, the fewest distinct values
+    alone = rungs_of(data.drop(columns="g"), amounts_spec(["a", "b", "c"]), "remove_variables")
+    assert [r.steps[0]["variables"] for r in alone] == [["b"], ["b", "a"]]
     # a release without continuous keys has nothing to link on
-    spec = amounts_spec(["a", "b", "c"])
     plan = Plan(name="p", steps=rungs[-1].steps, k=3, random_state=1)
     checks = protection.release_checks(result.data, spec, plan, original=data)
     assert checks["linkage_risk"].passed and checks["linkage_risk"].value == 0.0
