@@ -30,8 +30,9 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
    the share of each key's values suppressed, ``limits.max_suppressed_share``) that no other beats on
    both global risk and loss, from the least loss up to the least loss meeting the stricter target.
 4. **Confirmation.** Front candidates are run as ordinary plans (:func:`sdc_dagster.pipeline.protection.protect`,
-   so the release replays them byte for byte) with the continuous keys' candidate steps, weakest
-   first, until :func:`sdc_dagster.pipeline.protection.release_checks` has no blocking failure; the loss is then
+   so the release replays them byte for byte) with the continuous keys' ladder
+   (:func:`~sdc_dagster.search_space.continuous_steps`, the weakest passing rung of each method, least
+   loss first, withholding keys last), until :func:`sdc_dagster.pipeline.protection.release_checks` has no blocking failure; the loss is then
    :func:`sdc_dagster.pipeline.evaluation.headline_loss` of the released variant. The release checks
    include the utility limits (``limits:``: suppression, records changed, the change of means,
    variances and correlations), so a candidate outside them is never confirmed nor recommended.
@@ -39,6 +40,12 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
    confirmed one with the least loss (named :data:`SEARCHED_PLAN`); the runner-up the next. When no
    front candidate passes (the linkage through the released keys, say), the rest of the lattice is
    evaluated and the candidates beyond the front are confirmed in loss order.
+5. **Wider lattice.** When still no candidate passes, the search runs again in the time left with
+   each key's top (its categories released as one, ARX's "*") in its chain and without suppression,
+   the node of every key at its top walked first: a lattice that holds a k-anonymous plan on any
+   file of at least k records (a file of fewer is refused before the search). The result says
+   "optimal over N plans" only when every node of the space it searched was evaluated
+   (:func:`optimality`), else "best of N checked".
 """
 
 from __future__ import annotations
