@@ -145,8 +145,8 @@ class SearchCandidate:
 class WaveSearch:
     """The outcome of :func:`search_wave` (module docstring).
 
-    ``candidates``: every evaluated node; ``front``: the Pareto front (global risk against loss) of
-    those meeting the target, those passing the release checks first, each by loss, the confirmed ones
+    ``candidates``: every evaluated node (of both lattices when the search ran again with the keys'
+    tops); ``front``: the Pareto front (global risk against loss) of those meeting the target, those passing the release checks first, each by loss, the confirmed ones
     carrying their checks (when no front candidate passes them, the candidates beyond the front that
     were confirmed join it); ``recommended``: the confirmed candidate of least loss
     (``plan.name == SEARCHED_PLAN``); ``runner_up``: the next;
@@ -553,7 +553,7 @@ def search_wave(
     plain = tuple(m for m in spec.search.methods if m != "local_suppression")
     again = search_wave(data, replace(spec, search=replace(spec.search, budget_seconds=left_seconds, methods=plain)),
                         wave=wave, progress=progress, exhaustive=exhaustive, withhold=True)
-    return replace(again, seconds=time.perf_counter() - start,
+    return replace(again, seconds=time.perf_counter() - start, candidates=found.candidates + again.candidates,
                    bound=f"{again.bound}; searched again with each key's top after no plan of the "
                          f"{len(nodes):,} of the keys' own levels passed the release checks")
 
