@@ -391,9 +391,10 @@ def _bands(values: np.ndarray, count: int) -> tuple[list[float], list[float]] | 
 def continuous_steps(data: pd.DataFrame, spec: SurveySpec) -> list[ContinuousRung]:
     """The ladder of the continuous keys, rung by rung from the least loss to the most, among the
     methods the spec's ``search.methods`` allows, in chains of one method each (within a chain each rung
-    is stronger than the one before). The last rung withholds every continuous key,
-    so that a ladder with ``remove_variables`` allowed always reaches any linkage target (a release
-    without continuous keys has nothing to link on, SPEC §4.1):
+    is stronger than the one before). With categorical keys the last rung withholds every continuous
+    key, so that a ladder with ``remove_variables`` allowed always reaches any linkage target (a
+    release without continuous keys has nothing to link on, SPEC §4.1); without them it keeps one
+    (a release keeps at least one key), whose bands and rounding are then the strongest rungs:
 
     1. MDAV microaggregation (Domingo-Ferrer & Mateo-Sanz 2002; sdcMicro ``microaggregation``,
        method "mdav") within the released key combinations, groups of k = 3 ... 10
@@ -411,7 +412,8 @@ def continuous_steps(data: pd.DataFrame, spec: SurveySpec) -> list[ContinuousRun
        sdcMicro ``globalRecode``) into 20, 10, 5, 3 and 2 equal-frequency bands, each band released as
        the median of its values, so that the key stays a number and its mean moves little;
     8. withholding keys from the release (SPEC §8.1's ``remove_variables``): the key with the most
-       distinct values first, then the next, up to every continuous key.
+       distinct values first, then the next, up to every continuous key (all but the one with the
+       fewest distinct values when there is no categorical key).
 
     Integer-valued keys get whole-number bases, bands and tails (microaggregation and noise are
     rounded back by :func:`~sdc_dagster.protect.plan.rounded_to_whole_numbers`).
@@ -477,7 +479,9 @@ def continuous_steps(data: pd.DataFrame, spec: SurveySpec) -> list[ContinuousRun
                                             "its median"))
     if "remove_variables" in methods:
         ranked = sorted(columns, key=lambda c: (-data[c].nunique(), columns.index(c)))
+        # a release keeps at least one key: without categorical keys, the last continuous one stays
+        most = len(ranked) if spec.categorical_keys else len(ranked) - 1
         rungs += [ContinuousRung("remove_variables", ({"method": "remove_variables", "variables": ranked[:i]},),
                                  f"{', '.join(ranked[:i])} withheld from the release")
-                  for i in range(1, len(ranked) + 1)]
+                  for i in range(1, most + 1)]
     return rungs

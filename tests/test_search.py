@@ -215,7 +215,9 @@ def test_pruned_front_equals_exhaustive_front_on_random_files(seed, k, target):
     spec = categorical_spec(list(data.columns), k=k, max_global_risk=target, weight=None)
     pruned = search_wave(data, spec)
     full = search_wave(data, spec, exhaustive=True)
-    assert full.nodes_evaluated == full.nodes_total <= 400
+    # (issue 38: when no plan of the keys' own levels passes, both search again with the keys' tops,
+    # without suppression; a node of that lattice that is not k-anonymous is settled, not evaluated)
+    assert full.nodes_evaluated == full.nodes_total <= 400 or "searched again with each key's top" in full.bound
     assert front_points(pruned) == front_points(full)
     if full.recommended is not None:
         check_recommended(data, spec, pruned)

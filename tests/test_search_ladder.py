@@ -123,14 +123,18 @@ def test_interval_recode_with_numbers_as_labels_keeps_the_variable_a_number():
 
 
 def test_last_rungs_withhold_the_keys_most_distinct_first_and_the_release_says_so():
-    data = pd.DataFrame({"a": [1.0, 1.0, 2.0, 2.0], "b": [1.0, 2.0, 3.0, 4.0], "c": [5.0, 5.0, 5.0, 6.0]})
-    rungs = rungs_of(data, amounts_spec(["a", "b", "c"]), "remove_variables")
+    data = pd.DataFrame({"a": [1.0, 1.0, 2.0, 2.0], "b": [1.0, 2.0, 3.0, 4.0], "c": [5.0, 5.0, 5.0, 6.0],
+                         "g": [1, 1, 1, 1]})
+    spec = amounts_spec(["a", "b", "c"], keys=["g"])
+    rungs = rungs_of(data, spec, "remove_variables")
     assert [r.steps[0]["variables"] for r in rungs] == [["b"], ["b", "a"], ["b", "a", "c"]]
     assert rungs[-1].words == "b, a, c withheld from the release"
-    result = apply_plan(data, rungs[-1].steps, keys=[])
-    assert list(result.data.columns) == [] and result.steps[0]["columns_removed"] == ["a", "b", "c"]
+    result = apply_plan(data, rungs[-1].steps, keys=["g"])
+    assert list(result.data.columns) == ["g"] and result.steps[0]["columns_removed"] == ["a", "b", "c"]
+    # without a categorical key the release keeps one continuous key: c, the fewest distinct values
+    alone = rungs_of(data.drop(columns="g"), amounts_spec(["a", "b", "c"]), "remove_variables")
+    assert [r.steps[0]["variables"] for r in alone] == [["b"], ["b", "a"]]
     # a release without continuous keys has nothing to link on
-    spec = amounts_spec(["a", "b", "c"])
     plan = Plan(name="p", steps=rungs[-1].steps, k=3, random_state=1)
     checks = protection.release_checks(result.data, spec, plan, original=data)
     assert checks["linkage_risk"].passed and checks["linkage_risk"].value == 0.0
@@ -265,3 +269,18 @@ def test_thirteen_record_file_is_released_with_keys_withheld_when_no_own_level_f
     assert "Withheld (" in found.recommended.plan.description
     assert found.recommended.checks["k_anonymity"].passed
     assert found.recommended.checks["suppression_limit"].value <= 0.1
+
+
+def test_cutting_a_large_lattice_keeps_each_keys_top(monkeypatch):
+    from sdc_dagster.pipeline import search as search_module
+
+    data = pd.DataFrame({"a": np.repeat(np.arange(1, 41), 5), "b": np.tile(np.arange(1, 21), 10)})
+    spec = parse_spec({"survey": "t", "variables": {k: {"role": "categorical_key", "scale": "ordinal",
+                                                        "order": sorted(data[k].unique().tolist())} for k in "ab"},
+                       "search": {"enabled": True}})
+    space = search_space(data, spec, withhold=True)
+    monkeypatch.setattr(search_module, "MAX_NODES", 4)
+    cut = search_module._cut_space(space)
+    # 2 x 2 nodes: each key keeps its original categories and its top, the levels between go first
+    assert [len(h.levels) for h in cut.values()] == [2, 2]
+    assert all(len(h.levels[-1].groups) == 1 and h.levels[0] == space[k].levels[0] for k, h in cut.items())

@@ -45,8 +45,9 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
    the share of each key's values suppressed, ``limits.max_suppressed_share``) that no other beats on
    both global risk and loss, from the least loss up to the least loss meeting the stricter target.
 4. **Confirmation.** Front candidates are run as ordinary plans (:func:`sdc_dagster.pipeline.protection.protect`,
-   so the release replays them byte for byte) with the continuous keys' candidate steps, weakest
-   first, until :func:`sdc_dagster.pipeline.protection.release_checks` has no blocking failure; the loss is then
+   so the release replays them byte for byte) with the continuous keys' ladder
+   (:func:`~sdc_dagster.search_space.continuous_steps`, the weakest passing rung of each method, least
+   loss first, withholding keys last), until :func:`sdc_dagster.pipeline.protection.release_checks` has no blocking failure; the loss is then
    :func:`sdc_dagster.pipeline.evaluation.headline_loss` of the released variant. The release checks
    include the utility limits (``limits:``: suppression, records changed, the change of means,
    variances and correlations), so a candidate outside them is never confirmed nor recommended.
@@ -54,6 +55,12 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
    confirmed one with the least loss (named :data:`SEARCHED_PLAN`); the runner-up the next. When no
    front candidate passes (the linkage through the released keys, say), the rest of the lattice is
    evaluated and the candidates beyond the front are confirmed in loss order.
+5. **Wider lattice.** When still no candidate passes, the search runs again in the time left with
+   each key's top (its categories released as one, ARX's "*") in its chain and without suppression,
+   the node of every key at its top walked first: a lattice that holds a k-anonymous plan on any
+   file of at least k records (a file of fewer is refused before the search). The result says
+   "optimal over N plans" only when every node of the space it searched was evaluated
+   (:func:`optimality`), else "best of N checked".
 """
 
 from __future__ import annotations
@@ -159,8 +166,8 @@ class SearchCandidate:
 class WaveSearch:
     """The outcome of :func:`search_wave` (module docstring).
 
-    ``candidates``: every evaluated node; ``front``: the Pareto front (global risk against loss) of
-    those meeting the target, those passing the release checks first, each by loss, the confirmed ones
+    ``candidates``: every evaluated node (of both lattices when the search ran again with the keys'
+    tops); ``front``: the Pareto front (global risk against loss) of those meeting the target, those passing the release checks first, each by loss, the confirmed ones
     carrying their checks (when no front candidate passes them, the candidates beyond the front that
     were confirmed join it); ``recommended``: the confirmed candidate of least loss
     (``plan.name == SEARCHED_PLAN``); ``runner_up``: the next;
@@ -459,9 +466,12 @@ def search_wave(
     withhold : search the lattice in which every key also has the top of its hierarchy (all its
         categories as one, :func:`~sdc_dagster.search_space.withheld_level`). Without it, when no
         plan of the data's own levels passes the release checks, the search runs again with it in
-        the time left: that lattice holds a plan without suppression that is k-anonymous (every key
-        at its top), so the target is out of reach only through the global risk of a file of fewer
-        than 1 / max_global_risk records without weights, l-diversity or a continuous key's limits.
+        the time left, its plans without suppression (a node not k-anonymous by its recodes is
+        settled by one frequency check, most by predictive tagging), the node of every key at its
+        top walked first: that lattice holds a
+        k-anonymous plan (every key at its top), so the target is out of reach only through the
+        global risk of a file of fewer than 1 / max_global_risk records without weights,
+        l-diversity or a continuous key's limits.
 
     Returns
     -------
@@ -488,6 +498,11 @@ def search_wave(
     for i, per_level in enumerate(bounds):
         lower += per_level[nodes[:, i]]
     order = np.lexsort((nodes.sum(axis=1), lower))
+    if withhold and len(nodes) > 1:
+        # the node of every key at its deepest level (its top) first: k-anonymous whenever the file
+        # has k records, it is a candidate however soon the time budget ends the walk
+        top = int(np.flatnonzero((nodes == nodes.max(axis=0)).all(axis=1))[0])
+        order = np.r_[top, order[order != top]]
     suppress_allowed = "local_suppression" in spec.search.methods
     anonymous, not_anonymous = [], []  # nodes checked k-anonymous / not, by recoding alone
     rolled = _RolledCounts.of(lattice)
@@ -648,9 +663,12 @@ def search_wave(
         return found  # no key has a top to add (none may be recoded, or each has one category)
     say("no plan of the keys' own levels passes the release checks: the search continues with each key's top "
         "(its categories released as one) in the lattice")
-    again = search_wave(data, replace(spec, search=replace(spec.search, budget_seconds=left_seconds)), wave=wave,
-                        progress=progress, exhaustive=exhaustive, withhold=True)
-    return replace(again, seconds=time.perf_counter() - start,
+    # the wider lattice's plans go without suppression: a node's frequency check is then all its
+    # evaluation needs, and the node with every key at its top is k-anonymous
+    plain = tuple(m for m in spec.search.methods if m != "local_suppression")
+    again = search_wave(data, replace(spec, search=replace(spec.search, budget_seconds=left_seconds, methods=plain)),
+                        wave=wave, progress=progress, exhaustive=exhaustive, withhold=True)
+    return replace(again, seconds=time.perf_counter() - start, candidates=found.candidates + again.candidates,
                    bound=f"{again.bound}; searched again with each key's top after no plan of the "
                          f"{len(nodes):,} of the keys' own levels passed the release checks")
 
