@@ -329,10 +329,9 @@ def test_with_a_continuous_key_the_linkage_check_binds_and_the_key_can_go():
 # --- the console of sdc run --------------------------------------------------------------------------
 
 
-@pytest.mark.slow
-def test_sdc_run_prints_what_it_would_take_when_nothing_is_released(tmp_path, home, capsys):
-    from sdc_dagster.cli import EXIT_WITHHELD, main
-
+def two_keys_survey(tmp_path, home):
+    """The wave of :func:`wave` as a file and its spec in the data home (k = 5 within a 4 % suppression
+    limit: no plan passes); the file's path."""
     source = tmp_path / "two_keys.csv"
     wave().to_csv(source, index=False)
     (home / "specs").mkdir(parents=True)
@@ -344,6 +343,14 @@ def test_sdc_run_prints_what_it_would_take_when_nothing_is_released(tmp_path, ho
         "risk: {k: 5, max_global_risk: 0.5}\n"
         "limits: {max_suppressed_share: 0.04, max_records_changed: 0.9}\n"
         "search: {enabled: true, budget_seconds: 60, methods: [local_suppression]}\n")
+    return source
+
+
+@pytest.mark.slow
+def test_sdc_run_prints_what_it_would_take_when_nothing_is_released(tmp_path, home, capsys):
+    from sdc_dagster.cli import EXIT_WITHHELD, main
+
+    source = two_keys_survey(tmp_path, home)
     capsys.readouterr()
     status = main(["run", "two_keys", "2024", "--file", str(source)])
     text = capsys.readouterr().out
@@ -368,17 +375,7 @@ def test_sdc_run_prints_what_it_would_take_when_nothing_is_released(tmp_path, ho
 def test_sdc_plan_prints_what_it_would_take(tmp_path, home, capsys):
     from sdc_dagster.cli import EXIT_WITHHELD, main
 
-    source = tmp_path / "two_keys.csv"
-    wave().to_csv(source, index=False)
-    (home / "specs").mkdir(parents=True)
-    (home / "specs" / "two_keys.yaml").write_text(
-        "survey: two_keys\n"
-        "variables:\n"
-        "  sex: {role: categorical_key, scale: nominal}\n"
-        "  region: {role: categorical_key, scale: nominal}\n"
-        "risk: {k: 5, max_global_risk: 0.5}\n"
-        "limits: {max_suppressed_share: 0.04, max_records_changed: 0.9}\n"
-        "search: {enabled: true, budget_seconds: 60, methods: [local_suppression]}\n")
+    source = two_keys_survey(tmp_path, home)
     capsys.readouterr()
     status = main(["plan", "two_keys", "2024", "--file", str(source)])
     text = capsys.readouterr().out

@@ -66,6 +66,20 @@ def least_passing_loss(data: pd.DataFrame, spec, levels_of: dict[str, list]) -> 
     return best
 
 
+def hierarchy_spec(data, rng, *, k, target, methods):
+    """A spec whose keys are every column of ``data``, nominal, each with random nested levels
+    (:func:`nested_levels`, drawn from ``rng``), and the search allowed ``methods``; with the levels."""
+    levels_of = {key: nested_levels(sorted(data[key].unique().tolist()), rng) for key in data.columns}
+    spec = parse_spec({
+        "survey": "t",
+        "variables": {key: {"role": "categorical_key", "scale": "nominal", "hierarchy": {"levels": levels}}
+                      for key, levels in levels_of.items()},
+        "risk": {"k": k, "max_global_risk": target},
+        "search": {"enabled": True, "methods": methods, "budget_seconds": 120},
+    })
+    return spec, levels_of
+
+
 @pytest.mark.slow
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), k=st.integers(2, 5), target=st.sampled_from([0.05, 0.1, 0.2]))
@@ -79,14 +93,7 @@ def test_search_over_hierarchies_finds_the_brute_force_optimum(seed, k, target):
         "age": rng.integers(1, 8, n),
         "tenure": rng.choice(np.arange(1, 6), n, p=[0.6, 0.25, 0.08, 0.05, 0.02]),
     })
-    levels_of = {key: nested_levels(sorted(data[key].unique().tolist()), rng) for key in data.columns}
-    spec = parse_spec({
-        "survey": "t",
-        "variables": {key: {"role": "categorical_key", "scale": "nominal", "hierarchy": {"levels": levels}}
-                      for key, levels in levels_of.items()},
-        "risk": {"k": k, "max_global_risk": target},
-        "search": {"enabled": True, "methods": ["recode"], "budget_seconds": 120},
-    })
+    spec, levels_of = hierarchy_spec(data, rng, k=k, target=target, methods=["recode"])
     found = search_wave(data, spec)
     expected = brute_force(data, spec, levels_of)
     assert found.recommended is not None and found.recommended.loss == pytest.approx(expected, abs=1e-12)
@@ -104,14 +111,7 @@ def test_search_with_local_suppression_over_hierarchies_equals_every_node_evalua
     n = 150
     data = pd.DataFrame({"region": rng.choice(np.arange(1, 7), n, p=[0.4, 0.05, 0.05, 0.3, 0.15, 0.05]),
                          "age": rng.integers(1, 8, n)})
-    levels_of = {key: nested_levels(sorted(data[key].unique().tolist()), rng) for key in data.columns}
-    spec = parse_spec({
-        "survey": "t",
-        "variables": {key: {"role": "categorical_key", "scale": "nominal", "hierarchy": {"levels": levels}}
-                      for key, levels in levels_of.items()},
-        "risk": {"k": k, "max_global_risk": target},
-        "search": {"enabled": True, "methods": ["recode", "local_suppression"], "budget_seconds": 120},
-    })
+    spec, _ = hierarchy_spec(data, rng, k=k, target=target, methods=["recode", "local_suppression"])
     found, every = search_wave(data, spec), search_wave(data, spec, exhaustive=True)
     assert every.exhaustive  # every node evaluated or settled by its classes (in each lattice searched)
     assert (found.recommended is None) == (every.recommended is None)
