@@ -1,0 +1,407 @@
+"""The table spec: which protected tables a survey wave or a business file is published as.
+
+One YAML file describes a *table set*: its source, the dimensions the tables cross (each with its
+hierarchy), and one or more tables over them. Tables of one set that publish the same measure (the
+same ``value``, ``freq`` and ``weight``) come from the same data and are *linked*: they are
+protected jointly (Hundepool et al. 2012, "Statistical Disclosure Control", §4.4.3; tau-Argus
+manual §4.4 "linked tables"), never table by table. Keys::
+
+    tables: business                  # the set's name: asset key prefix, release folder
+    title: ...                        # optional
+    source: {survey: testdata}        # a survey of the spec folders (its waves are the partitions)
+    # or    {file: data/business.csv, options: {sep: ";"}}   (relative to this file)
+    dimensions:
+      urbrur: {}                      # flat: the column's codes under "Total"
+      water:  {hierarchy: {parents: {Total: [piped, well], piped: [1, 2], well: [3, 4]}}}
+      sector4: {hierarchy: {columns: [sector2]}}   # nested in coarser columns, coarsest first
+      nace:   {hierarchy: {prefixes: [1, 2]}}       # code-prefix levels (lengths)
+      region: {hierarchy: {file: regions.hrc, leadstring: "@"}}   # an Argus hierarchical code list
+    published:
+      turnover:
+        dimensions: [sector4, geo]
+        value: value                  # a magnitude table (default: a frequency table)
+        freq: n                       # aggregated input: a column of counts per inner cell
+        holding: company              # a holding's contributions count as one contributor
+        weight: w                     # sampling weights: published values weighted
+        request: asked                # boolean column of the request rule
+        rules: [{rule: nk, n: 1, k: 85}, {rule: p, p: 10}]
+        dominance_tie: strict         # strict (>, tau-Argus, sdcTable) or inclusive (>=, GaussSuppression)
+    protection: {method: optimal, cost: value, time_limit: 60}
+    release: {formats: [csv]}
+
+``rules`` are those of :func:`sdc_dagster.tables.primary_suppression`; ``method`` one of
+:data:`sdc_dagster.tables.METHODS`; ``cost`` ``value`` (tau-Argus's default for magnitude tables)
+or ``count``. Every problem is a :class:`~sdc_dagster.spec.survey.SpecError` naming the key
+(``published.turnover.rules[0]``), and :func:`load_table_spec` adds the YAML line, as
+:func:`~sdc_dagster.spec.files.load_spec` does for survey specs.
+
+Hierarchies become the parent/child frames :func:`sdc_dagster.tables.tabulate` takes
+(:func:`dimension_hierarchy`); nested columns and code prefixes are completed from the data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from sdc_dagster.errors import SDCInputError
+from sdc_dagster.names import RULES as NAME_RULES
+from sdc_dagster.names import name_problem
+from sdc_dagster.spec.files import located_error
+from sdc_dagster.spec.hierarchies import read_hrc, value_text
+from sdc_dagster.spec.problems import Problems, as_mapping, expect
+from sdc_dagster.spec.survey import SpecError
+from sdc_dagster.tables.model import TOTAL
+from sdc_dagster.tables.primary import TIES, _checked_rules
+from sdc_dagster.tables.secondary import METHODS
+
+#: How a cell's suppression is priced (:func:`sdc_dagster.tables.secondary_suppression` ``cost``).
+COSTS = ("value", "count")
+#: Formats the protected tables are released in (``release.formats``).
+TABLE_RELEASE_FORMATS = ("csv",)
+#: The kinds of hierarchy of a dimension (``dimensions.<name>.hierarchy``).
+HIERARCHY_KINDS = ("parents", "columns", "prefixes", "file")
+
+
+@dataclass(frozen=True)
+class DimensionSpec:
+    """One dimension: its column and hierarchy. ``kind``: None (flat), ``"parents"`` (``parents``:
+    code -> child codes, its root the total), ``"columns"`` (``columns``: coarser columns the
+    dimension's codes nest in, coarsest first), ``"prefixes"`` (``prefixes``: code lengths of the
+    levels above the codes) or ``"file"`` (``file``: an Argus ``.hrc`` file, ``leadstring``)."""
+
+    name: str
+    kind: str | None = None
+    parents: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    columns: tuple[str, ...] = ()
+    prefixes: tuple[int, ...] = ()
+    file: Path | None = None
+    leadstring: str = "@"
+
+
+@dataclass(frozen=True)
+class TableDef:
+    """One published table: its dimensions (names of :attr:`TableSetSpec.dimensions`), measure
+    (``value``: a magnitude column, ``freq``: a column of counts of aggregated input, ``weight``: a
+    sampling weight), ``holding``, ``request``, primary ``rules`` and ``dominance_tie``."""
+
+    name: str
+    dimensions: tuple[str, ...]
+    rules: tuple[Mapping[str, Any], ...]
+    value: str | None = None
+    freq: str | None = None
+    holding: str | None = None
+    weight: str | None = None
+    request: str | None = None
+    dominance_tie: str = "strict"
+
+    @property
+    def measure(self) -> tuple:
+        """What the table publishes: tables of one set with the same measure are linked."""
+        return (self.value, self.freq, self.weight)
+
+    @property
+    def columns(self) -> list[str]:
+        """Every data column the table reads."""
+        named = (self.value, self.freq, self.holding, self.weight, self.request)
+        return [*self.dimensions, *(c for c in named if c is not None)]
+
+
+@dataclass(frozen=True)
+class TableSource:
+    """Where the data come from: a survey's waves (``survey``) or one business file (``file``,
+    absolute, read with ``options`` as :func:`pandas.read_csv` keywords)."""
+
+    survey: str | None = None
+    file: Path | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TableSetSpec:
+    """A table spec: the set's ``name``, ``source``, ``dimensions`` (name -> :class:`DimensionSpec`),
+    the ``published`` tables (name -> :class:`TableDef`, spec order), the secondary ``method``,
+    ``cost`` and ``time_limit`` (seconds per integer programme), the release ``formats``, and the
+    file it came from with its SHA-256 (``spec_path``, ``spec_sha256``)."""
+
+    name: str
+    source: TableSource
+    dimensions: Mapping[str, DimensionSpec]
+    published: Mapping[str, TableDef]
+    method: str = "optimal"
+    cost: str = "value"
+    time_limit: float = 600.0
+    formats: tuple[str, ...] = ("csv",)
+    title: str = ""
+    spec_path: Path | None = None
+    spec_sha256: str = ""
+
+    def linked(self) -> list[list[str]]:
+        """The table names in groups protected jointly: tables publishing the same measure (spec order)."""
+        return _linked_groups(self.published)
+
+    @property
+    def columns(self) -> list[str]:
+        """Every data column some table or hierarchy reads, in first-use order."""
+        out: list[str] = []
+        for table in self.published.values():
+            for column in table.columns:
+                out += [column] if column not in out else []
+                if column in self.dimensions:
+                    out += [c for c in self.dimensions[column].columns if c not in out]
+        return out
+
+
+def _name(problems: Problems, name, where: str, rule: str) -> bool:
+    return problems.attempt(expect, isinstance(name, str) and name_problem(rule, name) is None, where,
+                            f"a {rule}: {NAME_RULES[rule][1]}", default=False) is not False
+
+
+def _hierarchy(name: str, raw, where: str, folder: Path) -> DimensionSpec:
+    if raw is None:
+        return DimensionSpec(name)
+    raw = as_mapping(raw, where)
+    kinds = [k for k in HIERARCHY_KINDS if k in raw]
+    extra = sorted(set(raw) - {*HIERARCHY_KINDS, "leadstring"}, key=str)
+    expect(not extra, f"{where}.{extra[0]}" if extra else where, f"one of {list(HIERARCHY_KINDS)} (unknown key)")
+    expect(len(kinds) == 1, where, f"exactly one of {list(HIERARCHY_KINDS)}, got {kinds or 'none'}")
+    kind = kinds[0]
+    at = f"{where}.{kind}"
+    if kind == "parents":
+        parents = as_mapping(raw["parents"], at)
+        expect(bool(parents), at, "a mapping parent code -> its child codes")
+        out = {}
+        for parent, kids in parents.items():
+            expect(isinstance(kids, list) and len(kids) > 0
+                   and all(isinstance(k, (str, int)) and not isinstance(k, bool) for k in kids),
+                   f"{at}.{parent}", "a non-empty list of child codes")
+            out[value_text(parent)] = tuple(value_text(k) for k in kids)
+        return DimensionSpec(name, "parents", parents=out)
+    if kind == "columns":
+        columns = raw["columns"]
+        expect(isinstance(columns, list) and len(columns) > 0 and all(isinstance(c, str) for c in columns)
+               and name not in columns, at, f"a non-empty list of coarser column names (not {name!r} itself)")
+        return DimensionSpec(name, "columns", columns=tuple(columns))
+    if kind == "prefixes":
+        lengths = raw["prefixes"]
+        expect(isinstance(lengths, list) and len(lengths) > 0
+               and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in lengths)
+               and len(set(lengths)) == len(lengths), at, "a non-empty list of distinct positive code lengths")
+        return DimensionSpec(name, "prefixes", prefixes=tuple(sorted(lengths)))
+    file = raw["file"]
+    expect(isinstance(file, str) and file.strip() != "", at, "the path of an Argus .hrc file (relative to the spec)")
+    path = (folder / file).resolve()
+    expect(path.is_file(), at, f"an existing .hrc file, {path} is not one")
+    leadstring = raw.get("leadstring", "@")
+    expect(isinstance(leadstring, str) and leadstring != "", f"{where}.leadstring", "a non-empty text")
+    return DimensionSpec(name, "file", file=path, leadstring=leadstring)
+
+
+def _table(name: str, raw, dimensions: Mapping[str, DimensionSpec], problems: Problems) -> TableDef | None:
+    where = f"published.{name}"
+    raw = as_mapping(raw, where)
+    known = {"dimensions", "value", "freq", "holding", "weight", "request", "rules", "dominance_tie"}
+    problems.unknown_keys(raw, where, known)
+    dims = raw.get("dimensions")
+    expect(isinstance(dims, list) and len(dims) > 0 and all(isinstance(d, str) for d in dims)
+           and len(set(dims)) == len(dims), f"{where}.dimensions", "a non-empty list of distinct dimension names")
+    for j, d in enumerate(dims):
+        problems.attempt(expect, d in dimensions, f"{where}.dimensions[{j}]",
+                         f"a dimension of the spec's 'dimensions' ({', '.join(dimensions)}), got {d!r}")
+    columns = {}
+    for key in ("value", "freq", "holding", "weight", "request"):
+        if raw.get(key) is not None:
+            problems.attempt(expect, isinstance(raw[key], str) and raw[key] not in dims, f"{where}.{key}",
+                             "a column name (not a dimension)")
+            columns[key] = raw[key]
+    if "freq" in columns and ("holding" in columns or "request" in columns):
+        problems.attempt(expect, False, f"{where}.freq", "no holding or request with aggregated input: they need "
+                         "one row per contribution")
+    if "request" in columns and "value" not in columns:
+        problems.attempt(expect, False, f"{where}.request", "a magnitude table (value:) for the request rule")
+    tie = raw.get("dominance_tie", "strict")
+    problems.attempt(expect, tie in TIES, f"{where}.dominance_tie", f"one of {list(TIES)}, got {tie!r}")
+    try:
+        rules = _checked_rules(raw.get("rules"))
+    except SDCInputError as error:
+        text = str(error)
+        at = f"{where}.{text.split(':')[0]}" if text.startswith("rules[") else f"{where}.rules"
+        raise SpecError(f"{where}.{text}", key=at.split(" ")[0]) from None
+    return TableDef(name, tuple(dims), tuple(rules), dominance_tie=tie, **columns)
+
+
+def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> TableSetSpec:
+    """A :class:`TableSetSpec` from a parsed YAML document (module text); every independent
+    problem found in one pass, raised as one :class:`SpecError`. Paths are relative to
+    ``spec_path``'s folder; ``text`` is the file's text (its SHA-256 is the spec's)."""
+    problems = Problems()
+    raw = as_mapping(raw, "spec")
+    problems.unknown_keys(raw, "spec", {"tables", "title", "source", "dimensions", "published", "protection",
+                                        "release"})
+    folder = Path(spec_path).parent if spec_path else Path.cwd()
+    name = raw.get("tables")
+    _name(problems, name, "tables", "survey name")
+    source = problems.collect(_source, raw.get("source"), folder)
+    dims_raw = as_mapping(raw.get("dimensions"), "dimensions")
+    expect(bool(dims_raw), "dimensions", "a mapping of at least one dimension")
+    dimensions = {}
+    for dim, entry in dims_raw.items():
+        at = f"dimensions.{dim}"
+        entry = {} if entry is None else entry
+        if problems.attempt(as_mapping, entry, at) is None:
+            continue
+        problems.unknown_keys(entry, at, {"hierarchy"})
+        spec = problems.collect(_hierarchy, str(dim), entry.get("hierarchy"), f"{at}.hierarchy", folder)
+        if spec is not None:
+            dimensions[str(dim)] = spec
+    published_raw = as_mapping(raw.get("published"), "published")
+    expect(bool(published_raw), "published", "a mapping of at least one table name -> its table")
+    published = {}
+    for table_name, entry in published_raw.items():
+        if not _name(problems, table_name, f"published.{table_name}", "plan name"):
+            continue
+        table = problems.collect(_table, str(table_name), entry, dimensions, problems)
+        if table is not None:
+            published[str(table_name)] = table
+    protection = problems.attempt(as_mapping, raw.get("protection") or {}, "protection") or {}
+    problems.unknown_keys(protection, "protection", {"method", "cost", "time_limit"})
+    method = protection.get("method", "optimal")
+    problems.attempt(expect, method in METHODS, "protection.method", f"one of {list(METHODS)}, got {method!r}")
+    cost = protection.get("cost", "value")
+    problems.attempt(expect, cost in COSTS, "protection.cost", f"one of {list(COSTS)}, got {cost!r}")
+    time_limit = protection.get("time_limit", 600.0)
+    problems.attempt(expect, isinstance(time_limit, (int, float)) and not isinstance(time_limit, bool)
+                     and time_limit > 0, "protection.time_limit", "a positive number of seconds")
+    release = problems.attempt(as_mapping, raw.get("release") or {}, "release") or {}
+    problems.unknown_keys(release, "release", {"formats"})
+    formats = release.get("formats", ["csv"])
+    problems.attempt(expect, isinstance(formats, list) and len(formats) > 0
+                     and all(f in TABLE_RELEASE_FORMATS for f in formats), "release.formats",
+                     f"a non-empty list of {list(TABLE_RELEASE_FORMATS)}, got {formats!r}")
+    for group in _linked_groups(published):
+        kinds = {bool(published[t].value or published[t].weight) for t in group}
+        problems.attempt(expect, len(kinds) == 1, f"published.{group[-1]}", "linked tables all magnitude or all "
+                         "frequency tables")
+    if problems.errors:
+        raise SpecError.combine(problems.errors)
+    return TableSetSpec(
+        name=name, source=source, dimensions=dimensions, published=published, method=method, cost=cost,
+        time_limit=float(time_limit), formats=tuple(formats), title=str(raw.get("title", "")),
+        spec_path=Path(spec_path).resolve() if spec_path else None,
+        spec_sha256=hashlib.sha256(text.encode()).hexdigest() if text else "",
+    )
+
+
+def _linked_groups(published: Mapping[str, TableDef]) -> list[list[str]]:
+    groups: dict[tuple, list[str]] = {}
+    for name, table in published.items():
+        groups.setdefault(table.measure, []).append(name)
+    return list(groups.values())
+
+
+def _source(raw, folder: Path) -> TableSource:
+    raw = as_mapping(raw, "source")
+    kinds = [k for k in ("survey", "file") if k in raw]
+    expect(len(kinds) == 1, "source", f"exactly one of 'survey' (a survey of the spec folders) or 'file', got "
+                                      f"{kinds or 'neither'}")
+    extra = sorted(set(raw) - {"survey", "file", "options"}, key=str)
+    expect(not extra, f"source.{extra[0]}" if extra else "source", "only survey, file and options")
+    if "survey" in raw:
+        expect(isinstance(raw["survey"], str) and name_problem("survey name", raw["survey"]) is None,
+               "source.survey", "the name of a survey spec")
+        return TableSource(survey=raw["survey"])
+    expect(isinstance(raw["file"], str) and raw["file"].strip() != "", "source.file",
+           "the path of a CSV file (relative to the spec)")
+    path = (folder / raw["file"]).resolve()
+    expect(path.is_file(), "source.file", f"an existing file, {path} is not one")
+    options = as_mapping(raw.get("options") or {}, "source.options")
+    return TableSource(file=path, options=dict(options))
+
+
+def load_table_spec(path: str | Path) -> TableSetSpec:
+    """Read and validate a table spec file; a :class:`SpecError` reads ``<file>:<line>: <key>: ...``
+    (one line per independent problem), as :func:`~sdc_dagster.spec.files.load_spec`'s."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read the table spec file ({exc.strerror})") from exc
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        raw = loader.construct_document(node) if node is not None else None
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{path}: not valid YAML ({exc})") from exc
+    finally:
+        loader.dispose()
+    try:
+        return parse_table_spec(raw, spec_path=path.resolve(), text=text)
+    except SpecError as exc:
+        raise located_error(path, node, exc) from None
+
+
+def table_spec_files(folders) -> list[Path]:
+    """The ``*.yaml`` files of ``folders`` (folder order, then file name)."""
+    return [p for folder in folders if Path(folder).is_dir() for p in sorted(Path(folder).glob("*.yaml"))]
+
+
+# ---------------------------------------------------------------- hierarchies from the spec and the data
+
+
+def dimension_hierarchy(dimension: DimensionSpec, data: pd.DataFrame) -> pd.DataFrame | None:
+    """The ``parent``, ``child`` frame of a dimension (None: flat) as
+    :func:`sdc_dagster.tables.tabulate` takes it, codes as text (:func:`value_text`), its root
+    ``"Total"`` unless the spec names its own (``parents``). Nested columns and code prefixes are
+    completed from the distinct codes of ``data``; an ``.hrc`` file (tau-Argus manual,
+    "hierarchical codelist") is read with :func:`~sdc_dagster.spec.hierarchies.read_hrc`, its
+    codes at depth 0 below the total.
+
+    Raises :class:`SDCInputError` naming the dimension and the code: a code nested in two coarser
+    codes, a coarser code equal to a code of another level."""
+    if dimension.kind is None:
+        return None
+    name = dimension.name
+    if dimension.kind == "parents":
+        pairs = [(p, c) for p, kids in dimension.parents.items() for c in kids]
+        return pd.DataFrame(pairs, columns=["parent", "child"])
+    if dimension.kind == "file":
+        hierarchy = read_hrc(dimension.file, leadstring=dimension.leadstring)
+        chains = pd.DataFrame({0: [value_text(v) for v in hierarchy.values]})
+        for h, level in enumerate(hierarchy.levels, 1):
+            chains[h] = chains[0].map({value_text(v): n for g, n in zip(level.groups, level.names) for v in g})
+        chains[len(chains.columns)] = TOTAL
+        return _pairs(chains.iloc[:, ::-1], name, f"the file {dimension.file.name}")
+    codes = pd.Series(data[name].dropna().unique()).map(value_text)
+    if dimension.kind == "columns":
+        frame = data[[*dimension.columns, name]].dropna().drop_duplicates()
+        chains = pd.concat([pd.Series(TOTAL, index=frame.index)]
+                           + [frame[c].map(value_text) for c in (*dimension.columns, name)], axis=1)
+        return _pairs(chains, name, f"the columns {', '.join(dimension.columns)}")
+    # prefixes: a code's levels are its leading characters; a code no longer than a level stays itself
+    chains = pd.concat([pd.Series(TOTAL, index=codes.index)]
+                       + [codes.where(codes.str.len() <= n, codes.str[:n]) for n in dimension.prefixes] + [codes],
+                       axis=1)
+    return _pairs(chains, name, f"the code prefixes {list(dimension.prefixes)}")
+
+
+def _pairs(chains: pd.DataFrame, name: str, source: str) -> pd.DataFrame:
+    """Parent/child pairs of ``chains`` (one row per leaf: its codes from the total down, a code
+    repeated where a leaf is shallower than the others), each child with one parent."""
+    columns = list(chains.columns)
+    pairs = pd.concat(
+        [pd.DataFrame({"parent": chains[a].to_numpy(), "child": chains[b].to_numpy()})
+         for a, b in zip(columns, columns[1:])], ignore_index=True)
+    pairs = pairs[pairs["parent"] != pairs["child"]].drop_duplicates()
+    twice = pairs[pairs["child"].duplicated(keep=False)]
+    if len(twice):
+        code = twice["child"].iloc[0]
+        above = ", ".join(sorted(map(repr, twice.loc[twice["child"] == code, "parent"])))
+        raise SDCInputError(f"dimension {name!r}: code {code!r} lies below {above} in {source}; each code must "
+                            "have one parent (codes of different levels must differ)")
+    return pairs.reset_index(drop=True)
