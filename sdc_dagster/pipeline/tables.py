@@ -6,8 +6,8 @@ tables (issue 36 "in the lineage"; the table spec :mod:`sdc_dagster.spec.tables`
 report and the release (:mod:`sdc_dagster.releases.tables`). Each stage is a plain function (frames
 in, frames out) the assets call once; :func:`run_tables` runs them all (the release's audit replay).
 
-Every table frame after ``primary`` is the table's published cells (a column per dimension,
-``freq``, ``value`` for a magnitude table) with ``primary``, ``lower``, ``upper`` (the Handbook's
+Every table frame after ``primary`` is the table's published cells (a column per dimension, its
+codes as text, ``freq``, ``value`` for a magnitude table) with ``primary``, ``lower``, ``upper`` (the Handbook's
 protection levels, :func:`sdc_dagster.tables.protection_levels`), then ``suppressed`` and
 ``status`` (``"safe"``, ``"primary"``, ``"secondary"``), then the audit's ``lo``, ``up`` (the
 intruder's interval of each suppressed cell, NaN where published) and ``protected`` (the interval
@@ -31,6 +31,7 @@ from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.pipeline.protection import CheckOutcome
 from sdc_dagster.releases.digests import WaveSnapshot
 from sdc_dagster.schemas import validate
+from sdc_dagster.spec.hierarchies import value_text
 from sdc_dagster.spec.tables import TableSetSpec, dimension_hierarchy
 from sdc_dagster.tables.audit import protection_failures, stacked_mask
 from sdc_dagster.tables.model import Table, joint_model
@@ -50,8 +51,17 @@ class TabulatedTables:
     source: WaveSnapshot
 
     def stored_frames(self) -> dict[str, pd.DataFrame]:
-        """What the IO manager also writes as Parquet: each table's published cells."""
-        return {name: table.cells for name, table in self.tables.items()}
+        """What the IO manager also writes as Parquet: each table's published cells (codes as text)."""
+        return {name: coded_cells(table) for name, table in self.tables.items()}
+
+
+def coded_cells(table: Table) -> pd.DataFrame:
+    """A table's published cells with every dimension's codes as text (:func:`value_text`: a flat
+    dimension's codes and its ``"Total"`` in one column of one type, as Parquet and CSV store them)."""
+    cells = table.cells.copy()
+    for name in table.names:
+        cells[name] = cells[name].map(value_text)
+    return cells
 
 
 def input_schema(spec: TableSetSpec) -> pa.DataFrameSchema:
@@ -143,7 +153,7 @@ def primary_cells(spec: TableSetSpec, tabulated: dict[str, Table]) -> dict[str, 
     for name, table in tabulated.items():
         definition = spec.published[name]
         rules, tie = list(definition.rules), definition.dominance_tie
-        cells = table.cells.copy()
+        cells = coded_cells(table)
         cells["primary"] = tables.primary_suppression(table, rules, dominance_tie=tie)
         cells[["lower", "upper"]] = tables.protection_levels(table, rules, dominance_tie=tie)
         out[name] = cells
@@ -193,30 +203,39 @@ def audit_tables(spec: TableSetSpec, tabulated: dict[str, Table],
     return {name: out[name] for name in spec.published}
 
 
-def table_checks(spec: TableSetSpec, audited: dict[str, pd.DataFrame]) -> dict[str, CheckOutcome]:
-    """The release rules of a table set, each a blocking :class:`CheckOutcome` (``figures``: per table):
+def _outcome(figures: dict[str, int], rule: str) -> CheckOutcome:
+    total = sum(figures.values())
+    return CheckOutcome(passed=total == 0, value=total, rule=rule, blocking=True,
+                        figures={name: float(v) for name, v in figures.items()})
 
-    * ``primaries_suppressed``: every primary cell is suppressed;
-    * ``audit_passed``: every primary's audit interval meets its protection (:func:`audit_tables`);
-    * ``cells_valid``: no published count is negative and no published cell is empty (a missing value)."""
-    unsuppressed = {n: int((c["primary"] & ~c["suppressed"]).sum()) for n, c in audited.items()}
-    failing = {n: int((~c["protected"]).sum()) for n, c in audited.items()}
+
+def protection_checks(protected: dict[str, pd.DataFrame]) -> dict[str, CheckOutcome]:
+    """The release rules of the protected tables, each a blocking :class:`CheckOutcome` (``figures``:
+    the failing cells per table): ``primaries_suppressed`` (every primary cell is suppressed) and
+    ``cells_valid`` (no published count is negative, no published cell is empty: a missing value)."""
     invalid = {}
-    for name, cells in audited.items():
+    for name, cells in protected.items():
         shown = cells[~cells["suppressed"]]
         measure = "value" if "value" in cells else "freq"
         invalid[name] = int((shown["freq"] < 0).sum() + shown[measure].isna().sum())
-    outcome = {}
-    for check, figures, rule in (
-        ("primaries_suppressed", unsuppressed, "every primary (unsafe) cell is suppressed"),
-        ("audit_passed", failing, "every primary's audit interval meets its protection levels (or, without "
-                                  "levels, is at least 1 wide): no primary is disclosed by the published cells"),
-        ("cells_valid", invalid, "no published count is negative and no published cell is empty"),
-    ):
-        total = sum(figures.values())
-        outcome[check] = CheckOutcome(passed=total == 0, value=total, rule=rule, blocking=True,
-                                      figures={k: float(v) for k, v in figures.items()})
-    return outcome
+    return {
+        "primaries_suppressed": _outcome({n: int((c["primary"] & ~c["suppressed"]).sum()) for n, c in protected.items()},
+                                         "every primary (unsafe) cell is suppressed"),
+        "cells_valid": _outcome(invalid, "no published count is negative and no published cell is empty"),
+    }
+
+
+def audit_check(audited: dict[str, pd.DataFrame]) -> dict[str, CheckOutcome]:
+    """``audit_passed``: every primary's audit interval meets its protection levels (or, without
+    levels, is at least 1 wide; :func:`audit_tables`), a blocking :class:`CheckOutcome`."""
+    return {"audit_passed": _outcome({n: int((~c["protected"]).sum()) for n, c in audited.items()},
+                                     "every primary's audit interval meets its protection levels (or, without "
+                                     "levels, is at least 1 wide): no primary is disclosed by the published cells")}
+
+
+def table_checks(audited: dict[str, pd.DataFrame]) -> dict[str, CheckOutcome]:
+    """Every release rule of a table set (:func:`protection_checks` and :func:`audit_check`)."""
+    return {**protection_checks(audited), **audit_check(audited)}
 
 
 def withheld_because(checks: dict[str, CheckOutcome]) -> dict[str, str]:
