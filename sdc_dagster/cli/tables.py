@@ -135,7 +135,7 @@ def _materialise(job, instance, spec, wave: str | None, out) -> int:
     from dagster import DagsterEventType
     from dagster._core.utils import make_new_run_id
 
-    from sdc_dagster.cli.run import QUIET, _data_error
+    from sdc_dagster.cli.run import QUIET, data_error
 
     run_id = make_new_run_id()
     started = time.monotonic()
@@ -160,7 +160,7 @@ def _materialise(job, instance, spec, wave: str | None, out) -> int:
           file=out, flush=True)
     result = run_job(job, instance, run_id=run_id, partition_key=wave, run_config=QUIET, tags=run_process_tags())
     if not result.success:
-        data_errors = [e for e in (_data_error(f) for f in failures) if e is not None]
+        data_errors = [e for e in (data_error(f) for f in failures) if e is not None]
         error = data_errors[0] if data_errors else (failures[0] if failures else None)
         while not data_errors and error is not None and error.cause is not None:
             error = error.cause

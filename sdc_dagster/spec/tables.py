@@ -57,8 +57,8 @@ from sdc_dagster.spec.files import located_error
 from sdc_dagster.spec.hierarchies import read_hrc, value_text
 from sdc_dagster.spec.problems import Problems, as_mapping, expect
 from sdc_dagster.spec.survey import SpecError
-from sdc_dagster.tables.model import TOTAL
-from sdc_dagster.tables.primary import TIES, _checked_rules
+from sdc_dagster.tables.model import TOTAL, tabulate
+from sdc_dagster.tables.primary import TIES, primary_suppression
 from sdc_dagster.tables.secondary import METHODS
 
 #: How a cell's suppression is priced (:func:`sdc_dagster.tables.secondary_suppression` ``cost``).
@@ -203,7 +203,9 @@ def _hierarchy(name: str, raw, where: str, folder: Path) -> DimensionSpec:
     return DimensionSpec(name, "file", file=path, leadstring=leadstring)
 
 
-def _table(name: str, raw, dimensions: Mapping[str, DimensionSpec], problems: Problems) -> TableDef | None:
+def _table(name: str, raw, dimensions: list[str], problems: Problems) -> TableDef | None:
+    """One table; ``dimensions``: the names the spec declares (a dimension whose hierarchy is wrong is
+    reported there, not again for every table over it)."""
     where = f"published.{name}"
     raw = as_mapping(raw, where)
     known = {"dimensions", "value", "freq", "holding", "weight", "request", "rules", "dominance_tie"}
@@ -227,13 +229,23 @@ def _table(name: str, raw, dimensions: Mapping[str, DimensionSpec], problems: Pr
         problems.attempt(expect, False, f"{where}.request", "a magnitude table (value:) for the request rule")
     tie = raw.get("dominance_tie", "strict")
     problems.attempt(expect, tie in TIES, f"{where}.dominance_tie", f"one of {list(TIES)}, got {tie!r}")
+    rules = raw.get("rules")
     try:
-        rules = _checked_rules(raw.get("rules"))
+        checked_rules(rules)
     except SDCInputError as error:
         text = str(error)
-        at = f"{where}.{text.split(':')[0]}" if text.startswith("rules[") else f"{where}.rules"
-        raise SpecError(f"{where}.{text}", key=at.split(" ")[0]) from None
-    return TableDef(name, tuple(dims), tuple(rules), dominance_tie=tie, **columns)
+        at = f"{where}.{text.split(':')[0].split(' ')[0]}" if text.startswith("rules[") else f"{where}.rules"
+        raise SpecError(f"{where}.{text}", key=at) from None
+    rules = [rules] if isinstance(rules, Mapping) else rules
+    return TableDef(name, tuple(dims), tuple(dict(r) for r in rules), dominance_tie=tie, **columns)
+
+
+def checked_rules(rules) -> None:
+    """Raise :class:`SDCInputError` (naming ``rules[i]`` and the parameter) unless ``rules`` are
+    rules :func:`sdc_dagster.tables.primary_suppression` takes: they are applied to a one-cell table
+    of one contributor, so that the function that applies them is the one that validates them."""
+    probe = pd.DataFrame({"cell": ["a"], "value": [1.0], "request": [False]})
+    primary_suppression(tabulate(probe, {"cell": None}, value="value", request="request"), rules)
 
 
 def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> TableSetSpec:
@@ -266,7 +278,7 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
     for table_name, entry in published_raw.items():
         if not _name(problems, table_name, f"published.{table_name}", "plan name"):
             continue
-        table = problems.collect(_table, str(table_name), entry, dimensions, problems)
+        table = problems.collect(_table, str(table_name), entry, [str(d) for d in dims_raw], problems)
         if table is not None:
             published[str(table_name)] = table
     protection = problems.attempt(as_mapping, raw.get("protection") or {}, "protection") or {}
