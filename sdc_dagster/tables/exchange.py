@@ -19,8 +19,8 @@
   The metadata and the data are read by :mod:`sdc_dagster.datafiles.argus` (one reader of the
   Argus formats).
 * :func:`read_aggregated`: aggregated input (inner cells with a count or a sum) from a CSV written
-  with ``;`` or ``,``, through the project's one CSV reader (:func:`sdc_dagster.datafiles.dialect.read_csv`:
-  separator, decimal mark and encoding detected).
+  with ``;`` or ``,`` (or a workbook), through the project's one reading path
+  (:func:`sdc_dagster.spec.reading.read_with_metadata`: separator, decimal mark and encoding detected).
 
 A frequency table exchanged with tau-Argus carries its count as the one numeric column, as sdcTable
 writes it (``freq`` ``<NUMERIC>``, no ``<FREQUENCY>``); a magnitude table its value (``<NUMERIC>``)
@@ -38,10 +38,10 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.datafiles.argus import read_argus, read_rda, resolve_beside
-from sdc_dagster.datafiles.dialect import read_csv
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.files import pin_timestamp, write_atomic
 from sdc_dagster.names import check_name, inside
+from sdc_dagster.spec.reading import read_with_metadata
 from sdc_dagster.tables.audit import stacked_mask
 from sdc_dagster.tables.hierarchy_files import LEADSTRING, read_hrc, write_hrc
 from sdc_dagster.tables.model import TOTAL, Table, joint_model
@@ -213,7 +213,9 @@ def write_tau_argus(table: Table, directory, name: str, *, suppressed=None) -> d
     for column, keyword, values in numbers:
         texts = _number_text(values)
         columns[column] = texts
-        rda += [column, f"  {keyword}", f"  <DECIMALS> {_decimals(texts)}"]
+        rda += [column, f"  {keyword}"]
+        if keyword != "<FREQUENCY>":  # a count has none (rtauargus writes <DECIMALS> for the others)
+            rda.append(f"  <DECIMALS> {_decimals(texts)}")
     if hidden is not None:
         columns["status"] = np.where(hidden[table.inner_rows], TAB_STATUS["unsafe"], TAB_STATUS["safe"]).tolist()
         rda += ["status", "  <STATUS>"]
@@ -294,13 +296,11 @@ def read_tau_argus(rda_path, *, tab_path=None) -> tuple[pd.DataFrame, dict[str, 
 
 
 def read_aggregated(path, *, options: Mapping | None = None) -> pd.DataFrame:
-    """Aggregated input (inner cells with their counts or sums, one row a cell) from a CSV file
-    written with ``;`` or ``,``, read by the project's CSV reader
-    (:func:`sdc_dagster.datafiles.dialect.read_csv`): separator, decimal mark, header and encoding
-    detected unless ``options`` (``sep``, ``decimal``, ``encoding``, ``header``) gives them.
-    The frame is :func:`~sdc_dagster.tables.model.tabulate`'s ``data`` with ``freq=``/``value=``."""
-    path = Path(path)
-    if not path.is_file():
-        raise SDCInputError(f"{path}: no such file of aggregated input")
-    data, _ = read_csv(path, options)
-    return data
+    """Aggregated input (inner cells with their counts or sums, one row a cell): the records of a
+    CSV file written with ``;`` or ``,`` (or of a workbook, a Parquet, SPSS or Stata file), read by
+    the project's one reading path (:func:`sdc_dagster.spec.reading.read_with_metadata`): a CSV's
+    separator, decimal mark, header and encoding are detected unless ``options`` (``sep``,
+    ``decimal``, ``encoding``, ``header``; a workbook's ``sheet``) gives them. The frame is
+    :func:`~sdc_dagster.tables.model.tabulate`'s ``data`` with ``freq=``/``value=``.
+    Raises :class:`SDCInputError` naming the file (missing, empty, of an unknown format)."""
+    return read_with_metadata(Path(path), options=options).data

@@ -124,9 +124,11 @@ def hierarchy_from_codes(codes: Sequence, levels: Sequence[int] = (1, 2, 4), *, 
     nodes = pd.unique(pd.concat([text[length >= n].str[:n] for n in lengths], ignore_index=True))
     nodes = pd.Series(sorted(nodes), dtype=object)
     size = nodes.str.len()
-    parent_length = size.map(dict(zip(lengths[1:], lengths[:-1])))
-    parents = [total if pd.isna(n) else code[: int(n)] for code, n in zip(nodes, parent_length)]
-    hierarchy = pd.DataFrame({"parent": parents, "child": nodes.to_list()}, dtype=object)
+    parents = pd.Series(str(total), index=nodes.index, dtype=object)
+    for shorter, longer in zip(lengths, lengths[1:]):
+        below = size == longer
+        parents[below] = nodes[below].str[:shorter]
+    hierarchy = pd.DataFrame({"parent": parents.to_list(), "child": nodes.to_list()}, dtype=object)
     hierarchical_dimension("codes", hierarchy)
     return hierarchy
 

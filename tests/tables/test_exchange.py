@@ -311,7 +311,8 @@ def test_tau_argus_round_trip_rebuilds_the_table(tmp_path, table, data):
     again = tables.tabulate(cells, dimensions, freq=names["freq"], value=names["value"])
     assert again.magnitude == table.magnitude
     assert again.cells.equals(table.cells)
-    inner_hidden = tables.published_table(table, suppressed)["status"].to_numpy()[table.inner_rows] == "X"
+    # an inner cell is suppressed when its row or a row of the same cell (a parent with one child) is
+    inner_hidden = np.isin(table.cell[table.inner_rows], table.cell[suppressed.to_numpy()])
     assert (cells["status"].to_numpy() == np.where(inner_hidden, "U", "S")).all()
 
 
@@ -384,5 +385,10 @@ def test_read_aggregated_semicolon_and_decimal_comma(tmp_path):
     dims = {"age": None, "geo": None, "year": None}
     assert tables.tabulate(data, dims, freq="freq", value="turnover").cells.equals(
         tables.tabulate(c1, dims, freq="freq", value="turnover").cells)
-    with pytest.raises(SDCInputError, match=r"no such file of aggregated input"):
+    with pytest.raises(SDCInputError, match=r"none.csv: no such file"):
         tables.read_aggregated(tmp_path / "none.csv")
+    # a workbook of aggregated input (the office's own layout: a title row above the table)
+    with pd.ExcelWriter(tmp_path / "c1.xlsx", engine="openpyxl") as writer:
+        pd.DataFrame([["Counts by age, geo and year"]]).to_excel(writer, index=False, header=False)
+        c1.to_excel(writer, index=False, startrow=2)
+    assert tables.read_aggregated(tmp_path / "c1.xlsx").equals(c1)
