@@ -14,13 +14,13 @@ user's manual §5.2) and the Argus sources (``muargus/io/MetaReader.java``) defi
   ``<WEIGHT>``, ``<HOUSE_ID>`` (``<HHID>``), ``<HOUSEHOLD>``, ``<RECORDKEY>``, ``<HIERARCHICAL>``,
   ``<HIERCODELIST> "file.hrc"``, ``<HIERLEADSTRING> "@"``, ``<MISSING> codes``; the others
   (``<SUPPRESSWEIGHT>``, ``<TRUNCABLE>``, tau-Argus's cell-key settings ...) are read and ignored.
-* Tabular data (tau-Argus manual 4.2 §5.3, "metadata for tabular input"; sdcTable's
+* Tabular data (the tau-Argus manual's metadata of tabular input; sdcTable's
   ``createArgusInput(typ = "tabular")``): ``<SAFE>``, ``<UNSAFE>``, ``<PROTECT>`` before the first
   variable give the status letters of the ``.tab`` file; a variable may be declared by its name
   alone in free format; ``<TOTCODE> "Total"`` names a dimension's total; ``<FREQUENCY>``,
   ``<MAXSCORE>`` (a top contribution), ``<STATUS>``, ``<LOWERPL>``/``<UPPERPL>`` mark the columns;
   a line may carry several keywords (``<NUMERIC> <LOWERPL>``).
-* A hierarchical code list (``.hrc``, tau-Argus manual §4.4.2; :func:`hrc_entries`): one code a line,
+* A hierarchical code list (``.hrc``, the Argus manuals' "hierarchical codelist"; :func:`hrc_entries`): one code a line,
   preceded by the lead string once per level below the top (the total is not listed), each code
   followed by its children.
 * A code list (``.cdl``) holds ``code,label`` lines; codes are compared with their blanks trimmed.
@@ -322,8 +322,8 @@ def read_argus(data_path: Path, rda_path: Path, *, text_columns: Sequence[str] =
 
 
 def hrc_entries(text: str, *, source: str, leadstring: str = "@") -> list[tuple[int, str, int]]:
-    """The codes of an Argus hierarchical code list (``.hrc``, tau-Argus manual 4.2 §4.4.2, mu-Argus
-    manual 5.1 §4.2): ``(depth, code, line)`` in file order, depth 0 for the codes right below the
+    """The codes of an Argus hierarchical code list (``.hrc``, tau-Argus and mu-Argus manuals,
+    "hierarchical codelist"): ``(depth, code, line)`` in file order, depth 0 for the codes right below the
     total (which the file does not list), the lead string (``<HIERLEADSTRING>``, default ``@``)
     repeated once per level below that; a code is followed by its children. Codes may be padded with
     blanks (sdcTable pads them to the variable's width); blank lines are skipped.

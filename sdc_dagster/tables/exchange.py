@@ -6,8 +6,8 @@
   where an audit is given, the interval an intruder derives for each suppressed cell;
   :func:`write_published` writes it as CSV (``,`` or ``;``) or as an Excel workbook, byte for byte
   reproducible (:func:`sdc_dagster.files.pin_timestamp`).
-* :func:`write_tau_argus`, :func:`read_tau_argus`: tau-Argus's tabular input (tau-Argus manual 4.2
-  §5.3 "tabular data" and §4.4 "metadata"; the files sdcTable's ``createArgusInput(typ = "tabular")``
+* :func:`write_tau_argus`, :func:`read_tau_argus`: tau-Argus's tabular input (the tau-Argus manual's
+  tabular data file and its metadata; the files sdcTable's ``createArgusInput(typ = "tabular")``
   and rtauargus's ``tab_rda`` write): a ``.tab`` file of one line per inner cell (its codes, then
   its value, frequency, largest contributions and status, separated by ``,``), its ``.rda``
   metadata (``<SEPARATOR>``, the status letters ``<SAFE>``/``<UNSAFE>``/``<PROTECT>``, per dimension
@@ -15,7 +15,8 @@
   ``<HIERLEADSTRING>``; ``<NUMERIC>`` the value, ``<FREQUENCY>`` the count, ``<MAXSCORE>`` the top
   contributions, ``<STATUS>``), one ``.hrc`` per hierarchical dimension
   (:mod:`sdc_dagster.tables.hierarchy_files`) and, for a suppression pattern, an a priori file
-  (``.hst``, tau-Argus manual §4.5.3: a suppressed cell's codes then ``u``, as rtauargus writes it).
+  (``.hst``, the tau-Argus manual's "a priori information": a suppressed cell's codes then ``u``, as
+  rtauargus's ``tab_rda`` writes it).
   The metadata and the data are read by :mod:`sdc_dagster.datafiles.argus` (one reader of the
   Argus formats).
 * :func:`read_aggregated`: aggregated input (inner cells with a count or a sum) from a CSV written
@@ -26,6 +27,14 @@ A frequency table exchanged with tau-Argus carries its count as the one numeric 
 writes it (``freq`` ``<NUMERIC>``, no ``<FREQUENCY>``); a magnitude table its value (``<NUMERIC>``)
 and its count (``<FREQUENCY>``). :func:`read_tau_argus` reads a table as frequency table when no
 column is ``<FREQUENCY>``.
+
+References
+----------
+Hundepool, A. et al. (2014), *tau-Argus manual* 4.1, Statistics Netherlands (tabular input, metadata
+``.rda``, hierarchical code lists, a priori files, cell status). sdcTable (Meindl, B.),
+``createArgusInput`` (``R/tauBatch_helpers.R``: ``create_tabdata_and_metadata``). rtauargus (Insee),
+``tab_rda``. Hundepool, A. et al. (2012), *Statistical Disclosure Control*, Wiley, chapter 4 (publishing
+a protected table: the suppressed cells, their status, the intruder's intervals).
 """
 
 from __future__ import annotations
@@ -48,9 +57,9 @@ from sdc_dagster.tables.model import TOTAL, Table, joint_model
 from sdc_dagster.tables.primary import contributor_statistics
 from sdc_dagster.validation import check_option
 
-#: The status column of :func:`published_table`: tau-Argus's cell status letters (tau-Argus manual
-#: 4.2 §4.2.4 "the status of the cells"; the ``<SAFE>``/``<UNSAFE>`` letters of its tabular input),
-#: with "X" for a suppressed cell when the primaries are not given.
+#: The status column of :func:`published_table`: tau-Argus's cell status letters (S safe, U unsafe,
+#: M secondary, Z empty, as tau-Argus's table output and piargus, Statistics Netherlands' Python
+#: interface to it, name them), with "X" for a suppressed cell when the primaries are not given.
 STATUS_LEGEND = {
     "S": "safe: published",
     "U": "primary unsafe: suppressed by a primary (sensitivity) rule",
@@ -88,7 +97,7 @@ def published_table(table: Table, suppressed, *, primary=None, intervals: pd.Dat
     * ``Z`` empty: published with no contribution (frequency 0);
     * ``X`` suppressed, when ``primary`` is not given;
 
-    the letters of tau-Argus (manual 4.2 §4.2.4; :data:`STATUS_LEGEND`). With ``intervals`` (the
+    the letters of tau-Argus (:data:`STATUS_LEGEND`). With ``intervals`` (the
     audit, :func:`sdc_dagster.tables.audit.audit`), ``lo`` and ``up``: the interval an intruder
     derives for each suppressed cell, blank where published.
 

@@ -1,8 +1,8 @@
 """A table dimension's hierarchy (parent/child pairs, its root the total, as
 :func:`~sdc_dagster.tables.model.tabulate` takes it) from the files and codes offices keep.
 
-* :func:`read_hrc`, :func:`write_hrc`: tau-Argus's hierarchical code list (``.hrc``; tau-Argus manual
-  4.2 §4.4.2 "hierarchical codelist", Statistics Netherlands; the files sdcTable's
+* :func:`read_hrc`, :func:`write_hrc`: tau-Argus's hierarchical code list (``.hrc``; the tau-Argus
+  manual's "hierarchical codelist", Statistics Netherlands; the files sdcTable's
   ``createArgusInput`` and rtauargus's ``write_hrc2`` write): one code a line, the lead string
   (``<HIERLEADSTRING>``, default ``@``) repeated once per level below the top, each code followed
   by its children; the total is not listed (the ``.rda`` names it, ``<TOTCODE>``). The lines are
@@ -16,6 +16,12 @@
 
 Every hierarchy returned is checked as the table model checks it
 (:func:`~sdc_dagster.tables.model.hierarchical_dimension`: one root, one parent per code, no cycle).
+
+References
+----------
+Hundepool, A. et al. (2014), *tau-Argus manual* 4.1, Statistics Netherlands (hierarchical code lists,
+``<HIERLEADSTRING>``, ``<TOTCODE>``). International Labour Office (2012), *ISCO-08*, Vol. 1,
+structure; Eurostat (2008), *NACE Rev. 2*, structure; Eurostat (2020), *NUTS*, code structure.
 """
 
 from __future__ import annotations
@@ -37,9 +43,11 @@ LEADSTRING = "@"
 
 def _hrc_source(path_or_text) -> tuple[str, str]:
     """(text, name used in messages): a :class:`~pathlib.Path`, or a ``str`` without a line break
-    that names an existing file, is read (UTF-8, else Windows-1252); any other ``str`` is the text."""
-    if isinstance(path_or_text, Path) or (isinstance(path_or_text, str) and "\n" not in path_or_text
-                                          and "\r" not in path_or_text and Path(path_or_text).is_file()):
+    that names an existing file or ends in ``.hrc``, is read (UTF-8, else Windows-1252); any other
+    ``str`` is the text."""
+    one_line = isinstance(path_or_text, str) and "\n" not in path_or_text and "\r" not in path_or_text
+    if isinstance(path_or_text, Path) or (one_line and (Path(path_or_text).is_file()
+                                                        or path_or_text.lower().endswith(".hrc"))):
         path = Path(path_or_text)
         if not path.is_file():
             raise SDCInputError(f"{path}: no such .hrc file")

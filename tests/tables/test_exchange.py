@@ -46,6 +46,10 @@ def test_read_hrc_text_padded_codes_and_own_total_and_leadstring():
     assert tables.read_hrc(text, total="EU").equals(
         _frame([("EU", "A"), ("A", "A1"), ("A1", "A11"), ("A", "A2"), ("EU", "B")]))
     assert tables.read_hrc("x\n**y\n", leadstring="**").equals(_frame([("Total", "x"), ("x", "y")]))
+    # a one-line text is a code; a name ending in .hrc is a file, which must exist
+    assert tables.read_hrc("A").equals(_frame([("Total", "A")]))
+    with pytest.raises(SDCInputError, match=r"missing.hrc: no such .hrc file"):
+        tables.read_hrc("missing.hrc")
 
 
 @pytest.mark.parametrize("text, message", [
