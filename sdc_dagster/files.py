@@ -7,13 +7,19 @@ Windows): a reader sees the old file or the new one, never a cut one. On any fai
 a permission error, the writer raising) the temporary file is removed and the error propagates.
 A process killed between the write and the rename leaves its temporary file;
 :func:`sweep_temporary_files` removes those whose process is gone.
+
+Released files are byte for byte reproducible (their SHA-256 digests are in the release manifest and
+``sdc audit`` compares them): :func:`pin_timestamp` sets the write-time stamps the file formats carry
+to a fixed time.
 """
 
 from __future__ import annotations
 
 import errno
+import io
 import os
 import re
+import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -123,3 +129,52 @@ def storage_problem(error) -> str | None:
             return f"{os.environ.get('DAGSTER_HOME', 'the Dagster instance')}: the disk is full or failing ({text.splitlines()[0]})"
         error = (error.__cause__ or error.__context__) if raised else (error.cause or error.context)
     return without_path
+
+
+# write-time stamps of the released formats: (pattern, fixed value, bytes of the header searched);
+# readstat's (SPSS, Stata, SAS transport) in the file header
+_TIMESTAMPS = {
+    "spss": (re.compile(rb"\d\d [A-Z][a-z]{2} \d\d\d\d:\d\d:\d\d"), b"01 Jan 7000:00:00", 128),
+    "stata": (re.compile(rb"<timestamp>\x11\d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d</timestamp>"),
+              b"<timestamp>\x1101 Jan 1970 00:00</timestamp>", 1024),
+    "xport": (re.compile(rb"\d\d[A-Z]{3}\d\d:\d\d:\d\d:\d\d"), b"01JAN70:00:00:00", 640),
+}
+# an Office Open XML workbook: the document properties' creation and modification times (ECMA-376
+# Part 2 §11, ``docProps/core.xml``, W3CDTF dates) and the ZIP entries' modification times
+_XLSX_CORE = "docProps/core.xml"
+_XLSX_DATES = re.compile(rb"(<dcterms:(?:created|modified)[^>]*>)[^<]*(</dcterms:(?:created|modified)>)")
+_XLSX_FIXED = rb"\g<1>1970-01-01T00:00:00Z\g<2>"
+_ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a ZIP entry can hold
+
+
+def pin_timestamp(data: bytes, fmt: str) -> bytes:
+    """``data`` (a file of format ``fmt``) with its write-time stamps set to a fixed time (module
+    docstring): readstat's stamp in an SPSS, Stata or SAS transport header to 1970-01-01 00:00; an
+    ``xlsx`` workbook's creation and modification times to 1970-01-01T00:00:00Z and its ZIP entries
+    to 1980-01-01 00:00 (entries kept in their order, each compressed as it was). RuntimeError when
+    the stamp is not where the writer puts it (the file would not be reproducible)."""
+    if fmt == "xlsx":
+        return _pin_xlsx(data)
+    pattern, fixed, header = _TIMESTAMPS[fmt]
+    pinned, found = pattern.subn(fixed, data[:header])
+    if not found:
+        raise RuntimeError(f"no write timestamp in the {fmt} header where readstat puts it: the release "
+                           "would not be reproducible (has pyreadstat changed its file layout?)")
+    return pinned + data[header:]
+
+
+def _pin_xlsx(data: bytes) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
+        names = source.namelist()
+        if _XLSX_CORE not in names:
+            raise RuntimeError(f"no {_XLSX_CORE} in the workbook: its write time cannot be pinned")
+        for info in source.infolist():
+            content = source.read(info.filename)
+            if info.filename == _XLSX_CORE:
+                content = _XLSX_DATES.sub(_XLSX_FIXED, content)
+            pinned = zipfile.ZipInfo(info.filename, date_time=_ZIP_EPOCH)
+            pinned.compress_type = info.compress_type
+            pinned.external_attr = info.external_attr
+            target.writestr(pinned, content)
+    return out.getvalue()

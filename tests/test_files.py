@@ -84,3 +84,32 @@ def test_storage_problems_of_a_failed_step_serialised_by_another_process():
     assert storage_problem(serialised("wrapper", context=serialised("PermissionError: [Errno 13] denied"))) == \
         "the data home: permission denied"
     assert storage_problem(serialised("ValueError: [Errno 2] No such file or directory: 'x'")) is None
+
+
+def test_pin_timestamp_fixes_a_workbooks_write_times_and_refuses_a_zip_without_them():
+    import io
+    import zipfile
+
+    from sdc_dagster.files import pin_timestamp
+
+    def workbook(stamp: str, when: tuple) -> bytes:
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr(zipfile.ZipInfo("[Content_Types].xml", date_time=when), "<Types/>")
+            archive.writestr(zipfile.ZipInfo("docProps/core.xml", date_time=when),
+                             f'<cp:coreProperties><dcterms:created xsi:type="dcterms:W3CDTF">{stamp}</dcterms:created>'
+                             f'<dcterms:modified xsi:type="dcterms:W3CDTF">{stamp}</dcterms:modified></cp:coreProperties>')
+        return buffer.getvalue()
+
+    first = pin_timestamp(workbook("2026-11-27T20:59:01Z", (2026, 11, 27, 20, 59, 2)), "xlsx")
+    second = pin_timestamp(workbook("2031-01-02T03:04:05Z", (2031, 1, 2, 3, 4, 6)), "xlsx")
+    assert first == second
+    with zipfile.ZipFile(io.BytesIO(first)) as archive:
+        assert archive.namelist() == ["[Content_Types].xml", "docProps/core.xml"]
+        assert archive.getinfo("docProps/core.xml").date_time == (1980, 1, 1, 0, 0, 0)
+        assert archive.read("docProps/core.xml").count(b">1970-01-01T00:00:00Z<") == 2
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("xl/workbook.xml", "<workbook/>")
+    with pytest.raises(RuntimeError, match=r"no docProps/core.xml in the workbook"):
+        pin_timestamp(buffer.getvalue(), "xlsx")

@@ -14,6 +14,15 @@ user's manual §5.2) and the Argus sources (``muargus/io/MetaReader.java``) defi
   ``<WEIGHT>``, ``<HOUSE_ID>`` (``<HHID>``), ``<HOUSEHOLD>``, ``<RECORDKEY>``, ``<HIERARCHICAL>``,
   ``<HIERCODELIST> "file.hrc"``, ``<HIERLEADSTRING> "@"``, ``<MISSING> codes``; the others
   (``<SUPPRESSWEIGHT>``, ``<TRUNCABLE>``, tau-Argus's cell-key settings ...) are read and ignored.
+* Tabular data (the tau-Argus manual's metadata of tabular input; sdcTable's
+  ``createArgusInput(typ = "tabular")``): ``<SAFE>``, ``<UNSAFE>``, ``<PROTECT>`` before the first
+  variable give the status letters of the ``.tab`` file; a variable may be declared by its name
+  alone in free format; ``<TOTCODE> "Total"`` names a dimension's total; ``<FREQUENCY>``,
+  ``<MAXSCORE>`` (a top contribution), ``<STATUS>``, ``<LOWERPL>``/``<UPPERPL>`` mark the columns;
+  a line may carry several keywords (``<NUMERIC> <LOWERPL>``).
+* A hierarchical code list (``.hrc``, the Argus manuals' "hierarchical codelist"; :func:`hrc_entries`): one code a line,
+  preceded by the lead string once per level below the top (the total is not listed), each code
+  followed by its children.
 * A code list (``.cdl``) holds ``code,label`` lines; codes are compared with their blanks trimmed.
   Its path, like a hierarchy's, is relative to the ``.rda``'s folder (and found whatever the case of
   its letters, since the Argus tools run on Windows: ``Demofree.rda`` names ``regio.cdl`` for
@@ -32,6 +41,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,7 +56,11 @@ ROLE_OF_KEYWORD = {"<RECORDKEY>": "record_id", "<WEIGHT>": "weight", "<HOUSE_ID>
 #: The mu-Argus identification levels that make a categorical key.
 KEY_LEVELS = (1, 2)
 _FLAGS = {"<RECODABLE>": "recodable", "<RECODEABLE>": "recodable", "<NUMERIC>": "numeric",
-          "<HIERARCHICAL>": "hierarchical", "<HOUSEHOLD>": "household", **{k: k for k in ROLE_OF_KEYWORD}}
+          "<HIERARCHICAL>": "hierarchical", "<HOUSEHOLD>": "household", "<FREQUENCY>": "frequency",
+          "<MAXSCORE>": "maxscore", "<STATUS>": "status", "<LOWERPL>": "lowerpl", "<UPPERPL>": "upperpl",
+          **{k: k for k in ROLE_OF_KEYWORD}}
+#: The status letters of a tau-Argus ``.tab`` file declared before the first variable (keyword -> role).
+STATUS_KEYWORDS = {"<SAFE>": "safe", "<UNSAFE>": "unsafe", "<PROTECT>": "protect"}
 
 
 @dataclass
@@ -56,24 +70,28 @@ class ArgusVariable:
     name: str
     line: int
     start: int | None
-    length: int
+    length: int | None  # None: a free-format variable declared by its name alone (tabular metadata)
     missing: list[str] = field(default_factory=list)
     flags: set[str] = field(default_factory=set)
     codelist: str | None = None
     hierarchy: str | None = None
     idlevel: int | None = None
+    totcode: str | None = None
+    leadstring: str | None = None
     keyword_lines: dict[str, int] = field(default_factory=dict)  # keyword -> its line in the .rda
 
 
 @dataclass(frozen=True)
 class ArgusMetadata:
     """An ``.rda`` file: the separator of free-format data (None: fixed width), whether the names are
-    in the data's first line, and the variables in file order."""
+    in the data's first line, the variables in file order and the status letters of tabular data
+    (``{"safe": "S", ...}`` as declared by ``<SAFE>``, ``<UNSAFE>``, ``<PROTECT>``)."""
 
     path: Path
     separator: str | None
     names_in_front: bool
     variables: tuple[ArgusVariable, ...]
+    status_codes: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -115,7 +133,7 @@ def read_rda(path: Path) -> ArgusMetadata:
         raise SDCInputError(f"{path.name}: is an R workspace (saved by R's save()), not Argus metadata; "
                             "export the data frame from R as CSV, SPSS or Stata")
     text = raw.decode("utf-8") if _utf8(raw) else raw.decode("cp1252", errors="replace")
-    separator, names_in_front, variables = None, False, []
+    separator, names_in_front, variables, status_codes = None, False, [], {}
     current: ArgusVariable | None = None
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -128,6 +146,10 @@ def read_rda(path: Path) -> ArgusMetadata:
                                tokens[2:])
             else:
                 start, rest = None, tokens[1:]
+            if separator is not None and not rest:  # free format: the name alone (tabular metadata)
+                current = ArgusVariable(tokens[0], number, None, None)
+                variables.append(current)
+                continue
             length = _integer(path, number, rest[0] if rest else "", f"the length of {tokens[0]}")
             current = ArgusVariable(tokens[0], number, start, length, missing=[m for m in rest[1:3] if m.strip()])
             variables.append(current)
@@ -142,11 +164,21 @@ def read_rda(path: Path) -> ArgusMetadata:
                 separator = value
             elif keyword == "<NAMESINFRONT>":
                 names_in_front = True
+            elif keyword in STATUS_KEYWORDS:
+                if not value:
+                    raise SDCInputError(f'{path.name}:{number}: {keyword} needs its status letter, e.g. {keyword} "S"')
+                status_codes[STATUS_KEYWORDS[keyword]] = value
             elif keyword == "<SPSS>":
                 raise SDCInputError(f"{path.name}: describes an SPSS file (<SPSS>); read the .sav file itself")
             continue
         if keyword in _FLAGS:
             current.flags.add(_FLAGS[keyword])
+            # further keywords on the line (sdcTable writes "<NUMERIC> <LOWERPL>")
+            current.flags.update(_FLAGS[t.upper()] for t in tokens[1:] if t.upper() in _FLAGS)
+        elif keyword == "<TOTCODE>":
+            current.totcode = value
+        elif keyword == "<HIERLEADSTRING>":
+            current.leadstring = value
         elif keyword == "<CODELIST>":
             current.codelist = value
         elif keyword == "<HIERCODELIST>":
@@ -162,7 +194,7 @@ def read_rda(path: Path) -> ArgusMetadata:
     doubled = sorted({n for n in names if names.count(n) > 1})
     if doubled:
         raise SDCInputError(f"{path.name}: variables declared twice: {doubled}")
-    return ArgusMetadata(path, separator, names_in_front, tuple(variables))
+    return ArgusMetadata(path, separator, names_in_front, tuple(variables), status_codes)
 
 
 def _utf8(raw: bytes) -> bool:
@@ -225,9 +257,10 @@ def _code(value: str, numeric: bool):
     return value
 
 
-def read_argus(data_path: Path, rda_path: Path) -> ArgusFile:
+def read_argus(data_path: Path, rda_path: Path, *, text_columns: Sequence[str] = ()) -> ArgusFile:
     """The records of ``data_path`` as ``rda_path`` describes them, with the metadata's labels,
-    missing codes, measures, roles and hierarchy files (see the module docstring)."""
+    missing codes, measures, roles and hierarchy files (see the module docstring). ``text_columns``
+    stay text as written (codes matched against an ``.hrc``: ``01`` is not the number 1)."""
     data_path, rda_path = Path(data_path), Path(rda_path)
     meta = read_rda(rda_path)
     encoding, _ = detect_encoding(data_path, expected=f"text data as {rda_path.name} describes them")
@@ -252,7 +285,11 @@ def read_argus(data_path: Path, rda_path: Path) -> ArgusFile:
         raise SDCInputError(f"{data_path.name}: the file is empty (read with {rda_path.name})") from exc
     except (ValueError, pd.errors.ParserError) as exc:
         raise SDCInputError(f"{data_path.name}: cannot be read as {rda_path.name} describes it ({exc})") from exc
-    data = _typed(text)
+    kept = [c for c in text_columns if c in text.columns]
+    data = _typed(text.drop(columns=kept))
+    for column in kept:
+        data[column] = text[column].str.strip()
+    data = data[list(text.columns)]
     folder = rda_path.parent
     value_labels, user_missing, measures, roles, hierarchies = {}, {}, {}, {}, {}
     for v in meta.variables:
@@ -282,3 +319,55 @@ def read_argus(data_path: Path, rda_path: Path) -> ArgusFile:
             hierarchies[v.name] = str(found.resolve())
     notes = (f"Argus data described by {rda_path.name} ({shown})",)
     return ArgusFile(data, value_labels, user_missing, measures, roles, hierarchies, notes)
+
+
+def hrc_entries(text: str, *, source: str, leadstring: str = "@") -> list[tuple[int, str, int]]:
+    """The codes of an Argus hierarchical code list (``.hrc``, tau-Argus and mu-Argus manuals,
+    "hierarchical codelist"): ``(depth, code, line)`` in file order, depth 0 for the codes right below the
+    total (which the file does not list), the lead string (``<HIERLEADSTRING>``, default ``@``)
+    repeated once per level below that; a code is followed by its children. Codes may be padded with
+    blanks (sdcTable pads them to the variable's width); blank lines are skipped.
+
+    Raises :class:`SDCInputError` naming ``source`` and the line: an empty lead string, a lead string
+    without a code, a code more than one level below the code before it (the first code must be at
+    depth 0), a code listed twice, no code at all.
+    """
+    if not leadstring:
+        raise SDCInputError(f"{source}: the lead string of an .hrc file cannot be empty")
+    pattern = re.compile(f"^((?:{re.escape(leadstring)})*)(.*)$")
+    codes: list[tuple[int, str, int]] = []
+    first: dict[str, int] = {}
+    for line, row in enumerate(text.splitlines(), 1):
+        if not row.strip():
+            continue
+        lead, code = pattern.match(row).groups()
+        depth, code = len(lead) // len(leadstring), code.strip()
+        if not code:
+            raise SDCInputError(f"{source} line {line}: no code after the lead string {leadstring!r}")
+        previous = codes[-1][0] if codes else -1
+        if depth > previous + 1:
+            raise SDCInputError(f"{source} line {line}: {code!r} is at depth {depth} but follows a code at depth "
+                                f"{max(previous, 0)}" + ("" if codes else " (the first code must be at depth 0)")
+                                + f"; a code's children follow it, one {leadstring!r} deeper")
+        if code in first:
+            raise SDCInputError(f"{source} line {line}: code {code!r} is listed again (first on line {first[code]}); "
+                                "each code must have one place in the hierarchy")
+        first[code] = line
+        codes.append((depth, code, line))
+    if not codes:
+        raise SDCInputError(f"{source}: the hierarchy file is empty")
+    return codes
+
+
+def read_text_file(path: Path, *, what: str) -> str:
+    """The text of an Argus file (``.hrc``, ``.cdl``): UTF-8 (with or without a byte order mark),
+    else Windows-1252, the encoding of the Argus tools on Windows; SDCInputError naming the file
+    when it cannot be read."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise SDCInputError(f"{path}: cannot read the {what} ({exc.strerror})") from exc
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return raw.decode("cp1252")

@@ -38,7 +38,6 @@ builds), so a release recomputed by ``sdc audit`` is byte-identical to the store
 
 from __future__ import annotations
 
-import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.files import pin_timestamp
 from sdc_dagster.protect.plan import step_seed
 from sdc_dagster.releases.categories import ReleasedCoding, released_coding
 from sdc_dagster.releases.digests import parquet_bytes
@@ -197,7 +197,7 @@ def encode(frame: pd.DataFrame, fmt: str, labels: FileContents | None = None, *,
         except (ValueError, TypeError, pyreadstat.ReadstatError, pyreadstat.PyreadstatError) as exc:
             raise SDCInputError(f"the released variant cannot be written as {fmt} ({exc}); "
                                 "choose other release.formats in the spec") from exc
-        return _pin_timestamp(path.read_bytes(), fmt)
+        return pin_timestamp(path.read_bytes(), fmt)
 
 
 def _label_options(frame: pd.DataFrame, fmt: str, labels: FileContents | None, value_labels: dict) -> dict:
@@ -231,22 +231,3 @@ def _label_options(frame: pd.DataFrame, fmt: str, labels: FileContents | None, v
             if c in columns and all(fits(c, v) for v in codes)
         }
     return options
-
-
-# readstat's write-time stamps: (format, pattern, fixed value, bytes of the header searched)
-_TIMESTAMPS = {
-    "spss": (re.compile(rb"\d\d [A-Z][a-z]{2} \d\d\d\d:\d\d:\d\d"), b"01 Jan 7000:00:00", 128),
-    "stata": (re.compile(rb"<timestamp>\x11\d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d</timestamp>"),
-              b"<timestamp>\x1101 Jan 1970 00:00</timestamp>", 1024),
-    "xport": (re.compile(rb"\d\d[A-Z]{3}\d\d:\d\d:\d\d:\d\d"), b"01JAN70:00:00:00", 640),
-}
-
-
-def _pin_timestamp(data: bytes, fmt: str) -> bytes:
-    """``data`` with readstat's write-time stamp set to 1970-01-01 00:00 (the header only)."""
-    pattern, fixed, header = _TIMESTAMPS[fmt]
-    pinned, found = pattern.subn(fixed, data[:header])
-    if not found:
-        raise RuntimeError(f"no write timestamp in the {fmt} header where readstat puts it: the release "
-                           "would not be reproducible (has pyreadstat changed its file layout?)")
-    return pinned + data[header:]

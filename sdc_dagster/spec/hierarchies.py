@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdc_dagster.datafiles.argus import read_codelist
+from sdc_dagster.datafiles.argus import hrc_entries, read_codelist, read_text_file
 from sdc_dagster.errors import SDCInputError
 
 #: The top of an ARX hierarchy: every value generalised to one.
@@ -239,14 +239,7 @@ def _from_columns(columns: list[list[str]], *, source: str, lines: list[int],
 
 def _read_text(path: Path) -> str:
     """The text of a hierarchy file: UTF-8 (with or without BOM), else Windows-1252 (Argus files)."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SDCInputError(f"{path}: cannot read the hierarchy file ({exc.strerror})") from exc
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return data.decode("cp1252")
+    return read_text_file(path, what="hierarchy file")
 
 
 def read_arx_hierarchy(path: str | Path, *, separator: str | None = None) -> Hierarchy:
@@ -305,31 +298,7 @@ def read_hrc(path: str | Path, *, leadstring: str = HRC_LEADSTRING, labels: Mapp
         (the first code not at depth 0), a lead string without a code, a code listed twice.
     """
     path = Path(path)
-    if not leadstring:
-        raise SDCInputError(f"{path.name}: the lead string of an .hrc file cannot be empty")
-    pattern = re.compile(f"^((?:{re.escape(leadstring)})*)(.*)$")
-    codes: list[tuple[int, str, int]] = []  # (depth, code, line)
-    for line, text in enumerate(_read_text(path).splitlines(), 1):
-        if not text.strip():
-            continue
-        lead, code = pattern.match(text).groups()
-        depth, code = len(lead) // len(leadstring), code.strip()
-        if not code:
-            raise SDCInputError(f"{path.name} line {line}: no code after the lead string {leadstring!r}")
-        previous = codes[-1][0] if codes else -1
-        if depth > previous + 1:
-            raise SDCInputError(f"{path.name} line {line}: {code!r} is at depth {depth} but follows a code at depth "
-                                f"{max(previous, 0)}" + ("" if codes else " (the first code must be at depth 0)")
-                                + f"; a code's children follow it, one {leadstring!r} deeper")
-        codes.append((depth, code, line))
-    if not codes:
-        raise SDCInputError(f"{path.name}: the hierarchy file is empty")
-    first: dict[str, int] = {}
-    for _, code, line in codes:
-        if code in first:
-            raise SDCInputError(f"{path.name} line {line}: code {code!r} is listed again (first on line {first[code]}); "
-                                "each code must have one place in the hierarchy")
-        first[code] = line
+    codes = hrc_entries(_read_text(path), source=path.name, leadstring=leadstring)
     leaves, ancestors, stack = [], [], []
     for i, (depth, code, line) in enumerate(codes):
         del stack[depth:]

@@ -4,10 +4,23 @@
   matrix to the published cells), linked tables (:func:`joint_model`);
 * :mod:`~sdc_dagster.tables.primary`: the sensitivity rules and protection levels;
 * :mod:`~sdc_dagster.tables.audit`: the intruder's intervals of a suppression pattern;
-* :mod:`~sdc_dagster.tables.secondary`: the optimal (ILP) and Gauss secondary suppression.
+* :mod:`~sdc_dagster.tables.secondary`: the optimal (ILP) and Gauss secondary suppression;
+* :mod:`~sdc_dagster.tables.hierarchy_files`: hierarchies from tau-Argus ``.hrc`` files, code
+  prefixes and nested columns;
+* :mod:`~sdc_dagster.tables.exchange`: the office's published layout (CSV, Excel), tau-Argus's
+  ``.tab``/``.rda``/``.hrc`` in and out, aggregated input from CSV.
 """
 
 from sdc_dagster.tables.audit import audit
+from sdc_dagster.tables.exchange import (
+    STATUS_LEGEND,
+    published_table,
+    read_aggregated,
+    read_tau_argus,
+    write_published,
+    write_tau_argus,
+)
+from sdc_dagster.tables.hierarchy_files import hierarchy_from_codes, hierarchy_from_columns, read_hrc, write_hrc
 from sdc_dagster.tables.model import TOTAL, Dimension, JointModel, Table, joint_model, tabulate
 from sdc_dagster.tables.primary import RULES, primary_suppression, protection_levels
 from sdc_dagster.tables.secondary import METHODS, secondary_suppression
@@ -15,14 +28,24 @@ from sdc_dagster.tables.secondary import METHODS, secondary_suppression
 __all__ = [
     "METHODS",
     "RULES",
+    "STATUS_LEGEND",
     "TOTAL",
     "Dimension",
     "JointModel",
     "Table",
     "audit",
+    "hierarchy_from_codes",
+    "hierarchy_from_columns",
     "joint_model",
     "primary_suppression",
     "protection_levels",
+    "published_table",
+    "read_aggregated",
+    "read_hrc",
+    "read_tau_argus",
     "secondary_suppression",
     "tabulate",
+    "write_hrc",
+    "write_published",
+    "write_tau_argus",
 ]
