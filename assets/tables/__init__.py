@@ -158,7 +158,7 @@ def build_table_assets(spec: TableSetSpec, survey: SurveySpec | None = None) -> 
         outcomes = table_checks(table_audit)
         source = tabulated.source
         release, report = release_tables(
-            home.releases, home.reports, context.run_id, spec, wave, table_audit, outcomes,
+            home.releases, home.reports, context.run_id, spec, wave, tabulated.tables, table_audit, outcomes,
             table_inputs(spec, source.snapshot, source.sha256, survey.spec_path if survey else None))
         withheld = release.manifest.get("withheld") or {}
         context.add_output_metadata({"folder": str(release.folder), "report": str(report),

@@ -243,8 +243,10 @@ def withheld_because(checks: dict[str, CheckOutcome]) -> dict[str, str]:
     return {name: f"{c.value} cells: {c.rule}" for name, c in checks.items() if c.blocking and not c.passed}
 
 
-def run_tables(spec: TableSetSpec, data: pd.DataFrame, *, source: str = "table input") -> dict[str, pd.DataFrame]:
-    """Every stage from the input to the audited tables (the chain of the assets, in one call)."""
+def run_tables(spec: TableSetSpec, data: pd.DataFrame, *,
+               source: str = "table input") -> tuple[dict[str, Table], dict[str, pd.DataFrame]]:
+    """Every stage from the input to the audited tables (the chain of the assets, in one call): the
+    tabulated tables and their audited cells."""
     tabulated = tabulate_tables(spec, table_input(spec, data, source=source))
     protected = protect_tables(spec, tabulated, primary_cells(spec, tabulated))
-    return audit_tables(spec, tabulated, protected)
+    return tabulated, audit_tables(spec, tabulated, protected)

@@ -1,8 +1,8 @@
 """The release of a table set (issue 36): its protected tables, a manifest, and the audit's replay.
 
 :func:`release_tables` writes ``<releases>/tables/<set>/<wave>/<run_id>/`` (``<wave>`` is ``file``
-for a business file): every protected table as ``<table>.csv`` (:func:`published_frame`: the
-dimensions, the published measure, empty where suppressed, and each cell's status), ``spec.yaml``
+for a business file): every protected table in the spec's release formats (:func:`table_files`:
+the office's layout with status flags as CSV or Excel, tau-Argus's files), ``spec.yaml``
 (the table spec text used) and ``manifest.json`` (last) recording every input with its SHA-256 (the
 data snapshot, the survey spec that read a wave, the hierarchy files), the spec's hash, the method,
 each table's rules and suppressions, the release checks and each file's SHA-256
@@ -20,21 +20,24 @@ comparison, which checks the recorded inputs' hashes first).
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
+import sdc_dagster.tables as tables
 from sdc_dagster.files import write_atomic
 from sdc_dagster.names import inside
 from sdc_dagster.pipeline.protection import CheckOutcome
 from sdc_dagster.pipeline.tables import run_tables, withheld_because
-from sdc_dagster.releases.digests import package_versions, sha256_bytes, spec_text_sha256, table_bytes
+from sdc_dagster.releases.digests import package_versions, sha256_bytes, spec_text_sha256
 from sdc_dagster.releases.manifest import MANIFEST, SPEC_COPY, WITHHELD, Release, manifest_bytes, read_manifest
 from sdc_dagster.releases.replay import Verification, verify_grid_release
 from sdc_dagster.report.tables import render_table_report
 from sdc_dagster.sources import file_sha256
 from sdc_dagster.spec.tables import TableSetSpec, parse_table_spec
+from sdc_dagster.tables.model import Table
 
 #: The folder of the table releases under the releases root.
 TABLES = "tables"
@@ -42,20 +45,26 @@ TABLES = "tables"
 FILE_WAVE = "file"
 
 
-def published_frame(cells: pd.DataFrame, dimensions: list[str]) -> pd.DataFrame:
-    """A protected table as released: the dimension columns, the published measure (``value`` of a
-    magnitude table, else ``freq``; empty where suppressed) and ``status`` (safe, primary, secondary)."""
-    measure = "value" if "value" in cells else "freq"
-    out = cells[dimensions].copy()
-    out[measure] = cells[measure].round(10).where(~cells["suppressed"])  # float sums without their last-bit noise
-    out["status"] = cells["status"]
-    return out
-
-
-def table_files(spec: TableSetSpec, audited: dict[str, pd.DataFrame]) -> dict[str, bytes]:
-    """The released files of a table set: ``<table>.csv`` -> its bytes (:func:`published_frame`)."""
-    return {f"{name}.csv": table_bytes(published_frame(cells, list(spec.published[name].dimensions)))
-            for name, cells in audited.items()}
+def table_files(spec: TableSetSpec, tabulated: dict[str, Table], audited: dict[str, pd.DataFrame]) -> dict[str, bytes]:
+    """The released files of a table set (file name -> bytes), in every format of ``release.formats``:
+    ``<table>.csv`` and ``<table>.xlsx``, the office's layout with tau-Argus's status letters
+    (:func:`sdc_dagster.tables.published_table`, :func:`sdc_dagster.tables.write_published`), and
+    ``tau_argus/<table>.tab`` with its ``.rda``, ``.hrc`` and ``.hst`` (:func:`sdc_dagster.tables.write_tau_argus`:
+    the suppressed cells as a priori unsafe, for a methodologist to continue in tau-Argus)."""
+    files = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        for name, cells in audited.items():
+            table = tabulated[name]
+            layout = tables.published_table(table, cells["suppressed"], primary=cells["primary"])
+            for fmt in ("csv", "xlsx"):
+                if fmt in spec.formats:
+                    tables.write_published(layout, folder / f"{name}.{fmt}", fmt=fmt)
+            if "tau_argus" in spec.formats:
+                tables.write_tau_argus(table, folder / "tau_argus", name, suppressed=cells["suppressed"])
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            files[path.relative_to(folder).as_posix()] = path.read_bytes()
+    return files
 
 
 def release_folder(releases: Path, name: str, wave: str) -> Path:
@@ -83,7 +92,7 @@ def table_inputs(spec: TableSetSpec, data_file: Path, sha256: str, survey_spec: 
 
 
 def release_tables(releases: Path, reports: Path, run_id: str, spec: TableSetSpec, wave: str,
-                   audited: dict[str, pd.DataFrame], checks: dict[str, CheckOutcome],
+                   tabulated: dict[str, Table], audited: dict[str, pd.DataFrame], checks: dict[str, CheckOutcome],
                    inputs: dict[str, dict]) -> tuple[Release, Path]:
     """Write the release of ``run_id`` (module text) and its report; withheld when a blocking check
     of ``checks`` (:func:`sdc_dagster.pipeline.tables.table_checks`) failed. ``inputs``:
@@ -96,7 +105,7 @@ def release_tables(releases: Path, reports: Path, run_id: str, spec: TableSetSpe
     decisions = list_table_releases(releases, spec.name, wave, withheld=True)
     earlier = list_table_releases(releases, spec.name, wave)
     folder = release_folder(releases, spec.name, wave) / run_id
-    files = {} if withheld else table_files(spec, audited)
+    files = {} if withheld else table_files(spec, tabulated, audited)
     manifest = {
         "kind": "tables",
         "tables": spec.name,
@@ -162,7 +171,7 @@ def recompute_table_release(folder: Path, manifest: dict) -> dict[str, bytes]:
         from sdc_dagster.spec.reading import read_with_metadata
 
         data = read_with_metadata(data_file, options=dict(spec.source.options), user_missing=True).data
-    return table_files(spec, run_tables(spec, data, source=str(data_file)))
+    return table_files(spec, *run_tables(spec, data, source=str(data_file)))
 
 
 def verify_table_release(folder: Path) -> Verification:

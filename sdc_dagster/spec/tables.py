@@ -14,7 +14,7 @@ manual §4.4 "linked tables"), never table by table. Keys::
       urbrur: {}                      # flat: the column's codes under "Total"
       water:  {hierarchy: {parents: {Total: [piped, well], piped: [1, 2], well: [3, 4]}}}
       sector4: {hierarchy: {columns: [sector2]}}   # nested in coarser columns, coarsest first
-      nace:   {hierarchy: {prefixes: [1, 2]}}       # code-prefix levels (lengths)
+      nace:   {hierarchy: {prefixes: [1, 2, 4]}}    # code lengths of the levels, from the top
       region: {hierarchy: {file: regions.hrc, leadstring: "@"}}   # an Argus hierarchical code list
     published:
       turnover:
@@ -27,7 +27,7 @@ manual §4.4 "linked tables"), never table by table. Keys::
         rules: [{rule: nk, n: 1, k: 85}, {rule: p, p: 10}]
         dominance_tie: strict         # strict (>, tau-Argus, sdcTable) or inclusive (>=, GaussSuppression)
     protection: {method: optimal, cost: value, time_limit: 60}
-    release: {formats: [csv]}
+    release: {formats: [csv, xlsx, tau_argus]}
 
 ``rules`` are those of :func:`sdc_dagster.tables.primary_suppression`; ``method`` one of
 :data:`sdc_dagster.tables.METHODS`; ``cost`` ``value`` (tau-Argus's default for magnitude tables)
@@ -54,17 +54,20 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.names import RULES as NAME_RULES
 from sdc_dagster.names import name_problem
 from sdc_dagster.spec.files import located_error
-from sdc_dagster.spec.hierarchies import read_hrc, value_text
+from sdc_dagster.spec.hierarchies import value_text
 from sdc_dagster.spec.problems import Problems, as_mapping, expect
 from sdc_dagster.spec.survey import SpecError
-from sdc_dagster.tables.model import TOTAL, tabulate
+from sdc_dagster.tables.hierarchy_files import hierarchy_from_codes, hierarchy_from_columns, read_hrc
+from sdc_dagster.tables.model import tabulate
 from sdc_dagster.tables.primary import TIES, primary_suppression
 from sdc_dagster.tables.secondary import METHODS
 
 #: How a cell's suppression is priced (:func:`sdc_dagster.tables.secondary_suppression` ``cost``).
 COSTS = ("value", "count")
-#: Formats the protected tables are released in (``release.formats``).
-TABLE_RELEASE_FORMATS = ("csv",)
+#: Formats the protected tables are released in (``release.formats``): the office's layout as CSV or
+#: Excel (:func:`sdc_dagster.tables.write_published`), tau-Argus's ``.tab``/``.rda``/``.hrc``/``.hst``
+#: (:func:`sdc_dagster.tables.write_tau_argus`).
+TABLE_RELEASE_FORMATS = ("csv", "xlsx", "tau_argus")
 #: The kinds of hierarchy of a dimension (``dimensions.<name>.hierarchy``).
 HIERARCHY_KINDS = ("parents", "columns", "prefixes", "file")
 
@@ -73,8 +76,8 @@ HIERARCHY_KINDS = ("parents", "columns", "prefixes", "file")
 class DimensionSpec:
     """One dimension: its column and hierarchy. ``kind``: None (flat), ``"parents"`` (``parents``:
     code -> child codes, its root the total), ``"columns"`` (``columns``: coarser columns the
-    dimension's codes nest in, coarsest first), ``"prefixes"`` (``prefixes``: code lengths of the
-    levels above the codes) or ``"file"`` (``file``: an Argus ``.hrc`` file, ``leadstring``)."""
+    dimension's codes nest in, coarsest first), ``"prefixes"`` (``prefixes``: the code lengths of
+    the levels from the top, the finest the codes' own) or ``"file"`` (``file``: an Argus ``.hrc`` file, ``leadstring``)."""
 
     name: str
     kind: str | None = None
@@ -192,8 +195,9 @@ def _hierarchy(name: str, raw, where: str, folder: Path) -> DimensionSpec:
         lengths = raw["prefixes"]
         expect(isinstance(lengths, list) and len(lengths) > 0
                and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in lengths)
-               and len(set(lengths)) == len(lengths), at, "a non-empty list of distinct positive code lengths")
-        return DimensionSpec(name, "prefixes", prefixes=tuple(sorted(lengths)))
+               and all(b > a for a, b in zip(lengths, lengths[1:])), at,
+               "increasing positive code lengths of the levels, from the top (the finest the codes' own)")
+        return DimensionSpec(name, "prefixes", prefixes=tuple(lengths))
     file = raw["file"]
     expect(isinstance(file, str) and file.strip() != "", at, "the path of an Argus .hrc file (relative to the spec)")
     path = (folder / file).resolve()
@@ -368,52 +372,24 @@ def table_spec_files(folders) -> list[Path]:
 
 def dimension_hierarchy(dimension: DimensionSpec, data: pd.DataFrame) -> pd.DataFrame | None:
     """The ``parent``, ``child`` frame of a dimension (None: flat) as
-    :func:`sdc_dagster.tables.tabulate` takes it, codes as text (:func:`value_text`), its root
-    ``"Total"`` unless the spec names its own (``parents``). Nested columns and code prefixes are
-    completed from the distinct codes of ``data``; an ``.hrc`` file (tau-Argus manual,
-    "hierarchical codelist") is read with :func:`~sdc_dagster.spec.hierarchies.read_hrc`, its
-    codes at depth 0 below the total.
+    :func:`sdc_dagster.tables.tabulate` takes it, its root ``"Total"`` unless the spec names its own
+    (``parents``), through the readers of :mod:`sdc_dagster.tables.hierarchy_files`: an ``.hrc``
+    file (:func:`~sdc_dagster.tables.hierarchy_files.read_hrc`), the dimension's codes classified by
+    their leading characters (``prefixes``: the code lengths of the levels from the top, the finest
+    the codes' own; :func:`~sdc_dagster.tables.hierarchy_files.hierarchy_from_codes`) or nested in
+    coarser columns of ``data`` (:func:`~sdc_dagster.tables.hierarchy_files.hierarchy_from_columns`).
 
-    Raises :class:`SDCInputError` naming the dimension and the code: a code nested in two coarser
-    codes, a coarser code equal to a code of another level."""
+    Raises :class:`SDCInputError` naming the dimension, then what the reader found wrong."""
     if dimension.kind is None:
         return None
-    name = dimension.name
-    if dimension.kind == "parents":
-        pairs = [(p, c) for p, kids in dimension.parents.items() for c in kids]
-        return pd.DataFrame(pairs, columns=["parent", "child"])
-    if dimension.kind == "file":
-        hierarchy = read_hrc(dimension.file, leadstring=dimension.leadstring)
-        chains = pd.DataFrame({0: [value_text(v) for v in hierarchy.values]})
-        for h, level in enumerate(hierarchy.levels, 1):
-            chains[h] = chains[0].map({value_text(v): n for g, n in zip(level.groups, level.names) for v in g})
-        chains[len(chains.columns)] = TOTAL
-        return _pairs(chains.iloc[:, ::-1], name, f"the file {dimension.file.name}")
-    codes = pd.Series(data[name].dropna().unique()).map(value_text)
-    if dimension.kind == "columns":
-        frame = data[[*dimension.columns, name]].dropna().drop_duplicates()
-        chains = pd.concat([pd.Series(TOTAL, index=frame.index)]
-                           + [frame[c].map(value_text) for c in (*dimension.columns, name)], axis=1)
-        return _pairs(chains, name, f"the columns {', '.join(dimension.columns)}")
-    # prefixes: a code's levels are its leading characters; a code no longer than a level stays itself
-    chains = pd.concat([pd.Series(TOTAL, index=codes.index)]
-                       + [codes.where(codes.str.len() <= n, codes.str[:n]) for n in dimension.prefixes] + [codes],
-                       axis=1)
-    return _pairs(chains, name, f"the code prefixes {list(dimension.prefixes)}")
-
-
-def _pairs(chains: pd.DataFrame, name: str, source: str) -> pd.DataFrame:
-    """Parent/child pairs of ``chains`` (one row per leaf: its codes from the total down, a code
-    repeated where a leaf is shallower than the others), each child with one parent."""
-    columns = list(chains.columns)
-    pairs = pd.concat(
-        [pd.DataFrame({"parent": chains[a].to_numpy(), "child": chains[b].to_numpy()})
-         for a, b in zip(columns, columns[1:])], ignore_index=True)
-    pairs = pairs[pairs["parent"] != pairs["child"]].drop_duplicates()
-    twice = pairs[pairs["child"].duplicated(keep=False)]
-    if len(twice):
-        code = twice["child"].iloc[0]
-        above = ", ".join(sorted(map(repr, twice.loc[twice["child"] == code, "parent"])))
-        raise SDCInputError(f"dimension {name!r}: code {code!r} lies below {above} in {source}; each code must "
-                            "have one parent (codes of different levels must differ)")
-    return pairs.reset_index(drop=True)
+    try:
+        if dimension.kind == "parents":
+            pairs = [(p, c) for p, kids in dimension.parents.items() for c in kids]
+            return pd.DataFrame(pairs, columns=["parent", "child"], dtype=object)
+        if dimension.kind == "file":
+            return read_hrc(dimension.file, leadstring=dimension.leadstring)
+        if dimension.kind == "prefixes":
+            return hierarchy_from_codes(data[dimension.name].dropna().map(value_text), dimension.prefixes)
+        return hierarchy_from_columns(data, [*dimension.columns, dimension.name])
+    except SDCInputError as error:
+        raise SDCInputError(f"dimension {dimension.name!r}: {error}") from None

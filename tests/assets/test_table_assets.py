@@ -4,6 +4,7 @@ release written and replayed byte for byte by `sdc audit tables`; a changed file
 import io
 import shutil
 
+import pandas as pd
 import pytest
 from dagster import AssetKey, materialize
 
@@ -42,13 +43,22 @@ def test_the_business_chain_materialises_checks_releases_and_replays(sdc_home, b
     manifest = read_manifest(folder)
     assert manifest["published"]["turnover"]["cells"] == 42 and manifest["method"] == "optimal"
     assert manifest["inputs"]["data"]["file"].startswith(str(sdc_home / "inputs"))
-    assert set(manifest["files"]) == {"turnover.csv"} and (folder / "spec.yaml").is_file()
+    assert set(manifest["files"]) == {"turnover.csv", "tau_argus/turnover.tab", "tau_argus/turnover.rda",
+                                      "tau_argus/turnover.hst", "tau_argus/turnover_sector4.hrc",
+                                      "tau_argus/turnover_geo.hrc"}
+    assert (folder / "spec.yaml").is_file()
+    released = pd.read_csv(folder / "turnover.csv")
+    # the office's layout: each cell's tau-Argus status letter (Z: the 6 empty cells of nonEU in
+    # Agriculture, public and Governmental), blank where suppressed
+    assert released["status"].value_counts().to_dict() == {"S": 10, "Z": 6, "U": 19, "M": 7}
+    assert released.loc[released["status"].isin(["U", "M"]), "value"].isna().all()
+    assert released.loc[released["status"] == "Z", "value"].eq(0).all()
     assert (sdc_home / "reports" / "tables" / "business_tables" / "file.html").is_file()
     out = io.StringIO()
     assert run_table_audit("business_tables", out=out) == 0
     assert "turnover.csv: ok" in out.getvalue() and "audit OK" in out.getvalue()
     # an edited table is found by its digest
-    (folder / "turnover.csv").write_text((folder / "turnover.csv").read_text().replace("safe", "primary", 1))
+    (folder / "turnover.csv").write_text((folder / "turnover.csv").read_text().replace(",M\n", ",S\n", 1))
     out = io.StringIO()
     assert run_table_audit("business_tables", out=out) == 1
     assert "turnover.csv: differs from the hash in its manifest" in out.getvalue()
@@ -92,7 +102,8 @@ def test_the_survey_chain_reads_the_wave_partition(sdc_home, testdata_only_specs
         "testdata__raw_microdata")}
     folder, = list_table_releases(sdc_home / "releases", "testdata_tables", "2024")
     manifest = read_manifest(folder)
-    assert set(manifest["files"]) == {"water_by_area.csv", "relat_by_area.csv"}
+    assert set(manifest["files"]) == {"water_by_area.csv", "relat_by_area.csv", "water_by_area.xlsx",
+                                      "relat_by_area.xlsx"}
     assert manifest["published"]["water_by_area"]["linked_with"] == ["water_by_area", "relat_by_area"]
     assert manifest["inputs"]["survey_spec"]["file"] == str(testdata_only_specs / "testdata.yaml")
     out = io.StringIO()

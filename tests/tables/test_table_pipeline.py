@@ -31,7 +31,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tables"
 @pytest.fixture(scope="module")
 def business():
     spec = load_table_spec(EXAMPLES / "business_tables.yaml")
-    return spec, run_tables(spec, read_table_input(spec))["turnover"]
+    return spec, run_tables(spec, read_table_input(spec))[1]["turnover"]
 
 
 def _cell(cells: pd.DataFrame, sector: str, geo: str) -> pd.Series:
@@ -169,7 +169,7 @@ def test_every_released_pattern_passes_the_joint_audit(counts, n):
     rules: [{{rule: freq, n: {n}}}]
 """))
     try:
-        audited = run_tables(spec, data)
+        _, audited = run_tables(spec, data)
     except RuntimeError:  # no pattern can protect (e.g. every cell unsafe): never released
         return
     for frame in audited.values():
