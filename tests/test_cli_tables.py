@@ -80,3 +80,20 @@ def test_report_marks_primary_and_secondary_cells_with_their_intervals():
     assert '<span class="primary">primary</span>' in page and '<span class="secondary">secondary</span>' in page
     assert "[0, 40]" in page and "[10, &infin;]" in page and "4, 4" in page
     assert '<span class="pass">passed</span>' in page
+
+
+def test_the_demo_runs_a_table_spec_and_prints_its_summary(tmp_path, home):
+    from dagster import instance_for_test
+
+    from sdc_dagster.cli.demo import run_table_demo
+    from sdc_dagster.definitions import build_definitions
+    from sdc_dagster.spec.tables import load_table_spec
+
+    spec = load_table_spec(_copy(tmp_path))
+    defs = build_definitions(specs=[], grid=False, tables=[spec])
+    out = io.StringIO()
+    with instance_for_test() as instance:
+        assert run_table_demo(defs, instance, [spec], {}, out) == 0
+    text = out.getvalue()
+    assert "== tables business_tables: materialising business_tables_tables_job" in text
+    assert "turnover: 42 cells, 19 primary and 7 secondary suppressions" in text and "released: " in text

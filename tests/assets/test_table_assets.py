@@ -108,3 +108,17 @@ def test_the_survey_chain_reads_the_wave_partition(sdc_home, testdata_only_specs
     assert manifest["inputs"]["survey_spec"]["file"] == str(testdata_only_specs / "testdata.yaml")
     out = io.StringIO()
     assert run_table_audit("testdata_tables", out=out) == 0, out.getvalue()
+
+
+def test_the_code_location_shows_the_demo_table_chains(sdc_home, monkeypatch):
+    """The UI's definitions (every spec folder) hold each demo table set's assets, checks and job."""
+    monkeypatch.delenv("SDC_SPECS", raising=False)
+    monkeypatch.delenv("SDC_TABLES", raising=False)
+    defs = build_definitions(grid=False)
+    keys = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
+    for name in ("testdata_tables", "business_tables"):
+        assert {f"{name}/{asset}" for asset in CHAIN[1:]} <= keys
+        assert defs.resolve_job_def(f"{name}_tables_job") is not None
+    assert "business_tables/table_input" in keys and "testdata_tables/table_input" not in keys
+    checks = {key.name for key in defs.resolve_asset_graph().asset_check_keys}
+    assert {"primaries_suppressed", "cells_valid", "audit_passed"} <= checks
