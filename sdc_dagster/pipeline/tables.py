@@ -127,9 +127,11 @@ def tabulate_tables(spec: TableSetSpec, data: pd.DataFrame) -> dict[str, Table]:
     """Every table of the spec (name -> :class:`~sdc_dagster.tables.Table`) from the validated input.
 
     Sampling weights: the published value is the weighted sum (``weight × value``; for a frequency
-    table the weighted count) while the frequency rule counts the unweighted contributors (the
-    tau-Argus manual's weighted tables: the minimum frequency rule reads the sample, the published
-    cells the estimates); the dominance and p % rules read the weighted contributions."""
+    table the weighted count) while the frequency rule counts the respondents (unweighted). The
+    dominance and p % rules read each respondent's weighted contribution ``w·x`` as one contributor:
+    a simplification, neither GaussSuppression's default (unweighted contributions against the
+    weighted cell, ``FindDominantCells``) nor the treatment of weights of Hundepool et al. 2012
+    (p. 151, GaussSuppression's ``tauArgusDominance = TRUE``)."""
     hierarchies = {name: dimension_hierarchy(d, data) for name, d in spec.dimensions.items()}
     out = {}
     for name, table in spec.published.items():

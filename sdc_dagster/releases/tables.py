@@ -148,7 +148,7 @@ def release_tables(releases: Path, reports: Path, run_id: str, spec: TableSetSpe
         {"run": run_id, "spec": f"{spec.spec_path} (SHA-256 {spec.spec_sha256})",
          "input": f"{inputs['data']['file']} (SHA-256 {inputs['data']['sha256']})",
          "method": f"{spec.method}, cost by {spec.cost}", "release": state,
-         "audit": "" if withheld else f"sdc audit tables --survey {spec.name} --wave {wave} --run {run_id}"})
+         "audit": "" if withheld else f"sdc audit tables --survey {spec.name} --run {run_id}"})
     report = inside(reports, TABLES, spec.name) / f"{wave}.html"
     write_atomic(report, page.encode())
     return release, report
