@@ -97,3 +97,18 @@ def test_the_demo_runs_a_table_spec_and_prints_its_summary(tmp_path, home):
     text = out.getvalue()
     assert "== tables business_tables: materialising business_tables_tables_job" in text
     assert "turnover: 42 cells, 19 primary and 7 secondary suppressions" in text and "released: " in text
+
+
+def test_a_large_table_lists_its_suppressed_cells_only():
+    from sdc_dagster.report.tables import FULL_TABLE_CELLS
+
+    n = FULL_TABLE_CELLS + 1
+    suppressed = [i in (3, 7) for i in range(n)]
+    cells = pd.DataFrame({
+        "geo": [f"g{i}" for i in range(n)], "freq": [5.0] * n, "primary": [i == 3 for i in range(n)],
+        "lower": [0.0] * n, "upper": [0.0] * n, "suppressed": suppressed,
+        "status": ["primary" if i == 3 else "secondary" if i == 7 else "safe" for i in range(n)],
+        "lo": [0.0 if s else float("nan") for s in suppressed], "up": [9.0 if s else float("nan") for s in suppressed]})
+    page = render_table_report("Tables x", {"t": cells}, {"t": ["geo"]}, {}, {})
+    assert f"{n} cells over geo" in page and "the 2 suppressed cells" in page
+    assert ">g3<" in page and ">g7<" in page and ">g4<" not in page

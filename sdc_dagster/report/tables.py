@@ -57,7 +57,7 @@ def table_section(name: str, cells: pd.DataFrame, dimensions: list[str], checks:
             f"<p>{len(cells)} cells over {html.escape(' × '.join(dimensions))}; "
             f'<span class="primary">{primary} primary</span> and <span class="secondary">{secondary} secondary</span> '
             f"suppressions. Below: {listed}, with each suppressed cell's audit interval.</p>"
-            + html_table(pd.DataFrame(rows).set_index("check"), caption="Release checks", raw=True)
+            + (html_table(pd.DataFrame(rows).set_index("check"), caption="Release checks", raw=True) if rows else "")
             + html_table(frame, caption=f"Cells of {name}", index_label="#", raw=True)
             + "</section>")
 
