@@ -40,7 +40,7 @@ def test_check_names_each_bad_key_with_its_line(tmp_path):
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("sdc table check: business_tables.yaml:17: published.turnover.rules[1]['rule']: must be "
                                "one of 'freq', 'zero', 'nk', 'p', 'pq', 'request', got 'q'")
-    assert lines[1].startswith("sdc table check: business_tables.yaml:19: protection.method: expected one of")
+    assert lines[1].startswith("sdc table check: business_tables.yaml:19: protection.method: must be one of")
     assert lines[2].startswith("hint: fix those 2 keys")
 
 

@@ -40,6 +40,8 @@ from sdc_dagster.tables.model import Table, joint_model
 STATUSES = ("safe", "primary", "secondary")
 #: The column of a weighted measure (``weight × value``, or the weight alone for counts).
 WEIGHTED = "_weighted"
+#: The column of the cells holding each cell's cost of suppression, with ``cost: {column: c}``.
+COST = "cost"
 
 
 @dataclass(frozen=True, eq=False)  # frames have no truth value: compared by identity
@@ -66,7 +68,7 @@ def coded_cells(table: Table) -> pd.DataFrame:
 
 def input_schema(spec: TableSetSpec) -> pa.DataFrameSchema:
     """The boundary of the input: every column the spec reads present, no missing dimension code,
-    numbers where a measure is read, counts >= 0, weights > 0."""
+    numbers where a measure or the cost is read, counts and costs >= 0, weights > 0."""
     columns: dict[str, pa.Column] = {c: pa.Column(nullable=False, required=True) for c in spec.columns}
     for table in spec.published.values():
         for column in (table.value, table.freq, table.weight):
@@ -79,6 +81,10 @@ def input_schema(spec: TableSetSpec) -> pa.DataFrameSchema:
                     checks.append(pa.Check(lambda s: pd.to_numeric(s, errors="coerce").fillna(1) > 0,
                                            error="weights must be > 0"))
                 columns[column] = pa.Column(nullable=False, checks=checks)
+    if spec.cost_column:
+        columns[spec.cost] = pa.Column(nullable=False, checks=[
+            pa.Check(lambda s: pd.to_numeric(s, errors="coerce").notna(), error="values must be numbers"),
+            pa.Check(lambda s: pd.to_numeric(s, errors="coerce").fillna(0) >= 0, error="costs must be >= 0")])
     return pa.DataFrameSchema(columns, strict=False)
 
 
@@ -115,6 +121,7 @@ def table_input(spec: TableSetSpec, data: pd.DataFrame, *, source: str = "table 
     require_columns(data, spec.columns, role=f"{source}: column")
     frame = validate(data[spec.columns].copy(), input_schema(spec), source=source)
     measures = {c for t in spec.published.values() for c in (t.value, t.freq, t.weight) if c is not None}
+    measures |= {spec.cost} if spec.cost_column else set()
     for column in frame.columns:
         if column in measures:
             frame[column] = pd.to_numeric(frame[column])
@@ -124,7 +131,8 @@ def table_input(spec: TableSetSpec, data: pd.DataFrame, *, source: str = "table 
 
 
 def tabulate_tables(spec: TableSetSpec, data: pd.DataFrame) -> dict[str, Table]:
-    """Every table of the spec (name -> :class:`~sdc_dagster.tables.Table`) from the validated input.
+    """Every table of the spec (name -> :class:`~sdc_dagster.tables.Table`) from the validated input;
+    with ``cost: {column: c}`` each table's cells gain the column ``cost``: the sum of ``c`` per cell.
 
     Sampling weights: the published value is the weighted sum (``weight × value``; for a frequency
     table the weighted count) while the frequency rule counts the respondents (unweighted). The
@@ -140,9 +148,12 @@ def tabulate_tables(spec: TableSetSpec, data: pd.DataFrame) -> dict[str, Table]:
             weight = data[table.weight].to_numpy(dtype=np.float64)
             measure = weight if table.value is None else weight * data[table.value].to_numpy(dtype=np.float64)
             frame, value = data.assign(**{WEIGHTED: measure}), WEIGHTED
+        dimensions = {d: hierarchies[d] for d in table.dimensions}
         try:
-            out[name] = tables.tabulate(frame, {d: hierarchies[d] for d in table.dimensions}, freq=table.freq,
-                                        value=value, holding=table.holding, request=table.request)
+            out[name] = tables.tabulate(frame, dimensions, freq=table.freq, value=value, holding=table.holding,
+                                        request=table.request)
+            if spec.cost_column:  # tau-Argus's cost variable: its sum over each cell's records
+                out[name].cells[COST] = tables.tabulate(data, dimensions, value=spec.cost).cells["value"].to_numpy()
         except SDCInputError as error:
             raise SDCInputError(f"table {name!r}: {error}") from None
     return out
@@ -150,7 +161,8 @@ def tabulate_tables(spec: TableSetSpec, data: pd.DataFrame) -> dict[str, Table]:
 
 def primary_cells(spec: TableSetSpec, tabulated: dict[str, Table]) -> dict[str, pd.DataFrame]:
     """Each table's cells with ``primary`` (:func:`sdc_dagster.tables.primary_suppression` under
-    the table's rules and tie convention) and its protection levels ``lower``, ``upper``."""
+    the table's rules and tie convention) and its protection levels ``lower``, ``upper`` (and
+    ``cost``, each cell's cost of suppression, with ``cost: {column: c}``)."""
     out = {}
     for name, table in tabulated.items():
         definition = spec.published[name]
@@ -169,9 +181,10 @@ def protect_tables(spec: TableSetSpec, tabulated: dict[str, Table],
     cost and the primaries' protection levels), validated by :func:`cells_schema`."""
     out = {}
     for group in spec.linked():
+        cost = [primary[n][COST] for n in group] if spec.cost_column else spec.cost
         patterns = tables.secondary_suppression(
             [tabulated[n] for n in group], [primary[n]["primary"] for n in group], method=spec.method,
-            protection=[primary[n][["lower", "upper"]] for n in group], cost=spec.cost, time_limit=spec.time_limit)
+            protection=[primary[n][["lower", "upper"]] for n in group], cost=cost, time_limit=spec.time_limit)
         for name, suppressed in zip(group, patterns):
             cells = primary[name].copy()
             cells["suppressed"] = suppressed.to_numpy()

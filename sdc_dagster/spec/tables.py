@@ -26,12 +26,13 @@ manual §4.4 "linked tables"), never table by table. Keys::
         request: asked                # boolean column of the request rule
         rules: [{rule: nk, n: 1, k: 85}, {rule: p, p: 10}]
         dominance_tie: strict         # strict (>, tau-Argus, sdcTable) or inclusive (>=, GaussSuppression)
-    protection: {method: optimal, cost: value, time_limit: 60}
+    protection: {method: optimal, cost: value, time_limit: 60}   # cost: value, count or {column: c}
     release: {formats: [csv, xlsx, tau_argus]}
 
 ``rules`` are those of :func:`sdc_dagster.tables.primary_suppression`; ``method`` one of
-:data:`sdc_dagster.tables.METHODS`; ``cost`` ``value`` (tau-Argus's default for magnitude tables)
-or ``count``. Every problem is a :class:`~sdc_dagster.spec.survey.SpecError` naming the key
+:data:`sdc_dagster.tables.METHODS`; ``cost`` ``value`` (tau-Argus's default for magnitude tables),
+``count`` (one per cell) or ``{column: c}`` (a cell costs the sum of the numeric column ``c`` over
+its records, tau-Argus's cost variable). Every problem is a :class:`~sdc_dagster.spec.survey.SpecError` naming the key
 (``published.turnover.rules[0]``), and :func:`load_table_spec` adds the YAML line, as
 :func:`~sdc_dagster.spec.files.load_spec` does for survey specs.
 
@@ -55,12 +56,13 @@ from sdc_dagster.names import RULES as NAME_RULES
 from sdc_dagster.names import name_problem
 from sdc_dagster.spec.files import located_error
 from sdc_dagster.spec.hierarchies import value_text
-from sdc_dagster.spec.problems import Problems, as_mapping, expect
+from sdc_dagster.spec.problems import Problems, as_mapping, expect, spec_error
 from sdc_dagster.spec.survey import SpecError
 from sdc_dagster.tables.hierarchy_files import hierarchy_from_codes, hierarchy_from_columns, read_hrc
 from sdc_dagster.tables.model import tabulate
 from sdc_dagster.tables.primary import TIES, primary_suppression
 from sdc_dagster.tables.secondary import METHODS
+from sdc_dagster.validation import check_option, check_scalar
 
 #: How a cell's suppression is priced (:func:`sdc_dagster.tables.secondary_suppression` ``cost``).
 COSTS = ("value", "count")
@@ -139,6 +141,7 @@ class TableSetSpec:
     published: Mapping[str, TableDef]
     method: str = "optimal"
     cost: str = "value"
+    cost_column: bool = False
     time_limit: float = 600.0
     formats: tuple[str, ...] = ("csv",)
     title: str = ""
@@ -151,14 +154,14 @@ class TableSetSpec:
 
     @property
     def columns(self) -> list[str]:
-        """Every data column some table or hierarchy reads, in first-use order."""
+        """Every data column some table, hierarchy or the cost reads, in first-use order."""
         out: list[str] = []
         for table in self.published.values():
             for column in table.columns:
                 out += [column] if column not in out else []
                 if column in self.dimensions:
                     out += [c for c in self.dimensions[column].columns if c not in out]
-        return out
+        return out + ([self.cost] if self.cost_column and self.cost not in out else [])
 
 
 def _name(problems: Problems, name, where: str, rule: str) -> bool:
@@ -232,7 +235,7 @@ def _table(name: str, raw, dimensions: list[str], problems: Problems) -> TableDe
     if "request" in columns and "value" not in columns:
         problems.attempt(expect, False, f"{where}.request", "a magnitude table (value:) for the request rule")
     tie = raw.get("dominance_tie", "strict")
-    problems.attempt(expect, tie in TIES, f"{where}.dominance_tie", f"one of {list(TIES)}, got {tie!r}")
+    problems.attempt(lambda: check_option(tie, f"{where}.dominance_tie", TIES, error=spec_error(f"{where}.dominance_tie")))
     rules = raw.get("rules")
     try:
         checked_rules(rules)
@@ -288,18 +291,22 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
     protection = problems.attempt(as_mapping, raw.get("protection") or {}, "protection") or {}
     problems.unknown_keys(protection, "protection", {"method", "cost", "time_limit"})
     method = protection.get("method", "optimal")
-    problems.attempt(expect, method in METHODS, "protection.method", f"one of {list(METHODS)}, got {method!r}")
+    problems.attempt(lambda: check_option(method, "protection.method", METHODS, error=spec_error("protection.method")))
     cost = protection.get("cost", "value")
-    problems.attempt(expect, cost in COSTS, "protection.cost", f"one of {list(COSTS)}, got {cost!r}")
+    problems.attempt(expect, cost in COSTS or (isinstance(cost, Mapping) and list(cost) == ["column"]
+                                               and isinstance(cost["column"], str)), "protection.cost",
+                     f"one of {list(COSTS)} or {{column: <a numeric column>}}, got {cost!r}")
     time_limit = protection.get("time_limit", 600.0)
-    problems.attempt(expect, isinstance(time_limit, (int, float)) and not isinstance(time_limit, bool)
-                     and time_limit > 0, "protection.time_limit", "a positive number of seconds")
+    problems.attempt(lambda: check_scalar(time_limit, "protection.time_limit", low=0, closed="neither",
+                                          error=spec_error("protection.time_limit")))
     release = problems.attempt(as_mapping, raw.get("release") or {}, "release") or {}
     problems.unknown_keys(release, "release", {"formats"})
     formats = release.get("formats", ["csv"])
-    problems.attempt(expect, isinstance(formats, list) and len(formats) > 0
-                     and all(f in TABLE_RELEASE_FORMATS for f in formats), "release.formats",
-                     f"a non-empty list of {list(TABLE_RELEASE_FORMATS)}, got {formats!r}")
+    if problems.attempt(expect, isinstance(formats, list) and len(formats) > 0, "release.formats",
+                        f"a non-empty list of {list(TABLE_RELEASE_FORMATS)}, got {formats!r}", default=False) is None:
+        for j, fmt in enumerate(formats):
+            problems.attempt(lambda fmt=fmt, where=f"release.formats[{j}]": check_option(
+                fmt, where, TABLE_RELEASE_FORMATS, error=spec_error(where)))
     for group in _linked_groups(published):
         kinds = {bool(published[t].value or published[t].weight) for t in group}
         problems.attempt(expect, len(kinds) == 1, f"published.{group[-1]}", "linked tables all magnitude or all "
@@ -307,7 +314,8 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
     if problems.errors:
         raise SpecError.combine(problems.errors)
     return TableSetSpec(
-        name=name, source=source, dimensions=dimensions, published=published, method=method, cost=cost,
+        name=name, source=source, dimensions=dimensions, published=published, method=method,
+        cost=cost if isinstance(cost, str) else cost["column"], cost_column=not isinstance(cost, str),
         time_limit=float(time_limit), formats=tuple(formats), title=str(raw.get("title", "")),
         spec_path=Path(spec_path).resolve() if spec_path else None,
         spec_sha256=hashlib.sha256(text.encode()).hexdigest() if text else "",

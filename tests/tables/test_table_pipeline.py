@@ -23,6 +23,7 @@ from sdc_dagster.pipeline.tables import (
     tabulate_tables,
     withheld_because,
 )
+from sdc_dagster.spec import SpecError
 from sdc_dagster.spec.tables import load_table_spec, parse_table_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tables"
@@ -174,3 +175,24 @@ def test_every_released_pattern_passes_the_joint_audit(counts, n):
         assert primaries["suppressed"].all()
         assert (primaries["up"] - primaries["lo"] >= 1 - 1e-6).all()
     assert not withheld_because(table_checks(audited))
+
+
+def test_a_cost_column_prices_each_cell_by_its_sum():
+    raw = _frequency_spec()
+    raw["protection"]["cost"] = {"column": "w"}
+    spec = parse_table_spec(raw)
+    assert spec.cost_column and spec.columns[-1] == "w"
+    tabulated = tabulate_tables(spec, table_input(spec, SMALL))
+    cells = primary_cells(spec, tabulated)["by_area"]
+    # n1 x a: three records of w = 10; s1 x b: three of w = 5; the total: 5·10 + 4·20 + 6·5 = 160
+    assert cells.set_index(["area", "kind"])["cost"].loc[[("n1", "a"), ("s1", "b"), ("Total", "Total")]].tolist() \
+        == [30.0, 15.0, 160.0]
+    protected = protect_tables(spec, tabulated, {"by_area": cells})["by_area"]
+    assert protected.loc[protected["primary"], "suppressed"].all()
+
+
+def test_a_cost_that_is_neither_a_kind_nor_a_column_is_refused():
+    raw = _frequency_spec()
+    raw["protection"]["cost"] = "weight"
+    with pytest.raises(SpecError, match=r"protection.cost: expected one of \['value', 'count'\] or \{column"):
+        parse_table_spec(raw)

@@ -72,7 +72,7 @@ def test_every_problem_is_named_with_its_key_and_line(tmp_path):
     messages = [str(e) for e in caught.value.errors]
     assert messages[0].startswith("t.yaml:5: dimensions.sector.hierarchy.levels: expected one of")
     assert messages[1].startswith("t.yaml:11: published.turnover.rules[1] (p): 'p': must be")
-    assert messages[2].startswith("t.yaml:12: protection.method: expected one of ['optimal', 'gauss'")
+    assert messages[2].startswith("t.yaml:12: protection.method: must be one of 'optimal', 'gauss'")
 
 
 def test_a_table_over_an_undeclared_dimension_and_two_sources_are_refused(tmp_path):
