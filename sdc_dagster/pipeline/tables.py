@@ -178,19 +178,39 @@ def protect_tables(spec: TableSetSpec, tabulated: dict[str, Table],
                    primary: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Each table's cells with ``suppressed`` and ``status``: the secondary suppression of every
     linked group at once (:func:`sdc_dagster.tables.secondary_suppression` with the spec's method,
-    cost and the primaries' protection levels), validated by :func:`cells_schema`."""
+    cost, the primaries' protection levels and the tables' frozen cells, :func:`frozen_cells`),
+    validated by :func:`cells_schema`."""
     out = {}
     for group in spec.linked():
         cost = [primary[n][COST] for n in group] if spec.cost_column else spec.cost
+        frozen = [frozen_cells(spec, n, primary[n]) for n in group]
         patterns = tables.secondary_suppression(
             [tabulated[n] for n in group], [primary[n]["primary"] for n in group], method=spec.method,
-            protection=[primary[n][["lower", "upper"]] for n in group], cost=cost, time_limit=spec.time_limit)
+            protection=[primary[n][["lower", "upper"]] for n in group], cost=cost, time_limit=spec.time_limit,
+            frozen=frozen if any(f.notna().any() for f in frozen) else None)
         for name, suppressed in zip(group, patterns):
             cells = primary[name].copy()
             cells["suppressed"] = suppressed.to_numpy()
             cells["status"] = np.where(cells["primary"], "primary", np.where(cells["suppressed"], "secondary", "safe"))
             out[name] = validate(cells, cells_schema(), source=f"protected table {name!r}")
     return {name: out[name] for name in spec.published}
+
+
+def frozen_cells(spec: TableSetSpec, name: str, cells: pd.DataFrame) -> pd.Series:
+    """The table's frozen pattern as :func:`sdc_dagster.tables.secondary_suppression` takes it: True
+    (must be suppressed), False (must be published), NA (free) per cell. Raises
+    :class:`SDCInputError` naming the table and a frozen cell that is not one of its cells."""
+    table = spec.published[name]
+    out = pd.Series(pd.NA, index=cells.index, dtype="boolean")
+    keys = pd.MultiIndex.from_frame(cells[list(table.dimensions)])
+    for state, listed in table.frozen.items():
+        wanted = pd.MultiIndex.from_tuples([tuple(c[d] for d in table.dimensions) for c in listed])
+        found = keys.get_indexer(wanted)
+        if (found < 0).any():
+            missing = listed[int(np.flatnonzero(found < 0)[0])]
+            raise SDCInputError(f"table {name!r}: frozen {state} cell {missing} is not a cell of the table")
+        out.iloc[found] = state == "suppressed"
+    return out
 
 
 def audit_tables(spec: TableSetSpec, tabulated: dict[str, Table],

@@ -120,7 +120,9 @@ def release_tables(releases: Path, reports: Path, run_id: str, spec: TableSetSpe
         "cost": spec.cost,
         "published": {
             name: {"dimensions": list(spec.published[name].dimensions), "rules": list(spec.published[name].rules),
-                   "dominance_tie": spec.published[name].dominance_tie, "cells": int(len(cells)),
+                   "dominance_tie": spec.published[name].dominance_tie,
+                   "frozen": {state: list(c) for state, c in spec.published[name].frozen.items()},
+                   "cells": int(len(cells)),
                    "primary": int((cells["status"] == "primary").sum()),
                    "secondary": int((cells["status"] == "secondary").sum()),
                    "linked_with": next(g for g in spec.linked() if name in g)}

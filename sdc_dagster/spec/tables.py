@@ -26,6 +26,7 @@ manual §4.4 "linked tables"), never table by table. Keys::
         request: asked                # boolean column of the request rule
         rules: [{rule: nk, n: 1, k: 85}, {rule: p, p: 10}]
         dominance_tie: strict         # strict (>, tau-Argus, sdcTable) or inclusive (>=, GaussSuppression)
+        frozen: {suppressed: [{sector4: Industry, geo: Spain}], published: [{sector4: Total, geo: Total}]}
     protection: {method: optimal, cost: value, time_limit: 60}   # cost: value, count or {column: c}
     release: {formats: [csv, xlsx, tau_argus]}
 
@@ -70,6 +71,8 @@ COSTS = ("value", "count")
 #: Excel (:func:`sdc_dagster.tables.write_published`), tau-Argus's ``.tab``/``.rda``/``.hrc``/``.hst``
 #: (:func:`sdc_dagster.tables.write_tau_argus`).
 TABLE_RELEASE_FORMATS = ("csv", "xlsx", "tau_argus")
+#: The states of a frozen cell (``published.<table>.frozen``).
+FROZEN = ("suppressed", "published")
 #: The kinds of hierarchy of a dimension (``dimensions.<name>.hierarchy``).
 HIERARCHY_KINDS = ("parents", "columns", "prefixes", "file")
 
@@ -94,7 +97,9 @@ class DimensionSpec:
 class TableDef:
     """One published table: its dimensions (names of :attr:`TableSetSpec.dimensions`), measure
     (``value``: a magnitude column, ``freq``: a column of counts of aggregated input, ``weight``: a
-    sampling weight), ``holding``, ``request``, primary ``rules`` and ``dominance_tie``."""
+    sampling weight), ``holding``, ``request``, primary ``rules`` and ``dominance_tie``, and the
+    ``frozen`` pattern (``suppressed``/``published``: cells, each dimension -> code, that must be
+    suppressed or published; :func:`sdc_dagster.tables.secondary_suppression` ``frozen``)."""
 
     name: str
     dimensions: tuple[str, ...]
@@ -105,6 +110,7 @@ class TableDef:
     weight: str | None = None
     request: str | None = None
     dominance_tie: str = "strict"
+    frozen: Mapping[str, tuple] = field(default_factory=dict)
 
     @property
     def measure(self) -> tuple:
@@ -215,7 +221,7 @@ def _table(name: str, raw, dimensions: list[str], problems: Problems) -> TableDe
     reported there, not again for every table over it)."""
     where = f"published.{name}"
     raw = as_mapping(raw, where)
-    known = {"dimensions", "value", "freq", "holding", "weight", "request", "rules", "dominance_tie"}
+    known = {"dimensions", "value", "freq", "holding", "weight", "request", "rules", "dominance_tie", "frozen"}
     problems.unknown_keys(raw, where, known)
     dims = raw.get("dimensions")
     expect(isinstance(dims, list) and len(dims) > 0 and all(isinstance(d, str) for d in dims)
@@ -244,7 +250,26 @@ def _table(name: str, raw, dimensions: list[str], problems: Problems) -> TableDe
         at = f"{where}.{text.split(':')[0].split(' ')[0]}" if text.startswith("rules[") else f"{where}.rules"
         raise SpecError(f"{where}.{text}", key=at) from None
     rules = [rules] if isinstance(rules, Mapping) else rules
-    return TableDef(name, tuple(dims), tuple(dict(r) for r in rules), dominance_tie=tie, **columns)
+    frozen = problems.collect(_frozen, raw.get("frozen"), f"{where}.frozen", dims, default={})
+    return TableDef(name, tuple(dims), tuple(dict(r) for r in rules), dominance_tie=tie, frozen=frozen, **columns)
+
+
+def _frozen(raw, where: str, dims: list[str]) -> dict[str, tuple]:
+    """``frozen: {suppressed: [cells], published: [cells]}``, each cell a mapping of every dimension of
+    the table to its code (as text)."""
+    if raw is None:
+        return {}
+    raw = as_mapping(raw, where)
+    extra = sorted(set(raw) - set(FROZEN), key=str)
+    expect(not extra, f"{where}.{extra[0]}" if extra else where, f"only {list(FROZEN)}")
+    out = {}
+    for state, cells in raw.items():
+        expect(isinstance(cells, list), f"{where}.{state}", "a list of cells, each {dimension: code} for every dimension")
+        for j, cell in enumerate(cells):
+            expect(isinstance(cell, Mapping) and sorted(map(str, cell)) == sorted(dims), f"{where}.{state}[{j}]",
+                   f"a cell naming the code of every dimension of the table ({', '.join(dims)}), got {cell!r}")
+        out[state] = tuple({str(d): value_text(c) for d, c in cell.items()} for cell in cells)
+    return out
 
 
 def checked_rules(rules) -> None:

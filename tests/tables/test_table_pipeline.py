@@ -196,3 +196,30 @@ def test_a_cost_that_is_neither_a_kind_nor_a_column_is_refused():
     raw["protection"]["cost"] = "weight"
     with pytest.raises(SpecError, match=r"protection.cost: expected one of \['value', 'count'\] or \{column"):
         parse_table_spec(raw)
+
+
+def test_a_frozen_pattern_is_respected():
+    raw = _frequency_spec()
+    # n2 x b (one record) is primary; kept published: s1 x a; forced suppressed: n1 x Total
+    raw["published"]["by_area"]["frozen"] = {"suppressed": [{"area": "n1", "kind": "Total"}],
+                                             "published": [{"area": "s1", "kind": "a"}]}
+    spec = parse_table_spec(raw)
+    tabulated = tabulate_tables(spec, table_input(spec, SMALL))
+    cells = protect_tables(spec, tabulated, primary_cells(spec, tabulated))["by_area"].set_index(["area", "kind"])
+    assert cells.loc[("n1", "Total"), "suppressed"] and not cells.loc[("s1", "a"), "suppressed"]
+    assert cells.loc[("n2", "b"), "status"] == "primary"
+    assert cells.loc[("n1", "Total"), "status"] == "secondary"
+
+
+def test_a_frozen_cell_outside_the_table_is_named():
+    raw = _frequency_spec()
+    raw["published"]["by_area"]["frozen"] = {"published": [{"area": "x", "kind": "a"}]}
+    spec = parse_table_spec(raw)
+    tabulated = tabulate_tables(spec, table_input(spec, SMALL))
+    with pytest.raises(SDCInputError, match=r"table 'by_area': frozen published cell \{'area': 'x', 'kind': 'a'\} "
+                                             r"is not a cell of the table"):
+        protect_tables(spec, tabulated, primary_cells(spec, tabulated))
+    raw["published"]["by_area"]["frozen"] = {"published": [{"area": "x"}]}
+    with pytest.raises(SpecError, match=r"published.by_area.frozen.published\[0\]: expected a cell naming the code "
+                                        r"of every dimension"):
+        parse_table_spec(raw)
