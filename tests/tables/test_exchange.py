@@ -89,6 +89,19 @@ def trees(draw):
     return _frame(pairs)
 
 
+@st.composite
+def count_tables(draw):
+    """Inner counts over one hierarchical dimension (a random tree) and one flat one."""
+    tree = draw(trees())
+    leaves = sorted(set(tree["child"]) - set(tree["parent"]))
+    flat = draw(st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, max_size=3, unique=True))
+    inner = pd.DataFrame([(a, b) for a in leaves for b in flat], columns=["h", "f"])
+    inner["n"] = draw(st.lists(st.integers(0, 50), min_size=len(inner), max_size=len(inner)))
+    inner["v"] = draw(st.lists(st.integers(-500, 5000), min_size=len(inner), max_size=len(inner)))
+    inner["v"] = inner["v"] / 100
+    return tables.tabulate(inner, {"h": tree, "f": None}, freq="n", value=draw(st.sampled_from([None, "v"])))
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tree=trees())
 def test_hrc_round_trip_keeps_the_tree_and_its_order(tmp_path, tree):
@@ -209,6 +222,26 @@ def test_published_table_flags_values_and_intervals(small):
     assert str(out["value"].dtype) == "Int64"
 
 
+@settings(max_examples=40, deadline=None)
+@given(table=count_tables(), data=st.data())
+def test_published_table_invariants(table, data):
+    n = len(table.cells)
+    hidden = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    hidden = np.isin(table.cell, table.cell[hidden])  # a cell's rows (a parent with one child) alike
+    primary = hidden & np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    primary = np.isin(table.cell, table.cell[primary])
+    out = tables.published_table(table, pd.Series(hidden, index=table.cells.index),
+                                 primary=pd.Series(primary, index=table.cells.index))
+    status = out["status"].to_numpy()
+    assert (out["value"].isna().to_numpy() == hidden).all()
+    assert (status[primary] == "U").all() and (status[hidden & ~primary] == "M").all()
+    empty = table.cells["freq"].to_numpy() == 0
+    assert (status[~hidden] == np.where(empty[~hidden], "Z", "S")).all()
+    figure = table.cells["value" if table.magnitude else "freq"].to_numpy()
+    assert np.allclose(out["value"].to_numpy(dtype=float, na_value=np.nan)[~hidden], figure[~hidden])
+    assert out[table.names].equals(table.cells[table.names].reset_index(drop=True))
+
+
 def test_published_table_errors(small):
     with pytest.raises(SDCInputError, match=r"primary: cell \(row='r1', col='c2'\) is primary unsafe but not suppressed"):
         tables.published_table(small, _mask(small, []), primary=_mask(small, [("r1", "c2")]))
@@ -292,19 +325,6 @@ def test_tau_argus_round_trip_of_c2_and_c1(tmp_path):
     assert tables.tabulate(cells, dimensions, freq="freq").cells.equals(table.cells)
 
 
-@st.composite
-def count_tables(draw):
-    """Inner counts over one hierarchical dimension (a random tree) and one flat one."""
-    tree = draw(trees())
-    leaves = sorted(set(tree["child"]) - set(tree["parent"]))
-    flat = draw(st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, max_size=3, unique=True))
-    inner = pd.DataFrame([(a, b) for a in leaves for b in flat], columns=["h", "f"])
-    inner["n"] = draw(st.lists(st.integers(0, 50), min_size=len(inner), max_size=len(inner)))
-    inner["v"] = draw(st.lists(st.integers(-500, 5000), min_size=len(inner), max_size=len(inner)))
-    inner["v"] = inner["v"] / 100
-    return tables.tabulate(inner, {"h": tree, "f": None}, freq="n", value=draw(st.sampled_from([None, "v"])))
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(table=count_tables(), data=st.data())
 def test_tau_argus_round_trip_rebuilds_the_table(tmp_path, table, data):
@@ -338,6 +358,23 @@ def test_read_tau_argus_sdctable_style_files_with_totals(tmp_path):
     assert cells["sdcStatus"].tolist() == ["U", "S", "S"]
     table = tables.tabulate(cells, dimensions, freq="freq")
     assert table.cells.set_index("region")["freq"].to_dict() == {"Tot": 10, "A": 7, "a1": 2, "a2": 5, "B": 3}
+
+
+def test_read_tau_argus_own_lead_string_and_flat_total(tmp_path):
+    (tmp_path / "t.rda").write_text(
+        '<SEPARATOR> ";"\nsector\n  <RECODEABLE>\n  <HIERARCHICAL>\n  <HIERCODELIST> "s.hrc"\n'
+        '  <HIERLEADSTRING> "#"\nsize\n  <RECODEABLE>\n  <TOTCODE> "all"\nturnover\n  <NUMERIC>\n'
+        '  <DECIMALS> 1\nn\n  <FREQUENCY>\n')
+    (tmp_path / "s.hrc").write_text("A\n#A1\n#A2\n")
+    (tmp_path / "t.tab").write_text("A1;small;1.5;2\nA2;small;2.0;1\nA2;large;10.5;3\n")
+    cells, dimensions, names = tables.read_tau_argus(tmp_path / "t.rda")
+    assert names == {"freq": "n", "value": "turnover"}
+    assert dimensions["sector"].equals(_frame([("Total", "A"), ("A", "A1"), ("A", "A2")]))
+    # a flat dimension whose total is not "Total": a one-level hierarchy below its own total
+    assert dimensions["size"].equals(_frame([("all", "large"), ("all", "small")]))
+    table = tables.tabulate(cells, dimensions, freq=names["freq"], value=names["value"])
+    totals = table.cells.set_index(["sector", "size"])
+    assert totals.loc[("Total", "all"), "value"] == 14.0 and totals.loc[("A2", "all"), "freq"] == 4
 
 
 def test_malformed_tau_argus_input_names_file_and_line(tmp_path):
