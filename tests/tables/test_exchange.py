@@ -433,3 +433,12 @@ def test_read_aggregated_semicolon_and_decimal_comma(tmp_path):
         pd.DataFrame([["Counts by age, geo and year"]]).to_excel(writer, index=False, header=False)
         c1.to_excel(writer, index=False, startrow=2)
     assert tables.read_aggregated(tmp_path / "c1.xlsx").equals(c1)
+
+
+def test_argus_text_files_with_a_byte_order_mark_or_windows_1252(tmp_path):
+    from sdc_dagster.datafiles.argus import read_codelist
+
+    (tmp_path / "r.cdl").write_bytes("\ufeff1,Nord\n2,\"Süd\"\n".encode("utf-8"))
+    assert read_codelist(tmp_path / "r.cdl") == {"1": "Nord", "2": "Süd"}
+    (tmp_path / "r.hrc").write_bytes("Süd\n@Zürich\n".encode("cp1252"))
+    assert tables.read_hrc(tmp_path / "r.hrc").equals(_frame([("Total", "Süd"), ("Süd", "Zürich")]))
