@@ -78,14 +78,16 @@ def test_write_hrc_refuses_what_the_file_cannot_give_back(tmp_path):
 
 @st.composite
 def trees(draw):
-    """A random hierarchy: codes c0, c1, ... each below the total or an earlier code."""
+    """A random hierarchy: codes c0, c1, ... (or 00, 01, ...: codes that only text keeps) each below
+    the total or an earlier code."""
     n = draw(st.integers(1, 25))
+    prefix = draw(st.sampled_from(["c", "0"]))
     parents = ["Total"]
     pairs = []
     for i in range(n):
         parent = draw(st.sampled_from(parents))
-        pairs.append((parent, f"c{i}"))
-        parents.append(f"c{i}")
+        pairs.append((parent, f"{prefix}{i}"))
+        parents.append(f"{prefix}{i}")
     return _frame(pairs)
 
 
@@ -94,7 +96,8 @@ def count_tables(draw):
     """Inner counts over one hierarchical dimension (a random tree) and one flat one."""
     tree = draw(trees())
     leaves = sorted(set(tree["child"]) - set(tree["parent"]))
-    flat = draw(st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, max_size=3, unique=True))
+    flat = draw(st.lists(st.sampled_from(draw(st.sampled_from([["x", "y", "z"], [2014, 2015, 2016]]))),
+                         min_size=1, max_size=3, unique=True))
     inner = pd.DataFrame([(a, b) for a in leaves for b in flat], columns=["h", "f"])
     inner["n"] = draw(st.lists(st.integers(0, 50), min_size=len(inner), max_size=len(inner)))
     inner["v"] = draw(st.lists(st.integers(-500, 5000), min_size=len(inner), max_size=len(inner)))
