@@ -173,3 +173,22 @@ def test_a_violation_is_reported_with_file_and_line(tmp_path):
         "sdc_dagster/risk/bad.py:1: dagster []",
         "sdc_dagster/risk/bad.py:5: sdc_dagster.protect.suppression ['_private']",
     ]
+
+
+# tables/: the methods (model, primary rules, audit, suppression) sit in the methods layer; the
+# files of tables (tau-Argus .tab/.rda/.hrc, the office's CSV/Excel) sit with the readers of files
+TABLE_FILES = ("tables/exchange.py", "tables/hierarchy_files.py", "tables/__init__.py")
+
+
+def test_the_table_methods_import_no_file_reader_and_no_table_file_module():
+    def rule(file, module, names):
+        if not file.startswith("tables/") or file in TABLE_FILES:
+            return None
+        if module.startswith(("sdc_dagster.spec", "sdc_dagster.datafiles", "sdc_dagster.releases",
+                              "sdc_dagster.report", "sdc_dagster.pipeline")):
+            return f"imports {module}, a layer above the methods"
+        if module in ("sdc_dagster.tables.exchange", "sdc_dagster.tables.hierarchy_files"):
+            return f"imports {module}: the table files build on the methods, not the reverse"
+        return None
+
+    assert _violations(rule) == []

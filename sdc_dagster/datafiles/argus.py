@@ -20,9 +20,9 @@ user's manual §5.2) and the Argus sources (``muargus/io/MetaReader.java``) defi
   alone in free format; ``<TOTCODE> "Total"`` names a dimension's total; ``<FREQUENCY>``,
   ``<MAXSCORE>`` (a top contribution), ``<STATUS>``, ``<LOWERPL>``/``<UPPERPL>`` mark the columns;
   a line may carry several keywords (``<NUMERIC> <LOWERPL>``).
-* A hierarchical code list (``.hrc``, the Argus manuals' "hierarchical codelist"; :func:`hrc_entries`): one code a line,
-  preceded by the lead string once per level below the top (the total is not listed), each code
-  followed by its children.
+* A hierarchical code list (``.hrc``, the Argus manuals' "hierarchical codelist";
+  :func:`hrc_entries`): one code a line, preceded by the lead string once per level below the top
+  (the total is not listed), each code followed by its children.
 * A code list (``.cdl``) holds ``code,label`` lines; codes are compared with their blanks trimmed.
   Its path, like a hierarchy's, is relative to the ``.rda``'s folder (and found whatever the case of
   its letters, since the Argus tools run on Windows: ``Demofree.rda`` names ``regio.cdl`` for
@@ -222,8 +222,7 @@ def resolve_beside(folder: Path, name: str) -> Path | None:
 def read_codelist(path: Path) -> dict[str, str]:
     """An Argus code list: ``{code: label}`` from its ``code,label`` lines (blanks trimmed, quotes
     around a label removed; a line without a comma is skipped, as mu-Argus does)."""
-    raw = path.read_bytes()
-    text = raw.decode("utf-8") if _utf8(raw) else raw.decode("cp1252", errors="replace")
+    text = read_text_file(path, what="code list")
     labels = {}
     for line in text.splitlines():
         code, comma, label = line.partition(",")
@@ -323,8 +322,8 @@ def read_argus(data_path: Path, rda_path: Path, *, text_columns: Sequence[str] =
 
 def hrc_entries(text: str, *, source: str, leadstring: str = "@") -> list[tuple[int, str, int]]:
     """The codes of an Argus hierarchical code list (``.hrc``, tau-Argus and mu-Argus manuals,
-    "hierarchical codelist"): ``(depth, code, line)`` in file order, depth 0 for the codes right below the
-    total (which the file does not list), the lead string (``<HIERLEADSTRING>``, default ``@``)
+    "hierarchical codelist"): ``(depth, code, line)`` in file order, depth 0 for the codes right
+    below the total (which the file does not list), the lead string (``<HIERLEADSTRING>``, default ``@``)
     repeated once per level below that; a code is followed by its children. Codes may be padded with
     blanks (sdcTable pads them to the variable's width); blank lines are skipped.
 
@@ -361,8 +360,8 @@ def hrc_entries(text: str, *, source: str, leadstring: str = "@") -> list[tuple[
 
 def read_text_file(path: Path, *, what: str) -> str:
     """The text of an Argus file (``.hrc``, ``.cdl``): UTF-8 (with or without a byte order mark),
-    else Windows-1252, the encoding of the Argus tools on Windows; SDCInputError naming the file
-    when it cannot be read."""
+    else Windows-1252, the encoding of the Argus tools on Windows (a byte it leaves undefined read
+    as U+FFFD); SDCInputError naming the file when it cannot be read."""
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
@@ -370,4 +369,4 @@ def read_text_file(path: Path, *, what: str) -> str:
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        return raw.decode("cp1252")
+        return raw.decode("cp1252", errors="replace")

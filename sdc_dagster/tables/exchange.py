@@ -157,8 +157,15 @@ def write_published(frame: pd.DataFrame, path, *, fmt: str = "csv", sep: str = "
             raise SDCInputError(f"decimal: {decimal!r} is the separator too; write a decimal comma with sep=';'")
         text = frame.to_csv(index=False, sep=sep, decimal=decimal, na_rep="", lineterminator="\n")
         return write_atomic(path, text)
+    from openpyxl import Workbook
+
+    workbook = Workbook(write_only=True)  # rows streamed to the file, not a workbook held in memory
+    sheet = workbook.create_sheet("table")
+    sheet.append([str(c) for c in frame.columns])
+    for row in frame.astype(object).where(frame.notna(), None).itertuples(index=False, name=None):
+        sheet.append(row)  # openpyxl takes a sheet row by row (published cells, not records)
     buffer = io.BytesIO()
-    frame.astype(object).where(frame.notna(), None).to_excel(buffer, sheet_name="table", index=False, engine="openpyxl")
+    workbook.save(buffer)
     return write_atomic(path, pin_timestamp(buffer.getvalue(), "xlsx"))
 
 

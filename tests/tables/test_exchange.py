@@ -78,15 +78,31 @@ def test_write_hrc_refuses_what_the_file_cannot_give_back(tmp_path):
 
 @st.composite
 def trees(draw):
-    """A random hierarchy: codes c0, c1, ... each below the total or an earlier code."""
+    """A random hierarchy: codes c0, c1, ... (or 00, 01, ...: codes that only text keeps) each below
+    the total or an earlier code."""
     n = draw(st.integers(1, 25))
+    prefix = draw(st.sampled_from(["c", "0"]))
     parents = ["Total"]
     pairs = []
     for i in range(n):
         parent = draw(st.sampled_from(parents))
-        pairs.append((parent, f"c{i}"))
-        parents.append(f"c{i}")
+        pairs.append((parent, f"{prefix}{i}"))
+        parents.append(f"{prefix}{i}")
     return _frame(pairs)
+
+
+@st.composite
+def count_tables(draw):
+    """Inner counts over one hierarchical dimension (a random tree) and one flat one."""
+    tree = draw(trees())
+    leaves = sorted(set(tree["child"]) - set(tree["parent"]))
+    flat = draw(st.lists(st.sampled_from(draw(st.sampled_from([["x", "y", "z"], [2014, 2015, 2016]]))),
+                         min_size=1, max_size=3, unique=True))
+    inner = pd.DataFrame([(a, b) for a in leaves for b in flat], columns=["h", "f"])
+    inner["n"] = draw(st.lists(st.integers(0, 50), min_size=len(inner), max_size=len(inner)))
+    inner["v"] = draw(st.lists(st.integers(-500, 5000), min_size=len(inner), max_size=len(inner)))
+    inner["v"] = inner["v"] / 100
+    return tables.tabulate(inner, {"h": tree, "f": None}, freq="n", value=draw(st.sampled_from([None, "v"])))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -209,6 +225,26 @@ def test_published_table_flags_values_and_intervals(small):
     assert str(out["value"].dtype) == "Int64"
 
 
+@settings(max_examples=40, deadline=None)
+@given(table=count_tables(), data=st.data())
+def test_published_table_invariants(table, data):
+    n = len(table.cells)
+    hidden = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    hidden = np.isin(table.cell, table.cell[hidden])  # a cell's rows (a parent with one child) alike
+    primary = hidden & np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    primary = np.isin(table.cell, table.cell[primary])
+    out = tables.published_table(table, pd.Series(hidden, index=table.cells.index),
+                                 primary=pd.Series(primary, index=table.cells.index))
+    status = out["status"].to_numpy()
+    assert (out["value"].isna().to_numpy() == hidden).all()
+    assert (status[primary] == "U").all() and (status[hidden & ~primary] == "M").all()
+    empty = table.cells["freq"].to_numpy() == 0
+    assert (status[~hidden] == np.where(empty[~hidden], "Z", "S")).all()
+    figure = table.cells["value" if table.magnitude else "freq"].to_numpy()
+    assert np.allclose(out["value"].to_numpy(dtype=float, na_value=np.nan)[~hidden], figure[~hidden])
+    assert out[table.names].equals(table.cells[table.names].reset_index(drop=True))
+
+
 def test_published_table_errors(small):
     with pytest.raises(SDCInputError, match=r"primary: cell \(row='r1', col='c2'\) is primary unsafe but not suppressed"):
         tables.published_table(small, _mask(small, []), primary=_mask(small, [("r1", "c2")]))
@@ -292,19 +328,6 @@ def test_tau_argus_round_trip_of_c2_and_c1(tmp_path):
     assert tables.tabulate(cells, dimensions, freq="freq").cells.equals(table.cells)
 
 
-@st.composite
-def count_tables(draw):
-    """Inner counts over one hierarchical dimension (a random tree) and one flat one."""
-    tree = draw(trees())
-    leaves = sorted(set(tree["child"]) - set(tree["parent"]))
-    flat = draw(st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, max_size=3, unique=True))
-    inner = pd.DataFrame([(a, b) for a in leaves for b in flat], columns=["h", "f"])
-    inner["n"] = draw(st.lists(st.integers(0, 50), min_size=len(inner), max_size=len(inner)))
-    inner["v"] = draw(st.lists(st.integers(-500, 5000), min_size=len(inner), max_size=len(inner)))
-    inner["v"] = inner["v"] / 100
-    return tables.tabulate(inner, {"h": tree, "f": None}, freq="n", value=draw(st.sampled_from([None, "v"])))
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(table=count_tables(), data=st.data())
 def test_tau_argus_round_trip_rebuilds_the_table(tmp_path, table, data):
@@ -338,6 +361,23 @@ def test_read_tau_argus_sdctable_style_files_with_totals(tmp_path):
     assert cells["sdcStatus"].tolist() == ["U", "S", "S"]
     table = tables.tabulate(cells, dimensions, freq="freq")
     assert table.cells.set_index("region")["freq"].to_dict() == {"Tot": 10, "A": 7, "a1": 2, "a2": 5, "B": 3}
+
+
+def test_read_tau_argus_own_lead_string_and_flat_total(tmp_path):
+    (tmp_path / "t.rda").write_text(
+        '<SEPARATOR> ";"\nsector\n  <RECODEABLE>\n  <HIERARCHICAL>\n  <HIERCODELIST> "s.hrc"\n'
+        '  <HIERLEADSTRING> "#"\nsize\n  <RECODEABLE>\n  <TOTCODE> "all"\nturnover\n  <NUMERIC>\n'
+        '  <DECIMALS> 1\nn\n  <FREQUENCY>\n')
+    (tmp_path / "s.hrc").write_text("A\n#A1\n#A2\n")
+    (tmp_path / "t.tab").write_text("A1;small;1.5;2\nA2;small;2.0;1\nA2;large;10.5;3\n")
+    cells, dimensions, names = tables.read_tau_argus(tmp_path / "t.rda")
+    assert names == {"freq": "n", "value": "turnover"}
+    assert dimensions["sector"].equals(_frame([("Total", "A"), ("A", "A1"), ("A", "A2")]))
+    # a flat dimension whose total is not "Total": a one-level hierarchy below its own total
+    assert dimensions["size"].equals(_frame([("all", "large"), ("all", "small")]))
+    table = tables.tabulate(cells, dimensions, freq=names["freq"], value=names["value"])
+    totals = table.cells.set_index(["sector", "size"])
+    assert totals.loc[("Total", "all"), "value"] == 14.0 and totals.loc[("A2", "all"), "freq"] == 4
 
 
 def test_malformed_tau_argus_input_names_file_and_line(tmp_path):
@@ -396,3 +436,12 @@ def test_read_aggregated_semicolon_and_decimal_comma(tmp_path):
         pd.DataFrame([["Counts by age, geo and year"]]).to_excel(writer, index=False, header=False)
         c1.to_excel(writer, index=False, startrow=2)
     assert tables.read_aggregated(tmp_path / "c1.xlsx").equals(c1)
+
+
+def test_argus_text_files_with_a_byte_order_mark_or_windows_1252(tmp_path):
+    from sdc_dagster.datafiles.argus import read_codelist
+
+    (tmp_path / "r.cdl").write_bytes("\ufeff1,Nord\n2,\"Süd\"\n".encode("utf-8"))
+    assert read_codelist(tmp_path / "r.cdl") == {"1": "Nord", "2": "Süd"}
+    (tmp_path / "r.hrc").write_bytes("Süd\n@Zürich\n".encode("cp1252"))
+    assert tables.read_hrc(tmp_path / "r.hrc").equals(_frame([("Total", "Süd"), ("Süd", "Zürich")]))
