@@ -61,8 +61,9 @@ def coded_cells(table: Table) -> pd.DataFrame:
     """A table's published cells with every dimension's codes as text (:func:`value_text`: a flat
     dimension's codes and its ``"Total"`` in one column of one type, as Parquet and CSV store them)."""
     cells = table.cells.copy()
-    for name in table.names:
-        cells[name] = cells[name].map(value_text)
+    for dimension in table.dimensions:  # each code's text once, then looked up by position
+        texts = np.asarray([value_text(code) for code in dimension.codes], dtype=object)
+        cells[dimension.name] = texts[dimension.codes.get_indexer(cells[dimension.name])]
     return cells
 
 
@@ -90,7 +91,7 @@ def input_schema(spec: TableSetSpec) -> pa.DataFrameSchema:
 
 def cells_schema() -> pa.DataFrameSchema:
     """The boundary of a protected table: a known status, suppressed exactly where the status is not
-    safe, every primary suppressed, counts and intervals never negative where given."""
+    safe, every primary suppressed, no negative count."""
     return pa.DataFrameSchema(
         {
             "freq": pa.Column(float, pa.Check.ge(0)),
