@@ -40,8 +40,10 @@ def test_check_names_each_bad_key_with_its_line(tmp_path):
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("sdc table check: business_tables.yaml:17: published.turnover.rules[1]['rule']: must be "
                                "one of 'freq', 'zero', 'nk', 'p', 'pq', 'request', got 'q'")
-    assert lines[1].startswith("sdc table check: business_tables.yaml:19: protection.method: must be one of")
-    assert lines[2].startswith("hint: fix those 2 keys")
+    assert lines[1] == "   17 |     rules: [{rule: nk, n: 1, k: 85}, {rule: q, p: 10}]"
+    assert lines[2].startswith("sdc table check: business_tables.yaml:19: protection.method: must be one of")
+    assert lines[3] == "   19 | protection: {method: quickest, cost: value, time_limit: 60}"
+    assert lines[4].startswith("hint: fix those 2 keys")
 
 
 def test_check_reports_bad_data_by_column(tmp_path):
@@ -112,3 +114,14 @@ def test_a_large_table_lists_its_suppressed_cells_only():
     page = render_table_report("Tables x", {"t": cells}, {"t": ["geo"]}, {}, {})
     assert f"{n} cells over geo" in page and "the 2 suppressed cells" in page
     assert ">g3<" in page and ">g7<" in page and ">g4<" not in page
+
+
+def test_a_survey_table_spec_is_checked_against_the_survey_specs(home):
+    out = io.StringIO()
+    assert run_table_check(str(EXAMPLES / "testdata_tables.yaml"), home=str(home), out=out) == 0
+    assert "table spec 'testdata_tables' is valid (2 tables from survey 'testdata'" in out.getvalue()
+    assert "water_by_area: water x urbrur; counts; weight sampling_weight; rules freq n=10 (ties strict); " \
+           "linked with relat_by_area" in out.getvalue()
+    out = io.StringIO()  # a survey's wave must be named
+    assert run_table(str(EXAMPLES / "testdata_tables.yaml"), home=str(home), out=out) == EXIT_USAGE
+    assert "reads survey 'testdata': name its wave with --wave" in out.getvalue()
