@@ -185,7 +185,8 @@ def verify_table_release(folder: Path) -> Verification:
     if not copy.is_file() or spec_text_sha256(copy.read_bytes()) != manifest["spec"]["sha256"]:
         return Verification(manifest, True, True, False, f"the stored spec copy {copy} is missing or differs from "
                             "the spec hash in its manifest (edited or damaged)", spec_copy_intact=False)
-    return verify_grid_release(folder, lambda recorded: recompute_table_release(folder, recorded))
+    return verify_grid_release(folder, lambda recorded: recompute_table_release(folder, recorded),
+                               inputs="the recorded input(s)")
 
 
 def audit_table_release(releases: Path, name: str, *, wave: str | None = None,

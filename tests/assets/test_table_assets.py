@@ -3,6 +3,7 @@ release written and replayed byte for byte by `sdc audit tables`; a changed file
 
 import io
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -62,6 +63,12 @@ def test_the_business_chain_materialises_checks_releases_and_replays(sdc_home, b
     out = io.StringIO()
     assert run_table_audit("business_tables", out=out) == 1
     assert "turnover.csv: differs from the hash in its manifest" in out.getvalue()
+    # a changed input snapshot is found before any replay
+    snapshot = Path(manifest["inputs"]["data"]["file"])
+    snapshot.write_text(snapshot.read_text().replace("75.9", "75.8"))
+    out = io.StringIO()
+    assert run_table_audit("business_tables", out=out) == 1
+    assert "audit FAILED: the recorded input(s) data is missing or changed" in out.getvalue()
 
 
 def test_a_pattern_that_fails_its_check_is_never_released(sdc_home, business, instance, monkeypatch):
