@@ -4,12 +4,14 @@
   matrix to the published cells), linked tables (:func:`joint_model`);
 * :mod:`~sdc_dagster.tables.primary`: the sensitivity rules and protection levels;
 * :mod:`~sdc_dagster.tables.audit`: the intruder's intervals of a suppression pattern;
-* :mod:`~sdc_dagster.tables.secondary`: the optimal (ILP) and Gauss secondary suppression.
+* :mod:`~sdc_dagster.tables.secondary`: the optimal (ILP) and Gauss secondary suppression;
+* :mod:`~sdc_dagster.tables.rounding`: small-count rounding (PLS, SmallCountRounding), additive.
 """
 
 from sdc_dagster.tables.audit import audit
 from sdc_dagster.tables.model import TOTAL, Dimension, JointModel, Table, joint_model, tabulate
 from sdc_dagster.tables.primary import RULES, primary_suppression, protection_levels
+from sdc_dagster.tables.rounding import small_count_rounding
 from sdc_dagster.tables.secondary import METHODS, secondary_suppression
 
 __all__ = [
@@ -24,5 +26,6 @@ __all__ = [
     "primary_suppression",
     "protection_levels",
     "secondary_suppression",
+    "small_count_rounding",
     "tabulate",
 ]

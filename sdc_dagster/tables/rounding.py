@@ -63,7 +63,7 @@ def _integer_counts(counts) -> np.ndarray:
     bad = ~np.isfinite(values) | (values < 0) | (values != np.round(values))
     if bad.any():
         position = int(np.flatnonzero(bad)[0])
-        raise SDCInputError(f"counts: inner cell {position} is {values[position]!r}; small-count rounding rounds counts (integers >= 0)")
+        raise SDCInputError(f"counts: inner cell {position} is {values[position]:g}; small-count rounding rounds counts (integers >= 0)")
     return values.astype(np.int64)
 
 
