@@ -5,10 +5,12 @@
 * :mod:`~sdc_dagster.tables.primary`: the sensitivity rules and protection levels;
 * :mod:`~sdc_dagster.tables.audit`: the intruder's intervals of a suppression pattern;
 * :mod:`~sdc_dagster.tables.secondary`: the optimal (ILP) and Gauss secondary suppression;
-* :mod:`~sdc_dagster.tables.rounding`: small-count rounding (PLS, SmallCountRounding), additive.
+* :mod:`~sdc_dagster.tables.rounding`: small-count rounding (PLS, SmallCountRounding), additive;
+* :mod:`~sdc_dagster.tables.cell_key`: the cell key method for magnitude tables (cellKey, top_contr).
 """
 
 from sdc_dagster.tables.audit import audit
+from sdc_dagster.tables.cell_key import cell_key_magnitude
 from sdc_dagster.tables.model import TOTAL, Dimension, JointModel, Table, joint_model, tabulate
 from sdc_dagster.tables.primary import RULES, primary_suppression, protection_levels
 from sdc_dagster.tables.rounding import small_count_rounding
@@ -22,6 +24,7 @@ __all__ = [
     "JointModel",
     "Table",
     "audit",
+    "cell_key_magnitude",
     "joint_model",
     "primary_suppression",
     "protection_levels",

@@ -1,0 +1,105 @@
+"""The cell key method for magnitude tables, by hand on hand-built perturbation tables.
+
+The noise table's last row puts 1/4 on -1, 1/2 on 0 and 1/4 on +1: a key u < 0.25 gives -1,
+0.25 <= u < 0.75 gives 0, u >= 0.75 gives +1 (inverse CDF). Record keys are integers 1..16, so a
+cell key is (sum of its records' keys mod 16) / 16 and the second key (10 s mod 16) / 16.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import sdc_dagster.tables as tables
+from sdc_dagster.errors import SDCInputError
+from sdc_dagster.protect.ptable import PerturbationTable
+
+NOISE = PerturbationTable(max_deviation=1, variance=0.5, probabilities=np.array([[0, 1, 0], [0.25, 0.5, 0.25]]))
+COUNTS = PerturbationTable(max_deviation=1, variance=0.5,
+                           probabilities=np.array([[0, 1, 0], [0, 0.5, 0.5], [0.25, 0.5, 0.25]]))
+DATA = pd.DataFrame({"a": ["x", "x", "x", "y", "y"], "v": [100.0, 50.0, 10.0, 40.0, 30.0], "k": [3, 4, 6, 1, 2]})
+
+
+def perturb(data=DATA, **kwargs):
+    options = {"value": "v", "ptable": NOISE, "p": 0.1, "record_key": "k", "n_key": 16} | kwargs
+    return tables.cell_key_magnitude(data, {"a": None}, **options).set_index("a")
+
+
+def test_top_two_contributions_by_hand():
+    out = perturb(top_k=2, epsilon=[1, 0.5], count_ptable=COUNTS)
+    # x: keys 3 + 4 + 6 = 13 -> 0.8125 -> +1: 160 + 0.1 * 100 = 170; second key 130 mod 16 = 2 -> 0.125
+    #    -> -1: 170 - 0.1 * 0.5 * 50 = 167.5
+    # y: keys 1 + 2 = 3 -> 0.1875 -> -1: 70 - 4 = 66; second key 30 mod 16 = 14 -> 0.875 -> +1: 66 + 1.5
+    # Total: keys 16 mod 16 = 0 -> -1: 230 - 10 = 220; second key 0 -> -1: 220 - 2.5
+    assert out["cell_key"].to_dict() == {"Total": 0.0, "x": 0.8125, "y": 0.1875}
+    assert out["perturbed_value"].to_dict() == {"Total": 217.5, "x": 167.5, "y": 67.5}
+    assert out["perturbation"].to_dict() == {"Total": -12.5, "x": 7.5, "y": -2.5}
+    # counts by the count method at the same keys: 5 (last row, key 0) -> 4, 3 (key 0.8125) -> 4, 2 -> 1
+    assert out["perturbed_freq"].to_dict() == {"Total": 4, "x": 4, "y": 1}
+    assert out.attrs["parameters"]["seed"] is None and out.attrs["parameters"]["epsilon"] == [1.0, 0.5]
+
+
+def test_top_one_contribution_by_hand():
+    out = perturb()
+    assert out["perturbed_value"].to_dict() == {"Total": 220.0, "x": 170.0, "y": 66.0}
+    assert "perturbed_freq" not in out
+
+
+def test_noise_never_crosses_zero():
+    # one cell 10 - 5 = 5 (largest |contribution| 10); p = 1: the amplitude is capped at |5| and the
+    # key 1 + 2 = 3 -> 0.1875 gives -1: the cell stops at 0, it does not turn negative
+    data = pd.DataFrame({"a": ["x", "x"], "v": [10.0, -5.0], "k": [1, 2]})
+    out = perturb(data, p=1.0)
+    assert out.loc["x", "perturbed_value"] == 0.0
+
+
+def test_holding_contributions_count_as_one():
+    # x: units 60 and 50 of holding h1 and 100 of h2; keys 5 + 4 + 4 = 13 -> 0.8125 -> +1;
+    # by unit x1 = 100: 210 + 10; by holding x1 = 110: 210 + 11
+    data = pd.DataFrame({"a": ["x"] * 3, "v": [60.0, 50.0, 100.0], "h": ["h1", "h1", "h2"], "k": [5, 4, 4]})
+    assert perturb(data).loc["x", "perturbed_value"] == 220.0
+    assert perturb(data, holding="h").loc["x", "perturbed_value"] == 221.0
+
+
+def test_seeded_keys_are_recorded_and_reproducible():
+    first = perturb(record_key=None, seed=7, n_key=None)
+    again = perturb(record_key=None, seed=7, n_key=None)
+    pd.testing.assert_frame_equal(first, again)
+    assert first.attrs["parameters"]["seed"] == 7
+    assert first.attrs["parameters"]["record_keys"] == "uniform [0, 1)"
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"seed": 3}, "either record_key"),
+        ({"top_k": 7}, "top_k"),
+        ({"top_k": 2, "epsilon": [1]}, "one weight per top contribution"),
+        ({"top_k": 2, "epsilon": [0.5, 0.2]}, "must start at 1"),
+        ({"p": 0}, "p"),
+        ({"ptable": "table"}, "PerturbationTables"),
+        ({"n_key": 4}, "integer record keys must lie in 1..4"),
+    ],
+)
+def test_bad_parameters_are_named(kwargs, message):
+    with pytest.raises(SDCInputError, match=message):
+        perturb(**kwargs)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("xyz"), st.sampled_from("uv"), st.floats(-50, 500), st.integers(1, 99)),
+                min_size=1, max_size=25))
+def test_a_cell_gets_the_same_noise_in_every_table(rows):
+    """A cell of the same records has the same key and contributions, hence the same published value,
+    whichever table it is published in (the consistency of the cell key method)."""
+    data = pd.DataFrame(rows, columns=["a", "b", "v", "k"])
+    options = {"value": "v", "ptable": NOISE, "p": 0.2, "top_k": 2, "epsilon": [1, 0.3], "record_key": "k", "n_key": 99}
+    one = tables.cell_key_magnitude(data, {"a": None}, **options).set_index("a")
+    two = tables.cell_key_magnitude(data, {"a": None, "b": None}, **options)
+    margin = two[two["b"] == "Total"].set_index("a")
+    pd.testing.assert_series_equal(one["perturbed_value"], margin["perturbed_value"])
+    # the noise is bounded by the top contributions: |perturbation| <= p (x1 + 0.3 x2) (|v| <= D = 1)
+    top = data.assign(v=data["v"].abs()).groupby("a")["v"].apply(lambda v: v.nlargest(2).tolist() + [0.0])
+    bound = top.map(lambda x: 0.2 * (x[0] + 0.3 * x[1]))
+    assert (one["perturbation"].abs().loc[bound.index] <= bound + 1e-9).all()
