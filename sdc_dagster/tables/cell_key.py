@@ -1,33 +1,35 @@
-"""The cell key method for magnitude tables (ONS / Destatis; sdcTools cellKey, "top_contr" variant).
+"""The cell key method for magnitude tables (ABS / ONS / Destatis; tau-Argus, sdcTools cellKey).
 
 Thompson, Broadfoot and Elazar (2013), "Methodology for the automatic confidentialisation of
 statistical outputs from remote servers at the Australian Bureau of Statistics"; Giessing and Tent
 (2019), "Concepts for generalising tools implementing the cell key method to the case of continuous
-variables" (UNECE SDC work session); Enderle, Giessing and Tent, cellKey R package
-(``ck_params_nums(type = "top_contr")`` with ``ck_simpleparams(p, epsilon)``).
+variables" (UNECE SDC work session); the Handbook on SDC (Hundepool et al., current edition,
+§4 "Cell Key Method for Magnitude Tables", worked example); the cellKey R package (Enderle,
+Giessing and Tent: ``ck_params_nums(type = "top_contr")`` with ``ck_simpleparams(p, epsilon)``).
 
 Every record carries a random record key; the cell key of a published cell is the sum of its
 records' keys modulo 1 (:func:`~sdc_dagster.protect.cellkey.record_key_addends`, the same keys and
 sum as the count method), so a cell gets the same noise in every table it appears in.
 
-Magnitude perturbation of a cell of value ``X`` whose largest contributions (by absolute value;
-a holding's units summed, as for the primary rules) are ``x_1 >= x_2 >= ... >= x_k``:
+A cell of value ``X`` whose largest contributions (by absolute value; a holding's units summed, as
+for the primary rules) are ``x_1 >= x_2 >= ... >= x_k`` is perturbed in k steps, ``X' = X`` first:
 
-* for ``j = 1..k`` the noise amplitude is ``x_delta_j = p · epsilon_j · x_j`` (cellKey's
-  ``.x_delta_simple``: ``epsilon_1 = 1``, decreasing), capped at ``|X'|``, the cell's running value
-  (cellKey's rescaling when ``|X'| < x_delta``);
-* the j-th noise factor ``v_j`` is looked up by inverse CDF in the perturbation table ``ptable``
-  (:class:`~sdc_dagster.protect.ptable.PerturbationTable`, its last, unconstrained row: mean 0,
-  variance V, bounded by D) at the key ``ck_j``: ``ck_1`` is the cell key and ``ck_j`` the cell key
-  with its digits shifted ``j - 1`` places (cellKey's ``.scramble_ckeys``), computed exactly on the
-  integer key sum ``s`` as ``(10^(j-1) · s mod M) / M``;
-* ``X' <- X' + sign(X') · x_delta_j · v_j``, never past zero (cellKey: a negative step stops at
-  ``-X'``); the published value is ``X'`` after the k steps.
+* step j adds ``sign(X') · delta_j · x_j · v_j`` with ``delta_j = delta · epsilon_j`` (the
+  Handbook's ``x^ = x + delta · x_max · v``; cellKey's ``p`` and ``epsilon``, ``epsilon_1 = 1``);
+* the noise ``v_j`` is looked up in the perturbation table ``ptable``
+  (:class:`~sdc_dagster.protect.ptable.PerturbationTable`) at the row ``r = |X'| / (delta_j · x_j)``
+  (rows past the last use the last): row i only holds noises ``v >= -i``, so ``X'`` never changes
+  sign. A fractional ``r`` between rows ``a = floor(r)`` and ``a + 1`` takes
+  ``v = (a + 1 - r) · v_a + (r - a) · v_(a+1)`` (the Handbook's interpolation, as tau-Argus);
+* ``v_j`` is read at the key ``ck_j``: ``ck_1`` is the cell key, ``ck_j`` the cell key with its
+  digits shifted ``j - 1`` places (cellKey's ``.scramble_ckeys``), computed exactly on the integer
+  key sum ``s`` as ``(10^(j-1) · s mod M) / M``.
 
-Counts of the same table are perturbed by the count method, through its own lookup
-(:meth:`PerturbationTable.lookup` of ``count_ptable`` at the same cell keys, SPEC §8.11).
-Not offered: cellKey's flex function, even/odd and small-cell p-tables, ``mu_c`` and the
-``mean``/``range``/``sum`` variants.
+The lookup is the count method's (:meth:`PerturbationTable.lookup`: the noise ``d`` with
+``F(d - 1) <= u < F(d)``, as cellKey; the Handbook writes ``F(d - 1) < u <= F(d)``, which differs
+only for a key exactly on a bound). Counts of the same table are perturbed by the count method at the
+same cell keys (``count_ptable``, SPEC §8.11). Not offered: cellKey's flex function, even/odd and
+small-cell p-tables, ``mu_c`` and the ``mean``/``range``/``sum`` variants.
 """
 
 from __future__ import annotations
@@ -93,7 +95,7 @@ def cell_key_magnitude(
     *,
     value: str,
     ptable: PerturbationTable,
-    p: float,
+    delta: float,
     top_k: int = 1,
     epsilon: Sequence[float] | None = None,
     record_key: str | None = None,
@@ -109,9 +111,11 @@ def cell_key_magnitude(
     data, dimensions, value, holding
         As :func:`~sdc_dagster.tables.tabulate` (microdata, one row per record).
     ptable
-        The noise distribution (its last row: mean 0, variance V, values -D..D).
-    p
-        Noise percentage as a share, 0 < p <= 1 (cellKey ``ck_simpleparams(p)``).
+        The noise distributions by row (:func:`~sdc_dagster.protect.ptable.perturbation_table`, or
+        any :class:`PerturbationTable`; row i must not hold noises below -i).
+    delta
+        The noise amplitude as a share of the largest contribution, 0 < delta <= 1 (the Handbook's
+        ``delta``, cellKey's ``ck_simpleparams(p)``).
     top_k, epsilon
         The k largest contributions perturbed (1..6) and their weights (``epsilon_1 = 1``,
         decreasing; default ``[1]``).
@@ -127,14 +131,14 @@ def cell_key_magnitude(
     pandas.DataFrame
         One row per published cell (as ``Table.cells``): the dimension columns, ``freq``, ``value``,
         ``cell_key``, ``perturbation`` and ``perturbed_value``; with ``count_ptable`` also
-        ``perturbed_freq``. ``attrs["parameters"]`` records p, top_k, epsilon, D, V, the key form
+        ``perturbed_freq``. ``attrs["parameters"]`` records delta, top_k, epsilon, D, V, the key form
         and the seed (None when the keys were given), as the grid release records its seeds.
     """
     if (record_key is None) == (seed is None):
         raise SDCInputError("cell_key_magnitude: give either record_key (a column of record keys) or seed (to draw them)")
     if not isinstance(ptable, PerturbationTable) or (count_ptable is not None and not isinstance(count_ptable, PerturbationTable)):
         raise SDCInputError("ptable, count_ptable: must be PerturbationTables (protect.ptable.perturbation_table)")
-    p = check_scalar(p, "p", low=0, high=1, closed="right")
+    delta = check_scalar(delta, "delta", low=0, high=1, closed="right")
     top_k = check_scalar(top_k, "top_k", integer=True, low=1, high=MAX_TOP_K)
     weights = _checked_epsilon(epsilon, int(top_k))
     if seed is not None:
@@ -149,14 +153,17 @@ def cell_key_magnitude(
     key_sums = _cell_key_sums(table, records["inner_cell"].to_numpy(), addends[records["unit"].to_numpy()], modulus)
     stats = contributor_statistics(table, int(top_k))
 
-    last_row = np.full(len(key_sums), len(ptable.probabilities) - 1)
+    top_row = len(ptable.probabilities) - 1
     current = table.cells["value"].to_numpy(dtype=np.float64).copy()
     for j in range(int(top_k)):  # at most six steps, each over all cells at once
-        noise = ptable.lookup(last_row, shifted_keys(key_sums, modulus, j))
-        amplitude = np.minimum(p * weights[j] * stats[f"x{j + 1}"].to_numpy(), np.abs(current))
-        step = np.sign(current) * amplitude * noise
-        crosses = np.sign(current + step) == -np.sign(current)
-        current = np.where(crosses, 0.0, current + step)
+        amplitude = delta * weights[j] * stats[f"x{j + 1}"].to_numpy()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            row = np.where(amplitude > 0, np.minimum(np.abs(current) / amplitude, top_row), 0.0)
+        below = np.floor(row).astype(np.int64)
+        share = row - below
+        keys = shifted_keys(key_sums, modulus, j)
+        noise = (1 - share) * ptable.lookup(below, keys) + share * ptable.lookup(np.minimum(below + 1, top_row), keys)
+        current = current + np.sign(current) * amplitude * noise
 
     out = table.cells.copy()
     out["cell_key"] = key_sums / modulus
@@ -166,8 +173,8 @@ def cell_key_magnitude(
         counts = by_record.cells["freq"].to_numpy(dtype=np.int64)
         out["perturbed_freq"] = counts + count_ptable.lookup(counts, key_sums / modulus)
     out.attrs["parameters"] = {
-        "method": "cell key, top contributions (cellKey top_contr, simple parameters)",
-        "p": float(p), "top_k": int(top_k), "epsilon": weights.tolist(),
+        "method": "cell key for magnitudes, top contributions (Handbook, cellKey top_contr)",
+        "delta": float(delta), "top_k": int(top_k), "epsilon": weights.tolist(),
         "max_deviation": ptable.max_deviation, "variance": ptable.variance,
         "record_keys": "uniform [0, 1)" if n_key is None else f"integers 1..{n_key}",
         "seed": None if seed is None else int(seed),

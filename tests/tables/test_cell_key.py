@@ -1,6 +1,10 @@
-"""The cell key method for magnitude tables, by hand on hand-built perturbation tables.
+"""The cell key method for magnitude tables: the Handbook's worked example, and by hand.
 
-The noise table's last row puts 1/4 on -1, 1/2 on 0 and 1/4 on +1: a key u < 0.25 gives -1,
+The Handbook on SDC (Hundepool et al., current edition, "Cell Key Method for Magnitude Tables" and,
+for its p-table, "Cell Perturbation - the Cell Key Method") works a cell x = 300 with x_max = 200 at
+the cell key 0.8 through its fictional p-table: delta = 0.5 gives 400, delta = 0.6 gives 360.
+
+The other tests' noise table's last row puts 1/4 on -1, 1/2 on 0 and 1/4 on +1: a key u < 0.25 gives -1,
 0.25 <= u < 0.75 gives 0, u >= 0.75 gives +1 (inverse CDF). Record keys are integers 1..16, so a
 cell key is (sum of its records' keys mod 16) / 16 and the second key (10 s mod 16) / 16.
 """
@@ -22,8 +26,39 @@ DATA = pd.DataFrame({"a": ["x", "x", "x", "y", "y"], "v": [100.0, 50.0, 10.0, 40
 
 
 def perturb(data=DATA, **kwargs):
-    options = {"value": "v", "ptable": NOISE, "p": 0.1, "record_key": "k", "n_key": 16} | kwargs
+    options = {"value": "v", "ptable": NOISE, "delta": 0.1, "record_key": "k", "n_key": 16} | kwargs
     return tables.cell_key_magnitude(data, {"a": None}, **options).set_index("a")
+
+
+# the Handbook's fictional p-table (noise -1, 0, +1): 0 -> 0; 1 -> -1 or +1 (1/2 each);
+# 2 -> 0 (0.8) or +1 (0.2); 3 and above -> -1 (0.3), 0 (0.4), +1 (0.3)
+HANDBOOK = PerturbationTable(max_deviation=1, variance=0.6, probabilities=np.array(
+    [[0, 1, 0], [0.5, 0, 0.5], [0, 0.8, 0.2], [0.3, 0.4, 0.3]]))
+
+
+@pytest.mark.parametrize("delta, expected", [(0.5, 400.0), (0.6, 360.0)])
+def test_handbook_worked_example(delta, expected):
+    """x = 300 = 200 + 100. delta 0.5: row 300 / (0.5 * 200) = 3, the key in the last row's +1 band:
+    300 + 100 = 400. delta 0.6: row 2.5 = half row 2 (noise 0) and half row 3 (+1):
+    300 + 0.6 * 200 * 0.5 = 360. The Handbook's key 0.8 lies exactly on row 2's bound, where its
+    convention (lower < u <= upper) and the lookup's (lower <= u < upper) differ; the record keys
+    0.45 and 0.3 give the key 0.75, inside both bands."""
+    data = pd.DataFrame({"a": ["c", "c"], "v": [200.0, 100.0], "k": [0.45, 0.3]})
+    out = tables.cell_key_magnitude(data, {"a": None}, value="v", ptable=HANDBOOK, delta=delta, record_key="k",
+                                    count_ptable=HANDBOOK).set_index("a")
+    assert out.loc["c", "cell_key"] == pytest.approx(0.75)
+    assert out.loc["c", "perturbed_value"] == pytest.approx(expected)
+    assert out.loc["c", "perturbed_freq"] == 2  # the count 2 at 0.75: noise 0
+
+
+def test_handbook_count_example_through_the_same_keys():
+    """The Handbook's count example: three records with keys 0.9, 0.3 and 0.6 make the cell key 0.8;
+    the count 3 gets +1: 4 (a magnitude cell of the same records gets the same key)."""
+    data = pd.DataFrame({"a": ["m"] * 3, "v": [1.0, 1.0, 1.0], "k": [0.9, 0.3, 0.6]})
+    out = tables.cell_key_magnitude(data, {"a": None}, value="v", ptable=HANDBOOK, delta=0.5, record_key="k",
+                                    count_ptable=HANDBOOK).set_index("a")
+    assert out.loc["m", "cell_key"] == pytest.approx(0.8)
+    assert out.loc["m", "perturbed_freq"] == 4
 
 
 def test_top_two_contributions_by_hand():
@@ -47,10 +82,10 @@ def test_top_one_contribution_by_hand():
 
 
 def test_noise_never_crosses_zero():
-    # one cell 10 - 5 = 5 (largest |contribution| 10); p = 1: the amplitude is capped at |5| and the
-    # key 1 + 2 = 3 -> 0.1875 gives -1: the cell stops at 0, it does not turn negative
+    # one cell 10 - 5 = 5 (largest |contribution| 10); delta = 1: row 5 / 10 = 0.5, between row 0
+    # (noise 0) and row 1 (key 1 + 2 = 3 -> 0.1875: -1): v = -0.5, the cell stops at 5 - 5 = 0
     data = pd.DataFrame({"a": ["x", "x"], "v": [10.0, -5.0], "k": [1, 2]})
-    out = perturb(data, p=1.0)
+    out = perturb(data, delta=1.0)
     assert out.loc["x", "perturbed_value"] == 0.0
 
 
@@ -77,7 +112,7 @@ def test_seeded_keys_are_recorded_and_reproducible():
         ({"top_k": 7}, "top_k"),
         ({"top_k": 2, "epsilon": [1]}, "one weight per top contribution"),
         ({"top_k": 2, "epsilon": [0.5, 0.2]}, "must start at 1"),
-        ({"p": 0}, "p"),
+        ({"delta": 0}, "delta"),
         ({"ptable": "table"}, "PerturbationTables"),
         ({"n_key": 4}, "integer record keys must lie in 1..4"),
     ],
@@ -94,11 +129,14 @@ def test_a_cell_gets_the_same_noise_in_every_table(rows):
     """A cell of the same records has the same key and contributions, hence the same published value,
     whichever table it is published in (the consistency of the cell key method)."""
     data = pd.DataFrame(rows, columns=["a", "b", "v", "k"])
-    options = {"value": "v", "ptable": NOISE, "p": 0.2, "top_k": 2, "epsilon": [1, 0.3], "record_key": "k", "n_key": 99}
+    options = {"value": "v", "ptable": NOISE, "delta": 0.2, "top_k": 2, "epsilon": [1, 0.3], "record_key": "k", "n_key": 99}
     one = tables.cell_key_magnitude(data, {"a": None}, **options).set_index("a")
     two = tables.cell_key_magnitude(data, {"a": None, "b": None}, **options)
     margin = two[two["b"] == "Total"].set_index("a")
     pd.testing.assert_series_equal(one["perturbed_value"], margin["perturbed_value"])
+    # row i of the p-table holds no noise below -i: a cell never changes sign
+    kept = (np.sign(one["perturbed_value"]) == np.sign(one["value"])) | np.isclose(one["perturbed_value"], 0, atol=1e-9)
+    assert kept.all()
     # the noise is bounded by the top contributions: |perturbation| <= p (x1 + 0.3 x2) (|v| <= D = 1)
     top = data.assign(v=data["v"].abs()).groupby("a")["v"].apply(lambda v: v.nlargest(2).tolist() + [0.0])
     bound = top.map(lambda x: 0.2 * (x[0] + 0.3 * x[1]))
