@@ -41,7 +41,7 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.frequencies import connect
-from sdc_dagster.protect.cellkey import assign_record_keys, record_key_addends
+from sdc_dagster.protect.cellkey import FIXED_POINT_SCALE, assign_record_keys, record_key_addends
 from sdc_dagster.protect.ptable import PerturbationTable
 from sdc_dagster.tables.model import cover_pairs, tabulate
 from sdc_dagster.tables.primary import contributor_statistics
@@ -84,8 +84,9 @@ def _cell_key_sums(table, inner_of_record: np.ndarray, addends: np.ndarray, modu
 def shifted_keys(key_sums: np.ndarray, modulus: int, shift: int) -> np.ndarray:
     """The keys ``(10^shift · s mod M) / M`` in [0, 1) of key sums ``s`` (cellKey's digit shift of
     ``.scramble_ckeys``, exact on integers; ``shift = 0`` is the cell key itself)."""
-    factor = pow(10, int(shift), int(modulus))
-    shifted = (key_sums.astype(object) * factor) % int(modulus)  # Python integers: no overflow
+    factor = np.uint64(pow(10, int(shift), int(modulus)))
+    # both factors are below the modulus (at most 2^32): the product fits in 64 bits
+    shifted = (key_sums.astype(np.uint64) * factor) % np.uint64(modulus)
     return shifted.astype(np.float64) / modulus
 
 
@@ -146,6 +147,8 @@ def cell_key_magnitude(
         data = data.assign(sdc_record_key=assign_record_keys(data, n_key=n_key, random_state=int(seed)))
         record_key = "sdc_record_key"
     addends, modulus = record_key_addends(data, record_key, n_key)
+    if modulus > FIXED_POINT_SCALE:
+        raise SDCInputError(f"n_key: at most 2^32 for the keys of the top contributions, got {n_key}")
 
     by_record = tabulate(data, dimensions, value=value)  # one contribution per record: its inner cell
     table = by_record if holding is None else tabulate(data, dimensions, value=value, holding=holding)

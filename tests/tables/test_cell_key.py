@@ -115,6 +115,7 @@ def test_seeded_keys_are_recorded_and_reproducible():
         ({"delta": 0}, "delta"),
         ({"ptable": "table"}, "PerturbationTables"),
         ({"n_key": 4}, "integer record keys must lie in 1..4"),
+        ({"n_key": 2**33}, "n_key: at most 2"),
     ],
 )
 def test_bad_parameters_are_named(kwargs, message):
