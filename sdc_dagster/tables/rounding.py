@@ -298,7 +298,8 @@ def small_count_rounding(
 
     Returns, for a table, a DataFrame indexed like ``table.cells``: its dimension columns,
     ``original``, ``rounded``, ``difference`` (rounded - original) and ``inner`` (the row is an
-    inner cell); for a list, one such frame per table.
+    inner cell), with ``attrs["parameters"]`` (the parameters and the seed, for the release
+    manifest); for a list, one such frame per table.
     """
     single = isinstance(table_or_tables, Table)
     tables = [table_or_tables] if single else list(table_or_tables) if isinstance(table_or_tables, list | tuple) else None
@@ -324,6 +325,12 @@ def small_count_rounding(
         split = [model.matrix[start:stop] for start, stop in zip(model.offsets[:-1], model.offsets[1:])]
     rounded = pls_rounding(counts, matrix, round_base=round_base, max_round=max_round, zero_candidates=zero_candidates,
                            identify_new=identify_new, max_iter_rows=max_iter_rows, random_state=random_state)
+    parameters = {
+        "method": "small-count rounding (PLS, SmallCountRounding)", "round_base": int(round_base),
+        "max_round": int(round_base) - 1 if max_round is None else int(max_round),
+        "zero_candidates": bool(np.any(zero_candidates)), "identify_new": identify_new,
+        "max_iter_rows": int(max_iter_rows), "seed": random_state if isinstance(random_state, int) else None,
+    }
     out = []
     for t, rows in zip(tables, split):
         frame = t.cells[t.names].copy()
@@ -333,5 +340,6 @@ def small_count_rounding(
         inner = np.zeros(len(frame), dtype=bool)
         inner[t.inner_rows] = True
         frame["inner"] = inner
+        frame.attrs["parameters"] = dict(parameters)
         out.append(frame)
     return out[0] if single else out

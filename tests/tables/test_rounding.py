@@ -56,6 +56,7 @@ def test_e6_vignette_table_6_base_5():
         ("Spain", "Total"): (13, 13), ("Spain", "2018"): (7, 7), ("Spain", "2019"): (6, 6),
     }
     assert by_codes(rounded) == expected
+    assert rounded.attrs["parameters"]["seed"] == 123 and rounded.attrs["parameters"]["max_round"] == 4
     assert (rounded["difference"] == rounded["rounded"] - rounded["original"]).all()
     inner = rounded[rounded["inner"]]
     assert set(zip(inner["geo"], inner["year"].astype(str))) == {
@@ -82,6 +83,36 @@ def test_e6_formula_geo_plus_eu_plus_year():
     assert rounded.tolist() == [5, 3, 7, 0, 5, 6]
     # rows: Total; geo Iceland, Portugal, Spain; eu EU, nonEU; year 2018, 2019
     assert (matrix @ rounded).tolist() == [26, 5, 8, 13, 21, 5, 15, 11]
+
+
+# SmallCountRounding's data exPSD as the vignette prints it (rows x cols, inner cells column by column)
+EXPSD = pd.DataFrame({"rows": ["row1", "row2", "row3"] * 5,
+                      "cols": [f"col{j}" for j in range(1, 6) for _ in range(3)],
+                      "freq": [6, 1, 0, 0, 2, 1, 1, 3, 1, 3, 1, 0, 4, 2, 2]})
+
+
+def test_expsd_vignette_table_2_every_cell_published():
+    """Vignette Table 2 (a$inner): PLSrounding(z, "freq", 5) with every cell published."""
+    matrix = formula_matrix(EXPSD, [[], ["rows"], ["cols"], ["rows", "cols"]])
+    rounded = pls_rounding(EXPSD["freq"], matrix, round_base=5)
+    assert rounded.tolist() == [6, 0, 0, 0, 0, 0, 0, 5, 0, 5, 0, 0, 5, 0, 5]
+    assert (matrix @ rounded)[0] == 26  # the printed Total 27 -> 26
+
+
+def test_expsd_vignette_table_3_margins_only():
+    """Vignette Table 3 (b$publish): PLSrounding(z, "freq", 5, formula = ~rows + cols) publishes
+    Total 28, rows 15, 8, 5 and cols 7, 5, 5, 5, 6. The printed inner cells put the two 5s of col3
+    and col4 in (row2, col3) and (row1, col4); (row1, col3) and (row2, col4) give the same published
+    cells and the same criterion: a tie, broken by the random order (R's generator there)."""
+    matrix = formula_matrix(EXPSD, [[], ["rows"], ["cols"]])
+    rounded = pls_rounding(EXPSD["freq"], matrix, round_base=5)
+    assert (matrix @ rounded).tolist() == [28, 15, 8, 5, 7, 5, 5, 5, 6]
+    printed = np.array([6, 1, 0, 0, 0, 5, 0, 5, 0, 5, 0, 0, 4, 2, 0])
+    assert sorted(np.flatnonzero(rounded != printed).tolist()) == [6, 7, 9, 10]  # the two tied swaps
+    # identify_new=False rounds only the first pass's candidates: a new small published cell stays
+    first_only = matrix @ pls_rounding(EXPSD["freq"], matrix, round_base=5, identify_new=False)
+    assert ((first_only > 0) & (first_only < 5)).any()
+    assert not ((matrix @ rounded > 0) & (matrix @ rounded < 5)).any()
 
 
 def test_z2_round_via_dummy_base_10():
