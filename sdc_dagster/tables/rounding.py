@@ -67,17 +67,20 @@ def _integer_counts(counts) -> np.ndarray:
     return values.astype(np.int64)
 
 
-def _pls_choose(x: sparse.csr_matrix, remainder: np.ndarray, base: int, target: np.ndarray, n_round: int,
-                rng: np.random.Generator) -> np.ndarray:
+def _pls_choose(x: sparse.csr_matrix, base: int, target: np.ndarray, n_round: int, rng: np.random.Generator) -> np.ndarray:
     """0 or ``base`` per candidate: ``n_round`` of them ``base``, chosen greedily (step 3 of the
     module text; SmallCountRounding's ``Pls1Round`` with ``step = 1``). ``x``: candidates x cells."""
     n = x.shape[0]
     chosen = np.zeros(n, dtype=np.int64)
-    if n_round == 0:
-        return chosen
     if n_round == n:
         return np.full(n, base, dtype=np.int64)
-    gram = base * (x @ x.T).toarray().astype(np.int64)  # at most max_iter_rows squared
+    gram = sparse.csc_matrix(base * (x @ x.T), dtype=np.int64)  # candidates sharing published cells
+
+    def shift(cell: int, sign: int) -> None:
+        """Update the criterion for ``cell`` taken (sign -1) or given back (+1): its gram column."""
+        start, stop = gram.indptr[cell], gram.indptr[cell + 1]
+        criterion[gram.indices[start:stop]] += sign * gram.data[start:stop]
+
     criterion = np.asarray(x @ target, dtype=np.int64).ravel()
     free = list(rng.permutation(n))  # tie-breaking order
     taken: list[int] = []  # most recently added first
@@ -87,7 +90,7 @@ def _pls_choose(x: sparse.csr_matrix, remainder: np.ndarray, base: int, target: 
         cell = free.pop(k)
         chosen[cell] = base
         taken.insert(0, cell)
-        criterion[:] -= gram[:, cell]
+        shift(cell, -1)
 
     def down() -> bool:
         k = int(np.argmin(criterion[taken]))
@@ -96,7 +99,7 @@ def _pls_choose(x: sparse.csr_matrix, remainder: np.ndarray, base: int, target: 
         cell = taken.pop(k)
         chosen[cell] = 0
         free.insert(0, cell)
-        criterion[:] += gram[:, cell]
+        shift(cell, +1)
         return True
 
     while len(taken) < n_round:  # forward: at most n_round steps over the candidates, not records
@@ -133,7 +136,7 @@ def _one_pass(x: sparse.csr_matrix, y: np.ndarray, z: np.ndarray, rows: np.ndarr
         rounded = np.zeros(k, dtype=np.int64)
         rounded[rng.choice(k, size=n_round, replace=False)] = base
     else:
-        rounded = _pls_choose(sub, y_rows, base, target, n_round, rng)
+        rounded = _pls_choose(sub, base, target, n_round, rng)
     new_y = y.copy()
     new_y[rows] = rounded + kept
     new_z = z + np.asarray(block.T @ (rounded - y_rows)).ravel().astype(np.int64)

@@ -1,6 +1,5 @@
 """Primary rules against the Handbook's worked examples (Hundepool et al. 2012 §4.2) and by hand."""
 
-import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import assume, given, settings
