@@ -160,7 +160,7 @@ def cell_key_magnitude(
     current = table.cells["value"].to_numpy(dtype=np.float64).copy()
     for j in range(int(top_k)):  # at most six steps, each over all cells at once
         amplitude = delta * weights[j] * stats[f"x{j + 1}"].to_numpy()
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # capped at the last row
             row = np.where(amplitude > 0, np.minimum(np.abs(current) / amplitude, top_row), 0.0)
         below = np.floor(row).astype(np.int64)
         share = row - below

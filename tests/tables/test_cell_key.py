@@ -142,3 +142,21 @@ def test_a_cell_gets_the_same_noise_in_every_table(rows):
     top = data.assign(v=data["v"].abs()).groupby("a")["v"].apply(lambda v: v.nlargest(2).tolist() + [0.0])
     bound = top.map(lambda x: 0.2 * (x[0] + 0.3 * x[1]))
     assert (one["perturbation"].abs().loc[bound.index] <= bound + 1e-9).all()
+
+
+def test_counts_are_the_count_methods():
+    """The counts of a magnitude table get the noise the count method gives the same cells from the
+    same record keys (one count method: protect.cellkey.cell_key_perturb on the inner cells)."""
+    from sdc_dagster.protect import assign_record_keys, cell_key_perturb, perturbation_table
+
+    rng = np.random.default_rng(4)
+    data = pd.DataFrame({"a": rng.choice(["p", "q", "r"], 300), "b": rng.choice(["s", "t"], 300),
+                         "v": rng.uniform(1, 100, 300)})
+    data["k"] = assign_record_keys(data, random_state=9)
+    counts = perturbation_table(2, 1.5, threshold=1)
+    out = tables.cell_key_magnitude(data, {"a": None, "b": None}, value="v", ptable=NOISE, delta=0.1,
+                                    record_key="k", count_ptable=counts)
+    inner = out[(out["a"] != "Total") & (out["b"] != "Total")].set_index(["a", "b"])
+    reference = cell_key_perturb(data, ["a", "b"], record_key_col="k", ptable=counts).set_index(["a", "b"])
+    assert (inner.loc[reference.index, "perturbed_freq"].to_numpy() == reference["perturbed"].to_numpy()).all()
+    np.testing.assert_allclose(inner.loc[reference.index, "cell_key"], reference["cell_key"])
