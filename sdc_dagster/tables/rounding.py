@@ -297,7 +297,8 @@ def small_count_rounding(
 
     Linked tables (a list) are rounded jointly over their common inner cells (they must share
     their dimensions; hierarchies may differ, as in :func:`~sdc_dagster.tables.joint_model`); a
-    cell published by several tables (same codes) counts once in the criterion.
+    cell published by several tables (same codes over the same inner cells) counts once in the
+    criterion.
 
     Returns, for a table, a DataFrame indexed like ``table.cells``: its dimension columns,
     ``original``, ``rounded``, ``difference`` (rounded - original) and ``inner`` (the row is an
@@ -323,6 +324,9 @@ def small_count_rounding(
         counts = model.start
         names = sorted(tables[0].names)
         codes = pd.concat([t.cells[names].astype(str) for t in tables], ignore_index=True)
+        # the same cell: the same codes over the same inner cells (a code may name other leaves in
+        # another hierarchy); rows compared by a fixed random projection of their inner cells
+        codes["inner cells"] = model.matrix @ np.random.default_rng(0).random(model.matrix.shape[1])
         once = ~codes.duplicated().to_numpy()
         matrix = model.matrix[np.flatnonzero(once)]
         split = [model.matrix[start:stop] for start, stop in zip(model.offsets[:-1], model.offsets[1:])]
