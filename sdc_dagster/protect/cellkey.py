@@ -98,8 +98,13 @@ def assign_record_keys(
     return pd.Series(keys, index=data.index, name="record_key")
 
 
-def _key_column(data: pd.DataFrame, record_key_col: str, n_key: int | None) -> tuple[np.ndarray, int]:
-    """Record keys as non-negative int64 addends and the modulus their sum is reduced by."""
+def record_key_addends(data: pd.DataFrame, record_key_col: str, n_key: int | None) -> tuple[np.ndarray, int]:
+    """Record keys as non-negative int64 addends and the modulus their sum is reduced by (SPEC §8.11
+    step 2: a cell key is the sum of its records' addends mod the modulus, divided by it).
+
+    Integer keys 1..``n_key`` are their own addends (modulus ``n_key``); uniform keys in [0, 1)
+    (``n_key=None``) become 32-bit fixed-point integers (modulus 2^32), so sums are exact.
+    Raises :class:`SDCInputError` for missing keys or keys outside their range."""
     keys = data[record_key_col]
     if keys.isna().any():
         raise SDCInputError(f"column {record_key_col!r}: record keys must not be missing")
@@ -152,7 +157,7 @@ def cell_key_perturb(
     require_columns(microdata, [record_key_col], role="record key column")
     if not by:
         raise SDCInputError("by: name at least one column spanning the table")
-    addends, modulus = _key_column(microdata, record_key_col, n_key)
+    addends, modulus = record_key_addends(microdata, record_key_col, n_key)
     frame = pd.DataFrame({f"v{j}": microdata[c].to_numpy() for j, c in enumerate(by)})
     frame["rk"] = addends
     db = con if con is not None else duckdb.connect()

@@ -5,6 +5,8 @@
 * :mod:`~sdc_dagster.tables.primary`: the sensitivity rules and protection levels;
 * :mod:`~sdc_dagster.tables.audit`: the intruder's intervals of a suppression pattern;
 * :mod:`~sdc_dagster.tables.secondary`: the optimal (ILP) and Gauss secondary suppression;
+* :mod:`~sdc_dagster.tables.rounding`: small-count rounding (PLS, SmallCountRounding), additive;
+* :mod:`~sdc_dagster.tables.cell_key`: the cell key method for magnitude tables (cellKey, top_contr);
 * :mod:`~sdc_dagster.tables.hierarchy_files`: hierarchies from tau-Argus ``.hrc`` files, code
   prefixes and nested columns;
 * :mod:`~sdc_dagster.tables.exchange`: the office's published layout (CSV, Excel), tau-Argus's
@@ -12,6 +14,7 @@
 """
 
 from sdc_dagster.tables.audit import audit
+from sdc_dagster.tables.cell_key import cell_key_magnitude
 from sdc_dagster.tables.exchange import (
     STATUS_LEGEND,
     published_table,
@@ -23,6 +26,7 @@ from sdc_dagster.tables.exchange import (
 from sdc_dagster.tables.hierarchy_files import hierarchy_from_codes, hierarchy_from_columns, read_hrc, write_hrc
 from sdc_dagster.tables.model import TOTAL, Dimension, JointModel, Table, joint_model, tabulate
 from sdc_dagster.tables.primary import RULES, primary_suppression, protection_levels
+from sdc_dagster.tables.rounding import small_count_rounding
 from sdc_dagster.tables.secondary import METHODS, secondary_suppression
 
 __all__ = [
@@ -34,6 +38,7 @@ __all__ = [
     "JointModel",
     "Table",
     "audit",
+    "cell_key_magnitude",
     "hierarchy_from_codes",
     "hierarchy_from_columns",
     "joint_model",
@@ -44,6 +49,7 @@ __all__ = [
     "read_hrc",
     "read_tau_argus",
     "secondary_suppression",
+    "small_count_rounding",
     "tabulate",
     "write_hrc",
     "write_published",

@@ -1,8 +1,9 @@
 """Primary rules against the Handbook's worked examples (Hundepool et al. 2012 §4.2) and by hand."""
 
-import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import sdc_dagster.tables as tables
 from sdc_dagster.errors import SDCInputError
@@ -148,3 +149,69 @@ def test_magnitude_rules_need_contributions():
         tables.primary_suppression(table, [{"rule": "p", "p": 10}])
     with pytest.raises(SDCInputError, match="dominance_tie: must be one of"):
         tables.primary_suppression(table, [{"rule": "freq", "n": 3}], dominance_tie=">=")
+
+
+def test_pq_rule_by_hand():
+    # 100 = 60 + 30 + 10; pq with p = 10, q = 50: q (X - x1 - x2) = 500 < p x1 = 600: unsafe;
+    # with q = 100 (the p % rule): 1,000 >= 600: safe; at q = 60 the tie 600 = 600 is safe under
+    # "strict" (<) and unsafe under "inclusive" (<=)
+    table = one_cell([60.0, 30.0, 10.0])
+    assert unsafe(table, [{"rule": "pq", "p": 10, "q": 50}])
+    assert not unsafe(table, [{"rule": "pq", "p": 10, "q": 100}])
+    assert not unsafe(table, [{"rule": "p", "p": 10}])
+    assert not unsafe(table, [{"rule": "pq", "p": 10, "q": 60}])
+    assert unsafe(table, [{"rule": "pq", "p": 10, "q": 60}], dominance_tie="inclusive")
+
+
+def test_rules_combine_and_the_largest_level_counts():
+    # 330 = 300 + 20 + 10: (1, 85) asks 22.94, p = 10 % asks 30 - 10 = 20; together the larger
+    table = one_cell([300.0, 20.0, 10.0])
+    rules = [{"rule": "nk", "n": 1, "k": 85}, {"rule": "p", "p": 10}]
+    level = tables.protection_levels(table, rules).loc[table.cells["a"] == "c", "upper"].iloc[0]
+    assert level == pytest.approx(30000 / 85 - 330)
+    # a cell unsafe only under the frequency rule needs no distance, only not to be exactly derivable
+    levels = tables.protection_levels(table, [{"rule": "freq", "n": 3}])
+    assert unsafe(table, [{"rule": "freq", "n": 3}]) and (levels["upper"] == 0).all()
+
+
+def test_zero_rule_counts_contributors_not_the_value():
+    # a cell whose contributions cancel (+5, -5) is not empty: the zero rule leaves it, freq flags it
+    data = pd.DataFrame({"a": ["c", "c", "d"], "v": [5.0, -5.0, 1.0]})
+    table = tables.tabulate(data, {"a": None}, value="v")
+    assert not unsafe(table, [{"rule": "zero"}])
+    assert unsafe(table, [{"rule": "freq", "n": 2}])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(20, 90), st.lists(st.integers(1, 30), max_size=5), st.integers(2, 40), st.sampled_from([5, 10, 20, 25]))
+def test_p_percent_upper_protection_level_is_the_distance_to_safety(hundreds, rest, spare, p):
+    """Hundepool et al. 2012 §4.2.3: the UPL of a cell unsafe under p % is how much the rest must
+    grow for the cell to be safe: one more contribution of UPL + 1 (below x1 and x2) makes it safe,
+    one of UPL - 1 does not (integers, x1 a multiple of 100: no rounding at the boundary)."""
+    x1 = 100 * hundreds
+    assume(p * hundreds - sum(rest) > 1)  # unsafe, with a level above 1
+    x2 = max(p * hundreds - sum(rest) + spare, *rest, 1)  # large enough to stay second after the addition
+    contributions = [float(x1), float(x2), *map(float, rest)]
+    table = one_cell(contributions)
+    rules = [{"rule": "p", "p": p}]
+    assert unsafe(table, rules)
+    level = tables.protection_levels(table, rules).loc[table.cells["a"] == "c", "upper"].iloc[0]
+    assert not unsafe(one_cell([*contributions, level + 1]), rules)
+    assert unsafe(one_cell([*contributions, level - 1]), rules)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(400, 1000), min_size=1, max_size=2), st.lists(st.integers(1, 30), max_size=5),
+       st.sampled_from([60, 75, 80, 90]))
+def test_dominance_upper_protection_level_is_the_distance_to_safety(top, others, k):
+    """The (n, k) UPL 100/k (x1 + .. + xn) - X: adding UPL + 1 to the cell (as a contribution below
+    the n largest) makes it safe, adding UPL - 1 does not."""
+    n = len(top)
+    contributions = [float(c) for c in sorted(top, reverse=True) + sorted(others, reverse=True)]
+    table = one_cell(contributions)
+    rules = [{"rule": "nk", "n": n, "k": k}]
+    assume(unsafe(table, rules))
+    level = tables.protection_levels(table, rules).loc[table.cells["a"] == "c", "upper"].iloc[0]
+    assume(1 < level <= min(top) - 1)
+    assert not unsafe(one_cell([*contributions, level + 1]), rules)
+    assert unsafe(one_cell([*contributions, level - 1]), rules)
