@@ -36,6 +36,7 @@ from sdc_dagster.pipeline.tables import (
     TabulatedTables,
     audit_check,
     audit_tables,
+    input_file,
     primary_cells,
     protect_tables,
     protection_checks,
@@ -84,7 +85,7 @@ def _cells_markdown(cells: dict[str, pd.DataFrame]) -> MetadataValue:
 def build_table_assets(spec: TableSetSpec, survey: SurveySpec | None = None) -> TableAssets:
     """Every asset of the table chain of ``spec``; ``survey``: the survey spec of ``source.survey``."""
     if (spec.source.survey is None) != (survey is None) or (survey and survey.survey != spec.source.survey):
-        raise ValueError(f"table set {spec.name!r}: reads {spec.source.survey or spec.source.file}, given survey "
+        raise ValueError(f"table set {spec.name!r}: reads {spec.source.survey or input_file(spec)}, given survey "
                          f"{survey.survey if survey else None!r}")
     prefix = [spec.name]
     common = dict(key_prefix=prefix, group_name=spec.name, code_version=_code_version(spec),
@@ -104,10 +105,10 @@ def build_table_assets(spec: TableSetSpec, survey: SurveySpec | None = None) -> 
     else:
         raw_key = AssetKey([*prefix, "table_input"])
 
-        @asset(name="table_input", description=f"The business file {spec.source.file.name} as read, with its "
+        @asset(name="table_input", description=f"The file {input_file(spec).name} as read, with its "
                                                "content-addressed snapshot (what the release records).", **common)
         def table_input_asset(context: AssetExecutionContext, home: SdcHome) -> RawWave:
-            path = spec.source.file
+            path = input_file(spec)
             data = read_table_input(spec)
             context.add_output_metadata({"file": str(path), "records": len(data)})
             return RawWave(data=data, format=path.suffix.lstrip(".") or "csv",

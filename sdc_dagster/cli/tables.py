@@ -57,7 +57,9 @@ def run_table_check(spec_file: str, *, data_file: str | None = None, home: str |
     spec = _load("check", spec_file, out)
     if spec is None:
         return EXIT_BAD_SPEC
-    source = f"survey {spec.source.survey!r}" if spec.source.survey else str(spec.source.file)
+    from sdc_dagster.pipeline.tables import input_file
+
+    source = f"survey {spec.source.survey!r}" if spec.source.survey else str(spec.source.tau_argus or input_file(spec))
     print(f"{spec_file}: table spec {spec.name!r} is valid ({len(spec.published)} tables from {source}, "
           f"method {spec.method}, cost by {spec.cost})", file=out)
     for line in describe(spec):
@@ -85,7 +87,7 @@ def run_table_check(spec_file: str, *, data_file: str | None = None, home: str |
             data = read_with_metadata(Path(data_file), options=dict(spec.source.options)).data
         else:
             data = read_table_input(spec)
-        made = tabulate_tables(spec, table_input(spec, data, source=str(data_file or spec.source.file)))
+        made = tabulate_tables(spec, table_input(spec, data, source=str(data_file or input_file(spec))))
     except SDCInputError as exc:
         print(f"sdc table check: bad data: {exc}", file=out)
         return EXIT_BAD_DATA
@@ -112,7 +114,8 @@ def _run_table(spec_file: str, wave: str | None, home: str | None, out, started)
         print(f"sdc table run: {spec.name} reads survey {spec.source.survey!r}: name its wave with --wave", file=out)
         return EXIT_USAGE
     if spec.source.survey is None and wave is not None:
-        print(f"sdc table run: {spec.name} reads the file {spec.source.file}: it has no waves (no --wave)", file=out)
+        print(f"sdc table run: {spec.name} reads the file {spec.source.tau_argus or spec.source.file}: it has no waves "
+              "(no --wave)", file=out)
         return EXIT_USAGE
     if unsafe_names("table run", out, ("wave id", wave)):
         return EXIT_USAGE

@@ -21,6 +21,7 @@ group (Hundepool et al. 2012, §4.4.3).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -107,12 +108,27 @@ def cells_schema() -> pa.DataFrameSchema:
     )
 
 
-def read_table_input(spec: TableSetSpec) -> pd.DataFrame:
-    """A business file of the spec (``source.file``), read through the one read path
-    (:func:`~sdc_dagster.spec.reading.read_with_metadata`, any format it knows)."""
+def read_table_input(spec: TableSetSpec, path: Path | None = None) -> pd.DataFrame:
+    """The business file of the spec (``source.file``, or ``path``: its snapshot), read through the
+    one read path (:func:`~sdc_dagster.spec.reading.read_with_metadata`, any format it knows), or
+    the inner cells of its tau-Argus tabular input (``source.tau_argus``,
+    :func:`sdc_dagster.tables.read_tau_argus`)."""
+    if spec.source.tau_argus is not None:
+        return tables.read_tau_argus(spec.source.tau_argus)[0]
     from sdc_dagster.spec.reading import read_with_metadata
 
-    return read_with_metadata(spec.source.file, options=dict(spec.source.options), user_missing=True).data
+    return read_with_metadata(path or spec.source.file, options=dict(spec.source.options), user_missing=True).data
+
+
+def input_file(spec: TableSetSpec) -> Path:
+    """The data file of a table set read from a file: the business file, or the ``.tab`` beside a
+    tau-Argus ``.rda`` (what the release snapshots)."""
+    if spec.source.tau_argus is None:
+        return spec.source.file
+    from sdc_dagster.datafiles.argus import resolve_beside
+
+    rda = spec.source.tau_argus
+    return resolve_beside(rda.parent, f"{rda.stem}.tab") or rda.with_suffix(".tab")
 
 
 def table_input(spec: TableSetSpec, data: pd.DataFrame, *, source: str = "table input") -> pd.DataFrame:
@@ -141,7 +157,7 @@ def tabulate_tables(spec: TableSetSpec, data: pd.DataFrame) -> dict[str, Table]:
     a simplification, neither GaussSuppression's default (unweighted contributions against the
     weighted cell, ``FindDominantCells``) nor the treatment of weights of Hundepool et al. 2012
     (p. 151, GaussSuppression's ``tauArgusDominance = TRUE``)."""
-    hierarchies = {name: dimension_hierarchy(d, data) for name, d in spec.dimensions.items()}
+    hierarchies = {name: dimension_hierarchy(d, data, spec.source) for name, d in spec.dimensions.items()}
     out = {}
     for name, table in spec.published.items():
         frame, value = data, table.value

@@ -30,7 +30,7 @@ import sdc_dagster.tables as tables
 from sdc_dagster.files import write_atomic
 from sdc_dagster.names import inside
 from sdc_dagster.pipeline.protection import CheckOutcome
-from sdc_dagster.pipeline.tables import run_tables, withheld_because
+from sdc_dagster.pipeline.tables import read_table_input, run_tables, withheld_because
 from sdc_dagster.releases.digests import package_versions, sha256_bytes, spec_text_sha256
 from sdc_dagster.releases.manifest import MANIFEST, SPEC_COPY, WITHHELD, Release, manifest_bytes, read_manifest
 from sdc_dagster.releases.replay import Verification, verify_grid_release
@@ -88,6 +88,14 @@ def table_inputs(spec: TableSetSpec, data_file: Path, sha256: str, survey_spec: 
     for name, dimension in spec.dimensions.items():
         if dimension.file is not None:
             inputs[f"hierarchy:{name}"] = {"file": str(dimension.file), "sha256": file_sha256(dimension.file)}
+    rda = spec.source.tau_argus
+    if rda is not None:  # the metadata and hierarchies the replay reads again
+        from sdc_dagster.datafiles.argus import read_rda, resolve_beside
+
+        files = {"tau_argus:rda": rda}
+        files.update({f"tau_argus:{v.name}": resolve_beside(rda.parent, v.hierarchy)
+                      for v in read_rda(rda).variables if v.hierarchy})
+        inputs.update({key: {"file": str(path), "sha256": file_sha256(path)} for key, path in files.items()})
     return inputs
 
 
@@ -159,7 +167,8 @@ def release_tables(releases: Path, reports: Path, run_id: str, spec: TableSetSpe
 def recompute_table_release(folder: Path, manifest: dict) -> dict[str, bytes]:
     """The table files of a release recomputed from what its manifest records: the stored spec copy
     (paths in it relative to the spec's recorded place), the data snapshot (read through the survey
-    spec recorded for a wave, else as the business file was)."""
+    spec recorded for a wave, else as the business file was; tau-Argus input from its recorded
+    ``.rda``, ``.tab`` and ``.hrc``, whose digests the audit checks first)."""
     copy = Path(folder) / manifest["spec"]["copy"]
     text = copy.read_bytes().decode("utf-8")
     spec = parse_table_spec(yaml.safe_load(text), spec_path=Path(manifest["spec"]["file"]), text=text)
@@ -169,10 +178,8 @@ def recompute_table_release(folder: Path, manifest: dict) -> dict[str, bytes]:
         from sdc_dagster.spec import load_spec
 
         data = read_wave_file(load_spec(manifest["inputs"]["survey_spec"]["file"]), data_file)
-    else:
-        from sdc_dagster.spec.reading import read_with_metadata
-
-        data = read_with_metadata(data_file, options=dict(spec.source.options), user_missing=True).data
+    else:  # the business file's snapshot; tau-Argus input from its recorded files (verified by digest)
+        data = read_table_input(spec, data_file)
     return table_files(spec, *run_tables(spec, data, source=str(data_file)))
 
 

@@ -10,6 +10,8 @@ manual §4.4 "linked tables"), never table by table. Keys::
     title: ...                        # optional
     source: {survey: testdata}        # a survey of the spec folders (its waves are the partitions)
     # or    {file: data/business.csv, options: {sep: ";"}}   (relative to this file)
+    # or    {tau_argus: data/turnover.rda}   (tau-Argus tabular input: .tab and .hrc beside it; its
+    #                                         inner cells with the .rda's hierarchies and columns)
     dimensions:
       urbrur: {}                      # flat: the column's codes under "Total"
       water:  {hierarchy: {parents: {Total: [piped, well], piped: [1, 2], well: [3, 4]}}}
@@ -59,6 +61,7 @@ from sdc_dagster.spec.files import located_error
 from sdc_dagster.spec.hierarchies import value_text
 from sdc_dagster.spec.problems import Problems, as_mapping, expect, spec_error
 from sdc_dagster.spec.survey import SpecError
+from sdc_dagster.tables.exchange import read_tau_argus
 from sdc_dagster.tables.hierarchy_files import hierarchy_from_codes, hierarchy_from_columns, read_hrc
 from sdc_dagster.tables.model import tabulate
 from sdc_dagster.tables.primary import TIES, primary_suppression
@@ -126,12 +129,16 @@ class TableDef:
 
 @dataclass(frozen=True)
 class TableSource:
-    """Where the data come from: a survey's waves (``survey``) or one business file (``file``,
-    absolute, read with ``options`` as :func:`pandas.read_csv` keywords)."""
+    """Where the data come from: a survey's waves (``survey``), one business file (``file``,
+    absolute, read with ``options`` by :func:`~sdc_dagster.spec.reading.read_with_metadata`), or
+    tau-Argus tabular input (``tau_argus``: its ``.rda``, the ``.tab`` and ``.hrc`` files beside it;
+    :func:`sdc_dagster.tables.read_tau_argus`), whose dimensions take the ``.rda``'s hierarchies
+    unless the spec gives one."""
 
     survey: str | None = None
     file: Path | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    tau_argus: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -356,11 +363,17 @@ def _linked_groups(published: Mapping[str, TableDef]) -> list[list[str]]:
 
 def _source(raw, folder: Path) -> TableSource:
     raw = as_mapping(raw, "source")
-    kinds = [k for k in ("survey", "file") if k in raw]
-    expect(len(kinds) == 1, "source", f"exactly one of 'survey' (a survey of the spec folders) or 'file', got "
-                                      f"{kinds or 'neither'}")
-    extra = sorted(set(raw) - {"survey", "file", "options"}, key=str)
-    expect(not extra, f"source.{extra[0]}" if extra else "source", "only survey, file and options")
+    kinds = [k for k in ("survey", "file", "tau_argus") if k in raw]
+    expect(len(kinds) == 1, "source", f"exactly one of 'survey' (a survey of the spec folders), 'file' or "
+                                      f"'tau_argus' (an .rda of tabular input), got {kinds or 'none'}")
+    extra = sorted(set(raw) - {"survey", "file", "tau_argus", "options"}, key=str)
+    expect(not extra, f"source.{extra[0]}" if extra else "source", "only survey, file, tau_argus and options")
+    if "tau_argus" in raw:
+        expect(isinstance(raw["tau_argus"], str) and raw["tau_argus"].strip() != "", "source.tau_argus",
+               "the path of a tau-Argus .rda file (relative to the spec)")
+        path = (folder / raw["tau_argus"]).resolve()
+        expect(path.is_file(), "source.tau_argus", f"an existing .rda file, {path} is not one")
+        return TableSource(tau_argus=path)
     if "survey" in raw:
         expect(isinstance(raw["survey"], str) and name_problem("survey name", raw["survey"]) is None,
                "source.survey", "the name of a survey spec")
@@ -403,18 +416,22 @@ def table_spec_files(folders) -> list[Path]:
 # ---------------------------------------------------------------- hierarchies from the spec and the data
 
 
-def dimension_hierarchy(dimension: DimensionSpec, data: pd.DataFrame) -> pd.DataFrame | None:
+def dimension_hierarchy(dimension: DimensionSpec, data: pd.DataFrame,
+                        source: TableSource | None = None) -> pd.DataFrame | None:
     """The ``parent``, ``child`` frame of a dimension (None: flat) as
     :func:`sdc_dagster.tables.tabulate` takes it, its root ``"Total"`` unless the spec names its own
     (``parents``), through the readers of :mod:`sdc_dagster.tables.hierarchy_files`: an ``.hrc``
     file (:func:`~sdc_dagster.tables.hierarchy_files.read_hrc`), the dimension's codes classified by
     their leading characters (``prefixes``: the code lengths of the levels from the top, the finest
     the codes' own; :func:`~sdc_dagster.tables.hierarchy_files.hierarchy_from_codes`) or nested in
-    coarser columns of ``data`` (:func:`~sdc_dagster.tables.hierarchy_files.hierarchy_from_columns`).
+    coarser columns of ``data`` (:func:`~sdc_dagster.tables.hierarchy_files.hierarchy_from_columns`);
+    a dimension without one, of a tau-Argus ``source``, takes the ``.rda``'s
+    (:func:`sdc_dagster.tables.read_tau_argus`).
 
     Raises :class:`SDCInputError` naming the dimension, then what the reader found wrong."""
     if dimension.kind is None:
-        return None
+        return None if source is None or source.tau_argus is None else read_tau_argus(source.tau_argus)[1].get(
+            dimension.name)
     try:
         if dimension.kind == "parents":
             pairs = [(p, c) for p, kids in dimension.parents.items() for c in kids]

@@ -129,3 +129,34 @@ def test_the_code_location_shows_the_demo_table_chains(sdc_home, monkeypatch):
     assert "business_tables/table_input" in keys and "testdata_tables/table_input" not in keys
     checks = {key.name for key in defs.resolve_asset_graph().asset_check_keys}
     assert {"primaries_suppressed", "cells_valid", "audit_passed"} <= checks
+
+
+def test_a_tau_argus_source_is_released_with_its_files_recorded(sdc_home, tmp_path, instance):
+    import sdc_dagster.tables as tables
+
+    data = pd.read_csv(EXAMPLES / "tables" / "data" / "business.csv")
+    counts = tables.tabulate(data, {"sector4": tables.hierarchy_from_columns(data, ["sector2", "sector4"]),
+                                    "geo": None})
+    folder = tmp_path / "argus"
+    tables.write_tau_argus(counts, folder, "counts")
+    (folder / "counts.yaml").write_text("""
+tables: argus_counts
+source: {tau_argus: counts.rda}
+dimensions: {sector4: {}, geo: {}}
+published:
+  counts: {dimensions: [sector4, geo], freq: freq, rules: [{rule: freq, n: 2}]}
+protection: {method: optimal, cost: count}
+""")
+    chain = build_table_assets(load_table_spec(folder / "counts.yaml"))
+    assert materialize(chain.assets, instance=instance, resources=configured_resources()).success
+    release, = list_table_releases(sdc_home / "releases", "argus_counts", "file")
+    inputs = read_manifest(release)["inputs"]
+    assert set(inputs) == {"data", "tau_argus:rda", "tau_argus:sector4"}
+    assert inputs["tau_argus:sector4"]["file"] == str(folder / "counts_sector4.hrc")
+    out = io.StringIO()
+    assert run_table_audit("argus_counts", out=out) == 0, out.getvalue()
+    hrc = folder / "counts_sector4.hrc"
+    hrc.write_bytes(hrc.read_bytes() + b"@Fishing\r\n")
+    out = io.StringIO()
+    assert run_table_audit("argus_counts", out=out) == 1
+    assert "the recorded input(s) tau_argus:sector4 is missing or changed" in out.getvalue()

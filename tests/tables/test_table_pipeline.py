@@ -223,3 +223,27 @@ def test_a_frozen_cell_outside_the_table_is_named():
     with pytest.raises(SpecError, match=r"published.by_area.frozen.published\[0\]: expected a cell naming the code "
                                         r"of every dimension"):
         parse_table_spec(raw)
+
+
+def test_tau_argus_tabular_input_is_a_source(tmp_path):
+    """A table written for tau-Argus (.tab, .rda, .hrc) read back as a table spec's source: the same
+    inner cells, the .rda's hierarchy for the dimension the spec leaves without one."""
+    import sdc_dagster.tables as tables
+
+    spec = parse_table_spec(_frequency_spec())
+    written = tabulate_tables(spec, table_input(spec, SMALL))["by_area"]
+    tables.write_tau_argus(written, tmp_path, "by_area")
+    (tmp_path / "t.yaml").write_text(f"""
+tables: from_argus
+source: {{tau_argus: by_area.rda}}
+dimensions: {{area: {{}}, kind: {{}}}}
+published:
+  by_area: {{dimensions: [area, kind], freq: freq, rules: [{{rule: freq, n: 2}}]}}
+""")
+    again = load_table_spec(tmp_path / "t.yaml")
+    assert again.source.tau_argus == tmp_path / "by_area.rda"
+    read = tabulate_tables(again, table_input(again, read_table_input(again)))["by_area"]
+    assert list(read.dimensions[0].codes) == ["Total", "north", "n1", "n2", "south", "s1"]
+    assert read.cells["freq"].tolist() == written.cells["freq"].tolist()
+    assert primary_cells(again, {"by_area": read})["by_area"]["primary"].sum() == \
+        primary_cells(spec, {"by_area": written})["by_area"]["primary"].sum()
