@@ -151,7 +151,7 @@ protection: {method: optimal, cost: count}
     assert materialize(chain.assets, instance=instance, resources=configured_resources()).success
     release, = list_table_releases(sdc_home / "releases", "argus_counts", "file")
     inputs = read_manifest(release)["inputs"]
-    assert set(inputs) == {"data", "tau_argus:rda", "tau_argus:sector4"}
+    assert set(inputs) == {"data", "tau_argus:rda", "tau_argus:tab", "tau_argus:sector4"}
     assert inputs["tau_argus:sector4"]["file"] == str(folder / "counts_sector4.hrc")
     out = io.StringIO()
     assert run_table_audit("argus_counts", out=out) == 0, out.getvalue()
