@@ -59,6 +59,14 @@ def spec_folders() -> list[Path]:
     return [bundled_examples(), user_specs_dir()]
 
 
+def table_spec_folders() -> list[Path]:
+    """Where the table specs are read from (:mod:`sdc_dagster.spec.tables`): ``[$SDC_TABLES]`` when
+    set, else the bundled demo table specs (``examples/tables``) and ``<data home>/tables``."""
+    if os.environ.get("SDC_TABLES"):
+        return [Path(os.environ["SDC_TABLES"])]
+    return [bundled_examples() / "tables", sdc_home() / "tables"]
+
+
 def landing_dir() -> Path:
     """The folder watched for new wave files: ``$SDC_HOME/landing``."""
     return sdc_home() / "landing"

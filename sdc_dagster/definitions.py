@@ -4,7 +4,9 @@
 Survey specs are read from :func:`~sdc_dagster.resources.storage.spec_folders`: the bundled demo
 specs and the user's own specs in ``<data home>/specs`` (``sdc init`` writes there), or
 ``$SDC_SPECS`` instead of both. Each spec gives one survey asset chain partitioned by wave, its checks, job, sensor and
-schedule; a spec that does not load is skipped with a logged warning. The census grid chain (partitioned by region) comes from ``sdc_dagster.assets.grid``;
+schedule; a spec that does not load is skipped with a logged warning. Each table spec
+(:func:`~sdc_dagster.resources.storage.table_spec_folders`) gives one table chain
+(:mod:`sdc_dagster.assets.tables`) and its job. The census grid chain (partitioned by region) comes from ``sdc_dagster.assets.grid``;
 its per-region job on Dask (:func:`grid_region_dask_job`) is assembled here too.
 
 ``defs`` is built when Dagster loads the code location (``@definitions``), not when this module is
@@ -22,8 +24,9 @@ from dagster import Definitions, definitions
 from sdc_dagster.assets.automation import build_survey_automation
 from sdc_dagster.assets.survey import build_survey_assets
 from sdc_dagster.resources import configured_resources
-from sdc_dagster.resources.storage import spec_folders
-from sdc_dagster.spec import SurveySpec, scan_specs
+from sdc_dagster.resources.storage import spec_folders, table_spec_folders
+from sdc_dagster.spec import SpecError, SurveySpec, scan_specs
+from sdc_dagster.spec.tables import TableSetSpec
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +44,23 @@ def survey_specs(folders: list[Path] | None = None) -> list[SurveySpec]:
     return specs
 
 
+def table_specs(folders: list[Path] | None = None) -> list[TableSetSpec]:
+    """Every table spec of ``folders`` (default :func:`table_spec_folders`) that loads; each one
+    that does not is skipped with a logged warning naming the file, the line and the reason."""
+    from sdc_dagster.spec.tables import load_table_spec, table_spec_files
+
+    loaded = []
+    for path in table_spec_files(folders or table_spec_folders()):
+        try:
+            loaded.append(load_table_spec(path))
+        except SpecError as error:
+            log.warning("skipped the table spec %s: %s", path, " ".join(str(error).split()))
+    return loaded
+
+
 def build_definitions(spec_folder: Path | None = None, *, specs: list[SurveySpec] | None = None,
-                      grid: bool = True, dask: bool = False) -> Definitions:
+                      grid: bool = True, dask: bool = False,
+                      tables: list[TableSetSpec] | None = None) -> Definitions:
     """All survey chains for ``specs`` (default: :func:`survey_specs` of ``spec_folder``, else of
     :func:`spec_folders`) and, with ``grid``, the census grid chain, with their checks and automation;
     the data home resource and the IO manager's base directory from the one data-home lookup, and
@@ -54,7 +72,11 @@ def build_definitions(spec_folder: Path | None = None, *, specs: list[SurveySpec
 
     ``grid=False`` (``sdc run``: one survey wave) leaves the grid chain and its modules out; a survey
     job is the same job either way (the grid assets are no inputs of a survey asset), so its runs look
-    the same in the UI (``tests/assets/test_definitions.py`` compares the job snapshots)."""
+    the same in the UI (``tests/assets/test_definitions.py`` compares the job snapshots).
+
+    ``tables``: the table sets (:mod:`sdc_dagster.spec.tables`) whose chains to add (default: those
+    of :func:`table_specs` when the surveys are found too, none when ``specs`` is given); a set read
+    from a survey that is not among the surveys is skipped with a logged warning."""
     assets, jobs, sensors, schedules = [], [], [], []
     if grid:
         from sdc_dagster.assets.grid import GRID_ASSETS, GRID_JOBS, GRID_SENSORS, region_job
@@ -65,12 +87,24 @@ def build_definitions(spec_folder: Path | None = None, *, specs: list[SurveySpec
             from sdc_dagster.spec.grid import ROUTES
 
             jobs.append(region_job(ROUTES, name=GRID_DASK_JOB, executor_def=region_dask_executor()))
-    for spec in specs if specs is not None else survey_specs([Path(spec_folder)] if spec_folder else None):
+    surveys = specs if specs is not None else survey_specs([Path(spec_folder)] if spec_folder else None)
+    for spec in surveys:
         assets.extend(build_survey_assets(spec).assets)
         job, sensor, schedule = build_survey_automation(spec)
         jobs.append(job)
         sensors.append(sensor)
         schedules.append(schedule)
+    by_name = {spec.survey: spec for spec in surveys}
+    for table_set in tables if tables is not None else (table_specs() if specs is None else []):
+        if table_set.source.survey is not None and table_set.source.survey not in by_name:
+            log.warning("skipped the table spec %s: its survey %r has no spec", table_set.spec_path,
+                        table_set.source.survey)
+            continue
+        from sdc_dagster.assets.tables import build_table_assets
+
+        chain = build_table_assets(table_set, by_name.get(table_set.source.survey))
+        assets.extend(chain.assets)
+        jobs.append(chain.job)
     return Definitions(
         assets=assets,
         jobs=jobs,

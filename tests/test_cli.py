@@ -35,6 +35,11 @@ def test_demo_materialises_every_wave_and_prints_the_summary(tmp_path, monkeypat
         if survey_wave.startswith("testdata"):
             assert decisions["perturb"] == "withheld: linkage_risk"
     assert "category counts suppressed" in text and "households swapped" in text
+    # the demo table specs: the survey's linked frequency tables and the business file's magnitude table
+    assert "== tables testdata_tables wave 2024" in text and "== tables business_tables" in text
+    assert "turnover: 42 cells, 19 primary and 7 secondary suppressions" in text
+    assert (home / "reports" / "tables" / "business_tables" / "file.html").is_file()
+    assert (home / "reports" / "tables" / "testdata_tables" / "2024.html").is_file()
 
 
 # --- sdc check: every error in one run ---------------------------------------------------------------

@@ -12,13 +12,16 @@
 ``sdc ui``    starts the Dagster UI and daemon (``dagster dev``) on this code location.
 ``sdc audit WAVE [--plan P]`` prints a release manifest and recomputes the release to prove that it
               is byte-identical.
+``sdc audit tables --survey SET [--run R]`` replays the latest release of a table set.
+``sdc table check SPEC [--data FILE]`` validates a table spec (and its data) without running anything.
+``sdc table run SPEC [--wave W]`` runs a table spec's chain (tabulate, protect, audit, release) headless.
 ``sdc plan SURVEY WAVE [--write]`` searches the protection plans of a wave and prints the front.
 ``sdc promote SURVEY WAVE PLAN`` makes another eligible plan the wave's one release.
 ``sdc report SURVEY WAVE [--pdf]`` lists a wave's report files (HTML, JSON, the survey's index)
               and, with ``--pdf``, prints the HTML report to PDF with headless Chromium.
 
 One module per command or pair of commands (``specs``: init, check; ``run``; ``demo``; ``plans``;
-``releases``: audit, promote, report; ``ui``); ``home`` prepares the data home and the Dagster
+``releases``: audit, promote, report; ``tables``: table check, run and audit; ``ui``); ``home`` prepares the data home and the Dagster
 instance every command uses. Exit status: the ``EXIT_*`` constants of :mod:`sdc_dagster.cli.status`.
 """
 
@@ -32,6 +35,7 @@ from sdc_dagster.cli.plans import run_plan
 from sdc_dagster.cli.releases import run_audit, run_promote, run_report
 from sdc_dagster.cli.run import run_wave
 from sdc_dagster.cli.specs import reader_options, run_check, run_init
+from sdc_dagster.cli.tables import run_table, run_table_audit, run_table_check
 from sdc_dagster.cli.status import EXIT_BAD_DATA, EXIT_BAD_SPEC, EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_WITHHELD
 from sdc_dagster.cli.ui import run_ui
 from sdc_dagster.files import storage_problem
@@ -112,10 +116,18 @@ def _main(argv: list[str] | None) -> int:
     ui = sub.add_parser("ui", help="start the Dagster UI on this code location")
     ui.add_argument("--port", type=int, default=3000)
     audit = sub.add_parser("audit", help="print a release manifest and verify it by recomputing the output")
-    audit.add_argument("wave")
+    audit.add_argument("wave", help="the wave; `grid` for the census grid, `tables` for a table set (--survey SET)")
     audit.add_argument("--plan", help="one protection plan (default: every plan of the wave)")
     audit.add_argument("--survey", help="the survey (needed when several surveys have this wave)")
     audit.add_argument("--run", help="a release's run id (default: the latest release)")
+    table = sub.add_parser("table", help="check or run a table spec (protected tables of a survey wave or a file)")
+    table_sub = table.add_subparsers(dest="table_command", required=True)
+    table_check = table_sub.add_parser("check", help="validate a table spec, and its data, without running anything")
+    table_check.add_argument("spec")
+    table_check.add_argument("--data", metavar="FILE", help="a data file to check (default: the spec's business file)")
+    table_run = table_sub.add_parser("run", help="tabulate, protect, audit and release the tables of a spec")
+    table_run.add_argument("spec")
+    table_run.add_argument("--wave", help="the survey wave (a spec reading a survey)")
     plan = sub.add_parser("plan", help="search the protection plans of a wave and print the front (risk vs loss)")
     plan.add_argument("survey")
     plan.add_argument("wave")
@@ -139,6 +151,15 @@ def _main(argv: list[str] | None) -> int:
         return run_wave(args.survey, args.wave, data_file=args.file, home=args.home, verbose=args.verbose)
     if args.command == "demo":
         return run_demo(args.home)
+    if args.command == "table":
+        if args.table_command == "check":
+            return run_table_check(args.spec, data_file=args.data, home=args.home)
+        return run_table(args.spec, wave=args.wave, home=args.home)
+    if args.command == "audit" and args.wave == "tables":
+        from sdc_dagster.cli.home import prepare_environment
+
+        prepare_environment(args.home)
+        return run_table_audit(args.survey, run=args.run)
     if args.command == "audit":
         return run_audit(args.wave, plan=args.plan, survey_name=args.survey, run=args.run, home=args.home)
     if args.command == "plan":

@@ -1,4 +1,5 @@
-"""``sdc demo``: the bundled demo waves and the demo census, materialised in-process, with a summary."""
+"""``sdc demo``: the bundled demo waves, the demo table specs (``examples/tables``) and the demo census,
+materialised in-process, with a summary."""
 
 from __future__ import annotations
 
@@ -45,10 +46,12 @@ def _run_demo(home: str | None, out, started) -> int:
 
     warnings.filterwarnings("ignore", category=BetaWarning)
 
-    from sdc_dagster.definitions import build_definitions
+    from sdc_dagster.definitions import build_definitions, table_specs
+    from sdc_dagster.resources.storage import bundled_examples
 
     waves = prepare_demo_waves()
-    defs = build_definitions(specs=list(spec_catalogue("demo", out)[0].values()))
+    table_sets = table_specs([bundled_examples() / "tables"])
+    defs = build_definitions(specs=list(spec_catalogue("demo", out)[0].values()), tables=table_sets)
     instance = dagster_instance()
     started()
     print(f"SDC home: {root}", file=out)
@@ -64,8 +67,29 @@ def _run_demo(home: str | None, out, started) -> int:
                 print(f"   FAILED (see the run in the UI: sdc ui)", file=out)
                 continue
             print(wave_summary(survey_name, wave), file=out, flush=True)
+    failures += run_table_demo(defs, instance, table_sets, waves, out)
     failures += run_grid_demo(defs, instance, out)
     return 1 if failures else 0
+
+
+def run_table_demo(defs, instance, table_sets, waves: dict[str, list[str]], out) -> int:
+    """Run the chain of every demo table spec (each wave of its survey, or its business file once)
+    and print each table's suppressions and the release; failures (a failed run or a withheld set)."""
+    from sdc_dagster.cli.tables import print_table_summary
+
+    failures = 0
+    for spec in table_sets:
+        job = defs.resolve_job_def(f"{spec.name}_tables_job")
+        for wave in waves.get(spec.source.survey, []) if spec.source.survey else [None]:
+            print(f"\n== tables {spec.name}" + (f" wave {wave}" if wave else "") + f": materialising {job.name} ...",
+                  file=out, flush=True)
+            result = run_job(job, instance, partition_key=wave, run_config=QUIET, tags=run_process_tags())
+            if not result.success:
+                failures += 1
+                print("   FAILED (see the run in the UI: sdc ui)", file=out)
+                continue
+            failures += print_table_summary(spec, wave, out)
+    return failures
 
 
 def run_grid_demo(defs, instance, out) -> int:

@@ -65,7 +65,7 @@ def wave_summary(survey_name: str, wave: str) -> str:
 _DATA_ERRORS = ("SDCInputError", "SchemaViolation")
 
 
-def _data_error(error):
+def data_error(error):
     """The engine's data error (:data:`_DATA_ERRORS`) along a serialised error's cause chain, or None."""
     while error is not None:
         if error.cls_name in _DATA_ERRORS:
@@ -220,7 +220,7 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
     # a decision (exit 3), not a failure
     decided = [(step, error) for step, error in failures if not _no_release(step, error)]
     if not result.success and decided:
-        data_errors = [(step, _data_error(error)) for step, error in decided if _data_error(error) is not None]
+        data_errors = [(step, data_error(error)) for step, error in decided if data_error(error) is not None]
         step, error = (data_errors or decided)[0]
         # the engine's data error names the file, column and rule; otherwise the user code's error,
         # not Dagster's wrapper

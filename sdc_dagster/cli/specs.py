@@ -67,7 +67,7 @@ def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, 
     return EXIT_OK
 
 
-def _spec_line(spec_file: Path, lines: list[str], message: str) -> str:
+def spec_line(spec_file: Path, lines: list[str], message: str) -> str:
     """The YAML line (of ``lines``, the spec's text) a :class:`SpecError` message points at
     (``file.yaml:12: ...``), numbered."""
     prefix = f"{spec_file.name}:"
@@ -98,7 +98,7 @@ def run_check(spec_file: str, *, data_file: str | None = None, out=None, options
         lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
         for error in exc.errors:
             print(f"sdc check: {error}", file=out)
-            shown = _spec_line(path, lines, str(error))
+            shown = spec_line(path, lines, str(error))
             if shown:
                 print(shown, file=out)
         keys = "that key (the message says" if len(exc.errors) == 1 else f"those {len(exc.errors)} keys (each message says"

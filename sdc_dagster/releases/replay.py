@@ -129,10 +129,12 @@ def recompute_release(input_file: Path, spec_copy: Path, manifest: dict) -> dict
     return safe_files(protected, spec, plan, wave=manifest["wave"], source=input_file, original=data).files
 
 
-def verify_grid_release(folder: Path, recompute) -> Verification:
+def verify_grid_release(folder: Path, recompute, *, inputs: str = "the census file of region(s)") -> Verification:
     """Check a grid release: every stored table file still has its recorded hash, every input census
     file still has its own, and ``recompute(manifest) -> {file: bytes}`` reproduces every table file
-    exactly (the recomputation writes nothing to the release). ``detail`` names the files that fail."""
+    exactly (the recomputation writes nothing to the release). ``detail`` names the files that fail
+    (``inputs``: how it names the manifest's inputs; a table set's release is checked the same way,
+    :mod:`sdc_dagster.releases.tables`)."""
     folder = Path(folder)
     manifest = read_manifest(folder)
     expected = dict(manifest["files"])
@@ -142,7 +144,7 @@ def verify_grid_release(folder: Path, recompute) -> Verification:
     if changed:
         damaged = any(state != "ok" for state in status.values())
         return Verification(manifest, not damaged, False, False,
-                            f"the census file of region(s) {', '.join(changed)} is missing or changed", files=status)
+                            f"{inputs} {', '.join(changed)} is missing or changed", files=status)
     return _compared(folder, manifest, expected, recompute(manifest), status)
 
 

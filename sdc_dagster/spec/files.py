@@ -65,13 +65,19 @@ def load_spec(path: str | Path) -> SurveySpec:
     try:
         return parse_spec(raw, spec_path=path.resolve(), text=text)
     except SpecError as exc:
-        lines = _key_lines(node)
-        located = sorted(((_line_of(error.key, lines), error) for error in exc.errors),
-                         key=lambda pair: (pair[0] is None, pair[0] or 0))
-        raise SpecError.combine([
-            SpecError(f"{path.name}:{line}: {error}" if line is not None else f"{path.name}: {error}", key=error.key)
-            for line, error in located
-        ]) from None
+        raise located_error(path, node, exc) from None
+
+
+def located_error(path: Path, node: yaml.Node | None, error: SpecError) -> SpecError:
+    """``error`` of the spec file ``path`` (composed as ``node``) with each of its problems reading
+    ``<file>:<line>: <key>: ...``, the YAML line of its key, sorted by line (problems without one last)."""
+    lines = _key_lines(node)
+    located = sorted(((_line_of(e.key, lines), e) for e in error.errors),
+                     key=lambda pair: (pair[0] is None, pair[0] or 0))
+    return SpecError.combine([
+        SpecError(f"{path.name}:{line}: {e}" if line is not None else f"{path.name}: {e}", key=e.key)
+        for line, e in located
+    ])
 
 
 @dataclass(frozen=True)

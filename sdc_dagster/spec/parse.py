@@ -41,7 +41,7 @@ from sdc_dagster.spec.survey import (
     Variables,
 )
 from sdc_dagster.spec.parse_variables import parse_variable
-from sdc_dagster.spec.problems import FAILED, Problems, as_mapping, expect
+from sdc_dagster.spec.problems import FAILED, Problems, as_mapping, expect, spec_error
 from sdc_dagster.validation import check_flag, check_option, check_scalar
 
 
@@ -67,7 +67,7 @@ def _parse_plan(name: str, raw: Any, default_k: int | None, variables: dict[str,
     problems.unknown_keys(raw, where, {"steps", "k", "random_state", "description"})
     k = raw.get("k", default_k)
     if "k" in raw or default_k is not None:
-        problems.attempt(lambda: check_scalar(k, f"{where}.k", integer=True, low=1, error=_spec_error(f"{where}.k")))
+        problems.attempt(lambda: check_scalar(k, f"{where}.k", integer=True, low=1, error=spec_error(f"{where}.k")))
     seed = raw.get("random_state", 20240)  # step seeds also hash the plan name: no dependence on plan order
     problems.attempt(expect, isinstance(seed, int) and seed >= 0, f"{where}.random_state",
                      "a non-negative integer seed")
@@ -197,27 +197,21 @@ _READER_OPTIONS = {
 }
 
 
-def _spec_error(where: str):
-    """The exception :func:`~sdc_dagster.validation.check_scalar` and ``check_option`` raise for a
-    spec key: a :class:`SpecError` keyed by ``where`` (so that its YAML line is found)."""
-    return lambda message: SpecError(message, key=where)
-
-
 def _parse_risk(raw: Any, problems: Problems) -> RiskParameters:
     fields = {"k", "l", "l_diversity", "recursive_c", "max_global_risk", "individual_risk_threshold",
               "max_linkage_risk"}
     raw = as_mapping(raw, "risk")
     problems.unknown_keys(raw, "risk", fields)
     risk = RiskParameters(**{key: value for key, value in raw.items() if key in fields})
-    problems.attempt(lambda: check_scalar(risk.k, "risk.k", integer=True, low=1, error=_spec_error("risk.k")))
+    problems.attempt(lambda: check_scalar(risk.k, "risk.k", integer=True, low=1, error=spec_error("risk.k")))
     if risk.l is not None:
-        problems.attempt(lambda: check_scalar(risk.l, "risk.l", integer=True, low=1, error=_spec_error("risk.l")))
+        problems.attempt(lambda: check_scalar(risk.l, "risk.l", integer=True, low=1, error=spec_error("risk.l")))
     problems.attempt(lambda: check_option(risk.l_diversity, "risk.l_diversity", L_DIVERSITY_MEASURES,
-                                          error=_spec_error("risk.l_diversity")))
+                                          error=spec_error("risk.l_diversity")))
     for name in ("max_global_risk", "individual_risk_threshold", "max_linkage_risk"):
         value = getattr(risk, name)
         problems.attempt(lambda value=value, where=f"risk.{name}": check_scalar(value, where, low=0, high=1,
-                                                                             error=_spec_error(where)))
+                                                                             error=spec_error(where)))
     return risk
 
 
@@ -234,7 +228,7 @@ def _parse_limits(raw: Any, problems: Problems) -> UtilityLimits:
         if name in raw:
             where = f"limits.{name}"
             value = problems.attempt(lambda value=raw[name], where=where, high=high: check_scalar(
-                value, where, low=0.0, high=high, error=_spec_error(where)), default=FAILED)
+                value, where, low=0.0, high=high, error=spec_error(where)), default=FAILED)
             if value is not FAILED:
                 limits[name] = value
     return UtilityLimits(**limits)
@@ -249,7 +243,7 @@ def _parse_release(raw: Any, problems: Problems) -> ReleaseOptions:
                         default=FAILED) is FAILED:
         formats = []
     for name in ("shuffle", "renumber_ids"):
-        problems.attempt(lambda where=f"release.{name}": check_flag(raw.get(name, True), where, error=_spec_error(where)))
+        problems.attempt(lambda where=f"release.{name}": check_flag(raw.get(name, True), where, error=spec_error(where)))
     return ReleaseOptions(formats=tuple(dict.fromkeys(formats)), shuffle=raw.get("shuffle", True),
                           renumber_ids=raw.get("renumber_ids", True))
 
@@ -271,7 +265,7 @@ def _parse_search(raw: Any, variables: dict[str, Variable | None], problems: Pro
     problems.unknown_keys(raw, "search", {"enabled", "keep", "max_level", "methods", "budget_seconds", "loss"})
     options = {}
     enabled = raw.get("enabled", True)
-    if problems.attempt(lambda: check_flag(enabled, "search.enabled", error=_spec_error("search.enabled")),
+    if problems.attempt(lambda: check_flag(enabled, "search.enabled", error=spec_error("search.enabled")),
                         default=FAILED) is not FAILED:
         options["enabled"] = enabled
     keep = raw.get("keep", [])
@@ -288,7 +282,7 @@ def _parse_search(raw: Any, variables: dict[str, Variable | None], problems: Pro
             options["keep"] = tuple(dict.fromkeys(keep))
     level = raw.get("max_level")
     if level is None or problems.attempt(lambda: check_scalar(level, "search.max_level (0: no recoding)", integer=True,
-                                                              low=0, error=_spec_error("search.max_level")),
+                                                              low=0, error=spec_error("search.max_level")),
                                          default=FAILED) is not FAILED:
         options["max_level"] = level
     methods = raw.get("methods", list(SEARCH_METHODS))
@@ -298,10 +292,10 @@ def _parse_search(raw: Any, variables: dict[str, Variable | None], problems: Pro
         options["methods"] = tuple(dict.fromkeys(methods))
     budget = raw.get("budget_seconds", SearchOptions.budget_seconds)
     if problems.attempt(lambda: check_scalar(budget, "search.budget_seconds", low=0, closed="neither",
-                                             error=_spec_error("search.budget_seconds")), default=FAILED) is not FAILED:
+                                             error=spec_error("search.budget_seconds")), default=FAILED) is not FAILED:
         options["budget_seconds"] = float(budget)
     measure = raw.get("loss", SearchOptions.loss)
-    if problems.attempt(lambda: check_option(measure, "search.loss", SEARCH_LOSSES, error=_spec_error("search.loss")),
+    if problems.attempt(lambda: check_option(measure, "search.loss", SEARCH_LOSSES, error=spec_error("search.loss")),
                         default=FAILED) is not FAILED:
         options["loss"] = measure
     return SearchOptions(**options)

@@ -18,6 +18,12 @@ def expect(cond: bool, where: str, what: str) -> None:
         raise SpecError(f"{where}: expected {what}", key=where)
 
 
+def spec_error(where: str):
+    """The exception :func:`~sdc_dagster.validation.check_scalar` and ``check_option`` raise for a
+    spec key: a :class:`SpecError` keyed by ``where`` (so that its YAML line is found)."""
+    return lambda message: SpecError(message, key=where)
+
+
 def as_mapping(value: Any, where: str) -> Mapping[str, Any]:
     """``value``, which must be a mapping (:func:`expect`)."""
     expect(isinstance(value, Mapping), where, f"a mapping, got {type(value).__name__}")

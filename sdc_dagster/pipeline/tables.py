@@ -1,0 +1,304 @@
+"""The stages of the table chain: a survey wave or a business file turned into protected, audited
+tables (issue 36 "in the lineage"; the table spec :mod:`sdc_dagster.spec.tables`).
+
+``table_input`` -> :func:`tabulate_tables` (``tabulated``) -> :func:`primary_cells` (``primary``) ->
+:func:`protect_tables` (``protected_tables``) -> :func:`audit_tables` (``table_audit``) -> the
+report and the release (:mod:`sdc_dagster.releases.tables`). Each stage is a plain function (frames
+in, frames out) the assets call once; :func:`run_tables` runs them all (the release's audit replay).
+
+Every table frame after ``primary`` is the table's published cells (a column per dimension, its
+codes as text, ``freq``, ``value`` for a magnitude table) with ``primary``, ``lower``, ``upper`` (the Handbook's
+protection levels, :func:`sdc_dagster.tables.protection_levels`), then ``suppressed`` and
+``status`` (``"safe"``, ``"primary"``, ``"secondary"``), then the audit's ``lo``, ``up`` (the
+intruder's interval of each suppressed cell, NaN where published) and ``protected`` (the interval
+meets the cell's protection; True for cells that are no primary).
+
+Linked tables (same measure, :meth:`~sdc_dagster.spec.tables.TableSetSpec.linked`) are protected
+and audited jointly: the audit's linear programme reads every published cell of every table of the
+group (Hundepool et al. 2012, §4.4.3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pandera.pandas as pa
+
+import sdc_dagster.tables as tables
+from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.pipeline.protection import CheckOutcome
+from sdc_dagster.releases.digests import WaveSnapshot
+from sdc_dagster.schemas import validate
+from sdc_dagster.spec.hierarchies import value_text
+from sdc_dagster.spec.tables import TableSetSpec, dimension_hierarchy
+from sdc_dagster.tables.audit import protection_failures, stacked_mask
+from sdc_dagster.tables.model import Table, joint_model
+
+#: The status of a published cell.
+STATUSES = ("safe", "primary", "secondary")
+#: The column of a weighted measure (``weight × value``, or the weight alone for counts).
+WEIGHTED = "_weighted"
+#: The column of the cells holding each cell's cost of suppression, with ``cost: {column: c}``.
+COST = "cost"
+
+
+@dataclass(frozen=True, eq=False)  # frames have no truth value: compared by identity
+class TabulatedTables:
+    """The tables of a set as tabulated (name -> :class:`~sdc_dagster.tables.Table`, spec order),
+    and the input they were made from (``source``: the file, its snapshot and SHA-256)."""
+
+    tables: dict[str, Table]
+    source: WaveSnapshot
+
+    def stored_frames(self) -> dict[str, pd.DataFrame]:
+        """What the IO manager also writes as Parquet: each table's published cells (codes as text)."""
+        return {name: coded_cells(table) for name, table in self.tables.items()}
+
+
+def coded_cells(table: Table) -> pd.DataFrame:
+    """A table's published cells with every dimension's codes as text (:func:`value_text`: a flat
+    dimension's codes and its ``"Total"`` in one column of one type, as Parquet and CSV store them)."""
+    cells = table.cells.copy()
+    for dimension in table.dimensions:  # each code's text once, then looked up by position
+        texts = np.asarray([value_text(code) for code in dimension.codes], dtype=object)
+        cells[dimension.name] = texts[dimension.codes.get_indexer(cells[dimension.name])]
+    return cells
+
+
+def input_schema(spec: TableSetSpec) -> pa.DataFrameSchema:
+    """The boundary of the input: every column the spec reads present, no missing dimension code,
+    numbers where a measure or the cost is read, counts and costs >= 0, weights > 0."""
+    columns: dict[str, pa.Column] = {c: pa.Column(nullable=False, required=True) for c in spec.columns}
+    for table in spec.published.values():
+        for column in (table.value, table.freq, table.weight):
+            if column is not None:
+                checks = [pa.Check(lambda s: pd.to_numeric(s, errors="coerce").notna(), error="values must be numbers")]
+                if column == table.freq:
+                    checks.append(pa.Check(lambda s: pd.to_numeric(s, errors="coerce").fillna(0) >= 0,
+                                           error="counts must be >= 0"))
+                if column == table.weight:
+                    checks.append(pa.Check(lambda s: pd.to_numeric(s, errors="coerce").fillna(1) > 0,
+                                           error="weights must be > 0"))
+                columns[column] = pa.Column(nullable=False, checks=checks)
+    if spec.cost_column:
+        columns[spec.cost] = pa.Column(nullable=False, checks=[
+            pa.Check(lambda s: pd.to_numeric(s, errors="coerce").notna(), error="values must be numbers"),
+            pa.Check(lambda s: pd.to_numeric(s, errors="coerce").fillna(0) >= 0, error="costs must be >= 0")])
+    return pa.DataFrameSchema(columns, strict=False)
+
+
+def cells_schema() -> pa.DataFrameSchema:
+    """The boundary of a protected table: a known status, suppressed exactly where the status is not
+    safe, every primary suppressed, no negative count."""
+    return pa.DataFrameSchema(
+        {
+            "freq": pa.Column(float, pa.Check.ge(0)),
+            "primary": pa.Column(bool),
+            "suppressed": pa.Column(bool),
+            "status": pa.Column(str, pa.Check.isin(STATUSES)),
+        },
+        checks=[
+            pa.Check(lambda f: f["suppressed"] == (f["status"] != "safe"), error="suppressed where status is not safe"),
+            pa.Check(lambda f: ~f["primary"] | f["suppressed"], error="every primary cell is suppressed"),
+        ],
+        strict=False,
+    )
+
+
+def read_table_input(spec: TableSetSpec, path: Path | None = None) -> pd.DataFrame:
+    """The business file of the spec (``source.file``, or ``path``: its snapshot), read through the
+    one read path (:func:`~sdc_dagster.spec.reading.read_with_metadata`, any format it knows), or
+    the inner cells of its tau-Argus tabular input (``source.tau_argus``,
+    :func:`sdc_dagster.tables.read_tau_argus`)."""
+    if spec.source.tau_argus is not None:
+        return tables.read_tau_argus(spec.source.tau_argus)[0]
+    from sdc_dagster.spec.reading import read_with_metadata
+
+    return read_with_metadata(path or spec.source.file, options=dict(spec.source.options), user_missing=True).data
+
+
+def input_file(spec: TableSetSpec) -> Path:
+    """The data file of a table set read from a file: the business file, or the ``.tab`` beside a
+    tau-Argus ``.rda`` (what the release snapshots)."""
+    if spec.source.tau_argus is None:
+        return spec.source.file
+    from sdc_dagster.datafiles.argus import resolve_beside
+
+    rda = spec.source.tau_argus
+    return resolve_beside(rda.parent, f"{rda.stem}.tab") or rda.with_suffix(".tab")
+
+
+def table_input(spec: TableSetSpec, data: pd.DataFrame, *, source: str = "table input") -> pd.DataFrame:
+    """The columns the spec reads, validated (:func:`input_schema`; a :class:`SchemaViolation` names
+    ``source``, the column and the rule), whole-number codes as integers (a code ``1.0`` read from a
+    file with missing values is the code ``1``)."""
+    require_columns(data, spec.columns, role=f"{source}: column")
+    frame = validate(data[spec.columns].copy(), input_schema(spec), source=source)
+    measures = {c for t in spec.published.values() for c in (t.value, t.freq, t.weight) if c is not None}
+    measures |= {spec.cost} if spec.cost_column else set()
+    for column in frame.columns:
+        if column in measures:
+            frame[column] = pd.to_numeric(frame[column])
+        elif pd.api.types.is_float_dtype(frame[column]) and (frame[column] % 1 == 0).all():
+            frame[column] = frame[column].astype(np.int64)
+    return frame
+
+
+def tabulate_tables(spec: TableSetSpec, data: pd.DataFrame) -> dict[str, Table]:
+    """Every table of the spec (name -> :class:`~sdc_dagster.tables.Table`) from the validated input;
+    with ``cost: {column: c}`` each table's cells gain the column ``cost``: the sum of ``c`` per cell.
+
+    Sampling weights: the published value is the weighted sum (``weight × value``; for a frequency
+    table the weighted count) while the frequency rule counts the respondents (unweighted). The
+    dominance and p % rules read each respondent's weighted contribution ``w·x`` as one contributor:
+    a simplification, neither GaussSuppression's default (unweighted contributions against the
+    weighted cell, ``FindDominantCells``) nor the treatment of weights of Hundepool et al. 2012
+    (p. 151, GaussSuppression's ``tauArgusDominance = TRUE``)."""
+    hierarchies = {name: dimension_hierarchy(d, data, spec.source) for name, d in spec.dimensions.items()}
+    out = {}
+    for name, table in spec.published.items():
+        frame, value = data, table.value
+        if table.weight is not None:
+            weight = data[table.weight].to_numpy(dtype=np.float64)
+            measure = weight if table.value is None else weight * data[table.value].to_numpy(dtype=np.float64)
+            frame, value = data.assign(**{WEIGHTED: measure}), WEIGHTED
+        dimensions = {d: hierarchies[d] for d in table.dimensions}
+        try:
+            out[name] = tables.tabulate(frame, dimensions, freq=table.freq, value=value, holding=table.holding,
+                                        request=table.request)
+            if spec.cost_column:  # tau-Argus's cost variable: its sum over each cell's records
+                out[name].cells[COST] = tables.tabulate(data, dimensions, value=spec.cost).cells["value"].to_numpy()
+        except SDCInputError as error:
+            raise SDCInputError(f"table {name!r}: {error}") from None
+    return out
+
+
+def primary_cells(spec: TableSetSpec, tabulated: dict[str, Table]) -> dict[str, pd.DataFrame]:
+    """Each table's cells with ``primary`` (:func:`sdc_dagster.tables.primary_suppression` under
+    the table's rules and tie convention) and its protection levels ``lower``, ``upper`` (and
+    ``cost``, each cell's cost of suppression, with ``cost: {column: c}``)."""
+    out = {}
+    for name, table in tabulated.items():
+        definition = spec.published[name]
+        rules, tie = list(definition.rules), definition.dominance_tie
+        cells = coded_cells(table)
+        cells["primary"] = tables.primary_suppression(table, rules, dominance_tie=tie)
+        cells[["lower", "upper"]] = tables.protection_levels(table, rules, dominance_tie=tie)
+        out[name] = cells
+    return out
+
+
+def protect_tables(spec: TableSetSpec, tabulated: dict[str, Table],
+                   primary: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Each table's cells with ``suppressed`` and ``status``: the secondary suppression of every
+    linked group at once (:func:`sdc_dagster.tables.secondary_suppression` with the spec's method,
+    cost, the primaries' protection levels and the tables' frozen cells, :func:`frozen_cells`),
+    validated by :func:`cells_schema`."""
+    out = {}
+    for group in spec.linked():
+        cost = [primary[n][COST] for n in group] if spec.cost_column else spec.cost
+        frozen = [frozen_cells(spec, n, primary[n]) for n in group]
+        patterns = tables.secondary_suppression(
+            [tabulated[n] for n in group], [primary[n]["primary"] for n in group], method=spec.method,
+            protection=[primary[n][["lower", "upper"]] for n in group], cost=cost, time_limit=spec.time_limit,
+            frozen=frozen if any(f.notna().any() for f in frozen) else None)
+        for name, suppressed in zip(group, patterns):
+            cells = primary[name].copy()
+            cells["suppressed"] = suppressed.to_numpy()
+            cells["status"] = np.where(cells["primary"], "primary", np.where(cells["suppressed"], "secondary", "safe"))
+            out[name] = validate(cells, cells_schema(), source=f"protected table {name!r}")
+    return {name: out[name] for name in spec.published}
+
+
+def frozen_cells(spec: TableSetSpec, name: str, cells: pd.DataFrame) -> pd.Series:
+    """The table's frozen pattern as :func:`sdc_dagster.tables.secondary_suppression` takes it: True
+    (must be suppressed), False (must be published), NA (free) per cell. Raises
+    :class:`SDCInputError` naming the table and a frozen cell that is not one of its cells."""
+    table = spec.published[name]
+    out = pd.Series(pd.NA, index=cells.index, dtype="boolean")
+    keys = pd.MultiIndex.from_frame(cells[list(table.dimensions)])
+    for state, listed in table.frozen.items():
+        wanted = pd.MultiIndex.from_tuples([tuple(c[d] for d in table.dimensions) for c in listed])
+        found = keys.get_indexer(wanted)
+        if (found < 0).any():
+            missing = listed[int(np.flatnonzero(found < 0)[0])]
+            raise SDCInputError(f"table {name!r}: frozen {state} cell {missing} is not a cell of the table")
+        out.iloc[found] = state == "suppressed"
+    return out
+
+
+def audit_tables(spec: TableSetSpec, tabulated: dict[str, Table],
+                 protected: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Each protected table with the intruder's interval ``lo``, ``up`` of every suppressed cell
+    (:func:`sdc_dagster.tables.audit` over every table of its linked group together) and
+    ``protected``: whether a primary's interval meets its protection levels, or without levels is
+    at least one unit wide (:func:`sdc_dagster.tables.audit.protection_failures`, the test every
+    pattern of :func:`sdc_dagster.tables.secondary_suppression` passes)."""
+    out = {}
+    for group in spec.linked():
+        model = joint_model([tabulated[n] for n in group])
+        suppressed = stacked_mask(model, [protected[n]["suppressed"] for n in group], "suppressed")
+        primary = stacked_mask(model, [protected[n]["primary"] for n in group], "primary")
+        lower = np.concatenate([protected[n]["lower"].to_numpy(dtype=np.float64) for n in group])
+        upper = np.concatenate([protected[n]["upper"].to_numpy(dtype=np.float64) for n in group])
+        failing, lo, up = protection_failures(model, suppressed, primary, lower, upper)
+        for name, a, b, fails in zip(group, model.split(lo), model.split(up), model.split(failing)):
+            cells = protected[name].copy()
+            published = ~cells["suppressed"].to_numpy()
+            cells["lo"] = np.where(published, np.nan, a)
+            cells["up"] = np.where(published, np.nan, b)
+            cells["protected"] = ~fails
+            out[name] = cells
+    return {name: out[name] for name in spec.published}
+
+
+def _outcome(figures: dict[str, int], rule: str) -> CheckOutcome:
+    total = sum(figures.values())
+    return CheckOutcome(passed=total == 0, value=total, rule=rule, blocking=True,
+                        figures={name: float(v) for name, v in figures.items()})
+
+
+def protection_checks(protected: dict[str, pd.DataFrame]) -> dict[str, CheckOutcome]:
+    """The release rules of the protected tables, each a blocking :class:`CheckOutcome` (``figures``:
+    the failing cells per table): ``primaries_suppressed`` (every primary cell is suppressed) and
+    ``cells_valid`` (no published count is negative, no published cell is empty: a missing value)."""
+    invalid = {}
+    for name, cells in protected.items():
+        shown = cells[~cells["suppressed"]]
+        measure = "value" if "value" in cells else "freq"
+        invalid[name] = int((shown["freq"] < 0).sum() + shown[measure].isna().sum())
+    return {
+        "primaries_suppressed": _outcome({n: int((c["primary"] & ~c["suppressed"]).sum()) for n, c in protected.items()},
+                                         "every primary (unsafe) cell is suppressed"),
+        "cells_valid": _outcome(invalid, "no published count is negative and no published cell is empty"),
+    }
+
+
+def audit_check(audited: dict[str, pd.DataFrame]) -> dict[str, CheckOutcome]:
+    """``audit_passed``: every primary's audit interval meets its protection levels (or, without
+    levels, is at least 1 wide; :func:`audit_tables`), a blocking :class:`CheckOutcome`."""
+    return {"audit_passed": _outcome({n: int((~c["protected"]).sum()) for n, c in audited.items()},
+                                     "every primary's audit interval meets its protection levels (or, without "
+                                     "levels, is at least 1 wide): no primary is disclosed by the published cells")}
+
+
+def table_checks(audited: dict[str, pd.DataFrame]) -> dict[str, CheckOutcome]:
+    """Every release rule of a table set (:func:`protection_checks` and :func:`audit_check`)."""
+    return {**protection_checks(audited), **audit_check(audited)}
+
+
+def withheld_because(checks: dict[str, CheckOutcome]) -> dict[str, str]:
+    """The failed blocking checks of a table set ({check: what failed}); empty when it may be released."""
+    return {name: f"{c.value} cells: {c.rule}" for name, c in checks.items() if c.blocking and not c.passed}
+
+
+def run_tables(spec: TableSetSpec, data: pd.DataFrame, *,
+               source: str = "table input") -> tuple[dict[str, Table], dict[str, pd.DataFrame]]:
+    """Every stage from the input to the audited tables (the chain of the assets, in one call): the
+    tabulated tables and their audited cells."""
+    tabulated = tabulate_tables(spec, table_input(spec, data, source=source))
+    protected = protect_tables(spec, tabulated, primary_cells(spec, tabulated))
+    return tabulated, audit_tables(spec, tabulated, protected)

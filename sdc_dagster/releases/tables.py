@@ -1,0 +1,212 @@
+"""The release of a table set (issue 36): its protected tables, a manifest, and the audit's replay.
+
+:func:`release_tables` writes ``<releases>/tables/<set>/<wave>/<run_id>/`` (``<wave>`` is ``file``
+for a business file): every protected table in the spec's release formats (:func:`table_files`:
+the office's layout with status flags as CSV or Excel, tau-Argus's files), ``spec.yaml``
+(the table spec text used) and ``manifest.json`` (last) recording every input with its SHA-256 (the
+data snapshot, the survey spec that read a wave, the hierarchy files), the spec's hash, the method,
+each table's rules and suppressions, the release checks and each file's SHA-256
+(:mod:`sdc_dagster.releases.digests`). A set whose blocking checks fail (a primary unprotected, a
+pattern failing the intruder's audit) is never released: its run folder holds ``withheld.json``
+naming the checks, and no table file. The HTML report (:mod:`sdc_dagster.report.tables`) goes to
+``<reports>/tables/<set>/<wave>.html``.
+
+:func:`audit_table_release` (``sdc audit tables``) replays a release: the stages of
+:mod:`sdc_dagster.pipeline.tables` rerun on the recorded inputs with the stored spec copy, and every
+table file must come out byte-identical (:func:`sdc_dagster.releases.replay.verify_grid_release`'s
+comparison, which checks the recorded inputs' hashes first).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+import sdc_dagster.tables as tables
+from sdc_dagster.files import write_atomic
+from sdc_dagster.names import inside
+from sdc_dagster.pipeline.protection import CheckOutcome
+from sdc_dagster.pipeline.tables import read_table_input, run_tables, withheld_because
+from sdc_dagster.releases.digests import package_versions, sha256_bytes, spec_text_sha256
+from sdc_dagster.releases.manifest import MANIFEST, SPEC_COPY, WITHHELD, Release, manifest_bytes, read_manifest
+from sdc_dagster.releases.replay import Verification, verify_grid_release
+from sdc_dagster.report.tables import render_table_report
+from sdc_dagster.sources import file_sha256
+from sdc_dagster.spec.tables import TableSetSpec, parse_table_spec
+from sdc_dagster.tables.model import Table
+
+#: The folder of the table releases under the releases root.
+TABLES = "tables"
+#: The wave of a table set read from one business file.
+FILE_WAVE = "file"
+
+
+def table_files(spec: TableSetSpec, tabulated: dict[str, Table], audited: dict[str, pd.DataFrame]) -> dict[str, bytes]:
+    """The released files of a table set (file name -> bytes), in every format of ``release.formats``:
+    ``<table>.csv`` and ``<table>.xlsx``, the office's layout with tau-Argus's status letters
+    (:func:`sdc_dagster.tables.published_table`, :func:`sdc_dagster.tables.write_published`), and
+    ``tau_argus/<table>.tab`` with its ``.rda``, ``.hrc`` and ``.hst`` (:func:`sdc_dagster.tables.write_tau_argus`:
+    the suppressed cells as a priori unsafe, for a methodologist to continue in tau-Argus)."""
+    files = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        for name, cells in audited.items():
+            table = tabulated[name]
+            layout = tables.published_table(table, cells["suppressed"], primary=cells["primary"])
+            for fmt in ("csv", "xlsx"):
+                if fmt in spec.formats:
+                    tables.write_published(layout, folder / f"{name}.{fmt}", fmt=fmt)
+            if "tau_argus" in spec.formats:
+                tables.write_tau_argus(table, folder / "tau_argus", name, suppressed=cells["suppressed"])
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            files[path.relative_to(folder).as_posix()] = path.read_bytes()
+    return files
+
+
+def release_folder(releases: Path, name: str, wave: str) -> Path:
+    return inside(releases, TABLES, name, wave)
+
+
+def list_table_releases(releases: Path, name: str, wave: str, *, withheld: bool = False) -> list[Path]:
+    """Run folders of one table set and wave, oldest first: released ones (and withheld ones with ``withheld``)."""
+    root = release_folder(releases, name, wave)
+    records = (MANIFEST, WITHHELD) if withheld else (MANIFEST,)
+    folders = [p for p in root.iterdir() if any((p / r).is_file() for r in records)] if root.is_dir() else []
+    return sorted(folders, key=lambda p: read_manifest(p)["sequence"])
+
+
+def table_inputs(spec: TableSetSpec, data_file: Path, sha256: str, survey_spec: Path | None = None) -> dict[str, dict]:
+    """The inputs a table release records, each ``{file, sha256}``: ``data`` (the snapshot read),
+    ``survey_spec`` (the survey spec that read a wave), ``hierarchy:<dimension>`` (an ``.hrc`` file)
+    and, for tau-Argus input, ``tau_argus:rda``, ``tau_argus:tab`` and ``tau_argus:<dimension>`` (its
+    ``.hrc``): the files the replay reads again."""
+    inputs = {"data": {"file": str(data_file), "sha256": sha256}}
+    if survey_spec is not None:
+        inputs["survey_spec"] = {"file": str(survey_spec), "sha256": file_sha256(Path(survey_spec))}
+    for name, dimension in spec.dimensions.items():
+        if dimension.file is not None:
+            inputs[f"hierarchy:{name}"] = {"file": str(dimension.file), "sha256": file_sha256(dimension.file)}
+    rda = spec.source.tau_argus
+    if rda is not None:  # the metadata and hierarchies the replay reads again
+        from sdc_dagster.datafiles.argus import read_rda, resolve_beside
+
+        from sdc_dagster.pipeline.tables import input_file
+
+        files = {"tau_argus:rda": rda, "tau_argus:tab": input_file(spec)}
+        files.update({f"tau_argus:{v.name}": resolve_beside(rda.parent, v.hierarchy)
+                      for v in read_rda(rda).variables if v.hierarchy})
+        inputs.update({key: {"file": str(path), "sha256": file_sha256(path)} for key, path in files.items()})
+    return inputs
+
+
+def release_tables(releases: Path, reports: Path, run_id: str, spec: TableSetSpec, wave: str,
+                   tabulated: dict[str, Table], audited: dict[str, pd.DataFrame], checks: dict[str, CheckOutcome],
+                   inputs: dict[str, dict]) -> tuple[Release, Path]:
+    """Write the release of ``run_id`` (module text) and its report; withheld when a blocking check
+    of ``checks`` (:func:`sdc_dagster.pipeline.tables.table_checks`) failed. ``inputs``:
+    :func:`table_inputs`. A spec file changed since it was loaded raises (its copy would not be the
+    spec that was used)."""
+    spec_text = Path(spec.spec_path).read_bytes()
+    if spec_text_sha256(spec_text) != spec.spec_sha256:
+        raise RuntimeError(f"{spec.spec_path} changed since the table spec was loaded; reload and rerun")
+    withheld = withheld_because(checks)
+    decisions = list_table_releases(releases, spec.name, wave, withheld=True)
+    earlier = list_table_releases(releases, spec.name, wave)
+    folder = release_folder(releases, spec.name, wave) / run_id
+    files = {} if withheld else table_files(spec, tabulated, audited)
+    manifest = {
+        "kind": "tables",
+        "tables": spec.name,
+        "wave": wave,
+        "run_id": run_id,
+        "sequence": (read_manifest(decisions[-1])["sequence"] + 1) if decisions else 1,
+        "previous_release": earlier[-1].name if earlier else None,
+        "packages": package_versions(),
+        "inputs": inputs,
+        "spec": {"file": str(spec.spec_path), "sha256": spec.spec_sha256, "copy": SPEC_COPY},
+        "method": spec.method,
+        "cost": spec.cost,
+        "published": {
+            name: {"dimensions": list(spec.published[name].dimensions), "rules": list(spec.published[name].rules),
+                   "dominance_tie": spec.published[name].dominance_tie,
+                   "frozen": {state: list(c) for state, c in spec.published[name].frozen.items()},
+                   "cells": int(len(cells)),
+                   "primary": int((cells["status"] == "primary").sum()),
+                   "secondary": int((cells["status"] == "secondary").sum()),
+                   "linked_with": next(g for g in spec.linked() if name in g)}
+            for name, cells in audited.items()},
+        "checks": {name: outcome.record() for name, outcome in checks.items()},
+        "files": {name: sha256_bytes(data) for name, data in files.items()},
+    }
+    if withheld:
+        manifest["withheld"] = withheld
+    existed = folder.exists()
+    try:
+        for name, data in files.items():
+            write_atomic(folder / name, data)
+        write_atomic(folder / SPEC_COPY, spec_text)
+        write_atomic(folder / (WITHHELD if withheld else MANIFEST), manifest_bytes(manifest))
+    except BaseException:
+        if not existed:  # a run folder is complete or absent
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    release = Release(folder=folder, manifest=manifest)
+    state = f"withheld ({', '.join(withheld)})" if withheld else f"released: {folder}"
+    page = render_table_report(
+        f"Tables {spec.name}" + (f": {spec.title}" if spec.title else "") + f", {wave}",
+        audited, {n: list(t.dimensions) for n, t in spec.published.items()}, manifest["checks"],
+        {"run": run_id, "spec": f"{spec.spec_path} (SHA-256 {spec.spec_sha256})",
+         "input": f"{inputs['data']['file']} (SHA-256 {inputs['data']['sha256']})",
+         "method": f"{spec.method}, cost by {spec.cost}", "release": state,
+         "audit": "" if withheld else f"sdc audit tables --survey {spec.name} --run {run_id}"})
+    report = inside(reports, TABLES, spec.name) / f"{wave}.html"
+    write_atomic(report, page.encode())
+    return release, report
+
+
+def recompute_table_release(folder: Path, manifest: dict) -> dict[str, bytes]:
+    """The table files of a release recomputed from what its manifest records: the stored spec copy
+    (paths in it relative to the spec's recorded place), the data snapshot (read through the survey
+    spec recorded for a wave, else as the business file was; tau-Argus input from its recorded
+    ``.rda``, ``.tab`` and ``.hrc``, whose digests the audit checks first)."""
+    copy = Path(folder) / manifest["spec"]["copy"]
+    text = copy.read_bytes().decode("utf-8")
+    spec = parse_table_spec(yaml.safe_load(text), spec_path=Path(manifest["spec"]["file"]), text=text)
+    data_file = Path(manifest["inputs"]["data"]["file"])
+    if spec.source.survey is not None:
+        from sdc_dagster.sources import read_wave_file
+        from sdc_dagster.spec import load_spec
+
+        data = read_wave_file(load_spec(manifest["inputs"]["survey_spec"]["file"]), data_file)
+    else:  # the business file's snapshot; tau-Argus input from its recorded files (verified by digest)
+        data = read_table_input(spec, data_file)
+    return table_files(spec, *run_tables(spec, data, source=str(data_file)))
+
+
+def verify_table_release(folder: Path) -> Verification:
+    """Check a table release: the stored spec copy still has its hash, every recorded input and
+    table file theirs, and the replay (:func:`recompute_table_release`) reproduces every table file."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    copy = folder / manifest["spec"]["copy"]
+    if not copy.is_file() or spec_text_sha256(copy.read_bytes()) != manifest["spec"]["sha256"]:
+        return Verification(manifest, True, True, False, f"the stored spec copy {copy} is missing or differs from "
+                            "the spec hash in its manifest (edited or damaged)", spec_copy_intact=False)
+    return verify_grid_release(folder, lambda recorded: recompute_table_release(folder, recorded),
+                               inputs="the recorded input(s)")
+
+
+def audit_table_release(releases: Path, name: str, *, wave: str | None = None,
+                        run: str | None = None) -> Verification | None:
+    """Verify the latest release of table set ``name`` (of ``wave``, default every wave's latest
+    run; or run ``run``'s) by replaying it; None when there is none."""
+    root = inside(releases, TABLES, name)
+    waves = [wave] if wave else sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    folders = [f for w in waves for f in list_table_releases(releases, name, w) if run is None or f.name == run]
+    if not folders:
+        return None
+    return verify_table_release(max(folders, key=lambda f: f.stat().st_mtime) if run is None else folders[-1])

@@ -1,0 +1,77 @@
+"""The report of a table set: a self-contained HTML page with one section per table.
+
+Each section lists the table's release checks, then its cells with the suppressed ones marked,
+primary (unsafe under the table's rules) apart from secondary (suppressed to protect a primary), and
+each suppressed cell's audit interval ``[lo, up]``: the range an intruder derives for it by linear
+programming from every published cell of every linked table (Hundepool et al. 2012, "Statistical
+Disclosure Control", §4.4.1; :func:`sdc_dagster.tables.audit`), beside the protection levels the
+rules ask for. A table of more than :data:`FULL_TABLE_CELLS` cells shows its suppressed cells only.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pandas as pd
+
+from sdc_dagster.report.markup import REPORT_CSS, Markup, format_cell, html_table
+
+#: Above this many cells a section lists the suppressed cells only.
+FULL_TABLE_CELLS = 400
+
+_STYLE = """
+td .primary, .primary { background: #fbe0d0; color: #7a2800; font-weight: bold; padding: 0 .3em; }
+td .secondary, .secondary { background: #dcebf7; color: #0b4f7c; padding: 0 .3em; }
+"""
+
+
+def _interval(lo: float, up: float) -> str:
+    if np.isnan(lo):
+        return "&ndash;"
+    return f"[{format_cell(float(lo))}, {'&infin;' if np.isinf(up) else format_cell(float(up))}]"
+
+
+def table_section(name: str, cells: pd.DataFrame, dimensions: list[str], checks: dict[str, dict]) -> str:
+    """One table's section: its checks (``checks``: check -> recorded outcome with ``passed``,
+    ``rule``, ``figures``), counts of primary and secondary cells, and its cells (:func:`render_table_report`)."""
+    measure = "value" if "value" in cells else "freq"
+    primary, secondary = int((cells["status"] == "primary").sum()), int((cells["status"] == "secondary").sum())
+    rows = []
+    for check, outcome in checks.items():
+        figure = (outcome.get("figures") or {}).get(name, outcome.get("value"))
+        state = '<span class="pass">passed</span>' if not figure else '<span class="fail">failed</span>'
+        rows.append({"check": html.escape(check), "outcome": state, "cells": format_cell(figure or 0),
+                     "rule": html.escape(outcome["rule"])})
+    shown = cells if len(cells) <= FULL_TABLE_CELLS else cells[cells["suppressed"]]
+    frame = pd.DataFrame({d: shown[d].map(lambda v: html.escape(str(v))) for d in dimensions})
+    frame[measure] = shown[measure].map(format_cell)
+    frame["status"] = [f'<span class="{s}">{s}</span>' if s != "safe" else "safe" for s in shown["status"]]
+    frame["audit interval"] = [_interval(lo, up) for lo, up in zip(shown["lo"], shown["up"])]
+    frame["protection (lower, upper)"] = [
+        f"{format_cell(float(a))}, {format_cell(float(b))}" if p else "&ndash;"
+        for p, a, b in zip(shown["primary"], shown["lower"], shown["upper"])]
+    frame.index = [Markup(str(i)) for i in range(len(frame))]
+    listed = "every cell" if len(shown) == len(cells) else f"the {len(shown)} suppressed cells"
+    return (f'<section id="table-{html.escape(name)}"><h2>Table {html.escape(name)}</h2>'
+            f"<p>{len(cells)} cells over {html.escape(' × '.join(dimensions))}; "
+            f'<span class="primary">{primary} primary</span> and <span class="secondary">{secondary} secondary</span> '
+            f"suppressions. Below: {listed}, with each suppressed cell's audit interval.</p>"
+            + (html_table(pd.DataFrame(rows).set_index("check"), caption="Release checks", raw=True) if rows else "")
+            + html_table(frame, caption=f"Cells of {name}", index_label="#", raw=True)
+            + "</section>")
+
+
+def render_table_report(title: str, audited: dict[str, pd.DataFrame], dimensions: dict[str, list[str]],
+                        checks: dict[str, dict], provenance: dict[str, str]) -> str:
+    """The HTML page of a table set: ``title``, the run's ``provenance`` (label -> text: the spec,
+    input and their SHA-256, the release folder, the audit command), then one section per table
+    (``audited``: name -> audited cells, :func:`sdc_dagster.pipeline.tables.audit_tables`;
+    ``dimensions``: name -> its dimension columns; ``checks``: the set's checks as recorded)."""
+    header = pd.DataFrame({"": [html.escape(str(v)) for v in provenance.values()]},
+                          index=[Markup(html.escape(k)) for k in provenance])
+    sections = "".join(table_section(n, cells, dimensions[n], checks) for n, cells in audited.items())
+    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(title)}</title><style>{REPORT_CSS}{_STYLE}</style></head><body>"
+            f"<h1>{html.escape(title)}</h1>" + html_table(header, caption="Run", raw=True) + sections
+            + "</body></html>")

@@ -1,0 +1,162 @@
+"""The table chain as Dagster assets (assets/tables): materialised in-process, its checks reported, the
+release written and replayed byte for byte by `sdc audit tables`; a changed file fails the audit."""
+
+import io
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from dagster import AssetKey, materialize
+
+from sdc_dagster.assets.tables import build_table_assets
+from sdc_dagster.cli.tables import run_table_audit
+from sdc_dagster.definitions import build_definitions
+from sdc_dagster.releases.manifest import read_manifest
+from sdc_dagster.releases.tables import list_table_releases
+from sdc_dagster.resources import configured_resources
+from sdc_dagster.spec import load_spec
+from sdc_dagster.spec.tables import load_table_spec
+
+from .conftest import EXAMPLES
+
+CHAIN = ["table_input", "tabulated", "primary", "protected_tables", "table_audit", "table_release"]
+
+
+@pytest.fixture
+def business(tmp_path):
+    """The demo business table spec and its file, copied so that the test may change them."""
+    folder = tmp_path / "tables"
+    (folder / "data").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "tables" / "business_tables.yaml", folder)
+    shutil.copy(EXAMPLES / "tables" / "data" / "business.csv", folder / "data")
+    return load_table_spec(folder / "business_tables.yaml")
+
+
+def test_the_business_chain_materialises_checks_releases_and_replays(sdc_home, business, instance):
+    chain = build_table_assets(business)
+    assert [key.path for a in chain.assets for key in a.keys] == [["business_tables", name] for name in CHAIN]
+    result = materialize(chain.assets, instance=instance, resources=configured_resources())
+    assert result.success
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks == {"primaries_suppressed": True, "cells_valid": True, "audit_passed": True}
+    folder, = list_table_releases(sdc_home / "releases", "business_tables", "file")
+    manifest = read_manifest(folder)
+    assert manifest["published"]["turnover"]["cells"] == 42 and manifest["method"] == "optimal"
+    assert manifest["inputs"]["data"]["file"].startswith(str(sdc_home / "inputs"))
+    assert set(manifest["files"]) == {"turnover.csv", "tau_argus/turnover.tab", "tau_argus/turnover.rda",
+                                      "tau_argus/turnover.hst", "tau_argus/turnover_sector4.hrc",
+                                      "tau_argus/turnover_geo.hrc"}
+    assert (folder / "spec.yaml").is_file()
+    released = pd.read_csv(folder / "turnover.csv")
+    # the office's layout: each cell's tau-Argus status letter (Z: the 6 empty cells of nonEU in
+    # Agriculture, public and Governmental), blank where suppressed
+    assert released["status"].value_counts().to_dict() == {"S": 10, "Z": 6, "U": 19, "M": 7}
+    assert released.loc[released["status"].isin(["U", "M"]), "value"].isna().all()
+    assert released.loc[released["status"] == "Z", "value"].eq(0).all()
+    assert (sdc_home / "reports" / "tables" / "business_tables" / "file.html").is_file()
+    out = io.StringIO()
+    assert run_table_audit("business_tables", out=out) == 0
+    assert "turnover.csv: ok" in out.getvalue() and "audit OK" in out.getvalue()
+    # an edited table is found by its digest
+    (folder / "turnover.csv").write_text((folder / "turnover.csv").read_text().replace(",M\n", ",S\n", 1))
+    out = io.StringIO()
+    assert run_table_audit("business_tables", out=out) == 1
+    assert "turnover.csv: differs from the hash in its manifest" in out.getvalue()
+    # a changed input snapshot is found before any replay
+    snapshot = Path(manifest["inputs"]["data"]["file"])
+    snapshot.write_text(snapshot.read_text().replace("75.9", "75.8"))
+    out = io.StringIO()
+    assert run_table_audit("business_tables", out=out) == 1
+    assert "audit FAILED: the recorded input(s) data is missing or changed" in out.getvalue()
+
+
+def test_a_pattern_that_fails_its_check_is_never_released(sdc_home, business, instance, monkeypatch):
+    import sdc_dagster.assets.tables as table_assets
+    from sdc_dagster.pipeline import tables as stages
+
+    def unprotected(spec, tabulated, primary):  # a protection stage that suppresses nothing
+        cells = stages.protect_tables(spec, tabulated, primary)
+        for frame in cells.values():
+            frame["suppressed"] = False
+            frame["status"] = "safe"
+        return cells
+
+    monkeypatch.setattr(table_assets, "protect_tables", unprotected)
+    chain = build_table_assets(business)
+    result = materialize(chain.assets, instance=instance, resources=configured_resources(), raise_on_error=False)
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks == {"primaries_suppressed": False, "cells_valid": True, "audit_passed": False}
+    folder, = list_table_releases(sdc_home / "releases", "business_tables", "file", withheld=True)
+    assert not list_table_releases(sdc_home / "releases", "business_tables", "file")
+    assert sorted(p.name for p in folder.iterdir()) == ["spec.yaml", "withheld.json"]
+    assert set(read_manifest(folder)["withheld"]) == {"primaries_suppressed", "audit_passed"}
+
+
+@pytest.mark.slow
+def test_the_survey_chain_reads_the_wave_partition(sdc_home, testdata_only_specs, instance):
+    survey = load_spec(testdata_only_specs / "testdata.yaml")
+    tables = load_table_spec(EXAMPLES / "tables" / "testdata_tables.yaml")
+    defs = build_definitions(specs=[survey], grid=False, tables=[tables])
+    landing = sdc_home / "landing" / "testdata"
+    landing.mkdir(parents=True)
+    shutil.copy(testdata_only_specs / "data" / "testdata.csv", landing / "2024.csv")
+    instance.add_dynamic_partitions("testdata_waves", ["2024"])
+    job = defs.resolve_job_def("testdata_tables_tables_job")
+    result = job.execute_in_process(instance=instance, partition_key="2024")
+    assert result.success
+    assert AssetKey(["testdata", "raw_microdata"]) in {m.asset_key for m in result.asset_materializations_for_node(
+        "testdata__raw_microdata")}
+    folder, = list_table_releases(sdc_home / "releases", "testdata_tables", "2024")
+    manifest = read_manifest(folder)
+    assert set(manifest["files"]) == {"water_by_area.csv", "relat_by_area.csv", "water_by_area.xlsx",
+                                      "relat_by_area.xlsx"}
+    assert manifest["published"]["water_by_area"]["linked_with"] == ["water_by_area", "relat_by_area"]
+    assert manifest["inputs"]["survey_spec"]["file"] == str(testdata_only_specs / "testdata.yaml")
+    out = io.StringIO()
+    assert run_table_audit("testdata_tables", out=out) == 0, out.getvalue()
+
+
+def test_the_code_location_shows_the_demo_table_chains(sdc_home, monkeypatch):
+    """The UI's definitions (every spec folder) hold each demo table set's assets, checks and job."""
+    monkeypatch.delenv("SDC_SPECS", raising=False)
+    monkeypatch.delenv("SDC_TABLES", raising=False)
+    defs = build_definitions(grid=False)
+    keys = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
+    for name in ("testdata_tables", "business_tables"):
+        assert {f"{name}/{asset}" for asset in CHAIN[1:]} <= keys
+        assert defs.resolve_job_def(f"{name}_tables_job") is not None
+    assert "business_tables/table_input" in keys and "testdata_tables/table_input" not in keys
+    checks = {key.name for key in defs.resolve_asset_graph().asset_check_keys}
+    assert {"primaries_suppressed", "cells_valid", "audit_passed"} <= checks
+
+
+def test_a_tau_argus_source_is_released_with_its_files_recorded(sdc_home, tmp_path, instance):
+    import sdc_dagster.tables as tables
+
+    data = pd.read_csv(EXAMPLES / "tables" / "data" / "business.csv")
+    counts = tables.tabulate(data, {"sector4": tables.hierarchy_from_columns(data, ["sector2", "sector4"]),
+                                    "geo": None})
+    folder = tmp_path / "argus"
+    tables.write_tau_argus(counts, folder, "counts")
+    (folder / "counts.yaml").write_text("""
+tables: argus_counts
+source: {tau_argus: counts.rda}
+dimensions: {sector4: {}, geo: {}}
+published:
+  counts: {dimensions: [sector4, geo], freq: freq, rules: [{rule: freq, n: 2}]}
+protection: {method: optimal, cost: count}
+""")
+    chain = build_table_assets(load_table_spec(folder / "counts.yaml"))
+    assert materialize(chain.assets, instance=instance, resources=configured_resources()).success
+    release, = list_table_releases(sdc_home / "releases", "argus_counts", "file")
+    inputs = read_manifest(release)["inputs"]
+    assert set(inputs) == {"data", "tau_argus:rda", "tau_argus:tab", "tau_argus:sector4"}
+    assert inputs["tau_argus:sector4"]["file"] == str(folder / "counts_sector4.hrc")
+    out = io.StringIO()
+    assert run_table_audit("argus_counts", out=out) == 0, out.getvalue()
+    hrc = folder / "counts_sector4.hrc"
+    hrc.write_bytes(hrc.read_bytes() + b"@Fishing\r\n")
+    out = io.StringIO()
+    assert run_table_audit("argus_counts", out=out) == 1
+    assert "the recorded input(s) tau_argus:sector4 is missing or changed" in out.getvalue()

@@ -1,0 +1,249 @@
+"""The table chain's stages (sdc_dagster/pipeline/tables.py) on the demo business file (sdcTable's
+contributions by company, examples/tables/data/business.csv) and small hand-made inputs: primaries
+as the rules define them (hand computations), holdings, weights, linked tables audited jointly,
+and the release rules that withhold a set."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from sdc_dagster.errors import SDCInputError
+from sdc_dagster.pipeline.tables import (
+    audit_tables,
+    primary_cells,
+    protect_tables,
+    read_table_input,
+    run_tables,
+    table_checks,
+    table_input,
+    tabulate_tables,
+    withheld_because,
+)
+from sdc_dagster.spec import SpecError
+from sdc_dagster.spec.tables import load_table_spec, parse_table_spec
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tables"
+
+
+@pytest.fixture(scope="module")
+def business():
+    spec = load_table_spec(EXAMPLES / "business_tables.yaml")
+    return spec, run_tables(spec, read_table_input(spec))[1]["turnover"]
+
+
+def _cell(cells: pd.DataFrame, sector: str, geo: str) -> pd.Series:
+    return cells[(cells["sector4"] == sector) & (cells["geo"] == geo)].iloc[0]
+
+
+def test_p_percent_rule_on_the_business_file(business):
+    _, cells = business
+    # Agriculture x Portugal: A 75.9 + B 24.5 = 100.4; (1,85): 75.9 is 75.6 % of it, safe; p = 10 %:
+    # 100.4 - 75.9 - 24.5 = 0 < 7.59, unsafe; upper protection level 7.59 - 0 = 7.59
+    cell = _cell(cells, "Agriculture", "Portugal")
+    assert cell["value"] == pytest.approx(100.4) and cell["primary"] and cell["upper"] == pytest.approx(7.59)
+    # Entertainment x Spain: A 77.4, C 16.4, B 11.5 (105.3): 73.5 % < 85 and 11.5 >= 7.74: safe
+    assert not _cell(cells, "Entertainment", "Spain")["primary"]
+
+
+def test_a_company_with_several_rows_in_a_cell_counts_once(business):
+    _, cells = business
+    # Total x Portugal = 162.5: company B 24.5 + 7.1 + 21.6 + 25.7 = 78.9, A 75.9, D 2.3 + 2 + 3.4 = 7.7;
+    # rest 7.7 < 10 % of 78.9: unsafe (row by row the largest two, 75.9 and 25.7, leave 60.9: safe)
+    cell = _cell(cells, "Total", "Portugal")
+    assert cell["value"] == pytest.approx(162.5) and cell["primary"]
+    assert cell["upper"] == pytest.approx(7.89 - 7.7)
+
+
+def test_every_primary_is_suppressed_and_its_interval_meets_its_level(business):
+    _, cells = business
+    assert cells.loc[cells["primary"], "suppressed"].all()
+    primaries = cells[cells["primary"]]
+    assert (primaries["up"] >= primaries["value"] + primaries["upper"] - 1e-6).all()
+    assert (primaries["lo"] <= primaries["value"] - primaries["lower"] + 1e-6).all()
+    assert set(cells["status"]) == {"safe", "primary", "secondary"} and cells["protected"].all()
+    assert cells.loc[~cells["suppressed"], ["lo", "up"]].isna().all().all()
+
+
+def _frequency_spec(rules="[{rule: freq, n: 2}]", extra="", tables=None) -> dict:
+    tables = tables or f"""
+  by_area:
+    dimensions: [area, kind]
+    rules: {rules}
+{extra}"""
+    return yaml.safe_load(f"""
+tables: small
+source: {{survey: s}}
+dimensions:
+  area: {{hierarchy: {{parents: {{Total: [north, south], north: [n1, n2], south: [s1]}}}}}}
+  kind: {{}}
+published: {tables}
+protection: {{method: optimal, cost: count}}
+""")
+
+
+SMALL = pd.DataFrame({
+    "area": ["n1"] * 5 + ["n2"] * 4 + ["s1"] * 6,
+    "kind": ["a", "a", "a", "b", "b", "a", "a", "a", "b", "a", "a", "a", "b", "b", "b"],
+    "w": [10.0] * 5 + [20.0] * 4 + [5.0] * 6,
+})
+
+
+def test_weights_publish_the_weighted_count_while_the_rule_counts_respondents():
+    spec = parse_table_spec(_frequency_spec(extra="    weight: w"))
+    cells = primary_cells(spec, tabulate_tables(spec, table_input(spec, SMALL)))["by_area"]
+    n2b = cells[(cells["area"] == "n2") & (cells["kind"] == "b")].iloc[0]
+    # one respondent of weight 20: 20 people, unsafe under freq n = 2 (it reads the one respondent)
+    assert n2b["value"] == 20 and n2b["freq"] == 1 and n2b["primary"]
+    n1a = cells[(cells["area"] == "n1") & (cells["kind"] == "a")].iloc[0]
+    assert n1a["value"] == 30 and not n1a["primary"]
+    # south has the single child s1: both rows are one cell, with one status
+    south = cells[cells["area"].isin(["south", "s1"])].sort_values(["kind", "area"])
+    assert south.groupby("kind")["value"].nunique().eq(1).all()
+
+
+def test_a_code_outside_the_hierarchy_names_the_table_and_the_value():
+    spec = parse_table_spec(_frequency_spec())
+    bad = SMALL.assign(area=SMALL["area"].where(SMALL.index != 3, "x9"))
+    with pytest.raises(SDCInputError, match=r"table 'by_area': dimension 'area': value 'x9' is not in its hierarchy"):
+        tabulate_tables(spec, table_input(spec, bad))
+
+
+def test_a_missing_column_is_named():
+    spec = parse_table_spec(_frequency_spec(extra="    weight: w"))
+    with pytest.raises(SDCInputError, match=r"wave 1: column 'w' is not in the data"):
+        table_input(spec, SMALL.drop(columns="w"), source="wave 1")
+
+
+def test_release_rules_withhold_an_unprotected_or_disclosed_primary(business):
+    _, cells = business
+    assert not withheld_because(table_checks({"turnover": cells}))
+    broken = cells.copy()
+    first = broken.index[broken["primary"]][0]
+    broken.loc[first, ["suppressed", "status"]] = [False, "safe"]
+    broken.loc[first, "protected"] = False
+    checks = table_checks({"turnover": broken})
+    assert not checks["primaries_suppressed"].passed and checks["primaries_suppressed"].value == 1
+    assert not checks["audit_passed"].passed and checks["cells_valid"].passed
+    assert set(withheld_because(checks)) == {"primaries_suppressed", "audit_passed"}
+
+
+def test_linked_tables_are_audited_together():
+    # two tables sharing kind: by area x kind and by kind alone, the same count: one linked group
+    spec = parse_table_spec(_frequency_spec(tables="""
+  by_area:
+    dimensions: [area, kind]
+    rules: [{rule: freq, n: 2}]
+  by_kind:
+    dimensions: [kind]
+    rules: [{rule: freq, n: 2}]
+"""))
+    assert spec.linked() == [["by_area", "by_kind"]]
+    tabulated = tabulate_tables(spec, table_input(spec, SMALL))
+    protected = protect_tables(spec, tabulated, primary_cells(spec, tabulated))
+    audited = audit_tables(spec, tabulated, protected)
+    assert all(frame["protected"].all() for frame in audited.values())
+    # the pattern of by_area alone, audited with by_kind's cells published, must still protect
+    by_kind = audited["by_kind"]
+    assert by_kind.loc[by_kind["kind"] == "Total", "freq"].item() == 15
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(counts=st.lists(st.integers(min_value=0, max_value=6), min_size=6, max_size=6),
+       n=st.integers(min_value=1, max_value=3))
+def test_every_released_pattern_passes_the_joint_audit(counts, n):
+    """Property: whatever the counts, a pattern is found (suppressing every cell always protects),
+    every primary of the chain's tables is suppressed and its audit interval (over both linked
+    tables) is at least one unit wide."""
+    codes = [(a, k) for a in ("n1", "n2", "s1") for k in ("a", "b")]
+    data = pd.DataFrame([c for c, m in zip(codes, counts) for _ in range(m)], columns=["area", "kind"])
+    assume(not data.empty)
+    spec = parse_table_spec(_frequency_spec(tables=f"""
+  by_area:
+    dimensions: [area, kind]
+    rules: [{{rule: freq, n: {n}}}]
+  by_kind:
+    dimensions: [kind]
+    rules: [{{rule: freq, n: {n}}}]
+"""))
+    _, audited = run_tables(spec, data)
+    for frame in audited.values():
+        primaries = frame[frame["primary"]]
+        assert primaries["suppressed"].all()
+        assert (primaries["up"] - primaries["lo"] >= 1 - 1e-6).all()
+    assert not withheld_because(table_checks(audited))
+
+
+def test_a_cost_column_prices_each_cell_by_its_sum():
+    raw = _frequency_spec()
+    raw["protection"]["cost"] = {"column": "w"}
+    spec = parse_table_spec(raw)
+    assert spec.cost_column and spec.columns[-1] == "w"
+    tabulated = tabulate_tables(spec, table_input(spec, SMALL))
+    cells = primary_cells(spec, tabulated)["by_area"]
+    # n1 x a: three records of w = 10; s1 x b: three of w = 5; the total: 5·10 + 4·20 + 6·5 = 160
+    assert cells.set_index(["area", "kind"])["cost"].loc[[("n1", "a"), ("s1", "b"), ("Total", "Total")]].tolist() \
+        == [30.0, 15.0, 160.0]
+    protected = protect_tables(spec, tabulated, {"by_area": cells})["by_area"]
+    assert protected.loc[protected["primary"], "suppressed"].all()
+
+
+def test_a_cost_that_is_neither_a_kind_nor_a_column_is_refused():
+    raw = _frequency_spec()
+    raw["protection"]["cost"] = "weight"
+    with pytest.raises(SpecError, match=r"protection.cost: expected one of \['value', 'count'\] or \{column"):
+        parse_table_spec(raw)
+
+
+def test_a_frozen_pattern_is_respected():
+    raw = _frequency_spec()
+    # n2 x b (one record) is primary; kept published: s1 x a; forced suppressed: n1 x Total
+    raw["published"]["by_area"]["frozen"] = {"suppressed": [{"area": "n1", "kind": "Total"}],
+                                             "published": [{"area": "s1", "kind": "a"}]}
+    spec = parse_table_spec(raw)
+    tabulated = tabulate_tables(spec, table_input(spec, SMALL))
+    cells = protect_tables(spec, tabulated, primary_cells(spec, tabulated))["by_area"].set_index(["area", "kind"])
+    assert cells.loc[("n1", "Total"), "suppressed"] and not cells.loc[("s1", "a"), "suppressed"]
+    assert cells.loc[("n2", "b"), "status"] == "primary"
+    assert cells.loc[("n1", "Total"), "status"] == "secondary"
+
+
+def test_a_frozen_cell_outside_the_table_is_named():
+    raw = _frequency_spec()
+    raw["published"]["by_area"]["frozen"] = {"published": [{"area": "x", "kind": "a"}]}
+    spec = parse_table_spec(raw)
+    tabulated = tabulate_tables(spec, table_input(spec, SMALL))
+    with pytest.raises(SDCInputError, match=r"table 'by_area': frozen published cell \{'area': 'x', 'kind': 'a'\} "
+                                             r"is not a cell of the table"):
+        protect_tables(spec, tabulated, primary_cells(spec, tabulated))
+    raw["published"]["by_area"]["frozen"] = {"published": [{"area": "x"}]}
+    with pytest.raises(SpecError, match=r"published.by_area.frozen.published\[0\]: expected a cell naming the code "
+                                        r"of every dimension"):
+        parse_table_spec(raw)
+
+
+def test_tau_argus_tabular_input_is_a_source(tmp_path):
+    """A table written for tau-Argus (.tab, .rda, .hrc) read back as a table spec's source: the same
+    inner cells, the .rda's hierarchy for the dimension the spec leaves without one."""
+    import sdc_dagster.tables as tables
+
+    spec = parse_table_spec(_frequency_spec())
+    written = tabulate_tables(spec, table_input(spec, SMALL))["by_area"]
+    tables.write_tau_argus(written, tmp_path, "by_area")
+    (tmp_path / "t.yaml").write_text(f"""
+tables: from_argus
+source: {{tau_argus: by_area.rda}}
+dimensions: {{area: {{}}, kind: {{}}}}
+published:
+  by_area: {{dimensions: [area, kind], freq: freq, rules: [{{rule: freq, n: 2}}]}}
+""")
+    again = load_table_spec(tmp_path / "t.yaml")
+    assert again.source.tau_argus == tmp_path / "by_area.rda"
+    read = tabulate_tables(again, table_input(again, read_table_input(again)))["by_area"]
+    assert list(read.dimensions[0].codes) == ["Total", "north", "n1", "n2", "south", "s1"]
+    assert read.cells["freq"].tolist() == written.cells["freq"].tolist()
+    assert primary_cells(again, {"by_area": read})["by_area"]["primary"].sum() == \
+        primary_cells(spec, {"by_area": written})["by_area"]["primary"].sum()

@@ -1,0 +1,149 @@
+"""The table spec (sdc_dagster/spec/tables.py): its keys, every problem named by key and YAML line, and
+the hierarchies it describes as the parent/child frames tables.tabulate takes."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from sdc_dagster.errors import SDCInputError
+from sdc_dagster.spec import SpecError
+from sdc_dagster.spec.tables import dimension_hierarchy, load_table_spec, parse_table_spec
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tables"
+
+
+def _pairs(frame: pd.DataFrame) -> set[tuple[str, str]]:
+    return set(zip(frame["parent"], frame["child"]))
+
+
+def _spec(tmp_path, text: str, name: str = "t.yaml") -> Path:
+    (tmp_path / "data.csv").write_text("geo,sector,value,company\nA,x,1,c\n")
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+BASE = """\
+tables: demo
+source: {file: data.csv}
+dimensions:
+  geo: {}
+  sector: {}
+published:
+  turnover:
+    dimensions: [geo, sector]
+    value: value
+    holding: company
+    rules: [{rule: nk, n: 1, k: 85}, {rule: p, p: 10}]
+"""
+
+
+def test_the_demo_specs_load_with_their_tables_and_links():
+    business = load_table_spec(EXAMPLES / "business_tables.yaml")
+    assert business.name == "business_tables" and business.source.file == EXAMPLES / "data" / "business.csv"
+    table = business.published["turnover"]
+    assert table.dimensions == ("sector4", "geo") and table.value == "value" and table.holding == "company"
+    assert [r["rule"] for r in table.rules] == ["nk", "p"] and table.dominance_tie == "strict"
+    assert business.dimensions["sector4"].columns == ("sector2",)
+    survey = load_table_spec(EXAMPLES / "testdata_tables.yaml")
+    assert survey.source.survey == "testdata"
+    # both tables publish the weighted count: one linked group, protected jointly
+    assert survey.linked() == [["water_by_area", "relat_by_area"]]
+
+
+def test_tables_of_different_measures_are_not_linked(tmp_path):
+    text = BASE + """\
+  counts:
+    dimensions: [geo]
+    rules: [{rule: freq, n: 3}]
+"""
+    spec = load_table_spec(_spec(tmp_path, text))
+    assert spec.linked() == [["turnover"], ["counts"]]
+    assert spec.method == "optimal" and spec.cost == "value" and spec.formats == ("csv",)
+
+
+def test_every_problem_is_named_with_its_key_and_line(tmp_path):
+    text = BASE.replace("  sector: {}", "  sector: {hierarchy: {levels: [1]}}").replace(
+        "{rule: p, p: 10}", "{rule: p, p: -1}") + "protection: {method: fastest}\n"
+    with pytest.raises(SpecError) as caught:
+        load_table_spec(_spec(tmp_path, text))
+    messages = [str(e) for e in caught.value.errors]
+    assert messages[0].startswith("t.yaml:5: dimensions.sector.hierarchy.levels: expected one of")
+    assert messages[1].startswith("t.yaml:11: published.turnover.rules[1] (p): 'p': must be")
+    assert messages[2].startswith("t.yaml:12: protection.method: must be one of 'optimal', 'gauss'")
+
+
+def test_a_table_over_an_undeclared_dimension_and_two_sources_are_refused(tmp_path):
+    text = BASE.replace("source: {file: data.csv}", "source: {file: data.csv, survey: testdata}").replace(
+        "dimensions: [geo, sector]", "dimensions: [geo, region]")
+    with pytest.raises(SpecError) as caught:
+        load_table_spec(_spec(tmp_path, text))
+    messages = " | ".join(str(e) for e in caught.value.errors)
+    assert "t.yaml:2: source: expected exactly one of 'survey'" in messages
+    assert "published.turnover.dimensions[1]: expected a dimension of the spec's 'dimensions' (geo, sector), " \
+           "got 'region'" in messages
+
+
+def test_holding_is_refused_for_aggregated_counts():
+    raw = yaml.safe_load(BASE.replace("source: {file: data.csv}", "source: {survey: testdata}")
+                         .replace("value: value", "freq: n"))
+    with pytest.raises(SpecError, match=r"published.turnover.freq: expected no holding or request"):
+        parse_table_spec(raw)
+
+
+def test_parent_child_hierarchy_keeps_the_spec_codes_as_text():
+    raw = yaml.safe_load(BASE.replace("source: {file: data.csv}", "source: {survey: s}").replace(
+        "  geo: {}", "  geo: {hierarchy: {parents: {Total: [north, 3], north: [1, 2]}}}"))
+    frame = dimension_hierarchy(parse_table_spec(raw).dimensions["geo"], pd.DataFrame())
+    assert _pairs(frame) == {("Total", "north"), ("Total", "3"), ("north", "1"), ("north", "2")}
+
+
+def test_nested_columns_give_each_code_its_coarser_code():
+    raw = yaml.safe_load(BASE.replace("source: {file: data.csv}", "source: {survey: s}").replace(
+        "  geo: {}", "  geo: {hierarchy: {columns: [country]}}"))
+    dimension = parse_table_spec(raw).dimensions["geo"]
+    data = pd.DataFrame({"country": ["PT", "PT", "ES", "ES"], "geo": ["Lisboa", "Porto", "Madrid", "Lisboa"]})
+    # Lisboa in two countries: a code must have one parent
+    with pytest.raises(SDCInputError, match=r"dimension 'geo': .*'Lisboa'"):
+        dimension_hierarchy(dimension, data)
+    frame = dimension_hierarchy(dimension, data.iloc[:3])
+    assert _pairs(frame) == {("Total", "PT"), ("Total", "ES"), ("PT", "Lisboa"), ("PT", "Porto"), ("ES", "Madrid")}
+
+
+def test_code_prefixes_make_the_levels():
+    raw = yaml.safe_load(BASE.replace("source: {file: data.csv}", "source: {survey: s}").replace(
+        "  geo: {}", "  geo: {hierarchy: {prefixes: [1, 2, 3]}}"))
+    dimension = parse_table_spec(raw).dimensions["geo"]
+    assert dimension.prefixes == (1, 2, 3)
+    data = pd.DataFrame({"geo": [111, 112, 121, 211]})
+    # 111, 112 below 11; 121 below 12; 11, 12 below 1; 211 below 21 below 2
+    assert _pairs(dimension_hierarchy(dimension, data)) == {
+        ("Total", "1"), ("Total", "2"), ("1", "11"), ("1", "12"), ("2", "21"), ("11", "111"), ("11", "112"),
+        ("12", "121"), ("21", "211")}
+    # a code of no level's length is named
+    with pytest.raises(SDCInputError, match=r"dimension 'geo': codes: '1111' has 4 characters"):
+        dimension_hierarchy(dimension, pd.DataFrame({"geo": [111, 1111]}))
+
+
+def test_prefix_lengths_must_increase():
+    raw = yaml.safe_load(BASE.replace("source: {file: data.csv}", "source: {survey: s}").replace(
+        "  geo: {}", "  geo: {hierarchy: {prefixes: [2, 1]}}"))
+    with pytest.raises(SpecError, match=r"dimensions.geo.hierarchy.prefixes: expected increasing positive code lengths"):
+        parse_table_spec(raw)
+
+
+def test_an_hrc_file_is_read_below_the_total(tmp_path):
+    (tmp_path / "geo.hrc").write_text("north\n@1\n@2\nsouth\n@3\n@@31\n@@32\n")
+    text = BASE.replace("  geo: {}", "  geo: {hierarchy: {file: geo.hrc}}")
+    spec = load_table_spec(_spec(tmp_path, text))
+    frame = dimension_hierarchy(spec.dimensions["geo"], pd.DataFrame())
+    assert _pairs(frame) == {("Total", "north"), ("Total", "south"), ("north", "1"), ("north", "2"),
+                             ("south", "3"), ("3", "31"), ("3", "32")}
+
+
+def test_a_missing_hrc_file_is_named(tmp_path):
+    text = BASE.replace("  geo: {}", "  geo: {hierarchy: {file: nowhere.hrc}}")
+    with pytest.raises(SpecError, match=r"t.yaml:4: dimensions.geo.hierarchy.file: expected an existing .hrc file"):
+        load_table_spec(_spec(tmp_path, text))

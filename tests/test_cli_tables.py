@@ -1,0 +1,127 @@
+"""`sdc table check` and `sdc table run` (headless, with progress) on the demo business table spec, and
+the report of a table set with its suppressed cells marked and their audit intervals."""
+
+import io
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from sdc_dagster.cli import EXIT_BAD_DATA, EXIT_BAD_SPEC, EXIT_USAGE, main
+from sdc_dagster.cli.tables import run_table, run_table_check
+from sdc_dagster.report.tables import render_table_report
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tables"
+
+
+def _copy(tmp_path) -> Path:
+    folder = tmp_path / "tables"
+    (folder / "data").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "business_tables.yaml", folder)
+    shutil.copy(EXAMPLES / "data" / "business.csv", folder / "data")
+    return folder / "business_tables.yaml"
+
+
+def test_check_describes_a_valid_spec_and_tabulates_its_file(tmp_path):
+    out = io.StringIO()
+    assert run_table_check(str(_copy(tmp_path)), out=out) == 0
+    text = out.getvalue()
+    assert "table spec 'business_tables' is valid (1 tables" in text
+    assert "turnover: sector4 x geo; value value; holding company; rules nk n=1 k=85, p p=10 (ties strict)" in text
+    assert "data: turnover 42 cells" in text
+
+
+def test_check_names_each_bad_key_with_its_line(tmp_path):
+    spec = _copy(tmp_path)
+    spec.write_text(spec.read_text().replace("method: optimal", "method: quickest").replace("{rule: p, p: 10}",
+                                                                                           "{rule: q, p: 10}"))
+    out = io.StringIO()
+    assert run_table_check(str(spec), out=out) == EXIT_BAD_SPEC
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("sdc table check: business_tables.yaml:17: published.turnover.rules[1]['rule']: must be "
+                               "one of 'freq', 'zero', 'nk', 'p', 'pq', 'request', got 'q'")
+    assert lines[1] == "   17 |     rules: [{rule: nk, n: 1, k: 85}, {rule: q, p: 10}]"
+    assert lines[2].startswith("sdc table check: business_tables.yaml:19: protection.method: must be one of")
+    assert lines[3] == "   19 | protection: {method: quickest, cost: value, time_limit: 60}"
+    assert lines[4].startswith("hint: fix those 2 keys")
+
+
+def test_check_reports_bad_data_by_column(tmp_path):
+    spec = _copy(tmp_path)
+    data = spec.parent / "data" / "business.csv"
+    data.write_text(data.read_text().replace("75.9", "n/a"))
+    out = io.StringIO()
+    assert run_table_check(str(spec), out=out) == EXIT_BAD_DATA
+    assert "sdc table check: bad data:" in out.getvalue() and "'value'" in out.getvalue()
+
+
+def test_run_materialises_the_chain_with_progress_and_audit_replays_it(tmp_path, home):
+    spec = _copy(tmp_path)
+    out = io.StringIO()
+    assert run_table(str(spec), home=str(home), out=out) == 0
+    text = out.getvalue()
+    for step in ("business_tables/table_input", "business_tables/protected_tables", "check audit_passed: passed",
+                 "business_tables/table_release"):
+        assert step in text
+    assert "turnover: 42 cells," in text and "released: " in text
+    assert main(["--home", str(home), "audit", "tables", "--survey", "business_tables"]) == 0
+    assert main(["--home", str(home), "audit", "tables", "--survey", "nothing"]) == EXIT_USAGE
+    # a file set has no waves
+    assert run_table(str(spec), wave="2024", home=str(home), out=io.StringIO()) == EXIT_USAGE
+
+
+def test_report_marks_primary_and_secondary_cells_with_their_intervals():
+    cells = pd.DataFrame({
+        "geo": ["Total", "A", "B"], "freq": [5.0, 2.0, 3.0], "value": [50.0, 20.0, 30.0],
+        "primary": [False, True, False], "lower": [0.0, 4.0, 0.0], "upper": [0.0, 4.0, 0.0],
+        "suppressed": [False, True, True], "status": ["safe", "primary", "secondary"],
+        "lo": [float("nan"), 0.0, 10.0], "up": [float("nan"), 40.0, float("inf")], "protected": [True] * 3})
+    checks = {"audit_passed": {"passed": True, "value": 0, "rule": "no primary disclosed", "figures": {"t": 0.0}}}
+    page = render_table_report("Tables x", {"t": cells}, {"t": ["geo"]}, checks, {"run": "r1"})
+    assert '<span class="primary">1 primary</span> and <span class="secondary">1 secondary</span>' in page
+    assert '<span class="primary">primary</span>' in page and '<span class="secondary">secondary</span>' in page
+    assert "[0, 40]" in page and "[10, &infin;]" in page and "4, 4" in page
+    assert '<span class="pass">passed</span>' in page
+
+
+def test_the_demo_runs_a_table_spec_and_prints_its_summary(tmp_path, home):
+    from dagster import instance_for_test
+
+    from sdc_dagster.cli.demo import run_table_demo
+    from sdc_dagster.definitions import build_definitions
+    from sdc_dagster.spec.tables import load_table_spec
+
+    spec = load_table_spec(_copy(tmp_path))
+    defs = build_definitions(specs=[], grid=False, tables=[spec])
+    out = io.StringIO()
+    with instance_for_test() as instance:
+        assert run_table_demo(defs, instance, [spec], {}, out) == 0
+    text = out.getvalue()
+    assert "== tables business_tables: materialising business_tables_tables_job" in text
+    assert "turnover: 42 cells, 19 primary and 7 secondary suppressions" in text and "released: " in text
+
+
+def test_a_large_table_lists_its_suppressed_cells_only():
+    from sdc_dagster.report.tables import FULL_TABLE_CELLS
+
+    n = FULL_TABLE_CELLS + 1
+    suppressed = [i in (3, 7) for i in range(n)]
+    cells = pd.DataFrame({
+        "geo": [f"g{i}" for i in range(n)], "freq": [5.0] * n, "primary": [i == 3 for i in range(n)],
+        "lower": [0.0] * n, "upper": [0.0] * n, "suppressed": suppressed,
+        "status": ["primary" if i == 3 else "secondary" if i == 7 else "safe" for i in range(n)],
+        "lo": [0.0 if s else float("nan") for s in suppressed], "up": [9.0 if s else float("nan") for s in suppressed]})
+    page = render_table_report("Tables x", {"t": cells}, {"t": ["geo"]}, {}, {})
+    assert f"{n} cells over geo" in page and "the 2 suppressed cells" in page
+    assert ">g3<" in page and ">g7<" in page and ">g4<" not in page
+
+
+def test_a_survey_table_spec_is_checked_against_the_survey_specs(home):
+    out = io.StringIO()
+    assert run_table_check(str(EXAMPLES / "testdata_tables.yaml"), home=str(home), out=out) == 0
+    assert "table spec 'testdata_tables' is valid (2 tables from survey 'testdata'" in out.getvalue()
+    assert "water_by_area: water x urbrur; counts; weight sampling_weight; rules freq n=10 (ties strict); " \
+           "linked with relat_by_area" in out.getvalue()
+    out = io.StringIO()  # a survey's wave must be named
+    assert run_table(str(EXAMPLES / "testdata_tables.yaml"), home=str(home), out=out) == EXIT_USAGE
+    assert "reads survey 'testdata': name its wave with --wave" in out.getvalue()
