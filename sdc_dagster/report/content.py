@@ -69,9 +69,15 @@ MICROAGGREGATION_METHODS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
 
 def step_sources(step: dict) -> tuple[tuple[str, str], ...]:
     """The published sources of a protection step's method where the report cites them (the
-    microaggregation methods: :data:`MICROAGGREGATION_METHODS`, and Gower microaggregation), else ()."""
+    microaggregation methods: :data:`MICROAGGREGATION_METHODS`, Gower microaggregation, and
+    multivariate top coding, sdcMicro's ``mvTopCoding``, with the MCD of its robust estimates), else ()."""
     if step.get("method") == "microaggregation_gower":
         return (("Gower 1971", ""), ("Templ, Kowarik & Meindl 2015", ""))
+    if step.get("method") == "mv_top_coding":
+        parameters = step["parameters"] if "parameters" in step else step
+        robust = parameters.get("estimator", "robust") == "robust" and parameters.get("center") is None
+        return (("sdcMicro reference manual", "mvTopCoding"),) + ((("Rousseeuw & Van Driessen 1999", ""),)
+                                                                  if robust else ())
     if step.get("method") != "microaggregation":
         return ()
     parameters = step["parameters"] if "parameters" in step else step
