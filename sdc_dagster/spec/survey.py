@@ -9,6 +9,7 @@ line of the key).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,6 +116,25 @@ class Source:
     metadata: str | None = None  # the Argus .rda describing the wave files (relative to the spec's folder)
 
 
+#: The population-uniqueness estimates the report can show (``risk.population_uniqueness``): Dankar
+#: et al.'s choice, and Pitman's, Zayatz's and the SNB model's (ARX).
+POPULATION_UNIQUENESS_MODELS = ("dankar", "pitman", "zayatz", "snb")
+
+
+@dataclass(frozen=True)
+class ModelRiskOptions:
+    """How the model-based risks gr1 and gr2 of the report are fitted (``risk.model_risk``;
+    sdcMicro ``modRisk``, Skinner & Shlomo 2008, :func:`sdc_dagster.risk.model_risk`): ``method``
+    (:data:`sdc_dagster.risk.model_risk.MODEL_RISK_METHODS`), ``formula`` (an R model formula over the categorical keys, e.g.
+    ``"~ sex + region + sex:region"``; None: the keys' main effects) and ``bound`` (only cells with
+    0 < f_k <= bound are counted; infinity: every cell). A variant that withholds a key is fitted
+    with the formula's terms of the keys it releases."""
+
+    method: str = "default"
+    formula: str | None = None
+    bound: float = math.inf
+
+
 @dataclass(frozen=True)
 class RiskParameters:
     """Risk thresholds (SPEC §3.1, §3.3, §3.6, §4.1, §5.1, §12).
@@ -136,6 +156,13 @@ class RiskParameters:
     l-diversity is out of reach for most survey files, whose whole-file entropy of a sensitive
     variable is often barely above l, Machanavajjhala et al. 2007 §4.1). None (not declared): no
     l-diversity check; the risk table still holds the scores.
+
+    ``model_risk``: the fit of the model-based risks (:class:`ModelRiskOptions`), reported with a
+    weight. ``population_size``: N, the number of units of the population the wave samples (None:
+    the sum of the weights, when the spec has a weight). ``population_uniqueness``: the estimates of
+    the number of population uniques the report shows when N is known
+    (:data:`POPULATION_UNIQUENESS_MODELS`, ARX's models, :func:`sdc_dagster.risk.population_uniqueness`);
+    default Dankar et al.'s choice among them; an empty list shows none.
     """
 
     k: int = 3
@@ -145,6 +172,9 @@ class RiskParameters:
     max_global_risk: float = 0.05
     individual_risk_threshold: float = 0.1
     max_linkage_risk: float = 0.2
+    model_risk: ModelRiskOptions = ModelRiskOptions()
+    population_size: int | None = None
+    population_uniqueness: tuple[str, ...] = ("dankar",)
 
 
 @dataclass(frozen=True)
