@@ -190,3 +190,49 @@ def test_sdc_run_applies_records_and_reports_every_new_step(tmp_path, home, caps
     for name in ("rmd", "clustmcdpca", "mvtop", "gower"):
         folder, = (home / "releases" / "sm" / "2024" / name).iterdir()
         assert main(["audit", "2024", "--survey", "sm", "--plan", name, "--run", folder.name]) == 0, name
+
+
+# --- the plan search's ladder: multivariate top coding before microaggregation (opt-in) -----------
+
+def _grid(outlier: bool) -> pd.DataFrame:
+    """15 x 15 points evenly on the unit square (light tails: every squared robust Mahalanobis
+    distance below the chi-square 99 % quantile, the corners at about 6 against 9.21), one of them
+    moved far out when ``outlier``."""
+    g = np.linspace(0.0, 1.0, 15)
+    x, y = np.meshgrid(g, g)
+    frame = pd.DataFrame({"x": x.ravel(), "y": y.ravel(), "g": np.tile([1, 2, 3], 75)})
+    if outlier:
+        frame.loc[0, ["x", "y"]] = [5.0, -4.0]
+    return frame
+
+
+def _ladder_spec(methods=None):
+    search = {"enabled": True, **({"methods": methods} if methods else {})}
+    return parse_spec({"survey": "t", "search": search,
+                       "variables": {"x": {"role": "continuous_key", "precision": 0.01},
+                                     "y": {"role": "continuous_key", "precision": 0.01},
+                                     "g": {"role": "categorical_key"}}})
+
+
+def test_ladder_offers_multivariate_top_coding_when_named_and_the_keys_have_outliers():
+    from sdc_dagster.protect.plan import apply_plan
+    from sdc_dagster.search_space import MV_TOP_CODING_RECORDS, continuous_steps
+    from sdc_dagster.spec import DEFAULT_SEARCH_METHODS
+
+    named = _ladder_spec(["microaggregation", "mv_top_coding", "noise"])
+    rungs = [r for r in continuous_steps(_grid(True), named) if r.method == "mv_top_coding"]
+    assert [r.steps[0]["alpha"] for r in rungs] == [0.01, 0.025, 0.05, 0.1]
+    assert all(r.steps[1] == {"method": "microaggregation", "columns": ["x", "y"], "k": 3} for r in rungs)
+    methods = list(dict.fromkeys(r.method for r in continuous_steps(_grid(True), named)))
+    assert methods == ["microaggregation", "microaggregation_all", "mv_top_coding", "noise"]
+    # not without outliers, not by default, not on large files
+    assert not [r for r in continuous_steps(_grid(False), named) if r.method == "mv_top_coding"]
+    assert "mv_top_coding" not in DEFAULT_SEARCH_METHODS
+    assert not [r for r in continuous_steps(_grid(True), _ladder_spec()) if r.method == "mv_top_coding"]
+    large = pd.concat([_grid(True)] * (MV_TOP_CODING_RECORDS // 225 + 1), ignore_index=True)
+    assert not [r for r in continuous_steps(large, named) if r.method == "mv_top_coding"]
+    # the weakest rung as the release applies it: the outlier (5, -4) pulled in onto the ellipsoid
+    # (its direction from the centre kept), then every released point shared by a group of at least 3
+    released = apply_plan(_grid(True), rungs[0].steps, keys=["g"], random_state=1).data
+    assert released.groupby(["x", "y"]).size().min() >= 3
+    assert 0.5 < released.loc[0, "x"] < 5.0 and -4.0 < released.loc[0, "y"] < 0.5

@@ -13,6 +13,7 @@
 from sdc_dagster.spec.files import BrokenSpec, load_spec, load_specs, scan_specs
 from sdc_dagster.spec.parse import parse_spec, spec_text_with_plans
 from sdc_dagster.spec.survey import (
+    DEFAULT_SEARCH_METHODS,
     FORMATS,
     L_DIVERSITY_MEASURES,
     POPULATION_UNIQUENESS_MODELS,
@@ -37,6 +38,7 @@ from sdc_dagster.spec.survey import (
 )
 
 __all__ = [
+    "DEFAULT_SEARCH_METHODS",
     "FORMATS",
     "L_DIVERSITY_MEASURES",
     "POPULATION_UNIQUENESS_MODELS",

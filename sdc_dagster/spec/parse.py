@@ -22,6 +22,7 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.names import RULES, name_problem
 from sdc_dagster.spec.drafted_hierarchies import HierarchyRule
 from sdc_dagster.spec.survey import (
+    DEFAULT_SEARCH_METHODS,
     FORMATS,
     L_DIVERSITY_MEASURES,
     RELEASE_FORMATS,
@@ -348,7 +349,7 @@ def _parse_search(raw: Any, variables: dict[str, Variable | None], problems: Pro
                                                               low=0, error=_spec_error("search.max_level")),
                                          default=FAILED) is not FAILED:
         options["max_level"] = level
-    methods = raw.get("methods", list(SEARCH_METHODS))
+    methods = raw.get("methods", list(DEFAULT_SEARCH_METHODS))
     if problems.attempt(expect, isinstance(methods, list) and methods and all(m in SEARCH_METHODS for m in methods),
                         "search.methods", f"a non-empty list of methods from {list(SEARCH_METHODS)}, got {methods!r}",
                         default=FAILED) is None:

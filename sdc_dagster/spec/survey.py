@@ -239,7 +239,11 @@ class UtilityLimits:
 #: Step methods the plan search may use (``search.methods``): the generalisation and suppression of
 #: the categorical keys, and the candidate steps of the continuous keys.
 SEARCH_METHODS = ("recode", "interval_recode", "top_coding", "local_suppression", "microaggregation", "noise",
-                  "rank_swap", "rounding", "remove_variables")
+                  "rank_swap", "rounding", "remove_variables", "mv_top_coding")
+#: Search methods a spec names to use (``search.methods``); the others are used by default.
+OPT_IN_SEARCH_METHODS = ("mv_top_coding",)
+#: The search methods of a spec that does not name them.
+DEFAULT_SEARCH_METHODS = tuple(m for m in SEARCH_METHODS if m not in OPT_IN_SEARCH_METHODS)
 SEARCH_LOSSES = ("lambda_arctan", "topsis")
 #: The l-diversity a spec's ``risk.l_diversity`` makes blocking (SPEC §3.6).
 L_DIVERSITY_MEASURES = ("distinct", "entropy")
@@ -265,7 +269,10 @@ class SearchOptions:
     suppresses to k-anonymity and, where the global risk is still above the target, by individual
     risk; ``microaggregation``, ``rank_swap``, ``noise``, ``rounding``, ``top_coding`` and
     ``interval_recode`` (bands) and ``remove_variables`` (withholding a key) are the rungs of the
-    continuous keys' ladder (:func:`sdc_dagster.search_space.continuous_steps`).
+    continuous keys' ladder (:func:`sdc_dagster.search_space.continuous_steps`); ``mv_top_coding``
+    (multivariate top coding before microaggregation, on small files with multivariate outliers) is
+    used only when the spec names it (:data:`OPT_IN_SEARCH_METHODS`; default
+    :data:`DEFAULT_SEARCH_METHODS`).
     ``budget_seconds``: the time budget of one wave's search, default 120 s (two minutes; a
     100,000-record wave with 7 keys stays within it, ``benchmarks/plan_search.py``); past it the
     search stops with the best plans found and says so. ``loss``: the information loss the plans are
@@ -276,7 +283,7 @@ class SearchOptions:
     enabled: bool = False
     keep: tuple[str, ...] = ()
     max_level: int | None = None
-    methods: tuple[str, ...] = SEARCH_METHODS
+    methods: tuple[str, ...] = DEFAULT_SEARCH_METHODS
     budget_seconds: float = 120.0
     loss: str = "lambda_arctan"
 
