@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.protect.microaggregation.cluster import CLUSTER_METHODS, cluster_order, kmeans_clusters
+from sdc_dagster.protect.microaggregation.cluster import CLUSTER_METHODS, clara_clusters, cluster_order
 from sdc_dagster.protect.microaggregation.gower import gower_options, microaggregation_gower
 from sdc_dagster.protect.microaggregation.mdav import mdav_groups
 from sdc_dagster.protect.microaggregation.measures import MEASURES, WEIGHTED_MEASURES, group_means, group_values
@@ -45,7 +45,7 @@ from sdc_dagster.validation import check_option, check_scalar, weight_values
 #: sdcMicro's method names, and the descriptive alias of ``onedims``.
 METHODS = ("mdav", "rmd", "pca", "clustpca", "clustmcdpca", "clustpppca", "pppca", "mcdpca", "influence",
            "onedims", "individual_ranking", "single", "simple")
-#: Methods that draw random numbers (MCD subsets, k-means starts): their seed is recorded.
+#: Methods that draw random numbers (MCD subsets, CLARA samples): their seed is recorded.
 RANDOMISED_METHODS = ("rmd", "mcdpca", "clustpca", "clustmcdpca", "clustpppca", "influence")
 
 __all__ = ["METHODS", "MEASURES", "RANDOMISED_METHODS", "microaggregation", "microaggregation_gower",
@@ -67,9 +67,10 @@ def _stratum_labels(x: np.ndarray, method: str, k: int, columns: Sequence[str], 
     if method == "mcdpca":
         return cut(mcdpca_order(x, rng), k)
     if method in CLUSTER_METHODS:
+        centres = None
         if clusters is None:
-            clusters = kmeans_clusters(x, nc, rng)
-        return cut(cluster_order(x, method, clusters, rng), k)
+            clusters, centres = clara_clusters(x, nc, rng)
+        return cut(cluster_order(x, method, clusters, rng, centres), k)
     return cut(_SORTING[method](x), k)
 
 
@@ -144,9 +145,9 @@ def microaggregation(
         sdcMicro ignores weights for "mdav" and "rmd"; here they apply to their groups.
     nc : number of clusters of the clustering methods (sdcMicro ``nc``, default 8).
     clusters : for the clustering methods, a column holding the cluster of every record (instead of
-        k-means), e.g. the clustering sdcMicro found.
+        CLARA), e.g. the clustering sdcMicro found.
     random_state : seed or numpy Generator of the randomised methods (MCD subsets of "rmd",
-        "mcdpca", "clustmcdpca"; k-means starts of the clustering methods): :data:`RANDOMISED_METHODS`.
+        "mcdpca", "clustmcdpca"; CLARA's samples of the clustering methods): :data:`RANDOMISED_METHODS`.
 
     Returns
     -------
