@@ -236,3 +236,16 @@ def test_ladder_offers_multivariate_top_coding_when_named_and_the_keys_have_outl
     released = apply_plan(_grid(True), rungs[0].steps, keys=["g"], random_state=1).data
     assert released.groupby(["x", "y"]).size().min() >= 3
     assert 0.5 < released.loc[0, "x"] < 5.0 and -4.0 < released.loc[0, "y"] < 0.5
+
+
+def test_report_sentence_of_microaggregation_leaves_out_the_options_its_method_does_not_use():
+    pca = {"method": "microaggregation", "parameters": {"columns": ["x", "y"], "k": 3, "kind": "pca",
+                                                        "measure": "median", "trim": 0.0, "nc": 8, "weight": None},
+           "random_state": None}
+    assert step_sentence(pca) == ("Microaggregation along the first principal component (sdcMicro pca) with "
+                                  "columns x, y; k = 3; kind pca; measure median.")
+    clustered = {"method": "microaggregation", "parameters": {"columns": ["x"], "k": 3, "kind": "clustpca",
+                                                              "measure": "trim", "trim": 0.1, "nc": 4},
+                 "random_state": 7}
+    assert step_sentence(clustered).endswith("with columns x; k = 3; kind clustpca; measure trim; trim = 0.1; "
+                                             "nc = 4 (seed 7).")
