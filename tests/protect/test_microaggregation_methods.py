@@ -406,3 +406,14 @@ def test_influence_sorts_by_the_variable_of_the_largest_medoid_value_not_mean():
     out = microaggregation(frame, ["a", "b"], k=2, method="influence", nc=1, random_state=0)
     np.testing.assert_allclose(out["a"], [1, 1, 25.5, 1, 25.5, 1])
     np.testing.assert_allclose(out["b"], [1.95, 2.15, 0.9, 2.15, 0.9, 1.95])
+
+
+def test_clustmcdpca_sorts_a_cluster_whose_mcd_is_an_exact_fit_by_its_first_variable():
+    """One cluster (given) of 5 records whose third variable is 1 on 4 of them: the MCD's half-sample
+    (h = 4) lies on the plane c = 1, an exact fit; the cluster is sorted by a (7.3, 8.7, 9.3, 10.8,
+    11.9: rows 1, 2, 0, 4, 3) and cut into groups of 2 and 3 (k = 2, 5 records)."""
+    frame = pd.DataFrame({"a": [9.3, 7.3, 8.7, 11.9, 10.8], "b": [0.85, -0.25, 0.77, -0.49, 0.15],
+                          "c": [1.0, 0.0, 1.0, 1.0, 1.0], "g": [1] * 5})
+    out = microaggregation(frame, ["a", "b", "c"], k=2, method="clustmcdpca", clusters="g", random_state=0)
+    np.testing.assert_allclose(out["a"], [(9.3 + 10.8 + 11.9) / 3, 8.0, 8.0, (9.3 + 10.8 + 11.9) / 3,
+                                          (9.3 + 10.8 + 11.9) / 3])

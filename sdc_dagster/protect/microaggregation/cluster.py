@@ -10,7 +10,9 @@ Within a cluster the records are sorted:
 * ``clustpca``, ``clustmcdpca``, ``clustpppca``: by the first principal component of the cluster
   (:mod:`~sdc_dagster.protect.microaggregation.projection`: classical, MCD, projection pursuit);
   a cluster with fewer records than variables by the first variable (sdcMicro ``varsort = 1``), and
-  for ``clustmcdpca`` also one too small for an MCD (at most variables + 1 records);
+  for ``clustmcdpca`` also one too small for an MCD (at most variables + 1 records) or whose MCD is an
+  exact fit (half its records on a hyperplane; a deviation: sdcMicro's ``cov.mcd`` stops there, a
+  small cluster of CLARA's making the whole method fail);
 * ``influence``: by the variable whose cluster centre is largest (the first of equal largest).
 
 Clustering: sdcMicro's default ``clustermethod = "clara"``, k-medoids by CLARA (Kaufman &
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sdc_dagster.errors import SDCInputError
 from sdc_dagster.protect.microaggregation.projection import mcdpca_order, pca_order, pppca_order
 
 CLUSTER_METHODS = ("clustpca", "clustmcdpca", "clustpppca", "influence")
@@ -139,7 +142,10 @@ def cluster_order(x: np.ndarray, method: str, clusters: np.ndarray, random_state
         elif method == "clustpca":
             within = pca_order(part)
         elif method == "clustmcdpca":
-            within = mcdpca_order(part, random_state)
+            try:
+                within = mcdpca_order(part, random_state)
+            except SDCInputError:  # an exact fit of the cluster's MCD (sdcMicro stops): by the first variable
+                within = np.argsort(part[:, 0], kind="stable")
         else:
             within = pppca_order(part)
         parts.append(rows[within])
