@@ -119,3 +119,19 @@ def test_report_describes_each_population_uniqueness_measure(model):
     cited = citation_text(info.spec)
     assert cited.startswith("Dankar et al. 2012; Hoshino 2001; Zayatz 1991; Chen & Keller-McNulty 1998; "
                             "Haas & Stokes 1998; Skinner & Shlomo 2008")
+
+
+def test_a_spec_file_names_the_line_of_a_bad_risk_measure_and_a_bad_step_option(tmp_path):
+    from sdc_dagster.spec import load_spec
+
+    path = tmp_path / "bad.yaml"
+    path.write_text("survey: t\nvariables:\n  a: {role: categorical_key}\n  b: {role: categorical_key}\n"
+                    "  x: {role: continuous_key, precision: 0.1}\nrisk:\n  model_risk:\n    method: IPF\n"
+                    "    formula: \"~ a*b\"\nplans:\n  p:\n    - {method: mv_top_coding, columns: [x], alpha: 2}\n")
+    with pytest.raises(SpecError) as error:
+        load_spec(path)
+    assert str(error.value).splitlines() == [
+        "bad.yaml:9: risk.model_risk.formula: method 'IPF' fits main effects only (as sdcMicro's modRisk); use "
+        "method 'default' for a model with interactions",
+        "bad.yaml:12: plans.p.steps: step 0 (mv_top_coding): alpha: must be a number in (0, 1), got 2",
+    ]
