@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.protect.mv_top_coding import PULLED_ATTRIBUTE, mv_top_coding
 from sdc_dagster.spec import SurveySpec, Variable
 from sdc_dagster.spec.drafted_hierarchies import MANY_VALUES, HierarchyRule, band_widths, draft_rule, is_age_name
 from sdc_dagster.spec.hierarchies import Hierarchy, HierarchyLevel, members_name, value_text
@@ -53,6 +54,14 @@ TAILS = (0.05, 0.95)
 MICROAGGREGATION_K = (3, 4, 5, 6, 8, 10)
 #: Group sizes of MDAV microaggregation across all records, up to half the records (and that half).
 GLOBAL_MICROAGGREGATION_K = (3, 5, 10, 20, 50, 100, 200, 500, 1000)
+#: Tail probabilities alpha of multivariate top coding (sdcMicro ``mvTopCoding``) before MDAV
+#: microaggregation (k = 3) across all records: the records beyond the chi-square 1 - alpha quantile of
+#: the robust Mahalanobis distance are pulled onto it first; a larger alpha pulls more records.
+MV_TOP_CODING_ALPHA = (0.01, 0.025, 0.05, 0.1)
+#: Files of more records have no multivariate top coding rungs: its robust (MCD) estimates take about a
+#: second per 5,000 records of three keys (30 s at 100,000), once to find the outliers and again at
+#: every rung the search tries.
+MV_TOP_CODING_RECORDS = 5_000
 RANK_SWAP_P = (5, 10, 15)
 NOISE_AMOUNTS = (0.1, 0.2, 0.5, 1.0, 2.0)
 #: Rounding bases as multiples of a key's standard deviation (each made a round number).
@@ -388,6 +397,17 @@ def _bands(values: np.ndarray, count: int) -> tuple[list[float], list[float]] | 
     return [float(b) for b in breaks], labels
 
 
+def _multivariate_outliers(data: pd.DataFrame, columns: list[str]) -> bool:
+    """Whether multivariate top coding at the weakest rung (alpha = :data:`MV_TOP_CODING_ALPHA`\[0],
+    robust estimates seeded 0) pulls any record of ``columns``; False where it cannot run (too few
+    complete records, an exact fit of the MCD)."""
+    try:
+        coded = mv_top_coding(data, columns, alpha=MV_TOP_CODING_ALPHA[0], random_state=0)
+    except SDCInputError:
+        return False
+    return coded.attrs[PULLED_ATTRIBUTE] > 0
+
+
 def continuous_steps(data: pd.DataFrame, spec: SurveySpec) -> list[ContinuousRung]:
     """The ladder of the continuous keys, rung by rung from the least loss to the most, among the
     methods the spec's ``search.methods`` allows, in chains of one method each (within a chain each rung
@@ -402,6 +422,12 @@ def continuous_steps(data: pd.DataFrame, spec: SurveySpec) -> list[ContinuousRun
     2. MDAV microaggregation across all records, groups of 3 up to half the records
        (:data:`GLOBAL_MICROAGGREGATION_K`): a record alone in its key combination keeps no amount of
        its own;
+    2a. only when ``search.methods`` names ``mv_top_coding`` (it is not a default), on files of at most
+       :data:`MV_TOP_CODING_RECORDS` records whose keys have multivariate outliers: multivariate top
+       coding (sdcMicro ``mvTopCoding``; robust MCD estimates, Rousseeuw & Van Driessen 1999) at
+       alpha = 1 %, 2.5 %, 5 %, 10 % (:data:`MV_TOP_CODING_ALPHA`), then MDAV microaggregation with
+       k = 3 across all records: the outliers, which MDAV leaves in groups whose means are still far
+       from the rest, are pulled in first;
     3. rank swapping (Moore 1996; sdcMicro ``rankSwap``) within p = 5, 10, 15 % of the ranks;
     4. additive noise (sdcMicro ``addNoise``, "additive") of 0.1 up to 2 standard deviations;
     5. rounding of each key to a round base of 0.1 up to 2 of its standard deviations
@@ -438,6 +464,14 @@ def continuous_steps(data: pd.DataFrame, spec: SurveySpec) -> list[ContinuousRun
             sizes = sorted(set(sizes) | {k for k in MICROAGGREGATION_K if k <= n})
         rungs += [ContinuousRung("microaggregation_all", ({"method": "microaggregation", "columns": columns, "k": k},),
                                  f"MDAV microaggregation, k={k}, across all records") for k in sizes]
+    if "mv_top_coding" in methods and n <= MV_TOP_CODING_RECORDS and _multivariate_outliers(data, columns):
+        rungs += [ContinuousRung("mv_top_coding",
+                                 ({"method": "mv_top_coding", "columns": columns, "alpha": alpha},
+                                  {"method": "microaggregation", "columns": columns, "k": 3}),
+                                 f"multivariate top coding of the records beyond the {1 - alpha:.1%} chi-square "
+                                 "quantile of their robust Mahalanobis distance, then MDAV microaggregation, k=3, "
+                                 "across all records")
+                  for alpha in MV_TOP_CODING_ALPHA]
     if "rank_swap" in methods:
         rungs += [ContinuousRung("rank_swap", ({"method": "rank_swap", "columns": columns, "p": p},),
                                  f"rank swapping within {p} % of the ranks") for p in RANK_SWAP_P]

@@ -56,7 +56,9 @@ def test_search_section_defaults_and_values():
     assert spec.search == SearchOptions(enabled=True, keep=("sex",), max_level=2,
                                         methods=("recode", "local_suppression"), budget_seconds=30.0, loss="topsis")
     assert categorical_spec(KEYS, search={"enabled": False}).search.enabled is False
-    assert set(SearchOptions().methods) == set(SEARCH_METHODS)
+    # every method but the opt-in ones (mv_top_coding, issue 37) by default
+    assert set(SearchOptions().methods) == set(SEARCH_METHODS) - {"mv_top_coding"}
+    assert categorical_spec(KEYS, search={"enabled": True}).search.methods == SearchOptions().methods
 
 
 @pytest.mark.parametrize(("search", "message"), [

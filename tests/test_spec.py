@@ -247,7 +247,7 @@ def test_three_independent_errors_are_reported_at_once_in_line_order(tmp_path):
         (10, "variables.x.precision: expected a number in (0, 1)"),
         (11, "risk.kk: unknown key; expected one of "
              "['individual_risk_threshold', 'k', 'l', 'l_diversity', 'max_global_risk', 'max_linkage_risk', "
-             "'recursive_c']; did you mean 'k'?"),
+             "'model_risk', 'population_size', 'population_uniqueness', 'recursive_c']; did you mean 'k'?"),
     ]
     # The library's message lists them all, one per line; its key is the first one's.
     assert str(err.value).splitlines() == [str(e) for e in err.value.errors]

@@ -69,8 +69,12 @@ def residual_risk(
     ``linkage``: the :func:`~sdc_dagster.pipeline.protection.linkage_figures` of variants already
     computed (by the release checks, ``checks["linkage_risk"].figures``), so that the quadratic linkages are not computed twice.
     With a weight: ``model_risk_gr1``, ``model_risk_gr2``, sdcMicro's model-based risks (``modRisk``,
-    Skinner & Shlomo 2008) under the log-linear model of the released keys' main effects, NaN when
-    their table has more than 2**22 cells or no record has every key observed (:func:`risk.model_risk`).
+    Skinner & Shlomo 2008) under the spec's ``risk.model_risk`` (default: the log-linear model of the
+    released keys' main effects), NaN when their table has more than 2**22 cells or no record has
+    every key observed (:func:`risk.model_risk`). With a population size (``risk.population_size``,
+    or the sum of the weights): ``population_uniques_<model>`` for each model of
+    ``risk.population_uniqueness`` (default ``dankar``), the estimated number of population uniques
+    of the released keys (:func:`risk.population_uniqueness`, ARX's models).
     ``original_risk``: the risk stage's :class:`~sdc_dagster.pipeline.risk.RiskScores` of
     ``original``, whose risk table and combined risk the first row reads instead of computing them
     again. A variant released exactly as an earlier one (:func:`~sdc_dagster.pipeline.variant.same_release`:
@@ -108,7 +112,9 @@ def residual_risk(
             })
             row.update(records_below_l(frame, spec, present, known_risk.table if known_risk is not None else None))
             if released.weight is not None and present:
-                row.update(_model_risk(frame, present, released.weight))
+                row.update(_model_risk(frame, present, released.weight, spec))
+            if present:
+                row.update(_population_uniques(frame, present, released.weight, spec))
         if spec.continuous_keys:
             # a subsampled variant is compared with the original records it releases
             matched = retained_records(original, frame, name)
@@ -132,15 +138,45 @@ def residual_risk(
     return pd.DataFrame(rows).set_index("variant")
 
 
-def _model_risk(frame: pd.DataFrame, keys: list[str], weight: str) -> dict[str, float]:
-    """sdcMicro's modRisk figures gr1 and gr2 of a variant (:func:`risk.model_risk`: the Poisson
-    log-linear model of the keys' main effects), NaN where it is not computable (the keys' table too
-    large to fit, or no record with every key observed)."""
+def _model_risk(frame: pd.DataFrame, keys: list[str], weight: str, spec: SurveySpec) -> dict[str, float]:
+    """sdcMicro's modRisk figures gr1 and gr2 of a variant (:func:`risk.model_risk` with the spec's
+    ``risk.model_risk``: method, bound, and the formula's terms of the released ``keys``,
+    :func:`risk.formula_on_keys`; default the Poisson log-linear model of the keys' main effects),
+    NaN where it is not computable (the keys' table too large to fit, or no record with every key
+    observed)."""
+    options = spec.risk.model_risk
     try:
-        result = risk.model_risk(frame, keys, weight=weight)
+        result = risk.model_risk(frame, keys, weight=weight, method=options.method, bound=options.bound,
+                                 formula=risk.formula_on_keys(options.formula, spec.categorical_keys, keys))
     except NotComputable:
         return {"model_risk_gr1": np.nan, "model_risk_gr2": np.nan}
     return {"model_risk_gr1": result["gr1"], "model_risk_gr2": result["gr2"]}
+
+
+def population_size(frame: pd.DataFrame, weight: str | None, spec: SurveySpec) -> int | None:
+    """N of the population uniqueness estimates: the spec's ``risk.population_size``, else the sum of
+    the weights (rounded; each record stands for w units, SPEC §3.1), None without either."""
+    if spec.risk.population_size is not None:
+        return int(spec.risk.population_size)
+    if weight is None:
+        return None
+    return int(round(float(frame[weight].sum())))
+
+
+def _population_uniques(frame: pd.DataFrame, keys: list[str], weight: str | None,
+                        spec: SurveySpec) -> dict[str, float]:
+    """The estimated population uniques of the released ``keys`` the spec asks for
+    (``risk.population_uniqueness``: ``population_uniques_<model>``, :func:`risk.population_uniqueness`,
+    ARX's Pitman, Zayatz and SNB models and Dankar et al.'s choice), when N is known
+    (:func:`population_size`); NaN where a model has no estimate or N is below the records."""
+    models = spec.risk.population_uniqueness
+    size = population_size(frame, weight, spec) if models else None
+    if size is None:
+        return {}
+    if size < len(frame):
+        return {f"population_uniques_{model}": np.nan for model in models}
+    result = risk.population_uniqueness(frame, keys, population_size=size)
+    return {f"population_uniques_{model}": float(getattr(result, model)) for model in models}
 
 
 def residual_contributions(

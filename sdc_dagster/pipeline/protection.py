@@ -59,6 +59,8 @@ def protect(data: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: str,
     Every random step is seeded from the plan's ``random_state`` and (survey, wave, plan name, step)
     (:func:`~sdc_dagster.protect.plan.step_seed`), so the order of the plans in the spec changes no
     output. Subsample steps sample whole households and rescale the weight when the spec names them.
+    Gower microaggregation steps take the spec's scales of the variables they name (a categorical
+    key without ``scale:`` nominal, a continuous key continuous) where the step gives none.
     """
     released = data.drop(columns=[c for c in direct_identifiers(spec) if c in data.columns])
     return apply_plan(
@@ -69,8 +71,16 @@ def protect(data: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: str,
         seed_labels=(spec.survey, str(wave), plan.name),
         household=spec.household_id,
         weight=spec.weight,
+        scales=variable_scales(spec),
         applied=applied,
     )
+
+
+def variable_scales(spec: SurveySpec) -> dict[str, str]:
+    """The scale of every variable the spec gives one, a categorical key without ``scale:`` being
+    nominal and a continuous key continuous (SPEC §9.1's kinds of variables)."""
+    return {**dict.fromkeys(spec.categorical_keys, "nominal"), **dict.fromkeys(spec.continuous_keys, "continuous"),
+            **spec.scales}
 
 
 def release_check_names(spec: SurveySpec) -> list[str]:

@@ -73,6 +73,30 @@ def _given_estimates(center, covariance, p: int) -> tuple[np.ndarray, np.ndarray
     return location, scatter
 
 
+def mv_top_coding_options(columns: Sequence[str], *, alpha=0.025, estimator: str = "robust",
+                          center: Sequence[float] | None = None, covariance=None) -> None:
+    """Check the options of :func:`mv_top_coding` that need no data: 0 < alpha < 1, the estimator,
+    and ``center`` and ``covariance`` given together, p finite numbers and a finite symmetric p x p
+    matrix for the p ``columns``. A plan's checks run it on each step before any data is read
+    (:func:`sdc_dagster.protect.plan.plan_problems`).
+
+    Raises
+    ------
+    SDCInputError : ``"<option>: must be ..., got ..."`` for the first option that breaks its rule.
+    """
+    check_scalar(alpha, "alpha", low=0, high=1, closed="neither")
+    check_option(estimator, "estimator", MV_TOP_CODING_ESTIMATORS)
+    if (center is None) != (covariance is None):
+        raise SDCInputError("center, covariance: give both (sdcMicro's center and cov) or neither")
+    if center is not None:
+        try:
+            _given_estimates(center, covariance, 1 if isinstance(columns, str) else len(columns))
+        except SDCInputError:
+            raise
+        except (TypeError, ValueError) as error:  # not numbers, or rows of unequal length
+            raise SDCInputError(f"center, covariance: must be numbers ({error})") from error
+
+
 def mv_top_coding(
     data: pd.DataFrame,
     columns: Sequence[str],
@@ -109,10 +133,8 @@ def mv_top_coding(
     """
     x = numeric_matrix(data, columns, role="column", allow_missing=True)
     columns = list(columns) if not isinstance(columns, str) else [columns]
-    alpha = check_scalar(alpha, "alpha", low=0, high=1, closed="neither")
-    check_option(estimator, "estimator", MV_TOP_CODING_ESTIMATORS)
-    if (center is None) != (covariance is None):
-        raise SDCInputError("center, covariance: give both (sdcMicro's center and cov) or neither")
+    mv_top_coding_options(columns, alpha=alpha, estimator=estimator, center=center, covariance=covariance)
+    alpha = float(alpha)
     p = x.shape[1]
     complete = ~np.isnan(x).any(axis=1)
     if center is not None:

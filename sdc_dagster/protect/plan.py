@@ -34,11 +34,13 @@ from sdc_dagster.protect.microaggregation import (
     MEASURES,
     METHODS,
     RANDOMISED_METHODS,
+    gower_options,
     microaggregation,
     microaggregation_gower,
+    microaggregation_options,
 )
 from sdc_dagster.protect.microaggregation.gower import CATEGORICAL_AGGREGATES
-from sdc_dagster.protect.mv_top_coding import MV_TOP_CODING_ESTIMATORS, mv_top_coding
+from sdc_dagster.protect.mv_top_coding import MV_TOP_CODING_ESTIMATORS, mv_top_coding, mv_top_coding_options
 from sdc_dagster.protect.noise import NOISE_METHODS, add_noise
 from sdc_dagster.protect.pram import pram
 from sdc_dagster.protect.rank_swapping import rank_swap
@@ -134,6 +136,16 @@ _PARAMETER_KINDS: dict[str, dict[str, Any]] = {
     "subsample": {"fraction": "number", "household": "column", "weight": "column"},
     "remove_variables": {"variables": "columns"},
 }
+#: The checks of a step's options that need no data, by method: each takes the step's parameters (a
+#: step's ``kind`` as ``method``, the function's defaults for those not given) and raises
+#: SDCInputError naming the option and its rule. :func:`plan_problems` runs them, so that a spec's
+#: plan is refused before any data is read (``sdc check``); the method runs the same check again.
+OPTION_CHECKS: dict[str, Callable[..., None]] = {
+    "microaggregation": microaggregation_options,
+    "microaggregation_gower": gower_options,
+    "mv_top_coding": mv_top_coding_options,
+}
+
 # A step's "method" names the protection method, so a function's own ``method`` parameter (the
 # variant: MDAV or individual ranking, additive or multiplicative noise, ...) is given as "kind".
 _VARIANT = "kind"
@@ -348,11 +360,32 @@ def plan_problems(
             problem = group_names_problem(params.get("groups"), params.get("names"))
             if problem is not None:
                 found.append(f"{where}: {problem}")
+        if method in OPTION_CHECKS and not found:
+            problem = _option_problem(method, params)
+            if problem is not None:
+                found.append(f"{where}: {problem}")
         problems += [(index, message) for message in found]
         if method == "remove_variables" and available is not None and not found:
             removed = [params["variables"]] if isinstance(params["variables"], str) else params["variables"]
             available -= set(removed)
     return problems
+
+
+def _option_problem(method: str, params: Mapping[str, Any]) -> str | None:
+    """What :data:`OPTION_CHECKS` finds wrong with a step's options (its parameters with the method's
+    defaults), or None."""
+    signature = inspect.signature(PLAN_METHODS[method])
+    given = {("method" if name == _VARIANT else name): value for name, value in params.items()}
+    bound = signature.bind_partial(**given)
+    bound.apply_defaults()
+    check = OPTION_CHECKS[method]
+    accepted = inspect.signature(check).parameters
+    options = {name: value for name, value in bound.arguments.items() if name in accepted}
+    try:
+        check(**options)
+    except SDCInputError as error:
+        return str(error)
+    return None
 
 
 def validate_plan(steps: Sequence[Mapping[str, Any]], *, columns: Sequence[str] | None = None) -> None:
@@ -431,6 +464,7 @@ def apply_plan(
     seed_labels: Sequence[str] = (),
     household: str | None = None,
     weight: str | None = None,
+    scales: Mapping[str, str] | None = None,
     applied: PlanResult | None = None,
 ) -> PlanResult:
     """Apply the steps of a protection plan in order to a copy of ``data`` (SPEC §8).
@@ -446,6 +480,11 @@ def apply_plan(
         random receives the integer seed ``step_seed(random_state, seed_labels, i, method)``.
     household, weight : the household id and weight columns; the default ``household`` and
         ``weight`` of subsample steps (whole households are sampled and the weights rescaled).
+    scales : the variables' scales ({column: "nominal" | "ordinal" | "continuous"}, a spec's
+        ``scale:``): the scales of a microaggregation_gower step's columns it does not scale itself,
+        so that a categorical key coded by numbers is a category of the Gower distance and released as
+        a neighbour's category, not averaged as the number it is coded by (sdcMicro's
+        ``microaggrGower`` reads the scale from the R type, a factor for a categorical key).
     applied : the result of the plan's first ``len(applied.steps)`` steps on ``data`` (the plan
         search confirms plans that differ in their last step only): those steps are not run again,
         and the result is the one of the whole plan.
@@ -470,6 +509,10 @@ def apply_plan(
             params["method"] = params.pop(_VARIANT)
         if method in KEYED_METHODS and "keys" not in params:
             params["keys"] = [key for key in keys if key in current.columns]
+        if method == "microaggregation_gower" and scales:
+            named = set(step_columns(step).get("columns", [])) | set(step_columns(step).get("distance_columns", []))
+            known = {c: scale for c, scale in scales.items() if c in named and c in current.columns}
+            params["scales"] = {**known, **(params.get("scales") or {})}
         if method == "subsample":
             for name, column in (("household", household), ("weight", weight)):
                 if name not in params and column is not None and column in current.columns:

@@ -11,6 +11,7 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.loss.topsis import topsis_summary
 from sdc_dagster.protect import global_recode as protect_global_recode
 from sdc_dagster.protect import interval_recode as protect_interval_recode
+from sdc_dagster.protect.microaggregation.cluster import CLUSTER_METHODS
 from sdc_dagster.protect.recode import interval_labels as protect_interval_labels
 from sdc_dagster.report.categories import category_counts, category_sort_key
 from sdc_dagster.report.decision import Recommendation, pareto_optimal, recommend_plan
@@ -69,9 +70,15 @@ MICROAGGREGATION_METHODS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
 
 def step_sources(step: dict) -> tuple[tuple[str, str], ...]:
     """The published sources of a protection step's method where the report cites them (the
-    microaggregation methods: :data:`MICROAGGREGATION_METHODS`, and Gower microaggregation), else ()."""
+    microaggregation methods: :data:`MICROAGGREGATION_METHODS`, Gower microaggregation, and
+    multivariate top coding, sdcMicro's ``mvTopCoding``, with the MCD of its robust estimates), else ()."""
     if step.get("method") == "microaggregation_gower":
         return (("Gower 1971", ""), ("Templ, Kowarik & Meindl 2015", ""))
+    if step.get("method") == "mv_top_coding":
+        parameters = step["parameters"] if "parameters" in step else step
+        robust = parameters.get("estimator", "robust") == "robust" and parameters.get("center") is None
+        return (("sdcMicro reference manual", "mvTopCoding"),) + ((("Rousseeuw & Van Driessen 1999", ""),)
+                                                                  if robust else ())
     if step.get("method") != "microaggregation":
         return ()
     parameters = step["parameters"] if "parameters" in step else step
@@ -188,8 +195,12 @@ def step_sentence(step: dict) -> str:
             return f"{label} " + ", ".join(map(str, value))
         return f"{label} {value}" if isinstance(value, str) else f"{label} = {value}"
 
+    unused = set()
+    if method == "microaggregation":  # options the step's method and measure do not use
+        unused |= {"trim"} if parameters.get("measure", "mean") != "trim" else set()
+        unused |= {"nc"} if str(parameters.get("kind", "mdav")) not in CLUSTER_METHODS else set()
     shown = [written(key, value) for key, value in parameters.items()
-             if value is not None and value is not False and value != [] and value != {}]
+             if value is not None and value is not False and value != [] and value != {} and key not in unused]
     sentence = _METHOD_LABELS.get(method, method.replace("_", " ").capitalize())
     if method == "microaggregation" and str(parameters.get("kind", "mdav")) in MICROAGGREGATION_METHODS:
         sentence = MICROAGGREGATION_METHODS[str(parameters.get("kind", "mdav"))][0]

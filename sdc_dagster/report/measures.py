@@ -72,7 +72,8 @@ _MEASURES: dict[str, Measure] = {
     "model_risk_gr1": Measure(
         "Model-based risk gr1 (sdcMicro modRisk)", _RISK,
         "the sum over the sample-unique key cells of P(population unique) = exp(-(1 - pi) lambda), lambda the "
-        "Poisson log-linear fit of the keys' main effects, divided by the number of key cells holding records, as "
+        "log-linear fit of the spec's model (risk.model_risk; by default the Poisson fit of the keys' main "
+        "effects), divided by the number of key cells holding records, as "
         "sdcMicro's gr1; records with a suppressed key left out; blank when the keys' table exceeds 4,194,304 "
         "cells or no record has every key",
         LOWER, "0 to 1", "§3.9", "share"),
@@ -80,6 +81,29 @@ _MEASURES: dict[str, Measure] = {
         "Model-based risk gr2 (sdcMicro modRisk)", _RISK,
         "the same with the expected chance that a match to a sample unique is correct, (1 - exp(-v)) / v, "
         "v = (1 - pi) lambda", LOWER, "0 to 1", "§3.9", "share"),
+    "population_uniques_dankar": Measure(
+        "Population uniques, Dankar et al.'s estimate (ARX)", _RISK,
+        "units of the population alone in their key combination, estimated from the sample's class sizes and the "
+        "population size (risk.population_size, else the sum of the weights): Pitman's model with a sampling "
+        "fraction up to 10 %, else the smaller of Zayatz's and the SNB model's (ARX's decision rule); a "
+        "suppressed key value is a category; blank where no model gives an estimate",
+        LOWER, "0 to N units", "§3.9 (ARX)", "expected"),
+    "population_uniques_pitman": Measure(
+        "Population uniques, Pitman's model (ARX)", _RISK,
+        "the number of population uniques under Pitman's sampling formula fitted by maximum likelihood "
+        "(Hoshino 2001); blank when the maximum lies on the edge of the parameter space",
+        LOWER, "0 to N units", "§3.9 (ARX)", "expected"),
+    "population_uniques_zayatz": Measure(
+        "Population uniques, Zayatz's model (ARX)", _RISK,
+        "the sample uniques times the chance that a sample unique is a population unique (hypergeometric, the "
+        "sample class sizes taken as the population's), over the sampling fraction (Zayatz 1991)",
+        LOWER, "0 to N units", "§3.9 (ARX)", "expected"),
+    "population_uniques_snb": Measure(
+        "Population uniques, SNB model (ARX)", _RISK,
+        "K beta^alpha: the population classes of 1 + negative-binomial units (Chen & Keller-McNulty 1998) fitted "
+        "to the sample's classes of one and two records, K by Shlosser's estimator (Haas & Stokes 1998); blank "
+        "without a solution (e.g. no class of two records)",
+        LOWER, "0 to N units", "§3.9 (ARX)", "expected"),
     "records_above_threshold": Measure(
         "Records above the risk threshold", _RISK, "records whose individual risk exceeds the spec's threshold",
         LOWER, "0 to n records", "§3.3", "count"),

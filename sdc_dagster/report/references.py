@@ -15,10 +15,16 @@ import unicodedata
 
 #: Full entries of the references, by the short form the text cites them with.
 REFERENCES: dict[str, str] = {
+    "Chen & Keller-McNulty 1998": (
+        "Chen, G. & Keller-McNulty, S. (1998). Estimation of identification disclosure risk in microdata. "
+        "Journal of Official Statistics, 14(1), 79–95."),
     "Cramér 1946": "Cramér, H. (1946). Mathematical Methods of Statistics. Princeton: Princeton University Press.",
     "Croux & Ruiz-Gazen 2005": (
         "Croux, C. & Ruiz-Gazen, A. (2005). High breakdown estimators for principal components: the "
         "projection-pursuit approach revisited. Journal of Multivariate Analysis, 95(1), 206–226."),
+    "Dankar et al. 2012": (
+        "Dankar, F. K., El Emam, K., Neisa, A. & Roffey, T. (2012). Estimating the re-identification risk of "
+        "clinical data sets. BMC Medical Informatics and Decision Making, 12, 66."),
     "Defays & Nanopoulos 1993": (
         "Defays, D. & Nanopoulos, P. (1993). Panels of enterprises and confidentiality: the small aggregates "
         "method. Proceedings of the 1992 Symposium on Design and Analysis of Longitudinal Surveys, 195–204. "
@@ -47,6 +53,12 @@ REFERENCES: dict[str, str] = {
         "463–478."),
     "Gower 1971": ("Gower, J. C. (1971). A general coefficient of similarity and some of its properties. "
                    "Biometrics, 27(4), 857–871."),
+    "Haas & Stokes 1998": (
+        "Haas, P. J. & Stokes, L. (1998). Estimating the number of classes in a finite population. Journal of "
+        "the American Statistical Association, 93(444), 1475–1487."),
+    "Hoshino 2001": (
+        "Hoshino, N. (2001). Applying Pitman's sampling formula to microdata disclosure risk assessment. "
+        "Journal of Official Statistics, 17(4), 499–520."),
     "Hundepool et al. 2012": (
         "Hundepool, A., Domingo-Ferrer, J., Franconi, L., Giessing, S., Schulte Nordholt, E., Spicer, K. & "
         "de Wolf, P.-P. (2012). Statistical Disclosure Control. Wiley Series in Survey Methodology. "
@@ -113,6 +125,9 @@ REFERENCES: dict[str, str] = {
     "Templ, Kowarik & Meindl 2015": (
         "Templ, M., Kowarik, A. & Meindl, B. (2015). Statistical disclosure control for micro-data using the R "
         "package sdcMicro. Journal of Statistical Software, 67(4), 1–36. doi:10.18637/jss.v067.i04."),
+    "Zayatz 1991": (
+        "Zayatz, L. V. (1991). Estimation of the percent of unique population elements on a microdata file using "
+        "the sample. Statistical Research Division Report RR-91/08. Washington: US Bureau of the Census."),
 }
 
 _RISK = ("Hundepool et al. 2012", "§3.3")
@@ -159,6 +174,10 @@ SECTION_SOURCES: dict[str, tuple[tuple[str, str], ...]] = {
 
 #: Where the sdcMicro implementation of a measure is cited besides its paper (``"(sdcMicro)"`` in ``Measure.spec``).
 _SDCMICRO_MANUAL = ("sdcMicro reference manual", "dUtility")
+#: The papers of ARX's population-uniqueness models, cited for a measure whose ``Measure.spec`` says
+#: ``"(ARX)"``: Dankar et al.'s rule and the Pitman, Zayatz and SNB models it chooses among.
+_ARX_POPULATION_UNIQUENESS = (("Dankar et al. 2012", ""), ("Hoshino 2001", ""), ("Zayatz 1991", ""),
+                              ("Chen & Keller-McNulty 1998", ""), ("Haas & Stokes 1998", ""))
 
 
 def short_form(key: str, where: str = "") -> str:
@@ -170,8 +189,9 @@ def short_form(key: str, where: str = "") -> str:
 
 def sources(section: str) -> tuple[tuple[str, str], ...]:
     """The published sources of a section of the formula notes ("3.3", "9.1 eq (1), (6)", "§4.2, §4.5",
-    "9.4 (sdcMicro)"): those of every section named, the most specific entry of :data:`SECTION_SOURCES`
-    for each (``"3.10"``, else ``"3"``...), without repeats; empty when it names none."""
+    "9.4 (sdcMicro)", "3.9 (ARX)"): those of every section named, the most specific entry of
+    :data:`SECTION_SOURCES` for each (``"3.10"``, else ``"3"``...), without repeats, the papers of ARX's
+    population-uniqueness models first for "(ARX)"; empty when it names none."""
     found: list[tuple[str, str]] = []
     for number in re.findall(r"§?\s*(\d+(?:\.\d+)?)", section.split(" eq")[0]):
         parts = number.split(".")
@@ -180,6 +200,8 @@ def sources(section: str) -> tuple[tuple[str, str], ...]:
         found += [source for source in entry if source not in found]
     if found and "sdcMicro" in section and _SDCMICRO_MANUAL not in found:
         found.append(_SDCMICRO_MANUAL)
+    if "ARX" in section:
+        found = [*_ARX_POPULATION_UNIQUENESS, *(source for source in found if source not in _ARX_POPULATION_UNIQUENESS)]
     return tuple(found)
 
 

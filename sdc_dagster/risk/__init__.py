@@ -24,7 +24,7 @@ from sdc_dagster.risk.intervals import (  # SPEC §4.2–§4.4
     rank_interval_disclosure,
 )
 from sdc_dagster.risk.linkage import MAX_ONE_TO_ONE_LINKAGE, RecordLinkageRisk, record_linkage_risk  # SPEC §4.1
-from sdc_dagster.risk.model_risk import model_risk  # SPEC §3.9 (sdcMicro modRisk, Skinner & Shlomo 2008)
+from sdc_dagster.risk.model_risk import formula_on_keys, model_risk  # SPEC §3.9 (sdcMicro modRisk, Skinner & Shlomo 2008)
 from sdc_dagster.risk.neighbourhood import neighbourhood_counts  # SPEC §5.2
 from sdc_dagster.risk.population_uniqueness import (  # ARX: Pitman (Hoshino 2001), Zayatz (1991)
     PopulationUniqueness,
@@ -64,6 +64,7 @@ __all__ = [
     "group_l_diversity",
     "l_diversity",
     "model_risk",
+    "formula_on_keys",
     "neighbourhood_counts",
     "outlier_flags",
     "PopulationUniqueness",

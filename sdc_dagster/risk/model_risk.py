@@ -128,6 +128,18 @@ def parse_formula(formula: str, keys: Sequence[str]) -> list[tuple[int, ...]]:
     return unique
 
 
+def formula_on_keys(formula: str | None, keys: Sequence[str], kept: Sequence[str]) -> str | None:
+    """The terms of ``formula`` (over ``keys``, :func:`parse_formula`) that name only keys of ``kept``,
+    as an R formula over ``kept``; None (the main effects) for None. A release that withholds a key
+    is fitted with the model's terms of the keys it releases (each kept key is still in a main
+    effect, as the formula names every key)."""
+    if formula is None:
+        return None
+    keys = list(keys)
+    terms = [term for term in parse_formula(formula, keys) if all(keys[j] in kept for j in term)]
+    return _formula_text(terms, keys)
+
+
 def _split_groups(factors: list) -> list[list[int]]:
     """``[a, ':', b, '*', c]`` -> ``[[a, b], [c]]``: the ``:``-products that ``*`` crosses."""
     groups = [[factors[0]]]

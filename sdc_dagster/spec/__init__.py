@@ -13,14 +13,17 @@
 from sdc_dagster.spec.files import BrokenSpec, load_spec, load_specs, scan_specs
 from sdc_dagster.spec.parse import parse_spec, spec_text_with_plans
 from sdc_dagster.spec.survey import (
+    DEFAULT_SEARCH_METHODS,
     FORMATS,
     L_DIVERSITY_MEASURES,
+    POPULATION_UNIQUENESS_MODELS,
     RELEASE_FORMATS,
     ROLES,
     SCALES,
     SEARCH_LOSSES,
     SEARCH_METHODS,
     SEARCHED_PLAN,
+    ModelRiskOptions,
     Plan,
     ReleaseOptions,
     RiskParameters,
@@ -35,8 +38,10 @@ from sdc_dagster.spec.survey import (
 )
 
 __all__ = [
+    "DEFAULT_SEARCH_METHODS",
     "FORMATS",
     "L_DIVERSITY_MEASURES",
+    "POPULATION_UNIQUENESS_MODELS",
     "RELEASE_FORMATS",
     "ROLES",
     "SCALES",
@@ -44,6 +49,7 @@ __all__ = [
     "SEARCH_LOSSES",
     "SEARCH_METHODS",
     "BrokenSpec",
+    "ModelRiskOptions",
     "Plan",
     "ReleaseOptions",
     "RiskParameters",

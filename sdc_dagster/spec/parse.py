@@ -22,12 +22,15 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.names import RULES, name_problem
 from sdc_dagster.spec.drafted_hierarchies import HierarchyRule
 from sdc_dagster.spec.survey import (
+    DEFAULT_SEARCH_METHODS,
     FORMATS,
     L_DIVERSITY_MEASURES,
     RELEASE_FORMATS,
     SEARCH_LOSSES,
     SEARCH_METHODS,
+    POPULATION_UNIQUENESS_MODELS,
     SEARCHED_PLAN,
+    ModelRiskOptions,
     Plan,
     ReleaseOptions,
     ReportOptions,
@@ -197,12 +200,67 @@ _READER_OPTIONS = {
 }
 
 
+def _parse_model_risk(raw: Any, problems: Problems) -> ModelRiskOptions:
+    """``risk.model_risk`` (:class:`ModelRiskOptions`): the method one of sdcMicro modRisk's, the
+    bound a number > 0; the formula a string (read against the categorical keys by
+    :func:`_check_model_formula`)."""
+    from sdc_dagster.risk.model_risk import MODEL_RISK_METHODS
+
+    where = "risk.model_risk"
+    raw = as_mapping(raw, where)
+    problems.unknown_keys(raw, where, {"method", "formula", "bound"})
+    options = ModelRiskOptions(**{key: raw[key] for key in ("method", "formula", "bound") if key in raw})
+    problems.attempt(lambda: check_option(options.method, f"{where}.method", MODEL_RISK_METHODS,
+                                          error=spec_error(f"{where}.method")))
+    if options.bound != float("inf"):
+        problems.attempt(lambda: check_scalar(options.bound, f"{where}.bound", low=0, closed="neither",
+                                              error=spec_error(f"{where}.bound")))
+    if options.formula is not None:
+        problems.attempt(expect, isinstance(options.formula, str) and options.formula.strip() != "",
+                         f"{where}.formula", "an R model formula over the categorical keys, e.g. '~ a + b + a:b'")
+    return options
+
+
+def _check_model_formula(risk: RiskParameters, keys: list[str], problems: Problems) -> None:
+    """``risk.model_risk.formula`` read against the categorical keys (every key in the model, no other
+    variable; :func:`sdc_dagster.risk.model_risk.parse_formula`), and IPF with main effects only."""
+    from sdc_dagster.risk.model_risk import parse_formula
+
+    where = "risk.model_risk.formula"
+    formula = risk.model_risk.formula
+    if not isinstance(formula, str) or not formula.strip():
+        return
+    try:
+        terms = parse_formula(formula, keys)
+    except SDCInputError as error:
+        problems.errors.append(SpecError(f"{where}: {error}", key=where))
+        return
+    if risk.model_risk.method == "IPF" and any(len(term) > 1 for term in terms):
+        problems.errors.append(SpecError(f"{where}: method 'IPF' fits main effects only (as sdcMicro's modRisk); "
+                                         "use method 'default' for a model with interactions", key=where))
+
+
 def _parse_risk(raw: Any, problems: Problems) -> RiskParameters:
     fields = {"k", "l", "l_diversity", "recursive_c", "max_global_risk", "individual_risk_threshold",
-              "max_linkage_risk"}
+              "max_linkage_risk", "model_risk", "population_size", "population_uniqueness"}
     raw = as_mapping(raw, "risk")
     problems.unknown_keys(raw, "risk", fields)
-    risk = RiskParameters(**{key: value for key, value in raw.items() if key in fields})
+    given = {key: value for key, value in raw.items() if key in fields}
+    if "model_risk" in given:
+        given["model_risk"] = problems.attempt(_parse_model_risk, given["model_risk"], problems,
+                                               default=ModelRiskOptions())
+    if "population_uniqueness" in given:
+        models = given["population_uniqueness"]
+        if problems.attempt(expect, isinstance(models, list) and all(m in POPULATION_UNIQUENESS_MODELS for m in models)
+                            and len(set(models)) == len(models), "risk.population_uniqueness",
+                            f"a list of distinct estimates among {list(POPULATION_UNIQUENESS_MODELS)}, got {models!r}",
+                            default=FAILED) is FAILED:
+            models = ["dankar"]
+        given["population_uniqueness"] = tuple(models)
+    risk = RiskParameters(**given)
+    if risk.population_size is not None:
+        problems.attempt(lambda: check_scalar(risk.population_size, "risk.population_size", integer=True, low=1,
+                                              error=spec_error("risk.population_size")))
     problems.attempt(lambda: check_scalar(risk.k, "risk.k", integer=True, low=1, error=spec_error("risk.k")))
     if risk.l is not None:
         problems.attempt(lambda: check_scalar(risk.l, "risk.l", integer=True, low=1, error=spec_error("risk.l")))
@@ -285,7 +343,7 @@ def _parse_search(raw: Any, variables: dict[str, Variable | None], problems: Pro
                                                               low=0, error=spec_error("search.max_level")),
                                          default=FAILED) is not FAILED:
         options["max_level"] = level
-    methods = raw.get("methods", list(SEARCH_METHODS))
+    methods = raw.get("methods", list(DEFAULT_SEARCH_METHODS))
     if problems.attempt(expect, isinstance(methods, list) and methods and all(m in SEARCH_METHODS for m in methods),
                         "search.methods", f"a non-empty list of methods from {list(SEARCH_METHODS)}, got {methods!r}",
                         default=FAILED) is None:
@@ -352,6 +410,8 @@ def _parse_spec(raw: Any, problems: Problems, spec_path: Path | None, text: str)
                          "variables", "at least one categorical_key or continuous_key variable")
 
     risk = problems.attempt(_parse_risk, raw.get("risk", {}), problems)
+    if risk is not None and len(variables) == len(parsed):
+        _check_model_formula(risk, [v.name for v in variables if v.role == "categorical_key"], problems)
     plans_raw = problems.attempt(as_mapping, raw.get("plans", {}), "plans", default={})
     plans = tuple(
         problems.attempt(_parse_plan, name, value, risk.k if risk else None, parsed, problems)

@@ -9,6 +9,7 @@ line of the key).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,6 +116,25 @@ class Source:
     metadata: str | None = None  # the Argus .rda describing the wave files (relative to the spec's folder)
 
 
+#: The population-uniqueness estimates the report can show (``risk.population_uniqueness``): Dankar
+#: et al.'s choice, and Pitman's, Zayatz's and the SNB model's (ARX).
+POPULATION_UNIQUENESS_MODELS = ("dankar", "pitman", "zayatz", "snb")
+
+
+@dataclass(frozen=True)
+class ModelRiskOptions:
+    """How the model-based risks gr1 and gr2 of the report are fitted (``risk.model_risk``;
+    sdcMicro ``modRisk``, Skinner & Shlomo 2008, :func:`sdc_dagster.risk.model_risk`): ``method``
+    (:data:`sdc_dagster.risk.model_risk.MODEL_RISK_METHODS`), ``formula`` (an R model formula over the categorical keys, e.g.
+    ``"~ sex + region + sex:region"``; None: the keys' main effects) and ``bound`` (only cells with
+    0 < f_k <= bound are counted; infinity: every cell). A variant that withholds a key is fitted
+    with the formula's terms of the keys it releases."""
+
+    method: str = "default"
+    formula: str | None = None
+    bound: float = math.inf
+
+
 @dataclass(frozen=True)
 class RiskParameters:
     """Risk thresholds (SPEC §3.1, §3.3, §3.6, §4.1, §5.1, §12).
@@ -136,6 +156,13 @@ class RiskParameters:
     l-diversity is out of reach for most survey files, whose whole-file entropy of a sensitive
     variable is often barely above l, Machanavajjhala et al. 2007 §4.1). None (not declared): no
     l-diversity check; the risk table still holds the scores.
+
+    ``model_risk``: the fit of the model-based risks (:class:`ModelRiskOptions`), reported with a
+    weight. ``population_size``: N, the number of units of the population the wave samples (None:
+    the sum of the weights, when the spec has a weight). ``population_uniqueness``: the estimates of
+    the number of population uniques the report shows when N is known
+    (:data:`POPULATION_UNIQUENESS_MODELS`, ARX's models, :func:`sdc_dagster.risk.population_uniqueness`);
+    default Dankar et al.'s choice among them; an empty list shows none.
     """
 
     k: int = 3
@@ -145,6 +172,9 @@ class RiskParameters:
     max_global_risk: float = 0.05
     individual_risk_threshold: float = 0.1
     max_linkage_risk: float = 0.2
+    model_risk: ModelRiskOptions = ModelRiskOptions()
+    population_size: int | None = None
+    population_uniqueness: tuple[str, ...] = ("dankar",)
 
 
 @dataclass(frozen=True)
@@ -209,7 +239,11 @@ class UtilityLimits:
 #: Step methods the plan search may use (``search.methods``): the generalisation and suppression of
 #: the categorical keys, and the candidate steps of the continuous keys.
 SEARCH_METHODS = ("recode", "interval_recode", "top_coding", "local_suppression", "microaggregation", "noise",
-                  "rank_swap", "rounding", "remove_variables")
+                  "rank_swap", "rounding", "remove_variables", "mv_top_coding")
+#: Search methods a spec names to use (``search.methods``); the others are used by default.
+OPT_IN_SEARCH_METHODS = ("mv_top_coding",)
+#: The search methods of a spec that does not name them.
+DEFAULT_SEARCH_METHODS = tuple(m for m in SEARCH_METHODS if m not in OPT_IN_SEARCH_METHODS)
 SEARCH_LOSSES = ("lambda_arctan", "topsis")
 #: The l-diversity a spec's ``risk.l_diversity`` makes blocking (SPEC §3.6).
 L_DIVERSITY_MEASURES = ("distinct", "entropy")
@@ -235,7 +269,10 @@ class SearchOptions:
     suppresses to k-anonymity and, where the global risk is still above the target, by individual
     risk; ``microaggregation``, ``rank_swap``, ``noise``, ``rounding``, ``top_coding`` and
     ``interval_recode`` (bands) and ``remove_variables`` (withholding a key) are the rungs of the
-    continuous keys' ladder (:func:`sdc_dagster.search_space.continuous_steps`).
+    continuous keys' ladder (:func:`sdc_dagster.search_space.continuous_steps`); ``mv_top_coding``
+    (multivariate top coding before microaggregation, on small files with multivariate outliers) is
+    used only when the spec names it (:data:`OPT_IN_SEARCH_METHODS`; default
+    :data:`DEFAULT_SEARCH_METHODS`).
     ``budget_seconds``: the time budget of one wave's search, default 120 s (two minutes; a
     100,000-record wave with 7 keys stays within it, ``benchmarks/plan_search.py``); past it the
     search stops with the best plans found and says so. ``loss``: the information loss the plans are
@@ -246,7 +283,7 @@ class SearchOptions:
     enabled: bool = False
     keep: tuple[str, ...] = ()
     max_level: int | None = None
-    methods: tuple[str, ...] = SEARCH_METHODS
+    methods: tuple[str, ...] = DEFAULT_SEARCH_METHODS
     budget_seconds: float = 120.0
     loss: str = "lambda_arctan"
 

@@ -376,8 +376,44 @@ def test_exact_fit_of_the_mcd_is_a_clear_error_and_few_distinct_records_cluster(
     frame = pd.DataFrame({"a": np.r_[np.zeros(30), rng.normal(size=20)], "b": np.r_[np.zeros(30), rng.normal(size=20)]})
     with pytest.raises(SDCInputError, match="MCD.*singular.*exact fit"):
         microaggregation(frame, ["a", "b"], k=3, method="mcdpca", random_state=1)
-    # two distinct records only: k-means gets 2 clusters (6 records at 1, 2 at 2), sorted and cut into
+    # two distinct records only: CLARA gets 2 clusters (6 records at 1, 2 at 2), sorted and cut into
     # {1, 1, 1} and {1, 1, 1, 2, 2}: 1 and 7/5
     frame = pd.DataFrame({"a": [1.0] * 6 + [2.0] * 2, "b": [1.0] * 6 + [2.0] * 2})
     out = microaggregation(frame, ["a", "b"], k=3, method="clustpca", random_state=1)
     np.testing.assert_allclose(out["a"], [1, 1, 1, 1.4, 1.4, 1.4, 1.4, 1.4])
+
+
+def test_clara_by_hand():
+    """PAM on 0, 1, 2, 10, 11, 12 (one CLARA sample: n <= 40 + 2k) with k = 2. BUILD: total distances
+    36, 32, 30, 30, 32, 36: first medoid 2 (the first of the least); gains of a second medoid with the
+    nearest distances 2, 1, 0, 8, 9, 10: 10 -> 24, 11 -> 7 + 9 + 9 = 25, 12 -> 24: medoid 11. SWAP:
+    2 -> 1 lowers the total from 5 to 4, then no exchange lowers it: medoids 1 and 11, clusters
+    numbered in the order of their first record."""
+    from sdc_dagster.protect.microaggregation.cluster import clara_clusters
+
+    labels, medoids = clara_clusters(np.array([[10.0], [0.0], [1.0], [2.0], [11.0], [12.0]]), 2, 0)
+    assert labels.tolist() == [0, 1, 1, 1, 0, 0]
+    assert medoids.tolist() == [[11.0], [1.0]]
+
+
+
+def test_influence_sorts_by_the_variable_of_the_largest_medoid_value_not_mean():
+    """One cluster (nc = 1) of (1, 2.0), (1, 2.2), (1, 1.8), (1, 2.1), (50, 0), (1, 1.9): its medoid
+    (PAM, k = 1: least total distance, 0.6 + 49.04 for (1, 2.0) against 0.7 + 49.04 for (1, 1.9)) is
+    (1, 2.0), largest in b, so the records are sorted by b: rows 4, 2 | 5, 0 | 3, 1 (k = 2). The
+    cluster mean (9.2, 1.7) would sort by a: rows 0, 1 | 2, 3 | 5, 4."""
+    frame = pd.DataFrame({"a": [1.0, 1.0, 1.0, 1.0, 50.0, 1.0], "b": [2.0, 2.2, 1.8, 2.1, 0.0, 1.9]})
+    out = microaggregation(frame, ["a", "b"], k=2, method="influence", nc=1, random_state=0)
+    np.testing.assert_allclose(out["a"], [1, 1, 25.5, 1, 25.5, 1])
+    np.testing.assert_allclose(out["b"], [1.95, 2.15, 0.9, 2.15, 0.9, 1.95])
+
+
+def test_clustmcdpca_sorts_a_cluster_whose_mcd_is_an_exact_fit_by_its_first_variable():
+    """One cluster (given) of 5 records whose third variable is 1 on 4 of them: the MCD's half-sample
+    (h = 4) lies on the plane c = 1, an exact fit; the cluster is sorted by a (7.3, 8.7, 9.3, 10.8,
+    11.9: rows 1, 2, 0, 4, 3) and cut into groups of 2 and 3 (k = 2, 5 records)."""
+    frame = pd.DataFrame({"a": [9.3, 7.3, 8.7, 11.9, 10.8], "b": [0.85, -0.25, 0.77, -0.49, 0.15],
+                          "c": [1.0, 0.0, 1.0, 1.0, 1.0], "g": [1] * 5})
+    out = microaggregation(frame, ["a", "b", "c"], k=2, method="clustmcdpca", clusters="g", random_state=0)
+    np.testing.assert_allclose(out["a"], [(9.3 + 10.8 + 11.9) / 3, 8.0, 8.0, (9.3 + 10.8 + 11.9) / 3,
+                                          (9.3 + 10.8 + 11.9) / 3])

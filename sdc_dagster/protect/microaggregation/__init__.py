@@ -32,8 +32,8 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.protect.microaggregation.cluster import CLUSTER_METHODS, cluster_order, kmeans_clusters
-from sdc_dagster.protect.microaggregation.gower import microaggregation_gower
+from sdc_dagster.protect.microaggregation.cluster import CLUSTER_METHODS, clara_clusters, cluster_order
+from sdc_dagster.protect.microaggregation.gower import gower_options, microaggregation_gower
 from sdc_dagster.protect.microaggregation.mdav import mdav_groups
 from sdc_dagster.protect.microaggregation.measures import MEASURES, WEIGHTED_MEASURES, group_means, group_values
 from sdc_dagster.protect.microaggregation.projection import mcdpca_order, pca_order, pppca_order
@@ -45,10 +45,11 @@ from sdc_dagster.validation import check_option, check_scalar, weight_values
 #: sdcMicro's method names, and the descriptive alias of ``onedims``.
 METHODS = ("mdav", "rmd", "pca", "clustpca", "clustmcdpca", "clustpppca", "pppca", "mcdpca", "influence",
            "onedims", "individual_ranking", "single", "simple")
-#: Methods that draw random numbers (MCD subsets, k-means starts): their seed is recorded.
+#: Methods that draw random numbers (MCD subsets, CLARA samples): their seed is recorded.
 RANDOMISED_METHODS = ("rmd", "mcdpca", "clustpca", "clustmcdpca", "clustpppca", "influence")
 
-__all__ = ["METHODS", "MEASURES", "RANDOMISED_METHODS", "microaggregation", "microaggregation_gower"]
+__all__ = ["METHODS", "MEASURES", "RANDOMISED_METHODS", "microaggregation", "microaggregation_gower",
+           "microaggregation_options", "gower_options"]
 
 _SORTING = {"simple": simple_order, "single": single_order, "pca": pca_order, "pppca": pppca_order}
 
@@ -66,13 +67,24 @@ def _stratum_labels(x: np.ndarray, method: str, k: int, columns: Sequence[str], 
     if method == "mcdpca":
         return cut(mcdpca_order(x, rng), k)
     if method in CLUSTER_METHODS:
+        centres = None
         if clusters is None:
-            clusters = kmeans_clusters(x, nc, rng)
-        return cut(cluster_order(x, method, clusters, rng), k)
+            clusters, centres = clara_clusters(x, nc, rng)
+        return cut(cluster_order(x, method, clusters, rng, centres), k)
     return cut(_SORTING[method](x), k)
 
 
-def _check_options(data: pd.DataFrame, method: str, k, measure: str, trim, weight, nc, clusters) -> None:
+def microaggregation_options(*, method: str = "mdav", k=3, measure: str = "mean", trim=0.0, weight=None, nc=8,
+                             clusters=None) -> None:
+    """Check the options of :func:`microaggregation` that need no data (its defaults are theirs): the
+    method and measure names, k >= 1, 0 <= trim <= 0.5, nc >= 1, a weight only with a weighted
+    measure, a clusters column only with a clustering method. A plan's checks run it on each step
+    before any data is read (:func:`sdc_dagster.protect.plan.plan_problems`).
+
+    Raises
+    ------
+    SDCInputError : ``"<option>: must be ..., got ..."`` for the first option that breaks its rule.
+    """
     check_option(method, "method", METHODS)
     check_scalar(k, "k", integer=True, low=1)
     check_option(measure, "measure", MEASURES)
@@ -81,10 +93,14 @@ def _check_options(data: pd.DataFrame, method: str, k, measure: str, trim, weigh
         raise SDCInputError(f"weight: sdcMicro weights the measures {' and '.join(WEIGHTED_MEASURES)} only, "
                             f"not {measure!r}")
     check_scalar(nc, "nc (the number of clusters)", integer=True, low=1)
+    if clusters is not None and method not in CLUSTER_METHODS:
+        raise SDCInputError(f"clusters: only the clustering methods ({', '.join(CLUSTER_METHODS)}) use "
+                            f"clusters, not method {method!r}")
+
+
+def _check_options(data: pd.DataFrame, method: str, k, measure: str, trim, weight, nc, clusters) -> None:
+    microaggregation_options(method=method, k=k, measure=measure, trim=trim, weight=weight, nc=nc, clusters=clusters)
     if clusters is not None:
-        if method not in CLUSTER_METHODS:
-            raise SDCInputError(f"clusters: only the clustering methods ({', '.join(CLUSTER_METHODS)}) use "
-                                f"clusters, not method {method!r}")
         column = require_columns(data, [clusters], role="clusters column")[0]
         if data[column].isna().any():
             raise SDCInputError(f"clusters {column!r}: {int(data[column].isna().sum())} records have no cluster")
@@ -129,9 +145,9 @@ def microaggregation(
         sdcMicro ignores weights for "mdav" and "rmd"; here they apply to their groups.
     nc : number of clusters of the clustering methods (sdcMicro ``nc``, default 8).
     clusters : for the clustering methods, a column holding the cluster of every record (instead of
-        k-means), e.g. the clustering sdcMicro found.
+        CLARA), e.g. the clustering sdcMicro found.
     random_state : seed or numpy Generator of the randomised methods (MCD subsets of "rmd",
-        "mcdpca", "clustmcdpca"; k-means starts of the clustering methods): :data:`RANDOMISED_METHODS`.
+        "mcdpca", "clustmcdpca"; CLARA's samples of the clustering methods): :data:`RANDOMISED_METHODS`.
 
     Returns
     -------

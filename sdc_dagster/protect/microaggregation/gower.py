@@ -158,6 +158,36 @@ def _categorical(values: pd.Series, neighbours: np.ndarray, how: str, rng: np.ra
     return picked.astype(values.dtype) if (chosen >= 0).all() else picked
 
 
+def gower_options(columns: Sequence[str], *, k=3, distance_columns: Sequence[str] | None = None,
+                  scales: Mapping[str, str] | None = None, mixed: Mapping[str, float] | None = None,
+                  weights: Sequence[float] | None = None, categorical: str = "sample") -> None:
+    """Check the options of :func:`microaggregation_gower` that need no data: k >= 1, the
+    categorical aggregate, each scale one of :data:`SCALES`, each semi-continuous constant a finite
+    number, and one non-negative weight per distance column (``distance_columns``, default
+    ``columns``), not all 0. A
+    plan's checks run it on each step before any data is read
+    (:func:`sdc_dagster.protect.plan.plan_problems`).
+
+    Raises
+    ------
+    SDCInputError : ``"<option>: must be ..., got ..."`` for the first option that breaks its rule.
+    """
+    check_scalar(k, "k", integer=True, low=1)
+    check_option(categorical, "categorical", CATEGORICAL_AGGREGATES)
+    for column, scale in dict(scales or {}).items():
+        check_option(scale, f"scales[{column!r}]", SCALES)
+    for column, constant in dict(mixed or {}).items():
+        check_scalar(constant, f"mixed[{column!r}] (the semi-continuous variable's constant)")
+    distance = columns if distance_columns is None else distance_columns
+    count = 1 if isinstance(distance, str) else len(distance)
+    if weights is not None and (isinstance(weights, str) or len(weights) != count
+                                or not all(isinstance(w, (int, float)) and not isinstance(w, bool)
+                                           and np.isfinite(w) and w >= 0 for w in weights)
+                                or sum(weights) <= 0):
+        raise SDCInputError(f"weights: must be one non-negative number per distance column ({count}), not all 0; "
+                            f"got {weights!r}")
+
+
 def microaggregation_gower(
     data: pd.DataFrame,
     columns: Sequence[str],
@@ -198,16 +228,10 @@ def microaggregation_gower(
     distance = require_columns(data, columns if distance_columns is None else distance_columns, role="distance column")
     if not columns or not distance:
         raise SDCInputError("columns: name at least one column to microaggregate and one distance column")
-    check_scalar(k, "k", integer=True, low=1)
-    check_option(categorical, "categorical", CATEGORICAL_AGGREGATES)
+    gower_options(columns, distance_columns=distance, k=k, scales=scales, mixed=mixed, weights=weights, categorical=categorical)
     scales, mixed = dict(scales or {}), dict(mixed or {})
     require_columns(data, list(scales) + list(mixed), role="scales/mixed column")
     weight_of = dict(zip(distance, [1.0] * len(distance) if weights is None else weights))
-    if weights is not None and (len(weights) != len(distance)
-                                or not all(isinstance(w, (int, float)) and np.isfinite(w) and w >= 0 for w in weights)
-                                or sum(weights) <= 0):
-        raise SDCInputError(f"weights: one non-negative number per distance column ({len(distance)}), not all 0; "
-                            f"got {weights!r}")
     kinds = {c: "mixed" if c in mixed else _scale(data, c, scales) for c in distance}
     position = {c: i for i, c in enumerate(data.columns)}
     # VIM's order: continuous, nominal, ordinal, mixed, each in the data's column order
