@@ -231,11 +231,11 @@ class SearchOptions:
     or one drafted from the data), adjacent categories of an ordinal key, or rare nominal categories
     into "Other", ``interval_recode`` and ``top_coding`` give the bands and coded tails of ordered and
     integer-valued keys (every level released as a ``recode`` step whose ``names`` name its merged
-    groups, SPEC §8.2; :mod:`sdc_dagster.search_space`), ``local_suppression``
+    groups, SPEC §8.2; :mod:`sdc_dagster.search.space`), ``local_suppression``
     suppresses to k-anonymity and, where the global risk is still above the target, by individual
     risk; ``microaggregation``, ``rank_swap``, ``noise``, ``rounding``, ``top_coding`` and
     ``interval_recode`` (bands) and ``remove_variables`` (withholding a key) are the rungs of the
-    continuous keys' ladder (:func:`sdc_dagster.search_space.continuous_steps`).
+    continuous keys' ladder (:func:`sdc_dagster.search.space.continuous_steps`).
     ``budget_seconds``: the time budget of one wave's search, default 120 s (two minutes; a
     100,000-record wave with 7 keys stays within it, ``benchmarks/plan_search.py``); past it the
     search stops with the best plans found and says so. ``loss``: the information loss the plans are
