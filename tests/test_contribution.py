@@ -460,3 +460,12 @@ def test_more_keys_than_the_games_support_are_noted_not_fatal():
     assert [(n.measure, n.status) for n in notes] == [("risk contributions (Shapley, solidarity)", "not applicable")]
     assert "at most 16 categorical variables" in notes[0].reason
     assert evaluation.residual_contributions(overall, {"p": data}, spec).empty
+
+
+def test_the_contract_path_names_the_module_of_risk():
+    """CONTRACT.md's import of the contributions keeps working after the module moved to ``risk/`` (issue 35)."""
+    import sdc_dagster.contribution as contract  # move_modules: keep (CONTRACT.md's path)
+    import sdc_dagster.risk.contribution as module
+
+    assert contract.contributions is module.contributions
+    assert contract.contribution_values is module.contribution_values

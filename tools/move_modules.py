@@ -215,7 +215,11 @@ def split_package_imports(text: str, moves: dict[str, str], where: str) -> str:
     and ``from <a's new package> import <a's new name> [as a]``, so the name ``a`` still names the
     module. Relative imports of a moved module are refused (the project imports absolutely)."""
     lines = text.splitlines(keepends=True)
-    nodes = [n for n in ast.walk(ast.parse(text, filename=where)) if isinstance(n, ast.ImportFrom)]
+    try:
+        tree = ast.parse(text, filename=where)
+    except SyntaxError as error:
+        raise MoveError(f"{where}:{error.lineno}: not valid Python ({error.msg}); fix it and run again") from None
+    nodes = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     for node in sorted(nodes, key=lambda n: n.lineno, reverse=True):
         if node.level:
             if relative_import_moves(node, moves, where):
