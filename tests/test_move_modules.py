@@ -50,7 +50,8 @@ def test_an_import_from_the_package_is_split_and_keeps_the_local_name():
 def test_a_second_run_changes_nothing_and_kept_lines_stay():
     text = "import sdc_dagster.alpha  # move_modules: keep\nfrom sdc_dagster import alpha, risk\n"
     once = move_modules.rewrite(text, MOVES, "x.py")
-    assert once == "import sdc_dagster.alpha  # move_modules: keep\nfrom sdc_dagster import risk\nfrom sdc_dagster.wing import alpha\n"
+    assert once == ("import sdc_dagster.alpha  # move_modules: keep\n"
+                    "from sdc_dagster import risk\nfrom sdc_dagster.wing import alpha\n")
     assert move_modules.rewrite(once, MOVES, "x.py") == once
 
 
