@@ -31,7 +31,7 @@ from dagster import (
 from sdc_dagster.assets.partitions import materialised_sha256, wave_partitions
 from sdc_dagster.names import name_problem
 from sdc_dagster.resources.home import SdcHome
-from sdc_dagster.sources import file_sha256
+from sdc_dagster.spec.sources import file_sha256
 from sdc_dagster.spec import FORMATS, SurveySpec
 
 

@@ -25,7 +25,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from sdc_dagster.contribution import contribution_values, contributions, game_values
+from sdc_dagster.risk.contribution import contribution_values, contributions, game_values
 from sdc_dagster.risk.combined import prepare_combined
 
 # Categorical cardinalities and probabilities in the spirit of SPEC §5.7 (skewed categories).

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sdc_dagster.census import write_census_by_region
+from sdc_dagster.synthetic.census import write_census_by_region
 from sdc_dagster.spec.grid import CellKeySpec, SuppressionSpec, SwapSpec
 from sdc_dagster.pipeline.grid import (
     CELL_KEY_COLUMNS,

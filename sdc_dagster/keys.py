@@ -1,7 +1,7 @@
 """The one coding of key variables (SPEC §2.1): category codes with 0 for a missing value, the
 digits of several keys side by side, and their packing into one int64 code per record.
 
-Every frequency count (:mod:`sdc_dagster.frequencies`), risk measure and protection method that
+Every frequency count (:mod:`sdc_dagster.risk.frequencies`), risk measure and protection method that
 groups records by their keys codes them here, so a missing value means the same everywhere.
 """
 

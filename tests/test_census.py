@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_dagster.census import (
+from sdc_dagster.synthetic.census import (
     SEED_CELLS,
     SEED_ONE_RESIDENT_CELLS,
     SEED_TWO_RESIDENT_CELLS,
@@ -14,7 +14,7 @@ from sdc_dagster.census import (
     write_census_parquet,
 )
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.grid_counts import format_cell_id, parse_cell_id, tabulate_grid
+from sdc_dagster.grid.counts import format_cell_id, parse_cell_id, tabulate_grid
 
 
 def test_parse_cell_ids_short_and_long_forms():
@@ -107,7 +107,7 @@ def test_tabulate_rejects_bad_codes():
 
 
 def test_further_grid_variables_have_plausible_shares_inside_households(census):
-    from sdc_dagster.census import BIRTH_SHARES, EMPLOYMENT_RATE, RESIDENCE_SHARES_NATIVE
+    from sdc_dagster.synthetic.census import BIRTH_SHARES, EMPLOYMENT_RATE, RESIDENCE_SHARES_NATIVE
 
     resident = census[census["resident"]]
     assert set(census["employed"].unique()) == {0, 1}

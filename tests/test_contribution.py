@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 
 from sdc_dagster.pipeline import evaluation
 from sdc_dagster.pipeline import risk as pipeline_risk
-from sdc_dagster.contribution import contribution_values, contributions, esl_coefficients, game_values
+from sdc_dagster.risk.contribution import contribution_values, contributions, esl_coefficients, game_values
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.simulation import SIMULATION_PRECISION, simulate_survey
-from sdc_dagster.sources import read_wave_file
+from sdc_dagster.synthetic.survey import SIMULATION_PRECISION, simulate_survey
+from sdc_dagster.spec.sources import read_wave_file
 from sdc_dagster.spec import load_spec, parse_spec
 
 # --- the oracle -------------------------------------------------------------------------------------
@@ -301,8 +301,8 @@ def test_values_with_missing_agree_with_brute_force_over_coalitions(survey):
 def test_every_counting_method_and_block_size(monkeypatch, share_missing, dense_cell_limit, block_cells):
     """The lattice, per-subset grouping (complete keys) and clash-set (keys with NA) methods of
     subset_frequencies.subset_compatible_counts, in one block and in many, agree with the oracle."""
-    monkeypatch.setattr("sdc_dagster.subset_frequencies.DENSE_CELL_LIMIT", dense_cell_limit)
-    monkeypatch.setattr("sdc_dagster.contribution._BLOCK_CELLS", block_cells)
+    monkeypatch.setattr("sdc_dagster.risk.subset_frequencies.DENSE_CELL_LIMIT", dense_cell_limit)
+    monkeypatch.setattr("sdc_dagster.risk.contribution._BLOCK_CELLS", block_cells)
     rng = np.random.default_rng(11)
     n = 60
     data = pd.DataFrame({f"C{j}": rng.integers(0, 3, n).astype(float) for j in range(4)})
@@ -460,3 +460,12 @@ def test_more_keys_than_the_games_support_are_noted_not_fatal():
     assert [(n.measure, n.status) for n in notes] == [("risk contributions (Shapley, solidarity)", "not applicable")]
     assert "at most 16 categorical variables" in notes[0].reason
     assert evaluation.residual_contributions(overall, {"p": data}, spec).empty
+
+
+def test_the_contract_path_names_the_module_of_risk():
+    """CONTRACT.md's import of the contributions keeps working after the module moved to ``risk/`` (issue 35)."""
+    import sdc_dagster.contribution as contract  # move_modules: keep (CONTRACT.md's path)
+    import sdc_dagster.risk.contribution as module
+
+    assert contract.contributions is module.contributions
+    assert contract.contribution_values is module.contribution_values

@@ -19,7 +19,7 @@ from sdc_dagster.datafiles.argus import read_rda
 from sdc_dagster.datafiles.dialect import csv_dialect, first_row_is_header
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.releases.files import release_formats
-from sdc_dagster.sources import read_survey_file, read_wave, value_labels
+from sdc_dagster.spec.sources import read_survey_file, read_wave, value_labels
 from sdc_dagster.spec import SpecError, load_spec, parse_spec
 from sdc_dagster.spec.draft import draft_spec
 from sdc_dagster.spec.reading import file_format, read_with_metadata

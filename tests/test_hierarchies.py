@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.protect.plan import apply_plan, plan_problems
-from sdc_dagster.search_space import key_hierarchy, search_space
+from sdc_dagster.search.space import key_hierarchy, search_space
 from sdc_dagster.spec import SpecError, Variable, load_spec, parse_spec
 from sdc_dagster.spec.drafted_hierarchies import (
     HierarchyRule,
@@ -503,7 +503,7 @@ def test_sdc_check_names_a_data_value_missing_from_the_hierarchy_file(tmp_path):
 def test_bands_of_a_text_key_are_named_as_a_problem_of_the_wave():
     spec = parse_spec({"survey": "s", "variables": {"town": {"role": "categorical_key", "hierarchy": {"bands": [5]}}}})
     frame = pd.DataFrame({"town": ["a", "b", "c"]})
-    from sdc_dagster.search_space import hierarchy_problems
+    from sdc_dagster.search.space import hierarchy_problems
 
     assert hierarchy_problems(frame, spec) == [
         "variables.town.hierarchy: bands need numbers, and 'town' holds object values such as 'a'"]

@@ -19,7 +19,7 @@ from sdc_dagster.cli import EXIT_BAD_SPEC, EXIT_OK, EXIT_USAGE, main
 from sdc_dagster.names import UnsafeNameError, check_name, inside
 from sdc_dagster.resources.storage import ParquetIOManager
 from sdc_dagster.spec import load_spec, load_specs, scan_specs
-from sdc_dagster.sources import locate_wave_file
+from sdc_dagster.spec.sources import locate_wave_file
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 TESTDATA = CHECKOUT / "examples" / "data" / "testdata.csv"

@@ -261,7 +261,7 @@ def test_sdc_plan_prints_the_front_and_writes_its_plans_into_the_spec(tmp_path, 
     # the written plan runs as any other: the first (the recommended one) reaches 3-anonymity, the
     # protected file counted with pandas (a suppressed value matches every value, SPEC §2.4)
     from sdc_dagster.pipeline import protection
-    from sdc_dagster.sources import read_wave_file
+    from sdc_dagster.spec.sources import read_wave_file
 
     data = read_wave_file(spec, source)
     protected = protection.protect(data, spec, spec.plan(added[0]), wave="2024").data

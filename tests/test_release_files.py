@@ -17,7 +17,7 @@ from sdc_dagster.releases.digests import WaveSnapshot
 from sdc_dagster.releases.manifest import ReleaseRecord, write_release
 from sdc_dagster.releases.replay import recompute_release, verify_release
 from sdc_dagster.spec import SpecError, load_spec, parse_spec
-from sdc_dagster.sources import file_sha256, read_wave_file
+from sdc_dagster.spec.sources import file_sha256, read_wave_file
 
 N_HOUSEHOLDS = 300
 SPEC = {

@@ -19,7 +19,7 @@ from sdc_dagster.protect.plan import apply_plan, plan_problems
 from sdc_dagster.protect.recode import recode
 from sdc_dagster.releases import files as release_files
 from sdc_dagster.releases.categories import category_count_excess, released_coding
-from sdc_dagster.sources import read_wave_file
+from sdc_dagster.spec.sources import read_wave_file
 from sdc_dagster.spec import SpecError, load_spec, parse_spec
 
 EDUCATION = {1: "Preschool", 2: "1st-4th", 3: "5th-6th", 4: "7th-8th", 5: "9th", 6: "10th", 7: "11th",

@@ -10,8 +10,8 @@ from dagster import AssetKey, instance_for_test, materialize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdc_dagster.schemas import SchemaViolation, microdata_schema, validate
-from sdc_dagster.sources import spec_column_order
+from sdc_dagster.spec.schemas import SchemaViolation, microdata_schema, validate
+from sdc_dagster.spec.sources import spec_column_order
 from sdc_dagster.spec import parse_spec
 
 SPEC = parse_spec(

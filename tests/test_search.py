@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from sdc_dagster.pipeline import evaluation
 from sdc_dagster.pipeline import protection
 from sdc_dagster.protect.plan import apply_plan
-from sdc_dagster.search_space import key_hierarchy, search_space
+from sdc_dagster.search.space import key_hierarchy, search_space
 from sdc_dagster.keys import key_digits
 from sdc_dagster.risk.categorical import k_anonymity_violations, risk_table
 from sdc_dagster.pipeline.search import SEARCHED_PLAN, _Lattice, progress_line, search_wave

@@ -26,7 +26,7 @@ from sdc_dagster.pipeline.search import (
 )
 from sdc_dagster.protect.plan import apply_plan
 from sdc_dagster.protect.recode import interval_recode
-from sdc_dagster.search_space import continuous_steps, key_hierarchy, search_space, withheld_level
+from sdc_dagster.search.space import continuous_steps, key_hierarchy, search_space, withheld_level
 from sdc_dagster.spec import Plan, Variable, parse_spec
 from sdc_dagster.spec.draft import draft_spec, drafted_global_risk
 

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import complete_key_frequencies
-from sdc_dagster.simulation import CATEGORICAL_DESIGN, simulate_survey
+from sdc_dagster.risk.frequencies import complete_key_frequencies
+from sdc_dagster.synthetic.survey import CATEGORICAL_DESIGN, simulate_survey
 
 
 def test_design():

@@ -7,12 +7,12 @@ import pandas as pd
 import pyreadstat
 import pytest
 
-from sdc_dagster.classification import classify_variables
+from sdc_dagster.spec.classification import classify_variables
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.schemas import SchemaViolation
-from sdc_dagster.sources import file_format, locate_wave_file, read_survey_file
+from sdc_dagster.spec.schemas import SchemaViolation
+from sdc_dagster.spec.sources import file_format, locate_wave_file, read_survey_file
 from sdc_dagster.spec import parse_spec
-from sdc_dagster.sources import read_wave
+from sdc_dagster.spec.sources import read_wave
 
 TOY = {
     "survey": "toy",

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.protect.noise import NOISE_METHODS
 from sdc_dagster.protect.plan import PLAN_METHODS, plan_problems, validate_plan
-from sdc_dagster.schemas import SchemaViolation, microdata_schema, validate
+from sdc_dagster.spec.schemas import SchemaViolation, microdata_schema, validate
 from sdc_dagster.spec import SpecError, load_spec, load_specs, parse_spec
 from sdc_dagster.spec.survey import ROLES
 

@@ -11,7 +11,7 @@ import sdc_dagster
 from sdc_dagster.assets.partitions import wave_partitions
 from sdc_dagster.pipeline.protection import ProtectedVariant, wave_plan_names
 from sdc_dagster.report.plots import image_uri
-from sdc_dagster.schemas import classification_schema, key_frequencies_schema
+from sdc_dagster.spec.schemas import classification_schema, key_frequencies_schema
 from sdc_dagster.spec import SurveySpec
 
 CODE_VERSION = "1"

@@ -3,11 +3,11 @@
 from dagster import AssetExecutionContext, AssetsDefinition, DataVersion, Output, asset
 
 from sdc_dagster.assets.survey.common import CLASSIFICATION_TYPE, code_version, common, ins, table_markdown
-from sdc_dagster.classification import classify_variables
+from sdc_dagster.spec.classification import classify_variables
 from sdc_dagster.pipeline.ingest import RawWave, ingest_wave
 from sdc_dagster.pipeline.risk import keys_from_classification
 from sdc_dagster.resources.home import SdcHome
-from sdc_dagster.schemas import classification_schema, validate
+from sdc_dagster.spec.schemas import classification_schema, validate
 from sdc_dagster.spec import SurveySpec
 
 

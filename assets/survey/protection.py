@@ -12,7 +12,7 @@ from sdc_dagster.pipeline import protection, relaxations, search
 from sdc_dagster.pipeline.ingest import RawWave
 from sdc_dagster.releases import wave as releases
 from sdc_dagster.resources.home import SdcHome
-from sdc_dagster.schemas import microdata_schema, validate
+from sdc_dagster.spec.schemas import microdata_schema, validate
 from sdc_dagster.spec import Plan, SurveySpec
 
 

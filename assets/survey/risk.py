@@ -18,7 +18,7 @@ from sdc_dagster.pipeline import risk
 from sdc_dagster.pipeline.ingest import RawWave
 from sdc_dagster.report.content import suda_summary
 from sdc_dagster.report.plots import boxplot_svg, histogram_svg
-from sdc_dagster.schemas import key_frequencies_schema, risk_scores_schema, validate
+from sdc_dagster.spec.schemas import key_frequencies_schema, risk_scores_schema, validate
 from sdc_dagster.spec import SurveySpec
 from sdc_dagster.report.references import citation_text
 

@@ -17,7 +17,7 @@ def prepare_demo_waves() -> dict[str, list[str]]:
     from seed 000's simulation design (SPEC §5.7) with seeds 1 and 2.
     """
     from sdc_dagster.resources.storage import bundled_examples, landing_dir
-    from sdc_dagster.simulation import simulate_survey
+    from sdc_dagster.synthetic.survey import simulate_survey
 
     landing = landing_dir()
     (landing / "testdata").mkdir(parents=True, exist_ok=True)

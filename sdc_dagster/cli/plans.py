@@ -27,7 +27,7 @@ def run_plan(survey_name: str, wave: str, *, data_file: str | None = None, write
     from sdc_dagster.errors import SDCInputError
     from sdc_dagster.protect.plan_search import front_as_yaml
     from sdc_dagster.resources.storage import landing_dir
-    from sdc_dagster.sources import file_format, locate_wave_file, read_wave_file
+    from sdc_dagster.spec.sources import file_format, locate_wave_file, read_wave_file
     from sdc_dagster.spec import SpecError, load_spec, spec_text_with_plans
 
     specs, broken = spec_catalogue("plan", out, survey_name)

@@ -27,7 +27,7 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
     from sdc_dagster.releases import manifest
     from sdc_dagster.releases.replay import recompute_release, verify_release
     from sdc_dagster.releases.wave import wave_release as release_of_wave
-    from sdc_dagster.sources import file_sha256
+    from sdc_dagster.spec.sources import file_sha256
 
     root = releases_dir()
     if survey_name is not None and survey_name not in (known := known_surveys(root)):

@@ -82,7 +82,7 @@ def _land_wave_file(spec, wave: str, data_file: Path) -> Path:
     from sdc_dagster.errors import SDCInputError
     from sdc_dagster.names import inside
     from sdc_dagster.resources.storage import landing_dir
-    from sdc_dagster.sources import file_format, read_wave_file
+    from sdc_dagster.spec.sources import file_format, read_wave_file
     from sdc_dagster.spec import FORMATS
 
     if not data_file.is_file():
@@ -128,7 +128,7 @@ def _run_wave(survey_name: str, wave: str, data_file: str | None, home: str | No
     from sdc_dagster.definitions import build_definitions
     from sdc_dagster.errors import SDCInputError
     from sdc_dagster.resources.storage import landing_dir
-    from sdc_dagster.sources import locate_wave_file
+    from sdc_dagster.spec.sources import locate_wave_file
     from sdc_dagster.pipeline.report_inputs import design_statement
 
     specs, broken = spec_catalogue("run", out, survey_name)

@@ -87,8 +87,8 @@ def run_check(spec_file: str, *, data_file: str | None = None, out=None, options
     column, the rule and the first offending rows."""
     out = out or sys.stdout
     from sdc_dagster.errors import SDCInputError
-    from sdc_dagster.schemas import SchemaViolation
-    from sdc_dagster.sources import read_wave_file
+    from sdc_dagster.spec.schemas import SchemaViolation
+    from sdc_dagster.spec.sources import read_wave_file
     from sdc_dagster.spec import SpecError, load_spec
 
     path = Path(spec_file)
@@ -120,7 +120,7 @@ def run_check(spec_file: str, *, data_file: str | None = None, out=None, options
     except SDCInputError as exc:
         print(f"sdc check: {exc}", file=out)
         return EXIT_BAD_DATA
-    from sdc_dagster.search_space import hierarchy_problems
+    from sdc_dagster.search.space import hierarchy_problems
 
     problems = hierarchy_problems(data, spec)
     for problem in problems:

@@ -20,7 +20,7 @@ the tables count households: the first record of each household in each file. ``
 leaves out the cells with y = 0.
 
 The counts come from one GROUPING SETS query per file in DuckDB
-(:func:`sdc_dagster.frequencies.grouping_sets_counts`). A missing value in a table variable is a
+(:func:`sdc_dagster.risk.frequencies.grouping_sets_counts`). A missing value in a table variable is a
 value of its own. Deviation: sdcMicro merges the two files' cells on the variables' values alone,
 so a margin cell (the variables outside S are NA there) and an inner cell whose values are missing
 in those variables fall together; here cells are matched within their subset S.
@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import grouping_sets_counts
+from sdc_dagster.risk.frequencies import grouping_sets_counts
 from sdc_dagster.validation import check_flag
 
 SWAP_LOSS_METRICS = ("absD", "relabsD", "abssqrtD")

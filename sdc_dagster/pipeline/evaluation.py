@@ -15,7 +15,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from sdc_dagster import contribution, loss, risk
+from sdc_dagster import loss, risk
+from sdc_dagster.risk import contribution
 from sdc_dagster.errors import NotComputable
 from sdc_dagster.pipeline.protection import linkage_figures
 from sdc_dagster.pipeline.risk import RiskScores, if_computable, records_below_l, risk_table

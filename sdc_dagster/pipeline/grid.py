@@ -4,7 +4,7 @@ Region census files (``<home>/census/<region>.parquet``) -> targeted record swap
 geography across every region (:mod:`sdc_dagster.pipeline.grid_swap`, the one step that reads all
 regions; the swapped persons are written back per region) -> national totals of
 every figure (:func:`national_totals`) and, per region, the tabulated grid
-(:func:`~sdc_dagster.grid_counts.tabulate_grid`) -> the protected tables of the two routes of the
+(:func:`~sdc_dagster.grid.counts.tabulate_grid`) -> the protected tables of the two routes of the
 grid spec: the cell key method (:func:`cell_key_region`) and consistent primary/secondary
 suppression of both populations (:func:`suppress_region`). The assets and the audit replay
 (:mod:`sdc_dagster.releases.grid`, :mod:`sdc_dagster.releases.replay`) call these same functions.
@@ -20,13 +20,13 @@ import numpy as np
 import pandas as pd
 import pandera.pandas as pa
 
-from sdc_dagster.census import write_census_by_region
-from sdc_dagster.grid_counts import GRID_VARIABLES, tabulate_grid
+from sdc_dagster.synthetic.census import write_census_by_region
+from sdc_dagster.grid.counts import GRID_VARIABLES, tabulate_grid
 from sdc_dagster.spec.grid import CellKeySpec, SuppressionSpec
 from sdc_dagster.protect.cellkey import assign_record_keys, grid_cell_key
 from sdc_dagster.protect.ptable import perturbation_table
 from sdc_dagster.protect.grid import consistent_grid_suppression
-from sdc_dagster.schemas import validate
+from sdc_dagster.spec.schemas import validate
 
 CELL_ID_PATTERN = r"^(\d+(km|m)N\d+E\d+|CRS3035RES\d+mN\d+E\d+)$"
 

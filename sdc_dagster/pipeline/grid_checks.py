@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from sdc_dagster.grid_counts import GRID_COUNT_COLUMNS, grid_variables_of
+from sdc_dagster.grid.counts import GRID_COUNT_COLUMNS, grid_variables_of
 from sdc_dagster.loss.tables import grid_information_loss, perturbation_loss, secondary_suppression_cost
 from sdc_dagster.pipeline.protection import CheckOutcome
 from sdc_dagster.risk.tables import (

@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as arrow
 import pyarrow.parquet as pq
 
-from sdc_dagster.census import PARQUET_OPTIONS, census_arrow_schema
+from sdc_dagster.synthetic.census import PARQUET_OPTIONS, census_arrow_schema
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.files import atomic_path
 from sdc_dagster.spec.grid import SwapSpec

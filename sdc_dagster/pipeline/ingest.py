@@ -1,6 +1,6 @@
 """Stage 1 of the survey chain: a wave as read and validated, with the snapshot its releases record.
 
-The wave's file is read once (:func:`~sdc_dagster.sources.read_wave`: located, read, missing codes
+The wave's file is read once (:func:`~sdc_dagster.spec.sources.read_wave`: located, read, missing codes
 as NA, validated by the spec's schema) and copied to a content-addressed snapshot
 (:func:`~sdc_dagster.releases.digests.snapshot_input`). The later stages receive the snapshot and its
 SHA-256 with the data, as one value (:class:`RawWave`), so that a release records the very file its
@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from sdc_dagster.releases.digests import WaveSnapshot, snapshot_input
-from sdc_dagster.sources import read_wave
+from sdc_dagster.spec.sources import read_wave
 from sdc_dagster.spec import SurveySpec
 
 

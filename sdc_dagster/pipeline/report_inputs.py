@@ -22,7 +22,7 @@ from sdc_dagster.releases.digests import package_versions
 from sdc_dagster.releases.files import release_coding, wave_labels
 from sdc_dagster.releases.manifest import release_provenance
 from sdc_dagster.report import MeasureNote, PlanSummary, ReportInputs, RunInfo, SignOff
-from sdc_dagster.sources import source_metadata, value_labels
+from sdc_dagster.spec.sources import source_metadata, value_labels
 from sdc_dagster.spec import SurveySpec
 
 
@@ -177,7 +177,7 @@ def report_inputs(
     before and after the report shows (a plan's merged categories as its safe files code and label
     them); ``search``: the plan search the searched plan comes from (its front and figures, and
     what it would take when it recommends no plan); ``source``: the wave file, whose SPSS / Stata
-    value labels (:func:`~sdc_dagster.sources.value_labels`) the report shows next to the codes; ``run``: the run
+    value labels (:func:`~sdc_dagster.spec.sources.value_labels`) the report shows next to the codes; ``run``: the run
     (:func:`run_info`) its header shows. The sign-off block is pre-filled with the spec's ``report:``
     names. The report lists the measure notes of the risk, contribution and loss stages."""
     plans = {name: plan_summary(variant, evaluation, _utility_or_none(original, variant, spec))

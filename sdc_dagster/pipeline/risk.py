@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from sdc_dagster import contribution, risk
+from sdc_dagster import risk
+from sdc_dagster.risk import contribution
 from sdc_dagster.errors import NotComputable
 from sdc_dagster.report import MeasureNote
 from sdc_dagster.risk.combined import CombinedSetup, prepare_combined, risk_of_setup
@@ -216,7 +217,7 @@ class Contributions:
 def risk_contributions(data: pd.DataFrame, spec: SurveySpec, *, setup: CombinedSetup | None = None) -> Contributions:
     """Shapley and solidarity contributions of each quasi-identifier to each record's risk (SPEC §6).
 
-    Both values come from one pass over the risk games (:func:`~sdc_dagster.contribution.contribution_values`);
+    Both values come from one pass over the risk games (:func:`~sdc_dagster.risk.contribution.contribution_values`);
     missing values in the quasi-identifiers follow SPEC §5.8. ``setup``: the combined measure's
     set-up of the wave (:attr:`RiskScores.combined`) when the risk stage built it, so that it is not
     built twice. Returns the per-record values (columns ``shapley_<var>``, ``solidarity_<var>``),

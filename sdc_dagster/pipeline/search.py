@@ -2,7 +2,7 @@
 
 The stage runs on a wave and its survey spec, framework-free (no Dagster import):
 
-1. **Space** (:mod:`sdc_dagster.search_space`): per categorical key a chain of generalisation
+1. **Space** (:mod:`sdc_dagster.search.space`): per categorical key a chain of generalisation
    levels from the data (or the spec's ``hierarchy:``); the nodes of the search are the combinations
    of one level per key (the lattice). A node's plan recodes each key to its level and, when that
    alone leaves records with f_k < k, suppresses key values locally to k-anonymity (SPEC §8.3; the
@@ -46,7 +46,7 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
    both global risk and loss, from the least loss up to the least loss meeting the stricter target.
 4. **Confirmation.** Front candidates are run as ordinary plans (:func:`sdc_dagster.pipeline.protection.protect`,
    so the release replays them byte for byte) with the continuous keys' ladder
-   (:func:`~sdc_dagster.search_space.continuous_steps`, the weakest passing rung of each method, least
+   (:func:`~sdc_dagster.search.space.continuous_steps`, the weakest passing rung of each method, least
    loss first, withholding keys last), until :func:`sdc_dagster.pipeline.protection.release_checks` has no blocking failure; the loss is then
    :func:`sdc_dagster.pipeline.evaluation.headline_loss` of the released variant. The release checks
    include the utility limits (``limits:``: suppression, records changed, the change of means,
@@ -76,13 +76,13 @@ import pandas as pd
 
 from sdc_dagster import risk
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import digit_key_frequencies
-from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
+from sdc_dagster.risk.frequencies import digit_key_frequencies
+from sdc_dagster.risk.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.keys import category_codes, renumbered_digits
 from sdc_dagster.protect.plan import PlanResult
 from sdc_dagster.protect.plan_search import pareto_front
 from sdc_dagster.search.coding import ClassCounter, KeyCoding
-from sdc_dagster.search_space import ContinuousRung, KeyHierarchy, continuous_steps, search_space
+from sdc_dagster.search.space import ContinuousRung, KeyHierarchy, continuous_steps, search_space
 from sdc_dagster.protect.suppression import codes_below_l, risk_suppression, suppress_codes_to_k, suppress_codes_to_l
 from sdc_dagster.risk.categorical import risk_from_frequencies
 from sdc_dagster.spec import SEARCHED_PLAN, Plan, SurveySpec
@@ -423,7 +423,7 @@ def _nodes(space: dict[str, KeyHierarchy]) -> np.ndarray:
 
 def _cut_space(space: dict[str, KeyHierarchy]) -> dict[str, KeyHierarchy]:
     """The space with the deepest levels of the keys with most levels dropped until the lattice has at
-    most :data:`MAX_NODES` nodes; a key's top (one group, :func:`~sdc_dagster.search_space.withheld_level`)
+    most :data:`MAX_NODES` nodes; a key's top (one group, :func:`~sdc_dagster.search.space.withheld_level`)
     is kept while a level below it can go."""
     space = dict(space)
     while np.prod([len(h.levels) for h in space.values()], dtype=float) > MAX_NODES:
@@ -464,7 +464,7 @@ def search_wave(
     exhaustive : evaluate every node of the lattice, without the loss bound (the time budget still
         applies); for checking that the bound loses no front candidate.
     withhold : search the lattice in which every key also has the top of its hierarchy (all its
-        categories as one, :func:`~sdc_dagster.search_space.withheld_level`). Without it, when no
+        categories as one, :func:`~sdc_dagster.search.space.withheld_level`). Without it, when no
         plan of the data's own levels passes the release checks, the search runs again with it in
         the time left, its plans without suppression (a node not k-anonymous by its recodes is
         settled by one frequency check, most by predictive tagging), the node of every key at its
@@ -712,7 +712,7 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
               ) -> SearchCandidate:
     """A node's plan (without continuous step) and its risk and loss on the recoded keys;
     ``checked``: the node's key digits and radices and the counter of local suppression
-    (:class:`~sdc_dagster.incremental_counts.IncrementalCompatibleCounts`) that checked them, when
+    (:class:`~sdc_dagster.risk.incremental_counts.IncrementalCompatibleCounts`) that checked them, when
     the walk made them (not made again).
 
     A node that is not k-anonymous by recoding gets local suppression to k; one whose global risk is
@@ -723,7 +723,7 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
 
     Everything runs on the keys' codes (:meth:`_Lattice.digits`): local suppression by
     :func:`~sdc_dagster.protect.suppression.suppress_codes_to_k` and the frequencies of the
-    suppressed keys by :func:`~sdc_dagster.frequencies.digit_key_frequencies` after the codes are
+    suppressed keys by :func:`~sdc_dagster.risk.frequencies.digit_key_frequencies` after the codes are
     renumbered as :func:`~sdc_dagster.keys.key_digits` numbers the released keys (so every count
     is the one the release's own checks compute); without weights, the counts of local
     suppression's counter are those counts already. Only risk-based suppression takes a frame."""
@@ -872,7 +872,7 @@ def _passes_risk_checks(candidate: SearchCandidate) -> bool:
 def _confirm(data, spec, space, front, wave, start, say):
     """Run front candidates as plans with the continuous keys' ladder (module docstring; per chain
     the weakest rung that passes, :func:`_weakest_passing`, the chains in the order of
-    :func:`~sdc_dagster.search_space.continuous_steps`; when only the linkage check fails, local
+    :func:`~sdc_dagster.search.space.continuous_steps`; when only the linkage check fails, local
     suppression to a larger k with microaggregation, :func:`_stronger_suppressions`; withholding
     continuous keys last) through the release checks, in loss
     order, until the recommendation, the runner-up and the cheapest candidate meeting the stricter

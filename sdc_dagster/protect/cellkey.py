@@ -37,8 +37,8 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import quote_identifier
-from sdc_dagster.grid_counts import grid_variables_of
+from sdc_dagster.risk.frequencies import quote_identifier
+from sdc_dagster.grid.counts import grid_variables_of
 from sdc_dagster.protect.ptable import PerturbationTable
 from sdc_dagster.validation import check_option, check_scalar
 

@@ -1,7 +1,7 @@
 """Primary and secondary suppression of 1-km grid tables (SPEC §11.1–§11.2).
 
 Every inhabited grid cell publishes its total resident population T and the counts of the grid
-variables of :data:`sdc_dagster.grid_counts.GRID_VARIABLES`: the margins of sex (``sex_1``,
+variables of :data:`sdc_dagster.grid.counts.GRID_VARIABLES`: the margins of sex (``sex_1``,
 ``sex_2``), age group (``age_1``..``age_3``), place of birth (``birth_1``..``birth_3``) and residence
 one year before (``residence_1``..``residence_3``), and the number of employed persons
 (``employed``). Sex and age are always there; the other variables are protected when their columns
@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.grid_counts import GridVariable, grid_variables_of
+from sdc_dagster.grid.counts import GridVariable, grid_variables_of
 from sdc_dagster.risk.tables import disclosing_differences
 from sdc_dagster.validation import check_option, check_scalar, count_matrix
 

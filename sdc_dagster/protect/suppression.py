@@ -3,7 +3,7 @@
 
 Suppressed key values become missing, and a missing value matches any value in later frequency
 counts (SPEC §2.4, sdcMicro ``freqCalc``). Every count here comes from the one §2.4 counter,
-:class:`sdc_dagster.incremental_counts.IncrementalCompatibleCounts` (the counts of
+:class:`sdc_dagster.risk.incremental_counts.IncrementalCompatibleCounts` (the counts of
 ``risk.key_frequencies`` and ``risk.k_anonymity_violations``), so "safe" means the same for the
 algorithm, the risk measures and the asset checks.
 
@@ -48,8 +48,8 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
-from sdc_dagster.frequencies import distinct_digit_keys
+from sdc_dagster.risk.incremental_counts import IncrementalCompatibleCounts
+from sdc_dagster.risk.frequencies import distinct_digit_keys
 from sdc_dagster.keys import category_codes, check_mask_width, key_digits
 from sdc_dagster.protect.strata import stratum_codes, stratum_members
 from sdc_dagster.protect.suppression_greedy import auto_suppress_to_k, greedy_suppress_to_k

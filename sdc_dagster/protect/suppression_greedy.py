@@ -3,7 +3,7 @@ the choice between it and sdcMicro's algorithm (method "auto");
 :func:`~sdc_dagster.protect.suppression.local_suppression` runs them per stratum and key subset.
 
 Every count comes from the one §2.4 counter,
-:class:`sdc_dagster.incremental_counts.IncrementalCompatibleCounts`; the algorithms re-count every
+:class:`sdc_dagster.risk.incremental_counts.IncrementalCompatibleCounts`; the algorithms re-count every
 record after each step and continue until none is unsafe (a record whose last value is suppressed
 can make a complete record unsafe again, §2.4).
 
@@ -57,7 +57,7 @@ from math import comb
 
 import numpy as np
 
-from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
+from sdc_dagster.risk.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.keys import pack_codes
 from sdc_dagster.protect.suppression_sdcmicro import sdcmicro_suppress_to_k
 

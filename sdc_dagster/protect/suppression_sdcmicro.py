@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
+from sdc_dagster.risk.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.keys import pack_codes
 
 

@@ -3,7 +3,7 @@ hashed, the content-addressed snapshot of the wave read, and the package version
 
 A release is reproducible when its audit recomputes the same bytes (:mod:`sdc_dagster.releases.replay`),
 so every file is hashed as written: SHA-256 of the file's bytes (FIPS 180-4; a file on disk by
-:func:`sdc_dagster.sources.file_sha256`, the data version of a raw wave), a spec by its text with
+:func:`sdc_dagster.spec.sources.file_sha256`, the data version of a raw wave), a spec by its text with
 universal newlines (the hash :func:`sdc_dagster.spec.load_spec` records).
 """
 

@@ -50,7 +50,7 @@ from sdc_dagster.files import pin_timestamp
 from sdc_dagster.protect.plan import step_seed
 from sdc_dagster.releases.categories import ReleasedCoding, released_coding
 from sdc_dagster.releases.digests import parquet_bytes
-from sdc_dagster.sources import file_format, source_metadata
+from sdc_dagster.spec.sources import file_format, source_metadata
 from sdc_dagster.spec import Plan, SurveySpec
 from sdc_dagster.spec.reading import FileContents, read_with_metadata
 

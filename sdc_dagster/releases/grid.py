@@ -23,7 +23,7 @@ from sdc_dagster.pipeline.grid import cell_key_persons, cell_key_region, suppres
 from sdc_dagster.releases.digests import package_versions, sha256_bytes, table_bytes
 from sdc_dagster.releases.manifest import MANIFEST, Release, manifest_bytes, read_manifest
 from sdc_dagster.report.grid import render_grid_report
-from sdc_dagster.sources import file_sha256
+from sdc_dagster.spec.sources import file_sha256
 from sdc_dagster.spec.grid import GridSpec
 
 #: The protected tables of each route, as released and as the audit recomputes them.

@@ -22,7 +22,7 @@ from sdc_dagster.releases.digests import spec_text_sha256, table_bytes
 from sdc_dagster.releases.files import safe_files
 from sdc_dagster.releases.grid import list_grid_releases, protect_region
 from sdc_dagster.releases.manifest import SPEC_COPY, read_manifest
-from sdc_dagster.sources import file_sha256, read_wave_file
+from sdc_dagster.spec.sources import file_sha256, read_wave_file
 from sdc_dagster.spec import Plan, load_spec
 from sdc_dagster.spec.grid import parse_grid_spec
 

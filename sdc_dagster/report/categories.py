@@ -1,7 +1,7 @@
 """How the report writes and orders the categories of a variable (display only; data unchanged).
 
 A category that passed through a float column (``1.0``) is written as the integer it is (``1``);
-a category with a value label from the SPSS / Stata source (:func:`sdc_dagster.sources.value_labels`)
+a category with a value label from the SPSS / Stata source (:func:`sdc_dagster.spec.sources.value_labels`)
 is written ``4 (Burgenland)``; interval labels of a global recoding (``(20,30]``) sort by their lower
 bound, numbers numerically, other text by length then alphabetically, missing last.
 """

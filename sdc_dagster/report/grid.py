@@ -1,7 +1,7 @@
 """The census grid report: a self-contained HTML page (SPEC §11; S002 Rys. 3-7).
 
 * a map of the inhabited cells at their ETRS89-LAEA (EPSG:3035) position, decoded from the INSPIRE /
-  GEOSTAT cell id (:func:`sdc_dagster.grid_counts.parse_cell_id`), coloured by population, as inline
+  GEOSTAT cell id (:func:`sdc_dagster.grid.counts.parse_cell_id`), coloured by population, as inline
   SVG with switchable layers: cells with a suppressed count, cells whose perturbed figures differ
   from the original (cell key method), cells that received swapped households;
 * per route, the tables of S002 Figures 3-5: resident size distribution (Rys. 3) and the loss per
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.grid_counts import parse_cell_id
+from sdc_dagster.grid.counts import parse_cell_id
 from sdc_dagster.loss.tables import grid_information_loss, perturbation_loss
 from sdc_dagster.risk.tables import difference_table, resident_size_distribution
 

@@ -177,7 +177,7 @@ class ReportInputs:
         The measures left out as not applicable or computed with a limit, with the reason.
     value_labels : dict
         ``{variable: {code: label}}``: the value labels of the SPSS / Stata source
-        (:func:`sdc_dagster.sources.value_labels`), shown next to the codes ("4 (Burgenland)");
+        (:func:`sdc_dagster.spec.sources.value_labels`), shown next to the codes ("4 (Burgenland)");
         display only, empty for a file without labels.
     search_front : DataFrame or None
         The front of a plan search: one row per searched candidate on it, columns ``global_risk``

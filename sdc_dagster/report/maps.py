@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import require_columns
-from sdc_dagster.grid_counts import GRID_VARIABLES
+from sdc_dagster.grid.counts import GRID_VARIABLES
 
 
 def suppression_map_png(

@@ -2,7 +2,7 @@
 
 Frequencies follow sdcMicro's ``freqCalc`` (missing key values match any value, SPEC §2.4) and the
 risks sdcMicro's ``measure_risk`` (individual risk ``indivRisk(method="approx")``, global risk,
-household risk). The group-bys run in DuckDB (:mod:`sdc_dagster.frequencies`).
+household risk). The group-bys run in DuckDB (:mod:`sdc_dagster.risk.frequencies`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import missing_aware_key_frequencies
+from sdc_dagster.risk.frequencies import missing_aware_key_frequencies
 from sdc_dagster.keys import key_columns
 from sdc_dagster.validation import check_option, check_scalar, weight_values
 
@@ -32,7 +32,7 @@ def key_frequencies(
 
     SPEC §2.1–§2.4, with sdcMicro ``freqCalc`` semantics for missing values: a missing value
     matches any value; a match relying on a missing value of the *other* record's key counts
-    ``alpha`` (see :func:`sdc_dagster.frequencies.compatible_counts` for the exact rule); a key
+    ``alpha`` (see :func:`sdc_dagster.risk.frequencies.compatible_counts` for the exact rule); a key
     missing in every variable gets f = n and F = sum of all weights.
 
     Parameters

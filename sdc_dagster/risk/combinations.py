@@ -3,7 +3,7 @@ variable/category table (:func:`unsafe_combinations`) and sdcMicro's ``riskyCell
 (:func:`risky_cells`).
 
 All frequencies come from one DuckDB GROUPING SETS query over every subset of 1..max_dim key
-variables (:func:`sdc_dagster.frequencies.grouping_sets_counts`).
+variables (:func:`sdc_dagster.risk.frequencies.grouping_sets_counts`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import grouping_sets_counts
+from sdc_dagster.risk.frequencies import grouping_sets_counts
 from sdc_dagster.keys import category_codes, key_columns, key_digits
 from sdc_dagster.validation import check_scalar
 

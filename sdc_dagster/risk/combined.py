@@ -24,7 +24,7 @@ of the continuous term stays m - h.
 
 :func:`prepare_combined` builds the set-up once (:class:`CombinedSetup`: distinct categorical keys,
 their frequencies, the unsafe continuous flags); r_i (:func:`risk_of_setup`) and the risk games of
-:mod:`sdc_dagster.contribution` read the same object.
+:mod:`sdc_dagster.risk.contribution` read the same object.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import DistinctKeys, distinct_keys
-from sdc_dagster.subset_frequencies import symmetric_compatible_counts
+from sdc_dagster.risk.frequencies import DistinctKeys, distinct_keys
+from sdc_dagster.risk.subset_frequencies import symmetric_compatible_counts
 from sdc_dagster.risk.neighbourhood import neighbourhood_counts
 from sdc_dagster.validation import check_scalar, positive_values
 
@@ -58,7 +58,7 @@ def _distinct_columns(data: pd.DataFrame, columns: Sequence[str], *, role: str) 
 class CombinedSetup:
     """The set-up of SPEC §5 shared by the combined risk (§5.5, §5.6) and the risk games (§6.5).
 
-    ``keys`` are the distinct categorical keys (:func:`~sdc_dagster.frequencies.distinct_keys`,
+    ``keys`` are the distinct categorical keys (:func:`~sdc_dagster.risk.frequencies.distinct_keys`,
     digit 0 = NA; None when h = 0), ``key_frequency`` f and ``key_weight`` F^ of each distinct key
     with the symmetric NA compatibility of SPEC §5.8 (F^ = f without weights), and
     ``unsafe_continuous`` the n x (m - h) flags w_j(i) or w*_j(i) (False for a missing value).

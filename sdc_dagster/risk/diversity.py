@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import distinct_keys
+from sdc_dagster.risk.frequencies import distinct_keys
 from sdc_dagster.keys import category_codes, key_columns
 from sdc_dagster.validation import check_scalar
 
@@ -45,7 +45,7 @@ def _value_counts_by_group(group: np.ndarray, values: np.ndarray, n_groups: int)
 def group_l_diversity(group: np.ndarray, n_groups: int, values: np.ndarray, recursive_c: float = 2.0) -> pd.DataFrame:
     """Distinct, entropy and recursive (c, l) diversity per record (columns ``distinct``,
     ``entropy``, ``recursive``, :func:`l_diversity`'s semantics) for one coded sensitive column:
-    ``group``, each record's key group in 0..n_groups-1 (as :func:`~sdc_dagster.frequencies.distinct_keys`
+    ``group``, each record's key group in 0..n_groups-1 (as :func:`~sdc_dagster.risk.frequencies.distinct_keys`
     numbers them); ``values``, the sensitive variable's category codes from 0, -1 for missing. For
     callers that group the records already (the plan search, per node of its lattice)."""
     pair_group, _, count = _value_counts_by_group(group, values, n_groups)

@@ -56,7 +56,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import NotComputable, SDCInputError, did_you_mean
-from sdc_dagster.frequencies import distinct_digit_keys
+from sdc_dagster.risk.frequencies import distinct_digit_keys
 from sdc_dagster.keys import key_columns
 from sdc_dagster.numerics.loglinear import MAX_TABLE_CELLS, hierarchical_closure, ipf_fit, poisson_fit
 from sdc_dagster.validation import check_option, weight_values

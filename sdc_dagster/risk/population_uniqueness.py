@@ -69,7 +69,7 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import distinct_keys
+from sdc_dagster.risk.frequencies import distinct_keys
 from sdc_dagster.keys import key_columns
 from sdc_dagster.validation import check_scalar
 

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.grid_counts import GRID_VARIABLES as GRID_VARIABLE_REGISTRY
-from sdc_dagster.grid_counts import grid_variables_of
+from sdc_dagster.grid.counts import GRID_VARIABLES as GRID_VARIABLE_REGISTRY
+from sdc_dagster.grid.counts import grid_variables_of
 from sdc_dagster.validation import count_matrix
 
 #: Row labels of the S002 difference table for each category column (SEX1.., AGE1.., then the

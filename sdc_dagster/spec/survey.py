@@ -265,11 +265,11 @@ class SearchOptions:
     or one drafted from the data), adjacent categories of an ordinal key, or rare nominal categories
     into "Other", ``interval_recode`` and ``top_coding`` give the bands and coded tails of ordered and
     integer-valued keys (every level released as a ``recode`` step whose ``names`` name its merged
-    groups, SPEC §8.2; :mod:`sdc_dagster.search_space`), ``local_suppression``
+    groups, SPEC §8.2; :mod:`sdc_dagster.search.space`), ``local_suppression``
     suppresses to k-anonymity and, where the global risk is still above the target, by individual
     risk; ``microaggregation``, ``rank_swap``, ``noise``, ``rounding``, ``top_coding`` and
     ``interval_recode`` (bands) and ``remove_variables`` (withholding a key) are the rungs of the
-    continuous keys' ladder (:func:`sdc_dagster.search_space.continuous_steps`); ``mv_top_coding``
+    continuous keys' ladder (:func:`sdc_dagster.search.space.continuous_steps`); ``mv_top_coding``
     (multivariate top coding before microaggregation, on small files with multivariate outliers) is
     used only when the spec names it (:data:`OPT_IN_SEARCH_METHODS`; default
     :data:`DEFAULT_SEARCH_METHODS`).

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import connect
+from sdc_dagster.risk.frequencies import connect
 from sdc_dagster.protect.cellkey import FIXED_POINT_SCALE, assign_record_keys, record_key_addends
 from sdc_dagster.protect.ptable import PerturbationTable
 from sdc_dagster.tables.model import cover_pairs, tabulate

@@ -21,7 +21,7 @@ constraints, here built once and shared by the primary rules, the audit and the 
   sum ``value`` and keep the contributions per contributor (a holding's contributions summed: it
   counts as one contributor) for the primary rules of :mod:`sdc_dagster.tables.primary`.
 
-The aggregation of microdata runs in DuckDB (:mod:`sdc_dagster.frequencies`).
+The aggregation of microdata runs in DuckDB (:mod:`sdc_dagster.risk.frequencies`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import pandas as pd
 from scipy import sparse
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.frequencies import connect
+from sdc_dagster.risk.frequencies import connect
 
 #: The code of a flat dimension's total.
 TOTAL = "Total"

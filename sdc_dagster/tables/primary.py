@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import connect
+from sdc_dagster.risk.frequencies import connect
 from sdc_dagster.tables.model import Table, cover_pairs
 from sdc_dagster.validation import check_option, check_scalar
 

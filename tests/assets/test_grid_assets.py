@@ -15,7 +15,7 @@ from sdc_dagster.cli import run_audit
 from sdc_dagster.cli.demo import run_grid_chain
 from sdc_dagster.pipeline.grid import prepare_demo_census, region_seed, swapped_dir
 from sdc_dagster.releases.replay import replay_grid_release
-from sdc_dagster.grid_counts import GRID_COUNT_COLUMNS, GRID_VARIABLES, tabulate_grid
+from sdc_dagster.grid.counts import GRID_COUNT_COLUMNS, GRID_VARIABLES, tabulate_grid
 from sdc_dagster.spec.grid import GridSpec, load_grid_spec
 from sdc_dagster.protect import consistent_grid_suppression, grid_suppression
 

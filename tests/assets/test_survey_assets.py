@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from dagster import AssetKey
 
-import sdc_dagster.contribution
+import sdc_dagster.risk.contribution
 import sdc_dagster.pipeline.protection
 import sdc_dagster.pipeline.risk
 import sdc_dagster.risk
@@ -69,7 +69,7 @@ def engine_calls(monkeypatch) -> dict[str, Counter]:
     monkeypatch.setattr(sdc_dagster.risk, "risk_table", counted("risk_table", sdc_dagster.risk.risk_table))
     monkeypatch.setattr(sdc_dagster.risk, "unsafe_combinations",
                         counted("unsafe_combinations", sdc_dagster.risk.unsafe_combinations))
-    for module in (sdc_dagster.pipeline.risk, sdc_dagster.contribution, sdc_dagster.risk.combined):
+    for module in (sdc_dagster.pipeline.risk, sdc_dagster.risk.contribution, sdc_dagster.risk.combined):
         monkeypatch.setattr(module, "prepare_combined", counted("prepare_combined", module.prepare_combined))
     checks = sdc_dagster.pipeline.protection.release_checks
     monkeypatch.setattr(sdc_dagster.pipeline.protection, "release_checks",

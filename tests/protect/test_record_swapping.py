@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdc_dagster.census import generate_census
+from sdc_dagster.synthetic.census import generate_census
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.protect import targeted_record_swap
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.incremental_counts import IncrementalCompatibleCounts
+from sdc_dagster.risk.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.keys import key_digits
 from sdc_dagster.protect import local_suppression, risk_suppression, suppression_counts
 from sdc_dagster.protect.suppression import suppress_codes_to_k, suppression_ranks

@@ -27,7 +27,7 @@ from sdc_dagster.report.categories import category_counts, category_sort_key, ca
 from sdc_dagster.report.content import distribution_panels, risk_target
 from sdc_dagster.report.measures import format_measure
 from sdc_dagster.report.plots import category_bars_svg, risk_utility_map_svg, top_categories
-from sdc_dagster.sources import value_labels
+from sdc_dagster.spec.sources import value_labels
 
 
 def _size(svg: bytes) -> tuple[float, float]:

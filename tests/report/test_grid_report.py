@@ -5,8 +5,8 @@ import re
 import pandas as pd
 import pytest
 
-from sdc_dagster.census import generate_census
-from sdc_dagster.grid_counts import tabulate_grid
+from sdc_dagster.synthetic.census import generate_census
+from sdc_dagster.grid.counts import tabulate_grid
 from sdc_dagster.protect import assign_record_keys, consistent_grid_suppression, grid_cell_key, perturbation_table
 from sdc_dagster.report.grid import grid_map_svg, render_grid_report
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.frequencies import complete_key_frequencies, digit_key_frequencies, grouping_sets_counts
+from sdc_dagster.risk.frequencies import complete_key_frequencies, digit_key_frequencies, grouping_sets_counts
 from sdc_dagster.keys import key_digits, pack_codes, renumbered_digits
 from sdc_dagster.risk import key_frequencies
 
@@ -235,7 +235,7 @@ def test_many_high_cardinality_keys_match_pairwise_reference():
 def test_dense_and_sparse_methods_match_pairwise_reference(monkeypatch, dense, alpha):
     # both ways of computing the compatible counts (dense down-set sum, sparse hash joins per
     # missingness pattern), on every pattern of 4 keys including complete and all-missing keys
-    import sdc_dagster.frequencies as frequencies
+    import sdc_dagster.risk.frequencies as frequencies
 
     monkeypatch.setattr(frequencies, "_use_dense_lattice", lambda *args: dense)
     rng = np.random.default_rng(5)
@@ -260,7 +260,7 @@ def test_dense_and_sparse_methods_match_pairwise_reference(monkeypatch, dense, a
     seed=st.integers(0, 2**32 - 1),
 )
 def test_dense_method_matches_pairwise_reference(m, n, alpha, seed):
-    import sdc_dagster.frequencies as frequencies
+    import sdc_dagster.risk.frequencies as frequencies
 
     rng = np.random.default_rng(seed)
     values = rng.integers(0, 3, size=(n, m))
@@ -303,7 +303,7 @@ def test_more_keys_than_a_missing_value_mask_holds_is_refused_by_name():
 def test_sparse_method_matches_pairwise_reference_with_either_lookup(monkeypatch, sorted_lookup_size):
     # the sparse method finds pattern tables' positions by a sorted search when they are small and
     # by a hash table otherwise: each alone gives the reference counts
-    import sdc_dagster.frequencies as frequencies
+    import sdc_dagster.risk.frequencies as frequencies
 
     monkeypatch.setattr(frequencies, "_use_dense_lattice", lambda *args: False)
     monkeypatch.setattr(frequencies, "_SORTED_LOOKUP_SIZE", sorted_lookup_size)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sdc_dagster.frequencies import compatible_counts
+from sdc_dagster.risk.frequencies import compatible_counts
 from sdc_dagster.keys import check_mask_width, pack_codes
 
 

@@ -4,7 +4,7 @@ the combined measure; the risk games of §6.5).
 SPEC §5.8 counts, for a record i and a subset T of the key variables, f_i(T) = the records
 compatible with i on T (NA = wildcard, alpha = 1), with the relation symmetric: a key missing on
 every variable of T is compatible with every key and counts for every key. These functions add
-that reading on top of the one counter (:func:`~sdc_dagster.frequencies.compatible_counts`, whose
+that reading on top of the one counter (:func:`~sdc_dagster.risk.frequencies.compatible_counts`, whose
 sdcMicro variant leaves all-missing keys out of the counts of complete keys) and its down-set sum.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sdc_dagster.frequencies import DENSE_CELL_LIMIT, compatible_counts, down_set_sum
+from sdc_dagster.risk.frequencies import DENSE_CELL_LIMIT, compatible_counts, down_set_sum
 from sdc_dagster.keys import pack_codes
 
 

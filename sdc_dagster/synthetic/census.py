@@ -42,7 +42,7 @@ import pyarrow.parquet as pq
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.files import atomic_path
-from sdc_dagster.grid_counts import format_cell_id
+from sdc_dagster.grid.counts import format_cell_id
 from sdc_dagster.validation import check_scalar
 
 #: S002 Rys. 3: inhabited cells, residents, cells with 1 and with 2 residents.

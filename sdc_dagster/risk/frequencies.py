@@ -16,7 +16,7 @@ ways, whichever is cheaper (:func:`_use_dense_lattice`); there is no pairwise co
   and for every such pattern the keys are projected onto the pattern's observed variables and
   hash-joined with the keys of that pattern. Cost ~ (missingness patterns) x (distinct keys).
 
-:mod:`sdc_dagster.subset_frequencies` reads the same counter symmetrically (SPEC §5.8, the combined
+:mod:`sdc_dagster.risk.subset_frequencies` reads the same counter symmetrically (SPEC §5.8, the combined
 measure) and extends its down-set sum to every sub-combination of the keys at once (§6.5).
 """
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.names import check_name
-from sdc_dagster.schemas import microdata_schema, validate
+from sdc_dagster.spec.schemas import microdata_schema, validate
 from sdc_dagster.datafiles.dialect import read_text_cells
 from sdc_dagster.spec import FORMATS, SurveySpec
 from sdc_dagster.spec.reading import file_format, read_with_metadata
