@@ -216,7 +216,7 @@ def _ladder_spec(methods=None):
 
 def test_ladder_offers_multivariate_top_coding_when_named_and_the_keys_have_outliers():
     from sdc_dagster.protect.plan import apply_plan
-    from sdc_dagster.search_space import MV_TOP_CODING_RECORDS, continuous_steps
+    from sdc_dagster.search.space import MV_TOP_CODING_RECORDS, continuous_steps
     from sdc_dagster.spec import DEFAULT_SEARCH_METHODS
 
     named = _ladder_spec(["microaggregation", "mv_top_coding", "noise"])

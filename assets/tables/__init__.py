@@ -48,7 +48,7 @@ from sdc_dagster.pipeline.tables import (
 from sdc_dagster.releases.digests import snapshot_input
 from sdc_dagster.releases.tables import FILE_WAVE, release_tables, table_inputs
 from sdc_dagster.resources.home import SdcHome
-from sdc_dagster.sources import file_sha256
+from sdc_dagster.spec.sources import file_sha256
 from sdc_dagster.spec import SurveySpec
 from sdc_dagster.spec.tables import TableSetSpec
 

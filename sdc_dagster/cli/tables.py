@@ -78,7 +78,7 @@ def run_table_check(spec_file: str, *, data_file: str | None = None, home: str |
 
     try:
         if data_file is not None and spec.source.survey is not None:
-            from sdc_dagster.sources import read_wave_file
+            from sdc_dagster.spec.sources import read_wave_file
 
             data = read_wave_file(surveys[spec.source.survey], Path(data_file))
         elif data_file is not None:

@@ -31,7 +31,7 @@ import sdc_dagster.tables as tables
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.pipeline.protection import CheckOutcome
 from sdc_dagster.releases.digests import WaveSnapshot
-from sdc_dagster.schemas import validate
+from sdc_dagster.spec.schemas import validate
 from sdc_dagster.spec.hierarchies import value_text
 from sdc_dagster.spec.tables import TableSetSpec, dimension_hierarchy
 from sdc_dagster.tables.audit import protection_failures, stacked_mask

@@ -35,7 +35,7 @@ from sdc_dagster.releases.digests import package_versions, sha256_bytes, spec_te
 from sdc_dagster.releases.manifest import MANIFEST, SPEC_COPY, WITHHELD, Release, manifest_bytes, read_manifest
 from sdc_dagster.releases.replay import Verification, verify_grid_release
 from sdc_dagster.report.tables import render_table_report
-from sdc_dagster.sources import file_sha256
+from sdc_dagster.spec.sources import file_sha256
 from sdc_dagster.spec.tables import TableSetSpec, parse_table_spec
 from sdc_dagster.tables.model import Table
 
@@ -178,7 +178,7 @@ def recompute_table_release(folder: Path, manifest: dict) -> dict[str, bytes]:
     spec = parse_table_spec(yaml.safe_load(text), spec_path=Path(manifest["spec"]["file"]), text=text)
     data_file = Path(manifest["inputs"]["data"]["file"])
     if spec.source.survey is not None:
-        from sdc_dagster.sources import read_wave_file
+        from sdc_dagster.spec.sources import read_wave_file
         from sdc_dagster.spec import load_spec
 
         data = read_wave_file(load_spec(manifest["inputs"]["survey_spec"]["file"]), data_file)
