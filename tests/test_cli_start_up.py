@@ -70,6 +70,7 @@ def test_sdc_demo_runs_its_waves_with_the_start_up_heap_frozen(tmp_path, monkeyp
     monkeypatch.setattr(demo, "run_job", run_job)
     monkeypatch.setattr(demo, "wave_summary", lambda survey, wave: "")
     monkeypatch.setattr(demo, "run_grid_demo", lambda defs, instance, out: 0)
+    monkeypatch.setattr(demo, "run_table_demo", lambda *args, **kwargs: 0)
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     monkeypatch.delenv("SDC_HOME", raising=False)
     was = gc.isenabled()
