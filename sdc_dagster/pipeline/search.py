@@ -82,6 +82,8 @@ from sdc_dagster.keys import category_codes, renumbered_digits
 from sdc_dagster.protect.plan import PlanResult
 from sdc_dagster.protect.plan_search import pareto_front
 from sdc_dagster.search.coding import ClassCounter, KeyCoding
+from sdc_dagster.search.flash import Check, Outcome, flash
+from sdc_dagster.search.lattice import Lattice
 from sdc_dagster.search_space import ContinuousRung, KeyHierarchy, continuous_steps, search_space
 from sdc_dagster.protect.suppression import codes_below_l, risk_suppression, suppress_codes_to_k, suppress_codes_to_l
 from sdc_dagster.risk.categorical import risk_from_frequencies
@@ -524,7 +526,7 @@ def search_wave(
                 f"({found.plan.description.removeprefix('searched plan: ')})")
 
     def walk(positions, use_bound: bool) -> tuple[str, int]:
-        """Evaluate the nodes at ``positions`` of ``order``: ("bound" | "budget" | "done", the
+        """Evaluate the nodes at ``positions`` of ``order``: ("bound" | "cap" | "budget" | "done", the
         position where the walk stopped), reporting the nodes settled to ``progress``."""
         nonlocal best_stricter, evaluated, tagged, settled
         first, total = positions.start, len(order) - positions.start
@@ -543,6 +545,11 @@ def search_wave(
                 counted[0] = total  # the nodes left cannot beat the stricter target's least loss
                 say(best_note() + f"; the other {total - done:,} nodes cannot enter the front (loss bound)")
                 return "bound", position
+            if use_bound and lower[index] >= cap:
+                counted[0] = total  # the nodes left cannot have less loss than the wider lattice's plan
+                say(best_note() + f"; the other {total - done:,} nodes cannot have less loss than {cap:.4g}, the "
+                    "least loss meeting the target by recoding alone once each key's top joins the lattice")
+                return "cap", position
             if now - start > LATTICE_SHARE * budget:
                 counted[0] = done
                 say(best_note() + f"; time budget: {total - done:,} nodes not evaluated")
@@ -590,6 +597,40 @@ def search_wave(
         return "done", len(order)
 
     say(f"the lattice of {spec.survey} {wave}".rstrip() + f": {len(nodes):,} nodes over {len(space)} keys")
+    flashed = None  # Flash's least-loss node meeting the target by recoding alone
+    if rolled is not None and not exhaustive and measure == "lambda_arctan" and np.isfinite(lower).all():
+        flashed = _unsuppressed_optimum(lattice, rolled, nodes, lower, spec,
+                                        LATTICE_SHARE * budget - (time.perf_counter() - start), report)
+    if flashed is not None and flashed.value < np.inf:
+        first = int(np.flatnonzero(order == flashed.node)[0])
+        if flashed.optimal and not suppress_allowed and lattice.weights is None:
+            # proven: every node before it in loss order fails the target by recoding alone, and
+            # nothing may be suppressed; the walk starts at it
+            settled += first
+            order = order[first:]
+        else:  # evaluated first: a plan keeping the detail Flash found, however soon the budget ends
+            order = np.r_[flashed.node, order[order != flashed.node]]
+        bound_note = (f"Flash (predictive tagging on classes rolled up from integer codes) checked "
+                      f"{flashed.checked:,} of {len(nodes):,} nodes for the least-loss plan meeting the target "
+                      f"by recoding alone: {'proven' if flashed.optimal and lattice.weights is None else 'best found'}"
+                      f" node {'_'.join(map(str, nodes[flashed.node]))}, loss {flashed.value:.4g}")
+    elif flashed is not None and flashed.optimal and not suppress_allowed and lattice.weights is None:
+        settled += len(order)  # proven: no node meets the target by recoding alone, nothing may be suppressed
+        order = order[:0]
+        bound_note = (f"Flash (predictive tagging on classes rolled up from integer codes) checked "
+                      f"{flashed.checked:,} of {len(nodes):,} nodes: none meets the target by recoding alone")
+    else:
+        bound_note = ""
+    cap = np.inf  # the walk stops at a node whose recode-only loss reaches it (module docstring)
+    if (flashed is not None and not flashed.value < np.inf and suppress_allowed and not withhold
+            and lattice.weights is None and flashed.optimal):
+        # no node meets the target by recoding alone; the wider lattice (each key's top in its
+        # chain, searched next when nothing here passes) has a plan without suppression: a node
+        # here whose recode-only loss reaches that plan's loss cannot have less loss than it
+        cap = _wider_cap(data, spec, LATTICE_SHARE * budget - (time.perf_counter() - start), report)
+        if cap < np.inf:
+            bound_note += (f"; with each key's top in its chain a plan meets the target by recoding alone with "
+                           f"loss {cap:.4g}: only nodes of a lower recode-only loss were evaluated")
     outcome, stop = walk(range(len(order)), use_bound=measure == "lambda_arctan" and not exhaustive)
     left = len(order) - stop
     loss_bound = np.nan
@@ -605,6 +646,10 @@ def search_wave(
                  f"of their loss) above {best_stricter:.4g}, the least loss meeting the stricter target "
                  f"(global risk <= {stricter_target:g})")
         loss_bound = float(lower[order[stop]])
+    elif outcome == "cap":
+        bound = (f"loss bound: {left:,} nodes never evaluated, their recode-only loss at least {cap:.4g}, the loss "
+                 "of the wider lattice's plan")
+        loss_bound = float(lower[order[stop]])
     else:
         bound = "none: every node evaluated" + (" or settled by its classes" if settled else "")
     if rolled is not None:
@@ -613,6 +658,8 @@ def search_wave(
                      "with no suppression allowed)" if settled else ""))
     else:
         bound += f"; {tagged:,} nodes tagged k-anonymous or not without a frequency check (predictive tagging)"
+    if bound_note:
+        bound += "; " + bound_note
     reaching = [c for c in candidates if c.reaches_target]
     front = pareto_front([c for c in reaching if c.loss <= best_stricter + 1e-12])
     say(f"front of {len(front)} candidates; confirming with the release checks")
@@ -671,6 +718,69 @@ def search_wave(
     return replace(again, seconds=time.perf_counter() - start, candidates=found.candidates + again.candidates,
                    bound=f"{again.bound}; searched again with each key's top after no plan of the "
                          f"{len(nodes):,} of the keys' own levels passed the release checks")
+
+
+def _unsuppressed_optimum(lattice: _Lattice, rolled: _RolledCounts, nodes: np.ndarray, lower: np.ndarray,
+                          spec: SurveySpec, budget_seconds: float, report: Progress) -> Outcome | None:
+    """The node of least recode-only loss (``lower``, SPEC §9.1 measure (1); exact for a node that
+    suppresses nothing) that meets the target by recoding alone: every class of at least ``risk.k``
+    records (SPEC §3.1), the global risk of its classes (SPEC §3.3) at most ``risk.max_global_risk``
+    and, when the spec asks it, every class l-diverse (SPEC §3.6, :func:`_records_below_l`); None
+    when no time is left.
+
+    Found by ARX's Flash (:func:`sdc_dagster.search.flash.flash`; Kohlmayer et al. 2012, "Flash:
+    efficient, stable and optimal k-anonymity", PASSAT 2012): the three conditions are monotone
+    along the lattice (merging classes never lowers a class's size nor its distinct sensitive values,
+    and without weights the global risk is the number of classes over n, which merging never
+    raises), so one check tags the cone of generalisations of a node meeting them and the cone of
+    specialisations of one failing them; each node's classes are rolled up from a counted
+    specialisation (:class:`_RolledCounts`). With weights the Benedetti-Franconi risk is not proven
+    monotone: the node is then the best found, not a proven optimum. ``nodes`` are numbered as
+    :class:`~sdc_dagster.search.lattice.Lattice` numbers them (first key most significant).
+    The outcome's ``value`` is inf when no node meets the target."""
+    if budget_seconds <= 0 or not len(nodes):
+        return None
+    k, target = spec.risk.k, spec.risk.max_global_risk
+    grid = Lattice(nodes.max(axis=0))
+
+    def check(node: int) -> Check:
+        levels = tuple(int(x) for x in nodes[node])
+        classes = rolled.classes(levels)
+        small = classes.counts < k
+        if small.any():
+            return Check(False, int(classes.counts[small].sum()), None, -np.inf)
+        if rolled.global_risk(classes) > target * (1 + RISK_MARGIN):
+            return Check(False, 0, None, -np.inf)
+        if lattice.sensitive and _records_below_l(lattice, *lattice.digits(levels), spec):
+            return Check(False, 0, None, -np.inf)
+        return Check(True, 0, float(lower[node]), -np.inf)
+
+    def progress(done: int, total: int, checked: int, best: float) -> None:
+        report(done, total, f"Flash: {checked:,} nodes checked by their classes; least loss meeting the target "
+                            f"by recoding alone so far {best:.4g}")
+
+    return flash(grid, check, lower, unsuppressed_value=lambda prior: prior, counted_bounds=False,
+                 budget_seconds=budget_seconds, progress=progress)
+
+
+def _wider_cap(data: pd.DataFrame, spec: SurveySpec, budget_seconds: float, report: Progress) -> float:
+    """The loss of :func:`_unsuppressed_optimum` over the wider lattice (each key's top in its chain,
+    :func:`~sdc_dagster.search_space.search_space` with ``withhold``), when Flash proves it (the
+    least recode-only loss meeting the target by recoding alone there); inf otherwise (no key has a
+    top to add, a key has a missing value, no time is left, or it is not proven)."""
+    wider = _cut_space(search_space(data, spec, withhold=True))
+    lattice = _Lattice(data, spec, wider)
+    rolled = _RolledCounts.of(lattice)
+    if rolled is None or lattice.weights is not None:
+        return np.inf
+    nodes = _nodes(wider)
+    lower = np.zeros(len(nodes))
+    for i, per_level in enumerate(_level_bounds(data, spec, lattice)):
+        lower += per_level[nodes[:, i]]
+    if not np.isfinite(lower).all():
+        return np.inf
+    found = _unsuppressed_optimum(lattice, rolled, nodes, lower, spec, budget_seconds, report)
+    return found.value if found is not None and found.optimal else np.inf
 
 
 def _proven(recommended: SearchCandidate | None, ranked: list[SearchCandidate],
