@@ -500,12 +500,11 @@ def search_wave(
     for i, per_level in enumerate(bounds):
         lower += per_level[nodes[:, i]]
     order = np.lexsort((nodes.sum(axis=1), lower))
-    if withhold and len(nodes) > 1:
-        # the node of every key at its deepest level (its top) first: k-anonymous whenever the file
-        # has k records, it is a candidate however soon the time budget ends the walk
-        top = int(np.flatnonzero((nodes == nodes.max(axis=0)).all(axis=1))[0])
-        order = np.r_[top, order[order != top]]
     suppress_allowed = "local_suppression" in spec.search.methods
+    # whether the walk suppresses: with each key's top in the lattice only the nodes Flash promotes do
+    walk_suppresses = suppress_allowed and not withhold
+    plain_spec = replace(spec, search=replace(spec.search, methods=tuple(
+        m for m in spec.search.methods if m != "local_suppression")))
     anonymous, not_anonymous = [], []  # nodes checked k-anonymous / not, by recoding alone
     rolled = _RolledCounts.of(lattice)
     settled = 0  # nodes whose classes showed that they cannot reach the target (not evaluated)
@@ -541,11 +540,11 @@ def search_wave(
                 counted[0], reported = done, now
                 say(best_note())
             index = order[position]
-            if use_bound and lower[index] > best_stricter + 1e-12:
+            if use_bound and position >= len(promoted) and lower[index] > best_stricter + 1e-12:
                 counted[0] = total  # the nodes left cannot beat the stricter target's least loss
                 say(best_note() + f"; the other {total - done:,} nodes cannot enter the front (loss bound)")
                 return "bound", position
-            if use_bound and lower[index] >= cap:
+            if use_bound and position >= len(promoted) and lower[index] >= cap:
                 counted[0] = total  # the nodes left cannot have less loss than the wider lattice's plan
                 say(best_note() + f"; the other {total - done:,} nodes cannot have less loss than {cap:.4g}, the "
                     "least loss meeting the target by recoding alone once each key's top joins the lattice")
@@ -555,15 +554,16 @@ def search_wave(
                 say(best_note() + f"; time budget: {total - done:,} nodes not evaluated")
                 return "budget", position
             node, point = tuple(int(x) for x in nodes[index]), nodes[index]
+            may_suppress = walk_suppresses or (suppress_allowed and position < len(promoted))
             checked = None  # the node's key digits and their counter, when checked here
             if rolled is not None:
                 # the node's classes rolled up from the records counted once (exact: no key is missing)
                 classes = rolled.classes(node)
                 is_anonymous = not (classes.counts < k).any()
-                if not is_anonymous and not suppress_allowed:
+                if not is_anonymous and not may_suppress:
                     settled += 1
                     continue
-                if (is_anonymous and not suppress_allowed and not exhaustive
+                if (is_anonymous and not may_suppress and not exhaustive
                         and rolled.global_risk(classes) > target * (1 + RISK_MARGIN)):
                     # k-anonymous, above the risk target, and nothing may be suppressed: the node
                     # cannot reach the target (its classes tell it; no frequency query)
@@ -583,9 +583,10 @@ def search_wave(
                 checked = digits, IncrementalCompatibleCounts(*digits)
                 is_anonymous = not (checked[1].record_counts()[0] < k).any()
                 (anonymous if is_anonymous else not_anonymous).append(point)
-            if not is_anonymous and not suppress_allowed:
+            if not is_anonymous and not may_suppress:
                 continue
-            candidate = _evaluate(data, spec, lattice, space, node, is_anonymous, float(lower[index]), checked)
+            candidate = _evaluate(data, spec if may_suppress else plain_spec, lattice, space, node, is_anonymous,
+                                  float(lower[index]), checked)
             evaluated += 1
             candidates.append(candidate)
             if candidate.reaches_target and candidate.global_risk <= stricter_target:
@@ -597,40 +598,60 @@ def search_wave(
         return "done", len(order)
 
     say(f"the lattice of {spec.survey} {wave}".rstrip() + f": {len(nodes):,} nodes over {len(space)} keys")
-    flashed = None  # Flash's least-loss node meeting the target by recoding alone
-    if rolled is not None and not exhaustive and measure == "lambda_arctan" and np.isfinite(lower).all():
-        flashed = _unsuppressed_optimum(lattice, rolled, nodes, lower, spec,
-                                        LATTICE_SHARE * budget - (time.perf_counter() - start), report)
-    if flashed is not None and flashed.value < np.inf:
-        first = int(np.flatnonzero(order == flashed.node)[0])
-        if flashed.optimal and not suppress_allowed and lattice.weights is None:
-            # proven: every node before it in loss order fails the target by recoding alone, and
-            # nothing may be suppressed; the walk starts at it
+    # Flash (predictive tagging on classes rolled up from integer codes, :func:`_flash_node`): the
+    # least-loss node meeting the target by recoding alone, and with local suppression the
+    # least-loss node whose classes smaller than k hold few enough records for the suppression
+    # limit; both evaluated first (``promoted``), so that a plan keeping the detail Flash found is a
+    # candidate however soon the time budget ends the walk
+    flashed, bound_note, promoted, cap = None, "", [], np.inf
+    flashing = rolled is not None and not exhaustive and measure == "lambda_arctan" and np.isfinite(lower).all()
+    proven_flash = lattice.weights is None  # the global risk is monotone along the lattice without weights
+    if flashing:
+        flashed = _flash_node(lattice, rolled, nodes, lower, spec, LATTICE_SHARE * budget - (time.perf_counter() - start),
+                              report)
+    if flashed is not None:
+        found_note = ("none" if not flashed.value < np.inf else
+                      f"{'proven' if flashed.optimal and proven_flash else 'best found'} node "
+                      f"{'_'.join(map(str, nodes[flashed.node]))}, loss {flashed.value:.4g}")
+        bound_note = (f"Flash checked {flashed.checked:,} of {len(nodes):,} nodes by their rolled-up classes for the "
+                      f"least-loss plan meeting the target by recoding alone: {found_note}")
+        if flashed.optimal and proven_flash and not walk_suppresses:
+            # proven: every node before it in loss order fails the target by recoding alone (all of
+            # them when none meets it), and nothing may be suppressed: the walk starts at it
+            first = int(np.flatnonzero(order == flashed.node)[0]) if flashed.value < np.inf else len(order)
             settled += first
             order = order[first:]
-        else:  # evaluated first: a plan keeping the detail Flash found, however soon the budget ends
-            order = np.r_[flashed.node, order[order != flashed.node]]
-        bound_note = (f"Flash (predictive tagging on classes rolled up from integer codes) checked "
-                      f"{flashed.checked:,} of {len(nodes):,} nodes for the least-loss plan meeting the target "
-                      f"by recoding alone: {'proven' if flashed.optimal and lattice.weights is None else 'best found'}"
-                      f" node {'_'.join(map(str, nodes[flashed.node]))}, loss {flashed.value:.4g}")
-    elif flashed is not None and flashed.optimal and not suppress_allowed and lattice.weights is None:
-        settled += len(order)  # proven: no node meets the target by recoding alone, nothing may be suppressed
-        order = order[:0]
-        bound_note = (f"Flash (predictive tagging on classes rolled up from integer codes) checked "
-                      f"{flashed.checked:,} of {len(nodes):,} nodes: none meets the target by recoding alone")
-    else:
-        bound_note = ""
-    cap = np.inf  # the walk stops at a node whose recode-only loss reaches it (module docstring)
-    if (flashed is not None and not flashed.value < np.inf and suppress_allowed and not withhold
-            and lattice.weights is None and flashed.optimal):
-        # no node meets the target by recoding alone; the wider lattice (each key's top in its
-        # chain, searched next when nothing here passes) has a plan without suppression: a node
-        # here whose recode-only loss reaches that plan's loss cannot have less loss than it
-        cap = _wider_cap(data, spec, LATTICE_SHARE * budget - (time.perf_counter() - start), report)
-        if cap < np.inf:
-            bound_note += (f"; with each key's top in its chain a plan meets the target by recoding alone with "
-                           f"loss {cap:.4g}: only nodes of a lower recode-only loss were evaluated")
+        elif flashed.value < np.inf:
+            promoted.append(flashed.node)
+        elif flashed.optimal and proven_flash and not withhold:
+            # no node meets the target by recoding alone; the wider lattice (each key's top in its
+            # chain, searched next when nothing here passes) has a plan without suppression: a node
+            # here whose recode-only loss reaches that plan's loss cannot have less loss than it
+            cap = _wider_cap(data, spec, LATTICE_SHARE * budget - (time.perf_counter() - start), report)
+            if cap < np.inf:
+                bound_note += (f"; with each key's top in its chain a plan meets the target by recoding alone "
+                               f"with loss {cap:.4g}: only nodes of a lower recode-only loss are evaluated")
+    if flashing and suppress_allowed:
+        limit = int(spec.limits.max_suppressed_share * len(data))
+        suppressible = _flash_node(lattice, rolled, nodes, lower, spec,
+                                   LATTICE_SHARE * budget - (time.perf_counter() - start), report, suppressible=limit)
+        if (suppressible is not None and suppressible.value < min(cap, np.inf)
+                and suppressible.node not in promoted):
+            promoted.append(suppressible.node)
+            bound_note += (f"; the least-loss node whose classes smaller than k hold at most {limit:,} records "
+                           f"(max_suppressed_share of the records), node "
+                           f"{'_'.join(map(str, nodes[suppressible.node]))}, evaluated first")
+    if withhold and not promoted and len(nodes) > 1 and (flashed is None or not flashed.value < np.inf):
+        # without a node from Flash, the node of every key at its deepest level (its top) first:
+        # k-anonymous whenever the file has k records, it is a candidate however soon the time
+        # budget ends the walk
+        promoted.append(int(np.flatnonzero((nodes == nodes.max(axis=0)).all(axis=1))[0]))
+    if promoted:
+        order = np.r_[promoted, order[~np.isin(order, promoted)]]
+    def least_left(stop: int) -> float:
+        """The least recode-only loss of the nodes from position ``stop`` of the walk on."""
+        return float(lower[order[stop:]].min()) if stop < len(order) else np.inf
+
     outcome, stop = walk(range(len(order)), use_bound=measure == "lambda_arctan" and not exhaustive)
     left = len(order) - stop
     loss_bound = np.nan
@@ -639,17 +660,17 @@ def search_wave(
                  f"{LATTICE_SHARE * budget:.0f} s (search.budget_seconds {budget:g})")
         if measure == "lambda_arctan":
             # the nodes are walked in the order of their recode-only loss, which suppression only raises
-            loss_bound = float(lower[order[stop]])
+            loss_bound = least_left(stop)
             bound += f"; no node left has a loss below {loss_bound:.4g} (its recode-only loss)"
     elif outcome == "bound":
         bound = (f"loss bound: {left:,} nodes never evaluated, their recode-only loss (a lower bound "
                  f"of their loss) above {best_stricter:.4g}, the least loss meeting the stricter target "
                  f"(global risk <= {stricter_target:g})")
-        loss_bound = float(lower[order[stop]])
+        loss_bound = least_left(stop)
     elif outcome == "cap":
         bound = (f"loss bound: {left:,} nodes never evaluated, their recode-only loss at least {cap:.4g}, the loss "
                  "of the wider lattice's plan")
-        loss_bound = float(lower[order[stop]])
+        loss_bound = least_left(stop)
     else:
         bound = "none: every node evaluated" + (" or settled by its classes" if settled else "")
     if rolled is not None:
@@ -670,14 +691,14 @@ def search_wave(
         if outcome == "bound":
             outcome, stop = walk(range(stop, len(order)), use_bound=False)
             left = len(order) - stop
-            loss_bound = float(lower[order[stop]]) if outcome == "budget" else np.nan
+            loss_bound = least_left(stop) if outcome == "budget" else np.nan
         beyond = sorted((c for c in candidates if c.reaches_target and c not in front), key=lambda c: c.loss)
         say(f"no front candidate passes the release checks: {len(beyond)} candidates beyond the front confirmed")
         confirmed += [c for c in _confirm(data, spec, space, beyond, wave, start, say) if c.checks]
         bound += (f"; as no front candidate passed the release checks, {evaluated - before:,} more nodes were then "
                   f"evaluated ({left:,} left unevaluated) and the candidates beyond the front confirmed in loss order")
     ranked, recommended, runner_up = _rank(confirmed)
-    unevaluated = np.inf if outcome == "done" else float(lower[order[stop]]) if measure == "lambda_arctan" else -np.inf
+    unevaluated = np.inf if outcome == "done" else least_left(stop) if measure == "lambda_arctan" else -np.inf
     proven = _proven(recommended, ranked, candidates, unevaluated)
     stricter = None
     meets = [c for c in ranked if c.confirmed and c.global_risk <= stricter_target]
@@ -710,34 +731,40 @@ def search_wave(
         return found  # no key has a top to add (none may be recoded, or each has one category)
     say("no plan of the keys' own levels passes the release checks: the search continues with each key's top "
         "(its categories released as one) in the lattice")
-    # the wider lattice's plans go without suppression: a node's frequency check is then all its
-    # evaluation needs, and the node with every key at its top is k-anonymous
-    plain = tuple(m for m in spec.search.methods if m != "local_suppression")
-    again = search_wave(data, replace(spec, search=replace(spec.search, budget_seconds=left_seconds, methods=plain)),
+    # the wider lattice's plans go without suppression (a node's frequency check is then all its
+    # evaluation needs, and the node with every key at its top is k-anonymous), but for the node
+    # Flash finds with few records in classes smaller than k (``walk_suppresses``)
+    again = search_wave(data, replace(spec, search=replace(spec.search, budget_seconds=left_seconds)),
                         wave=wave, progress=progress, exhaustive=exhaustive, withhold=True)
     return replace(again, seconds=time.perf_counter() - start, candidates=found.candidates + again.candidates,
                    bound=f"{again.bound}; searched again with each key's top after no plan of the "
                          f"{len(nodes):,} of the keys' own levels passed the release checks")
 
 
-def _unsuppressed_optimum(lattice: _Lattice, rolled: _RolledCounts, nodes: np.ndarray, lower: np.ndarray,
-                          spec: SurveySpec, budget_seconds: float, report: Progress) -> Outcome | None:
+def _flash_node(lattice: _Lattice, rolled: _RolledCounts, nodes: np.ndarray, lower: np.ndarray,
+                spec: SurveySpec, budget_seconds: float, report: Progress, *, suppressible: int = 0) -> Outcome | None:
     """The node of least recode-only loss (``lower``, SPEC §9.1 measure (1); exact for a node that
-    suppresses nothing) that meets the target by recoding alone: every class of at least ``risk.k``
-    records (SPEC §3.1), the global risk of its classes (SPEC §3.3) at most ``risk.max_global_risk``
-    and, when the spec asks it, every class l-diverse (SPEC §3.6, :func:`_records_below_l`); None
-    when no time is left.
+    suppresses nothing) among the nodes that pass a check read from their classes; None when no time
+    is left. The outcome's ``value`` is inf when no node passes.
+
+    With ``suppressible`` 0 the check is the target by recoding alone: every class of at least
+    ``risk.k`` records (SPEC §3.1), the global risk of the classes (SPEC §3.3) at most
+    ``risk.max_global_risk`` and, when the spec asks it, every class l-diverse (SPEC §3.6,
+    :func:`_records_below_l`). With ``suppressible`` s > 0 it is ARX's k-anonymity with record
+    suppression (SPEC §14.2): the classes smaller than k hold at most s records, the ones local
+    suppression has to treat; such a node is where local suppression is likely to stay within the
+    suppression limit, and only its evaluation (the exact local suppression) tells.
 
     Found by ARX's Flash (:func:`sdc_dagster.search.flash.flash`; Kohlmayer et al. 2012, "Flash:
-    efficient, stable and optimal k-anonymity", PASSAT 2012): the three conditions are monotone
-    along the lattice (merging classes never lowers a class's size nor its distinct sensitive values,
-    and without weights the global risk is the number of classes over n, which merging never
-    raises), so one check tags the cone of generalisations of a node meeting them and the cone of
-    specialisations of one failing them; each node's classes are rolled up from a counted
-    specialisation (:class:`_RolledCounts`). With weights the Benedetti-Franconi risk is not proven
-    monotone: the node is then the best found, not a proven optimum. ``nodes`` are numbered as
-    :class:`~sdc_dagster.search.lattice.Lattice` numbers them (first key most significant).
-    The outcome's ``value`` is inf when no node meets the target."""
+    efficient, stable and optimal k-anonymity", PASSAT 2012): each check is monotone along the
+    lattice (merging classes never lowers a class's size nor its distinct sensitive values, so the
+    records in classes smaller than k never grow; without weights the global risk is the number of
+    classes over n, which merging never raises), so one check tags the cone of generalisations of a
+    node passing it and the cone of specialisations of one failing it; each node's classes are
+    rolled up from a counted specialisation (:class:`_RolledCounts`). With weights the
+    Benedetti-Franconi risk is not proven monotone: the node is then the best found, not a proven
+    optimum. ``nodes`` are numbered as :class:`~sdc_dagster.search.lattice.Lattice` numbers them
+    (first key most significant)."""
     if budget_seconds <= 0 or not len(nodes):
         return None
     k, target = spec.risk.k, spec.risk.max_global_risk
@@ -747,24 +774,28 @@ def _unsuppressed_optimum(lattice: _Lattice, rolled: _RolledCounts, nodes: np.nd
         levels = tuple(int(x) for x in nodes[node])
         classes = rolled.classes(levels)
         small = classes.counts < k
-        if small.any():
-            return Check(False, int(classes.counts[small].sum()), None, -np.inf)
-        if rolled.global_risk(classes) > target * (1 + RISK_MARGIN):
+        below_k = int(classes.counts[small].sum())
+        if below_k > suppressible:
+            return Check(False, below_k, None, -np.inf)
+        if not suppressible and rolled.global_risk(classes) > target * (1 + RISK_MARGIN):
             return Check(False, 0, None, -np.inf)
-        if lattice.sensitive and _records_below_l(lattice, *lattice.digits(levels), spec):
+        if not suppressible and lattice.sensitive and _records_below_l(lattice, *lattice.digits(levels), spec):
             return Check(False, 0, None, -np.inf)
+        # the value is the recode-only loss: exact without suppression, a lower bound with it
         return Check(True, 0, float(lower[node]), -np.inf)
 
+    what = f"at most {suppressible:,} records in classes smaller than k" if suppressible else "the target by recoding alone"
+
     def progress(done: int, total: int, checked: int, best: float) -> None:
-        report(done, total, f"Flash: {checked:,} nodes checked by their classes; least loss meeting the target "
-                            f"by recoding alone so far {best:.4g}")
+        report(done, total, f"Flash: {checked:,} nodes checked by their classes; least recode-only loss with {what} "
+                            f"so far {best:.4g}")
 
     return flash(grid, check, lower, unsuppressed_value=lambda prior: prior, counted_bounds=False,
                  budget_seconds=budget_seconds, progress=progress)
 
 
 def _wider_cap(data: pd.DataFrame, spec: SurveySpec, budget_seconds: float, report: Progress) -> float:
-    """The loss of :func:`_unsuppressed_optimum` over the wider lattice (each key's top in its chain,
+    """The loss of :func:`_flash_node` over the wider lattice (each key's top in its chain,
     :func:`~sdc_dagster.search_space.search_space` with ``withhold``), when Flash proves it (the
     least recode-only loss meeting the target by recoding alone there); inf otherwise (no key has a
     top to add, a key has a missing value, no time is left, or it is not proven)."""
@@ -779,7 +810,7 @@ def _wider_cap(data: pd.DataFrame, spec: SurveySpec, budget_seconds: float, repo
         lower += per_level[nodes[:, i]]
     if not np.isfinite(lower).all():
         return np.inf
-    found = _unsuppressed_optimum(lattice, rolled, nodes, lower, spec, budget_seconds, report)
+    found = _flash_node(lattice, rolled, nodes, lower, spec, budget_seconds, report)
     return found.value if found is not None and found.optimal else np.inf
 
 
