@@ -35,6 +35,19 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
      suppression needs from above (it changes only those records), never from below, and no count
      rules such a node out.
 
+   * *Flash first* (ARX's Flash on those rolled-up classes, :func:`_flash_node`): before the walk,
+     predictive tagging over the whole lattice finds the node of least recode-only loss meeting the
+     target by recoding alone (k-anonymity, global risk, l-diversity: monotone along the lattice,
+     the global risk proven so only without weights), and, when local suppression is allowed, the
+     node of least recode-only loss whose classes smaller than k hold at most
+     ``limits.max_suppressed_share`` of the records (ARX's record-suppression predicate, SPEC
+     §14.2: the nodes where local suppression can stay within the limit). Both are evaluated
+     first, so a plan keeping the detail they found is a candidate however soon the budget ends;
+     without suppression the nodes before the first in loss order are proven to miss the target
+     and not walked. When no node of the keys' own levels meets the target by recoding alone,
+     the wider lattice's (each key's top included) least loss by recoding alone caps the walk:
+     a node of a higher recode-only loss cannot beat the plan searched next.
+
    The search is exhaustive when every node is settled (evaluated, or ruled out by its classes); a
    time budget (``search.budget_seconds``) stops it early, and the result says so (``exhaustive``,
    ``bound``, and ``loss_bound``: the least loss a node left unevaluated can have). ``proven`` says
@@ -56,8 +69,9 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
    front candidate passes (the linkage through the released keys, say), the rest of the lattice is
    evaluated and the candidates beyond the front are confirmed in loss order.
 5. **Wider lattice.** When still no candidate passes, the search runs again in the time left with
-   each key's top (its categories released as one, ARX's "*") in its chain and without suppression,
-   the node of every key at its top walked first: a lattice that holds a k-anonymous plan on any
+   each key's top (its categories released as one, ARX's "*") in its chain and without suppression
+   but for Flash's node with few records in classes smaller than k, Flash's nodes walked first (or
+   without one the node of every key at its top): a lattice that holds a k-anonymous plan on any
    file of at least k records (a file of fewer is refused before the search). The result says
    "optimal over N plans" only when every node of the space it searched was evaluated
    (:func:`optimality`), else "best of N checked".
@@ -99,6 +113,10 @@ SEARCH_SEED = 20240
 MAX_NODES = 200_000
 #: Share of the time budget the lattice may use; the rest is for confirming the front.
 LATTICE_SHARE = 0.6
+#: Share of the time budget the walk of the keys' own levels may use when local suppression is
+#: allowed but Flash found no node whose classes smaller than k hold few enough records for the
+#: suppression limit (so every node needs much suppression): the rest goes to the wider lattice.
+HOPELESS_SHARE = 0.2
 #: A node's global risk from its classes is compared with the target with this relative margin: the
 #: node is settled above the target without evaluation only when it is clearly above it (the sums of
 #: the evaluation may round differently).
@@ -469,8 +487,12 @@ def search_wave(
         categories as one, :func:`~sdc_dagster.search_space.withheld_level`). Without it, when no
         plan of the data's own levels passes the release checks, the search runs again with it in
         the time left, its plans without suppression (a node not k-anonymous by its recodes is
-        settled by one frequency check, most by predictive tagging), the node of every key at its
-        top walked first: that lattice holds a
+        settled by one frequency check, most by predictive tagging) but for one: when the spec
+        allows local suppression, the node of least recode-only loss whose classes smaller than k
+        hold at most ``limits.max_suppressed_share`` of the records (found by Flash,
+        :func:`_flash_node`) is evaluated with it. The least-loss node meeting the target by
+        recoding alone (Flash again) is walked first, or without one the node of every key at its
+        top: that lattice holds a
         k-anonymous plan (every key at its top), so the target is out of reach only through the
         global risk of a file of fewer than 1 / max_global_risk records without weights,
         l-diversity or a continuous key's limits.
@@ -549,7 +571,7 @@ def search_wave(
                 say(best_note() + f"; the other {total - done:,} nodes cannot have less loss than {cap:.4g}, the "
                     "least loss meeting the target by recoding alone once each key's top joins the lattice")
                 return "cap", position
-            if now - start > LATTICE_SHARE * budget:
+            if now - start > walk_share * budget:
                 counted[0] = done
                 say(best_note() + f"; time budget: {total - done:,} nodes not evaluated")
                 return "budget", position
@@ -603,12 +625,12 @@ def search_wave(
     # least-loss node whose classes smaller than k hold few enough records for the suppression
     # limit; both evaluated first (``promoted``), so that a plan keeping the detail Flash found is a
     # candidate however soon the time budget ends the walk
-    flashed, bound_note, promoted, cap = None, "", [], np.inf
+    flashed, bound_note, promoted, cap, walk_share = None, "", [], np.inf, LATTICE_SHARE
     flashing = rolled is not None and not exhaustive and measure == "lambda_arctan" and np.isfinite(lower).all()
     proven_flash = lattice.weights is None  # the global risk is monotone along the lattice without weights
     if flashing:
         flashed = _flash_node(lattice, rolled, nodes, lower, spec, LATTICE_SHARE * budget - (time.perf_counter() - start),
-                              report)
+                              say)
     if flashed is not None:
         found_note = ("none" if not flashed.value < np.inf else
                       f"{'proven' if flashed.optimal and proven_flash else 'best found'} node "
@@ -623,19 +645,28 @@ def search_wave(
             order = order[first:]
         elif flashed.value < np.inf:
             promoted.append(flashed.node)
-        elif flashed.optimal and proven_flash and not withhold:
-            # no node meets the target by recoding alone; the wider lattice (each key's top in its
-            # chain, searched next when nothing here passes) has a plan without suppression: a node
-            # here whose recode-only loss reaches that plan's loss cannot have less loss than it
-            cap = _wider_cap(data, spec, LATTICE_SHARE * budget - (time.perf_counter() - start), report)
+        elif not withhold:
+            # no node found meeting the target by recoding alone; the wider lattice (each key's top
+            # in its chain, searched next when nothing here passes) has a plan without suppression:
+            # a node here whose recode-only loss reaches that plan's loss cannot have less loss
+            cap = _wider_cap(data, spec, LATTICE_SHARE * budget - (time.perf_counter() - start), say)
             if cap < np.inf:
                 bound_note += (f"; with each key's top in its chain a plan meets the target by recoding alone "
                                f"with loss {cap:.4g}: only nodes of a lower recode-only loss are evaluated")
-    if flashing and suppress_allowed:
+    if rolled is not None and measure == "lambda_arctan" and np.isfinite(lower).all() and suppress_allowed:
+        # also when ``exhaustive``: with each key's top in the lattice this node is the one the walk
+        # evaluates with local suppression, so the exhaustive search has it too
         limit = int(spec.limits.max_suppressed_share * len(data))
         suppressible = _flash_node(lattice, rolled, nodes, lower, spec,
-                                   LATTICE_SHARE * budget - (time.perf_counter() - start), report, suppressible=limit)
-        if (suppressible is not None and suppressible.value < min(cap, np.inf)
+                                   LATTICE_SHARE * budget - (time.perf_counter() - start), say, suppressible=limit)
+        if (suppressible is not None and suppressible.optimal and not suppressible.value < np.inf and not withhold
+                and not exhaustive):
+            # proven: every node has more records in classes smaller than k than the limit
+            walk_share = min(walk_share, HOPELESS_SHARE)
+            bound_note += (f"; every node has more than {limit:,} records (max_suppressed_share of the records) in "
+                           f"classes smaller than k: the walk had {walk_share:.0%} of the budget, the rest went to the "
+                           "lattice with each key's top")
+        if (suppressible is not None and suppressible.value < cap
                 and suppressible.node not in promoted):
             promoted.append(suppressible.node)
             bound_note += (f"; the least-loss node whose classes smaller than k hold at most {limit:,} records "
@@ -648,6 +679,7 @@ def search_wave(
         promoted.append(int(np.flatnonzero((nodes == nodes.max(axis=0)).all(axis=1))[0]))
     if promoted:
         order = np.r_[promoted, order[~np.isin(order, promoted)]]
+
     def least_left(stop: int) -> float:
         """The least recode-only loss of the nodes from position ``stop`` of the walk on."""
         return float(lower[order[stop:]].min()) if stop < len(order) else np.inf
@@ -657,7 +689,7 @@ def search_wave(
     loss_bound = np.nan
     if outcome == "budget":
         bound = (f"time budget: {left:,} of {len(nodes):,} nodes not evaluated after "
-                 f"{LATTICE_SHARE * budget:.0f} s (search.budget_seconds {budget:g})")
+                 f"{walk_share * budget:.0f} s (search.budget_seconds {budget:g})")
         if measure == "lambda_arctan":
             # the nodes are walked in the order of their recode-only loss, which suppression only raises
             loss_bound = least_left(stop)
@@ -742,7 +774,8 @@ def search_wave(
 
 
 def _flash_node(lattice: _Lattice, rolled: _RolledCounts, nodes: np.ndarray, lower: np.ndarray,
-                spec: SurveySpec, budget_seconds: float, report: Progress, *, suppressible: int = 0) -> Outcome | None:
+                spec: SurveySpec, budget_seconds: float, report: Callable[[str], None], *,
+                suppressible: int = 0) -> Outcome | None:
     """The node of least recode-only loss (``lower``, SPEC §9.1 measure (1); exact for a node that
     suppresses nothing) among the nodes that pass a check read from their classes; None when no time
     is left. The outcome's ``value`` is inf when no node passes.
@@ -764,7 +797,7 @@ def _flash_node(lattice: _Lattice, rolled: _RolledCounts, nodes: np.ndarray, low
     rolled up from a counted specialisation (:class:`_RolledCounts`). With weights the
     Benedetti-Franconi risk is not proven monotone: the node is then the best found, not a proven
     optimum. ``nodes`` are numbered as :class:`~sdc_dagster.search.lattice.Lattice` numbers them
-    (first key most significant)."""
+    (first key most significant); ``report(note)`` receives Flash's progress in words."""
     if budget_seconds <= 0 or not len(nodes):
         return None
     k, target = spec.risk.k, spec.risk.max_global_risk
@@ -787,22 +820,23 @@ def _flash_node(lattice: _Lattice, rolled: _RolledCounts, nodes: np.ndarray, low
     what = f"at most {suppressible:,} records in classes smaller than k" if suppressible else "the target by recoding alone"
 
     def progress(done: int, total: int, checked: int, best: float) -> None:
-        report(done, total, f"Flash: {checked:,} nodes checked by their classes; least recode-only loss with {what} "
-                            f"so far {best:.4g}")
+        report(f"Flash: {done:,} of {total:,} nodes settled, {checked:,} checked by their classes; least "
+               f"recode-only loss with {what} so far {best:.4g}")
 
     return flash(grid, check, lower, unsuppressed_value=lambda prior: prior, counted_bounds=False,
                  budget_seconds=budget_seconds, progress=progress)
 
 
-def _wider_cap(data: pd.DataFrame, spec: SurveySpec, budget_seconds: float, report: Progress) -> float:
+def _wider_cap(data: pd.DataFrame, spec: SurveySpec, budget_seconds: float, report: Callable[[str], None]) -> float:
     """The loss of :func:`_flash_node` over the wider lattice (each key's top in its chain,
-    :func:`~sdc_dagster.search_space.search_space` with ``withhold``), when Flash proves it (the
-    least recode-only loss meeting the target by recoding alone there); inf otherwise (no key has a
-    top to add, a key has a missing value, no time is left, or it is not proven)."""
+    :func:`~sdc_dagster.search_space.search_space` with ``withhold``): the loss of a plan there that
+    meets the target by recoding alone (the least such loss when Flash proves it), whose check was
+    computed on that node's own classes; inf when none is found (or a key has a missing value, or no
+    time is left)."""
     wider = _cut_space(search_space(data, spec, withhold=True))
     lattice = _Lattice(data, spec, wider)
     rolled = _RolledCounts.of(lattice)
-    if rolled is None or lattice.weights is not None:
+    if rolled is None:
         return np.inf
     nodes = _nodes(wider)
     lower = np.zeros(len(nodes))
@@ -811,7 +845,7 @@ def _wider_cap(data: pd.DataFrame, spec: SurveySpec, budget_seconds: float, repo
     if not np.isfinite(lower).all():
         return np.inf
     found = _flash_node(lattice, rolled, nodes, lower, spec, budget_seconds, report)
-    return found.value if found is not None and found.optimal else np.inf
+    return found.value if found is not None else np.inf
 
 
 def _proven(recommended: SearchCandidate | None, ranked: list[SearchCandidate],
