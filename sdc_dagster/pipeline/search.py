@@ -551,12 +551,14 @@ def search_wave(
         position where the walk stopped), reporting the nodes settled to ``progress``."""
         nonlocal best_stricter, evaluated, tagged, settled
         first, total = positions.start, len(order) - positions.start
+        offset = 0 if first else skipped  # the nodes Flash settled before the walk count as settled
+        total += offset
         every, reported = max(1, int(np.ceil(PROGRESS_SHARE * total))), time.perf_counter()
-        counted[:] = [0, total]
+        counted[:] = [offset, total]
         if first:
             say(best_note() + f"; walking the {total:,} nodes the loss bound had ruled out")
         for position in positions:
-            done = position - first
+            done = position - first + offset
             now = time.perf_counter()
             if done and (done - counted[0] >= every or now - reported >= PROGRESS_SECONDS):
                 counted[0], reported = done, now
@@ -625,7 +627,7 @@ def search_wave(
     # least-loss node whose classes smaller than k hold few enough records for the suppression
     # limit; both evaluated first (``promoted``), so that a plan keeping the detail Flash found is a
     # candidate however soon the time budget ends the walk
-    flashed, bound_note, promoted, cap, walk_share = None, "", [], np.inf, LATTICE_SHARE
+    flashed, bound_note, promoted, cap, walk_share, skipped = None, "", [], np.inf, LATTICE_SHARE, 0
     flashing = rolled is not None and not exhaustive and measure == "lambda_arctan" and np.isfinite(lower).all()
     proven_flash = lattice.weights is None  # the global risk is monotone along the lattice without weights
     if flashing:
@@ -640,9 +642,9 @@ def search_wave(
         if flashed.optimal and proven_flash and not walk_suppresses:
             # proven: every node before it in loss order fails the target by recoding alone (all of
             # them when none meets it), and nothing may be suppressed: the walk starts at it
-            first = int(np.flatnonzero(order == flashed.node)[0]) if flashed.value < np.inf else len(order)
-            settled += first
-            order = order[first:]
+            skipped = int(np.flatnonzero(order == flashed.node)[0]) if flashed.value < np.inf else len(order)
+            settled += skipped
+            order = order[skipped:]
         elif flashed.value < np.inf:
             promoted.append(flashed.node)
         elif not withhold:
