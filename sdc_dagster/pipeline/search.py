@@ -506,6 +506,16 @@ def search_wave(
     SDCInputError : a wave of fewer records than ``risk.k``, before any search
         (:func:`~sdc_dagster.validation.check_records_for_k`).
     """
+    return _search_wave(data, spec, wave=wave, progress=progress, exhaustive=exhaustive, withhold=withhold,
+                        walk_suppression=True)
+
+
+def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: Progress | None, exhaustive: bool,
+                 withhold: bool, walk_suppression: bool) -> WaveSearch:
+    """:func:`search_wave`; with ``walk_suppression`` False (the search again with each key's top)
+    the walk evaluates no node with suppression but those Flash promotes (the node of least
+    recode-only loss whose classes smaller than k hold few enough records for the suppression
+    limit), even where the spec allows local suppression."""
     check_records_for_k(len(data), spec.risk.k, source=f"{spec.survey} wave {wave}".rstrip())
     start = time.perf_counter()
     budget = spec.search.budget_seconds
@@ -523,8 +533,8 @@ def search_wave(
         lower += per_level[nodes[:, i]]
     order = np.lexsort((nodes.sum(axis=1), lower))
     suppress_allowed = "local_suppression" in spec.search.methods
-    # whether the walk suppresses: with each key's top in the lattice only the nodes Flash promotes do
-    walk_suppresses = suppress_allowed and not withhold
+    # whether the walk suppresses: in the search again with each key's top only the nodes Flash promotes do
+    walk_suppresses = suppress_allowed and walk_suppression
     plain_spec = replace(spec, search=replace(spec.search, methods=tuple(
         m for m in spec.search.methods if m != "local_suppression")))
     anonymous, not_anonymous = [], []  # nodes checked k-anonymous / not, by recoding alone
@@ -768,8 +778,8 @@ def search_wave(
     # the wider lattice's plans go without suppression (a node's frequency check is then all its
     # evaluation needs, and the node with every key at its top is k-anonymous), but for the node
     # Flash finds with few records in classes smaller than k (``walk_suppresses``)
-    again = search_wave(data, replace(spec, search=replace(spec.search, budget_seconds=left_seconds)),
-                        wave=wave, progress=progress, exhaustive=exhaustive, withhold=True)
+    again = _search_wave(data, replace(spec, search=replace(spec.search, budget_seconds=left_seconds)),
+                         wave=wave, progress=progress, exhaustive=exhaustive, withhold=True, walk_suppression=False)
     return replace(again, seconds=time.perf_counter() - start, candidates=found.candidates + again.candidates,
                    bound=f"{again.bound}; searched again with each key's top after no plan of the "
                          f"{len(nodes):,} of the keys' own levels passed the release checks")
