@@ -116,7 +116,7 @@ LATTICE_SHARE = 0.6
 #: Share of the time budget the walk of the keys' own levels may use when local suppression is
 #: allowed but Flash found no node whose classes smaller than k hold few enough records for the
 #: suppression limit (so every node needs much suppression): the rest goes to the wider lattice.
-HOPELESS_SHARE = 0.2
+HOPELESS_SHARE = 0.1
 #: A node's global risk from its classes is compared with the target with this relative margin: the
 #: node is settled above the target without evaluation only when it is clearly above it (the sums of
 #: the evaluation may round differently).
