@@ -6,7 +6,10 @@ ages jittered by up to two years, so that copies of a record do not make it k-an
 themselves; its keys are roof, walls, water, electcon, relat, sex and age (ordinal, 0..100), its
 weight the sampling weight; searched once without and once with the continuous keys expend, income
 and savings (whose linkage check makes every candidate run the record linkages on 100,000 records).
-Target: within the default budget (``search.budget_seconds``, 120 s).
+Target (issue 38): a proven optimum or a bounded best within 60 s (``--budget``, default 60 s);
+the search's Flash passes (the least-loss node meeting the target by recoding alone, and the one
+whose classes smaller than k hold few enough records for the suppression limit) settle the lattice
+from rolled-up classes before the walk evaluates nodes one by one.
 
 Also the generalisation search of SPEC §14 (``search.optimal_generalisation``, issue 38) on ARX's
 adult example (30,162 records, 9 keys, 12,960 transformations), k = 5 with a 5 % record-suppression
@@ -40,7 +43,7 @@ import pandas as pd
 import yaml
 
 import sdc_dagster.search as generalisation_search
-from sdc_dagster.pipeline.search import progress_line, search_wave
+from sdc_dagster.pipeline.search import optimality, progress_line, search_wave
 from sdc_dagster.spec import parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +51,8 @@ TESTDATA = ROOT / "tests" / "data" / "sdcmicro" / "testdata.csv"
 DEMO_SPEC = ROOT / "examples" / "testdata.yaml"
 ADULT = ROOT / "tests" / "data" / "arx_adult"
 ADULT_TARGETS = {0.05: 2.0, 0.0: 0.2}  # seconds, issue 38
+#: The bootstrapped wave's budget: issue 38 asks a proven optimum or a bounded best within 60 s.
+WAVE_BUDGET = 60.0
 
 
 FIGURES: dict[str, dict] = {}  # case -> figures, for --json and --before
@@ -99,6 +104,8 @@ def report(name: str, result) -> None:
           + (f"recommended loss {recommended.loss:.4f}, global risk {recommended.global_risk:.5f}"
              if recommended else "no plan passes the release checks"))
     print(f"  bound: {result.bound}")
+    print(f"  the plan is {optimality(result.nodes_evaluated, result.nodes_total, result.proven, result.loss_bound)}"
+          if recommended else "  no plan")
     if recommended:
         print(f"  plan: {recommended.plan.description}")
 
@@ -140,7 +147,8 @@ def arx_adult() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000)
-    parser.add_argument("--budget", type=float, default=None, help="search.budget_seconds (default: the spec default)")
+    parser.add_argument("--budget", type=float, default=WAVE_BUDGET,
+                        help=f"search.budget_seconds of the bootstrapped wave (default {WAVE_BUDGET:g} s, issue 38's target)")
     parser.add_argument("--skip-testdata", action="store_true")
     parser.add_argument("--adult-only", action="store_true", help="only the generalisation search on ARX's adult example")
     parser.add_argument("--json", type=Path, help="write the searches' figures to this file")

@@ -167,3 +167,57 @@ def test_a_missing_key_value_matches_any_value_in_the_search():
     assert found.recommended is not None and found.recommended.levels == (0, 0)
     assert found.recommended.global_risk == pytest.approx(19 / 72, abs=1e-12)
     assert found.recommended.k_violations == 0
+
+
+def brute_flash(data: pd.DataFrame, levels_of: dict[str, list], lower: np.ndarray, *, k: int, target: float,
+                suppressible: int) -> int | None:
+    """The node (numbered with the first key most significant) of least (``lower``, number) among those
+    whose records, recoded by pandas from the hand-built ``levels_of``, form classes of which those
+    smaller than k hold at most ``suppressible`` records and, with ``suppressible`` 0, whose global
+    risk without weights (classes over records, SPEC §3.3 with risk 1/f) is at most ``target``."""
+    best = None
+    chains = [[[[c] for c in sorted(data[key].unique())], *levels] for key, levels in levels_of.items()]
+    for number, node in enumerate(product(*[range(len(chain)) for chain in chains])):
+        recoded = pd.DataFrame({key: data[key].map({c: g[0] for g in chain[level] for c in g})
+                                for (key, chain), level in zip(zip(levels_of, chains), node)})
+        sizes = recoded.groupby(list(recoded.columns)).size()
+        if sizes[sizes < k].sum() > suppressible:
+            continue
+        if not suppressible and len(sizes) / len(data) > target:
+            continue
+        if best is None or (lower[number], number) < (lower[best], best):
+            best = number
+    return best
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), k=st.integers(2, 5), target=st.sampled_from([0.05, 0.1, 0.3]),
+       suppressible=st.sampled_from([0, 5, 20]))
+def test_flash_finds_the_brute_force_node_on_random_hierarchies(seed, k, target, suppressible):
+    """The plan search's Flash passes (predictive tagging on rolled-up classes) find the node a
+    brute force over every level vector finds, for any loss values (drawn at random: the traversal
+    may not rely on them being monotone), and say the result is proven."""
+    from sdc_dagster.pipeline import search
+    from sdc_dagster.search_space import search_space
+
+    rng = np.random.default_rng(seed)
+    n = 120
+    data = pd.DataFrame({"region": rng.choice(np.arange(1, 7), n, p=[0.4, 0.05, 0.05, 0.3, 0.15, 0.05]),
+                         "age": rng.integers(1, 8, n), "tenure": rng.choice(np.arange(1, 5), n, p=[0.6, 0.3, 0.07, 0.03])})
+    spec, levels_of = hierarchy_spec(data, rng, k=k, target=target, methods=["recode", "local_suppression"])
+    space = search_space(data, spec)
+    # the keys' own levels: the given ones but the top (every category in one group)
+    levels_of = {key: levels[:-1] for key, levels in levels_of.items()}
+    assert [[sorted(map(sorted, level.groups)) for level in h.levels[1:]] for h in space.values()] == [
+        [sorted(map(sorted, level)) for level in levels] for levels in levels_of.values()]
+    lattice = search._Lattice(data, spec, space)
+    nodes = search._nodes(space)
+    lower = rng.random(len(nodes)).round(2)  # ties too
+    found = search._flash_node(lattice, search._RolledCounts(lattice), nodes, lower, spec, 60.0, lambda *_: None,
+                               suppressible=suppressible)
+    expected = brute_flash(data, levels_of, lower, k=k, target=target, suppressible=suppressible)
+    assert found.optimal
+    if expected is None:
+        assert found.value == np.inf
+    else:
+        assert (found.node, found.value) == (expected, lower[expected])

@@ -35,6 +35,19 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
      suppression needs from above (it changes only those records), never from below, and no count
      rules such a node out.
 
+   * *Flash first* (ARX's Flash on those rolled-up classes, :func:`_flash_node`): before the walk,
+     predictive tagging over the whole lattice finds the node of least recode-only loss meeting the
+     target by recoding alone (k-anonymity, global risk, l-diversity: monotone along the lattice,
+     the global risk proven so only without weights), and, when local suppression is allowed, the
+     node of least recode-only loss whose classes smaller than k hold at most
+     ``limits.max_suppressed_share`` of the records (ARX's record-suppression predicate, SPEC
+     §14.2: the nodes where local suppression can stay within the limit). Both are evaluated
+     first, so a plan keeping the detail they found is a candidate however soon the budget ends;
+     without suppression the nodes before the first in loss order are proven to miss the target
+     and not walked. When no node of the keys' own levels meets the target by recoding alone,
+     the wider lattice's (each key's top included) least loss by recoding alone caps the walk:
+     a node of a higher recode-only loss cannot beat the plan searched next.
+
    The search is exhaustive when every node is settled (evaluated, or ruled out by its classes); a
    time budget (``search.budget_seconds``) stops it early, and the result says so (``exhaustive``,
    ``bound``, and ``loss_bound``: the least loss a node left unevaluated can have). ``proven`` says
@@ -56,8 +69,9 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
    front candidate passes (the linkage through the released keys, say), the rest of the lattice is
    evaluated and the candidates beyond the front are confirmed in loss order.
 5. **Wider lattice.** When still no candidate passes, the search runs again in the time left with
-   each key's top (its categories released as one, ARX's "*") in its chain and without suppression,
-   the node of every key at its top walked first: a lattice that holds a k-anonymous plan on any
+   each key's top (its categories released as one, ARX's "*") in its chain and without suppression
+   but for Flash's node with few records in classes smaller than k, Flash's nodes walked first (or
+   without one the node of every key at its top): a lattice that holds a k-anonymous plan on any
    file of at least k records (a file of fewer is refused before the search). The result says
    "optimal over N plans" only when every node of the space it searched was evaluated
    (:func:`optimality`), else "best of N checked".
@@ -82,6 +96,8 @@ from sdc_dagster.keys import category_codes, renumbered_digits
 from sdc_dagster.protect.plan import PlanResult
 from sdc_dagster.protect.plan_search import pareto_front
 from sdc_dagster.search.coding import ClassCounter, KeyCoding
+from sdc_dagster.search.flash import Check, Outcome, flash
+from sdc_dagster.search.lattice import Lattice
 from sdc_dagster.search.space import ContinuousRung, KeyHierarchy, continuous_steps, search_space
 from sdc_dagster.protect.suppression import codes_below_l, risk_suppression, suppress_codes_to_k, suppress_codes_to_l
 from sdc_dagster.risk.categorical import risk_from_frequencies
@@ -97,6 +113,10 @@ SEARCH_SEED = 20240
 MAX_NODES = 200_000
 #: Share of the time budget the lattice may use; the rest is for confirming the front.
 LATTICE_SHARE = 0.6
+#: Share of the time budget the walk of the keys' own levels may use when local suppression is
+#: allowed but Flash found no node whose classes smaller than k hold few enough records for the
+#: suppression limit (so every node needs much suppression): the rest goes to the wider lattice.
+HOPELESS_SHARE = 0.1
 #: A node's global risk from its classes is compared with the target with this relative margin: the
 #: node is settled above the target without evaluation only when it is clearly above it (the sums of
 #: the evaluation may round differently).
@@ -467,8 +487,12 @@ def search_wave(
         categories as one, :func:`~sdc_dagster.search.space.withheld_level`). Without it, when no
         plan of the data's own levels passes the release checks, the search runs again with it in
         the time left, its plans without suppression (a node not k-anonymous by its recodes is
-        settled by one frequency check, most by predictive tagging), the node of every key at its
-        top walked first: that lattice holds a
+        settled by one frequency check, most by predictive tagging) but for one: when the spec
+        allows local suppression, the node of least recode-only loss whose classes smaller than k
+        hold at most ``limits.max_suppressed_share`` of the records (found by Flash,
+        :func:`_flash_node`) is evaluated with it. The least-loss node meeting the target by
+        recoding alone (Flash again) is walked first, or without one the node of every key at its
+        top: that lattice holds a
         k-anonymous plan (every key at its top), so the target is out of reach only through the
         global risk of a file of fewer than 1 / max_global_risk records without weights,
         l-diversity or a continuous key's limits.
@@ -482,6 +506,16 @@ def search_wave(
     SDCInputError : a wave of fewer records than ``risk.k``, before any search
         (:func:`~sdc_dagster.validation.check_records_for_k`).
     """
+    return _search_wave(data, spec, wave=wave, progress=progress, exhaustive=exhaustive, withhold=withhold,
+                        walk_suppression=True)
+
+
+def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: Progress | None, exhaustive: bool,
+                 withhold: bool, walk_suppression: bool) -> WaveSearch:
+    """:func:`search_wave`; with ``walk_suppression`` False (the search again with each key's top)
+    the walk evaluates no node with suppression but those Flash promotes (the node of least
+    recode-only loss whose classes smaller than k hold few enough records for the suppression
+    limit), even where the spec allows local suppression."""
     check_records_for_k(len(data), spec.risk.k, source=f"{spec.survey} wave {wave}".rstrip())
     start = time.perf_counter()
     budget = spec.search.budget_seconds
@@ -498,12 +532,11 @@ def search_wave(
     for i, per_level in enumerate(bounds):
         lower += per_level[nodes[:, i]]
     order = np.lexsort((nodes.sum(axis=1), lower))
-    if withhold and len(nodes) > 1:
-        # the node of every key at its deepest level (its top) first: k-anonymous whenever the file
-        # has k records, it is a candidate however soon the time budget ends the walk
-        top = int(np.flatnonzero((nodes == nodes.max(axis=0)).all(axis=1))[0])
-        order = np.r_[top, order[order != top]]
     suppress_allowed = "local_suppression" in spec.search.methods
+    # whether the walk suppresses: in the search again with each key's top only the nodes Flash promotes do
+    walk_suppresses = suppress_allowed and walk_suppression
+    plain_spec = replace(spec, search=replace(spec.search, methods=tuple(
+        m for m in spec.search.methods if m != "local_suppression")))
     anonymous, not_anonymous = [], []  # nodes checked k-anonymous / not, by recoding alone
     rolled = _RolledCounts.of(lattice)
     settled = 0  # nodes whose classes showed that they cannot reach the target (not evaluated)
@@ -524,39 +557,47 @@ def search_wave(
                 f"({found.plan.description.removeprefix('searched plan: ')})")
 
     def walk(positions, use_bound: bool) -> tuple[str, int]:
-        """Evaluate the nodes at ``positions`` of ``order``: ("bound" | "budget" | "done", the
+        """Evaluate the nodes at ``positions`` of ``order``: ("bound" | "cap" | "budget" | "done", the
         position where the walk stopped), reporting the nodes settled to ``progress``."""
         nonlocal best_stricter, evaluated, tagged, settled
         first, total = positions.start, len(order) - positions.start
+        offset = 0 if first else skipped  # the nodes Flash settled before the walk count as settled
+        total += offset
         every, reported = max(1, int(np.ceil(PROGRESS_SHARE * total))), time.perf_counter()
-        counted[:] = [0, total]
+        counted[:] = [offset, total]
         if first:
             say(best_note() + f"; walking the {total:,} nodes the loss bound had ruled out")
         for position in positions:
-            done = position - first
+            done = position - first + offset
             now = time.perf_counter()
             if done and (done - counted[0] >= every or now - reported >= PROGRESS_SECONDS):
                 counted[0], reported = done, now
                 say(best_note())
             index = order[position]
-            if use_bound and lower[index] > best_stricter + 1e-12:
+            if use_bound and position >= len(promoted) and lower[index] > best_stricter + 1e-12:
                 counted[0] = total  # the nodes left cannot beat the stricter target's least loss
                 say(best_note() + f"; the other {total - done:,} nodes cannot enter the front (loss bound)")
                 return "bound", position
-            if now - start > LATTICE_SHARE * budget:
+            if use_bound and position >= len(promoted) and lower[index] >= cap:
+                counted[0] = total  # the nodes left cannot have less loss than the wider lattice's plan
+                say(best_note() + f"; the other {total - done:,} nodes cannot have less loss than {cap:.4g}, the "
+                    "least loss meeting the target by recoding alone once each key's top joins the lattice")
+                return "cap", position
+            if now - start > walk_share * budget:
                 counted[0] = done
                 say(best_note() + f"; time budget: {total - done:,} nodes not evaluated")
                 return "budget", position
             node, point = tuple(int(x) for x in nodes[index]), nodes[index]
+            may_suppress = walk_suppresses or (suppress_allowed and position < len(promoted))
             checked = None  # the node's key digits and their counter, when checked here
             if rolled is not None:
                 # the node's classes rolled up from the records counted once (exact: no key is missing)
                 classes = rolled.classes(node)
                 is_anonymous = not (classes.counts < k).any()
-                if not is_anonymous and not suppress_allowed:
+                if not is_anonymous and not may_suppress:
                     settled += 1
                     continue
-                if (is_anonymous and not suppress_allowed and not exhaustive
+                if (is_anonymous and not may_suppress and not exhaustive
                         and rolled.global_risk(classes) > target * (1 + RISK_MARGIN)):
                     # k-anonymous, above the risk target, and nothing may be suppressed: the node
                     # cannot reach the target (its classes tell it; no frequency query)
@@ -576,9 +617,10 @@ def search_wave(
                 checked = digits, IncrementalCompatibleCounts(*digits)
                 is_anonymous = not (checked[1].record_counts()[0] < k).any()
                 (anonymous if is_anonymous else not_anonymous).append(point)
-            if not is_anonymous and not suppress_allowed:
+            if not is_anonymous and not may_suppress:
                 continue
-            candidate = _evaluate(data, spec, lattice, space, node, is_anonymous, float(lower[index]), checked)
+            candidate = _evaluate(data, spec if may_suppress else plain_spec, lattice, space, node, is_anonymous,
+                                  float(lower[index]), checked)
             evaluated += 1
             candidates.append(candidate)
             if candidate.reaches_target and candidate.global_risk <= stricter_target:
@@ -590,21 +632,89 @@ def search_wave(
         return "done", len(order)
 
     say(f"the lattice of {spec.survey} {wave}".rstrip() + f": {len(nodes):,} nodes over {len(space)} keys")
+    # Flash (predictive tagging on classes rolled up from integer codes, :func:`_flash_node`): the
+    # least-loss node meeting the target by recoding alone, and with local suppression the
+    # least-loss node whose classes smaller than k hold few enough records for the suppression
+    # limit; both evaluated first (``promoted``), so that a plan keeping the detail Flash found is a
+    # candidate however soon the time budget ends the walk
+    flashed, bound_note, promoted, cap, walk_share, skipped = None, "", [], np.inf, LATTICE_SHARE, 0
+    flashing = rolled is not None and not exhaustive and measure == "lambda_arctan" and np.isfinite(lower).all()
+    proven_flash = lattice.weights is None  # the global risk is monotone along the lattice without weights
+    if flashing:
+        flashed = _flash_node(lattice, rolled, nodes, lower, spec, LATTICE_SHARE * budget - (time.perf_counter() - start),
+                              say)
+    if flashed is not None:
+        found_note = ("none" if not flashed.value < np.inf else
+                      f"{'proven' if flashed.optimal and proven_flash else 'best found'} node "
+                      f"{'_'.join(map(str, nodes[flashed.node]))}, loss {flashed.value:.4g}")
+        bound_note = (f"Flash checked {flashed.checked:,} of {len(nodes):,} nodes by their rolled-up classes for the "
+                      f"least-loss plan meeting the target by recoding alone: {found_note}")
+        if flashed.optimal and proven_flash and not walk_suppresses:
+            # proven: every node before it in loss order fails the target by recoding alone (all of
+            # them when none meets it), and nothing may be suppressed: the walk starts at it
+            skipped = int(np.flatnonzero(order == flashed.node)[0]) if flashed.value < np.inf else len(order)
+            settled += skipped
+            order = order[skipped:]
+        elif flashed.value < np.inf:
+            promoted.append(flashed.node)
+        elif not withhold:
+            # no node found meeting the target by recoding alone; the wider lattice (each key's top
+            # in its chain, searched next when nothing here passes) has a plan without suppression:
+            # a node here whose recode-only loss reaches that plan's loss cannot have less loss
+            cap = _wider_cap(data, spec, LATTICE_SHARE * budget - (time.perf_counter() - start), say)
+            if cap < np.inf:
+                bound_note += (f"; with each key's top in its chain a plan meets the target by recoding alone "
+                               f"with loss {cap:.4g}: only nodes of a lower recode-only loss are evaluated")
+    if rolled is not None and measure == "lambda_arctan" and np.isfinite(lower).all() and suppress_allowed:
+        # also when ``exhaustive``: with each key's top in the lattice this node is the one the walk
+        # evaluates with local suppression, so the exhaustive search has it too
+        limit = int(spec.limits.max_suppressed_share * len(data))
+        suppressible = _flash_node(lattice, rolled, nodes, lower, spec,
+                                   LATTICE_SHARE * budget - (time.perf_counter() - start), say, suppressible=limit)
+        if (suppressible is not None and suppressible.optimal and not suppressible.value < np.inf and not withhold
+                and not exhaustive):
+            # proven: every node has more records in classes smaller than k than the limit
+            walk_share = min(walk_share, HOPELESS_SHARE)
+            bound_note += (f"; every node has more than {limit:,} records (max_suppressed_share of the records) in "
+                           f"classes smaller than k: the walk had {walk_share:.0%} of the budget, the rest went to the "
+                           "lattice with each key's top")
+        if (suppressible is not None and suppressible.value < cap
+                and suppressible.node not in promoted):
+            promoted.append(suppressible.node)
+            bound_note += (f"; the least-loss node whose classes smaller than k hold at most {limit:,} records "
+                           f"(max_suppressed_share of the records), node "
+                           f"{'_'.join(map(str, nodes[suppressible.node]))}, evaluated first")
+    if withhold and not promoted and len(nodes) > 1 and (flashed is None or not flashed.value < np.inf):
+        # without a node from Flash, the node of every key at its deepest level (its top) first:
+        # k-anonymous whenever the file has k records, it is a candidate however soon the time
+        # budget ends the walk
+        promoted.append(int(np.flatnonzero((nodes == nodes.max(axis=0)).all(axis=1))[0]))
+    if promoted:
+        order = np.r_[promoted, order[~np.isin(order, promoted)]]
+
+    def least_left(stop: int) -> float:
+        """The least recode-only loss of the nodes from position ``stop`` of the walk on."""
+        return float(lower[order[stop:]].min()) if stop < len(order) else np.inf
+
     outcome, stop = walk(range(len(order)), use_bound=measure == "lambda_arctan" and not exhaustive)
     left = len(order) - stop
     loss_bound = np.nan
     if outcome == "budget":
         bound = (f"time budget: {left:,} of {len(nodes):,} nodes not evaluated after "
-                 f"{LATTICE_SHARE * budget:.0f} s (search.budget_seconds {budget:g})")
+                 f"{walk_share * budget:.0f} s (search.budget_seconds {budget:g})")
         if measure == "lambda_arctan":
             # the nodes are walked in the order of their recode-only loss, which suppression only raises
-            loss_bound = float(lower[order[stop]])
+            loss_bound = least_left(stop)
             bound += f"; no node left has a loss below {loss_bound:.4g} (its recode-only loss)"
     elif outcome == "bound":
         bound = (f"loss bound: {left:,} nodes never evaluated, their recode-only loss (a lower bound "
                  f"of their loss) above {best_stricter:.4g}, the least loss meeting the stricter target "
                  f"(global risk <= {stricter_target:g})")
-        loss_bound = float(lower[order[stop]])
+        loss_bound = least_left(stop)
+    elif outcome == "cap":
+        bound = (f"loss bound: {left:,} nodes never evaluated, their recode-only loss at least {cap:.4g}, the loss "
+                 "of the wider lattice's plan")
+        loss_bound = least_left(stop)
     else:
         bound = "none: every node evaluated" + (" or settled by its classes" if settled else "")
     if rolled is not None:
@@ -613,6 +723,8 @@ def search_wave(
                      "with no suppression allowed)" if settled else ""))
     else:
         bound += f"; {tagged:,} nodes tagged k-anonymous or not without a frequency check (predictive tagging)"
+    if bound_note:
+        bound += "; " + bound_note
     reaching = [c for c in candidates if c.reaches_target]
     front = pareto_front([c for c in reaching if c.loss <= best_stricter + 1e-12])
     say(f"front of {len(front)} candidates; confirming with the release checks")
@@ -623,14 +735,14 @@ def search_wave(
         if outcome == "bound":
             outcome, stop = walk(range(stop, len(order)), use_bound=False)
             left = len(order) - stop
-            loss_bound = float(lower[order[stop]]) if outcome == "budget" else np.nan
+            loss_bound = least_left(stop) if outcome == "budget" else np.nan
         beyond = sorted((c for c in candidates if c.reaches_target and c not in front), key=lambda c: c.loss)
         say(f"no front candidate passes the release checks: {len(beyond)} candidates beyond the front confirmed")
         confirmed += [c for c in _confirm(data, spec, space, beyond, wave, start, say) if c.checks]
         bound += (f"; as no front candidate passed the release checks, {evaluated - before:,} more nodes were then "
                   f"evaluated ({left:,} left unevaluated) and the candidates beyond the front confirmed in loss order")
     ranked, recommended, runner_up = _rank(confirmed)
-    unevaluated = np.inf if outcome == "done" else float(lower[order[stop]]) if measure == "lambda_arctan" else -np.inf
+    unevaluated = np.inf if outcome == "done" else least_left(stop) if measure == "lambda_arctan" else -np.inf
     proven = _proven(recommended, ranked, candidates, unevaluated)
     stricter = None
     meets = [c for c in ranked if c.confirmed and c.global_risk <= stricter_target]
@@ -663,14 +775,89 @@ def search_wave(
         return found  # no key has a top to add (none may be recoded, or each has one category)
     say("no plan of the keys' own levels passes the release checks: the search continues with each key's top "
         "(its categories released as one) in the lattice")
-    # the wider lattice's plans go without suppression: a node's frequency check is then all its
-    # evaluation needs, and the node with every key at its top is k-anonymous
-    plain = tuple(m for m in spec.search.methods if m != "local_suppression")
-    again = search_wave(data, replace(spec, search=replace(spec.search, budget_seconds=left_seconds, methods=plain)),
-                        wave=wave, progress=progress, exhaustive=exhaustive, withhold=True)
+    # the wider lattice's plans go without suppression (a node's frequency check is then all its
+    # evaluation needs, and the node with every key at its top is k-anonymous), but for the node
+    # Flash finds with few records in classes smaller than k (``walk_suppresses``)
+    again = _search_wave(data, replace(spec, search=replace(spec.search, budget_seconds=left_seconds)),
+                         wave=wave, progress=progress, exhaustive=exhaustive, withhold=True, walk_suppression=False)
     return replace(again, seconds=time.perf_counter() - start, candidates=found.candidates + again.candidates,
                    bound=f"{again.bound}; searched again with each key's top after no plan of the "
                          f"{len(nodes):,} of the keys' own levels passed the release checks")
+
+
+def _flash_node(lattice: _Lattice, rolled: _RolledCounts, nodes: np.ndarray, lower: np.ndarray,
+                spec: SurveySpec, budget_seconds: float, report: Callable[[str], None], *,
+                suppressible: int = 0) -> Outcome | None:
+    """The node of least recode-only loss (``lower``, SPEC §9.1 measure (1); exact for a node that
+    suppresses nothing) among the nodes that pass a check read from their classes; None when no time
+    is left. The outcome's ``value`` is inf when no node passes.
+
+    With ``suppressible`` 0 the check is the target by recoding alone: every class of at least
+    ``risk.k`` records (SPEC §3.1), the global risk of the classes (SPEC §3.3) at most
+    ``risk.max_global_risk`` and, when the spec asks it, every class l-diverse (SPEC §3.6,
+    :func:`_records_below_l`). With ``suppressible`` s > 0 it is ARX's k-anonymity with record
+    suppression (SPEC §14.2): the classes smaller than k hold at most s records, the ones local
+    suppression has to treat; such a node is where local suppression is likely to stay within the
+    suppression limit, and only its evaluation (the exact local suppression) tells.
+
+    Found by ARX's Flash (:func:`sdc_dagster.search.flash.flash`; Kohlmayer et al. 2012, "Flash:
+    efficient, stable and optimal k-anonymity", PASSAT 2012): each check is monotone along the
+    lattice (merging classes never lowers a class's size nor its distinct sensitive values, so the
+    records in classes smaller than k never grow; without weights the global risk is the number of
+    classes over n, which merging never raises), so one check tags the cone of generalisations of a
+    node passing it and the cone of specialisations of one failing it; each node's classes are
+    rolled up from a counted specialisation (:class:`_RolledCounts`). With weights the
+    Benedetti-Franconi risk is not proven monotone: the node is then the best found, not a proven
+    optimum. ``nodes`` are numbered as :class:`~sdc_dagster.search.lattice.Lattice` numbers them
+    (first key most significant); ``report(note)`` receives Flash's progress in words."""
+    if budget_seconds <= 0 or not len(nodes):
+        return None
+    k, target = spec.risk.k, spec.risk.max_global_risk
+    grid = Lattice(nodes.max(axis=0))
+
+    def check(node: int) -> Check:
+        levels = tuple(int(x) for x in nodes[node])
+        classes = rolled.classes(levels)
+        small = classes.counts < k
+        below_k = int(classes.counts[small].sum())
+        if below_k > suppressible:
+            return Check(False, below_k, None, -np.inf)
+        if not suppressible and rolled.global_risk(classes) > target * (1 + RISK_MARGIN):
+            return Check(False, 0, None, -np.inf)
+        if not suppressible and lattice.sensitive and _records_below_l(lattice, *lattice.digits(levels), spec):
+            return Check(False, 0, None, -np.inf)
+        # the value is the recode-only loss: exact without suppression, a lower bound with it
+        return Check(True, 0, float(lower[node]), -np.inf)
+
+    what = f"at most {suppressible:,} records in classes smaller than k" if suppressible else "the target by recoding alone"
+
+    def progress(done: int, total: int, checked: int, best: float) -> None:
+        report(f"Flash: {done:,} of {total:,} nodes settled, {checked:,} checked by their classes; least "
+               f"recode-only loss with {what} so far {best:.4g}")
+
+    return flash(grid, check, lower, unsuppressed_value=lambda prior: prior, counted_bounds=False,
+                 budget_seconds=budget_seconds, progress=progress)
+
+
+def _wider_cap(data: pd.DataFrame, spec: SurveySpec, budget_seconds: float, report: Callable[[str], None]) -> float:
+    """The loss of :func:`_flash_node` over the wider lattice (each key's top in its chain,
+    :func:`~sdc_dagster.search_space.search_space` with ``withhold``): the loss of a plan there that
+    meets the target by recoding alone (the least such loss when Flash proves it), whose check was
+    computed on that node's own classes; inf when none is found (or a key has a missing value, or no
+    time is left)."""
+    wider = _cut_space(search_space(data, spec, withhold=True))
+    lattice = _Lattice(data, spec, wider)
+    rolled = _RolledCounts.of(lattice)
+    if rolled is None:
+        return np.inf
+    nodes = _nodes(wider)
+    lower = np.zeros(len(nodes))
+    for i, per_level in enumerate(_level_bounds(data, spec, lattice)):
+        lower += per_level[nodes[:, i]]
+    if not np.isfinite(lower).all():
+        return np.inf
+    found = _flash_node(lattice, rolled, nodes, lower, spec, budget_seconds, report)
+    return found.value if found is not None else np.inf
 
 
 def _proven(recommended: SearchCandidate | None, ranked: list[SearchCandidate],
