@@ -198,7 +198,7 @@ def test_flash_finds_the_brute_force_node_on_random_hierarchies(seed, k, target,
     brute force over every level vector finds, for any loss values (drawn at random: the traversal
     may not rely on them being monotone), and say the result is proven."""
     from sdc_dagster.pipeline import search
-    from sdc_dagster.search_space import search_space
+    from sdc_dagster.search.space import search_space
 
     rng = np.random.default_rng(seed)
     n = 120

@@ -841,7 +841,7 @@ def _flash_node(lattice: _Lattice, rolled: _RolledCounts, nodes: np.ndarray, low
 
 def _wider_cap(data: pd.DataFrame, spec: SurveySpec, budget_seconds: float, report: Callable[[str], None]) -> float:
     """The loss of :func:`_flash_node` over the wider lattice (each key's top in its chain,
-    :func:`~sdc_dagster.search_space.search_space` with ``withhold``): the loss of a plan there that
+    :func:`~sdc_dagster.search.space.search_space` with ``withhold``): the loss of a plan there that
     meets the target by recoding alone (the least such loss when Flash proves it), whose check was
     computed on that node's own classes; inf when none is found (or a key has a missing value, or no
     time is left)."""
