@@ -15,9 +15,11 @@ that a pattern of a census-size table is audited with few small programmes:
    are left out: they add nothing to the feasible set;
 3. the remaining unknown inner cells fall into independent components (linked by the rows left);
    a suppressed cell's bound is the sum of the bounds of its parts in each component;
-4. the j-th part of every component is bounded by one programme over all components at once (their
+4. a part whose value at a feasible point already solved reaches a bound it cannot pass (0 below,
+   the total of a published row containing it above) has that bound without a programme; every
+   open part of every component is bounded by one programme over all components at once (their
    constraints are block-diagonal, so one optimum of the sum optimises every part): two programmes
-   per round, as many rounds as the largest component has parts;
+   per round, as many rounds as the largest component has open parts;
 5. an unknown inner cell in no remaining row is bounded by 0 below and unbounded above.
 """
 

@@ -26,9 +26,14 @@ that audit; a pattern that fails it is never returned (RuntimeError).
   the most to the least costly to suppress (zeros first, as GaussSuppression's default
   ``secondaryZeros = FALSE``); a candidate is published unless publishing it would put
   a primary's column in the span of the published columns (after elimination the primary's reduced
-  column is parallel to the candidate's), in which case it is suppressed. Linear algebra ignores
-  ``z >= 0`` and the protection levels, so the pattern is then audited and repaired with the
-  programme above started from the Gauss pattern (its suppressions kept) until it passes.
+  column is parallel to the candidate's), in which case it is suppressed. The columns are
+  eliminated in the first-difference basis of :func:`differences`, where a marginal cell has at
+  most ``2^m`` nonzeros (m dimensions), so the elimination stays sparse. Linear algebra ignores
+  ``z >= 0`` and the protection levels (GaussSuppression's intervals need its separate LP step
+  too), so the pattern is then repaired locally (:func:`_repair`): only the primaries still
+  failing are audited again, each one's capacity cuts come from the programme above restricted to
+  its block of the intruder's programme, and the cheapest cells meeting them are added, the
+  suppressions so far kept, until the audit passes.
 
 Cost of suppressing a cell: ``"value"`` (its published value; tau-Argus's default for magnitude
 tables), ``"count"`` (1 per cell) or a Series (one weight per cell of the table). A small
@@ -205,15 +210,12 @@ def relation_cuts(model: JointModel, protect: np.ndarray) -> sparse.csr_matrix:
     return sparse.vstack(blocks, format="csr")
 
 
-def _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, time_limit, start=None):
-    """The row-generation loop: returns the pattern over distinct cells. Without ``start`` every free
-    cell gets the relation cuts (no derivable suppression), from a ``start`` (the Gauss pattern,
-    kept) the primaries only."""
+def _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, time_limit):
+    """The row-generation loop: returns the pattern over distinct cells. Every free cell gets the
+    relation cuts (no derivable suppression) before the first master programme."""
     cuts = _Cuts(model, rep, lower, upper, min_width)
-    initial = relation_cuts(model, primary if start is not None else primary | ~(must | never))
+    initial = relation_cuts(model, primary | ~(must | never))
     lb = (primary | must)[rep].astype(float)
-    if start is not None:
-        lb = np.maximum(lb, start)
     ub = np.where(never[rep], 0.0, 1.0)
     x = lb.copy()
     if initial.shape[0] and (initial @ x < 0).any():
