@@ -29,8 +29,8 @@ that audit; a pattern that fails it is never returned (RuntimeError).
   column is parallel to the candidate's), in which case it is suppressed. The columns are
   eliminated in the first-difference basis of :func:`differences`, where a marginal cell has at
   most ``2^m`` nonzeros (m dimensions), so the elimination stays sparse. Linear algebra ignores
-  ``z >= 0`` and the protection levels (GaussSuppression's intervals need its separate LP step
-  too), so the pattern is then repaired locally (:func:`_repair`): only the primaries still
+  ``z >= 0`` and the protection levels (GaussSuppression, too, meets interval requirements such
+  as ``rangeMin`` by linear programmes after the elimination, its ``interval_suppression``), so the pattern is then repaired locally (:func:`_repair`): only the primaries still
   failing are audited again, each one's capacity cuts come from the programme above restricted to
   its block of the intruder's programme, and the cheapest cells meeting them are added, the
   suppressions so far kept, until the audit passes.
