@@ -21,12 +21,13 @@ Measured on the branch's first version (2 cores shared with other jobs): the ILP
 (184 primaries) 705 s, cost 4,233 against Gauss's 5,402 (Gauss 21 s); the 9,060-cell table's Gauss
 + repair did not finish in 280 s, the 10^5-cell one not in 600 s (the elimination alone over 5 min).
 
-Issue 36, second pass (the same machine, 8 jobs sharing its 2 cores, so wall-clock is up to 6x the
-CPU time): the elimination in the difference basis takes 0.4 s CPU on 9,060 cells and 23 s on
-104,247 cells (17,792 primaries) instead of more than 5 min; Gauss + local repair on 9,060 cells
-72 s CPU (20 rounds, ~1,000 block programmes: the repair dominates), the final audit of its 2,872
-suppressed cells 13 s CPU. The targets are NOT met yet: see the report of issue 36 for the
-remaining work (warm-started programmes, HiTaS).
+Issue 36, second pass (the same machine, 8 jobs sharing its 2 cores, load ~10: wall-clock is
+up to 6x the CPU time, so CPU seconds are printed too): the elimination in the difference basis
+takes 0.4 s CPU on 9,060 cells and 23 s on 104,247 cells (17,792 primaries) instead of more than
+5 min. On 9,060 cells (1,053 primaries) Gauss + local repair takes 74 s CPU (1,819 secondaries;
+~20 repair rounds, ~1,000 block programmes: the repair dominates) and the final audit of every
+suppressed cell 15 s CPU; on 104,247 cells Gauss + repair had not finished after 25 min wall
+(~8 min CPU). The targets are NOT met yet (remaining work: warm-started programmes, HiTaS).
 """
 
 import argparse
