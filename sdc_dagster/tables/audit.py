@@ -15,9 +15,11 @@ that a pattern of a census-size table is audited with few small programmes:
    are left out: they add nothing to the feasible set;
 3. the remaining unknown inner cells fall into independent components (linked by the rows left);
    a suppressed cell's bound is the sum of the bounds of its parts in each component;
-4. the j-th part of every component is bounded by one programme over all components at once (their
+4. a part whose value at a feasible point already solved reaches a bound it cannot pass (0 below,
+   the total of a published row containing it above) has that bound without a programme; every
+   open part of every component is bounded by one programme over all components at once (their
    constraints are block-diagonal, so one optimum of the sum optimises every part): two programmes
-   per round, as many rounds as the largest component has parts;
+   per round, as many rounds as the largest component has open parts;
 5. an unknown inner cell in no remaining row is bounded by 0 below and unbounded above.
 """
 
@@ -57,19 +59,22 @@ def stacked_mask(model: JointModel, masks, role: str) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class _Reduced:
+class Reduced:
     """The intruder's programme after steps 1-3: unknown inner cells ``unknown`` (their component in
-    ``component``), the equality rows ``rows`` over them with right-hand side ``rhs``, the known inner
-    values ``known`` (NaN where unknown)."""
+    ``component``), the equality rows ``rows`` over them with right-hand side ``rhs`` (``kept``: the
+    stacked row of each), the known inner values ``known`` (NaN where unknown)."""
 
     unknown: np.ndarray
     component: np.ndarray
     rows: sparse.csr_matrix
     rhs: np.ndarray
     known: np.ndarray
+    kept: np.ndarray
 
 
-def _reduce(model: JointModel, suppressed: np.ndarray) -> _Reduced:
+def reduced_programme(model: JointModel, suppressed: np.ndarray) -> Reduced:
+    """The intruder's programme of the pattern ``suppressed`` (bool per stacked row) reduced by steps
+    1-3 of the module text: its independent blocks are the components of ``Reduced.component``."""
     published = ~suppressed
     matrix, b = model.matrix, model.published
     n_inner = matrix.shape[1]
@@ -89,11 +94,12 @@ def _reduce(model: JointModel, suppressed: np.ndarray) -> _Reduced:
     distinct = np.zeros(len(b), dtype=bool)
     distinct[first] = True
     keep &= distinct
-    kept = matrix[keep]
-    rhs = b[keep] - kept @ np.nan_to_num(known)
+    kept_rows = np.flatnonzero(keep)
+    kept = matrix[kept_rows]
+    rhs = b[kept_rows] - kept @ np.nan_to_num(known)
     kept = kept[:, unknown].tocsr()
     useful = np.diff(kept.indptr) > 0
-    kept, rhs = kept[useful], rhs[useful]
+    kept, rhs, kept_rows = kept[useful], rhs[useful], kept_rows[useful]
     # components of the unknown inner cells linked by a common row
     incidence = kept.tocoo()
     n = len(unknown)
@@ -101,7 +107,7 @@ def _reduce(model: JointModel, suppressed: np.ndarray) -> _Reduced:
         (np.ones(incidence.nnz), (incidence.col, n + incidence.row)), shape=(n + kept.shape[0],) * 2
     )
     _, label = connected_components(link, directed=False)
-    return _Reduced(unknown, label[:n], kept, rhs, known)
+    return Reduced(unknown, label[:n], kept, rhs, known, kept_rows)
 
 
 def intervals(
@@ -111,17 +117,25 @@ def intervals(
     row); NaN where published (or not in ``of``, a bool mask of the rows wanted), ``inf`` where nothing
     bounds a cell from above.
 
-    ``enough(rows, lo, up) -> bool per row``: when given, two programmes first push the sum of every
-    wanted cell up and down; the best of the two points in each component gives every cell an inner
-    estimate of its interval, and the cells whose estimate is already ``enough`` keep it (their true
-    interval contains it) instead of being bounded exactly. For a pass/fail check, not a report."""
+    A suppressed cell is split into its parts, one per component of the reduced programme (module
+    text, steps 1-3); a part's bound in one direction is settled either by its own linear programme
+    (step 4) or, without one, by a feasible point that reaches a bound the part cannot pass: 0 below
+    (the part sums inner cells >= 0) and, above, the right-hand side of the smallest published row
+    containing the part (the other inner cells of that row are >= 0; the bound tightening of
+    Fischetti and Salazar's attacker problem, as sdcTable's ``attack()`` and tau-Argus's audit
+    report the same interval). The feasible points are those of the programmes already solved, all
+    kept, starting with two that push the sum of every part up and down.
+
+    ``enough(rows, lo, up) -> bool per row``: when given, the cells whose inner estimate from those
+    points (their true interval contains it) is already ``enough`` keep the estimate instead of
+    being bounded exactly. For a pass/fail check, not a report."""
     suppressed = np.asarray(suppressed, dtype=bool)
     lo = np.full(len(suppressed), np.nan)
     up = np.full(len(suppressed), np.nan)
     wanted = suppressed if of is None else suppressed & of
     if not wanted.any():
         return lo, up
-    red = _reduce(model, suppressed)
+    red = reduced_programme(model, suppressed)
     targets_rows = np.flatnonzero(wanted)
     _, first = np.unique(model.cell[targets_rows], return_index=True)
     targets = targets_rows[first]
@@ -143,33 +157,24 @@ def intervals(
     objective = sparse.csr_matrix(
         (parts.data[bounded], (part_id, parts.col[bounded])), shape=(len(part_keys), len(red.unknown))
     )
-    row_component = red.component[red.rows.indices[red.rows.indptr[:-1]]] if red.rows.shape[0] else np.zeros(0, int)
-    if enough is not None and len(part_keys):
+    bounds = _PartBounds(red, objective, part_component)
+    if len(part_keys):
         total = np.asarray(objective.sum(axis=0)).ravel()
-        points = [objective @ _optimum(red, sign * total, np.arange(len(red.unknown)), np.arange(red.rows.shape[0]))
-                  for sign in (1.0, -1.0)]
+        everything = np.arange(n_components)
+        for sign in (1.0, -1.0):
+            bounds.observe(_optimum(red, sign * total, np.arange(len(red.unknown)), np.arange(red.rows.shape[0])),
+                           everything)
+    if enough is not None and len(part_keys):
         estimate_up, estimate_lo = target_up.copy(), target_lo.copy()
-        np.add.at(estimate_up, part_target, np.maximum(*points))
-        np.add.at(estimate_lo, part_target, np.minimum(*points))
+        np.add.at(estimate_up, part_target, bounds.seen_up)
+        np.add.at(estimate_lo, part_target, bounds.seen_lo)
         done = np.asarray(enough(targets, estimate_lo, estimate_up), dtype=bool)
         target_up[done], target_lo[done] = estimate_up[done], estimate_lo[done]
-        rest = ~done[part_target]
-        part_target, part_component, objective = part_target[rest], part_component[rest], objective[rest]
-        part_keys = part_keys[rest]
-    # round r takes the r-th part of every component
-    order = np.lexsort((np.arange(len(part_keys)), part_component))
-    rank = np.empty(len(part_keys), dtype=np.int64)
-    sorted_comp = part_component[order]
-    starts = np.r_[0, np.flatnonzero(np.diff(sorted_comp)) + 1]
-    rank[order] = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
-    for r in range(int(rank.max()) + 1 if len(rank) else 0):
-        chosen = np.flatnonzero(rank == r)
-        components = np.unique(part_component[chosen])
-        columns = np.flatnonzero(np.isin(red.component, components))
-        rows = np.flatnonzero(np.isin(row_component, components))
-        c = np.asarray(objective[chosen].sum(axis=0)).ravel()
-        for sign, out in ((1.0, target_lo), (-1.0, target_up)):
-            np.add.at(out, part_target[chosen], objective[chosen] @ _optimum(red, sign * c, columns, rows))
+        bounds.settle(done[part_target])
+    bounds.solve_open()
+    rest = ~bounds.skipped
+    np.add.at(target_lo, part_target[rest], bounds.lo[rest])
+    np.add.at(target_up, part_target[rest], bounds.up[rest])
     lo[targets] = target_lo
     up[targets] = target_up
     # every row of a suppressed distinct cell gets its interval
@@ -181,7 +186,87 @@ def intervals(
     return lo, up
 
 
-def _optimum(red: _Reduced, c: np.ndarray, columns: np.ndarray, rows: np.ndarray) -> np.ndarray:
+class _PartBounds:
+    """The bounds of the parts (rows of ``objective`` over the unknowns of ``red``, one component
+    each) settled so far: ``lo``/``up`` (NaN while open), the range ``seen_lo``/``seen_up`` of every
+    part over the feasible points observed, and the ceiling no part can pass (see :func:`intervals`)."""
+
+    def __init__(self, red: Reduced, objective: sparse.csr_matrix, component: np.ndarray):
+        self.red, self.objective, self.component = red, objective, component
+        n = objective.shape[0]
+        self.lo, self.up = np.full(n, np.nan), np.full(n, np.nan)
+        self.seen_lo, self.seen_up = np.full(n, np.inf), np.full(n, -np.inf)
+        self.skipped = np.zeros(n, dtype=bool)
+        self.tolerance = 1e-9 * max(1.0, float(np.abs(red.rhs).max(initial=0.0)))
+        # the smallest right-hand side of a row containing every unknown of the part (0/1 model)
+        support = objective.copy()
+        support.data[:] = 1.0
+        rows = red.rows.copy()
+        rows.data[:] = 1.0
+        overlap = (support @ rows.T).tocoo()
+        size = np.diff(support.indptr)
+        contains = overlap.data >= size[overlap.row] - 0.5
+        self.ceiling = np.full(n, np.inf)
+        np.minimum.at(self.ceiling, overlap.row[contains], red.rhs[overlap.col[contains]])
+        n_components = int(red.component.max(initial=0)) + 1
+        self._unknowns = _grouped(red.component, n_components)
+        row_component = red.component[red.rows.indices[red.rows.indptr[:-1]]] if red.rows.shape[0] else np.zeros(0, int)
+        self._rows = _grouped(row_component, n_components)
+        self._parts = _grouped(component, n_components)
+
+    def observe(self, z: np.ndarray, components: np.ndarray) -> None:
+        """Record the feasible point ``z`` (solved over ``components`` only) and settle every part
+        of those components that reaches 0 or its ceiling there."""
+        parts = self._parts(components)
+        values = self.objective[parts] @ z
+        self.seen_lo[parts] = np.minimum(self.seen_lo[parts], values)
+        self.seen_up[parts] = np.maximum(self.seen_up[parts], values)
+        low = np.isnan(self.lo[parts]) & (self.seen_lo[parts] <= self.tolerance)
+        self.lo[parts[low]] = self.seen_lo[parts[low]]
+        high = np.isnan(self.up[parts]) & (self.seen_up[parts] >= self.ceiling[parts] - self.tolerance)
+        self.up[parts[high]] = self.seen_up[parts[high]]
+
+    def settle(self, skip: np.ndarray) -> None:
+        """Leave the parts ``skip`` out (their cell keeps an estimate)."""
+        self.skipped |= skip
+        self.lo[skip] = self.seen_lo[skip]
+        self.up[skip] = self.seen_up[skip]
+
+    def solve_open(self) -> None:
+        """Bound every open part by linear programming: each round, one open part of every component
+        that has one, in one programme (the components' constraints are block-diagonal, so one
+        optimum of the sum optimises every part)."""
+        for sign, bound in ((1.0, self.lo), (-1.0, self.up)):
+            while True:
+                open_parts = np.flatnonzero(np.isnan(bound))
+                if not len(open_parts):
+                    break
+                components, first = np.unique(self.component[open_parts], return_index=True)
+                chosen = open_parts[first]
+                c = np.asarray(self.objective[chosen].sum(axis=0)).ravel()
+                z = _optimum(self.red, sign * c, self._unknowns(components), self._rows(components))
+                bound[chosen] = self.objective[chosen] @ z
+                self.observe(z, components)
+
+
+def _grouped(label: np.ndarray, n_groups: int):
+    """``positions(groups)``: the positions of ``label`` (values below ``n_groups``) whose value is in
+    ``groups`` (sorted)."""
+    order = np.argsort(label, kind="stable")
+    starts = np.searchsorted(label[order], np.arange(n_groups + 1))
+
+    def positions(groups: np.ndarray) -> np.ndarray:
+        groups = np.asarray(groups, dtype=np.int64)
+        if not len(groups):
+            return np.zeros(0, dtype=np.int64)
+        lengths = starts[groups + 1] - starts[groups]
+        offsets = np.repeat(starts[groups] - np.r_[0, np.cumsum(lengths)[:-1]], lengths)
+        return np.sort(order[np.arange(lengths.sum()) + offsets])
+
+    return positions
+
+
+def _optimum(red: Reduced, c: np.ndarray, columns: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """A minimiser of ``c z`` over the intruder's programme restricted to ``columns`` and ``rows``
     (whole components), as a point over every unknown (0 outside ``columns``)."""
     result = linprog(c[columns], A_eq=red.rows[rows][:, columns], b_eq=red.rhs[rows], bounds=(0, None), method="highs")

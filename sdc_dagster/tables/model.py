@@ -349,7 +349,9 @@ class JointModel:
     ``matrix``: the rows of every table stacked (table 0's rows first), inner cells of the joint
     classification as columns; ``offsets``: where each table's rows start; ``published``: ``b``, the
     published values of all rows; ``cell``: a distinct cell id per stacked row (unique across tables);
-    ``start``: a point of the joint inner cells reproducing every table (``M start = b``, ``start >= 0``).
+    ``start``: a point of the joint inner cells reproducing every table (``M start = b``, ``start >= 0``);
+    ``shape``: the number of leaves of each dimension of the joint classification (the inner cells
+    are their combinations, the last dimension varying fastest).
     """
 
     tables: tuple[Table, ...]
@@ -358,6 +360,7 @@ class JointModel:
     published: np.ndarray
     cell: np.ndarray
     start: np.ndarray
+    shape: tuple[int, ...] = ()
 
     def split(self, values: np.ndarray) -> list[np.ndarray]:
         """``values`` of the stacked rows, one array per table."""
@@ -407,7 +410,8 @@ def joint_model(tables: Sequence[Table]) -> JointModel:
     matrix = sparse.vstack(blocks, format="csr")
     b = np.concatenate(published)
     start = _joint_start(tables, matrix, b)
-    return JointModel(tables, matrix, np.asarray(offsets), b, np.concatenate(cells), start)
+    shape = tuple(len(leaves[n]) for n in names)
+    return JointModel(tables, matrix, np.asarray(offsets), b, np.concatenate(cells), start, shape)
 
 
 def _row_permutation(table: Table, joint_order: list[str]) -> np.ndarray:

@@ -26,9 +26,14 @@ that audit; a pattern that fails it is never returned (RuntimeError).
   the most to the least costly to suppress (zeros first, as GaussSuppression's default
   ``secondaryZeros = FALSE``); a candidate is published unless publishing it would put
   a primary's column in the span of the published columns (after elimination the primary's reduced
-  column is parallel to the candidate's), in which case it is suppressed. Linear algebra ignores
-  ``z >= 0`` and the protection levels, so the pattern is then audited and repaired with the
-  programme above started from the Gauss pattern (its suppressions kept) until it passes.
+  column is parallel to the candidate's), in which case it is suppressed. The columns are
+  eliminated in the first-difference basis of :func:`differences`, where a marginal cell has at
+  most ``2^m`` nonzeros (m dimensions), so the elimination stays sparse. Linear algebra ignores
+  ``z >= 0`` and the protection levels (GaussSuppression, too, meets interval requirements such
+  as ``rangeMin`` by linear programmes after the elimination, its ``interval_suppression``), so the pattern is then repaired locally (:func:`_repair`): only the primaries still
+  failing are audited again, each one's capacity cuts come from the programme above restricted to
+  its block of the intruder's programme, and the cheapest cells meeting them are added, the
+  suppressions so far kept, until the audit passes.
 
 Cost of suppressing a cell: ``"value"`` (its published value; tau-Argus's default for magnitude
 tables), ``"count"`` (1 per cell) or a Series (one weight per cell of the table). A small
@@ -39,6 +44,7 @@ True (must be suppressed), False (must be published) or NA (free) per cell.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import reduce
 
 import numpy as np
 import pandas as pd
@@ -46,7 +52,7 @@ from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.tables.audit import protection_failures, stacked_mask
+from sdc_dagster.tables.audit import protection_failures, reduced_programme, stacked_mask
 from sdc_dagster.tables.model import JointModel, Table, joint_model, relations
 from sdc_dagster.validation import check_option, check_scalar
 
@@ -125,27 +131,43 @@ class _Cuts:
         self.coefficients: list[np.ndarray] = []
         self.rhs: list[float] = []
 
-    def _deviation(self, p: int, sign: float, x: np.ndarray) -> tuple[float, np.ndarray]:
-        """max sign·M_p d at pattern x, and the cut's coefficient of every cell."""
-        h = np.concatenate([self.capacity * x, self.b * x])
-        result = linprog(-sign * self.rows[p].toarray().ravel(), A_ub=self.a_ub, b_ub=h, bounds=self.bounds, method="highs")
+    def _deviation(self, p: int, sign: float, x: np.ndarray, inner: np.ndarray | None) -> tuple[float, np.ndarray]:
+        """max sign·M_p d at pattern x, and the cut's coefficient of every cell. With ``inner`` (inner
+        cells) the deviations of every other inner cell are held at 0: the programme of a block,
+        whose cut is a heuristic's guide (the repair's), not a valid inequality of the whole."""
+        if inner is None:
+            rows, touched, a_ub, bounds = self.rows, np.arange(len(x)), self.a_ub, self.bounds
+        else:
+            rows = self.rows[:, inner].tocsr()
+            touched = np.flatnonzero(np.diff(rows.indptr) > 0)
+            rows = rows[touched]
+            a_ub = sparse.vstack([rows, -rows], format="csr")
+            bounds = np.column_stack([-self.model.start[inner], np.full(len(inner), np.inf)])
+        h = np.concatenate([self.capacity * x[touched], self.b[touched] * x[touched]])
+        objective = -sign * np.asarray(self.rows[p].toarray()).ravel()
+        if inner is not None:
+            objective = objective[inner]
+        result = linprog(objective, A_ub=a_ub, b_ub=h, bounds=bounds, method="highs")
         if result.status != 0:
             raise RuntimeError(f"secondary suppression: HiGHS could not solve the intruder's programme ({result.message})")
         y = -result.ineqlin.marginals
-        n = len(x)
-        return -result.fun, y[:n] * self.capacity + y[n:] * self.b
+        k = len(touched)
+        coefficient = np.zeros(len(x))
+        coefficient[touched] = y[:k] * self.capacity + y[k:] * self.b[touched]
+        return -result.fun, coefficient
 
-    def add(self, p: int, x: np.ndarray) -> None:
-        """Add the cuts of primary ``p`` (a distinct cell) short at pattern ``x``."""
+    def add(self, p: int, x: np.ndarray, inner: np.ndarray | None = None) -> None:
+        """Add the cuts of primary ``p`` (a distinct cell) short at pattern ``x`` (over the block
+        ``inner`` of inner cells when given, see :meth:`_deviation`)."""
         tolerance = 1e-9 * max(1.0, float(np.abs(self.b).max(initial=0.0)))
         if self.upper[p] > 0 or self.lower[p] > 0:
             for sign, level in ((1.0, self.upper[p]), (-1.0, self.lower[p])):
-                value, coefficient = self._deviation(p, sign, x)
+                value, coefficient = self._deviation(p, sign, x, inner)
                 if value < max(level, tolerance):
                     self._append(coefficient, max(level, self.min_width * 1e-3) - value + coefficient @ x)
         else:
-            up, c_up = self._deviation(p, 1.0, x)
-            down, c_down = self._deviation(p, -1.0, x)
+            up, c_up = self._deviation(p, 1.0, x, inner)
+            down, c_down = self._deviation(p, -1.0, x, inner)
             if up + down < self.min_width:
                 coefficient = c_up + c_down
                 self._append(coefficient, self.min_width - up - down + coefficient @ x)
@@ -188,15 +210,12 @@ def relation_cuts(model: JointModel, protect: np.ndarray) -> sparse.csr_matrix:
     return sparse.vstack(blocks, format="csr")
 
 
-def _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, time_limit, start=None):
-    """The row-generation loop: returns the pattern over distinct cells. Without ``start`` every free
-    cell gets the relation cuts (no derivable suppression), from a ``start`` (the Gauss pattern,
-    kept) the primaries only."""
+def _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, time_limit):
+    """The row-generation loop: returns the pattern over distinct cells. Every free cell gets the
+    relation cuts (no derivable suppression) before the first master programme."""
     cuts = _Cuts(model, rep, lower, upper, min_width)
-    initial = relation_cuts(model, primary if start is not None else primary | ~(must | never))
+    initial = relation_cuts(model, primary | ~(must | never))
     lb = (primary | must)[rep].astype(float)
-    if start is not None:
-        lb = np.maximum(lb, start)
     ub = np.where(never[rep], 0.0, 1.0)
     x = lb.copy()
     if initial.shape[0] and (initial @ x < 0).any():
@@ -223,6 +242,45 @@ def _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, t
     raise RuntimeError("secondary suppression: the optimal method did not converge")
 
 
+def _repair(model, rep, primary, lower, upper, costs, never, min_width, time_limit, start) -> np.ndarray:
+    """The Gauss pattern ``start`` (over distinct cells) made to pass the audit, locally: each round
+    audits only the primaries still failing (suppressing a further cell removes a published
+    equation from the intruder's programme, so no interval narrows and a primary that passed keeps
+    passing), bounds each failing primary's deviations within its block (the inner cells of its
+    component of the intruder's programme, :func:`sdc_dagster.tables.audit.reduced_programme`, and
+    of the published rows tying it) and adds the cheapest cells meeting the round's cuts (HiGHS),
+    every earlier suppression kept."""
+    cuts = _Cuts(model, rep, lower, upper, min_width)
+    cell_to_rep = np.full(model.cell.max() + 1, -1)
+    cell_to_rep[model.cell[rep]] = np.arange(len(rep))
+    ub = np.where(never[rep], 0.0, 1.0)
+    x = start.astype(float)
+    open_primaries = primary.copy()
+    for _ in range(10_000):
+        suppressed = x[cell_to_rep[model.cell]] > 0.5
+        failing, _, _ = protection_failures(
+            model, suppressed, open_primaries, lower, upper, min_width=min_width, only_primaries=True
+        )
+        open_primaries = failing
+        if not failing.any():
+            return x > 0.5
+        red = reduced_programme(model, suppressed)
+        row_component = red.component[red.rows.indices[red.rows.indptr[:-1]]]
+        before = len(cuts.rhs)
+        for row in np.flatnonzero(failing)[np.unique(model.cell[failing], return_index=True)[1]]:
+            own = model.matrix[row].indices
+            where = np.searchsorted(red.unknown, own).clip(max=len(red.unknown) - 1)
+            components = np.unique(red.component[where[red.unknown[where] == own]]) if len(red.unknown) else []
+            ties = red.kept[np.isin(row_component, components)]
+            inner = np.unique(np.r_[own, red.unknown[np.isin(red.component, components)], model.matrix[ties].indices])
+            cuts.add(int(cell_to_rep[model.cell[row]]), x, inner)
+        if len(cuts.rhs) == before:
+            raise RuntimeError("secondary suppression: the audit fails but no cut separates the pattern (numerical trouble)")
+        constraint = LinearConstraint(sparse.csr_matrix(np.vstack(cuts.coefficients[before:])), cuts.rhs[before:], np.inf)
+        x = _solve(costs[rep], np.maximum(x, 0.0), np.maximum(ub, x), constraint, time_limit)
+    raise RuntimeError("secondary suppression: the repair of the Gauss pattern did not converge")
+
+
 def _solve(cost, lb, ub, constraint, time_limit) -> np.ndarray:
     """The master programme: the cheapest 0/1 pattern within [lb, ub] meeting the cuts (HiGHS)."""
     result = milp(cost, integrality=np.ones(len(cost)), bounds=Bounds(lb, ub), constraints=constraint,
@@ -232,9 +290,24 @@ def _solve(cost, lb, ub, constraint, time_limit) -> np.ndarray:
     return np.round(result.x)
 
 
+def differences(shape: Sequence[int]) -> sparse.csr_matrix:
+    """``T = D_1 ⊗ ... ⊗ D_m``, ``D_d`` the first difference along the leaves of dimension d
+    (``(D x)_i = x_i - x_{i-1}``): an invertible map of the inner cells under which a code's cell,
+    the indicator of a block of contiguous leaves in every dimension (a code's leaves are contiguous
+    in the depth-first order of :func:`sdc_dagster.tables.model.tabulate`), has at most ``2^m``
+    nonzeros (``e_first - e_after_last`` per dimension), the grand total a single one."""
+    blocks = [sparse.eye(n, format="csr") - sparse.eye(n, k=-1, format="csr") for n in shape]
+    return reduce(lambda a, b: sparse.kron(a, b, format="csr"), blocks)
+
+
 def _gauss(model, rep, primary, costs, must, never) -> np.ndarray:
-    """GaussSuppression's elimination over the distinct cells; returns the pattern (bool per distinct cell)."""
-    rows = model.matrix[rep].tocsr()
+    """GaussSuppression's elimination over the distinct cells; returns the pattern (bool per distinct cell).
+
+    The cells' columns are eliminated after the change of basis :func:`differences` (a column lies
+    in the span of others iff it does after an invertible map): a marginal cell's column has at most
+    ``2^m`` nonzeros there instead of one per inner cell below it, so the elimination stays sparse."""
+    rows = (model.matrix[rep] @ differences(model.shape).T).tocsr()
+    rows.eliminate_zeros()
     n = len(rep)
     prim = primary[rep]
     suppressed = prim | must[rep]
@@ -328,8 +401,8 @@ def secondary_suppression(
         raise SDCInputError("frozen: a primary cell cannot be frozen as published")
     _, rep = np.unique(model.cell, return_index=True)
     if method == "gauss":
-        start = _gauss(model, rep, primary, costs, must, never).astype(float)
-        pattern = _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, time_limit, start=start)
+        start = _gauss(model, rep, primary, costs, must, never)
+        pattern = _repair(model, rep, primary, lower, upper, costs, never, min_width, time_limit, start)
     else:
         pattern = _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, time_limit)
     cell_to_rep = np.full(model.cell.max() + 1, -1)
