@@ -32,7 +32,11 @@ the share 0.975 instead of the share retained):
 
 Exact fit: when the covariance of H is singular (at least h records on a hyperplane), robustbase
 reports the hyperplane and MASS stops; here :class:`numpy.linalg.LinAlgError` is raised, for the
-caller to name the columns (sdcMicro's callers cannot use a singular covariance either).
+caller to name the columns (sdcMicro's callers cannot use a singular covariance either). A
+deviation: scikit-learn starts from random h-subsets (robustbase from (p + 1)-subsets, which find
+any hyperplane holding h records), so it finds an exact fit of h equal records, or of data lying
+wholly on a hyperplane, but may miss h distinct records on a hyperplane among others; the estimate
+is then that of the best non-singular subset it found.
 
 Deviations from R: the h-subset is that of scikit-learn's random starts, not R's (robustbase draws
 500 (p + 1)-subsets from R's generator, MASS ``cov.mcd`` 3,000 for p ≥ 2); it is the exact MCD when
