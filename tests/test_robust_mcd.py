@@ -101,3 +101,21 @@ def test_planted_outliers_are_never_kept(seed, p, outliers):
         centre, covariance = estimate(x, random_state=seed)
         assert np.abs(centre).max() < 1.0
         assert np.linalg.eigvalsh(covariance).max() < 5.0
+
+
+def test_large_files_search_the_subset_on_a_seeded_sample(monkeypatch):
+    import sdc_dagster.numerics.robust as robust
+
+    monkeypatch.setattr(robust, "MCD_SAMPLE_RECORDS", 300)
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(3_000, 2))
+    x[:100] += 40  # planted far away
+    subset = mcd_subset(x, random_state=5)
+    assert subset.sum() == (300 + 2 + 1) // 2 and not subset[:100].any()  # h of the sample of 300
+    np.testing.assert_array_equal(subset, mcd_subset(x, random_state=5))
+    centre, covariance = covmcd(x, random_state=5)  # every record weighed: the planted ones get 0
+    diff = x - x[subset].mean(axis=0)
+    raw = np.cov(x[subset], rowvar=False) * consistency_factor(2, 151 / 300) * small_sample_factor(2, 300, reweighted=False)
+    kept = np.einsum("ij,jk,ik->i", diff, np.linalg.inv(raw), diff) < stats.chi2.ppf(0.975, 2)
+    assert not kept[:100].any() and kept.sum() > 2_700
+    np.testing.assert_allclose(centre, x[kept].mean(axis=0), rtol=1e-12)
