@@ -48,8 +48,11 @@ is then that of the best non-singular subset it found.
 Deviations from R: the h-subset is that of scikit-learn's random starts, not R's (robustbase draws
 500 (p + 1)-subsets from R's generator, MASS ``cov.mcd`` 3,000 for p ≥ 2); it is the exact MCD when
 the search finds it, so the estimates agree with R's to rounding whenever both find the same
-subset (always when the MCD is clearly separated, as in robustbase's documented examples). For
-p = 1 robustbase computes the univariate MCD exactly (the shortest half); scikit-learn does the same.
+subset (as on robustbase's example ``covMcd(hbk[, 1:3])``: the same centre, tests/test_robust_mcd.py).
+For p = 1 robustbase computes the univariate MCD exactly (the shortest half); scikit-learn does the
+same. Open question, recorded: the reweighting factor c(n_w/n) k_rew is that of robustbase's source
+(R/covMcd.R, CRAN mirror); the hbk covariance printed by some ports (first variance 1.2209) instead
+matches c(0.975) without k_rew, so it should be checked against the robustbase sdcMicro 5.8.1 runs with.
 
 References
 ----------
