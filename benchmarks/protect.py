@@ -28,6 +28,10 @@ machine at load average 10-11 (several times an idle machine's figures), k = 3, 
 single 0.14 s, onedims 0.30 s, pca 0.34 s, clustpca 1.2 s, influence 1.5 s, mcdpca 5.4 s, rmd 6.4 s,
 pppca 6.5 s, clustpppca 7.9 s, clustmcdpca 10.2 s (MDAV 2.9 s in the same run); the measures on
 individual ranking's groups 0.25-0.6 s; Gower 10,000 x 5 3.7 s, 100,000 x 5 in 100 strata 4.5 s.
+With the MCD from scikit-learn's ``MinCovDet`` (its subset searched on a seeded sample of 10,000
+records past that size; sdc_dagster/numerics/robust.py), CPU seconds at 100,000 x 5 (load 14, so wall
+times 3-4x these): mcdpca 1.9 s, rmd 2.5 s, clustmcdpca 11.1 s (8 clusters of about 12,500 records,
+each MCD on 10,000); mv_top_coding 1.9 s (the project's own FastMCD on all records took 64.6 s).
 
 Run: .venv/bin/python benchmarks/protect.py [--mdav-n 100000] [--suppression-n 1000000]
      [--mdav5-n 50000 100000] [--only-perturbation] [--issue23] [--issue37 [--methods-n 100000]]

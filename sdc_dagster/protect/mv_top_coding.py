@@ -12,10 +12,10 @@ a_i^2 d_i^2 = q) on the ray from the centre through its original position: its d
 centre is kept and only its distance shrinks.
 
 Estimators: ``"robust"`` (sdcMicro's only one) takes m and S from the reweighted minimum covariance
-determinant, robustbase's ``covMcd`` with its defaults, here the project's FastMCD
-(:func:`sdc_dagster.numerics.robust.minimum_covariance_determinant`, seeded with ``random_state``;
-without robustbase's small-sample correction factors, so records near the boundary may be judged
-differently from R); ``"classical"`` takes the column means and the sample covariance (divisor
+determinant as robustbase's ``covMcd`` with its defaults, consistency and small-sample (Pison et al.
+2002) factors included, since the cut-off compares distances with q and so depends on the scale of S
+(:func:`sdc_dagster.numerics.robust.covmcd`: the MCD subset found by scikit-learn's ``MinCovDet``
+seeded with ``random_state``); ``"classical"`` takes the column means and the sample covariance (divisor
 n - 1). ``center`` and ``covariance`` give m and S directly (sdcMicro's ``center`` and ``cov``
 arguments; with published MCD estimates the result is then deterministic).
 
@@ -26,7 +26,8 @@ the columns, and a record with a missing value keeps its values (its distance is
 References
 ----------
 sdcMicro ``mvTopCoding`` (R/mvTopCoding.R, Gussenbauer & Templ); Rousseeuw & Van Driessen (1999),
-"A fast algorithm for the minimum covariance determinant estimator", Technometrics 41(3).
+"A fast algorithm for the minimum covariance determinant estimator", Technometrics 41(3); Pison, Van
+Aelst & Willems (2002), "Small sample corrections for LTS and MCD", Metrika 55(1).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import pandas as pd
 from scipy import stats
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.numerics.robust import minimum_covariance_determinant
+from sdc_dagster.numerics.robust import covmcd
 from sdc_dagster.validation import check_option, check_scalar, numeric_matrix
 
 MV_TOP_CODING_ESTIMATORS = ("robust", "classical")
@@ -56,7 +57,7 @@ def _estimates(x: np.ndarray, columns: list[str], estimator: str, random_state) 
                 f"than {p} complete records, got {n}")
         return x.mean(axis=0), np.atleast_2d(np.cov(x, rowvar=False, ddof=1))
     try:
-        return minimum_covariance_determinant(x, random_state=random_state)
+        return covmcd(x, random_state=random_state)
     except np.linalg.LinAlgError as error:  # robustbase's "exact fit": the MCD subset spans fewer dimensions
         raise SDCInputError(
             f"columns {', '.join(map(repr, columns))}: the robust (MCD) covariance is singular: at least half of the "

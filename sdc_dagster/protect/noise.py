@@ -27,10 +27,12 @@ n the number of records:
 * outdect:        noise e ~ N(0, (1.96 · sd_j / sqrt(n) · a)^2) on the outliers only, in every
   column: records above the 99% quantile of some column (R's default quantile, type 7) or with a
   robust Mahalanobis distance above sqrt(chi^2_{0.975, m}), the distance from the MCD estimate
-  with half of the records (sdcMicro "outdect"; the project's robustbase-style FastMCD,
-  :func:`sdc_dagster.numerics.robust.minimum_covariance_determinant`, without robustbase's
-  small-sample factors: borderline outliers may differ). Past ``MCD_MAX_RECORDS`` complete records the MCD is
-  fitted on a seeded random sample of that size (a 1,000,000-record fit takes minutes).
+  with half of the records (sdcMicro "outdect": robustbase ``covMcd(na.omit(x), alpha = 1/2)``,
+  its consistency and small-sample factors included since distances are compared with a chi-square
+  cut-off: :func:`sdc_dagster.numerics.robust.covmcd`, the MCD subset found by scikit-learn's
+  ``MinCovDet`` seeded from the method's generator; past
+  :data:`sdc_dagster.numerics.robust.MCD_SAMPLE_RECORDS` complete records on a seeded sample of that
+  size, the distances of all records from that fit).
 
 Missing values stay missing. Sigma is the covariance of the records complete in every column, as
 sdcMicro's ``cov(na.omit(x))`` (at least two such records are needed); every other moment (sd_j,
@@ -58,7 +60,7 @@ import pandas as pd
 from scipy import linalg, stats
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.numerics.robust import minimum_covariance_determinant
+from sdc_dagster.numerics.robust import covmcd
 from sdc_dagster.validation import check_option, check_scalar
 
 NOISE_METHODS = ("additive", "multiplicative", "correlated", "correlated2", "restr", "ROMM", "outdect")
@@ -72,9 +74,6 @@ ROMM_BLOCKS_ATTRIBUTE = "romm_blocks"
 # square root of this chi-square quantile, MCD on this share of the records.
 OUTLIER_QUANTILE = 0.99
 OUTLIER_CHI2_LEVEL = 0.975
-# FAST-MCD is fitted on a random sample of at most this many complete records (seeded); the robust
-# distances of all records use that fit.
-MCD_MAX_RECORDS = 20_000
 
 
 def _noise_covariance(x: np.ndarray, method: str) -> np.ndarray:
@@ -157,10 +156,7 @@ def outlier_records(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     complete = ~np.isnan(x).any(axis=1)
     if complete.sum() <= m + 1:
         return univariate
-    fitted = x[complete]
-    if len(fitted) > MCD_MAX_RECORDS:
-        fitted = fitted[np.sort(rng.choice(len(fitted), MCD_MAX_RECORDS, replace=False))]
-    location, covariance = minimum_covariance_determinant(fitted, random_state=rng)
+    location, covariance = covmcd(x[complete], random_state=rng)
     diff = x[complete] - location
     distance = np.zeros(n)
     distance[complete] = np.sqrt(np.einsum("ij,ij->i", diff @ np.linalg.inv(covariance), diff))

@@ -20,7 +20,7 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.numerics.robust import minimum_covariance_determinant
+from sdc_dagster.numerics.robust import covmcd
 from sdc_dagster.validation import check_scalar, numeric_matrix, paired_matrices
 
 
@@ -238,7 +238,7 @@ def interval_risk_rmd(
     k, k2 : float
         sdcMicro's k (interval scale, default 0.01) and k2 (RMDID2 neighbourhood, default 0.05).
     random_state : int, numpy Generator or None
-        Seed for the random starts of FastMCD; default 0, so the same data always give the same
+        Seed of the MCD subset search (scikit-learn ``MinCovDet``); default 0, so the same data always give the same
         flags (None draws fresh entropy: results may then differ from run to run).
 
     Returns
@@ -248,9 +248,10 @@ def interval_risk_rmd(
     the R code), ``at_risk1`` / ``at_risk2`` flags and ``riskvec1`` / ``riskvec2`` (rmd_i of the
     flagged records, 0 elsewhere), all indexed like ``protected``.
 
-    Deviations: robustbase ``covMcd`` is replaced by :func:`minimum_covariance_determinant`
-    (no small-sample correction factors, different random subsets), so results can differ from R
-    where a record sits on an interval boundary. sdcMicro's n x n distance matrix is replaced by a
+    The covariance is robustbase ``covMcd(x)$cov`` (:func:`sdc_dagster.numerics.robust.covmcd`, with
+    its consistency and Pison et al. 2002 small-sample factors: rmd_i scales with them). Deviations:
+    the MCD subset is scikit-learn's (seeded), not from R's random starts, so results can differ from
+    R where the two searches end in different subsets. sdcMicro's n x n distance matrix is replaced by a
     nearest-neighbour query (same minimum). The centre is the column mean (zero after scaling), as
     in sdcMicro, not the MCD centre.
 
@@ -271,7 +272,7 @@ def interval_risk_rmd(
         return (a - a.mean(axis=0)) / sd
 
     zx, zm = scale(x), scale(xm)
-    _, cov = minimum_covariance_determinant(zx, random_state=random_state)
+    _, cov = covmcd(zx, random_state=random_state)
     centred = zx - zx.mean(axis=0)
     rmd = 0.05 * np.sqrt(np.einsum("ij,ij->i", centred @ np.linalg.inv(cov), centred))
     lower, upper = zx - k * rmd[:, None], zx + k * rmd[:, None]

@@ -293,9 +293,9 @@ def test_parameter_errors_name_the_parameter():
 
 
 def test_outdect_fits_the_mcd_on_a_seeded_sample_of_large_data(monkeypatch):
-    import sdc_dagster.protect.noise as noise_module
+    import sdc_dagster.numerics.robust as robust_module
 
-    monkeypatch.setattr(noise_module, "MCD_MAX_RECORDS", 500)
+    monkeypatch.setattr(robust_module, "MCD_SAMPLE_RECORDS", 500)
     rng = np.random.default_rng(8)
     x = rng.normal(0, 1, (3000, 2))
     far = np.array([10, 1000, 2000])

@@ -9,10 +9,11 @@ Each sorts the records by their score on a first principal component and cuts th
   centred, unscaled (R would divide by 0).
 * ``mcdpca``: the eigenvector of the largest eigenvalue of the robust (reweighted MCD) covariance of
   the raw variables, scores about the MCD centre (sdcMicro ``princomp(x.scale, covmat = cov.mcd(x))``:
-  its ``x.scale`` divides by sqrt(diag(cor)) = 1, so the variables are not rescaled). The MCD is
-  :func:`sdc_dagster.numerics.robust.minimum_covariance_determinant` (FastMCD, random subsets drawn
-  from ``random_state``, started on 1,500 random records when there are more; sdcMicro calls
-  ``MASS::cov.mcd``, whose random subsets differ).
+  its ``x.scale`` divides by sqrt(diag(cor)) = 1, so the variables are not rescaled). The estimate is
+  MASS ``cov.mcd``'s (:func:`sdc_dagster.numerics.robust.cov_mcd`: its reweighting cut-off scaled by
+  the h/n quantile of the raw distances, no consistency factor, which would not move the
+  eigenvector), on the MCD subset found by scikit-learn's ``MinCovDet`` seeded from
+  ``random_state`` (MASS draws its own random subsets from R's generator).
 * ``pppca``: the robust projection-pursuit first component of Croux & Ruiz-Gazen (sdcMicro's
   ``prcompRob``): the variables centred at their medians; among the directions of the centred
   records (x_i - med) / ||x_i - med||, the one on which the projected data have the largest MAD
@@ -45,12 +46,11 @@ from __future__ import annotations
 import numpy as np
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.numerics.robust import minimum_covariance_determinant
+from sdc_dagster.numerics.robust import cov_mcd
 
 _PP_EXACT_LIMIT = 2_000  # records: up to here every direction's MAD is computed on all records
 _PP_SCREEN_ROWS = 500  # records of the systematic subsample the directions are screened on
 _PP_SHORTLIST = 50  # directions whose exact MAD is computed after screening
-MCD_START_RECORDS = 1_500  # robustbase covMcd for n > 600: starts in 5 subsets of 300, merged to 1,500
 _CHUNK_VALUES = 2_000_000  # projected values held at once
 
 
@@ -75,11 +75,12 @@ def pca_order(x: np.ndarray) -> np.ndarray:
     return np.argsort((z - z.mean(axis=0)) @ vector, kind="stable")
 
 
-def robust_estimate(x: np.ndarray, random_state) -> tuple[np.ndarray, np.ndarray]:
-    """Reweighted MCD centre and covariance (:func:`minimum_covariance_determinant`, its starts on
-    ``MCD_START_RECORDS`` random records when there are more, FastMCD's device for large n)."""
+def robust_estimate(estimate, x: np.ndarray, random_state) -> tuple[np.ndarray, np.ndarray]:
+    """Reweighted MCD centre and covariance of ``x`` by ``estimate`` (a function of
+    :mod:`sdc_dagster.numerics.robust`: ``cov_mcd`` as MASS, ``covmcd`` as robustbase), an exact fit
+    refused with a clear error."""
     try:
-        return minimum_covariance_determinant(x, random_state=random_state, start_records=MCD_START_RECORDS)
+        return estimate(x, random_state=random_state)
     except np.linalg.LinAlgError as error:
         raise SDCInputError(f"robust covariance (MCD) of {len(x)} records is singular: at least half of them lie on "
                             "a hyperplane (an exact fit); use a classical method (pca, clustpca) for these data") from error
@@ -87,8 +88,8 @@ def robust_estimate(x: np.ndarray, random_state) -> tuple[np.ndarray, np.ndarray
 
 def mcdpca_order(x: np.ndarray, random_state) -> np.ndarray:
     """sdcMicro ``mcdpca``: records sorted by their score on the first principal component of the
-    reweighted MCD covariance, about the MCD centre."""
-    centre, covariance = robust_estimate(x, random_state)
+    reweighted MCD covariance (MASS ``cov.mcd``), about the MCD centre."""
+    centre, covariance = robust_estimate(cov_mcd, x, random_state)
     return np.argsort((x - centre) @ _leading_eigenvector(covariance), kind="stable")
 
 

@@ -12,8 +12,10 @@ sdcMicro's ``micro_rmd`` (the method its manual recommends; an extension of MDAV
 
 Group values are the group means (sdcMicro averages y and transforms back, the same values up to
 rounding); sdcMicro ignores ``measure`` for ``rmd``, here another measure applies to these groups.
-The MCD is :func:`~sdc_dagster.protect.microaggregation.projection.robust_estimate` (FastMCD, random
-subsets from ``random_state``); only the ordering of md matters, so its scale does not.
+The MCD estimate is robustbase ``covMcd``'s (:func:`sdc_dagster.numerics.robust.covmcd`, its
+consistency and small-sample factors included: they decide which records the reweighting step keeps,
+hence c and S), on the MCD subset found by scikit-learn's ``MinCovDet`` seeded from ``random_state``;
+only the ordering of md matters, so the final scale of S does not.
 
 Speed: the loop runs compiled, the nearest records found over a k-d tree (sdcMicro holds the n × n
 distance matrix: 80 GB at 100,000 records).
@@ -22,7 +24,7 @@ References
 ----------
 sdcMicro ``R/microaggregation.R`` (``micro_rmd``); Templ & Meindl (2008), Robust statistics meets
 SDC: new disclosure risk measures for continuous microdata masking, PSD 2008, LNCS 5262;
-Rousseeuw & Van Driessen (1999), Technometrics 41(3).
+Rousseeuw & Van Driessen (1999), Technometrics 41(3); Pison, Van Aelst & Willems (2002), Metrika 55(1).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from sdc_dagster.numerics.robust import covmcd
 from sdc_dagster.protect.microaggregation.mdav import kd_tree
 from sdc_dagster.protect.microaggregation.projection import robust_estimate
 
@@ -42,7 +45,7 @@ def standardised(x: np.ndarray) -> np.ndarray:
 
 def robust_distances(y: np.ndarray, random_state) -> np.ndarray:
     """Squared Mahalanobis distance of every row of ``y`` from the reweighted MCD centre and covariance."""
-    centre, covariance = robust_estimate(y, random_state)
+    centre, covariance = robust_estimate(covmcd, y, random_state)
     diff = y - centre
     return np.einsum("ij,ij->i", diff @ np.linalg.pinv(covariance), diff)
 
