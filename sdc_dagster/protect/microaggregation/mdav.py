@@ -66,7 +66,7 @@ from numba import njit
 
 _REL_TOL = 1e-5  # >> single-precision rounding of a distance (about 2e-7 relative)
 _EXACT_CENTER_LIMIT = 5_000  # up to here the centroid is re-summed in data order as sdcMicro does
-_LEAF_SIZE = 16  # records per leaf of the k-d tree
+_LEAF_SIZE = 8  # records per leaf of the k-d tree
 
 
 def _stratum_sums(values: np.ndarray, stratum: np.ndarray, count: int) -> np.ndarray:
@@ -179,6 +179,25 @@ def kd_tree(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
         nodes += 2
         top += 2
     return order, start[:nodes].copy(), end[:nodes].copy(), children[:nodes].copy()
+
+
+@njit(cache=True)
+def push_children(stack: np.ndarray, bounds: np.ndarray, top: int, count: np.ndarray, a: int, bound_a: float,
+                  b: int, bound_b: float, largest_on_top: bool) -> int:
+    """Push the children ``a`` and ``b`` of a k-d tree node that still hold remaining records
+    (``count`` > 0) with their bounds onto a branch-and-bound stack whose next free slot is ``top``,
+    the more promising child on top (popped first): the larger bound for a farthest-record search
+    (``largest_on_top``), the smaller for a nearest-records search; on equal bounds ``b``. Returns
+    the new top. The one child ordering of MDAV's searches and of :mod:`.rmd`'s."""
+    if (bound_a > bound_b) if largest_on_top else (bound_a < bound_b):
+        a, b, bound_a, bound_b = b, a, bound_b, bound_a
+    if count[a] > 0:
+        stack[top], bounds[top] = a, bound_a
+        top += 1
+    if count[b] > 0:
+        stack[top], bounds[top] = b, bound_b
+        top += 1
+    return top
 
 
 def _compile_mdav_kernel(complete: bool):
@@ -325,12 +344,7 @@ def _compile_mdav_kernel(complete: bool):
                     bound_a, bound_b = upper_bound(a, point_z), upper_bound(b, point_z)
                 bound_a = min(bound_a, (radius[a] + offset) ** 2)
                 bound_b = min(bound_b, (radius[b] + offset) ** 2)
-                if bound_a > bound_b:  # the more promising child on top of the stack
-                    a, b, bound_a, bound_b = b, a, bound_b, bound_a
-                for child, bound in ((a, bound_a), (b, bound_b)):
-                    if count[child] > 0:
-                        stack[top], bounds[top] = child, bound
-                        top += 1
+                top = push_children(stack, bounds, top, count, a, bound_a, b, bound_b, True)
             return best_id, leaves
 
         def nearest(row):
@@ -372,12 +386,7 @@ def _compile_mdav_kernel(complete: bool):
                 else:
                     bound_a = lower_bound(a, point_z) if count[a] > 0 else 0.0
                     bound_b = lower_bound(b, point_z) if count[b] > 0 else 0.0
-                if bound_a < bound_b:  # the nearer child on top of the stack
-                    a, b, bound_a, bound_b = b, a, bound_b, bound_a
-                for child, bound in ((a, bound_a), (b, bound_b)):
-                    if count[child] > 0:
-                        stack[top], bounds[top] = child, bound
-                        top += 1
+                top = push_children(stack, bounds, top, count, a, bound_a, b, bound_b, False)
             return best_row[:k].copy()
 
         def remove(row):
