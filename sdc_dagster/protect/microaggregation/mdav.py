@@ -199,25 +199,6 @@ def kd_tree(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     return order, start[:nodes].copy(), end[:nodes].copy(), children[:nodes].copy()
 
 
-@njit(cache=True)
-def push_children(stack: np.ndarray, bounds: np.ndarray, top: int, count: np.ndarray, a: int, bound_a: float,
-                  b: int, bound_b: float, largest_on_top: bool) -> int:
-    """Push the children ``a`` and ``b`` of a k-d tree node that still hold remaining records
-    (``count`` > 0) with their bounds onto a branch-and-bound stack whose next free slot is ``top``,
-    the more promising child on top (popped first): the larger bound for a farthest-record search
-    (``largest_on_top``), the smaller for a nearest-records search; on equal bounds ``b``. Returns
-    the new top. The one child ordering of MDAV's searches and of :mod:`.rmd`'s."""
-    if (bound_a > bound_b) if largest_on_top else (bound_a < bound_b):
-        a, b, bound_a, bound_b = b, a, bound_b, bound_a
-    if count[a] > 0:
-        stack[top], bounds[top] = a, bound_a
-        top += 1
-    if count[b] > 0:
-        stack[top], bounds[top] = b, bound_b
-        top += 1
-    return top
-
-
 def _compile_mdav_kernel(complete: bool):
     """The compiled MDAV loop for complete data (``complete``) or data with missing values (each
     under its own name, so numba's on-disk cache keeps the two apart)."""
@@ -362,7 +343,12 @@ def _compile_mdav_kernel(complete: bool):
                     bound_a, bound_b = upper_bound(a, point_z), upper_bound(b, point_z)
                 bound_a = min(bound_a, (radius[a] + offset) ** 2)
                 bound_b = min(bound_b, (radius[b] + offset) ** 2)
-                top = push_children(stack, bounds, top, count, a, bound_a, b, bound_b, True)
+                if bound_a > bound_b:  # the more promising child on top of the stack
+                    a, b, bound_a, bound_b = b, a, bound_b, bound_a
+                for child, bound in ((a, bound_a), (b, bound_b)):
+                    if count[child] > 0:
+                        stack[top], bounds[top] = child, bound
+                        top += 1
             return best_id, leaves
 
         def nearest(row):
@@ -404,7 +390,12 @@ def _compile_mdav_kernel(complete: bool):
                 else:
                     bound_a = lower_bound(a, point_z) if count[a] > 0 else 0.0
                     bound_b = lower_bound(b, point_z) if count[b] > 0 else 0.0
-                top = push_children(stack, bounds, top, count, a, bound_a, b, bound_b, False)
+                if bound_a < bound_b:  # the nearer child on top of the stack
+                    a, b, bound_a, bound_b = b, a, bound_b, bound_a
+                for child, bound in ((a, bound_a), (b, bound_b)):
+                    if count[child] > 0:
+                        stack[top], bounds[top] = child, bound
+                        top += 1
             return best_row[:k].copy()
 
         def remove(row):

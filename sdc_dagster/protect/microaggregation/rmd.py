@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sdc_dagster.protect.microaggregation.mdav import kd_tree, push_children
+from sdc_dagster.protect.microaggregation.mdav import kd_tree
 from sdc_dagster.protect.microaggregation.projection import robust_estimate
 
 
@@ -127,7 +127,12 @@ def rmd_labels(y: np.ndarray, md: np.ndarray, k: int) -> np.ndarray:
                 gap = max(low[b, j] - q, q - high[b, j], 0.0)
                 bound_b += gap * gap
             bound_a, bound_b = np.sqrt(bound_a), np.sqrt(bound_b)  # never above the distances they bound
-            top = push_children(stack, bounds, top, count, a, bound_a, b, bound_b, False)
+            if bound_a < bound_b:  # the nearer child on top of the stack
+                a, b, bound_a, bound_b = b, a, bound_b, bound_a
+            for child, bound in ((a, bound_a), (b, bound_b)):
+                if count[child] > 0:
+                    stack[top], bounds[top] = child, bound
+                    top += 1
         for m in range(k):
             r = best_row[m]
             labels[r] = group
