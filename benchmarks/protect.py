@@ -36,6 +36,12 @@ within 10 s (``--model-risk-n``, the data of ``benchmarks/risk.py``) and SUDA2 o
 least 20x faster than sdcMicro's ``suda2`` in the same run (``--suda-n``, the data of
 ``benchmarks/suda.py``): sdcMicro needs R, not installed here, so the script prints our figure beside
 sdcMicro's 2.6-2.9 s measured on this machine in issue 16 (20x: 0.13-0.145 s).
+Last run (issue 37/38 round, load average 7-9 on the 2 cores, CPU seconds): every method on
+100,000 x 5 within its 10 s (the slowest clustpppca 2.9 s, clustmcdpca 2.8 s, pppca 2.0 s, rmd 1.8 s,
+mcdpca 1.6 s, mdav 1.1 s); model_risk 0.15-0.29 s a method on 1,000,000 x 6 keys; SUDA2 0.10 s on
+1,000,000 x 7 keys; MDAV on 1,000,000 x 5 missed its 20 s: 32-50 s of CPU on the loaded machine
+(35 s before the leaves of 8 in the same conditions; CPU seconds of memory-bound code grow with the
+load: see ``sdc_dagster/protect/microaggregation/mdav.py`` for where the time goes).
 
 Every line prints the CPU seconds of the call (``time.process_time``: the process's user + system
 time, every thread's) and its wall seconds; the machine is shared (2 cores, up to eight other
