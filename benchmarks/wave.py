@@ -28,7 +28,9 @@ time. The per-step seconds come from Dagster's event log and are wall seconds.
 Targets, printed beside each figure: issue 38: 1M <= 120 s on 2 cores (160-220 s when last measured
 before issue 38), 100k at least 10x faster than sdcMicro doing the same plans in the same run (that
 column needs R with sdcMicro, which this machine does not have: the script says so and prints ours);
-issue 23: 100k <= 20 s; 1M <= 300 s with peak memory < 8 GB and growth <= 12x; testdata
+Last run (issue 38 round, load average 9-15): 1M 141.9 s CPU before the MDAV changes of this
+round, 115.4 s after (wall 495 s and 526 s), peak 3.4 GB; one run each, so most of the difference is
+the load's noise. issue 23: 100k <= 20 s; 1M <= 300 s with peak memory < 8 GB and growth <= 12x; testdata
 (``--n 4580 --testdata``) <= 8 s.
 
 Run: .venv/bin/python benchmarks/wave.py [--n 100000 1000000] [--testdata] [--again] [--keep DIR]
