@@ -166,6 +166,33 @@ def test_rmd_loop_by_hand():
     assert rmd_labels(y, np.zeros(9), 3).tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]
 
 
+def _rmd_transcription(y: np.ndarray, md: np.ndarray, k: int) -> np.ndarray:
+    """sdcMicro's ``micro_rmd`` loop written directly over all remaining records (no tree): s = the
+    first remaining record of largest md (R which.max), its group the k remaining records nearest in
+    Euclidean distance, ties to the earlier record (R which.min, repeated); the rest the last group."""
+    labels = np.full(len(y), -1)
+    groups = max(len(y) // k, 1)
+    for group in range(groups - 1):
+        remaining = np.flatnonzero(labels < 0)
+        s = remaining[np.argmax(md[remaining])]
+        distance = np.sqrt(((y[remaining] - y[s]) ** 2).sum(axis=1))
+        labels[remaining[np.lexsort((remaining, distance))[:k]]] = group
+    labels[labels < 0] = groups - 1
+    return labels
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(3, 160), p=st.integers(1, 3), k=st.integers(2, 5), seed=st.integers(0, 2**32 - 1))
+def test_property_rmd_equals_direct_transcription_on_tied_data(n, p, k, seed):
+    # values on a grid of 4 (whole numbers: distances and their ties are exact) and md of 3 values,
+    # so that most searches meet tied distances and tied outliers; above 8 records the nearest
+    # records are searched over a k-d tree of several levels
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 4, (n, p)).astype(float)
+    md = rng.integers(0, 3, n).astype(float)
+    assert rmd_labels(y, md, k).tolist() == _rmd_transcription(y, md, k).tolist()
+
+
 def test_rmd_on_two_far_clouds_groups_within_clouds():
     # two clouds of 6 records far apart, k = 3: no group mixes the clouds
     rng = np.random.default_rng(3)
