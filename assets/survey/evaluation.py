@@ -79,12 +79,12 @@ def information_loss_asset(spec: SurveySpec) -> AssetsDefinition:
     )
     def information_loss(context: AssetExecutionContext, raw_microdata: RawWave, **protected: ProtectedVariant):
         wave_variants = variants(spec, protected)
-        summary, per_record, notes = evaluation.information_loss(
+        loss = evaluation.information_loss(
             raw_microdata.data, {name: v.data for name, v in wave_variants.items()}, spec,
             matrices={name: v.matrices for name, v in wave_variants.items()},
         )
-        notes_table = measure_notes_frame(notes)
-        context.add_output_metadata({"summary": table_markdown(summary.round(6)), "measure_notes": table_markdown(notes_table)})
-        return {"summary": summary, "per_record": per_record, "measure_notes": notes_table}
+        context.add_output_metadata({"summary": table_markdown(loss.summary.round(6)),
+                                     "measure_notes": table_markdown(measure_notes_frame(loss.notes))})
+        return loss
 
     return information_loss

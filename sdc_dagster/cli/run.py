@@ -49,7 +49,7 @@ def wave_summary(survey_name: str, wave: str) -> str:
     from sdc_dagster.resources.storage import reports_dir, stored_output
 
     residual = stored_output([survey_name, "residual_risk"], wave)
-    loss = stored_output([survey_name, "information_loss"], wave)["summary"]
+    loss = stored_output([survey_name, "information_loss"], wave).summary
     # categorical-key figures where the spec has categorical keys, the linkage check's figure where
     # it has continuous keys (a file with continuous keys only has no k-anonymity)
     shown = [c for c in _SUMMARY_RISK if c in residual.columns]

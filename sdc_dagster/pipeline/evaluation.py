@@ -10,7 +10,7 @@ twice.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -18,7 +18,7 @@ import pandas as pd
 from sdc_dagster import contribution, loss, risk
 from sdc_dagster.errors import NotComputable
 from sdc_dagster.pipeline.protection import linkage_figures
-from sdc_dagster.pipeline.risk import RiskScores, if_computable, records_below_l, risk_table
+from sdc_dagster.pipeline.risk import RiskScores, if_computable, measure_notes_frame, records_below_l, risk_table
 from sdc_dagster.pipeline.variant import (
     loss_scales,
     ordinal_orders,
@@ -191,14 +191,49 @@ def residual_contributions(
 
 
 
+@dataclass(frozen=True)
+class PlanLoss:
+    """The information loss of one plan's variant, as the report and the release read it: ``figures``,
+    measure name -> value (the row of :attr:`InformationLoss.summary`, measures undefined on the
+    variant left out: e.g. ``lambda_arctan``, SPEC §9.1 eq (6); ``topsis_mean``, SPEC §10;
+    ``sse_tss``, §9.5); ``topsis``: the TOPSIS loss of each record it releases (SPEC §10)."""
+
+    figures: dict[str, float]
+    topsis: pd.Series
+
+
+@dataclass(frozen=True, eq=False)  # frames have no truth value: compared by identity
+class InformationLoss:
+    """The loss stage's result of a wave (:func:`information_loss`): ``summary`` (one row per
+    variant, one column per measure), ``per_record`` (``<plan>_topsis`` and ``<plan>_distance`` for
+    each variant, NaN where a variant does not release the record) and ``notes`` (the measures left
+    out of a variant because they are undefined on its data)."""
+
+    summary: pd.DataFrame
+    per_record: pd.DataFrame
+    notes: list[MeasureNote] = field(default_factory=list)
+
+    def plan(self, name: str) -> PlanLoss:
+        """The loss of plan ``name``'s variant (:class:`PlanLoss`); no figure for a plan not evaluated."""
+        row = self.summary.loc[name].dropna().to_dict() if name in self.summary.index else {}
+        topsis = self.per_record.get(f"{name}_topsis", pd.Series(dtype=float)).dropna()  # NaN: not released
+        return PlanLoss(figures={measure: float(value) for measure, value in row.items()}, topsis=topsis)
+
+    def stored_frames(self) -> dict[str, pd.DataFrame]:
+        """What the IO manager also writes as Parquet, for readers outside Python: the summary, the
+        per-record losses and the measure notes (``summary.parquet``, ``per_record.parquet``,
+        ``measure_notes.parquet`` in the wave's folder)."""
+        return {"summary": self.summary, "per_record": self.per_record, "measure_notes": measure_notes_frame(self.notes)}
+
+
 def information_loss(
     original: pd.DataFrame,
     protected: dict[str, pd.DataFrame],
     spec: SurveySpec,
     *,
     matrices: dict[str, dict[str, pd.DataFrame]] | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Loss measures per protected variant (SPEC §9, §10).
+) -> InformationLoss:
+    """Loss measures per protected variant (SPEC §9, §10), as an :class:`InformationLoss`.
 
     Record-level measures compare each released record with the same record of the original: a
     subsampled variant is compared on the records it retains (``records_compared``,
@@ -208,11 +243,12 @@ def information_loss(
     continuous distances and TOPSIS. A variant released exactly as an earlier one with the same
     PRAM matrices (:func:`~sdc_dagster.pipeline.variant.same_release`) takes its figures.
 
-    Returns (summary: one row per variant with the distance measure (1) under each continuous
-    distance, the mean TOPSIS loss, the moment, SSE/TSS, utility, EBIL and association figures;
-    per_record: TOPSIS loss and the per-record sum of partial distances for each variant, NaN for
-    records a variant does not release; notes: a :class:`MeasureNote` per measure left out of a
-    variant's row because it is undefined on its data, :func:`~sdc_dagster.pipeline.risk.if_computable`).
+    Returns the :class:`InformationLoss`: ``summary``, one row per variant with the distance measure
+    (1) under each continuous distance, the mean TOPSIS loss, the moment, SSE/TSS, utility, EBIL and
+    association figures; ``per_record``, TOPSIS loss and the per-record sum of partial distances for
+    each variant, NaN for records a variant does not release; ``notes``, a :class:`MeasureNote` per
+    measure left out of a variant's row because it is undefined on its data
+    (:func:`~sdc_dagster.pipeline.risk.if_computable`).
     """
     rows, per_record, notes = [], {}, []
     associations = {}  # the original's association figures, per pair of keys: computed once
@@ -252,7 +288,7 @@ def information_loss(
         rows.append(row)
         of_variant[name] = (row, notes[first_note:])
     summary = pd.DataFrame(rows).set_index("variant") if rows else pd.DataFrame(index=pd.Index([], name="variant"))
-    return summary, pd.DataFrame(per_record, index=original.index), notes
+    return InformationLoss(summary=summary, per_record=pd.DataFrame(per_record, index=original.index), notes=notes)
 
 
 
