@@ -5,12 +5,13 @@ the spec is released, the relaxed searches are not run at all."""
 
 import pandas as pd
 import pytest
+import yaml
 from dagster import AssetKey, materialize
 
 from sdc_dagster.assets.survey import build_survey_assets
 from sdc_dagster.pipeline.search import PROGRESS_PREFIX
 from sdc_dagster.resources import configured_resources
-from sdc_dagster.spec import parse_spec
+from sdc_dagster.spec import load_spec
 
 WAVE = "2024"
 
@@ -25,7 +26,11 @@ SPEC = {"survey": "two_keys", "variables": {"sex": {"role": "categorical_key", "
         "search": {"enabled": True, "budget_seconds": 60, "methods": ["local_suppression"]}}
 
 
-def run_chain(spec, home, instance):
+def run_chain(spec: dict, home, instance):
+    """The whole chain of ``spec`` (written as a spec file: a release copies it) on :data:`DATA`."""
+    (home / "specs").mkdir(parents=True)
+    (home / "specs" / "two_keys.yaml").write_text(yaml.safe_dump(spec))
+    spec = load_spec(home / "specs" / "two_keys.yaml")
     landing = home / "landing" / "two_keys"
     landing.mkdir(parents=True)
     DATA.to_csv(landing / f"{WAVE}.csv", index=False)
@@ -40,7 +45,7 @@ def run_chain(spec, home, instance):
 
 @pytest.mark.slow
 def test_release_metadata_says_what_it_would_take(sdc_home, instance):
-    result, metadata, relaxed = run_chain(parse_spec(SPEC), sdc_home, instance)
+    result, metadata, relaxed = run_chain(SPEC, sdc_home, instance)
     record = metadata["what_it_would_take"].value
     assert metadata["released_plan"].value == "none"
     assert [r["change"] for r in record["relaxations"]][:2] == ["k = 3 instead of 5", "region not a key"]
@@ -62,8 +67,7 @@ def test_no_relaxed_search_when_a_spec_plan_is_released(sdc_home, instance):
     # without a suppression, global risk (1/13 * 13 + 1/10 * 10) / 23 = 2/23 < 0.5: eligible,
     # while the search (local suppression only) still recommends no plan
     one_region = {"r1": "r1", "r2": "r1", "r3": "r1", "r4": "r1"}
-    spec = parse_spec({**SPEC, "plans": {"one_region": {"steps": [
-        {"method": "recode", "variable": "region", "mapping": one_region}]}}})
+    spec = {**SPEC, "plans": {"one_region": {"steps": [{"method": "recode", "variable": "region", "mapping": one_region}]}}}
     result, metadata, relaxed = run_chain(spec, sdc_home, instance)
     assert result.success
     assert metadata["released_plan"].value == "one_region"
