@@ -1,6 +1,8 @@
 """Stage 6 of the survey chain: the wave's release report, written after the release stage
 (:mod:`.release`) and filed with the wave's release."""
 
+from pathlib import Path
+
 import pandas as pd
 from dagster import AssetExecutionContext, AssetKey, AssetsDefinition, MaterializeResult, MetadataValue, asset
 
@@ -76,10 +78,15 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
                                source=source.snapshot, run=run)
         plans = inputs.plans
         plots = report_plots(inputs)  # drawn once: in the report and in the metadata
-        paths = write_report(inputs, home.reports / spec.survey, plots)
-        headline = headline_table(inputs)
+        paths = {}
+
+        def write() -> Path:
+            paths.update(write_report(inputs, home.reports / spec.survey, plots))
+            return paths["html"]
+
         # the wave's one release, published by the release stage, names the report that explains it
-        released = file_report(home.releases, spec.survey, wave, paths["html"])
+        released = file_report(home.releases, spec.survey, wave, write)
+        headline = headline_table(inputs)
         return MaterializeResult(
             check_results=[wave_release_check_result(spec, plans, released)],
             metadata={

@@ -94,11 +94,13 @@ def record_release(releases: Path, variant: ProtectedVariant, spec: SurveySpec, 
 
 
 def publish_wave_release(releases: Path, survey: str, wave: str, plan: str | None, *, reason: str,
-                         report: Path | None = None) -> dict | None:
+                         report: Path | None = None, keep_report: bool = True) -> dict | None:
     """Make the latest eligible variant of ``plan`` the wave's one release (``release.json`` in the
     wave's folder: plan, run id, run folder, why, and the wave's report with its SHA-256, ``report``
-    or else the one the previous record names); ``plan=None`` withdraws the wave's release (no
-    plan is eligible). Raises ValueError when the plan's latest decision is withheld or missing."""
+    or else, with ``keep_report``, the one the previous record names: ``sdc promote`` keeps the
+    wave's report, the release stage does not, its report is written next, :func:`file_report`);
+    ``plan=None`` withdraws the wave's release (no plan is eligible). Raises ValueError when the
+    plan's latest decision is withheld or missing."""
     target = inside(releases, survey, wave) / WAVE_RELEASE
     if plan is None:
         target.unlink(missing_ok=True)
@@ -113,7 +115,7 @@ def publish_wave_release(releases: Path, survey: str, wave: str, plan: str | Non
               "folder": str(folder), "reason": reason}
     if report is not None:
         record["report"] = {"file": str(report), "sha256": file_sha256(report)}
-    elif (before := wave_release(releases, survey, wave)) and "report" in before:
+    elif keep_report and (before := wave_release(releases, survey, wave)) and "report" in before:
         record["report"] = before["report"]
     write_atomic(target, json.dumps(record, indent=2, sort_keys=True).encode())
     return record
@@ -125,10 +127,17 @@ def wave_release(releases: Path, survey: str, wave: str) -> dict | None:
     return json.loads(target.read_text()) if target.is_file() else None
 
 
-def file_report(releases: Path, survey: str, wave: str, report: Path) -> dict | None:
-    """Record the wave's report (its file and SHA-256) in the wave's release record, which
-    :func:`release_wave` published before the report was written; None (nothing recorded) when the
-    wave has no release."""
+def file_report(releases: Path, survey: str, wave: str, write: Callable[[], Path]) -> dict | None:
+    """Write the wave's report (``write()``, which returns its file) and record it, with its
+    SHA-256, in the wave's release record that :func:`release_wave` published; None when the wave
+    has no release. A report that cannot be written withdraws the wave's release, and the error
+    propagates: a wave is never left released without the report that explains its decision (issue
+    25)."""
+    try:
+        report = write()
+    except BaseException:
+        publish_wave_release(releases, survey, wave, None, reason="the report could not be written")
+        raise
     record = wave_release(releases, survey, wave)
     if record is None:
         return None
@@ -187,7 +196,7 @@ def release_wave(releases: Path, spec: SurveySpec, wave: str, raw: RawWave, vari
                  for name, variant in variants.items()}
     chosen = recommended_plan(spec, evaluation, variants)
     released = publish_wave_release(releases, spec.survey, wave, chosen.plan,
-                                    reason="recommended by the report's decision rule")
+                                    reason="recommended by the report's decision rule", keep_report=False)
     if released is None and search is not None and search.found is not None:
         advice = relaxations.what_it_would_take(raw.data, spec, search.found, wave=wave, note=note)
         search = replace(search, advice=advice.record() if advice is not None else None)
