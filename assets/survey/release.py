@@ -33,7 +33,8 @@ def release_asset(spec: SurveySpec) -> AssetsDefinition:
             "report's decision rule recommends; when no plan is eligible and the spec searches, what it would take: "
             "the closest plans and the cheapest change of target or scenario that makes one eligible."
         ),
-        code_version=code_version(spec.variables, spec.risk, spec.plans, spec.search, spec.release),
+        # the plans reach it as its inputs (a changed plan changes its variant's data version)
+        code_version=code_version(spec.variables, spec.risk, spec.limits, spec.search, spec.release),
         **common(spec),
     )
     def release(context: AssetExecutionContext, home: SdcHome, raw_microdata: RawWave, residual_risk: pd.DataFrame,
