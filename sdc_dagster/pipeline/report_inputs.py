@@ -89,7 +89,7 @@ def _utility_or_none(original: pd.DataFrame, variant: ProtectedVariant, spec: Su
     """:func:`~sdc_dagster.pipeline.protection.utility_changes`, or None where the variant's figures
     cannot be computed (its utility-limit checks then failed, saying why)."""
     try:
-        return utility_changes(original, variant.data, spec, variant.plan)
+        return utility_changes(original, variant.data, spec, variant.plan, released=variant.keys)
     except SDCInputError:
         return None
 
