@@ -167,7 +167,7 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
     instance.add_dynamic_partitions(f"{survey_name}_waves", [wave])
     run_id = make_new_run_id()
     withheld: dict[str, dict] = {}
-    advice: list[dict] = []  # the plan search's "what it would take", when it recommends no plan
+    advice: list[dict] = []  # the release stage's "what it would take", when the wave releases nothing
     failures: list = []
     started = time.monotonic()
     log_file = inside(sdc_home(), "logs", survey_name, wave, f"{run_id}.log")
