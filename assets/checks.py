@@ -6,8 +6,8 @@ is under the spec's threshold (with categorical keys), its record-linkage risk i
 release no original category with more records than it had (with categorical keys, SPEC §8.2), its
 key groups are l-diverse (a spec with a sensitive variable and ``risk.l``) and it stays within the
 utility limits (``limits:``). These are blocking
-(severity ERROR): a variant failing one is withheld, no release is written (the protected asset
-enforces this; Dagster's own ``blocking`` flag is not used, because it would also skip the
+(severity ERROR): a variant failing one is withheld, no release is written (the release stage,
+``<survey>/release``, enforces this; Dagster's own ``blocking`` flag is not used, because it would also skip the
 evaluation and the report that explain the failure, so the UI labels these checks "non-blocking":
 their descriptions and the metadata say "withholds the variant" rather than "blocking"). A record
 above the individual-risk threshold is a warning (severity WARN). For the original wave the global risk is checked against the same

@@ -3,6 +3,7 @@ pass every blocking check stay eligible alternatives (``sdc promote`` makes one 
 wave with no eligible plan releases nothing, exits 3 and fails its Dagster run (the report's
 blocking ``wave_released`` check)."""
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -15,7 +16,7 @@ from dagster import DagsterInstance, DagsterRunStatus
 
 from sdc_dagster.releases.digests import WaveSnapshot, parquet_bytes, sha256_bytes, spec_text_sha256
 from sdc_dagster.releases.files import SafeFiles
-from sdc_dagster.releases.manifest import ReleaseRecord, list_releases, write_release
+from sdc_dagster.releases.manifest import ReleaseRecord, list_decisions, list_releases, write_release
 from sdc_dagster.releases.replay import verify_release
 from sdc_dagster.releases.wave import publish_wave_release, wave_release
 from sdc_dagster.cli import EXIT_OK, EXIT_USAGE, EXIT_WITHHELD, main
@@ -228,20 +229,39 @@ def test_a_killed_run_is_marked_failed_by_the_next_sdc_run(tmp_path, home, capsy
 
 @pytest.mark.slow
 def test_a_run_that_fails_after_its_plans_publishes_no_release(tmp_path, home, capsys, monkeypatch):
-    """Issue 25: a run whose information loss fails has eligible plan folders, but no release:
-    only a finished run, report written, publishes the wave's release."""
+    """Issue 25: only a finished run, report written, publishes the wave's release. A run whose
+    information loss fails writes no decision at all (the release stage receives the evaluation as
+    its input); a run whose report fails has the plans' decisions written by the release stage, but
+    the wave's release is withdrawn (issue 35: the release stage comes before the report)."""
     from sdc_dagster.pipeline import evaluation
+    import sdc_dagster.assets.survey.report as report_asset
 
     source = own_survey(tmp_path, home, capsys, [3])
 
-    def broken(*args, **kwargs):
-        raise RuntimeError("information loss broke")
+    def broken(what):
+        def fail(*args, **kwargs):
+            raise RuntimeError(f"{what} broke")
+        return fail
 
-    monkeypatch.setattr(evaluation, "information_loss", broken)
-    status, text = sdc(capsys, "run", "own", "2024", "--file", str(source))
+    with monkeypatch.context() as patch:
+        patch.setattr(evaluation, "information_loss", broken("information loss"))
+        status, text = sdc(capsys, "run", "own", "2024", "--file", str(source))
     assert status == 1 and "information loss broke" in text, text
+    assert list_decisions(home / "releases", "own", "2024", "suppress_k3") == []  # no decision written
+    assert wave_release(home / "releases", "own", "2024") is None
+
+    with monkeypatch.context() as patch:
+        patch.setattr(report_asset, "write_report", broken("the report"))
+        status, text = sdc(capsys, "run", "own", "2024", "--file", str(source))
+    assert status == 1 and "the report broke" in text, text
     assert list_releases(home / "releases", "own", "2024", "suppress_k3")  # the plan's decision
     assert wave_release(home / "releases", "own", "2024") is None  # but nothing released
+
+    status, text = sdc(capsys, "run", "own", "2024", "--file", str(source))  # a finished run
+    assert status == EXIT_OK, text
+    record = wave_release(home / "releases", "own", "2024")
+    report = home / "reports" / "own" / "2024.html"
+    assert record["report"] == {"file": str(report), "sha256": hashlib.sha256(report.read_bytes()).hexdigest()}
 
 
 @pytest.mark.slow

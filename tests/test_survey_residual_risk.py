@@ -160,17 +160,19 @@ def test_a_variant_released_as_an_earlier_one_gets_the_same_figures(wave):
     variants = {"mdav": mdav, "other": other, "twin": twin}
     alone = {"mdav": {"mdav": mdav}, "twin": {"twin": twin}}
     risk = residual_risk(data, variants, spec)
-    summary, per_record, notes = information_loss(data, variants, spec)
+    loss = information_loss(data, variants, spec)
+    summary, per_record, notes = loss.summary, loss.per_record, loss.notes
     for name in ("mdav", "twin"):
         pd.testing.assert_series_equal(risk.loc[name], residual_risk(data, alone[name], spec).loc[name],
                                        check_exact=True)
-        one_summary, one_per_record, _ = information_loss(data, alone[name], spec)
+        one = information_loss(data, alone[name], spec)
+        one_summary, one_per_record = one.summary, one.per_record
         pd.testing.assert_series_equal(summary.loc[name], one_summary.loc[name], check_exact=True)
         pd.testing.assert_frame_equal(per_record.filter(like=name), one_per_record, check_exact=True)
     def noted(found, name):
         return [(n.measure, n.reason, n.status) for n in found if n.variant == name]
 
-    alone_notes = information_loss(data, {"twin": twin}, spec)[2]
+    alone_notes = information_loss(data, {"twin": twin}, spec).notes
     assert noted(notes, "twin") == noted(notes, "mdav") == noted(alone_notes, "twin") != []
     before = pd.DataFrame({"shapley": 1 / 7, "solidarity": 1 / 7}, index=KEYS)
     moved = residual_contributions(before, variants, spec)

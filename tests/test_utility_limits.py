@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from sdc_dagster import loss
 from sdc_dagster.pipeline import protection, search
+from sdc_dagster.pipeline.variant import released_keys
 from sdc_dagster.protect.suppression import diversity_suppression
 from sdc_dagster.report import PlanSummary, ReportInputs
 from sdc_dagster.report.content import binding_limits, suda_summary, worst_losses
@@ -130,10 +131,10 @@ def test_a_value_released_as_its_merged_category_is_not_a_changed_record():
     released = ORIGINAL.copy()
     released["edu"] = released["edu"].replace({3: 1})
     released.loc[0, "edu"] = 2
-    table = protection.utility_changes(ORIGINAL, released, spec, plan).set_index("measure")
+    table = protection.utility_changes(ORIGINAL, released, spec, plan, released=released_keys(spec, released)).set_index("measure")
     assert table.loc["records changed", "change"] == pytest.approx(1 / 10)
     # without the plan every recoded record counts: 0, 4, 5, 8
-    assert protection.utility_changes(ORIGINAL, released, spec).set_index("measure").loc[
+    assert protection.utility_changes(ORIGINAL, released, spec, released=released_keys(spec, released)).set_index("measure").loc[
         "records changed", "change"] == pytest.approx(4 / 10)
 
 

@@ -35,7 +35,8 @@ def residual_risk_asset(spec: SurveySpec) -> AssetsDefinition:
         linkage = {name: v.checks["linkage_risk"].figures for name, v in wave_variants.items()
                    if "linkage_risk" in v.checks and v.checks["linkage_risk"].figures is not None}
         table = evaluation.residual_risk(raw_microdata.data, {name: v.data for name, v in wave_variants.items()}, spec,
-                                         linkage=linkage, original_risk=risk_scores)
+                                         linkage=linkage, original_risk=risk_scores,
+                                         keys={name: v.keys for name, v in wave_variants.items()})
         context.add_output_metadata({"table": table_markdown(table.round(6))})
         return table
 
@@ -57,7 +58,8 @@ def residual_contributions_asset(spec: SurveySpec) -> AssetsDefinition:
                                **protected: ProtectedVariant):
         wave_variants = variants(spec, protected)
         table = evaluation.residual_contributions(risk_contributions.global_,
-                                                  {name: v.data for name, v in wave_variants.items()}, spec)
+                                                  {name: v.data for name, v in wave_variants.items()}, spec,
+                                                  keys={name: v.keys for name, v in wave_variants.items()})
         # the numbers; their charts are drawn once, by sdc_report (its contributions_<plan> metadata)
         context.add_output_metadata({
             f"contributions_{plan}": table_markdown(table.xs(plan, level="variant").round(4))
@@ -79,12 +81,13 @@ def information_loss_asset(spec: SurveySpec) -> AssetsDefinition:
     )
     def information_loss(context: AssetExecutionContext, raw_microdata: RawWave, **protected: ProtectedVariant):
         wave_variants = variants(spec, protected)
-        summary, per_record, notes = evaluation.information_loss(
+        loss = evaluation.information_loss(
             raw_microdata.data, {name: v.data for name, v in wave_variants.items()}, spec,
             matrices={name: v.matrices for name, v in wave_variants.items()},
+            keys={name: v.keys for name, v in wave_variants.items()},
         )
-        notes_table = measure_notes_frame(notes)
-        context.add_output_metadata({"summary": table_markdown(summary.round(6)), "measure_notes": table_markdown(notes_table)})
-        return {"summary": summary, "per_record": per_record, "measure_notes": notes_table}
+        context.add_output_metadata({"summary": table_markdown(loss.summary.round(6)),
+                                     "measure_notes": table_markdown(measure_notes_frame(loss.notes))})
+        return loss
 
     return information_loss

@@ -1,4 +1,7 @@
-"""Stage 5 of the survey chain: the wave's release report and its one release."""
+"""Stage 6 of the survey chain: the wave's release report, written after the release stage
+(:mod:`.release`) and filed with the wave's release."""
+
+from pathlib import Path
 
 import pandas as pd
 from dagster import AssetExecutionContext, AssetKey, AssetsDefinition, MaterializeResult, MetadataValue, asset
@@ -13,13 +16,14 @@ from sdc_dagster.assets.survey.common import (
     table_markdown,
     variants,
 )
+from sdc_dagster.pipeline.evaluation import InformationLoss
 from sdc_dagster.pipeline.ingest import RawWave
 from sdc_dagster.pipeline.protection import ProtectedVariant
 from sdc_dagster.pipeline.report_inputs import WaveEvaluation, report_inputs, run_info
-from sdc_dagster.pipeline.risk import Contributions, RiskScores, measure_notes_of
-from sdc_dagster.releases.wave import publish_wave_release
+from sdc_dagster.pipeline.risk import Contributions, RiskScores
+from sdc_dagster.releases.wave import WaveRelease, file_report
 from sdc_dagster.resources.home import SdcHome
-from sdc_dagster.report import headline_table, recommendation, report_plots, write_report
+from sdc_dagster.report import headline_table, report_plots, write_report
 from sdc_dagster.spec import SurveySpec
 
 
@@ -35,16 +39,16 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
                 "residual_risk",
                 "residual_contributions",
                 "information_loss",
+                # each plan's release decision, the wave's release, the search and what it would take
+                "release",
             ),
-            # the plans' variants: steps, seeds, checks, matrices, release decisions, suppressions
+            # the plans' variants: steps, seeds, checks, matrices, suppressions
             **plan_ins(spec),
-            # the front the searched plan was chosen from
-            **(ins(spec, "plan_search") if spec.search.enabled else {}),
         },
         description=(
             "One self-contained HTML report per wave (header with the run, data and software digests; table of "
             "contents; decision first; sign-off block; references), its JSON figures, and the survey's index of "
-            "waves."
+            "waves; the report is filed with the wave's release (release.json names it with its SHA-256)."
         ),
         code_version=code_version(spec.variables, spec.risk, spec.plans, spec.report),  # report: names its signers
         check_specs=[wave_release_check_spec(AssetKey([spec.survey, "sdc_report"]))],
@@ -58,34 +62,31 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
         risk_contributions: Contributions,
         residual_risk: pd.DataFrame,
         residual_contributions: pd.DataFrame,
-        information_loss: dict,
+        information_loss: InformationLoss,
+        release: WaveRelease,
         **protected: ProtectedVariant,
     ) -> MaterializeResult:
         wave = context.partition_key
-        searched = protected.pop("plan_search", None)
-        evaluated = WaveEvaluation(
-            residual=residual_risk,
-            loss_summary=information_loss["summary"],
-            loss_per_record=information_loss["per_record"],
-            residual_contributions=residual_contributions,
-            notes=measure_notes_of(information_loss["measure_notes"]),
-        )
+        evaluated = WaveEvaluation(residual=residual_risk, loss=information_loss,
+                                   residual_contributions=residual_contributions)
         source = raw_microdata.source
         record = context.instance.get_run_record_by_id(context.run_id)
         started = record.start_time or record.create_timestamp.timestamp()  # the run's, not this render's
         run = run_info(spec, context.run_id, started, wave, source.file, source.sha256)
         inputs = report_inputs(spec, wave, raw_microdata.data, risk_scores, risk_contributions, evaluated,
-                               variants(spec, protected), search=searched, source=source.snapshot, run=run)
+                               release.recorded(variants(spec, protected)), search=release.search,
+                               source=source.snapshot, run=run)
         plans = inputs.plans
         plots = report_plots(inputs)  # drawn once: in the report and in the metadata
-        paths = write_report(inputs, home.reports / spec.survey, plots)
+        paths = {}
+
+        def write() -> Path:
+            paths.update(write_report(inputs, home.reports / spec.survey, plots))
+            return paths["html"]
+
+        # the wave's one release, published by the release stage, names the report that explains it
+        released = file_report(home.releases, spec.survey, wave, write)
         headline = headline_table(inputs)
-        chosen = recommendation(inputs).plan
-        # the wave's one release: the recommendation, published once its report is written
-        released = publish_wave_release(home.releases, spec.survey, wave, chosen,
-                                        reason="recommended by the report's decision rule", report=paths["html"])
-        if released is None:
-            context.log.warning(f"wave {wave}: no plan passes every blocking check; nothing is released")
         return MaterializeResult(
             check_results=[wave_release_check_result(spec, plans, released)],
             metadata={
@@ -93,7 +94,7 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
                 "report": MetadataValue.path(str(paths["html"])),
                 "report_json": MetadataValue.path(str(paths["json"])),
                 "index": MetadataValue.path(str(paths["index"])),
-                "recommended_plan": chosen or "none",
+                "recommended_plan": release.recommendation.plan or "none",
                 "headline": table_markdown(headline),
                 "releasable_plans": ", ".join(n for n, p in plans.items() if p.releasable) or "none",
                 **{name: image_markdown(png, name.replace("_", " ")) for name, png in plots.items()},

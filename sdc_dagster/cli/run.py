@@ -49,7 +49,7 @@ def wave_summary(survey_name: str, wave: str) -> str:
     from sdc_dagster.resources.storage import reports_dir, stored_output
 
     residual = stored_output([survey_name, "residual_risk"], wave)
-    loss = stored_output([survey_name, "information_loss"], wave)["summary"]
+    loss = stored_output([survey_name, "information_loss"], wave).summary
     # categorical-key figures where the spec has categorical keys, the linkage check's figure where
     # it has continuous keys (a file with continuous keys only has no k-anonymity)
     shown = [c for c in _SUMMARY_RISK if c in residual.columns]
@@ -108,7 +108,7 @@ def run_wave(survey_name: str, wave: str, *, data_file: str | None = None, home:
     materialised asset, then the summary of ``sdc demo`` and the report path.
 
     Returns :data:`EXIT_OK`, or :data:`EXIT_WITHHELD` naming the failed blocking checks (and, when
-    the plan search recommends no plan, what it would take: the closest plans and the cheapest change
+    the wave releases nothing and the spec searches, what it would take: the closest plans and the cheapest change
     of target or scenario that makes one eligible, :mod:`sdc_dagster.pipeline.relaxations`),
     :data:`EXIT_BAD_SPEC`, :data:`EXIT_BAD_DATA`, :data:`EXIT_RUN_FAILED`, :data:`EXIT_USAGE`."""
     with start_up_collection() as started:
@@ -167,7 +167,7 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
     instance.add_dynamic_partitions(f"{survey_name}_waves", [wave])
     run_id = make_new_run_id()
     withheld: dict[str, dict] = {}
-    advice: list[dict] = []  # the plan search's "what it would take", when it recommends no plan
+    advice: list[dict] = []  # the release stage's "what it would take", when the wave releases nothing
     failures: list = []
     started = time.monotonic()
     log_file = inside(sdc_home(), "logs", survey_name, wave, f"{run_id}.log")
@@ -220,24 +220,7 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
     # a decision (exit 3), not a failure
     decided = [(step, error) for step, error in failures if not _no_release(step, error)]
     if not result.success and decided:
-        data_errors = [(step, data_error(error)) for step, error in decided if data_error(error) is not None]
-        step, error = (data_errors or decided)[0]
-        # the engine's data error names the file, column and rule; otherwise the user code's error,
-        # not Dagster's wrapper
-        while not data_errors and error is not None and error.cause is not None:
-            error = error.cause
-        message = error.message.strip() if error is not None else "see the run in the UI (sdc ui)"
-        full = next(filter(None, (storage_problem(error) for _, error in decided)), None)
-        if full:
-            print(f"   the run's log: {log_file}", file=out)
-            print(f"sdc run: cannot write {full} in {step}; free space (or fix the permissions) and run again",
-                  file=out)
-            return EXIT_RUN_FAILED
-        if data_errors:  # the class name says nothing to the user; the message says what is wrong
-            message = re.sub(rf"^[\w.]*{error.cls_name}: ", "", message)
-        print(f"   the run's log, with the stack trace: {log_file}", file=out)
-        print(f"sdc run: {'bad data' if data_errors else 'failed'} in {step}: {message}", file=out)
-        return EXIT_BAD_DATA if data_errors else EXIT_RUN_FAILED
+        return _failed_run(decided, log_file, out)
     print(wave_summary(survey_name, wave), file=out, flush=True)
     if design:
         print(design, file=out, flush=True)
@@ -254,6 +237,31 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
         return EXIT_WITHHELD
     print(f"sdc run: released plan {released['plan']} ({released['folder']})", file=out)
     return EXIT_OK
+
+
+def _failed_run(decided: list, log_file: Path, out) -> int:
+    """What ``sdc run`` prints of a failed run (``decided``: its failed steps with their errors, the
+    report's ``wave_released`` check left out) and its exit status: :data:`EXIT_BAD_DATA` for the
+    engine's data error (its message names the file, column and rule), else :data:`EXIT_RUN_FAILED`
+    (a full disk named as such)."""
+    data_errors = [(step, data_error(error)) for step, error in decided if data_error(error) is not None]
+    step, error = (data_errors or decided)[0]
+    # the engine's data error names the file, column and rule; otherwise the user code's error,
+    # not Dagster's wrapper
+    while not data_errors and error is not None and error.cause is not None:
+        error = error.cause
+    message = error.message.strip() if error is not None else "see the run in the UI (sdc ui)"
+    full = next(filter(None, (storage_problem(error) for _, error in decided)), None)
+    if full:
+        print(f"   the run's log: {log_file}", file=out)
+        print(f"sdc run: cannot write {full} in {step}; free space (or fix the permissions) and run again",
+              file=out)
+        return EXIT_RUN_FAILED
+    if data_errors:  # the class name says nothing to the user; the message says what is wrong
+        message = re.sub(rf"^[\w.]*{error.cls_name}: ", "", message)
+    print(f"   the run's log, with the stack trace: {log_file}", file=out)
+    print(f"sdc run: {'bad data' if data_errors else 'failed'} in {step}: {message}", file=out)
+    return EXIT_BAD_DATA if data_errors else EXIT_RUN_FAILED
 
 
 def _no_release(step: str, error) -> bool:

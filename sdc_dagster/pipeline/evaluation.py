@@ -10,7 +10,7 @@ twice.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -19,8 +19,9 @@ from sdc_dagster import loss, risk
 from sdc_dagster.risk import contribution
 from sdc_dagster.errors import NotComputable
 from sdc_dagster.pipeline.protection import linkage_figures
-from sdc_dagster.pipeline.risk import RiskScores, if_computable, records_below_l, risk_table
+from sdc_dagster.pipeline.risk import RiskScores, if_computable, measure_notes_frame, records_below_l, risk_table
 from sdc_dagster.pipeline.variant import (
+    ReleasedKeys,
     loss_scales,
     ordinal_orders,
     perturbed,
@@ -40,6 +41,7 @@ def residual_risk(
     *,
     linkage: dict[str, dict[str, float]] | None = None,
     original_risk: RiskScores | None = None,
+    keys: dict[str, ReleasedKeys] | None = None,
 ) -> pd.DataFrame:
     """Risk measures recomputed on each protected variant next to the original (one row per variant).
 
@@ -79,9 +81,10 @@ def residual_risk(
     ``original_risk``: the risk stage's :class:`~sdc_dagster.pipeline.risk.RiskScores` of
     ``original``, whose risk table and combined risk the first row reads instead of computing them
     again. A variant released exactly as an earlier one (:func:`~sdc_dagster.pipeline.variant.same_release`:
-    the searched plan is often a spec plan) takes its row.
+    the searched plan is often a spec plan) takes its row. ``keys``: the keys each variant releases, as
+    the chain stored them on its variants (derived from the frame otherwise).
     """
-    keys = spec.categorical_keys
+    categorical = spec.categorical_keys
     rows, evaluated, row_of = [], {}, {}
     for name, frame in {"original": original, **protected}.items():
         twin = _twin(frame, evaluated) if name != "original" else None
@@ -93,10 +96,10 @@ def residual_risk(
         if name != "original":
             evaluated[name] = frame
         row = {"variant": name}
-        released = released_keys(spec, frame)
+        released = _keys_of(spec, name, frame, keys)
         present = released.categorical
         known_risk = original_risk if name == "original" else None
-        if keys:
+        if categorical:
             if known_risk is not None:
                 table = known_risk.table
             else:
@@ -127,7 +130,7 @@ def residual_risk(
                 row["combined_global_risk"] = float(combined["risk"].mean())
             known = (linkage or {}).get(name)
             if known is None:
-                known = linkage_figures(matched, frame, spec, name)
+                known = linkage_figures(matched, frame, spec, name, released=released)
             row.update({m: np.nan if v is None else float(v) for m, v in known.items()})
             changed = perturbed(matched, frame, released.continuous)
             row["interval_risk"] = float(risk.interval_risk(matched, frame, changed).risk) if changed else np.nan
@@ -181,7 +184,8 @@ def _population_uniques(frame: pd.DataFrame, keys: list[str], weight: str | None
 
 
 def residual_contributions(
-    before: pd.DataFrame, protected: dict[str, pd.DataFrame], spec: SurveySpec
+    before: pd.DataFrame, protected: dict[str, pd.DataFrame], spec: SurveySpec, *,
+    keys: dict[str, ReleasedKeys] | None = None,
 ) -> pd.DataFrame:
     """How each plan moved every quasi-identifier's share of the risk (SPEC §6.5–6.6, §5.8).
 
@@ -193,7 +197,8 @@ def residual_contributions(
     variable of a variant on which the games cannot be played, e.g. fewer than two
     quasi-identifiers left). Empty when ``before`` is (the original's games could not be played).
     A variant released exactly as an earlier one (:func:`~sdc_dagster.pipeline.variant.same_release`)
-    takes its values.
+    takes its values. ``keys``: the keys each variant releases, as the chain stored them on its
+    variants (derived from the frame otherwise).
 
     Returns
     -------
@@ -210,7 +215,7 @@ def residual_contributions(
             tables[name] = tables[twin]
             continue
         evaluated[name] = frame
-        released = released_keys(spec, frame)
+        released = _keys_of(spec, name, frame, keys)
         results = if_computable(
             [], "residual contributions", name, contribution.contribution_values,
             frame, released.categorical, released.continuous, spec.precision,
@@ -228,14 +233,50 @@ def residual_contributions(
 
 
 
+@dataclass(frozen=True)
+class PlanLoss:
+    """The information loss of one plan's variant, as the report and the release read it: ``figures``,
+    measure name -> value (the row of :attr:`InformationLoss.summary`, measures undefined on the
+    variant left out: e.g. ``lambda_arctan``, SPEC §9.1 eq (6); ``topsis_mean``, SPEC §10;
+    ``sse_tss``, §9.5); ``topsis``: the TOPSIS loss of each record it releases (SPEC §10)."""
+
+    figures: dict[str, float]
+    topsis: pd.Series
+
+
+@dataclass(frozen=True, eq=False)  # frames have no truth value: compared by identity
+class InformationLoss:
+    """The loss stage's result of a wave (:func:`information_loss`): ``summary`` (one row per
+    variant, one column per measure), ``per_record`` (``<plan>_topsis`` and ``<plan>_distance`` for
+    each variant, NaN where a variant does not release the record) and ``notes`` (the measures left
+    out of a variant because they are undefined on its data)."""
+
+    summary: pd.DataFrame
+    per_record: pd.DataFrame
+    notes: list[MeasureNote] = field(default_factory=list)
+
+    def plan(self, name: str) -> PlanLoss:
+        """The loss of plan ``name``'s variant (:class:`PlanLoss`); no figure for a plan not evaluated."""
+        row = self.summary.loc[name].dropna().to_dict() if name in self.summary.index else {}
+        topsis = self.per_record.get(f"{name}_topsis", pd.Series(dtype=float)).dropna()  # NaN: not released
+        return PlanLoss(figures={measure: float(value) for measure, value in row.items()}, topsis=topsis)
+
+    def stored_frames(self) -> dict[str, pd.DataFrame]:
+        """What the IO manager also writes as Parquet, for readers outside Python: the summary, the
+        per-record losses and the measure notes (``summary.parquet``, ``per_record.parquet``,
+        ``measure_notes.parquet`` in the wave's folder)."""
+        return {"summary": self.summary, "per_record": self.per_record, "measure_notes": measure_notes_frame(self.notes)}
+
+
 def information_loss(
     original: pd.DataFrame,
     protected: dict[str, pd.DataFrame],
     spec: SurveySpec,
     *,
     matrices: dict[str, dict[str, pd.DataFrame]] | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Loss measures per protected variant (SPEC §9, §10).
+    keys: dict[str, ReleasedKeys] | None = None,
+) -> InformationLoss:
+    """Loss measures per protected variant (SPEC §9, §10), as an :class:`InformationLoss`.
 
     Record-level measures compare each released record with the same record of the original: a
     subsampled variant is compared on the records it retains (``records_compared``,
@@ -243,13 +284,16 @@ def information_loss(
     both files is not compared (``values_compared`` counts the values compared by the distance
     measure). The partial distances are computed once per variant and shared by the three
     continuous distances and TOPSIS. A variant released exactly as an earlier one with the same
-    PRAM matrices (:func:`~sdc_dagster.pipeline.variant.same_release`) takes its figures.
+    PRAM matrices (:func:`~sdc_dagster.pipeline.variant.same_release`) takes its figures. ``keys``:
+    the keys each variant releases, as the chain stored them on its variants (derived from the frame
+    otherwise).
 
-    Returns (summary: one row per variant with the distance measure (1) under each continuous
-    distance, the mean TOPSIS loss, the moment, SSE/TSS, utility, EBIL and association figures;
-    per_record: TOPSIS loss and the per-record sum of partial distances for each variant, NaN for
-    records a variant does not release; notes: a :class:`MeasureNote` per measure left out of a
-    variant's row because it is undefined on its data, :func:`~sdc_dagster.pipeline.risk.if_computable`).
+    Returns the :class:`InformationLoss`: ``summary``, one row per variant with the distance measure
+    (1) under each continuous distance, the mean TOPSIS loss, the moment, SSE/TSS, utility, EBIL and
+    association figures; ``per_record``, TOPSIS loss and the per-record sum of partial distances for
+    each variant, NaN for records a variant does not release; ``notes``, a :class:`MeasureNote` per
+    measure left out of a variant's row because it is undefined on its data
+    (:func:`~sdc_dagster.pipeline.risk.if_computable`).
     """
     rows, per_record, notes = [], {}, []
     associations = {}  # the original's association figures, per pair of keys: computed once
@@ -267,7 +311,8 @@ def information_loss(
             continue
         evaluated[name], first_note = frame, len(notes)
         matched = retained_records(original, frame, name)
-        scales = loss_scales(spec, frame)
+        released = _keys_of(spec, name, frame, keys)
+        scales = loss_scales(spec, released)
         row = {"variant": name, "records_compared": len(frame), "records_removed": len(original) - len(frame)}
         results = if_computable(
             notes, "lambda (distance measure (1)) and TOPSIS", name, loss.distance_losses,
@@ -283,19 +328,28 @@ def information_loss(
             per_record[f"{name}_distance"] = arctan.per_record.reindex(original.index)
             per_record[f"{name}_topsis"] = eta.reindex(original.index)
             row["topsis_mean"] = float(eta.mean())
-        row.update(_continuous_loss(matched, frame, spec, notes, name))
-        row.update(_categorical_loss(matched, frame, spec, (matrices or {}).get(name, {}), notes, name,
-                                     associations if matched is original else None))
+        row.update(_continuous_loss(matched, frame, released.continuous, notes, name))
+        row.update(_categorical_loss(matched, frame, released.categorical, (matrices or {}).get(name, {}), notes,
+                                     name, associations if matched is original else None))
         rows.append(row)
         of_variant[name] = (row, notes[first_note:])
     summary = pd.DataFrame(rows).set_index("variant") if rows else pd.DataFrame(index=pd.Index([], name="variant"))
-    return summary, pd.DataFrame(per_record, index=original.index), notes
+    return InformationLoss(summary=summary, per_record=pd.DataFrame(per_record, index=original.index), notes=notes)
 
 
 
 def _twin(frame: pd.DataFrame, evaluated: dict[str, pd.DataFrame]) -> str | None:
     """The first variant of ``evaluated`` released exactly as ``frame`` (:func:`same_release`), or None."""
     return next((name for name, other in evaluated.items() if same_release(other, frame)), None)
+
+
+def _keys_of(spec: SurveySpec, name: str, frame: pd.DataFrame, keys: dict[str, ReleasedKeys] | None) -> ReleasedKeys:
+    """The keys variant ``name`` releases: those the chain stored on its variant
+    (:attr:`~sdc_dagster.pipeline.protection.ProtectedVariant.keys`, passed as ``keys``), else derived
+    from ``frame`` (:func:`~sdc_dagster.pipeline.variant.released_keys`: a notebook's own variant or
+    the original)."""
+    known = (keys or {}).get(name)
+    return known if known is not None else released_keys(spec, frame)
 
 
 def _same_matrices(a: dict[str, pd.DataFrame], b: dict[str, pd.DataFrame]) -> bool:
@@ -311,15 +365,15 @@ def _two_values(values: pd.Series) -> bool:
 
 
 def _continuous_loss(
-    original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, notes: list[MeasureNote], variant: str
+    original: pd.DataFrame, protected: pd.DataFrame, columns: list[str], notes: list[MeasureNote], variant: str
 ) -> dict:
     """Moment measures (SPEC §9.4, §9.6, §9.7 with Pearson correlations), SSE/TSS (§9.5: for
     microaggregation the within-group loss, for any other perturbation the squared error of the
     release relative to TSS), sdcMicro's dUtility and the mean relative change of regression
-    coefficients, for the continuous keys a plan perturbed. Missing values are skipped pairwise;
+    coefficients, for the continuous keys a plan perturbed (``columns``: those the variant releases).
+    Missing values are skipped pairwise;
     ``continuous_values_compared`` counts the values observed in both files. A measure undefined on
     the data (a constant column, too few values) is left out with a note in ``notes``."""
-    columns = released_keys(spec, protected).continuous
     if not columns or not any(values_changed(original[c], protected[c]) for c in columns):
         return {}
     x, y = original[columns], protected[columns]
@@ -354,20 +408,19 @@ def _continuous_loss(
 def _categorical_loss(
     original: pd.DataFrame,
     protected: pd.DataFrame,
-    spec: SurveySpec,
+    keys: list[str],
     matrices: dict[str, pd.DataFrame],
     notes: list[MeasureNote],
     variant: str,
     associations: dict | None = None,
 ) -> dict:
-    """EBIL of each categorical key whose values were changed (SPEC §9.8: from the PRAM matrix the
+    """EBIL of each categorical key the variant releases (``keys``) whose values were changed (SPEC §9.8: from the PRAM matrix the
     plan used when there is one, otherwise with backward probabilities estimated from the
     cross-tabulation, e.g. after recoding) and the mean relative change of Cramér's V over pairs
     of categorical keys (§9.9), over the keys with at least two observed categories in both files
     (a key with one category has no association: left out with a note in ``notes``).
     ``associations``: the original's association figures computed for earlier variants
     (:func:`~sdc_dagster.loss.association_loss`'s ``known``)."""
-    keys = released_keys(spec, protected).categorical
     figures = {}
     for k in keys:
         if values_changed(original[k], protected[k]):
@@ -400,7 +453,7 @@ def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveyS
     ``unchanged``, quasi-identifiers released as they are, whose partial distances are known to be 0
     (:func:`sdc_dagster.loss.distance_losses`); ``topsis=False`` leaves ``topsis_mean`` out."""
     matched = retained_records(original, protected, "release")
-    scales = loss_scales(spec, protected)
+    scales = loss_scales(spec, released_keys(spec, protected))
     counts = {"records_compared": len(protected), "records_removed": len(original) - len(protected)}
     notes = []
     # the frames as they are: the measure reads the columns of ``scales`` only (no copy of them)

@@ -18,7 +18,7 @@ import pandas as pd
 from sdc_dagster import loss, risk
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.pipeline.risk import records_below_l, risk_table
-from sdc_dagster.pipeline.variant import ordinal_orders, perturbed, released_keys, retained_records
+from sdc_dagster.pipeline.variant import ReleasedKeys, ordinal_orders, perturbed, released_keys, retained_records
 from sdc_dagster.protect.plan import PlanResult, apply_plan
 from sdc_dagster.releases.categories import category_count_excess
 from sdc_dagster.releases.files import release_coding
@@ -115,16 +115,17 @@ def checks_not_applicable(spec: SurveySpec) -> dict[str, str]:
 
 
 def released_categories_check(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec,
-                              plan: Plan) -> CheckOutcome:
+                              plan: Plan, released: ReleasedKeys) -> CheckOutcome:
     """The release check ``released_categories`` (SPEC §8.2): in the variant as its safe files code
     it (:func:`~sdc_dagster.releases.files.release_coding`: merged categories with codes of their
     own), no original category of a categorical key counts more records than in ``original``
     (:func:`~sdc_dagster.releases.categories.category_count_excess`). Keys a perturbative step
     changed (PRAM moves records between categories by design) are left out and named in the rule.
-    The value lists each breach, ``key = category: original -> released records``."""
+    The value lists each breach, ``key = category: original -> released records``; ``released``: the
+    keys the variant releases (:attr:`ProtectedVariant.keys`)."""
     coding = release_coding(original, spec, plan)
     perturbed = set(coding.perturbed)
-    keys = [k for k in released_keys(spec, protected).categorical if k not in perturbed]
+    keys = [k for k in released.categorical if k not in perturbed]
     breaches = category_count_excess(retained_records(original, protected, plan.name), coding.apply(protected), keys)
     rule = "no original category of a categorical key is released with more records than it has"
     if coding.perturbed:
@@ -166,15 +167,15 @@ GENERALISING_METHODS = ("recode", "interval_recode", "top_coding", "bottom_codin
 
 
 def utility_changes(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec,
-                    plan: Plan | None = None) -> pd.DataFrame:
+                    plan: Plan | None = None, *, released: ReleasedKeys) -> pd.DataFrame:
     """The per-variable utility figures of a variant (:func:`sdc_dagster.loss.limits.utility_changes`)
     on the keys it releases and the original records it releases, with each row's ``limit`` (the
     spec's ``limits:``) and ``used``: |change| / limit (above 1: the limit is exceeded; NaN where the
     change is undefined). Records changed are counted against the original with ``plan``'s
     generalising steps of the categorical keys applied (:data:`GENERALISING_METHODS`): a suppressed
-    or perturbed key value is a change, a value released as its merged category is not."""
+    or perturbed key value is a change, a value released as its merged category is not. ``released``:
+    the keys the variant releases (:attr:`ProtectedVariant.keys`)."""
     matched = retained_records(original, protected, "variant")
-    released = released_keys(spec, protected)
     steps = [s for s in (plan.steps if plan is not None else ())
              if s["method"] in GENERALISING_METHODS and s.get("variable") in spec.categorical_keys]
     generalised = (apply_plan(matched[spec.categorical_keys], steps, keys=spec.categorical_keys).data
@@ -214,16 +215,17 @@ def utility_checks(changes: pd.DataFrame, spec: SurveySpec) -> dict[str, CheckOu
     return checks
 
 
-def l_diversity_checks(protected: pd.DataFrame, spec: SurveySpec) -> dict[str, CheckOutcome]:
+def l_diversity_checks(protected: pd.DataFrame, spec: SurveySpec, released: ReleasedKeys) -> dict[str, CheckOutcome]:
     """Distinct and entropy l-diversity of the spec's sensitive variables within the released key
     groups (SPEC §3.6, :func:`sdc_dagster.risk.l_diversity`, sdcMicro's ``ldiversity``: records are
     grouped by their released key, a suppressed value being a value of its own): ``l_diversity``
     fails when a record's group holds fewer than ``risk.l`` distinct values of a sensitive variable
     (blocking); ``entropy_l_diversity`` when exp(entropy) of a group is below l (blocking when
     ``risk.l_diversity`` is "entropy", a warning otherwise). ``value``: the records below l, summed
-    over the sensitive variables; ``figures``: the count of each."""
+    over the sensitive variables; ``figures``: the count of each. ``released``: the keys the variant
+    releases (:attr:`ProtectedVariant.keys`)."""
     l, measure = spec.risk.l, spec.risk.l_diversity
-    figures = records_below_l(protected, spec, released_keys(spec, protected).categorical)
+    figures = records_below_l(protected, spec, released.categorical)
     counts = {"distinct": {}, "entropy": {}}
     for name, value in figures.items():
         kind = "entropy" if name.endswith("_records_below_entropy_l") else "distinct"
@@ -297,7 +299,8 @@ def check_records(checks: dict[str, CheckOutcome]) -> dict[str, dict]:
 
 
 def release_checks(
-    protected: pd.DataFrame, spec: SurveySpec, plan: Plan, *, original: pd.DataFrame | None = None
+    protected: pd.DataFrame, spec: SurveySpec, plan: Plan, *, original: pd.DataFrame | None = None,
+    released: ReleasedKeys | None = None,
 ) -> dict[str, CheckOutcome]:
     """The release rules for a protected variant: ``{check: CheckOutcome}``, for the checks of
     :func:`release_check_names`.
@@ -346,7 +349,7 @@ def release_checks(
     if original is None:
         raise ValueError("release_checks: original is required (the utility limits compare the variant with it)")
     checks: dict[str, CheckOutcome] = {}
-    released = released_keys(spec, protected)
+    released = released_keys(spec, protected) if released is None else released
     threshold = spec.risk.individual_risk_threshold
     if spec.categorical_keys:
         rules = {
@@ -370,7 +373,7 @@ def release_checks(
         rule = (f"record linkage risk (largest share of records linked to their own original) <= "
                 f"{spec.risk.max_linkage_risk}")
         try:
-            figures = linkage_figures(original, protected, spec, plan.name)
+            figures = linkage_figures(original, protected, spec, plan.name, released=released)
         except SDCInputError as exc:
             checks["linkage_risk"] = CheckOutcome(False, f"not evaluated: {exc}", rule, True)
         else:
@@ -388,11 +391,11 @@ def release_checks(
                                                   "no direct identifier column, and no numeric record key unchanged, "
                                                   "is released", True)
     if spec.categorical_keys:
-        checks["released_categories"] = released_categories_check(original, protected, spec, plan)
+        checks["released_categories"] = released_categories_check(original, protected, spec, plan, released)
     if _l_diversity_applies(spec):
-        checks.update(l_diversity_checks(protected, spec))
+        checks.update(l_diversity_checks(protected, spec, released))
     try:
-        checks.update(utility_checks(utility_changes(original, protected, spec, plan), spec))
+        checks.update(utility_checks(utility_changes(original, protected, spec, plan, released=released), spec))
     except SDCInputError as exc:
         checks.update({name: CheckOutcome(False, f"not evaluated: {exc}", UTILITY_RULES[name][2], True)
                        for name in release_check_names(spec) if name in UTILITY_CHECKS})
@@ -436,7 +439,8 @@ _LINKAGE_VARIANTS = {
 }
 
 
-def linkage_figures(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, name: str) -> dict[str, float]:
+def linkage_figures(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, name: str, *,
+                    released: ReleasedKeys) -> dict[str, float]:
     """Every record-linkage share of a variant (SPEC §4.1) and ``linkage_risk``, the largest of the
     shares of :data:`LINKAGE_CHECK_MEASURES`: the best linkage an intruder can choose.
 
@@ -448,14 +452,15 @@ def linkage_figures(original: pd.DataFrame, protected: pd.DataFrame, spec: Surve
     random) and the other variants of :func:`_record_linkage_variants`, NaN where a variant
     does not apply. A variant in which no continuous key changed has ``linkage_risk`` 1
     (every released record is its own original) and no share computed; one that releases no
-    continuous key has ``linkage_risk`` 0 (nothing to link on).
+    continuous key has ``linkage_risk`` 0 (nothing to link on). ``released``: the keys the variant
+    releases (:attr:`ProtectedVariant.keys`).
     """
     matched = retained_records(original, protected, name)
-    released = released_keys(spec, protected).continuous
-    changed = perturbed(matched, protected, released)
-    if not released or not changed:
-        return {**dict.fromkeys(_LINKAGE_VARIANTS, np.nan), "linkage_risk": 1.0 if released else 0.0}
-    figures = _record_linkage_variants(matched, protected, released, spec)
+    continuous = released.continuous
+    changed = perturbed(matched, protected, continuous)
+    if not continuous or not changed:
+        return {**dict.fromkeys(_LINKAGE_VARIANTS, np.nan), "linkage_risk": 1.0 if continuous else 0.0}
+    figures = _record_linkage_variants(matched, protected, continuous, released.categorical, spec)
     checked = [figures[m] for m in LINKAGE_CHECK_MEASURES if not np.isnan(figures[m])]
     return {**figures, "linkage_risk": max(checked)}
 
@@ -488,20 +493,19 @@ def release_warnings(checks: dict[str, CheckOutcome]) -> dict[str, str]:
 
 
 def _record_linkage_variants(
-    original: pd.DataFrame, protected: pd.DataFrame, continuous: list[str], spec: SurveySpec
+    original: pd.DataFrame, protected: pd.DataFrame, continuous: list[str], keys: list[str], spec: SurveySpec
 ) -> dict[str, float]:
     """Linked shares of the record-linkage variants of SPEC §4.1 on the released continuous keys
     ``continuous`` (those :func:`linkage_figures` links on, at least one; the Mahalanobis share is
     NaN when they have a singular covariance, and the one-to-one shares when more than
-    :data:`ONE_TO_ONE_RECORDS` records are compared). Gower links on them and the categorical keys the
-    variant releases (spec scales, nominal when none is given, and ordinal orders).
+    :data:`ONE_TO_ONE_RECORDS` records are compared). Gower links on them and ``keys``, the categorical
+    keys the variant releases (spec scales, nominal when none is given, and ordinal orders).
 
     The linkages run on two threads, the Gower linkage (the longest) beside the others: their k-d
     tree queries and array operations release the GIL (on the 100k wave 1.2 s -> 0.9 s per variant).
     An error is raised as the linkages would raise it one after the other (Euclidean first)."""
     figures = dict.fromkeys(_LINKAGE_VARIANTS, np.nan)
     compared = int((original[continuous].notna().all(axis=1) & protected[continuous].notna().all(axis=1)).sum())
-    keys = released_keys(spec, protected).categorical
     key_scales = {k: spec.scales.get(k, "nominal") for k in keys}
     gower = {"scales": key_scales, "categories": ordinal_orders(spec, key_scales)}
     runs = list(dict.fromkeys((distance, assignment) for distance, assignment, _ in _LINKAGE_VARIANTS.values()
@@ -533,7 +537,9 @@ class ProtectedVariant:
     ``data``: the variant in the wave's order and index (residual risk and loss compare it record by
     record); ``steps``: the record of each step with its seed (:func:`protect`); ``matrices``: the
     PRAM transition matrix of each variable a PRAM step changed; ``checks``: the release checks
-    (:func:`release_checks`); ``release``: the release decision written for it (its folder and
+    (:func:`release_checks`); ``keys``: the quasi-identifiers and design columns it still releases
+    (:func:`~sdc_dagster.pipeline.variant.released_keys`, derived once, where the variant is made);
+    ``release``: the release decision written for it (its folder and
     manifest, :func:`sdc_dagster.releases.wave.record_release`), None until then.
     """
 
@@ -543,6 +549,7 @@ class ProtectedVariant:
     steps: list[dict]
     matrices: dict[str, pd.DataFrame]
     checks: dict[str, CheckOutcome]
+    keys: ReleasedKeys
     release: Release | None = None
 
     @property
@@ -582,8 +589,9 @@ def protect_variant(
     the protection already made of, exactly this plan and wave (the plan search confirms its
     recommended plan under the searched plan's name and seeds), so that they are not made twice."""
     result = protect(data, spec, plan, wave=str(wave)) if protected is None else protected
+    keys = released_keys(spec, result.data)
     if checks is None:
-        checks = release_checks(result.data, spec, plan, original=data)
+        checks = release_checks(result.data, spec, plan, original=data, released=keys)
     matrices = {key.split(":", 1)[1]: m for key, m in result.artifacts.items() if key.startswith("pram:")}
     return ProtectedVariant(plan=plan, wave=str(wave), data=result.data, steps=result.steps, matrices=matrices,
-                            checks=dict(checks))
+                            checks=dict(checks), keys=keys)

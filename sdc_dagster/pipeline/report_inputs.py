@@ -6,13 +6,15 @@ and the plan search.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.pipeline.evaluation import InformationLoss
 from sdc_dagster.pipeline.protection import ProtectedVariant, checks_not_applicable, release_warnings, utility_changes
 from sdc_dagster.pipeline.risk import Contributions, RiskScores
 from sdc_dagster.pipeline.search import PlanSearch
@@ -21,24 +23,22 @@ from sdc_dagster.releases.categories import ReleasedCoding
 from sdc_dagster.releases.digests import package_versions
 from sdc_dagster.releases.files import release_coding, wave_labels
 from sdc_dagster.releases.manifest import release_provenance
-from sdc_dagster.report import MeasureNote, PlanSummary, ReportInputs, RunInfo, SignOff
+from sdc_dagster.report import MeasureNote, PlanSummary, Recommendation, ReportInputs, RunInfo, SignOff, recommend_plan
 from sdc_dagster.spec.sources import source_metadata, value_labels
 from sdc_dagster.spec import SurveySpec
 
 
 @dataclass(frozen=True, eq=False)  # frames have no truth value: compared by identity
 class WaveEvaluation:
-    """The evaluation stage's tables of a wave (:mod:`sdc_dagster.pipeline.evaluation`):
-    ``residual`` (:func:`~sdc_dagster.pipeline.evaluation.residual_risk`), ``loss_summary`` and
-    ``loss_per_record`` (:func:`~sdc_dagster.pipeline.evaluation.information_loss`),
-    ``residual_contributions`` (:func:`~sdc_dagster.pipeline.evaluation.residual_contributions`) and
-    the notes of the measures the loss left out."""
+    """The evaluation stage's results of a wave (:mod:`sdc_dagster.pipeline.evaluation`):
+    ``residual`` (:func:`~sdc_dagster.pipeline.evaluation.residual_risk`), ``loss``
+    (:func:`~sdc_dagster.pipeline.evaluation.information_loss`, with the notes of the measures it
+    left out) and ``residual_contributions``
+    (:func:`~sdc_dagster.pipeline.evaluation.residual_contributions`)."""
 
     residual: pd.DataFrame
-    loss_summary: pd.DataFrame
-    loss_per_record: pd.DataFrame
+    loss: InformationLoss
     residual_contributions: pd.DataFrame | None = None
-    notes: list[MeasureNote] = field(default_factory=list)
 
 
 def plan_summary(variant: ProtectedVariant, evaluation: WaveEvaluation,
@@ -50,9 +50,7 @@ def plan_summary(variant: ProtectedVariant, evaluation: WaveEvaluation,
     (:func:`~sdc_dagster.releases.manifest.release_provenance`); ``utility``: its per-variable utility
     figures against the spec's limits (:func:`~sdc_dagster.pipeline.protection.utility_changes`)."""
     name = variant.name
-    loss_summary, loss_per_record = evaluation.loss_summary, evaluation.loss_per_record
-    loss_row = loss_summary.loc[name].dropna().to_dict() if name in loss_summary.index else {}
-    topsis = loss_per_record.get(f"{name}_topsis", pd.Series(dtype=float)).dropna()  # NaN: not released
+    loss = evaluation.loss.plan(name)
     moved = None
     moved_table = evaluation.residual_contributions
     if moved_table is not None and name in moved_table.index.get_level_values("variant"):
@@ -73,8 +71,8 @@ def plan_summary(variant: ProtectedVariant, evaluation: WaveEvaluation,
     return PlanSummary(
         steps=variant.steps,
         residual_risk=evaluation.residual.loc[name].dropna().to_dict(),
-        loss={k: float(v) for k, v in loss_row.items()},
-        topsis=topsis,
+        loss=loss.figures,
+        topsis=loss.topsis,
         checks={check: bool(c.passed) for check, c in variant.checks.items()},
         releasable=not withheld,
         release=link,
@@ -91,7 +89,7 @@ def _utility_or_none(original: pd.DataFrame, variant: ProtectedVariant, spec: Su
     """:func:`~sdc_dagster.pipeline.protection.utility_changes`, or None where the variant's figures
     cannot be computed (its utility-limit checks then failed, saying why)."""
     try:
-        return utility_changes(original, variant.data, spec, variant.plan)
+        return utility_changes(original, variant.data, spec, variant.plan, released=variant.keys)
     except SDCInputError:
         return None
 
@@ -131,6 +129,36 @@ def protected_distributions(
         if moved:
             distributions[variable] = {"original": original[variable], **after}
     return distributions, [v for v in spec.continuous_keys if v in distributions]
+
+
+#: The information loss the report and the release weigh the plans by: distance measure (1) with
+#: arctan distances (SPEC §9.1 eq (6)), the figure every release manifest carries.
+LOSS_MEASURE = "lambda_arctan"
+
+
+def risk_measure(spec: SurveySpec) -> str:
+    """The residual risk the report weighs the plans by: global risk (SPEC §3.3) with categorical
+    keys, else the linkage risk of the continuous keys (SPEC §4.1)."""
+    return "global_risk" if spec.categorical_keys else "linkage_risk"
+
+
+def recommended_plan(spec: SurveySpec, evaluation: WaveEvaluation,
+                     variants: dict[str, ProtectedVariant]) -> Recommendation:
+    """The plan the report's decision rule recommends for release
+    (:data:`~sdc_dagster.report.decision.RECOMMENDATION_RULE`: among the plans passing every
+    blocking check, the Pareto-optimal one of least information loss, ``lambda_arctan`` of SPEC
+    §9.1 eq (6), against the residual :func:`risk_measure`), from the evaluation of the variants:
+    the choice the release stage publishes and the report explains."""
+    names = list(variants)
+    residual = evaluation.residual
+    points = pd.DataFrame(
+        {"risk": [float(residual.loc[name].get(risk_measure(spec), np.nan)) if name in residual.index else np.nan
+                  for name in names],
+         "loss": [evaluation.loss.plan(name).figures.get(LOSS_MEASURE, np.nan) for name in names],
+         "releasable": [not variants[name].withheld_because for name in names]},
+        index=pd.Index(names, name="plan"),
+    )
+    return recommend_plan(points)
 
 
 def design_statement(spec: SurveySpec) -> str:
@@ -216,13 +244,14 @@ def report_inputs(
         max_linkage_risk=spec.risk.max_linkage_risk if spec.continuous_keys else None,
         design=design_statement(spec),
         not_applicable=checks_not_applicable(spec),
-        risk_measure="global_risk" if spec.categorical_keys else "linkage_risk",
+        risk_measure=risk_measure(spec),
+        loss_measure=LOSS_MEASURE,
         suppressions=suppressions_by_key(original, protected, keys) if protected else None,
         unsafe_by_variable=risk_scores.unsafe_by_variable if keys else None,
         unsafe_by_category=risk_scores.unsafe_by_category if keys else None,
         distributions=distributions,
         continuous=continuous,
-        measure_notes=[*risk_scores.notes, *contributions.notes, *evaluation.notes],
+        measure_notes=[*risk_scores.notes, *contributions.notes, *evaluation.loss.notes],
         search_front=search.front if search is not None else None,
         search=search.summary if search is not None else None,
         what_it_would_take=search.advice if search is not None else None,

@@ -1203,9 +1203,11 @@ class PlanSearch:
     ``summary`` (:func:`search_summary`), the ``plan`` to release (:func:`plan_to_release`) and its
     release checks when the search ran them (None otherwise): candidates are confirmed under the
     name :data:`SEARCHED_PLAN`, whose seeds the released plan keeps; ``protected``: the plan's
-    protection when the search made it (None otherwise), so that it is not made again; ``advice``:
-    when the search recommends no plan, what it would take
-    (:meth:`sdc_dagster.pipeline.relaxations.WhatItWouldTake.record`), None otherwise."""
+    protection when the search made it (None otherwise), so that it is not made again; ``found``:
+    the finished search, which the release stage asks what it would take when the wave releases
+    nothing (:func:`sdc_dagster.pipeline.relaxations.what_it_would_take`); ``advice``: that answer
+    (:meth:`sdc_dagster.pipeline.relaxations.WhatItWouldTake.record`), set by the release stage,
+    None otherwise."""
 
     front: pd.DataFrame
     summary: dict
@@ -1213,6 +1215,7 @@ class PlanSearch:
     checks: dict[str, CheckOutcome] | None
     protected: PlanResult | None = None
     advice: dict | None = None
+    found: WaveSearch | None = field(default=None, repr=False)
 
     def stored_frames(self) -> dict[str, pd.DataFrame]:
         """What the IO manager also writes as Parquet, for readers outside Python."""
@@ -1224,7 +1227,7 @@ def plan_search(found: WaveSearch, spec: SurveySpec) -> PlanSearch:  # the PlanS
     chosen = _chosen(found)
     checks = dict(chosen.checks) if chosen is not None and chosen.checks else None
     return PlanSearch(front=found.front_frame(), summary=search_summary(found), plan=plan_to_release(found, spec),
-                      checks=checks, protected=chosen.protected if chosen is not None else None)
+                      checks=checks, protected=chosen.protected if chosen is not None else None, found=found)
 
 
 def optimality(nodes_evaluated: int, nodes_total: int, exhaustive: bool, loss_bound: float = float("nan")) -> str:

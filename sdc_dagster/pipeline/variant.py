@@ -54,9 +54,9 @@ def retained_records(original: pd.DataFrame, protected: pd.DataFrame, name: str)
     return original.loc[protected.index]
 
 
-def loss_scales(spec: SurveySpec, frame: pd.DataFrame) -> dict[str, str]:
-    """Scales of the quasi-identifiers a variant still releases."""
-    keys = released_keys(spec, frame).quasi_identifiers
+def loss_scales(spec: SurveySpec, released: ReleasedKeys) -> dict[str, str]:
+    """Scales of the quasi-identifiers a variant still releases (``released``: its :class:`ReleasedKeys`)."""
+    keys = released.quasi_identifiers
     return {v: s for v, s in spec.scales.items() if v in keys}
 
 

@@ -1,28 +1,39 @@
 """The releases of a wave (SPEC §8): each plan's release decision and the wave's one release.
 
-:func:`record_release` writes a variant's release decision (its safe files when it passes every
-blocking check, the withheld record otherwise) with the manifest that
-:func:`~sdc_dagster.releases.replay.recompute_release` replays byte for byte. A wave has one
-*release*, the eligible variant named by ``<releases>/<survey>/<wave>/release.json``
-(:func:`publish_wave_release`): the report's recommendation when the wave's report is written, or
-the plan a methodologist promotes (``sdc promote``). The other eligible variants stay as alternatives.
+:func:`release_wave` is the release stage: it receives the wave's protected variants and their
+evaluation, writes each plan's decision (:func:`record_release`: its safe files when it passes every
+blocking check, the withheld record otherwise, with the manifest that
+:func:`~sdc_dagster.releases.replay.recompute_release` replays byte for byte) and publishes the
+wave's one *release*, the eligible variant named by ``<releases>/<survey>/<wave>/release.json``
+(:func:`publish_wave_release`): the plan the report's decision rule recommends, or later the plan a
+methodologist promotes (``sdc promote``); the report, written next, is filed with it
+(:func:`file_report`). The other eligible variants stay as alternatives. When the wave releases
+nothing, the stage asks the plan search what it would take
+(:func:`~sdc_dagster.pipeline.relaxations.what_it_would_take`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 
 from sdc_dagster.files import write_atomic
 from sdc_dagster.names import inside
+from sdc_dagster.pipeline import relaxations
 from sdc_dagster.pipeline.evaluation import headline_loss
+from sdc_dagster.pipeline.ingest import RawWave
 from sdc_dagster.pipeline.protection import ProtectedVariant, check_records
+from sdc_dagster.pipeline.report_inputs import WaveEvaluation, recommended_plan
+from sdc_dagster.pipeline.search import PlanSearch
 from sdc_dagster.releases.digests import WaveSnapshot
 from sdc_dagster.releases.files import safe_files
-from sdc_dagster.releases.manifest import MANIFEST, ReleaseRecord, list_decisions, write_release
-from sdc_dagster.spec.sources import file_sha256
+from sdc_dagster.releases.manifest import MANIFEST, Release, ReleaseRecord, list_decisions, write_release
+from sdc_dagster.report import Recommendation
+from sdc_dagster.sources import file_sha256
 from sdc_dagster.spec import Plan, SurveySpec
 
 WAVE_RELEASE = "release.json"
@@ -83,11 +94,13 @@ def record_release(releases: Path, variant: ProtectedVariant, spec: SurveySpec, 
 
 
 def publish_wave_release(releases: Path, survey: str, wave: str, plan: str | None, *, reason: str,
-                         report: Path | None = None) -> dict | None:
+                         report: Path | None = None, keep_report: bool = True) -> dict | None:
     """Make the latest eligible variant of ``plan`` the wave's one release (``release.json`` in the
     wave's folder: plan, run id, run folder, why, and the wave's report with its SHA-256, ``report``
-    or else the one the previous record names); ``plan=None`` withdraws the wave's release (no
-    plan is eligible). Raises ValueError when the plan's latest decision is withheld or missing."""
+    or else, with ``keep_report``, the one the previous record names: ``sdc promote`` keeps the
+    wave's report, the release stage does not, its report is written next, :func:`file_report`);
+    ``plan=None`` withdraws the wave's release (no plan is eligible). Raises ValueError when the
+    plan's latest decision is withheld or missing."""
     target = inside(releases, survey, wave) / WAVE_RELEASE
     if plan is None:
         target.unlink(missing_ok=True)
@@ -102,7 +115,7 @@ def publish_wave_release(releases: Path, survey: str, wave: str, plan: str | Non
               "folder": str(folder), "reason": reason}
     if report is not None:
         record["report"] = {"file": str(report), "sha256": file_sha256(report)}
-    elif (before := wave_release(releases, survey, wave)) and "report" in before:
+    elif keep_report and (before := wave_release(releases, survey, wave)) and "report" in before:
         record["report"] = before["report"]
     write_atomic(target, json.dumps(record, indent=2, sort_keys=True).encode())
     return record
@@ -112,3 +125,81 @@ def wave_release(releases: Path, survey: str, wave: str) -> dict | None:
     """The wave's release record written by :func:`publish_wave_release`, or None."""
     target = inside(releases, survey, wave) / WAVE_RELEASE
     return json.loads(target.read_text()) if target.is_file() else None
+
+
+def file_report(releases: Path, survey: str, wave: str, write: Callable[[], Path]) -> dict | None:
+    """Write the wave's report (``write()``, which returns its file) and record it, with its
+    SHA-256, in the wave's release record that :func:`release_wave` published; None when the wave
+    has no release. A report that cannot be written withdraws the wave's release, and the error
+    propagates: a wave is never left released without the report that explains its decision (issue
+    25)."""
+    try:
+        report = write()
+    except BaseException:
+        publish_wave_release(releases, survey, wave, None, reason="the report could not be written")
+        raise
+    record = wave_release(releases, survey, wave)
+    if record is None:
+        return None
+    record["report"] = {"file": str(report), "sha256": file_sha256(report)}
+    write_atomic(inside(releases, survey, wave) / WAVE_RELEASE, json.dumps(record, indent=2, sort_keys=True).encode())
+    return record
+
+
+@dataclass(frozen=True)
+class WaveRelease:
+    """The release stage's result of a wave (:func:`release_wave`): ``decisions``, plan -> the
+    decision written for its variant (:class:`~sdc_dagster.releases.manifest.Release`: an eligible
+    release or the withheld record), in plan order; ``recommendation``, the plan the report's
+    decision rule chose and why; ``released``, the wave's release record (``release.json``), None
+    when no plan is eligible; ``search``, the plan search with what it would take when the wave
+    releases nothing (:attr:`~sdc_dagster.pipeline.search.PlanSearch.advice`), None when the spec
+    does not search."""
+
+    decisions: dict[str, Release]
+    recommendation: Recommendation
+    released: dict | None
+    search: PlanSearch | None = None
+
+    @property
+    def advice(self) -> dict | None:
+        """What it would take to release a plan, when the wave releases nothing and the spec searches."""
+        return self.search.advice if self.search is not None else None
+
+    def recorded(self, variants: dict[str, ProtectedVariant]) -> dict[str, ProtectedVariant]:
+        """``variants`` each with the decision written for it."""
+        return {name: variant.recorded(self.decisions[name]) for name, variant in variants.items()}
+
+    def stored_frames(self) -> dict[str, pd.DataFrame]:
+        """What the IO manager also writes as Parquet, for readers outside Python: one row per plan
+        (``eligible``, ``released``, the run folder of its decision)."""
+        released = self.released["plan"] if self.released else None
+        return {"": pd.DataFrame(
+            {"eligible": [d.published for d in self.decisions.values()],
+             "released": [name == released for name in self.decisions],
+             "folder": [str(d.folder) for d in self.decisions.values()]},
+            index=pd.Index(list(self.decisions), name="plan"))}
+
+
+def release_wave(releases: Path, spec: SurveySpec, wave: str, raw: RawWave, variants: dict[str, ProtectedVariant],
+                 evaluation: WaveEvaluation, *, run_id: str, search: PlanSearch | None = None,
+                 note: Callable[[str], None] | None = None) -> WaveRelease:
+    """The release stage of wave ``wave`` (SPEC §8): write the release decision of every plan's variant
+    under ``releases`` (:func:`record_release`, against the wave as ``raw_microdata`` read it), then
+    publish the plan the report's decision rule recommends from ``evaluation``
+    (:func:`~sdc_dagster.pipeline.report_inputs.recommended_plan`) as the wave's one release
+    (:func:`publish_wave_release`), or withdraw the wave's release when no plan is eligible. Then,
+    and only then, with a plan ``search``: what it would take to release one
+    (:func:`~sdc_dagster.pipeline.relaxations.what_it_would_take`, ``note`` called with a line per
+    relaxed search)."""
+    decisions = {name: record_release(releases, variant, spec, raw.data, run_id=run_id, source=raw.source).release
+                 for name, variant in variants.items()}
+    chosen = recommended_plan(spec, evaluation, variants)
+    released = publish_wave_release(releases, spec.survey, wave, chosen.plan,
+                                    reason="recommended by the report's decision rule", keep_report=False)
+    if released is None and search is not None and search.found is not None:
+        advice = relaxations.what_it_would_take(raw.data, spec, search.found, wave=wave, note=note)
+        search = replace(search, advice=advice.record() if advice is not None else None)
+    if search is not None:  # the finished search stays with the plan search's own value
+        search = replace(search, found=None)
+    return WaveRelease(decisions=decisions, recommendation=chosen, released=released, search=search)

@@ -6,6 +6,7 @@ import pytest
 from dagster import AssetKey, StaticPartitionsDefinition, asset, build_output_context, materialize
 
 from sdc_dagster.pipeline.protection import CheckOutcome, ProtectedVariant
+from sdc_dagster.pipeline.variant import ReleasedKeys
 from sdc_dagster.resources import SdcHome, configured_resources
 from sdc_dagster.resources.storage import ParquetIOManager, stored_output
 from sdc_dagster.spec import Plan
@@ -21,12 +22,13 @@ def test_a_protected_variant_is_stored_whole_and_its_data_as_parquet_under_base_
         steps=[{"method": "local_suppression", "k": 3, "seed": None}],
         matrices={"water": pd.DataFrame([[0.9, 0.1], [0.2, 0.8]], index=[1, 2], columns=[1, 2])},
         checks={"k_anonymity": CheckOutcome(False, 3, "every record's key is shared by at least k=3 records", True)},
+        keys=ReleasedKeys(categorical=["sex"], continuous=[], weight=None, household=None),
     )
     manager.handle_output(build_output_context(asset_key=AssetKey(["s", "protected_p"]), partition_key="2024"), variant)
 
     assert pd.read_parquet(base / "s" / "protected_p" / "2024.parquet").equals(variant.data)
     loaded = stored_output(["s", "protected_p"], "2024", base_dir=base)
-    assert (loaded.plan, loaded.wave, loaded.steps, loaded.checks) == (variant.plan, "2024", variant.steps, variant.checks)
+    assert (loaded.plan, loaded.wave, loaded.steps, loaded.checks, loaded.keys) == (variant.plan, "2024", variant.steps, variant.checks, variant.keys)
     assert loaded.data.equals(variant.data) and loaded.seed == 7
     assert loaded.matrices["water"].equals(variant.matrices["water"])
     assert loaded.withheld_because == {"k_anonymity": "every record's key is shared by at least k=3 records (found: 3)"}

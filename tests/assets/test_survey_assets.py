@@ -33,6 +33,7 @@ TESTDATA_ASSETS = [
     "residual_risk",
     "residual_contributions",
     "information_loss",
+    "release",
     "sdc_report",
 ]
 

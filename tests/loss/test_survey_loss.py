@@ -63,7 +63,7 @@ def test_every_continuous_plan_runs_with_item_non_response(wave, variants):
 
 
 def test_sse_tss_is_computed_from_the_data_for_every_perturbation(wave, spec, variants):
-    summary, _, _ = evaluation.information_loss(wave, {k: variants[k] for k in ("mdav", "noise", "swap", "rounded")}, spec)
+    summary = evaluation.information_loss(wave, {k: variants[k] for k in ("mdav", "noise", "swap", "rounded")}, spec).summary
     x = wave[CONTINUOUS].to_numpy(float)
     observed = ~np.isnan(x)
     for name in ("mdav", "noise", "swap", "rounded"):
@@ -83,7 +83,8 @@ def test_sse_tss_is_computed_from_the_data_for_every_perturbation(wave, spec, va
 def test_subsampled_variant_is_compared_on_its_retained_records(wave, spec, variants):
     sampled = variants["sampled"]
     assert 0 < len(sampled) < len(wave)
-    summary, per_record, _ = evaluation.information_loss(wave, {"sampled": sampled}, spec)
+    loss = evaluation.information_loss(wave, {"sampled": sampled}, spec)
+    summary, per_record = loss.summary, loss.per_record
     row = summary.loc["sampled"]
     assert row["records_compared"] == len(sampled) and row["records_removed"] == len(wave) - len(sampled)
     # subsampling releases the retained records unchanged: no loss on them
@@ -101,7 +102,7 @@ def test_ordinal_keys_use_the_spec_order():
     spec = make_spec(variables, {"p": {"steps": [{"method": "recode", "variable": "edu", "mapping": {3: 2}}]}})
     original = pd.DataFrame({"edu": [1, 2, 3, 3], "sex": [1, 1, 2, 2]})
     released = pd.DataFrame({"edu": [1, 2, 2, 2], "sex": [1, 1, 2, 2]})
-    summary, _, _ = evaluation.information_loss(original, {"p": released}, spec)
+    summary = evaluation.information_loss(original, {"p": released}, spec).summary
     # tertiary -> primary is 2 positions of k - 1 = 2 in the spec order (code order would say 1/2):
     # edu distances 0, 0, 1, 1; sex 0: lambda = 2 / 8
     assert summary.loc["p", "lambda_arctan"] == pytest.approx(2 / 8)
@@ -135,7 +136,8 @@ def test_measures_undefined_on_a_wave_are_noted_and_the_rest_computed():
     original = pd.DataFrame({"region": [1, 2, 3, 1, 2, 3, 1, 2], "sex": [1, 1, 2, 2, 1, 2, 2, 1],
                              "country": [7] * 8, "income": [10.0, 20, 30, 40, 50, 60, 70, 80], "flag": [1.0] * 8})
     released = original.assign(region=original["region"].replace({3: 2}), income=original["income"] + 1.0)
-    summary, _, notes = evaluation.information_loss(original, {"p": released}, spec)
+    loss = evaluation.information_loss(original, {"p": released}, spec)
+    summary, notes = loss.summary, loss.notes
     noted = {n.measure: n for n in notes}
     assert set(noted) == {"cramers_v_change_mean", "moment measures and dUtility"}
     assert all(n.variant == "p" and n.status == "not applicable" for n in notes)
