@@ -10,7 +10,7 @@ from sdc_dagster.assets.survey.common import code_version, common, ins, protecte
 from sdc_dagster.pipeline import protection, search
 from sdc_dagster.pipeline.ingest import RawWave
 from sdc_dagster.releases.wave import release_risk
-from sdc_dagster.schemas import microdata_schema, validate
+from sdc_dagster.spec.schemas import microdata_schema, validate
 from sdc_dagster.spec import Plan, SurveySpec
 
 

@@ -33,7 +33,7 @@ from sdc_dagster.releases.digests import WaveSnapshot
 from sdc_dagster.releases.files import safe_files
 from sdc_dagster.releases.manifest import MANIFEST, Release, ReleaseRecord, list_decisions, write_release
 from sdc_dagster.report import Recommendation
-from sdc_dagster.sources import file_sha256
+from sdc_dagster.spec.sources import file_sha256
 from sdc_dagster.spec import Plan, SurveySpec
 
 WAVE_RELEASE = "release.json"
