@@ -63,7 +63,7 @@ def test_run_materialises_the_chain_with_progress_and_audit_replays_it(tmp_path,
     for step in ("business_tables/table_input", "business_tables/protected_tables", "check audit_passed: passed",
                  "business_tables/table_release"):
         assert step in text
-    assert "turnover: 42 cells," in text and "released: " in text
+    assert "turnover: 30 distinct cells (42 published" in text and "released: " in text
     assert main(["--home", str(home), "audit", "tables", "--survey", "business_tables"]) == 0
     assert main(["--home", str(home), "audit", "tables", "--survey", "nothing"]) == EXIT_USAGE
     # a file set has no waves
@@ -75,13 +75,28 @@ def test_report_marks_primary_and_secondary_cells_with_their_intervals():
         "geo": ["Total", "A", "B"], "freq": [5.0, 2.0, 3.0], "value": [50.0, 20.0, 30.0],
         "primary": [False, True, False], "lower": [0.0, 4.0, 0.0], "upper": [0.0, 4.0, 0.0],
         "suppressed": [False, True, True], "status": ["safe", "primary", "secondary"],
-        "lo": [float("nan"), 0.0, 10.0], "up": [float("nan"), 40.0, float("inf")], "protected": [True] * 3})
+        "lo": [float("nan"), 0.0, 10.0], "up": [float("nan"), 40.0, float("inf")], "protected": [True] * 3,
+        "duplicate_of": [""] * 3})
     checks = {"audit_passed": {"passed": True, "value": 0, "rule": "no primary disclosed", "figures": {"t": 0.0}}}
     page = render_table_report("Tables x", {"t": cells}, {"t": ["geo"]}, checks, {"run": "r1"})
     assert '<span class="primary">1 primary</span> and <span class="secondary">1 secondary</span>' in page
     assert '<span class="primary">primary</span>' in page and '<span class="secondary">secondary</span>' in page
     assert "[0, 40]" in page and "[10, &infin;]" in page and "4, 4" in page
     assert '<span class="pass">passed</span>' in page
+
+
+def test_report_counts_a_duplicate_cell_once_and_names_the_cell_it_repeats():
+    # nonEU has the single child Iceland: the rows nonEU and Iceland are one (primary) cell
+    cells = pd.DataFrame({
+        "geo": ["Total", "nonEU", "Iceland", "EU"], "freq": [9.0, 2.0, 2.0, 7.0],
+        "primary": [False, True, True, False], "lower": [0.0, 1.0, 1.0, 0.0], "upper": [0.0, 1.0, 1.0, 0.0],
+        "suppressed": [False, True, True, True], "status": ["safe", "primary", "primary", "secondary"],
+        "lo": [float("nan"), 0.0, 0.0, 7.0], "up": [float("nan"), 9.0, 9.0, 9.0], "protected": [True] * 4,
+        "duplicate_of": ["", "", "geo nonEU", ""]})
+    page = render_table_report("Tables x", {"t": cells}, {"t": ["geo"]}, {}, {})
+    assert "3 distinct cells (4 published: 1 is a duplicate of another code" in page
+    assert '<span class="primary">1 primary</span> and <span class="secondary">1 secondary</span>' in page
+    assert "<th>duplicate of</th>" in page and '<td class="text">geo nonEU</td>' in page
 
 
 def test_the_demo_runs_a_table_spec_and_prints_its_summary(tmp_path, home):
@@ -98,7 +113,10 @@ def test_the_demo_runs_a_table_spec_and_prints_its_summary(tmp_path, home):
         assert run_table_demo(defs, instance, [spec], {}, out) == 0
     text = out.getvalue()
     assert "== tables business_tables: materialising business_tables_tables_job" in text
-    assert "turnover: 42 cells, 19 primary and 7 secondary suppressions" in text and "released: " in text
+    # 42 published cells, 12 of them a duplicate (a parent with a single child): 30 distinct cells,
+    # of which 14 primary and 6 secondary (19 and 7 rows)
+    assert ("turnover: 30 distinct cells (42 published, 12 duplicates of another code's cell), 14 primary and 6 "
+            "secondary suppressions") in text and "released: " in text
 
 
 def test_a_large_table_lists_its_suppressed_cells_only():
@@ -110,7 +128,8 @@ def test_a_large_table_lists_its_suppressed_cells_only():
         "geo": [f"g{i}" for i in range(n)], "freq": [5.0] * n, "primary": [i == 3 for i in range(n)],
         "lower": [0.0] * n, "upper": [0.0] * n, "suppressed": suppressed,
         "status": ["primary" if i == 3 else "secondary" if i == 7 else "safe" for i in range(n)],
-        "lo": [0.0 if s else float("nan") for s in suppressed], "up": [9.0 if s else float("nan") for s in suppressed]})
+        "lo": [0.0 if s else float("nan") for s in suppressed], "up": [9.0 if s else float("nan") for s in suppressed],
+        "duplicate_of": [""] * n})
     page = render_table_report("Tables x", {"t": cells}, {"t": ["geo"]}, {}, {})
     assert f"{n} cells over geo" in page and "the 2 suppressed cells" in page
     assert ">g3<" in page and ">g7<" in page and ">g4<" not in page

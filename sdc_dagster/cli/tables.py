@@ -181,7 +181,8 @@ def _materialise(job, instance, spec, wave: str | None, out) -> int:
 
 
 def print_table_summary(spec, wave: str | None, out) -> bool:
-    """Each table's cells, primary and secondary suppressions, and the release (or why it is
+    """Each table's distinct cells (a duplicate, a parent with a single child, counted once), primary and
+    secondary suppressions, and the release (or why it is
     withheld) with the report, read from the latest release record; whether it was withheld."""
     from sdc_dagster.releases.manifest import read_manifest
     from sdc_dagster.releases.tables import FILE_WAVE, list_table_releases
@@ -190,7 +191,11 @@ def print_table_summary(spec, wave: str | None, out) -> bool:
     folders = list_table_releases(releases_dir(), spec.name, wave or FILE_WAVE, withheld=True)
     manifest = read_manifest(folders[-1])
     for name, figures in manifest["published"].items():
-        print(f"   {name}: {figures['cells']} cells, {figures['primary']} primary and {figures['secondary']} "
+        duplicates = figures["cells"] - figures["distinct_cells"]
+        cells = f"{figures['cells']} cells" if not duplicates else (
+            f"{figures['distinct_cells']} distinct cells ({figures['cells']} published, {duplicates} "
+            f"{'a duplicate' if duplicates == 1 else 'duplicates'} of another code's cell)")
+        print(f"   {name}: {cells}, {figures['primary']} primary and {figures['secondary']} "
               "secondary suppressions", file=out)
     report = reports_dir() / "tables" / spec.name / f"{wave or FILE_WAVE}.html"
     withheld = manifest.get("withheld")

@@ -8,7 +8,8 @@ in, frames out) the assets call once; :func:`run_tables` runs them all (the rele
 
 Every table frame after ``primary`` is the table's published cells (a column per dimension, its
 codes as text, ``freq``, ``value`` for a magnitude table) with ``primary``, ``lower``, ``upper`` (the Handbook's
-protection levels, :func:`sdc_dagster.tables.protection_levels`), then ``suppressed`` and
+protection levels, :func:`sdc_dagster.tables.protection_levels`) and ``duplicate_of`` (the cell
+it duplicates, :func:`duplicate_of`), then ``suppressed`` and
 ``status`` (``"safe"``, ``"primary"``, ``"secondary"``), then the audit's ``lo``, ``up`` (the
 intruder's interval of each suppressed cell, NaN where published) and ``protected`` (the interval
 meets the cell's protection; True for cells that are no primary).
@@ -66,6 +67,29 @@ def coded_cells(table: Table) -> pd.DataFrame:
         texts = np.asarray([value_text(code) for code in dimension.codes], dtype=object)
         cells[dimension.name] = texts[dimension.codes.get_indexer(cells[dimension.name])]
     return cells
+
+
+def duplicate_of(table: Table, cells: pd.DataFrame) -> pd.Series:
+    """For each published cell that duplicates an earlier one (the same inner cells under another
+    code: a parent with a single child, sdcTable's "bogus codes", :attr:`Table.cell`), the codes of
+    that first cell as text (``"sector4 Total, geo nonEU"``); ``""`` for every distinct cell. Counts
+    of cells, primaries and suppressions count the rows with ``""`` only: each distinct cell once."""
+    _, first, inverse = np.unique(table.cell, return_index=True, return_inverse=True)
+    first_row = first[inverse]
+    out = pd.Series("", index=cells.index, dtype=object)
+    repeated = first_row != np.arange(len(first_row))
+    if repeated.any():
+        source = cells.iloc[first_row[repeated]]
+        label = pd.Series("", index=source.index, dtype=object)
+        for position, dimension in enumerate(table.names):
+            label = label + ("" if position == 0 else ", ") + dimension + " " + source[dimension].astype(str)
+        out.iloc[np.flatnonzero(repeated)] = label.to_numpy()
+    return out
+
+
+def distinct(cells: pd.DataFrame) -> pd.DataFrame:
+    """The distinct published cells of a table's frame (:func:`duplicate_of`: duplicates left out)."""
+    return cells[cells["duplicate_of"] == ""]
 
 
 def input_schema(spec: TableSetSpec) -> pa.DataFrameSchema:
@@ -178,8 +202,9 @@ def tabulate_tables(spec: TableSetSpec, data: pd.DataFrame) -> dict[str, Table]:
 
 def primary_cells(spec: TableSetSpec, tabulated: dict[str, Table]) -> dict[str, pd.DataFrame]:
     """Each table's cells with ``primary`` (:func:`sdc_dagster.tables.primary_suppression` under
-    the table's rules and tie convention) and its protection levels ``lower``, ``upper`` (and
-    ``cost``, each cell's cost of suppression, with ``cost: {column: c}``)."""
+    the table's rules and tie convention), its protection levels ``lower``, ``upper`` and
+    ``duplicate_of`` (:func:`duplicate_of`; and ``cost``, each cell's cost of suppression, with
+    ``cost: {column: c}``)."""
     out = {}
     for name, table in tabulated.items():
         definition = spec.published[name]
@@ -187,6 +212,7 @@ def primary_cells(spec: TableSetSpec, tabulated: dict[str, Table]) -> dict[str, 
         cells = coded_cells(table)
         cells["primary"] = tables.primary_suppression(table, rules, dominance_tie=tie)
         cells[["lower", "upper"]] = tables.protection_levels(table, rules, dominance_tie=tie)
+        cells["duplicate_of"] = duplicate_of(table, cells)
         out[name] = cells
     return out
 

@@ -5,7 +5,8 @@ for a business file): every protected table in the spec's release formats (:func
 the office's layout with status flags as CSV or Excel, tau-Argus's files), ``spec.yaml``
 (the table spec text used) and ``manifest.json`` (last) recording every input with its SHA-256 (the
 data snapshot, the survey spec that read a wave, the hierarchy files), the spec's hash, the method,
-each table's rules and suppressions, the release checks and each file's SHA-256
+each table's rules, its published and distinct cells and its suppressions (distinct cells: a
+duplicate, :func:`~sdc_dagster.pipeline.tables.duplicate_of`, counts once), the release checks and each file's SHA-256
 (:mod:`sdc_dagster.releases.digests`). A set whose blocking checks fail (a primary unprotected, a
 pattern failing the intruder's audit) is never released: its run folder holds ``withheld.json``
 naming the checks, and no table file. The HTML report (:mod:`sdc_dagster.report.tables`) goes to
@@ -30,7 +31,7 @@ import sdc_dagster.tables as tables
 from sdc_dagster.files import write_atomic
 from sdc_dagster.names import inside
 from sdc_dagster.pipeline.protection import CheckOutcome
-from sdc_dagster.pipeline.tables import read_table_input, run_tables, withheld_because
+from sdc_dagster.pipeline.tables import distinct, read_table_input, run_tables, withheld_because
 from sdc_dagster.releases.digests import package_versions, sha256_bytes, spec_text_sha256
 from sdc_dagster.releases.manifest import MANIFEST, SPEC_COPY, WITHHELD, Release, manifest_bytes, read_manifest
 from sdc_dagster.releases.replay import Verification, verify_grid_release
@@ -135,8 +136,9 @@ def release_tables(releases: Path, reports: Path, run_id: str, spec: TableSetSpe
                    "dominance_tie": spec.published[name].dominance_tie,
                    "frozen": {state: list(c) for state, c in spec.published[name].frozen.items()},
                    "cells": int(len(cells)),
-                   "primary": int((cells["status"] == "primary").sum()),
-                   "secondary": int((cells["status"] == "secondary").sum()),
+                   "distinct_cells": int(len(distinct(cells))),
+                   "primary": int((distinct(cells)["status"] == "primary").sum()),
+                   "secondary": int((distinct(cells)["status"] == "secondary").sum()),
                    "linked_with": next(g for g in spec.linked() if name in g)}
             for name, cells in audited.items()},
         "checks": {name: outcome.record() for name, outcome in checks.items()},

@@ -5,7 +5,9 @@ primary (unsafe under the table's rules) apart from secondary (suppressed to pro
 each suppressed cell's audit interval ``[lo, up]``: the range an intruder derives for it by linear
 programming from every published cell of every linked table (Hundepool et al. 2012, "Statistical
 Disclosure Control", §4.4.1; :func:`sdc_dagster.tables.audit`), beside the protection levels the
-rules ask for. A table of more than :data:`FULL_TABLE_CELLS` cells shows its suppressed cells only.
+rules ask for. A duplicate cell (a parent with a single child: the same cell under two codes,
+:func:`sdc_dagster.pipeline.tables.duplicate_of`) names the cell it duplicates and is counted
+once. A table of more than :data:`FULL_TABLE_CELLS` cells shows its suppressed cells only.
 """
 
 from __future__ import annotations
@@ -32,11 +34,21 @@ def _interval(lo: float, up: float) -> str:
     return f"[{format_cell(float(lo))}, {'&infin;' if np.isinf(up) else format_cell(float(up))}]"
 
 
+def _cell_count(published: int, duplicates: int) -> str:
+    if not duplicates:
+        return f"{published} cells"
+    return (f"{published - duplicates} distinct cells ({published} published: {duplicates} "
+            f"{'is a duplicate' if duplicates == 1 else 'are duplicates'} of another code's cell, a parent with a "
+            "single child, listed in the column <em>duplicate of</em> and counted once)")
+
+
 def table_section(name: str, cells: pd.DataFrame, dimensions: list[str], checks: dict[str, dict]) -> str:
     """One table's section: its checks (``checks``: check -> recorded outcome with ``passed``,
     ``rule``, ``figures``), counts of primary and secondary cells, and its cells (:func:`render_table_report`)."""
     measure = "value" if "value" in cells else "freq"
-    primary, secondary = int((cells["status"] == "primary").sum()), int((cells["status"] == "secondary").sum())
+    duplicate = cells["duplicate_of"] != ""
+    status = cells.loc[~duplicate, "status"]
+    primary, secondary = int((status == "primary").sum()), int((status == "secondary").sum())
     rows = []
     for check, outcome in checks.items():
         figure = (outcome.get("figures") or {}).get(name, outcome.get("value"))
@@ -47,6 +59,8 @@ def table_section(name: str, cells: pd.DataFrame, dimensions: list[str], checks:
     frame = pd.DataFrame({d: shown[d].map(lambda v: html.escape(str(v))) for d in dimensions})
     frame[measure] = shown[measure].map(format_cell)
     frame["status"] = [f'<span class="{s}">{s}</span>' if s != "safe" else "safe" for s in shown["status"]]
+    if duplicate.any():
+        frame["duplicate of"] = shown["duplicate_of"].map(lambda v: html.escape(v) if v else "&ndash;")
     frame["audit interval"] = [_interval(lo, up) for lo, up in zip(shown["lo"], shown["up"])]
     frame["protection (lower, upper)"] = [
         f"{format_cell(float(a))}, {format_cell(float(b))}" if p else "&ndash;"
@@ -54,7 +68,7 @@ def table_section(name: str, cells: pd.DataFrame, dimensions: list[str], checks:
     frame.index = [Markup(str(i)) for i in range(len(frame))]
     listed = "every cell" if len(shown) == len(cells) else f"the {len(shown)} suppressed cells"
     return (f'<section id="table-{html.escape(name)}"><h2>Table {html.escape(name)}</h2>'
-            f"<p>{len(cells)} cells over {html.escape(' × '.join(dimensions))}; "
+            f"<p>{_cell_count(len(cells), int(duplicate.sum()))} over {html.escape(' × '.join(dimensions))}; "
             f'<span class="primary">{primary} primary</span> and <span class="secondary">{secondary} secondary</span> '
             f"suppressions. Below: {listed}, with each suppressed cell's audit interval.</p>"
             + (html_table(pd.DataFrame(rows).set_index("check"), caption="Release checks", raw=True) if rows else "")

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.pipeline.tables import (
     audit_tables,
+    distinct,
     primary_cells,
     protect_tables,
     read_table_input,
@@ -247,3 +248,27 @@ published:
     assert read.cells["freq"].tolist() == written.cells["freq"].tolist()
     assert primary_cells(again, {"by_area": read})["by_area"]["primary"].sum() == \
         primary_cells(spec, {"by_area": written})["by_area"]["primary"].sum()
+
+
+def test_a_parent_with_a_single_child_is_one_cell_named_once():
+    # south has the single child s1: (s1, k) is the cell (south, k) for k in Total, a, b; the other
+    # 15 of the 6 x 3 published cells are distinct (hand count: 18 - 3)
+    spec = parse_table_spec(_frequency_spec())
+    cells = primary_cells(spec, tabulate_tables(spec, table_input(spec, SMALL)))["by_area"]
+    duplicates = cells[cells["duplicate_of"] != ""].set_index(["area", "kind"])["duplicate_of"].sort_index()
+    assert duplicates.to_dict() == {("s1", "Total"): "area south, kind Total", ("s1", "a"): "area south, kind a",
+                                    ("s1", "b"): "area south, kind b"}
+    assert len(distinct(cells)) == 15
+
+
+def test_the_business_summary_counts_distinct_cells(business):
+    # sdcTable's business file: 7 sector4 codes x 6 geo codes = 42 published cells; public has the
+    # single child Governmental and nonEU the single child Iceland, so 6 x 5 = 30 distinct cells
+    _, cells = business
+    assert len(cells) == 42 and len(distinct(cells)) == 30
+    assert _cell(cells, "Governmental", "Iceland")["duplicate_of"] == "sector4 public, geo nonEU"
+    assert _cell(cells, "Total", "Iceland")["duplicate_of"] == "sector4 Total, geo nonEU"
+    assert _cell(cells, "public", "nonEU")["duplicate_of"] == ""
+    # a cell and its duplicates share one status; primaries counted once
+    assert (distinct(cells)["status"] == "primary").sum() == 14
+    assert (cells["status"] == "primary").sum() == 19
