@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from sdc_dagster.cli import EXIT_BAD_DATA, EXIT_BAD_SPEC, EXIT_USAGE, main
 from sdc_dagster.cli.tables import run_table, run_table_check
@@ -144,3 +145,50 @@ def test_a_survey_table_spec_is_checked_against_the_survey_specs(home):
     out = io.StringIO()  # a survey's wave must be named
     assert run_table(str(EXAMPLES / "testdata_tables.yaml"), home=str(home), out=out) == EXIT_USAGE
     assert "reads survey 'testdata': name its wave with --wave" in out.getvalue()
+
+
+def test_run_reads_the_business_file_given_on_the_command_line(tmp_path, home):
+    import json
+
+    from sdc_dagster.releases.tables import FILE_WAVE, list_table_releases
+    from sdc_dagster.sources import file_sha256
+
+    spec = _copy(tmp_path)
+    other = tmp_path / "business_2025.csv"  # company A's agriculture in Portugal: 75.9 -> 175.9
+    other.write_text((spec.parent / "data" / "business.csv").read_text().replace("75.9", "175.9"))
+    out = io.StringIO()
+    assert main(["--home", str(home), "table", "run", str(spec), "--file", str(other)]) == 0
+    folder = list_table_releases(home / "releases", "business_tables", FILE_WAVE)[-1]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["inputs"]["data"]["sha256"] == file_sha256(other)
+    released = pd.read_csv(folder / "turnover.csv").set_index(["sector4", "geo"])
+    # the grand total of business.csv's 20 rows is 462.3 (hand sum); the given file's is 100 more
+    assert released.loc[("Total", "Total"), "value"] == pytest.approx(562.3)
+    assert main(["--home", str(home), "audit", "tables", "--survey", "business_tables"]) == 0
+    # a missing file is bad data; a file set takes no wave
+    assert run_table(str(spec), data_file=str(tmp_path / "none.csv"), home=str(home), out=out) == EXIT_BAD_DATA
+    assert "none.csv: no such file" in out.getvalue()
+
+
+def test_run_lands_a_survey_wave_given_on_the_command_line(home):
+    from sdc_dagster.resources.storage import landing_dir
+
+    out = io.StringIO()
+    code = run_table(str(EXAMPLES / "testdata_tables.yaml"), wave="w9", data_file=str(EXAMPLES.parent / "data" / "testdata.csv"),
+                     home=str(home), out=out)
+    assert code == 0, out.getvalue()
+    assert (landing_dir() / "testdata" / "w9.csv").is_file()
+    assert "testdata_tables/table_release" in out.getvalue() and "released: " in out.getvalue()
+
+
+def test_tau_argus_input_takes_no_file(tmp_path, home):
+    import sdc_dagster.tables as tables
+
+    data = pd.DataFrame({"geo": ["A", "A", "B"], "value": [1.0, 2.0, 3.0]})
+    tables.write_tau_argus(tables.tabulate(data, {"geo": None}, value="value"), tmp_path, "t")
+    spec = tmp_path / "t.yaml"
+    spec.write_text("tables: from_argus\nsource: {tau_argus: t.rda}\ndimensions: {geo: {}}\n"
+                    "published:\n  t: {dimensions: [geo], value: value, rules: [{rule: nk, n: 1, k: 85}]}\n")
+    out = io.StringIO()
+    assert run_table(str(spec), data_file=str(tmp_path / "t.tab"), home=str(home), out=out) == EXIT_USAGE
+    assert "its .rda names the .tab (no --file; edit source.tau_argus)" in out.getvalue()
