@@ -192,3 +192,40 @@ def test_tau_argus_input_takes_no_file(tmp_path, home):
     out = io.StringIO()
     assert run_table(str(spec), data_file=str(tmp_path / "t.tab"), home=str(home), out=out) == EXIT_USAGE
     assert "its .rda names the .tab (no --file; edit source.tau_argus)" in out.getvalue()
+
+
+def test_a_rounded_table_set_runs_releases_its_rounded_counts_and_replays(home):
+    """The demo's rounded table (testdata's persons by water source x relation to the head, base 3):
+    hand counts from testdata.csv: 120 cells (water: Total, 3 groups, 8 sources; relat: Total, 9
+    codes), 4580 persons; the cells with 1 or 2 persons (15, all unsafe under freq n = 3) are gone."""
+    import json
+
+    from sdc_dagster.releases.tables import list_table_releases
+
+    out = io.StringIO()
+    spec = EXAMPLES / "testdata_rounded.yaml"
+    code = run_table(str(spec), wave="w9", data_file=str(EXAMPLES.parent / "data" / "testdata.csv"),
+                     home=str(home), out=out)
+    assert code == 0, out.getvalue()
+    text = out.getvalue()
+    assert "check additive: passed" in text and "check no_small_counts: passed" in text
+    assert "water_by_relat: 120 cells," in text and "changed by rounding to base 3 (15 unsafe under the rules)" in text
+    folder, = list_table_releases(home / "releases", "testdata_rounded", "w9")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["method"] == "rounding" and "cost" not in manifest
+    assert manifest["rounding"] == {"round_base": 3, "max_round": None, "zero_candidates": False,
+                                    "identify_new": True, "seed": 2024}
+    released = pd.read_csv(folder / "water_by_relat.csv", dtype={"water": str, "relat": str})
+    counts = released.set_index(["water", "relat"])["value"]
+    assert not counts.between(1, 2).any() and (counts % 1 == 0).all()
+    # additive: each source's total is the sum over relat, each group the sum of its sources
+    leaves = released[(released["water"] != "Total") & (released["relat"] != "Total")]
+    by_water = leaves.groupby("water")["value"].sum()
+    assert (counts.xs("Total", level="relat").loc[by_water.index] == by_water).all()
+    assert counts[("well", "Total")] == counts[("3", "Total")] + counts[("4", "Total")]
+    # every unrounded cell keeps its count: 2 persons drink from source 5 and are related 5
+    assert counts[("1", "3")] == 309 and counts[("5", "5")] in (0, 3)
+    assert (released["status"].isin(["S", "Z"])).all()
+    page = (home / "reports" / "tables" / "testdata_rounded" / "w9.html").read_text()
+    assert "Cells of water_by_relat: original and published" in page and '<span class="rounded">' in page
+    assert main(["--home", str(home), "audit", "tables", "--survey", "testdata_rounded"]) == 0

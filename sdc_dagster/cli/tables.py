@@ -221,8 +221,12 @@ def print_table_summary(spec, wave: str | None, out) -> bool:
         cells = f"{figures['cells']} cells" if not duplicates else (
             f"{figures['distinct_cells']} distinct cells ({figures['cells']} published, {duplicates} "
             f"{'a duplicate' if duplicates == 1 else 'duplicates'} of another code's cell)")
-        print(f"   {name}: {cells}, {figures['primary']} primary and {figures['secondary']} "
-              "secondary suppressions", file=out)
+        if "rounded" in figures:
+            print(f"   {name}: {cells}, {figures['rounded']} changed by rounding to base "
+                  f"{manifest['rounding']['round_base']} ({figures['primary']} unsafe under the rules)", file=out)
+        else:
+            print(f"   {name}: {cells}, {figures['primary']} primary and {figures['secondary']} "
+                  "secondary suppressions", file=out)
     report = reports_dir() / "tables" / spec.name / f"{wave or FILE_WAVE}.html"
     withheld = manifest.get("withheld")
     if withheld:

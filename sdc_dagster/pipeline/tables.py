@@ -38,8 +38,9 @@ from sdc_dagster.spec.tables import TableSetSpec, dimension_hierarchy
 from sdc_dagster.tables.audit import protection_failures, stacked_mask
 from sdc_dagster.tables.model import Table, joint_model
 
-#: The status of a published cell.
-STATUSES = ("safe", "primary", "secondary")
+#: The status of a published cell: suppressed (``primary``, ``secondary``) or, under small-count
+#: rounding, ``rounded`` (published with another value than the original).
+STATUSES = ("safe", "primary", "secondary", "rounded")
 #: The column of a weighted measure (``weight × value``, or the weight alone for counts).
 WEIGHTED = "_weighted"
 #: The column of the cells holding each cell's cost of suppression, with ``cost: {column: c}``.
@@ -217,12 +218,52 @@ def primary_cells(spec: TableSetSpec, tabulated: dict[str, Table]) -> dict[str, 
     return out
 
 
+def rounded_schema() -> pa.DataFrameSchema:
+    """The boundary of a rounded table: whole published counts >= 0, nothing suppressed, ``rounded``
+    exactly where the published count differs from the original."""
+    return pa.DataFrameSchema(
+        {
+            "freq": pa.Column(float, pa.Check.ge(0)),
+            "published": pa.Column(float, [pa.Check.ge(0), pa.Check(lambda s: s % 1 == 0, error="whole counts")]),
+            "suppressed": pa.Column(bool, pa.Check(lambda s: ~s, error="nothing suppressed")),
+            "status": pa.Column(str, pa.Check.isin(("safe", "rounded"))),
+        },
+        checks=[pa.Check(lambda f: (f["status"] == "rounded") == (f["published"] != f["freq"]),
+                         error="rounded where the published count differs from the original")],
+        strict=False,
+    )
+
+
+def round_tables(spec: TableSetSpec, tabulated: dict[str, Table],
+                 primary: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """``method: rounding``: each table's cells with ``published`` (the count released), nothing
+    ``suppressed`` and ``status`` ``rounded`` where it differs from the original ``freq``: small-count
+    rounding of every linked group at once (:func:`sdc_dagster.tables.small_count_rounding` with the
+    spec's ``rounding`` parameters and seed; Langsrud and Heldal's PLS method, SmallCountRounding):
+    the inner cells are rounded and every published cell is the sum of its rounded inner cells, so
+    the tables stay additive and no published count is left in 1..round_base - 1. ``primary`` (the
+    rules' unsafe cells) is kept for the report; rounding, not suppression, protects them.
+    Validated by :func:`rounded_schema`."""
+    out = {}
+    for group in spec.linked():
+        rounded = tables.small_count_rounding([tabulated[n] for n in group], **spec.rounding)
+        for name, frame in zip(group, rounded):
+            cells = primary[name].copy()
+            cells["published"] = frame["rounded"].to_numpy(dtype=np.float64)
+            cells["suppressed"] = False
+            cells["status"] = np.where(cells["published"] != cells["freq"], "rounded", "safe")
+            out[name] = validate(cells, rounded_schema(), source=f"rounded table {name!r}")
+    return {name: out[name] for name in spec.published}
+
+
 def protect_tables(spec: TableSetSpec, tabulated: dict[str, Table],
                    primary: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """Each table's cells with ``suppressed`` and ``status``: the secondary suppression of every
-    linked group at once (:func:`sdc_dagster.tables.secondary_suppression` with the spec's method,
+    """Each table's cells with ``suppressed`` and ``status``: with ``method: rounding``
+    :func:`round_tables`, else the secondary suppression of every linked group at once (:func:`sdc_dagster.tables.secondary_suppression` with the spec's method,
     cost, the primaries' protection levels and the tables' frozen cells, :func:`frozen_cells`),
     validated by :func:`cells_schema`."""
+    if spec.method == "rounding":
+        return round_tables(spec, tabulated, primary)
     out = {}
     for group in spec.linked():
         cost = [primary[n][COST] for n in group] if spec.cost_column else spec.cost
@@ -262,7 +303,10 @@ def audit_tables(spec: TableSetSpec, tabulated: dict[str, Table],
     (:func:`sdc_dagster.tables.audit` over every table of its linked group together) and
     ``protected``: whether a primary's interval meets its protection levels, or without levels is
     at least one unit wide (:func:`sdc_dagster.tables.audit.protection_failures`, the test every
-    pattern of :func:`sdc_dagster.tables.secondary_suppression` passes)."""
+    pattern of :func:`sdc_dagster.tables.secondary_suppression` passes). With ``method: rounding``
+    :func:`audit_rounding`."""
+    if spec.method == "rounding":
+        return audit_rounding(spec, tabulated, protected)
     out = {}
     for group in spec.linked():
         model = joint_model([tabulated[n] for n in group])
@@ -281,6 +325,25 @@ def audit_tables(spec: TableSetSpec, tabulated: dict[str, Table],
     return {name: out[name] for name in spec.published}
 
 
+def audit_rounding(spec: TableSetSpec, tabulated: dict[str, Table],
+                   protected: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Each rounded table (:func:`round_tables`) with the two properties small-count rounding
+    promises, checked cell by cell from the published counts alone: ``additive`` (the cell equals
+    the sum of the published counts of the inner cells below it, ``M z' = b'``) and ``small`` (its
+    published count is in 1..round_base - 1, which rounding must leave none of)."""
+    base = spec.rounding["round_base"]
+    out = {}
+    for name, cells in protected.items():
+        table = tabulated[name]
+        published = cells["published"].to_numpy(dtype=np.float64)
+        totals = table.matrix @ published[table.inner_rows]
+        audited = cells.copy()
+        audited["additive"] = np.isclose(published, totals, rtol=0, atol=1e-9)
+        audited["small"] = (published >= 1) & (published <= base - 1)
+        out[name] = audited
+    return out
+
+
 def _outcome(figures: dict[str, int], rule: str) -> CheckOutcome:
     total = sum(figures.values())
     return CheckOutcome(passed=total == 0, value=total, rule=rule, blocking=True,
@@ -289,23 +352,35 @@ def _outcome(figures: dict[str, int], rule: str) -> CheckOutcome:
 
 def protection_checks(protected: dict[str, pd.DataFrame]) -> dict[str, CheckOutcome]:
     """The release rules of the protected tables, each a blocking :class:`CheckOutcome` (``figures``:
-    the failing cells per table): ``primaries_suppressed`` (every primary cell is suppressed) and
+    the failing cells per table): ``primaries_suppressed`` (every primary cell is suppressed; not for
+    rounded tables, :func:`round_tables`, whose ``published`` counts protect them) and
     ``cells_valid`` (no published count is negative, no published cell is empty: a missing value)."""
     invalid = {}
     for name, cells in protected.items():
         shown = cells[~cells["suppressed"]]
-        measure = "value" if "value" in cells else "freq"
-        invalid[name] = int((shown["freq"] < 0).sum() + shown[measure].isna().sum())
+        measure = "published" if "published" in cells else "value" if "value" in cells else "freq"
+        invalid[name] = int((shown[measure if measure == "published" else "freq"] < 0).sum()
+                            + shown[measure].isna().sum())
+    valid = _outcome(invalid, "no published count is negative and no published cell is empty")
+    if any("published" in cells for cells in protected.values()):  # rounded: nothing is suppressed
+        return {"cells_valid": valid}
     return {
         "primaries_suppressed": _outcome({n: int((c["primary"] & ~c["suppressed"]).sum()) for n, c in protected.items()},
                                          "every primary (unsafe) cell is suppressed"),
-        "cells_valid": _outcome(invalid, "no published count is negative and no published cell is empty"),
+        "cells_valid": valid,
     }
 
 
 def audit_check(audited: dict[str, pd.DataFrame]) -> dict[str, CheckOutcome]:
     """``audit_passed``: every primary's audit interval meets its protection levels (or, without
-    levels, is at least 1 wide; :func:`audit_tables`), a blocking :class:`CheckOutcome`."""
+    levels, is at least 1 wide; :func:`audit_tables`), a blocking :class:`CheckOutcome`. For rounded
+    tables (:func:`audit_rounding`) instead ``additive`` (every published cell is the sum of its
+    published inner cells) and ``no_small_counts`` (no published count in 1..round_base - 1)."""
+    if any("additive" in cells for cells in audited.values()):
+        return {"additive": _outcome({n: int((~c["additive"]).sum()) for n, c in audited.items()},
+                                     "every published cell is the sum of the published inner cells below it"),
+                "no_small_counts": _outcome({n: int(distinct(c)["small"].sum()) for n, c in audited.items()},
+                                            "no published count is in 1..round_base - 1")}
     return {"audit_passed": _outcome({n: int((~c["protected"]).sum()) for n, c in audited.items()},
                                      "every primary's audit interval meets its protection levels (or, without "
                                      "levels, is at least 1 wide): no primary is disclosed by the published cells")}
