@@ -14,6 +14,11 @@ it duplicates, :func:`duplicate_of`), then ``suppressed`` and
 intruder's interval of each suppressed cell, NaN where published) and ``protected`` (the interval
 meets the cell's protection; True for cells that are no primary).
 
+With ``method: rounding`` (small-count rounding, :func:`round_tables`) nothing is suppressed:
+``protected_tables`` gives each cell's ``published`` count (``status`` ``rounded`` where it differs
+from ``freq``) and ``table_audit`` checks ``additive`` and ``small`` (:func:`audit_rounding`) instead
+of the intruder's intervals.
+
 Linked tables (same measure, :meth:`~sdc_dagster.spec.tables.TableSetSpec.linked`) are protected
 and audited jointly: the audit's linear programme reads every published cell of every table of the
 group (Hundepool et al. 2012, §4.4.3).

@@ -272,3 +272,56 @@ def test_the_business_summary_counts_distinct_cells(business):
     # a cell and its duplicates share one status; primaries counted once
     assert (distinct(cells)["status"] == "primary").sum() == 14
     assert (cells["status"] == "primary").sum() == 19
+
+
+def _rounding_spec(base=3, seed=1) -> dict:
+    raw = _frequency_spec()
+    raw["protection"] = {"method": "rounding", "round_base": base, "seed": seed}
+    return raw
+
+
+def test_rounding_publishes_additive_counts_without_small_ones():
+    # SMALL by area x kind: inner counts n1 a 3, n1 b 2, n2 a 3, n2 b 1, s1 a 3, s1 b 3 (hand count);
+    # base 3: the 2 and the 1 become 0 or 3, the 3s stay (max_round 2), every total is their sum
+    spec = parse_table_spec(_rounding_spec())
+    tabulated, audited = run_tables(spec, SMALL)
+    cells = audited["by_area"].set_index(["area", "kind"])
+    for inner in (("n1", "a"), ("n2", "a"), ("s1", "a"), ("s1", "b")):
+        assert cells.loc[inner, "published"] == 3 and cells.loc[inner, "status"] == "safe"
+    assert cells.loc[("n1", "b"), "published"] in (0, 3) and cells.loc[("n2", "b"), "published"] in (0, 3)
+    assert cells.loc[("north", "b"), "published"] == cells.loc[("n1", "b"), "published"] + cells.loc[("n2", "b"), "published"]
+    # PLS keeps the grand total close: 15 persons, 2 + 1 = 3 of them in the rounded cells
+    assert cells.loc[("Total", "Total"), "published"] in (12, 15, 18)
+    assert cells["additive"].all() and not cells["small"].any() and not cells["suppressed"].any()
+    assert {c: o.passed for c, o in table_checks(audited).items()} == {
+        "cells_valid": True, "additive": True, "no_small_counts": True}
+    # the seed fixes the rounding: the same run gives the same counts (the release's replay)
+    again = run_tables(spec, SMALL)[1]["by_area"]
+    assert again["published"].tolist() == audited["by_area"]["published"].tolist()
+
+
+def test_a_rounded_table_that_is_not_additive_or_keeps_a_small_count_is_withheld():
+    spec = parse_table_spec(_rounding_spec())
+    tabulated, audited = run_tables(spec, SMALL)
+    broken = audited["by_area"].copy()
+    row = broken.index[(broken["area"] == "n1") & (broken["kind"] == "a")][0]
+    broken.loc[row, "published"] = 2.0  # an inner cell published as 2: small, and north/Total no longer add up
+    checks = table_checks(audit_tables(spec, tabulated, {"by_area": broken}))
+    assert checks["additive"].figures["by_area"] > 0 and checks["no_small_counts"].value == 1
+    assert set(withheld_because(checks)) == {"additive", "no_small_counts"}
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(counts=st.lists(st.integers(min_value=0, max_value=7), min_size=6, max_size=6),
+       base=st.integers(min_value=2, max_value=5), seed=st.integers(min_value=0, max_value=2**31))
+def test_every_rounded_table_is_additive_without_small_counts(counts, base, seed):
+    """Property (SmallCountRounding's promise): whatever the counts, base and seed, every published
+    count is the sum of its published inner cells and none is in 1..base - 1."""
+    assume(sum(counts) > 0)
+    inner = [("n1", "a"), ("n1", "b"), ("n2", "a"), ("n2", "b"), ("s1", "a"), ("s1", "b")]
+    data = pd.DataFrame([cell for cell, n in zip(inner, counts) for _ in range(n)], columns=["area", "kind"])
+    spec = parse_table_spec(_rounding_spec(base, seed))
+    _, audited = run_tables(spec, data)
+    cells = audited["by_area"]
+    assert cells["additive"].all() and not cells["small"].any()
+    assert (cells["published"] % 1 == 0).all() and (cells["published"] >= 0).all()
