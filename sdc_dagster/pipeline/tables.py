@@ -161,13 +161,26 @@ def input_file(spec: TableSetSpec) -> Path:
     return resolve_beside(rda.parent, f"{rda.stem}.tab") or rda.with_suffix(".tab")
 
 
+def top_columns(spec: TableSetSpec) -> list[str]:
+    """The top-contribution columns of a tau-Argus source (its ``.rda``'s ``<MAXSCORE>`` columns,
+    :func:`sdc_dagster.tables.exchange.maxscore_columns`); none for another source."""
+    if spec.source.tau_argus is None:
+        return []
+    from sdc_dagster.datafiles.argus import read_rda
+    from sdc_dagster.tables.exchange import maxscore_columns
+
+    return maxscore_columns(read_rda(spec.source.tau_argus))
+
+
 def table_input(spec: TableSetSpec, data: pd.DataFrame, *, source: str = "table input") -> pd.DataFrame:
     """The columns the spec reads, validated (:func:`input_schema`; a :class:`SchemaViolation` names
     ``source``, the column and the rule), whole-number codes as integers (a code ``1.0`` read from a
     file with missing values is the code ``1``)."""
-    require_columns(data, spec.columns, role=f"{source}: column")
-    frame = validate(data[spec.columns].copy(), input_schema(spec), source=source)
+    columns = spec.columns + [c for c in top_columns(spec) if c not in spec.columns]
+    require_columns(data, columns, role=f"{source}: column")
+    frame = validate(data[columns].copy(), input_schema(spec), source=source)
     measures = {c for t in spec.published.values() for c in (t.value, t.freq, t.weight) if c is not None}
+    measures |= set(top_columns(spec))
     measures |= {spec.cost} if spec.cost_column else set()
     for column in frame.columns:
         if column in measures:
@@ -186,19 +199,36 @@ def tabulate_tables(spec: TableSetSpec, data: pd.DataFrame) -> dict[str, Table]:
     dominance and p % rules read each respondent's weighted contribution ``w·x`` as one contributor:
     a simplification, neither GaussSuppression's default (unweighted contributions against the
     weighted cell, ``FindDominantCells``) nor the treatment of weights of Hundepool et al. 2012
-    (p. 151, GaussSuppression's ``tauArgusDominance = TRUE``)."""
+    (p. 151, GaussSuppression's ``tauArgusDominance = TRUE``).
+
+    A magnitude table of tau-Argus input whose ``.rda`` names top contributions (``<MAXSCORE>``,
+    :func:`top_columns`) is tabulated from its contributors
+    (:func:`sdc_dagster.tables.contributions_from_top`), so the dominance, p % and pq rules apply;
+    its published values stay the input's sums (the contributors' equal shares of a rest may differ
+    from them by the rounding of the shares)."""
     hierarchies = {name: dimension_hierarchy(d, data, spec.source) for name, d in spec.dimensions.items()}
+    tops = top_columns(spec)
     out = {}
     for name, table in spec.published.items():
-        frame, value = data, table.value
+        frame, value, freq = data, table.value, table.freq
+        if tops and table.value is not None and table.freq is not None:
+            try:
+                frame = tables.contributions_from_top(data, table.dimensions, value=table.value, freq=table.freq,
+                                                      top=tops)
+            except SDCInputError as error:
+                raise SDCInputError(f"table {name!r}: {spec.source.tau_argus.name}: {error}") from None
+            freq = None  # each row one contributor: the count is the rows'
         if table.weight is not None:
             weight = data[table.weight].to_numpy(dtype=np.float64)
             measure = weight if table.value is None else weight * data[table.value].to_numpy(dtype=np.float64)
             frame, value = data.assign(**{WEIGHTED: measure}), WEIGHTED
         dimensions = {d: hierarchies[d] for d in table.dimensions}
         try:
-            out[name] = tables.tabulate(frame, dimensions, freq=table.freq, value=value, holding=table.holding,
+            out[name] = tables.tabulate(frame, dimensions, freq=freq, value=value, holding=table.holding,
                                         request=table.request)
+            if freq is None and table.freq is not None:  # from top contributions: the input's exact sums
+                out[name].cells["value"] = tables.tabulate(data, dimensions, freq=table.freq,
+                                                           value=table.value).cells["value"].to_numpy()
             if spec.cost_column:  # tau-Argus's cost variable: its sum over each cell's records
                 out[name].cells[COST] = tables.tabulate(data, dimensions, value=spec.cost).cells["value"].to_numpy()
         except SDCInputError as error:

@@ -325,3 +325,55 @@ def test_every_rounded_table_is_additive_without_small_counts(counts, base, seed
     cells = audited["by_area"]
     assert cells["additive"].all() and not cells["small"].any()
     assert (cells["published"] % 1 == 0).all() and (cells["published"] >= 0).all()
+
+
+def _tau_argus_spec(folder: Path, rda: str, dimensions: str, rules: str) -> object:
+    (folder / "t.yaml").write_text(f"""
+tables: from_argus
+source: {{tau_argus: {rda}}}
+dimensions: {dimensions}
+published:
+  t: {{dimensions: [{", ".join(yaml.safe_load(dimensions))}], value: value, freq: freq, rules: {rules}}}
+""")
+    return load_table_spec(folder / "t.yaml")
+
+
+def test_magnitude_rules_read_the_top_contributions_of_tau_argus_input(tmp_path):
+    """sdcTable's c2 magnitude microdata written for tau-Argus (value, freq, top1..top3 per inner
+    cell) and read back as a source: each contributor is in one inner cell, so every cell's top 3
+    and total are those of the microdata and the (1, 85), (2, 90) and p = 10 % rules flag the same
+    cells as on the microdata themselves."""
+    import sdc_dagster.tables as tables
+    from tests.tables.conftest import read
+
+    eco = read("c2_magnitude_hierarchy_eco.csv")
+    micro = tables.tabulate(read("c2_magnitude_input_microdata.csv"), {"region": None, "gender": None, "eco": eco},
+                            value="numVal")
+    tables.write_tau_argus(micro, tmp_path, "c2")
+    rules = [{"rule": "nk", "n": 1, "k": 85}, {"rule": "nk", "n": 2, "k": 90}, {"rule": "p", "p": 10}]
+    spec = _tau_argus_spec(tmp_path, "c2.rda", "{region: {}, gender: {}, eco: {}}",
+                           "[{rule: nk, n: 1, k: 85}, {rule: nk, n: 2, k: 90}, {rule: p, p: 10}]")
+    read_back = tabulate_tables(spec, table_input(spec, read_table_input(spec)))["t"]
+    assert read_back.cells[["freq", "value"]].equals(micro.cells[["freq", "value"]])
+    flagged = primary_cells(spec, {"t": read_back})["t"]["primary"]
+    expected = tables.primary_suppression(micro, rules)
+    assert expected.any() and flagged.tolist() == expected.tolist()
+
+
+def test_the_handbooks_dominance_and_p_percent_examples_from_a_hand_written_tab(tmp_path):
+    """Hundepool et al. 2012 §4.2: a cell of 100,000 with contributions 50,000 and 49,000 is safe under
+    (1, 90) and unsafe under p = 10 % (100,000 - 99,000 = 1,000 < 5,000); a cell of 110,000 with
+    52,000 and 50,000 is safe under p = 10 % (8,000 >= 5,200) and unsafe under (2, 90.91)
+    (102,000 / 110,000 = 92.7 %). Their total, 210,000 with top 52,000 and 50,000, is safe under all."""
+    (tmp_path / "hb.rda").write_text('<SEPARATOR> ","\r\ngeo\r\n  <RECODEABLE>\r\n  <TOTCODE> "Total"\r\n'
+                                     "value\r\n  <NUMERIC>\r\n  <DECIMALS> 0\r\nfreq\r\n  <FREQUENCY>\r\n"
+                                     "top1\r\n  <MAXSCORE>\r\ntop2\r\n  <MAXSCORE>\r\n")
+    (tmp_path / "hb.tab").write_text("A,100000,3,50000,49000\r\nB,110000,4,52000,50000\r\n")
+    outcomes = {}
+    for rules in ("[{rule: nk, n: 1, k: 90}]", "[{rule: p, p: 10}]", "[{rule: nk, n: 2, k: 90.91}]"):
+        spec = _tau_argus_spec(tmp_path, "hb.rda", "{geo: {}}", rules)
+        cells = primary_cells(spec, tabulate_tables(spec, table_input(spec, read_table_input(spec))))["t"]
+        outcomes[rules] = dict(zip(cells["geo"], cells["primary"]))
+    assert outcomes["[{rule: nk, n: 1, k: 90}]"] == {"Total": False, "A": False, "B": False}
+    assert outcomes["[{rule: p, p: 10}]"] == {"Total": False, "A": True, "B": False}
+    assert outcomes["[{rule: nk, n: 2, k: 90.91}]"] == {"Total": False, "A": True, "B": True}
