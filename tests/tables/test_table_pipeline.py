@@ -5,6 +5,7 @@ and the release rules that withhold a set."""
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -377,3 +378,26 @@ def test_the_handbooks_dominance_and_p_percent_examples_from_a_hand_written_tab(
     assert outcomes["[{rule: nk, n: 1, k: 90}]"] == {"Total": False, "A": False, "B": False}
     assert outcomes["[{rule: p, p: 10}]"] == {"Total": False, "A": True, "B": False}
     assert outcomes["[{rule: nk, n: 2, k: 90.91}]"] == {"Total": False, "A": True, "B": True}
+
+
+def test_every_audit_interval_of_the_business_table_is_the_intruders_lp(business):
+    """Each suppressed cell's [lo, up] is what scipy's linprog finds maximising and minimising it over
+    the published cells (every equation written out, duplicates and implied totals included, inner
+    cells >= 0). Found with the report in Chromium: Total x Portugal showed [0, inf] while the
+    published grand total 462.3 bounds it (its true interval is [0, 199.6]): the parent with a
+    single child (public: Governmental) was left out of the programme as implied by its child, and
+    the child as the parent's duplicate."""
+    from scipy.optimize import linprog
+
+    spec, cells = business
+    table = tabulate_tables(spec, table_input(spec, read_table_input(spec)))["turnover"]
+    matrix, b = table.matrix.toarray(), table.published
+    shown = ~cells["suppressed"].to_numpy()
+    for row in np.flatnonzero(~shown):
+        low = linprog(matrix[row], A_eq=matrix[shown], b_eq=b[shown], bounds=(0, None))
+        high = linprog(-matrix[row], A_eq=matrix[shown], b_eq=b[shown], bounds=(0, None))
+        assert low.status == 0 and high.status == 0  # bounded: the grand total is published
+        assert cells["lo"].iloc[row] == pytest.approx(low.fun, abs=1e-6)
+        assert cells["up"].iloc[row] == pytest.approx(-high.fun, abs=1e-6)
+    portugal = _cell(cells, "Total", "Portugal")
+    assert (portugal["lo"], portugal["up"]) == (pytest.approx(0), pytest.approx(199.6))
