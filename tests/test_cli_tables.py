@@ -228,4 +228,6 @@ def test_a_rounded_table_set_runs_releases_its_rounded_counts_and_replays(home):
     assert (released["status"].isin(["S", "Z"])).all()
     page = (home / "reports" / "tables" / "testdata_rounded" / "w9.html").read_text()
     assert "Cells of water_by_relat: original and published" in page and '<span class="rounded">' in page
+    # a code that looks like a number (water 1) is a text cell, aligned as Total and piped are
+    assert '<td class="text"><span class="code">1</span></td>' in page
     assert main(["--home", str(home), "audit", "tables", "--survey", "testdata_rounded"]) == 0

@@ -27,6 +27,7 @@ _STYLE = """
 td .primary, .primary { background: #fbe0d0; color: #7a2800; font-weight: bold; padding: 0 .3em; }
 td .secondary, .secondary { background: #dcebf7; color: #0b4f7c; padding: 0 .3em; }
 td .rounded, .rounded { background: #fff3c4; color: #5c4400; font-weight: bold; padding: 0 .3em; }
+td .figure, td .rounded { display: block; text-align: right; }
 """
 
 
@@ -34,6 +35,13 @@ def _interval(lo: float, up: float) -> str:
     if np.isnan(lo):
         return "&ndash;"
     return f"[{format_cell(float(lo))}, {'&infin;' if np.isinf(up) else format_cell(float(up))}]"
+
+
+def _codes(shown: pd.DataFrame, dimensions: list[str]) -> pd.DataFrame:
+    """The dimension columns as text cells: a code that looks like a number (``1``) is aligned
+    left like ``Total`` and ``piped`` in the same column, not right like a figure."""
+    return pd.DataFrame({d: shown[d].map(lambda v: f'<span class="code">{html.escape(str(v))}</span>')
+                         for d in dimensions})
 
 
 def _cell_count(published: int, duplicates: int) -> str:
@@ -52,11 +60,12 @@ def rounded_section(name: str, cells: pd.DataFrame, dimensions: list[str], check
     changed = int((cells.loc[~duplicate, "status"] == "rounded").sum())
     unsafe = int(cells.loc[~duplicate, "primary"].sum())
     shown = cells if len(cells) <= FULL_TABLE_CELLS else cells[cells["status"] == "rounded"]
-    frame = pd.DataFrame({d: shown[d].map(lambda v: html.escape(str(v))) for d in dimensions})
+    frame = _codes(shown, dimensions)
     frame["original"] = shown["freq"].map(format_cell)
-    frame["published"] = [f'<span class="rounded">{format_cell(p)}</span>' if s == "rounded" else format_cell(p)
-                          for p, s in zip(shown["published"], shown["status"])]
-    frame["difference"] = [format_cell(d) if d else "&ndash;" for d in shown["published"] - shown["freq"]]
+    frame["published"] = [f'<span class="{"rounded" if s == "rounded" else "figure"}">{format_cell(p)}</span>'
+                          for p, s in zip(shown["published"], shown["status"])]  # one alignment, right
+    frame["difference"] = [f'<span class="figure">{format_cell(d) if d else "&ndash;"}</span>'
+                           for d in shown["published"] - shown["freq"]]
     frame["unsafe under the rules"] = ["yes" if p else "&ndash;" for p in shown["primary"]]
     if duplicate.any():
         frame["duplicate of"] = shown["duplicate_of"].map(lambda v: html.escape(v) if v else "&ndash;")
@@ -89,7 +98,7 @@ def table_section(name: str, cells: pd.DataFrame, dimensions: list[str], checks:
     status = cells.loc[~duplicate, "status"]
     primary, secondary = int((status == "primary").sum()), int((status == "secondary").sum())
     shown = cells if len(cells) <= FULL_TABLE_CELLS else cells[cells["suppressed"]]
-    frame = pd.DataFrame({d: shown[d].map(lambda v: html.escape(str(v))) for d in dimensions})
+    frame = _codes(shown, dimensions)
     frame[measure] = shown[measure].map(format_cell)
     frame["status"] = [f'<span class="{s}">{s}</span>' if s != "safe" else "safe" for s in shown["status"]]
     if duplicate.any():
