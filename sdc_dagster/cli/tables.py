@@ -151,11 +151,11 @@ def _run_table(spec_file: str, wave: str | None, data_file: str | None, home: st
             return EXIT_BAD_SPEC
         surveys = [known[spec.source.survey]]
         if data_file is not None:
-            from sdc_dagster.cli.run import _land_wave_file
+            from sdc_dagster.cli.run import land_wave_file
             from sdc_dagster.errors import SDCInputError
 
             try:
-                _land_wave_file(surveys[0], wave, Path(data_file))
+                land_wave_file(surveys[0], wave, Path(data_file))
             except SDCInputError as exc:
                 print(f"sdc table run: bad data: {exc}", file=out)
                 return EXIT_BAD_DATA
