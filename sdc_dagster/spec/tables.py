@@ -402,6 +402,8 @@ def _rounding(problems: Problems, protection: Mapping, method: str, published: M
         problems.attempt(expect, table.value is None and table.weight is None, f"published.{name}",
                          f"a frequency table of unweighted counts with method: {method} (small-count rounding "
                          f"rounds counts), got {'value ' + table.value if table.value else 'weight ' + str(table.weight)}")
+        problems.attempt(expect, not table.frozen, f"published.{name}.frozen",
+                         f"no frozen cells with method: {method} (nothing is suppressed)")
     for group in _linked_groups(published):
         problems.attempt(expect, len({tuple(sorted(published[t].dimensions)) for t in group}) == 1,
                          f"published.{group[-1]}", f"the dimensions of the tables it is linked with ({', '.join(group)}) "

@@ -168,5 +168,8 @@ def test_rounding_takes_its_parameters_and_names_every_misuse(tmp_path):
     assert any("protection.cost: expected only with a suppression method" in m for m in messages)
     with pytest.raises(SpecError, match=r"protection.round_base: expected only with method: rounding"):
         load_table_spec(_spec(tmp_path, BASE + "protection: {method: optimal, round_base: 3}\n"))
+    frozen = counts.replace("rules: [{rule: freq, n: 3}]", "rules: [{rule: freq, n: 3}]\n    frozen: {published: [{geo: A, sector: x}]}")
+    with pytest.raises(SpecError, match=r"published.turnover.frozen: expected no frozen cells with method: rounding"):
+        load_table_spec(_spec(tmp_path, frozen + "protection: {method: rounding}\n"))
     with pytest.raises(SpecError, match=r"protection.max_round: must be an integer in \[0, 2\]"):
         load_table_spec(_spec(tmp_path, counts + "protection: {method: rounding, max_round: 3}\n"))
