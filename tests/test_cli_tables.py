@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from sdc_dagster.cli import EXIT_BAD_DATA, EXIT_BAD_SPEC, EXIT_USAGE, main
 from sdc_dagster.cli.tables import run_table, run_table_check
@@ -63,7 +64,7 @@ def test_run_materialises_the_chain_with_progress_and_audit_replays_it(tmp_path,
     for step in ("business_tables/table_input", "business_tables/protected_tables", "check audit_passed: passed",
                  "business_tables/table_release"):
         assert step in text
-    assert "turnover: 42 cells," in text and "released: " in text
+    assert "turnover: 30 distinct cells (42 published" in text and "released: " in text
     assert main(["--home", str(home), "audit", "tables", "--survey", "business_tables"]) == 0
     assert main(["--home", str(home), "audit", "tables", "--survey", "nothing"]) == EXIT_USAGE
     # a file set has no waves
@@ -75,13 +76,28 @@ def test_report_marks_primary_and_secondary_cells_with_their_intervals():
         "geo": ["Total", "A", "B"], "freq": [5.0, 2.0, 3.0], "value": [50.0, 20.0, 30.0],
         "primary": [False, True, False], "lower": [0.0, 4.0, 0.0], "upper": [0.0, 4.0, 0.0],
         "suppressed": [False, True, True], "status": ["safe", "primary", "secondary"],
-        "lo": [float("nan"), 0.0, 10.0], "up": [float("nan"), 40.0, float("inf")], "protected": [True] * 3})
+        "lo": [float("nan"), 0.0, 10.0], "up": [float("nan"), 40.0, float("inf")], "protected": [True] * 3,
+        "duplicate_of": [""] * 3})
     checks = {"audit_passed": {"passed": True, "value": 0, "rule": "no primary disclosed", "figures": {"t": 0.0}}}
     page = render_table_report("Tables x", {"t": cells}, {"t": ["geo"]}, checks, {"run": "r1"})
     assert '<span class="primary">1 primary</span> and <span class="secondary">1 secondary</span>' in page
     assert '<span class="primary">primary</span>' in page and '<span class="secondary">secondary</span>' in page
     assert "[0, 40]" in page and "[10, &infin;]" in page and "4, 4" in page
     assert '<span class="pass">passed</span>' in page
+
+
+def test_report_counts_a_duplicate_cell_once_and_names_the_cell_it_repeats():
+    # nonEU has the single child Iceland: the rows nonEU and Iceland are one (primary) cell
+    cells = pd.DataFrame({
+        "geo": ["Total", "nonEU", "Iceland", "EU"], "freq": [9.0, 2.0, 2.0, 7.0],
+        "primary": [False, True, True, False], "lower": [0.0, 1.0, 1.0, 0.0], "upper": [0.0, 1.0, 1.0, 0.0],
+        "suppressed": [False, True, True, True], "status": ["safe", "primary", "primary", "secondary"],
+        "lo": [float("nan"), 0.0, 0.0, 7.0], "up": [float("nan"), 9.0, 9.0, 9.0], "protected": [True] * 4,
+        "duplicate_of": ["", "", "geo nonEU", ""]})
+    page = render_table_report("Tables x", {"t": cells}, {"t": ["geo"]}, {}, {})
+    assert "3 distinct cells (4 published: 1 is a duplicate of another code" in page
+    assert '<span class="primary">1 primary</span> and <span class="secondary">1 secondary</span>' in page
+    assert "<th>duplicate of</th>" in page and '<td class="text">geo nonEU</td>' in page
 
 
 def test_the_demo_runs_a_table_spec_and_prints_its_summary(tmp_path, home):
@@ -98,7 +114,10 @@ def test_the_demo_runs_a_table_spec_and_prints_its_summary(tmp_path, home):
         assert run_table_demo(defs, instance, [spec], {}, out) == 0
     text = out.getvalue()
     assert "== tables business_tables: materialising business_tables_tables_job" in text
-    assert "turnover: 42 cells, 19 primary and 7 secondary suppressions" in text and "released: " in text
+    # 42 published cells, 12 of them a duplicate (a parent with a single child): 30 distinct cells,
+    # of which 14 primary and 6 secondary (19 and 7 rows)
+    assert ("turnover: 30 distinct cells (42 published, 12 duplicates of another code's cell), 14 primary and 6 "
+            "secondary suppressions") in text and "released: " in text
 
 
 def test_a_large_table_lists_its_suppressed_cells_only():
@@ -110,7 +129,8 @@ def test_a_large_table_lists_its_suppressed_cells_only():
         "geo": [f"g{i}" for i in range(n)], "freq": [5.0] * n, "primary": [i == 3 for i in range(n)],
         "lower": [0.0] * n, "upper": [0.0] * n, "suppressed": suppressed,
         "status": ["primary" if i == 3 else "secondary" if i == 7 else "safe" for i in range(n)],
-        "lo": [0.0 if s else float("nan") for s in suppressed], "up": [9.0 if s else float("nan") for s in suppressed]})
+        "lo": [0.0 if s else float("nan") for s in suppressed], "up": [9.0 if s else float("nan") for s in suppressed],
+        "duplicate_of": [""] * n})
     page = render_table_report("Tables x", {"t": cells}, {"t": ["geo"]}, {}, {})
     assert f"{n} cells over geo" in page and "the 2 suppressed cells" in page
     assert ">g3<" in page and ">g7<" in page and ">g4<" not in page
@@ -125,3 +145,89 @@ def test_a_survey_table_spec_is_checked_against_the_survey_specs(home):
     out = io.StringIO()  # a survey's wave must be named
     assert run_table(str(EXAMPLES / "testdata_tables.yaml"), home=str(home), out=out) == EXIT_USAGE
     assert "reads survey 'testdata': name its wave with --wave" in out.getvalue()
+
+
+def test_run_reads_the_business_file_given_on_the_command_line(tmp_path, home):
+    import json
+
+    from sdc_dagster.releases.tables import FILE_WAVE, list_table_releases
+    from sdc_dagster.sources import file_sha256
+
+    spec = _copy(tmp_path)
+    other = tmp_path / "business_2025.csv"  # company A's agriculture in Portugal: 75.9 -> 175.9
+    other.write_text((spec.parent / "data" / "business.csv").read_text().replace("75.9", "175.9"))
+    out = io.StringIO()
+    assert main(["--home", str(home), "table", "run", str(spec), "--file", str(other)]) == 0
+    folder = list_table_releases(home / "releases", "business_tables", FILE_WAVE)[-1]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["inputs"]["data"]["sha256"] == file_sha256(other)
+    released = pd.read_csv(folder / "turnover.csv").set_index(["sector4", "geo"])
+    # the grand total of business.csv's 20 rows is 462.3 (hand sum); the given file's is 100 more
+    assert released.loc[("Total", "Total"), "value"] == pytest.approx(562.3)
+    assert main(["--home", str(home), "audit", "tables", "--survey", "business_tables"]) == 0
+    # a missing file is bad data; a file set takes no wave
+    assert run_table(str(spec), data_file=str(tmp_path / "none.csv"), home=str(home), out=out) == EXIT_BAD_DATA
+    assert "none.csv: no such file" in out.getvalue()
+
+
+def test_run_lands_a_survey_wave_given_on_the_command_line(home):
+    from sdc_dagster.resources.storage import landing_dir
+
+    out = io.StringIO()
+    code = run_table(str(EXAMPLES / "testdata_tables.yaml"), wave="w9", data_file=str(EXAMPLES.parent / "data" / "testdata.csv"),
+                     home=str(home), out=out)
+    assert code == 0, out.getvalue()
+    assert (landing_dir() / "testdata" / "w9.csv").is_file()
+    assert "testdata_tables/table_release" in out.getvalue() and "released: " in out.getvalue()
+
+
+def test_tau_argus_input_takes_no_file(tmp_path, home):
+    import sdc_dagster.tables as tables
+
+    data = pd.DataFrame({"geo": ["A", "A", "B"], "value": [1.0, 2.0, 3.0]})
+    tables.write_tau_argus(tables.tabulate(data, {"geo": None}, value="value"), tmp_path, "t")
+    spec = tmp_path / "t.yaml"
+    spec.write_text("tables: from_argus\nsource: {tau_argus: t.rda}\ndimensions: {geo: {}}\n"
+                    "published:\n  t: {dimensions: [geo], value: value, rules: [{rule: nk, n: 1, k: 85}]}\n")
+    out = io.StringIO()
+    assert run_table(str(spec), data_file=str(tmp_path / "t.tab"), home=str(home), out=out) == EXIT_USAGE
+    assert "its .rda names the .tab (no --file; edit source.tau_argus)" in out.getvalue()
+
+
+def test_a_rounded_table_set_runs_releases_its_rounded_counts_and_replays(home):
+    """The demo's rounded table (testdata's persons by water source x relation to the head, base 3):
+    hand counts from testdata.csv: 120 cells (water: Total, 3 groups, 8 sources; relat: Total, 9
+    codes), 4580 persons; the cells with 1 or 2 persons (15, all unsafe under freq n = 3) are gone."""
+    import json
+
+    from sdc_dagster.releases.tables import list_table_releases
+
+    out = io.StringIO()
+    spec = EXAMPLES / "testdata_rounded.yaml"
+    code = run_table(str(spec), wave="w9", data_file=str(EXAMPLES.parent / "data" / "testdata.csv"),
+                     home=str(home), out=out)
+    assert code == 0, out.getvalue()
+    text = out.getvalue()
+    assert "check additive: passed" in text and "check no_small_counts: passed" in text
+    assert "water_by_relat: 120 cells," in text and "changed by rounding to base 3 (15 unsafe under the rules)" in text
+    folder, = list_table_releases(home / "releases", "testdata_rounded", "w9")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["method"] == "rounding" and "cost" not in manifest
+    assert manifest["rounding"] == {"round_base": 3, "max_round": None, "zero_candidates": False,
+                                    "identify_new": True, "seed": 2024}
+    released = pd.read_csv(folder / "water_by_relat.csv", dtype={"water": str, "relat": str})
+    counts = released.set_index(["water", "relat"])["value"]
+    assert not counts.between(1, 2).any() and (counts % 1 == 0).all()
+    # additive: each source's total is the sum over relat, each group the sum of its sources
+    leaves = released[(released["water"] != "Total") & (released["relat"] != "Total")]
+    by_water = leaves.groupby("water")["value"].sum()
+    assert (counts.xs("Total", level="relat").loc[by_water.index] == by_water).all()
+    assert counts[("well", "Total")] == counts[("3", "Total")] + counts[("4", "Total")]
+    # every unrounded cell keeps its count: 2 persons drink from source 5 and are related 5
+    assert counts[("1", "3")] == 309 and counts[("5", "5")] in (0, 3)
+    assert (released["status"].isin(["S", "Z"])).all()
+    page = (home / "reports" / "tables" / "testdata_rounded" / "w9.html").read_text()
+    assert "Cells of water_by_relat: original and published" in page and '<span class="rounded">' in page
+    # a code that looks like a number (water 1) is a text cell, aligned as Total and piped are
+    assert '<td class="text"><span class="code">1</span></td>' in page
+    assert main(["--home", str(home), "audit", "tables", "--survey", "testdata_rounded"]) == 0

@@ -90,15 +90,23 @@ def build_table_assets(spec: TableSetSpec, survey: SurveySpec | None = None) -> 
     prefix = [spec.name]
     common = dict(key_prefix=prefix, group_name=spec.name, code_version=_code_version(spec),
                   partitions_def=wave_partitions(survey) if survey else None)
+    rounding = spec.method == "rounding"
     checks = {name: AssetCheckSpec(name=name, asset=AssetKey([*prefix, asset_name]), description=rule)
               for name, asset_name, rule in (
-                  ("primaries_suppressed", "protected_tables", "withholds the release unless every primary cell "
-                                                               "is suppressed"),
                   ("cells_valid", "protected_tables", "withholds the release unless no published count is negative "
                                                       "and no published cell is empty"),
-                  ("audit_passed", "table_audit", "withholds the release unless every primary's interval from the "
-                                                  "intruder's linear programme over every linked table meets its "
-                                                  "protection levels (Hundepool et al. 2012, §4.4.1)"))}
+                  *((("additive", "table_audit", "withholds the release unless every published cell is the sum of "
+                                                 "the published inner cells below it (small-count rounding keeps "
+                                                 "the tables additive)"),
+                     ("no_small_counts", "table_audit", "withholds the release unless no published count is in "
+                                                        "1..round_base - 1")) if rounding else
+                    (("primaries_suppressed", "protected_tables", "withholds the release unless every primary cell "
+                                                                  "is suppressed"),
+                     ("audit_passed", "table_audit", "withholds the release unless every primary's interval from the "
+                                                     "intruder's linear programme over every linked table meets its "
+                                                     "protection levels (Hundepool et al. 2012, §4.4.1)"))))}
+    checked = {stage: [c for c in checks.values() if c.asset_key == AssetKey([*prefix, stage])]
+               for stage in ("protected_tables", "table_audit")}
     assets: list[AssetsDefinition] = []
     if survey is not None:
         raw_key = AssetKey([survey.survey, "raw_microdata"])
@@ -132,22 +140,27 @@ def build_table_assets(spec: TableSetSpec, survey: SurveySpec | None = None) -> 
         context.add_output_metadata({f"{name}_primary": int(c["primary"].sum()) for name, c in cells.items()})
         return cells
 
-    @asset(name="protected_tables", description=f"Secondary suppression ({spec.method}, cost by {spec.cost}); "
-                                                "linked tables protected jointly.",
-           check_specs=[checks["primaries_suppressed"], checks["cells_valid"]], **common)
+    @asset(name="protected_tables",
+           description=(f"Small-count rounding to base {spec.rounding.get('round_base')} (PLS, seed "
+                        f"{spec.rounding.get('random_state')}); linked tables rounded jointly." if rounding else
+                        f"Secondary suppression ({spec.method}, cost by {spec.cost}); linked tables protected jointly."),
+           check_specs=checked["protected_tables"], **common)
     def protected_tables(context: AssetExecutionContext, tabulated: TabulatedTables,
                          primary: dict[str, pd.DataFrame]):
         cells = protect_tables(spec, tabulated.tables, primary)
         yield Output(cells, metadata={"status": _cells_markdown(cells)})
         yield from _check_results(protection_checks(cells))
 
-    @asset(name="table_audit", description="Every suppressed cell's interval from the intruder's linear programme "
-                                           "over all linked tables together.",
-           check_specs=[checks["audit_passed"]], **common)
+    @asset(name="table_audit",
+           description=("Each rounded cell checked: additive over its inner cells, no count in 1..round_base - 1."
+                        if rounding else "Every suppressed cell's interval from the intruder's linear programme "
+                                         "over all linked tables together."),
+           check_specs=checked["table_audit"], **common)
     def table_audit(context: AssetExecutionContext, tabulated: TabulatedTables,
                     protected_tables: dict[str, pd.DataFrame]):
         audited = audit_tables(spec, tabulated.tables, protected_tables)
-        yield Output(audited, metadata={name: int((~c["protected"]).sum()) for name, c in audited.items()})
+        failing = "additive" if rounding else "protected"
+        yield Output(audited, metadata={name: int((~c[failing]).sum()) for name, c in audited.items()})
         yield from _check_results(audit_check(audited))
 
     @asset(name="table_release", description="The release (each table's CSV with status flags, spec copy, manifest "

@@ -14,7 +14,7 @@
               is byte-identical.
 ``sdc audit tables --survey SET [--run R]`` replays the latest release of a table set.
 ``sdc table check SPEC [--data FILE]`` validates a table spec (and its data) without running anything.
-``sdc table run SPEC [--wave W]`` runs a table spec's chain (tabulate, protect, audit, release) headless.
+``sdc table run SPEC [--wave W] [--file FILE]`` runs a table spec's chain (tabulate, protect, audit, release) headless.
 ``sdc plan SURVEY WAVE [--write]`` searches the protection plans of a wave and prints the front.
 ``sdc promote SURVEY WAVE PLAN`` makes another eligible plan the wave's one release.
 ``sdc report SURVEY WAVE [--pdf]`` lists a wave's report files (HTML, JSON, the survey's index)
@@ -128,6 +128,8 @@ def _main(argv: list[str] | None) -> int:
     table_run = table_sub.add_parser("run", help="tabulate, protect, audit and release the tables of a spec")
     table_run.add_argument("spec")
     table_run.add_argument("--wave", help="the survey wave (a spec reading a survey)")
+    table_run.add_argument("--file", metavar="FILE", help="the data file: the wave's (copied into the landing folder, "
+                                                          "as sdc run --file) or the business file instead of the spec's")
     plan = sub.add_parser("plan", help="search the protection plans of a wave and print the front (risk vs loss)")
     plan.add_argument("survey")
     plan.add_argument("wave")
@@ -154,7 +156,7 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "table":
         if args.table_command == "check":
             return run_table_check(args.spec, data_file=args.data, home=args.home)
-        return run_table(args.spec, wave=args.wave, home=args.home)
+        return run_table(args.spec, wave=args.wave, data_file=args.file, home=args.home)
     if args.command == "audit" and args.wave == "tables":
         from sdc_dagster.cli.home import prepare_environment
 

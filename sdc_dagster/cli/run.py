@@ -74,7 +74,7 @@ def data_error(error):
     return None
 
 
-def _land_wave_file(spec, wave: str, data_file: Path) -> Path:
+def land_wave_file(spec, wave: str, data_file: Path) -> Path:
     """Copy ``data_file`` into the landing folder as wave ``wave`` (what the landing sensor watches),
     once it is read and validated against the spec: a rejected file never replaces the wave's
     landed file (the copy goes beside it, then is renamed over it). A file of another type already
@@ -142,7 +142,7 @@ def _run_wave(survey_name: str, wave: str, data_file: str | None, home: str | No
     job = build_definitions(specs=[spec], grid=False).resolve_job_def(f"{survey_name}_wave_job")
     started()
     try:
-        source = _land_wave_file(spec, wave, Path(data_file)) if data_file else locate_wave_file(spec, wave, landing_dir())
+        source = land_wave_file(spec, wave, Path(data_file)) if data_file else locate_wave_file(spec, wave, landing_dir())
     except SDCInputError as exc:
         print(f"sdc run: bad data: {exc}", file=out)
         return EXIT_BAD_DATA

@@ -1,4 +1,4 @@
-"""``sdc table check SPEC`` and ``sdc table run SPEC [--wave W]``: a table spec checked, or its chain
+"""``sdc table check SPEC`` and ``sdc table run SPEC [--wave W] [--file F]``: a table spec checked, or its chain
 run headless (:mod:`sdc_dagster.assets.tables`, recorded in the UI's run history); ``sdc audit
 tables --survey SET`` replays a table release (:func:`run_table_audit`)."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from sdc_dagster.cli.home import (dagster_instance, prepare_environment, run_job, run_process_tags, spec_catalogue,
@@ -95,17 +96,23 @@ def run_table_check(spec_file: str, *, data_file: str | None = None, home: str |
     return EXIT_OK
 
 
-def run_table(spec_file: str, *, wave: str | None = None, home: str | None = None, out=None) -> int:
+def run_table(spec_file: str, *, wave: str | None = None, data_file: str | None = None, home: str | None = None,
+              out=None) -> int:
     """Run the table chain of a spec headless (of wave ``wave`` of its survey), a line per step as
     it completes, then each table's suppressions and where the release and report went.
+
+    ``data_file``: for a survey source, the wave's file, validated and copied into the landing
+    folder first (as ``sdc run --file``); for a business file source, the file read instead of
+    ``source.file`` (same options; the release records its snapshot, which the replay reads). A
+    tau-Argus source takes no ``data_file`` (its ``.rda`` names the ``.tab``: edit the spec).
 
     Returns :data:`EXIT_OK`, :data:`EXIT_WITHHELD` (a release check failed: nothing released),
     :data:`EXIT_BAD_SPEC`, :data:`EXIT_BAD_DATA`, :data:`EXIT_RUN_FAILED` or :data:`EXIT_USAGE`."""
     with start_up_collection() as started:
-        return _run_table(spec_file, wave, home, out or sys.stdout, started)
+        return _run_table(spec_file, wave, data_file, home, out or sys.stdout, started)
 
 
-def _run_table(spec_file: str, wave: str | None, home: str | None, out, started) -> int:
+def _run_table(spec_file: str, wave: str | None, data_file: str | None, home: str | None, out, started) -> int:
     prepare_environment(home)
     spec = _load("run", spec_file, out)
     if spec is None:
@@ -119,6 +126,16 @@ def _run_table(spec_file: str, wave: str | None, home: str | None, out, started)
         return EXIT_USAGE
     if unsafe_names("table run", out, ("wave id", wave)):
         return EXIT_USAGE
+    if data_file is not None and spec.source.tau_argus is not None:
+        print(f"sdc table run: {spec.name} reads tau-Argus input {spec.source.tau_argus}: its .rda names the .tab "
+              "(no --file; edit source.tau_argus)", file=out)
+        return EXIT_USAGE
+    if data_file is not None and spec.source.file is not None:
+        path = Path(data_file).resolve()
+        if not path.is_file():
+            print(f"sdc table run: bad data: {data_file}: no such file", file=out)
+            return EXIT_BAD_DATA
+        spec = replace(spec, source=replace(spec.source, file=path))
     import warnings
 
     from dagster import BetaWarning
@@ -133,6 +150,15 @@ def _run_table(spec_file: str, wave: str | None, home: str | None, out, started)
             print(f"sdc table run: source.survey names {spec.source.survey!r}, which has no spec", file=out)
             return EXIT_BAD_SPEC
         surveys = [known[spec.source.survey]]
+        if data_file is not None:
+            from sdc_dagster.cli.run import land_wave_file
+            from sdc_dagster.errors import SDCInputError
+
+            try:
+                land_wave_file(surveys[0], wave, Path(data_file))
+            except SDCInputError as exc:
+                print(f"sdc table run: bad data: {exc}", file=out)
+                return EXIT_BAD_DATA
     job = build_definitions(specs=surveys, grid=False, tables=[spec]).resolve_job_def(f"{spec.name}_tables_job")
     started()
     with dagster_instance() as instance:
@@ -181,7 +207,8 @@ def _materialise(job, instance, spec, wave: str | None, out) -> int:
 
 
 def print_table_summary(spec, wave: str | None, out) -> bool:
-    """Each table's cells, primary and secondary suppressions, and the release (or why it is
+    """Each table's distinct cells (a duplicate, a parent with a single child, counted once), primary and
+    secondary suppressions, and the release (or why it is
     withheld) with the report, read from the latest release record; whether it was withheld."""
     from sdc_dagster.releases.manifest import read_manifest
     from sdc_dagster.releases.tables import FILE_WAVE, list_table_releases
@@ -190,8 +217,16 @@ def print_table_summary(spec, wave: str | None, out) -> bool:
     folders = list_table_releases(releases_dir(), spec.name, wave or FILE_WAVE, withheld=True)
     manifest = read_manifest(folders[-1])
     for name, figures in manifest["published"].items():
-        print(f"   {name}: {figures['cells']} cells, {figures['primary']} primary and {figures['secondary']} "
-              "secondary suppressions", file=out)
+        duplicates = figures["cells"] - figures["distinct_cells"]
+        cells = f"{figures['cells']} cells" if not duplicates else (
+            f"{figures['distinct_cells']} distinct cells ({figures['cells']} published, {duplicates} "
+            f"{'a duplicate' if duplicates == 1 else 'duplicates'} of another code's cell)")
+        if "rounded" in figures:
+            print(f"   {name}: {cells}, {figures['rounded']} changed by rounding to base "
+                  f"{manifest['rounding']['round_base']} ({figures['primary']} unsafe under the rules)", file=out)
+        else:
+            print(f"   {name}: {cells}, {figures['primary']} primary and {figures['secondary']} "
+                  "secondary suppressions", file=out)
     report = reports_dir() / "tables" / spec.name / f"{wave or FILE_WAVE}.html"
     withheld = manifest.get("withheld")
     if withheld:

@@ -8,10 +8,16 @@ in, frames out) the assets call once; :func:`run_tables` runs them all (the rele
 
 Every table frame after ``primary`` is the table's published cells (a column per dimension, its
 codes as text, ``freq``, ``value`` for a magnitude table) with ``primary``, ``lower``, ``upper`` (the Handbook's
-protection levels, :func:`sdc_dagster.tables.protection_levels`), then ``suppressed`` and
+protection levels, :func:`sdc_dagster.tables.protection_levels`) and ``duplicate_of`` (the cell
+it duplicates, :func:`duplicate_of`), then ``suppressed`` and
 ``status`` (``"safe"``, ``"primary"``, ``"secondary"``), then the audit's ``lo``, ``up`` (the
 intruder's interval of each suppressed cell, NaN where published) and ``protected`` (the interval
 meets the cell's protection; True for cells that are no primary).
+
+With ``method: rounding`` (small-count rounding, :func:`round_tables`) nothing is suppressed:
+``protected_tables`` gives each cell's ``published`` count (``status`` ``rounded`` where it differs
+from ``freq``) and ``table_audit`` checks ``additive`` and ``small`` (:func:`audit_rounding`) instead
+of the intruder's intervals.
 
 Linked tables (same measure, :meth:`~sdc_dagster.spec.tables.TableSetSpec.linked`) are protected
 and audited jointly: the audit's linear programme reads every published cell of every table of the
@@ -37,8 +43,9 @@ from sdc_dagster.spec.tables import TableSetSpec, dimension_hierarchy
 from sdc_dagster.tables.audit import protection_failures, stacked_mask
 from sdc_dagster.tables.model import Table, joint_model
 
-#: The status of a published cell.
-STATUSES = ("safe", "primary", "secondary")
+#: The status of a published cell: suppressed (``primary``, ``secondary``) or, under small-count
+#: rounding, ``rounded`` (published with another value than the original).
+STATUSES = ("safe", "primary", "secondary", "rounded")
 #: The column of a weighted measure (``weight × value``, or the weight alone for counts).
 WEIGHTED = "_weighted"
 #: The column of the cells holding each cell's cost of suppression, with ``cost: {column: c}``.
@@ -66,6 +73,29 @@ def coded_cells(table: Table) -> pd.DataFrame:
         texts = np.asarray([value_text(code) for code in dimension.codes], dtype=object)
         cells[dimension.name] = texts[dimension.codes.get_indexer(cells[dimension.name])]
     return cells
+
+
+def duplicate_of(table: Table, cells: pd.DataFrame) -> pd.Series:
+    """For each published cell that duplicates an earlier one (the same inner cells under another
+    code: a parent with a single child, sdcTable's "bogus codes", :attr:`Table.cell`), the codes of
+    that first cell as text (``"sector4 Total, geo nonEU"``); ``""`` for every distinct cell. Counts
+    of cells, primaries and suppressions count the rows with ``""`` only: each distinct cell once."""
+    _, first, inverse = np.unique(table.cell, return_index=True, return_inverse=True)
+    first_row = first[inverse]
+    out = pd.Series("", index=cells.index, dtype=object)
+    repeated = first_row != np.arange(len(first_row))
+    if repeated.any():
+        source = cells.iloc[first_row[repeated]]
+        label = pd.Series("", index=source.index, dtype=object)
+        for position, dimension in enumerate(table.names):
+            label = label + ("" if position == 0 else ", ") + dimension + " " + source[dimension].astype(str)
+        out.iloc[np.flatnonzero(repeated)] = label.to_numpy()
+    return out
+
+
+def distinct(cells: pd.DataFrame) -> pd.DataFrame:
+    """The distinct published cells of a table's frame (:func:`duplicate_of`: duplicates left out)."""
+    return cells[cells["duplicate_of"] == ""]
 
 
 def input_schema(spec: TableSetSpec) -> pa.DataFrameSchema:
@@ -131,13 +161,26 @@ def input_file(spec: TableSetSpec) -> Path:
     return resolve_beside(rda.parent, f"{rda.stem}.tab") or rda.with_suffix(".tab")
 
 
+def top_columns(spec: TableSetSpec) -> list[str]:
+    """The top-contribution columns of a tau-Argus source (its ``.rda``'s ``<MAXSCORE>`` columns,
+    :func:`sdc_dagster.tables.exchange.maxscore_columns`); none for another source."""
+    if spec.source.tau_argus is None:
+        return []
+    from sdc_dagster.datafiles.argus import read_rda
+    from sdc_dagster.tables.exchange import maxscore_columns
+
+    return maxscore_columns(read_rda(spec.source.tau_argus))
+
+
 def table_input(spec: TableSetSpec, data: pd.DataFrame, *, source: str = "table input") -> pd.DataFrame:
     """The columns the spec reads, validated (:func:`input_schema`; a :class:`SchemaViolation` names
     ``source``, the column and the rule), whole-number codes as integers (a code ``1.0`` read from a
     file with missing values is the code ``1``)."""
-    require_columns(data, spec.columns, role=f"{source}: column")
-    frame = validate(data[spec.columns].copy(), input_schema(spec), source=source)
+    columns = spec.columns + [c for c in top_columns(spec) if c not in spec.columns]
+    require_columns(data, columns, role=f"{source}: column")
+    frame = validate(data[columns].copy(), input_schema(spec), source=source)
     measures = {c for t in spec.published.values() for c in (t.value, t.freq, t.weight) if c is not None}
+    measures |= set(top_columns(spec))
     measures |= {spec.cost} if spec.cost_column else set()
     for column in frame.columns:
         if column in measures:
@@ -156,19 +199,36 @@ def tabulate_tables(spec: TableSetSpec, data: pd.DataFrame) -> dict[str, Table]:
     dominance and p % rules read each respondent's weighted contribution ``w·x`` as one contributor:
     a simplification, neither GaussSuppression's default (unweighted contributions against the
     weighted cell, ``FindDominantCells``) nor the treatment of weights of Hundepool et al. 2012
-    (p. 151, GaussSuppression's ``tauArgusDominance = TRUE``)."""
+    (p. 151, GaussSuppression's ``tauArgusDominance = TRUE``).
+
+    A magnitude table of tau-Argus input whose ``.rda`` names top contributions (``<MAXSCORE>``,
+    :func:`top_columns`) is tabulated from its contributors
+    (:func:`sdc_dagster.tables.contributions_from_top`), so the dominance, p % and pq rules apply;
+    its published values stay the input's sums (the contributors' equal shares of a rest may differ
+    from them by the rounding of the shares)."""
     hierarchies = {name: dimension_hierarchy(d, data, spec.source) for name, d in spec.dimensions.items()}
+    tops = top_columns(spec)
     out = {}
     for name, table in spec.published.items():
-        frame, value = data, table.value
+        frame, value, freq = data, table.value, table.freq
+        if tops and table.value is not None and table.freq is not None:
+            try:
+                frame = tables.contributions_from_top(data, table.dimensions, value=table.value, freq=table.freq,
+                                                      top=tops)
+            except SDCInputError as error:
+                raise SDCInputError(f"table {name!r}: {spec.source.tau_argus.name}: {error}") from None
+            freq = None  # each row one contributor: the count is the rows'
         if table.weight is not None:
             weight = data[table.weight].to_numpy(dtype=np.float64)
             measure = weight if table.value is None else weight * data[table.value].to_numpy(dtype=np.float64)
             frame, value = data.assign(**{WEIGHTED: measure}), WEIGHTED
         dimensions = {d: hierarchies[d] for d in table.dimensions}
         try:
-            out[name] = tables.tabulate(frame, dimensions, freq=table.freq, value=value, holding=table.holding,
+            out[name] = tables.tabulate(frame, dimensions, freq=freq, value=value, holding=table.holding,
                                         request=table.request)
+            if freq is None and table.freq is not None:  # from top contributions: the input's exact sums
+                out[name].cells["value"] = tables.tabulate(data, dimensions, freq=table.freq,
+                                                           value=table.value).cells["value"].to_numpy()
             if spec.cost_column:  # tau-Argus's cost variable: its sum over each cell's records
                 out[name].cells[COST] = tables.tabulate(data, dimensions, value=spec.cost).cells["value"].to_numpy()
         except SDCInputError as error:
@@ -178,8 +238,9 @@ def tabulate_tables(spec: TableSetSpec, data: pd.DataFrame) -> dict[str, Table]:
 
 def primary_cells(spec: TableSetSpec, tabulated: dict[str, Table]) -> dict[str, pd.DataFrame]:
     """Each table's cells with ``primary`` (:func:`sdc_dagster.tables.primary_suppression` under
-    the table's rules and tie convention) and its protection levels ``lower``, ``upper`` (and
-    ``cost``, each cell's cost of suppression, with ``cost: {column: c}``)."""
+    the table's rules and tie convention), its protection levels ``lower``, ``upper`` and
+    ``duplicate_of`` (:func:`duplicate_of`; and ``cost``, each cell's cost of suppression, with
+    ``cost: {column: c}``)."""
     out = {}
     for name, table in tabulated.items():
         definition = spec.published[name]
@@ -187,16 +248,57 @@ def primary_cells(spec: TableSetSpec, tabulated: dict[str, Table]) -> dict[str, 
         cells = coded_cells(table)
         cells["primary"] = tables.primary_suppression(table, rules, dominance_tie=tie)
         cells[["lower", "upper"]] = tables.protection_levels(table, rules, dominance_tie=tie)
+        cells["duplicate_of"] = duplicate_of(table, cells)
         out[name] = cells
     return out
 
 
+def rounded_schema() -> pa.DataFrameSchema:
+    """The boundary of a rounded table: whole published counts >= 0, nothing suppressed, ``rounded``
+    exactly where the published count differs from the original."""
+    return pa.DataFrameSchema(
+        {
+            "freq": pa.Column(float, pa.Check.ge(0)),
+            "published": pa.Column(float, [pa.Check.ge(0), pa.Check(lambda s: s % 1 == 0, error="whole counts")]),
+            "suppressed": pa.Column(bool, pa.Check(lambda s: ~s, error="nothing suppressed")),
+            "status": pa.Column(str, pa.Check.isin(("safe", "rounded"))),
+        },
+        checks=[pa.Check(lambda f: (f["status"] == "rounded") == (f["published"] != f["freq"]),
+                         error="rounded where the published count differs from the original")],
+        strict=False,
+    )
+
+
+def round_tables(spec: TableSetSpec, tabulated: dict[str, Table],
+                 primary: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """``method: rounding``: each table's cells with ``published`` (the count released), nothing
+    ``suppressed`` and ``status`` ``rounded`` where it differs from the original ``freq``: small-count
+    rounding of every linked group at once (:func:`sdc_dagster.tables.small_count_rounding` with the
+    spec's ``rounding`` parameters and seed; Langsrud and Heldal's PLS method, SmallCountRounding):
+    the inner cells are rounded and every published cell is the sum of its rounded inner cells, so
+    the tables stay additive and no published count is left in 1..round_base - 1. ``primary`` (the
+    rules' unsafe cells) is kept for the report; rounding, not suppression, protects them.
+    Validated by :func:`rounded_schema`."""
+    out = {}
+    for group in spec.linked():
+        rounded = tables.small_count_rounding([tabulated[n] for n in group], **spec.rounding)
+        for name, frame in zip(group, rounded):
+            cells = primary[name].copy()
+            cells["published"] = frame["rounded"].to_numpy(dtype=np.float64)
+            cells["suppressed"] = False
+            cells["status"] = np.where(cells["published"] != cells["freq"], "rounded", "safe")
+            out[name] = validate(cells, rounded_schema(), source=f"rounded table {name!r}")
+    return {name: out[name] for name in spec.published}
+
+
 def protect_tables(spec: TableSetSpec, tabulated: dict[str, Table],
                    primary: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """Each table's cells with ``suppressed`` and ``status``: the secondary suppression of every
-    linked group at once (:func:`sdc_dagster.tables.secondary_suppression` with the spec's method,
+    """Each table's cells with ``suppressed`` and ``status``: with ``method: rounding``
+    :func:`round_tables`, else the secondary suppression of every linked group at once (:func:`sdc_dagster.tables.secondary_suppression` with the spec's method,
     cost, the primaries' protection levels and the tables' frozen cells, :func:`frozen_cells`),
     validated by :func:`cells_schema`."""
+    if spec.method == "rounding":
+        return round_tables(spec, tabulated, primary)
     out = {}
     for group in spec.linked():
         cost = [primary[n][COST] for n in group] if spec.cost_column else spec.cost
@@ -236,7 +338,10 @@ def audit_tables(spec: TableSetSpec, tabulated: dict[str, Table],
     (:func:`sdc_dagster.tables.audit` over every table of its linked group together) and
     ``protected``: whether a primary's interval meets its protection levels, or without levels is
     at least one unit wide (:func:`sdc_dagster.tables.audit.protection_failures`, the test every
-    pattern of :func:`sdc_dagster.tables.secondary_suppression` passes)."""
+    pattern of :func:`sdc_dagster.tables.secondary_suppression` passes). With ``method: rounding``
+    :func:`audit_rounding`."""
+    if spec.method == "rounding":
+        return audit_rounding(spec, tabulated, protected)
     out = {}
     for group in spec.linked():
         model = joint_model([tabulated[n] for n in group])
@@ -255,6 +360,25 @@ def audit_tables(spec: TableSetSpec, tabulated: dict[str, Table],
     return {name: out[name] for name in spec.published}
 
 
+def audit_rounding(spec: TableSetSpec, tabulated: dict[str, Table],
+                   protected: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Each rounded table (:func:`round_tables`) with the two properties small-count rounding
+    promises, checked cell by cell from the published counts alone: ``additive`` (the cell equals
+    the sum of the published counts of the inner cells below it, ``M z' = b'``) and ``small`` (its
+    published count is in 1..round_base - 1, which rounding must leave none of)."""
+    base = spec.rounding["round_base"]
+    out = {}
+    for name, cells in protected.items():
+        table = tabulated[name]
+        published = cells["published"].to_numpy(dtype=np.float64)
+        totals = table.matrix @ published[table.inner_rows]
+        audited = cells.copy()
+        audited["additive"] = np.isclose(published, totals, rtol=0, atol=1e-9)
+        audited["small"] = (published >= 1) & (published <= base - 1)
+        out[name] = audited
+    return out
+
+
 def _outcome(figures: dict[str, int], rule: str) -> CheckOutcome:
     total = sum(figures.values())
     return CheckOutcome(passed=total == 0, value=total, rule=rule, blocking=True,
@@ -263,23 +387,35 @@ def _outcome(figures: dict[str, int], rule: str) -> CheckOutcome:
 
 def protection_checks(protected: dict[str, pd.DataFrame]) -> dict[str, CheckOutcome]:
     """The release rules of the protected tables, each a blocking :class:`CheckOutcome` (``figures``:
-    the failing cells per table): ``primaries_suppressed`` (every primary cell is suppressed) and
+    the failing cells per table): ``primaries_suppressed`` (every primary cell is suppressed; not for
+    rounded tables, :func:`round_tables`, whose ``published`` counts protect them) and
     ``cells_valid`` (no published count is negative, no published cell is empty: a missing value)."""
     invalid = {}
     for name, cells in protected.items():
         shown = cells[~cells["suppressed"]]
-        measure = "value" if "value" in cells else "freq"
-        invalid[name] = int((shown["freq"] < 0).sum() + shown[measure].isna().sum())
+        measure = "published" if "published" in cells else "value" if "value" in cells else "freq"
+        invalid[name] = int((shown[measure if measure == "published" else "freq"] < 0).sum()
+                            + shown[measure].isna().sum())
+    valid = _outcome(invalid, "no published count is negative and no published cell is empty")
+    if any("published" in cells for cells in protected.values()):  # rounded: nothing is suppressed
+        return {"cells_valid": valid}
     return {
         "primaries_suppressed": _outcome({n: int((c["primary"] & ~c["suppressed"]).sum()) for n, c in protected.items()},
                                          "every primary (unsafe) cell is suppressed"),
-        "cells_valid": _outcome(invalid, "no published count is negative and no published cell is empty"),
+        "cells_valid": valid,
     }
 
 
 def audit_check(audited: dict[str, pd.DataFrame]) -> dict[str, CheckOutcome]:
     """``audit_passed``: every primary's audit interval meets its protection levels (or, without
-    levels, is at least 1 wide; :func:`audit_tables`), a blocking :class:`CheckOutcome`."""
+    levels, is at least 1 wide; :func:`audit_tables`), a blocking :class:`CheckOutcome`. For rounded
+    tables (:func:`audit_rounding`) instead ``additive`` (every published cell is the sum of its
+    published inner cells) and ``no_small_counts`` (no published count in 1..round_base - 1)."""
+    if any("additive" in cells for cells in audited.values()):
+        return {"additive": _outcome({n: int((~c["additive"]).sum()) for n, c in audited.items()},
+                                     "every published cell is the sum of the published inner cells below it"),
+                "no_small_counts": _outcome({n: int(distinct(c)["small"].sum()) for n, c in audited.items()},
+                                            "no published count is in 1..round_base - 1")}
     return {"audit_passed": _outcome({n: int((~c["protected"]).sum()) for n, c in audited.items()},
                                      "every primary's audit interval meets its protection levels (or, without "
                                      "levels, is at least 1 wide): no primary is disclosed by the published cells")}

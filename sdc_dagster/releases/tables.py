@@ -4,8 +4,10 @@
 for a business file): every protected table in the spec's release formats (:func:`table_files`:
 the office's layout with status flags as CSV or Excel, tau-Argus's files), ``spec.yaml``
 (the table spec text used) and ``manifest.json`` (last) recording every input with its SHA-256 (the
-data snapshot, the survey spec that read a wave, the hierarchy files), the spec's hash, the method,
-each table's rules and suppressions, the release checks and each file's SHA-256
+data snapshot, the survey spec that read a wave, the hierarchy files), the spec's hash, the method
+(with ``method: rounding`` its parameters and seed under ``rounding``),
+each table's rules, its published and distinct cells and its suppressions (distinct cells: a
+duplicate, :func:`~sdc_dagster.pipeline.tables.duplicate_of`, counts once), the release checks and each file's SHA-256
 (:mod:`sdc_dagster.releases.digests`). A set whose blocking checks fail (a primary unprotected, a
 pattern failing the intruder's audit) is never released: its run folder holds ``withheld.json``
 naming the checks, and no table file. The HTML report (:mod:`sdc_dagster.report.tables`) goes to
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -30,7 +33,7 @@ import sdc_dagster.tables as tables
 from sdc_dagster.files import write_atomic
 from sdc_dagster.names import inside
 from sdc_dagster.pipeline.protection import CheckOutcome
-from sdc_dagster.pipeline.tables import read_table_input, run_tables, withheld_because
+from sdc_dagster.pipeline.tables import distinct, read_table_input, run_tables, withheld_because
 from sdc_dagster.releases.digests import package_versions, sha256_bytes, spec_text_sha256
 from sdc_dagster.releases.manifest import MANIFEST, SPEC_COPY, WITHHELD, Release, manifest_bytes, read_manifest
 from sdc_dagster.releases.replay import Verification, verify_grid_release
@@ -50,13 +53,19 @@ def table_files(spec: TableSetSpec, tabulated: dict[str, Table], audited: dict[s
     ``<table>.csv`` and ``<table>.xlsx``, the office's layout with tau-Argus's status letters
     (:func:`sdc_dagster.tables.published_table`, :func:`sdc_dagster.tables.write_published`), and
     ``tau_argus/<table>.tab`` with its ``.rda``, ``.hrc`` and ``.hst`` (:func:`sdc_dagster.tables.write_tau_argus`:
-    the suppressed cells as a priori unsafe, for a methodologist to continue in tau-Argus)."""
+    the suppressed cells as a priori unsafe, for a methodologist to continue in tau-Argus). A rounded
+    set (``method: rounding``) releases its rounded counts (``published``) in the same layouts, every
+    cell safe (``S``, or ``Z`` for a count rounded to 0)."""
     files = {}
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         for name, cells in audited.items():
             table = tabulated[name]
-            layout = tables.published_table(table, cells["suppressed"], primary=cells["primary"])
+            if "published" in cells:  # rounded (pipeline.tables.round_tables): the rounded counts, none suppressed
+                table = replace(table, cells=table.cells.assign(freq=cells["published"].to_numpy()))
+                layout = tables.published_table(table, cells["suppressed"], primary=cells["suppressed"])
+            else:
+                layout = tables.published_table(table, cells["suppressed"], primary=cells["primary"])
             for fmt in ("csv", "xlsx"):
                 if fmt in spec.formats:
                     tables.write_published(layout, folder / f"{name}.{fmt}", fmt=fmt)
@@ -129,14 +138,18 @@ def release_tables(releases: Path, reports: Path, run_id: str, spec: TableSetSpe
         "inputs": inputs,
         "spec": {"file": str(spec.spec_path), "sha256": spec.spec_sha256, "copy": SPEC_COPY},
         "method": spec.method,
-        "cost": spec.cost,
+        **({"rounding": {**{k: v for k, v in spec.rounding.items() if k != "random_state"},
+                         "seed": spec.rounding["random_state"]}}
+           if spec.method == "rounding" else {"cost": spec.cost}),
         "published": {
             name: {"dimensions": list(spec.published[name].dimensions), "rules": list(spec.published[name].rules),
                    "dominance_tie": spec.published[name].dominance_tie,
                    "frozen": {state: list(c) for state, c in spec.published[name].frozen.items()},
                    "cells": int(len(cells)),
-                   "primary": int((cells["status"] == "primary").sum()),
-                   "secondary": int((cells["status"] == "secondary").sum()),
+                   "distinct_cells": int(len(distinct(cells))),
+                   "primary": int(distinct(cells)["primary"].sum()),
+                   "secondary": int((distinct(cells)["status"] == "secondary").sum()),
+                   **({"rounded": int((distinct(cells)["status"] == "rounded").sum())} if "published" in cells else {}),
                    "linked_with": next(g for g in spec.linked() if name in g)}
             for name, cells in audited.items()},
         "checks": {name: outcome.record() for name, outcome in checks.items()},
@@ -161,7 +174,9 @@ def release_tables(releases: Path, reports: Path, run_id: str, spec: TableSetSpe
         audited, {n: list(t.dimensions) for n, t in spec.published.items()}, manifest["checks"],
         {"run": run_id, "spec": f"{spec.spec_path} (SHA-256 {spec.spec_sha256})",
          "input": f"{inputs['data']['file']} (SHA-256 {inputs['data']['sha256']})",
-         "method": f"{spec.method}, cost by {spec.cost}", "release": state,
+         "method": (f"small-count rounding (PLS) to base {spec.rounding['round_base']}, seed "
+                    f"{spec.rounding['random_state']}" if spec.method == "rounding" else f"{spec.method}, cost by {spec.cost}"),
+         "release": state,
          "audit": "" if withheld else f"sdc audit tables --survey {spec.name} --run {run_id}"})
     report = inside(reports, TABLES, spec.name) / f"{wave}.html"
     write_atomic(report, page.encode())

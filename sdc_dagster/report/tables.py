@@ -5,7 +5,10 @@ primary (unsafe under the table's rules) apart from secondary (suppressed to pro
 each suppressed cell's audit interval ``[lo, up]``: the range an intruder derives for it by linear
 programming from every published cell of every linked table (Hundepool et al. 2012, "Statistical
 Disclosure Control", §4.4.1; :func:`sdc_dagster.tables.audit`), beside the protection levels the
-rules ask for. A table of more than :data:`FULL_TABLE_CELLS` cells shows its suppressed cells only.
+rules ask for. A rounded table (``method: rounding``) shows each cell's original and published
+count, the cells rounding changed marked. A duplicate cell (a parent with a single child: the same cell under two codes,
+:func:`sdc_dagster.pipeline.tables.duplicate_of`) names the cell it duplicates and is counted
+once. A table of more than :data:`FULL_TABLE_CELLS` cells shows its suppressed cells only.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ FULL_TABLE_CELLS = 400
 _STYLE = """
 td .primary, .primary { background: #fbe0d0; color: #7a2800; font-weight: bold; padding: 0 .3em; }
 td .secondary, .secondary { background: #dcebf7; color: #0b4f7c; padding: 0 .3em; }
+td .rounded, .rounded { background: #fff3c4; color: #5c4400; font-weight: bold; padding: 0 .3em; }
+td .figure, td .rounded { display: block; text-align: right; }
 """
 
 
@@ -32,21 +37,72 @@ def _interval(lo: float, up: float) -> str:
     return f"[{format_cell(float(lo))}, {'&infin;' if np.isinf(up) else format_cell(float(up))}]"
 
 
-def table_section(name: str, cells: pd.DataFrame, dimensions: list[str], checks: dict[str, dict]) -> str:
-    """One table's section: its checks (``checks``: check -> recorded outcome with ``passed``,
-    ``rule``, ``figures``), counts of primary and secondary cells, and its cells (:func:`render_table_report`)."""
-    measure = "value" if "value" in cells else "freq"
-    primary, secondary = int((cells["status"] == "primary").sum()), int((cells["status"] == "secondary").sum())
+def _codes(shown: pd.DataFrame, dimensions: list[str]) -> pd.DataFrame:
+    """The dimension columns as text cells: a code that looks like a number (``1``) is aligned
+    left like ``Total`` and ``piped`` in the same column, not right like a figure."""
+    return pd.DataFrame({d: shown[d].map(lambda v: f'<span class="code">{html.escape(str(v))}</span>')
+                         for d in dimensions})
+
+
+def _cell_count(published: int, duplicates: int) -> str:
+    if not duplicates:
+        return f"{published} cells"
+    return (f"{published - duplicates} distinct cells ({published} published: {duplicates} "
+            f"{'is a duplicate' if duplicates == 1 else 'are duplicates'} of another code's cell, a parent with a "
+            "single child, listed in the column <em>duplicate of</em> and counted once)")
+
+
+def rounded_section(name: str, cells: pd.DataFrame, dimensions: list[str], checks: dict[str, dict]) -> str:
+    """One rounded table's section (``method: rounding``, :func:`sdc_dagster.pipeline.tables.round_tables`):
+    its checks, then original beside published count with the difference, the cells rounding changed
+    marked and those unsafe under the rules flagged (a methodologist's view of what rounding did)."""
+    duplicate = cells["duplicate_of"] != ""
+    changed = int((cells.loc[~duplicate, "status"] == "rounded").sum())
+    unsafe = int(cells.loc[~duplicate, "primary"].sum())
+    shown = cells if len(cells) <= FULL_TABLE_CELLS else cells[cells["status"] == "rounded"]
+    frame = _codes(shown, dimensions)
+    frame["original"] = shown["freq"].map(format_cell)
+    frame["published"] = [f'<span class="{"rounded" if s == "rounded" else "figure"}">{format_cell(p)}</span>'
+                          for p, s in zip(shown["published"], shown["status"])]  # one alignment, right
+    frame["difference"] = [f'<span class="figure">{format_cell(d) if d else "&ndash;"}</span>'
+                           for d in shown["published"] - shown["freq"]]
+    frame["unsafe under the rules"] = ["yes" if p else "&ndash;" for p in shown["primary"]]
+    if duplicate.any():
+        frame["duplicate of"] = shown["duplicate_of"].map(lambda v: html.escape(v) if v else "&ndash;")
+    frame.index = [Markup(str(i)) for i in range(len(frame))]
+    listed = "every cell" if len(shown) == len(cells) else f"the {len(shown)} changed cells"
+    return (f'<section id="table-{html.escape(name)}"><h2>Table {html.escape(name)}</h2>'
+            f"<p>{_cell_count(len(cells), int(duplicate.sum()))} over {html.escape(' × '.join(dimensions))}, "
+            f'published rounded (small-count rounding): <span class="rounded">{changed} changed</span>, '
+            f"{unsafe} unsafe under the rules. Below: {listed}, original beside published.</p>"
+            + _checks_table(name, checks)
+            + html_table(frame, caption=f"Cells of {name}: original and published", index_label="#", raw=True)
+            + "</section>")
+
+
+def _checks_table(name: str, checks: dict[str, dict]) -> str:
     rows = []
     for check, outcome in checks.items():
         figure = (outcome.get("figures") or {}).get(name, outcome.get("value"))
         state = '<span class="pass">passed</span>' if not figure else '<span class="fail">failed</span>'
         rows.append({"check": html.escape(check), "outcome": state, "cells": format_cell(figure or 0),
                      "rule": html.escape(outcome["rule"])})
+    return html_table(pd.DataFrame(rows).set_index("check"), caption="Release checks", raw=True) if rows else ""
+
+
+def table_section(name: str, cells: pd.DataFrame, dimensions: list[str], checks: dict[str, dict]) -> str:
+    """One table's section: its checks (``checks``: check -> recorded outcome with ``passed``,
+    ``rule``, ``figures``), counts of primary and secondary cells, and its cells (:func:`render_table_report`)."""
+    measure = "value" if "value" in cells else "freq"
+    duplicate = cells["duplicate_of"] != ""
+    status = cells.loc[~duplicate, "status"]
+    primary, secondary = int((status == "primary").sum()), int((status == "secondary").sum())
     shown = cells if len(cells) <= FULL_TABLE_CELLS else cells[cells["suppressed"]]
-    frame = pd.DataFrame({d: shown[d].map(lambda v: html.escape(str(v))) for d in dimensions})
+    frame = _codes(shown, dimensions)
     frame[measure] = shown[measure].map(format_cell)
     frame["status"] = [f'<span class="{s}">{s}</span>' if s != "safe" else "safe" for s in shown["status"]]
+    if duplicate.any():
+        frame["duplicate of"] = shown["duplicate_of"].map(lambda v: html.escape(v) if v else "&ndash;")
     frame["audit interval"] = [_interval(lo, up) for lo, up in zip(shown["lo"], shown["up"])]
     frame["protection (lower, upper)"] = [
         f"{format_cell(float(a))}, {format_cell(float(b))}" if p else "&ndash;"
@@ -54,10 +110,10 @@ def table_section(name: str, cells: pd.DataFrame, dimensions: list[str], checks:
     frame.index = [Markup(str(i)) for i in range(len(frame))]
     listed = "every cell" if len(shown) == len(cells) else f"the {len(shown)} suppressed cells"
     return (f'<section id="table-{html.escape(name)}"><h2>Table {html.escape(name)}</h2>'
-            f"<p>{len(cells)} cells over {html.escape(' × '.join(dimensions))}; "
+            f"<p>{_cell_count(len(cells), int(duplicate.sum()))} over {html.escape(' × '.join(dimensions))}; "
             f'<span class="primary">{primary} primary</span> and <span class="secondary">{secondary} secondary</span> '
             f"suppressions. Below: {listed}, with each suppressed cell's audit interval.</p>"
-            + (html_table(pd.DataFrame(rows).set_index("check"), caption="Release checks", raw=True) if rows else "")
+            + _checks_table(name, checks)
             + html_table(frame, caption=f"Cells of {name}", index_label="#", raw=True)
             + "</section>")
 
@@ -70,7 +126,8 @@ def render_table_report(title: str, audited: dict[str, pd.DataFrame], dimensions
     ``dimensions``: name -> its dimension columns; ``checks``: the set's checks as recorded)."""
     header = pd.DataFrame({"": [html.escape(str(v)) for v in provenance.values()]},
                           index=[Markup(html.escape(k)) for k in provenance])
-    sections = "".join(table_section(n, cells, dimensions[n], checks) for n, cells in audited.items())
+    sections = "".join((rounded_section if "published" in cells else table_section)(n, cells, dimensions[n], checks)
+                       for n, cells in audited.items())
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{html.escape(title)}</title><style>{REPORT_CSS}{_STYLE}</style></head><body>"
             f"<h1>{html.escape(title)}</h1>" + html_table(header, caption="Run", raw=True) + sections

@@ -30,10 +30,15 @@ manual §4.4 "linked tables"), never table by table. Keys::
         dominance_tie: strict         # strict (>, tau-Argus, sdcTable) or inclusive (>=, GaussSuppression)
         frozen: {suppressed: [{sector4: Industry, geo: Spain}], published: [{sector4: Total, geo: Total}]}
     protection: {method: optimal, cost: value, time_limit: 60}   # cost: value, count or {column: c}
+    # or        {method: rounding, round_base: 3, max_round: 2, zero_candidates: false,
+    #            identify_new: true, seed: 123}   (frequency tables of unweighted counts)
     release: {formats: [csv, xlsx, tau_argus]}
 
 ``rules`` are those of :func:`sdc_dagster.tables.primary_suppression`; ``method`` one of
-:data:`sdc_dagster.tables.METHODS`; ``cost`` ``value`` (tau-Argus's default for magnitude tables),
+:data:`sdc_dagster.tables.METHODS` (secondary suppression) or ``rounding`` (:data:`PERTURBATIVE`:
+small-count rounding, SmallCountRounding's parameters and defaults, ``max_round`` ``round_base - 1``,
+``seed`` 123; the primaries are then reported, not suppressed, and linked tables must share their
+dimensions, as :func:`sdc_dagster.tables.small_count_rounding` rounds them jointly); ``cost`` ``value`` (tau-Argus's default for magnitude tables),
 ``count`` (one per cell) or ``{column: c}`` (a cell costs the sum of the numeric column ``c`` over
 its records, tau-Argus's cost variable). Every problem is a :class:`~sdc_dagster.spec.survey.SpecError` naming the key
 (``published.turnover.rules[0]``), and :func:`load_table_spec` adds the YAML line, as
@@ -68,6 +73,15 @@ from sdc_dagster.tables.primary import TIES, primary_suppression
 from sdc_dagster.tables.secondary import METHODS
 from sdc_dagster.validation import check_option, check_scalar
 
+#: The perturbative methods of ``protection.method`` (beside the secondary suppression methods of
+#: :data:`sdc_dagster.tables.METHODS`): ``rounding``, small-count rounding of the inner cells by PLS
+#: (:func:`sdc_dagster.tables.small_count_rounding`, Langsrud & Heldal's SmallCountRounding), every
+#: published cell the sum of its rounded inner cells.
+PERTURBATIVE = ("rounding",)
+#: Every method of ``protection.method``.
+ALL_METHODS = (*METHODS, *PERTURBATIVE)
+#: The parameters of ``protection`` for ``method: rounding`` (:func:`sdc_dagster.tables.small_count_rounding`).
+ROUNDING_KEYS = ("round_base", "max_round", "zero_candidates", "identify_new", "seed")
 #: How a cell's suppression is priced (:func:`sdc_dagster.tables.secondary_suppression` ``cost``).
 COSTS = ("value", "count")
 #: Formats the protected tables are released in (``release.formats``): the office's layout as CSV or
@@ -145,7 +159,8 @@ class TableSource:
 class TableSetSpec:
     """A table spec: the set's ``name``, ``source``, ``dimensions`` (name -> :class:`DimensionSpec`),
     the ``published`` tables (name -> :class:`TableDef`, spec order), the secondary ``method``,
-    ``cost`` and ``time_limit`` (seconds per integer programme), the release ``formats``, and the
+    ``cost`` and ``time_limit`` (seconds per integer programme), with ``method: rounding`` the
+    ``rounding`` parameters (:data:`ROUNDING_KEYS`, ``seed`` as ``random_state``), the release ``formats``, and the
     file it came from with its SHA-256 (``spec_path``, ``spec_sha256``)."""
 
     name: str
@@ -156,6 +171,7 @@ class TableSetSpec:
     cost: str = "value"
     cost_column: bool = False
     time_limit: float = 600.0
+    rounding: Mapping[str, Any] = field(default_factory=dict)
     formats: tuple[str, ...] = ("csv",)
     title: str = ""
     spec_path: Path | None = None
@@ -321,9 +337,17 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
         if table is not None:
             published[str(table_name)] = table
     protection = problems.attempt(as_mapping, raw.get("protection") or {}, "protection") or {}
-    problems.unknown_keys(protection, "protection", {"method", "cost", "time_limit"})
+    problems.unknown_keys(protection, "protection", {"method", "cost", "time_limit", *ROUNDING_KEYS})
     method = protection.get("method", "optimal")
-    problems.attempt(lambda: check_option(method, "protection.method", METHODS, error=spec_error("protection.method")))
+    problems.attempt(lambda: check_option(method, "protection.method", ALL_METHODS,
+                                          error=spec_error("protection.method")))
+    rounding = _rounding(problems, protection, method, published) if method == "rounding" else {}
+    for key in ROUNDING_KEYS:
+        problems.attempt(expect, key not in protection or method == "rounding", f"protection.{key}",
+                         f"only with method: rounding (the method is {method!r})")
+    for key in ("cost", "time_limit"):
+        problems.attempt(expect, key not in protection or method not in PERTURBATIVE, f"protection.{key}",
+                         f"only with a suppression method ({', '.join(METHODS)}): {method} suppresses nothing")
     cost = protection.get("cost", "value")
     problems.attempt(expect, cost in COSTS or (isinstance(cost, Mapping) and list(cost) == ["column"]
                                                and isinstance(cost["column"], str)), "protection.cost",
@@ -348,10 +372,45 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
     return TableSetSpec(
         name=name, source=source, dimensions=dimensions, published=published, method=method,
         cost=cost if isinstance(cost, str) else cost["column"], cost_column=not isinstance(cost, str),
-        time_limit=float(time_limit), formats=tuple(formats), title=str(raw.get("title", "")),
+        time_limit=float(time_limit), rounding=rounding or {}, formats=tuple(formats), title=str(raw.get("title", "")),
         spec_path=Path(spec_path).resolve() if spec_path else None,
         spec_sha256=hashlib.sha256(text.encode()).hexdigest() if text else "",
     )
+
+
+def _rounding(problems: Problems, protection: Mapping, method: str, published: Mapping[str, TableDef]) -> dict[str, Any]:
+    """The parameters of small-count rounding (:func:`sdc_dagster.tables.small_count_rounding`),
+    checked: ``round_base`` an integer >= 2 (default 3), ``max_round`` an integer in
+    [0, round_base) (default ``round_base - 1``), ``zero_candidates`` and ``identify_new`` booleans
+    (defaults False and True, SmallCountRounding's), ``seed`` an integer >= 0 (default 123); every
+    table a frequency table of unweighted counts, linked tables over the same dimensions. Each
+    problem is recorded in ``problems``."""
+    base = protection.get("round_base", 3)
+    problems.attempt(lambda: check_scalar(base, "protection.round_base", integer=True, low=2,
+                                          error=spec_error("protection.round_base")))
+    top = protection.get("max_round")
+    if top is not None and isinstance(base, int):
+        problems.attempt(lambda: check_scalar(top, "protection.max_round", integer=True, low=0, high=base - 1,
+                                              error=spec_error("protection.max_round")))
+    for key, default in (("zero_candidates", False), ("identify_new", True)):
+        problems.attempt(expect, isinstance(protection.get(key, default), bool), f"protection.{key}",
+                         f"true or false, got {protection.get(key)!r}")
+    seed = protection.get("seed", 123)
+    problems.attempt(lambda: check_scalar(seed, "protection.seed", integer=True, low=0,
+                                          error=spec_error("protection.seed")))
+    for name, table in published.items():
+        problems.attempt(expect, table.value is None and table.weight is None, f"published.{name}",
+                         f"a frequency table of unweighted counts with method: {method} (small-count rounding "
+                         f"rounds counts), got {'value ' + table.value if table.value else 'weight ' + str(table.weight)}")
+        problems.attempt(expect, not table.frozen, f"published.{name}.frozen",
+                         f"no frozen cells with method: {method} (nothing is suppressed)")
+    for group in _linked_groups(published):
+        problems.attempt(expect, len({tuple(sorted(published[t].dimensions)) for t in group}) == 1,
+                         f"published.{group[-1]}", f"the dimensions of the tables it is linked with ({', '.join(group)}) "
+                         "with method: rounding (linked tables are rounded jointly over their common inner cells)")
+    return {"round_base": int(base), "max_round": None if top is None else int(top),
+            "zero_candidates": bool(protection.get("zero_candidates", False)),
+            "identify_new": bool(protection.get("identify_new", True)), "random_state": int(seed)}
 
 
 def _linked_groups(published: Mapping[str, TableDef]) -> list[list[str]]:

@@ -17,6 +17,7 @@ from sdc_dagster.tables.audit import audit
 from sdc_dagster.tables.cell_key import cell_key_magnitude
 from sdc_dagster.tables.exchange import (
     STATUS_LEGEND,
+    contributions_from_top,
     published_table,
     read_aggregated,
     read_tau_argus,
@@ -39,6 +40,7 @@ __all__ = [
     "Table",
     "audit",
     "cell_key_magnitude",
+    "contributions_from_top",
     "hierarchy_from_codes",
     "hierarchy_from_columns",
     "joint_model",

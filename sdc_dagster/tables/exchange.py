@@ -19,6 +19,8 @@
   rtauargus's ``tab_rda`` writes it).
   The metadata and the data are read by :mod:`sdc_dagster.datafiles.argus` (one reader of the
   Argus formats).
+* :func:`contributions_from_top`: the contributors of a ``.tab`` whose lines carry their top
+  contributions (``<MAXSCORE>``), for the dominance and p % rules on tau-Argus input.
 * :func:`read_aggregated`: aggregated input (inner cells with a count or a sum) from a CSV written
   with ``;`` or ``,`` (or a workbook), through the project's one reading path
   (:func:`sdc_dagster.spec.reading.read_with_metadata`: separator, decimal mark and encoding detected).
@@ -40,7 +42,7 @@ a protected table: the suppressed cells, their status, the intruder's intervals)
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -246,6 +248,12 @@ def write_tau_argus(table: Table, directory, name: str, *, suppressed=None) -> d
     return paths
 
 
+def maxscore_columns(meta) -> list[str]:
+    """The ``<MAXSCORE>`` columns (top contributions, largest first) of an ``.rda``'s metadata
+    (:func:`sdc_dagster.datafiles.argus.read_rda`), in the order it lists them."""
+    return [v.name for v in meta.variables if "maxscore" in v.flags]
+
+
 def read_tau_argus(rda_path, *, tab_path=None) -> tuple[pd.DataFrame, dict[str, pd.DataFrame | None], dict[str, str | None]]:
     """Tau-Argus tabular input (module docstring): the inner cells of the ``.tab`` file (``tab_path``,
     default the ``.tab`` of the ``.rda``'s name beside it) as ``rda_path`` describes them, the
@@ -258,9 +266,11 @@ def read_tau_argus(rda_path, *, tab_path=None) -> tuple[pd.DataFrame, dict[str, 
     * ``dimensions``: per ``<RECODEABLE>`` column, its hierarchy (``parent``, ``child``) read from its
       ``<HIERCODELIST>`` below its ``<TOTCODE>``, or None for a flat dimension whose total is
       ``"Total"`` (a flat dimension with another total code becomes a one-level hierarchy);
-    * ``names``: ``{"freq": ..., "value": ...}``: the ``<FREQUENCY>`` column and the ``<NUMERIC>``
-      one, or without ``<FREQUENCY>`` (a frequency table, as sdcTable writes it) the one ``<NUMERIC>``
-      column as the count and no value.
+    * ``names``: ``{"freq": ..., "value": ..., "top": [...]}``: the ``<FREQUENCY>`` column and the
+      ``<NUMERIC>`` one, or without ``<FREQUENCY>`` (a frequency table, as sdcTable writes it) the one
+      ``<NUMERIC>`` column as the count and no value; ``top``: the ``<MAXSCORE>`` columns (the
+      largest contributions of each cell, largest first, as the ``.rda`` lists them; empty when
+      none), which :func:`contributions_from_top` turns into contributors for the magnitude rules.
 
     Raises :class:`SDCInputError` naming the file and the line for a malformed ``.rda`` or ``.hrc``,
     a ``.tab`` that does not match the ``.rda``, no dimension, no or several numeric columns
@@ -295,6 +305,7 @@ def read_tau_argus(rda_path, *, tab_path=None) -> tuple[pd.DataFrame, dict[str, 
             raise SDCInputError(f"{rda_path.name}: declares no <FREQUENCY> column and {len(numeric)} <NUMERIC> columns; "
                                 "a frequency table has one (its count)")
         names = {"freq": numeric[0], "value": None}
+    names["top"] = maxscore_columns(meta)
     dimensions: dict[str, pd.DataFrame | None] = {}
     leaf = np.ones(len(cells), dtype=bool)
     for v in dims:
@@ -309,6 +320,57 @@ def read_tau_argus(rda_path, *, tab_path=None) -> tuple[pd.DataFrame, dict[str, 
                 {"parent": total, "child": sorted(leaves)}, dtype=object)
         leaf &= cells[v.name].isin(leaves).to_numpy()
     return cells.loc[leaf].reset_index(drop=True), dimensions, names
+
+
+def contributions_from_top(cells: pd.DataFrame, dimensions: Sequence[str], *, value: str, freq: str,
+                           top: Sequence[str]) -> pd.DataFrame:
+    """The contributors of aggregated magnitude input whose lines carry their largest contributions
+    (tau-Argus's tabular input with ``<MAXSCORE>`` columns, the tau-Argus manual §3.4 "tabular
+    data": each cell's value, its number of contributors and its top-n contributions), one row per
+    contributor, so that ``tabulate(rows, dimensions, value=value)`` gives the table with
+    contributions the dominance, p % and pq rules read (:mod:`sdc_dagster.tables.primary`).
+
+    A cell of value ``X``, ``n`` contributors and given top contributions ``x_1 >= ... >= x_k``
+    (a 0 is no contributor) becomes those contributors plus ``n - k`` contributors of equal share
+    ``(X - x_1 - ... - x_k) / (n - k)`` of the rest: each at most ``x_k`` when the input is
+    consistent, so the top-n of a cell and of every total above it (whose top-n are the largest
+    of its inner cells' tops, as tau-Argus computes them from tabular input: a contributor is
+    assumed to be in one inner cell) and its total ``X`` are those of the input; the (n, k) rules
+    with n <= k and the p % and pq rules therefore decide as on the microdata. Contributions are
+    taken as >= 0 (the rules read them by absolute value).
+
+    Raises :class:`SDCInputError` naming the cell for a count below the number of given
+    contributions, top contributions above the value, a rest without contributors left for it, or
+    a share above the smallest given top (the tops would not be the largest).
+    """
+    n = pd.to_numeric(cells[freq]).to_numpy(dtype=np.float64)
+    total = pd.to_numeric(cells[value]).to_numpy(dtype=np.float64)
+    tops = cells[list(top)].apply(pd.to_numeric).to_numpy(dtype=np.float64)
+    given = (tops != 0).sum(axis=1)
+    rest = total - tops.sum(axis=1)
+    others = n - given
+    tolerance = 1e-9 * np.maximum(np.abs(total), 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(others > 0, rest / np.where(others > 0, others, 1), 0.0)
+    smallest = np.where(given > 0, np.where(tops != 0, tops, np.inf).min(axis=1), np.inf)
+    problems = (("its count is below the number of its top contributions", (n % 1 != 0) | (others < 0)),
+                ("its top contributions exceed its value", rest < -tolerance),
+                ("its value exceeds its top contributions and it has no other contributor",
+                 (others == 0) & (rest > tolerance)),
+                ("the share of its other contributors exceeds its smallest top contribution: the tops are not "
+                 "the largest", share > smallest + tolerance))
+    for why, bad in problems:
+        if bad.any():
+            row = cells.iloc[int(np.flatnonzero(bad)[0])]
+            cell = ", ".join(f"{d}={row[d]!r}" for d in dimensions)
+            raise SDCInputError(f"cell ({cell}): {why} ({value} {row[value]}, {freq} {row[freq]}, "
+                                f"{', '.join(f'{t} {row[t]}' for t in top)})")
+    line, rank = np.nonzero(tops != 0)
+    count = np.maximum(others, 0).astype(np.int64)
+    rows = np.concatenate([line, np.repeat(np.arange(len(cells)), count)])
+    out = cells.iloc[rows][list(dimensions)].reset_index(drop=True)
+    out[value] = np.concatenate([tops[line, rank], np.repeat(share, count)])
+    return out
 
 
 def read_aggregated(path, *, options: Mapping | None = None) -> pd.DataFrame:

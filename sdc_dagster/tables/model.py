@@ -440,9 +440,13 @@ def _joint_start(tables, matrix, b) -> np.ndarray:
 
 def implied_rows(table: Table, published: np.ndarray) -> np.ndarray:
     """The published rows of ``table`` implied by other published rows: a cell whose children in
-    some dimension are all published is their sum (a parent with a single child is implied by it).
-    Every implied row follows from the published rows that are not implied (children lie strictly
-    deeper), so an intruder's linear programme may leave the implied rows out."""
+    some dimension, two or more, are all published is their sum. Every implied row follows from
+    the published rows that are not implied (its children are strictly smaller cells), so an
+    intruder's linear programme may leave the implied rows out. A parent with a single child is
+    not implied by it: both rows are one cell (:attr:`Table.cell`), of which the programme keeps
+    one row; were the parent implied by the child and the child left out as the parent's
+    duplicate, the cell would be lost (the audit then found a Total x Portugal of the business
+    table unbounded above, [0, inf], where the published grand total bounds it)."""
     published = np.asarray(published, dtype=bool)
     n = len(table.cells)
     shape = tuple(len(d.codes) for d in table.dimensions)
@@ -456,7 +460,7 @@ def implied_rows(table: Table, published: np.ndarray) -> np.ndarray:
         parent_row = np.ravel_multi_index(parent_position, shape)
         published_children = np.bincount(parent_row, weights=published[below], minlength=n)
         children = np.bincount(d.parent[d.parent >= 0], minlength=len(d.codes))[position[axis]]
-        implied |= (children > 0) & (published_children == children)
+        implied |= (children > 1) & (published_children == children)
     return implied & published
 
 

@@ -315,7 +315,7 @@ def test_tau_argus_round_trip_of_c2_and_c1(tmp_path):
     table = _c2_table()
     paths = tables.write_tau_argus(table, tmp_path, "c2")
     cells, dimensions, names = tables.read_tau_argus(paths["rda"])
-    assert names == {"freq": "freq", "value": "value"}
+    assert names == {"freq": "freq", "value": "value", "top": ["top1", "top2", "top3"]}
     assert dimensions["region"] is None and _pairs(dimensions["eco"]) == _pairs(ECO)
     assert "status" not in cells.columns and list(cells.columns[-3:]) == ["top1", "top2", "top3"]
     again = tables.tabulate(cells, dimensions, freq=names["freq"], value=names["value"])
@@ -324,7 +324,7 @@ def test_tau_argus_round_trip_of_c2_and_c1(tmp_path):
     c1 = read("c1_freq3d_input_inner.csv")
     table = tables.tabulate(c1, {"age": None, "geo": None, "year": None}, freq="freq")
     cells, dimensions, names = tables.read_tau_argus(tables.write_tau_argus(table, tmp_path, "c1")["rda"])
-    assert names == {"freq": "freq", "value": None} and len(cells) == len(c1)
+    assert names == {"freq": "freq", "value": None, "top": []} and len(cells) == len(c1)
     assert tables.tabulate(cells, dimensions, freq="freq").cells.equals(table.cells)
 
 
@@ -355,7 +355,7 @@ def test_read_tau_argus_sdctable_style_files_with_totals(tmp_path):
     (tmp_path / "metadata_x.tab").write_text(
         "Tot,S,10,0,0\r\n  A,S,7,0,0\r\n a1,U,2,1,1\r\n a2,S,5,0,0\r\n  B,S,3,0,0\r\n")
     cells, dimensions, names = tables.read_tau_argus(tmp_path / "metadata_x.rda")
-    assert names == {"freq": "freq", "value": None}
+    assert names == {"freq": "freq", "value": None, "top": []}
     assert dimensions["region"].equals(_frame([("Tot", "A"), ("A", "a1"), ("A", "a2"), ("Tot", "B")]))
     assert cells["region"].tolist() == ["a1", "a2", "B"] and cells["freq"].tolist() == [2, 5, 3]
     assert cells["sdcStatus"].tolist() == ["U", "S", "S"]
@@ -371,7 +371,7 @@ def test_read_tau_argus_own_lead_string_and_flat_total(tmp_path):
     (tmp_path / "s.hrc").write_text("A\n#A1\n#A2\n")
     (tmp_path / "t.tab").write_text("A1;small;1.5;2\nA2;small;2.0;1\nA2;large;10.5;3\n")
     cells, dimensions, names = tables.read_tau_argus(tmp_path / "t.rda")
-    assert names == {"freq": "n", "value": "turnover"}
+    assert names == {"freq": "n", "value": "turnover", "top": []}
     assert dimensions["sector"].equals(_frame([("Total", "A"), ("A", "A1"), ("A", "A2")]))
     # a flat dimension whose total is not "Total": a one-level hierarchy below its own total
     assert dimensions["size"].equals(_frame([("all", "large"), ("all", "small")]))
@@ -445,3 +445,32 @@ def test_argus_text_files_with_a_byte_order_mark_or_windows_1252(tmp_path):
     assert read_codelist(tmp_path / "r.cdl") == {"1": "Nord", "2": "Süd"}
     (tmp_path / "r.hrc").write_bytes("Süd\n@Zürich\n".encode("cp1252"))
     assert tables.read_hrc(tmp_path / "r.hrc").equals(_frame([("Total", "Süd"), ("Süd", "Zürich")]))
+
+
+def test_contributions_from_top_rebuild_the_contributors_of_each_cell():
+    # a cell of 100 with 5 contributors whose top 2 are 50 and 20: the other 3 share 30 equally (10 each);
+    # a cell of 7 with its one contributor given
+    cells = pd.DataFrame({"geo": ["A", "B"], "value": [100.0, 7.0], "freq": [5, 1], "top1": [50.0, 7.0],
+                          "top2": [20.0, 0.0]})
+    rows = tables.contributions_from_top(cells, ["geo"], value="value", freq="freq", top=["top1", "top2"])
+    assert sorted(rows.loc[rows["geo"] == "A", "value"].tolist()) == [10.0, 10.0, 10.0, 20.0, 50.0]
+    assert rows.loc[rows["geo"] == "B", "value"].tolist() == [7.0]
+    # the total's top 2 are the largest of its inner cells' tops: 50 and 20 (the manual's computation)
+    table = tables.tabulate(rows, {"geo": None}, value="value")
+    total = table.cells["geo"] == "Total"
+    assert table.cells.loc[total, ["freq", "value"]].values.tolist() == [[6.0, 107.0]]
+    stats = tables.primary.contributor_statistics(table, 2)
+    assert stats.loc[total.to_numpy(), ["x1", "x2"]].values.tolist() == [[50.0, 20.0]]
+
+
+@pytest.mark.parametrize("change, why", [
+    ({"freq": [1, 1]}, "its count is below the number of its top contributions"),
+    ({"top1": [150.0, 7.0]}, "its top contributions exceed its value"),
+    ({"freq": [2, 1]}, "its value exceeds its top contributions and it has no other contributor"),
+    ({"freq": [3, 1]}, "the share of its other contributors exceeds its smallest top contribution"),
+])
+def test_inconsistent_top_contributions_are_named_by_cell(change, why):
+    cells = pd.DataFrame({"geo": ["A", "B"], "value": [100.0, 7.0], "freq": [5, 1], "top1": [50.0, 7.0],
+                          "top2": [20.0, 0.0]}).assign(**change)
+    with pytest.raises(SDCInputError, match=rf"cell \(geo='A'\): {why}"):
+        tables.contributions_from_top(cells, ["geo"], value="value", freq="freq", top=["top1", "top2"])

@@ -5,6 +5,7 @@ and the release rules that withhold a set."""
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.pipeline.tables import (
     audit_tables,
+    distinct,
     primary_cells,
     protect_tables,
     read_table_input,
@@ -247,3 +249,155 @@ published:
     assert read.cells["freq"].tolist() == written.cells["freq"].tolist()
     assert primary_cells(again, {"by_area": read})["by_area"]["primary"].sum() == \
         primary_cells(spec, {"by_area": written})["by_area"]["primary"].sum()
+
+
+def test_a_parent_with_a_single_child_is_one_cell_named_once():
+    # south has the single child s1: (s1, k) is the cell (south, k) for k in Total, a, b; the other
+    # 15 of the 6 x 3 published cells are distinct (hand count: 18 - 3)
+    spec = parse_table_spec(_frequency_spec())
+    cells = primary_cells(spec, tabulate_tables(spec, table_input(spec, SMALL)))["by_area"]
+    duplicates = cells[cells["duplicate_of"] != ""].set_index(["area", "kind"])["duplicate_of"].sort_index()
+    assert duplicates.to_dict() == {("s1", "Total"): "area south, kind Total", ("s1", "a"): "area south, kind a",
+                                    ("s1", "b"): "area south, kind b"}
+    assert len(distinct(cells)) == 15
+
+
+def test_the_business_summary_counts_distinct_cells(business):
+    # sdcTable's business file: 7 sector4 codes x 6 geo codes = 42 published cells; public has the
+    # single child Governmental and nonEU the single child Iceland, so 6 x 5 = 30 distinct cells
+    _, cells = business
+    assert len(cells) == 42 and len(distinct(cells)) == 30
+    assert _cell(cells, "Governmental", "Iceland")["duplicate_of"] == "sector4 public, geo nonEU"
+    assert _cell(cells, "Total", "Iceland")["duplicate_of"] == "sector4 Total, geo nonEU"
+    assert _cell(cells, "public", "nonEU")["duplicate_of"] == ""
+    # a cell and its duplicates share one status; primaries counted once
+    assert (distinct(cells)["status"] == "primary").sum() == 14
+    assert (cells["status"] == "primary").sum() == 19
+
+
+def _rounding_spec(base=3, seed=1) -> dict:
+    raw = _frequency_spec()
+    raw["protection"] = {"method": "rounding", "round_base": base, "seed": seed}
+    return raw
+
+
+def test_rounding_publishes_additive_counts_without_small_ones():
+    # SMALL by area x kind: inner counts n1 a 3, n1 b 2, n2 a 3, n2 b 1, s1 a 3, s1 b 3 (hand count);
+    # base 3: the 2 and the 1 become 0 or 3, the 3s stay (max_round 2), every total is their sum
+    spec = parse_table_spec(_rounding_spec())
+    tabulated, audited = run_tables(spec, SMALL)
+    cells = audited["by_area"].set_index(["area", "kind"])
+    for inner in (("n1", "a"), ("n2", "a"), ("s1", "a"), ("s1", "b")):
+        assert cells.loc[inner, "published"] == 3 and cells.loc[inner, "status"] == "safe"
+    assert cells.loc[("n1", "b"), "published"] in (0, 3) and cells.loc[("n2", "b"), "published"] in (0, 3)
+    assert cells.loc[("north", "b"), "published"] == cells.loc[("n1", "b"), "published"] + cells.loc[("n2", "b"), "published"]
+    # PLS keeps the grand total close: 15 persons, 2 + 1 = 3 of them in the rounded cells
+    assert cells.loc[("Total", "Total"), "published"] in (12, 15, 18)
+    assert cells["additive"].all() and not cells["small"].any() and not cells["suppressed"].any()
+    assert {c: o.passed for c, o in table_checks(audited).items()} == {
+        "cells_valid": True, "additive": True, "no_small_counts": True}
+    # the seed fixes the rounding: the same run gives the same counts (the release's replay)
+    again = run_tables(spec, SMALL)[1]["by_area"]
+    assert again["published"].tolist() == audited["by_area"]["published"].tolist()
+
+
+def test_a_rounded_table_that_is_not_additive_or_keeps_a_small_count_is_withheld():
+    spec = parse_table_spec(_rounding_spec())
+    tabulated, audited = run_tables(spec, SMALL)
+    broken = audited["by_area"].copy()
+    row = broken.index[(broken["area"] == "n1") & (broken["kind"] == "a")][0]
+    broken.loc[row, "published"] = 2.0  # an inner cell published as 2: small, and north/Total no longer add up
+    checks = table_checks(audit_tables(spec, tabulated, {"by_area": broken}))
+    assert checks["additive"].figures["by_area"] > 0 and checks["no_small_counts"].value == 1
+    assert set(withheld_because(checks)) == {"additive", "no_small_counts"}
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(counts=st.lists(st.integers(min_value=0, max_value=7), min_size=6, max_size=6),
+       base=st.integers(min_value=2, max_value=5), seed=st.integers(min_value=0, max_value=2**31))
+def test_every_rounded_table_is_additive_without_small_counts(counts, base, seed):
+    """Property (SmallCountRounding's promise): whatever the counts, base and seed, every published
+    count is the sum of its published inner cells and none is in 1..base - 1."""
+    assume(sum(counts) > 0)
+    inner = [("n1", "a"), ("n1", "b"), ("n2", "a"), ("n2", "b"), ("s1", "a"), ("s1", "b")]
+    data = pd.DataFrame([cell for cell, n in zip(inner, counts) for _ in range(n)], columns=["area", "kind"])
+    spec = parse_table_spec(_rounding_spec(base, seed))
+    _, audited = run_tables(spec, data)
+    cells = audited["by_area"]
+    assert cells["additive"].all() and not cells["small"].any()
+    assert (cells["published"] % 1 == 0).all() and (cells["published"] >= 0).all()
+
+
+def _tau_argus_spec(folder: Path, rda: str, dimensions: str, rules: str) -> object:
+    (folder / "t.yaml").write_text(f"""
+tables: from_argus
+source: {{tau_argus: {rda}}}
+dimensions: {dimensions}
+published:
+  t: {{dimensions: [{", ".join(yaml.safe_load(dimensions))}], value: value, freq: freq, rules: {rules}}}
+""")
+    return load_table_spec(folder / "t.yaml")
+
+
+def test_magnitude_rules_read_the_top_contributions_of_tau_argus_input(tmp_path):
+    """sdcTable's c2 magnitude microdata written for tau-Argus (value, freq, top1..top3 per inner
+    cell) and read back as a source: each contributor is in one inner cell, so every cell's top 3
+    and total are those of the microdata and the (1, 85), (2, 90) and p = 10 % rules flag the same
+    cells as on the microdata themselves."""
+    import sdc_dagster.tables as tables
+    from tests.tables.conftest import read
+
+    eco = read("c2_magnitude_hierarchy_eco.csv")
+    micro = tables.tabulate(read("c2_magnitude_input_microdata.csv"), {"region": None, "gender": None, "eco": eco},
+                            value="numVal")
+    tables.write_tau_argus(micro, tmp_path, "c2")
+    rules = [{"rule": "nk", "n": 1, "k": 85}, {"rule": "nk", "n": 2, "k": 90}, {"rule": "p", "p": 10}]
+    spec = _tau_argus_spec(tmp_path, "c2.rda", "{region: {}, gender: {}, eco: {}}",
+                           "[{rule: nk, n: 1, k: 85}, {rule: nk, n: 2, k: 90}, {rule: p, p: 10}]")
+    read_back = tabulate_tables(spec, table_input(spec, read_table_input(spec)))["t"]
+    assert read_back.cells[["freq", "value"]].equals(micro.cells[["freq", "value"]])
+    flagged = primary_cells(spec, {"t": read_back})["t"]["primary"]
+    expected = tables.primary_suppression(micro, rules)
+    assert expected.any() and flagged.tolist() == expected.tolist()
+
+
+def test_the_handbooks_dominance_and_p_percent_examples_from_a_hand_written_tab(tmp_path):
+    """Hundepool et al. 2012 §4.2: a cell of 100,000 with contributions 50,000 and 49,000 is safe under
+    (1, 90) and unsafe under p = 10 % (100,000 - 99,000 = 1,000 < 5,000); a cell of 110,000 with
+    52,000 and 50,000 is safe under p = 10 % (8,000 >= 5,200) and unsafe under (2, 90.91)
+    (102,000 / 110,000 = 92.7 %). Their total, 210,000 with top 52,000 and 50,000, is safe under all."""
+    (tmp_path / "hb.rda").write_text('<SEPARATOR> ","\r\ngeo\r\n  <RECODEABLE>\r\n  <TOTCODE> "Total"\r\n'
+                                     "value\r\n  <NUMERIC>\r\n  <DECIMALS> 0\r\nfreq\r\n  <FREQUENCY>\r\n"
+                                     "top1\r\n  <MAXSCORE>\r\ntop2\r\n  <MAXSCORE>\r\n")
+    (tmp_path / "hb.tab").write_text("A,100000,3,50000,49000\r\nB,110000,4,52000,50000\r\n")
+    outcomes = {}
+    for rules in ("[{rule: nk, n: 1, k: 90}]", "[{rule: p, p: 10}]", "[{rule: nk, n: 2, k: 90.91}]"):
+        spec = _tau_argus_spec(tmp_path, "hb.rda", "{geo: {}}", rules)
+        cells = primary_cells(spec, tabulate_tables(spec, table_input(spec, read_table_input(spec))))["t"]
+        outcomes[rules] = dict(zip(cells["geo"], cells["primary"]))
+    assert outcomes["[{rule: nk, n: 1, k: 90}]"] == {"Total": False, "A": False, "B": False}
+    assert outcomes["[{rule: p, p: 10}]"] == {"Total": False, "A": True, "B": False}
+    assert outcomes["[{rule: nk, n: 2, k: 90.91}]"] == {"Total": False, "A": True, "B": True}
+
+
+def test_every_audit_interval_of_the_business_table_is_the_intruders_lp(business):
+    """Each suppressed cell's [lo, up] is what scipy's linprog finds maximising and minimising it over
+    the published cells (every equation written out, duplicates and implied totals included, inner
+    cells >= 0). Found with the report in Chromium: Total x Portugal showed [0, inf] while the
+    published grand total 462.3 bounds it (its true interval is [0, 199.6]): the parent with a
+    single child (public: Governmental) was left out of the programme as implied by its child, and
+    the child as the parent's duplicate."""
+    from scipy.optimize import linprog
+
+    spec, cells = business
+    table = tabulate_tables(spec, table_input(spec, read_table_input(spec)))["turnover"]
+    matrix, b = table.matrix.toarray(), table.published
+    shown = ~cells["suppressed"].to_numpy()
+    for row in np.flatnonzero(~shown):
+        low = linprog(matrix[row], A_eq=matrix[shown], b_eq=b[shown], bounds=(0, None))
+        high = linprog(-matrix[row], A_eq=matrix[shown], b_eq=b[shown], bounds=(0, None))
+        assert low.status == 0 and high.status == 0  # bounded: the grand total is published
+        assert cells["lo"].iloc[row] == pytest.approx(low.fun, abs=1e-6)
+        assert cells["up"].iloc[row] == pytest.approx(-high.fun, abs=1e-6)
+    portugal = _cell(cells, "Total", "Portugal")
+    assert (portugal["lo"], portugal["up"]) == (pytest.approx(0), pytest.approx(199.6))

@@ -147,3 +147,29 @@ def test_a_missing_hrc_file_is_named(tmp_path):
     text = BASE.replace("  geo: {}", "  geo: {hierarchy: {file: nowhere.hrc}}")
     with pytest.raises(SpecError, match=r"t.yaml:4: dimensions.geo.hierarchy.file: expected an existing .hrc file"):
         load_table_spec(_spec(tmp_path, text))
+
+
+def test_rounding_takes_its_parameters_and_names_every_misuse(tmp_path):
+    counts = BASE.replace("    value: value\n    holding: company\n", "").replace(
+        "[{rule: nk, n: 1, k: 85}, {rule: p, p: 10}]", "[{rule: freq, n: 3}]")
+    spec = load_table_spec(_spec(tmp_path, counts + "protection: {method: rounding, round_base: 5, seed: 7}\n"))
+    assert spec.method == "rounding"
+    # SmallCountRounding's defaults for what is not given (max_round: round_base - 1 in the rounding)
+    assert spec.rounding == {"round_base": 5, "max_round": None, "zero_candidates": False, "identify_new": True,
+                             "random_state": 7}
+    text = BASE + "protection: {method: rounding, round_base: 1, max_round: 4, seed: -1, cost: count}\n"
+    with pytest.raises(SpecError) as caught:
+        load_table_spec(_spec(tmp_path, text))
+    messages = [str(e) for e in caught.value.errors]
+    assert any(m.startswith("t.yaml:12: protection.round_base: must be an integer") for m in messages)
+    assert any(m.startswith("t.yaml:12: protection.seed: must be an integer") for m in messages)
+    assert any("published.turnover: expected a frequency table of unweighted counts with method: rounding" in m
+               for m in messages)
+    assert any("protection.cost: expected only with a suppression method" in m for m in messages)
+    with pytest.raises(SpecError, match=r"protection.round_base: expected only with method: rounding"):
+        load_table_spec(_spec(tmp_path, BASE + "protection: {method: optimal, round_base: 3}\n"))
+    frozen = counts.replace("rules: [{rule: freq, n: 3}]", "rules: [{rule: freq, n: 3}]\n    frozen: {published: [{geo: A, sector: x}]}")
+    with pytest.raises(SpecError, match=r"published.turnover.frozen: expected no frozen cells with method: rounding"):
+        load_table_spec(_spec(tmp_path, frozen + "protection: {method: rounding}\n"))
+    with pytest.raises(SpecError, match=r"protection.max_round: must be an integer in \[0, 2\]"):
+        load_table_spec(_spec(tmp_path, counts + "protection: {method: rounding, max_round: 3}\n"))
