@@ -561,7 +561,8 @@ def apply_plan(
         rounded: dict[str, int] = {}
         if method in WHOLE_NUMBER_METHODS:
             written = params.get("columns")
-            output, rounded = rounded_to_original_decimals(current, output, [written] if isinstance(written, str) else written or [])
+            output, rounded = rounded_to_original_decimals(
+                current, output, [written] if isinstance(written, str) else written or [])
         changed, suppressed = _value_changes(current, output)
         parameters = {
             (_VARIANT if name == "method" else name): value
