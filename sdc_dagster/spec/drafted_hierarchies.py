@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.spec.hierarchies import Hierarchy, HierarchyLevel, value_text
+from sdc_dagster.spec.hierarchies import Hierarchy, HierarchyLevel, members_name, value_text
 from sdc_dagster.spec.roles import whole_numbers
 from sdc_dagster.spec.scenario import is_age_name
 
@@ -207,8 +207,19 @@ def column_hierarchy(data: pd.DataFrame, key: str, columns: Sequence[str]) -> Hi
         for c in categories:
             members.setdefault(value_text(parent[c]), []).append(c)
         levels.append(HierarchyLevel(f"{column} (column of the file)", tuple(tuple(g) for g in members.values()),
-                                     tuple(members)))
+                                     tuple(_group_name(column, value, members[value]) for value in members)))
     return Hierarchy(categories, tuple(levels), f"{key} within {', '.join(columns)}")
+
+
+def _group_name(column: str, value: str, members: Sequence) -> str:
+    """The name of the group of key values lying in ``value`` of the coarser ``column``: the column and
+    the value ("region = North", "college = no"), since the value alone names nothing once the column,
+    a copy of the key, is removed before release (psid1976's education 5-12 released as "no"); a bare
+    number (a code without a value label, testdata2's water3 = 100) with the members too ("water3 =
+    100: 4, 5, 6"). SPEC §8.2: a merged category gets a label that names it, its members when few."""
+    if pd.isna(pd.to_numeric(value, errors="coerce")):
+        return f"{column} = {value}"
+    return f"{column} = {value}: {members_name(members)}"
 
 
 def _series_125(width: float) -> float:

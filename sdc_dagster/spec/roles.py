@@ -56,7 +56,8 @@ from sdc_dagster.spec.reading import FileContents
 from sdc_dagster.spec.scenario import (
     AMOUNT_CODE, AMOUNT_LABEL, AMOUNT_TOKEN, CLUSTER_TOKEN, CODED_GROUPS, COUNT_TOKEN, HOUSEHOLD_LEVEL,
     HOUSEHOLD_TOKEN, IDENTIFIER_TOKEN, ID_SUFFIX, ID_TOKEN, MIN_NAMES, NAME_SUFFIX, NOT_WEIGHT_LABEL,
-    ORDINAL_GROUPS, PERSON_TOKEN, SCENARIO, SENSITIVE_LABEL, SENSITIVE_TOKEN, TOTAL_TOKEN, VARIABLE_CODES,
+    ORDERED_CODE_GROUPS, ORDINAL_GROUPS, PERSON_TOKEN, SCENARIO, SENSITIVE_LABEL, SENSITIVE_TOKEN, TOTAL_TOKEN,
+    VARIABLE_CODES,
     WEAK_WEIGHT_TOKEN, WEIGHT_LABEL, WEIGHT_TOKEN, WEIGHT_WORDS, derived_name_of, name_tokens, named,
     scenario_group,
 )
@@ -249,11 +250,14 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
         codes = sorted({plain_scalar(v) for v in observed.unique()} | {plain_scalar(v) for v in (labels or {})}, key=str)
         if all(isinstance(c, (int, float)) for c in codes):
             codes = sorted(codes)
-        ordered = numeric and not labels and (group in ORDINAL_GROUPS or ordinal_numbers)
+        ordered = numeric and not labels and (
+            group in ORDINAL_GROUPS or ordinal_numbers or group in ORDERED_CODE_GROUPS)
         scale = "ordinal" if measure == "ordinal" or ordered else "nominal"
         why = ("value labels" if labels else f"measured {measure}" if measure in ("nominal", "ordinal")
                else "yes/no values" if pd.api.types.is_bool_dtype(values) else "text values" if not numeric
                else f"{len(counts)} whole-number values" if ordinal_numbers else f"{len(counts)} distinct codes")
+        if ordered and not ordinal_numbers and group in ORDERED_CODE_GROUPS:
+            why += f" ({group} codes are ordered: an ordinal scale, merged by adjacent codes only)"
         if ordinal_numbers:
             why += (" (ordered whole numbers: an ordinal scale; as a key, categorical, never continuous, so that "
                     "no plan releases fractional values: the plan search bands them)")

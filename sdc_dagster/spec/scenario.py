@@ -79,6 +79,12 @@ CODED_GROUPS = {"sex", "region", "marital status", "household composition", "cit
 ORDINAL_GROUPS = {"age", "household size"}
 
 
+# Coded scenario groups whose numeric codes are ordered: education (years of schooling; ISCED levels
+# 0-8, UNESCO 2012, "International Standard Classification of Education"): without value labels, a
+# categorical key on an ordinal scale, merged by adjacent codes only, never doctorate with pre-school.
+ORDERED_CODE_GROUPS = {"education"}
+
+
 SCENARIO_PATTERNS = {group: (re.compile(rf"(?:{tokens})", re.I), re.compile(label, re.I))
              for group, (tokens, label) in SCENARIO.items()}
 

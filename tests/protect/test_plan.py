@@ -170,3 +170,23 @@ def test_step_records_what_the_method_chose_and_the_data_carries_no_report(testd
                       keys=[], random_state=1)
     assert romm.steps[0]["reported"] == {"romm_blocks": 48}  # 12,000 records in blocks of at most 250
     assert "48 random blocks" in step_sentence(romm.steps[0])
+
+
+def test_microaggregated_values_keep_the_original_decimals():
+    """A variable published with 2 decimals is released with 2 decimals, not as group means of 3+
+    decimals (7.772) or float noise (9.940000000000001): mu-Argus's <DECIMALS> (found on carData's
+    Prestige, education in years with 2 decimals). Hand computation: MDAV with k = 3 on one variable
+    groups {1.01, 1.02, 1.04} (mean 1.02333 -> 1.02) and {5.00, 5.01, 5.03} (mean 5.01333 -> 5.01).
+    A variable with more decimals than MAX_RELEASED_DECIMALS (4) is measured, not coded: left as computed."""
+    from sdc_dagster.protect.plan import MAX_RELEASED_DECIMALS
+
+    data = pd.DataFrame({"x": [1.01, 1.02, 1.04, 5.00, 5.01, 5.03],
+                         "y": [0.123456, 0.234567, 0.345678, 3.123456, 3.234567, 3.345678]})
+    result = apply_plan(data, [{"method": "microaggregation", "columns": ["x"], "k": 3},
+                               {"method": "microaggregation", "columns": ["y"], "k": 3}], keys=[])
+    assert MAX_RELEASED_DECIMALS == 4
+    assert sorted(result.data["x"].tolist()) == [1.02, 1.02, 1.02, 5.01, 5.01, 5.01]
+    assert result.steps[0]["rounded_to_decimals"] == {"x": 2}
+    assert "rounded_to_whole_numbers" not in result.steps[0]
+    np.testing.assert_allclose(sorted(result.data["y"]), [0.234567] * 3 + [3.234567] * 3, rtol=1e-12)
+    assert "rounded_to_decimals" not in result.steps[1]
