@@ -151,7 +151,7 @@ def test_run_reads_the_business_file_given_on_the_command_line(tmp_path, home):
     import json
 
     from sdc_dagster.releases.tables import FILE_WAVE, list_table_releases
-    from sdc_dagster.sources import file_sha256
+    from sdc_dagster.spec.sources import file_sha256
 
     spec = _copy(tmp_path)
     other = tmp_path / "business_2025.csv"  # company A's agriculture in Portugal: 75.9 -> 175.9
