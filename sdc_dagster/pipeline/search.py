@@ -754,7 +754,7 @@ def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: P
         stricter = {"target": stricter_target, "loss": cheapest.loss, "plan": cheapest.plan.name}
     seconds, spent = time.perf_counter() - began, search_clock() - start
     say(f"done: {evaluated:,} of {len(nodes):,} nodes evaluated in {seconds:.1f} s; the plan is "
-        + optimality(evaluated, len(nodes), proven, loss_bound))
+        + optimality(evaluated, len(nodes), proven, loss_bound) + _withheld_note(recommended))
     found = WaveSearch(
         candidates=tuple(candidates),
         front=tuple(ranked),
@@ -995,10 +995,30 @@ def _search_loss(data: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, 
                  unchanged: Sequence[str] = ()) -> float:
     """The spec's search loss of a variant: :func:`~sdc_dagster.pipeline.evaluation.headline_loss`'s
     ``lambda_arctan`` or ``topsis_mean``, only that figure computed (``unchanged``: as there); NaN
-    where it is not applicable."""
+    where it is not applicable.
+
+    A key the variant withholds (``remove_variables``, the continuous ladder's last rung) is total
+    loss of that key: SPEC §9.1's lambda = sum_j sum_i d(x_ij, x*_ij) / (m·n) over the keys of the
+    original, each of the withheld key's observed values with d = 1 (nothing of it is released), so
+    lambda = (lambda_released · C + R) / (C + R), C the values compared over the released keys and R
+    the withheld keys' observed values. Without this the measure, taken over the released keys only,
+    would rank withholding a key as no loss of it at all and prefer it to any perturbation."""
     topsis = spec.search.loss == "topsis"
     figures = headline_loss(data, protected, spec, unchanged=unchanged, topsis=topsis)
-    return float(figures.get("topsis_mean" if topsis else "lambda_arctan", np.nan))
+    if topsis:
+        return float(figures.get("topsis_mean", np.nan))
+    withheld = _withheld_keys(spec, data, protected)
+    if "lambda_arctan" not in figures or not withheld:
+        return float(figures.get("lambda_arctan", np.nan))
+    observed = int(data.loc[protected.index, withheld].notna().to_numpy().sum())
+    compared = figures["values_compared"]
+    return (figures["lambda_arctan"] * compared + observed) / (compared + observed) if compared + observed else np.nan
+
+
+def _withheld_keys(spec: SurveySpec, data: pd.DataFrame, protected: pd.DataFrame) -> list[str]:
+    """The keys of the spec in the original wave that a variant does not release (withheld)."""
+    return [key for key in (*spec.categorical_keys, *spec.continuous_keys)
+            if key in data.columns and key not in protected.columns]
 
 
 def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool],
@@ -1145,8 +1165,8 @@ def _confirm(data, spec, space, front, wave, start, say):
         if not result.confirmed and withholding and not over_budget():
             result = climb(withholding)
         failures = blocking_failures(result.checks) if result.checks else {"not run": "time budget"}
-        say(f"{candidate.plan.name}: " + (f"passes the release checks, loss {result.loss:.4g}" if result.confirmed
-                                          else f"fails {', '.join(failures)}"))
+        say(f"{candidate.plan.name}: " + (f"passes the release checks, loss {result.loss:.4g}{_withheld_note(result)}"
+                                          if result.confirmed else f"fails {', '.join(failures)}"))
         confirmed.append(result)
         if result.confirmed:
             passed = sorted(passed + [result], key=lambda c: c.loss)
@@ -1241,11 +1261,26 @@ def optimality(nodes_evaluated: int, nodes_total: int, exhaustive: bool, loss_bo
     return f"best of {nodes_evaluated:,} checked (of {nodes_total:,} plans{bound})"
 
 
+def withheld_keys(candidate: SearchCandidate | None) -> list[str]:
+    """The keys a candidate's plan does not release at all (its ``remove_variables`` steps: the
+    continuous ladder's last rung)."""
+    if candidate is None:
+        return []
+    return [key for step in candidate.plan.steps if step["method"] == "remove_variables" for key in step["variables"]]
+
+
+def _withheld_note(candidate: SearchCandidate | None) -> str:
+    """"; income, assets, debts not released" when the plan withholds keys, else ""."""
+    keys = withheld_keys(candidate)
+    return f"; {', '.join(keys)} not released" if keys else ""
+
+
 def search_summary(found: WaveSearch) -> dict:
     """The search in figures, as the report and the asset's metadata show it: nodes evaluated of the
     lattice, exhaustive or how it was cut (``bound``), whether its plan is proven optimal in words
     (``optimality``, :func:`optimality`), seconds, the recommended plan and the
-    runner-up in words with their loss, and what half the global-risk target would cost in loss
+    runner-up in words with their loss, the keys the recommended plan does not release at all
+    (``withheld``, :func:`withheld_keys` joined by ", "; "" when it releases every key), and what half the global-risk target would cost in loss
     (``stricter_target``, ``stricter_loss``; NaN when no evaluated plan meets it)."""
     def described(candidate: SearchCandidate | None) -> tuple[str, float]:
         return (candidate.plan.description, candidate.loss) if candidate else ("", float("nan"))
@@ -1259,5 +1294,6 @@ def search_summary(found: WaveSearch) -> dict:
             "loss_bound": found.loss_bound,
             "recommended": recommended, "recommended_loss": recommended_loss,
             "runner_up": runner_up, "runner_up_loss": runner_up_loss,
+            "withheld": ", ".join(withheld_keys(found.recommended)),
             "stricter_target": float(stricter.get("target", float("nan"))),
             "stricter_loss": float(stricter.get("loss", float("nan")))}
