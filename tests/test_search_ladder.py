@@ -20,9 +20,12 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.pipeline import protection
 from sdc_dagster.pipeline.search import (
     SearchCandidate,
+    _search_loss,
     _stronger_suppressions,
     optimality,
+    search_summary,
     search_wave,
+    withheld_keys,
 )
 from sdc_dagster.protect.plan import apply_plan
 from sdc_dagster.protect.recode import interval_recode
@@ -128,7 +131,7 @@ def test_last_rungs_withhold_the_keys_most_distinct_first_and_the_release_says_s
     spec = amounts_spec(["a", "b", "c"], keys=["g"])
     rungs = rungs_of(data, spec, "remove_variables")
     assert [r.steps[0]["variables"] for r in rungs] == [["b"], ["b", "a"], ["b", "a", "c"]]
-    assert rungs[-1].words == "b, a, c withheld from the release"
+    assert rungs[-1].words == "b, a, c not released"
     result = apply_plan(data, rungs[-1].steps, keys=["g"])
     assert list(result.data.columns) == ["g"] and result.steps[0]["columns_removed"] == ["a", "b", "c"]
     # without a categorical key the release keeps one continuous key: c, the fewest distinct values
@@ -139,6 +142,41 @@ def test_last_rungs_withhold_the_keys_most_distinct_first_and_the_release_says_s
     checks = protection.release_checks(result.data, spec, plan, original=data)
     assert checks["linkage_risk"].passed and checks["linkage_risk"].value == 0.0
 
+
+
+def test_a_withheld_key_counts_as_total_loss_of_that_key_in_the_search_loss():
+    """SPEC §9.1: lambda = sum_j sum_i d(x_ij, x*_ij) / (m·n) over the original's keys; a withheld
+    key's every observed value is lost (d = 1). By hand: 4 records, keys sex, region (nominal) and
+    income; 12 values in all."""
+    data = pd.DataFrame({"sex": ["m", "f", "m", "f"], "region": ["a", "a", "b", "b"],
+                         "income": [10.0, 20.0, np.nan, 40.0]})
+    spec = amounts_spec(["income"], keys=["sex", "region"])
+    one_sex = data.assign(sex=["f", "f", "m", "f"])
+    assert _search_loss(data, one_sex, spec) == pytest.approx(1 / 11)  # one d = 1 of 11 observed values
+    # income withheld: its 3 observed values lost, of 8 + 3 = 11 values
+    assert _search_loss(data, data.drop(columns="income"), spec) == pytest.approx(3 / 11)
+    assert _search_loss(data, one_sex.drop(columns="income"), spec) == pytest.approx(4 / 11)
+    # so withholding income ranks behind changing one sex value, not ahead of it (it used to be 0)
+    assert _search_loss(data, data.drop(columns="income"), spec) > _search_loss(data, one_sex, spec)
+
+
+def test_a_plan_withholding_keys_says_so_in_its_summary_and_on_the_console():
+    plan = Plan("p", ({"method": "remove_variables", "variables": ["income", "assets", "debts"]},), 3, 1,
+                description="searched plan: income, assets, debts not released (continuous keys)")
+    candidate = SearchCandidate(plan=plan, global_risk=0.0, k_violations=0, linkage_risk=0.0, loss=0.5,
+                                suppressed=0, reaches_target=True)
+    assert withheld_keys(candidate) == ["income", "assets", "debts"] and withheld_keys(None) == []
+    rng = np.random.default_rng(7)
+    n = 60
+    data = pd.DataFrame({"sex": rng.integers(1, 3, n), "income": np.round(rng.lognormal(8, 0.6, n), 2)})
+    spec = amounts_spec(["income"], keys=["sex"], methods=["recode", "remove_variables"])
+    lines = []
+    found = search_wave(data, spec, wave="1", progress=lambda done, total, note: lines.append(note))
+    # the only rung of the ladder withholds income: the plan says so in its summary and on the console
+    assert found.recommended is not None and withheld_keys(found.recommended) == ["income"]
+    assert search_summary(found)["withheld"] == "income"
+    assert "income not released" in found.recommended.plan.description
+    assert any(line.startswith("done: ") and line.endswith("; income not released") for line in lines)
 
 # --- the suppression ladder and files smaller than k -------------------------------------------
 

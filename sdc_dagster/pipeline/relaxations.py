@@ -39,10 +39,11 @@ this module says what it would take, in two parts, both framework-free:
    reported, found among the closest.
 
 The relaxed searches run within a time budget (:data:`BUDGET_SHARE` of the spec's
-``search.budget_seconds``, each search at most :data:`TRY_SHARE` of it): changes left untried when
-it runs out are listed as such. The order of the tries and every figure are deterministic (the
-searches are seeded); only where the budget cuts a search short does the outcome depend on the
-machine's speed, and the result says so.
+``search.budget_seconds``, each search at most :data:`TRY_SHARE` of it; CPU seconds of the process,
+:func:`~sdc_dagster.search.clock.search_clock`): changes left untried when it runs out are listed as
+such. The order of the tries and every figure are deterministic (the searches are seeded); only
+where the budget cuts a search short does the outcome depend on the machine's speed (not its load),
+and the result says so.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ from sdc_dagster.pipeline.protection import (
     release_checks,
 )
 from sdc_dagster.pipeline.search import PROGRESS_PREFIX, SearchCandidate, WaveSearch, search_wave
+from sdc_dagster.search.clock import search_clock
 from sdc_dagster.report import format_value, measure_info
 from sdc_dagster.spec import SurveySpec, Variables
 
@@ -451,7 +453,7 @@ def what_it_would_take(
     """
     if found.recommended is not None:
         return None
-    start = time.perf_counter()
+    start, began = search_clock(), time.perf_counter()  # the budget's clock (CPU), the wall clock reported
     say = note or (lambda line: None)
     budget = BUDGET_SHARE * spec.search.budget_seconds if budget_seconds is None else float(budget_seconds)
     records = len(data)
@@ -467,7 +469,7 @@ def what_it_would_take(
             break
         if option.family in settled:
             continue
-        left = budget - (time.perf_counter() - start)
+        left = budget - (search_clock() - start)
         if left < MIN_TRY_SECONDS:
             not_tried = [o.change for o in options[position:] if o.family not in settled]
             break
@@ -494,7 +496,7 @@ def what_it_would_take(
         settled.add(option.family)
         say(f"{PROGRESS_PREFIX}what it would take: " + relaxation_text(eligible[-1].record()))
     return WhatItWouldTake(closest=tuple(closest), relaxations=tuple(eligible), tried=tuple(tried),
-                           not_tried=tuple(not_tried), seconds=time.perf_counter() - start,
+                           not_tried=tuple(not_tried), seconds=time.perf_counter() - began,
                            budget_seconds=budget,
                            loss_measure="topsis_mean" if spec.search.loss == "topsis" else "lambda_arctan")
 

@@ -49,7 +49,9 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
      a node of a higher recode-only loss cannot beat the plan searched next.
 
    The search is exhaustive when every node is settled (evaluated, or ruled out by its classes); a
-   time budget (``search.budget_seconds``) stops it early, and the result says so (``exhaustive``,
+   time budget (``search.budget_seconds``, counted in CPU seconds of the process,
+   :func:`~sdc_dagster.search.clock.search_clock`, so that the machine's load does not change the
+   plan) stops it early, and the result says so (``exhaustive``,
    ``bound``, and ``loss_bound``: the least loss a node left unevaluated can have). ``proven`` says
    whether the recommended plan is proven the least loss of the lattice's plans meeting the target
    (:func:`_proven`: no node left unevaluated nor candidate left unconfirmed can have less).
@@ -95,6 +97,7 @@ from sdc_dagster.risk.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.keys import category_codes, renumbered_digits
 from sdc_dagster.protect.plan import PlanResult
 from sdc_dagster.protect.plan_search import pareto_front
+from sdc_dagster.search.clock import search_clock
 from sdc_dagster.search.coding import ClassCounter, KeyCoding
 from sdc_dagster.search.flash import Check, Outcome, flash
 from sdc_dagster.search.lattice import Lattice
@@ -517,7 +520,7 @@ def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: P
     recode-only loss whose classes smaller than k hold few enough records for the suppression
     limit), even where the spec allows local suppression."""
     check_records_for_k(len(data), spec.risk.k, source=f"{spec.survey} wave {wave}".rstrip())
-    start = time.perf_counter()
+    start, began = search_clock(), time.perf_counter()  # the budget's clock (CPU), the wall clock reported
     budget = spec.search.budget_seconds
     report = progress or (lambda done, total, note: None)
     k, target = spec.risk.k, spec.risk.max_global_risk
@@ -569,7 +572,7 @@ def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: P
             say(best_note() + f"; walking the {total:,} nodes the loss bound had ruled out")
         for position in positions:
             done = position - first + offset
-            now = time.perf_counter()
+            now = time.perf_counter()  # progress lines only
             if done and (done - counted[0] >= every or now - reported >= PROGRESS_SECONDS):
                 counted[0], reported = done, now
                 say(best_note())
@@ -583,7 +586,7 @@ def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: P
                 say(best_note() + f"; the other {total - done:,} nodes cannot have less loss than {cap:.4g}, the "
                     "least loss meeting the target by recoding alone once each key's top joins the lattice")
                 return "cap", position
-            if now - start > walk_share * budget:
+            if search_clock() - start > walk_share * budget:
                 counted[0] = done
                 say(best_note() + f"; time budget: {total - done:,} nodes not evaluated")
                 return "budget", position
@@ -641,7 +644,7 @@ def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: P
     flashing = rolled is not None and not exhaustive and measure == "lambda_arctan" and np.isfinite(lower).all()
     proven_flash = lattice.weights is None  # the global risk is monotone along the lattice without weights
     if flashing:
-        flashed = _flash_node(lattice, rolled, nodes, lower, spec, LATTICE_SHARE * budget - (time.perf_counter() - start),
+        flashed = _flash_node(lattice, rolled, nodes, lower, spec, LATTICE_SHARE * budget - (search_clock() - start),
                               say)
     if flashed is not None:
         found_note = ("none" if not flashed.value < np.inf else
@@ -661,7 +664,7 @@ def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: P
             # no node found meeting the target by recoding alone; the wider lattice (each key's top
             # in its chain, searched next when nothing here passes) has a plan without suppression:
             # a node here whose recode-only loss reaches that plan's loss cannot have less loss
-            cap = _wider_cap(data, spec, LATTICE_SHARE * budget - (time.perf_counter() - start), say)
+            cap = _wider_cap(data, spec, LATTICE_SHARE * budget - (search_clock() - start), say)
             if cap < np.inf:
                 bound_note += (f"; with each key's top in its chain a plan meets the target by recoding alone "
                                f"with loss {cap:.4g}: only nodes of a lower recode-only loss are evaluated")
@@ -670,7 +673,7 @@ def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: P
         # evaluates with local suppression, so the exhaustive search has it too
         limit = int(spec.limits.max_suppressed_share * len(data))
         suppressible = _flash_node(lattice, rolled, nodes, lower, spec,
-                                   LATTICE_SHARE * budget - (time.perf_counter() - start), say, suppressible=limit)
+                                   LATTICE_SHARE * budget - (search_clock() - start), say, suppressible=limit)
         if (suppressible is not None and suppressible.optimal and not suppressible.value < np.inf and not withhold
                 and not exhaustive):
             # proven: every node has more records in classes smaller than k than the limit
@@ -701,7 +704,7 @@ def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: P
     loss_bound = np.nan
     if outcome == "budget":
         bound = (f"time budget: {left:,} of {len(nodes):,} nodes not evaluated after "
-                 f"{walk_share * budget:.0f} s (search.budget_seconds {budget:g})")
+                 f"{walk_share * budget:.0f} CPU s (search.budget_seconds {budget:g})")
         if measure == "lambda_arctan":
             # the nodes are walked in the order of their recode-only loss, which suppression only raises
             loss_bound = least_left(stop)
@@ -729,7 +732,7 @@ def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: P
     front = pareto_front([c for c in reaching if c.loss <= best_stricter + 1e-12])
     say(f"front of {len(front)} candidates; confirming with the release checks")
     confirmed = _confirm(data, spec, space, front, wave, start, say)
-    if not any(c.confirmed for c in confirmed) and time.perf_counter() - start < budget:
+    if not any(c.confirmed for c in confirmed) and search_clock() - start < budget:
         # the front fails a release check (linkage through the keys, say): coarser plans may pass
         before = evaluated
         if outcome == "bound":
@@ -749,9 +752,9 @@ def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: P
     if meets:
         cheapest = min(meets, key=lambda c: c.loss)
         stricter = {"target": stricter_target, "loss": cheapest.loss, "plan": cheapest.plan.name}
-    seconds = time.perf_counter() - start
+    seconds, spent = time.perf_counter() - began, search_clock() - start
     say(f"done: {evaluated:,} of {len(nodes):,} nodes evaluated in {seconds:.1f} s; the plan is "
-        + optimality(evaluated, len(nodes), proven, loss_bound))
+        + optimality(evaluated, len(nodes), proven, loss_bound) + _withheld_note(recommended))
     found = WaveSearch(
         candidates=tuple(candidates),
         front=tuple(ranked),
@@ -767,7 +770,7 @@ def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: P
         loss_bound=loss_bound,
         proven=proven,
     )
-    left_seconds = budget - seconds
+    left_seconds = budget - spent
     if recommended is not None or withhold or left_seconds <= 0:
         return found
     wider = search_space(data, spec, withhold=True)
@@ -780,7 +783,7 @@ def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: P
     # Flash finds with few records in classes smaller than k (``walk_suppresses``)
     again = _search_wave(data, replace(spec, search=replace(spec.search, budget_seconds=left_seconds)),
                          wave=wave, progress=progress, exhaustive=exhaustive, withhold=True, walk_suppression=False)
-    return replace(again, seconds=time.perf_counter() - start, candidates=found.candidates + again.candidates,
+    return replace(again, seconds=time.perf_counter() - began, candidates=found.candidates + again.candidates,
                    bound=f"{again.bound}; searched again with each key's top after no plan of the "
                          f"{len(nodes):,} of the keys' own levels passed the release checks")
 
@@ -992,10 +995,30 @@ def _search_loss(data: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, 
                  unchanged: Sequence[str] = ()) -> float:
     """The spec's search loss of a variant: :func:`~sdc_dagster.pipeline.evaluation.headline_loss`'s
     ``lambda_arctan`` or ``topsis_mean``, only that figure computed (``unchanged``: as there); NaN
-    where it is not applicable."""
+    where it is not applicable.
+
+    A key the variant withholds (``remove_variables``, the continuous ladder's last rung) is total
+    loss of that key: SPEC §9.1's lambda = sum_j sum_i d(x_ij, x*_ij) / (m·n) over the keys of the
+    original, each of the withheld key's observed values with d = 1 (nothing of it is released), so
+    lambda = (lambda_released · C + R) / (C + R), C the values compared over the released keys and R
+    the withheld keys' observed values. Without this the measure, taken over the released keys only,
+    would rank withholding a key as no loss of it at all and prefer it to any perturbation."""
     topsis = spec.search.loss == "topsis"
     figures = headline_loss(data, protected, spec, unchanged=unchanged, topsis=topsis)
-    return float(figures.get("topsis_mean" if topsis else "lambda_arctan", np.nan))
+    if topsis:
+        return float(figures.get("topsis_mean", np.nan))
+    withheld = _withheld_keys(spec, data, protected)
+    if "lambda_arctan" not in figures or not withheld:
+        return float(figures.get("lambda_arctan", np.nan))
+    observed = int(data.loc[protected.index, withheld].notna().to_numpy().sum())
+    compared = figures["values_compared"]
+    return (figures["lambda_arctan"] * compared + observed) / (compared + observed) if compared + observed else np.nan
+
+
+def _withheld_keys(spec: SurveySpec, data: pd.DataFrame, protected: pd.DataFrame) -> list[str]:
+    """The keys of the spec in the original wave that a variant does not release (withheld)."""
+    return [key for key in (*spec.categorical_keys, *spec.continuous_keys)
+            if key in data.columns and key not in protected.columns]
 
 
 def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool],
@@ -1080,10 +1103,10 @@ def _confirm(data, spec, space, front, wave, start, say):
     stricter_target = spec.risk.max_global_risk / 2
     stricter_done = False
 
-    last_run = [0.0]  # seconds of the last plan run: the next is not started unless twice that fits the budget
+    last_run = [0.0]  # CPU seconds of the last plan run: the next is not started unless twice that fits the budget
 
     def over_budget() -> bool:
-        return time.perf_counter() - start + 2 * last_run[0] > spec.search.budget_seconds
+        return search_clock() - start + 2 * last_run[0] > spec.search.budget_seconds
 
     def finish(candidate: SearchCandidate, protected: PlanResult) -> SearchCandidate:
         return replace(candidate, loss=_search_loss(data, protected.data, spec), protected=protected)
@@ -1098,7 +1121,7 @@ def _confirm(data, spec, space, front, wave, start, say):
         prefixes = {}  # the candidate's protection without its continuous step, of the ladder tried now
 
         def run(option, candidate=candidate, suppression=suppression, prefixes=prefixes):
-            began = time.perf_counter()
+            began = search_clock()
             plan = _node_plan(space, candidate.levels, suppression, spec.risk.k, option, SEARCHED_PLAN)
             applied = None
             if option is not None:  # the attempts differ in the continuous step, the plan's last
@@ -1112,7 +1135,7 @@ def _confirm(data, spec, space, front, wave, start, say):
             checks = release_checks(protected.data, spec, plan, original=data)
             linkage = checks["linkage_risk"].value if "linkage_risk" in checks else np.nan
             found = checks["global_risk"].value if "global_risk" in checks else None
-            last_run[0] = time.perf_counter() - began
+            last_run[0] = search_clock() - began
             return replace(candidate, plan=plan, checks=checks,
                            linkage_risk=float(linkage) if isinstance(linkage, (int, float)) else np.nan,
                            global_risk=float(found) if isinstance(found, (int, float)) else candidate.global_risk
@@ -1142,8 +1165,8 @@ def _confirm(data, spec, space, front, wave, start, say):
         if not result.confirmed and withholding and not over_budget():
             result = climb(withholding)
         failures = blocking_failures(result.checks) if result.checks else {"not run": "time budget"}
-        say(f"{candidate.plan.name}: " + (f"passes the release checks, loss {result.loss:.4g}" if result.confirmed
-                                          else f"fails {', '.join(failures)}"))
+        say(f"{candidate.plan.name}: " + (f"passes the release checks, loss {result.loss:.4g}{_withheld_note(result)}"
+                                          if result.confirmed else f"fails {', '.join(failures)}"))
         confirmed.append(result)
         if result.confirmed:
             passed = sorted(passed + [result], key=lambda c: c.loss)
@@ -1241,11 +1264,26 @@ def optimality(nodes_evaluated: int, nodes_total: int, exhaustive: bool, loss_bo
     return f"best of {nodes_evaluated:,} checked (of {nodes_total:,} plans{bound})"
 
 
+def withheld_keys(candidate: SearchCandidate | None) -> list[str]:
+    """The keys a candidate's plan does not release at all (its ``remove_variables`` steps: the
+    continuous ladder's last rung)."""
+    if candidate is None:
+        return []
+    return [key for step in candidate.plan.steps if step["method"] == "remove_variables" for key in step["variables"]]
+
+
+def _withheld_note(candidate: SearchCandidate | None) -> str:
+    """"; income, assets, debts not released" when the plan withholds keys, else ""."""
+    keys = withheld_keys(candidate)
+    return f"; {', '.join(keys)} not released" if keys else ""
+
+
 def search_summary(found: WaveSearch) -> dict:
     """The search in figures, as the report and the asset's metadata show it: nodes evaluated of the
     lattice, exhaustive or how it was cut (``bound``), whether its plan is proven optimal in words
     (``optimality``, :func:`optimality`), seconds, the recommended plan and the
-    runner-up in words with their loss, and what half the global-risk target would cost in loss
+    runner-up in words with their loss, the keys the recommended plan does not release at all
+    (``withheld``, :func:`withheld_keys` joined by ", "; "" when it releases every key), and what half the global-risk target would cost in loss
     (``stricter_target``, ``stricter_loss``; NaN when no evaluated plan meets it)."""
     def described(candidate: SearchCandidate | None) -> tuple[str, float]:
         return (candidate.plan.description, candidate.loss) if candidate else ("", float("nan"))
@@ -1259,5 +1297,6 @@ def search_summary(found: WaveSearch) -> dict:
             "loss_bound": found.loss_bound,
             "recommended": recommended, "recommended_loss": recommended_loss,
             "runner_up": runner_up, "runner_up_loss": runner_up_loss,
+            "withheld": ", ".join(withheld_keys(found.recommended)),
             "stricter_target": float(stricter.get("target", float("nan"))),
             "stricter_loss": float(stricter.get("loss", float("nan")))}

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sdc_dagster.search.clock import search_clock
 from sdc_dagster.search.lattice import Lattice
 
 UNKNOWN, ELIGIBLE, INELIGIBLE = 0, 1, -1
@@ -82,7 +83,8 @@ def flash(lattice: Lattice, check: Callable[[int], Check], prior: np.ndarray, *,
     unsuppressed_value : the value of a node that suppresses no record, from its prior bound, or
         None when the counts are needed.
     counted_bounds : whether a check's ``counted_bound`` bounds the node's generalisations.
-    budget_seconds : stop after this many seconds (None: no limit).
+    budget_seconds : stop after this many CPU seconds of the process (None: no limit;
+        :func:`~sdc_dagster.search.clock.search_clock`, not the wall clock).
     progress : called with (nodes settled, nodes in all, nodes checked, best value) at most every
         :data:`PROGRESS_SECONDS` and at the end (settled: every node before the current one in
         the visiting order is checked, tagged, valued or pruned).
@@ -91,7 +93,8 @@ def flash(lattice: Lattice, check: Callable[[int], Check], prior: np.ndarray, *,
     -------
     :class:`Outcome`; ties between equal values go to the lower level vector in lexicographic order.
     """
-    start = time.perf_counter()
+    start = search_clock()
+    reported = time.perf_counter()
     size = lattice.size
     status = np.zeros(size, dtype=np.int8)
     unsuppressed = np.zeros(size, dtype=bool)
@@ -140,14 +143,13 @@ def flash(lattice: Lattice, check: Callable[[int], Check], prior: np.ndarray, *,
 
     order = np.lexsort((np.arange(size), prior))
     stopped_at = None
-    reported = start
     for position, node in enumerate(order.tolist()):
         if (prior[node], node) >= (best[0], best[1]):
             break
-        now = time.perf_counter()
-        if budget_seconds is not None and now - start > budget_seconds:
+        if budget_seconds is not None and search_clock() - start > budget_seconds:
             stopped_at = position
             break
+        now = time.perf_counter()
         if progress is not None and now - reported > PROGRESS_SECONDS:
             progress(position, size, checked[0], best[0])
             reported = now

@@ -516,6 +516,6 @@ def continuous_steps(data: pd.DataFrame, spec: SurveySpec) -> list[ContinuousRun
         # a release keeps at least one key: without categorical keys, the last continuous one stays
         most = len(ranked) if spec.categorical_keys else len(ranked) - 1
         rungs += [ContinuousRung("remove_variables", ({"method": "remove_variables", "variables": ranked[:i]},),
-                                 f"{', '.join(ranked[:i])} withheld from the release")
+                                 f"{', '.join(ranked[:i])} not released")
                   for i in range(1, most + 1)]
     return rungs

@@ -275,7 +275,9 @@ class SearchOptions:
     :data:`DEFAULT_SEARCH_METHODS`).
     ``budget_seconds``: the time budget of one wave's search, default 120 s (two minutes; a
     100,000-record wave with 7 keys stays within it, ``benchmarks/plan_search.py``); past it the
-    search stops with the best plans found and says so. ``loss``: the information loss the plans are
+    search stops with the best plans found and says so. It is counted in CPU seconds of the
+    process, not on the wall clock (:func:`sdc_dagster.search.clock.search_clock`): other work on
+    the machine does not change which plan the search releases. ``loss``: the information loss the plans are
     compared on, the distance measure (1) with arctan distances (SPEC §9.1, ``lambda_arctan``,
     default) or the mean TOPSIS loss (SPEC §10, ``topsis``).
     """
