@@ -1,4 +1,4 @@
-"""The plan search of a wave (issue 22; sdc_dagster.pipeline.search, search_space, spec ``search:``).
+"""The plan search of a wave (issue 22; sdc_dagster.search.wave, search_space, spec ``search:``).
 
 Expected values come from the chain's own release checks and loss (protection.release_checks,
 evaluation.headline_loss) run on the plans as the release runs them, or are written out by hand."""
@@ -19,7 +19,7 @@ from sdc_dagster.protect.plan import apply_plan
 from sdc_dagster.search.space import key_hierarchy, search_space
 from sdc_dagster.keys import key_digits
 from sdc_dagster.risk.categorical import k_anonymity_violations, risk_table
-from sdc_dagster.pipeline.search import SEARCHED_PLAN, _Lattice, progress_line, search_wave
+from sdc_dagster.search.wave import SEARCHED_PLAN, _Lattice, progress_line, search_wave
 from sdc_dagster.spec import SEARCH_METHODS, Plan, SearchOptions, SpecError, Variable, load_spec, parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -250,7 +250,7 @@ def test_the_searched_variant_is_released_as_the_search_protected_it(testdata):
     (and the checks) instead of protecting the wave again (issue 23)."""
     from unittest import mock
 
-    from sdc_dagster.pipeline.search import plan_search
+    from sdc_dagster.search.wave import plan_search
 
     spec = load_spec(EXAMPLE_SPEC)
     found = search_wave(testdata, spec, wave="w")
@@ -309,7 +309,7 @@ def test_a_candidate_failing_linkage_only_is_suppressed_to_a_larger_k(testdata):
     (None, [2, 5], 5),       # nothing passes: the strongest step's failing attempt
 ])
 def test_weakest_passing_bisects_from_the_middle_and_finishes_only_the_step_it_returns(passes_from, tried, kept):
-    from sdc_dagster.pipeline.search import _weakest_passing
+    from sdc_dagster.search.wave import _weakest_passing
 
     @dataclasses.dataclass(frozen=True)
     class Attempt:  # the bisection reads the release checks (risk checks only, the utility limits aside)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sdc_dagster.pipeline import search as pipeline_search
-from sdc_dagster.pipeline.search import search_wave
+from sdc_dagster.search import wave as pipeline_search
+from sdc_dagster.search.wave import search_wave
 from sdc_dagster.search import clock
 from sdc_dagster.search import flash as flash_module
 from sdc_dagster.spec import parse_spec

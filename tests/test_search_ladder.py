@@ -18,7 +18,7 @@ import pytest
 from sdc_dagster.cli import EXIT_BAD_DATA, main
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.pipeline import protection
-from sdc_dagster.pipeline.search import (
+from sdc_dagster.search.wave import (
     SearchCandidate,
     _search_loss,
     _stronger_suppressions,
@@ -310,7 +310,7 @@ def test_thirteen_record_file_is_released_with_keys_withheld_when_no_own_level_f
 
 
 def test_cutting_a_large_lattice_keeps_each_keys_top(monkeypatch):
-    from sdc_dagster.pipeline import search as search_module
+    from sdc_dagster.search import wave as search_module
 
     data = pd.DataFrame({"a": np.repeat(np.arange(1, 41), 5), "b": np.tile(np.arange(1, 21), 10)})
     spec = parse_spec({"survey": "t", "variables": {k: {"role": "categorical_key", "scale": "ordinal",

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sdc_dagster.pipeline import evaluation, protection
-from sdc_dagster.pipeline.search import search_summary, search_wave
+from sdc_dagster.search.wave import search_summary, search_wave
 from sdc_dagster.spec import Plan, parse_spec
 
 ADULT = Path(__file__).resolve().parent / "data" / "arx_adult"
@@ -197,7 +197,7 @@ def test_flash_finds_the_brute_force_node_on_random_hierarchies(seed, k, target,
     """The plan search's Flash passes (predictive tagging on rolled-up classes) find the node a
     brute force over every level vector finds, for any loss values (drawn at random: the traversal
     may not rely on them being monotone), and say the result is proven."""
-    from sdc_dagster.pipeline import search
+    from sdc_dagster.search import wave as search
     from sdc_dagster.search.space import search_space
 
     rng = np.random.default_rng(seed)

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdc_dagster import loss
-from sdc_dagster.pipeline import protection, search
+from sdc_dagster.pipeline import protection
+from sdc_dagster.search import wave as search
 from sdc_dagster.pipeline.variant import released_keys
 from sdc_dagster.protect.suppression import diversity_suppression
 from sdc_dagster.report import PlanSummary, ReportInputs

@@ -3,7 +3,6 @@
 Run from the repository root, with the project's Python::
 
     .venv/bin/python tools/move_modules.py                 # the moves of MOVES
-    .venv/bin/python tools/move_modules.py --with-search   # and those of SEARCH_MOVES
 
 For every move (old dotted module -> new dotted module) the script
 
@@ -56,11 +55,6 @@ MOVES: dict[str, str] = {
     "sdc_dagster.contribution": "sdc_dagster.risk.contribution",
     # grid/: the census grid's table (its variables, cell ids, tabulation)
     "sdc_dagster.grid_counts": "sdc_dagster.grid.counts",
-}
-
-#: Moves of modules whose owners were rewriting them while MOVES was made (the plan search, issue
-#: 34): applied only with ``--with-search``, once those branches are merged.
-SEARCH_MOVES: dict[str, str] = {
     # the wave's plan search (a stage: it imports pipeline.protection and pipeline.evaluation)
     "sdc_dagster.pipeline.search": "sdc_dagster.search.wave",
     # the Pareto front of risk against loss and its plans as a spec block
@@ -310,14 +304,12 @@ def final_checks(root: Path, moves: dict[str, str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--with-search", action="store_true",
-                        help="also make the moves of SEARCH_MOVES (the plan search into search/)")
-    args = parser.parse_args(argv)
+    parser.parse_args(argv)
     root = Path.cwd()
     if not (root / ROOT_PACKAGE / "__init__.py").is_file() or not (root / ".git").exists():
         print(f"run from the repository root (no {ROOT_PACKAGE}/__init__.py or .git here)", file=sys.stderr)
         return 2
-    moves = {**MOVES, **(SEARCH_MOVES if args.with_search else {})}
+    moves = MOVES
     try:
         check_table(moves)
         for old, new in moves.items():

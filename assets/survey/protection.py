@@ -7,7 +7,8 @@ from dagster import AssetExecutionContext, AssetsDefinition, MetadataValue, Outp
 
 from sdc_dagster.assets.checks import release_check_results, release_check_specs
 from sdc_dagster.assets.survey.common import code_version, common, ins, protected_key, table_markdown
-from sdc_dagster.pipeline import protection, search
+from sdc_dagster.pipeline import protection
+from sdc_dagster.search import wave as search
 from sdc_dagster.pipeline.ingest import RawWave
 from sdc_dagster.releases.wave import release_risk
 from sdc_dagster.spec.schemas import microdata_schema, validate

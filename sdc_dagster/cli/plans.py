@@ -12,20 +12,21 @@ from sdc_dagster.files import atomic_path
 
 def run_plan(survey_name: str, wave: str, *, data_file: str | None = None, write: bool = False,
              home: str | None = None, out=None) -> int:
-    """Search the plans of a wave (:func:`sdc_dagster.pipeline.search.search_wave`, with the spec's
+    """Search the plans of a wave (:func:`sdc_dagster.search.wave.search_wave`, with the spec's
     ``search:`` options, whether or not the wave chain searches) and print the front, and when it
     recommends no plan what it would take (:mod:`sdc_dagster.pipeline.relaxations`); with
     ``write``, add the front's plans to the spec file as named plans ``search_<n>``
-    (:func:`~sdc_dagster.protect.plan_search.front_as_yaml`) that can be edited and run like any other."""
+    (:func:`~sdc_dagster.search.front.front_as_yaml`) that can be edited and run like any other."""
     out = out or sys.stdout
     prepare_environment(home)
     if unsafe_names("plan", out, ("survey name", survey_name), ("wave id", wave)):
         return EXIT_USAGE
     import yaml
 
-    from sdc_dagster.pipeline import relaxations, search
+    from sdc_dagster.pipeline import relaxations
+    from sdc_dagster.search import wave as search
     from sdc_dagster.errors import SDCInputError
-    from sdc_dagster.protect.plan_search import front_as_yaml
+    from sdc_dagster.search.front import front_as_yaml
     from sdc_dagster.resources.storage import landing_dir
     from sdc_dagster.spec.sources import file_format, locate_wave_file, read_wave_file
     from sdc_dagster.spec import SpecError, load_spec, spec_text_with_plans

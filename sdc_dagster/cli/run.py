@@ -161,7 +161,7 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
 
     from sdc_dagster.names import inside
     from sdc_dagster.pipeline.relaxations import advice_lines
-    from sdc_dagster.pipeline.search import PROGRESS_PREFIX
+    from sdc_dagster.search.wave import PROGRESS_PREFIX
     from sdc_dagster.resources.storage import sdc_home
 
     instance.add_dynamic_partitions(f"{survey_name}_waves", [wave])

@@ -66,7 +66,7 @@ from sdc_dagster.pipeline.protection import (
     protect,
     release_checks,
 )
-from sdc_dagster.pipeline.search import PROGRESS_PREFIX, SearchCandidate, WaveSearch, search_wave
+from sdc_dagster.search.wave import PROGRESS_PREFIX, SearchCandidate, WaveSearch, search_wave
 from sdc_dagster.search.clock import search_clock
 from sdc_dagster.report import format_value, measure_info
 from sdc_dagster.spec import SurveySpec, Variables
@@ -444,7 +444,7 @@ def what_it_would_take(
     Parameters
     ----------
     data, spec, wave : the wave, its spec and name, as ``found`` was searched.
-    found : the finished search (:func:`~sdc_dagster.pipeline.search.search_wave`).
+    found : the finished search (:func:`~sdc_dagster.search.wave.search_wave`).
     budget_seconds : the budget of the relaxed searches; default :data:`BUDGET_SHARE` of the spec's
         ``search.budget_seconds``. Each relaxed search runs with at most :data:`TRY_SHARE` of it as
         its own ``search.budget_seconds``.

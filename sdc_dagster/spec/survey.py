@@ -255,7 +255,7 @@ SEARCHED_PLAN = "searched"
 
 @dataclass(frozen=True)
 class SearchOptions:
-    """The plan search of a wave (``search:``, issue 22; :func:`sdc_dagster.pipeline.search.search_wave`).
+    """The plan search of a wave (``search:``, issue 22; :func:`sdc_dagster.search.wave.search_wave`).
 
     ``enabled``: whether the pipeline searches (off when the spec has no ``search:`` section, on when
     it has one without ``enabled``; drafted specs write ``search: {enabled: true}``).

@@ -9,7 +9,7 @@ import yaml
 from dagster import AssetKey, materialize
 
 from sdc_dagster.assets.survey import build_survey_assets
-from sdc_dagster.pipeline.search import PROGRESS_PREFIX
+from sdc_dagster.search.wave import PROGRESS_PREFIX
 from sdc_dagster.resources import configured_resources
 from sdc_dagster.spec import load_spec
 

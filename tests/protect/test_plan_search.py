@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from sdc_dagster.protect.plan import apply_plan
-from sdc_dagster.protect.plan_search import front_as_yaml, pareto_front
+from sdc_dagster.search.front import front_as_yaml, pareto_front
 from sdc_dagster.spec import Plan, SpecError, parse_spec
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sdcmicro" / "testdata.csv"

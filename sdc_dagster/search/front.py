@@ -2,7 +2,7 @@
 
 Candidate A dominates B when A's risk and loss are both at most B's and one of them is lower
 (:func:`pareto_front`). The wave-level search that produces the candidates is
-:func:`sdc_dagster.pipeline.search.search_wave`; :func:`front_as_yaml` writes its front as the ``plans:``
+:func:`sdc_dagster.search.wave.search_wave`; :func:`front_as_yaml` writes its front as the ``plans:``
 block of a survey spec, as named, editable plans.
 """
 

@@ -96,7 +96,7 @@ from sdc_dagster.risk.frequencies import digit_key_frequencies
 from sdc_dagster.risk.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.keys import category_codes, renumbered_digits
 from sdc_dagster.protect.plan import PlanResult
-from sdc_dagster.protect.plan_search import pareto_front
+from sdc_dagster.search.front import pareto_front
 from sdc_dagster.search.clock import search_clock
 from sdc_dagster.search.coding import ClassCounter, KeyCoding
 from sdc_dagster.search.flash import Check, Outcome, flash
