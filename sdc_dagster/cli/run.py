@@ -148,19 +148,23 @@ def _run_wave(survey_name: str, wave: str, data_file: str | None, home: str | No
         return EXIT_BAD_DATA
     with dagster_instance() as instance:
         return _materialise_wave(job, instance, spec.survey, wave, source, out,
-                                 design=f"   design: {design_statement(spec)}", verbose=verbose)
+                                 design=f"   design: {design_statement(spec)}", verbose=verbose,
+                                 given=Path(data_file) if data_file else None)
 
 
 def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, out, *, design: str = "",
-                      verbose: bool = False) -> int:
+                      verbose: bool = False, given: Path | None = None) -> int:
     """The run of :func:`run_wave` with its progress lines; the exit status. Every event of the run,
     with the stack trace of a failed step, goes to ``<data home>/logs/<survey>/<wave>/<run id>.log``;
-    ``verbose`` also shows Dagster's own log lines on the console."""
+    ``verbose`` also shows Dagster's own log lines on the console. ``given``: the file the user gave
+    (``--file``), landed as ``source``: its name goes with the run as the tag
+    :data:`~sdc_dagster.pipeline.report_inputs.DATA_FILE_TAG`, for the report's header."""
     from dagster import DagsterEventType
     from dagster._core.utils import make_new_run_id
 
     from sdc_dagster.names import inside
     from sdc_dagster.pipeline.relaxations import advice_lines
+    from sdc_dagster.pipeline.report_inputs import DATA_FILE_TAG
     from sdc_dagster.pipeline.search import PROGRESS_PREFIX
     from sdc_dagster.resources.storage import sdc_home
 
@@ -213,7 +217,8 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
             if not verbose:  # a library's warning goes to the run's log: the console shows progress only
                 warnings.showwarning = logged_warning
             result = run_job(job, instance, run_id=run_id, partition_key=wave,
-                             run_config={} if verbose else QUIET, tags=run_process_tags())
+                             run_config={} if verbose else QUIET,
+                             tags={**run_process_tags(), **({DATA_FILE_TAG: given.name} if given else {})})
     finally:
         log.close()
     # the report's blocking "wave_released" check fails the run when no plan is released: that is
