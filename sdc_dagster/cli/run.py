@@ -241,7 +241,22 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
             print(f"   {line}", file=out)
         return EXIT_WITHHELD
     print(f"sdc run: released plan {released['plan']} ({released['folder']})", file=out)
+    lost = not_released_line(Path(released["folder"]))
+    if lost:
+        print(f"   {lost}", file=out)
     return EXIT_OK
+
+
+def not_released_line(folder: Path) -> str:
+    """What the released plan (its release ``folder``) leaves without information, from its manifest's
+    ``output.keys_not_released``, in words: "not released: age, region (one category each); income
+    (withheld)"; empty when every key is released (or the manifest predates the field)."""
+    from sdc_dagster.releases.manifest import read_manifest
+    from sdc_dagster.report.content import not_released_words
+
+    listed = (read_manifest(folder).get("output") or {}).get("keys_not_released") or []
+    words = not_released_words({entry["variable"]: entry["released_as"] for entry in listed})
+    return f"not released: {words}" if words else ""
 
 
 def _failed_run(decided: list, log_file: Path, out) -> int:

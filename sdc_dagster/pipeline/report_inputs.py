@@ -22,7 +22,7 @@ from sdc_dagster.pipeline.variant import released_keys, retained_records, values
 from sdc_dagster.releases.categories import ReleasedCoding
 from sdc_dagster.releases.digests import package_versions
 from sdc_dagster.releases.files import release_coding, wave_labels
-from sdc_dagster.releases.manifest import release_provenance
+from sdc_dagster.releases.manifest import keys_not_released, release_provenance
 from sdc_dagster.report import MeasureNote, PlanSummary, Recommendation, ReportInputs, RunInfo, SignOff, recommend_plan
 from sdc_dagster.spec.sources import source_metadata, value_labels
 from sdc_dagster.spec import SurveySpec
@@ -48,7 +48,8 @@ def plan_summary(variant: ProtectedVariant, evaluation: WaveEvaluation,
     a withheld plan has no link and names the blocking checks it failed), the variables' global
     contributions before and after the plan, the PRAM matrices it used and its provenance
     (:func:`~sdc_dagster.releases.manifest.release_provenance`); ``utility``: its per-variable utility
-    figures against the spec's limits (:func:`~sdc_dagster.pipeline.protection.utility_changes`)."""
+    figures against the spec's limits (:func:`~sdc_dagster.pipeline.protection.utility_changes`);
+    the variables it leaves without information (:func:`~sdc_dagster.releases.manifest.keys_not_released`)."""
     name = variant.name
     loss = evaluation.loss.plan(name)
     moved = None
@@ -82,6 +83,7 @@ def plan_summary(variant: ProtectedVariant, evaluation: WaveEvaluation,
         pram_matrices=dict(variant.matrices),
         provenance=provenance,
         utility=utility,
+        keys_not_released=keys_not_released(variant.data, variant.steps),
     )
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 from sdc_dagster.report.categories import category_text, normal_labels
 from sdc_dagster.report.content import (
     binding_limits,
+    not_released_words,
     category_shares,
     check_inputs,
     contributions_side_by_side,
@@ -255,15 +256,17 @@ def _any_releasable(inputs: ReportInputs) -> bool:
 
 
 def _losses_in_words(inputs: ReportInputs, chosen: Recommendation) -> str:
-    """The decision box's losses in words: the recommended plan's worst per-variable losses against
+    """The decision box's losses in words: the keys the recommended plan does not release (one
+    category, withheld: :func:`~sdc_dagster.report.content.not_released_words`) and its worst per-variable losses against
     the utility limits (:func:`~sdc_dagster.report.content.worst_losses`); with no plan to recommend,
     each limit that every plan exceeds and by how much (:func:`~sdc_dagster.report.content.binding_limits`)."""
     if chosen.plan is not None:
-        worst = worst_losses(inputs.plans[chosen.plan].utility)
-        if not worst:
-            return ""
-        return (f"<p>Largest losses of {html.escape(chosen.plan)} (against the utility limits): "
-                f"{html.escape('; '.join(worst))}.</p>")
+        plan = inputs.plans[chosen.plan]
+        worst = worst_losses(plan.utility)
+        lost = not_released_words(plan.keys_not_released)
+        return ((f"<p>Not released by {html.escape(chosen.plan)}: {html.escape(lost)}.</p>" if lost else "")
+                + (f"<p>Largest losses of {html.escape(chosen.plan)} (against the utility limits): "
+                   f"{html.escape('; '.join(worst))}.</p>" if worst else ""))
     binding = binding_limits(inputs)
     if not binding:
         return ""

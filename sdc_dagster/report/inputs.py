@@ -107,6 +107,9 @@ class PlanSummary:
         a signed relative change of a mean or variance, r* - r of a correlation), ``limit`` and
         ``used`` (|change| / limit; above 1 the limit is exceeded)
         (:func:`sdc_dagster.pipeline.protection.utility_changes`).
+    keys_not_released : dict
+        ``{variable: how}`` of the variables the plan leaves without information: "withheld",
+        "one category", "every value suppressed" (:func:`sdc_dagster.releases.manifest.keys_not_released`).
     """
 
     steps: list[dict]
@@ -122,6 +125,7 @@ class PlanSummary:
     pram_matrices: dict[str, pd.DataFrame] = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
     utility: pd.DataFrame | None = None
+    keys_not_released: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False)
