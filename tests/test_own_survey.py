@@ -132,6 +132,8 @@ def test_run_exit_status_when_a_blocking_check_fails(home, small_survey, capsys)
     assert status == EXIT_WITHHELD, text
     assert "small/protected_suppress_k3 withheld, failed blocking check(s): global_risk" in text
     assert (home / "landing" / "small" / "2024.csv").is_file()  # --file lands the wave
+    # the report's header names the file given, the landed copy beside it (issue 34)
+    assert "small.csv (landed as 2024.csv)" in (home / "reports" / "small" / "2024.html").read_text()
 
 
 def test_a_rejected_file_never_replaces_the_landed_wave(home, small_survey, capsys):

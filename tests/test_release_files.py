@@ -203,3 +203,41 @@ def test_audit_verifies_every_file_and_names_a_flipped_byte(survey_files, tmp_pa
         assert verification.files[name] == "differs from the hash in its manifest"
         path.write_bytes(intact)
     assert verify_release(release.folder, recompute_release).ok
+
+
+def test_the_manifest_names_the_keys_the_release_leaves_without_information(tmp_path):
+    # issue 34: testdata2.dta released 6 of 8 keys as one category and dropped 3 keys under a
+    # reassuring headline; the manifest says which keys carry nothing, and how
+    from sdc_dagster.releases.manifest import keys_not_released
+    from sdc_dagster.report.content import not_released_words
+
+    plan = {"steps": [{"method": "recode", "variable": "agegr", "mapping": {2: 1, 3: 1, 4: 1, 5: 1}},
+                      {"method": "remove_variables", "variables": ["sex"]}]}
+    spec_path = tmp_path / "lfs.yaml"
+    spec_path.write_text(yaml.safe_dump({**SPEC, "plans": {"flat": plan}}, sort_keys=False))
+    spec, source = load_spec(spec_path), write_sav(tmp_path / "2024.sav")
+    data = read_wave_file(spec, source)
+    variant = protection.protect(data, spec, spec.plan("flat"), wave="2024")
+    safe = release_files.safe_files(variant.data, spec, spec.plan("flat"), wave="2024", source=source, original=data)
+    release = write_release(tmp_path / "releases", ReleaseRecord(
+        survey="lfs", wave="2024", plan="flat", run_id="r1", protected=variant.data,
+        source=WaveSnapshot(file=source, snapshot=source, sha256=file_sha256(source)),
+        spec_path=spec.spec_path, spec_sha256=spec.spec_hash, plan_definition={}, steps=variant.steps, risk={},
+        loss={}, checks={}, safe=safe,
+    ))
+    # agegr 1..5 all recoded to 1 (99 is its missing code): one category; sex removed
+    assert release.manifest["output"]["keys_not_released"] == [
+        {"variable": "sex", "released_as": "withheld"}, {"variable": "agegr", "released_as": "one category"}]
+    # sdc run's console line under "released plan flat", read from the manifest
+    from sdc_dagster.cli.run import not_released_line
+    assert not_released_line(release.folder) == "not released: sex (withheld); agegr (one category)"
+    # the plan as the spec writes it gives the same; a key some of whose values survive is released
+    assert keys_not_released(variant.data, plan["steps"]) == {"sex": "withheld", "agegr": "one category"}
+    kept = [{"method": "recode", "variable": "agegr", "mapping": {5: 4}}]
+    assert keys_not_released(data, kept) == {}
+    # every value suppressed
+    assert keys_not_released(pd.DataFrame({"agegr": [np.nan, np.nan]}), kept) == {"agegr": "every value suppressed"}
+    assert not_released_words({"age": "one category", "region": "one category", "income": "withheld",
+                               "savings": "withheld"}) == "age, region (one category each); income, savings (withheld)"
+    assert not_released_words({"age": "one category"}) == "age (one category)"
+    assert not_released_words({}) == ""

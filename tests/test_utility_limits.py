@@ -273,6 +273,21 @@ def test_the_decision_box_names_the_worst_losses_in_words():
             "mean of savings +8 %; age: 12 % suppressed.") in html
 
 
+def test_the_decision_box_names_the_keys_the_plan_does_not_release():
+    # issue 34: testdata2.dta released keys as one category and dropped others under "utility 0.822"
+    from dataclasses import replace
+
+    utility = _utility([("suppressed", "age", 100, 88, 0.12, 0.10)])
+    plan = replace(_plan(utility), keys_not_released={"age": "one category", "region": "one category",
+                                                      "income": "withheld", "savings": "withheld"})
+    html = render_report(_inputs({"chosen": plan}))
+    box = html[html.index('<div class="decision">'):html.index("</div>", html.index('<div class="decision">'))]
+    assert "Not released by chosen: age, region (one category each); income, savings (withheld).</p>" in box
+    assert "Largest losses of chosen (against the utility limits): age: 12 % suppressed." in box
+    # every key released: no such sentence
+    assert "Not released by" not in render_report(_inputs({"chosen": _plan(utility)}))
+
+
 def test_with_no_plan_releasable_the_decision_says_which_limit_binds_and_by_how_much():
     first = _utility([("suppressed", "age", 100, 60, 0.4, 0.1), ("variance", "income", 4.0, 5.0, 0.25, 0.2)])
     second = _utility([("suppressed", "age", 100, 85, 0.15, 0.1), ("variance", "income", 4.0, 4.1, 0.025, 0.2)])

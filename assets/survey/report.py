@@ -19,7 +19,7 @@ from sdc_dagster.assets.survey.common import (
 from sdc_dagster.pipeline.evaluation import InformationLoss
 from sdc_dagster.pipeline.ingest import RawWave
 from sdc_dagster.pipeline.protection import ProtectedVariant
-from sdc_dagster.pipeline.report_inputs import WaveEvaluation, report_inputs, run_info
+from sdc_dagster.pipeline.report_inputs import DATA_FILE_TAG, WaveEvaluation, report_inputs, run_info
 from sdc_dagster.pipeline.risk import Contributions, RiskScores
 from sdc_dagster.releases.wave import WaveRelease, file_report
 from sdc_dagster.resources.home import SdcHome
@@ -72,7 +72,8 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
         source = raw_microdata.source
         record = context.instance.get_run_record_by_id(context.run_id)
         started = record.start_time or record.create_timestamp.timestamp()  # the run's, not this render's
-        run = run_info(spec, context.run_id, started, wave, source.file, source.sha256)
+        run = run_info(spec, context.run_id, started, wave, source.file, source.sha256,
+                       given_file=context.run.tags.get(DATA_FILE_TAG))
         inputs = report_inputs(spec, wave, raw_microdata.data, risk_scores, risk_contributions, evaluated,
                                release.recorded(variants(spec, protected)), search=release.search,
                                source=source.snapshot, run=run)

@@ -148,19 +148,23 @@ def _run_wave(survey_name: str, wave: str, data_file: str | None, home: str | No
         return EXIT_BAD_DATA
     with dagster_instance() as instance:
         return _materialise_wave(job, instance, spec.survey, wave, source, out,
-                                 design=f"   design: {design_statement(spec)}", verbose=verbose)
+                                 design=f"   design: {design_statement(spec)}", verbose=verbose,
+                                 given=Path(data_file) if data_file else None)
 
 
 def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, out, *, design: str = "",
-                      verbose: bool = False) -> int:
+                      verbose: bool = False, given: Path | None = None) -> int:
     """The run of :func:`run_wave` with its progress lines; the exit status. Every event of the run,
     with the stack trace of a failed step, goes to ``<data home>/logs/<survey>/<wave>/<run id>.log``;
-    ``verbose`` also shows Dagster's own log lines on the console."""
+    ``verbose`` also shows Dagster's own log lines on the console. ``given``: the file the user gave
+    (``--file``), landed as ``source``: its name goes with the run as the tag
+    :data:`~sdc_dagster.pipeline.report_inputs.DATA_FILE_TAG`, for the report's header."""
     from dagster import DagsterEventType
     from dagster._core.utils import make_new_run_id
 
     from sdc_dagster.names import inside
     from sdc_dagster.pipeline.relaxations import advice_lines
+    from sdc_dagster.pipeline.report_inputs import DATA_FILE_TAG
     from sdc_dagster.search.wave import PROGRESS_PREFIX
     from sdc_dagster.resources.storage import sdc_home
 
@@ -213,7 +217,8 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
             if not verbose:  # a library's warning goes to the run's log: the console shows progress only
                 warnings.showwarning = logged_warning
             result = run_job(job, instance, run_id=run_id, partition_key=wave,
-                             run_config={} if verbose else QUIET, tags=run_process_tags())
+                             run_config={} if verbose else QUIET,
+                             tags={**run_process_tags(), **({DATA_FILE_TAG: given.name} if given else {})})
     finally:
         log.close()
     # the report's blocking "wave_released" check fails the run when no plan is released: that is
@@ -236,7 +241,22 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
             print(f"   {line}", file=out)
         return EXIT_WITHHELD
     print(f"sdc run: released plan {released['plan']} ({released['folder']})", file=out)
+    lost = not_released_line(Path(released["folder"]))
+    if lost:
+        print(f"   {lost}", file=out)
     return EXIT_OK
+
+
+def not_released_line(folder: Path) -> str:
+    """What the released plan (its release ``folder``) leaves without information, from its manifest's
+    ``output.keys_not_released``, in words: "not released: age, region (one category each); income
+    (withheld)"; empty when every key is released (or the manifest predates the field)."""
+    from sdc_dagster.releases.manifest import read_manifest
+    from sdc_dagster.report.content import not_released_words
+
+    listed = (read_manifest(folder).get("output") or {}).get("keys_not_released") or []
+    words = not_released_words({entry["variable"]: entry["released_as"] for entry in listed})
+    return f"not released: {words}" if words else ""
 
 
 def _failed_run(decided: list, log_file: Path, out) -> int:

@@ -22,7 +22,7 @@ from sdc_dagster.pipeline.variant import released_keys, retained_records, values
 from sdc_dagster.releases.categories import ReleasedCoding
 from sdc_dagster.releases.digests import package_versions
 from sdc_dagster.releases.files import release_coding, wave_labels
-from sdc_dagster.releases.manifest import release_provenance
+from sdc_dagster.releases.manifest import keys_not_released, release_provenance
 from sdc_dagster.report import MeasureNote, PlanSummary, Recommendation, ReportInputs, RunInfo, SignOff, recommend_plan
 from sdc_dagster.spec.sources import source_metadata, value_labels
 from sdc_dagster.spec import SurveySpec
@@ -48,7 +48,8 @@ def plan_summary(variant: ProtectedVariant, evaluation: WaveEvaluation,
     a withheld plan has no link and names the blocking checks it failed), the variables' global
     contributions before and after the plan, the PRAM matrices it used and its provenance
     (:func:`~sdc_dagster.releases.manifest.release_provenance`); ``utility``: its per-variable utility
-    figures against the spec's limits (:func:`~sdc_dagster.pipeline.protection.utility_changes`)."""
+    figures against the spec's limits (:func:`~sdc_dagster.pipeline.protection.utility_changes`);
+    the variables it leaves without information (:func:`~sdc_dagster.releases.manifest.keys_not_released`)."""
     name = variant.name
     loss = evaluation.loss.plan(name)
     moved = None
@@ -82,6 +83,7 @@ def plan_summary(variant: ProtectedVariant, evaluation: WaveEvaluation,
         pram_matrices=dict(variant.matrices),
         provenance=provenance,
         utility=utility,
+        keys_not_released=keys_not_released(variant.data, variant.steps),
     )
 
 
@@ -171,16 +173,26 @@ def design_statement(spec: SurveySpec) -> str:
     return f"{weight}; {household}"
 
 
+#: The run tag naming the file the user gave ``sdc run SURVEY WAVE --file FILE`` (its name; the run
+#: reads the copy landed as ``<wave><suffix>``): the report's header names it (:func:`run_info`).
+DATA_FILE_TAG = "sdc/data_file"
+
+
 def run_info(spec: SurveySpec, run_id: str, started: float, partition: str, data_file: str | Path,
-             data_sha256: str) -> RunInfo:
+             data_sha256: str, given_file: str | Path | None = None) -> RunInfo:
     """The run a wave's report belongs to (:class:`~sdc_dagster.report.inputs.RunInfo`): ``started``
     is the run's start as a POSIX timestamp, kept with the offset of this machine's local time;
     ``data_file`` the wave file as it landed and ``data_sha256`` the digest of its bytes (the
-    snapshot's, as the release manifests record it); the spec digest and the software versions
-    those of the release lineage (``SurveySpec.spec_hash``, :func:`sdc_dagster.releases.digests.package_versions`)."""
+    snapshot's, as the release manifests record it); ``given_file`` the file the user gave (the run's
+    :data:`DATA_FILE_TAG`; the landed file is its byte copy, so the digest is the given file's too):
+    the header names it, with the landed copy beside it when its name differs; the spec digest and
+    the software versions those of the release lineage (``SurveySpec.spec_hash``,
+    :func:`sdc_dagster.releases.digests.package_versions`)."""
+    landed = Path(data_file).name
+    given = Path(given_file).name if given_file else landed
     return RunInfo(run_id=run_id, started=datetime.fromtimestamp(started).astimezone(), partition=partition,
-                   data_file=Path(data_file).name, data_sha256=data_sha256, spec_sha256=spec.spec_hash,
-                   packages=package_versions())
+                   data_file=given, data_sha256=data_sha256, spec_sha256=spec.spec_hash,
+                   packages=package_versions(), landed_file="" if given == landed else landed)
 
 
 def report_inputs(

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.numerics.decimals import original_decimals
 from sdc_dagster.protect.microaggregation import (
     MEASURES,
     METHODS,
@@ -162,25 +163,6 @@ KEYED_METHODS = {"local_suppression", "risk_suppression", "diversity_suppression
 WHOLE_NUMBER_METHODS = ("microaggregation", "microaggregation_gower", "noise")
 # Not mv_top_coding: its pulled points lie on the ellipsoid d^2 = quantile, and rounding them can move
 # them back outside it, or back onto the original whole-number point (tests/protect/test_mv_top_coding.py).
-
-
-#: The most decimals a released value is rounded back to: a variable whose values need more is measured,
-#: not coded to a published precision (mu-Argus's ``<DECIMALS>`` in practice 0 to a few), and is left as
-#: the method wrote it.
-MAX_RELEASED_DECIMALS = 4
-
-
-def original_decimals(values: np.ndarray) -> int | None:
-    """The number of decimals the observed ``values`` are published with: the least d in
-    0..MAX_RELEASED_DECIMALS with every value equal to itself rounded to d decimals (to 1e-12
-    relative), None when more are needed or nothing is observed."""
-    observed = values[~np.isnan(values)]
-    if not len(observed):
-        return None
-    for decimals in range(MAX_RELEASED_DECIMALS + 1):
-        if np.allclose(observed, np.round(observed, decimals), rtol=1e-12, atol=0):
-            return decimals
-    return None
 
 
 def rounded_to_original_decimals(before: pd.DataFrame, after: pd.DataFrame,

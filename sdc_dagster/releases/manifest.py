@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,7 @@ import pandas as pd
 
 from sdc_dagster.files import write_atomic
 from sdc_dagster.names import inside
+from sdc_dagster.releases.categories import step_columns, step_parameters
 from sdc_dagster.releases.digests import WaveSnapshot, package_versions, parquet_bytes, sha256_bytes, spec_text_sha256
 from sdc_dagster.releases.files import PROTECTED, SafeFiles
 
@@ -188,6 +190,8 @@ def _write_release_files(folder: Path, record: ReleaseRecord, safe: SafeFiles | 
             "files": {name: sha256_bytes(data) for name, data in files.items()},
             "order": safe.order,
             "categories": safe.categories,
+            "keys_not_released": [{"variable": variable, "released_as": why}
+                                  for variable, why in keys_not_released(record.protected, record.steps).items()],
         },
         "risk": record.risk,
         "loss": record.loss,
@@ -200,6 +204,33 @@ def _write_release_files(folder: Path, record: ReleaseRecord, safe: SafeFiles | 
     name = WITHHELD if record.withheld else MANIFEST
     write_atomic(folder / name, manifest_bytes(manifest))
     return Release(folder=folder, manifest=manifest)
+
+
+#: How a variable a plan's steps write into is not released (:func:`keys_not_released`).
+WITHHELD_VARIABLE, ONE_CATEGORY, ALL_SUPPRESSED = "withheld", "one category", "every value suppressed"
+
+
+def keys_not_released(protected: pd.DataFrame, steps: Sequence[Mapping]) -> dict[str, str]:
+    """``{variable: how}`` for each variable a plan's ``steps`` (as the spec writes them or as run)
+    leave without information in the released file ``protected``: ``"withheld"`` (removed by a
+    ``remove_variables`` step: not in the file), ``"one category"`` (written into by a step, e.g. a
+    global recode to its hierarchy's top, and released with a single distinct value: every record
+    reads the same, sdcMicro's and ARX's fully generalised attribute, "*" in ARX) or ``"every value
+    suppressed"`` (written into, and no value left). A published file that releases a key so
+    carries none of its information, whatever the composite utility says (Hundepool et al. 2012,
+    "Statistical Disclosure Control", §3.4 on information loss per variable); the manifest
+    records it (``output.keys_not_released``) and the report's decision box names it."""
+    removed, written = {}, {}
+    for step in steps:
+        columns = (step_parameters(step).get("variables") if step.get("method") == "remove_variables"
+                   else step_columns(step))
+        for column in [columns] if isinstance(columns, str) else list(columns or ()):
+            (removed if step.get("method") == "remove_variables" else written)[column] = True
+    out = {column: WITHHELD_VARIABLE for column in removed if column not in protected.columns}
+    present = [c for c in written if c in protected.columns and c not in out]
+    distinct = protected[present].nunique(dropna=True) if present else pd.Series(dtype="int64")
+    out.update({column: ONE_CATEGORY if n == 1 else ALL_SUPPRESSED for column, n in distinct.items() if n <= 1})
+    return out
 
 
 def manifest_bytes(manifest: dict) -> bytes:

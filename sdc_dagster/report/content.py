@@ -4,6 +4,8 @@ the category shares and distribution panels of the variables, and the report's p
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
@@ -480,6 +482,17 @@ def loss_words(row) -> str:
     if row["measure"] == "correlation":
         return f"correlation {row['variable']} {row['before']:.2f} → {row['after']:.2f}"
     return f"{row['measure']} of {row['variable']} {_signed_percent(row['change'])}"
+
+
+def not_released_words(keys: Mapping[str, str]) -> str:
+    """The variables a plan does not release (:func:`~sdc_dagster.releases.manifest.keys_not_released`)
+    in words, grouped by how: "age, region (one category each); income, savings (withheld)"; empty
+    when every key is released."""
+    groups: dict[str, list[str]] = {}
+    for variable, how in keys.items():
+        groups.setdefault(how, []).append(str(variable))
+    each = {how: " each" if how == "one category" and len(names) > 1 else "" for how, names in groups.items()}
+    return "; ".join(f"{', '.join(names)} ({how}{each[how]})" for how, names in groups.items())
 
 
 def worst_losses(utility: pd.DataFrame | None, count: int = 3) -> list[str]:

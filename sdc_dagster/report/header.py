@@ -30,14 +30,16 @@ def run_time(inputs: ReportInputs) -> dict[str, str]:
 
 def header_fields(inputs: ReportInputs) -> dict:
     """The header of the report as plain fields (the JSON report's ``header``): survey, wave,
-    partition, run id, run date and time (UTC and local), data file and SHA-256, spec SHA-256 and
+    partition, run id, run date and time (UTC and local), data file (the user's; ``landed_file``: the
+    copy the run read) and SHA-256, spec SHA-256 and
     the software versions (sdc-dagster's and the key packages')."""
     fields = {"survey": inputs.survey, "wave": inputs.wave}
     run = inputs.run
     if run is None:
         return {**fields, "run": None}
     return {**fields, "partition": run.partition, "run_id": run.run_id,
-            "run_started": run_time(inputs), "data_file": run.data_file, "data_sha256": run.data_sha256,
+            "run_started": run_time(inputs), "data_file": run.data_file,
+            "landed_file": run.landed_file or run.data_file, "data_sha256": run.data_sha256,
             "spec_sha256": run.spec_sha256, "software": dict(run.packages)}
 
 
@@ -51,7 +53,8 @@ def header_html(inputs: ReportInputs) -> str:
     software = "; ".join(f"{name} {version}" for name, version in run.packages.items())
     rows = [("Survey", inputs.survey), ("Wave (partition)", f"{inputs.wave} ({run.partition})"),
             ("Run date and time", f"{when['utc']} (local time {when['local']})"), ("Dagster run id", run.run_id),
-            ("Data file", run.data_file), ("Data file SHA-256", run.data_sha256),
+            ("Data file", run.data_file + (f" (landed as {run.landed_file})" if run.landed_file else "")),
+            ("Data file SHA-256", run.data_sha256),
             ("Spec SHA-256", run.spec_sha256), ("Software", software)]
     body = "".join(f'<tr><th scope="row">{html.escape(label)}</th><td class="text{" hash" if "SHA" in label else ""}">'
                    f"{html.escape(str(value))}</td></tr>" for label, value in rows)

@@ -18,6 +18,7 @@ import pandas as pd
 from sdc_dagster.report.categories import category_text, normal_labels
 from sdc_dagster.report.content import (
     binding_limits,
+    not_released_words,
     category_shares,
     check_inputs,
     contributions_side_by_side,
@@ -69,6 +70,25 @@ def _release_note(release: dict | None) -> str:
 # --- sections ------------------------------------------------------------------------------------
 
 
+def _evaluated_words(found: dict) -> str:
+    """How many plans the search evaluated and how the others were settled, true to the figures:
+    "every plan of the space" only when each was evaluated; an exhaustive search that settled
+    plans without evaluating them (by their equivalence classes, or by ARX's predictive tagging:
+    a generalisation of a k-anonymous node is k-anonymous, a specialisation of a node that is
+    not is not either; Kohlmayer et al. 2012, "Flash: efficient, stable and optimal
+    k-anonymity") says how many and how (the search's ``bound``); a cut search gives its cut."""
+    evaluated, total = int(found["nodes_evaluated"]), int(found["nodes_total"])
+    words = f"evaluated {evaluated:,} of {total:,} generalisation plans in {found['seconds']:.1f} s"
+    if not found["exhaustive"]:
+        return f"{words} ({found['bound']})"
+    if evaluated >= total:
+        return f"{words} (every plan of the space)"
+    # the bound's first clause ("none: every node evaluated ...") says nothing of the settled ones
+    how = "; ".join(part for part in str(found["bound"]).split("; ") if not part.startswith("none"))
+    return (f"{words}; the other {total - evaluated:,} were settled without evaluation"
+            + (f" ({how})" if how else ""))
+
+
 def search_sentence(inputs: ReportInputs) -> str:
     """What the plan search did and found, in words: the nodes it evaluated and how the lattice was
     cut, the plan it proposes (``searched``), "optimal over N plans" only when the search evaluated
@@ -76,9 +96,7 @@ def search_sentence(inputs: ReportInputs) -> str:
     runner-up, and the loss a stricter target (half the global-risk target) would cost."""
     found = inputs.search
     label = measure_info(inputs.loss_measure).label
-    how = "every plan of the space" if found["exhaustive"] else found["bound"]
-    text = (f"The plan search evaluated {int(found['nodes_evaluated']):,} of {int(found['nodes_total']):,} "
-            f"generalisation plans in {found['seconds']:.1f} s ({how}). ")
+    text = f"The plan search {_evaluated_words(found)}. "
     searched = inputs.plans.get(SEARCHED_PLAN)
     if not found["recommended"] or searched is None:
         return text + "No searched plan passes every blocking release check." + (
@@ -238,15 +256,17 @@ def _any_releasable(inputs: ReportInputs) -> bool:
 
 
 def _losses_in_words(inputs: ReportInputs, chosen: Recommendation) -> str:
-    """The decision box's losses in words: the recommended plan's worst per-variable losses against
+    """The decision box's losses in words: the keys the recommended plan does not release (one
+    category, withheld: :func:`~sdc_dagster.report.content.not_released_words`) and its worst per-variable losses against
     the utility limits (:func:`~sdc_dagster.report.content.worst_losses`); with no plan to recommend,
     each limit that every plan exceeds and by how much (:func:`~sdc_dagster.report.content.binding_limits`)."""
     if chosen.plan is not None:
-        worst = worst_losses(inputs.plans[chosen.plan].utility)
-        if not worst:
-            return ""
-        return (f"<p>Largest losses of {html.escape(chosen.plan)} (against the utility limits): "
-                f"{html.escape('; '.join(worst))}.</p>")
+        plan = inputs.plans[chosen.plan]
+        worst = worst_losses(plan.utility)
+        lost = not_released_words(plan.keys_not_released)
+        return ((f"<p>Not released by {html.escape(chosen.plan)}: {html.escape(lost)}.</p>" if lost else "")
+                + (f"<p>Largest losses of {html.escape(chosen.plan)} (against the utility limits): "
+                   f"{html.escape('; '.join(worst))}.</p>" if worst else ""))
     binding = binding_limits(inputs)
     if not binding:
         return ""

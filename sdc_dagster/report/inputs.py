@@ -31,10 +31,12 @@ class RunInfo:
 
     ``started``: when the run started, a timezone-aware datetime in the local time of the machine
     that ran it (the header writes it in UTC and with that local offset); ``run_id``: the Dagster run
-    id; ``partition``: the Dagster partition (the wave); ``data_file`` and ``data_sha256``: the wave
-    file's name and the SHA-256 of its bytes (the digest of its snapshot, as in the release
-    lineage); ``spec_sha256``: the spec's digest as the release manifests record it;
-    ``packages``: ``{package: version}``, sdc-dagster's first (:func:`sdc_dagster.releases.digests.package_versions`).
+    id; ``partition``: the Dagster partition (the wave); ``data_file`` and ``data_sha256``: the name
+    of the file the user gave and the SHA-256 of its bytes (the digest of its snapshot, as in the
+    release lineage); ``spec_sha256``: the spec's digest as the release manifests record it;
+    ``packages``: ``{package: version}``, sdc-dagster's first (:func:`sdc_dagster.releases.digests.package_versions`);
+    ``landed_file``: the name of its copy in the landing folder the run read (``2024.sav`` for
+    ``casc1.sav``), empty when the run read the file under its own name.
     """
 
     run_id: str
@@ -44,6 +46,7 @@ class RunInfo:
     data_sha256: str
     spec_sha256: str
     packages: dict[str, str] = field(default_factory=dict)
+    landed_file: str = ""
 
     def __post_init__(self):
         if self.started.tzinfo is None:
@@ -104,6 +107,9 @@ class PlanSummary:
         a signed relative change of a mean or variance, r* - r of a correlation), ``limit`` and
         ``used`` (|change| / limit; above 1 the limit is exceeded)
         (:func:`sdc_dagster.pipeline.protection.utility_changes`).
+    keys_not_released : dict
+        ``{variable: how}`` of the variables the plan leaves without information: "withheld",
+        "one category", "every value suppressed" (:func:`sdc_dagster.releases.manifest.keys_not_released`).
     """
 
     steps: list[dict]
@@ -119,6 +125,7 @@ class PlanSummary:
     pram_matrices: dict[str, pd.DataFrame] = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
     utility: pd.DataFrame | None = None
+    keys_not_released: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False)

@@ -52,6 +52,7 @@ from sdc_dagster.datafiles.argus import read_argus, read_rda, resolve_beside
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.files import pin_timestamp, write_atomic
 from sdc_dagster.names import check_name, inside
+from sdc_dagster.numerics.decimals import original_decimals
 from sdc_dagster.spec.reading import read_with_metadata
 from sdc_dagster.tables.audit import stacked_mask
 from sdc_dagster.tables.hierarchy_files import LEADSTRING, read_hrc, write_hrc
@@ -87,11 +88,22 @@ def _whole(values: np.ndarray) -> bool:
     return bool(np.all(finite == np.round(finite)))
 
 
+def _input_decimals(table: Table) -> int | None:
+    """The decimals a magnitude table's input values are published with (:func:`~sdc_dagster.numerics.decimals.original_decimals`:
+    the contributions of microdata, else the inner cells of aggregated input); sums of such values
+    have no more, so written at that precision they lose nothing but the binary floating-point
+    noise of the summation (562.3000000000001). None for input measured to more than
+    :data:`~sdc_dagster.numerics.decimals.MAX_RELEASED_DECIMALS` decimals: written as summed."""
+    source = (table.contributions["value"].to_numpy(dtype=np.float64) if table.contributions is not None
+              else table.published[table.inner_rows])
+    return original_decimals(source)
+
+
 def published_table(table: Table, suppressed, *, primary=None, intervals: pd.DataFrame | None = None) -> pd.DataFrame:
     """The office's layout of ``table`` protected by ``suppressed``: one row per published cell (the
     order of ``table.cells``), the dimension columns (codes; each dimension's total under its code,
     ``"Total"`` for a flat dimension), ``value`` (the count of a frequency table, the sum of a
-    magnitude table; blank where suppressed), ``status`` (one letter a cell):
+    magnitude table, at the decimals of its input: :func:`_input_decimals`; blank where suppressed), ``status`` (one letter a cell):
 
     * ``S`` safe: published;
     * ``U`` primary unsafe: suppressed by a primary rule (in ``primary``);
@@ -114,6 +126,8 @@ def published_table(table: Table, suppressed, *, primary=None, intervals: pd.Dat
     values = pd.array(np.where(hidden, np.nan, figures), dtype="Float64")
     if not table.magnitude or _whole(figures):
         values = values.round().astype("Int64")
+    elif (decimals := _input_decimals(table)) is not None:
+        values = values.round(decimals)
     out["value"] = values
     status = np.where(table.cells["freq"].to_numpy() == 0, "Z", "S").astype(object)
     if primary is None:

@@ -178,7 +178,7 @@ def test_microaggregated_values_keep_the_original_decimals():
     Prestige, education in years with 2 decimals). Hand computation: MDAV with k = 3 on one variable
     groups {1.01, 1.02, 1.04} (mean 1.02333 -> 1.02) and {5.00, 5.01, 5.03} (mean 5.01333 -> 5.01).
     A variable with more decimals than MAX_RELEASED_DECIMALS (4) is measured, not coded: left as computed."""
-    from sdc_dagster.protect.plan import MAX_RELEASED_DECIMALS
+    from sdc_dagster.numerics.decimals import MAX_RELEASED_DECIMALS
 
     data = pd.DataFrame({"x": [1.01, 1.02, 1.04, 5.00, 5.01, 5.03],
                          "y": [0.123456, 0.234567, 0.345678, 3.123456, 3.234567, 3.345678]})

@@ -8,6 +8,7 @@ import json
 import re
 import unicodedata
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
@@ -50,10 +51,32 @@ def test_header_shows_the_run_the_data_the_spec_and_the_software(signed_inputs):
     assert render_report(signed_inputs) == page
     data = report_data(signed_inputs)["header"]
     assert data == {"survey": "Household budget <survey>", "wave": "2024Q1", "partition": "2024Q1",
-                    "run_id": RUN.run_id, "data_file": "2024Q1.csv", "data_sha256": "d" * 64, "spec_sha256": "e" * 64,
+                    "run_id": RUN.run_id, "data_file": "2024Q1.csv", "landed_file": "2024Q1.csv",
+                    "data_sha256": "d" * 64, "spec_sha256": "e" * 64,
                     "software": {"sdc-dagster": "0.1.0", "pandas": "2.3.3"},
                     "run_started": {"utc": "2026-03-01 13:05:09 UTC", "local": "2026-03-01 14:05:09 +01:00",
                                     "iso": "2026-03-01T14:05:09+01:00"}}
+
+
+def test_header_names_the_file_the_user_gave_and_the_landed_copy_beside_it(full_report_inputs):
+    # issue 34: ``sdc run casc 2024 --file casc1.sav`` read the copy landed as 2024.sav, and the header
+    # said "Data file 2024.sav": a file the methodologist never had
+    from sdc_dagster.pipeline.report_inputs import run_info
+    from sdc_dagster.spec import load_spec
+
+    spec = load_spec(Path(__file__).resolve().parents[2] / "examples" / "testdata.yaml")
+    run = run_info(spec, "r1", 1772370309.0, "2024", "/home/landing/casc/2024.sav", "f" * 64,
+                   given_file="/data/casc1.sav")
+    assert (run.data_file, run.landed_file, run.data_sha256) == ("casc1.sav", "2024.sav", "f" * 64)
+    inputs = ReportInputs(**{**full_report_inputs.__dict__, "run": run})
+    page = render_report(inputs)
+    header = page[page.index('<table class="header">'):page.index("</table>", page.index('<table class="header">'))]
+    assert "<td class=\"text\">casc1.sav (landed as 2024.sav)</td>" in header
+    fields = report_data(inputs)["header"]
+    assert (fields["data_file"], fields["landed_file"]) == ("casc1.sav", "2024.sav")
+    # a wave read where it lies (the landing sensor, source.path): one name, nothing beside it
+    alone = run_info(spec, "r1", 1772370309.0, "2024", "/home/landing/casc/2024.sav", "f" * 64)
+    assert (alone.data_file, alone.landed_file) == ("2024.sav", "")
 
 
 def test_a_report_outside_a_run_says_it_has_no_run_to_show(full_report_inputs):

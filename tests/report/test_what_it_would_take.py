@@ -85,3 +85,17 @@ def test_the_section_when_no_change_tried_helps(report_inputs):
     assert "The search ran no plan through the release checks within its budget." in text
     assert "None of the changes tried makes a plan eligible." in text and "<table>" not in text
     assert "ran out" not in text
+
+
+def test_the_search_sentence_says_how_the_plans_it_did_not_evaluate_were_settled(report_inputs):
+    # casc1.sav: 3 of 36 plans evaluated, the search exhaustive (issue 34): "every plan of the space"
+    # contradicted the 3; the other 33 were settled by predictive tagging
+    search = {"nodes_evaluated": 3, "nodes_total": 36, "exhaustive": True,
+              "bound": "none: every node evaluated or settled by its classes; 33 nodes tagged k-anonymous or not "
+                       "without a frequency check (predictive tagging)", "seconds": 0.4,
+              "recommended": "", "recommended_loss": float("nan"), "runner_up": "", "runner_up_loss": float("nan"),
+              "stricter_target": float("nan"), "stricter_loss": float("nan")}
+    page = render_report(withheld(report_inputs, search=search))
+    assert ("The plan search evaluated 3 of 36 generalisation plans in 0.4 s; the other 33 were settled without "
+            "evaluation (33 nodes tagged k-anonymous or not without a frequency check (predictive tagging)).") in page
+    assert "every plan of the space" not in page

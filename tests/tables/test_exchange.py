@@ -225,6 +225,23 @@ def test_published_table_flags_values_and_intervals(small):
     assert str(out["value"].dtype) == "Int64"
 
 
+def test_published_magnitudes_keep_the_decimals_of_the_input(tmp_path):
+    # issue 34: turnovers of one decimal summed in binary floating point (0.1 + 0.2 = 0.30000000000000004,
+    # 562.1 + 0.2 = 562.3000000000001) were written with the float noise; the office publishes 0.3, 562.3
+    micro = pd.DataFrame({"region": ["a", "a", "b", "b"], "turnover": [0.1, 0.2, 562.1, 0.2]})
+    table = tables.tabulate(micro, {"region": None}, value="turnover")
+    assert table.published.tolist() != [0.3, 562.3, 562.6]  # the noise the fix removes
+    out = tables.published_table(table, _mask(table, []))
+    assert out.set_index("region")["value"].to_dict() == {"a": 0.3, "b": 562.3, "Total": 562.6}
+    path = tables.write_published(out, tmp_path / "t.csv")
+    assert sorted(path.read_text().splitlines()[1:]) == ["Total,562.6,S", "a,0.3,S", "b,562.3,S"]
+    # aggregated input: the inner cells' values are the input; two decimals stay two
+    cells = pd.DataFrame({"region": ["a", "b"], "n": [3, 4], "turnover": [1.25, 2.35]})
+    aggregated = tables.tabulate(cells, {"region": None}, freq="n", value="turnover")
+    published = tables.published_table(aggregated, _mask(aggregated, [])).set_index("region")["value"]
+    assert published.to_dict() == {"a": 1.25, "b": 2.35, "Total": 3.6}
+
+
 @settings(max_examples=40, deadline=None)
 @given(table=count_tables(), data=st.data())
 def test_published_table_invariants(table, data):
