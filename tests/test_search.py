@@ -83,8 +83,10 @@ def test_age_bands_are_nested_round_and_named_as_globalRecode_names_them():
     levels = key_hierarchy(ages, Variable("age", "categorical_key", "nominal")).levels
     assert levels[0].groups == tuple((a,) for a in ages.value_counts().index)
     words = [level.words for level in levels]
-    assert words[1].startswith("tails coded") and words[2].startswith("5-wide bands") and "(20,25]" in words[2]
-    assert words[3].startswith("10-wide bands") and words[4].startswith("20-wide bands") and "(20,40]" in words[4]
+    assert words[1].startswith("tails coded") and words[2].startswith("bands cut at multiples of 5:")
+    assert "(20,25]" in words[2]
+    assert words[3].startswith("bands cut at multiples of 10:") and words[4].startswith("bands cut at multiples of 20:")
+    assert "(20,40]" in words[4]
     band_10 = {group for group in levels[3].groups}
     assert (21, 22, 23, 24, 25, 26, 27, 28, 29, 30) in band_10
     for finer, coarser in zip(levels[1:], levels[2:]):  # each level coarsens the one before
@@ -366,3 +368,13 @@ def test_lattice_codes_are_the_key_digits_of_the_recoded_keys(testdata):
         expected_digits, expected_radices = key_digits(recoded, KEYS)
         np.testing.assert_array_equal(digits, expected_digits)
         np.testing.assert_array_equal(radices, expected_radices)
+
+
+def test_bands_clipped_to_the_data_are_not_called_wider_than_they_are():
+    # the methodologist's trial: PSID1976's ages (30-60) were described as "20-wide bands: [30,40]
+    # (40,60]" although [30,40] is 10 wide; the words name the cut points, which are true of every band
+    ages = pd.Series(np.r_[np.arange(30, 61), np.full(50, 45)], name="age")
+    levels = key_hierarchy(ages, Variable("age", "categorical_key", "nominal")).levels
+    words = [level.words for level in levels if "multiples of 20" in level.words]
+    assert words == ["bands cut at multiples of 20: 2 bands [30,40] (40,60]"]
+    assert not any("-wide" in level.words for level in levels)

@@ -176,7 +176,7 @@ def _numeric_levels(values: np.ndarray, counts: np.ndarray, methods: set[str], w
             if new.sum() < cuts.sum() and new.any():
                 edges = np.where(band, band_edges, edges)
                 cuts = new
-                levels.append((cuts.copy(), edges.copy(), f"{_label(w)}-wide bands"))
+                levels.append((cuts.copy(), edges.copy(), f"bands cut at multiples of {_label(w)}"))
     out = []
     for c, e, words in levels:
         names = _band_names(values, c, e)
