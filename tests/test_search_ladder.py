@@ -18,6 +18,7 @@ import pytest
 from sdc_dagster.cli import EXIT_BAD_DATA, main
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.pipeline import protection
+from sdc_dagster.pipeline.evaluation import headline_loss
 from sdc_dagster.search.wave import (
     SearchCandidate,
     _search_loss,
@@ -158,6 +159,11 @@ def test_a_withheld_key_counts_as_total_loss_of_that_key_in_the_search_loss():
     assert _search_loss(data, one_sex.drop(columns="income"), spec) == pytest.approx(4 / 11)
     # so withholding income ranks behind changing one sex value, not ahead of it (it used to be 0)
     assert _search_loss(data, data.drop(columns="income"), spec) > _search_loss(data, one_sex, spec)
+    # the release manifest's figure is the same measure: 3 of 11 values lost, the 3 withheld counted
+    manifest = headline_loss(data, data.drop(columns="income"), spec, topsis=False)
+    assert manifest["lambda_arctan"] == pytest.approx(3 / 11)
+    assert manifest["values_compared"] == 8 and manifest["values_withheld"] == 3
+    assert "values_withheld" not in headline_loss(data, one_sex, spec, topsis=False)
 
 
 def test_a_plan_withholding_keys_says_so_in_its_summary_and_on_the_console():

@@ -451,7 +451,14 @@ def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveyS
 
     For the plan search, which needs one figure of many variants that change the keys only:
     ``unchanged``, quasi-identifiers released as they are, whose partial distances are known to be 0
-    (:func:`sdc_dagster.loss.distance_losses`); ``topsis=False`` leaves ``topsis_mean`` out."""
+    (:func:`sdc_dagster.loss.distance_losses`); ``topsis=False`` leaves ``topsis_mean`` out.
+
+    A key the variant withholds (``remove_variables``, the plan search's last rung) is total loss of
+    that key: SPEC §9.1's lambda = sum_j sum_i d(x_ij, x*_ij) / (m·n) runs over the keys of the
+    original, each observed value of a withheld key with d = 1 (nothing of it is released), so
+    lambda = (lambda_released · C + R) / (C + R), C the values compared over the released keys and R
+    (``values_withheld``, given when > 0) the withheld keys' observed values. Taken over the released
+    keys only, the measure would call withholding a key no loss of it at all."""
     matched = retained_records(original, protected, "release")
     scales = loss_scales(spec, released_keys(spec, protected))
     counts = {"records_compared": len(protected), "records_removed": len(original) - len(protected)}
@@ -461,7 +468,13 @@ def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveyS
                            scales, categories=ordinal_orders(spec, scales), unchanged=unchanged)
     if result is None:
         return {"not_applicable": notes[0].reason, **counts}
-    figures = {"lambda_arctan": float(result.value)}
+    compared = int(result.compared.sum())
+    withheld = [key for key in released_keys(spec, original).quasi_identifiers if key not in protected.columns]
+    observed = int(matched[withheld].notna().to_numpy().sum()) if withheld else 0
+    lambda_arctan = float(result.value)
+    if observed:
+        lambda_arctan = (lambda_arctan * compared + observed) / (compared + observed)
+    figures = {"lambda_arctan": lambda_arctan}
     if topsis:
         figures["topsis_mean"] = float(loss.topsis_scores(result.distances).mean())
-    return {**figures, "values_compared": int(result.compared.sum()), **counts}
+    return {**figures, "values_compared": compared, **({"values_withheld": observed} if observed else {}), **counts}

@@ -994,31 +994,11 @@ def _evaluate(data: pd.DataFrame, spec: SurveySpec, lattice: _Lattice, space: di
 def _search_loss(data: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, *,
                  unchanged: Sequence[str] = ()) -> float:
     """The spec's search loss of a variant: :func:`~sdc_dagster.pipeline.evaluation.headline_loss`'s
-    ``lambda_arctan`` or ``topsis_mean``, only that figure computed (``unchanged``: as there); NaN
-    where it is not applicable.
-
-    A key the variant withholds (``remove_variables``, the continuous ladder's last rung) is total
-    loss of that key: SPEC §9.1's lambda = sum_j sum_i d(x_ij, x*_ij) / (m·n) over the keys of the
-    original, each of the withheld key's observed values with d = 1 (nothing of it is released), so
-    lambda = (lambda_released · C + R) / (C + R), C the values compared over the released keys and R
-    the withheld keys' observed values. Without this the measure, taken over the released keys only,
-    would rank withholding a key as no loss of it at all and prefer it to any perturbation."""
+    ``lambda_arctan`` (a withheld key counted as total loss of it, as there) or ``topsis_mean``, only
+    that figure computed (``unchanged``: as there); NaN where it is not applicable."""
     topsis = spec.search.loss == "topsis"
     figures = headline_loss(data, protected, spec, unchanged=unchanged, topsis=topsis)
-    if topsis:
-        return float(figures.get("topsis_mean", np.nan))
-    withheld = _withheld_keys(spec, data, protected)
-    if "lambda_arctan" not in figures or not withheld:
-        return float(figures.get("lambda_arctan", np.nan))
-    observed = int(data.loc[protected.index, withheld].notna().to_numpy().sum())
-    compared = figures["values_compared"]
-    return (figures["lambda_arctan"] * compared + observed) / (compared + observed) if compared + observed else np.nan
-
-
-def _withheld_keys(spec: SurveySpec, data: pd.DataFrame, protected: pd.DataFrame) -> list[str]:
-    """The keys of the spec in the original wave that a variant does not release (withheld)."""
-    return [key for key in (*spec.categorical_keys, *spec.continuous_keys)
-            if key in data.columns and key not in protected.columns]
+    return float(figures.get("topsis_mean" if topsis else "lambda_arctan", np.nan))
 
 
 def _weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool],
