@@ -175,20 +175,65 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
 
     The caps and one-of-each rules are applied by :func:`draft_roles`.
     """
-    observed = values[~values.isin(missing)].dropna() if missing else values.dropna()
-    n = len(values)
-    counts = observed.value_counts()
-    unique_share = float((counts == 1).sum() / n) if n else 0.0
-    numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
-    code = VARIABLE_CODES.get(name.lower())
-    tokens = name_tokens(name)
-    label = label or ""
-    weight = _weight_guess(name, observed, code, tokens, label, numeric, unobserved=n - len(observed))
+    c = _ColumnFacts.of(name, values, labels=labels, measure=measure, missing=missing, label=label)
+    weight = _weight_guess(name, c.observed, c.code, c.tokens, c.label, c.numeric, unobserved=c.n - len(c.observed))
     if weight is not None:  # before the constant rule: an equal-probability sample has a constant weight
         return weight
-    if len(counts) <= 1:
-        return DraftedVariable(name, "other", "constant: carries no information" if len(counts) else
+    if len(c.counts) <= 1:
+        return DraftedVariable(name, "other", "constant: carries no information" if len(c.counts) else
                                "no observed value: carries no information", group="constant")
+    identifier = _identifier_guess(c, grouping)
+    if identifier is not None:
+        return identifier
+    if c.whole and c.unique_share > IDENTIFIER_SHARE and not c.labels \
+            and c.observed.max() - c.observed.min() + 1 == len(c.counts):
+        return DraftedVariable(name, "record_id", "consecutive whole numbers, one per record: a record number")
+    group = scenario_group(name, c.label)
+    amount_named = bool(c.code in ("total amount", "amount") or AMOUNT_CODE.fullmatch(name)
+                        or named(AMOUNT_TOKEN, c.tokens) or AMOUNT_LABEL.search(c.label))
+    return (_record_key_guess(c, group, amount_named) or _categorical_guess(c, group, amount_named)
+            or _continuous_guess(c, group, amount_named, columns))
+
+
+@dataclass(frozen=True)
+class _ColumnFacts:
+    """What :func:`guess_variable`'s rules read of one column: its observed values (the missing codes
+    dropped), their counts, the share of records whose value is unique, and its name's office code
+    and words."""
+
+    name: str
+    values: pd.Series
+    observed: pd.Series
+    counts: pd.Series
+    n: int
+    unique_share: float
+    numeric: bool
+    whole: bool
+    code: str | None
+    tokens: list
+    label: str
+    labels: dict | None
+    measure: str | None
+    missing: tuple
+
+    @classmethod
+    def of(cls, name: str, values: pd.Series, *, labels: dict | None, measure: str | None, missing: tuple,
+           label: str) -> _ColumnFacts:
+        observed = values[~values.isin(missing)].dropna() if missing else values.dropna()
+        n = len(values)
+        counts = observed.value_counts()
+        numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+        return cls(name, values, observed, counts, n, float((counts == 1).sum() / n) if n else 0.0, numeric,
+                   bool(numeric and whole_numbers(values)), VARIABLE_CODES.get(name.lower()), name_tokens(name),
+                   label or "", labels, measure, missing)
+
+
+def _identifier_guess(c: _ColumnFacts, grouping: bool) -> DraftedVariable | None:
+    """The identifier rules of :func:`guess_variable`: a direct identifier (named like one and unique on
+    most records, text unique per record, a name column, an id unique per record), a household or
+    cluster id candidate, or an id that is never a key; None when the column is no identifier."""
+    name, observed, counts, n, unique_share = c.name, c.observed, c.counts, c.n, c.unique_share
+    numeric, code, tokens, label = c.numeric, c.code, c.tokens, c.label
     if (named(IDENTIFIER_TOKEN, tokens) or re.search(r"\bname\b|address|phone|e-?mail", label, re.I)) \
             and unique_share > IDENTIFIER_SHARE / 2:
         return DraftedVariable(name, "direct_identifier",
@@ -197,7 +242,7 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
     if not numeric and unique_share > IDENTIFIER_SHARE:
         return DraftedVariable(name, "direct_identifier",
                                f"text unique on {unique_share:.0%} of records: it identifies them on its own")
-    if (not numeric or labels) and NAME_SUFFIX.search(name) and len(counts) >= MIN_NAMES:
+    if (not numeric or c.labels) and NAME_SUFFIX.search(name) and len(counts) >= MIN_NAMES:
         return DraftedVariable(name, "direct_identifier",
                                f"text named like a name with {len(counts)} different values: a name identifies its "
                                "unit (a person, a firm) even where the unit has several records; removed before release")
@@ -224,12 +269,18 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
         return DraftedVariable(name, "other",
                                "named like an id, but neither unique per record nor grouping records that share "
                                "other values (an id of another unit, or a person number): never a key", group="id")
-    whole = numeric and whole_numbers(values)
+    return None
+
+
+def _record_key_guess(c: _ColumnFacts, group: str | None, amount_named: bool) -> DraftedVariable | None:
+    """A numeric record key of :func:`guess_variable`: whole numbers unique on most records that are no
+    amount and no scenario variable; the record id when unique on every record, else a direct
+    identifier; None otherwise."""
+    name, observed, counts, n = c.name, c.observed, c.counts, c.n
+    unique_share, whole = c.unique_share, c.whole
+    labels = c.labels
     if whole and unique_share > IDENTIFIER_SHARE and not labels and observed.max() - observed.min() + 1 == len(counts):
         return DraftedVariable(name, "record_id", "consecutive whole numbers, one per record: a record number")
-    group = scenario_group(name, label)
-    amount_named = bool(code in ("total amount", "amount") or AMOUNT_CODE.fullmatch(name)
-                        or named(AMOUNT_TOKEN, tokens) or AMOUNT_LABEL.search(label))
     if whole and unique_share > IDENTIFIER_SHARE and not labels and n >= MIN_RECORD_KEY_RECORDS \
             and group is None and not amount_named:
         if len(counts) == n:
@@ -240,47 +291,65 @@ def guess_variable(name: str, values: pd.Series, *, labels: dict | None = None, 
         return DraftedVariable(name, "direct_identifier",
                                f"whole numbers unique on {unique_share:.0%} of records, not an amount: a record key "
                                "(not unique on every record, so not the record id); removed before release")
+    return None
+
+
+def _categorical_guess(c: _ColumnFacts, group: str | None, amount_named: bool) -> DraftedVariable | None:
+    """The categorical rules of :func:`guess_variable`: labels, a nominal/ordinal measure, text, few
+    whole-number codes or a coded scenario group make a categorical column, whose role is sensitive
+    (special category of personal data, sdcMicro's l-diversity example, an amount in classes), a
+    categorical key (a scenario variable) or ``other``; None for a numeric column."""
+    name, values, observed, counts = c.name, c.values, c.observed, c.counts
+    numeric, whole, code, tokens, label = c.numeric, c.whole, c.code, c.tokens, c.label
+    labels, measure, missing = c.labels, c.measure, c.missing
     few = len(counts) <= MAX_CATEGORIES
     # whole years of age, years of birth, persons, counts: ordered numbers, never a continuous key
     ordinal_numbers = whole and not labels and (
         group in ORDINAL_GROUPS or (group is None and not amount_named and named(COUNT_TOKEN, tokens)))
     categorical = bool(labels) or measure in ("nominal", "ordinal") or not numeric or (group is not None and few) or (
         whole and (few or group in CODED_GROUPS)) or ordinal_numbers
-    if categorical:
-        codes = sorted({plain_scalar(v) for v in observed.unique()} | {plain_scalar(v) for v in (labels or {})}, key=str)
-        if all(isinstance(c, (int, float)) for c in codes):
-            codes = sorted(codes)
-        ordered = numeric and not labels and (
-            group in ORDINAL_GROUPS or ordinal_numbers or group in ORDERED_CODE_GROUPS)
-        scale = "ordinal" if measure == "ordinal" or ordered else "nominal"
-        why = ("value labels" if labels else f"measured {measure}" if measure in ("nominal", "ordinal")
-               else "yes/no values" if pd.api.types.is_bool_dtype(values) else "text values" if not numeric
-               else f"{len(counts)} whole-number values" if ordinal_numbers else f"{len(counts)} distinct codes")
-        if ordered and not ordinal_numbers and group in ORDERED_CODE_GROUPS:
-            why += f" ({group} codes are ordered: an ordinal scale, merged by adjacent codes only)"
-        if ordinal_numbers:
-            why += (" (ordered whole numbers: an ordinal scale; as a key, categorical, never continuous, so that "
-                    "no plan releases fractional values: the plan search bands them)")
-        details = dict(scale=scale, categories=tuple(codes), category_labels=labels or None, missing=missing)
-        if code == "sensitive":
-            return DraftedVariable(name, "sensitive", f"{why}; the sensitive variable of sdcMicro's l-diversity "
-                                   "example: l-diversity target", **details)
-        if named(SENSITIVE_TOKEN, tokens) or SENSITIVE_LABEL.search(label):
-            return DraftedVariable(name, "sensitive", f"{why}; named like a special category of personal data "
-                                   "(health, religion, trade union, politics, ...): what an intruder wants to learn, "
-                                   "the l-diversity target", **details)
-        if group is not None:
-            return DraftedVariable(name, "categorical_key",
-                                   f"{why}; {group}: a variable of the disclosure scenario an intruder knows",
-                                   group=group, **details)
-        if amount_named:
-            return DraftedVariable(name, "sensitive",
-                                   f"{why}; an amount in classes (income or salary class, benefits): what an intruder "
-                                   "wants to learn rather than knows, the l-diversity target", **details)
-        return DraftedVariable(name, "other",
-                               f"{why}: could be a categorical key if an intruder knows it, but it is not a "
-                               f"variable of the disclosure scenario ({', '.join(SCENARIO)})",
-                               group="categorical candidate", **details)
+    if not categorical:
+        return None
+    codes = sorted({plain_scalar(v) for v in observed.unique()} | {plain_scalar(v) for v in (labels or {})}, key=str)
+    if all(isinstance(c, (int, float)) for c in codes):
+        codes = sorted(codes)
+    ordered = numeric and not labels and (
+        group in ORDINAL_GROUPS or ordinal_numbers or group in ORDERED_CODE_GROUPS)
+    scale = "ordinal" if measure == "ordinal" or ordered else "nominal"
+    why = ("value labels" if labels else f"measured {measure}" if measure in ("nominal", "ordinal")
+           else "yes/no values" if pd.api.types.is_bool_dtype(values) else "text values" if not numeric
+           else f"{len(counts)} whole-number values" if ordinal_numbers else f"{len(counts)} distinct codes")
+    if ordered and not ordinal_numbers and group in ORDERED_CODE_GROUPS:
+        why += f" ({group} codes are ordered: an ordinal scale, merged by adjacent codes only)"
+    if ordinal_numbers:
+        why += (" (ordered whole numbers: an ordinal scale; as a key, categorical, never continuous, so that "
+                "no plan releases fractional values: the plan search bands them)")
+    details = dict(scale=scale, categories=tuple(codes), category_labels=labels or None, missing=missing)
+    if code == "sensitive":
+        return DraftedVariable(name, "sensitive", f"{why}; the sensitive variable of sdcMicro's l-diversity "
+                               "example: l-diversity target", **details)
+    if named(SENSITIVE_TOKEN, tokens) or SENSITIVE_LABEL.search(label):
+        return DraftedVariable(name, "sensitive", f"{why}; named like a special category of personal data "
+                               "(health, religion, trade union, politics, ...): what an intruder wants to learn, "
+                               "the l-diversity target", **details)
+    if group is not None:
+        return DraftedVariable(name, "categorical_key",
+                               f"{why}; {group}: a variable of the disclosure scenario an intruder knows",
+                               group=group, **details)
+    if amount_named:
+        return DraftedVariable(name, "sensitive",
+                               f"{why}; an amount in classes (income or salary class, benefits): what an intruder "
+                               "wants to learn rather than knows, the l-diversity target", **details)
+    return DraftedVariable(name, "other",
+                           f"{why}: could be a categorical key if an intruder knows it, but it is not a "
+                           f"variable of the disclosure scenario ({', '.join(SCENARIO)})",
+                           group="categorical candidate", **details)
+
+
+def _continuous_guess(c: _ColumnFacts, group: str | None, amount_named: bool, columns) -> DraftedVariable:
+    """The numeric rules of :func:`guess_variable`: a column derived from another (log, square) is
+    ``other``, a scenario variable or an amount a continuous key candidate, anything else ``other``."""
+    name, counts, code, tokens, measure, missing = c.name, c.counts, c.code, c.tokens, c.measure, c.missing
     why = f"measured {measure}" if measure == "scale" else f"{len(counts)} distinct numeric values"
     source = derived_name_of(name, columns)
     if source is not None:
