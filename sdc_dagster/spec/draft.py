@@ -16,9 +16,10 @@ import yaml
 
 from sdc_dagster.names import check_name
 from sdc_dagster.spec.drafted_hierarchies import HierarchyRule, draft_rule
+from sdc_dagster.spec.guess import plain_scalar, whole_numbers
 from sdc_dagster.spec.hierarchies import members_name
 from sdc_dagster.spec.reading import read_with_metadata
-from sdc_dagster.spec.roles import MAX_CATEGORICAL_KEYS, draft_roles, plain_scalar, whole_numbers
+from sdc_dagster.spec.roles import MAX_CATEGORICAL_KEYS, draft_roles
 from sdc_dagster.spec.survey import UtilityLimits
 
 #: Default of the linkage-risk threshold written into drafts with continuous keys.
