@@ -90,39 +90,13 @@ def build_table_assets(spec: TableSetSpec, survey: SurveySpec | None = None) -> 
     prefix = [spec.name]
     common = dict(key_prefix=prefix, group_name=spec.name, code_version=_code_version(spec),
                   partitions_def=wave_partitions(survey) if survey else None)
-    rounding = spec.method == "rounding"
-    checks = {name: AssetCheckSpec(name=name, asset=AssetKey([*prefix, asset_name]), description=rule)
-              for name, asset_name, rule in (
-                  ("cells_valid", "protected_tables", "withholds the release unless no published count is negative "
-                                                      "and no published cell is empty"),
-                  *((("additive", "table_audit", "withholds the release unless every published cell is the sum of "
-                                                 "the published inner cells below it (small-count rounding keeps "
-                                                 "the tables additive)"),
-                     ("no_small_counts", "table_audit", "withholds the release unless no published count is in "
-                                                        "1..round_base - 1")) if rounding else
-                    (("primaries_suppressed", "protected_tables", "withholds the release unless every primary cell "
-                                                                  "is suppressed"),
-                     ("audit_passed", "table_audit", "withholds the release unless every primary's interval from the "
-                                                     "intruder's linear programme over every linked table meets its "
-                                                     "protection levels (Hundepool et al. 2012, §4.4.1)"))))}
-    checked = {stage: [c for c in checks.values() if c.asset_key == AssetKey([*prefix, stage])]
-               for stage in ("protected_tables", "table_audit")}
+    checked = _release_checks(spec)
     assets: list[AssetsDefinition] = []
     if survey is not None:
         raw_key = AssetKey([survey.survey, "raw_microdata"])
     else:
         raw_key = AssetKey([*prefix, "table_input"])
-
-        @asset(name="table_input", description=f"The file {input_file(spec).name} as read, with its "
-                                               "content-addressed snapshot (what the release records).", **common)
-        def table_input_asset(context: AssetExecutionContext, home: SdcHome) -> RawWave:
-            path = input_file(spec)
-            data = read_table_input(spec)
-            context.add_output_metadata({"file": str(path), "records": len(data)})
-            return RawWave(data=data, format=path.suffix.lstrip(".") or "csv",
-                           source=snapshot_input(path, file_sha256(path), home.inputs))
-
-        assets.append(table_input_asset)
+        assets.append(_table_input_asset(spec, common))
 
     @asset(name="tabulated", ins={"raw": AssetIn(key=raw_key)},
            description="Every table of the spec over its dimensions and hierarchies (inner cells and the sparse "
@@ -139,6 +113,77 @@ def build_table_assets(spec: TableSetSpec, survey: SurveySpec | None = None) -> 
         cells = primary_cells(spec, tabulated.tables)
         context.add_output_metadata({f"{name}_primary": int(c["primary"].sum()) for name, c in cells.items()})
         return cells
+
+    @asset(name="table_release", description="The release (each table's CSV with status flags, spec copy, manifest "
+                                             "with digests; replayed by `sdc audit tables`) and the HTML report; "
+                                             "withheld when a release check fails.", **common)
+    def table_release(context: AssetExecutionContext, home: SdcHome, tabulated: TabulatedTables,
+                      table_audit: dict[str, pd.DataFrame]) -> pd.DataFrame:
+        wave = context.partition_key if context.has_partition_key else FILE_WAVE
+        outcomes = table_checks(table_audit)
+        source = tabulated.source
+        release, report = release_tables(
+            home.releases, home.reports, context.run_id, spec, wave, tabulated.tables, table_audit, outcomes,
+            table_inputs(spec, source.snapshot, source.sha256, survey.spec_path if survey else None))
+        withheld = release.manifest.get("withheld") or {}
+        context.add_output_metadata({"folder": str(release.folder), "report": str(report),
+                                     "withheld_because": MetadataValue.json(withheld)})
+        return pd.DataFrame([{"file": n, "sha256": d} for n, d in release.manifest["files"].items()],
+                            columns=["file", "sha256"])
+
+    assets += [tabulated, primary, *_protection_assets(spec, common, checked), table_release]
+    keys = [key for a in assets for key in a.keys]
+    job = define_asset_job(f"{spec.name}_tables_job", selection=AssetSelection.assets(*keys) | AssetSelection.assets(raw_key),
+                           partitions_def=common["partitions_def"],
+                           description=f"The tables of {spec.name}: tabulate, protect, audit, release.")
+    return TableAssets(spec=spec, assets=assets, job=job)
+
+
+def _release_checks(spec: TableSetSpec) -> dict[str, list[AssetCheckSpec]]:
+    """The release checks of the table chain by the stage that runs them (``protected_tables``,
+    ``table_audit``): for small-count rounding, additivity and no count in 1..round_base - 1; for
+    suppression, every primary suppressed and the intruder's linear-programme audit (Hundepool et al.
+    2012, §4.4.1); for both, no negative or empty published cell."""
+    prefix, rounding = [spec.name], spec.method == "rounding"
+    checks = {name: AssetCheckSpec(name=name, asset=AssetKey([*prefix, asset_name]), description=rule)
+              for name, asset_name, rule in (
+                  ("cells_valid", "protected_tables", "withholds the release unless no published count is negative "
+                                                      "and no published cell is empty"),
+                  *((("additive", "table_audit", "withholds the release unless every published cell is the sum of "
+                                                 "the published inner cells below it (small-count rounding keeps "
+                                                 "the tables additive)"),
+                     ("no_small_counts", "table_audit", "withholds the release unless no published count is in "
+                                                        "1..round_base - 1")) if rounding else
+                    (("primaries_suppressed", "protected_tables", "withholds the release unless every primary cell "
+                                                                  "is suppressed"),
+                     ("audit_passed", "table_audit", "withholds the release unless every primary's interval from the "
+                                                     "intruder's linear programme over every linked table meets its "
+                                                     "protection levels (Hundepool et al. 2012, §4.4.1)"))))}
+    return {stage: [c for c in checks.values() if c.asset_key == AssetKey([*prefix, stage])]
+            for stage in ("protected_tables", "table_audit")}
+
+
+def _table_input_asset(spec: TableSetSpec, common: dict) -> AssetsDefinition:
+    """The ``table_input`` asset of a table set read from its own file (no survey): the file as read
+    and its content-addressed snapshot."""
+
+    @asset(name="table_input", description=f"The file {input_file(spec).name} as read, with its "
+                                           "content-addressed snapshot (what the release records).", **common)
+    def table_input_asset(context: AssetExecutionContext, home: SdcHome) -> RawWave:
+        path = input_file(spec)
+        data = read_table_input(spec)
+        context.add_output_metadata({"file": str(path), "records": len(data)})
+        return RawWave(data=data, format=path.suffix.lstrip(".") or "csv",
+                       source=snapshot_input(path, file_sha256(path), home.inputs))
+
+    return table_input_asset
+
+
+def _protection_assets(spec: TableSetSpec, common: dict, checked: dict[str, list[AssetCheckSpec]]) \
+        -> list[AssetsDefinition]:
+    """The ``protected_tables`` asset (small-count rounding or secondary suppression, linked tables
+    jointly) and the ``table_audit`` asset that checks it, each with its release checks."""
+    rounding = spec.method == "rounding"
 
     @asset(name="protected_tables",
            description=(f"Small-count rounding to base {spec.rounding.get('round_base')} (PLS, seed "
@@ -162,30 +207,7 @@ def build_table_assets(spec: TableSetSpec, survey: SurveySpec | None = None) -> 
         failing = "additive" if rounding else "protected"
         yield Output(audited, metadata={name: int((~c[failing]).sum()) for name, c in audited.items()})
         yield from _check_results(audit_check(audited))
-
-    @asset(name="table_release", description="The release (each table's CSV with status flags, spec copy, manifest "
-                                             "with digests; replayed by `sdc audit tables`) and the HTML report; "
-                                             "withheld when a release check fails.", **common)
-    def table_release(context: AssetExecutionContext, home: SdcHome, tabulated: TabulatedTables,
-                      table_audit: dict[str, pd.DataFrame]) -> pd.DataFrame:
-        wave = context.partition_key if context.has_partition_key else FILE_WAVE
-        outcomes = table_checks(table_audit)
-        source = tabulated.source
-        release, report = release_tables(
-            home.releases, home.reports, context.run_id, spec, wave, tabulated.tables, table_audit, outcomes,
-            table_inputs(spec, source.snapshot, source.sha256, survey.spec_path if survey else None))
-        withheld = release.manifest.get("withheld") or {}
-        context.add_output_metadata({"folder": str(release.folder), "report": str(report),
-                                     "withheld_because": MetadataValue.json(withheld)})
-        return pd.DataFrame([{"file": n, "sha256": d} for n, d in release.manifest["files"].items()],
-                            columns=["file", "sha256"])
-
-    assets += [tabulated, primary, protected_tables, table_audit, table_release]
-    keys = [key for a in assets for key in a.keys]
-    job = define_asset_job(f"{spec.name}_tables_job", selection=AssetSelection.assets(*keys) | AssetSelection.assets(raw_key),
-                           partitions_def=common["partitions_def"],
-                           description=f"The tables of {spec.name}: tabulate, protect, audit, release.")
-    return TableAssets(spec=spec, assets=assets, job=job)
+    return [protected_tables, table_audit]
 
 
 __all__ = ["TableAssets", "build_table_assets"]

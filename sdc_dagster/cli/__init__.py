@@ -86,6 +86,11 @@ def _positive_int(text: str) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    return _dispatch(_parser().parse_args(argv))
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The ``sdc`` command line: one sub-command per task, its exit statuses in the epilog."""
     parser = argparse.ArgumentParser(
         prog="sdc", description="Statistical disclosure control pipeline (Dagster).",
         epilog=f"exit status: {EXIT_OK} success, {EXIT_RUN_FAILED} run failed, {EXIT_USAGE} usage, "
@@ -143,7 +148,11 @@ def _main(argv: list[str] | None) -> int:
     report.add_argument("survey")
     report.add_argument("wave")
     report.add_argument("--pdf", action="store_true", help="print the report to <wave>.pdf with headless Chromium")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the sub-command ``args.command`` with its arguments; its exit status."""
     if args.command == "init":
         return run_init(args.survey, args.data_file, spec_file=args.spec, home=args.home,
                         options=_given_reader_options(args), max_keys=args.max_keys)

@@ -141,6 +141,8 @@ def _measures(values: np.ndarray, probs: np.ndarray) -> pd.Series:
     return pd.Series([*quantiles[:at], mean, *quantiles[at:]], index=[*names[:at], "Mean", *names[at:]])
 
 
+# over 10 parameters, kept: public (exported by sdc_dagster.loss), keyword-only, sdcMicro's infoLoss
+# arguments one to one
 def swap_information_loss(
     original: pd.DataFrame,
     swapped: pd.DataFrame,

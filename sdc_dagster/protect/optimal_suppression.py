@@ -179,93 +179,120 @@ class _Solution:
     seconds: float
 
 
+class _Rows:
+    """A sparse constraint matrix assembled block by block: its coefficients, each row's bounds, and
+    the number of rows and variables so far."""
+
+    def __init__(self, n_vars: int):
+        self.rows: list[np.ndarray] = []
+        self.cols: list[np.ndarray] = []
+        self.vals: list[np.ndarray] = []
+        self.lower: list[np.ndarray] = []
+        self.upper: list[np.ndarray] = []
+        self.n_rows, self.n_vars = 0, n_vars
+
+    def add(self, row_ids, col_ids, values) -> None:
+        self.rows.append(np.asarray(row_ids, dtype=np.int64))
+        self.cols.append(np.asarray(col_ids, dtype=np.int64))
+        self.vals.append(np.asarray(values, dtype=float))
+
+    def new_rows(self, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+        """The ids of ``len(lower)`` new rows bounded by ``lower`` .. ``upper``."""
+        ids = self.n_rows + np.arange(len(lower))
+        self.lower.append(lower)
+        self.upper.append(upper)
+        self.n_rows += len(lower)
+        return ids
+
+    def new_vars(self, n: int) -> np.ndarray:
+        """The ids of ``n`` new (binary) variables."""
+        ids = self.n_vars + np.arange(n)
+        self.n_vars += n
+        return ids
+
+    def matrix(self) -> sparse.csr_matrix:
+        return sparse.csr_matrix(
+            (np.concatenate(self.vals), (np.concatenate(self.rows), np.concatenate(self.cols))),
+            shape=(self.n_rows, self.n_vars))
+
+
 class _Programme:
     """The integer programme of the module notes, built with numpy per pattern (not per record)."""
 
     def __init__(self, distinct, radices, count, unsafe, safe, patterns, key_cost, k):
         self.k = k
-        m = distinct.shape[1]
+        self.m = distinct.shape[1]
+        self.radices, self.patterns = radices, patterns
         n_u, n_p = len(unsafe), len(patterns)
         self.n_x = n_u * n_p
-        x_of = np.arange(self.n_x).reshape(n_u, n_p)  # variable of (unsafe key, pattern)
+        self.x_of = np.arange(self.n_x).reshape(n_u, n_p)  # variable of (unsafe key, pattern)
         cost = np.array([key_cost[list(s)].sum() for s in patterns])
-        cap = count[unsafe].astype(float)
-        observed = [np.array([j for j in range(m) if j not in s], dtype=np.int64) for s in patterns]
-        index_of = {s: i for i, s in enumerate(patterns)}
-
-        def project(rows: np.ndarray, pattern: int) -> np.ndarray:
-            columns = observed[pattern]
-            if len(columns) == 0:
-                return np.zeros(len(rows), dtype=np.int64)
-            return pack_codes([rows[:, columns]], radices[columns])[0]
-
-        rows_, cols_, vals_, lower, upper = [], [], [], [], []
-        n_rows = 0
-        n_vars = self.n_x
-
-        def add(row_ids, col_ids, values):
-            rows_.append(np.asarray(row_ids, dtype=np.int64))
-            cols_.append(np.asarray(col_ids, dtype=np.int64))
-            vals_.append(np.asarray(values, dtype=float))
-
+        self.cap = count[unsafe].astype(float)
+        self.observed = [np.array([j for j in range(self.m) if j not in s], dtype=np.int64) for s in patterns]
+        self.index_of = {s: i for i, s in enumerate(patterns)}
+        rows = _Rows(self.n_x)
         # (a) every record of an unsafe key gets one pattern
-        add(np.repeat(np.arange(n_u), n_p), x_of.ravel(), np.ones(self.n_x))
-        lower.append(cap)
-        upper.append(cap)
-        n_rows += n_u
+        rows.add(rows.new_rows(self.cap, self.cap).repeat(n_p), self.x_of.ravel(), np.ones(self.n_x))
+        self._group_rows(rows, distinct[unsafe], distinct[safe], count[safe])
+        self._complete_key_rows(rows, distinct[unsafe])
+        self.matrix = rows.matrix()
+        self.lower, self.upper = np.concatenate(rows.lower), np.concatenate(rows.upper)
+        n_vars = rows.n_vars
+        self.cost = np.concatenate([np.tile(cost, n_u), np.zeros(n_vars - self.n_x)])
+        self.var_upper = np.concatenate([np.tile(self.cap[:, None], (1, n_p)).ravel(), np.ones(n_vars - self.n_x)])
 
-        # (b) groups (S, v), S != {}: refinements (S' in S, same v) number >= k when the group is used
-        unsafe_digits, safe_digits = distinct[unsafe], distinct[safe]
-        for p, pattern in enumerate(patterns):
+    def _project(self, rows: np.ndarray, pattern: int) -> np.ndarray:
+        """The packed codes of ``rows`` on the variables ``pattern`` leaves observed."""
+        columns = self.observed[pattern]
+        if len(columns) == 0:
+            return np.zeros(len(rows), dtype=np.int64)
+        return pack_codes([rows[:, columns]], self.radices[columns])[0]
+
+    def _group_rows(self, rows: _Rows, unsafe_digits: np.ndarray, safe_digits: np.ndarray,
+                    safe_counts: np.ndarray) -> None:
+        """(b) groups (S, v), S != {}: refinements (S' in S, same v) number >= k when the group is used."""
+        k, cap, x_of = self.k, self.cap, self.x_of
+        for p, pattern in enumerate(self.patterns):
             if not pattern:
                 continue
-            group_codes = project(unsafe_digits, p)
+            group_codes = self._project(unsafe_digits, p)
             groups, member_group = np.unique(group_codes, return_inverse=True)
-            safe_codes = project(safe_digits, p)
-            safe_in = pd.Series(count[safe]).groupby(safe_codes).sum()
+            safe_codes = self._project(safe_digits, p)
+            safe_in = pd.Series(safe_counts).groupby(safe_codes).sum()
             safe_count = safe_in.reindex(groups, fill_value=0).to_numpy()
             needs = safe_count < k
             if not needs.any():
                 continue
             g_ids = np.flatnonzero(needs)
-            z = n_vars + np.arange(len(g_ids))
+            z = rows.new_vars(len(g_ids))
             z_of_group = np.full(len(groups), -1)
             z_of_group[g_ids] = z
-            n_vars += len(g_ids)
             members = np.flatnonzero(needs[member_group])
             # linking: x[u, S] <= c_u z_g
-            link_rows = n_rows + np.arange(len(members))
-            add(link_rows, x_of[members, p], np.ones(len(members)))
-            add(link_rows, z_of_group[member_group[members]], -cap[members])
-            lower.append(np.full(len(members), -np.inf))
-            upper.append(np.zeros(len(members)))
-            n_rows += len(members)
+            link_rows = rows.new_rows(np.full(len(members), -np.inf), np.zeros(len(members)))
+            rows.add(link_rows, x_of[members, p], np.ones(len(members)))
+            rows.add(link_rows, z_of_group[member_group[members]], -cap[members])
             # count: sum over members and refinements S' of S of x[u', S'] - k z_g >= -safe_count
             count_row = np.full(len(groups), -1)
-            count_row[g_ids] = n_rows + np.arange(len(g_ids))
-            refinements = [index_of[s] for s in patterns if set(s) <= set(pattern)]
+            count_row[g_ids] = rows.new_rows(-safe_count[g_ids].astype(float), np.full(len(g_ids), np.inf))
+            refinements = [self.index_of[s] for s in self.patterns if set(s) <= set(pattern)]
             for q in refinements:
-                add(count_row[member_group[members]], x_of[members, q], np.ones(len(members)))
-            add(count_row[g_ids], z, np.full(len(g_ids), -float(k)))
-            lower.append(-safe_count[g_ids].astype(float))
-            upper.append(np.full(len(g_ids), np.inf))
-            n_rows += len(g_ids)
+                rows.add(count_row[member_group[members]], x_of[members, q], np.ones(len(members)))
+            rows.add(count_row[g_ids], z, np.full(len(g_ids), -float(k)))
 
-        # (c) complete release of an unsafe key u: compatible records >= k when used
-        empty = index_of[()]
-        z_empty = n_vars + np.arange(n_u)
-        n_vars += n_u
-        link_rows = n_rows + np.arange(n_u)
-        add(link_rows, x_of[:, empty], np.ones(n_u))
-        add(link_rows, z_empty, -cap)
-        lower.append(np.full(n_u, -np.inf))
-        upper.append(np.zeros(n_u))
-        n_rows += n_u
-        count_rows = n_rows + np.arange(n_u)
-        for p in range(n_p):  # records released with pattern p that agree with u outside p
-            if len(observed[p]) == 0 and m > 1:
+    def _complete_key_rows(self, rows: _Rows, unsafe_digits: np.ndarray) -> None:
+        """(c) complete release of an unsafe key u: compatible records >= k when used."""
+        n_u = len(unsafe_digits)
+        empty = self.index_of[()]
+        z_empty = rows.new_vars(n_u)
+        link_rows = rows.new_rows(np.full(n_u, -np.inf), np.zeros(n_u))
+        rows.add(link_rows, self.x_of[:, empty], np.ones(n_u))
+        rows.add(link_rows, z_empty, -self.cap)
+        count_rows = rows.new_rows(np.zeros(n_u), np.full(n_u, np.inf))
+        for p in range(len(self.patterns)):  # records released with pattern p that agree with u outside p
+            if len(self.observed[p]) == 0 and self.m > 1:
                 continue  # as sdcMicro, a key missing in every variable is not counted for complete keys
-            codes = project(unsafe_digits, p)
+            codes = self._project(unsafe_digits, p)
             order = np.argsort(codes, kind="stable")
             sorted_codes = codes[order]
             start = np.searchsorted(sorted_codes, codes, side="left")
@@ -274,18 +301,8 @@ class _Programme:
             protected = np.repeat(np.arange(n_u), sizes)
             offsets = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
             partner = order[np.repeat(start, sizes) + offsets]  # (distinct keys: {} pairs u with itself)
-            add(count_rows[protected], x_of[partner, p], np.ones(len(partner)))
-        add(count_rows, z_empty, np.full(n_u, -float(k)))
-        lower.append(np.zeros(n_u))
-        upper.append(np.full(n_u, np.inf))
-        n_rows += n_u
-
-        self.matrix = sparse.csr_matrix(
-            (np.concatenate(vals_), (np.concatenate(rows_), np.concatenate(cols_))), shape=(n_rows, n_vars)
-        )
-        self.lower, self.upper = np.concatenate(lower), np.concatenate(upper)
-        self.cost = np.concatenate([np.tile(cost, n_u), np.zeros(n_vars - self.n_x)])
-        self.var_upper = np.concatenate([np.tile(cap[:, None], (1, n_p)).ravel(), np.ones(n_vars - self.n_x)])
+            rows.add(count_rows[protected], self.x_of[partner, p], np.ones(len(partner)))
+        rows.add(count_rows, z_empty, np.full(n_u, -float(self.k)))
 
     def solve(self, time_limit: float) -> _Solution:
         start = time.perf_counter()

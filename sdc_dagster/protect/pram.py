@@ -136,6 +136,8 @@ def invariant_matrix(matrix: np.ndarray, distribution: np.ndarray) -> np.ndarray
     return matrix @ backward
 
 
+# over 10 parameters, kept: public (exported by sdc_dagster.protect), keyword-only, sdcMicro's pram
+# arguments (pd, alpha, strata_variables) and the matrix/retention alternatives
 def pram(
     data: pd.DataFrame,
     variable: str,

@@ -389,6 +389,8 @@ def _pair_households(area, profile_codes, risk_level, swap_level, target, matchi
     return partner, unmatched
 
 
+# over 10 parameters, kept: public (exported by sdc_dagster.protect), keyword-only, sdcMicro's recordSwap
+# arguments one to one
 def targeted_record_swap(
     data: pd.DataFrame,
     *,

@@ -110,6 +110,7 @@ def _offer(best: np.ndarray, tied: np.ndarray, distance: float, original: int, w
         best[1] = original
 
 
+# over 10 parameters, kept: a numba kernel (its arrays passed one by one)
 @njit(cache=True, nogil=True)
 def _scan_group(record: np.ndarray, nominal: np.ndarray, g: int, numeric: np.ndarray, key: float, mismatched: int,
                 size: int, groups: tuple, best: np.ndarray, tied: np.ndarray, bound: float,
@@ -224,6 +225,7 @@ def _same_lookups(zm: np.ndarray, previous: int, i: int, m_of: np.ndarray, nomin
     return True
 
 
+# over 10 parameters, kept: a numba kernel (its arrays passed one by one)
 @njit(cache=True, nogil=True)
 def _visit(record: np.ndarray, a: int, nominal: np.ndarray, by_size: np.ndarray, pairs: tuple, tables: tuple,
            groups: tuple, found: np.ndarray, found_starts: np.ndarray, differing: bool, best: np.ndarray,
@@ -252,6 +254,7 @@ def _visit(record: np.ndarray, a: int, nominal: np.ndarray, by_size: np.ndarray,
                 _scan_group(record, nominal, g, numeric, key, differ, size, groups, best, tied, bound, terms)
 
 
+# over 10 parameters, kept: a numba kernel (its arrays passed one by one)
 @njit(cache=True, nogil=True)
 def gower_scan(zm: np.ndarray, nominal: np.ndarray, own: np.ndarray, records: np.ndarray, m_of: np.ndarray,
                 by_size: np.ndarray, pairs: tuple, tables: tuple, groups: tuple, levels: np.ndarray,

@@ -331,6 +331,8 @@ def _continuous_linkage(original, protected, columns, scales, distance: str, ass
     return linked, partner, int(observed.sum()), expected, best
 
 
+# over 10 parameters, kept: public (exported by sdc_dagster.risk), keyword-only options of the linkage (distance,
+# assignment, scales, weights)
 def record_linkage_risk(
     original: pd.DataFrame,
     protected: pd.DataFrame,

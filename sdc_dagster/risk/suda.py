@@ -40,6 +40,7 @@ checked against sdcMicro's C++ compiled stand-alone, see tests/risk/test_suda.py
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from itertools import combinations
 from math import comb, factorial, prod
 
@@ -394,25 +395,41 @@ def _sdcmicro_base_keys(
     return base
 
 
-def _credit_msus(
-    unique: np.ndarray,
-    previous_unique: np.ndarray | None,
-    previous_row: dict[int, int],
-    subsets: Sequence[tuple[int, ...]],
-    masks: np.ndarray,
-    rows_with: Sequence[np.ndarray],
-    weight: float,
-    size: int,
-    target: np.ndarray,
-    cand_score: np.ndarray,
-    cand_contribution: np.ndarray,
-    base: np.ndarray | None,
-    correlated_bits: np.ndarray | None,
-) -> None:
+@dataclass(frozen=True)
+class _SubsetLevel:
+    """The key subsets of one size searched for MSUs: each as a tuple of key positions and a bit
+    mask, the subsets holding each key (``rows_with``), the row of each subset one size smaller
+    (``previous_row``, by mask) and the SUDA weight of an MSU of this size (Elliot et al. 2002)."""
+
+    size: int
+    weight: float
+    subsets: Sequence[tuple[int, ...]]
+    masks: np.ndarray
+    rows_with: Sequence[np.ndarray]
+    previous_row: dict[int, int]
+
+
+@dataclass(frozen=True)
+class _Credits:
+    """What the MSUs credit, updated in place: each candidate's score and per-key contribution,
+    and sdcMicro's base key of each candidate's values with the bits of its correlated keys
+    (:func:`_sdcmicro_base_keys`; None when no key has correlated values)."""
+
+    score: np.ndarray
+    contribution: np.ndarray
+    base: np.ndarray | None
+    correlated_bits: np.ndarray | None
+
+
+def _credit_msus(unique: np.ndarray, previous_unique: np.ndarray | None, target: np.ndarray,
+                 level: _SubsetLevel, credits: _Credits) -> None:
     """Add the MSUs of one size to the scores and contributions of the ``target`` candidates.
 
     ``unique`` (subsets x targets) says which subsets are unique for each target; a subset is an
     MSU when none of its immediate subsets (rows of ``previous_unique``) is unique."""
+    subsets, masks, rows_with, previous_row = level.subsets, level.masks, level.rows_with, level.previous_row
+    size, weight, base, correlated_bits = level.size, level.weight, credits.base, credits.correlated_bits
+    cand_score, cand_contribution = credits.score, credits.contribution
     minimal = unique.copy()
     if previous_unique is not None:
         previous_shared = ~previous_unique
@@ -468,6 +485,7 @@ def _msu_scores(
 
     cand_score = np.zeros(n_candidates)
     cand_contribution = np.zeros((n_candidates, n_keys))
+    credits = _Credits(cand_score, cand_contribution, base, correlated_bits)
     # Positions (into the candidate arrays) still searched: a record all of whose subsets of one
     # size are unique has no larger MSU (each larger subset contains a unique one).
     active = np.arange(n_candidates)
@@ -515,10 +533,8 @@ def _msu_scores(
         else:
             target = None
         if target is not None:
-            _credit_msus(
-                hit_unique, hit_previous, previous_row, subsets, masks, rows_with, weights[size], size,
-                target, cand_score, cand_contribution, base, correlated_bits,
-            )
+            level = _SubsetLevel(size, weights[size], subsets, masks, rows_with, previous_row)
+            _credit_msus(hit_unique, hit_previous, target, level, credits)
 
         still_open = ~unique.all(axis=0)
         if still_open.all():

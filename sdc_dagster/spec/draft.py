@@ -16,9 +16,10 @@ import yaml
 
 from sdc_dagster.names import check_name
 from sdc_dagster.spec.drafted_hierarchies import HierarchyRule, draft_rule
+from sdc_dagster.spec.guess import plain_scalar, whole_numbers
 from sdc_dagster.spec.hierarchies import members_name
 from sdc_dagster.spec.reading import read_with_metadata
-from sdc_dagster.spec.roles import MAX_CATEGORICAL_KEYS, draft_roles, plain_scalar, whole_numbers
+from sdc_dagster.spec.roles import MAX_CATEGORICAL_KEYS, draft_roles
 from sdc_dagster.spec.survey import UtilityLimits
 
 #: Default of the linkage-risk threshold written into drafts with continuous keys.
@@ -163,6 +164,21 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
     check_name("survey name", survey)
     contents = read_with_metadata(path, options=options)
     drafted = draft_roles(contents, max_keys=max_keys)
+    categorical = [v.name for v in drafted if v.role == "categorical_key"]
+    continuous = [v.name for v in drafted if v.role == "continuous_key"]
+    lines = _source_lines(path, survey, contents, max_keys)
+    if not categorical and not continuous:
+        lines.insert(3, "# No column looked like a key: give at least one the role categorical_key or continuous_key.")
+    lines += ["variables:", *_variable_lines(contents, drafted)]
+    lines += _risk_lines(contents, drafted, continuous)
+    lines.append("search: {enabled: true}          # search the plan that meets the risk target with the least loss")
+    lines += ["plans:", *_plan_lines(categorical, continuous)]
+    return "\n".join(lines) + "\n"
+
+
+def _source_lines(path: Path, survey: str, contents, max_keys: int) -> list[str]:
+    """The draft's opening comment (records, columns, the key cap) and its ``survey``, ``title`` and
+    ``source`` entries: the format, the reader options and what was detected."""
     lines = [
         f"# Survey spec drafted by `sdc init` from {path.name} ({len(contents.data)} records,",
         f"# {contents.data.shape[1]} columns). Every role below is a GUESS with its reason: check each one,",
@@ -180,7 +196,15 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
     if contents.metadata_path:
         lines.append(f"  metadata: {_flow(contents.metadata_path)}")
     lines += [f"  # {note}" for note in _read_as(contents)]
-    lines.append("variables:")
+    return lines
+
+
+def _variable_lines(contents, drafted: list) -> list[str]:
+    """One ``variables`` entry per drafted column (:func:`draft_roles`): role, scale, categories or
+    order, missing codes, a continuous key's precision and a categorical key's hierarchy (declared in
+    the metadata or drafted by :func:`_drafted_hierarchy`), with its type, label and the guess's
+    reason as comments."""
+    lines = []
     # a coarser column drafted for removal as a copy of a key (a province beside the municipality)
     # still gives that key its hierarchy: the search merges along it, the release leaves it out
     nesting = [v.name for v in drafted
@@ -212,9 +236,14 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
             lines.append(f"    # labels: {shown}")
         if hierarchy_note:
             lines.append(f"    # hierarchy: {hierarchy_note}")
-    categorical = [v.name for v in drafted if v.role == "categorical_key"]
-    continuous = [v.name for v in drafted if v.role == "continuous_key"]
-    lines += [
+    return lines
+
+
+def _risk_lines(contents, drafted: list, continuous: list[str]) -> list[str]:
+    """The ``risk`` entry of SPEC §12: k-anonymity (Sweeney 2002), l-diversity (Machanavajjhala et
+    al. 2007), the global and individual risk bounds, ``max_linkage_risk`` when there are
+    continuous keys; then the utility ``limits`` (:func:`_limits_lines`)."""
+    lines = [
         "risk:",
         f"  k: {DRAFTED_K}                          # k-anonymity threshold (Sweeney 2002; Hundepool et al. 2012, ch. 3)",
         "  l: 2                          # l-diversity of sensitive variables (Machanavajjhala et al. 2007)",
@@ -230,8 +259,14 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
             "                                # the share of records whose masked values stay near the original)",
         ]
     lines += _limits_lines()
-    lines.append("search: {enabled: true}          # search the plan that meets the risk target with the least loss")
-    lines.append("plans:")
+    return lines
+
+
+def _plan_lines(categorical: list[str], continuous: list[str]) -> list[str]:
+    """The plans to start from: local suppression to 3-anonymity when there are categorical keys
+    (then MDAV microaggregation, k = 5, of the continuous keys within each released key combination),
+    MDAV microaggregation of the continuous keys alone, or a suppression plan once keys are chosen."""
+    lines = []
     if categorical:
         # With continuous keys too, the amounts are microaggregated within each released key
         # combination: released unchanged (or averaged across key combinations) they would link each
@@ -257,7 +292,6 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
             f"      - {{method: microaggregation, columns: {_flow(continuous)}, k: 5}}",
         ]
     if not categorical and not continuous:
-        lines.insert(3, "# No column looked like a key: give at least one the role categorical_key or continuous_key.")
         lines += [
             "  suppress_k3:",
             "    description: local suppression of the categorical keys to 3-anonymity (once keys are chosen)",
@@ -265,4 +299,4 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
             "    steps:",
             "      - {method: local_suppression, k: 3}",
         ]
-    return "\n".join(lines) + "\n"
+    return lines

@@ -34,8 +34,8 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.spec.guess import whole_numbers
 from sdc_dagster.spec.hierarchies import Hierarchy, HierarchyLevel, members_name, value_text
-from sdc_dagster.spec.roles import whole_numbers
 from sdc_dagster.spec.scenario import is_age_name
 
 #: A numeric key without a code list and with at least this many distinct values is integer-valued

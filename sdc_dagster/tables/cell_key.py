@@ -90,6 +90,8 @@ def shifted_keys(key_sums: np.ndarray, modulus: int, shift: int) -> np.ndarray:
     return shifted.astype(np.float64) / modulus
 
 
+# over 10 parameters, kept: public (exported by sdc_dagster.tables), keyword-only, the cell key method's published
+# parameters (ptable, delta, top_k, epsilon, record keys)
 def cell_key_magnitude(
     data: pd.DataFrame,
     dimensions: Mapping[str, pd.DataFrame | None],

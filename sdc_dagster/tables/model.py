@@ -237,6 +237,45 @@ def tabulate(
     n_inner = int(np.prod(shape))
     inner = np.ravel_multi_index([_leaf_index(d, data[d.name]) for d in dims], shape) if len(data) else np.zeros(0, np.int64)
 
+    frame = _contributions(data, inner, freq=freq, value=value, holding=holding, request=request)
+    inner_freq, inner_value, units = _inner_sums(frame, n_inner, microdata=freq is None)
+
+    matrix = reduce(lambda a, b: sparse.kron(a, b, format="csr"), [d.matrix for d in dims]).tocsr()
+    code_shape = tuple(len(d.codes) for d in dims)
+    index = pd.MultiIndex.from_product([d.codes for d in dims], names=names)
+    cells = index.to_frame(index=False)
+    cells["freq"] = matrix @ inner_freq
+    if value is not None:
+        cells["value"] = matrix @ inner_value
+    group_shape = tuple(int(d.group.max()) + 1 for d in dims)
+    grid = np.meshgrid(*[d.group for d in dims], indexing="ij")
+    cell = np.ravel_multi_index([g.ravel() for g in grid], group_shape)
+    _, cell = np.unique(cell, return_inverse=True)
+    inner_rows = np.ravel_multi_index(
+        [g.ravel() for g in np.meshgrid(*[d.leaf_position for d in dims], indexing="ij")], code_shape
+    )
+    contributions = units if (units is not None and value is not None) else None
+    if holding is not None:
+        contributors = _distinct_units(matrix, units)
+    else:
+        contributors = cells["freq"].to_numpy(dtype=np.float64)
+    return Table(
+        dimensions=dims,
+        cells=cells,
+        matrix=matrix,
+        cell=cell.astype(np.int64),
+        inner_rows=inner_rows.astype(np.int64),
+        contributions=contributions,
+        contributors=contributors,
+        magnitude=value is not None,
+    )
+
+
+def _contributions(data: pd.DataFrame, inner: np.ndarray, *, freq: str | None, value: str | None,
+                   holding: str | None, request: str | None) -> pd.DataFrame:
+    """One row per record of ``data``: its ``inner_cell``, ``freq`` (1 for microdata), ``value`` (0
+    without one), ``unit`` (its holding's code, tau-Argus manual §4.2, else the record) and
+    ``request`` (the request rule's flag); :func:`tabulate`'s input checks."""
     frame = pd.DataFrame({"inner_cell": inner.astype(np.int64)})
     for role, column in (("freq", freq), ("value", value)):
         if column is not None:
@@ -268,7 +307,13 @@ def tabulate(
         if data[request].isna().any() or not pd.api.types.is_bool_dtype(data[request]):
             raise SDCInputError(f"request column {request!r}: must be boolean (True: the contributor asked for protection)")
     frame["request"] = data[request].to_numpy(dtype=bool) if request is not None else False
+    return frame
 
+
+def _inner_sums(frame: pd.DataFrame, n_inner: int, *, microdata: bool) \
+        -> tuple[np.ndarray, np.ndarray, pd.DataFrame | None]:
+    """Counted in DuckDB: each inner cell's frequency and value sums, and for microdata the value
+    and request flag per (inner cell, unit), a holding's contributions summed."""
     db = connect()
     db.register("sdc_table_input", frame)
     try:
@@ -276,7 +321,7 @@ def tabulate(
             "SELECT inner_cell, sum(freq) AS freq, sum(value) AS value FROM sdc_table_input GROUP BY inner_cell"
         ).df()
         units = None
-        if freq is None:  # microdata: contributions per unit (a holding's units summed) and inner cell
+        if microdata:  # contributions per unit (a holding's units summed) and inner cell
             units = db.execute(
                 "SELECT inner_cell, unit, sum(value) AS value, bool_or(request) AS request FROM sdc_table_input "
                 "GROUP BY inner_cell, unit ORDER BY inner_cell, unit"
@@ -287,36 +332,7 @@ def tabulate(
     inner_value = np.zeros(n_inner)
     inner_freq[sums["inner_cell"].to_numpy()] = sums["freq"].to_numpy()
     inner_value[sums["inner_cell"].to_numpy()] = sums["value"].to_numpy()
-
-    matrix = reduce(lambda a, b: sparse.kron(a, b, format="csr"), [d.matrix for d in dims]).tocsr()
-    code_shape = tuple(len(d.codes) for d in dims)
-    index = pd.MultiIndex.from_product([d.codes for d in dims], names=names)
-    cells = index.to_frame(index=False)
-    cells["freq"] = matrix @ inner_freq
-    if value is not None:
-        cells["value"] = matrix @ inner_value
-    group_shape = tuple(int(d.group.max()) + 1 for d in dims)
-    grid = np.meshgrid(*[d.group for d in dims], indexing="ij")
-    cell = np.ravel_multi_index([g.ravel() for g in grid], group_shape)
-    _, cell = np.unique(cell, return_inverse=True)
-    inner_rows = np.ravel_multi_index(
-        [g.ravel() for g in np.meshgrid(*[d.leaf_position for d in dims], indexing="ij")], code_shape
-    )
-    contributions = units if (units is not None and value is not None) else None
-    if holding is not None:
-        contributors = _distinct_units(matrix, units)
-    else:
-        contributors = cells["freq"].to_numpy(dtype=np.float64)
-    return Table(
-        dimensions=dims,
-        cells=cells,
-        matrix=matrix,
-        cell=cell.astype(np.int64),
-        inner_rows=inner_rows.astype(np.int64),
-        contributions=contributions,
-        contributors=contributors,
-        magnitude=value is not None,
-    )
+    return inner_freq, inner_value, units
 
 
 def cover_pairs(matrix: sparse.csr_matrix) -> pd.DataFrame:

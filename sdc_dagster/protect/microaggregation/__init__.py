@@ -106,6 +106,7 @@ def _check_options(data: pd.DataFrame, method: str, k, measure: str, trim, weigh
             raise SDCInputError(f"clusters {column!r}: {int(data[column].isna().sum())} records have no cluster")
 
 
+# over 10 parameters, kept: its keyword arguments are fixed by CONTRACT.md (sdcMicro's microaggregation)
 def microaggregation(
     data: pd.DataFrame,
     columns: Sequence[str],

@@ -207,10 +207,12 @@ def kd_tree(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     return order, start[:nodes].copy(), end[:nodes].copy(), children[:nodes].copy()
 
 
+# kept whole: a numba kernel (its compiled MDAV loop, and the factory that compiles it, are one unit)
 def _compile_mdav_kernel(complete: bool):
     """The compiled MDAV loop for complete data (``complete``) or data with missing values (each
     under its own name, so numba's on-disk cache keeps the two apart)."""
 
+    # kept whole (over 80 lines, its arrays passed one by one): a numba kernel
     def _mdav_kernel(x, z, weights, penalties, penalty_z, origin, scale, total, total_count, order, start, end,
                      children, k, abs_tol):
         """sdcMicro's MDAV loop (module docstring) over a k-d tree of the centred, weighted coordinates

@@ -50,6 +50,7 @@ def robust_distances(y: np.ndarray, random_state) -> np.ndarray:
     return np.einsum("ij,ij->i", diff @ np.linalg.pinv(covariance), diff)
 
 
+# kept whole: a numba kernel
 @njit(cache=True)
 def rmd_labels(y: np.ndarray, md: np.ndarray, k: int) -> np.ndarray:
     """Group label of every row of ``y`` under sdcMicro's ``micro_rmd`` loop (module docstring), given
