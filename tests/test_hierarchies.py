@@ -303,7 +303,7 @@ def test_integer_counts_get_whole_number_bands_named_as_globalRecode_names_them(
     levels = key_hierarchy(values, Variable("children", "categorical_key", "nominal")).levels
     steps = [level.step("children") for level in levels[1:]]
     assert all(step["method"] == "recode" and len(step["names"]) == len(step["groups"]) for step in steps)
-    band2 = next(level for level in levels if level.words.startswith("2-wide"))
+    band2 = next(level for level in levels if level.words.startswith("bands cut at multiples of 2:"))
     assert dict(zip(band2.names, band2.groups))["(4,6]"] == (5, 6)
     for level in levels[1:]:
         for name in level.names:
