@@ -106,11 +106,22 @@ def storage_dir(base_dir: str | Path | None = None) -> Path:
     return Path(base_dir) if base_dir else sdc_home() / "storage"
 
 
+class StoredByEarlierVersion(RuntimeError):
+    """A stored pipeline value the installed version cannot read back (its classes moved or changed)."""
+
+
 def read_stored(path: Path):
     """A stored output: a pipeline value (``<path>.pickle``), ``<path>.parquet`` as a DataFrame, or
     the folder ``<path>/`` as a dict of DataFrames. ``path`` is ``<storage>/<asset key path>/<partition>``."""
     if _pickle(path).is_file():
-        return pickle.loads(_pickle(path).read_bytes())
+        try:
+            return pickle.loads(_pickle(path).read_bytes())
+        except (ModuleNotFoundError, AttributeError, TypeError) as error:
+            # a value stored by an earlier version whose classes have moved or changed shape
+            raise StoredByEarlierVersion(
+                f"{_pickle(path)} was stored by an earlier version of sdc-dagster ({error}); "
+                "materialise this asset again for this partition (and the assets downstream of it)"
+            ) from error
     if _file(path).is_file():
         return pd.read_parquet(_file(path))
     if path.is_dir():

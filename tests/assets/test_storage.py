@@ -8,7 +8,7 @@ from dagster import AssetKey, StaticPartitionsDefinition, asset, build_output_co
 from sdc_dagster.pipeline.protection import CheckOutcome, ProtectedVariant
 from sdc_dagster.pipeline.variant import ReleasedKeys
 from sdc_dagster.resources import SdcHome, configured_resources
-from sdc_dagster.resources.storage import ParquetIOManager, stored_output
+from sdc_dagster.resources.storage import ParquetIOManager, StoredByEarlierVersion, stored_output
 from sdc_dagster.spec import Plan
 
 
@@ -104,3 +104,20 @@ def test_a_missing_partition_is_an_error_unless_the_input_is_optional(tmp_path):
     # an Optional input: the partitions stored, for the asset to judge
     assert materialize([per_region.to_source_asset(), optional_national], resources={"io_manager": manager}).success
     assert list(seen["per_region"]) == ["r1"]
+
+
+def test_a_value_stored_by_an_earlier_version_names_the_file_and_what_to_do(tmp_path):
+    # issue 35 moved modules (e.g. sdc_dagster.sources -> sdc_dagster.spec.sources): a pickle written
+    # before names a module that no longer exists; reading it says so instead of a bare traceback
+    import pickle
+
+    stored = tmp_path / "s" / "raw_microdata"
+    stored.mkdir(parents=True)
+    # a pickle of a global from a module that does not exist (protocol 2: GLOBAL opcode by name)
+    data = b"\x80\x02csdc_dagster.sources\nWave\nq\x00)\x81q\x01."
+    (stored / "2024.pickle").write_bytes(data)
+    with pytest.raises(ModuleNotFoundError):
+        pickle.loads(data)
+    with pytest.raises(StoredByEarlierVersion, match=r"2024\.pickle was stored by an earlier version.*"
+                                                     r"materialise this asset again"):
+        stored_output(["s", "raw_microdata"], "2024", base_dir=tmp_path)
