@@ -45,7 +45,7 @@ from sdc_dagster.report.markup import REPORT_CSS, Markup, html_chart, html_table
 from sdc_dagster.report.measures import GROUPS, format_measure, format_value, measure_info
 from sdc_dagster.report.plots import category_bars_svg, grouped_bars_svg, heatmap_svg, histograms_svg
 from sdc_dagster.report.references import cite_html, cite_section, cited_keys, references_html
-from sdc_dagster.spec import SEARCHED_PLAN
+from sdc_dagster.report.search_words import any_releasable, search_sentence
 
 DECISION_RISK = ("global_risk", "expected_reidentifications", "k2_violations", "k3_violations",
                   "k5_violations", "records_above_threshold", "household_risk", "combined_global_risk",
@@ -68,61 +68,6 @@ def _release_note(release: dict | None) -> str:
 
 
 # --- sections ------------------------------------------------------------------------------------
-
-
-def _evaluated_words(found: dict) -> str:
-    """How many plans the search evaluated and how the others were settled, true to the figures:
-    "every plan of the space" only when each was evaluated; an exhaustive search that settled
-    plans without evaluating them (by their equivalence classes, or by ARX's predictive tagging:
-    a generalisation of a k-anonymous node is k-anonymous, a specialisation of a node that is
-    not is not either; Kohlmayer et al. 2012, "Flash: efficient, stable and optimal
-    k-anonymity") says how many and how (the search's ``bound``); a cut search gives its cut."""
-    evaluated, total = int(found["nodes_evaluated"]), int(found["nodes_total"])
-    words = f"evaluated {evaluated:,} of {total:,} generalisation plans in {found['seconds']:.1f} s"
-    if not found["exhaustive"]:
-        return f"{words} ({found['bound']})"
-    if evaluated >= total:
-        return f"{words} (every plan of the space)"
-    # the bound's first clause ("none: every node evaluated ...") says nothing of the settled ones
-    how = "; ".join(part for part in str(found["bound"]).split("; ") if not part.startswith("none"))
-    return (f"{words}; the other {total - evaluated:,} were settled without evaluation"
-            + (f" ({how})" if how else ""))
-
-
-def search_sentence(inputs: ReportInputs) -> str:
-    """What the plan search did and found, in words: the nodes it evaluated and how the lattice was
-    cut, the plan it proposes (``searched``), "optimal over N plans" only when the search evaluated
-    every plan of its space, else "best of N checked" (the summary's ``optimality``), its loss against every other eligible plan, the
-    runner-up, and the loss a stricter target (half the global-risk target) would cost."""
-    found = inputs.search
-    label = measure_info(inputs.loss_measure).label
-    text = f"The plan search {_evaluated_words(found)}. "
-    searched = inputs.plans.get(SEARCHED_PLAN)
-    if not found["recommended"] or searched is None:
-        return text + "No searched plan passes every blocking release check." + (
-            " What it would take: the next section."
-            if inputs.what_it_would_take is not None and not _any_releasable(inputs) else "")
-    text += f"It proposes {SEARCHED_PLAN} ({found['recommended']}), {found['optimality']}. "
-    mine = searched.loss.get(inputs.loss_measure, np.nan)
-    compared = []
-    for name, plan in inputs.plans.items():
-        other = plan.loss.get(inputs.loss_measure, np.nan)
-        if name == SEARCHED_PLAN or not plan.releasable or np.isnan(other) or np.isnan(mine):
-            continue
-        if np.isclose(mine, other, rtol=1e-9, atol=1e-12):
-            compared.append(f"equal to {name}'s (the same protection)")
-        else:
-            compared.append(f"{'lower' if mine < other else 'higher'} than {name}'s ({other:.4g})")
-    if compared:
-        text += f"Its {label} ({mine:.4g}) is " + ", ".join(compared) + ". "
-    if found["runner_up"]:
-        text += f"Runner-up: {found['runner_up']} ({label} {found['runner_up_loss']:.4g}). "
-    if not np.isnan(found["stricter_loss"]):
-        text += (f"Meeting a stricter global-risk target of {format_value(found['stricter_target'], 'share')} "
-                 f"would cost a {label} of {found['stricter_loss']:.4g}.")
-    else:
-        text += "No searched plan meets half the global-risk target."
-    return text.strip()
 
 
 def _decision_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recommendation) -> str:
@@ -199,7 +144,7 @@ def _what_it_would_take_section(inputs: ReportInputs) -> str:
     (:mod:`sdc_dagster.pipeline.relaxations`, its record in ``inputs.what_it_would_take``). Empty
     otherwise, and when another plan (one of the spec's) passes its blocking checks."""
     advice = inputs.what_it_would_take
-    if advice is None or _any_releasable(inputs):
+    if advice is None or any_releasable(inputs):
         return ""
     label = measure_info(advice["loss_measure"])
     parts = ["<h2 id=\"what-it-would-take\">What it would take</h2>",
@@ -249,10 +194,6 @@ def _what_it_would_take_section(inputs: ReportInputs) -> str:
     if notes:
         parts.append(f"<p>{html.escape(' '.join(notes))}</p>")
     return "".join(parts)
-
-
-def _any_releasable(inputs: ReportInputs) -> bool:
-    return any(plan.releasable for plan in inputs.plans.values())
 
 
 def _losses_in_words(inputs: ReportInputs, chosen: Recommendation) -> str:
