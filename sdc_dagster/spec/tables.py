@@ -452,6 +452,8 @@ def _cell_key(problems: Problems, protection: Mapping, published: Mapping[str, T
         problems.attempt(expect, table.weight is None, f"published.{name}",
                          f"an unweighted table with method: cell_key (record keys are drawn per record), "
                          f"got weight {table.weight}")
+        problems.attempt(expect, not table.frozen, f"published.{name}.frozen",
+                         "no frozen cells with method: cell_key (nothing is suppressed)")
     if grid is None:
         return {}
     return {**spec_parameters(grid), "delta": float(delta) if isinstance(delta, (int, float)) else delta,
