@@ -378,6 +378,9 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
         for j, fmt in enumerate(formats):
             problems.attempt(lambda fmt=fmt, where=f"release.formats[{j}]": check_option(
                 fmt, where, TABLE_RELEASE_FORMATS, error=spec_error(where)))
+            problems.attempt(expect, fmt != "tau_argus" or method != "cell_key", f"release.formats[{j}]",
+                             "csv or xlsx with method: cell_key (tau-Argus's .tab would hold the original cells, "
+                             "not the perturbed ones)")
     for group in _linked_groups(published):
         kinds = {bool(published[t].value or published[t].weight) for t in group}
         problems.attempt(expect, len(kinds) == 1, f"published.{group[-1]}", "linked tables all magnitude or all "
@@ -454,6 +457,9 @@ def _cell_key(problems: Problems, protection: Mapping, published: Mapping[str, T
                          f"got weight {table.weight}")
         problems.attempt(expect, not table.frozen, f"published.{name}.frozen",
                          "no frozen cells with method: cell_key (nothing is suppressed)")
+        problems.attempt(expect, table.freq is None, f"published.{name}.freq",
+                         f"microdata (one row per record, no count column) with method: cell_key (record keys are "
+                         f"drawn per record), got freq {table.freq}")
     if grid is None:
         return {}
     return {**spec_parameters(grid), "delta": float(delta) if isinstance(delta, (int, float)) else delta,
