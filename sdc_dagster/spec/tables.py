@@ -64,12 +64,13 @@ import yaml
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.names import RULES as NAME_RULES
 from sdc_dagster.names import name_problem
+from sdc_dagster.protect.ptable import perturbation_table
 from sdc_dagster.spec.files import located_error
 from sdc_dagster.spec.hierarchies import value_text
 from sdc_dagster.spec.problems import Problems, as_mapping, expect, spec_error
 from sdc_dagster.spec.survey import SpecError
 from sdc_dagster.spec.grid import CellKeySpec, parse_grid_spec, spec_parameters
-from sdc_dagster.tables.cell_key import MAX_TOP_K, _checked_epsilon
+from sdc_dagster.tables.cell_key import MAX_TOP_K, cell_key_magnitude
 from sdc_dagster.tables.exchange import read_tau_argus
 from sdc_dagster.tables.hierarchy_files import hierarchy_from_codes, hierarchy_from_columns, read_hrc
 from sdc_dagster.tables.model import tabulate
@@ -467,9 +468,12 @@ def _cell_key(problems: Problems, protection: Mapping, published: Mapping[str, T
 
 
 def _checked_epsilon_key(epsilon, top_k: int) -> None:
-    """``epsilon`` checked by :mod:`sdc_dagster.tables.cell_key`'s rule, keyed ``protection.epsilon``."""
+    """``epsilon`` checked by the function that applies it: :func:`sdc_dagster.tables.cell_key_magnitude`
+    on a one-cell table of one record (as the rules are, :func:`checked_rules`), keyed ``protection.epsilon``."""
+    probe = pd.DataFrame({"cell": ["a"], "value": [1.0]})
     try:
-        _checked_epsilon(epsilon, top_k)
+        cell_key_magnitude(probe, {"cell": None}, value="value", ptable=perturbation_table(1, 0.5), delta=1,
+                           top_k=top_k, epsilon=epsilon, seed=0)
     except (SDCInputError, TypeError, ValueError) as error:
         raise SpecError(f"protection.{error}" if isinstance(error, SDCInputError) else
                         f"protection.epsilon: a list of numbers, got {epsilon!r}", key="protection.epsilon") from None
@@ -477,11 +481,15 @@ def _checked_epsilon_key(epsilon, top_k: int) -> None:
 
 def _grid_cell_key(section) -> CellKeySpec:
     """The grid spec's ``cell_key`` section (:func:`sdc_dagster.spec.grid.parse_grid_spec`), its
+    p-table built once so that its own rules are checked (:func:`sdc_dagster.protect.ptable.perturbation_table`),
     errors keyed ``protection.cell_key``."""
     try:
-        return parse_grid_spec({"routes": ["cell_key"], "cell_key": section}, source="protection").cell_key
+        grid = parse_grid_spec({"routes": ["cell_key"], "cell_key": section}, source="protection").cell_key
+        perturbation_table(grid.max_deviation, grid.variance, threshold=grid.threshold)  # the p-table's own rules
     except SDCInputError as error:
-        raise SpecError(str(error), key="protection.cell_key") from None
+        raise SpecError(f"protection.cell_key: {error}" if "key 'cell_key." not in str(error) else str(error),
+                        key="protection.cell_key") from None
+    return grid
 
 
 def _linked_groups(published: Mapping[str, TableDef]) -> list[list[str]]:
