@@ -40,7 +40,10 @@ manual §4.4 "linked tables"), never table by table. Keys::
 :data:`sdc_dagster.tables.METHODS` (secondary suppression) or ``rounding`` (:data:`PERTURBATIVE`:
 small-count rounding, SmallCountRounding's parameters and defaults, ``max_round`` ``round_base - 1``,
 ``seed`` 123; the primaries are then reported, not suppressed, and linked tables must share their
-dimensions, as :func:`sdc_dagster.tables.small_count_rounding` rounds them jointly); ``cost`` ``value`` (tau-Argus's default for magnitude tables),
+dimensions, as :func:`sdc_dagster.tables.small_count_rounding` rounds them jointly) or ``cell_key``
+(the p-table and record-key seed in the grid spec's ``cell_key`` section, SPEC §8.11, with
+``delta``, ``top_k``, ``epsilon`` for magnitude tables, :func:`_cell_key`; unweighted microdata,
+released as CSV or Excel); ``cost`` ``value`` (tau-Argus's default for magnitude tables),
 ``count`` (one per cell) or ``{column: c}`` (a cell costs the sum of the numeric column ``c`` over
 its records, tau-Argus's cost variable). Every problem is a :class:`~sdc_dagster.spec.survey.SpecError` naming the key
 (``published.turnover.rules[0]``), and :func:`load_table_spec` adds the YAML line, as
@@ -81,7 +84,9 @@ from sdc_dagster.validation import check_option, check_scalar
 #: The perturbative methods of ``protection.method`` (beside the secondary suppression methods of
 #: :data:`sdc_dagster.tables.METHODS`): ``rounding``, small-count rounding of the inner cells by PLS
 #: (:func:`sdc_dagster.tables.small_count_rounding`, Langsrud & Heldal's SmallCountRounding), every
-#: published cell the sum of its rounded inner cells.
+#: published cell the sum of its rounded inner cells; ``cell_key``, the cell key method (counts by
+#: the p-table, magnitudes by :func:`sdc_dagster.tables.cell_key_magnitude`; Thompson, Broadfoot and
+#: Elazar 2013; Hundepool et al., the Handbook's cell key method for magnitude tables).
 PERTURBATIVE = ("rounding", "cell_key")
 #: Every method of ``protection.method``.
 ALL_METHODS = (*METHODS, *PERTURBATIVE)
