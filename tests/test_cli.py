@@ -35,10 +35,11 @@ def test_demo_materialises_every_wave_and_prints_the_summary(tmp_path, monkeypat
         if survey_wave.startswith("testdata"):
             assert decisions["perturb"] == "withheld: linkage_risk"
     assert "category counts suppressed" in text and "households swapped" in text
-    # the demo table specs: the survey's linked frequency tables, its counts rounded to base 3 and the
-    # business file's magnitude table (30 distinct cells: 12 of the 42 rows are duplicates)
+    # the demo table specs: the survey's linked frequency tables, its counts rounded to base 3, the
+    # business file's turnover perturbed by the cell key method and its magnitude table (30 distinct cells: 12 of the 42 rows are duplicates)
     assert "== tables testdata_tables wave 2024" in text and "== tables business_tables" in text
     assert "== tables testdata_rounded wave 2024" in text and "changed by rounding to base 3" in text
+    assert "== tables business_cellkey" in text and "changed by the cell key method (seed 2026" in text
     assert ("turnover: 30 distinct cells (42 published, 12 duplicates of another code's cell), 14 primary and 6 "
             "secondary suppressions") in text
     assert (home / "reports" / "tables" / "business_tables" / "file.html").is_file()

@@ -231,3 +231,43 @@ def test_a_rounded_table_set_runs_releases_its_rounded_counts_and_replays(home):
     # a code that looks like a number (water 1) is a text cell, aligned as Total and piped are
     assert '<td class="text"><span class="code">1</span></td>' in page
     assert main(["--home", str(home), "audit", "tables", "--survey", "testdata_rounded"]) == 0
+
+
+def test_a_cell_key_table_set_runs_releases_its_perturbed_values_and_replays(tmp_path, home):
+    """The demo's business turnover by the cell key method (p-table D 2, V 1.05, js 1; delta 0.1,
+    top_k 1; record keys drawn with seed 2026): released perturbed, nothing suppressed, the manifest
+    recording the parameters and seed, the report original beside published, and `sdc audit tables`
+    recomputing the release byte for byte from the recorded seed."""
+    import json
+
+    from sdc_dagster.releases.tables import list_table_releases
+
+    folder = tmp_path / "tables"
+    (folder / "data").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "business_cellkey.yaml", folder)
+    shutil.copy(EXAMPLES / "data" / "business.csv", folder / "data")
+    out = io.StringIO()
+    assert run_table(str(folder / "business_cellkey.yaml"), home=str(home), out=out) == 0, out.getvalue()
+    text = out.getvalue()
+    assert "check cells_valid: passed" in text and "check perturbed_as_ptable: passed" in text
+    assert "changed by the cell key method (seed 2026; 14 unsafe under the rules)" in text
+    release, = list_table_releases(home / "releases", "business_cellkey", "file")
+    manifest = json.loads((release / "manifest.json").read_text())
+    assert manifest["method"] == "cell_key" and "cost" not in manifest
+    assert manifest["cell_key"] == {"max_deviation": 2, "variance": 1.05, "threshold": 1, "seed": 2026,
+                                    "delta": 0.1, "top_k": 1, "epsilon": [1.0]}
+    released = pd.read_csv(release / "turnover.csv").set_index(["sector4", "geo"])
+    # nothing suppressed: safe, or Z for an empty cell (no company of that sector in that country), kept 0
+    assert len(released) == 42 and released["status"].isin(["S", "Z"]).all() and released["value"].notna().all()
+    assert (released.loc[released["status"] == "Z", "value"] == 0).all()
+    # the grand total of the file (462.3) moves by at most D x delta x its largest company's turnover
+    business = pd.read_csv(EXAMPLES / "data" / "business.csv")
+    largest = business.groupby("company")["value"].sum().max()
+    assert round(business["value"].sum(), 1) == 462.3
+    assert abs(released.loc[("Total", "Total"), "value"] - 462.3) <= 2 * 0.1 * largest + 0.05
+    # published at the input's precision (one decimal)
+    assert (released["value"] * 10 % 1 == 0).all()
+    page = (home / "reports" / "tables" / "business_cellkey" / "file.html").read_text()
+    assert "published perturbed (cell key method)" in page and '<span class="perturbed">' in page
+    assert "cell key method, p-table D = 2, V = 1.05, js = 1, delta = 0.1, top_k = 1, record keys drawn with seed 2026" in page
+    assert main(["--home", str(home), "audit", "tables", "--survey", "business_cellkey"]) == 0

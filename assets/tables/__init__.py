@@ -131,7 +131,7 @@ def build_table_assets(spec: TableSetSpec, survey: SurveySpec | None = None) -> 
         return pd.DataFrame([{"file": n, "sha256": d} for n, d in release.manifest["files"].items()],
                             columns=["file", "sha256"])
 
-    assets += [tabulated, primary, *_protection_assets(spec, common, checked), table_release]
+    assets += [tabulated, primary, *_protection_assets(spec, common, checked, raw_key), table_release]
     keys = [key for a in assets for key in a.keys]
     job = define_asset_job(f"{spec.name}_tables_job", selection=AssetSelection.assets(*keys) | AssetSelection.assets(raw_key),
                            partitions_def=common["partitions_def"],
@@ -141,10 +141,12 @@ def build_table_assets(spec: TableSetSpec, survey: SurveySpec | None = None) -> 
 
 def _release_checks(spec: TableSetSpec) -> dict[str, list[AssetCheckSpec]]:
     """The release checks of the table chain by the stage that runs them (``protected_tables``,
-    ``table_audit``): for small-count rounding, additivity and no count in 1..round_base - 1; for
+    ``table_audit``): for small-count rounding, additivity and no count in 1..round_base - 1; for the
+    cell key method, every figure perturbed as the p-table says at its cell key; for
     suppression, every primary suppressed and the intruder's linear-programme audit (Hundepool et al.
     2012, §4.4.1); for both, no negative or empty published cell."""
     prefix, rounding = [spec.name], spec.method == "rounding"
+    cell_key = spec.method == "cell_key"
     checks = {name: AssetCheckSpec(name=name, asset=AssetKey([*prefix, asset_name]), description=rule)
               for name, asset_name, rule in (
                   ("cells_valid", "protected_tables", "withholds the release unless no published count is negative "
@@ -154,6 +156,9 @@ def _release_checks(spec: TableSetSpec) -> dict[str, list[AssetCheckSpec]]:
                                                  "the tables additive)"),
                      ("no_small_counts", "table_audit", "withholds the release unless no published count is in "
                                                         "1..round_base - 1")) if rounding else
+                    (("perturbed_as_ptable", "table_audit", "withholds the release unless every published figure is "
+                                                            "perturbed from its cell key as the p-table says"),)
+                    if cell_key else
                     (("primaries_suppressed", "protected_tables", "withholds the release unless every primary cell "
                                                                   "is suppressed"),
                      ("audit_passed", "table_audit", "withholds the release unless every primary's interval from the "
@@ -179,32 +184,48 @@ def _table_input_asset(spec: TableSetSpec, common: dict) -> AssetsDefinition:
     return table_input_asset
 
 
-def _protection_assets(spec: TableSetSpec, common: dict, checked: dict[str, list[AssetCheckSpec]]) \
-        -> list[AssetsDefinition]:
-    """The ``protected_tables`` asset (small-count rounding or secondary suppression, linked tables
-    jointly) and the ``table_audit`` asset that checks it, each with its release checks."""
-    rounding = spec.method == "rounding"
+def _protection_assets(spec: TableSetSpec, common: dict, checked: dict[str, list[AssetCheckSpec]],
+                       raw_key: AssetKey) -> list[AssetsDefinition]:
+    """The ``protected_tables`` asset (small-count rounding, the cell key method, which also reads the
+    input ``raw_key`` to draw the record keys, or secondary suppression, linked tables jointly) and
+    the ``table_audit`` asset that checks it, each with its release checks."""
+    rounding, cell_key = spec.method == "rounding", spec.method == "cell_key"
+    described = dict(
+        name="protected_tables", check_specs=checked["protected_tables"], **common,
+        description=(f"Small-count rounding to base {spec.rounding.get('round_base')} (PLS, seed "
+                     f"{spec.rounding.get('random_state')}); linked tables rounded jointly." if rounding else
+                     f"Cell key method (p-table D = {spec.cell_key.get('max_deviation')}, V = "
+                     f"{spec.cell_key.get('variance')}, record keys drawn with seed {spec.cell_key.get('seed')})."
+                     if cell_key else
+                     f"Secondary suppression ({spec.method}, cost by {spec.cost}); linked tables protected jointly."))
 
-    @asset(name="protected_tables",
-           description=(f"Small-count rounding to base {spec.rounding.get('round_base')} (PLS, seed "
-                        f"{spec.rounding.get('random_state')}); linked tables rounded jointly." if rounding else
-                        f"Secondary suppression ({spec.method}, cost by {spec.cost}); linked tables protected jointly."),
-           check_specs=checked["protected_tables"], **common)
-    def protected_tables(context: AssetExecutionContext, tabulated: TabulatedTables,
-                         primary: dict[str, pd.DataFrame]):
-        cells = protect_tables(spec, tabulated.tables, primary)
+    def protected_output(cells: dict[str, pd.DataFrame]):
         yield Output(cells, metadata={"status": _cells_markdown(cells)})
         yield from _check_results(protection_checks(cells))
 
+    if cell_key:
+        @asset(ins={"raw": AssetIn(key=raw_key)}, **described)
+        def protected_tables(context: AssetExecutionContext, tabulated: TabulatedTables,
+                             primary: dict[str, pd.DataFrame], raw: RawWave):
+            where = f"{spec.name} {context.partition_key if context.has_partition_key else FILE_WAVE}"
+            yield from protected_output(protect_tables(spec, tabulated.tables, primary,
+                                                       table_input(spec, raw.data, source=where)))
+    else:
+        @asset(**described)
+        def protected_tables(context: AssetExecutionContext, tabulated: TabulatedTables,
+                             primary: dict[str, pd.DataFrame]):
+            yield from protected_output(protect_tables(spec, tabulated.tables, primary))
+
     @asset(name="table_audit",
            description=("Each rounded cell checked: additive over its inner cells, no count in 1..round_base - 1."
-                        if rounding else "Every suppressed cell's interval from the intruder's linear programme "
+                        if rounding else "Each perturbed cell checked against the p-table at its cell key." if cell_key
+                        else "Every suppressed cell's interval from the intruder's linear programme "
                                          "over all linked tables together."),
            check_specs=checked["table_audit"], **common)
     def table_audit(context: AssetExecutionContext, tabulated: TabulatedTables,
                     protected_tables: dict[str, pd.DataFrame]):
         audited = audit_tables(spec, tabulated.tables, protected_tables)
-        failing = "additive" if rounding else "protected"
+        failing = "additive" if rounding else "as_ptable" if cell_key else "protected"
         yield Output(audited, metadata={name: int((~c[failing]).sum()) for name, c in audited.items()})
         yield from _check_results(audit_check(audited))
     return [protected_tables, table_audit]

@@ -224,6 +224,9 @@ def print_table_summary(spec, wave: str | None, out) -> bool:
         if "rounded" in figures:
             print(f"   {name}: {cells}, {figures['rounded']} changed by rounding to base "
                   f"{manifest['rounding']['round_base']} ({figures['primary']} unsafe under the rules)", file=out)
+        elif "perturbed" in figures:
+            print(f"   {name}: {cells}, {figures['perturbed']} changed by the cell key method (seed "
+                  f"{manifest['cell_key']['seed']}; {figures['primary']} unsafe under the rules)", file=out)
         else:
             print(f"   {name}: {cells}, {figures['primary']} primary and {figures['secondary']} "
                   "secondary suppressions", file=out)

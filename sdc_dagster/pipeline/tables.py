@@ -17,7 +17,9 @@ meets the cell's protection; True for cells that are no primary).
 With ``method: rounding`` (small-count rounding, :func:`round_tables`) nothing is suppressed:
 ``protected_tables`` gives each cell's ``published`` count (``status`` ``rounded`` where it differs
 from ``freq``) and ``table_audit`` checks ``additive`` and ``small`` (:func:`audit_rounding`) instead
-of the intruder's intervals.
+of the intruder's intervals. With ``method: cell_key`` (:func:`cell_key_tables`) likewise: each
+cell's ``published`` count or value perturbed at its ``cell_key`` (``status`` ``perturbed`` where
+it differs from the original), and ``table_audit`` checks ``as_ptable`` (:func:`audit_cell_key`).
 
 Linked tables (same measure, :meth:`~sdc_dagster.spec.tables.TableSetSpec.linked`) are protected
 and audited jointly: the audit's linear programme reads every published cell of every table of the
@@ -36,16 +38,19 @@ import pandera.pandas as pa
 import sdc_dagster.tables as tables
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.pipeline.protection import CheckOutcome
+from sdc_dagster.protect.ptable import perturbation_table
 from sdc_dagster.releases.digests import WaveSnapshot
 from sdc_dagster.spec.schemas import validate
 from sdc_dagster.spec.hierarchies import value_text
 from sdc_dagster.spec.tables import TableSetSpec, dimension_hierarchy
 from sdc_dagster.tables.audit import protection_failures, stacked_mask
 from sdc_dagster.tables.model import Table, joint_model
+from sdc_dagster.tables.primary import contributor_statistics
 
 #: The status of a published cell: suppressed (``primary``, ``secondary``) or, under small-count
-#: rounding, ``rounded`` (published with another value than the original).
-STATUSES = ("safe", "primary", "secondary", "rounded")
+#: rounding, ``rounded`` (published with another value than the original), under the cell key method
+#: ``perturbed`` (likewise).
+STATUSES = ("safe", "primary", "secondary", "rounded", "perturbed")
 #: The column of a weighted measure (``weight × value``, or the weight alone for counts).
 WEIGHTED = "_weighted"
 #: The column of the cells holding each cell's cost of suppression, with ``cost: {column: c}``.
@@ -190,6 +195,11 @@ def table_input(spec: TableSetSpec, data: pd.DataFrame, *, source: str = "table 
     return frame
 
 
+def _hierarchies(spec: TableSetSpec, data: pd.DataFrame) -> dict:
+    """Every dimension's hierarchy (:func:`~sdc_dagster.spec.tables.dimension_hierarchy`) over ``data``."""
+    return {name: dimension_hierarchy(d, data, spec.source) for name, d in spec.dimensions.items()}
+
+
 def tabulate_tables(spec: TableSetSpec, data: pd.DataFrame) -> dict[str, Table]:
     """Every table of the spec (name -> :class:`~sdc_dagster.tables.Table`) from the validated input;
     with ``cost: {column: c}`` each table's cells gain the column ``cost``: the sum of ``c`` per cell.
@@ -206,7 +216,7 @@ def tabulate_tables(spec: TableSetSpec, data: pd.DataFrame) -> dict[str, Table]:
     (:func:`sdc_dagster.tables.contributions_from_top`), so the dominance, p % and pq rules apply;
     its published values stay the input's sums (the contributors' equal shares of a rest may differ
     from them by the rounding of the shares)."""
-    hierarchies = {name: dimension_hierarchy(d, data, spec.source) for name, d in spec.dimensions.items()}
+    hierarchies = _hierarchies(spec, data)
     tops = top_columns(spec)
     out = {}
     for name, table in spec.published.items():
@@ -291,14 +301,75 @@ def round_tables(spec: TableSetSpec, tabulated: dict[str, Table],
     return {name: out[name] for name in spec.published}
 
 
+def cell_key_schema() -> pa.DataFrameSchema:
+    """The boundary of a table perturbed by the cell key method: a published count or value in every
+    cell, nothing suppressed, the status ``perturbed`` exactly where the published figure differs
+    from the original (``value`` for a magnitude table, else ``freq``)."""
+    status = "perturbed"
+    return pa.DataFrameSchema(
+        {
+            "freq": pa.Column(float, pa.Check.ge(0)),
+            "published": pa.Column(float, nullable=False),
+            "suppressed": pa.Column(bool, pa.Check(lambda s: ~s, error="nothing suppressed")),
+            "status": pa.Column(str, pa.Check.isin(("safe", status))),
+        },
+        checks=[pa.Check(lambda f: (f["status"] == status) == (f["published"] != f[_measure(f)]),
+                         error=f"{status} where the published figure differs from the original")],
+        strict=False,
+    )
+
+
+def _measure(cells: pd.DataFrame) -> str:
+    """The column of a table's original published figure: ``value`` (magnitude table) or ``freq``."""
+    return "value" if "value" in cells else "freq"
+
+
+def cell_key_tables(spec: TableSetSpec, data: pd.DataFrame,
+                    primary: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """``method: cell_key``: each table's cells with its ``cell_key``, the ``published`` figure,
+    nothing ``suppressed`` and ``status`` ``perturbed`` where it differs from the original. The
+    record keys are drawn uniform in [0, 1) with the spec's seed; a cell's key is the sum of its
+    records' keys mod 1, so a cell has the same key in every table (SPEC §8.11; Thompson, Broadfoot
+    and Elazar 2013). A frequency table's counts get the count method's noise from the p-table of
+    ``max_deviation`` D, ``variance`` V and ``threshold`` js (:func:`sdc_dagster.protect.ptable.perturbation_table`,
+    sdcTools ptable), ``n' = n + v(n, ck)``; a magnitude table's values that of the cell key method
+    for magnitudes (:func:`sdc_dagster.tables.cell_key_magnitude`: Handbook on SDC, cellKey's
+    ``top_contr`` with ``delta``, ``top_k``, ``epsilon``), its counts left as tabulated. The rules'
+    unsafe cells (``primary``) are kept for the report; the noise, not suppression, protects them.
+    ``data`` is the validated input (:func:`table_input`). Validated by :func:`cell_key_schema`."""
+    parameters = spec.cell_key
+    ptable = perturbation_table(parameters["max_deviation"], parameters["variance"], threshold=parameters["threshold"])
+    hierarchies = _hierarchies(spec, data)
+    out = {}
+    for name, table in spec.published.items():
+        magnitude = table.value is not None
+        frame = data if magnitude else data.assign(**{WEIGHTED: 1.0})  # counts: the count method at the same keys
+        perturbed = tables.cell_key_magnitude(
+            frame, {d: hierarchies[d] for d in table.dimensions}, value=table.value if magnitude else WEIGHTED,
+            ptable=ptable, delta=parameters["delta"], top_k=parameters["top_k"], epsilon=parameters["epsilon"],
+            seed=parameters["seed"], holding=table.holding, count_ptable=None if magnitude else ptable)
+        cells = primary[name].copy()
+        cells["cell_key"] = perturbed["cell_key"].to_numpy()
+        cells["published"] = perturbed["perturbed_value" if magnitude else "perturbed_freq"].to_numpy(dtype=np.float64)
+        cells["suppressed"] = False
+        cells["status"] = np.where(cells["published"] != cells[_measure(cells)], "perturbed", "safe")
+        out[name] = validate(cells, cell_key_schema(), source=f"cell key table {name!r}")
+    return out
+
+
 def protect_tables(spec: TableSetSpec, tabulated: dict[str, Table],
-                   primary: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+                   primary: dict[str, pd.DataFrame], data: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
     """Each table's cells with ``suppressed`` and ``status``: with ``method: rounding``
     :func:`round_tables`, else the secondary suppression of every linked group at once (:func:`sdc_dagster.tables.secondary_suppression` with the spec's method,
     cost, the primaries' protection levels and the tables' frozen cells, :func:`frozen_cells`),
-    validated by :func:`cells_schema`."""
+    validated by :func:`cells_schema`. With ``method: cell_key`` :func:`cell_key_tables` of ``data``
+    (the validated input; the record keys are drawn per record)."""
     if spec.method == "rounding":
         return round_tables(spec, tabulated, primary)
+    if spec.method == "cell_key":
+        if data is None:
+            raise SDCInputError("protect_tables: method cell_key draws record keys, give the input data")
+        return cell_key_tables(spec, data, primary)
     out = {}
     for group in spec.linked():
         cost = [primary[n][COST] for n in group] if spec.cost_column else spec.cost
@@ -339,9 +410,11 @@ def audit_tables(spec: TableSetSpec, tabulated: dict[str, Table],
     ``protected``: whether a primary's interval meets its protection levels, or without levels is
     at least one unit wide (:func:`sdc_dagster.tables.audit.protection_failures`, the test every
     pattern of :func:`sdc_dagster.tables.secondary_suppression` passes). With ``method: rounding``
-    :func:`audit_rounding`."""
+    :func:`audit_rounding`, with ``method: cell_key`` :func:`audit_cell_key`."""
     if spec.method == "rounding":
         return audit_rounding(spec, tabulated, protected)
+    if spec.method == "cell_key":
+        return audit_cell_key(spec, tabulated, protected)
     out = {}
     for group in spec.linked():
         model = joint_model([tabulated[n] for n in group])
@@ -379,6 +452,36 @@ def audit_rounding(spec: TableSetSpec, tabulated: dict[str, Table],
     return out
 
 
+def audit_cell_key(spec: TableSetSpec, tabulated: dict[str, Table],
+                   protected: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Each table of the cell key method (:func:`cell_key_tables`) with ``as_ptable``: its published
+    figure is one the p-table allows at its recorded cell key. A count ``n`` must be published as
+    ``n + v`` with ``v`` the p-table's noise at row ``n`` and key ``ck`` (SPEC §8.11, the lookup
+    ``F(v - 1) <= ck < F(v)`` of :meth:`~sdc_dagster.protect.ptable.PerturbationTable.lookup`); a
+    value ``X`` with top contributions ``x_1..x_k`` must keep its sign and move by at most
+    ``D · delta · sum_j epsilon_j · x_j`` (each of the k steps adds ``delta · epsilon_j · x_j · v_j``
+    with ``|v_j| <= D``; Handbook on SDC, cell key method for magnitude tables)."""
+    parameters = spec.cell_key
+    ptable = perturbation_table(parameters["max_deviation"], parameters["variance"], threshold=parameters["threshold"])
+    out = {}
+    for name, cells in protected.items():
+        published = cells["published"].to_numpy(dtype=np.float64)
+        audited = cells.copy()
+        if "value" in cells:
+            stats = contributor_statistics(tabulated[name], parameters["top_k"])
+            reach = parameters["max_deviation"] * parameters["delta"] * sum(
+                e * stats[f"x{j + 1}"].to_numpy(dtype=np.float64) for j, e in enumerate(parameters["epsilon"]))
+            value = cells["value"].to_numpy(dtype=np.float64)
+            audited["as_ptable"] = ((np.abs(published - value) <= reach * (1 + 1e-9))
+                                    & (np.sign(published) * np.sign(value) >= 0))
+        else:
+            counts = cells["freq"].to_numpy(dtype=np.int64)
+            noise = ptable.lookup(counts, cells["cell_key"].to_numpy(dtype=np.float64))
+            audited["as_ptable"] = published == counts + noise
+        out[name] = audited
+    return out
+
+
 def _outcome(figures: dict[str, int], rule: str) -> CheckOutcome:
     total = sum(figures.values())
     return CheckOutcome(passed=total == 0, value=total, rule=rule, blocking=True,
@@ -388,14 +491,17 @@ def _outcome(figures: dict[str, int], rule: str) -> CheckOutcome:
 def protection_checks(protected: dict[str, pd.DataFrame]) -> dict[str, CheckOutcome]:
     """The release rules of the protected tables, each a blocking :class:`CheckOutcome` (``figures``:
     the failing cells per table): ``primaries_suppressed`` (every primary cell is suppressed; not for
-    rounded tables, :func:`round_tables`, whose ``published`` counts protect them) and
-    ``cells_valid`` (no published count is negative, no published cell is empty: a missing value)."""
+    rounded or perturbed tables, :func:`round_tables`, :func:`cell_key_tables`, whose ``published``
+    figures protect them) and ``cells_valid`` (no published count is negative, nor a perturbed
+    figure whose original is not, and no published cell is empty: a missing value)."""
     invalid = {}
     for name, cells in protected.items():
         shown = cells[~cells["suppressed"]]
-        measure = "published" if "published" in cells else "value" if "value" in cells else "freq"
-        invalid[name] = int((shown[measure if measure == "published" else "freq"] < 0).sum()
-                            + shown[measure].isna().sum())
+        if "published" in cells:  # perturbed: a figure turned negative (a value already negative may stay so)
+            negative = (shown["published"] < 0) & (shown[_measure(shown)] >= 0)
+            invalid[name] = int(negative.sum() + shown["published"].isna().sum())
+        else:
+            invalid[name] = int((shown["freq"] < 0).sum() + shown[_measure(shown)].isna().sum())
     valid = _outcome(invalid, "no published count is negative and no published cell is empty")
     if any("published" in cells for cells in protected.values()):  # rounded: nothing is suppressed
         return {"cells_valid": valid}
@@ -410,7 +516,13 @@ def audit_check(audited: dict[str, pd.DataFrame]) -> dict[str, CheckOutcome]:
     """``audit_passed``: every primary's audit interval meets its protection levels (or, without
     levels, is at least 1 wide; :func:`audit_tables`), a blocking :class:`CheckOutcome`. For rounded
     tables (:func:`audit_rounding`) instead ``additive`` (every published cell is the sum of its
-    published inner cells) and ``no_small_counts`` (no published count in 1..round_base - 1)."""
+    published inner cells) and ``no_small_counts`` (no published count in 1..round_base - 1); for
+    tables of the cell key method (:func:`audit_cell_key`) ``perturbed_as_ptable`` (every published
+    figure one the p-table allows at its cell key)."""
+    if any("as_ptable" in cells for cells in audited.values()):
+        return {"perturbed_as_ptable": _outcome({n: int((~c["as_ptable"]).sum()) for n, c in audited.items()},
+                                                "every published figure is perturbed from its cell key as the "
+                                                "p-table says")}
     if any("additive" in cells for cells in audited.values()):
         return {"additive": _outcome({n: int((~c["additive"]).sum()) for n, c in audited.items()},
                                      "every published cell is the sum of the published inner cells below it"),
@@ -435,6 +547,7 @@ def run_tables(spec: TableSetSpec, data: pd.DataFrame, *,
                source: str = "table input") -> tuple[dict[str, Table], dict[str, pd.DataFrame]]:
     """Every stage from the input to the audited tables (the chain of the assets, in one call): the
     tabulated tables and their audited cells."""
-    tabulated = tabulate_tables(spec, table_input(spec, data, source=source))
-    protected = protect_tables(spec, tabulated, primary_cells(spec, tabulated))
+    data = table_input(spec, data, source=source)
+    tabulated = tabulate_tables(spec, data)
+    protected = protect_tables(spec, tabulated, primary_cells(spec, tabulated), data)
     return tabulated, audit_tables(spec, tabulated, protected)

@@ -5,7 +5,8 @@ for a business file): every protected table in the spec's release formats (:func
 the office's layout with status flags as CSV or Excel, tau-Argus's files), ``spec.yaml``
 (the table spec text used) and ``manifest.json`` (last) recording every input with its SHA-256 (the
 data snapshot, the survey spec that read a wave, the hierarchy files), the spec's hash, the method
-(with ``method: rounding`` its parameters and seed under ``rounding``),
+(with ``method: rounding`` its parameters and seed under ``rounding``, with ``method: cell_key`` the
+p-table, the seed of the record keys and delta, top_k, epsilon under ``cell_key``),
 each table's rules, its published and distinct cells and its suppressions (distinct cells: a
 duplicate, :func:`~sdc_dagster.pipeline.tables.duplicate_of`, counts once), the release checks and each file's SHA-256
 (:mod:`sdc_dagster.releases.digests`). A set whose blocking checks fail (a primary unprotected, a
@@ -26,12 +27,14 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
 import sdc_dagster.tables as tables
 from sdc_dagster.files import write_atomic
 from sdc_dagster.names import inside
+from sdc_dagster.numerics.decimals import original_decimals
 from sdc_dagster.pipeline.protection import CheckOutcome
 from sdc_dagster.pipeline.tables import distinct, read_table_input, run_tables, withheld_because
 from sdc_dagster.releases.digests import package_versions, sha256_bytes, spec_text_sha256
@@ -55,13 +58,16 @@ def table_files(spec: TableSetSpec, tabulated: dict[str, Table], audited: dict[s
     ``tau_argus/<table>.tab`` with its ``.rda``, ``.hrc`` and ``.hst`` (:func:`sdc_dagster.tables.write_tau_argus`:
     the suppressed cells as a priori unsafe, for a methodologist to continue in tau-Argus). A rounded
     set (``method: rounding``) releases its rounded counts (``published``) in the same layouts, every
-    cell safe (``S``, or ``Z`` for a count rounded to 0)."""
+    cell safe (``S``, or ``Z`` for a count rounded to 0); a set of the cell key method (``method:
+    cell_key``) likewise its perturbed counts or values."""
     files = {}
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         for name, cells in audited.items():
             table = tabulated[name]
-            if "published" in cells:  # rounded (pipeline.tables.round_tables): the rounded counts, none suppressed
+            if "cell_key" in cells:  # perturbed (cell_key_tables): none suppressed
+                layout = perturbed_layout(table, cells)
+            elif "published" in cells:  # rounded (pipeline.tables.round_tables): the rounded counts, none suppressed
                 table = replace(table, cells=table.cells.assign(freq=cells["published"].to_numpy()))
                 layout = tables.published_table(table, cells["suppressed"], primary=cells["suppressed"])
             else:
@@ -74,6 +80,21 @@ def table_files(spec: TableSetSpec, tabulated: dict[str, Table], audited: dict[s
         for path in sorted(p for p in folder.rglob("*") if p.is_file()):
             files[path.relative_to(folder).as_posix()] = path.read_bytes()
     return files
+
+
+def perturbed_layout(table: Table, cells: pd.DataFrame) -> pd.DataFrame:
+    """The office's layout of a table of the cell key method (:func:`sdc_dagster.pipeline.tables.cell_key_tables`):
+    :func:`sdc_dagster.tables.published_table` of the original table, nothing suppressed (its codes
+    and status letters, ``S`` or ``Z``), with ``value`` the ``published`` figures: whole counts, or
+    values at the decimals of the input's contributions (:func:`~sdc_dagster.numerics.decimals.original_decimals`;
+    as summed when they have more). The perturbed table is not additive, so it is not itself a
+    :class:`~sdc_dagster.tables.Table` (whose cells are the sums of its inner cells)."""
+    layout = tables.published_table(table, cells["suppressed"], primary=cells["suppressed"])
+    figures = pd.array(cells["published"].to_numpy(dtype=np.float64), dtype="Float64")
+    decimals = original_decimals(table.contributions["value"].to_numpy(dtype=np.float64)) if table.magnitude else 0
+    layout["value"] = (figures if decimals is None else figures.round(decimals).astype("Int64") if decimals == 0
+                       else figures.round(decimals))
+    return layout
 
 
 def release_folder(releases: Path, name: str, wave: str) -> Path:
@@ -140,7 +161,8 @@ def release_tables(releases: Path, reports: Path, run_id: str, spec: TableSetSpe
         "method": spec.method,
         **({"rounding": {**{k: v for k, v in spec.rounding.items() if k != "random_state"},
                          "seed": spec.rounding["random_state"]}}
-           if spec.method == "rounding" else {"cost": spec.cost}),
+           if spec.method == "rounding" else {"cell_key": dict(spec.cell_key)} if spec.method == "cell_key"
+           else {"cost": spec.cost}),
         "published": {
             name: {"dimensions": list(spec.published[name].dimensions), "rules": list(spec.published[name].rules),
                    "dominance_tie": spec.published[name].dominance_tie,
@@ -149,7 +171,9 @@ def release_tables(releases: Path, reports: Path, run_id: str, spec: TableSetSpe
                    "distinct_cells": int(len(distinct(cells))),
                    "primary": int(distinct(cells)["primary"].sum()),
                    "secondary": int((distinct(cells)["status"] == "secondary").sum()),
-                   **({"rounded": int((distinct(cells)["status"] == "rounded").sum())} if "published" in cells else {}),
+                   **({status: int((distinct(cells)["status"] == status).sum())
+                       for status in ("rounded", "perturbed") if "published" in cells
+                       and (status == "perturbed") == ("cell_key" in cells)}),
                    "linked_with": next(g for g in spec.linked() if name in g)}
             for name, cells in audited.items()},
         "checks": {name: outcome.record() for name, outcome in checks.items()},
@@ -175,7 +199,11 @@ def release_tables(releases: Path, reports: Path, run_id: str, spec: TableSetSpe
         {"run": run_id, "spec": f"{spec.spec_path} (SHA-256 {spec.spec_sha256})",
          "input": f"{inputs['data']['file']} (SHA-256 {inputs['data']['sha256']})",
          "method": (f"small-count rounding (PLS) to base {spec.rounding['round_base']}, seed "
-                    f"{spec.rounding['random_state']}" if spec.method == "rounding" else f"{spec.method}, cost by {spec.cost}"),
+                    f"{spec.rounding['random_state']}" if spec.method == "rounding" else
+                    f"cell key method, p-table D = {spec.cell_key['max_deviation']}, V = {spec.cell_key['variance']}, "
+                    f"js = {spec.cell_key['threshold']}, delta = {spec.cell_key['delta']}, top_k = "
+                    f"{spec.cell_key['top_k']}, record keys drawn with seed {spec.cell_key['seed']}"
+                    if spec.method == "cell_key" else f"{spec.method}, cost by {spec.cost}"),
          "release": state,
          "audit": "" if withheld else f"sdc audit tables --survey {spec.name} --run {run_id}"})
     report = inside(reports, TABLES, spec.name) / f"{wave}.html"

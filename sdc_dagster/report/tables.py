@@ -5,8 +5,9 @@ primary (unsafe under the table's rules) apart from secondary (suppressed to pro
 each suppressed cell's audit interval ``[lo, up]``: the range an intruder derives for it by linear
 programming from every published cell of every linked table (Hundepool et al. 2012, "Statistical
 Disclosure Control", §4.4.1; :func:`sdc_dagster.tables.audit`), beside the protection levels the
-rules ask for. A rounded table (``method: rounding``) shows each cell's original and published
-count, the cells rounding changed marked. A duplicate cell (a parent with a single child: the same cell under two codes,
+rules ask for. A rounded table (``method: rounding``) or one perturbed by the cell key method
+(``method: cell_key``) shows each cell's original and published figure, the cells it changed
+marked (with the cell key each perturbation was read at). A duplicate cell (a parent with a single child: the same cell under two codes,
 :func:`sdc_dagster.pipeline.tables.duplicate_of`) names the cell it duplicates and is counted
 once. A table of more than :data:`FULL_TABLE_CELLS` cells shows its suppressed cells only.
 """
@@ -26,8 +27,9 @@ FULL_TABLE_CELLS = 400
 _STYLE = """
 td .primary, .primary { background: #fbe0d0; color: #7a2800; font-weight: bold; padding: 0 .3em; }
 td .secondary, .secondary { background: #dcebf7; color: #0b4f7c; padding: 0 .3em; }
-td .rounded, .rounded { background: #fff3c4; color: #5c4400; font-weight: bold; padding: 0 .3em; }
-td .figure, td .rounded { display: block; text-align: right; }
+td .rounded, .rounded, td .perturbed, .perturbed { background: #fff3c4; color: #5c4400; font-weight: bold;
+    padding: 0 .3em; }
+td .figure, td .rounded, td .perturbed { display: block; text-align: right; }
 """
 
 
@@ -52,20 +54,31 @@ def _cell_count(published: int, duplicates: int) -> str:
             "single child, listed in the column <em>duplicate of</em> and counted once)")
 
 
-def rounded_section(name: str, cells: pd.DataFrame, dimensions: list[str], checks: dict[str, dict]) -> str:
-    """One rounded table's section (``method: rounding``, :func:`sdc_dagster.pipeline.tables.round_tables`):
-    its checks, then original beside published count with the difference, the cells rounding changed
-    marked and those unsafe under the rules flagged (a methodologist's view of what rounding did)."""
+#: The words of a perturbative method's section by the status of the cells it changed.
+_PERTURBED_WORDS = {"rounded": "published rounded (small-count rounding)",
+                    "perturbed": "published perturbed (cell key method)"}
+
+
+def perturbed_section(name: str, cells: pd.DataFrame, dimensions: list[str], checks: dict[str, dict]) -> str:
+    """One rounded or perturbed table's section (``method: rounding``,
+    :func:`sdc_dagster.pipeline.tables.round_tables`; ``method: cell_key``,
+    :func:`sdc_dagster.pipeline.tables.cell_key_tables`): its checks, then original beside published
+    figure with the difference (and the cell key under the cell key method), the cells the method
+    changed marked and those unsafe under the rules flagged (a methodologist's view of what it did)."""
+    status = "perturbed" if "cell_key" in cells else "rounded"
+    measure = "value" if "value" in cells else "freq"
     duplicate = cells["duplicate_of"] != ""
-    changed = int((cells.loc[~duplicate, "status"] == "rounded").sum())
+    changed = int((cells.loc[~duplicate, "status"] == status).sum())
     unsafe = int(cells.loc[~duplicate, "primary"].sum())
-    shown = cells if len(cells) <= FULL_TABLE_CELLS else cells[cells["status"] == "rounded"]
+    shown = cells if len(cells) <= FULL_TABLE_CELLS else cells[cells["status"] == status]
     frame = _codes(shown, dimensions)
-    frame["original"] = shown["freq"].map(format_cell)
-    frame["published"] = [f'<span class="{"rounded" if s == "rounded" else "figure"}">{format_cell(p)}</span>'
+    frame["original"] = shown[measure].map(format_cell)
+    frame["published"] = [f'<span class="{status if s == status else "figure"}">{format_cell(p)}</span>'
                           for p, s in zip(shown["published"], shown["status"])]  # one alignment, right
     frame["difference"] = [f'<span class="figure">{format_cell(d) if d else "&ndash;"}</span>'
-                           for d in shown["published"] - shown["freq"]]
+                           for d in shown["published"] - shown[measure]]
+    if status == "perturbed":
+        frame["cell key"] = [f'<span class="figure">{k:.6f}</span>' for k in shown["cell_key"]]
     frame["unsafe under the rules"] = ["yes" if p else "&ndash;" for p in shown["primary"]]
     if duplicate.any():
         frame["duplicate of"] = shown["duplicate_of"].map(lambda v: html.escape(v) if v else "&ndash;")
@@ -73,7 +86,7 @@ def rounded_section(name: str, cells: pd.DataFrame, dimensions: list[str], check
     listed = "every cell" if len(shown) == len(cells) else f"the {len(shown)} changed cells"
     return (f'<section id="table-{html.escape(name)}"><h2>Table {html.escape(name)}</h2>'
             f"<p>{_cell_count(len(cells), int(duplicate.sum()))} over {html.escape(' × '.join(dimensions))}, "
-            f'published rounded (small-count rounding): <span class="rounded">{changed} changed</span>, '
+            f'{_PERTURBED_WORDS[status]}: <span class="{status}">{changed} changed</span>, '
             f"{unsafe} unsafe under the rules. Below: {listed}, original beside published.</p>"
             + _checks_table(name, checks)
             + html_table(frame, caption=f"Cells of {name}: original and published", index_label="#", raw=True)
@@ -126,7 +139,7 @@ def render_table_report(title: str, audited: dict[str, pd.DataFrame], dimensions
     ``dimensions``: name -> its dimension columns; ``checks``: the set's checks as recorded)."""
     header = pd.DataFrame({"": [html.escape(str(v)) for v in provenance.values()]},
                           index=[Markup(html.escape(k)) for k in provenance])
-    sections = "".join((rounded_section if "published" in cells else table_section)(n, cells, dimensions[n], checks)
+    sections = "".join((perturbed_section if "published" in cells else table_section)(n, cells, dimensions[n], checks)
                        for n, cells in audited.items())
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{html.escape(title)}</title><style>{REPORT_CSS}{_STYLE}</style></head><body>"

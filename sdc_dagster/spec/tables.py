@@ -32,13 +32,18 @@ manual §4.4 "linked tables"), never table by table. Keys::
     protection: {method: optimal, cost: value, time_limit: 60}   # cost: value, count or {column: c}
     # or        {method: rounding, round_base: 3, max_round: 2, zero_candidates: false,
     #            identify_new: true, seed: 123}   (frequency tables of unweighted counts)
+    # or        {method: cell_key, cell_key: {max_deviation: 2, variance: 1.05, threshold: 1, seed: 2021},
+    #            delta: 0.1, top_k: 1, epsilon: [1]}   (unweighted tables; delta, top_k, epsilon for magnitudes)
     release: {formats: [csv, xlsx, tau_argus]}
 
 ``rules`` are those of :func:`sdc_dagster.tables.primary_suppression`; ``method`` one of
 :data:`sdc_dagster.tables.METHODS` (secondary suppression) or ``rounding`` (:data:`PERTURBATIVE`:
 small-count rounding, SmallCountRounding's parameters and defaults, ``max_round`` ``round_base - 1``,
 ``seed`` 123; the primaries are then reported, not suppressed, and linked tables must share their
-dimensions, as :func:`sdc_dagster.tables.small_count_rounding` rounds them jointly); ``cost`` ``value`` (tau-Argus's default for magnitude tables),
+dimensions, as :func:`sdc_dagster.tables.small_count_rounding` rounds them jointly) or ``cell_key``
+(the p-table and record-key seed in the grid spec's ``cell_key`` section, SPEC §8.11, with
+``delta``, ``top_k``, ``epsilon`` for magnitude tables, :func:`_cell_key`; unweighted microdata,
+released as CSV or Excel); ``cost`` ``value`` (tau-Argus's default for magnitude tables),
 ``count`` (one per cell) or ``{column: c}`` (a cell costs the sum of the numeric column ``c`` over
 its records, tau-Argus's cost variable). Every problem is a :class:`~sdc_dagster.spec.survey.SpecError` naming the key
 (``published.turnover.rules[0]``), and :func:`load_table_spec` adds the YAML line, as
@@ -62,10 +67,13 @@ import yaml
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.names import RULES as NAME_RULES
 from sdc_dagster.names import name_problem
+from sdc_dagster.protect.ptable import perturbation_table
 from sdc_dagster.spec.files import located_error
 from sdc_dagster.spec.hierarchies import value_text
 from sdc_dagster.spec.problems import Problems, as_mapping, expect, spec_error
 from sdc_dagster.spec.survey import SpecError
+from sdc_dagster.spec.grid import CellKeySpec, parse_grid_spec, spec_parameters
+from sdc_dagster.tables.cell_key import MAX_TOP_K, cell_key_magnitude
 from sdc_dagster.tables.exchange import read_tau_argus
 from sdc_dagster.tables.hierarchy_files import hierarchy_from_codes, hierarchy_from_columns, read_hrc
 from sdc_dagster.tables.model import tabulate
@@ -76,10 +84,16 @@ from sdc_dagster.validation import check_option, check_scalar
 #: The perturbative methods of ``protection.method`` (beside the secondary suppression methods of
 #: :data:`sdc_dagster.tables.METHODS`): ``rounding``, small-count rounding of the inner cells by PLS
 #: (:func:`sdc_dagster.tables.small_count_rounding`, Langsrud & Heldal's SmallCountRounding), every
-#: published cell the sum of its rounded inner cells.
-PERTURBATIVE = ("rounding",)
+#: published cell the sum of its rounded inner cells; ``cell_key``, the cell key method (counts by
+#: the p-table, magnitudes by :func:`sdc_dagster.tables.cell_key_magnitude`; Thompson, Broadfoot and
+#: Elazar 2013; Hundepool et al., the Handbook's cell key method for magnitude tables).
+PERTURBATIVE = ("rounding", "cell_key")
 #: Every method of ``protection.method``.
 ALL_METHODS = (*METHODS, *PERTURBATIVE)
+#: The parameters of ``protection`` for ``method: cell_key``: the p-table and seed of the record keys
+#: (``cell_key``, the grid spec's section, :class:`sdc_dagster.spec.grid.CellKeySpec`) and the
+#: magnitude parameters of :func:`sdc_dagster.tables.cell_key_magnitude`.
+CELL_KEY_KEYS = ("cell_key", "delta", "top_k", "epsilon")
 #: The parameters of ``protection`` for ``method: rounding`` (:func:`sdc_dagster.tables.small_count_rounding`).
 ROUNDING_KEYS = ("round_base", "max_round", "zero_candidates", "identify_new", "seed")
 #: How a cell's suppression is priced (:func:`sdc_dagster.tables.secondary_suppression` ``cost``).
@@ -160,7 +174,8 @@ class TableSetSpec:
     """A table spec: the set's ``name``, ``source``, ``dimensions`` (name -> :class:`DimensionSpec`),
     the ``published`` tables (name -> :class:`TableDef`, spec order), the secondary ``method``,
     ``cost`` and ``time_limit`` (seconds per integer programme), with ``method: rounding`` the
-    ``rounding`` parameters (:data:`ROUNDING_KEYS`, ``seed`` as ``random_state``), the release ``formats``, and the
+    ``rounding`` parameters (:data:`ROUNDING_KEYS`, ``seed`` as ``random_state``), with ``method:
+    cell_key`` the ``cell_key`` parameters (:func:`_cell_key`), the release ``formats``, and the
     file it came from with its SHA-256 (``spec_path``, ``spec_sha256``)."""
 
     name: str
@@ -172,6 +187,7 @@ class TableSetSpec:
     cost_column: bool = False
     time_limit: float = 600.0
     rounding: Mapping[str, Any] = field(default_factory=dict)
+    cell_key: Mapping[str, Any] = field(default_factory=dict)
     formats: tuple[str, ...] = ("csv",)
     title: str = ""
     spec_path: Path | None = None
@@ -337,11 +353,16 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
         if table is not None:
             published[str(table_name)] = table
     protection = problems.attempt(as_mapping, raw.get("protection") or {}, "protection") or {}
-    problems.unknown_keys(protection, "protection", {"method", "cost", "time_limit", *ROUNDING_KEYS})
+    problems.unknown_keys(protection, "protection", {"method", "cost", "time_limit", *ROUNDING_KEYS,
+                                                         *CELL_KEY_KEYS})
     method = protection.get("method", "optimal")
     problems.attempt(lambda: check_option(method, "protection.method", ALL_METHODS,
                                           error=spec_error("protection.method")))
     rounding = _rounding(problems, protection, method, published) if method == "rounding" else {}
+    cell_key = _cell_key(problems, protection, published) if method == "cell_key" else {}
+    for key in CELL_KEY_KEYS:
+        problems.attempt(expect, key not in protection or method == "cell_key", f"protection.{key}",
+                         f"only with method: cell_key (the method is {method!r})")
     for key in ROUNDING_KEYS:
         problems.attempt(expect, key not in protection or method == "rounding", f"protection.{key}",
                          f"only with method: rounding (the method is {method!r})")
@@ -363,6 +384,9 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
         for j, fmt in enumerate(formats):
             problems.attempt(lambda fmt=fmt, where=f"release.formats[{j}]": check_option(
                 fmt, where, TABLE_RELEASE_FORMATS, error=spec_error(where)))
+            problems.attempt(expect, fmt != "tau_argus" or method != "cell_key", f"release.formats[{j}]",
+                             "csv or xlsx with method: cell_key (tau-Argus's .tab would hold the original cells, "
+                             "not the perturbed ones)")
     for group in _linked_groups(published):
         kinds = {bool(published[t].value or published[t].weight) for t in group}
         problems.attempt(expect, len(kinds) == 1, f"published.{group[-1]}", "linked tables all magnitude or all "
@@ -372,7 +396,8 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
     return TableSetSpec(
         name=name, source=source, dimensions=dimensions, published=published, method=method,
         cost=cost if isinstance(cost, str) else cost["column"], cost_column=not isinstance(cost, str),
-        time_limit=float(time_limit), rounding=rounding or {}, formats=tuple(formats), title=str(raw.get("title", "")),
+        time_limit=float(time_limit), rounding=rounding or {},
+        cell_key=cell_key or {}, formats=tuple(formats), title=str(raw.get("title", "")),
         spec_path=Path(spec_path).resolve() if spec_path else None,
         spec_sha256=hashlib.sha256(text.encode()).hexdigest() if text else "",
     )
@@ -411,6 +436,65 @@ def _rounding(problems: Problems, protection: Mapping, method: str, published: M
     return {"round_base": int(base), "max_round": None if top is None else int(top),
             "zero_candidates": bool(protection.get("zero_candidates", False)),
             "identify_new": bool(protection.get("identify_new", True)), "random_state": int(seed)}
+
+
+def _cell_key(problems: Problems, protection: Mapping, published: Mapping[str, TableDef]) -> dict[str, Any]:
+    """The parameters of the cell key method, checked: ``cell_key`` the p-table and the seed of the
+    record keys exactly as the grid spec takes them (``max_deviation`` D, ``variance`` V,
+    ``threshold`` js, ``seed``; :func:`sdc_dagster.spec.grid.parse_grid_spec`, SPEC §8.11, the
+    sdcTools ptable's parameters), ``delta`` in (0, 1] (default 0.1), ``top_k`` in 1..6 (default 1)
+    and ``epsilon`` (default ``[1]``) as :func:`sdc_dagster.tables.cell_key_magnitude` takes them
+    (the Handbook's cell key method for magnitude tables, cellKey's ``ck_params_nums``); every table
+    unweighted (record keys are per record). Each problem is recorded in ``problems``."""
+    section = protection.get("cell_key") or {}
+    grid = problems.attempt(lambda: _grid_cell_key(section))
+    delta = protection.get("delta", 0.1)
+    problems.attempt(lambda: check_scalar(delta, "protection.delta", low=0, high=1, closed="right",
+                                          error=spec_error("protection.delta")))
+    top_k = protection.get("top_k", 1)
+    problems.attempt(lambda: check_scalar(top_k, "protection.top_k", integer=True, low=1, high=MAX_TOP_K,
+                                          error=spec_error("protection.top_k")))
+    epsilon = protection.get("epsilon", [1.0])
+    if isinstance(top_k, int):  # cell_key_magnitude's own check of the weights
+        problems.attempt(lambda: _checked_epsilon_key(epsilon, top_k))
+    for name, table in published.items():
+        problems.attempt(expect, table.weight is None, f"published.{name}",
+                         f"an unweighted table with method: cell_key (record keys are drawn per record), "
+                         f"got weight {table.weight}")
+        problems.attempt(expect, not table.frozen, f"published.{name}.frozen",
+                         "no frozen cells with method: cell_key (nothing is suppressed)")
+        problems.attempt(expect, table.freq is None, f"published.{name}.freq",
+                         f"microdata (one row per record, no count column) with method: cell_key (record keys are "
+                         f"drawn per record), got freq {table.freq}")
+    if grid is None:
+        return {}
+    return {**spec_parameters(grid), "delta": float(delta) if isinstance(delta, (int, float)) else delta,
+            "top_k": top_k, "epsilon": [float(e) for e in epsilon] if isinstance(epsilon, list) else epsilon}
+
+
+def _checked_epsilon_key(epsilon, top_k: int) -> None:
+    """``epsilon`` checked by the function that applies it: :func:`sdc_dagster.tables.cell_key_magnitude`
+    on a one-cell table of one record (as the rules are, :func:`checked_rules`), keyed ``protection.epsilon``."""
+    probe = pd.DataFrame({"cell": ["a"], "value": [1.0]})
+    try:
+        cell_key_magnitude(probe, {"cell": None}, value="value", ptable=perturbation_table(1, 0.5), delta=1,
+                           top_k=top_k, epsilon=epsilon, seed=0)
+    except (SDCInputError, TypeError, ValueError) as error:
+        raise SpecError(f"protection.{error}" if isinstance(error, SDCInputError) else
+                        f"protection.epsilon: a list of numbers, got {epsilon!r}", key="protection.epsilon") from None
+
+
+def _grid_cell_key(section) -> CellKeySpec:
+    """The grid spec's ``cell_key`` section (:func:`sdc_dagster.spec.grid.parse_grid_spec`), its
+    p-table built once so that its own rules are checked (:func:`sdc_dagster.protect.ptable.perturbation_table`),
+    errors keyed ``protection.cell_key``."""
+    try:
+        grid = parse_grid_spec({"routes": ["cell_key"], "cell_key": section}, source="protection").cell_key
+        perturbation_table(grid.max_deviation, grid.variance, threshold=grid.threshold)  # the p-table's own rules
+    except SDCInputError as error:
+        raise SpecError(f"protection.cell_key: {error}" if "key 'cell_key." not in str(error) else str(error),
+                        key="protection.cell_key") from None
+    return grid
 
 
 def _linked_groups(published: Mapping[str, TableDef]) -> list[list[str]]:

@@ -160,3 +160,23 @@ protection: {method: optimal, cost: count}
     out = io.StringIO()
     assert run_table_audit("argus_counts", out=out) == 1
     assert "the recorded input(s) tau_argus:sector4 is missing or changed" in out.getvalue()
+
+
+def test_the_cell_key_chain_reads_the_input_to_draw_its_keys_and_checks_the_p_table(sdc_home, tmp_path, instance):
+    folder = tmp_path / "tables"
+    (folder / "data").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "tables" / "business_cellkey.yaml", folder)
+    shutil.copy(EXAMPLES / "tables" / "data" / "business.csv", folder / "data")
+    chain = build_table_assets(load_table_spec(folder / "business_cellkey.yaml"))
+    protected = next(a for a in chain.assets if AssetKey(["business_cellkey", "protected_tables"]) in a.keys)
+    # the record keys are drawn per record: protected_tables reads the input beside the tabulated tables
+    assert AssetKey(["business_cellkey", "table_input"]) in protected.dependency_keys
+    result = materialize(chain.assets, instance=instance, resources=configured_resources())
+    assert result.success
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks == {"cells_valid": True, "perturbed_as_ptable": True}
+    release, = list_table_releases(sdc_home / "releases", "business_cellkey", "file")
+    assert read_manifest(release)["cell_key"]["seed"] == 2026
+    assert set(read_manifest(release)["files"]) == {"turnover.csv", "turnover.xlsx"}
+    out = io.StringIO()
+    assert run_table_audit("business_cellkey", out=out) == 0 and "audit OK" in out.getvalue()

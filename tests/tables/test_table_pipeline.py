@@ -401,3 +401,117 @@ def test_every_audit_interval_of_the_business_table_is_the_intruders_lp(business
         assert cells["up"].iloc[row] == pytest.approx(-high.fun, abs=1e-6)
     portugal = _cell(cells, "Total", "Portugal")
     assert (portugal["lo"], portugal["up"]) == (pytest.approx(0), pytest.approx(199.6))
+
+
+# The p-table of two rows (D = 1, V = 0.5, js = 0; sdcTools ptable): a count 0 keeps 0; a count >= 1
+# gets -1 with probability 1/4, 0 with 1/2, +1 with 1/4 (variance 1/4 + 1/4 = 0.5), read at the cell
+# key ck as the inverse CDF: -1 for ck < 0.25, 0 for 0.25 <= ck < 0.75, +1 for ck >= 0.75.
+TWO_ROWS = {"max_deviation": 1, "variance": 0.5, "threshold": 0, "seed": 11}
+
+
+def _two_row_noise(count: int, key: float) -> int:
+    return 0 if count == 0 else -1 if key < 0.25 else 0 if key < 0.75 else 1
+
+
+def _cell_keys_by_hand(data: pd.DataFrame, seed: int) -> pd.Series:
+    """Each published cell's key: the record keys uniform in [0, 1) drawn in row order by numpy's
+    generator of the seed, as 32-bit fixed-point integers summed mod 2^32 (exact), over the cell's
+    records (area rolled up n1, n2 -> north, s1 -> south, both -> Total; kind -> Total)."""
+    addends = np.floor(np.random.default_rng(seed).random(len(data)) * 2**32).astype(np.int64)
+    frame = data.assign(addend=addends, north=data["area"].map({"n1": "north", "n2": "north", "s1": "south"}))
+    sums = {}
+    for area in ("area", "north", None):
+        for kind in ("kind", None):
+            keys = [frame[area] if area else pd.Series("Total", index=frame.index),
+                    frame[kind] if kind else pd.Series("Total", index=frame.index)]
+            sums.update(frame.groupby(keys)["addend"].sum().to_dict())
+    return pd.Series({cell: (s % 2**32) / 2**32 for cell, s in sums.items()})
+
+
+def _cell_key_spec(parameters=TWO_ROWS, **extra) -> dict:
+    raw = _frequency_spec()
+    raw["protection"] = {"method": "cell_key", "cell_key": dict(parameters), **extra}
+    return raw
+
+
+def test_cell_key_counts_follow_the_two_row_p_table_at_keys_recomputed_from_the_seed():
+    spec = parse_table_spec(_cell_key_spec())
+    _, audited = run_tables(spec, SMALL)
+    cells = audited["by_area"].set_index(["area", "kind"])
+    keys = _cell_keys_by_hand(SMALL, TWO_ROWS["seed"])
+    assert len(cells) == 18 and len(keys) == 18  # (Total, north, south, n1, n2, s1) x (Total, a, b)
+    for cell, key in keys.items():
+        count = int(cells.loc[cell, "freq"])
+        assert cells.loc[cell, "cell_key"] == pytest.approx(key, abs=1e-12)
+        assert cells.loc[cell, "published"] == count + _two_row_noise(count, key), cell
+        assert cells.loc[cell, "status"] == ("perturbed" if _two_row_noise(count, key) else "safe")
+    # read off by hand: the one person of (n2, b) has key 0.948 >= 0.75 -> 1 + 1 = 2; the 15 of the grand
+    # total sum to key 0.061 < 0.25 -> 14; the 6 of (north, a) to 0.358 in [0.25, 0.75) -> 6
+    assert (keys[("n2", "b")], cells.loc[("n2", "b"), "published"]) == (pytest.approx(0.948328, abs=1e-6), 2)
+    assert (keys[("Total", "Total")], cells.loc[("Total", "Total"), "published"]) == (pytest.approx(0.061082, abs=1e-6), 14)
+    assert (keys[("north", "a")], cells.loc[("north", "a"), "published"]) == (pytest.approx(0.357752, abs=1e-6), 6)
+    # SMALL's hand counts: n1 a 3, n1 b 2, n2 a 3, n2 b 1, s1 a 3, s1 b 3; 15 in all; south = s1
+    assert cells.loc[("Total", "Total"), "freq"] == 15 and cells.loc[("n2", "b"), "freq"] == 1
+    # south has the one child s1: the same records, the same key, the same published count
+    assert cells.loc[("south", "b"), "published"] == cells.loc[("s1", "b"), "published"]
+    assert cells["as_ptable"].all() and not cells["suppressed"].any()
+    assert {c: o.passed for c, o in table_checks(audited).items()} == {"cells_valid": True, "perturbed_as_ptable": True}
+    # the seed fixes the keys: the same run gives the same counts (the release's replay)
+    assert run_tables(spec, SMALL)[1]["by_area"]["published"].tolist() == audited["by_area"]["published"].tolist()
+
+
+def test_cell_key_magnitudes_move_by_delta_times_the_largest_contribution_times_the_noise():
+    # one value per record: cell (n1, a) holds 10, 30, 5 (x1 = 30, X = 45: row |X| / (delta x1) = 3, past
+    # the last row 1, so the noise of row 1); a single record x is its own x1 (row 1/delta = 2, also row 1)
+    data = SMALL.assign(v=[10.0, 30.0, 5.0, 8.0, 4.0, 7.0, 7.0, 7.0, 2.0, 1.0, 1.0, 9.0, 3.0, 3.0, 3.0])
+    raw = _cell_key_spec(delta=0.5)
+    raw["published"]["by_area"]["value"] = "v"
+    raw["published"]["by_area"]["rules"] = [{"rule": "nk", "n": 1, "k": 85}]
+    spec = parse_table_spec(raw)
+    _, audited = run_tables(spec, data)
+    cells = audited["by_area"].set_index(["area", "kind"])
+    keys = _cell_keys_by_hand(data, TWO_ROWS["seed"])
+    top = {("n1", "a"): 30.0, ("n2", "b"): 2.0, ("s1", "b"): 3.0, ("Total", "Total"): 30.0}
+    for cell, x1 in top.items():
+        value = cells.loc[cell, "value"]
+        assert cells.loc[cell, "published"] == pytest.approx(value + 0.5 * x1 * _two_row_noise(1, keys[cell])), cell
+    assert cells.loc[("n1", "a"), "value"] == 45 and cells.loc[("Total", "Total"), "value"] == 100
+    # by hand with the keys of this seed: (n1, a) 45 - 0.5 x 30 = 30, (n2, b) 2 + 0.5 x 2 = 3
+    assert cells.loc[("n1", "a"), "published"] == 30 and cells.loc[("n2", "b"), "published"] == 3
+    assert cells["as_ptable"].all() and table_checks(audited)["perturbed_as_ptable"].passed
+    # the counts of a magnitude table are published as tabulated
+    assert cells.loc[("Total", "Total"), "freq"] == 15
+
+
+def test_a_cell_key_table_off_its_p_table_or_negative_is_withheld():
+    spec = parse_table_spec(_cell_key_spec())
+    tabulated, audited = run_tables(spec, SMALL)
+    broken = audited["by_area"].drop(columns="as_ptable")
+    row = broken.index[(broken["area"] == "n2") & (broken["kind"] == "b")][0]
+    broken.loc[row, "published"] = -1.0  # a count 1 published as -1: two off (D = 1) and negative
+    checks = table_checks(audit_tables(spec, tabulated, {"by_area": broken}))
+    assert checks["perturbed_as_ptable"].value == 1 and checks["cells_valid"].value == 1
+    assert set(withheld_because(checks)) == {"perturbed_as_ptable", "cells_valid"}
+
+
+def test_cell_key_needs_the_input_to_draw_its_record_keys():
+    spec = parse_table_spec(_cell_key_spec())
+    tabulated = tabulate_tables(spec, table_input(spec, SMALL))
+    with pytest.raises(SDCInputError, match="method cell_key draws record keys, give the input data"):
+        protect_tables(spec, tabulated, primary_cells(spec, tabulated))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(counts=st.lists(st.integers(min_value=0, max_value=7), min_size=6, max_size=6),
+       seed=st.integers(min_value=0, max_value=2**31))
+def test_every_cell_key_count_is_within_d_of_the_original_and_never_negative(counts, seed):
+    """Property (the p-table's promise, SPEC §8.11): whatever the counts and seed, every published
+    count is within D of the original, never negative, and an empty cell stays 0."""
+    assume(sum(counts) > 0)
+    inner = [("n1", "a"), ("n1", "b"), ("n2", "a"), ("n2", "b"), ("s1", "a"), ("s1", "b")]
+    data = pd.DataFrame([cell for cell, n in zip(inner, counts) for _ in range(n)], columns=["area", "kind"])
+    spec = parse_table_spec(_cell_key_spec({"max_deviation": 2, "variance": 1.05, "threshold": 1, "seed": seed}))
+    cells = run_tables(spec, data)[1]["by_area"]
+    change = cells["published"] - cells["freq"]
+    assert (change.abs() <= 2).all() and (cells["published"] >= 0).all()
+    assert (cells.loc[cells["freq"] == 0, "published"] == 0).all() and cells["as_ptable"].all()

@@ -173,3 +173,45 @@ def test_rounding_takes_its_parameters_and_names_every_misuse(tmp_path):
         load_table_spec(_spec(tmp_path, frozen + "protection: {method: rounding}\n"))
     with pytest.raises(SpecError, match=r"protection.max_round: must be an integer in \[0, 2\]"):
         load_table_spec(_spec(tmp_path, counts + "protection: {method: rounding, max_round: 3}\n"))
+
+
+def test_cell_key_takes_the_grid_p_table_and_the_magnitude_parameters(tmp_path):
+    text = BASE + ("protection:\n  method: cell_key\n  cell_key: {max_deviation: 3, variance: 2, threshold: 1, seed: 9}\n"
+                   "  delta: 0.2\n  top_k: 2\n  epsilon: [1, 0.5]\nrelease: {formats: [csv, xlsx]}\n")
+    spec = load_table_spec(_spec(tmp_path, text))
+    assert spec.method == "cell_key"
+    assert spec.cell_key == {"max_deviation": 3, "variance": 2.0, "threshold": 1, "seed": 9, "delta": 0.2,
+                             "top_k": 2, "epsilon": [1.0, 0.5]}
+    # the grid spec's defaults (SPEC §8.11: D 2, V 1.05, js 1, seed 2021) and cellKey's (delta 0.1, top_k 1)
+    default = load_table_spec(_spec(tmp_path, BASE + "protection: {method: cell_key}\n"))
+    assert default.cell_key == {"max_deviation": 2, "variance": 1.05, "threshold": 1, "seed": 2021, "delta": 0.1,
+                                "top_k": 1, "epsilon": [1.0]}
+
+
+def test_cell_key_names_every_misuse_by_its_key(tmp_path):
+    text = BASE + ("    weight: value\nprotection:\n  method: cell_key\n  cell_key: {variance: high}\n"
+                   "  delta: 2\n  top_k: 7\n  cost: count\nrelease: {formats: [tau_argus]}\n")
+    with pytest.raises(SpecError) as caught:
+        load_table_spec(_spec(tmp_path, text))
+    messages = [str(e) for e in caught.value.errors]
+    assert any("protection, key 'cell_key.variance': must be a number, got 'high'" in m for m in messages)
+    assert any(m.startswith("t.yaml:16: protection.delta: must be a number in (0, 1]") for m in messages)
+    assert any("protection.top_k: must be an integer in [1, 6]" in m for m in messages)
+    assert any("protection.cost: expected only with a suppression method" in m for m in messages)
+    assert any("published.turnover: expected an unweighted table with method: cell_key" in m for m in messages)
+    assert any("release.formats[0]: expected csv or xlsx with method: cell_key" in m for m in messages)
+    with pytest.raises(SpecError, match=r"protection, key 'cell_key': unknown parameter 'colour'"):
+        load_table_spec(_spec(tmp_path, BASE + "protection: {method: cell_key, cell_key: {colour: red}}\n"))
+    # the p-table's own rule: js below D
+    with pytest.raises(SpecError, match=r"protection.cell_key: threshold \(js, below D = 2\): must be an integer"):
+        load_table_spec(_spec(tmp_path, BASE + "protection: {method: cell_key, cell_key: {threshold: 2}}\n"))
+    # epsilon: one weight per top contribution, from 1 down (cellKey)
+    with pytest.raises(SpecError, match=r"protection.epsilon: must start at 1 and decrease"):
+        load_table_spec(_spec(tmp_path, BASE + "protection: {method: cell_key, top_k: 2, epsilon: [1, 2]}\n"))
+    with pytest.raises(SpecError, match=r"protection.epsilon: needs one weight per top contribution \(2\), got 1"):
+        load_table_spec(_spec(tmp_path, BASE + "protection: {method: cell_key, top_k: 2}\n"))
+    with pytest.raises(SpecError, match=r"protection.delta: expected only with method: cell_key"):
+        load_table_spec(_spec(tmp_path, BASE + "protection: {method: optimal, delta: 0.1}\n"))
+    frozen = BASE.replace("p: 10}]", "p: 10}]\n    frozen: {published: [{geo: A, sector: x}]}")
+    with pytest.raises(SpecError, match=r"published.turnover.frozen: expected no frozen cells with method: cell_key"):
+        load_table_spec(_spec(tmp_path, frozen + "protection: {method: cell_key}\n"))
