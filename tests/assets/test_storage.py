@@ -107,7 +107,7 @@ def test_a_missing_partition_is_an_error_unless_the_input_is_optional(tmp_path):
 
 
 def test_a_value_stored_by_an_earlier_version_names_the_file_and_what_to_do(tmp_path):
-    # issue 35 moved modules (e.g. sdc_dagster.sources -> sdc_dagster.spec.sources): a pickle written
+    # issue 35 moved modules (e.g. sdc_dagster.sources -> sdc_dagster.spec.sources): a pickle written  # move_modules: keep
     # before names a module that no longer exists; reading it says so instead of a bare traceback
     import pickle
 
