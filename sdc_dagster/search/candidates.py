@@ -40,7 +40,7 @@ class SearchCandidate:
     outcomes after confirmation; empty before), ``levels`` (the level of each categorical key),
     ``protected`` (the confirmed plan's protection, kept for the first of the ranked front only:
     the searched variant is then not protected again), ``l_violations`` (records whose released key
-    group is not l-diverse, :func:`records_below_l`; 0 when the spec asks no l-diversity) and
+    group is not l-diverse, :func:`~sdc_dagster.search.coded.records_below_l`; 0 when the spec asks no l-diversity) and
     ``suppressed_share`` (the largest share of a key's observed values suppressed, bounded by
     ``limits.max_suppressed_share``). ``reaches_target`` asks k-anonymity, the global-risk target,
     l-diversity and the suppression limit: the constraints a node's codes show; the other utility

@@ -43,7 +43,7 @@ def flash_node(lattice: CodedLattice, rolled: RolledCounts, nodes: np.ndarray, l
     With ``suppressible`` 0 the check is the target by recoding alone: every class of at least
     ``risk.k`` records (SPEC §3.1), the global risk of the classes (SPEC §3.3) at most
     ``risk.max_global_risk`` and, when the spec asks it, every class l-diverse (SPEC §3.6,
-    :func:`records_below_l`). With ``suppressible`` s > 0 it is ARX's k-anonymity with record
+    :func:`~sdc_dagster.search.coded.records_below_l`). With ``suppressible`` s > 0 it is ARX's k-anonymity with record
     suppression (SPEC §14.2): the classes smaller than k hold at most s records, the ones local
     suppression has to treat; such a node is where local suppression is likely to stay within the
     suppression limit, and only its evaluation (the exact local suppression) tells.
@@ -54,7 +54,7 @@ def flash_node(lattice: CodedLattice, rolled: RolledCounts, nodes: np.ndarray, l
     records in classes smaller than k never grow; without weights the global risk is the number of
     classes over n, which merging never raises), so one check tags the cone of generalisations of a
     node passing it and the cone of specialisations of one failing it; each node's classes are
-    rolled up from a counted specialisation (:class:`RolledCounts`). With weights the
+    rolled up from a counted specialisation (:class:`~sdc_dagster.search.coded.RolledCounts`). With weights the
     Benedetti-Franconi risk is not proven monotone: the node is then the best found, not a proven
     optimum. ``nodes`` are numbered as :class:`~sdc_dagster.search.lattice.Lattice` numbers them
     (first key most significant); ``report(note)`` receives Flash's progress in words."""
@@ -133,7 +133,7 @@ def evaluate_node(data: pd.DataFrame, spec: SurveySpec, lattice: CodedLattice, s
     mu-Argus rule, :func:`sdc_dagster.risk.global_risk_threshold`): without sampling weights a 1 %
     target asks for far more than 3-anonymity (the risk of a record is 1/f_k).
 
-    Everything runs on the keys' codes (:meth:`CodedLattice.digits`): local suppression by
+    Everything runs on the keys' codes (:meth:`~sdc_dagster.search.coded.CodedLattice.digits`): local suppression by
     :func:`~sdc_dagster.protect.suppression.suppress_codes_to_k` and the frequencies of the
     suppressed keys by :func:`~sdc_dagster.risk.frequencies.digit_key_frequencies` after the codes are
     renumbered as :func:`~sdc_dagster.keys.key_digits` numbers the released keys (so every count

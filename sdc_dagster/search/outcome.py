@@ -20,7 +20,7 @@ from sdc_dagster.search.candidates import SEARCH_SEED, SearchCandidate, withheld
 
 @dataclass(frozen=True)
 class WaveSearch:
-    """The outcome of :func:`search_wave` (module docstring).
+    """The outcome of :func:`~sdc_dagster.search.wave.search_wave` (module docstring).
 
     ``candidates``: every evaluated node (of both lattices when the search ran again with the keys'
     tops); ``front``: the Pareto front (global risk against loss) of those meeting the target, those passing the release checks first, each by loss, the confirmed ones
@@ -33,7 +33,8 @@ class WaveSearch:
     ``loss_bound``: when the walk stopped before the last node (time budget or loss bound;
     lambda-arctan loss), the least loss a node left unevaluated can have (its recode-only loss;
     continuous steps only add to it), NaN otherwise; ``proven``: the recommended plan
-    is proven the least loss of the lattice's plans meeting the target (:func:`_proven`).
+    is proven the least loss of the lattice's plans meeting the target (no node left unevaluated nor
+    candidate left unconfirmed can have less, as :func:`sdc_dagster.search.wave.search_wave` proves it).
     """
 
     candidates: tuple[SearchCandidate, ...]
@@ -161,7 +162,8 @@ def search_summary(found: WaveSearch) -> dict:
     lattice, exhaustive or how it was cut (``bound``), whether its plan is proven optimal in words
     (``optimality``, :func:`optimality`), seconds, the recommended plan and the
     runner-up in words with their loss, the keys the recommended plan does not release at all
-    (``withheld``, :func:`withheld_keys` joined by ", "; "" when it releases every key), and what half the global-risk target would cost in loss
+    (``withheld``, :func:`~sdc_dagster.search.candidates.withheld_keys` joined by ", "; "" when it
+    releases every key), and what half the global-risk target would cost in loss
     (``stricter_target``, ``stricter_loss``; NaN when no evaluated plan meets it)."""
     def described(candidate: SearchCandidate | None) -> tuple[str, float]:
         return (candidate.plan.description, candidate.loss) if candidate else ("", float("nan"))

@@ -23,7 +23,8 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
      order of that bound; once a plan meets the *stricter target* (half the global-risk target) with
      loss L, no node whose bound exceeds L can enter the front, and the search stops.
 
-   * *rolled-up classes* (ARX's roll-up on integer codes, :class:`RolledCounts`): where no key has
+   * *rolled-up classes* (ARX's roll-up on integer codes,
+     :class:`~sdc_dagster.search.coded.RolledCounts`): where no key has
      a missing value, a node's equivalence classes are those of a counted specialisation with each
      key's codes mapped to the coarser level and equal combinations summed, never a pass over the
      records; its k-anonymity and, without suppression, its global risk are read from them, so a
@@ -35,7 +36,8 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
      suppression needs from above (it changes only those records), never from below, and no count
      rules such a node out.
 
-   * *Flash first* (ARX's Flash on those rolled-up classes, :func:`flash_node`): before the walk,
+   * *Flash first* (ARX's Flash on those rolled-up classes,
+     :func:`~sdc_dagster.search.nodes.flash_node`): before the walk,
      predictive tagging over the whole lattice finds the node of least recode-only loss meeting the
      target by recoding alone (k-anonymity, global risk, l-diversity: monotone along the lattice,
      the global risk proven so only without weights), and, when local suppression is allowed, the
@@ -76,7 +78,7 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
    without one the node of every key at its top): a lattice that holds a k-anonymous plan on any
    file of at least k records (a file of fewer is refused before the search). The result says
    "optimal over N plans" only when every node of the space it searched was evaluated
-   (:func:`optimality`), else "best of N checked".
+   (:func:`~sdc_dagster.search.outcome.optimality`), else "best of N checked".
 """
 
 from __future__ import annotations
@@ -167,7 +169,7 @@ def search_wave(
         settled by one frequency check, most by predictive tagging) but for one: when the spec
         allows local suppression, the node of least recode-only loss whose classes smaller than k
         hold at most ``limits.max_suppressed_share`` of the records (found by Flash,
-        :func:`flash_node`) is evaluated with it. The least-loss node meeting the target by
+        :func:`~sdc_dagster.search.nodes.flash_node`) is evaluated with it. The least-loss node meeting the target by
         recoding alone (Flash again) is walked first, or without one the node of every key at its
         top: that lattice holds a
         k-anonymous plan (every key at its top), so the target is out of reach only through the
@@ -176,7 +178,7 @@ def search_wave(
 
     Returns
     -------
-    :class:`WaveSearch`.
+    :class:`~sdc_dagster.search.outcome.WaveSearch`.
 
     Raises
     ------
@@ -310,7 +312,8 @@ def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: P
         return "done", len(order)
 
     say(f"the lattice of {spec.survey} {wave}".rstrip() + f": {len(nodes):,} nodes over {len(space)} keys")
-    # Flash (predictive tagging on classes rolled up from integer codes, :func:`flash_node`): the
+    # Flash (predictive tagging on classes rolled up from integer codes,
+    # :func:`~sdc_dagster.search.nodes.flash_node`): the
     # least-loss node meeting the target by recoding alone, and with local suppression the
     # least-loss node whose classes smaller than k hold few enough records for the suppression
     # limit; both evaluated first (``promoted``), so that a plan keeping the detail Flash found is a
