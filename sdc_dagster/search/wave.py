@@ -85,7 +85,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -93,7 +93,8 @@ import pandas as pd
 from sdc_dagster.risk.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.search.front import pareto_front
 from sdc_dagster.search.clock import search_clock
-from sdc_dagster.search.space import search_space
+from sdc_dagster.search.flash import Outcome
+from sdc_dagster.search.space import KeyHierarchy, search_space
 from sdc_dagster.spec import SEARCHED_PLAN, SurveySpec
 from sdc_dagster.validation import check_records_for_k
 from sdc_dagster.search.candidates import SearchCandidate, withheld_note
@@ -189,6 +190,188 @@ def search_wave(
                         walk_suppression=True)
 
 
+@dataclass
+class _Walk:
+    """One lattice walk of :func:`search_wave` and what it has found: the lattice (its nodes, their
+    recode-only loss ``lower``, SPEC §9.1 measure (1), and the walk's ``order``, least ``lower``
+    first, Flash's ``promoted`` nodes at the front), the candidates evaluated, the least loss
+    meeting the stricter target, and the counts of the progress lines and of the bound."""
+
+    data: pd.DataFrame
+    spec: SurveySpec
+    space: dict[str, KeyHierarchy]
+    lattice: CodedLattice
+    rolled: RolledCounts | None
+    nodes: np.ndarray
+    lower: np.ndarray
+    order: np.ndarray
+    report: Progress
+    start: float  # the budget's clock (CPU) when the search began
+    exhaustive: bool
+    walk_suppresses: bool  # in the search again with each key's top only the nodes Flash promotes suppress
+    plain_spec: SurveySpec  # the spec without local suppression, for the nodes that may not suppress
+    promoted: list[int] = field(default_factory=list)
+    skipped: int = 0  # nodes Flash settled before the walk
+    cap: float = np.inf  # the wider lattice's loss by recoding alone: no node from it on can have less
+    walk_share: float = LATTICE_SHARE
+    candidates: list[SearchCandidate] = field(default_factory=list)
+    best: SearchCandidate | None = None  # the candidate meeting the target with the least loss so far
+    best_stricter: float = np.inf
+    evaluated: int = 0
+    tagged: int = 0
+    settled: int = 0  # nodes whose classes showed that they cannot reach the target (not evaluated)
+    counted: list[int] = field(default_factory=list)  # nodes settled, of the nodes of the walk (the last reported)
+    anonymous: list[np.ndarray] = field(default_factory=list)  # nodes checked k-anonymous by recoding alone
+    not_anonymous: list[np.ndarray] = field(default_factory=list)  # ... and not
+
+    @classmethod
+    def of(cls, data: pd.DataFrame, spec: SurveySpec, space: dict[str, KeyHierarchy], report: Progress,
+           start: float, exhaustive: bool, walk_suppression: bool) -> _Walk:
+        """The walk of the (cut) space's lattice in the order of the nodes' recode-only loss, the
+        nodes of fewer levels first among equals."""
+        lattice = CodedLattice(data, spec, space)
+        nodes = lattice_nodes(space)
+        lower = np.zeros(len(nodes))
+        for i, per_level in enumerate(level_bounds(data, spec, lattice)):
+            lower += per_level[nodes[:, i]]
+        plain_spec = replace(spec, search=replace(spec.search, methods=tuple(
+            m for m in spec.search.methods if m != "local_suppression")))
+        return cls(data, spec, space, lattice, RolledCounts.of(lattice), nodes, lower,
+                   np.lexsort((nodes.sum(axis=1), lower)), report, start, exhaustive,
+                   walk_suppresses="local_suppression" in spec.search.methods and walk_suppression,
+                   plain_spec=plain_spec, counted=[0, len(nodes)])
+
+    @property
+    def suppress_allowed(self) -> bool:
+        return "local_suppression" in self.spec.search.methods
+
+    @property
+    def budget(self) -> float:
+        return self.spec.search.budget_seconds
+
+    @property
+    def stricter_target(self) -> float:
+        return self.spec.risk.max_global_risk / 2
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the loss has per-level bounds (the lambda-arctan measure, every bound finite)."""
+        return self.spec.search.loss == "lambda_arctan" and bool(np.isfinite(self.lower).all())
+
+    def say(self, note: str) -> None:
+        self.report(self.counted[0], self.counted[1], note)
+
+    def best_note(self) -> str:
+        if self.best is None:
+            return "no candidate meets the risk target yet"
+        found = self.best
+        return (f"best so far: {self.spec.search.loss} {found.loss:.4g}, global risk {100 * found.global_risk:.3g} % "
+                f"({found.plan.description.removeprefix('searched plan: ')})")
+
+    def least_left(self, stop: int) -> float:
+        """The least recode-only loss of the nodes from position ``stop`` of the walk on."""
+        return float(self.lower[self.order[stop:]].min()) if stop < len(self.order) else np.inf
+
+    def walk(self, positions: range, use_bound: bool) -> tuple[str, int]:
+        """Evaluate the nodes at ``positions`` of ``order``: ("bound" | "cap" | "budget" | "done", the
+        position where the walk stopped), reporting the nodes settled to ``progress``."""
+        first, total = positions.start, len(self.order) - positions.start
+        offset = 0 if first else self.skipped  # the nodes Flash settled before the walk count as settled
+        total += offset
+        every, reported = max(1, int(np.ceil(PROGRESS_SHARE * total))), time.perf_counter()
+        self.counted[:] = [offset, total]
+        if first:
+            self.say(self.best_note() + f"; walking the {total:,} nodes the loss bound had ruled out")
+        for position in positions:
+            done = position - first + offset
+            now = time.perf_counter()  # progress lines only
+            if done and (done - self.counted[0] >= every or now - reported >= PROGRESS_SECONDS):
+                self.counted[0], reported = done, now
+                self.say(self.best_note())
+            stop = self._stop(position, done, total, use_bound)
+            if stop:
+                return stop, position
+            self._visit(position)
+        self.counted[0] = total
+        self.say(self.best_note())
+        return "done", len(self.order)
+
+    def _stop(self, position: int, done: int, total: int, use_bound: bool) -> str:
+        """Why the walk stops before the node at ``position`` ("bound", "cap", "budget"; "" when it
+        goes on): the node and those after it cannot enter the front (their recode-only loss, a
+        lower bound of their loss, above the stricter target's least loss), cannot have less loss
+        than the wider lattice's plan, or the walk's share of the time budget is spent."""
+        index = self.order[position]
+        past_promoted = use_bound and position >= len(self.promoted)
+        if past_promoted and self.lower[index] > self.best_stricter + 1e-12:
+            self.counted[0] = total  # the nodes left cannot beat the stricter target's least loss
+            self.say(self.best_note() + f"; the other {total - done:,} nodes cannot enter the front (loss bound)")
+            return "bound"
+        if past_promoted and self.lower[index] >= self.cap:
+            self.counted[0] = total  # the nodes left cannot have less loss than the wider lattice's plan
+            self.say(self.best_note() + f"; the other {total - done:,} nodes cannot have less loss than "
+                     f"{self.cap:.4g}, the least loss meeting the target by recoding alone once each key's top "
+                     "joins the lattice")
+            return "cap"
+        if search_clock() - self.start > self.walk_share * self.budget:
+            self.counted[0] = done
+            self.say(self.best_note() + f"; time budget: {total - done:,} nodes not evaluated")
+            return "budget"
+        return ""
+
+    def _visit(self, position: int) -> None:
+        """Settle the node at ``position``: by its rolled-up classes or predictive tagging when they
+        show it cannot reach the target, else evaluate it (:func:`~sdc_dagster.search.nodes.evaluate_node`)."""
+        index = self.order[position]
+        node, point = tuple(int(x) for x in self.nodes[index]), self.nodes[index]
+        may_suppress = self.walk_suppresses or (self.suppress_allowed and position < len(self.promoted))
+        is_anonymous, checked = self._anonymity(node, point, may_suppress)
+        if is_anonymous is None or (not is_anonymous and not may_suppress):
+            return
+        candidate = evaluate_node(self.data, self.spec if may_suppress else self.plain_spec, self.lattice,
+                                  self.space, node, is_anonymous, float(self.lower[index]), checked)
+        self.evaluated += 1
+        self.candidates.append(candidate)
+        if candidate.reaches_target and candidate.global_risk <= self.stricter_target:
+            self.best_stricter = min(self.best_stricter, candidate.loss)
+        if candidate.reaches_target and (self.best is None or candidate.loss < self.best.loss):
+            self.best = candidate
+
+    def _anonymity(self, node: tuple[int, ...], point: np.ndarray, may_suppress: bool):
+        """Whether the node is k-anonymous by recoding alone (SPEC §3.1), and the node's key digits
+        and their counter when checked here; None when its classes settle it (not k-anonymous, or
+        k-anonymous above the risk target, with nothing to suppress)."""
+        k, target, lattice, rolled = self.spec.risk.k, self.spec.risk.max_global_risk, self.lattice, self.rolled
+        checked = None  # the node's key digits and their counter, when checked here
+        if rolled is not None:
+            # the node's classes rolled up from the records counted once (exact: no key is missing)
+            classes = rolled.classes(node)
+            is_anonymous = not (classes.counts < k).any()
+            if not is_anonymous and not may_suppress:
+                self.settled += 1
+                return None, None
+            if (is_anonymous and not may_suppress and not self.exhaustive
+                    and rolled.global_risk(classes) > target * (1 + RISK_MARGIN)):
+                # k-anonymous, above the risk target, and nothing may be suppressed: the node
+                # cannot reach the target (its classes tell it; no frequency query)
+                self.settled += 1
+                return None, None
+        elif self.anonymous and (point >= np.array(self.anonymous)).all(axis=1).any():
+            is_anonymous, self.tagged = True, self.tagged + 1
+        elif self.not_anonymous and (point <= np.array(self.not_anonymous)).all(axis=1).any():
+            is_anonymous, self.tagged = False, self.tagged + 1
+        elif not lattice.keys:
+            is_anonymous = True
+            self.anonymous.append(point)
+        else:
+            # f_k by local suppression's counter (integer counts, exactly those of DuckDB's): a
+            # node that is not k-anonymous continues from it, one that is gets F from DuckDB
+            digits = lattice.digits(node)
+            checked = digits, IncrementalCompatibleCounts(*digits)
+            is_anonymous = not (checked[1].record_counts()[0] < k).any()
+            (self.anonymous if is_anonymous else self.not_anonymous).append(point)
+        return is_anonymous, checked
+
 
 def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: Progress | None, exhaustive: bool,
                  withhold: bool, walk_suppression: bool) -> WaveSearch:
@@ -198,273 +381,216 @@ def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: P
     limit), even where the spec allows local suppression."""
     check_records_for_k(len(data), spec.risk.k, source=f"{spec.survey} wave {wave}".rstrip())
     start, began = search_clock(), time.perf_counter()  # the budget's clock (CPU), the wall clock reported
-    budget = spec.search.budget_seconds
-    report = progress or (lambda done, total, note: None)
-    k, target = spec.risk.k, spec.risk.max_global_risk
-    stricter_target = target / 2
-    measure = spec.search.loss
     full_space = search_space(data, spec, withhold=withhold)
     space = cut_space(full_space)
-    lattice = CodedLattice(data, spec, space)
-    nodes = lattice_nodes(space)
-    bounds = level_bounds(data, spec, lattice)
-    lower = np.zeros(len(nodes))
-    for i, per_level in enumerate(bounds):
-        lower += per_level[nodes[:, i]]
-    order = np.lexsort((nodes.sum(axis=1), lower))
-    suppress_allowed = "local_suppression" in spec.search.methods
-    # whether the walk suppresses: in the search again with each key's top only the nodes Flash promotes do
-    walk_suppresses = suppress_allowed and walk_suppression
-    plain_spec = replace(spec, search=replace(spec.search, methods=tuple(
-        m for m in spec.search.methods if m != "local_suppression")))
-    anonymous, not_anonymous = [], []  # nodes checked k-anonymous / not, by recoding alone
-    rolled = RolledCounts.of(lattice)
-    settled = 0  # nodes whose classes showed that they cannot reach the target (not evaluated)
-    candidates: list[SearchCandidate] = []
-    best_stricter = np.inf
-    evaluated = tagged = 0
-    best: list[SearchCandidate] = []  # the candidate meeting the target with the least loss so far
-    counted = [0, len(nodes)]  # nodes settled, of the nodes of the walk (the last reported)
+    w = _Walk.of(data, spec, space, progress or (lambda done, total, note: None), start, exhaustive, walk_suppression)
+    w.say(f"the lattice of {spec.survey} {wave}".rstrip() + f": {len(w.nodes):,} nodes over {len(space)} keys")
+    bound_note = _flash_first(w, withhold)
+    outcome, stop = w.walk(range(len(w.order)), use_bound=spec.search.loss == "lambda_arctan" and not exhaustive)
+    bound, loss_bound = _bound_words(w, outcome, stop, bound_note)
+    confirmed, outcome, stop, bound, loss_bound = _confirm_walked(w, outcome, stop, bound, loss_bound, wave)
+    found, spent = _result(w, confirmed, outcome, stop, bound, loss_bound, full_space, began)
+    left_seconds = w.budget - spent
+    if found.recommended is not None or withhold or left_seconds <= 0:
+        return found
+    return _search_wider(w, found, full_space, wave=wave, progress=progress, left_seconds=left_seconds, began=began)
 
-    def say(note: str) -> None:
-        report(counted[0], counted[1], note)
 
-    def best_note() -> str:
-        if not best:
-            return "no candidate meets the risk target yet"
-        found = best[0]
-        return (f"best so far: {measure} {found.loss:.4g}, global risk {100 * found.global_risk:.3g} % "
-                f"({found.plan.description.removeprefix('searched plan: ')})")
-
-    def walk(positions, use_bound: bool) -> tuple[str, int]:
-        """Evaluate the nodes at ``positions`` of ``order``: ("bound" | "cap" | "budget" | "done", the
-        position where the walk stopped), reporting the nodes settled to ``progress``."""
-        nonlocal best_stricter, evaluated, tagged, settled
-        first, total = positions.start, len(order) - positions.start
-        offset = 0 if first else skipped  # the nodes Flash settled before the walk count as settled
-        total += offset
-        every, reported = max(1, int(np.ceil(PROGRESS_SHARE * total))), time.perf_counter()
-        counted[:] = [offset, total]
-        if first:
-            say(best_note() + f"; walking the {total:,} nodes the loss bound had ruled out")
-        for position in positions:
-            done = position - first + offset
-            now = time.perf_counter()  # progress lines only
-            if done and (done - counted[0] >= every or now - reported >= PROGRESS_SECONDS):
-                counted[0], reported = done, now
-                say(best_note())
-            index = order[position]
-            if use_bound and position >= len(promoted) and lower[index] > best_stricter + 1e-12:
-                counted[0] = total  # the nodes left cannot beat the stricter target's least loss
-                say(best_note() + f"; the other {total - done:,} nodes cannot enter the front (loss bound)")
-                return "bound", position
-            if use_bound and position >= len(promoted) and lower[index] >= cap:
-                counted[0] = total  # the nodes left cannot have less loss than the wider lattice's plan
-                say(best_note() + f"; the other {total - done:,} nodes cannot have less loss than {cap:.4g}, the "
-                    "least loss meeting the target by recoding alone once each key's top joins the lattice")
-                return "cap", position
-            if search_clock() - start > walk_share * budget:
-                counted[0] = done
-                say(best_note() + f"; time budget: {total - done:,} nodes not evaluated")
-                return "budget", position
-            node, point = tuple(int(x) for x in nodes[index]), nodes[index]
-            may_suppress = walk_suppresses or (suppress_allowed and position < len(promoted))
-            checked = None  # the node's key digits and their counter, when checked here
-            if rolled is not None:
-                # the node's classes rolled up from the records counted once (exact: no key is missing)
-                classes = rolled.classes(node)
-                is_anonymous = not (classes.counts < k).any()
-                if not is_anonymous and not may_suppress:
-                    settled += 1
-                    continue
-                if (is_anonymous and not may_suppress and not exhaustive
-                        and rolled.global_risk(classes) > target * (1 + RISK_MARGIN)):
-                    # k-anonymous, above the risk target, and nothing may be suppressed: the node
-                    # cannot reach the target (its classes tell it; no frequency query)
-                    settled += 1
-                    continue
-            elif anonymous and (point >= np.array(anonymous)).all(axis=1).any():
-                is_anonymous, tagged = True, tagged + 1
-            elif not_anonymous and (point <= np.array(not_anonymous)).all(axis=1).any():
-                is_anonymous, tagged = False, tagged + 1
-            elif not lattice.keys:
-                is_anonymous = True
-                anonymous.append(point)
-            else:
-                # f_k by local suppression's counter (integer counts, exactly those of DuckDB's): a
-                # node that is not k-anonymous continues from it, one that is gets F from DuckDB
-                digits = lattice.digits(node)
-                checked = digits, IncrementalCompatibleCounts(*digits)
-                is_anonymous = not (checked[1].record_counts()[0] < k).any()
-                (anonymous if is_anonymous else not_anonymous).append(point)
-            if not is_anonymous and not may_suppress:
-                continue
-            candidate = evaluate_node(data, spec if may_suppress else plain_spec, lattice, space, node, is_anonymous,
-                                  float(lower[index]), checked)
-            evaluated += 1
-            candidates.append(candidate)
-            if candidate.reaches_target and candidate.global_risk <= stricter_target:
-                best_stricter = min(best_stricter, candidate.loss)
-            if candidate.reaches_target and (not best or candidate.loss < best[0].loss):
-                best[:] = [candidate]
-        counted[0] = total
-        say(best_note())
-        return "done", len(order)
-
-    say(f"the lattice of {spec.survey} {wave}".rstrip() + f": {len(nodes):,} nodes over {len(space)} keys")
-    # Flash (predictive tagging on classes rolled up from integer codes,
-    # :func:`~sdc_dagster.search.nodes.flash_node`): the
-    # least-loss node meeting the target by recoding alone, and with local suppression the
-    # least-loss node whose classes smaller than k hold few enough records for the suppression
-    # limit; both evaluated first (``promoted``), so that a plan keeping the detail Flash found is a
-    # candidate however soon the time budget ends the walk
-    flashed, bound_note, promoted, cap, walk_share, skipped = None, "", [], np.inf, LATTICE_SHARE, 0
-    flashing = rolled is not None and not exhaustive and measure == "lambda_arctan" and np.isfinite(lower).all()
-    proven_flash = lattice.weights is None  # the global risk is monotone along the lattice without weights
-    if flashing:
-        flashed = flash_node(lattice, rolled, nodes, lower, spec, LATTICE_SHARE * budget - (search_clock() - start),
-                              say)
+def _flash_first(w: _Walk, withhold: bool) -> str:
+    """Flash before the walk (module docstring; predictive tagging on classes rolled up from integer
+    codes, :func:`~sdc_dagster.search.nodes.flash_node`): the least-loss node meeting the target by
+    recoding alone, and with local suppression the least-loss node whose classes smaller than k
+    hold few enough records for the suppression limit; both evaluated first (``promoted``), so
+    that a plan keeping the detail Flash found is a candidate however soon the time budget ends the
+    walk. Sets the walk's promoted and skipped nodes, its cap and its share of the budget; returns
+    what Flash found, in words."""
+    flashed, bound_note, nodes = None, "", w.nodes
+    if w.rolled is not None and not w.exhaustive and w.bounded:
+        flashed = flash_node(w.lattice, w.rolled, nodes, w.lower, w.spec,
+                             LATTICE_SHARE * w.budget - (search_clock() - w.start), w.say)
     if flashed is not None:
-        found_note = ("none" if not flashed.value < np.inf else
-                      f"{'proven' if flashed.optimal and proven_flash else 'best found'} node "
-                      f"{'_'.join(map(str, nodes[flashed.node]))}, loss {flashed.value:.4g}")
-        bound_note = (f"Flash checked {flashed.checked:,} of {len(nodes):,} nodes by their rolled-up classes for the "
-                      f"least-loss plan meeting the target by recoding alone: {found_note}")
-        if flashed.optimal and proven_flash and not walk_suppresses:
-            # proven: every node before it in loss order fails the target by recoding alone (all of
-            # them when none meets it), and nothing may be suppressed: the walk starts at it
-            skipped = int(np.flatnonzero(order == flashed.node)[0]) if flashed.value < np.inf else len(order)
-            settled += skipped
-            order = order[skipped:]
-        elif flashed.value < np.inf:
-            promoted.append(flashed.node)
-        elif not withhold:
-            # no node found meeting the target by recoding alone; the wider lattice (each key's top
-            # in its chain, searched next when nothing here passes) has a plan without suppression:
-            # a node here whose recode-only loss reaches that plan's loss cannot have less loss
-            cap = wider_cap(data, spec, LATTICE_SHARE * budget - (search_clock() - start), say)
-            if cap < np.inf:
-                bound_note += (f"; with each key's top in its chain a plan meets the target by recoding alone "
-                               f"with loss {cap:.4g}: only nodes of a lower recode-only loss are evaluated")
-    if rolled is not None and measure == "lambda_arctan" and np.isfinite(lower).all() and suppress_allowed:
-        # also when ``exhaustive``: with each key's top in the lattice this node is the one the walk
-        # evaluates with local suppression, so the exhaustive search has it too
-        limit = int(spec.limits.max_suppressed_share * len(data))
-        suppressible = flash_node(lattice, rolled, nodes, lower, spec,
-                                   LATTICE_SHARE * budget - (search_clock() - start), say, suppressible=limit)
-        if (suppressible is not None and suppressible.optimal and not suppressible.value < np.inf and not withhold
-                and not exhaustive):
-            # proven: every node has more records in classes smaller than k than the limit
-            walk_share = min(walk_share, HOPELESS_SHARE)
-            bound_note += (f"; every node has more than {limit:,} records (max_suppressed_share of the records) in "
-                           f"classes smaller than k: the walk had {walk_share:.0%} of the budget, the rest went to the "
-                           "lattice with each key's top")
-        if (suppressible is not None and suppressible.value < cap
-                and suppressible.node not in promoted):
-            promoted.append(suppressible.node)
-            bound_note += (f"; the least-loss node whose classes smaller than k hold at most {limit:,} records "
-                           f"(max_suppressed_share of the records), node "
-                           f"{'_'.join(map(str, nodes[suppressible.node]))}, evaluated first")
-    if withhold and not promoted and len(nodes) > 1 and (flashed is None or not flashed.value < np.inf):
+        bound_note = _flash_by_recoding(w, flashed, withhold)
+    if w.rolled is not None and w.bounded and w.suppress_allowed:
+        bound_note += _flash_suppressible(w, withhold)
+    if withhold and not w.promoted and len(nodes) > 1 and (flashed is None or not flashed.value < np.inf):
         # without a node from Flash, the node of every key at its deepest level (its top) first:
         # k-anonymous whenever the file has k records, it is a candidate however soon the time
         # budget ends the walk
-        promoted.append(int(np.flatnonzero((nodes == nodes.max(axis=0)).all(axis=1))[0]))
-    if promoted:
-        order = np.r_[promoted, order[~np.isin(order, promoted)]]
+        w.promoted.append(int(np.flatnonzero((nodes == nodes.max(axis=0)).all(axis=1))[0]))
+    if w.promoted:
+        w.order = np.r_[w.promoted, w.order[~np.isin(w.order, w.promoted)]]
+    return bound_note
 
-    def least_left(stop: int) -> float:
-        """The least recode-only loss of the nodes from position ``stop`` of the walk on."""
-        return float(lower[order[stop:]].min()) if stop < len(order) else np.inf
 
-    outcome, stop = walk(range(len(order)), use_bound=measure == "lambda_arctan" and not exhaustive)
-    left = len(order) - stop
+def _flash_by_recoding(w: _Walk, flashed: Outcome, withhold: bool) -> str:
+    """The walk after Flash's least-loss node meeting the target by recoding alone: started at it
+    when Flash proves it and nothing may be suppressed (the global risk is monotone along the
+    lattice only without weights), else the node promoted; without one, the walk capped at the
+    wider lattice's loss by recoding alone (:func:`~sdc_dagster.search.nodes.wider_cap`)."""
+    proven_flash = w.lattice.weights is None  # the global risk is monotone along the lattice without weights
+    found_note = ("none" if not flashed.value < np.inf else
+                  f"{'proven' if flashed.optimal and proven_flash else 'best found'} node "
+                  f"{'_'.join(map(str, w.nodes[flashed.node]))}, loss {flashed.value:.4g}")
+    bound_note = (f"Flash checked {flashed.checked:,} of {len(w.nodes):,} nodes by their rolled-up classes for the "
+                  f"least-loss plan meeting the target by recoding alone: {found_note}")
+    if flashed.optimal and proven_flash and not w.walk_suppresses:
+        # proven: every node before it in loss order fails the target by recoding alone (all of
+        # them when none meets it), and nothing may be suppressed: the walk starts at it
+        w.skipped = int(np.flatnonzero(w.order == flashed.node)[0]) if flashed.value < np.inf else len(w.order)
+        w.settled += w.skipped
+        w.order = w.order[w.skipped:]
+    elif flashed.value < np.inf:
+        w.promoted.append(flashed.node)
+    elif not withhold:
+        # no node found meeting the target by recoding alone; the wider lattice (each key's top
+        # in its chain, searched next when nothing here passes) has a plan without suppression:
+        # a node here whose recode-only loss reaches that plan's loss cannot have less loss
+        w.cap = wider_cap(w.data, w.spec, LATTICE_SHARE * w.budget - (search_clock() - w.start), w.say)
+        if w.cap < np.inf:
+            bound_note += (f"; with each key's top in its chain a plan meets the target by recoding alone "
+                           f"with loss {w.cap:.4g}: only nodes of a lower recode-only loss are evaluated")
+    return bound_note
+
+
+def _flash_suppressible(w: _Walk, withhold: bool) -> str:
+    """Flash's least-loss node whose classes smaller than k hold at most ``limits.max_suppressed_share``
+    of the records (ARX's record suppression, SPEC §14.2), promoted; when Flash proves there is none,
+    the walk gets :data:`HOPELESS_SHARE` of the budget. Also when ``exhaustive``: with each key's top
+    in the lattice this node is the one the walk evaluates with local suppression, so the
+    exhaustive search has it too. Returns what Flash found, in words ("" or "; ...")."""
+    bound_note = ""
+    limit = int(w.spec.limits.max_suppressed_share * len(w.data))
+    suppressible = flash_node(w.lattice, w.rolled, w.nodes, w.lower, w.spec,
+                              LATTICE_SHARE * w.budget - (search_clock() - w.start), w.say, suppressible=limit)
+    if (suppressible is not None and suppressible.optimal and not suppressible.value < np.inf and not withhold
+            and not w.exhaustive):
+        # proven: every node has more records in classes smaller than k than the limit
+        w.walk_share = min(w.walk_share, HOPELESS_SHARE)
+        bound_note += (f"; every node has more than {limit:,} records (max_suppressed_share of the records) in "
+                       f"classes smaller than k: the walk had {w.walk_share:.0%} of the budget, the rest went to the "
+                       "lattice with each key's top")
+    if (suppressible is not None and suppressible.value < w.cap
+            and suppressible.node not in w.promoted):
+        w.promoted.append(suppressible.node)
+        bound_note += (f"; the least-loss node whose classes smaller than k hold at most {limit:,} records "
+                       f"(max_suppressed_share of the records), node "
+                       f"{'_'.join(map(str, w.nodes[suppressible.node]))}, evaluated first")
+    return bound_note
+
+
+def _bound_words(w: _Walk, outcome: str, stop: int, bound_note: str) -> tuple[str, float]:
+    """How the walk was cut, in words (``WaveSearch.bound``), and the least loss a node left
+    unevaluated can have (``loss_bound``: its recode-only loss, which suppression only raises; NaN
+    when every node was settled or the loss has no per-level bound)."""
+    left, nodes, budget, measure = len(w.order) - stop, len(w.nodes), w.budget, w.spec.search.loss
     loss_bound = np.nan
     if outcome == "budget":
-        bound = (f"time budget: {left:,} of {len(nodes):,} nodes not evaluated after "
-                 f"{walk_share * budget:.0f} CPU s (search.budget_seconds {budget:g})")
+        bound = (f"time budget: {left:,} of {nodes:,} nodes not evaluated after "
+                 f"{w.walk_share * budget:.0f} CPU s (search.budget_seconds {budget:g})")
         if measure == "lambda_arctan":
             # the nodes are walked in the order of their recode-only loss, which suppression only raises
-            loss_bound = least_left(stop)
+            loss_bound = w.least_left(stop)
             bound += f"; no node left has a loss below {loss_bound:.4g} (its recode-only loss)"
     elif outcome == "bound":
         bound = (f"loss bound: {left:,} nodes never evaluated, their recode-only loss (a lower bound "
-                 f"of their loss) above {best_stricter:.4g}, the least loss meeting the stricter target "
-                 f"(global risk <= {stricter_target:g})")
-        loss_bound = least_left(stop)
+                 f"of their loss) above {w.best_stricter:.4g}, the least loss meeting the stricter target "
+                 f"(global risk <= {w.stricter_target:g})")
+        loss_bound = w.least_left(stop)
     elif outcome == "cap":
-        bound = (f"loss bound: {left:,} nodes never evaluated, their recode-only loss at least {cap:.4g}, the loss "
-                 "of the wider lattice's plan")
-        loss_bound = least_left(stop)
+        bound = (f"loss bound: {left:,} nodes never evaluated, their recode-only loss at least {w.cap:.4g}, the "
+                 "loss of the wider lattice's plan")
+        loss_bound = w.least_left(stop)
     else:
-        bound = "none: every node evaluated" + (" or settled by its classes" if settled else "")
-    if rolled is not None:
+        bound = "none: every node evaluated" + (" or settled by its classes" if w.settled else "")
+    if w.rolled is not None:
         bound += ("; each node's k-anonymity read from its classes, rolled up from the records counted once"
-                  + (f"; {settled:,} nodes settled by their classes (not k-anonymous or above the risk target, "
-                     "with no suppression allowed)" if settled else ""))
+                  + (f"; {w.settled:,} nodes settled by their classes (not k-anonymous or above the risk target, "
+                     "with no suppression allowed)" if w.settled else ""))
     else:
-        bound += f"; {tagged:,} nodes tagged k-anonymous or not without a frequency check (predictive tagging)"
+        bound += f"; {w.tagged:,} nodes tagged k-anonymous or not without a frequency check (predictive tagging)"
     if bound_note:
         bound += "; " + bound_note
-    reaching = [c for c in candidates if c.reaches_target]
-    front = pareto_front([c for c in reaching if c.loss <= best_stricter + 1e-12])
-    say(f"front of {len(front)} candidates; confirming with the release checks")
-    confirmed = confirm_front(data, spec, space, front, wave, start, say)
-    if not any(c.confirmed for c in confirmed) and search_clock() - start < budget:
+    return bound, loss_bound
+
+
+def _confirm_walked(w: _Walk, outcome: str, stop: int, bound: str, loss_bound: float,
+                    wave: str) -> tuple[list[SearchCandidate], str, int, str, float]:
+    """The front of the walk's candidates meeting the target (:func:`~sdc_dagster.search.front.pareto_front`,
+    up to the stricter target's least loss) confirmed (:func:`~sdc_dagster.search.ladder.confirm_front`);
+    when none passes the release checks (linkage through the keys, say) and time is left, the nodes
+    the loss bound ruled out are walked and the candidates beyond the front confirmed in loss order.
+    Returns (confirmed, the walk's outcome, its stop, bound, loss_bound) as they are then."""
+    front = pareto_front([c for c in w.candidates if c.reaches_target and c.loss <= w.best_stricter + 1e-12])
+    w.say(f"front of {len(front)} candidates; confirming with the release checks")
+    confirmed = confirm_front(w.data, w.spec, w.space, front, wave, w.start, w.say)
+    if not any(c.confirmed for c in confirmed) and search_clock() - w.start < w.budget:
         # the front fails a release check (linkage through the keys, say): coarser plans may pass
-        before = evaluated
+        before = w.evaluated
         if outcome == "bound":
-            outcome, stop = walk(range(stop, len(order)), use_bound=False)
-            left = len(order) - stop
-            loss_bound = least_left(stop) if outcome == "budget" else np.nan
-        beyond = sorted((c for c in candidates if c.reaches_target and c not in front), key=lambda c: c.loss)
-        say(f"no front candidate passes the release checks: {len(beyond)} candidates beyond the front confirmed")
-        confirmed += [c for c in confirm_front(data, spec, space, beyond, wave, start, say) if c.checks]
-        bound += (f"; as no front candidate passed the release checks, {evaluated - before:,} more nodes were then "
-                  f"evaluated ({left:,} left unevaluated) and the candidates beyond the front confirmed in loss order")
+            outcome, stop = w.walk(range(stop, len(w.order)), use_bound=False)
+            loss_bound = w.least_left(stop) if outcome == "budget" else np.nan
+        beyond = sorted((c for c in w.candidates if c.reaches_target and c not in front), key=lambda c: c.loss)
+        w.say(f"no front candidate passes the release checks: {len(beyond)} candidates beyond the front confirmed")
+        confirmed += [c for c in confirm_front(w.data, w.spec, w.space, beyond, wave, w.start, w.say) if c.checks]
+        bound += (f"; as no front candidate passed the release checks, {w.evaluated - before:,} more nodes were then "
+                  f"evaluated ({len(w.order) - stop:,} left unevaluated) and the candidates beyond the front "
+                  "confirmed in loss order")
+    return confirmed, outcome, stop, bound, loss_bound
+
+
+def _result(w: _Walk, confirmed: list[SearchCandidate], outcome: str, stop: int, bound: str, loss_bound: float,
+            full_space: dict[str, KeyHierarchy], began: float) -> tuple[WaveSearch, float]:
+    """The search's outcome from its confirmed candidates (ranked, :func:`_rank`; proven,
+    :func:`_proven`; what the stricter target costs), said in the last progress line, and the CPU
+    seconds spent."""
     ranked, recommended, runner_up = _rank(confirmed)
-    unevaluated = np.inf if outcome == "done" else least_left(stop) if measure == "lambda_arctan" else -np.inf
-    proven = _proven(recommended, ranked, candidates, unevaluated)
+    measure, stricter_target, nodes = w.spec.search.loss, w.stricter_target, len(w.nodes)
+    unevaluated = np.inf if outcome == "done" else w.least_left(stop) if measure == "lambda_arctan" else -np.inf
+    proven = _proven(recommended, ranked, w.candidates, unevaluated)
     stricter = None
     meets = [c for c in ranked if c.confirmed and c.global_risk <= stricter_target]
     if meets:
         cheapest = min(meets, key=lambda c: c.loss)
         stricter = {"target": stricter_target, "loss": cheapest.loss, "plan": cheapest.plan.name}
-    seconds, spent = time.perf_counter() - began, search_clock() - start
-    say(f"done: {evaluated:,} of {len(nodes):,} nodes evaluated in {seconds:.1f} s; the plan is "
-        + optimality(evaluated, len(nodes), proven, loss_bound) + withheld_note(recommended))
-    found = WaveSearch(
-        candidates=tuple(candidates),
+    seconds, spent = time.perf_counter() - began, search_clock() - w.start
+    w.say(f"done: {w.evaluated:,} of {nodes:,} nodes evaluated in {seconds:.1f} s; the plan is "
+          + optimality(w.evaluated, nodes, proven, loss_bound) + withheld_note(recommended))
+    return WaveSearch(
+        candidates=tuple(w.candidates),
         front=tuple(ranked),
         recommended=recommended,
         runner_up=runner_up,
         stricter=stricter,
-        nodes_total=len(nodes),
-        nodes_evaluated=evaluated,
+        nodes_total=nodes,
+        nodes_evaluated=w.evaluated,
         exhaustive=outcome == "done",
         bound=bound,
         seconds=seconds,
         space={key: h.words() for key, h in full_space.items()},
         loss_bound=loss_bound,
         proven=proven,
-    )
-    left_seconds = budget - spent
-    if recommended is not None or withhold or left_seconds <= 0:
-        return found
+    ), spent
+
+
+def _search_wider(w: _Walk, found: WaveSearch, full_space: dict[str, KeyHierarchy], *, wave: str,
+                  progress: Progress | None, left_seconds: float, began: float) -> WaveSearch:
+    """The search again in the time left with each key's top in its chain (module docstring, step 5),
+    when no plan of the keys' own levels passes the release checks; ``found`` when no key has a top
+    to add (none may be recoded, or each has one category)."""
+    data, spec = w.data, w.spec
     wider = search_space(data, spec, withhold=True)
     if all(len(wider[key].levels) == len(h.levels) for key, h in full_space.items()):
         return found  # no key has a top to add (none may be recoded, or each has one category)
-    say("no plan of the keys' own levels passes the release checks: the search continues with each key's top "
-        "(its categories released as one) in the lattice")
+    w.say("no plan of the keys' own levels passes the release checks: the search continues with each key's top "
+          "(its categories released as one) in the lattice")
     # the wider lattice's plans go without suppression (a node's frequency check is then all its
     # evaluation needs, and the node with every key at its top is k-anonymous), but for the node
     # Flash finds with few records in classes smaller than k (``walk_suppresses``)
     again = _search_wave(data, replace(spec, search=replace(spec.search, budget_seconds=left_seconds)),
-                         wave=wave, progress=progress, exhaustive=exhaustive, withhold=True, walk_suppression=False)
+                         wave=wave, progress=progress, exhaustive=w.exhaustive, withhold=True, walk_suppression=False)
     return replace(again, seconds=time.perf_counter() - began, candidates=found.candidates + again.candidates,
                    bound=f"{again.bound}; searched again with each key's top after no plan of the "
-                         f"{len(nodes):,} of the keys' own levels passed the release checks")
-
+                         f"{len(w.nodes):,} of the keys' own levels passed the release checks")
 
 
 def _proven(recommended: SearchCandidate | None, ranked: list[SearchCandidate],
