@@ -26,7 +26,6 @@ from sdc_dagster.pipeline.protection import CheckOutcome, blocking_failures
 SEARCH_SEED = 20240
 
 
-
 @dataclass(frozen=True)
 class SearchCandidate:
     """One evaluated plan of the search.
@@ -70,7 +69,6 @@ class SearchCandidate:
         return self.global_risk
 
 
-
 def node_plan(space: dict[str, KeyHierarchy], node: tuple[int, ...], suppression: list[dict], k: int,
                continuous: ContinuousRung | None, name: str) -> Plan:
     steps, words = [], []
@@ -94,14 +92,12 @@ def node_plan(space: dict[str, KeyHierarchy], node: tuple[int, ...], suppression
                 description="searched plan: " + ("; ".join(words) if words else "the keys as they are"))
 
 
-
 def suppression_step(k: int) -> dict:
     """Local suppression to k with the greedy method's default: the fewest suppressions per record,
     ties broken by sdcMicro's importance (keys with fewer categories, as a deeper recoding leaves
     them, kept first). An explicit importance order makes the greedy method honour it
     lexicographically, about 40 times slower on sdcMicro's testdata, for more suppressions."""
     return {"method": "local_suppression", "k": k}
-
 
 
 def search_loss(data: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, *,
@@ -114,14 +110,12 @@ def search_loss(data: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, *
     return float(figures.get("topsis_mean" if topsis else "lambda_arctan", np.nan))
 
 
-
 def withheld_keys(candidate: SearchCandidate | None) -> list[str]:
     """The keys a candidate's plan does not release at all (its ``remove_variables`` steps: the
     continuous ladder's last rung)."""
     if candidate is None:
         return []
     return [key for step in candidate.plan.steps if step["method"] == "remove_variables" for key in step["variables"]]
-
 
 
 def withheld_note(candidate: SearchCandidate | None) -> str:

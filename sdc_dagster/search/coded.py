@@ -36,7 +36,6 @@ MAX_NODES = 200_000
 RISK_MARGIN = 1e-9
 
 
-
 class CodedLattice:
     """The recoded key values of every level and their codes, and the frequency checks of nodes
     (module docstring).
@@ -108,7 +107,6 @@ class CodedLattice:
         return frame
 
 
-
 class RolledCounts:
     """The equivalence classes of every node, rolled up from the records counted once
     (:class:`~sdc_dagster.search.coding.ClassCounter`, ARX's roll-up on integer codes) instead of a
@@ -166,7 +164,6 @@ class RolledCounts:
         return float(np.sum(risks * classes.counts) / self.n)
 
 
-
 def level_bounds(data: pd.DataFrame, spec: SurveySpec, lattice: CodedLattice) -> list[np.ndarray]:
     """Per key and level, the recode-only loss of that key alone (headline_loss's lambda_arctan,
     SPEC §9.1 eq (1)); the loss of recodes of several keys is their sum (measure (1) is a mean of
@@ -190,13 +187,11 @@ def level_bounds(data: pd.DataFrame, spec: SurveySpec, lattice: CodedLattice) ->
     return bounds
 
 
-
 def lattice_nodes(space: dict[str, KeyHierarchy]) -> np.ndarray:
     counts = [len(h.levels) for h in space.values()]
     if not counts:
         return np.zeros((1, 0), dtype=int)
     return np.array(list(product(*[range(c) for c in counts])), dtype=int).reshape(-1, len(counts))
-
 
 
 def cut_space(space: dict[str, KeyHierarchy]) -> dict[str, KeyHierarchy]:
@@ -210,7 +205,6 @@ def cut_space(space: dict[str, KeyHierarchy]) -> dict[str, KeyHierarchy]:
         top = levels[-1:] if len(levels) > 2 and len(levels[-1].groups) == 1 else ()
         space[key] = replace(space[key], levels=(*levels[:len(levels) - 1 - len(top)], *top))
     return space
-
 
 
 def records_below_l(lattice: CodedLattice, digits: np.ndarray, radices: np.ndarray, spec: SurveySpec) -> int:

@@ -73,13 +73,11 @@ def weakest_passing(chain: list, run: Callable, over_budget: Callable[[], bool],
     return finish(results[passing], kept[passing])
 
 
-
 def _passes_risk_checks(candidate: SearchCandidate) -> bool:
     """Whether a candidate's release checks ran and none failed but the utility limits: what a
     stronger step of one method keeps passing. The utility limits go the other way (a stronger step
     loses more), so the weakest step passing the risk checks is the one that can also pass them."""
     return bool(candidate.checks) and not set(blocking_failures(candidate.checks)) - set(UTILITY_CHECKS)
-
 
 
 def confirm_front(data, spec, space, front, wave, start, say):
@@ -179,7 +177,6 @@ def confirm_front(data, spec, space, front, wave, start, say):
 #: The local-suppression k tried, as multiples of the target k, when a candidate fails the linkage
 #: check only (:func:`stronger_suppressions`).
 SUPPRESSION_LADDER = (2, 3, 4)
-
 
 
 def stronger_suppressions(spec: SurveySpec, result: SearchCandidate, records: int) -> list[dict]:

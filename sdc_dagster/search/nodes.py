@@ -87,7 +87,6 @@ def flash_node(lattice: CodedLattice, rolled: RolledCounts, nodes: np.ndarray, l
                  budget_seconds=budget_seconds, progress=progress)
 
 
-
 def wider_cap(data: pd.DataFrame, spec: SurveySpec, budget_seconds: float, report: Callable[[str], None]) -> float:
     """The loss of :func:`flash_node` over the wider lattice (each key's top in its chain,
     :func:`~sdc_dagster.search.space.search_space` with ``withhold``): the loss of a plan there that
@@ -109,13 +108,11 @@ def wider_cap(data: pd.DataFrame, spec: SurveySpec, budget_seconds: float, repor
     return found.value if found is not None else np.inf
 
 
-
 def _risks(f: np.ndarray, F: np.ndarray, weight: str | None, k: int) -> tuple[int, pd.Series]:
     """k-anonymity violations (SPEC §3.1) and individual risks (SPEC §3.2) of keys with key
     frequencies (f, F) (:func:`~sdc_dagster.risk.risk_table`'s ``risk``)."""
     return int(np.count_nonzero(f < k)), pd.Series(risk_from_frequencies(f, F, weighted=weight is not None,
                                                                          weight=weight or "weight"), name="risk")
-
 
 
 def evaluate_node(data: pd.DataFrame, spec: SurveySpec, lattice: CodedLattice, space: dict[str, KeyHierarchy],

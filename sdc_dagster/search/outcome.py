@@ -69,7 +69,6 @@ class WaveSearch:
         return pd.DataFrame(rows, columns=columns)
 
 
-
 def _step_text(step: dict) -> str:
     method = step["method"]
     if method == "recode":
@@ -90,11 +89,9 @@ def _step_text(step: dict) -> str:
     return f"{method} {extra}".strip()
 
 
-
 def _chosen(found: WaveSearch) -> SearchCandidate | None:  # plan_to_release says which
     fallback = found.front[:1] or sorted(found.candidates, key=lambda c: (c.global_risk, c.loss))[:1]
     return found.recommended or (fallback[0] if fallback else None)
-
 
 
 def plan_to_release(found: WaveSearch, spec: SurveySpec) -> Plan:
@@ -107,7 +104,6 @@ def plan_to_release(found: WaveSearch, spec: SurveySpec) -> Plan:
         return Plan(name=SEARCHED_PLAN, steps=(), k=spec.risk.k, random_state=SEARCH_SEED,
                     description="plan search: no candidate evaluated within the budget")
     return replace(chosen.plan, name=SEARCHED_PLAN)
-
 
 
 @dataclass(frozen=True, eq=False)  # frames have no truth value: compared by identity
@@ -136,13 +132,11 @@ class PlanSearch:
         return {"front": self.front, "summary": pd.DataFrame([self.summary]), "plan": pd.DataFrame([plan])}
 
 
-
 def plan_search(found: WaveSearch, spec: SurveySpec) -> PlanSearch:  # the PlanSearch of a finished search
     chosen = _chosen(found)
     checks = dict(chosen.checks) if chosen is not None and chosen.checks else None
     return PlanSearch(front=found.front_frame(), summary=search_summary(found), plan=plan_to_release(found, spec),
                       checks=checks, protected=chosen.protected if chosen is not None else None, found=found)
-
 
 
 def optimality(nodes_evaluated: int, nodes_total: int, exhaustive: bool, loss_bound: float = float("nan")) -> str:
@@ -154,7 +148,6 @@ def optimality(nodes_evaluated: int, nodes_total: int, exhaustive: bool, loss_bo
         return f"optimal over {nodes_total:,} plans"
     bound = "" if np.isnan(loss_bound) else f", bound {loss_bound:.4g}"
     return f"best of {nodes_evaluated:,} checked (of {nodes_total:,} plans{bound})"
-
 
 
 def search_summary(found: WaveSearch) -> dict:

@@ -112,13 +112,11 @@ HOPELESS_SHARE = 0.1
 PROGRESS_PREFIX = "plan search: "
 
 
-
 def progress_line(done: int, total: int, note: str) -> str:
     """A progress report of :func:`search_wave` as one line of text, for the console and the
     Dagster log: "plan search: 120 of 1,200 nodes (10 %); best so far: ..."."""
     percent = 100.0 * done / total if total else 100.0
     return f"{PROGRESS_PREFIX}{done:,} of {total:,} nodes ({percent:.0f} %); {note}"
-
 
 
 def search_wave(
@@ -408,7 +406,6 @@ def _proven(recommended: SearchCandidate | None, ranked: list[SearchCandidate],
         return False
     tried = {c.levels for c in ranked if c.checks}
     return not any(c.reaches_target and c.loss < recommended.loss and c.levels not in tried for c in candidates)
-
 
 
 def _rank(confirmed: list[SearchCandidate]) -> tuple[list[SearchCandidate], SearchCandidate | None,
