@@ -44,7 +44,8 @@ import pandas as pd
 import yaml
 
 import sdc_dagster.search as generalisation_search
-from sdc_dagster.search.wave import optimality, progress_line, search_wave
+from sdc_dagster.search.outcome import optimality
+from sdc_dagster.search.wave import progress_line, search_wave
 from sdc_dagster.spec import parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]

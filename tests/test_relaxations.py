@@ -42,7 +42,8 @@ from sdc_dagster.pipeline.relaxations import (
     relaxation_text,
     what_it_would_take,
 )
-from sdc_dagster.search.wave import SearchCandidate, search_wave
+from sdc_dagster.search.candidates import SearchCandidate
+from sdc_dagster.search.wave import search_wave
 from sdc_dagster.spec import Plan, parse_spec
 
 

@@ -19,7 +19,8 @@ from sdc_dagster.protect.plan import apply_plan
 from sdc_dagster.search.space import key_hierarchy, search_space
 from sdc_dagster.keys import key_digits
 from sdc_dagster.risk.categorical import k_anonymity_violations, risk_table
-from sdc_dagster.search.wave import SEARCHED_PLAN, _Lattice, progress_line, search_wave
+from sdc_dagster.search.coded import CodedLattice
+from sdc_dagster.search.wave import SEARCHED_PLAN, progress_line, search_wave
 from sdc_dagster.spec import SEARCH_METHODS, Plan, SearchOptions, SpecError, Variable, load_spec, parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -252,7 +253,7 @@ def test_the_searched_variant_is_released_as_the_search_protected_it(testdata):
     (and the checks) instead of protecting the wave again (issue 23)."""
     from unittest import mock
 
-    from sdc_dagster.search.wave import plan_search
+    from sdc_dagster.search.outcome import plan_search
 
     spec = load_spec(EXAMPLE_SPEC)
     found = search_wave(testdata, spec, wave="w")
@@ -311,7 +312,7 @@ def test_a_candidate_failing_linkage_only_is_suppressed_to_a_larger_k(testdata):
     (None, [2, 5], 5),       # nothing passes: the strongest step's failing attempt
 ])
 def test_weakest_passing_bisects_from_the_middle_and_finishes_only_the_step_it_returns(passes_from, tried, kept):
-    from sdc_dagster.search.wave import _weakest_passing
+    from sdc_dagster.search.ladder import weakest_passing
 
     @dataclasses.dataclass(frozen=True)
     class Attempt:  # the bisection reads the release checks (risk checks only, the utility limits aside)
@@ -329,7 +330,7 @@ def test_weakest_passing_bisects_from_the_middle_and_finishes_only_the_step_it_r
         finished.append((attempt.step, protected))
         return attempt
 
-    result = _weakest_passing(list(range(6)), run, lambda: False, finish)
+    result = weakest_passing(list(range(6)), run, lambda: False, finish)
     assert runs == tried and result.step == kept and finished == [(kept, f"data of {kept}")]
 
 
@@ -360,7 +361,7 @@ def test_lattice_codes_are_the_key_digits_of_the_recoded_keys(testdata):
     """A node's digits, taken from the codes of each key's level, are key_digits of the recoded keys."""
     spec = categorical_spec(KEYS)
     space = search_space(testdata, spec)
-    lattice = _Lattice(testdata, spec, space)
+    lattice = CodedLattice(testdata, spec, space)
     deepest = tuple(len(h.levels) - 1 for h in space.values())
     for node in [tuple(0 for _ in space), deepest, tuple(level // 2 for level in deepest)]:
         digits, radices = lattice.digits(node)

@@ -15,6 +15,8 @@ from sdc_dagster.search import wave as pipeline_search
 from sdc_dagster.search.wave import search_wave
 from sdc_dagster.search import clock
 from sdc_dagster.search import flash as flash_module
+from sdc_dagster.search import ladder as ladder_module
+from sdc_dagster.search import walk as walk_module
 from sdc_dagster.spec import parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,7 +73,10 @@ def test_the_plan_does_not_depend_on_the_wall_clock_nor_on_other_processes(testd
 def test_the_budget_ends_the_search_on_the_cpu_clock(testdata, monkeypatch):
     full = search_wave(testdata, spec_of(60), exhaustive=True)
     # the CPU clock running 10 s at each reading: the 60 s budget ends the walk after a few nodes
-    monkeypatch.setattr(pipeline_search, "search_clock", fast_clock(10.0))
+    clock = fast_clock(10.0)  # one clock for the search, its walk and the confirmation of the front, as before their split
+    monkeypatch.setattr(pipeline_search, "search_clock", clock)
+    monkeypatch.setattr(ladder_module, "search_clock", clock)
+    monkeypatch.setattr(walk_module, "search_clock", clock)
     monkeypatch.setattr(flash_module, "search_clock", fast_clock(10.0))
     cut = search_wave(testdata, spec_of(60), exhaustive=True)
     assert not cut.exhaustive and "time budget" in cut.bound and "CPU s" in cut.bound

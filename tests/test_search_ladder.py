@@ -19,15 +19,10 @@ from sdc_dagster.cli import EXIT_BAD_DATA, main
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.pipeline import protection
 from sdc_dagster.pipeline.evaluation import headline_loss
-from sdc_dagster.search.wave import (
-    SearchCandidate,
-    _search_loss,
-    _stronger_suppressions,
-    optimality,
-    search_summary,
-    search_wave,
-    withheld_keys,
-)
+from sdc_dagster.search.candidates import SearchCandidate, search_loss, withheld_keys
+from sdc_dagster.search.outcome import optimality, search_summary
+from sdc_dagster.search.ladder import stronger_suppressions
+from sdc_dagster.search.wave import search_wave
 from sdc_dagster.protect.plan import apply_plan
 from sdc_dagster.protect.recode import interval_recode
 from sdc_dagster.search.space import continuous_steps, key_hierarchy, search_space, withheld_level
@@ -145,7 +140,7 @@ def test_last_rungs_withhold_the_keys_most_distinct_first_and_the_release_says_s
 
 
 
-def test_a_withheld_key_counts_as_total_loss_of_that_key_in_the_search_loss():
+def test_a_withheld_key_counts_as_total_loss_of_that_key_in_thesearch_loss():
     """SPEC §9.1: lambda = sum_j sum_i d(x_ij, x*_ij) / (m·n) over the original's keys; a withheld
     key's every observed value is lost (d = 1). By hand: 4 records, keys sex, region (nominal) and
     income; 12 values in all."""
@@ -153,12 +148,12 @@ def test_a_withheld_key_counts_as_total_loss_of_that_key_in_the_search_loss():
                          "income": [10.0, 20.0, np.nan, 40.0]})
     spec = amounts_spec(["income"], keys=["sex", "region"])
     one_sex = data.assign(sex=["f", "f", "m", "f"])
-    assert _search_loss(data, one_sex, spec) == pytest.approx(1 / 11)  # one d = 1 of 11 observed values
+    assert search_loss(data, one_sex, spec) == pytest.approx(1 / 11)  # one d = 1 of 11 observed values
     # income withheld: its 3 observed values lost, of 8 + 3 = 11 values
-    assert _search_loss(data, data.drop(columns="income"), spec) == pytest.approx(3 / 11)
-    assert _search_loss(data, one_sex.drop(columns="income"), spec) == pytest.approx(4 / 11)
+    assert search_loss(data, data.drop(columns="income"), spec) == pytest.approx(3 / 11)
+    assert search_loss(data, one_sex.drop(columns="income"), spec) == pytest.approx(4 / 11)
     # so withholding income ranks behind changing one sex value, not ahead of it (it used to be 0)
-    assert _search_loss(data, data.drop(columns="income"), spec) > _search_loss(data, one_sex, spec)
+    assert search_loss(data, data.drop(columns="income"), spec) > search_loss(data, one_sex, spec)
     # the release manifest's figure is the same measure: 3 of 11 values lost, the 3 withheld counted
     manifest = headline_loss(data, data.drop(columns="income"), spec, topsis=False)
     assert manifest["lambda_arctan"] == pytest.approx(3 / 11)
@@ -196,7 +191,7 @@ def _failing_linkage_only(spec):
 @pytest.mark.parametrize(("records", "expected"), [(8, [6, 8]), (100, [6, 9, 12]), (3, [])])
 def test_stronger_suppression_never_asks_more_than_n_anonymity(records, expected):
     spec = amounts_spec(["x"], keys=["g"])
-    assert [s["k"] for s in _stronger_suppressions(spec, _failing_linkage_only(spec), records)] == expected
+    assert [s["k"] for s in stronger_suppressions(spec, _failing_linkage_only(spec), records)] == expected
 
 
 def test_search_refuses_a_wave_of_fewer_records_than_k_before_searching():
@@ -316,7 +311,7 @@ def test_thirteen_record_file_is_released_with_keys_withheld_when_no_own_level_f
 
 
 def test_cutting_a_large_lattice_keeps_each_keys_top(monkeypatch):
-    from sdc_dagster.search import wave as search_module
+    from sdc_dagster.search import coded as search_module
 
     data = pd.DataFrame({"a": np.repeat(np.arange(1, 41), 5), "b": np.tile(np.arange(1, 21), 10)})
     spec = parse_spec({"survey": "t", "variables": {k: {"role": "categorical_key", "scale": "ordinal",
@@ -324,7 +319,7 @@ def test_cutting_a_large_lattice_keeps_each_keys_top(monkeypatch):
                        "search": {"enabled": True}})
     space = search_space(data, spec, withhold=True)
     monkeypatch.setattr(search_module, "MAX_NODES", 4)
-    cut = search_module._cut_space(space)
+    cut = search_module.cut_space(space)
     # 2 x 2 nodes: each key keeps its original categories and its top, the levels between go first
     assert [len(h.levels) for h in cut.values()] == [2, 2]
     assert all(len(h.levels[-1].groups) == 1 and h.levels[0] == space[k].levels[0] for k, h in cut.items())

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sdc_dagster.pipeline import evaluation, protection
-from sdc_dagster.search.wave import search_summary, search_wave
+from sdc_dagster.search.outcome import search_summary
+from sdc_dagster.search.wave import search_wave
 from sdc_dagster.spec import Plan, parse_spec
 
 ADULT = Path(__file__).resolve().parent / "data" / "arx_adult"
@@ -197,7 +198,8 @@ def test_flash_finds_the_brute_force_node_on_random_hierarchies(seed, k, target,
     """The plan search's Flash passes (predictive tagging on rolled-up classes) find the node a
     brute force over every level vector finds, for any loss values (drawn at random: the traversal
     may not rely on them being monotone), and say the result is proven."""
-    from sdc_dagster.search import wave as search
+    from sdc_dagster.search.coded import CodedLattice, RolledCounts, lattice_nodes
+    from sdc_dagster.search.nodes import flash_node
     from sdc_dagster.search.space import search_space
 
     rng = np.random.default_rng(seed)
@@ -210,11 +212,11 @@ def test_flash_finds_the_brute_force_node_on_random_hierarchies(seed, k, target,
     levels_of = {key: levels[:-1] for key, levels in levels_of.items()}
     assert [[sorted(map(sorted, level.groups)) for level in h.levels[1:]] for h in space.values()] == [
         [sorted(map(sorted, level)) for level in levels] for levels in levels_of.values()]
-    lattice = search._Lattice(data, spec, space)
-    nodes = search._nodes(space)
+    lattice = CodedLattice(data, spec, space)
+    nodes = lattice_nodes(space)
     lower = rng.random(len(nodes)).round(2)  # ties too
-    found = search._flash_node(lattice, search._RolledCounts(lattice), nodes, lower, spec, 60.0, lambda *_: None,
-                               suppressible=suppressible)
+    found = flash_node(lattice, RolledCounts(lattice), nodes, lower, spec, 60.0, lambda *_: None,
+                       suppressible=suppressible)
     expected = brute_flash(data, levels_of, lower, k=k, target=target, suppressible=suppressible)
     assert found.optimal
     if expected is None:

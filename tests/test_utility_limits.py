@@ -14,6 +14,9 @@ from hypothesis import strategies as st
 from sdc_dagster import loss
 from sdc_dagster.pipeline import protection
 from sdc_dagster.search import wave as search
+from sdc_dagster.search.candidates import SearchCandidate
+from sdc_dagster.search.ladder import weakest_passing
+from sdc_dagster.search.outcome import plan_to_release
 from sdc_dagster.pipeline.variant import released_keys
 from sdc_dagster.protect.suppression import diversity_suppression
 from sdc_dagster.report import PlanSummary, ReportInputs
@@ -199,7 +202,7 @@ def test_the_search_never_recommends_a_plan_outside_the_limits():
                         "search": {"enabled": True, "methods": ["local_suppression"]}})
     none = search.search_wave(data, stuck, wave="1")
     assert none.recommended is None
-    plan = search.plan_to_release(none, stuck)
+    plan = plan_to_release(none, stuck)
     variant = protection.protect_variant(data, stuck, plan, wave="1")
     assert "suppression_limit" in variant.withheld_because
 
@@ -363,12 +366,12 @@ def test_the_bisection_over_a_method_finds_the_weakest_step_within_risk_and_util
 
     def run(step):
         checks = {"linkage_risk": outcome(step >= 3), "variance_change_limit": outcome(step < 4)}
-        candidate = search.SearchCandidate(plan=Plan(name="searched", steps=(), k=1, random_state=1), global_risk=0.0,
+        candidate = SearchCandidate(plan=Plan(name="searched", steps=(), k=1, random_state=1), global_risk=0.0,
                                            k_violations=0, linkage_risk=0.0, loss=float(step), suppressed=0,
                                            reaches_target=True, checks=checks)
         return candidate, step
 
-    found = search._weakest_passing(list(range(6)), run, lambda: False, lambda candidate, protected: candidate)
+    found = weakest_passing(list(range(6)), run, lambda: False, lambda candidate, protected: candidate)
     assert found.loss == 3 and found.confirmed
 
 

@@ -8,6 +8,7 @@ from dagster import AssetExecutionContext, AssetsDefinition, MetadataValue, Outp
 from sdc_dagster.assets.checks import release_check_results, release_check_specs
 from sdc_dagster.assets.survey.common import code_version, common, ins, protected_key, table_markdown
 from sdc_dagster.pipeline import protection
+from sdc_dagster.search import outcome as search_outcome
 from sdc_dagster.search import wave as search
 from sdc_dagster.pipeline.ingest import RawWave
 from sdc_dagster.releases.wave import release_risk
@@ -35,7 +36,7 @@ def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
 
 
 def _protect_and_check(context: AssetExecutionContext, spec: SurveySpec, plan: Plan, raw_microdata: RawWave,
-                       searched: search.PlanSearch | None = None):
+                       searched: search_outcome.PlanSearch | None = None):
     """Apply ``plan`` to the wave and run the release checks (unless the plan search ``searched`` did
     both already): the body of every protected asset, which yields the variant with its figures and
     its release checks' results."""
@@ -87,7 +88,7 @@ def plan_search_asset(spec: SurveySpec) -> AssetsDefinition:
         found = search.search_wave(raw_microdata.data, spec, wave=context.partition_key,
                                    progress=lambda done, total, note: context.log.info(
                                        search.progress_line(done, total, note)))
-        outcome = search.plan_search(found, spec)
+        outcome = search_outcome.plan_search(found, spec)
         context.add_output_metadata({
             "front": table_markdown(outcome.front),
             "recommended": outcome.plan.description,
@@ -119,7 +120,7 @@ def protected_searched_asset(spec: SurveySpec) -> AssetsDefinition:
         check_specs=release_check_specs(spec, plan, protected_key(spec, plan.name)),
         **common(spec),
     )
-    def protected(context: AssetExecutionContext, raw_microdata: RawWave, plan_search: search.PlanSearch):
+    def protected(context: AssetExecutionContext, raw_microdata: RawWave, plan_search: search_outcome.PlanSearch):
         # the search protected and checked this very plan (same name, seeds and wave)
         yield from _protect_and_check(context, spec, plan_search.plan, raw_microdata, plan_search)
 

@@ -25,6 +25,7 @@ def run_plan(survey_name: str, wave: str, *, data_file: str | None = None, write
 
     from sdc_dagster.pipeline import relaxations
     from sdc_dagster.search import wave as search
+    from sdc_dagster.search.outcome import optimality
     from sdc_dagster.errors import SDCInputError
     from sdc_dagster.search.front import front_as_yaml
     from sdc_dagster.resources.storage import landing_dir
@@ -50,7 +51,7 @@ def run_plan(survey_name: str, wave: str, *, data_file: str | None = None, write
         return EXIT_BAD_DATA
     print(f"{found.nodes_evaluated} of {found.nodes_total} plans evaluated in {found.seconds:.1f} s "
           f"({'exhaustive' if found.exhaustive else found.bound})" + (
-              f"; the recommended plan is {search.optimality(found.nodes_evaluated, found.nodes_total, found.proven, found.loss_bound)}"
+              f"; the recommended plan is {optimality(found.nodes_evaluated, found.nodes_total, found.proven, found.loss_bound)}"
               if found.recommended is not None else ""), file=out)
     # nothing recommended: the closest plans and the cheapest change that makes one eligible
     advice = relaxations.what_it_would_take(data, spec, found, note=lambda line: print(

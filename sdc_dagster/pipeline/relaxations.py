@@ -66,7 +66,9 @@ from sdc_dagster.pipeline.protection import (
     protect,
     release_checks,
 )
-from sdc_dagster.search.wave import PROGRESS_PREFIX, SearchCandidate, WaveSearch, search_wave
+from sdc_dagster.search.candidates import SearchCandidate
+from sdc_dagster.search.outcome import WaveSearch
+from sdc_dagster.search.wave import PROGRESS_PREFIX, search_wave
 from sdc_dagster.search.clock import search_clock
 from sdc_dagster.report import format_value, measure_info
 from sdc_dagster.spec import SurveySpec, Variables

@@ -17,7 +17,7 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.pipeline.evaluation import InformationLoss
 from sdc_dagster.pipeline.protection import ProtectedVariant, checks_not_applicable, release_warnings, utility_changes
 from sdc_dagster.pipeline.risk import Contributions, RiskScores
-from sdc_dagster.search.wave import PlanSearch
+from sdc_dagster.search.outcome import PlanSearch
 from sdc_dagster.pipeline.variant import released_keys, retained_records, values_changed
 from sdc_dagster.releases.categories import ReleasedCoding
 from sdc_dagster.releases.digests import package_versions

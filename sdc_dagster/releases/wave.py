@@ -28,7 +28,7 @@ from sdc_dagster.pipeline.evaluation import headline_loss
 from sdc_dagster.pipeline.ingest import RawWave
 from sdc_dagster.pipeline.protection import ProtectedVariant, check_records
 from sdc_dagster.pipeline.report_inputs import WaveEvaluation, recommended_plan
-from sdc_dagster.search.wave import PlanSearch
+from sdc_dagster.search.outcome import PlanSearch
 from sdc_dagster.releases.digests import WaveSnapshot
 from sdc_dagster.releases.files import safe_files
 from sdc_dagster.releases.manifest import MANIFEST, Release, ReleaseRecord, list_decisions, write_release
@@ -153,7 +153,7 @@ class WaveRelease:
     release or the withheld record), in plan order; ``recommendation``, the plan the report's
     decision rule chose and why; ``released``, the wave's release record (``release.json``), None
     when no plan is eligible; ``search``, the plan search with what it would take when the wave
-    releases nothing (:attr:`~sdc_dagster.search.wave.PlanSearch.advice`), None when the spec
+    releases nothing (:attr:`~sdc_dagster.search.outcome.PlanSearch.advice`), None when the spec
     does not search."""
 
     decisions: dict[str, Release]

@@ -191,7 +191,7 @@ class ReportInputs:
         and ``loss`` (fractions, the loss by ``loss_measure``), drawn as a step line on the
         risk-utility map; None without a search.
     search : dict or None
-        The plan search in figures (:func:`sdc_dagster.search.wave.search_summary`: nodes evaluated,
+        The plan search in figures (:func:`sdc_dagster.search.outcome.search_summary`: nodes evaluated,
         bound, seconds, the recommended plan and the runner-up with their loss, the loss a stricter
         target would cost); None without a search.
     what_it_would_take : dict or None
