@@ -458,18 +458,9 @@ def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveyS
     original, each observed value of a withheld key with d = 1 (nothing of it is released), so
     lambda = (lambda_released · C + R) / (C + R), C the values compared over the released keys and R
     (``values_withheld``, given when > 0) the withheld keys' observed values. Taken over the released
-    keys only, the measure would call withholding a key no loss of it at all. A key released as one
-    category (every observed value merged into one group, or the plan search's keys' tops) releases
-    nothing of it either and counts the same way; its partial distances would otherwise read the
-    members that share the merged group's internal code as unchanged (SPEC §8.2: that coding belongs
-    to the ordinal distance only)."""
+    keys only, the measure would call withholding a key no loss of it at all."""
     matched = retained_records(original, protected, "release")
     scales = loss_scales(spec, released_keys(spec, protected))
-    one_category = [key for key in spec.categorical_keys if key in scales
-                    and protected[key].nunique() <= 1 < matched[key].nunique()]
-    informative = {key: scale for key, scale in scales.items() if key not in one_category}
-    # every key released as one category: the measure over them all, only for TOPSIS's record scores
-    scales = informative or scales
     counts = {"records_compared": len(protected), "records_removed": len(original) - len(protected)}
     notes = []
     # the frames as they are: the measure reads the columns of ``scales`` only (no copy of them)
@@ -477,12 +468,11 @@ def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveyS
                            scales, categories=ordinal_orders(spec, scales), unchanged=unchanged)
     if result is None:
         return {"not_applicable": notes[0].reason, **counts}
-    compared = int(result.compared.sum()) if informative else 0
-    withheld = [key for key in released_keys(spec, original).quasi_identifiers
-                if key not in protected.columns or key in one_category]
+    compared = int(result.compared.sum())
+    withheld = [key for key in released_keys(spec, original).quasi_identifiers if key not in protected.columns]
     observed = int(matched[withheld].notna().to_numpy().sum()) if withheld else 0
-    lambda_arctan = float(result.value) if informative else 1.0
-    if observed and informative:
+    lambda_arctan = float(result.value)
+    if observed:
         lambda_arctan = (lambda_arctan * compared + observed) / (compared + observed)
     figures = {"lambda_arctan": lambda_arctan}
     if topsis:
