@@ -198,6 +198,11 @@ def snb_moments(alpha: float, beta: float, classes: float, f: float) -> tuple[fl
 _SNB_STARTS = ((1.0, 0.5), (0.1, 0.1), (0.1, 0.9), (5.0, 0.5), (0.01, 0.01), (20.0, 0.9))
 
 
+#: The largest log alpha the SNB solver evaluates (exp(700) is near the largest float), and the
+#: residual it gets beyond it.
+_LOG_ALPHA_MAX, _FAR = 700.0, 1e6
+
+
 def snb_parameters(classes: float, f: float, c1: int, c2: int) -> tuple[float, float]:
     """(alpha, beta) of the SNB model solving E c_1 = c_1 and E c_2 = c_2 (:func:`snb_moments`) with
     alpha > 0, 0 < beta < 1, solved in (log alpha, logit beta) by scipy's least squares from each
@@ -207,6 +212,8 @@ def snb_parameters(classes: float, f: float, c1: int, c2: int) -> tuple[float, f
         return math.nan, math.nan
 
     def residuals(x):
+        if x[0] > _LOG_ALPHA_MAX:  # alpha beyond any float: steer the solver back (exp would overflow)
+            return [_FAR, _FAR]
         e1, e2 = snb_moments(math.exp(x[0]), float(special.expit(x[1])), classes, f)
         return [e1 / c1 - 1.0, e2 / c2 - 1.0]
 
