@@ -45,15 +45,14 @@ def _line_of(key: str | None, lines: dict[str, int]) -> int | None:
     return None
 
 
-def load_spec(path: str | Path) -> SurveySpec:
-    """Read and validate a survey spec from a YAML file; a :class:`SpecError` reads
-    ``<file>:<line>: <key>: ...`` with the YAML line of the offending key, one line per independent
-    problem (its ``errors``), sorted by YAML line (problems without one last)."""
-    path = Path(path)
+def read_yaml_file(path: Path, what: str):
+    """A spec file's text, its YAML root node (for the lines of :func:`located_error`) and its
+    value; a :class:`SpecError` naming ``path`` when it cannot be read (``what``: "spec file", "table
+    spec file") or is not valid YAML."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise SpecError(f"{path}: cannot read the spec file ({exc.strerror})") from exc
+        raise SpecError(f"{path}: cannot read the {what} ({exc.strerror})") from exc
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
@@ -62,6 +61,15 @@ def load_spec(path: str | Path) -> SurveySpec:
         raise SpecError(f"{path}: not valid YAML ({exc})") from exc
     finally:
         loader.dispose()
+    return text, node, raw
+
+
+def load_spec(path: str | Path) -> SurveySpec:
+    """Read and validate a survey spec from a YAML file; a :class:`SpecError` reads
+    ``<file>:<line>: <key>: ...`` with the YAML line of the offending key, one line per independent
+    problem (its ``errors``), sorted by YAML line (problems without one last)."""
+    path = Path(path)
+    text, node, raw = read_yaml_file(path, "spec file")
     try:
         return parse_spec(raw, spec_path=path.resolve(), text=text)
     except SpecError as exc:

@@ -62,13 +62,12 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.names import RULES as NAME_RULES
 from sdc_dagster.names import name_problem
 from sdc_dagster.protect.ptable import perturbation_table
-from sdc_dagster.spec.files import located_error
+from sdc_dagster.spec.files import located_error, read_yaml_file
 from sdc_dagster.spec.hierarchies import value_text
 from sdc_dagster.spec.problems import Problems, as_mapping, expect, spec_error
 from sdc_dagster.spec.survey import SpecError
@@ -533,18 +532,7 @@ def load_table_spec(path: str | Path) -> TableSetSpec:
     """Read and validate a table spec file; a :class:`SpecError` reads ``<file>:<line>: <key>: ...``
     (one line per independent problem), as :func:`~sdc_dagster.spec.files.load_spec`'s."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read the table spec file ({exc.strerror})") from exc
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        raw = loader.construct_document(node) if node is not None else None
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: not valid YAML ({exc})") from exc
-    finally:
-        loader.dispose()
+    text, node, raw = read_yaml_file(path, "table spec file")
     try:
         return parse_table_spec(raw, spec_path=path.resolve(), text=text)
     except SpecError as exc:
