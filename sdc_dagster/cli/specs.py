@@ -67,7 +67,17 @@ def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, 
     return EXIT_OK
 
 
-def spec_line(spec_file: Path, lines: list[str], message: str) -> str:
+def print_spec_errors(path: Path, exc, command: str, out) -> None:
+    """Each problem of a spec's :class:`SpecError` after ``command:``, with the YAML line it points at."""
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    for error in exc.errors:
+        print(f"{command}: {error}", file=out)
+        shown = _spec_line(path, lines, str(error))
+        if shown:
+            print(shown, file=out)
+
+
+def _spec_line(spec_file: Path, lines: list[str], message: str) -> str:
     """The YAML line (of ``lines``, the spec's text) a :class:`SpecError` message points at
     (``file.yaml:12: ...``), numbered."""
     prefix = f"{spec_file.name}:"
@@ -95,12 +105,7 @@ def run_check(spec_file: str, *, data_file: str | None = None, out=None, options
     try:
         spec = load_spec(path)
     except SpecError as exc:
-        lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
-        for error in exc.errors:
-            print(f"sdc check: {error}", file=out)
-            shown = spec_line(path, lines, str(error))
-            if shown:
-                print(shown, file=out)
+        print_spec_errors(path, exc, "sdc check", out)
         keys = "that key (the message says" if len(exc.errors) == 1 else f"those {len(exc.errors)} keys (each message says"
         print(f"hint: fix {keys} what is expected there) and run sdc check again; "
               "`sdc init NAME --from FILE` drafts a valid spec to compare with", file=out)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from sdc_dagster.cli.home import (dagster_instance, prepare_environment, run_job, run_process_tags, spec_catalogue,
                                   start_up_collection, unsafe_names)
-from sdc_dagster.cli.specs import spec_line
+from sdc_dagster.cli.specs import print_spec_errors
 from sdc_dagster.cli.status import EXIT_BAD_DATA, EXIT_BAD_SPEC, EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_WITHHELD
 
 
@@ -25,12 +25,7 @@ def _load(command: str, spec_file: str, out):
     try:
         return load_table_spec(path)
     except SpecError as exc:
-        lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
-        for error in exc.errors:
-            print(f"sdc table {command}: {error}", file=out)
-            shown = spec_line(path, lines, str(error))
-            if shown:
-                print(shown, file=out)
+        print_spec_errors(path, exc, f"sdc table {command}", out)
         print(f"hint: fix {'that key' if len(exc.errors) == 1 else f'those {len(exc.errors)} keys'} (each message "
               "says what is expected there) and run sdc table check again", file=out)
         return None
