@@ -1,7 +1,7 @@
 """Stage 5 of the survey chain: the release stage. It receives the protected variants and their
-evaluation as inputs, writes each plan's release decision and publishes the wave's one release
-(:func:`sdc_dagster.releases.wave.release_wave`); the report (:mod:`.report`) comes next and is filed
-with the release."""
+evaluation as inputs, writes each plan's release decision and stages the wave's one release
+(:func:`sdc_dagster.releases.wave.release_wave`); the report (:mod:`.report`) comes next and, filed,
+makes it the wave's release."""
 
 import pandas as pd
 from dagster import AssetExecutionContext, AssetsDefinition, MetadataValue, asset
@@ -29,9 +29,10 @@ def release_asset(spec: SurveySpec) -> AssetsDefinition:
         },
         description=(
             "The wave's release: each plan's decision (its safe files and manifest when it passes every blocking "
-            "release check, the withheld record otherwise) and the wave's one release (release.json), the plan the "
-            "report's decision rule recommends; when no plan is eligible and the spec searches, what it would take: "
-            "the closest plans and the cheapest change of target or scenario that makes one eligible."
+            "release check, the withheld record otherwise) and the wave's one release, the plan the report's "
+            "decision rule recommends (staged until the report that explains it is filed, then release.json); when "
+            "no plan is eligible and the spec searches, what it would take: the closest plans and the cheapest "
+            "change of target or scenario that makes one eligible."
         ),
         # the plans reach it as its inputs (a changed plan changes its variant's data version)
         code_version=code_version(spec.variables, spec.risk, spec.limits, spec.search, spec.release),
