@@ -340,8 +340,9 @@ def information_loss(
             per_record[f"{name}_distance"] = arctan.per_record.reindex(original.index)
             per_record[f"{name}_topsis"] = eta.reindex(original.index)
             row["topsis_mean"] = float(eta.mean())
-        # the release's figures, computed once here for the manifest, the report and the console
-        headline[name] = headline_loss(original, frame, spec)
+        # the release's figures, for the manifest, the report and the console, from the same partial
+        # distances (computed again only to say why when the distance measure is undefined)
+        headline[name] = headline_loss(original, frame, spec, arctan=results["arctan"] if results else None)
         row.update({measure: value for measure, value in headline[name].items() if measure != "not_applicable"})
         row.update(_continuous_loss(matched, frame, released.continuous, notes, name))
         row.update(_categorical_loss(matched, frame, released.categorical, (matrices or {}).get(name, {}), notes,
@@ -458,7 +459,7 @@ def _categorical_loss(
 
 
 def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, *,
-                  unchanged: Sequence[str] = (), topsis: bool = True) -> dict:
+                  unchanged: Sequence[str] = (), topsis: bool = True, arctan: loss.LossResult | None = None) -> dict:
     """The loss figures a release manifest carries: distance measure (1) with arctan distances
     (SPEC §9.1 eq (6)) and the mean TOPSIS loss (SPEC §10) over the quasi-identifiers (ordinal keys
     in the spec's order), on the records the release retains (``records_compared``,
@@ -467,7 +468,9 @@ def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveyS
 
     For the plan search, which needs one figure of many variants that change the keys only:
     ``unchanged``, quasi-identifiers released as they are, whose partial distances are known to be 0
-    (:func:`sdc_dagster.loss.distance_losses`); ``topsis=False`` leaves ``topsis_mean`` out.
+    (:func:`sdc_dagster.loss.distance_losses`); ``topsis=False`` leaves ``topsis_mean`` out. For
+    :func:`information_loss`, which computed the partial distances of these frames already:
+    ``arctan``, its arctan result, used instead of computing them again.
 
     A key the variant withholds (``remove_variables``, the plan search's last rung) is total loss of
     that key: SPEC §9.1's lambda = sum_j sum_i d(x_ij, x*_ij) / (m·n) runs over the keys of the
@@ -480,8 +483,9 @@ def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveyS
     counts = {"records_compared": len(protected), "records_removed": len(original) - len(protected)}
     notes = []
     # the frames as they are: the measure reads the columns of ``scales`` only (no copy of them)
-    result = if_computable(notes, "lambda_arctan", "release", loss.distance_loss, matched, protected,
-                           scales, categories=ordinal_orders(spec, scales), unchanged=unchanged)
+    result = arctan if arctan is not None else if_computable(
+        notes, "lambda_arctan", "release", loss.distance_loss, matched, protected, scales,
+        categories=ordinal_orders(spec, scales), unchanged=unchanged)
     if result is None:
         return {"not_applicable": notes[0].reason, **counts}
     compared = int(result.compared.sum())
