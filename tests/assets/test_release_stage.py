@@ -109,6 +109,18 @@ def test_the_release_stage_writes_the_decisions_the_protected_assets_do_not(chai
     assert staged_wave_release(sdc_home / "releases", "two_keys", WAVE) is None  # filed: the release is current
     assert f"run {result.run_id}" in html.read_text()  # the report links the decisions of the release stage
 
+    # a run stopped after its release stage (killed before the report): the filed release stays current
+    filed = wave_release(sdc_home / "releases", "two_keys", WAVE)
+    again = materialize(chain, partition_key=WAVE, instance=instance, resources=configured_resources(),
+                        selection=[key("release")])
+    assert wave_release(sdc_home / "releases", "two_keys", WAVE) == filed
+    assert staged_wave_release(sdc_home / "releases", "two_keys", WAVE)["run_id"] == again.run_id
+    # the report of that release stage (here from the UI, in a run of its own) files its choice
+    assert materialize(chain, partition_key=WAVE, instance=instance, resources=configured_resources(),
+                       selection=[key("sdc_report")]).success
+    assert wave_release(sdc_home / "releases", "two_keys", WAVE)["run_id"] == again.run_id
+    assert staged_wave_release(sdc_home / "releases", "two_keys", WAVE) is None
+
 
 def test_information_loss_is_typed_per_plan(chain, sdc_home, instance):
     result = materialize(chain, partition_key=WAVE, instance=instance, resources=configured_resources(),
