@@ -97,6 +97,12 @@ def test_the_release_stage_writes_the_decisions_the_protected_assets_do_not(chai
     assert manifest["loss"] == loss.plan("one_region").headline
     assert manifest["loss"]["lambda_arctan"] == loss.summary.loc["one_region", "lambda_arctan"] == pytest.approx(18 / 48)
     assert made.search is None and made.advice is None  # the spec does not search
+    # the release rules of every plan are the release stage's checks; the protected assets have none
+    assert {e.asset_key for e in upstream.get_asset_check_evaluations()} == {key("risk_scores")}
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert {name.split("__")[0] for name in checks} == {"one_region", "one_sex", "one_group"}
+    assert not checks["one_sex__k_anonymity"].passed and checks["one_region__k_anonymity"].passed
+    assert checks["one_sex__k_anonymity"].metadata["value"].value == 4  # the 4 records of r4, all m
     metadata = instance.get_latest_materialization_event(key("release")).asset_materialization.metadata
     assert metadata["released_plan"].value == "one_region"
     assert metadata["decisions"].value["one_sex"]["withheld"]["k_anonymity"].startswith("every record")
