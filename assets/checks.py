@@ -1,33 +1,47 @@
 """Asset checks guarding the release rules (SPEC §3.1, §3.3, §4.1, §8.1).
 
-For each protection plan: the protected variant is k-anonymous for the plan's k and its global risk
-is under the spec's threshold (with categorical keys), its record-linkage risk is under the spec's
-``max_linkage_risk`` (with continuous keys), it carries no direct identifier, its safe files
-release no original category with more records than it had (with categorical keys, SPEC §8.2), its
-key groups are l-diverse (a spec with a sensitive variable and ``risk.l``) and it stays within the
-utility limits (``limits:``). These are blocking
-(severity ERROR): a variant failing one is withheld, no release is written (the release stage,
-``<survey>/release``, enforces this; Dagster's own ``blocking`` flag is not used, because it would also skip the
-evaluation and the report that explain the failure, so the UI labels these checks "non-blocking":
-their descriptions and the metadata say "withholds the variant" rather than "blocking"). A record
-above the individual-risk threshold is a warning (severity WARN). For the original wave the global risk is checked against the same
-threshold (a warning: it is what protection must fix).
+The release stage (``<survey>/release``) decides which plan may be released, and its checks are
+the release rules of every plan's variant: for each plan (``<plan>__<check>``), the protected
+variant is k-anonymous for the plan's k and its global risk is under the spec's threshold (with
+categorical keys), its record-linkage risk is under the spec's ``max_linkage_risk`` (with
+continuous keys), it carries no direct identifier, its safe files release no original category
+with more records than it had (with categorical keys, SPEC §8.2), its key groups are l-diverse (a
+spec with a sensitive variable and ``risk.l``) and it stays within the utility limits
+(``limits:``). These are blocking (severity ERROR): a variant failing one is withheld, the release
+stage writes its withheld record and no release (Dagster's own ``blocking`` flag is not used,
+because it would also skip the report that explains the failure, so the UI labels these checks
+"non-blocking": their descriptions and the metadata say "withholds the variant" rather than
+"blocking"). A record above the individual-risk threshold is a warning (severity WARN). For the
+original wave the global risk is checked against the same threshold on ``risk_scores`` (a
+warning: it is what protection must fix), and the report carries the wave's decision
+(``wave_released``).
 
-The checks are declared as ``check_specs`` of the asset they guard and evaluated in the same step,
-so that a check of one wave reads that wave only.
+The outcomes are computed with each variant (:func:`sdc_dagster.pipeline.protection.release_checks`,
+which the plan search runs too) and reported as ``check_specs`` of the release stage, in the step
+that makes the decision, so that a check of one wave reads that wave only.
 """
 
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey, MetadataValue
 
-from sdc_dagster.pipeline.protection import UTILITY_RULES, CheckOutcome, release_check_names
-from sdc_dagster.spec import Plan, SurveySpec
+from sdc_dagster.pipeline.protection import (
+    UTILITY_RULES,
+    CheckOutcome,
+    ProtectedVariant,
+    release_check_names,
+    wave_plan_names,
+)
 from sdc_dagster.report.references import citation_text
+from sdc_dagster.spec import SEARCHED_PLAN, Plan, SurveySpec
 
-def release_check_specs(spec: SurveySpec, plan: Plan, asset: AssetKey) -> list[AssetCheckSpec]:
-    """The release checks of one plan's protected asset (the outcomes of
-    :func:`sdc_dagster.pipeline.protection.release_checks`, named by
-    :func:`sdc_dagster.pipeline.protection.release_check_names`)."""
-    descriptions = {
+
+def release_check_name(plan: str, check: str) -> str:
+    """The name of release check ``check`` of plan ``plan``'s variant among the release stage's checks."""
+    return f"{plan}__{check}"
+
+
+def _descriptions(spec: SurveySpec, plan: Plan) -> dict[str, str]:
+    """What each release check of ``plan`` withholds, as the UI describes it."""
+    return {
         "k_anonymity": (f"withholds the variant unless every record's key is shared by at least {plan.k} records "
                         f"(fk >= k; {citation_text('3.1')})"),
         "global_risk": (f"withholds the variant unless its global risk <= {spec.risk.max_global_risk} "
@@ -49,27 +63,46 @@ def release_check_specs(spec: SurveySpec, plan: Plan, asset: AssetKey) -> list[A
         **{name: f"withholds the variant unless the {words} is at most {getattr(spec.limits, limit)} (limits.{limit})"
            for name, (_, limit, words) in UTILITY_RULES.items()},
     }
-    return [AssetCheckSpec(name=name, asset=asset, description=descriptions[name])
-            for name in release_check_names(spec)]
 
 
-def release_check_results(outcomes: dict[str, CheckOutcome]) -> list[AssetCheckResult]:
-    """Check results from :func:`sdc_dagster.pipeline.protection.release_checks` outcomes."""
-    return [
-        AssetCheckResult(
-            check_name=name,
-            passed=bool(outcome.passed),
-            severity=AssetCheckSeverity.ERROR if outcome.blocking else AssetCheckSeverity.WARN,
-            metadata={
-                "value": outcome.value,
-                "rule": outcome.rule,
-                "withholds_variant": outcome.blocking,
-                **({"measure": outcome.measure} if outcome.measure is not None else {}),
-                **({"figures": MetadataValue.json(outcome.figures)} if outcome.figures is not None else {}),
-            },
-        )
-        for name, outcome in outcomes.items()
-    ]
+def release_check_specs(spec: SurveySpec, asset: AssetKey) -> list[AssetCheckSpec]:
+    """The release checks of every plan's variant (the spec's plans, then the searched plan when the
+    spec searches), as checks of the release stage ``asset``: the outcomes of
+    :func:`sdc_dagster.pipeline.protection.release_checks`, named by
+    :func:`sdc_dagster.pipeline.protection.release_check_names` after the plan
+    (:func:`release_check_name`)."""
+    specs = []
+    for name in wave_plan_names(spec):
+        # the searched plan's steps are the search's, known when it has run; its k is the spec's
+        plan = Plan(name=name, steps=(), k=spec.risk.k, random_state=0) if name == SEARCHED_PLAN else spec.plan(name)
+        descriptions = _descriptions(spec, plan)
+        specs += [AssetCheckSpec(name=release_check_name(name, check), asset=asset,
+                                 description=f"protected_{name}: {descriptions[check]}")
+                  for check in release_check_names(spec)]
+    return specs
+
+
+def release_check_results(variants: dict[str, ProtectedVariant]) -> list[AssetCheckResult]:
+    """Check results of :func:`release_check_specs` from each plan's variant (plan name -> variant):
+    its :func:`sdc_dagster.pipeline.protection.release_checks` outcomes."""
+    return [_check_result(plan, name, outcome) for plan, variant in variants.items()
+            for name, outcome in variant.checks.items()]
+
+
+def _check_result(plan: str, name: str, outcome: CheckOutcome) -> AssetCheckResult:
+    return AssetCheckResult(
+        check_name=release_check_name(plan, name),
+        passed=bool(outcome.passed),
+        severity=AssetCheckSeverity.ERROR if outcome.blocking else AssetCheckSeverity.WARN,
+        metadata={
+            "plan": plan,
+            "value": outcome.value,
+            "rule": outcome.rule,
+            "withholds_variant": outcome.blocking,
+            **({"measure": outcome.measure} if outcome.measure is not None else {}),
+            **({"figures": MetadataValue.json(outcome.figures)} if outcome.figures is not None else {}),
+        },
+    )
 
 
 def original_risk_check_spec(spec: SurveySpec, asset: AssetKey) -> AssetCheckSpec:

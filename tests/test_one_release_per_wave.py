@@ -291,3 +291,44 @@ def test_sdc_plan_prints_the_front_and_writes_its_plans_into_the_spec(tmp_path, 
     matches = [(((values == row) | ~observed | ~seen).all(axis=1)).sum() for row, seen in zip(values, observed)]
     assert min(matches) >= 3
     assert sdc(capsys, "check", str(spec_file), "--data", str(source))[0] == EXIT_OK
+
+
+@pytest.mark.slow
+def test_a_run_stopped_between_its_release_stage_and_its_report_leaves_the_release_it_had(tmp_path, home, capsys,
+                                                                                        monkeypatch):
+    """Issue 35: the release stage stages its choice; a run stopped before its report is filed (here
+    the filing fails without touching a file, as a killed process would) leaves the wave's previous
+    release, with its report, current; ``sdc audit`` names the unfinished run and fails, and the next
+    ``sdc run`` says so and files its own choice with its report."""
+    import sdc_dagster.assets.survey.report as report_asset
+    from sdc_dagster.releases.wave import staged_wave_release
+
+    source = own_survey(tmp_path, home, capsys, [3])
+    assert sdc(capsys, "run", "own", "2024", "--file", str(source))[0] == EXIT_OK
+    releases = home / "releases"
+    first = wave_release(releases, "own", "2024")
+
+    def stopped(*args, **kwargs):
+        raise RuntimeError("stopped before the report was filed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(report_asset, "file_report", stopped)
+        status, text = sdc(capsys, "run", "own", "2024")
+    assert status == 1 and "stopped before the report was filed" in text, text
+    staged = staged_wave_release(releases, "own", "2024")
+    assert staged["plan"] == "suppress_k3" and staged["run_id"] != first["run_id"]
+    assert wave_release(releases, "own", "2024") == first  # the release it had, with its own report
+
+    status, text = sdc(capsys, "audit", "2024", "--survey", "own")
+    assert status == 1, text
+    assert (f"run {staged['run_id']} chose plan suppress_k3 but never filed the report that explains it (the run did "
+            "not finish): that choice is not released; finish it: sdc run own 2024") in text
+
+    status, text = sdc(capsys, "run", "own", "2024")
+    assert status == EXIT_OK, text
+    assert f"run {staged['run_id']} chose plan suppress_k3 but never filed the report" in text
+    assert "this run decides again" in text
+    record = wave_release(releases, "own", "2024")
+    assert record["run_id"] not in (first["run_id"], staged["run_id"]) and "report" in record
+    assert staged_wave_release(releases, "own", "2024") is None
+    assert sdc(capsys, "audit", "2024", "--survey", "own")[0] == EXIT_OK

@@ -1,12 +1,12 @@
 """Stage 3 of the survey chain: one protected variant per plan, and the plan search with its
 searched variant. Each protected asset returns a :class:`~sdc_dagster.pipeline.protection.ProtectedVariant`
 (data, steps, PRAM matrices, check outcomes, seed) that the later stages receive; it writes no file:
-the release stage (:mod:`.release`) writes each plan's release decision."""
+the release stage (:mod:`.release`) writes each plan's release decision and reports the release
+checks as its asset checks."""
 
 from dagster import AssetExecutionContext, AssetsDefinition, MetadataValue, Output, asset
 
-from sdc_dagster.assets.checks import release_check_results, release_check_specs
-from sdc_dagster.assets.survey.common import code_version, common, ins, protected_key, table_markdown
+from sdc_dagster.assets.survey.common import code_version, common, ins, table_markdown
 from sdc_dagster.pipeline import protection
 from sdc_dagster.search import outcome as search_outcome
 from sdc_dagster.search import wave as search
@@ -21,16 +21,16 @@ def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
         name=f"protected_{plan.name}",
         ins=ins(spec, "raw_microdata"),
         description=(
-            f"Protected variant by plan {plan.name!r}: {plan.description}, with its release checks. Eligible "
-            "for release only if its blocking release checks pass; otherwise withheld (the release stage "
-            "writes the withheld record; the variant is kept here for evaluation only)."
+            f"Protected variant by plan {plan.name!r}: {plan.description}, with the outcomes of its release checks. "
+            "Eligible for release only if its blocking release checks pass; otherwise withheld (the release stage "
+            "reports the checks as its own and writes the withheld record; the variant is kept here for evaluation "
+            "only)."
         ),
         code_version=code_version(spec.variables, spec.risk, plan, spec.release),
-        check_specs=release_check_specs(spec, plan, protected_key(spec, plan.name)),
         **common(spec),
     )
     def protected(context: AssetExecutionContext, raw_microdata: RawWave):
-        yield from _protect_and_check(context, spec, plan, raw_microdata)
+        return _protect_and_check(context, spec, plan, raw_microdata)
 
     return protected
 
@@ -38,8 +38,8 @@ def protected_asset(spec: SurveySpec, plan: Plan) -> AssetsDefinition:
 def _protect_and_check(context: AssetExecutionContext, spec: SurveySpec, plan: Plan, raw_microdata: RawWave,
                        searched: search_outcome.PlanSearch | None = None):
     """Apply ``plan`` to the wave and run the release checks (unless the plan search ``searched`` did
-    both already): the body of every protected asset, which yields the variant with its figures and
-    its release checks' results."""
+    both already): the body of every protected asset, which returns the variant with its figures
+    (the release stage reports its checks' results)."""
     wave = context.partition_key
     variant = protection.protect_variant(raw_microdata.data, spec, plan, wave=wave,
                                          checks=searched.checks if searched else None,
@@ -52,7 +52,7 @@ def _protect_and_check(context: AssetExecutionContext, spec: SurveySpec, plan: P
             + "; ".join(f"{name}: {why}" for name, why in failures.items())
         )
     outcomes = variant.checks
-    yield Output(
+    return Output(
         variant,
         metadata={
             "plan": plan.name,
@@ -68,7 +68,6 @@ def _protect_and_check(context: AssetExecutionContext, spec: SurveySpec, plan: P
             "warnings": MetadataValue.json(protection.release_warnings(outcomes)),
         },
     )
-    yield from release_check_results(outcomes)
 
 
 def plan_search_asset(spec: SurveySpec) -> AssetsDefinition:
@@ -106,22 +105,18 @@ def plan_search_asset(spec: SurveySpec) -> AssetsDefinition:
 
 
 def protected_searched_asset(spec: SurveySpec) -> AssetsDefinition:
-    # the check specs need the plan's k only: the steps are the search's, known when it has run
-    plan = Plan(name=search.SEARCHED_PLAN, steps=(), k=spec.risk.k, random_state=0)
-
     @asset(
-        name=f"protected_{plan.name}",
+        name=f"protected_{search.SEARCHED_PLAN}",
         ins=ins(spec, "raw_microdata", "plan_search"),
         description=(
             "Protected variant by the plan the search recommends (plan_search), through the same release "
             "checks, release stage, manifest and audit as every spec plan; its steps and seed are in its manifest."
         ),
         code_version=code_version(spec.variables, spec.risk, spec.search, spec.release),
-        check_specs=release_check_specs(spec, plan, protected_key(spec, plan.name)),
         **common(spec),
     )
     def protected(context: AssetExecutionContext, raw_microdata: RawWave, plan_search: search_outcome.PlanSearch):
         # the search protected and checked this very plan (same name, seeds and wave)
-        yield from _protect_and_check(context, spec, plan_search.plan, raw_microdata, plan_search)
+        return _protect_and_check(context, spec, plan_search.plan, raw_microdata, plan_search)
 
     return protected

@@ -1,11 +1,12 @@
 """Stage 5 of the survey chain: the release stage. It receives the protected variants and their
-evaluation as inputs, writes each plan's release decision and publishes the wave's one release
-(:func:`sdc_dagster.releases.wave.release_wave`); the report (:mod:`.report`) comes next and is filed
-with the release."""
+evaluation as inputs, writes each plan's release decision and stages the wave's one release
+(:func:`sdc_dagster.releases.wave.release_wave`); the report (:mod:`.report`) comes next and, filed,
+makes it the wave's release."""
 
 import pandas as pd
-from dagster import AssetExecutionContext, AssetsDefinition, MetadataValue, asset
+from dagster import AssetExecutionContext, AssetKey, AssetsDefinition, MetadataValue, Output, asset
 
+from sdc_dagster.assets.checks import release_check_results, release_check_specs
 from sdc_dagster.assets.survey.common import code_version, common, ins, plan_ins, variants
 from sdc_dagster.pipeline import relaxations
 from sdc_dagster.pipeline.evaluation import InformationLoss
@@ -29,16 +30,19 @@ def release_asset(spec: SurveySpec) -> AssetsDefinition:
         },
         description=(
             "The wave's release: each plan's decision (its safe files and manifest when it passes every blocking "
-            "release check, the withheld record otherwise) and the wave's one release (release.json), the plan the "
-            "report's decision rule recommends; when no plan is eligible and the spec searches, what it would take: "
-            "the closest plans and the cheapest change of target or scenario that makes one eligible."
+            "release check, the withheld record otherwise) and the wave's one release, the plan the report's "
+            "decision rule recommends (staged until the report that explains it is filed, then release.json); when "
+            "no plan is eligible and the spec searches, what it would take: the closest plans and the cheapest "
+            "change of target or scenario that makes one eligible. Its checks are every plan's release checks."
         ),
         # the plans reach it as its inputs (a changed plan changes its variant's data version)
         code_version=code_version(spec.variables, spec.risk, spec.limits, spec.search, spec.release),
+        # the release rules of each plan's variant, checked where the release is decided
+        check_specs=release_check_specs(spec, AssetKey([spec.survey, "release"])),
         **common(spec),
     )
     def release(context: AssetExecutionContext, home: SdcHome, raw_microdata: RawWave, residual_risk: pd.DataFrame,
-                information_loss: InformationLoss, **protected: ProtectedVariant) -> WaveRelease:
+                information_loss: InformationLoss, **protected: ProtectedVariant):
         wave = context.partition_key
         searched = protected.pop("plan_search", None)
         wave_variants = variants(spec, protected)
@@ -51,7 +55,7 @@ def release_asset(spec: SurveySpec) -> AssetsDefinition:
                                 + "; ".join(f"{check}: {why}" for check, why in failures.items()))
         if made.released is None:
             context.log.warning(f"wave {wave}: no plan passes every blocking check; nothing is released")
-        context.add_output_metadata({
+        yield Output(made, metadata={
             "released_plan": made.released["plan"] if made.released else "none",
             "recommended_plan": made.recommendation.plan or "none",
             "reason": made.recommendation.reason,
@@ -64,6 +68,6 @@ def release_asset(spec: SurveySpec) -> AssetsDefinition:
                 "what_it_would_take_text": MetadataValue.text("\n".join(relaxations.advice_lines(made.advice)))}
                if made.advice is not None else {}),
         })
-        return made
+        yield from release_check_results(wave_variants)
 
     return release

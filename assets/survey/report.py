@@ -85,8 +85,8 @@ def sdc_report_asset(spec: SurveySpec) -> AssetsDefinition:
             paths.update(write_report(inputs, home.reports / spec.survey, plots))
             return paths["html"]
 
-        # the wave's one release, published by the release stage, names the report that explains it
-        released = file_report(home.releases, spec.survey, wave, write)
+        # the release stage's choice becomes the wave's release with the report that explains it
+        released = file_report(home.releases, spec.survey, wave, write, run_id=release.run_id)
         headline = headline_table(inputs)
         return MaterializeResult(
             check_results=[wave_release_check_result(spec, plans, released)],

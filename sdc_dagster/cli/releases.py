@@ -14,7 +14,9 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
               home: str | None = None, out=None) -> int:
     """Print the manifest of each release of ``wave`` (latest, or run ``run``) and verify it by
     recomputing its safe files, each listed with its verdict; exit status 0 only if every file of
-    every release is byte-identical."""
+    every release is byte-identical and no choice of the release stage waits for its report (a run
+    killed between its release stage and its report, :func:`~sdc_dagster.releases.wave.staged_wave_release`:
+    named, with how to finish it)."""
     import json
 
     out = out or sys.stdout
@@ -26,6 +28,7 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
     from sdc_dagster.resources.storage import releases_dir
     from sdc_dagster.releases import manifest
     from sdc_dagster.releases.replay import recompute_release, verify_release
+    from sdc_dagster.releases.wave import pending_words, staged_wave_release
     from sdc_dagster.releases.wave import wave_release as release_of_wave
     from sdc_dagster.spec.sources import file_sha256
 
@@ -44,6 +47,11 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
     plans = [plan] if plan else sorted(p.name for p in folder.iterdir() if p.is_dir())
     wave_release = release_of_wave(root, surveys[0], wave)
     status = 0
+    staged = staged_wave_release(root, surveys[0], wave)
+    if staged is not None:
+        print(f"wave {wave} of {surveys[0]}: {pending_words(staged)}; finish it: sdc run {surveys[0]} {wave}",
+              file=out)
+        status = 1
     for name in plans:
         releases = manifest.list_releases(root, surveys[0], wave, name)
         if run:

@@ -165,8 +165,9 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
     from sdc_dagster.names import inside
     from sdc_dagster.pipeline.relaxations import advice_lines
     from sdc_dagster.pipeline.report_inputs import DATA_FILE_TAG
+    from sdc_dagster.releases.wave import pending_words, staged_wave_release, wave_release
     from sdc_dagster.search.wave import PROGRESS_PREFIX
-    from sdc_dagster.resources.storage import sdc_home
+    from sdc_dagster.resources.storage import releases_dir, sdc_home
 
     instance.add_dynamic_partitions(f"{survey_name}_waves", [wave])
     run_id = make_new_run_id()
@@ -209,6 +210,9 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
           f"DAGSTER_HOME {os.environ['DAGSTER_HOME']}", file=out, flush=True)
     for abandoned in fail_abandoned_runs(instance):
         print(f"   run {abandoned} was killed before it finished: marked failed", file=out, flush=True)
+    if (staged := staged_wave_release(releases_dir(), survey_name, wave)) is not None:
+        print(f"   {pending_words(staged)}; this run decides again", file=out, flush=True)
+
     def logged_warning(message, category, filename, lineno, file=None, line=None) -> None:
         log.write(f"{time.time():.3f} WARNING - {category.__name__}: {message} ({filename}:{lineno})\n")
 
@@ -229,9 +233,6 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
     print(wave_summary(survey_name, wave), file=out, flush=True)
     if design:
         print(design, file=out, flush=True)
-    from sdc_dagster.releases.wave import wave_release
-    from sdc_dagster.resources.storage import releases_dir
-
     released = wave_release(releases_dir(), survey_name, wave)
     for name, reasons in withheld.items():
         print(f"sdc run: {name} withheld, failed blocking check(s): {', '.join(reasons)}", file=out)

@@ -238,28 +238,35 @@ class PlanLoss:
     """The information loss of one plan's variant, as the report and the release read it: ``figures``,
     measure name -> value (the row of :attr:`InformationLoss.summary`, measures undefined on the
     variant left out: e.g. ``lambda_arctan``, SPEC §9.1 eq (6); ``topsis_mean``, SPEC §10;
-    ``sse_tss``, §9.5); ``topsis``: the TOPSIS loss of each record it releases (SPEC §10)."""
+    ``sse_tss``, §9.5); ``topsis``: the TOPSIS loss of each record it releases (SPEC §10);
+    ``headline``: the loss its release manifest records (:func:`headline_loss`; its
+    ``lambda_arctan`` and ``topsis_mean`` are those of ``figures``), empty for a plan not evaluated."""
 
     figures: dict[str, float]
     topsis: pd.Series
+    headline: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False)  # frames have no truth value: compared by identity
 class InformationLoss:
     """The loss stage's result of a wave (:func:`information_loss`): ``summary`` (one row per
     variant, one column per measure), ``per_record`` (``<plan>_topsis`` and ``<plan>_distance`` for
-    each variant, NaN where a variant does not release the record) and ``notes`` (the measures left
-    out of a variant because they are undefined on its data)."""
+    each variant, NaN where a variant does not release the record), ``notes`` (the measures left
+    out of a variant because they are undefined on its data) and ``headline`` (variant -> the loss
+    figures its release manifest records, :func:`headline_loss`: the release stage reads them here,
+    so that the manifest, the report and ``sdc run`` show one number)."""
 
     summary: pd.DataFrame
     per_record: pd.DataFrame
     notes: list[MeasureNote] = field(default_factory=list)
+    headline: dict[str, dict] = field(default_factory=dict)
 
     def plan(self, name: str) -> PlanLoss:
         """The loss of plan ``name``'s variant (:class:`PlanLoss`); no figure for a plan not evaluated."""
         row = self.summary.loc[name].dropna().to_dict() if name in self.summary.index else {}
         topsis = self.per_record.get(f"{name}_topsis", pd.Series(dtype=float)).dropna()  # NaN: not released
-        return PlanLoss(figures={measure: float(value) for measure, value in row.items()}, topsis=topsis)
+        return PlanLoss(figures={measure: float(value) for measure, value in row.items()}, topsis=topsis,
+                        headline=dict(self.headline.get(name, {})))
 
     def stored_frames(self) -> dict[str, pd.DataFrame]:
         """What the IO manager also writes as Parquet, for readers outside Python: the summary, the
@@ -293,9 +300,13 @@ def information_loss(
     association figures; ``per_record``, TOPSIS loss and the per-record sum of partial distances for
     each variant, NaN for records a variant does not release; ``notes``, a :class:`MeasureNote` per
     measure left out of a variant's row because it is undefined on its data
-    (:func:`~sdc_dagster.pipeline.risk.if_computable`).
+    (:func:`~sdc_dagster.pipeline.risk.if_computable`); ``headline``, each variant's release
+    figures (:func:`headline_loss`). The row's ``lambda_arctan``, ``topsis_mean``,
+    ``values_compared`` (and ``values_withheld``) are the headline's: a key the variant withholds
+    counts as total loss of it there (SPEC §9.1 over the original's keys), and the report, ``sdc
+    run`` and the manifest show that one figure.
     """
-    rows, per_record, notes = [], {}, []
+    rows, per_record, notes, headline = [], {}, [], {}
     associations = {}  # the original's association figures, per pair of keys: computed once
     evaluated, of_variant = {}, {}  # the variants computed, with (row, notes) of each
     for name, frame in protected.items():
@@ -304,6 +315,7 @@ def information_loss(
             # released exactly as an earlier variant (with the same PRAM matrices): its figures
             row, own_notes = of_variant[twin]
             rows.append({**row, "variant": name})
+            headline[name] = headline[twin]
             notes.extend(replace(note, variant=name) for note in own_notes)
             for kind in ("distance", "topsis"):
                 if f"{twin}_{kind}" in per_record:
@@ -328,13 +340,18 @@ def information_loss(
             per_record[f"{name}_distance"] = arctan.per_record.reindex(original.index)
             per_record[f"{name}_topsis"] = eta.reindex(original.index)
             row["topsis_mean"] = float(eta.mean())
+        # the release's figures, for the manifest, the report and the console, from the same partial
+        # distances (computed again only to say why when the distance measure is undefined)
+        headline[name] = headline_loss(original, frame, spec, arctan=results["arctan"] if results else None)
+        row.update({measure: value for measure, value in headline[name].items() if measure != "not_applicable"})
         row.update(_continuous_loss(matched, frame, released.continuous, notes, name))
         row.update(_categorical_loss(matched, frame, released.categorical, (matrices or {}).get(name, {}), notes,
                                      name, associations if matched is original else None))
         rows.append(row)
         of_variant[name] = (row, notes[first_note:])
     summary = pd.DataFrame(rows).set_index("variant") if rows else pd.DataFrame(index=pd.Index([], name="variant"))
-    return InformationLoss(summary=summary, per_record=pd.DataFrame(per_record, index=original.index), notes=notes)
+    return InformationLoss(summary=summary, per_record=pd.DataFrame(per_record, index=original.index), notes=notes,
+                           headline=headline)
 
 
 
@@ -442,7 +459,7 @@ def _categorical_loss(
 
 
 def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec, *,
-                  unchanged: Sequence[str] = (), topsis: bool = True) -> dict:
+                  unchanged: Sequence[str] = (), topsis: bool = True, arctan: loss.LossResult | None = None) -> dict:
     """The loss figures a release manifest carries: distance measure (1) with arctan distances
     (SPEC §9.1 eq (6)) and the mean TOPSIS loss (SPEC §10) over the quasi-identifiers (ordinal keys
     in the spec's order), on the records the release retains (``records_compared``,
@@ -451,7 +468,9 @@ def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveyS
 
     For the plan search, which needs one figure of many variants that change the keys only:
     ``unchanged``, quasi-identifiers released as they are, whose partial distances are known to be 0
-    (:func:`sdc_dagster.loss.distance_losses`); ``topsis=False`` leaves ``topsis_mean`` out.
+    (:func:`sdc_dagster.loss.distance_losses`); ``topsis=False`` leaves ``topsis_mean`` out. For
+    :func:`information_loss`, which computed the partial distances of these frames already:
+    ``arctan``, its arctan result, used instead of computing them again.
 
     A key the variant withholds (``remove_variables``, the plan search's last rung) is total loss of
     that key: SPEC §9.1's lambda = sum_j sum_i d(x_ij, x*_ij) / (m·n) runs over the keys of the
@@ -464,8 +483,9 @@ def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveyS
     counts = {"records_compared": len(protected), "records_removed": len(original) - len(protected)}
     notes = []
     # the frames as they are: the measure reads the columns of ``scales`` only (no copy of them)
-    result = if_computable(notes, "lambda_arctan", "release", loss.distance_loss, matched, protected,
-                           scales, categories=ordinal_orders(spec, scales), unchanged=unchanged)
+    result = arctan if arctan is not None else if_computable(
+        notes, "lambda_arctan", "release", loss.distance_loss, matched, protected, scales,
+        categories=ordinal_orders(spec, scales), unchanged=unchanged)
     if result is None:
         return {"not_applicable": notes[0].reason, **counts}
     compared = int(result.compared.sum())

@@ -43,7 +43,7 @@ from sdc_dagster.releases.digests import WaveSnapshot
 from sdc_dagster.spec.schemas import validate
 from sdc_dagster.spec.hierarchies import value_text
 from sdc_dagster.spec.tables import TableSetSpec, dimension_hierarchy
-from sdc_dagster.tables.audit import protection_failures, stacked_mask
+from sdc_dagster.tables.intruder import protection_failures, stacked_mask
 from sdc_dagster.tables.model import Table, joint_model
 from sdc_dagster.tables.primary import contributor_statistics
 
@@ -406,9 +406,9 @@ def frozen_cells(spec: TableSetSpec, name: str, cells: pd.DataFrame) -> pd.Serie
 def audit_tables(spec: TableSetSpec, tabulated: dict[str, Table],
                  protected: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Each protected table with the intruder's interval ``lo``, ``up`` of every suppressed cell
-    (:func:`sdc_dagster.tables.audit` over every table of its linked group together) and
+    (:func:`sdc_dagster.tables.intruder.audit` over every table of its linked group together) and
     ``protected``: whether a primary's interval meets its protection levels, or without levels is
-    at least one unit wide (:func:`sdc_dagster.tables.audit.protection_failures`, the test every
+    at least one unit wide (:func:`sdc_dagster.tables.intruder.protection_failures`, the test every
     pattern of :func:`sdc_dagster.tables.secondary_suppression` passes). With ``method: rounding``
     :func:`audit_rounding`, with ``method: cell_key`` :func:`audit_cell_key`."""
     if spec.method == "rounding":

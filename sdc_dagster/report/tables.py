@@ -4,7 +4,7 @@ Each section lists the table's release checks, then its cells with the suppresse
 primary (unsafe under the table's rules) apart from secondary (suppressed to protect a primary), and
 each suppressed cell's audit interval ``[lo, up]``: the range an intruder derives for it by linear
 programming from every published cell of every linked table (Hundepool et al. 2012, "Statistical
-Disclosure Control", §4.4.1; :func:`sdc_dagster.tables.audit`), beside the protection levels the
+Disclosure Control", §4.4.1; :func:`sdc_dagster.tables.intruder.audit`), beside the protection levels the
 rules ask for. A rounded table (``method: rounding``) or one perturbed by the cell key method
 (``method: cell_key``) shows each cell's original and published figure, the cells it changed
 marked (with the cell key each perturbation was read at). A duplicate cell (a parent with a single child: the same cell under two codes,

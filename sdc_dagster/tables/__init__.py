@@ -3,7 +3,7 @@
 * :mod:`~sdc_dagster.tables.model`: :func:`tabulate`, the :class:`Table` (inner cells and one sparse
   matrix to the published cells), linked tables (:func:`joint_model`);
 * :mod:`~sdc_dagster.tables.primary`: the sensitivity rules and protection levels;
-* :mod:`~sdc_dagster.tables.audit`: the intruder's intervals of a suppression pattern;
+* :mod:`~sdc_dagster.tables.intruder`: the intruder's intervals of a suppression pattern;
 * :mod:`~sdc_dagster.tables.secondary`: the optimal (ILP) and Gauss secondary suppression;
 * :mod:`~sdc_dagster.tables.rounding`: small-count rounding (PLS, SmallCountRounding), additive;
 * :mod:`~sdc_dagster.tables.cell_key`: the cell key method for magnitude tables (cellKey, top_contr);
@@ -13,7 +13,7 @@
   ``.tab``/``.rda``/``.hrc`` in and out, aggregated input from CSV.
 """
 
-from sdc_dagster.tables.audit import audit
+from sdc_dagster.tables.intruder import audit
 from sdc_dagster.tables.cell_key import cell_key_magnitude
 from sdc_dagster.tables.exchange import (
     STATUS_LEGEND,

@@ -54,7 +54,7 @@ from sdc_dagster.files import pin_timestamp, write_atomic
 from sdc_dagster.names import check_name, inside
 from sdc_dagster.numerics.decimals import original_decimals
 from sdc_dagster.spec.reading import read_with_metadata
-from sdc_dagster.tables.audit import stacked_mask
+from sdc_dagster.tables.intruder import stacked_mask
 from sdc_dagster.tables.hierarchy_files import LEADSTRING, read_hrc, write_hrc
 from sdc_dagster.tables.model import TOTAL, Table, joint_model
 from sdc_dagster.tables.primary import contributor_statistics
@@ -79,7 +79,7 @@ _SEPARATOR = ","
 
 def _row_flags(table: Table, mask, role: str) -> np.ndarray:
     """``mask`` (a bool Series indexed like ``table.cells``, or an array) as one bool per row, the
-    rows of a cell and its duplicates made equal (:func:`sdc_dagster.tables.audit.stacked_mask`)."""
+    rows of a cell and its duplicates made equal (:func:`sdc_dagster.tables.intruder.stacked_mask`)."""
     return stacked_mask(joint_model([table]), [mask], role)
 
 
@@ -112,7 +112,7 @@ def published_table(table: Table, suppressed, *, primary=None, intervals: pd.Dat
     * ``X`` suppressed, when ``primary`` is not given;
 
     the letters of tau-Argus (:data:`STATUS_LEGEND`). With ``intervals`` (the
-    audit, :func:`sdc_dagster.tables.audit.audit`), ``lo`` and ``up``: the interval an intruder
+    audit, :func:`sdc_dagster.tables.intruder.audit`), ``lo`` and ``up``: the interval an intruder
     derives for each suppressed cell, blank where published.
 
     ``suppressed``, ``primary``: bool Series indexed like ``table.cells`` (a cell and its duplicates,

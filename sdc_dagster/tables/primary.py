@@ -183,6 +183,6 @@ def protection_levels(table: Table, rules, *, dominance_tie: str = "strict") -> 
     """The Handbook's protection levels of every cell: columns ``lower``, ``upper`` (0 for safe cells
     and for cells unsafe only under the frequency, zero or request rule), indexed like
     ``table.cells``. A secondary suppression meets them when the audit interval of each unsafe
-    cell reaches ``value - lower`` and ``value + upper`` (:func:`sdc_dagster.tables.audit`)."""
+    cell reaches ``value - lower`` and ``value + upper`` (:func:`sdc_dagster.tables.intruder.audit`)."""
     _, level = _evaluate(table, rules, dominance_tie)
     return pd.DataFrame({"lower": level, "upper": level}, index=table.cells.index)

@@ -1,6 +1,6 @@
 """Secondary suppression: which further cells to suppress so that no primary is disclosed.
 
-A pattern protects the table(s) when every primary's audit interval (:mod:`sdc_dagster.tables.audit`,
+A pattern protects the table(s) when every primary's audit interval (:mod:`sdc_dagster.tables.intruder`,
 over every linked table together) meets its protection levels (``up >= b + upper``,
 ``lo <= b - lower``; :func:`sdc_dagster.tables.primary.protection_levels`) or, for a primary without
 levels, is at least ``min_width`` wide (not exactly derivable). Every pattern returned has passed
@@ -52,7 +52,7 @@ from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.tables.audit import protection_failures, reduced_programme, stacked_mask
+from sdc_dagster.tables.intruder import protection_failures, reduced_programme, stacked_mask
 from sdc_dagster.tables.model import JointModel, Table, joint_model, relations
 from sdc_dagster.validation import check_option, check_scalar
 
@@ -247,7 +247,7 @@ def _repair(model, rep, primary, lower, upper, costs, never, min_width, time_lim
     audits only the primaries still failing (suppressing a further cell removes a published
     equation from the intruder's programme, so no interval narrows and a primary that passed keeps
     passing), bounds each failing primary's deviations within its block (the inner cells of its
-    component of the intruder's programme, :func:`sdc_dagster.tables.audit.reduced_programme`, and
+    component of the intruder's programme, :func:`sdc_dagster.tables.intruder.reduced_programme`, and
     of the published rows tying it) and adds the cheapest cells meeting the round's cuts (HiGHS),
     every earlier suppression kept."""
     cuts = _Cuts(model, rep, lower, upper, min_width)

@@ -170,17 +170,19 @@ def test_a_continuous_only_file_through_the_asset_chain(sdc_home, tmp_path, inst
                          resources=configured_resources())
     assert result.success
 
-    checks = {(e.asset_key.path[-1], e.check_name): e for e in result.get_asset_check_evaluations()}
-    assert {name for asset, name in checks if asset != "sdc_report"} == {
+    # each plan's release checks are checks of the release stage, named <plan>__<check>
+    checks = {(e.asset_key.path[-1], *e.check_name.split("__")): e for e in result.get_asset_check_evaluations()}
+    assert {key[-1] for key in checks if key[0] == "release"} == {
         "linkage_risk", "no_direct_identifier", "mean_change_limit", "variance_change_limit", "correlation_change_limit"}
+    assert {key[0] for key in checks} == {"release", "sdc_report"}
     assert checks[("sdc_report", "wave_released")].passed
     # correlated noise of amount 0.5 adds half of each covariance (sdcMicro's addNoise "correlated"): the
     # variances grow by about 50 %, beyond the default limit of 20 %, and the noise plan is withheld
-    assert not checks[("protected_noise", "variance_change_limit")].passed
+    assert not checks[("release", "noise", "variance_change_limit")].passed
     original = result.asset_value(AssetKey(["electricity", "raw_microdata"])).data
     noisy = result.asset_value(AssetKey(["electricity", "protected_noise"])).data
     expected = independent_linkage(original, noisy)
-    noise_check = checks[("protected_noise", "linkage_risk")]
+    noise_check = checks[("release", "noise", "linkage_risk")]
     assert noise_check.metadata["value"].value == pytest.approx(max(expected.values()), abs=1e-12)
     assert noise_check.passed == (max(expected.values()) <= 0.2)
     assert noise_check.metadata["measure"].value == protection.LINKAGE_CHECK_MEASURES[max(expected, key=expected.get)]

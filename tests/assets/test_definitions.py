@@ -58,4 +58,4 @@ def test_the_ui_cites_published_sources_not_internal_documents():
                 if re.search(r"SPEC|\bS00\d\b|(?i:\bseeds\b(?!,)|seed 00\d)", text)}
     assert not internal, internal
     assert "Hundepool et al. 2012, §3.3" in texts["testdata/risk_scores"]
-    assert any("Sweeney 2002" in text for name, text in texts.items() if name.endswith(":k_anonymity"))
+    assert any("Sweeney 2002" in text for name, text in texts.items() if name.endswith("__k_anonymity"))

@@ -71,23 +71,24 @@ def test_a_variant_failing_a_blocking_check_is_withheld_and_the_report_says_why(
     above_threshold = int((golden["risk"] > spec.risk.individual_risk_threshold).sum())
     assert violations > 0 and above_threshold > 0
 
+    # every plan's release checks are checks of the release stage, named <plan>__<check>
     checks = {
-        (e.asset_key.path[-1], e.check_name): e
+        tuple(e.check_name.split("__")): e
         for e in result.get_asset_check_evaluations()
-        if e.asset_key.path[-1].startswith("protected_")
+        if e.asset_key.path[-1] == "release"
     }
-    failed = checks[("protected_aggregate_only", "k_anonymity")]
+    failed = checks[("aggregate_only", "k_anonymity")]
     assert not failed.passed and failed.severity == AssetCheckSeverity.ERROR
     assert failed.metadata["value"].value == violations
     # the UI labels the checks "non-blocking" (Dagster's flag is unused): the metadata says what failing does
     assert failed.metadata["withholds_variant"].value is True and "blocking" not in failed.metadata
-    assert checks[("protected_aggregate_only", "global_risk")].passed
-    assert checks[("protected_aggregate_only", "no_direct_identifier")].passed
-    warning = checks[("protected_aggregate_only", "individual_risk")]
+    assert checks[("aggregate_only", "global_risk")].passed
+    assert checks[("aggregate_only", "no_direct_identifier")].passed
+    warning = checks[("aggregate_only", "individual_risk")]
     assert warning.severity == AssetCheckSeverity.WARN
     assert warning.metadata["value"].value == above_threshold
     assert warning.metadata["withholds_variant"].value is False
-    assert all(checks[("protected_suppress_k3", name)].passed for name in ("k_anonymity", "global_risk"))
+    assert all(checks[("suppress_k3", name)].passed for name in ("k_anonymity", "global_risk"))
 
     # Nothing is published for the withheld plan: no protected file, no manifest, no release.
     root = release_root(sdc_home / "releases", "testdata", WAVE, "aggregate_only")
@@ -97,7 +98,7 @@ def test_a_variant_failing_a_blocking_check_is_withheld_and_the_report_says_why(
     withheld = json.loads(record.read_text())
     # MDAV over the whole file also leaves the amounts linkable (continuous keys): two reasons
     assert list(withheld["withheld"]) == ["k_anonymity", "linkage_risk"] and withheld["output"] is None
-    assert not checks[("protected_aggregate_only", "linkage_risk")].passed
+    assert not checks[("aggregate_only", "linkage_risk")].passed
     assert f"found: {violations}" in withheld["withheld"]["k_anonymity"]
     # The releasable plan is published as before.
     (released,) = list_releases(sdc_home / "releases", "testdata", WAVE, "suppress_k3")

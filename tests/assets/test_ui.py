@@ -135,3 +135,24 @@ def test_a_wave_materialises_through_the_webserver(webserver, home):
     assert status == "SUCCESS"
     assert (home / "reports" / "testdata" / "2024.html").is_file()
     assert (home / "storage" / "testdata" / "protected_suppress_k3" / "2024.parquet").is_file()
+
+
+@pytest.mark.ui
+def test_the_release_stage_shows_every_plans_release_checks(webserver, home, tmp_path, monkeypatch):
+    """The release rules of every plan are the release stage's asset checks (``<plan>__<check>``):
+    its checks page in the UI lists each of them."""
+    monkeypatch.setenv("SDC_HOME", str(home))
+    monkeypatch.delenv("SDC_SPECS", raising=False)
+    graph = build_definitions().resolve_asset_graph()
+    expected = sorted(key.name for key in graph.asset_check_keys if key.asset_key.path == ["testdata", "release"])
+    assert "suppress_k3__k_anonymity" in expected and "searched__no_direct_identifier" in expected
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1600, "height": 12000})
+        page.goto(f"{webserver}/assets/testdata/release?view=checks", wait_until="networkidle", timeout=120_000)
+        page.get_by_text("suppress_k3__k_anonymity").first.wait_for(timeout=120_000)
+        text = page.inner_text("body")
+        page.screenshot(path=str(tmp_path / "release_checks.png"))
+        browser.close()
+    missing = [name for name in expected if name not in text]
+    assert not missing, f"release checks not shown in the Dagster UI: {missing}"
