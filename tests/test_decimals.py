@@ -10,7 +10,8 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdc_dagster.numerics.decimals import MAX_RELEASED_DECIMALS, meaningful_decimals, original_decimals, released_decimals
+from sdc_dagster.numerics.decimals import (MAX_RELEASED_DECIMALS, meaningful_decimals, original_decimals,
+                                           released_decimals)
 from sdc_dagster.protect.microaggregation import microaggregation
 from sdc_dagster.protect.noise import add_noise
 from sdc_dagster.protect.plan import apply_plan
@@ -69,8 +70,9 @@ def test_log_income_and_age_in_years_and_months_are_not_released_at_full_precisi
 def test_noise_is_released_at_no_more_decimals_than_published_or_meaningful(values, decimals, amount, seed):
     """Invariant over noise of every size on values published with 0 to 7 decimals: the released
     values are the noisy values rounded to d decimals; d is the published decimals when at most 4
-    (a coded precision); beyond, d is at most the published decimals and, below them, keeps the second significant digit of the noise's change u and no
-    more: u/100 < 10^-d <= u/10 (GUM 7.2.6), whole units (d = 0) being the coarsest."""
+    (a coded precision); beyond, d is at most the published decimals and, below them, keeps the second
+    significant digit of the noise's change u and no more: u/100 < 10^-d <= u/10 (GUM 7.2.6), whole
+    units (d = 0) being the coarsest."""
     before = np.array(values, dtype=float) / 10.0**decimals
     published = original_decimals(before, 15)
     frame = pd.DataFrame({"x": before})

@@ -55,12 +55,13 @@ def original_decimals(values: np.ndarray, most: int = MAX_RELEASED_DECIMALS) -> 
 def meaningful_decimals(before: np.ndarray, after: np.ndarray) -> int | None:
     """The decimals a protected value carries meaning to: the decimal of the second significant digit
     (:data:`SIGNIFICANT_DIGITS_OF_CHANGE`) of u, the root mean square of the change ``after - before``
-    over the values the protection changed (beyond 1e-12 relative, as :func:`original_decimals`; GUM 7.2.6, the change taken as the released value's
-    standard uncertainty about the original), at least 0 (whole units: a coarser precision is a
-    recode or a rounding step, not a rounding back). None when no value changed.
+    over the values the protection changed (beyond 1e-12 relative, as :func:`original_decimals`),
+    the change taken as the released value's standard uncertainty about the original (GUM 7.2.6); at
+    least 0 (whole units: a coarser precision is a recode or a rounding step, not a rounding back).
+    None when no value changed.
 
-    E.g. MDAV groups of a log income: u = 0.046 gives 3 decimals (10.787 instead of 10.787497333333334);
-    ages in years and months shifted by u = 1.3 years give 1 decimal."""
+    E.g. MDAV groups of a log income: u = 0.064 gives 3 decimals (10.718 instead of 10.718007666666665);
+    ages in years and months shifted by u = 0.64 years give 2 decimals."""
     both = ~(np.isnan(before) | np.isnan(after))
     changed = both & ~np.isclose(after, before, rtol=1e-12, atol=0)  # float error of a mean is no change
     change = after[changed] - before[changed]
