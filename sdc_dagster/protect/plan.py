@@ -178,10 +178,11 @@ class PlanResult:
         ``records_after``, ``values_changed`` and ``values_suppressed`` ({column: count}),
         ``columns_removed``, for a recode step ``categories_absent`` (listed categories that do
         not occur in the data: the no-op part of the step), ``rounded_to_whole_numbers`` (the
-        integer-valued columns a microaggregation or noise step wrote means or noise into,
-        rounded back to whole numbers: :func:`rounded_to_original_decimals`), ``rounded_to_decimals``
-        ({column: decimals} of the columns with decimals rounded back to the decimals they are published
-        with), and ``reported``, what the method
+        columns a microaggregation or noise step wrote means or noise into, rounded to whole numbers:
+        the integer-valued ones, and measured ones whose change leaves no decimal meaningful;
+        :func:`rounded_to_original_decimals`), ``rounded_to_decimals`` ({column: decimals} of the
+        columns rounded to some decimals: those they are published with, or fewer for a measured
+        column), and ``reported``, what the method
         reported of its choices (``local_suppression_method``: the algorithm local suppression
         used; ``romm_blocks``: ROMM's blocks), where it reported any.
     artifacts : objects produced by steps, e.g. ``{"pram:<column>": transition matrix}``.
