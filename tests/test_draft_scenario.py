@@ -135,6 +135,23 @@ def test_copies_and_derivations_of_a_key_are_dropped_with_the_reason():
     assert "one value within each category of the key 'isco4'" in roles["isco1"].reason
 
 
+def test_a_log_of_a_continuous_key_is_dropped_with_the_reason():
+    """ISLR's Wage (its first 300 records): logwage is log(wage) on every record, so released beside the
+    microaggregated wage it gave every original wage back (exp(logwage); found in the trial of issue 34).
+    A rescaled copy (wage in dollars, the file's wage being in thousands) is dropped the same way; a
+    column close to log(wage) but not a function of it (a rounding's noise) is not."""
+    frame = pd.read_csv(DATA / "draft_scenario" / "islr_wage_300.csv")
+    assert np.allclose(np.exp(frame["logwage"]), frame["wage"])
+    frame["wage_dollars"] = frame["wage"] * 1000
+    frame["logwage_noisy"] = frame["logwage"] + np.random.default_rng(1).normal(0, 0.01, len(frame))
+    roles = drafted(frame)
+    assert roles["wage"].role == "continuous_key"
+    for column in ("logwage", "wage_dollars"):
+        assert roles[column].role == "direct_identifier", column
+        assert "a strictly monotone function of the continuous key 'wage'" in roles[column].reason
+    assert roles["logwage_noisy"].role != "direct_identifier"
+
+
 def test_a_column_equal_to_a_key_by_chance_is_not_a_copy():
     frame = households()
     rng = np.random.default_rng(8)

@@ -332,3 +332,32 @@ def test_a_run_stopped_between_its_release_stage_and_its_report_leaves_the_relea
     assert record["run_id"] not in (first["run_id"], staged["run_id"]) and "report" in record
     assert staged_wave_release(releases, "own", "2024") is None
     assert sdc(capsys, "audit", "2024", "--survey", "own")[0] == EXIT_OK
+
+
+def test_audit_of_a_wave_with_a_withheld_alternative_passes_and_a_named_withheld_plan_is_a_usage_error(
+        home, capsys, monkeypatch):
+    """Found in the new-user trial (issue 34): ``sdc audit 2024 --survey participation`` verified the
+    wave's release byte for byte, said the other plan was withheld, and exited 2 (a usage error), as
+    if the audit had failed. A withheld alternative is named with its reasons; only a plan asked for
+    by name, or a wave with no release at all, has nothing to audit. The verification itself is
+    replaced here (it is tested with real releases above and in tests/assets/test_lineage.py)."""
+    from sdc_dagster.releases import replay
+
+    wave = home / "releases" / "own" / "2024"
+    (wave / "searched" / "run1").mkdir(parents=True)
+    (wave / "searched" / "run1" / "manifest.json").write_text(json.dumps({"sequence": 1, "plan": "searched"}))
+    (wave / "suppress_k3" / "run1").mkdir(parents=True)
+    (wave / "suppress_k3" / "run1" / "withheld.json").write_text(
+        json.dumps({"sequence": 1, "withheld": {"global_risk": "global risk <= 0.01 (found: 3.08 %)"}}))
+    monkeypatch.setattr(replay, "verify_release", lambda folder, recompute: replay.Verification(
+        manifest={"plan": Path(folder).parent.name}, stored_file_intact=True, input_intact=True,
+        byte_identical=True, detail="recomputed output is byte-identical"))
+    status, text = sdc(capsys, "audit", "2024", "--survey", "own")
+    assert status == EXIT_OK, text
+    assert "audit OK" in text
+    assert "no release of plan 'suppress_k3' for wave '2024': withheld by global_risk" in text
+    status, text = sdc(capsys, "audit", "2024", "--survey", "own", "--plan", "suppress_k3")
+    assert status == EXIT_USAGE and "no release of plan 'suppress_k3'" in text, text
+    (wave / "searched" / "run1" / "manifest.json").rename(wave / "searched" / "run1" / "withheld.json")
+    status, text = sdc(capsys, "audit", "2024", "--survey", "own")  # nothing released: nothing to audit
+    assert status == EXIT_USAGE and "audit OK" not in text, text

@@ -141,7 +141,9 @@ def eu_silc_like(households: int = 300, seed: int = 3) -> pd.DataFrame:
                  "HY120G", "HY130G"]:
         frame[code] = (rng.lognormal(8, 1, n) * (rng.random(n) < 0.6)).round(2)
     frame["HY010"] = frame.filter(like="Y").sum(axis=1).round(2)
-    frame["HY020"] = (frame["HY010"] * 0.8).round(2)
+    # disposable income: the gross less taxes at each household's own rate (an exact 0.8 * HY010 would
+    # be a rescaled copy of the key HY010, dropped by the draft as such)
+    frame["HY020"] = (frame["HY010"] * rng.uniform(0.7, 0.9, n)).round(2)
     frame["HX090"] = (frame["HY020"] / frame["HX040"]).round(2)
     return frame
 

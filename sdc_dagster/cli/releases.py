@@ -16,7 +16,9 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
     recomputing its safe files, each listed with its verdict; exit status 0 only if every file of
     every release is byte-identical and no choice of the release stage waits for its report (a run
     killed between its release stage and its report, :func:`~sdc_dagster.releases.wave.staged_wave_release`:
-    named, with how to finish it)."""
+    named, with how to finish it). A plan without a release (withheld) is named with its reasons;
+    it makes the exit status :data:`EXIT_USAGE` only when it was asked for (``plan`` or ``run``) or
+    the wave has no release at all."""
     import json
 
     out = out or sys.stdout
@@ -62,7 +64,10 @@ def run_audit(wave: str, *, plan: str | None = None, survey_name: str | None = N
             because = f": withheld by {', '.join(f'{c} ({why})' for c, why in withheld.items())}" if withheld else ""
             print(f"no release of plan {name!r} for wave {wave!r}" + (f" with run {run}" if run else "") + because,
                   file=out)
-            status = 2
+            # a plan named on the command line, or a wave without any release, has nothing to audit: a
+            # usage error; a withheld alternative beside the wave's releases is said, not an audit failure
+            if plan or run or not any(manifest.list_releases(root, surveys[0], wave, p) for p in plans):
+                status = status or EXIT_USAGE
             continue
         verification = verify_release(releases[-1], recompute_release)
         role = "the wave's release" if wave_release and wave_release["folder"] == str(releases[-1]) \

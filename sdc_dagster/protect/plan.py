@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.numerics.decimals import original_decimals
+from sdc_dagster.numerics.decimals import rounded_to_original_decimals
 from sdc_dagster.protect.microaggregation import (
     MEASURES,
     METHODS,
@@ -158,50 +158,12 @@ KEYED_METHODS = {"local_suppression", "risk_suppression", "diversity_suppression
 
 
 #: Methods that compute new values (group means, noise): where such a step writes into a column whose
-#: values were all published with a few decimals (whole numbers: 0), :func:`apply_plan` rounds what it
-#: wrote back to those decimals (:func:`rounded_to_original_decimals`).
+#: values were published with some decimals (whole numbers: 0), :func:`apply_plan` rounds what it
+#: wrote back to those decimals, or fewer where the change leaves no more meaningful
+#: (:func:`~sdc_dagster.numerics.decimals.rounded_to_original_decimals`).
 WHOLE_NUMBER_METHODS = ("microaggregation", "microaggregation_gower", "noise")
 # Not mv_top_coding: its pulled points lie on the ellipsoid d^2 = quantile, and rounding them can move
 # them back outside it, or back onto the original whole-number point (tests/protect/test_mv_top_coding.py).
-
-
-def rounded_to_original_decimals(before: pd.DataFrame, after: pd.DataFrame,
-                                 columns: Sequence[str]) -> tuple[pd.DataFrame, dict[str, int]]:
-    """``after`` with each of ``columns`` rounded to the number of decimals its values in ``before``
-    are published with (:func:`original_decimals`; to the nearest, halves to even as numpy's and R's
-    ``round``), and ``{column: decimals}`` of the columns rounded.
-
-    A released age of 33.333 or 41.67 is a value no respondent can have, and tells the reader that
-    the file was microaggregated or perturbed and by how much; so does an education of 7.772 years
-    where the file gives two decimals, or 9.940000000000001. mu-Argus's metadata gives every numeric
-    variable its number of decimals (``<DECIMALS>`` in the .rda file, 0 for an integer) and releases
-    it so; sdcMicro's ``microaggregation`` leaves the group means as computed. A whole-numbered column
-    keeps an integer dtype where it had one (nullable ``Int64`` when values are missing)."""
-    rounded: dict[str, int] = {}
-    out = after
-    for column in columns:
-        if column not in before.columns or column not in after.columns:
-            continue
-        old, new = before[column], after[column]
-        if not (pd.api.types.is_numeric_dtype(old) and pd.api.types.is_numeric_dtype(new)) \
-                or pd.api.types.is_bool_dtype(old):
-            continue
-        decimals = original_decimals(old.to_numpy(dtype="float64", na_value=np.nan))
-        if decimals is None:
-            continue
-        new_values = new.to_numpy(dtype="float64", na_value=np.nan)
-        present = ~np.isnan(new_values)
-        released = np.round(new_values, decimals)
-        if np.array_equal(new_values[present], released[present]) and new.dtype == old.dtype:
-            continue
-        values = pd.Series(released, index=new.index)
-        if decimals == 0 and pd.api.types.is_integer_dtype(old.dtype):
-            values = values.astype(old.dtype if present.all() else "Int64")
-        if out is after:
-            out = after.copy()
-        out[column] = values
-        rounded[str(column)] = decimals
-    return out, rounded
 
 
 @dataclass(frozen=True)
@@ -216,10 +178,11 @@ class PlanResult:
         ``records_after``, ``values_changed`` and ``values_suppressed`` ({column: count}),
         ``columns_removed``, for a recode step ``categories_absent`` (listed categories that do
         not occur in the data: the no-op part of the step), ``rounded_to_whole_numbers`` (the
-        integer-valued columns a microaggregation or noise step wrote means or noise into,
-        rounded back to whole numbers: :func:`rounded_to_original_decimals`), ``rounded_to_decimals``
-        ({column: decimals} of the columns with decimals rounded back to the decimals they are published
-        with), and ``reported``, what the method
+        columns a microaggregation or noise step wrote means or noise into, rounded to whole numbers:
+        the integer-valued ones, and measured ones whose change leaves no decimal meaningful;
+        :func:`rounded_to_original_decimals`), ``rounded_to_decimals`` ({column: decimals} of the
+        columns rounded to some decimals: those they are published with, or fewer for a measured
+        column), and ``reported``, what the method
         reported of its choices (``local_suppression_method``: the algorithm local suppression
         used; ``romm_blocks``: ROMM's blocks), where it reported any.
     artifacts : objects produced by steps, e.g. ``{"pram:<column>": transition matrix}``.

@@ -36,7 +36,8 @@ and the mu-Argus manual's identification levels):
   worked, scores and ratios are not amounts (``other``, saying they could be keys); logs and squares
   of another column are ``other``;
 * a column that copies or derives from a key (a grouped code beside the detailed one, a year of
-  birth beside the age, the household head's age beside each person's) is removed before release
+  birth beside the age, the household head's age beside each person's, a log of a continuous key) is
+  removed before release
   (``direct_identifier``, with the reason: :func:`_derived_from_keys`);
 * a file with no scenario variable and no amount (measurements, not persons) gets its first
   candidates as keys, saying so, so that the draft checks and runs unedited;
@@ -202,6 +203,25 @@ def _declared(name: str, role: str, guessed: DraftedVariable, values: pd.Series)
                            guessed.category_labels, guessed.missing, group="declared")
 
 
+def _monotone_functions_of(data: pd.DataFrame, key: str, columns: list[str]) -> list[str]:
+    """The numeric ``columns`` that are a strictly monotone function of the numeric ``key`` on every
+    record where both are known, over at least :data:`MIN_DERIVED_VALUES` distinct values of the key
+    (a log income beside the income, an amount in thousands beside the amount): the distinct
+    (key, column) pairs, sorted by the key, have one pair per key value and strictly increasing or
+    strictly decreasing column values (Spearman's rank correlation exactly +-1). One sort per pair
+    of columns."""
+    found = []
+    for column in columns:
+        if not pd.api.types.is_numeric_dtype(data[column]) or pd.api.types.is_bool_dtype(data[column]):
+            continue
+        pairs = data[[key, column]].dropna().drop_duplicates().sort_values(key, kind="stable")
+        if len(pairs) < MIN_DERIVED_VALUES or not pairs[key].is_unique or not pairs[column].is_unique:
+            continue
+        if pairs[column].is_monotonic_increasing or pairs[column].is_monotonic_decreasing:
+            found.append(column)
+    return found
+
+
 def _derived_from_keys(data: pd.DataFrame, drafted: list[DraftedVariable], household: str | None) -> dict[str, str]:
     """The released columns that copy or derive from a key, each with the reason (found on the data,
     one group-by per key or pair, no loop over records):
@@ -212,6 +232,8 @@ def _derived_from_keys(data: pd.DataFrame, drafted: list[DraftedVariable], house
     * a year beside an age: ``column + key`` takes at most two adjacent values on at least
       :data:`DERIVED_SHARE` of the records where both are known (the survey year, less one before the
       birthday), for whole numbers with at least :data:`MIN_DERIVED_VALUES` values each;
+    * a strictly monotone function of a continuous key (a log wage beside the wage: exp gives the wage
+      back, however the wage is microaggregated; :func:`_monotone_functions_of`);
     * a household member's copy (the household head's age beside each person's age): constant within
       households and equal to the key on a record of at least :data:`DERIVED_SHARE` of the
       households with two or more records, for a key with at least :data:`MIN_DERIVED_VALUES` values
@@ -254,6 +276,11 @@ def _derived_from_keys(data: pd.DataFrame, drafted: list[DraftedVariable], house
                 shown = " or ".join(str(plain_scalar(v)) for v in sorted(values, reverse=True))
                 found[column] = (f"{column} + {key} is {shown} on {share:.0%} of records (a year of birth beside an "
                                  f"age): derived from the key {key!r}, it would give back its protected value")
+    for key in (v.name for v in keys if v.role == "continuous_key" and v.name not in found):
+        for column in _monotone_functions_of(data, key, [c for c in released if c != key and c not in found]):
+            found[column] = (f"a strictly monotone function of the continuous key {key!r} on every record where "
+                             f"both are known (a log, a rescaling or a copy of it): released unchanged beside the "
+                             f"protected {key!r} it would give back its original values (exp(log wage) is the wage)")
     if household is not None:
         groups = data[household]
         sizes = groups.map(groups.value_counts())

@@ -10,7 +10,10 @@ the release rather than repeating it.
   fractional value in the released file (released text such as a band "(20,25]" is not a number);
 * **utility limits**: the share of each categorical key's values suppressed by the release (the
   values missing in the released file beyond those missing in the original, over the records) is
-  at most the spec's limit.
+  at most the spec's limit;
+* **no more decimals than the original**: no numeric column of the released file has values with
+  more decimals than the original's (a microaggregated log income published with 6 decimals was
+  released as 10.718007666666665: the new-user trial of issue 34; mu-Argus's ``<DECIMALS>``).
 """
 
 from __future__ import annotations
@@ -29,18 +32,19 @@ PERTURBING_CATEGORIES = ("pram",)
 
 @dataclass
 class ReleaseProperties:
-    """The three properties of one released safe file: the breaches found (empty: it holds)."""
+    """The four properties of one released safe file: the breaches found (empty: it holds)."""
 
     file: str
     safe_file: str = ""
     more_than_original: list[str] = field(default_factory=list)
     fractional: list[str] = field(default_factory=list)
     over_limit: list[str] = field(default_factory=list)
+    more_decimals: list[str] = field(default_factory=list)
     exempt: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not (self.more_than_original or self.fractional or self.over_limit)
+        return not (self.more_than_original or self.fractional or self.over_limit or self.more_decimals)
 
 
 def _read(path: Path, options: dict | None = None) -> pd.DataFrame:
@@ -79,6 +83,23 @@ def _whole_numbered(values: pd.Series) -> bool:
     return bool(numbers.notna().all() and len(numbers) and np.all(numbers == np.round(numbers)))
 
 
+#: Decimals a value is read with at most (to 1e-12 relative, about a double's 12 significant digits);
+#: a value needing more counts as :data:`MORE_DECIMALS`.
+MOST_DECIMALS = 15
+MORE_DECIMALS = MOST_DECIMALS + 1
+
+
+def _decimals(values: pd.Series) -> int | None:
+    """The least number of decimals d with every numeric value equal to itself rounded to d
+    (to 1e-12 relative), :data:`MORE_DECIMALS` when none up to :data:`MOST_DECIMALS` is, None
+    for a column without numbers (text, bands)."""
+    numbers = pd.to_numeric(values.dropna(), errors="coerce").dropna().to_numpy(dtype=float)
+    if not len(numbers):
+        return None
+    return next((d for d in range(MOST_DECIMALS + 1)
+                 if np.allclose(numbers, np.round(numbers, d), rtol=1e-12, atol=0)), MORE_DECIMALS)
+
+
 def released_folder(home: Path, survey: str, wave: str = "2024") -> Path | None:
     """The run folder of the wave's one release (``release.json``), or None when nothing was released."""
     record = home / "releases" / survey / wave / "release.json"
@@ -110,7 +131,7 @@ def _limit(spec: dict, key: str) -> float:
 
 
 def check_release(original: Path, home: Path, survey: str, wave: str = "2024") -> ReleaseProperties:
-    """The three properties of the wave's released safe file against the ``original`` file."""
+    """The four properties of the wave's released safe file against the ``original`` file."""
     result = ReleaseProperties(original.name)
     folder = released_folder(home, survey, wave)
     if folder is None:
@@ -152,4 +173,11 @@ def check_release(original: Path, home: Path, survey: str, wave: str = "2024") -
             fractional = released[released != np.round(released)]
             if len(fractional):
                 result.fractional.append(f"{name}: {len(fractional)} fractional values, e.g. {fractional.iloc[0]!r}")
+    for name in before.columns.intersection(after.columns):
+        if not pd.api.types.is_numeric_dtype(before[name]) or pd.api.types.is_bool_dtype(before[name]):
+            continue
+        published, released = _decimals(before[name]), _decimals(after[name])
+        if published is not None and released is not None and released > published:
+            shown = "more than 15" if released == MORE_DECIMALS else released
+            result.more_decimals.append(f"{name}: {shown} decimals released, {published} in the original")
     return result

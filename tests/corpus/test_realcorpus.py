@@ -3,9 +3,9 @@
 The corpus (``tests/data/realcorpus/``: sdcMicro's data sets as SPSS, Stata and CSV, the way an office
 receives them; ``tests/data/arx_adult/adult.csv``: ARX's census-income extract, ``;``-separated) goes
 through ``sdc init`` -> ``sdc check`` -> ``sdc run`` as a new user would (:mod:`run_corpus`). Every
-released safe file, read back from its bytes, keeps the three properties of :mod:`release_properties`:
+released safe file, read back from its bytes, keeps the four properties of :mod:`release_properties`:
 no original category counted more often than in the original, no fractional value in a whole-numbered
-key, no key suppressed beyond the spec's utility limit.
+key, no key suppressed beyond the spec's utility limit, no value with more decimals than the original's.
 
 :data:`WITHHELD` lists the files whose drafted targets no plan of the search's space meets within the
 utility limits (none since issue 38: the search's space always holds a plan meeting the target). A file

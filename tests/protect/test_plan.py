@@ -177,16 +177,16 @@ def test_microaggregated_values_keep_the_original_decimals():
     decimals (7.772) or float noise (9.940000000000001): mu-Argus's <DECIMALS> (found on carData's
     Prestige, education in years with 2 decimals). Hand computation: MDAV with k = 3 on one variable
     groups {1.01, 1.02, 1.04} (mean 1.02333 -> 1.02) and {5.00, 5.01, 5.03} (mean 5.01333 -> 5.01).
-    A variable with more decimals than MAX_RELEASED_DECIMALS (4) is measured, not coded: left as computed."""
-    from sdc_dagster.numerics.decimals import MAX_RELEASED_DECIMALS
-
+    A variable with 6 decimals is not left as computed (issue 34: it was released at full precision):
+    groups {0.123456, 0.234567, 0.345678} and {3.123456, 3.234567, 3.345678} have means 0.234567 and
+    3.234567; the changes are +-0.111111 (4 of the 6 values), u = 0.111111, whose second significant
+    digit is the second decimal (GUM 7.2.6): 0.23 and 3.23."""
     data = pd.DataFrame({"x": [1.01, 1.02, 1.04, 5.00, 5.01, 5.03],
                          "y": [0.123456, 0.234567, 0.345678, 3.123456, 3.234567, 3.345678]})
     result = apply_plan(data, [{"method": "microaggregation", "columns": ["x"], "k": 3},
                                {"method": "microaggregation", "columns": ["y"], "k": 3}], keys=[])
-    assert MAX_RELEASED_DECIMALS == 4
     assert sorted(result.data["x"].tolist()) == [1.02, 1.02, 1.02, 5.01, 5.01, 5.01]
     assert result.steps[0]["rounded_to_decimals"] == {"x": 2}
     assert "rounded_to_whole_numbers" not in result.steps[0]
-    np.testing.assert_allclose(sorted(result.data["y"]), [0.234567] * 3 + [3.234567] * 3, rtol=1e-12)
-    assert "rounded_to_decimals" not in result.steps[1]
+    assert sorted(result.data["y"].tolist()) == [0.23] * 3 + [3.23] * 3
+    assert result.steps[1]["rounded_to_decimals"] == {"y": 2}
