@@ -475,10 +475,10 @@ def test_a_search_chain_in_arx_layout():
     assert table.values.tolist() == [  # rows in the order of the key's categories (most records first)
         ["a", "a", "a", "*"],
         ["d", "d", "d", "*"],
-        ["f", "f", "Other (4 categories)", "*"],
-        ["e", "Other (3 categories)", "Other (4 categories)", "*"],
-        ["c", "Other (3 categories)", "Other (4 categories)", "*"],
-        ["b", "Other (3 categories)", "Other (4 categories)", "*"],
+        ["f", "f", "Other (b, c, e, f)", "*"],
+        ["e", "Other (b, c, e)", "Other (b, c, e, f)", "*"],
+        ["c", "Other (b, c, e)", "Other (b, c, e, f)", "*"],
+        ["b", "Other (b, c, e)", "Other (b, c, e, f)", "*"],
     ]
     assert Hierarchy.from_arx(table).to_arx().equals(table)
 

@@ -102,10 +102,10 @@ def test_rare_nominal_categories_merge_into_one_named_other_group():
     values = pd.Series(np.repeat(list(counts), list(counts.values())), name="occupation")
     levels = key_hierarchy(values, Variable("occupation", "categorical_key", "nominal")).levels
     assert [level.step("occupation") for level in levels[1:]] == [
-        {"method": "recode", "variable": "occupation", "groups": [["b", "c", "e"]], "names": ["Other (3 categories)"]},
-        {"method": "recode", "variable": "occupation", "groups": [["b", "c", "e", "f"]], "names": ["Other (4 categories)"]},
+        {"method": "recode", "variable": "occupation", "groups": [["b", "c", "e"]], "names": ["Other (b, c, e)"]},
+        {"method": "recode", "variable": "occupation", "groups": [["b", "c", "e", "f"]], "names": ["Other (b, c, e, f)"]},
     ]
-    assert "merged into 'Other (3 categories)'" in levels[1].words
+    assert "merged into 'Other (b, c, e)'" in levels[1].words
 
 
 def test_keep_and_max_level_restrict_the_space(testdata):

@@ -44,7 +44,7 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.protect.mv_top_coding import PULLED_ATTRIBUTE, mv_top_coding
 from sdc_dagster.spec import SurveySpec, Variable
 from sdc_dagster.spec.drafted_hierarchies import MANY_VALUES, HierarchyRule, band_widths, draft_rule, is_age_name
-from sdc_dagster.spec.hierarchies import Hierarchy, HierarchyLevel, members_name, value_text
+from sdc_dagster.spec.hierarchies import FEW_MEMBERS, Hierarchy, HierarchyLevel, members_name, value_text
 
 #: Shares of the records under which a category counts as rare, one level each.
 RARE_SHARES = (0.005, 0.01, 0.02, 0.05, 0.10)
@@ -206,8 +206,8 @@ def _neighbour_levels(categories: list, counts: np.ndarray, n: int) -> list[KeyL
 
 def _rare_levels(categories: list, counts: np.ndarray, n: int) -> list[KeyLevel]:
     """Nominal categories under each share of the records merged into one explicit "Other" group
-    (SPEC §8.2); the rare categories of a share include those of the smaller ones, so each level
-    coarsens the one before."""
+    (SPEC §8.2), named by its members when at most :data:`FEW_MEMBERS` ("Other (b, c, e)"); the rare
+    categories of a share include those of the smaller ones, so each level coarsens the one before."""
     levels, previous = [], 0
     for share in RARE_SHARES:
         rare = counts < share * n
@@ -215,7 +215,8 @@ def _rare_levels(categories: list, counts: np.ndarray, n: int) -> list[KeyLevel]
             continue
         previous = int(rare.sum())
         other = _ordered(tuple(_plain(c) for c, r in zip(categories, rare) if r))
-        name = f"Other ({len(other)} categories)"
+        # SPEC §8.2: a merged group's label names it, by its members when few
+        name = f"Other ({members_name(other)})" if len(other) <= FEW_MEMBERS else f"Other ({len(other)} categories)"
         kept = [(_plain(c),) for c, r in zip(categories, rare) if not r]
         groups = (*kept, other)
         names = (*(value_text(g[0]) for g in kept), name)
