@@ -75,6 +75,7 @@ from numba import njit
 _REL_TOL = 1e-5  # >> single-precision rounding of a distance (about 2e-7 relative)
 _EXACT_CENTER_LIMIT = 5_000  # up to here the centroid is re-summed in data order as sdcMicro does
 _LEAF_SIZE = 8  # records per leaf of the k-d tree
+_RECENTRE_RATIO = 8  # a node visited by a centroid search costs about as much as re-centring 8 records
 
 
 def _stratum_sums(values: np.ndarray, stratum: np.ndarray, count: int) -> np.ndarray:
@@ -253,7 +254,7 @@ def _compile_mdav_kernel(complete: bool):
         reference = np.zeros(p)  # a recent centroid (z): the centre of the balls
         norm = np.empty(n)  # distance of every record to the reference
         radius = np.empty(n_nodes)  # largest ``norm`` of the remaining records of a node
-        waste = 0  # leaves visited by centroid searches since the balls were last re-centred
+        waste = 0  # nodes visited by centroid searches since the balls were last re-centred
 
         def recentre(point_z):
             reference[:] = point_z
@@ -324,7 +325,7 @@ def _compile_mdav_kernel(complete: bool):
 
         def farthest(point, point_z):
             """Original row of the remaining record farthest from ``point`` (first in data order on ties)."""
-            best, best_id, leaves = -1.0, n, 0
+            best, best_id, visits = -1.0, n, 0
             offset = np.sqrt(((point_z - reference) ** 2).sum()) if complete else _double_distance(point_z, reference, penalty_z)
             stack[0], bounds[0], top = 0, np.inf, 1
             while top:
@@ -332,8 +333,8 @@ def _compile_mdav_kernel(complete: bool):
                 node = stack[top]
                 if bounds[top] * (1 + _REL_TOL) + abs_tol < best:
                     continue
+                visits += 1
                 if children[node, 0] < 0:
-                    leaves += 1
                     for i in range(start[node], end[node]):
                         if alive[i]:
                             d = _single_precision_distance(xs, i, point, weights, penalties, complete)
@@ -351,15 +352,26 @@ def _compile_mdav_kernel(complete: bool):
                         bound_b += reach * reach
                 else:
                     bound_a, bound_b = upper_bound(a, point_z), upper_bound(b, point_z)
-                bound_a = min(bound_a, (radius[a] + offset) ** 2)
-                bound_b = min(bound_b, (radius[b] + offset) ** 2)
+                if complete:
+                    # |x - q|^2 = |x - c|^2 + |q - c|^2 - 2 (q - c).(x - c) about the reference c: the
+                    # node's radius bounds the first term, its box the projection on q - c
+                    toward_a = toward_b = 0.0
+                    for j in range(p):
+                        u = point_z[j] - reference[j]
+                        toward_a += min(u * (low[a, j] - reference[j]), u * (high[a, j] - reference[j]))
+                        toward_b += min(u * (low[b, j] - reference[j]), u * (high[b, j] - reference[j]))
+                    bound_a = min(bound_a, radius[a] * radius[a] + offset * offset - 2.0 * toward_a)
+                    bound_b = min(bound_b, radius[b] * radius[b] + offset * offset - 2.0 * toward_b)
+                else:
+                    bound_a = min(bound_a, (radius[a] + offset) ** 2)
+                    bound_b = min(bound_b, (radius[b] + offset) ** 2)
                 if bound_a > bound_b:  # the more promising child on top of the stack
                     a, b, bound_a, bound_b = b, a, bound_b, bound_a
                 for child, bound in ((a, bound_a), (b, bound_b)):
                     if count[child] > 0:
                         stack[top], bounds[top] = child, bound
                         top += 1
-            return best_id, leaves
+            return best_id, visits
 
         def nearest(row):
             """Original rows of the k remaining records nearest to record ``row`` (by distance, later
@@ -455,9 +467,9 @@ def _compile_mdav_kernel(complete: bool):
             for j in range(p):
                 center[j] = center[j] / center_count[j] if center_count[j] > 0 else np.nan
                 center_z[j] = (center[j] - origin[j]) * scale[j]
-            record_r, leaves = farthest(center, center_z)
-            waste += leaves
-            if waste * _LEAF_SIZE > left:  # re-centring costs about as much as the visits since the last one
+            record_r, visits = farthest(center, center_z)
+            waste += visits
+            if waste * _RECENTRE_RATIO > left:  # re-centring costs about as much as the visits since the last one
                 recentre(center_z)
                 waste = 0
             record_s = farthest(x[record_r], z[record_r])[0]
