@@ -225,7 +225,13 @@ def _compile_mdav_kernel(complete: bool):
         relative ``_REL_TOL`` (plus ``abs_tol``), so the result is that of the exhaustive loop, ties
         included. ``total`` and ``total_count`` are the sums and counts of the observed values.
         ``complete`` (data without NaN) is a constant of the compiled kernel: complete data run code
-        without the missing-value branches (they cost them about 1.6 times the time)."""
+        without the missing-value branches (they cost them about 1.6 times the time).
+
+        The searches are bound by memory latency (a node's data is seldom in cache at 1,000,000
+        records), so everything a search reads about a node is one row of ``table``: its box (the
+        lowest and highest values of its remaining records), its radius about the reference, its
+        count of remaining records, its first child (the second is the next row, so a node's two
+        children are 2 adjacent rows) or -1, and its first and past-last leaf positions."""
         n, p = x.shape
         n_nodes = len(start)
         xs, zs = x[order], z[order]  # rows in leaf order
@@ -234,37 +240,39 @@ def _compile_mdav_kernel(complete: bool):
         position[order] = np.arange(n)
         parent = np.full(n_nodes, -1, dtype=np.int64)
         leaf_of = np.empty(n, dtype=np.int64)
+        low_at, high_at, radius_at, count_at, kid_at, start_at, end_at = 0, p, 2 * p, 2 * p + 1, 2 * p + 2, 2 * p + 3, 2 * p + 4
+        table = np.empty((n_nodes, 2 * p + 5))
+        table[:, low_at:high_at] = np.inf
+        table[:, high_at:radius_at] = -np.inf
+        observed = np.zeros((n_nodes, p), dtype=np.int64)  # remaining records of the node observing j
         for node in range(n_nodes):
+            table[node, count_at] = end[node] - start[node]
+            table[node, kid_at] = children[node, 0]  # kd_tree numbers a node's children c, c + 1
+            table[node, start_at], table[node, end_at] = start[node], end[node]
             if children[node, 0] >= 0:
                 parent[children[node, 0]] = node
                 parent[children[node, 1]] = node
             else:
                 leaf_of[start[node]:end[node]] = node
-        low = np.full((n_nodes, p), np.inf)
-        high = np.full((n_nodes, p), -np.inf)
-        observed = np.zeros((n_nodes, p), dtype=np.int64)  # remaining records of the node observing j
-        count = end - start
-        for node in range(n_nodes):
             for i in range(start[node], end[node]):
                 for j in range(p):
                     if not np.isnan(zs[i, j]):
                         observed[node, j] += 1
-                        low[node, j] = min(low[node, j], zs[i, j])
-                        high[node, j] = max(high[node, j], zs[i, j])
+                        table[node, low_at + j] = min(table[node, low_at + j], zs[i, j])
+                        table[node, high_at + j] = max(table[node, high_at + j], zs[i, j])
         reference = np.zeros(p)  # a recent centroid (z): the centre of the balls
         norm = np.empty(n)  # distance of every record to the reference
-        radius = np.empty(n_nodes)  # largest ``norm`` of the remaining records of a node
         waste = 0  # nodes visited by centroid searches since the balls were last re-centred
 
         def recentre(point_z):
             reference[:] = point_z
             for node in range(n_nodes - 1, -1, -1):  # children come after their parent
-                if count[node] == 0:  # removed records keep a stale norm: never read again
+                if table[node, count_at] == 0:  # removed records keep a stale norm: never read again
                     continue
-                a, b = children[node, 0], children[node, 1]
+                a = int(table[node, kid_at])
                 if a < 0:
-                    radius[node] = 0.0
-                    for i in range(start[node], end[node]):
+                    radius = 0.0
+                    for i in range(int(table[node, start_at]), int(table[node, end_at])):
                         if alive[i]:
                             if complete:
                                 total_square = 0.0
@@ -273,9 +281,11 @@ def _compile_mdav_kernel(complete: bool):
                                 norm[i] = np.sqrt(total_square)
                             else:
                                 norm[i] = _double_distance(zs[i], reference, penalty_z)
-                            radius[node] = max(radius[node], norm[i])
+                            radius = max(radius, norm[i])
+                    table[node, radius_at] = radius
                 else:
-                    radius[node] = radius[b] if count[a] == 0 else radius[a] if count[b] == 0 else max(radius[a], radius[b])
+                    table[node, radius_at] = (table[a + 1, radius_at] if table[a, count_at] == 0 else table[a, radius_at]
+                                              if table[a + 1, count_at] == 0 else max(table[a, radius_at], table[a + 1, radius_at]))
 
         def upper_bound(node, point_z):
             """Largest squared distance from ``point_z`` to a remaining record of ``node`` (box bound)."""
@@ -288,8 +298,8 @@ def _compile_mdav_kernel(complete: bool):
                     continue
                 term = 0.0
                 if seen > 0:
-                    term = max(abs(q - low[node, j]), abs(q - high[node, j])) ** 2
-                if seen < count[node]:
+                    term = max(abs(q - table[node, low_at + j]), abs(q - table[node, high_at + j])) ** 2
+                if seen < table[node, count_at]:
                     term = max(term, penalty_z[j])
                 bound += term
             return bound
@@ -300,13 +310,13 @@ def _compile_mdav_kernel(complete: bool):
             for j in range(p):
                 q, seen = point_z[j], observed[node, j]
                 if np.isnan(q):
-                    if seen == count[node]:
+                    if seen == table[node, count_at]:
                         bound += penalty_z[j]
                     continue
                 term = np.inf
                 if seen > 0:
-                    term = max(low[node, j] - q, q - high[node, j], 0.0) ** 2
-                if seen < count[node]:
+                    term = max(table[node, low_at + j] - q, q - table[node, high_at + j], 0.0) ** 2
+                if seen < table[node, count_at]:
                     term = min(term, penalty_z[j])
                 bound += term
             return bound
@@ -334,43 +344,43 @@ def _compile_mdav_kernel(complete: bool):
                 if bounds[top] * (1 + _REL_TOL) + abs_tol < best:
                     continue
                 visits += 1
-                if children[node, 0] < 0:
-                    for i in range(start[node], end[node]):
+                a = int(table[node, kid_at])
+                if a < 0:
+                    for i in range(int(table[node, start_at]), int(table[node, end_at])):
                         if alive[i]:
                             d = _single_precision_distance(xs, i, point, weights, penalties, complete)
                             if d > best or (d == best and order[i] < best_id):
                                 best, best_id = d, order[i]
                     continue
-                a, b = children[node, 0], children[node, 1]
-                # the ball about the reference holding the node's records bounds them too (tight near the centroid)
+                b = a + 1
                 if complete:
-                    bound_a = bound_b = 0.0
+                    # the box's farthest corner; and |x - q|^2 = |x - c|^2 + |q - c|^2 - 2 (q - c).(x - c)
+                    # about the reference c: the node's radius bounds the first term, its box the projection
+                    bound_a = bound_b = toward_a = toward_b = 0.0
                     for j in range(p):
-                        reach = max(abs(point_z[j] - low[a, j]), abs(point_z[j] - high[a, j]))
+                        q, c = point_z[j], reference[j]
+                        low, high = table[a, low_at + j], table[a, high_at + j]
+                        reach = max(abs(q - low), abs(q - high))
                         bound_a += reach * reach
-                        reach = max(abs(point_z[j] - low[b, j]), abs(point_z[j] - high[b, j]))
+                        toward_a += min((q - c) * (low - c), (q - c) * (high - c))
+                        low, high = table[b, low_at + j], table[b, high_at + j]
+                        reach = max(abs(q - low), abs(q - high))
                         bound_b += reach * reach
+                        toward_b += min((q - c) * (low - c), (q - c) * (high - c))
+                    bound_a = min(bound_a, table[a, radius_at] ** 2 + offset * offset - 2.0 * toward_a)
+                    bound_b = min(bound_b, table[b, radius_at] ** 2 + offset * offset - 2.0 * toward_b)
                 else:
-                    bound_a, bound_b = upper_bound(a, point_z), upper_bound(b, point_z)
-                if complete:
-                    # |x - q|^2 = |x - c|^2 + |q - c|^2 - 2 (q - c).(x - c) about the reference c: the
-                    # node's radius bounds the first term, its box the projection on q - c
-                    toward_a = toward_b = 0.0
-                    for j in range(p):
-                        u = point_z[j] - reference[j]
-                        toward_a += min(u * (low[a, j] - reference[j]), u * (high[a, j] - reference[j]))
-                        toward_b += min(u * (low[b, j] - reference[j]), u * (high[b, j] - reference[j]))
-                    bound_a = min(bound_a, radius[a] * radius[a] + offset * offset - 2.0 * toward_a)
-                    bound_b = min(bound_b, radius[b] * radius[b] + offset * offset - 2.0 * toward_b)
-                else:
-                    bound_a = min(bound_a, (radius[a] + offset) ** 2)
-                    bound_b = min(bound_b, (radius[b] + offset) ** 2)
+                    # the ball about the reference holding the node's records bounds them too
+                    bound_a = min(upper_bound(a, point_z), (table[a, radius_at] + offset) ** 2)
+                    bound_b = min(upper_bound(b, point_z), (table[b, radius_at] + offset) ** 2)
                 if bound_a > bound_b:  # the more promising child on top of the stack
                     a, b, bound_a, bound_b = b, a, bound_b, bound_a
-                for child, bound in ((a, bound_a), (b, bound_b)):
-                    if count[child] > 0:
-                        stack[top], bounds[top] = child, bound
-                        top += 1
+                if table[a, count_at] > 0 and bound_a * (1 + _REL_TOL) + abs_tol >= best:
+                    stack[top], bounds[top] = a, bound_a
+                    top += 1
+                if table[b, count_at] > 0 and bound_b * (1 + _REL_TOL) + abs_tol >= best:
+                    stack[top], bounds[top] = b, bound_b
+                    top += 1
             return best_id, visits
 
         def nearest(row):
@@ -384,8 +394,9 @@ def _compile_mdav_kernel(complete: bool):
                 node = stack[top]
                 if found == k and bounds[top] * (1 - _REL_TOL) - abs_tol > best_distance[k - 1]:
                     continue
-                if children[node, 0] < 0:
-                    for i in range(start[node], end[node]):
+                a = int(table[node, kid_at])
+                if a < 0:
+                    for i in range(int(table[node, start_at]), int(table[node, end_at])):
                         if not alive[i]:
                             continue
                         d, r = _single_precision_distance(xs, i, point, weights, penalties, complete), order[i]
@@ -401,51 +412,59 @@ def _compile_mdav_kernel(complete: bool):
                             slot -= 1
                         best_distance[slot], best_row[slot] = d, r
                     continue
-                a, b = children[node, 0], children[node, 1]
+                b = a + 1
                 if complete:
                     bound_a = bound_b = 0.0
                     for j in range(p):
-                        gap = max(low[a, j] - point_z[j], point_z[j] - high[a, j], 0.0)
+                        q = point_z[j]
+                        gap = max(table[a, low_at + j] - q, q - table[a, high_at + j], 0.0)
                         bound_a += gap * gap
-                        gap = max(low[b, j] - point_z[j], point_z[j] - high[b, j], 0.0)
+                        gap = max(table[b, low_at + j] - q, q - table[b, high_at + j], 0.0)
                         bound_b += gap * gap
                 else:
-                    bound_a = lower_bound(a, point_z) if count[a] > 0 else 0.0
-                    bound_b = lower_bound(b, point_z) if count[b] > 0 else 0.0
+                    bound_a = lower_bound(a, point_z) if table[a, count_at] > 0 else 0.0
+                    bound_b = lower_bound(b, point_z) if table[b, count_at] > 0 else 0.0
                 if bound_a < bound_b:  # the nearer child on top of the stack
                     a, b, bound_a, bound_b = b, a, bound_b, bound_a
-                for child, bound in ((a, bound_a), (b, bound_b)):
-                    if count[child] > 0:
-                        stack[top], bounds[top] = child, bound
-                        top += 1
+                if table[a, count_at] > 0:
+                    stack[top], bounds[top] = a, bound_a
+                    top += 1
+                if table[b, count_at] > 0:
+                    stack[top], bounds[top] = b, bound_b
+                    top += 1
             return best_row[:k].copy()
 
         def remove(row):
             i = position[row]
             alive[i] = False
             node = leaf_of[i]
-            count[node] -= 1
+            table[node, count_at] -= 1
             for j in range(p):  # an empty node observes nothing: its parent's box ignores it
-                low[node, j], high[node, j], observed[node, j] = np.inf, -np.inf, 0
-            if count[node] > 0:
-                radius[node] = 0.0
-                for r in range(start[node], end[node]):
+                table[node, low_at + j], table[node, high_at + j], observed[node, j] = np.inf, -np.inf, 0
+            if table[node, count_at] > 0:
+                radius = 0.0
+                for r in range(int(table[node, start_at]), int(table[node, end_at])):
                     if alive[r]:
-                        radius[node] = max(radius[node], norm[r])
+                        radius = max(radius, norm[r])
                         for j in range(p):
                             if complete or not np.isnan(zs[r, j]):
                                 observed[node, j] += 1
-                                low[node, j] = min(low[node, j], zs[r, j])
-                                high[node, j] = max(high[node, j], zs[r, j])
+                                table[node, low_at + j] = min(table[node, low_at + j], zs[r, j])
+                                table[node, high_at + j] = max(table[node, high_at + j], zs[r, j])
+                table[node, radius_at] = radius
             node = parent[node]
             while node >= 0:
-                count[node] -= 1
-                a, b = children[node, 0], children[node, 1]
+                table[node, count_at] -= 1
+                a = int(table[node, kid_at])
+                b = a + 1
                 for j in range(p):
-                    observed[node, j] = observed[a, j] + observed[b, j]
-                    low[node, j], high[node, j] = min(low[a, j], low[b, j]), max(high[a, j], high[b, j])
-                if count[node] > 0:
-                    radius[node] = radius[b] if count[a] == 0 else radius[a] if count[b] == 0 else max(radius[a], radius[b])
+                    if not complete:
+                        observed[node, j] = observed[a, j] + observed[b, j]
+                    table[node, low_at + j] = min(table[a, low_at + j], table[b, low_at + j])
+                    table[node, high_at + j] = max(table[a, high_at + j], table[b, high_at + j])
+                if table[node, count_at] > 0:
+                    table[node, radius_at] = (table[b, radius_at] if table[a, count_at] == 0 else table[a, radius_at]
+                                              if table[b, count_at] == 0 else max(table[a, radius_at], table[b, radius_at]))
                 node = parent[node]
 
         while left >= 2 * k:
