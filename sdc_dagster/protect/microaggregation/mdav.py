@@ -22,19 +22,34 @@ skipped only when its bound misses the decision by more than a relative toleranc
 that of the exhaustive algorithm, ties included (tested against a direct transcription of sdcMicro's
 loop and against labels stored from the previous implementation). For the farthest record from
 the centroid the nodes also keep the radius of their records about a recent centroid (re-centred
-when the searches since the last re-centring have visited about as many leaves as there are records
-left), which the slowly moving centroid keeps tight. 5 variables, k=3, on a 2-core machine shared
-with another benchmark: 50,000 records 0.55 s, 200,000 2.5 s, 1,000,000 about 30 s (before: 2.3 s,
-17 s, about 15 min). The first call in a fresh environment compiles the loop (about 10 s; cached on
+when the searches since the last re-centring have visited about an eighth as many nodes as there are
+records left), which the slowly moving centroid keeps tight. 5 variables, k=3, on a 2-core machine
+shared with another benchmark (issue 16): 50,000 records 0.55 s, 200,000 2.5 s, 1,000,000 about 30 s
+(before: 2.3 s, 17 s, about 15 min). The first call in a fresh environment compiles the loop (about 10 s; cached on
 disk by numba afterwards).
 
-Where the time goes (issue 37, counted on 1,000,000 x 5, k = 3, leaves of 16): per pair of groups
-the farthest record from the centroid visited 35 leaves, the farthest from x_r 174 and each
-k-nearest search 9: the search from x_r, whose answer lies among the many records nearly tied on
-the far side of the data, is three quarters of the work. Tried without gain on it: a ball about
-each node's centre as a further bound, seeding the search with the previous search's farthest
-records, a k-d tree on principal axes. Leaves of 8 records (more, smaller boxes) cut its visits to
-122 and the loop's time by about 7 % (200,000 x 5: 2.4-2.5 s CPU against 2.6-2.7 s, the same groups).
+Where the time goes (issue 37, counted on 1,000,000 x 5, k = 3, leaves of 8): the searches are
+bound by memory latency (the tree and the records are far larger than the caches), so what counts
+is the nodes a search expands. Before this round, per pair of groups: the farthest record from the
+centroid 563 nodes (46 leaves), the farthest from x_r 1,364 (122 leaves), the two k-nearest
+searches 147 (18 leaves). Three changes, the groups unchanged (1,000,000 x 5 record for record):
+
+* for complete data a farthest search also bounds a node by |x - q|^2 = |x - c|^2 + |q - c|^2 -
+  2 (q - c).(x - c) about the reference c (the node's radius bounds the first term, the least
+  projection of its box on q - c the last); the triangle bound (radius + |q - c|)^2 ignored the
+  direction of q, which is all that matters for x_r on the rim of the data: 1,364 -> 624 nodes;
+* re-centring is paid for in nodes, not leaves, visited by the centroid searches (a node costs
+  about as much as re-centring 8 records): 762 re-centrings instead of 92, 563 -> 129 nodes;
+* a node's box, radius, count, first child and leaf range are one row of one table, a node's two
+  children adjacent rows, so an expansion reads one contiguous block instead of six arrays.
+
+CPU seconds on the shared 2-core machine, the same run conditions for both (400,000 x 5, load
+13-15): 7.8-9.2 s before, 5.4-5.6 s after; 1,000,000 x 5: 33-38 s before (load 7-8), 23.5-25.3 s
+after (load 9-12). Tried without gain: best-first order for the farthest searches (a binary heap; a
+quarter fewer nodes, but 30 % more time: the heap's jumps lose the depth-first order's locality),
+ranking the records of a leaf by their double-precision distance before sdcMicro's single-precision
+one, leaves of 4, 6 or 12 records. Tried before: a ball about each node's centre, seeding with the
+previous search's farthest records, a k-d tree on principal axes.
 
 Missing values (item non-response) follow sdcMicro's ``mdav`` (``R/mdav.R`` codes NA as -999 for
 the C++ ``Mdav`` and restores NA afterwards):
@@ -240,7 +255,8 @@ def _compile_mdav_kernel(complete: bool):
         position[order] = np.arange(n)
         parent = np.full(n_nodes, -1, dtype=np.int64)
         leaf_of = np.empty(n, dtype=np.int64)
-        low_at, high_at, radius_at, count_at, kid_at, start_at, end_at = 0, p, 2 * p, 2 * p + 1, 2 * p + 2, 2 * p + 3, 2 * p + 4
+        low_at, high_at, radius_at = 0, p, 2 * p  # the columns of a row of the node table
+        count_at, kid_at, start_at, end_at = 2 * p + 1, 2 * p + 2, 2 * p + 3, 2 * p + 4
         table = np.empty((n_nodes, 2 * p + 5))
         table[:, low_at:high_at] = np.inf
         table[:, high_at:radius_at] = -np.inf
@@ -264,6 +280,14 @@ def _compile_mdav_kernel(complete: bool):
         norm = np.empty(n)  # distance of every record to the reference
         waste = 0  # nodes visited by centroid searches since the balls were last re-centred
 
+        def merged_radius(a):
+            """The radius of the parent of nodes a and a + 1: the larger radius of the non-empty ones."""
+            if table[a, count_at] == 0:
+                return table[a + 1, radius_at]
+            if table[a + 1, count_at] == 0:
+                return table[a, radius_at]
+            return max(table[a, radius_at], table[a + 1, radius_at])
+
         def recentre(point_z):
             reference[:] = point_z
             for node in range(n_nodes - 1, -1, -1):  # children come after their parent
@@ -284,8 +308,7 @@ def _compile_mdav_kernel(complete: bool):
                             radius = max(radius, norm[i])
                     table[node, radius_at] = radius
                 else:
-                    table[node, radius_at] = (table[a + 1, radius_at] if table[a, count_at] == 0 else table[a, radius_at]
-                                              if table[a + 1, count_at] == 0 else max(table[a, radius_at], table[a + 1, radius_at]))
+                    table[node, radius_at] = merged_radius(a)
 
         def upper_bound(node, point_z):
             """Largest squared distance from ``point_z`` to a remaining record of ``node`` (box bound)."""
@@ -463,8 +486,7 @@ def _compile_mdav_kernel(complete: bool):
                     table[node, low_at + j] = min(table[a, low_at + j], table[b, low_at + j])
                     table[node, high_at + j] = max(table[a, high_at + j], table[b, high_at + j])
                 if table[node, count_at] > 0:
-                    table[node, radius_at] = (table[b, radius_at] if table[a, count_at] == 0 else table[a, radius_at]
-                                              if table[b, count_at] == 0 else max(table[a, radius_at], table[b, radius_at]))
+                    table[node, radius_at] = merged_radius(a)
                 node = parent[node]
 
         while left >= 2 * k:
