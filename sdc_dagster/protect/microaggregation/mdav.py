@@ -44,8 +44,9 @@ searches 147 (18 leaves). Three changes, the groups unchanged (1,000,000 x 5 rec
   children adjacent rows, so an expansion reads one contiguous block instead of six arrays.
 
 CPU seconds on the shared 2-core machine, the same run conditions for both (400,000 x 5, load
-13-15): 7.8-9.2 s before, 5.4-5.6 s after; 1,000,000 x 5: 33-38 s before (load 7-8), 23.5-25.3 s
-after (load 9-12). Tried without gain: best-first order for the farthest searches (a binary heap; a
+13-15): 7.8-9.2 s before, 5.4-5.6 s after; 1,000,000 x 5 back to back at load 6.5-7: 30.9 s before,
+18.3 s after (``benchmarks/protect.py``: 18.3 s; 23.5 s at load 12: CPU seconds of memory-bound code
+grow with the load). Tried without gain: best-first order for the farthest searches (a binary heap; a
 quarter fewer nodes, but 30 % more time: the heap's jumps lose the depth-first order's locality),
 ranking the records of a leaf by their double-precision distance before sdcMicro's single-precision
 one, leaves of 4, 6 or 12 records. Tried before: a ball about each node's centre, seeding with the
