@@ -215,6 +215,21 @@ def test_indexed_mdav_equals_exhaustive_transcription_on_thousands_of_records():
     assert np.array_equal(labels, reference_mdav(x, 3))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_indexed_mdav_equals_exhaustive_transcription_on_a_sphere_with_ties(seed):
+    """Issue 37's bound for the farthest record (|x - q|^2 through the projection on q - c about a
+    recent centroid c) is tightest, and so most at risk, when every record lies on the rim: records on
+    a 5-d sphere rounded to 1 decimal (many exact ties among the near-antipodes of x_r), a tenth of
+    them duplicated, k = 2..4: the same groups as the full scans."""
+    rng = np.random.default_rng(seed)
+    n = 1500
+    direction = rng.normal(size=(n, 5))
+    x = np.round(10 * direction / np.linalg.norm(direction, axis=1, keepdims=True), 1)
+    x[rng.choice(n, 150, replace=False)] = x[rng.choice(n, 150, replace=False)]
+    k = 2 + seed
+    assert np.array_equal(mdav_groups(x, k), reference_mdav(x, k))
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     x=arrays(np.float64, st.tuples(st.integers(1, 120), st.integers(1, 4)), elements=st.integers(-3, 3).map(float)),

@@ -396,3 +396,37 @@ def test_fractional_numeric_codes_score_as_their_categories():
     frame = pd.DataFrame({"educ": educ, "sex": rng.integers(1, 3, 300), "region": rng.integers(1, 6, 300)})
     coded = frame.assign(educ=frame["educ"].map({7.0: 1, 8.5: 2, 10.0: 3, 10.5: 4, 12.0: 5}))
     pd.testing.assert_frame_equal(suda2(frame, ["educ", "sex", "region"]), suda2(coded, ["educ", "sex", "region"]))
+
+
+def msu_scores_by_counting(data: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each record's SUDA score and number of MSUs from the definitions alone (no missing values, K >= 3
+    keys, every size searched): a record is unique on a key subset S when no other record shares its
+    values on S (a pandas count per subset); S is an MSU when the record is unique on S and on no
+    S minus one key; an MSU of size s scores (K - s)! (SPEC §3.8, Elliot et al. 2002)."""
+    n_keys = len(keys)
+    unique = {}
+    for size in range(1, n_keys + 1):
+        for subset in combinations(keys, size):
+            unique[subset] = data.groupby(list(subset))[subset[0]].transform("size").to_numpy() == 1
+    score, msus = np.zeros(len(data)), np.zeros(len(data), dtype=np.int64)
+    for subset, alone in unique.items():
+        minimal = alone.copy()
+        if len(subset) > 1:
+            for smaller in combinations(subset, len(subset) - 1):
+                minimal &= ~unique[smaller]
+        score += minimal * factorial(n_keys - len(subset))
+        msus += minimal
+    return score, msus
+
+
+def test_scores_on_a_sample_shaped_like_the_benchmark_equal_an_msu_count_by_definition(testdata):
+    """Issue 37's SUDA2 figure (benchmarks/protect.py, 1,000,000 x 7 keys drawn from testdata's
+    marginals) is only worth its speed if the scores are right: on 3,000 records drawn the same way
+    (over 100 sample uniques, over 500 MSUs, records with several) the scores equal a count of the MSUs straight
+    from the definition."""
+    rng = np.random.default_rng(2024)
+    sample = pd.DataFrame({key: rng.choice(testdata[key].to_numpy(), size=3_000) for key in KEYS})
+    expected_score, msus = msu_scores_by_counting(sample, KEYS)
+    assert msus.sum() > 500 and (expected_score > 0).sum() > 100 and (msus > 1).any()  # work for the search
+    out = suda2(sample, KEYS)
+    np.testing.assert_array_equal(out["score"].to_numpy(), expected_score)

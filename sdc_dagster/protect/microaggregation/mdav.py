@@ -22,19 +22,35 @@ skipped only when its bound misses the decision by more than a relative toleranc
 that of the exhaustive algorithm, ties included (tested against a direct transcription of sdcMicro's
 loop and against labels stored from the previous implementation). For the farthest record from
 the centroid the nodes also keep the radius of their records about a recent centroid (re-centred
-when the searches since the last re-centring have visited about as many leaves as there are records
-left), which the slowly moving centroid keeps tight. 5 variables, k=3, on a 2-core machine shared
-with another benchmark: 50,000 records 0.55 s, 200,000 2.5 s, 1,000,000 about 30 s (before: 2.3 s,
-17 s, about 15 min). The first call in a fresh environment compiles the loop (about 10 s; cached on
+when the searches since the last re-centring have visited about an eighth as many nodes as there are
+records left), which the slowly moving centroid keeps tight. 5 variables, k=3, on a 2-core machine
+shared with another benchmark (issue 16): 50,000 records 0.55 s, 200,000 2.5 s, 1,000,000 about 30 s
+(before: 2.3 s, 17 s, about 15 min). The first call in a fresh environment compiles the loop (about 10 s; cached on
 disk by numba afterwards).
 
-Where the time goes (issue 37, counted on 1,000,000 x 5, k = 3, leaves of 16): per pair of groups
-the farthest record from the centroid visited 35 leaves, the farthest from x_r 174 and each
-k-nearest search 9: the search from x_r, whose answer lies among the many records nearly tied on
-the far side of the data, is three quarters of the work. Tried without gain on it: a ball about
-each node's centre as a further bound, seeding the search with the previous search's farthest
-records, a k-d tree on principal axes. Leaves of 8 records (more, smaller boxes) cut its visits to
-122 and the loop's time by about 7 % (200,000 x 5: 2.4-2.5 s CPU against 2.6-2.7 s, the same groups).
+Where the time goes (issue 37, counted on 1,000,000 x 5, k = 3, leaves of 8): the searches are
+bound by memory latency (the tree and the records are far larger than the caches), so what counts
+is the nodes a search expands. Before this round, per pair of groups: the farthest record from the
+centroid 563 nodes (46 leaves), the farthest from x_r 1,364 (122 leaves), the two k-nearest
+searches 147 (18 leaves). Three changes, the groups unchanged (1,000,000 x 5 record for record):
+
+* for complete data a farthest search also bounds a node by |x - q|^2 = |x - c|^2 + |q - c|^2 -
+  2 (q - c).(x - c) about the reference c (the node's radius bounds the first term, the least
+  projection of its box on q - c the last); the triangle bound (radius + |q - c|)^2 ignored the
+  direction of q, which is all that matters for x_r on the rim of the data: 1,364 -> 624 nodes;
+* re-centring is paid for in nodes, not leaves, visited by the centroid searches (a node costs
+  about as much as re-centring 8 records): 762 re-centrings instead of 92, 563 -> 129 nodes;
+* a node's box, radius, count, first child and leaf range are one row of one table, a node's two
+  children adjacent rows, so an expansion reads one contiguous block instead of six arrays.
+
+CPU seconds on the shared 2-core machine, the same run conditions for both (400,000 x 5, load
+13-15): 7.8-9.2 s before, 5.4-5.6 s after; 1,000,000 x 5 back to back at load 6.5-7: 30.9 s before,
+18.3 s after (``benchmarks/protect.py``: 18.3 s; 23.5 s at load 12: CPU seconds of memory-bound code
+grow with the load). Tried without gain: best-first order for the farthest searches (a binary heap; a
+quarter fewer nodes, but 30 % more time: the heap's jumps lose the depth-first order's locality),
+ranking the records of a leaf by their double-precision distance before sdcMicro's single-precision
+one, leaves of 4, 6 or 12 records. Tried before: a ball about each node's centre, seeding with the
+previous search's farthest records, a k-d tree on principal axes.
 
 Missing values (item non-response) follow sdcMicro's ``mdav`` (``R/mdav.R`` codes NA as -999 for
 the C++ ``Mdav`` and restores NA afterwards):
@@ -75,6 +91,7 @@ from numba import njit
 _REL_TOL = 1e-5  # >> single-precision rounding of a distance (about 2e-7 relative)
 _EXACT_CENTER_LIMIT = 5_000  # up to here the centroid is re-summed in data order as sdcMicro does
 _LEAF_SIZE = 8  # records per leaf of the k-d tree
+_RECENTRE_RATIO = 8  # a node visited by a centroid search costs about as much as re-centring 8 records
 
 
 def _stratum_sums(values: np.ndarray, stratum: np.ndarray, count: int) -> np.ndarray:
@@ -224,7 +241,13 @@ def _compile_mdav_kernel(complete: bool):
         relative ``_REL_TOL`` (plus ``abs_tol``), so the result is that of the exhaustive loop, ties
         included. ``total`` and ``total_count`` are the sums and counts of the observed values.
         ``complete`` (data without NaN) is a constant of the compiled kernel: complete data run code
-        without the missing-value branches (they cost them about 1.6 times the time)."""
+        without the missing-value branches (they cost them about 1.6 times the time).
+
+        The searches are bound by memory latency (a node's data is seldom in cache at 1,000,000
+        records), so everything a search reads about a node is one row of ``table``: its box (the
+        lowest and highest values of its remaining records), its radius about the reference, its
+        count of remaining records, its first child (the second is the next row, so a node's two
+        children are 2 adjacent rows) or -1, and its first and past-last leaf positions."""
         n, p = x.shape
         n_nodes = len(start)
         xs, zs = x[order], z[order]  # rows in leaf order
@@ -233,37 +256,48 @@ def _compile_mdav_kernel(complete: bool):
         position[order] = np.arange(n)
         parent = np.full(n_nodes, -1, dtype=np.int64)
         leaf_of = np.empty(n, dtype=np.int64)
+        low_at, high_at, radius_at = 0, p, 2 * p  # the columns of a row of the node table
+        count_at, kid_at, start_at, end_at = 2 * p + 1, 2 * p + 2, 2 * p + 3, 2 * p + 4
+        table = np.empty((n_nodes, 2 * p + 5))
+        table[:, low_at:high_at] = np.inf
+        table[:, high_at:radius_at] = -np.inf
+        observed = np.zeros((n_nodes, p), dtype=np.int64)  # remaining records of the node observing j
         for node in range(n_nodes):
+            table[node, count_at] = end[node] - start[node]
+            table[node, kid_at] = children[node, 0]  # kd_tree numbers a node's children c, c + 1
+            table[node, start_at], table[node, end_at] = start[node], end[node]
             if children[node, 0] >= 0:
                 parent[children[node, 0]] = node
                 parent[children[node, 1]] = node
             else:
                 leaf_of[start[node]:end[node]] = node
-        low = np.full((n_nodes, p), np.inf)
-        high = np.full((n_nodes, p), -np.inf)
-        observed = np.zeros((n_nodes, p), dtype=np.int64)  # remaining records of the node observing j
-        count = end - start
-        for node in range(n_nodes):
             for i in range(start[node], end[node]):
                 for j in range(p):
                     if not np.isnan(zs[i, j]):
                         observed[node, j] += 1
-                        low[node, j] = min(low[node, j], zs[i, j])
-                        high[node, j] = max(high[node, j], zs[i, j])
+                        table[node, low_at + j] = min(table[node, low_at + j], zs[i, j])
+                        table[node, high_at + j] = max(table[node, high_at + j], zs[i, j])
         reference = np.zeros(p)  # a recent centroid (z): the centre of the balls
         norm = np.empty(n)  # distance of every record to the reference
-        radius = np.empty(n_nodes)  # largest ``norm`` of the remaining records of a node
-        waste = 0  # leaves visited by centroid searches since the balls were last re-centred
+        waste = 0  # nodes visited by centroid searches since the balls were last re-centred
+
+        def merged_radius(a):
+            """The radius of the parent of nodes a and a + 1: the larger radius of the non-empty ones."""
+            if table[a, count_at] == 0:
+                return table[a + 1, radius_at]
+            if table[a + 1, count_at] == 0:
+                return table[a, radius_at]
+            return max(table[a, radius_at], table[a + 1, radius_at])
 
         def recentre(point_z):
             reference[:] = point_z
             for node in range(n_nodes - 1, -1, -1):  # children come after their parent
-                if count[node] == 0:  # removed records keep a stale norm: never read again
+                if table[node, count_at] == 0:  # removed records keep a stale norm: never read again
                     continue
-                a, b = children[node, 0], children[node, 1]
+                a = int(table[node, kid_at])
                 if a < 0:
-                    radius[node] = 0.0
-                    for i in range(start[node], end[node]):
+                    radius = 0.0
+                    for i in range(int(table[node, start_at]), int(table[node, end_at])):
                         if alive[i]:
                             if complete:
                                 total_square = 0.0
@@ -272,9 +306,10 @@ def _compile_mdav_kernel(complete: bool):
                                 norm[i] = np.sqrt(total_square)
                             else:
                                 norm[i] = _double_distance(zs[i], reference, penalty_z)
-                            radius[node] = max(radius[node], norm[i])
+                            radius = max(radius, norm[i])
+                    table[node, radius_at] = radius
                 else:
-                    radius[node] = radius[b] if count[a] == 0 else radius[a] if count[b] == 0 else max(radius[a], radius[b])
+                    table[node, radius_at] = merged_radius(a)
 
         def upper_bound(node, point_z):
             """Largest squared distance from ``point_z`` to a remaining record of ``node`` (box bound)."""
@@ -287,8 +322,8 @@ def _compile_mdav_kernel(complete: bool):
                     continue
                 term = 0.0
                 if seen > 0:
-                    term = max(abs(q - low[node, j]), abs(q - high[node, j])) ** 2
-                if seen < count[node]:
+                    term = max(abs(q - table[node, low_at + j]), abs(q - table[node, high_at + j])) ** 2
+                if seen < table[node, count_at]:
                     term = max(term, penalty_z[j])
                 bound += term
             return bound
@@ -299,13 +334,13 @@ def _compile_mdav_kernel(complete: bool):
             for j in range(p):
                 q, seen = point_z[j], observed[node, j]
                 if np.isnan(q):
-                    if seen == count[node]:
+                    if seen == table[node, count_at]:
                         bound += penalty_z[j]
                     continue
                 term = np.inf
                 if seen > 0:
-                    term = max(low[node, j] - q, q - high[node, j], 0.0) ** 2
-                if seen < count[node]:
+                    term = max(table[node, low_at + j] - q, q - table[node, high_at + j], 0.0) ** 2
+                if seen < table[node, count_at]:
                     term = min(term, penalty_z[j])
                 bound += term
             return bound
@@ -324,7 +359,7 @@ def _compile_mdav_kernel(complete: bool):
 
         def farthest(point, point_z):
             """Original row of the remaining record farthest from ``point`` (first in data order on ties)."""
-            best, best_id, leaves = -1.0, n, 0
+            best, best_id, visits = -1.0, n, 0
             offset = np.sqrt(((point_z - reference) ** 2).sum()) if complete else _double_distance(point_z, reference, penalty_z)
             stack[0], bounds[0], top = 0, np.inf, 1
             while top:
@@ -332,34 +367,45 @@ def _compile_mdav_kernel(complete: bool):
                 node = stack[top]
                 if bounds[top] * (1 + _REL_TOL) + abs_tol < best:
                     continue
-                if children[node, 0] < 0:
-                    leaves += 1
-                    for i in range(start[node], end[node]):
+                visits += 1
+                a = int(table[node, kid_at])
+                if a < 0:
+                    for i in range(int(table[node, start_at]), int(table[node, end_at])):
                         if alive[i]:
                             d = _single_precision_distance(xs, i, point, weights, penalties, complete)
                             if d > best or (d == best and order[i] < best_id):
                                 best, best_id = d, order[i]
                     continue
-                a, b = children[node, 0], children[node, 1]
-                # the ball about the reference holding the node's records bounds them too (tight near the centroid)
+                b = a + 1
                 if complete:
-                    bound_a = bound_b = 0.0
+                    # the box's farthest corner; and |x - q|^2 = |x - c|^2 + |q - c|^2 - 2 (q - c).(x - c)
+                    # about the reference c: the node's radius bounds the first term, its box the projection
+                    bound_a = bound_b = toward_a = toward_b = 0.0
                     for j in range(p):
-                        reach = max(abs(point_z[j] - low[a, j]), abs(point_z[j] - high[a, j]))
+                        q, c = point_z[j], reference[j]
+                        low, high = table[a, low_at + j], table[a, high_at + j]
+                        reach = max(abs(q - low), abs(q - high))
                         bound_a += reach * reach
-                        reach = max(abs(point_z[j] - low[b, j]), abs(point_z[j] - high[b, j]))
+                        toward_a += min((q - c) * (low - c), (q - c) * (high - c))
+                        low, high = table[b, low_at + j], table[b, high_at + j]
+                        reach = max(abs(q - low), abs(q - high))
                         bound_b += reach * reach
+                        toward_b += min((q - c) * (low - c), (q - c) * (high - c))
+                    bound_a = min(bound_a, table[a, radius_at] ** 2 + offset * offset - 2.0 * toward_a)
+                    bound_b = min(bound_b, table[b, radius_at] ** 2 + offset * offset - 2.0 * toward_b)
                 else:
-                    bound_a, bound_b = upper_bound(a, point_z), upper_bound(b, point_z)
-                bound_a = min(bound_a, (radius[a] + offset) ** 2)
-                bound_b = min(bound_b, (radius[b] + offset) ** 2)
+                    # the ball about the reference holding the node's records bounds them too
+                    bound_a = min(upper_bound(a, point_z), (table[a, radius_at] + offset) ** 2)
+                    bound_b = min(upper_bound(b, point_z), (table[b, radius_at] + offset) ** 2)
                 if bound_a > bound_b:  # the more promising child on top of the stack
                     a, b, bound_a, bound_b = b, a, bound_b, bound_a
-                for child, bound in ((a, bound_a), (b, bound_b)):
-                    if count[child] > 0:
-                        stack[top], bounds[top] = child, bound
-                        top += 1
-            return best_id, leaves
+                if table[a, count_at] > 0 and bound_a * (1 + _REL_TOL) + abs_tol >= best:
+                    stack[top], bounds[top] = a, bound_a
+                    top += 1
+                if table[b, count_at] > 0 and bound_b * (1 + _REL_TOL) + abs_tol >= best:
+                    stack[top], bounds[top] = b, bound_b
+                    top += 1
+            return best_id, visits
 
         def nearest(row):
             """Original rows of the k remaining records nearest to record ``row`` (by distance, later
@@ -372,8 +418,9 @@ def _compile_mdav_kernel(complete: bool):
                 node = stack[top]
                 if found == k and bounds[top] * (1 - _REL_TOL) - abs_tol > best_distance[k - 1]:
                     continue
-                if children[node, 0] < 0:
-                    for i in range(start[node], end[node]):
+                a = int(table[node, kid_at])
+                if a < 0:
+                    for i in range(int(table[node, start_at]), int(table[node, end_at])):
                         if not alive[i]:
                             continue
                         d, r = _single_precision_distance(xs, i, point, weights, penalties, complete), order[i]
@@ -389,51 +436,58 @@ def _compile_mdav_kernel(complete: bool):
                             slot -= 1
                         best_distance[slot], best_row[slot] = d, r
                     continue
-                a, b = children[node, 0], children[node, 1]
+                b = a + 1
                 if complete:
                     bound_a = bound_b = 0.0
                     for j in range(p):
-                        gap = max(low[a, j] - point_z[j], point_z[j] - high[a, j], 0.0)
+                        q = point_z[j]
+                        gap = max(table[a, low_at + j] - q, q - table[a, high_at + j], 0.0)
                         bound_a += gap * gap
-                        gap = max(low[b, j] - point_z[j], point_z[j] - high[b, j], 0.0)
+                        gap = max(table[b, low_at + j] - q, q - table[b, high_at + j], 0.0)
                         bound_b += gap * gap
                 else:
-                    bound_a = lower_bound(a, point_z) if count[a] > 0 else 0.0
-                    bound_b = lower_bound(b, point_z) if count[b] > 0 else 0.0
+                    bound_a = lower_bound(a, point_z) if table[a, count_at] > 0 else 0.0
+                    bound_b = lower_bound(b, point_z) if table[b, count_at] > 0 else 0.0
                 if bound_a < bound_b:  # the nearer child on top of the stack
                     a, b, bound_a, bound_b = b, a, bound_b, bound_a
-                for child, bound in ((a, bound_a), (b, bound_b)):
-                    if count[child] > 0:
-                        stack[top], bounds[top] = child, bound
-                        top += 1
+                if table[a, count_at] > 0:
+                    stack[top], bounds[top] = a, bound_a
+                    top += 1
+                if table[b, count_at] > 0:
+                    stack[top], bounds[top] = b, bound_b
+                    top += 1
             return best_row[:k].copy()
 
         def remove(row):
             i = position[row]
             alive[i] = False
             node = leaf_of[i]
-            count[node] -= 1
+            table[node, count_at] -= 1
             for j in range(p):  # an empty node observes nothing: its parent's box ignores it
-                low[node, j], high[node, j], observed[node, j] = np.inf, -np.inf, 0
-            if count[node] > 0:
-                radius[node] = 0.0
-                for r in range(start[node], end[node]):
+                table[node, low_at + j], table[node, high_at + j], observed[node, j] = np.inf, -np.inf, 0
+            if table[node, count_at] > 0:
+                radius = 0.0
+                for r in range(int(table[node, start_at]), int(table[node, end_at])):
                     if alive[r]:
-                        radius[node] = max(radius[node], norm[r])
+                        radius = max(radius, norm[r])
                         for j in range(p):
                             if complete or not np.isnan(zs[r, j]):
                                 observed[node, j] += 1
-                                low[node, j] = min(low[node, j], zs[r, j])
-                                high[node, j] = max(high[node, j], zs[r, j])
+                                table[node, low_at + j] = min(table[node, low_at + j], zs[r, j])
+                                table[node, high_at + j] = max(table[node, high_at + j], zs[r, j])
+                table[node, radius_at] = radius
             node = parent[node]
             while node >= 0:
-                count[node] -= 1
-                a, b = children[node, 0], children[node, 1]
+                table[node, count_at] -= 1
+                a = int(table[node, kid_at])
+                b = a + 1
                 for j in range(p):
-                    observed[node, j] = observed[a, j] + observed[b, j]
-                    low[node, j], high[node, j] = min(low[a, j], low[b, j]), max(high[a, j], high[b, j])
-                if count[node] > 0:
-                    radius[node] = radius[b] if count[a] == 0 else radius[a] if count[b] == 0 else max(radius[a], radius[b])
+                    if not complete:
+                        observed[node, j] = observed[a, j] + observed[b, j]
+                    table[node, low_at + j] = min(table[a, low_at + j], table[b, low_at + j])
+                    table[node, high_at + j] = max(table[a, high_at + j], table[b, high_at + j])
+                if table[node, count_at] > 0:
+                    table[node, radius_at] = merged_radius(a)
                 node = parent[node]
 
         while left >= 2 * k:
@@ -455,9 +509,9 @@ def _compile_mdav_kernel(complete: bool):
             for j in range(p):
                 center[j] = center[j] / center_count[j] if center_count[j] > 0 else np.nan
                 center_z[j] = (center[j] - origin[j]) * scale[j]
-            record_r, leaves = farthest(center, center_z)
-            waste += leaves
-            if waste * _LEAF_SIZE > left:  # re-centring costs about as much as the visits since the last one
+            record_r, visits = farthest(center, center_z)
+            waste += visits
+            if waste * _RECENTRE_RATIO > left:  # re-centring costs about as much as the visits since the last one
                 recentre(center_z)
                 waste = 0
             record_s = farthest(x[record_r], z[record_r])[0]
