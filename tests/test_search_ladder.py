@@ -161,6 +161,24 @@ def test_a_withheld_key_counts_as_total_loss_of_that_key_in_thesearch_loss():
     assert "values_withheld" not in headline_loss(data, one_sex, spec, topsis=False)
 
 
+
+def test_a_key_released_as_one_category_counts_as_total_loss_like_a_withheld_key():
+    """A key whose every value is merged into one group releases nothing of it: its observed values
+    are lost (d = 1), though the merged group's internal code (the smallest member's) would read the
+    records of that member as unchanged. By hand: the 4 records of the test above."""
+    data = pd.DataFrame({"sex": ["m", "f", "m", "f"], "region": ["a", "a", "b", "b"],
+                         "income": [10.0, 20.0, np.nan, 40.0]})
+    spec = amounts_spec(["income"], keys=["sex", "region"])
+    merged = data.assign(region="a")  # region at its top, coded by its smallest member 'a'
+    figures = headline_loss(data, merged, spec, topsis=False)
+    # 4 region values lost of 11 observed (sex 4 and income 3 unchanged), not 2 (the 'b' records)
+    assert figures["lambda_arctan"] == pytest.approx(4 / 11)
+    assert figures["values_compared"] == 7 and figures["values_withheld"] == 4
+    # every key released as one category, or withheld: everything is lost
+    nothing = headline_loss(data, data.assign(sex="m", region="a").drop(columns="income"), spec, topsis=False)
+    assert nothing["lambda_arctan"] == 1.0 and nothing["values_withheld"] == 11
+
+
 def test_a_plan_withholding_keys_says_so_in_its_summary_and_on_the_console():
     plan = Plan("p", ({"method": "remove_variables", "variables": ["income", "assets", "debts"]},), 3, 1,
                 description="searched plan: income, assets, debts not released (continuous keys)")

@@ -105,6 +105,10 @@ def test_search_over_hierarchies_finds_the_brute_force_optimum(seed, k, target):
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), k=st.integers(2, 4), target=st.sampled_from([0.05, 0.1]))
 @example(seed=0, k=2, target=0.05)  # no plan of the keys' own levels passes: the keys' tops are searched too
+# found by hypothesis: the walk preferred region at its top (scored 0.31, its 40 % of records coded as
+# the top's smallest member read as unchanged) to (2, 1) with suppression (0.497), which the search of
+# every node recommends; a key released as one category now counts as total loss of it (headline_loss)
+@example(seed=1, k=2, target=0.05)
 def test_search_with_local_suppression_over_hierarchies_equals_every_node_evaluated(seed, k, target):
     """With local suppression the classes settle no node that needs it: the walk (loss bound, rolled
     classes) recommends the plan of the search that evaluates every node."""

@@ -22,12 +22,14 @@ from sdc_dagster.pipeline.protection import linkage_figures
 from sdc_dagster.pipeline.risk import RiskScores, if_computable, measure_notes_frame, records_below_l, risk_table
 from sdc_dagster.pipeline.variant import (
     ReleasedKeys,
+    keys_not_released,
     loss_scales,
     ordinal_orders,
     perturbed,
     released_keys,
     retained_records,
     same_release,
+    two_values,
     values_changed,
 )
 from sdc_dagster.report import MeasureNote
@@ -357,13 +359,6 @@ def _same_matrices(a: dict[str, pd.DataFrame], b: dict[str, pd.DataFrame]) -> bo
     return a.keys() == b.keys() and all(a[v].equals(b[v]) for v in a)
 
 
-def _two_values(values: pd.Series) -> bool:
-    """Whether at least two distinct values are observed (``nunique() >= 2``, without hashing every
-    value)."""
-    observed = values.dropna().to_numpy()
-    return bool(len(observed) and (observed != observed[0]).any())
-
-
 def _continuous_loss(
     original: pd.DataFrame, protected: pd.DataFrame, columns: list[str], notes: list[MeasureNote], variant: str
 ) -> dict:
@@ -379,7 +374,7 @@ def _continuous_loss(
     x, y = original[columns], protected[columns]
     figures = {}
     # a variable without spread has no correlation: the moment and utility measures leave it out
-    spread = [c for c in columns if _two_values(x[c]) and _two_values(y[c])]
+    spread = [c for c in columns if two_values(x[c]) and two_values(y[c])]
     if len(spread) < len(columns):
         notes.append(MeasureNote("moment measures and dUtility", "continuous keys left out, without spread in the "
                                  f"original or the released file: {', '.join(c for c in columns if c not in spread)}",
@@ -427,7 +422,7 @@ def _categorical_loss(
             value = if_computable(notes, f"ebil_{k}", variant, loss.ebil, original, protected, k, matrix=matrices.get(k))
             if value is not None:
                 figures[f"ebil_{k}"] = float(value)
-    varied = [k for k in keys if _two_values(original[k]) and _two_values(protected[k])]
+    varied = [k for k in keys if two_values(original[k]) and two_values(protected[k])]
     if len(varied) < len(keys):
         left_out = ", ".join(k for k in keys if k not in varied)
         notes.append(MeasureNote("cramers_v_change_mean", f"keys left out, with fewer than 2 observed categories in "
@@ -453,26 +448,37 @@ def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveyS
     ``unchanged``, quasi-identifiers released as they are, whose partial distances are known to be 0
     (:func:`sdc_dagster.loss.distance_losses`); ``topsis=False`` leaves ``topsis_mean`` out.
 
-    A key the variant withholds (``remove_variables``, the plan search's last rung) is total loss of
-    that key: SPEC §9.1's lambda = sum_j sum_i d(x_ij, x*_ij) / (m·n) runs over the keys of the
-    original, each observed value of a withheld key with d = 1 (nothing of it is released), so
-    lambda = (lambda_released · C + R) / (C + R), C the values compared over the released keys and R
-    (``values_withheld``, given when > 0) the withheld keys' observed values. Taken over the released
-    keys only, the measure would call withholding a key no loss of it at all."""
+    A key the variant does not release (:func:`~sdc_dagster.pipeline.variant.keys_not_released`:
+    withheld by ``remove_variables``, the plan search's last rung, or released as one category, the
+    hierarchy's top or one band covering everything) is total loss of that key: SPEC §9.1's
+    lambda = sum_j sum_i d(x_ij, x*_ij) / (m·n) runs over the keys of the original, each observed
+    value of such a key with d = 1 (nothing of it is released), so
+    lambda = (lambda_released · C + R) / (C + R), C the values compared over the other keys and R
+    (``values_withheld``, given when > 0) the observed values of the keys not released; lambda = 1
+    when no key is released. Taken over the released keys only, the measure would call withholding a
+    key no loss of it at all; and a key released as one category would be read as partly unchanged
+    (the members sharing the merged group's internal code, its smallest member: SPEC §8.2 keeps that
+    coding for the ordinal distance only). C + R is the observed values of the original's keys
+    whatever the plan, so the figure stays a sum of per-key figures (the plan search's recode-only
+    bound, :func:`~sdc_dagster.search.coded.level_bounds`)."""
     matched = retained_records(original, protected, "release")
+    lost = keys_not_released(spec, original, protected, unchanged=unchanged)
     scales = loss_scales(spec, released_keys(spec, protected))
+    informative = {key: scale for key, scale in scales.items() if key not in lost}
+    # every key released as one category: the partial distances over them all, for TOPSIS's record
+    # scores only (lambda is 1)
+    measured = informative or scales
     counts = {"records_compared": len(protected), "records_removed": len(original) - len(protected)}
     notes = []
-    # the frames as they are: the measure reads the columns of ``scales`` only (no copy of them)
+    # the frames as they are: the measure reads the columns of ``measured`` only (no copy of them)
     result = if_computable(notes, "lambda_arctan", "release", loss.distance_loss, matched, protected,
-                           scales, categories=ordinal_orders(spec, scales), unchanged=unchanged)
+                           measured, categories=ordinal_orders(spec, measured), unchanged=unchanged)
     if result is None:
         return {"not_applicable": notes[0].reason, **counts}
-    compared = int(result.compared.sum())
-    withheld = [key for key in released_keys(spec, original).quasi_identifiers if key not in protected.columns]
-    observed = int(matched[withheld].notna().to_numpy().sum()) if withheld else 0
-    lambda_arctan = float(result.value)
-    if observed:
+    compared = int(result.compared.sum()) if informative else 0
+    observed = int(matched[list(lost)].notna().to_numpy().sum()) if lost else 0
+    lambda_arctan = float(result.value) if informative else 1.0
+    if observed and informative:
         lambda_arctan = (lambda_arctan * compared + observed) / (compared + observed)
     figures = {"lambda_arctan": lambda_arctan}
     if topsis:

@@ -171,7 +171,26 @@ def level_bounds(data: pd.DataFrame, spec: SurveySpec, lattice: CodedLattice) ->
 
     Level 0 releases the key as it is: its figure is that of the wave itself, for every key. A
     deeper level changes that key only, so the partial distances of the other columns are not
-    computed (``unchanged``)."""
+    computed (``unchanged``). A level that releases the key as one category (its top) counts each
+    of its observed values as lost (d = 1, :func:`~sdc_dagster.pipeline.variant.keys_not_released`),
+    as headline_loss does for the released plan.
+
+    Why the walk's pruning stays sound with that rule. The walk needs two properties, not the
+    monotonicity of the loss along the lattice (Flash's traversal never assumes it, and a level's
+    loss need not grow with the level for a chain that is not nested):
+
+    * *additivity*: measure (1) divides by C + R, the values compared plus the values of the keys
+      not released, which is the count of observed values of the original's keys whatever the node
+      (a key not released moves its values from C to R), so a node's recode-only loss is the sum of
+      its keys' figures;
+    * *suppression only raises it* (the recode-only loss is a lower bound of the node's loss with
+      suppression and continuous steps): a suppressed value has d = 1 >= its partial distance
+      before; a key that suppression leaves with one category, or none, moves all its values to
+      d = 1; a key already released as one category stays so.
+
+    Within a nested chain the figure is moreover monotone (a record keeps its value only while it
+    is the smallest member of its group, and groups only grow; the top, d = 1 on every value, is
+    the largest figure a level can have, d <= 1): tested in tests/test_search.py."""
     unchanged_wave = headline_loss(data, data, spec, topsis=False).get("lambda_arctan", np.nan)
     bounds = []
     for key in lattice.keys:

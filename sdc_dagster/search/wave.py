@@ -236,9 +236,12 @@ def _flash_by_recoding(w: LatticeWalk, flashed: Outcome, withhold: bool) -> str:
     bound_note = (f"Flash checked {flashed.checked:,} of {len(w.nodes):,} nodes by their rolled-up classes for the "
                   f"least-loss plan meeting the target by recoding alone: {found_note}")
     if flashed.optimal and proven_flash and not w.walk_suppresses:
-        # proven: every node before it in loss order fails the target by recoding alone (all of
-        # them when none meets it), and nothing may be suppressed: the walk starts at it
-        w.skipped = int(np.flatnonzero(w.order == flashed.node)[0]) if flashed.value < np.inf else len(w.order)
+        # proven: every node of a lower recode-only loss fails the target by recoding alone (all of
+        # them when none meets it), and nothing may be suppressed: the walk starts at the first node
+        # of Flash's loss. Not at Flash's node itself: among nodes of equal loss Flash breaks ties by
+        # node number, the walk by fewer levels, and a node of equal loss may have less risk (a
+        # front point); ties are common where keys released as one category each lose all their values
+        w.skipped = int(np.searchsorted(w.lower[w.order], flashed.value, side="left"))
         w.settled += w.skipped
         w.order = w.order[w.skipped:]
     elif flashed.value < np.inf:
