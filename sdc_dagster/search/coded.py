@@ -24,6 +24,7 @@ from sdc_dagster.protect.suppression import codes_below_l
 from sdc_dagster.risk.categorical import risk_from_frequencies
 from sdc_dagster.spec import SurveySpec
 from sdc_dagster.pipeline.evaluation import headline_loss
+from sdc_dagster.pipeline.variant import released_keys, two_values
 from sdc_dagster.validation import weight_values
 
 
@@ -68,6 +69,10 @@ class CodedLattice:
                 coded.append((level_codes[:, 0], int(radix[0])))
             self.values[key] = arrays
             self.codes[key] = coded
+        # the keys with at least two observed categories (a key released as one category loses them),
+        # and the spec's keys in the wave (categorical and continuous: the share of keys not released)
+        self.varied = [two_values(data[key]) for key in self.keys]
+        self.key_count = len(released_keys(spec, data).quasi_identifiers)
         # the sensitive variables' codes (from 0, -1 missing), when the spec asks l-diversity
         sensitive = [v for v in spec.names("sensitive") if v in data.columns] if spec.risk.l is not None else []
         self.sensitive = {v: category_codes(data[v])[0] - 1 for v in sensitive} if self.keys else {}
@@ -79,6 +84,22 @@ class CodedLattice:
         for j, (key, level) in enumerate(zip(self.keys, node)):
             digits[:, j], radices[j] = self.codes[key][level]
         return digits, radices
+
+    def not_released(self, digits: np.ndarray) -> list[str]:
+        """The keys whose ``digits`` (a node's, after any suppression) release them as one category:
+        at least two observed categories in the wave, at most one nonzero code left (what
+        :func:`~sdc_dagster.pipeline.variant.keys_not_released` finds in the released frame)."""
+        out = []
+        for j, key in enumerate(self.keys):
+            observed = digits[:, j][digits[:, j] > 0]
+            if self.varied[j] and not (observed.size and (observed != observed[0]).any()):
+                out.append(key)
+        return out
+
+    def not_released_share(self, digits: np.ndarray) -> float:
+        """The share of the spec's keys (categorical and continuous) that :meth:`not_released` finds,
+        bounded by ``limits.max_keys_not_released``; 0 without keys."""
+        return len(self.not_released(digits)) / self.key_count if self.key_count else 0.0
 
     def frequencies(self, digits: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per record (f, F) of keys with these digits, SPEC §2.4 (what ``risk.key_frequencies``
