@@ -50,7 +50,9 @@ def test_linkage_risk_is_the_best_linkage_an_intruder_can_choose():
     spec = tiny_spec()
     checks = protection.release_checks(RELEASED, spec, spec.plans[0], original=ORIGINAL)
     # no categorical key: no k-anonymity; one continuous key: no correlation limit
-    assert list(checks) == ["linkage_risk", "no_direct_identifier", "mean_change_limit", "variance_change_limit"]
+    assert list(checks) == ["linkage_risk", "no_direct_identifier", "mean_change_limit", "variance_change_limit",
+                            "keys_not_released_limit"]
+    assert checks["keys_not_released_limit"].passed and checks["keys_not_released_limit"].value == 0.0
     check = checks["linkage_risk"]
     assert check.figures["record_linkage_risk"] == 0.75
     assert check.figures["record_linkage_mahalanobis_risk"] == 0.75
@@ -81,7 +83,7 @@ def test_linkage_risk_without_a_changed_or_released_continuous_key():
 def test_the_categorical_checks_are_left_out_without_categorical_keys_and_say_why():
     spec = tiny_spec()
     assert protection.release_check_names(spec) == ["linkage_risk", "no_direct_identifier", "mean_change_limit",
-                                                    "variance_change_limit"]
+                                                    "variance_change_limit", "keys_not_released_limit"]
     reasons = protection.checks_not_applicable(spec)
     assert set(reasons) == {"k_anonymity", "global_risk", "individual_risk", "released_categories", "l_diversity"}
     assert all("no categorical key" in why for why in reasons.values())
