@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sdc_dagster.pipeline.evaluation import headline_loss
+from sdc_dagster.pipeline.evaluation import headline_loss, information_loss
 from sdc_dagster.pipeline.variant import keys_not_released
 from sdc_dagster.search.coded import CodedLattice, level_bounds
 from sdc_dagster.search.space import search_space
@@ -42,6 +42,11 @@ def test_a_key_at_its_top_in_a_two_key_file_loses_its_share_of_the_values():
     assert headline_loss(data, both, spec)["lambda_arctan"] == pytest.approx(5 / 8)
     # both keys as one category: nothing released, lambda 1
     assert headline_loss(data, data.assign(region="a", sex="f"), spec)["lambda_arctan"] == 1.0
+    # the report's loss stage counts the same way, under each continuous distance (no continuous key
+    # here: all three are 4/8), as the release manifest's headline does
+    summary = information_loss(data, {"p": data.assign(region="a")}, spec).summary.loc["p"]
+    assert summary["lambda_arctan"] == summary["lambda_max_abs"] == pytest.approx(4 / 8)
+    assert summary["values_compared"] == 4 and summary["values_withheld"] == 4
 
 
 def test_keys_not_released_names_withheld_and_one_category_keys_only():

@@ -290,6 +290,9 @@ def information_loss(
     the keys each variant releases, as the chain stored them on its variants (derived from the frame
     otherwise).
 
+    A key the variant does not release (withheld, or released as one category) is total loss of it
+    in the distance measure, as in :func:`headline_loss` (``values_withheld``: its observed values).
+
     Returns the :class:`InformationLoss`: ``summary``, one row per variant with the distance measure
     (1) under each continuous distance, the mean TOPSIS loss, the moment, SSE/TSS, utility, EBIL and
     association figures; ``per_record``, TOPSIS loss and the per-record sum of partial distances for
@@ -314,18 +317,21 @@ def information_loss(
         evaluated[name], first_note = frame, len(notes)
         matched = retained_records(original, frame, name)
         released = _keys_of(spec, name, frame, keys)
-        scales = loss_scales(spec, released)
+        lost = _LostKeys.of(spec, original, frame, released)
         row = {"variant": name, "records_compared": len(frame), "records_removed": len(original) - len(frame)}
         results = if_computable(
             notes, "lambda (distance measure (1)) and TOPSIS", name, loss.distance_losses,
-            matched, frame, scales,
-            continuous_distances=("max_abs", "max_sq", "arctan"), categories=ordinal_orders(spec, scales),
+            matched, frame, lost.measured,
+            continuous_distances=("max_abs", "max_sq", "arctan"), categories=ordinal_orders(spec, lost.measured),
         )
         if results is not None:
-            for distance, result in results.items():
-                row[f"lambda_{distance}"] = float(result.value)
             arctan = results["arctan"]
-            row["values_compared"] = int(arctan.compared.sum())
+            compared = lost.compared(arctan)
+            for distance, result in results.items():
+                row[f"lambda_{distance}"] = lost.lambda_of(result, compared)
+            row["values_compared"] = compared
+            if lost.observed:
+                row["values_withheld"] = lost.observed
             eta = loss.topsis_scores(arctan.distances)
             per_record[f"{name}_distance"] = arctan.per_record.reindex(original.index)
             per_record[f"{name}_topsis"] = eta.reindex(original.index)
@@ -462,25 +468,52 @@ def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveyS
     whatever the plan, so the figure stays a sum of per-key figures (the plan search's recode-only
     bound, :func:`~sdc_dagster.search.coded.level_bounds`)."""
     matched = retained_records(original, protected, "release")
-    lost = keys_not_released(spec, original, protected, unchanged=unchanged)
-    scales = loss_scales(spec, released_keys(spec, protected))
-    informative = {key: scale for key, scale in scales.items() if key not in lost}
-    # every key released as one category: the partial distances over them all, for TOPSIS's record
-    # scores only (lambda is 1)
-    measured = informative or scales
+    lost = _LostKeys.of(spec, original, protected, released_keys(spec, protected), unchanged=unchanged)
     counts = {"records_compared": len(protected), "records_removed": len(original) - len(protected)}
     notes = []
-    # the frames as they are: the measure reads the columns of ``measured`` only (no copy of them)
+    # the frames as they are: the measure reads the columns of ``lost.measured`` only (no copy of them)
     result = if_computable(notes, "lambda_arctan", "release", loss.distance_loss, matched, protected,
-                           measured, categories=ordinal_orders(spec, measured), unchanged=unchanged)
+                           lost.measured, categories=ordinal_orders(spec, lost.measured), unchanged=unchanged)
     if result is None:
         return {"not_applicable": notes[0].reason, **counts}
-    compared = int(result.compared.sum()) if informative else 0
-    observed = int(matched[list(lost)].notna().to_numpy().sum()) if lost else 0
-    lambda_arctan = float(result.value) if informative else 1.0
-    if observed and informative:
-        lambda_arctan = (lambda_arctan * compared + observed) / (compared + observed)
-    figures = {"lambda_arctan": lambda_arctan}
+    compared = lost.compared(result)
+    observed = lost.observed
+    figures = {"lambda_arctan": lost.lambda_of(result, compared)}
     if topsis:
         figures["topsis_mean"] = float(loss.topsis_scores(result.distances).mean())
     return {**figures, "values_compared": compared, **({"values_withheld": observed} if observed else {}), **counts}
+
+
+@dataclass(frozen=True)
+class _LostKeys:
+    """The keys a variant does not release (:func:`~sdc_dagster.pipeline.variant.keys_not_released`)
+    as the distance measure (1) counts them (:func:`headline_loss`, :func:`information_loss`):
+    ``measured``, the scales of the keys whose partial distances are computed (those released with
+    detail; all of them when none is, for TOPSIS's record scores only); ``informative``, whether any
+    key is released with detail; ``observed`` (R), the observed values of the keys not released."""
+
+    measured: dict[str, str]
+    informative: bool
+    observed: int
+
+    @classmethod
+    def of(cls, spec: SurveySpec, original: pd.DataFrame, protected: pd.DataFrame, released: ReleasedKeys, *,
+           unchanged: Sequence[str] = ()) -> _LostKeys:
+        lost = keys_not_released(spec, original, protected, unchanged=unchanged)
+        scales = loss_scales(spec, released)
+        informative = {key: scale for key, scale in scales.items() if key not in lost}
+        matched = retained_records(original, protected, "release")
+        observed = int(matched[list(lost)].notna().to_numpy().sum()) if lost else 0
+        return cls(informative or scales, bool(informative), observed)
+
+    def compared(self, result) -> int:
+        """C, the values compared over the keys released with detail (0 when none is)."""
+        return int(result.compared.sum()) if self.informative else 0
+
+    def lambda_of(self, result, compared: int) -> float:
+        """lambda = (lambda_released · C + R) / (C + R) (:func:`headline_loss`); 1 when no key is
+        released with detail."""
+        if not self.informative:
+            return 1.0
+        value = float(result.value)
+        return (value * compared + self.observed) / (compared + self.observed) if self.observed else value
