@@ -22,7 +22,7 @@ from sdc_dagster.pipeline.protection import linkage_figures
 from sdc_dagster.pipeline.risk import RiskScores, if_computable, measure_notes_frame, records_below_l, risk_table
 from sdc_dagster.pipeline.variant import (
     ReleasedKeys,
-    keys_not_released,
+    keys_lost,
     loss_scales,
     ordinal_orders,
     perturbed,
@@ -454,7 +454,7 @@ def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveyS
     ``unchanged``, quasi-identifiers released as they are, whose partial distances are known to be 0
     (:func:`sdc_dagster.loss.distance_losses`); ``topsis=False`` leaves ``topsis_mean`` out.
 
-    A key the variant does not release (:func:`~sdc_dagster.pipeline.variant.keys_not_released`:
+    A key the variant does not release (:func:`~sdc_dagster.pipeline.variant.keys_lost`:
     withheld by ``remove_variables``, the plan search's last rung, or released as one category, the
     hierarchy's top or one band covering everything) is total loss of that key: SPEC §9.1's
     lambda = sum_j sum_i d(x_ij, x*_ij) / (m·n) runs over the keys of the original, each observed
@@ -486,7 +486,7 @@ def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveyS
 
 @dataclass(frozen=True)
 class _LostKeys:
-    """The keys a variant does not release (:func:`~sdc_dagster.pipeline.variant.keys_not_released`)
+    """The keys a variant does not release (:func:`~sdc_dagster.pipeline.variant.keys_lost`)
     as the distance measure (1) counts them (:func:`headline_loss`, :func:`information_loss`):
     ``measured``, the scales of the keys whose partial distances are computed (those released with
     detail; all of them when none is, for TOPSIS's record scores only); ``informative``, whether any
@@ -499,7 +499,7 @@ class _LostKeys:
     @classmethod
     def of(cls, spec: SurveySpec, original: pd.DataFrame, protected: pd.DataFrame, released: ReleasedKeys, *,
            unchanged: Sequence[str] = ()) -> _LostKeys:
-        lost = keys_not_released(spec, original, protected, unchanged=unchanged)
+        lost = keys_lost(spec, original, protected, unchanged=unchanged)
         scales = loss_scales(spec, released)
         informative = {key: scale for key, scale in scales.items() if key not in lost}
         matched = retained_records(original, protected, "release")

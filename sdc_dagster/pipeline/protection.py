@@ -20,7 +20,7 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.pipeline.risk import records_below_l, risk_table
 from sdc_dagster.pipeline.variant import (
     ReleasedKeys,
-    keys_not_released,
+    keys_lost,
     ordinal_orders,
     perturbed,
     released_keys,
@@ -176,11 +176,11 @@ EVERY_KEY_RELEASED = "none"
 def keys_not_released_row(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec) -> tuple:
     """The ``keys not released`` row of :func:`utility_changes` (columns
     :data:`~sdc_dagster.loss.limits.CHANGE_COLUMNS`): ``variable`` the keys the variant carries
-    none of (:func:`~sdc_dagster.pipeline.variant.keys_not_released`: withheld, or released as one
+    none of (:func:`~sdc_dagster.pipeline.variant.keys_lost`: withheld, or released as one
     category), comma-separated (:data:`EVERY_KEY_RELEASED` when none); ``before`` the spec's keys in
     the original, ``after`` those released with detail; ``change`` their share not released."""
     keys = released_keys(spec, original).quasi_identifiers
-    lost = keys_not_released(spec, original, protected)
+    lost = keys_lost(spec, original, protected)
     return ("keys not released", ", ".join(lost) or EVERY_KEY_RELEASED, len(keys), len(keys) - len(lost),
             len(lost) / len(keys) if keys else 0.0)
 

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.releases.manifest import ONE_CATEGORY, WITHHELD_VARIABLE
 from sdc_dagster.spec import SurveySpec
 
 
@@ -50,11 +51,7 @@ def two_values(values: pd.Series) -> bool:
     return bool(len(observed) and (observed != observed[0]).any())
 
 
-#: How a key of the original carries none of its information in a variant (:func:`keys_not_released`).
-WITHHELD_KEY, ONE_CATEGORY_KEY = "withheld", "one category"
-
-
-def keys_not_released(spec: SurveySpec, original: pd.DataFrame, protected: pd.DataFrame, *,
+def keys_lost(spec: SurveySpec, original: pd.DataFrame, protected: pd.DataFrame, *,
                       unchanged: Sequence[str] = ()) -> dict[str, str]:
     """``{key: how}`` for each quasi-identifier of ``original`` that the variant ``protected``
     releases nothing of: ``"withheld"`` (not in the file: ``remove_variables``, the continuous
@@ -72,9 +69,9 @@ def keys_not_released(spec: SurveySpec, original: pd.DataFrame, protected: pd.Da
     out = {}
     for key in released_keys(spec, original).quasi_identifiers:
         if key not in protected.columns:
-            out[key] = WITHHELD_KEY
+            out[key] = WITHHELD_VARIABLE
         elif key not in unchanged and not two_values(protected[key]) and two_values(matched[key]):
-            out[key] = ONE_CATEGORY_KEY
+            out[key] = ONE_CATEGORY
     return out
 
 

@@ -88,7 +88,7 @@ class CodedLattice:
     def not_released(self, digits: np.ndarray) -> list[str]:
         """The keys whose ``digits`` (a node's, after any suppression) release them as one category:
         at least two observed categories in the wave, at most one nonzero code left (what
-        :func:`~sdc_dagster.pipeline.variant.keys_not_released` finds in the released frame)."""
+        :func:`~sdc_dagster.pipeline.variant.keys_lost` finds in the released frame)."""
         out = []
         for j, key in enumerate(self.keys):
             observed = digits[:, j][digits[:, j] > 0]
@@ -193,7 +193,7 @@ def level_bounds(data: pd.DataFrame, spec: SurveySpec, lattice: CodedLattice) ->
     Level 0 releases the key as it is: its figure is that of the wave itself, for every key. A
     deeper level changes that key only, so the partial distances of the other columns are not
     computed (``unchanged``). A level that releases the key as one category (its top) counts each
-    of its observed values as lost (d = 1, :func:`~sdc_dagster.pipeline.variant.keys_not_released`),
+    of its observed values as lost (d = 1, :func:`~sdc_dagster.pipeline.variant.keys_lost`),
     as headline_loss does for the released plan.
 
     Why the walk's pruning stays sound with that rule. The walk needs two properties, not the

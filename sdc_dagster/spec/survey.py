@@ -231,7 +231,7 @@ class UtilityLimits:
       continuous) that a release carries none of: withheld (``remove_variables``, the plan search's
       last rung) or released as one category (every record in the same merged class: a hierarchy's
       top, one band covering everything, every value suppressed;
-      :func:`~sdc_dagster.pipeline.variant.keys_not_released`). A share, not a count, so that it
+      :func:`~sdc_dagster.pipeline.variant.keys_lost`). A share, not a count, so that it
       means the same for 3 keys and for 12. The keys are the variables the disclosure scenario says
       an intruder knows, which are also the ones users tabulate and model by (Hundepool et al. 2012,
       ch. 3: a release is judged per variable, not by a composite); a release that keeps no detail
