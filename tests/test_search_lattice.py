@@ -87,6 +87,9 @@ def hierarchy_spec(data, rng, *, k, target, methods):
 @given(seed=st.integers(0, 10_000), k=st.integers(2, 5), target=st.sampled_from([0.05, 0.1, 0.2]))
 # every plan meeting k = 2 and 5 % by recoding releases 2 or 3 of the 3 keys as one category: none passes
 @example(seed=0, k=2, target=0.05)
+# found by hypothesis: nodes 2_0_2 and 2_5_0 tie at 0.44222..., the recommended one's loss measured on the
+# released file 1 ulp above the other's summed on its codes: the optimum is proven (losses within 1e-12 tie)
+@example(seed=7587, k=2, target=0.1)
 def test_search_over_hierarchies_finds_the_brute_force_optimum(seed, k, target):
     """Recodes along given hierarchies, no suppression: the search's recommended loss is the least
     loss of every plan of the lattice that passes the release checks, and it says it is proven; when no

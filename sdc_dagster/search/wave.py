@@ -108,6 +108,9 @@ from sdc_dagster.search.walk import LATTICE_SHARE, LatticeWalk, Progress
 #: suppression limit (so every node needs much suppression): the rest goes to the wider lattice.
 HOPELESS_SHARE = 0.1
 
+#: Losses closer than this are equal (sums of the same per-value distances in another order).
+LOSS_TIE = 1e-12
+
 #: How :func:`progress_line` begins (``sdc run`` shows the lines of the Dagster log that begin so).
 PROGRESS_PREFIX = "plan search: "
 
@@ -404,11 +407,15 @@ def _proven(recommended: SearchCandidate | None, ranked: list[SearchCandidate],
     target: no node left unevaluated can have less (``unevaluated``, the least recode-only loss of
     those nodes, which suppression and continuous steps only raise; inf when every node was
     settled), and every candidate meeting the target with less loss on its codes (a lower bound of
-    its loss once confirmed) was run through the release checks and failed them."""
-    if recommended is None or recommended.loss > unevaluated:
+    its loss once confirmed) was run through the release checks and failed them. Losses within
+    :data:`LOSS_TIE` are equal: a node's loss summed on its codes and the same plan's loss measured on
+    the released file differ in the last bits, and a node of equal loss left out of the front (more
+    risk) has no less loss than the recommended plan."""
+    if recommended is None or recommended.loss > unevaluated + LOSS_TIE:
         return False
     tried = {c.levels for c in ranked if c.checks}
-    return not any(c.reaches_target and c.loss < recommended.loss and c.levels not in tried for c in candidates)
+    return not any(c.reaches_target and c.loss < recommended.loss - LOSS_TIE and c.levels not in tried
+                   for c in candidates)
 
 
 def _rank(confirmed: list[SearchCandidate]) -> tuple[list[SearchCandidate], SearchCandidate | None,
