@@ -101,10 +101,12 @@ def test_information_loss_is_typed_per_plan(chain, sdc_home, instance):
     assert isinstance(loss, InformationLoss)
     one_region = loss.plan("one_region")
     assert isinstance(one_region, PlanLoss)
-    # distance measure (1) of two nominal keys: the share of the 2 x 24 values changed. one_region
-    # changes the region of the 24 - 6 records outside r1; one_group also the sex of the 11 f records
-    assert one_region.figures["lambda_arctan"] == pytest.approx(18 / 48)
-    assert loss.plan("one_group").figures["lambda_arctan"] == pytest.approx((18 + 11) / 48)
+    # distance measure (1) of two nominal keys: the share of the 2 x 24 values lost. one_region releases
+    # region as one category (every record "r1"): all its 24 values lost (issues 34, 38; it counted the
+    # 24 - 6 records outside r1 before, 18 / 48); one_group releases both keys so: everything lost
+    assert one_region.figures["lambda_arctan"] == pytest.approx(24 / 48)
+    assert one_region.figures["values_compared"] == 24 and one_region.figures["values_withheld"] == 24
+    assert loss.plan("one_group").figures["lambda_arctan"] == 1.0
     assert one_region.figures["records_compared"] == 24 and one_region.figures["records_removed"] == 0
     assert len(one_region.topsis) == 24 and one_region.topsis.between(0, 1).all()
     assert loss.plan("not_a_plan").figures == {} and loss.plan("not_a_plan").topsis.empty
