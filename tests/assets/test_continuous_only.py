@@ -174,7 +174,8 @@ def test_a_continuous_only_file_through_the_asset_chain(sdc_home, tmp_path, inst
 
     checks = {(e.asset_key.path[-1], e.check_name): e for e in result.get_asset_check_evaluations()}
     assert {name for asset, name in checks if asset != "sdc_report"} == {
-        "linkage_risk", "no_direct_identifier", "mean_change_limit", "variance_change_limit", "correlation_change_limit"}
+        "linkage_risk", "no_direct_identifier", "mean_change_limit", "variance_change_limit", "correlation_change_limit",
+        "keys_not_released_limit"}
     assert checks[("sdc_report", "wave_released")].passed
     # correlated noise of amount 0.5 adds half of each covariance (sdcMicro's addNoise "correlated"): the
     # variances grow by about 50 %, beyond the default limit of 20 %, and the noise plan is withheld
