@@ -439,3 +439,29 @@ def test_sdc_plan_prints_what_it_would_take_after_a_front_that_fails_the_release
     after = text[text.index("sdc plan: no plan of the front passes every blocking check"):].splitlines()[1:]
     assert after[:2] == ["what it would take:", "  the closest plans and the checks they fail:"]
     assert "    income not a key: releases the keys as they are, with a loss of 0" in after
+
+
+def test_when_too_many_keys_go_the_advice_names_them_and_tries_them_first_as_not_a_key():
+    """12 records: a unique on each (1..12), b in halves, c in thirds; k = 4. a must go to its top
+    (one category) whatever else; b x c has combinations of 2 records ((1,2) and (2,2)), so b or c must
+    go too: 2 of 3 keys not released, 66.7 % against the 50 % limit (limits.max_keys_not_released),
+    in each of the two closest plans; every key at its top, 100 %, is the third. What it would take,
+    by hand: k = 3 still needs b or c at its top (no plan); the limit raised to 66.7 % (size
+    (0.667 - 0.5) / 0.5 = 0.334) releases a and c at their tops, 24 of the 36 values lost, 2/3; k = 2 keeps b and c (every combination of b, c has 2 or 4 records), loss 12 of 36 = 1/3; a not
+    a key (a key not released, named first): b, c with c at its top, 1 of 2 keys, loss 12 / 24 = 0.5."""
+    data = pd.DataFrame({"a": range(1, 13), "b": [1] * 6 + [2] * 6, "c": [1] * 4 + [2] * 4 + [3] * 4})
+    spec = parse_spec({"survey": "tops", "risk": {"k": 4, "max_global_risk": 1.0},
+                       "variables": {key: {"role": "categorical_key", "scale": "nominal"} for key in "abc"},
+                       "search": {"enabled": True, "methods": ["recode"]}})
+    found = search_wave(data, spec, wave="w")
+    assert found.recommended is None
+    advice = what_it_would_take(data, spec, found, wave="w", note=lambda note: None)
+    assert [[g.text for g in plan.gaps] for plan in advice.closest] == [
+        ["66.7 % of the keys not released (a, b) against the 50 % limit"],
+        ["66.7 % of the keys not released (a, c) against the 50 % limit"],
+        ["100 % of the keys not released (a, b, c) against the 50 % limit"]]
+    assert [(r.change, r.size, r.loss) for r in advice.relaxations] == [
+        ("keys-not-released limit 66.7 % instead of 50 %", pytest.approx(0.334), pytest.approx(2 / 3)),
+        ("k = 2 instead of 4", 0.5, pytest.approx(1 / 3)),
+        ("a not a key", 1.0, 0.5)]
+    assert advice.tried == ("k = 3 instead of 4: no plan passes every blocking check",)

@@ -230,7 +230,7 @@ def test_the_manifest_names_the_keys_the_release_leaves_without_information(tmp_
         {"variable": "sex", "released_as": "withheld"}, {"variable": "agegr", "released_as": "one category"}]
     # sdc run's console line under "released plan flat", read from the manifest
     from sdc_dagster.cli.run import not_released_line
-    assert not_released_line(release.folder) == "not released: sex (withheld); agegr (one category)"
+    assert not_released_line(release.folder) == "not released: sex: withheld; agegr: released as one category"
     # the plan as the spec writes it gives the same; a key some of whose values survive is released
     assert keys_not_released(variant.data, plan["steps"]) == {"sex": "withheld", "agegr": "one category"}
     kept = [{"method": "recode", "variable": "agegr", "mapping": {5: 4}}]
@@ -238,6 +238,6 @@ def test_the_manifest_names_the_keys_the_release_leaves_without_information(tmp_
     # every value suppressed
     assert keys_not_released(pd.DataFrame({"agegr": [np.nan, np.nan]}), kept) == {"agegr": "every value suppressed"}
     assert not_released_words({"age": "one category", "region": "one category", "income": "withheld",
-                               "savings": "withheld"}) == "age, region (one category each); income, savings (withheld)"
-    assert not_released_words({"age": "one category"}) == "age (one category)"
+                               "savings": "withheld"}) == "age, region: released as one category; income, savings: withheld"
+    assert not_released_words({"region": "one category"}) == "region: released as one category"
     assert not_released_words({}) == ""

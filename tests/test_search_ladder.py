@@ -9,6 +9,7 @@ drafted global-risk target of a small unweighted file is one a plan can meet; th
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -161,6 +162,24 @@ def test_a_withheld_key_counts_as_total_loss_of_that_key_in_thesearch_loss():
     assert "values_withheld" not in headline_loss(data, one_sex, spec, topsis=False)
 
 
+
+def test_a_key_released_as_one_category_counts_as_total_loss_like_a_withheld_key():
+    """A key whose every value is merged into one group releases nothing of it: its observed values
+    are lost (d = 1), though the merged group's internal code (the smallest member's) would read the
+    records of that member as unchanged. By hand: the 4 records of the test above."""
+    data = pd.DataFrame({"sex": ["m", "f", "m", "f"], "region": ["a", "a", "b", "b"],
+                         "income": [10.0, 20.0, np.nan, 40.0]})
+    spec = amounts_spec(["income"], keys=["sex", "region"])
+    merged = data.assign(region="a")  # region at its top, coded by its smallest member 'a'
+    figures = headline_loss(data, merged, spec, topsis=False)
+    # 4 region values lost of 11 observed (sex 4 and income 3 unchanged), not 2 (the 'b' records)
+    assert figures["lambda_arctan"] == pytest.approx(4 / 11)
+    assert figures["values_compared"] == 7 and figures["values_withheld"] == 4
+    # every key released as one category, or withheld: everything is lost
+    nothing = headline_loss(data, data.assign(sex="m", region="a").drop(columns="income"), spec, topsis=False)
+    assert nothing["lambda_arctan"] == 1.0 and nothing["values_withheld"] == 11
+
+
 def test_a_plan_withholding_keys_says_so_in_its_summary_and_on_the_console():
     plan = Plan("p", ({"method": "remove_variables", "variables": ["income", "assets", "debts"]},), 3, 1,
                 description="searched plan: income, assets, debts not released (continuous keys)")
@@ -294,20 +313,27 @@ def test_space_with_withhold_adds_each_recodable_keys_top():
 def test_thirteen_record_file_is_released_with_keys_withheld_when_no_own_level_fits_the_limits():
     # 13 records, 4 nominal keys (9, 3, 5 and 2 categories) that single out most records: 3-anonymity
     # by local suppression alone suppresses far beyond the 10 % limit, so the search adds the keys'
-    # tops and releases the least loss among them, every blocking check passed
+    # tops; the least loss among them releases x1, x2 and x3 as one category (3 of 4 keys not released:
+    # loss 39 of 52 values = 0.75). Beyond the default limit of keys not released (50 %, issues 34, 38:
+    # the test released it before the limit), so a spec allowing 75 % releases it, every blocking
+    # check passed, and the default withholds it
     data = pd.DataFrame({"x1": [1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4],
                          "x2": [1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1],
                          "x3": [1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3],
                          "x4": [1, 2] * 6 + [1]})
     spec = parse_spec({"survey": "t", "variables": {k: {"role": "categorical_key", "scale": "nominal"}
                                                     for k in data.columns},
-                       "risk": {"k": 3, "max_global_risk": 0.34}, "search": {"enabled": True}})
+                       "risk": {"k": 3, "max_global_risk": 0.34}, "search": {"enabled": True},
+                       "limits": {"max_keys_not_released": 0.75}})
     found = search_wave(data, spec, wave="1")
     assert found.recommended is not None and not protection.blocking_failures(found.recommended.checks)
     assert "searched again with each key's top" in found.bound
     assert "Withheld (" in found.recommended.plan.description
     assert found.recommended.checks["k_anonymity"].passed
     assert found.recommended.checks["suppression_limit"].value <= 0.1
+    assert found.recommended.loss == 0.75 and found.recommended.checks["keys_not_released_limit"].value == 0.75
+    default = dataclasses.replace(spec, limits=dataclasses.replace(spec.limits, max_keys_not_released=0.5))
+    assert search_wave(data, default, wave="1").recommended is None
 
 
 def test_cutting_a_large_lattice_keeps_each_keys_top(monkeypatch):

@@ -7,6 +7,7 @@ headline loss among those with no blocking failure; and from ARX's adult extract
 ARX's own hierarchy files).
 """
 
+import dataclasses
 from itertools import product
 from pathlib import Path
 
@@ -84,9 +85,16 @@ def hierarchy_spec(data, rng, *, k, target, methods):
 @pytest.mark.slow
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), k=st.integers(2, 5), target=st.sampled_from([0.05, 0.1, 0.2]))
+# every plan meeting k = 2 and 5 % by recoding releases 2 or 3 of the 3 keys as one category: none passes
+@example(seed=0, k=2, target=0.05)
+# found by hypothesis: nodes 2_0_2 and 2_5_0 tie at 0.44222..., the recommended one's loss measured on the
+# released file 1 ulp above the other's summed on its codes: the optimum is proven (losses within 1e-12 tie)
+@example(seed=7587, k=2, target=0.1)
 def test_search_over_hierarchies_finds_the_brute_force_optimum(seed, k, target):
     """Recodes along given hierarchies, no suppression: the search's recommended loss is the least
-    loss of every plan of the lattice that passes the release checks, and it says it is proven."""
+    loss of every plan of the lattice that passes the release checks, and it says it is proven; when no
+    plan passes (the limit of keys not released rules out the plans with most keys at their top,
+    issues 34, 38), the search recommends none either."""
     rng = np.random.default_rng(seed)
     n = 150
     data = pd.DataFrame({
@@ -97,7 +105,10 @@ def test_search_over_hierarchies_finds_the_brute_force_optimum(seed, k, target):
     spec, levels_of = hierarchy_spec(data, rng, k=k, target=target, methods=["recode"])
     found = search_wave(data, spec)
     expected = brute_force(data, spec, levels_of)
-    assert found.recommended is not None and found.recommended.loss == pytest.approx(expected, abs=1e-12)
+    assert (found.recommended is None) == (not np.isfinite(expected))
+    if found.recommended is None:
+        return
+    assert found.recommended.loss == pytest.approx(expected, abs=1e-12)
     assert found.proven and search_summary(found)["optimality"] == f"optimal over {found.nodes_total:,} plans"
 
 
@@ -105,6 +116,10 @@ def test_search_over_hierarchies_finds_the_brute_force_optimum(seed, k, target):
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), k=st.integers(2, 4), target=st.sampled_from([0.05, 0.1]))
 @example(seed=0, k=2, target=0.05)  # no plan of the keys' own levels passes: the keys' tops are searched too
+# found by hypothesis: the walk preferred region at its top (scored 0.31, its 40 % of records coded as
+# the top's smallest member read as unchanged) to (2, 1) with suppression (0.497), which the search of
+# every node recommends; a key released as one category now counts as total loss of it (headline_loss)
+@example(seed=1, k=2, target=0.05)
 def test_search_with_local_suppression_over_hierarchies_equals_every_node_evaluated(seed, k, target):
     """With local suppression the classes settle no node that needs it: the walk (loss bound, rolled
     classes) recommends the plan of the search that evaluates every node."""
@@ -141,6 +156,13 @@ def test_search_settles_the_whole_lattice_of_the_adult_hierarchies():
     settled (evaluated, or shown by its classes not to reach the target, or beyond the loss bound)
     and the plan is proven optimal."""
     data, spec = adult_spec(methods=["recode"])
+    # ARX's lattice has no limit of keys not released: within the default (at most 4 of the 8 keys at
+    # their top, "*") no node meets k = 5 and 5 % by recoding alone, every node settled to show it
+    within = search_wave(data, spec, withhold=True)
+    assert within.recommended is None and within.exhaustive
+    assert all(c.keys_not_released_share > 0.5 for c in within.candidates if c.k_violations == 0
+               and c.global_risk <= 0.05)
+    spec = dataclasses.replace(spec, limits=dataclasses.replace(spec.limits, max_keys_not_released=1.0))
     calls = []
     # with each key's top: ARX's lattice of these eight keys (the levels of the files, "*" included)
     found = search_wave(data, spec, withhold=True, progress=lambda *call: calls.append(call))

@@ -82,17 +82,19 @@ SPEC = {
 def test_a_spec_without_limits_gets_the_defaults_and_a_wrong_limit_is_a_spec_error_at_its_line(tmp_path):
     assert parse_spec(SPEC).limits == UtilityLimits(max_suppressed_share=0.1, max_records_changed=0.25,
                                                     max_mean_change=0.05, max_variance_change=0.2,
-                                                    max_correlation_change=0.1)
+                                                    max_correlation_change=0.1, max_keys_not_released=0.5)
     assert parse_spec({**SPEC, "limits": {"max_mean_change": 0.2}}).limits.max_mean_change == 0.2
     path = tmp_path / "limits.yaml"
     path.write_text("survey: limits\nvariables:\n  age: {role: categorical_key}\nlimits:\n"
-                    "  max_suppressed_share: 1.5\n  max_varience_change: 0.3\n")
+                    "  max_suppressed_share: 1.5\n  max_varience_change: 0.3\n  max_keys_not_released: 2\n")
     with pytest.raises(SpecError) as err:
         load_spec(path)
     text = str(err.value)
     assert "limits.max_suppressed_share: must be a number in [0, 1], got 1.5" in text
     assert "limits.max_varience_change: unknown key" in text
-    assert [e.key for e in err.value.errors] == ["limits.max_suppressed_share", "limits.max_varience_change"]
+    assert "limits.max_keys_not_released: must be a number in [0, 1], got 2" in text  # a share, not a count
+    assert [e.key for e in err.value.errors] == ["limits.max_suppressed_share", "limits.max_varience_change",
+                                                 "limits.max_keys_not_released"]
 
 
 def test_each_limit_is_a_blocking_check_naming_the_variable_and_the_value():
@@ -285,7 +287,7 @@ def test_the_decision_box_names_the_keys_the_plan_does_not_release():
                                                       "income": "withheld", "savings": "withheld"})
     html = render_report(_inputs({"chosen": plan}))
     box = html[html.index('<div class="decision">'):html.index("</div>", html.index('<div class="decision">'))]
-    assert "Not released by chosen: age, region (one category each); income, savings (withheld).</p>" in box
+    assert "Not released by chosen: age, region: released as one category; income, savings: withheld.</p>" in box
     assert "Largest losses of chosen (against the utility limits): age: 12 % suppressed." in box
     # every key released: no such sentence
     assert "Not released by" not in render_report(_inputs({"chosen": _plan(utility)}))
@@ -326,9 +328,9 @@ def test_the_draft_writes_the_limits_with_their_reasons(tmp_path):
     text = draft_spec(path, "drafted")
     block = text[text.index("limits:"):]
     for line in ("max_suppressed_share: 0.1", "max_records_changed: 0.25", "max_mean_change: 0.05",
-                 "max_variance_change: 0.2", "max_correlation_change: 0.1"):
+                 "max_variance_change: 0.2", "max_correlation_change: 0.1", "max_keys_not_released: 0.5"):
         assert line in block
-    assert block.count("#") >= 5  # a reason beside each
+    assert block.count("#") >= 6  # a reason beside each
     assert parse_spec(__import__("yaml").safe_load(text)).limits == UtilityLimits()
 
 
@@ -415,3 +417,63 @@ def test_the_search_makes_the_group_of_suppressed_records_l_diverse_too():
     released = protection.protect(data, spec, chosen.plan, wave="1").data
     assert released["a"].isna().tolist() == [False] * 60 + [True] * 6
     assert protection.release_checks(released, spec, chosen.plan, original=data)["l_diversity"].passed
+
+
+# --- keys not released (issues 34, 38) -------------------------------------------------------------
+
+FOUR_KEYS = pd.DataFrame({"a": [1, 2, 1, 2, 1, 2], "b": [1, 1, 2, 2, 3, 3], "c": [1, 2, 3, 1, 2, 3],
+                          "x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
+FOUR_KEYS_SPEC = {"survey": "lost", "risk": {"k": 1, "max_global_risk": 1.0, "max_linkage_risk": 1.0},
+                  "variables": {**{key: {"role": "categorical_key"} for key in "abc"},
+                                "x": {"role": "continuous_key", "precision": 0.1}},
+                  "plans": {"p": [{"method": "local_suppression", "k": 1}]}}
+
+
+def test_the_share_of_keys_not_released_is_a_blocking_check_naming_them():
+    """4 keys (a, b, c categorical, x continuous). a and b released as one category and x withheld:
+    3 of 4 keys not released, 75 % > 50 %; a alone: 25 %, within the limit."""
+    spec = parse_spec(FOUR_KEYS_SPEC)
+    lost = FOUR_KEYS.assign(a=1, b=7).drop(columns="x")
+    check = protection.release_checks(lost, spec, spec.plans[0], original=FOUR_KEYS)["keys_not_released_limit"]
+    assert (check.passed, check.value, check.measure, check.blocking) == (False, 0.75, "a, b, x", True)
+    assert check.explained("keys_not_released_limit") == (
+        "share of the keys withheld or released as one category at most 50 % (limits.max_keys_not_released) "
+        "(found: 75 %, a, b, x)")
+    one = protection.release_checks(FOUR_KEYS.assign(a=2), spec, spec.plans[0], original=FOUR_KEYS)
+    assert one["keys_not_released_limit"].passed and one["keys_not_released_limit"].value == 0.25
+    # every value of c suppressed is one category too (nothing of it left): 2 of 4, at the limit
+    gone = protection.release_checks(FOUR_KEYS.assign(a=2, c=np.nan), spec, spec.plans[0], original=FOUR_KEYS)
+    assert gone["keys_not_released_limit"].passed and gone["keys_not_released_limit"].measure == "a, c"
+    # a spec can raise the limit: with 1 a release of no key passes it
+    loose = parse_spec({**FOUR_KEYS_SPEC, "limits": {"max_keys_not_released": 1}})
+    assert protection.release_checks(lost, loose, loose.plans[0], original=FOUR_KEYS)["keys_not_released_limit"].passed
+    # the decision box's words for the row
+    table = protection.utility_changes(FOUR_KEYS, lost, spec, spec.plans[0], released=released_keys(spec, lost))
+    row = table.set_index("measure").loc["keys not released"]
+    assert (row["variable"], row["before"], row["after"], row["change"]) == ("a, b, x", 4, 1, 0.75)
+    # (with no recode step in the plan, every record's a counts as changed too: 100 % of records)
+    assert worst_losses(table) == ["100 % of records with a categorical key suppressed or perturbed",
+                                   "3 of 4 keys not released (75 %): a, b, x"]
+
+
+def test_the_search_never_recommends_a_plan_releasing_most_keys_as_one_category():
+    """12 records, keys a, b, c with every combination unique (a: 1..12, b and c: 2 and 3 groups of
+    consecutive records): k = 12 is met by recoding alone only with a, b and c each at its top (one
+    category): 3 of 3 keys not released, beyond the default 50 %. The search recommends nothing and
+    the plan of every key at its top is withheld by keys_not_released_limit; with the limit at 1 the
+    search recommends that plan, loss 1 (every value lost)."""
+    data = pd.DataFrame({"a": range(1, 13), "b": [1] * 6 + [2] * 6, "c": [1] * 4 + [2] * 4 + [3] * 4})
+    raw = {"survey": "tops", "variables": {key: {"role": "categorical_key", "scale": "nominal"} for key in "abc"},
+           "risk": {"k": 12, "max_global_risk": 1.0}, "search": {"enabled": True, "methods": ["recode"]}}
+    spec = parse_spec(raw)
+    found = search.search_wave(data, spec, wave="1")
+    assert found.recommended is None
+    assert all(c.keys_not_released_share <= 0.5 for c in found.candidates if c.reaches_target)
+    tops = [c for c in found.candidates if c.keys_not_released_share == 1.0]
+    assert tops and not any(c.reaches_target for c in tops) and tops[0].k_violations == 0
+    plan = plan_to_release(found, spec)
+    assert "keys_not_released_limit" in protection.protect_variant(data, spec, plan, wave="1").withheld_because
+    loose = parse_spec({**raw, "limits": {"max_keys_not_released": 1}})
+    allowed = search.search_wave(data, loose, wave="1")
+    assert allowed.recommended is not None and allowed.recommended.loss == 1.0
+    assert allowed.recommended.checks["keys_not_released_limit"].passed

@@ -250,8 +250,8 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
 
 def not_released_line(folder: Path) -> str:
     """What the released plan (its release ``folder``) leaves without information, from its manifest's
-    ``output.keys_not_released``, in words: "not released: age, region (one category each); income
-    (withheld)"; empty when every key is released (or the manifest predates the field)."""
+    ``output.keys_not_released``, in words: "not released: age, region: released as one category;
+    income: withheld"; empty when every key is released (or the manifest predates the field)."""
     from sdc_dagster.releases.manifest import read_manifest
     from sdc_dagster.report.content import not_released_words
 

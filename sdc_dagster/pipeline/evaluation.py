@@ -22,12 +22,14 @@ from sdc_dagster.pipeline.protection import linkage_figures
 from sdc_dagster.pipeline.risk import RiskScores, if_computable, measure_notes_frame, records_below_l, risk_table
 from sdc_dagster.pipeline.variant import (
     ReleasedKeys,
+    keys_lost,
     loss_scales,
     ordinal_orders,
     perturbed,
     released_keys,
     retained_records,
     same_release,
+    two_values,
     values_changed,
 )
 from sdc_dagster.report import MeasureNote
@@ -295,6 +297,9 @@ def information_loss(
     the keys each variant releases, as the chain stored them on its variants (derived from the frame
     otherwise).
 
+    A key the variant does not release (withheld, or released as one category) is total loss of it
+    in the distance measure, as in :func:`headline_loss` (``values_withheld``: its observed values).
+
     Returns the :class:`InformationLoss`: ``summary``, one row per variant with the distance measure
     (1) under each continuous distance, the mean TOPSIS loss, the moment, SSE/TSS, utility, EBIL and
     association figures; ``per_record``, TOPSIS loss and the per-record sum of partial distances for
@@ -324,18 +329,21 @@ def information_loss(
         evaluated[name], first_note = frame, len(notes)
         matched = retained_records(original, frame, name)
         released = _keys_of(spec, name, frame, keys)
-        scales = loss_scales(spec, released)
+        lost = _LostKeys.of(spec, original, frame, released)
         row = {"variant": name, "records_compared": len(frame), "records_removed": len(original) - len(frame)}
         results = if_computable(
             notes, "lambda (distance measure (1)) and TOPSIS", name, loss.distance_losses,
-            matched, frame, scales,
-            continuous_distances=("max_abs", "max_sq", "arctan"), categories=ordinal_orders(spec, scales),
+            matched, frame, lost.measured,
+            continuous_distances=("max_abs", "max_sq", "arctan"), categories=ordinal_orders(spec, lost.measured),
         )
         if results is not None:
-            for distance, result in results.items():
-                row[f"lambda_{distance}"] = float(result.value)
             arctan = results["arctan"]
-            row["values_compared"] = int(arctan.compared.sum())
+            compared = lost.compared(arctan)
+            for distance, result in results.items():
+                row[f"lambda_{distance}"] = lost.lambda_of(result, compared)
+            row["values_compared"] = compared
+            if lost.observed:
+                row["values_withheld"] = lost.observed
             eta = loss.topsis_scores(arctan.distances)
             per_record[f"{name}_distance"] = arctan.per_record.reindex(original.index)
             per_record[f"{name}_topsis"] = eta.reindex(original.index)
@@ -374,13 +382,6 @@ def _same_matrices(a: dict[str, pd.DataFrame], b: dict[str, pd.DataFrame]) -> bo
     return a.keys() == b.keys() and all(a[v].equals(b[v]) for v in a)
 
 
-def _two_values(values: pd.Series) -> bool:
-    """Whether at least two distinct values are observed (``nunique() >= 2``, without hashing every
-    value)."""
-    observed = values.dropna().to_numpy()
-    return bool(len(observed) and (observed != observed[0]).any())
-
-
 def _continuous_loss(
     original: pd.DataFrame, protected: pd.DataFrame, columns: list[str], notes: list[MeasureNote], variant: str
 ) -> dict:
@@ -396,7 +397,7 @@ def _continuous_loss(
     x, y = original[columns], protected[columns]
     figures = {}
     # a variable without spread has no correlation: the moment and utility measures leave it out
-    spread = [c for c in columns if _two_values(x[c]) and _two_values(y[c])]
+    spread = [c for c in columns if two_values(x[c]) and two_values(y[c])]
     if len(spread) < len(columns):
         notes.append(MeasureNote("moment measures and dUtility", "continuous keys left out, without spread in the "
                                  f"original or the released file: {', '.join(c for c in columns if c not in spread)}",
@@ -444,7 +445,7 @@ def _categorical_loss(
             value = if_computable(notes, f"ebil_{k}", variant, loss.ebil, original, protected, k, matrix=matrices.get(k))
             if value is not None:
                 figures[f"ebil_{k}"] = float(value)
-    varied = [k for k in keys if _two_values(original[k]) and _two_values(protected[k])]
+    varied = [k for k in keys if two_values(original[k]) and two_values(protected[k])]
     if len(varied) < len(keys):
         left_out = ", ".join(k for k in keys if k not in varied)
         notes.append(MeasureNote("cramers_v_change_mean", f"keys left out, with fewer than 2 observed categories in "
@@ -472,29 +473,67 @@ def headline_loss(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveyS
     :func:`information_loss`, which computed the partial distances of these frames already:
     ``arctan``, its arctan result, used instead of computing them again.
 
-    A key the variant withholds (``remove_variables``, the plan search's last rung) is total loss of
-    that key: SPEC §9.1's lambda = sum_j sum_i d(x_ij, x*_ij) / (m·n) runs over the keys of the
-    original, each observed value of a withheld key with d = 1 (nothing of it is released), so
-    lambda = (lambda_released · C + R) / (C + R), C the values compared over the released keys and R
-    (``values_withheld``, given when > 0) the withheld keys' observed values. Taken over the released
-    keys only, the measure would call withholding a key no loss of it at all."""
+    A key the variant does not release (:func:`~sdc_dagster.pipeline.variant.keys_lost`:
+    withheld by ``remove_variables``, the plan search's last rung, or released as one category, the
+    hierarchy's top or one band covering everything) is total loss of that key: SPEC §9.1's
+    lambda = sum_j sum_i d(x_ij, x*_ij) / (m·n) runs over the keys of the original, each observed
+    value of such a key with d = 1 (nothing of it is released), so
+    lambda = (lambda_released · C + R) / (C + R), C the values compared over the other keys and R
+    (``values_withheld``, given when > 0) the observed values of the keys not released; lambda = 1
+    when no key is released. Taken over the released keys only, the measure would call withholding a
+    key no loss of it at all; and a key released as one category would be read as partly unchanged
+    (the members sharing the merged group's internal code, its smallest member: SPEC §8.2 keeps that
+    coding for the ordinal distance only). C + R is the observed values of the original's keys
+    whatever the plan, so the figure stays a sum of per-key figures (the plan search's recode-only
+    bound, :func:`~sdc_dagster.search.coded.level_bounds`)."""
     matched = retained_records(original, protected, "release")
-    scales = loss_scales(spec, released_keys(spec, protected))
+    lost = _LostKeys.of(spec, original, protected, released_keys(spec, protected), unchanged=unchanged)
     counts = {"records_compared": len(protected), "records_removed": len(original) - len(protected)}
     notes = []
-    # the frames as they are: the measure reads the columns of ``scales`` only (no copy of them)
+    # the frames as they are: the measure reads the columns of ``lost.measured`` only (no copy of them)
     result = arctan if arctan is not None else if_computable(
-        notes, "lambda_arctan", "release", loss.distance_loss, matched, protected, scales,
-        categories=ordinal_orders(spec, scales), unchanged=unchanged)
+        notes, "lambda_arctan", "release", loss.distance_loss, matched, protected, lost.measured,
+        categories=ordinal_orders(spec, lost.measured), unchanged=unchanged)
     if result is None:
         return {"not_applicable": notes[0].reason, **counts}
-    compared = int(result.compared.sum())
-    withheld = [key for key in released_keys(spec, original).quasi_identifiers if key not in protected.columns]
-    observed = int(matched[withheld].notna().to_numpy().sum()) if withheld else 0
-    lambda_arctan = float(result.value)
-    if observed:
-        lambda_arctan = (lambda_arctan * compared + observed) / (compared + observed)
-    figures = {"lambda_arctan": lambda_arctan}
+    compared = lost.compared(result)
+    observed = lost.observed
+    figures = {"lambda_arctan": lost.lambda_of(result, compared)}
     if topsis:
         figures["topsis_mean"] = float(loss.topsis_scores(result.distances).mean())
     return {**figures, "values_compared": compared, **({"values_withheld": observed} if observed else {}), **counts}
+
+
+@dataclass(frozen=True)
+class _LostKeys:
+    """The keys a variant does not release (:func:`~sdc_dagster.pipeline.variant.keys_lost`)
+    as the distance measure (1) counts them (:func:`headline_loss`, :func:`information_loss`):
+    ``measured``, the scales of the keys whose partial distances are computed (those released with
+    detail; all of them when none is, for TOPSIS's record scores only); ``informative``, whether any
+    key is released with detail; ``observed`` (R), the observed values of the keys not released."""
+
+    measured: dict[str, str]
+    informative: bool
+    observed: int
+
+    @classmethod
+    def of(cls, spec: SurveySpec, original: pd.DataFrame, protected: pd.DataFrame, released: ReleasedKeys, *,
+           unchanged: Sequence[str] = ()) -> _LostKeys:
+        lost = keys_lost(spec, original, protected, unchanged=unchanged)
+        scales = loss_scales(spec, released)
+        informative = {key: scale for key, scale in scales.items() if key not in lost}
+        matched = retained_records(original, protected, "release")
+        observed = int(matched[list(lost)].notna().to_numpy().sum()) if lost else 0
+        return cls(informative or scales, bool(informative), observed)
+
+    def compared(self, result) -> int:
+        """C, the values compared over the keys released with detail (0 when none is)."""
+        return int(result.compared.sum()) if self.informative else 0
+
+    def lambda_of(self, result, compared: int) -> float:
+        """lambda = (lambda_released · C + R) / (C + R) (:func:`headline_loss`); 1 when no key is
+        released with detail."""
+        if not self.informative:
+            return 1.0
+        value = float(result.value)
+        return (value * compared + self.observed) / (compared + self.observed) if self.observed else value

@@ -18,7 +18,14 @@ import pandas as pd
 from sdc_dagster import loss, risk
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.pipeline.risk import records_below_l, risk_table
-from sdc_dagster.pipeline.variant import ReleasedKeys, ordinal_orders, perturbed, released_keys, retained_records
+from sdc_dagster.pipeline.variant import (
+    ReleasedKeys,
+    keys_lost,
+    ordinal_orders,
+    perturbed,
+    released_keys,
+    retained_records,
+)
 from sdc_dagster.protect.plan import PlanResult, apply_plan
 from sdc_dagster.releases.categories import category_count_excess
 from sdc_dagster.releases.files import release_coding
@@ -94,7 +101,7 @@ def release_check_names(spec: SurveySpec) -> list[str]:
     names += ["no_direct_identifier"]
     names += ["released_categories"] if spec.categorical_keys else []
     needs = {"categorical": bool(spec.categorical_keys), "continuous": bool(spec.continuous_keys),
-             "pairs": len(spec.continuous_keys) >= 2}
+             "pairs": len(spec.continuous_keys) >= 2, "keys": bool(spec.categorical_keys or spec.continuous_keys)}
     names += [check for check, kind in UTILITY_CHECKS.items() if needs[kind]]
     return names + (["individual_risk"] if spec.categorical_keys else [])
 
@@ -144,10 +151,10 @@ def _l_diversity_applies(spec: SurveySpec) -> bool:
 L_DIVERSITY_CHECKS = ("l_diversity", "entropy_l_diversity")
 
 #: The utility-limit release checks (``limits:``, :class:`~sdc_dagster.spec.UtilityLimits`), with the
-#: keys they need: categorical keys, continuous keys, or two continuous keys (a correlation).
+#: keys they need: categorical keys, continuous keys, two continuous keys (a correlation) or a key.
 UTILITY_CHECKS = {"suppression_limit": "categorical", "records_changed_limit": "categorical",
                   "mean_change_limit": "continuous", "variance_change_limit": "continuous",
-                  "correlation_change_limit": "pairs"}
+                  "correlation_change_limit": "pairs", "keys_not_released_limit": "keys"}
 
 # check -> (the rows of utility_changes it bounds, the limit's name in limits:, the rule's words)
 UTILITY_RULES = {
@@ -158,7 +165,24 @@ UTILITY_RULES = {
     "variance_change_limit": ("variance", "max_variance_change", "relative change of each continuous key's variance"),
     "correlation_change_limit": ("correlation", "max_correlation_change",
                                  "absolute change of each correlation between continuous keys"),
+    "keys_not_released_limit": ("keys not released", "max_keys_not_released",
+                                "share of the keys withheld or released as one category"),
 }
+
+#: The ``variable`` of the ``keys not released`` row of :func:`utility_changes` when every key is released.
+EVERY_KEY_RELEASED = "none"
+
+
+def keys_not_released_row(original: pd.DataFrame, protected: pd.DataFrame, spec: SurveySpec) -> tuple:
+    """The ``keys not released`` row of :func:`utility_changes` (columns
+    :data:`~sdc_dagster.loss.limits.CHANGE_COLUMNS`): ``variable`` the keys the variant carries
+    none of (:func:`~sdc_dagster.pipeline.variant.keys_lost`: withheld, or released as one
+    category), comma-separated (:data:`EVERY_KEY_RELEASED` when none); ``before`` the spec's keys in
+    the original, ``after`` those released with detail; ``change`` their share not released."""
+    keys = released_keys(spec, original).quasi_identifiers
+    lost = keys_lost(spec, original, protected)
+    return ("keys not released", ", ".join(lost) or EVERY_KEY_RELEASED, len(keys), len(keys) - len(lost),
+            len(lost) / len(keys) if keys else 0.0)
 
 
 #: The steps that generalise a categorical key (a value released as its merged category or band is
@@ -173,7 +197,8 @@ def utility_changes(original: pd.DataFrame, protected: pd.DataFrame, spec: Surve
     spec's ``limits:``) and ``used``: |change| / limit (above 1: the limit is exceeded; NaN where the
     change is undefined). Records changed are counted against the original with ``plan``'s
     generalising steps of the categorical keys applied (:data:`GENERALISING_METHODS`): a suppressed
-    or perturbed key value is a change, a value released as its merged category is not. ``released``:
+    or perturbed key value is a change, a value released as its merged category is not. With keys,
+    one more row, ``keys not released`` (:func:`keys_not_released_row`). ``released``:
     the keys the variant releases (:attr:`ProtectedVariant.keys`)."""
     matched = retained_records(original, protected, "variant")
     steps = [s for s in (plan.steps if plan is not None else ())
@@ -182,6 +207,8 @@ def utility_changes(original: pd.DataFrame, protected: pd.DataFrame, spec: Surve
                    if steps else None)
     table = loss.utility_changes(matched, protected, spec.categorical_keys, released.continuous,
                                  generalised=generalised)
+    if spec.categorical_keys or spec.continuous_keys:
+        table.loc[len(table)] = keys_not_released_row(original, protected, spec)
     limits = {rows: getattr(spec.limits, limit) for rows, limit, _ in UTILITY_RULES.values()}
     table["limit"] = table["measure"].map(limits).astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -328,7 +355,9 @@ def release_checks(
       is "entropy", else a warning (:func:`l_diversity_checks`);
     * the utility limits of ``limits:`` (:func:`utility_checks`): ``suppression_limit``,
       ``records_changed_limit`` (with categorical keys), ``mean_change_limit``,
-      ``variance_change_limit`` (with continuous keys), ``correlation_change_limit`` (with two).
+      ``variance_change_limit`` (with continuous keys), ``correlation_change_limit`` (with two),
+      ``keys_not_released_limit`` (the share of the keys withheld or released as one category,
+      :func:`keys_not_released_row`; its ``measure`` names them).
 
     Warning (reported, not blocking):
 
@@ -478,7 +507,7 @@ def _linkage_measure(figures: dict[str, float]) -> str:
 #: Release checks whose value is a share (of the records, of a key's values, or a relative change),
 #: written in % in their outcome.
 SHARE_CHECKS = ("global_risk", "linkage_risk", "suppression_limit", "records_changed_limit", "mean_change_limit",
-                "variance_change_limit")
+                "variance_change_limit", "keys_not_released_limit")
 
 
 def blocking_failures(checks: dict[str, CheckOutcome]) -> dict[str, str]:

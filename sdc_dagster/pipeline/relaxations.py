@@ -96,7 +96,8 @@ THRESHOLDS = {
                             ("records_changed_limit", "records-changed limit"),
                             ("mean_change_limit", "mean-change limit"),
                             ("variance_change_limit", "variance-change limit"),
-                            ("correlation_change_limit", "correlation-change limit"))},
+                            ("correlation_change_limit", "correlation-change limit"),
+                            ("keys_not_released_limit", "keys-not-released limit"))},
 }
 
 #: The release checks whose value counts records (the gap is the share of the records).
@@ -264,23 +265,27 @@ def _gap_text(check: str, value: float, threshold: float, variable: str | None) 
         "mean_change_limit": f"{named}mean changed by {found} against the {limit} limit",
         "variance_change_limit": f"{named}variance changed by {found} against the {limit} limit",
         "correlation_change_limit": f"{named}correlation changed by {found} against the {limit} limit",
+        "keys_not_released_limit": f"{found} of the keys not released ({variable}) against the {limit} limit",
     }[check]
 
 
 def _node_distance(candidate: SearchCandidate, spec: SurveySpec, records: int) -> float:
     """How far a node the search did not run through the release checks is from the constraints it
-    shows on its codes (k-anonymity, global risk, l-diversity, suppression share): the sum of the
-    relative gaps of :func:`gaps`, from the node's own figures (which its release checks repeat)."""
+    shows on its codes (k-anonymity, global risk, l-diversity, suppression share, share of the keys
+    not released): the sum of the relative gaps of :func:`gaps`, from the node's own figures (which
+    its release checks repeat)."""
     target, limit = spec.risk.max_global_risk, spec.limits.max_suppressed_share
     distance = (candidate.k_violations + candidate.l_violations) / max(records, 1)
     distance += max(candidate.global_risk - target, 0.0) / target if target > 0 else 0.0
     distance += max(candidate.suppressed_share - limit, 0.0) / limit if limit > 0 else 0.0
+    lost, keys_limit = candidate.keys_not_released_share, spec.limits.max_keys_not_released
+    distance += max(lost - keys_limit, 0.0) / keys_limit if keys_limit > 0 else (math.inf if lost > 0 else 0.0)
     return distance
 
 
 #: The release checks of the continuous keys: a plan replayed without its continuous step does not
 #: show them (the search adds that step only to the plans that meet the categorical constraints).
-CONTINUOUS_CHECKS = ("linkage_risk", *(c for c, kind in UTILITY_CHECKS.items() if kind != "categorical"))
+CONTINUOUS_CHECKS = ("linkage_risk", *(c for c, kind in UTILITY_CHECKS.items() if kind in ("continuous", "pairs")))
 
 
 def _replayed(data: pd.DataFrame, spec: SurveySpec, candidate: SearchCandidate, wave: str) -> SearchCandidate:
@@ -397,6 +402,8 @@ def relaxations(spec: SurveySpec, candidates: list[SearchCandidate], closest: li
         for g in (g for plan in closest for g in plan.gaps):
             if g.check == "linkage_risk":
                 named += spec.continuous_keys
+            elif g.check == "keys_not_released_limit":  # the keys not released, comma-separated
+                named += [key for key in keys if key in g.variable.split(", ")]
             elif g.variable:
                 named += [key for key in keys if key == g.variable or key in g.variable.split("–")]
         ranks = {key: i for i, key in enumerate(dict.fromkeys(named))}

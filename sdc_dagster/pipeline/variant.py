@@ -8,12 +8,14 @@ releases (:func:`retained_records`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.releases.manifest import ONE_CATEGORY, WITHHELD_VARIABLE
 from sdc_dagster.spec import SurveySpec
 
 
@@ -40,6 +42,37 @@ def released_keys(spec: SurveySpec, frame: pd.DataFrame) -> ReleasedKeys:
         weight=spec.weight if spec.weight in frame.columns else None,
         household=spec.household_id if spec.household_id in frame.columns else None,
     )
+
+
+def two_values(values: pd.Series) -> bool:
+    """Whether at least two distinct values are observed (``nunique() >= 2``, without hashing every
+    value)."""
+    observed = values.dropna().to_numpy()
+    return bool(len(observed) and (observed != observed[0]).any())
+
+
+def keys_lost(spec: SurveySpec, original: pd.DataFrame, protected: pd.DataFrame, *,
+                      unchanged: Sequence[str] = ()) -> dict[str, str]:
+    """``{key: how}`` for each quasi-identifier of ``original`` that the variant ``protected``
+    releases nothing of: ``"withheld"`` (not in the file: ``remove_variables``, the continuous
+    ladder's last rung) or ``"one category"`` (at least two distinct observed values in the original
+    records it releases, at most one in the release: every record in the same merged class, the
+    hierarchy's top, ARX's "*", one band covering everything, or every value suppressed). The one
+    rule of a key not released: the loss counts each observed value of such a key as lost (d = 1,
+    :func:`~sdc_dagster.pipeline.evaluation.headline_loss`, SPEC §9.1), and the utility limit
+    ``limits.max_keys_not_released`` bounds their share of the keys
+    (:func:`~sdc_dagster.pipeline.protection.release_checks`). A file that releases a key so carries
+    none of its information, whatever a composite measure says (Hundepool et al. 2012, "Statistical
+    Disclosure Control", §3.4 on information loss per variable). ``unchanged``: keys known to be
+    released as they are (not read)."""
+    matched = retained_records(original, protected, "variant")
+    out = {}
+    for key in released_keys(spec, original).quasi_identifiers:
+        if key not in protected.columns:
+            out[key] = WITHHELD_VARIABLE
+        elif key not in unchanged and not two_values(protected[key]) and two_values(matched[key]):
+            out[key] = ONE_CATEGORY
+    return out
 
 
 def retained_records(original: pd.DataFrame, protected: pd.DataFrame, name: str) -> pd.DataFrame:

@@ -474,7 +474,12 @@ def _signed_percent(change: float) -> str:
 def loss_words(row) -> str:
     """One row of a plan's utility figures (:attr:`~sdc_dagster.report.PlanSummary.utility`) in
     words: "age: 12 % suppressed", "18 % of records with a categorical key suppressed or perturbed", "mean of savings +8 %",
-    "variance of income -36.3 %", "correlation income–expend 0.71 → 0.52"."""
+    "variance of income -36.3 %", "correlation income–expend 0.71 → 0.52", "3 of 4 keys not released
+    (75 %): region, age, income"."""
+    if row["measure"] == "keys not released":
+        lost = int(row["before"]) - int(row["after"])
+        return (f"{lost} of {int(row['before'])} keys not released ({format_value(row['change'], 'share')}): "
+                f"{row['variable']}")
     if row["measure"] == "suppressed":
         return f"{row['variable']}: {format_value(row['change'], 'share')} suppressed"
     if row["measure"] == "records changed":
@@ -484,15 +489,19 @@ def loss_words(row) -> str:
     return f"{row['measure']} of {row['variable']} {_signed_percent(row['change'])}"
 
 
+#: How :func:`not_released_words` says each way a key is not released.
+NOT_RELEASED_WORDS = {"one category": "released as one category", "withheld": "withheld",
+                      "every value suppressed": "every value suppressed"}
+
+
 def not_released_words(keys: Mapping[str, str]) -> str:
     """The variables a plan does not release (:func:`~sdc_dagster.releases.manifest.keys_not_released`)
-    in words, grouped by how: "age, region (one category each); income, savings (withheld)"; empty
-    when every key is released."""
+    in words, grouped by how: "age, region: released as one category; income, savings: withheld";
+    empty when every key is released."""
     groups: dict[str, list[str]] = {}
     for variable, how in keys.items():
         groups.setdefault(how, []).append(str(variable))
-    each = {how: " each" if how == "one category" and len(names) > 1 else "" for how, names in groups.items()}
-    return "; ".join(f"{', '.join(names)} ({how}{each[how]})" for how, names in groups.items())
+    return "; ".join(f"{', '.join(names)}: {NOT_RELEASED_WORDS.get(how, how)}" for how, names in groups.items())
 
 
 def worst_losses(utility: pd.DataFrame | None, count: int = 3) -> list[str]:

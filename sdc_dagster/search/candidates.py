@@ -41,9 +41,12 @@ class SearchCandidate:
     the searched variant is then not protected again), ``l_violations`` (records whose released key
     group is not l-diverse, :func:`~sdc_dagster.search.coded.records_below_l`; 0 when the spec asks no l-diversity) and
     ``suppressed_share`` (the largest share of a key's observed values suppressed, bounded by
-    ``limits.max_suppressed_share``). ``reaches_target`` asks k-anonymity, the global-risk target,
-    l-diversity and the suppression limit: the constraints a node's codes show; the other utility
-    limits are release checks of the confirmation.
+    ``limits.max_suppressed_share``), ``keys_not_released_share`` (the share of the spec's keys the
+    node's categorical keys release as one category, :meth:`~sdc_dagster.search.coded.CodedLattice.not_released`,
+    bounded by ``limits.max_keys_not_released``; the continuous keys the ladder withholds are counted
+    by the confirmation's release check). ``reaches_target`` asks k-anonymity, the global-risk
+    target, l-diversity, the suppression limit and the limit of keys not released: the constraints
+    a node's codes show; the other utility limits are release checks of the confirmation.
     """
 
     plan: Plan
@@ -57,6 +60,7 @@ class SearchCandidate:
     levels: tuple[int, ...] = ()
     l_violations: int = 0
     suppressed_share: float = 0.0
+    keys_not_released_share: float = 0.0
     protected: PlanResult | None = field(default=None, repr=False, compare=False)
 
     @property

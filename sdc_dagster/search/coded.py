@@ -24,6 +24,7 @@ from sdc_dagster.protect.suppression import codes_below_l
 from sdc_dagster.risk.categorical import risk_from_frequencies
 from sdc_dagster.spec import SurveySpec
 from sdc_dagster.pipeline.evaluation import headline_loss
+from sdc_dagster.pipeline.variant import released_keys, two_values
 from sdc_dagster.validation import weight_values
 
 
@@ -68,6 +69,10 @@ class CodedLattice:
                 coded.append((level_codes[:, 0], int(radix[0])))
             self.values[key] = arrays
             self.codes[key] = coded
+        # the keys with at least two observed categories (a key released as one category loses them),
+        # and the spec's keys in the wave (categorical and continuous: the share of keys not released)
+        self.varied = [two_values(data[key]) for key in self.keys]
+        self.key_count = len(released_keys(spec, data).quasi_identifiers)
         # the sensitive variables' codes (from 0, -1 missing), when the spec asks l-diversity
         sensitive = [v for v in spec.names("sensitive") if v in data.columns] if spec.risk.l is not None else []
         self.sensitive = {v: category_codes(data[v])[0] - 1 for v in sensitive} if self.keys else {}
@@ -79,6 +84,22 @@ class CodedLattice:
         for j, (key, level) in enumerate(zip(self.keys, node)):
             digits[:, j], radices[j] = self.codes[key][level]
         return digits, radices
+
+    def not_released(self, digits: np.ndarray) -> list[str]:
+        """The keys whose ``digits`` (a node's, after any suppression) release them as one category:
+        at least two observed categories in the wave, at most one nonzero code left (what
+        :func:`~sdc_dagster.pipeline.variant.keys_lost` finds in the released frame)."""
+        out = []
+        for j, key in enumerate(self.keys):
+            observed = digits[:, j][digits[:, j] > 0]
+            if self.varied[j] and not (observed.size and (observed != observed[0]).any()):
+                out.append(key)
+        return out
+
+    def not_released_share(self, digits: np.ndarray) -> float:
+        """The share of the spec's keys (categorical and continuous) that :meth:`not_released` finds,
+        bounded by ``limits.max_keys_not_released``; 0 without keys."""
+        return len(self.not_released(digits)) / self.key_count if self.key_count else 0.0
 
     def frequencies(self, digits: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per record (f, F) of keys with these digits, SPEC §2.4 (what ``risk.key_frequencies``
@@ -171,7 +192,26 @@ def level_bounds(data: pd.DataFrame, spec: SurveySpec, lattice: CodedLattice) ->
 
     Level 0 releases the key as it is: its figure is that of the wave itself, for every key. A
     deeper level changes that key only, so the partial distances of the other columns are not
-    computed (``unchanged``)."""
+    computed (``unchanged``). A level that releases the key as one category (its top) counts each
+    of its observed values as lost (d = 1, :func:`~sdc_dagster.pipeline.variant.keys_lost`),
+    as headline_loss does for the released plan.
+
+    Why the walk's pruning stays sound with that rule. The walk needs two properties, not the
+    monotonicity of the loss along the lattice (Flash's traversal never assumes it, and a level's
+    loss need not grow with the level for a chain that is not nested):
+
+    * *additivity*: measure (1) divides by C + R, the values compared plus the values of the keys
+      not released, which is the count of observed values of the original's keys whatever the node
+      (a key not released moves its values from C to R), so a node's recode-only loss is the sum of
+      its keys' figures;
+    * *suppression only raises it* (the recode-only loss is a lower bound of the node's loss with
+      suppression and continuous steps): a suppressed value has d = 1 >= its partial distance
+      before; a key that suppression leaves with one category, or none, moves all its values to
+      d = 1; a key already released as one category stays so.
+
+    Within a nested chain the figure is moreover monotone (a record keeps its value only while it
+    is the smallest member of its group, and groups only grow; the top, d = 1 on every value, is
+    the largest figure a level can have, d <= 1): tested in tests/test_search.py."""
     unchanged_wave = headline_loss(data, data, spec, topsis=False).get("lambda_arctan", np.nan)
     bounds = []
     for key in lattice.keys:

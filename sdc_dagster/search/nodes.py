@@ -92,7 +92,10 @@ def wider_cap(data: pd.DataFrame, spec: SurveySpec, budget_seconds: float, repor
     :func:`~sdc_dagster.search.space.search_space` with ``withhold``): the loss of a plan there that
     meets the target by recoding alone (the least such loss when Flash proves it), whose check was
     computed on that node's own classes; inf when none is found (or a key has a missing value, or no
-    time is left)."""
+    time is left), or when that plan releases more keys as one category than
+    ``limits.max_keys_not_released`` allows: it is no plan to beat then (the limit is not monotone
+    the way Flash's check is: generalising a key can only take it to one category, so a node passing
+    the limit may have generalisations that fail it), and the walk goes uncapped."""
     wider = cut_space(search_space(data, spec, withhold=True))
     lattice = CodedLattice(data, spec, wider)
     rolled = RolledCounts.of(lattice)
@@ -105,7 +108,12 @@ def wider_cap(data: pd.DataFrame, spec: SurveySpec, budget_seconds: float, repor
     if not np.isfinite(lower).all():
         return np.inf
     found = flash_node(lattice, rolled, nodes, lower, spec, budget_seconds, report)
-    return found.value if found is not None else np.inf
+    if found is None or not found.value < np.inf:
+        return np.inf
+    digits, _ = lattice.digits(tuple(int(x) for x in nodes[found.node]))
+    if lattice.not_released_share(digits) > spec.limits.max_keys_not_released + 1e-12:
+        return np.inf
+    return found.value
 
 
 def _risks(f: np.ndarray, F: np.ndarray, weight: str | None, k: int) -> tuple[int, pd.Series]:
@@ -185,8 +193,9 @@ def evaluate_node(data: pd.DataFrame, spec: SurveySpec, lattice: CodedLattice, s
                 digits[below] = 0
             violations, risks = _risks(*lattice.frequencies(*renumbered_digits(digits)), lattice.weight, k)
     changed = []  # the keys the node releases changed: recoded, or with a value suppressed
-    below_l, suppressed_share = 0, 0.0
+    below_l, suppressed_share, lost_share = 0, 0.0, 0.0
     if keys:
+        lost_share = lattice.not_released_share(digits)
         hidden = (digits == 0) & (recoded > 0)
         suppressed = int(np.count_nonzero(hidden))
         suppressed_share = float((hidden.sum(axis=0) / np.maximum((recoded > 0).sum(axis=0), 1)).max())
@@ -205,6 +214,8 @@ def evaluate_node(data: pd.DataFrame, spec: SurveySpec, lattice: CodedLattice, s
     return SearchCandidate(
         plan=plan, global_risk=global_risk, k_violations=violations, linkage_risk=np.nan, loss=float(loss),
         suppressed=suppressed, levels=node, l_violations=below_l, suppressed_share=suppressed_share,
+        keys_not_released_share=lost_share,
         reaches_target=(violations == 0 and global_risk <= target and below_l == 0
-                        and suppressed_share <= spec.limits.max_suppressed_share + 1e-12),
+                        and suppressed_share <= spec.limits.max_suppressed_share + 1e-12
+                        and lost_share <= spec.limits.max_keys_not_released + 1e-12),
     )

@@ -108,6 +108,9 @@ from sdc_dagster.search.walk import LATTICE_SHARE, LatticeWalk, Progress
 #: suppression limit (so every node needs much suppression): the rest goes to the wider lattice.
 HOPELESS_SHARE = 0.1
 
+#: Losses closer than this are equal (sums of the same per-value distances in another order).
+LOSS_TIE = 1e-12
+
 #: How :func:`progress_line` begins (``sdc run`` shows the lines of the Dagster log that begin so).
 PROGRESS_PREFIX = "plan search: "
 
@@ -236,9 +239,12 @@ def _flash_by_recoding(w: LatticeWalk, flashed: Outcome, withhold: bool) -> str:
     bound_note = (f"Flash checked {flashed.checked:,} of {len(w.nodes):,} nodes by their rolled-up classes for the "
                   f"least-loss plan meeting the target by recoding alone: {found_note}")
     if flashed.optimal and proven_flash and not w.walk_suppresses:
-        # proven: every node before it in loss order fails the target by recoding alone (all of
-        # them when none meets it), and nothing may be suppressed: the walk starts at it
-        w.skipped = int(np.flatnonzero(w.order == flashed.node)[0]) if flashed.value < np.inf else len(w.order)
+        # proven: every node of a lower recode-only loss fails the target by recoding alone (all of
+        # them when none meets it), and nothing may be suppressed: the walk starts at the first node
+        # of Flash's loss. Not at Flash's node itself: among nodes of equal loss Flash breaks ties by
+        # node number, the walk by fewer levels, and a node of equal loss may have less risk (a
+        # front point); ties are common where keys released as one category each lose all their values
+        w.skipped = int(np.searchsorted(w.lower[w.order], flashed.value, side="left"))
         w.settled += w.skipped
         w.order = w.order[w.skipped:]
     elif flashed.value < np.inf:
@@ -401,11 +407,15 @@ def _proven(recommended: SearchCandidate | None, ranked: list[SearchCandidate],
     target: no node left unevaluated can have less (``unevaluated``, the least recode-only loss of
     those nodes, which suppression and continuous steps only raise; inf when every node was
     settled), and every candidate meeting the target with less loss on its codes (a lower bound of
-    its loss once confirmed) was run through the release checks and failed them."""
-    if recommended is None or recommended.loss > unevaluated:
+    its loss once confirmed) was run through the release checks and failed them. Losses within
+    :data:`LOSS_TIE` are equal: a node's loss summed on its codes and the same plan's loss measured on
+    the released file differ in the last bits, and a node of equal loss left out of the front (more
+    risk) has no less loss than the recommended plan."""
+    if recommended is None or recommended.loss > unevaluated + LOSS_TIE:
         return False
     tried = {c.levels for c in ranked if c.checks}
-    return not any(c.reaches_target and c.loss < recommended.loss and c.levels not in tried for c in candidates)
+    return not any(c.reaches_target and c.loss < recommended.loss - LOSS_TIE and c.levels not in tried
+                   for c in candidates)
 
 
 def _rank(confirmed: list[SearchCandidate]) -> tuple[list[SearchCandidate], SearchCandidate | None,

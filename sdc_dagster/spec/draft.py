@@ -82,6 +82,8 @@ LIMIT_REASONS = {
     "max_variance_change": "relative change of a variance: a fifth changes standard errors by about 10 %",
     "max_correlation_change": "absolute change of a correlation between continuous keys (relative changes "
                               "of correlations near 0 mean nothing)",
+    "max_keys_not_released": "share of the keys withheld or released as one category: a release keeping no "
+                             "detail of most keys is safe but of no use",
 }
 
 

@@ -279,7 +279,7 @@ def _parse_limits(raw: Any, problems: Problems) -> UtilityLimits:
     default. Each wrong key is recorded."""
     raw = as_mapping(raw, "limits")
     bounds = {"max_suppressed_share": 1.0, "max_records_changed": 1.0, "max_mean_change": None,
-              "max_variance_change": None, "max_correlation_change": 2.0}
+              "max_variance_change": None, "max_correlation_change": 2.0, "max_keys_not_released": 1.0}
     problems.unknown_keys(raw, "limits", set(bounds))
     limits = {}
     for name, high in bounds.items():

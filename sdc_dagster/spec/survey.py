@@ -227,6 +227,16 @@ class UtilityLimits:
       2001 bound correlations on their [-1, 1] scale). Absolute, because a relative change of a
       correlation near 0 is unbounded and says nothing; 0.1 is a change a regression or a
       correlation table shows.
+    * ``max_keys_not_released`` (default 0.5): the share of the spec's keys (categorical and
+      continuous) that a release carries none of: withheld (``remove_variables``, the plan search's
+      last rung) or released as one category (every record in the same merged class: a hierarchy's
+      top, one band covering everything, every value suppressed;
+      :func:`~sdc_dagster.pipeline.variant.keys_lost`). A share, not a count, so that it
+      means the same for 3 keys and for 12. The keys are the variables the disclosure scenario says
+      an intruder knows, which are also the ones users tabulate and model by (Hundepool et al. 2012,
+      ch. 3: a release is judged per variable, not by a composite); a release that keeps no detail
+      of most of them is safe but of no use, however low its composite loss. At most half may go:
+      a spec can raise it (1 allows a release of no key) or lower it (0: every key keeps some detail).
     """
 
     max_suppressed_share: float = 0.10
@@ -234,6 +244,7 @@ class UtilityLimits:
     max_mean_change: float = 0.05
     max_variance_change: float = 0.2
     max_correlation_change: float = 0.1
+    max_keys_not_released: float = 0.5
 
 
 #: Step methods the plan search may use (``search.methods``): the generalisation and suppression of

@@ -50,7 +50,9 @@ def test_linkage_risk_is_the_best_linkage_an_intruder_can_choose():
     spec = tiny_spec()
     checks = protection.release_checks(RELEASED, spec, spec.plans[0], original=ORIGINAL)
     # no categorical key: no k-anonymity; one continuous key: no correlation limit
-    assert list(checks) == ["linkage_risk", "no_direct_identifier", "mean_change_limit", "variance_change_limit"]
+    assert list(checks) == ["linkage_risk", "no_direct_identifier", "mean_change_limit", "variance_change_limit",
+                            "keys_not_released_limit"]
+    assert checks["keys_not_released_limit"].passed and checks["keys_not_released_limit"].value == 0.0
     check = checks["linkage_risk"]
     assert check.figures["record_linkage_risk"] == 0.75
     assert check.figures["record_linkage_mahalanobis_risk"] == 0.75
@@ -81,7 +83,7 @@ def test_linkage_risk_without_a_changed_or_released_continuous_key():
 def test_the_categorical_checks_are_left_out_without_categorical_keys_and_say_why():
     spec = tiny_spec()
     assert protection.release_check_names(spec) == ["linkage_risk", "no_direct_identifier", "mean_change_limit",
-                                                    "variance_change_limit"]
+                                                    "variance_change_limit", "keys_not_released_limit"]
     reasons = protection.checks_not_applicable(spec)
     assert set(reasons) == {"k_anonymity", "global_risk", "individual_risk", "released_categories", "l_diversity"}
     assert all("no categorical key" in why for why in reasons.values())
@@ -173,7 +175,8 @@ def test_a_continuous_only_file_through_the_asset_chain(sdc_home, tmp_path, inst
     # each plan's release checks are checks of the release stage, named <plan>__<check>
     checks = {(e.asset_key.path[-1], *e.check_name.split("__")): e for e in result.get_asset_check_evaluations()}
     assert {key[-1] for key in checks if key[0] == "release"} == {
-        "linkage_risk", "no_direct_identifier", "mean_change_limit", "variance_change_limit", "correlation_change_limit"}
+        "linkage_risk", "no_direct_identifier", "mean_change_limit", "variance_change_limit", "correlation_change_limit",
+        "keys_not_released_limit"}
     assert {key[0] for key in checks} == {"release", "sdc_report"}
     assert checks[("sdc_report", "wave_released")].passed
     # correlated noise of amount 0.5 adds half of each covariance (sdcMicro's addNoise "correlated"): the

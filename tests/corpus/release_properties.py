@@ -10,7 +10,9 @@ the release rather than repeating it.
   fractional value in the released file (released text such as a band "(20,25]" is not a number);
 * **utility limits**: the share of each categorical key's values suppressed by the release (the
   values missing in the released file beyond those missing in the original, over the records) is
-  at most the spec's limit;
+  at most the spec's limit; the share of the keys (categorical and continuous) the file carries none
+  of (not in it, or at most one distinct value where the original has two or more) is at most the
+  spec's ``max_keys_not_released`` (issues 34, 38);
 * **no more decimals than the original**: no numeric column of the released file has values with
   more decimals than the original's (a microaggregated log income published with 6 decimals was
   released as 10.718007666666665: the new-user trial of issue 34; mu-Argus's ``<DECIMALS>``).
@@ -130,6 +132,20 @@ def _limit(spec: dict, key: str) -> float:
     return DEFAULT_SUPPRESSED_SHARE
 
 
+#: The limit on the share of the keys not released when the spec states none (its drafted default).
+DEFAULT_KEYS_NOT_RELEASED = 0.5
+
+
+def _keys_not_released(spec: dict, before: pd.DataFrame, after: pd.DataFrame) -> tuple[list[str], int]:
+    """The spec's keys of the original with two or more distinct values that the safe file does not
+    have or has with at most one distinct value, and the number of the spec's keys in the original."""
+    keys = [name for name, variable in spec["variables"].items()
+            if variable.get("role") in ("categorical_key", "continuous_key") and name in before.columns]
+    lost = [name for name in keys if before[name].nunique() >= 2
+            and (name not in after.columns or after[name].nunique() <= 1)]
+    return lost, len(keys)
+
+
 def check_release(original: Path, home: Path, survey: str, wave: str = "2024") -> ReleaseProperties:
     """The four properties of the wave's released safe file against the ``original`` file."""
     result = ReleaseProperties(original.name)
@@ -180,4 +196,8 @@ def check_release(original: Path, home: Path, survey: str, wave: str = "2024") -
         if published is not None and released is not None and released > published:
             shown = "more than 15" if released == MORE_DECIMALS else released
             result.more_decimals.append(f"{name}: {shown} decimals released, {published} in the original")
+    lost, keys = _keys_not_released(spec, before, after)
+    limit = float((spec.get("limits") or {}).get("max_keys_not_released", DEFAULT_KEYS_NOT_RELEASED))
+    if keys and len(lost) / keys > limit + 1e-12:
+        result.over_limit.append(f"{len(lost)} of {keys} keys not released ({', '.join(lost)}; limit {limit:.0%})")
     return result
