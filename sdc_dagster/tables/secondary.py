@@ -44,7 +44,7 @@ True (must be suppressed), False (must be published) or NA (free) per cell.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import reduce
+from functools import partial, reduce
 
 import numpy as np
 import pandas as pd
@@ -53,10 +53,11 @@ from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.tables.audit import protection_failures, reduced_programme, stacked_mask
+from sdc_dagster.tables.hitas import hitas_pattern
 from sdc_dagster.tables.model import JointModel, Table, joint_model, relations
 from sdc_dagster.validation import check_option, check_scalar
 
-METHODS = ("optimal", "gauss")
+METHODS = ("optimal", "gauss", "hitas")
 
 
 def _per_table(model: JointModel, given, role: str, default) -> list:
@@ -374,12 +375,14 @@ def secondary_suppression(
     frozen=None,
     min_width: float = 1.0,
     time_limit: float = 600.0,
+    workers: int = 1,
 ) -> pd.Series | list[pd.Series]:
     """Every suppressed cell (primaries included) such that no primary is disclosed (see the module
     text): a bool Series indexed like ``table.cells``, or a list of them for a list of linked tables,
     which are protected jointly. ``protection``: the levels of :func:`tables.protection_levels` (one
     frame per table; default: none, every primary must have an interval at least ``min_width`` wide).
-    ``time_limit``: seconds for each integer programme of HiGHS.
+    ``time_limit``: seconds for each integer programme of HiGHS. ``workers``: processes protecting
+    the subtables of one level at once (``method="hitas"``; 1: in this process).
 
     Raises :class:`SDCInputError` for inputs that do not fit the tables, ``RuntimeError`` when no
     pattern can pass the audit (e.g. frozen cells forbid it).
@@ -390,6 +393,7 @@ def secondary_suppression(
     check_option(method, "method", METHODS)
     min_width = check_scalar(min_width, "min_width", low=0, closed="neither")
     time_limit = check_scalar(time_limit, "time_limit", low=0, closed="neither")
+    workers = check_scalar(workers, "workers", low=1, integer=True)
     primaries = [primary_or_primaries] if single else primary_or_primaries
     if not single and (isinstance(primaries, pd.Series) or not isinstance(primaries, Sequence)):
         raise SDCInputError("primary: for a list of tables, a list with one bool Series per table")
@@ -403,6 +407,10 @@ def secondary_suppression(
     if method == "gauss":
         start = _gauss(model, rep, primary, costs, must, never)
         pattern = _repair(model, rep, primary, lower, upper, costs, never, min_width, time_limit, start)
+    elif method == "hitas":
+        solve = partial(secondary_suppression, min_width=min_width, time_limit=time_limit)
+        start = hitas_pattern(model, primary, lower, upper, costs, must, never, solve, workers=workers)
+        pattern = _repair(model, rep, primary, lower, upper, costs, never, min_width, time_limit, start[rep])
     else:
         pattern = _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, time_limit)
     cell_to_rep = np.full(model.cell.max() + 1, -1)
