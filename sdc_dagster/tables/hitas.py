@@ -41,7 +41,7 @@ import pandas as pd
 from sdc_dagster.tables.model import TOTAL, JointModel, Table, tabulate
 
 #: Subtables of at most this many cells are protected by the exact ILP; larger ones by Gauss.
-SMALL_SUBTABLE = 400
+SMALL_SUBTABLE = 100
 
 
 @dataclass(frozen=True)
