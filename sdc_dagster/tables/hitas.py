@@ -1,8 +1,9 @@
 """HiTaS: a hierarchical table protected subtable by subtable, from the top down.
 
 de Wolf (2002), "HiTaS: a heuristic approach to cell suppression in hierarchical tables" (Inference
-Control in Statistical Databases, LNCS 2316), tau-Argus's "modular" method (tau-Argus manual §4.2.3,
-Hundepool et al. 2012 §4.4.2) and sdcTable's ``protectTable(method = "HITAS")``:
+Control in Statistical Databases, LNCS 2316), tau-Argus's "modular" method (the tau-Argus manual;
+Hundepool et al. 2012, "Statistical Disclosure Control", §4.4) and sdcTable's
+``protectTable(method = "HITAS")``:
 
 * A *subtable* takes one code with children (a *parent*) in every dimension and crosses, in each
   dimension, that parent and its direct children: a table without hierarchy whose totals are the
@@ -158,7 +159,7 @@ def hitas_pattern(
     def spread(mask: np.ndarray) -> np.ndarray:
         return np.bincount(same, weights=mask, minlength=same.max() + 1)[same] > 0
 
-    with _pool(workers) as run:
+    with _Pool(workers) as run:
         for table, offset in zip(model.tables, model.offsets[:-1]):
             for group in subtables(table):
                 jobs, where = [], []
@@ -181,7 +182,7 @@ def hitas_pattern(
     return suppressed
 
 
-class _pool:
+class _Pool:
     """``run(solve, jobs)``: the patterns of ``jobs`` in their order, in this process or in a pool of
     ``workers`` processes (spawned: the engine may run inside a threaded Dagster process)."""
 

@@ -35,6 +35,12 @@ that audit; a pattern that fails it is never returned (RuntimeError).
   its block of the intruder's programme, and the cheapest cells meeting them are added, the
   suppressions so far kept, until the audit passes.
 
+* ``method="hitas"``: HiTaS (de Wolf 2002; tau-Argus's modular method), :mod:`sdc_dagster.tables.hitas`:
+  the subtables of every level combination of the hierarchies protected from the top down (the
+  ILP on small subtables, Gauss on large ones), the suppressions of a subtable's marginals carried
+  into the subtables below as primaries; the whole pattern then repaired by :func:`_repair` as the
+  Gauss pattern is, so that it passes the joint audit (HiTaS alone does not guarantee it).
+
 Cost of suppressing a cell: ``"value"`` (its published value; tau-Argus's default for magnitude
 tables), ``"count"`` (1 per cell) or a Series (one weight per cell of the table). A small
 ``1e-6 ·`` max cost is added to every cell so that no suppression is free. ``frozen``: a Series of
