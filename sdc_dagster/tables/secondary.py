@@ -250,7 +250,21 @@ def _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, t
 
 
 def _repair(model, rep, primary, lower, upper, costs, never, min_width, time_limit, start) -> np.ndarray:
-    """The Gauss pattern ``start`` (over distinct cells) made to pass the audit, locally: each round
+    """The pattern ``start`` (over distinct cells) made to pass the audit by :func:`_repair_rounds`,
+    with the cells of value 0 kept published (GaussSuppression's ``secondaryZeros = FALSE``) unless
+    nothing else protects. A suppressed 0 cannot go down and costs almost nothing (the ``1e-6`` of
+    the module text), so each round's cheapest cells meeting a cut were zeros that did not protect:
+    on the 9,060-cell census table the repair of the HiTaS pattern took 20 rounds and 110 s CPU
+    (34 cells added) with them, 3 rounds and 20 s (7 cells) without."""
+    zeros = (model.published == 0) & ~primary
+    try:
+        return _repair_rounds(model, rep, primary, lower, upper, costs, never | zeros, min_width, time_limit, start)
+    except RuntimeError:
+        return _repair_rounds(model, rep, primary, lower, upper, costs, never, min_width, time_limit, start)
+
+
+def _repair_rounds(model, rep, primary, lower, upper, costs, never, min_width, time_limit, start) -> np.ndarray:
+    """The pattern ``start`` (over distinct cells) made to pass the audit, locally: each round
     audits only the primaries still failing (suppressing a further cell removes a published
     equation from the intruder's programme, so no interval narrows and a primary that passed keeps
     passing), bounds each failing primary's deviations within its block (the inner cells of its
