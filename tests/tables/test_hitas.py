@@ -134,3 +134,21 @@ def test_hitas_passes_the_joint_audit_and_costs_no_less_than_the_ilp(table):
     width = tables.audit(table, hitas).eval("up - lo")
     assert (width[primary] >= 1 - 1e-6).all()
     assert patterns["optimal"].sum() <= hitas.sum()
+
+
+def test_the_repair_publishes_a_zero_unless_nothing_else_protects():
+    """a = 1 (primary), b = 0, c = 5, Total = 6, starting from a alone (derivable: 6 - 0 - 5). The
+    zero b is the cheapest cell and would leave a in [0, 1]; the repair publishes it and suppresses
+    c (a in [0, 6]). With c and Total frozen as published, only b protects, and it is suppressed."""
+    from sdc_dagster.tables.model import joint_model
+    from sdc_dagster.tables.secondary import _costs, _repair
+
+    table = tables.tabulate(pd.DataFrame({"k": ["a", "b", "c"], "n": [1, 0, 5]}), {"k": None}, freq="n")
+    model = joint_model([table])
+    codes = table.cells["k"].to_numpy()
+    primary = codes == "a"
+    rep = np.arange(len(codes))
+    none = np.zeros(len(codes))
+    for never, expected in ((np.zeros(len(codes), dtype=bool), {"a", "c"}), (np.isin(codes, ["c", "Total"]), {"a", "b"})):
+        pattern = _repair(model, rep, primary, none, none, _costs(model, "value"), never, 1.0, 60.0, primary)
+        assert set(codes[pattern]) == expected
