@@ -28,6 +28,18 @@ takes 0.4 s CPU on 9,060 cells and 23 s on 104,247 cells (17,792 primaries) inst
 ~20 repair rounds, ~1,000 block programmes: the repair dominates) and the final audit of every
 suppressed cell 15 s CPU; on 104,247 cells Gauss + repair had not finished after 25 min wall
 (~8 min CPU). The targets are NOT met yet (remaining work: warm-started programmes, HiTaS).
+
+Issue 36, HiTaS pass (same machine, same load; CPU seconds): profiling the repair showed the same
+primaries failing round after round while each round's cheapest cells were zeros (a suppressed 0
+costs 1e-6 and cannot go down); with zeros published unless nothing else protects, on the 9,060-cell
+table (1,053 primaries) Gauss + repair takes 25 s CPU (1,796 secondaries, cost 23,375; was 74 s and
+1,819) and HiTaS (``method="hitas"``: 43 subtables in 3 levels, Gauss above 100 cells, then the
+joint repair) 13 s CPU (1,796 secondaries, cost 23,377), the final audit of every suppressed cell
+14 s CPU: 27 s CPU in all for HiTaS. On 1,860 cells (184 primaries): Gauss 9.8 s CPU, cost 5,391;
+HiTaS 4.6 s CPU, cost 5,565. The ILP on 240-cell subtables with ~40 primaries took up to 27 s each,
+hence HiTaS's ILP only up to 100 cells. The reference cases (``--references``): every method passes
+the joint audit; HiTaS's cost equals the ILP's on c1, c2, c3b, c4 and c6; Gauss costs more on c1
+(62 against 43). The 10^5-cell figure: see the report of this pass.
 """
 
 import argparse
