@@ -49,8 +49,7 @@ SMALL_SUBTABLE = 100
 class Subtable:
     """One subtable of a table: the depth of its parent code in each dimension (``levels``), its
     parent and children per dimension (positions in :attr:`Dimension.codes`, parent first) and
-    its ``rows`` in ``table.cells`` (the product of those codes, in the order of :func:`_sub_table`'s
-    cells)."""
+    its ``rows`` in ``table.cells`` (the product of those codes)."""
 
     levels: tuple[int, ...]
     codes: tuple[np.ndarray, ...]
@@ -163,14 +162,14 @@ def hitas_pattern(
         for table, offset in zip(model.tables, model.offsets[:-1]):
             for group in subtables(table):
                 jobs, where = [], []
+                needed = primary | must | decided & suppressed
                 for sub in group:
+                    if not needed[sub.rows + offset].any():
+                        continue  # nothing to protect: every cell published
                     sub_table, rows = _sub_table(table, sub)
                     rows = rows + offset
                     carried = decided[rows] & suppressed[rows] & ~must[rows]  # secondaries above
                     sub_primary = primary[rows] | carried
-                    if not sub_primary.any() and not must[rows].any():
-                        decided[rows] = True  # nothing to protect: every cell published
-                        continue
                     jobs.append(_Job(sub_table, sub_primary, np.where(primary[rows], lower[rows], 0.0),
                                      np.where(primary[rows], upper[rows], 0.0), costs[rows], must[rows],
                                      decided[rows] & ~suppressed[rows], never[rows]))
