@@ -30,6 +30,7 @@ manual §4.4 "linked tables"), never table by table. Keys::
         dominance_tie: strict         # strict (>, tau-Argus, sdcTable) or inclusive (>=, GaussSuppression)
         frozen: {suppressed: [{sector4: Industry, geo: Spain}], published: [{sector4: Total, geo: Total}]}
     protection: {method: optimal, cost: value, time_limit: 60}   # cost: value, count or {column: c}
+    #           method: optimal (ILP), gauss (GaussSuppression) or hitas (tau-Argus's modular method)
     # or        {method: rounding, round_base: 3, max_round: 2, zero_candidates: false,
     #            identify_new: true, seed: 123}   (frequency tables of unweighted counts)
     # or        {method: cell_key, cell_key: {max_deviation: 2, variance: 1.05, threshold: 1, seed: 2021},

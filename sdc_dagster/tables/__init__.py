@@ -4,7 +4,8 @@
   matrix to the published cells), linked tables (:func:`joint_model`);
 * :mod:`~sdc_dagster.tables.primary`: the sensitivity rules and protection levels;
 * :mod:`~sdc_dagster.tables.intruder`: the intruder's intervals of a suppression pattern;
-* :mod:`~sdc_dagster.tables.secondary`: the optimal (ILP) and Gauss secondary suppression;
+* :mod:`~sdc_dagster.tables.secondary`: the optimal (ILP), Gauss and HiTaS secondary suppression;
+* :mod:`~sdc_dagster.tables.hitas`: HiTaS's subtables of a hierarchical table, protected from the top down;
 * :mod:`~sdc_dagster.tables.rounding`: small-count rounding (PLS, SmallCountRounding), additive;
 * :mod:`~sdc_dagster.tables.cell_key`: the cell key method for magnitude tables (cellKey, top_contr);
 * :mod:`~sdc_dagster.tables.hierarchy_files`: hierarchies from tau-Argus ``.hrc`` files, code

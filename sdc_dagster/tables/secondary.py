@@ -35,6 +35,12 @@ that audit; a pattern that fails it is never returned (RuntimeError).
   its block of the intruder's programme, and the cheapest cells meeting them are added, the
   suppressions so far kept, until the audit passes.
 
+* ``method="hitas"``: HiTaS (de Wolf 2002; tau-Argus's modular method), :mod:`sdc_dagster.tables.hitas`:
+  the subtables of every level combination of the hierarchies protected from the top down (the
+  ILP on small subtables, Gauss on large ones), the suppressions of a subtable's marginals carried
+  into the subtables below as primaries; the whole pattern then repaired by :func:`_repair` as the
+  Gauss pattern is, so that it passes the joint audit (HiTaS alone does not guarantee it).
+
 Cost of suppressing a cell: ``"value"`` (its published value; tau-Argus's default for magnitude
 tables), ``"count"`` (1 per cell) or a Series (one weight per cell of the table). A small
 ``1e-6 ·`` max cost is added to every cell so that no suppression is free. ``frozen``: a Series of
@@ -44,7 +50,7 @@ True (must be suppressed), False (must be published) or NA (free) per cell.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import reduce
+from functools import partial, reduce
 
 import numpy as np
 import pandas as pd
@@ -53,10 +59,11 @@ from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.tables.intruder import protection_failures, reduced_programme, stacked_mask
+from sdc_dagster.tables.hitas import hitas_pattern
 from sdc_dagster.tables.model import JointModel, Table, joint_model, relations
 from sdc_dagster.validation import check_option, check_scalar
 
-METHODS = ("optimal", "gauss")
+METHODS = ("optimal", "gauss", "hitas")
 
 
 def _per_table(model: JointModel, given, role: str, default) -> list:
@@ -243,7 +250,21 @@ def _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, t
 
 
 def _repair(model, rep, primary, lower, upper, costs, never, min_width, time_limit, start) -> np.ndarray:
-    """The Gauss pattern ``start`` (over distinct cells) made to pass the audit, locally: each round
+    """The pattern ``start`` (over distinct cells) made to pass the audit by :func:`_repair_rounds`,
+    with the cells of value 0 kept published (GaussSuppression's ``secondaryZeros = FALSE``) unless
+    nothing else protects. A suppressed 0 cannot go down and costs almost nothing (the ``1e-6`` of
+    the module text), so each round's cheapest cells meeting a cut were zeros that did not protect:
+    on the 9,060-cell census table the repair of the HiTaS pattern took 20 rounds and 110 s CPU
+    (34 cells added) with them, 3 rounds and 20 s (7 cells) without."""
+    zeros = (model.published == 0) & ~primary
+    try:
+        return _repair_rounds(model, rep, primary, lower, upper, costs, never | zeros, min_width, time_limit, start)
+    except RuntimeError:
+        return _repair_rounds(model, rep, primary, lower, upper, costs, never, min_width, time_limit, start)
+
+
+def _repair_rounds(model, rep, primary, lower, upper, costs, never, min_width, time_limit, start) -> np.ndarray:
+    """The pattern ``start`` (over distinct cells) made to pass the audit, locally: each round
     audits only the primaries still failing (suppressing a further cell removes a published
     equation from the intruder's programme, so no interval narrows and a primary that passed keeps
     passing), bounds each failing primary's deviations within its block (the inner cells of its
@@ -374,12 +395,14 @@ def secondary_suppression(
     frozen=None,
     min_width: float = 1.0,
     time_limit: float = 600.0,
+    workers: int = 1,
 ) -> pd.Series | list[pd.Series]:
     """Every suppressed cell (primaries included) such that no primary is disclosed (see the module
     text): a bool Series indexed like ``table.cells``, or a list of them for a list of linked tables,
     which are protected jointly. ``protection``: the levels of :func:`tables.protection_levels` (one
     frame per table; default: none, every primary must have an interval at least ``min_width`` wide).
-    ``time_limit``: seconds for each integer programme of HiGHS.
+    ``time_limit``: seconds for each integer programme of HiGHS. ``workers``: processes protecting
+    the subtables of one level at once (``method="hitas"``; 1: in this process).
 
     Raises :class:`SDCInputError` for inputs that do not fit the tables, ``RuntimeError`` when no
     pattern can pass the audit (e.g. frozen cells forbid it).
@@ -390,6 +413,7 @@ def secondary_suppression(
     check_option(method, "method", METHODS)
     min_width = check_scalar(min_width, "min_width", low=0, closed="neither")
     time_limit = check_scalar(time_limit, "time_limit", low=0, closed="neither")
+    workers = check_scalar(workers, "workers", low=1, integer=True)
     primaries = [primary_or_primaries] if single else primary_or_primaries
     if not single and (isinstance(primaries, pd.Series) or not isinstance(primaries, Sequence)):
         raise SDCInputError("primary: for a list of tables, a list with one bool Series per table")
@@ -403,6 +427,10 @@ def secondary_suppression(
     if method == "gauss":
         start = _gauss(model, rep, primary, costs, must, never)
         pattern = _repair(model, rep, primary, lower, upper, costs, never, min_width, time_limit, start)
+    elif method == "hitas":
+        solve = partial(secondary_suppression, min_width=min_width, time_limit=time_limit)
+        start = hitas_pattern(model, primary, lower, upper, costs, must, never, solve, workers=workers)
+        pattern = _repair(model, rep, primary, lower, upper, costs, never, min_width, time_limit, start[rep])
     else:
         pattern = _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, time_limit)
     cell_to_rep = np.full(model.cell.max() + 1, -1)

@@ -515,3 +515,19 @@ def test_every_cell_key_count_is_within_d_of_the_original_and_never_negative(cou
     change = cells["published"] - cells["freq"]
     assert (change.abs() <= 2).all() and (cells["published"] >= 0).all()
     assert (cells.loc[cells["freq"] == 0, "published"] == 0).all() and cells["as_ptable"].all()
+
+
+def test_the_business_file_by_hitas_passes_the_joint_audit_and_costs_no_less_than_the_ilp(tmp_path, business):
+    """``protection.method: hitas`` in the spec: the two-level business table (sector4 within
+    sector2, geo within eu) protected subtable by subtable, then audited as a whole."""
+    text = (EXAMPLES / "business_tables.yaml").read_text().replace("method: optimal", "method: hitas")
+    (tmp_path / "business_tables.yaml").write_text(text.replace("data/business.csv", str(EXAMPLES / "data" / "business.csv")))
+    spec = load_table_spec(tmp_path / "business_tables.yaml")
+    assert spec.method == "hitas"
+    audited = run_tables(spec, read_table_input(spec))[1]
+    assert not withheld_because(table_checks(audited))
+    cells = audited["turnover"]
+    primaries = cells[cells["primary"]]
+    assert primaries["suppressed"].all() and primaries["protected"].all()
+    optimal = business[1]
+    assert optimal.loc[optimal["suppressed"], "value"].sum() <= cells.loc[cells["suppressed"], "value"].sum() + 1e-6
