@@ -196,9 +196,33 @@ def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: P
     confirmed, outcome, stop, bound, loss_bound = _confirm_walked(w, outcome, stop, bound, loss_bound, wave)
     found, spent = _result(w, confirmed, outcome, stop, bound, loss_bound, full_space, began)
     left_seconds = w.budget - spent
-    if found.recommended is not None or withhold or left_seconds <= 0:
+    if withhold or left_seconds <= 0:
         return found
-    return _search_wider(w, found, full_space, wave=wave, progress=progress, left_seconds=left_seconds, began=began)
+    if found.recommended is None:
+        return _search_wider(w, found, full_space, wave=wave, progress=progress, left_seconds=left_seconds, began=began)
+    return _exhaustive_against_wider(w, found, full_space, wave=wave, progress=progress, left_seconds=left_seconds,
+                                     began=began)
+
+
+def _exhaustive_against_wider(w: LatticeWalk, found: WaveSearch, full_space: dict[str, KeyHierarchy], *,
+                              wave: str, progress: Progress | None, left_seconds: float, began: float) -> WaveSearch:
+    """The search that evaluates every node (``exhaustive``) weighed as the walk is: when no node of
+    the keys' own levels meets the target by recoding alone, the walk is capped at the wider
+    lattice's least loss by recoding alone (:func:`_flash_by_recoding`, each key's top in its chain),
+    so a plan of the keys' own levels costlier than that cap is never its answer and the wider
+    lattice's plan is. Evaluating every node, the same plan of the wider lattice competes: searched
+    when the recommended plan's loss exceeds the cap, and the lesser loss recommended. ``found``
+    when the walk was not exhaustive (its cap already did this) or a plan meets the target by
+    recoding alone."""
+    if not w.exhaustive or any(c.reaches_target and c.suppressed == 0 for c in found.candidates):
+        return found
+    cap = wider_cap(w.data, w.spec, LATTICE_SHARE * left_seconds, w.say)
+    if not found.recommended.loss > cap + LOSS_TIE:
+        return found
+    wider = _search_wider(w, found, full_space, wave=wave, progress=progress, left_seconds=left_seconds, began=began)
+    if wider.recommended is None or not wider.recommended.loss < found.recommended.loss - LOSS_TIE:
+        return found
+    return wider
 
 
 def _flash_first(w: LatticeWalk, withhold: bool) -> str:
