@@ -7,8 +7,10 @@ categorical keys), its record-linkage risk is under the spec's ``max_linkage_ris
 continuous keys), it carries no direct identifier, its safe files release no original category
 with more records than it had (with categorical keys, SPEC §8.2), its key groups are l-diverse (a
 spec with a sensitive variable and ``risk.l``) and it stays within the utility limits
-(``limits:``). These are blocking (severity ERROR): a variant failing one is withheld, the release
-stage writes its withheld record and no release (Dagster's own ``blocking`` flag is not used,
+(``limits:``). These are blocking: a variant failing one is withheld, the release stage writes its
+withheld record and no release. A failure has severity ERROR when the wave releases nothing, WARN
+when another plan is the wave's release (the asset is the wave's release: the lineage then shows it
+with a warning, a withheld alternative, not as failed) (Dagster's own ``blocking`` flag is not used,
 because it would also skip the report that explains the failure, so the UI labels these checks
 "non-blocking": their descriptions and the metadata say "withholds the variant" rather than
 "blocking"). A record above the individual-risk threshold is a warning (severity WARN). For the
@@ -82,18 +84,19 @@ def release_check_specs(spec: SurveySpec, asset: AssetKey) -> list[AssetCheckSpe
     return specs
 
 
-def release_check_results(variants: dict[str, ProtectedVariant]) -> list[AssetCheckResult]:
+def release_check_results(variants: dict[str, ProtectedVariant], *, wave_released: bool) -> list[AssetCheckResult]:
     """Check results of :func:`release_check_specs` from each plan's variant (plan name -> variant):
-    its :func:`sdc_dagster.pipeline.protection.release_checks` outcomes."""
-    return [_check_result(plan, name, outcome) for plan, variant in variants.items()
-            for name, outcome in variant.checks.items()]
+    its :func:`sdc_dagster.pipeline.protection.release_checks` outcomes; a blocking check's severity
+    ERROR only when the wave releases nothing (``wave_released`` False; module docstring)."""
+    return [_check_result(plan, name, outcome, error=outcome.blocking and not wave_released)
+            for plan, variant in variants.items() for name, outcome in variant.checks.items()]
 
 
-def _check_result(plan: str, name: str, outcome: CheckOutcome) -> AssetCheckResult:
+def _check_result(plan: str, name: str, outcome: CheckOutcome, *, error: bool) -> AssetCheckResult:
     return AssetCheckResult(
         check_name=release_check_name(plan, name),
         passed=bool(outcome.passed),
-        severity=AssetCheckSeverity.ERROR if outcome.blocking else AssetCheckSeverity.WARN,
+        severity=AssetCheckSeverity.ERROR if error else AssetCheckSeverity.WARN,
         metadata={
             "plan": plan,
             "value": outcome.value,

@@ -68,6 +68,6 @@ def release_asset(spec: SurveySpec) -> AssetsDefinition:
                 "what_it_would_take_text": MetadataValue.text("\n".join(relaxations.advice_lines(made.advice)))}
                if made.advice is not None else {}),
         })
-        yield from release_check_results(wave_variants)
+        yield from release_check_results(wave_variants, wave_released=made.released is not None)
 
     return release

@@ -78,7 +78,9 @@ def test_a_variant_failing_a_blocking_check_is_withheld_and_the_report_says_why(
         if e.asset_key.path[-1] == "release"
     }
     failed = checks[("aggregate_only", "k_anonymity")]
-    assert not failed.passed and failed.severity == AssetCheckSeverity.ERROR
+    # another plan is the wave's release: the withheld alternative's failure is a warning of the
+    # release stage, which the lineage shows with a warning rather than as failed
+    assert not failed.passed and failed.severity == AssetCheckSeverity.WARN
     assert failed.metadata["value"].value == violations
     # the UI labels the checks "non-blocking" (Dagster's flag is unused): the metadata says what failing does
     assert failed.metadata["withholds_variant"].value is True and "blocking" not in failed.metadata
@@ -173,3 +175,23 @@ def test_spec_copy_hash_is_the_hash_load_spec_records(tmp_path_factory, lines, n
     path.write_bytes(newline.join(lines).encode("utf-8"))
     expected = hashlib.sha256(path.read_text(encoding="utf-8").encode()).hexdigest()
     assert spec_text_sha256(path.read_bytes()) == expected
+
+
+def test_a_failed_release_check_is_an_error_only_when_the_wave_releases_nothing():
+    """The release stage is the wave's release: a withheld alternative's failed blocking check is a
+    warning of it when another plan is released, an error when nothing is; a failed warning (not
+    blocking) stays a warning either way."""
+    from types import SimpleNamespace
+
+    from sdc_dagster.assets.checks import release_check_results
+    from sdc_dagster.pipeline.protection import CheckOutcome
+
+    variants = {"coarse": SimpleNamespace(checks={
+        "k_anonymity": CheckOutcome(passed=False, value=4, rule="k-anonymity", blocking=True),
+        "individual_risk": CheckOutcome(passed=False, value=2, rule="individual risk", blocking=False)})}
+    for released, blocking_severity in ((True, AssetCheckSeverity.WARN), (False, AssetCheckSeverity.ERROR)):
+        results = {r.check_name: r for r in release_check_results(variants, wave_released=released)}
+        assert results["coarse__k_anonymity"].severity == blocking_severity
+        assert results["coarse__individual_risk"].severity == AssetCheckSeverity.WARN
+        assert not results["coarse__k_anonymity"].passed
+        assert results["coarse__k_anonymity"].metadata["withholds_variant"].value is True
