@@ -17,6 +17,7 @@ from sdc_dagster.pipeline.variant import keys_lost
 from sdc_dagster.search.coded import CodedLattice, level_bounds
 from sdc_dagster.search.space import search_space
 from sdc_dagster.spec import parse_spec
+from tests.test_search_lattice import nested_levels
 
 
 def nominal_spec(keys, *, levels=None):
@@ -63,17 +64,6 @@ def test_keys_not_released_names_withheld_and_one_category_keys_only():
     assert keys_lost(spec, data, data.assign(region="a"), unchanged=["region"]) == {}
 
 
-def chain(categories, rng):
-    """Nested levels over ``categories``: cut points dropped at random, the last level one group."""
-    cuts = sorted(rng.choice(np.arange(1, len(categories)), size=len(categories) - 1, replace=False).tolist())
-    levels = []
-    while cuts:
-        cuts = sorted(rng.choice(cuts, size=rng.integers(0, len(cuts)), replace=False).tolist())
-        bounds = [0, *cuts, len(categories)]
-        levels.append([categories[a:b] for a, b in zip(bounds, bounds[1:])])
-    return levels
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 100_000), share=st.sampled_from([0.0, 0.05, 0.3]))
 def test_recode_only_bounds_add_up_and_bound_the_loss_with_suppression(seed, share):
@@ -87,7 +77,7 @@ def test_recode_only_bounds_add_up_and_bound_the_loss_with_suppression(seed, sha
     data = pd.DataFrame({"region": rng.choice(np.arange(1, 7), n), "age": rng.integers(1, 6, n),
                          "tenure": rng.choice([1, 2, 3], n, p=[0.7, 0.2, 0.1]).astype(float)})
     data.loc[rng.random(n) < 0.1, "tenure"] = np.nan
-    levels = {key: chain(sorted(data[key].dropna().unique().tolist()), rng) for key in data.columns}
+    levels = {key: nested_levels(sorted(data[key].dropna().unique().tolist()), rng) for key in data.columns}
     spec = nominal_spec(list(data.columns), levels=levels)
     space = search_space(data, spec, withhold=True)  # each key's top (one category) in its chain
     lattice = CodedLattice(data, spec, space)

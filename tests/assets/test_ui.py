@@ -67,6 +67,20 @@ def webserver(home, servers):
         log.close()
 
 
+def page_text(url: str, shown: str, screenshot: Path, *, height: int) -> str:
+    """The text of the UI's page at ``url`` in headless Chromium once ``shown`` is on it (the page
+    saved to ``screenshot``)."""
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1600, "height": height})
+        page.goto(url, wait_until="networkidle", timeout=120_000)
+        page.get_by_text(shown).first.wait_for(timeout=120_000)
+        text = page.inner_text("body")
+        page.screenshot(path=str(screenshot))
+        browser.close()
+    return text
+
+
 @pytest.mark.ui
 def test_asset_catalog_lists_every_asset(webserver, home, tmp_path, monkeypatch):
     monkeypatch.setenv("SDC_HOME", str(home))  # the specs the webserver loads, whatever ran before
@@ -74,14 +88,7 @@ def test_asset_catalog_lists_every_asset(webserver, home, tmp_path, monkeypatch)
     keys = build_definitions().resolve_asset_graph().get_all_asset_keys()
     expected = sorted({k.path[-1] for k in keys})
     assert "raw_microdata" in expected and "sdc_report" in expected
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1600, "height": 6000})
-        page.goto(f"{webserver}/assets", wait_until="networkidle", timeout=120_000)
-        page.get_by_text("raw_microdata").first.wait_for(timeout=120_000)
-        text = page.inner_text("body")
-        page.screenshot(path=str(tmp_path / "catalog.png"))
-        browser.close()
+    text = page_text(f"{webserver}/assets", "raw_microdata", tmp_path / "catalog.png", height=6000)
     missing = [name for name in expected if name not in text]
     assert not missing, f"asset names not shown in the Dagster UI: {missing}"
 
@@ -146,13 +153,7 @@ def test_the_release_stage_shows_every_plans_release_checks(webserver, home, tmp
     graph = build_definitions().resolve_asset_graph()
     expected = sorted(key.name for key in graph.asset_check_keys if key.asset_key.path == ["testdata", "release"])
     assert "suppress_k3__k_anonymity" in expected and "searched__no_direct_identifier" in expected
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1600, "height": 12000})
-        page.goto(f"{webserver}/assets/testdata/release?view=checks", wait_until="networkidle", timeout=120_000)
-        page.get_by_text("suppress_k3__k_anonymity").first.wait_for(timeout=120_000)
-        text = page.inner_text("body")
-        page.screenshot(path=str(tmp_path / "release_checks.png"))
-        browser.close()
+    text = page_text(f"{webserver}/assets/testdata/release?view=checks", "suppress_k3__k_anonymity",
+                     tmp_path / "release_checks.png", height=12000)
     missing = [name for name in expected if name not in text]
     assert not missing, f"release checks not shown in the Dagster UI: {missing}"
