@@ -443,7 +443,7 @@ def continuous_steps(data: pd.DataFrame, spec: SurveySpec) -> list[ContinuousRun
        fewest distinct values when there is no categorical key).
 
     Integer-valued keys get whole-number bases, bands and tails (microaggregation and noise are
-    rounded back to the original decimals by :func:`~sdc_dagster.protect.plan.rounded_to_original_decimals`).
+    rounded back to the original decimals by :func:`~sdc_dagster.numerics.decimals.rounded_to_original_decimals`).
     """
     columns = [c for c in spec.continuous_keys if c in data.columns]
     if not columns:
