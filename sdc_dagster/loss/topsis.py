@@ -50,7 +50,8 @@ def topsis_scores(losses: pd.DataFrame, *, pattern: str = "empirical") -> pd.Ser
     if y.shape[0] == 0:
         return pd.Series(np.empty(0), index=losses.index, name="topsis")
     ideal, anti_ideal = y.max(axis=0), y.min(axis=0)
-    if pattern == "theoretical" or np.array_equal(ideal, anti_ideal):
+    # collapsed also when the spread underflows in the squared distances (a column of 0 and 2e-205)
+    if pattern == "theoretical" or not ((ideal - anti_ideal) ** 2).sum() > 0:
         ideal, anti_ideal = np.ones(y.shape[1]), np.zeros(y.shape[1])
     to_ideal = np.sqrt(((y - ideal) ** 2).sum(axis=1))
     to_anti_ideal = np.sqrt(((y - anti_ideal) ** 2).sum(axis=1))
