@@ -410,6 +410,27 @@ def test_a_labelled_sav_does_not_release_banded_towns_under_the_first_ones_name(
         {"variable": "town", "code": 6, "label": "Appingedam – Slochteren (4 categories)"}]
 
 
+def test_a_group_the_search_named_by_codes_is_released_under_its_members_labels(tmp_path):
+    """The search and the hierarchies see codes, so they name a rare group "Other (1, 3, 4)" and a
+    drafted group "water3 = 100: 1, …, 9 (5 categories)"; a labelled file's reader looks the codes up
+    nowhere, so the released label names the members by their value labels (SPEC §8.2), through the
+    one naming of merged groups. A name written by a person is released as written."""
+    source = labelled_wave(tmp_path / "2024.sav", np.random.default_rng(3))
+    spec_path = tmp_path / "lfs.yaml"
+    plan = [{"method": "recode", "variable": "town", "groups": [[1, 3, 4]], "names": ["Other (1, 3, 4)"]},
+            {"method": "recode", "variable": "edu", "groups": [[1, 2, 3, 4, 5], [6, 7]],
+             "names": ["stage = 1: 1, …, 5 (5 categories)", "Secondary"]}]
+    spec_path.write_text(yaml.safe_dump({**FILE_SPEC, "plans": {"p": plan}}, sort_keys=False))
+    spec = load_spec(spec_path)
+    original = read_wave_file(spec, source)
+    protected = protection.protect(original, spec, spec.plan("p"), wave="2024").data
+    safe = release_files.safe_files(protected, spec, spec.plan("p"), wave="2024", source=source, original=original)
+    _, meta = read_released("protected.sav", safe.files["protected.sav"], {}, tmp_path)
+    assert meta["town"][6.0] == f"Other ({TOWNS[1]}, {TOWNS[3]}, {TOWNS[4]})"
+    assert meta["edu"][14.0] == f"stage = 1: {EDUCATION[1]} – {EDUCATION[5]} (5 categories)"
+    assert meta["edu"][15.0] == "Secondary"
+
+
 # --- integer-valued keys ----------------------------------------------------------------------------
 
 def test_microaggregated_whole_numbers_are_released_whole_and_decimals_as_published():

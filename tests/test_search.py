@@ -103,7 +103,7 @@ def test_rare_nominal_categories_merge_into_one_named_other_group():
     levels = key_hierarchy(values, Variable("occupation", "categorical_key", "nominal")).levels
     assert [level.step("occupation") for level in levels[1:]] == [
         {"method": "recode", "variable": "occupation", "groups": [["b", "c", "e"]], "names": ["Other (b, c, e)"]},
-        {"method": "recode", "variable": "occupation", "groups": [["b", "c", "e", "f"]], "names": ["Other (b, c, e, f)"]},
+        {"method": "recode", "variable": "occupation", "groups": [["b", "c", "e", "f"]], "names": ["Other (4 categories)"]},
     ]
     assert "merged into 'Other (b, c, e)'" in levels[1].words
 

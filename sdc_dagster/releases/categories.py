@@ -20,10 +20,12 @@ and the original wave, the coding a safe file uses instead:
     ``"(20,25]"`` (text);
 
 * and a **label that names it**: the group's name (the ``names`` of a ``recode`` step, the labels
-  of an ``interval_recode`` step), else its members' labels (the source's value labels, else the
-  codes) when there are at most :data:`MEMBERS_NAMED` of them ("Bachelors, Masters, Doctorate"),
-  else ``"<first> – <last> (N categories)"`` when the members are a run of adjacent categories and
-  ``"<first>, …, <last> (N categories)"`` when they are not;
+  of an ``interval_recode`` step; a name the search or a hierarchy made from the members' codes
+  reads their labels instead), else its members' labels (the source's value labels, else the codes)
+  by :func:`~sdc_dagster.spec.hierarchies.members_name`, the one naming of merged groups: all of them
+  when at most three ("Bachelors, Masters, Doctorate"), else ``"<first> – <last> (N categories)"``
+  when the members are a run of adjacent categories and ``"<first>, …, <last> (N categories)"`` when
+  they are not;
   A label equal to an original category's label (a group named after one of its members) gets
   `` (merged)`` appended, so that a file read back by its labels counts each label once;
 * every category left alone keeps its code and label; the labels of merged-away members are
@@ -55,6 +57,7 @@ import pandas as pd
 
 from sdc_dagster.protect.recode import interval_labels, merge_mapping
 from sdc_dagster.report.categories import plain_category
+from sdc_dagster.spec.hierarchies import labelled_name, members_name
 
 #: Plan methods that may move records into a category of a key they change, so that it counts more
 #: than it had (the keys they touch are left out of the invariant, :func:`perturbed_keys`). Rank
@@ -64,8 +67,6 @@ PERTURBATIVE_METHODS = ("pram", "microaggregation", "microaggregation_gower", "n
 #: The methods whose steps change a variable's categories as a recode (the variables they name get
 #: a released coding).
 RECODING_METHODS = ("recode", "interval_recode", "top_coding", "bottom_coding")
-#: A merged category of at most this many members is labelled by all of them.
-MEMBERS_NAMED = 3
 #: What is appended to a merged text category's label while it equals an original category.
 MERGED_SUFFIX = " (merged)"
 
@@ -310,23 +311,9 @@ def _replay(state: _Variable, step: Mapping, *, categorical: bool) -> None:
         state.bands = {} if given is not None else dict(zip(labels, texts))
 
 
-def _member_label(member, labels: Mapping) -> str:
-    if isinstance(member, Band):
-        return member.text
-    return labels.get(member, str(member))
-
-
-def merged_label(members: Sequence, labels: Mapping, order: Sequence) -> str:
-    """The label of a merged category without a name (module docstring): its members' labels when
-    at most :data:`MEMBERS_NAMED`, else first and last with the count, "–" between them when the
-    members are adjacent in ``order`` (the variable's categories, sorted) and ", …, " when not."""
-    texts = [_member_label(m, labels) for m in members]
-    if len(texts) <= MEMBERS_NAMED:
-        return ", ".join(texts)
-    positions = [order.index(m) for m in members if m in order]
-    adjacent = len(positions) == len(members) and positions == list(range(positions[0], positions[0] + len(members)))
-    between = " – " if adjacent else ", …, "
-    return f"{texts[0]}{between}{texts[-1]} ({len(texts)} categories)"
+def _member_texts(members: Sequence, labels: Mapping) -> dict:
+    """Each member's text: a band's interval, else the source's value label (the code when it has none)."""
+    return {m: (m.text if isinstance(m, Band) else labels.get(m, str(m))) for m in members}
 
 
 def released_coding(
@@ -413,11 +400,12 @@ def _merged_categories(state: _Variable, original: pd.Series, labels: Mapping, m
         if internal in state.bands:
             label = state.bands[internal]
         elif internal in state.names:
-            label = state.names[internal]
+            # a name the search or a hierarchy made from the members' codes reads their labels instead
+            label = labelled_name(state.names[internal], members, _member_texts(members, labels), order)
         elif new_text:
             label = internal  # a brand-new text code chosen by a mapping names itself
         else:
-            label = merged_label(members, labels, order)
+            label = members_name(members, _member_texts(members, labels), order)
         if len(members) > 1 or internal in state.names:
             while label in original_labels or label in used_labels:
                 label = f"{label}{MERGED_SUFFIX}"  # a label read back must name one category only

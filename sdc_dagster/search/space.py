@@ -44,7 +44,7 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.protect.mv_top_coding import PULLED_ATTRIBUTE, mv_top_coding
 from sdc_dagster.spec import SurveySpec, Variable
 from sdc_dagster.spec.drafted_hierarchies import MANY_VALUES, HierarchyRule, band_widths, draft_rule, is_age_name
-from sdc_dagster.spec.hierarchies import FEW_MEMBERS, Hierarchy, HierarchyLevel, members_name, value_text
+from sdc_dagster.spec.hierarchies import Hierarchy, HierarchyLevel, members_name, other_name, value_text
 
 #: Shares of the records under which a category counts as rare, one level each.
 RARE_SHARES = (0.005, 0.01, 0.02, 0.05, 0.10)
@@ -186,7 +186,9 @@ def _numeric_levels(values: np.ndarray, counts: np.ndarray, methods: set[str], w
 
 def _neighbour_levels(categories: list, counts: np.ndarray, n: int) -> list[KeyLevel]:
     """Ordered categories: the rarest range merged with its rarer neighbour until every range holds
-    at least the level's share of the records (:data:`RARE_SHARES`); a range is named "first to last"."""
+    at least the level's share of the records (:data:`RARE_SHARES`); a range is named by its members
+    (:func:`members_name`: "1, 2, 3", or "1 – 7 (7 categories)")."""
+    order = [_plain(c) for c in categories]
     groups = [[c] for c in categories]
     sizes = list(counts)
     levels = []
@@ -199,14 +201,14 @@ def _neighbour_levels(categories: list, counts: np.ndarray, n: int) -> list[KeyL
             sizes[a:b + 1] = [sizes[a] + sizes[b]]
         grouped = tuple(tuple(_plain(c) for c in g) for g in groups)
         if (not levels or grouped != levels[-1].groups) and len(grouped) < len(categories):
-            names = tuple(f"{value_text(g[0])} to {value_text(g[-1])}" if len(g) > 1 else value_text(g[0]) for g in grouped)
+            names = tuple(members_name(g, order=order) if len(g) > 1 else value_text(g[0]) for g in grouped)
             levels.append(KeyLevel(grouped, f"neighbours merged up to {share:.1%} of records: {', '.join(names)}", names))
     return levels
 
 
 def _rare_levels(categories: list, counts: np.ndarray, n: int) -> list[KeyLevel]:
     """Nominal categories under each share of the records merged into one explicit "Other" group
-    (SPEC §8.2), named by its members when at most :data:`FEW_MEMBERS` ("Other (b, c, e)"); the rare
+    (SPEC §8.2), named by its members when few (:func:`~sdc_dagster.spec.hierarchies.other_name`: "Other (b, c, e)"); the rare
     categories of a share include those of the smaller ones, so each level coarsens the one before."""
     levels, previous = [], 0
     for share in RARE_SHARES:
@@ -215,8 +217,7 @@ def _rare_levels(categories: list, counts: np.ndarray, n: int) -> list[KeyLevel]
             continue
         previous = int(rare.sum())
         other = _ordered(tuple(_plain(c) for c, r in zip(categories, rare) if r))
-        # SPEC §8.2: a merged group's label names it, by its members when few
-        name = f"Other ({members_name(other)})" if len(other) <= FEW_MEMBERS else f"Other ({len(other)} categories)"
+        name = other_name(other)
         kept = [(_plain(c),) for c, r in zip(categories, rare) if not r]
         groups = (*kept, other)
         names = (*(value_text(g[0]) for g in kept), name)

@@ -57,8 +57,9 @@ from sdc_dagster.errors import SDCInputError
 ARX_TOP = "*"
 #: The default lead string of an Argus ``.hrc`` file (``<HIERLEADSTRING>``).
 HRC_LEADSTRING = "@"
-#: At most this many members name a merged group by its members ("1, 2, 3"); more are counted.
-FEW_MEMBERS = 4
+#: A merged group of at most this many members is named by all of them ("Bachelors, Masters,
+#: Doctorate"); a larger one by its first and last member and the count.
+MEMBERS_NAMED = 3
 
 
 def value_text(value) -> str:
@@ -82,13 +83,45 @@ def _match_text(value) -> str:
     return str(int(float(text))) if _WHOLE_NUMBER.match(text) else text
 
 
-def members_name(members: Sequence) -> str:
-    """The name of a merged group that has no name of its own: its members when few (SPEC §8.2,
-    "a label that names it (its members ...)"), else the first two and how many."""
-    texts = [value_text(m) for m in members]
-    if len(texts) <= FEW_MEMBERS:
+def members_name(members: Sequence, labels: Mapping | None = None, order: Sequence | None = None) -> str:
+    """The name of a merged group that has no name of its own (SPEC §8.2: "a label that names it (its
+    members ...)"), the one naming of merged groups everywhere (hierarchies, the search's levels, the
+    released files): its members' labels (``labels``: member -> text, the source's value labels; else
+    the codes) when at most :data:`MEMBERS_NAMED`, else the first and last with the count, " – "
+    between them when the members are a run of adjacent categories of ``order`` (the variable's
+    categories in order) and ", …, " when they are not or the order is unknown."""
+    labels = labels or {}
+    texts = [str(labels[m]) if m in labels else value_text(m) for m in members]
+    if len(texts) <= MEMBERS_NAMED:
         return ", ".join(texts)
-    return f"{texts[0]}, {texts[1]}, ... ({len(texts)} categories)"
+    order = list(order) if order is not None else []
+    positions = [order.index(m) for m in members if m in order]
+    adjacent = (len(positions) == len(texts)
+                and positions == list(range(positions[0], positions[0] + len(texts))))
+    return f"{texts[0]}{' – ' if adjacent else ', …, '}{texts[-1]} ({len(texts)} categories)"
+
+
+def other_name(members: Sequence, labels: Mapping | None = None, order: Sequence | None = None) -> str:
+    """The explicit "Other" group of rare nominal categories (SPEC §8.2): "Other (b, c, e)", named by
+    its members when at most :data:`MEMBERS_NAMED`, else "Other (N categories)"."""
+    if len(members) <= MEMBERS_NAMED:
+        return f"Other ({members_name(members, labels, order)})"
+    return f"Other ({len(members)} categories)"
+
+
+def labelled_name(name: str, members: Sequence, labels: Mapping, order: Sequence | None = None) -> str:
+    """A group's ``name`` with the members' codes that :func:`members_name` wrote into it (alone, at its
+    end as in a drafted hierarchy's "water3 = 100: 4, 5, 6", or inside "Other (...)") replaced by
+    their labels: the search and the hierarchies name groups from the codes they see, the released
+    file from the source's value labels. A name written otherwise is returned as given."""
+    if not labels or not any(m in labels for m in members):
+        return name
+    for made in dict.fromkeys((members_name(members, order=order), members_name(members))):
+        for tail in (made, made + ")"):
+            if name == tail or name.endswith(" " + tail) or name.endswith("(" + tail):
+                head = name[: len(name) - len(tail)]
+                return head + members_name(members, labels, order) + tail[len(made):]
+    return name
 
 
 @dataclass(frozen=True)
