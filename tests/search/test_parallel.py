@@ -1,0 +1,103 @@
+"""Issue 38: the plan search's nodes evaluated in parallel processes give the same result as one
+process, run after run (``search.workers``, sdc_dagster.search.parallel)."""
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdc_dagster.spec import SpecError
+from sdc_dagster.search import parallel
+from sdc_dagster.search.outcome import search_summary
+from sdc_dagster.search.wave import search_wave
+from sdc_dagster.spec import parse_spec
+
+
+def _wave(seed: int = 3, n: int = 800) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "region": rng.choice(np.arange(1, 9), n, p=[0.3, 0.2, 0.1, 0.1, 0.1, 0.1, 0.05, 0.05]),
+        "age": rng.integers(1, 12, n),
+        "tenure": rng.choice(np.arange(1, 6), n, p=[0.5, 0.25, 0.12, 0.08, 0.05]),
+        "sex": rng.integers(1, 3, n),
+    })
+
+
+def _spec(workers, methods=("recode", "local_suppression")):
+    levels = {"region": [[[1, 2], [3, 4], [5, 6], [7, 8]], [[1, 2, 3, 4], [5, 6, 7, 8]]],
+              "age": [[[1, 2, 3], [4, 5, 6], [7, 8, 9], [10, 11]], [[1, 2, 3, 4, 5, 6], [7, 8, 9, 10, 11]]],
+              "tenure": [[[1, 2], [3, 4, 5]]]}
+    variables = {key: {"role": "categorical_key", "scale": "nominal", "hierarchy": {"levels": lv}}
+                 for key, lv in levels.items()}
+    variables["sex"] = {"role": "categorical_key", "scale": "nominal"}
+    return parse_spec({"survey": "t", "variables": variables, "risk": {"k": 3, "max_global_risk": 0.2},
+                       "limits": {"max_suppressed_share": 0.5},
+                       "search": {"enabled": True, "methods": list(methods), "budget_seconds": 600,
+                                  "workers": workers}})
+
+
+def _figures(found):
+    """Everything a search decides: every candidate evaluated, in order, and the recommendation."""
+    return ([(c.levels, c.loss, c.global_risk, c.suppressed, c.reaches_target) for c in found.candidates],
+            found.recommended.plan if found.recommended else None, found.recommended.loss if found.recommended else None,
+            found.proven, found.exhaustive, found.nodes_evaluated, found.bound, found.loss_bound)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("missing", [0.0, 0.05], ids=["rolled-up classes", "missing values, tagging"])
+def test_one_and_two_workers_find_the_same_plans_losses_and_proof_run_after_run(missing):
+    """With missing key values the walk checks its nodes by their compatible counts and predictive
+    tagging (its records of checked nodes made ahead of it for the workers), else by rolled-up
+    classes."""
+    data = _wave(n=800 if not missing else 400)
+    data["tenure"] = data["tenure"].astype("Float64").mask(np.random.default_rng(1).random(len(data)) < missing)
+    serial = search_wave(data, _spec(1))
+    # a walk of several evaluations stopped by its loss bound (the workers evaluate nodes past the
+    # stop, which the walk discards), its optimum proven
+    assert serial.workers == 1 and 4 < serial.nodes_evaluated < serial.nodes_total
+    assert serial.bound.startswith("loss bound") and serial.recommended is not None and serial.proven
+    expected = _figures(serial)
+    for _ in range(2):
+        found = search_wave(data, _spec(2))
+        assert found.workers == 2 and search_summary(found)["workers"] == 2
+        assert _figures(found) == expected
+
+
+def test_auto_stays_serial_on_a_small_file(monkeypatch):
+    """``workers: auto`` starts no process while the walk's evaluations cost less than PAYS_SECONDS
+    (a small file's whole search does), even with several cores."""
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+    found = search_wave(_wave(n=200), _spec("auto"))
+    assert found.nodes_evaluated > 0 and found.workers == 1
+    assert search_summary(found)["workers"] == 1
+
+
+def test_workers_option_is_parsed_and_checked():
+    assert _spec("auto").search.workers == "auto"
+    assert _spec(3).search.workers == 3
+    assert parse_spec({"survey": "t", "variables": {"a": {"role": "categorical_key"}},
+                       "search": {"enabled": True}}).search.workers == "auto"
+    for wrong in (0, 1.5, "many", True):
+        with pytest.raises(SpecError, match=r"search\.workers"):
+            _spec(wrong)
+
+
+def test_planned_workers_reads_the_option(monkeypatch):
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 6)
+    assert parallel.planned_workers("auto") == 6
+    assert parallel.planned_workers(1) == 1
+    assert parallel.planned_workers(4) == 4
+
+
+@pytest.mark.slow
+def test_auto_starts_the_workers_once_the_evaluations_have_cost_their_start_up(monkeypatch):
+    """``workers: auto`` evaluates serially until the walk's evaluations have cost PAYS_SECONDS CPU
+    seconds, then in parallel, with the plan of the serial search."""
+    from sdc_dagster.search import walk
+
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+    monkeypatch.setattr(walk, "PAYS_SECONDS", 0.0)
+    found = search_wave(_wave(), _spec("auto"))
+    assert found.workers == 2
+    assert _figures(found) == _figures(search_wave(_wave(), _spec(1)))
