@@ -340,9 +340,25 @@ def _bound_words(w: LatticeWalk, outcome: str, stop: int, bound_note: str) -> tu
                      "with no suppression allowed)" if w.settled else ""))
     else:
         bound += f"; {w.tagged:,} nodes tagged k-anonymous or not without a frequency check (predictive tagging)"
+    bound += _priced_words(w.candidates)
     if bound_note:
         bound += "; " + bound_note
     return bound, loss_bound
+
+
+def _priced_words(candidates: list[SearchCandidate]) -> str:
+    """How the walk's local suppression was priced, in words ("" when no node needed it): exactly
+    from each node's classes (:mod:`~sdc_dagster.search.pricing`), or run on the records (more keys
+    than the greedy prices alone)."""
+    by_classes = sum(c.suppression_priced == "classes" for c in candidates)
+    by_records = sum(c.suppression_priced == "records" for c in candidates)
+    words = []
+    if by_classes:
+        words.append(f"local suppression of {by_classes:,} nodes priced exactly from their classes (frequency tables)")
+    if by_records:
+        words.append(f"local suppression of {by_records:,} nodes run on the records (more than 8 keys: sdcMicro's "
+                     "algorithm visits records one by one, so the classes give only a bound)")
+    return "".join("; " + w for w in words)
 
 
 def _confirm_walked(w: LatticeWalk, outcome: str, stop: int, bound: str, loss_bound: float,
