@@ -178,7 +178,7 @@ def run_wave(n: int, work: Path, *, testdata: bool, again: bool) -> dict:
     again_wall = run_sdc(home, survey, "2025", data_file)[:2] if again else None
     return {"n": len(wave), "wall": wall, "cpu": cpu, "floor": floor, "peak_gb": max(peak_kb, before) / 1024 ** 2,
             "steps": steps, "exit": done.returncode, "again": again_wall,
-            "report_mb": report.stat().st_size / 1024 ** 2 if report else float("nan")}
+            "report_mb": report.stat().st_size / 1024 ** 2 if report else float("nan"), "load": os.getloadavg()[0]}
 
 
 def _target(n: int) -> str:
@@ -208,7 +208,7 @@ def main() -> None:
         print(f"\n{result['n']:,} records: sdc run {result['cpu']:.1f} s CPU, {result['wall']:.1f} s wall "
               f"(exit {result['exit']}; target {_target(result['n'])}), peak memory {result['peak_gb']:.2f} GB "
               f"(target < 8 GB), report {result['report_mb']:.2f} MB; floor (read + one DuckDB group-by) "
-              f"{result['floor']:.2f} s wall")
+              f"{result['floor']:.2f} s wall; load average {result['load']:.1f} (1 min, after the run)")
         print("  sdcMicro doing the same plans (issue 38's 10x column): not run, it needs R with sdcMicro "
               "(not installed here)")
         if result["again"] is not None:
