@@ -292,8 +292,8 @@ class SearchOptions:
     compared on, the distance measure (1) with arctan distances (SPEC §9.1, ``lambda_arctan``,
     default) or the mean TOPSIS loss (SPEC §10, ``topsis``). ``workers``: the processes that evaluate
     the lattice walk's nodes, ``"auto"`` (default: serial until the walk's evaluations have cost
-    :data:`sdc_dagster.search.parallel.PAYS_SECONDS` CPU seconds, then one process per core, at most
-    :data:`sdc_dagster.search.parallel.MAX_WORKERS`; small files stay serial) or a number (1: serial);
+    :data:`sdc_dagster.search.parallel.PAYS_SECONDS` CPU seconds, then one process per core the
+    process may use; small files stay serial) or a number (1: serial);
     the plan found is the same for every number (:mod:`sdc_dagster.search.parallel`).
     """
 
