@@ -10,7 +10,10 @@ file, 30,162 records: 46 nodes in 36 CPU s). So with ``workers: auto`` the walk 
 its evaluations have cost :data:`PAYS_SECONDS` CPU seconds (twice a worker's start-up: the rule of
 renting until the rent has paid the purchase, which never costs more than twice the better of
 the two choices made in hindsight), then evaluates ahead in :func:`usable_cores` processes.
-Small files are settled long before: they stay serial.
+Small files are settled long before: they stay serial. The checks of
+:func:`~sdc_dagster.search.optimal_generalisation` (a node's classes rolled up and compared with
+k, about a millisecond each: 601 checks in 0.5 CPU s on the adult file, k = 5, 5 % suppression)
+never pay a worker's start-up: that search stays serial.
 
 Identical results for every number of workers. The walk settles its nodes in the same order
 whatever the number of workers: a worker only evaluates nodes ahead of the walk
