@@ -101,3 +101,20 @@ def test_auto_starts_the_workers_once_the_evaluations_have_cost_their_start_up(m
     found = search_wave(_wave(), _spec("auto"))
     assert found.workers == 2
     assert _figures(found) == _figures(search_wave(_wave(), _spec(1)))
+
+
+def test_the_budget_counts_the_cpu_seconds_of_the_workers_evaluations():
+    """A walk's clock is the CPU seconds of its own process plus those its workers spent on its
+    evaluations: with them past the walk's share of the budget, the walk stops on the budget."""
+    from sdc_dagster.search.clock import search_clock
+    from sdc_dagster.search.space import search_space
+    from sdc_dagster.search.walk import LatticeWalk
+
+    data, spec = _wave(), _spec(1)
+    space = search_space(data, spec)
+    walk = LatticeWalk.of(data, spec, space, lambda *_: None, search_clock(), False, True)
+    before = walk.elapsed()
+    walk.worker_seconds = 500.0
+    assert 500.0 <= walk.elapsed() - before < 501.0
+    outcome, position = walk.walk(range(len(walk.order)), use_bound=True)
+    assert (outcome, position, walk.evaluated) == ("budget", 0, 0)
