@@ -24,12 +24,33 @@ the spec (``hierarchy: {file: ...}`` per key, salary-class sensitive), k = 5, gl
 settled from the nodes' rolled-up classes; target: seconds) and with local suppression (each node
 needing suppression is run; the result states its bound when the budget ends first).
 
+Last run (issue 38, after the loss rule change and the round's parallel walk and local suppression
+priced from the classes; CPU seconds of the process and its worker processes, load average 14-21 on
+the 2 cores, so the wall seconds mostly measure the other processes), before (this branch's base)
+-> after:
+
+* ARX adult, ``optimal_generalisation``, k = 5, 5 %: 0.50 -> 0.47 s CPU (1.1-2.9 s wall), 601 of
+  12,960 checked, proven (target 2 s); no suppression: 0.07 s CPU (0.16-0.63 s wall), 113 checked
+  (target 0.2 s). Serial: a check costs about a millisecond, never a worker's start-up.
+* adult ``search_wave``, recodes only: 1.0 -> 0.9 s CPU, 67 of 6,480 evaluated, the lattice settled.
+* adult ``search_wave`` with local suppression (budget 60 s): 46 nodes in 37.8 s CPU before; after,
+  serial (``--workers 1``) 46 nodes in 37.3 s CPU (114.6 s wall at load 14), ``auto`` (2 processes
+  from the node that took the walk past 4 CPU s) 45 nodes in 42.9 s CPU (178.6 s wall at load 21):
+  the same plan (loss 0.1457); the workers' start-up (about 2 CPU s each) costs CPU, and on cores
+  this busy it buys no wall time. A node costs about 0.8 CPU s, in the compatible counts of the
+  keys with values suppressed and the risk-based suppression, not in choosing what to suppress.
+* sdcMicro's testdata with the demo spec: 24.1 -> 0.8 s CPU (103 -> 3.3 s wall), the same 26 of 36
+  nodes and plan: local suppression runs on each node's classes instead of its records.
+* the bootstrapped wave, 100,000 records, 7 keys: 0.6 -> 0.8 s CPU, proven optimal over 180 plans;
+  with the 3 continuous keys 1.9 -> 2.1 s CPU, best of 2 checked with its bound (target: a proven
+  optimum or a bounded best within 60 s, met). Both within the noise of the load.
+
 ``--json PATH`` writes the figures; ``--before PATH`` prints them beside those of an earlier run
 (e.g. of main: ``/work/main/.venv/bin/python benchmarks/plan_search.py --json before.json`` runs
 this file against main's package).
 
 Run: .venv/bin/python benchmarks/plan_search.py [--n 100000] [--skip-testdata] [--adult-only]
-[--json PATH] [--before PATH]
+[--json PATH] [--before PATH] [--workers auto|N]
 """
 
 from __future__ import annotations
