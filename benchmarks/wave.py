@@ -28,9 +28,16 @@ time. The per-step seconds come from Dagster's event log and are wall seconds.
 Targets, printed beside each figure: issue 38: 1M <= 120 s on 2 cores (160-220 s when last measured
 before issue 38), 100k at least 10x faster than sdcMicro doing the same plans in the same run (that
 column needs R with sdcMicro, which this machine does not have: the script says so and prints ours);
-Last run (issue 38 round, load average 9-15): 1M 141.9 s CPU before the MDAV changes of this
-round, 115.4 s after (wall 495 s and 526 s), peak 3.4 GB; one run each, so most of the difference is
-the load's noise. issue 23: 100k <= 20 s; 1M <= 300 s with peak memory < 8 GB and growth <= 12x; testdata
+Last run (issue 38, after the loss rule change; CPU seconds of ``sdc run`` and its children, one run
+each, the load average of the last minute beside): before this round's local suppression on the
+nodes' classes and parallel walk (base e6f8671): 100k 26.6 s CPU (88.5 s wall at load 14; plan
+search step 45.7 s wall), 1M 130.4 s CPU (364 s wall at load 10; plan search 103 s wall), peak
+3.46 GB; after: 100k 14.8 s CPU (43.8 s wall at load 9; plan search 7.8 s wall), 1M 130.2 s CPU
+(328 s wall at load 9; plan search 94 s wall), peak 3.47 GB; growth 8.8x CPU. The 1M target
+(120 s) is not met: the plan search evaluates one node there, and its time goes to confirming the
+front (the continuous keys' ladder: record linkage, about 54 s wall in two threads, and MDAV, 15 s;
+profiled with cProfile), which neither change touches. (Earlier, issue 38 round, load 9-15: 1M
+141.9 s CPU before the MDAV changes, 115.4 s after.) issue 23: 100k <= 20 s; 1M <= 300 s with peak memory < 8 GB and growth <= 12x; testdata
 (``--n 4580 --testdata``) <= 8 s.
 
 Run: .venv/bin/python benchmarks/wave.py [--n 100000 1000000] [--testdata] [--again] [--keep DIR]
