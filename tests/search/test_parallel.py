@@ -6,6 +6,8 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sdc_dagster.spec import SpecError
 from sdc_dagster.search import parallel
@@ -118,3 +120,52 @@ def test_the_budget_counts_the_cpu_seconds_of_the_workers_evaluations():
     assert 500.0 <= walk.elapsed() - before < 501.0
     outcome, position = walk.walk(range(len(walk.order)), use_bound=True)
     assert (outcome, position, walk.evaluated) == ("budget", 0, 0)
+
+
+class _InlinePool:
+    """NodePool's interface evaluating in this process at submission: the walk's checks ahead,
+    its records of them and its discarding of evaluations past its stop, without processes."""
+
+    def __init__(self, workers, data, spec, plain_spec, lattice, space):
+        self.workers, self.args = workers, (data, spec, plain_spec, lattice, space)
+        self.submitted = []
+
+    def submit(self, node, may_suppress, is_anonymous, recode_loss):
+        from concurrent.futures import Future
+
+        from sdc_dagster.search.nodes import evaluate_node
+
+        data, spec, plain_spec, lattice, space = self.args
+        self.submitted.append(node)
+        future = Future()
+        future.set_result((evaluate_node(data, spec if may_suppress else plain_spec, lattice, space, node,
+                                         is_anonymous, recode_loss), 0.0))
+        return future
+
+    def close(self):
+        pass
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), n=st.integers(30, 300), k=st.integers(2, 5),
+       missing=st.sampled_from([0.0, 0.1]), suppress=st.booleans(), workers=st.integers(2, 4))
+def test_walking_ahead_for_workers_changes_nothing(monkeypatch, seed, n, k, missing, suppress, workers):
+    """Invariant: the walk with workers (checks and evaluations made ahead of it, taken in its own
+    order, those past its stop discarded) records exactly what the serial walk records: the same
+    candidates in the same order, plan, loss, proof, bound and counts."""
+    from sdc_dagster.search import walk
+
+    pools = []
+    monkeypatch.setattr(walk, "NodePool", lambda *args: pools.append(_InlinePool(*args)) or pools[-1])
+    data = _wave(seed, n)
+    data["tenure"] = data["tenure"].astype("Float64").mask(np.random.default_rng(seed).random(n) < missing)
+    methods = ("recode", "local_suppression") if suppress else ("recode",)
+
+    def spec(w):
+        return dataclasses.replace(_spec(w, methods), risk=dataclasses.replace(_spec(w, methods).risk, k=k))
+
+    serial = search_wave(data, spec(1))
+    parallel_walk = search_wave(data, spec(workers))
+    assert _figures(parallel_walk) == _figures(serial)
+    assert parallel_walk.workers == (workers if pools else 1)
