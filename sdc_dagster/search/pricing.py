@@ -13,9 +13,13 @@ classes, each a row standing for its count of records (the counter's ``multiplic
 the same choices, so the suppressed key of each class is that of each of its records, and the
 values suppressed are exactly those of :func:`~sdc_dagster.protect.suppression.suppress_codes_to_k`
 on the records (tested against it and against ``local_suppression`` on every node of random
-lattices, tests/search/test_pricing.py). The work then grows with the classes, not the records;
-and where a node's classes are rolled up from the records counted once
-(:class:`~sdc_dagster.search.coded.RolledCounts`) the price needs no pass over the records at all.
+lattices, tests/search/test_pricing.py). The work then grows with the classes, not the records
+(sdcMicro's testdata, 4,580 records: the plan search's 26 evaluations 24 -> 0.9 CPU s). Where a
+node's classes are rolled up from the records counted once
+(:class:`~sdc_dagster.search.coded.RolledCounts`) the price needs no pass over the records at all
+(the tests price every node so); the plan search's evaluation
+(:func:`~sdc_dagster.search.nodes.evaluate_node`) prices the classes of the node's key digits and
+maps them back to the records, whose frequencies, risk and loss it needs anyway.
 
 Where it is not. With more keys than
 :func:`~sdc_dagster.protect.suppression_greedy.greedy_alone` allows (8), local suppression's
