@@ -233,8 +233,7 @@ class LatticeWalk:
         if not check.evaluated:
             return
         if future is None and self.pool is None and self._pays():
-            self.pool = NodePool(self.workers, self.data, self.spec, self.plain_spec, self.lattice, self.space)
-            self.workers_used = max(self.workers_used, self.workers)
+            self._start_pool()
         if future is not None:
             candidate, seconds = future.result()
             self.worker_seconds += seconds
@@ -250,6 +249,17 @@ class LatticeWalk:
             self.best_stricter = min(self.best_stricter, candidate.loss)
         if candidate.reaches_target and (self.best is None or candidate.loss < self.best.loss):
             self.best = candidate
+
+    def _start_pool(self) -> None:
+        """Start the workers; where the system cannot (no process semaphores, in some sandboxes) the
+        walk says so and goes on in this process."""
+        try:
+            self.pool = NodePool(self.workers, self.data, self.spec, self.plain_spec, self.lattice, self.space)
+        except (OSError, ImportError, NotImplementedError) as error:
+            self.say(f"the {self.workers} worker processes could not start ({error}): the walk goes on in one process")
+            self.workers = 1
+            return
+        self.workers_used = max(self.workers_used, self.workers)
 
     def _pays(self) -> bool:
         """Whether to start the workers now: more than one allowed, and with ``search.workers: auto``

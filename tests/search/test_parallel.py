@@ -169,3 +169,19 @@ def test_walking_ahead_for_workers_changes_nothing(monkeypatch, seed, n, k, miss
     parallel_walk = search_wave(data, spec(workers))
     assert _figures(parallel_walk) == _figures(serial)
     assert parallel_walk.workers == (workers if pools else 1)
+
+
+def test_workers_that_cannot_start_leave_the_walk_serial_and_say_so(monkeypatch):
+    """Where the system cannot start processes (no semaphores, in some sandboxes), the walk says so
+    on its progress and finds the serial plan."""
+    from sdc_dagster.search import walk
+
+    def refused(*args):
+        raise OSError("[Errno 38] Function not implemented")
+
+    monkeypatch.setattr(walk, "NodePool", refused)
+    lines = []
+    found = search_wave(_wave(), _spec(2), progress=lambda done, total, note: lines.append(note))
+    assert found.workers == 1
+    assert any("the 2 worker processes could not start ([Errno 38] Function not implemented)" in line for line in lines)
+    assert _figures(found) == _figures(search_wave(_wave(), _spec(1)))
