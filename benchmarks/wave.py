@@ -28,9 +28,16 @@ time. The per-step seconds come from Dagster's event log and are wall seconds.
 Targets, printed beside each figure: issue 38: 1M <= 120 s on 2 cores (160-220 s when last measured
 before issue 38), 100k at least 10x faster than sdcMicro doing the same plans in the same run (that
 column needs R with sdcMicro, which this machine does not have: the script says so and prints ours);
-Last run (issue 38 round, load average 9-15): 1M 141.9 s CPU before the MDAV changes of this
-round, 115.4 s after (wall 495 s and 526 s), peak 3.4 GB; one run each, so most of the difference is
-the load's noise. issue 23: 100k <= 20 s; 1M <= 300 s with peak memory < 8 GB and growth <= 12x; testdata
+Last run (issue 38, after the loss rule change; CPU seconds of ``sdc run`` and its children, one run
+each, the load average of the last minute beside): before this round's local suppression on the
+nodes' classes and parallel walk (base e6f8671): 100k 26.6 s CPU (88.5 s wall at load 14; plan
+search step 45.7 s wall), 1M 130.4 s CPU (364 s wall at load 10; plan search 103 s wall), peak
+3.46 GB; after: 100k 14.8 s CPU (43.8 s wall at load 9; plan search 7.8 s wall), 1M 130.2 s CPU
+(328 s wall at load 9; plan search 94 s wall), peak 3.47 GB; growth 8.8x CPU. The 1M target
+(120 s) is not met: the plan search evaluates one node there, and its time goes to confirming the
+front (the continuous keys' ladder: record linkage, about 54 s wall in two threads, and MDAV, 15 s;
+profiled with cProfile), which neither change touches. (Earlier, issue 38 round, load 9-15: 1M
+141.9 s CPU before the MDAV changes, 115.4 s after.) issue 23: 100k <= 20 s; 1M <= 300 s with peak memory < 8 GB and growth <= 12x; testdata
 (``--n 4580 --testdata``) <= 8 s.
 
 Run: .venv/bin/python benchmarks/wave.py [--n 100000 1000000] [--testdata] [--again] [--keep DIR]
@@ -178,7 +185,7 @@ def run_wave(n: int, work: Path, *, testdata: bool, again: bool) -> dict:
     again_wall = run_sdc(home, survey, "2025", data_file)[:2] if again else None
     return {"n": len(wave), "wall": wall, "cpu": cpu, "floor": floor, "peak_gb": max(peak_kb, before) / 1024 ** 2,
             "steps": steps, "exit": done.returncode, "again": again_wall,
-            "report_mb": report.stat().st_size / 1024 ** 2 if report else float("nan")}
+            "report_mb": report.stat().st_size / 1024 ** 2 if report else float("nan"), "load": os.getloadavg()[0]}
 
 
 def _target(n: int) -> str:
@@ -208,7 +215,7 @@ def main() -> None:
         print(f"\n{result['n']:,} records: sdc run {result['cpu']:.1f} s CPU, {result['wall']:.1f} s wall "
               f"(exit {result['exit']}; target {_target(result['n'])}), peak memory {result['peak_gb']:.2f} GB "
               f"(target < 8 GB), report {result['report_mb']:.2f} MB; floor (read + one DuckDB group-by) "
-              f"{result['floor']:.2f} s wall")
+              f"{result['floor']:.2f} s wall; load average {result['load']:.1f} (1 min, after the run)")
         print("  sdcMicro doing the same plans (issue 38's 10x column): not run, it needs R with sdcMicro "
               "(not installed here)")
         if result["again"] is not None:

@@ -101,7 +101,8 @@ def _row_ids(rows: np.ndarray) -> np.ndarray:
     return inverse.ravel().astype(np.int64)
 
 
-def _choose_in_blocks(block: np.ndarray, combo: np.ndarray, fk: np.ndarray, k: int) -> np.ndarray:
+def _choose_in_blocks(block: np.ndarray, combo: np.ndarray, fk: np.ndarray, k: int,
+                      records: np.ndarray | None = None) -> np.ndarray:
     """Which candidates to suppress so that every unsafe candidate of each block reaches k.
 
     Within a block (same key once the candidate keys are suppressed), suppressing the records of
@@ -109,10 +110,11 @@ def _choose_in_blocks(block: np.ndarray, combo: np.ndarray, fk: np.ndarray, k: i
     their fk (SPEC §2.4). Combinations are taken by increasing fk; the shortest prefix after which
     every remaining combination has fk + (records suppressed) >= k is suppressed (all of them when
     none qualifies; each suppressed record then has at least k by the choice of its set).
+    ``records``: the records each candidate row stands for (a frequency table's counts), None for one.
     """
     pair = _row_ids(np.column_stack([block, combo]))
     n_pairs = int(pair.max()) + 1 if len(pair) else 0
-    size = np.bincount(pair, minlength=n_pairs)
+    size = np.bincount(pair, weights=records, minlength=n_pairs)
     pair_block = np.zeros(n_pairs, dtype=np.int64)
     pair_block[pair] = block
     pair_fk = np.zeros(n_pairs, dtype=np.float64)
@@ -186,18 +188,25 @@ def _suppress_batch(counter, unsafe, fk, sets, k) -> int:
     first = np.r_[True, record[1:] != record[:-1]]
     record, which, probes = record[first], which[first], probes[first]
     hit = _choose_in_blocks(
-        _row_ids(np.column_stack([probes, sets[which]])), _row_ids(rows[record]), fk[record], k
+        _row_ids(np.column_stack([probes, sets[which]])), _row_ids(rows[record]), fk[record], k,
+        counter.multiplicity[unsafe[record]],
     )
     hit |= ~probes.any(axis=1)  # an all-missing key is not added to complete keys: no block rule
     counter.set_missing(unsafe[record[hit]], sets[which[hit]])
     return int(hit.sum())
 
 
+def greedy_alone(keys: int) -> bool:
+    """Whether method "auto" runs the greedy alone on this many keys (at most
+    ``_AUTO_ALL_SETS_KEYS``, module docstring): its result is then the greedy's."""
+    return keys <= _AUTO_ALL_SETS_KEYS
+
+
 def auto_suppress_to_k(digits, radices, ranks, k: int, lexicographic: bool,
                         counter: IncrementalCompatibleCounts | None = None) -> tuple[np.ndarray, str]:
     """Method "auto" (module docstring): digits after suppression and the method that gave them
     (``counter``: as :func:`greedy_suppress_to_k` takes it)."""
-    if len(ranks) <= _AUTO_ALL_SETS_KEYS:
+    if greedy_alone(len(ranks)):
         return greedy_suppress_to_k(digits, radices, ranks, k, lexicographic, counter=counter), "greedy"
     theirs = sdcmicro_suppress_to_k(digits, radices, ranks, k)
     try:

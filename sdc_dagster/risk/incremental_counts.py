@@ -28,20 +28,27 @@ class IncrementalCompatibleCounts:
     ----------
     digits, radices : :func:`key_digits` of the data (0 = missing); ``digits`` is copied.
     weights : validated float64 weights per record, or None (then F = f).
+    multiplicity : the records each row of ``digits`` stands for (a frequency table: a node's
+        equivalence classes with their counts), None for one each; ``weights`` are then the rows'
+        summed weights. Every count is that of the records the rows stand for, and a row is moved
+        whole by :meth:`set_missing`.
     """
 
-    def __init__(self, digits: np.ndarray, radices: np.ndarray, weights: np.ndarray | None = None):
+    def __init__(self, digits: np.ndarray, radices: np.ndarray, weights: np.ndarray | None = None,
+                 multiplicity: np.ndarray | None = None):
         check_mask_width(np.shape(digits)[1], "local suppression")
         self.digits = np.array(digits, dtype=np.int64, copy=True)
         self.radices = np.asarray(radices, dtype=np.int64)
-        self.weights = np.ones(len(self.digits)) if weights is None else np.asarray(weights, dtype=np.float64)
+        self.multiplicity = (np.ones(len(self.digits)) if multiplicity is None
+                             else np.asarray(multiplicity, dtype=np.float64))
+        self.weights = self.multiplicity if weights is None else np.asarray(weights, dtype=np.float64)
         (code,) = pack_codes([self.digits], self.radices)
         self.record_key, uniques = pd.factorize(code)
         size = len(uniques)
         first = np.full(size, len(code), dtype=np.int64)
         np.minimum.at(first, self.record_key, np.arange(len(code), dtype=np.int64))
         self.table = self.digits[first]
-        self.count = np.bincount(self.record_key, minlength=size).astype(np.float64)
+        self.count = np.bincount(self.record_key, weights=self.multiplicity, minlength=size).astype(np.float64)
         self.weight_sum = np.bincount(self.record_key, weights=self.weights, minlength=size)
         self._record_counts = None  # (f, F) of the current keys, once computed
 
@@ -79,7 +86,7 @@ class IncrementalCompatibleCounts:
         bits = ((masks[:, None] >> np.arange(self.digits.shape[1], dtype=np.int64)) & 1).astype(bool)
         new = np.where(bits, 0, self.digits[records])
         self.digits[records] = new
-        np.subtract.at(self.count, self.record_key[records], 1.0)
+        np.subtract.at(self.count, self.record_key[records], self.multiplicity[records])
         np.subtract.at(self.weight_sum, self.record_key[records], self.weights[records])
         row, table_size = self._rows_of(new)
         if row.max(initial=-1) >= table_size:
@@ -89,7 +96,7 @@ class IncrementalCompatibleCounts:
             self.count = np.r_[self.count, np.zeros(grow)]
             self.weight_sum = np.r_[self.weight_sum, np.zeros(grow)]
         self.record_key[records] = row
-        np.add.at(self.count, row, 1.0)
+        np.add.at(self.count, row, self.multiplicity[records])
         np.add.at(self.weight_sum, row, self.weights[records])
 
     def _rows_of(self, keys: np.ndarray) -> tuple[np.ndarray, int]:

@@ -47,6 +47,9 @@ class SearchCandidate:
     by the confirmation's release check). ``reaches_target`` asks k-anonymity, the global-risk
     target, l-diversity, the suppression limit and the limit of keys not released: the constraints
     a node's codes show; the other utility limits are release checks of the confirmation.
+    ``suppression_priced``: how the node's local suppression to k was computed, ``"classes"``
+    (exactly, from its frequency table, :mod:`~sdc_dagster.search.pricing`), ``"records"`` (run on
+    the records: more keys than the greedy prices alone) or ``""`` (none needed).
     """
 
     plan: Plan
@@ -61,6 +64,7 @@ class SearchCandidate:
     l_violations: int = 0
     suppressed_share: float = 0.0
     keys_not_released_share: float = 0.0
+    suppression_priced: str = ""
     protected: PlanResult | None = field(default=None, repr=False, compare=False)
 
     @property

@@ -19,9 +19,11 @@ from sdc_dagster.search.flash import Check, Outcome, flash
 from sdc_dagster.search.lattice import Lattice
 from sdc_dagster.search.space import KeyHierarchy, search_space
 from sdc_dagster.protect.suppression import codes_below_l, risk_suppression, suppress_codes_to_k, suppress_codes_to_l
+from sdc_dagster.protect.suppression_greedy import greedy_alone
 from sdc_dagster.risk.categorical import risk_from_frequencies
 from sdc_dagster.spec import SurveySpec
 from sdc_dagster.search.candidates import SearchCandidate, node_plan, search_loss, suppression_step
+from sdc_dagster.search.pricing import price_local_suppression
 from sdc_dagster.search.coded import (
     RISK_MARGIN,
     CodedLattice,
@@ -138,8 +140,10 @@ def evaluate_node(data: pd.DataFrame, spec: SurveySpec, lattice: CodedLattice, s
     mu-Argus rule, :func:`sdc_dagster.risk.global_risk_threshold`): without sampling weights a 1 %
     target asks for far more than 3-anonymity (the risk of a record is 1/f_k).
 
-    Everything runs on the keys' codes (:meth:`~sdc_dagster.search.coded.CodedLattice.digits`): local suppression by
-    :func:`~sdc_dagster.protect.suppression.suppress_codes_to_k` and the frequencies of the
+    Everything runs on the keys' codes (:meth:`~sdc_dagster.search.coded.CodedLattice.digits`): local
+    suppression on the node's classes with their counts (:func:`~sdc_dagster.search.pricing.price_local_suppression`,
+    exactly the values :func:`~sdc_dagster.protect.suppression.suppress_codes_to_k` suppresses in the
+    records, up to 8 keys) or on the records (more keys), and the frequencies of the
     suppressed keys by :func:`~sdc_dagster.risk.frequencies.digit_key_frequencies` after the codes are
     renumbered as :func:`~sdc_dagster.keys.key_digits` numbers the released keys (so every count
     is the one the release's own checks compute); without weights, the counts of local
@@ -148,18 +152,24 @@ def evaluate_node(data: pd.DataFrame, spec: SurveySpec, lattice: CodedLattice, s
     keys = lattice.keys
     suppression: list[dict] = []
     allowed = "local_suppression" in spec.search.methods
-    violations, risks, suppressed, digits = 0, pd.Series([0.0]), 0, None
+    violations, risks, suppressed, digits, priced = 0, pd.Series([0.0]), 0, None, ""
     if keys:
         recoded, radices = checked[0] if checked is not None else lattice.digits(node)
         digits, counter = recoded, checked[1] if checked is not None else None
+        f = counter.record_counts()[0] if counter is not None else None  # per record, when a counter holds it
         if not is_anonymous:
             suppression.append(suppression_step(k))
             counter = counter or IncrementalCompatibleCounts(recoded, radices)
-            digits, method = suppress_codes_to_k(recoded, radices, k=k, counter=counter)
-            counter = counter if method == "greedy" else None  # else it does not hold the result
-        if counter is not None and lattice.weights is None:
+            if greedy_alone(len(keys)):
+                # priced from the node's classes: exactly the values suppress_codes_to_k suppresses
+                price = price_local_suppression(counter.table, counter.count, radices, k)
+                digits, priced = price.table[counter.record_key], "classes"
+                f = price.counter.record_counts()[0][counter.record_key]
+            else:
+                digits, method = suppress_codes_to_k(recoded, radices, k=k, counter=counter)
+                f, priced = counter.record_counts()[0] if method == "greedy" else None, "records"
+        if f is not None and lattice.weights is None:
             # without weights F = f, and the counter's whole counts are DuckDB's: not queried again
-            f = counter.record_counts()[0]
             violations, risks = _risks(f, f, None, k)
         else:  # in DuckDB, the codes numbered as key_digits numbers the released keys
             violations, risks = _risks(*lattice.frequencies(*renumbered_digits(digits) if suppression else
@@ -214,7 +224,7 @@ def evaluate_node(data: pd.DataFrame, spec: SurveySpec, lattice: CodedLattice, s
     return SearchCandidate(
         plan=plan, global_risk=global_risk, k_violations=violations, linkage_risk=np.nan, loss=float(loss),
         suppressed=suppressed, levels=node, l_violations=below_l, suppressed_share=suppressed_share,
-        keys_not_released_share=lost_share,
+        keys_not_released_share=lost_share, suppression_priced=priced,
         reaches_target=(violations == 0 and global_risk <= target and below_l == 0
                         and suppressed_share <= spec.limits.max_suppressed_share + 1e-12
                         and lost_share <= spec.limits.max_keys_not_released + 1e-12),

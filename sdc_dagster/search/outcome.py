@@ -34,7 +34,9 @@ class WaveSearch:
     lambda-arctan loss), the least loss a node left unevaluated can have (its recode-only loss;
     continuous steps only add to it), NaN otherwise; ``proven``: the recommended plan
     is proven the least loss of the lattice's plans meeting the target (no node left unevaluated nor
-    candidate left unconfirmed can have less, as :func:`sdc_dagster.search.wave.search_wave` proves it).
+    candidate left unconfirmed can have less, as :func:`sdc_dagster.search.wave.search_wave` proves it);
+    ``workers``: the processes that evaluated the walk's nodes (1: serial; ``search.workers``,
+    :mod:`sdc_dagster.search.parallel`), which change no plan, loss nor proof.
     """
 
     candidates: tuple[SearchCandidate, ...]
@@ -50,6 +52,7 @@ class WaveSearch:
     space: dict[str, list[str]]
     loss_bound: float = float("nan")
     proven: bool = False
+    workers: int = 1
 
     def front_frame(self) -> pd.DataFrame:
         """One row per front candidate: plan, steps (short text), global_risk, k_violations,
@@ -153,7 +156,8 @@ def optimality(nodes_evaluated: int, nodes_total: int, exhaustive: bool, loss_bo
 def search_summary(found: WaveSearch) -> dict:
     """The search in figures, as the report and the asset's metadata show it: nodes evaluated of the
     lattice, exhaustive or how it was cut (``bound``), whether its plan is proven optimal in words
-    (``optimality``, :func:`optimality`), seconds, the recommended plan and the
+    (``optimality``, :func:`optimality`), seconds, the processes that evaluated its nodes
+    (``workers``, ``search.workers``), the recommended plan and the
     runner-up in words with their loss, the keys the recommended plan does not release at all
     (``withheld``, :func:`~sdc_dagster.search.candidates.withheld_keys` joined by ", "; "" when it
     releases every key), and what half the global-risk target would cost in loss
@@ -165,7 +169,7 @@ def search_summary(found: WaveSearch) -> dict:
     runner_up, runner_up_loss = described(found.runner_up)
     stricter = found.stricter or {}
     return {"nodes_evaluated": found.nodes_evaluated, "nodes_total": found.nodes_total,
-            "exhaustive": found.exhaustive, "bound": found.bound, "seconds": found.seconds,
+            "exhaustive": found.exhaustive, "bound": found.bound, "seconds": found.seconds, "workers": found.workers,
             "optimality": optimality(found.nodes_evaluated, found.nodes_total, found.proven, found.loss_bound),
             "loss_bound": found.loss_bound,
             "recommended": recommended, "recommended_loss": recommended_loss,

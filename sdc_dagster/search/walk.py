@@ -2,7 +2,9 @@
 docstring there): the nodes in the order of their recode-only loss (SPEC §9.1 measure (1)), Flash's
 promoted nodes first, each settled by its rolled-up classes or predictive tagging (ARX's Flash,
 Kohlmayer et al. 2012) or evaluated (:func:`~sdc_dagster.search.nodes.evaluate_node`), until the
-loss bound, the wider lattice's cap or the time budget stops it, with its progress lines.
+loss bound, the wider lattice's cap or the time budget stops it, with its progress lines; the
+evaluations run ahead in parallel processes where it pays (``search.workers``,
+:mod:`sdc_dagster.search.parallel`), the walk taking their candidates in its own order.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from sdc_dagster.search.candidates import SearchCandidate
 from sdc_dagster.search.clock import search_clock
 from sdc_dagster.search.coded import RISK_MARGIN, CodedLattice, RolledCounts, lattice_nodes, level_bounds
 from sdc_dagster.search.nodes import evaluate_node
+from sdc_dagster.search.parallel import AHEAD_PER_WORKER, PAYS_SECONDS, NodePool, planned_workers
 from sdc_dagster.search.space import KeyHierarchy
 from sdc_dagster.spec import SurveySpec
 
@@ -34,6 +37,29 @@ PROGRESS_SECONDS = 5.0
 
 #: A progress callback of :func:`sdc_dagster.search.wave.search_wave`: ``(nodes done, nodes in all, note)``.
 Progress = Callable[[int, int, str], None]
+
+#: The walk's anonymity checks run at most this many positions ahead of it (for the workers).
+AHEAD_POSITIONS = 256
+
+
+@dataclass
+class NodeCheck:
+    """A node's check before its evaluation (:meth:`LatticeWalk._check`): k-anonymous by recoding
+    alone (None: settled, not evaluated), the key digits and counter made for it, whether it may
+    suppress, and what the walk records when it visits the node (``effect``: "settled", "tagged",
+    "anonymous", "not_anonymous" or "", with the node's level vector ``point``)."""
+
+    node: tuple[int, ...]
+    is_anonymous: bool | None
+    checked: tuple | None
+    may_suppress: bool
+    effect: str
+    point: np.ndarray
+
+    @property
+    def evaluated(self) -> bool:
+        """Whether the walk evaluates the node (a candidate)."""
+        return self.is_anonymous is not None and (self.is_anonymous or self.may_suppress)
 
 
 @dataclass
@@ -69,6 +95,14 @@ class LatticeWalk:
     counted: list[int] = field(default_factory=list)  # nodes settled, of the nodes of the walk (the last reported)
     anonymous: list[np.ndarray] = field(default_factory=list)  # nodes checked k-anonymous by recoding alone
     not_anonymous: list[np.ndarray] = field(default_factory=list)  # ... and not
+    workers: int = 1  # the processes the walk may evaluate its nodes in (search.workers)
+    workers_used: int = 1  # ... and did
+    evaluation_seconds: float = 0.0  # CPU seconds of the walk's evaluations in its own process
+    worker_seconds: float = 0.0  # CPU seconds of the evaluations workers did for the walk
+    pool: NodePool | None = None
+    ahead: dict = field(default_factory=dict)  # position -> (NodeCheck, future of its candidate or None)
+    pending: dict = field(default_factory=lambda: {"anonymous": [], "not_anonymous": []})  # checked ahead
+    scanned: int = 0  # the first position not checked ahead
 
     @classmethod
     def of(cls, data: pd.DataFrame, spec: SurveySpec, space: dict[str, KeyHierarchy], report: Progress,
@@ -85,7 +119,8 @@ class LatticeWalk:
         return cls(data, spec, space, lattice, RolledCounts.of(lattice), nodes, lower,
                    np.lexsort((nodes.sum(axis=1), lower)), report, start, exhaustive,
                    walk_suppresses="local_suppression" in spec.search.methods and walk_suppression,
-                   plain_spec=plain_spec, counted=[0, len(nodes)])
+                   plain_spec=plain_spec, counted=[0, len(nodes)],
+                   workers=planned_workers(spec.search.workers))
 
     @property
     def suppress_allowed(self) -> bool:
@@ -94,6 +129,11 @@ class LatticeWalk:
     @property
     def budget(self) -> float:
         return self.spec.search.budget_seconds
+
+    def elapsed(self) -> float:
+        """CPU seconds of the search so far on its budget's clock: its own process's and those of
+        the evaluations workers did for it (:mod:`sdc_dagster.search.parallel`)."""
+        return search_clock() - self.start + self.worker_seconds
 
     @property
     def stricter_target(self) -> float:
@@ -128,19 +168,32 @@ class LatticeWalk:
         self.counted[:] = [offset, total]
         if first:
             self.say(self.best_note() + f"; walking the {total:,} nodes the loss bound had ruled out")
-        for position in positions:
-            done = position - first + offset
-            now = time.perf_counter()  # progress lines only
-            if done and (done - self.counted[0] >= every or now - reported >= PROGRESS_SECONDS):
-                self.counted[0], reported = done, now
-                self.say(self.best_note())
-            stop = self._stop(position, done, total, use_bound)
-            if stop:
-                return stop, position
-            self._visit(position)
+        try:
+            for position in positions:
+                done = position - first + offset
+                now = time.perf_counter()  # progress lines only
+                if done and (done - self.counted[0] >= every or now - reported >= PROGRESS_SECONDS):
+                    self.counted[0], reported = done, now
+                    self.say(self.best_note())
+                stop = self._stop(position, done, total, use_bound)
+                if stop:
+                    return stop, position
+                self._visit(position, positions.stop)
+        finally:
+            self._close()
         self.counted[0] = total
         self.say(self.best_note())
         return "done", len(self.order)
+
+    def _close(self) -> None:
+        """Stop the workers; the checks and evaluations made ahead of the walk are dropped (nothing
+        of them was recorded: the walk records a node when it visits it)."""
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+        self.ahead.clear()
+        self.pending = {"anonymous": [], "not_anonymous": []}
+        self.scanned = 0
 
     def _stop(self, position: int, done: int, total: int, use_bound: bool) -> str:
         """Why the walk stops before the node at ``position`` ("bound", "cap", "budget"; "" when it
@@ -159,23 +212,37 @@ class LatticeWalk:
                      f"{self.cap:.4g}, the least loss meeting the target by recoding alone once each key's top "
                      "joins the lattice")
             return "cap"
-        if search_clock() - self.start > self.walk_share * self.budget:
+        if self.elapsed() > self.walk_share * self.budget:
             self.counted[0] = done
             self.say(self.best_note() + f"; time budget: {total - done:,} nodes not evaluated")
             return "budget"
         return ""
 
-    def _visit(self, position: int) -> None:
+    def _visit(self, position: int, end: int) -> None:
         """Settle the node at ``position``: by its rolled-up classes or predictive tagging when they
-        show it cannot reach the target, else evaluate it (:func:`~sdc_dagster.search.nodes.evaluate_node`)."""
+        show it cannot reach the target, else evaluate it (:func:`~sdc_dagster.search.nodes.evaluate_node`),
+        in this process or, where it pays, by a worker ahead of the walk (:mod:`sdc_dagster.search.parallel`;
+        ``end``: the position where the walk ends)."""
         index = self.order[position]
-        node, point = tuple(int(x) for x in self.nodes[index]), self.nodes[index]
-        may_suppress = self.walk_suppresses or (self.suppress_allowed and position < len(self.promoted))
-        is_anonymous, checked = self._anonymity(node, point, may_suppress)
-        if is_anonymous is None or (not is_anonymous and not may_suppress):
+        if self.pool is not None:
+            self._fill(position, end)
+        ahead = position in self.ahead
+        check, future = self.ahead.pop(position) if ahead else (
+            self._check(position, self.anonymous, self.not_anonymous), None)
+        self._record(check, ahead)
+        if not check.evaluated:
             return
-        candidate = evaluate_node(self.data, self.spec if may_suppress else self.plain_spec, self.lattice,
-                                  self.space, node, is_anonymous, float(self.lower[index]), checked)
+        if future is None and self.pool is None and self._pays():
+            self._start_pool()
+        if future is not None:
+            candidate, seconds = future.result()
+            self.worker_seconds += seconds
+        else:
+            began = time.process_time()
+            candidate = evaluate_node(self.data, self.spec if check.may_suppress else self.plain_spec, self.lattice,
+                                      self.space, check.node, bool(check.is_anonymous), float(self.lower[index]),
+                                      check.checked)
+            self.evaluation_seconds += time.process_time() - began
         self.evaluated += 1
         self.candidates.append(candidate)
         if candidate.reaches_target and candidate.global_risk <= self.stricter_target:
@@ -183,37 +250,90 @@ class LatticeWalk:
         if candidate.reaches_target and (self.best is None or candidate.loss < self.best.loss):
             self.best = candidate
 
-    def _anonymity(self, node: tuple[int, ...], point: np.ndarray, may_suppress: bool):
-        """Whether the node is k-anonymous by recoding alone (SPEC §3.1), and the node's key digits
-        and their counter when checked here; None when its classes settle it (not k-anonymous, or
-        k-anonymous above the risk target, with nothing to suppress)."""
+    def _start_pool(self) -> None:
+        """Start the workers; where the system cannot (no process semaphores, in some sandboxes) the
+        walk says so and goes on in this process."""
+        try:
+            self.pool = NodePool(self.workers, self.data, self.spec, self.plain_spec, self.lattice, self.space)
+        except (OSError, ImportError, NotImplementedError) as error:
+            self.say(f"the {self.workers} worker processes could not start ({error}): the walk goes on in one process")
+            self.workers = 1
+            return
+        self.workers_used = max(self.workers_used, self.workers)
+
+    def _pays(self) -> bool:
+        """Whether to start the workers now: more than one allowed, and with ``search.workers: auto``
+        the walk's evaluations have cost :data:`~sdc_dagster.search.parallel.PAYS_SECONDS` CPU seconds."""
+        if self.workers <= 1:
+            return False
+        return self.spec.search.workers != "auto" or self.evaluation_seconds >= PAYS_SECONDS
+
+    def _fill(self, position: int, end: int) -> None:
+        """Check the nodes ahead of the walk in its order (at most :data:`AHEAD_POSITIONS`) and hand
+        those to evaluate to the workers, until :data:`~sdc_dagster.search.parallel.AHEAD_PER_WORKER`
+        evaluations per worker are in flight. A node checked ahead records nothing yet: its check
+        assumes the nodes before it recorded (``pending``), as the walk records them in order."""
+        scan = max(position, self.scanned)
+        flying = sum(future is not None for _, future in self.ahead.values())
+        while scan < min(end, position + AHEAD_POSITIONS) and flying < AHEAD_PER_WORKER * self.pool.workers:
+            check = self._check(scan, self.anonymous + self.pending["anonymous"],
+                                self.not_anonymous + self.pending["not_anonymous"])
+            if check.effect in self.pending:
+                self.pending[check.effect].append(check.point)
+            future = None
+            if check.evaluated:
+                future = self.pool.submit(check.node, check.may_suppress, bool(check.is_anonymous),
+                                          float(self.lower[self.order[scan]]))
+                flying += 1
+            self.ahead[scan] = (replace(check, checked=None), future)
+            scan += 1
+        self.scanned = scan
+
+    def _record(self, check: NodeCheck, ahead: bool) -> None:
+        """What the walk records of a node it visits (its check's ``effect``); ``ahead``: the node was
+        checked ahead of the walk (its level vector leaves ``pending``)."""
+        if check.effect == "settled":
+            self.settled += 1
+        elif check.effect == "tagged":
+            self.tagged += 1
+        elif check.effect:
+            getattr(self, check.effect).append(check.point)
+            if ahead:
+                self.pending[check.effect].pop(0)
+
+    def _check(self, position: int, anonymous: list[np.ndarray], not_anonymous: list[np.ndarray]) -> NodeCheck:
+        """Whether the node at ``position`` is k-anonymous by recoding alone (SPEC §3.1), with the
+        node's key digits and their counter when checked here; ``is_anonymous`` None when its classes
+        settle it (not k-anonymous, or k-anonymous above the risk target, with nothing to suppress).
+        Records nothing (:meth:`_record` does): ``anonymous``, ``not_anonymous`` are the nodes
+        checked before it, for predictive tagging."""
+        index = self.order[position]
+        node, point = tuple(int(x) for x in self.nodes[index]), self.nodes[index]
+        may_suppress = self.walk_suppresses or (self.suppress_allowed and position < len(self.promoted))
         k, target, lattice, rolled = self.spec.risk.k, self.spec.risk.max_global_risk, self.lattice, self.rolled
-        checked = None  # the node's key digits and their counter, when checked here
+        checked, effect = None, ""  # the node's key digits and their counter, when checked here
         if rolled is not None:
             # the node's classes rolled up from the records counted once (exact: no key is missing)
             classes = rolled.classes(node)
             is_anonymous = not (classes.counts < k).any()
             if not is_anonymous and not may_suppress:
-                self.settled += 1
-                return None, None
+                return NodeCheck(node, None, None, may_suppress, "settled", point)
             if (is_anonymous and not may_suppress and not self.exhaustive
                     and rolled.global_risk(classes) > target * (1 + RISK_MARGIN)):
                 # k-anonymous, above the risk target, and nothing may be suppressed: the node
                 # cannot reach the target (its classes tell it; no frequency query)
-                self.settled += 1
-                return None, None
-        elif self.anonymous and (point >= np.array(self.anonymous)).all(axis=1).any():
-            is_anonymous, self.tagged = True, self.tagged + 1
-        elif self.not_anonymous and (point <= np.array(self.not_anonymous)).all(axis=1).any():
-            is_anonymous, self.tagged = False, self.tagged + 1
+                return NodeCheck(node, None, None, may_suppress, "settled", point)
+        elif anonymous and (point >= np.array(anonymous)).all(axis=1).any():
+            is_anonymous, effect = True, "tagged"
+        elif not_anonymous and (point <= np.array(not_anonymous)).all(axis=1).any():
+            is_anonymous, effect = False, "tagged"
         elif not lattice.keys:
-            is_anonymous = True
-            self.anonymous.append(point)
+            is_anonymous, effect = True, "anonymous"
         else:
             # f_k by local suppression's counter (integer counts, exactly those of DuckDB's): a
             # node that is not k-anonymous continues from it, one that is gets F from DuckDB
             digits = lattice.digits(node)
             checked = digits, IncrementalCompatibleCounts(*digits)
             is_anonymous = not (checked[1].record_counts()[0] < k).any()
-            (self.anonymous if is_anonymous else self.not_anonymous).append(point)
-        return is_anonymous, checked
+            effect = "anonymous" if is_anonymous else "not_anonymous"
+        return NodeCheck(node, is_anonymous, checked, may_suppress, effect, point)

@@ -236,7 +236,7 @@ def _flash_first(w: LatticeWalk, withhold: bool) -> str:
     flashed, bound_note, nodes = None, "", w.nodes
     if w.rolled is not None and not w.exhaustive and w.bounded:
         flashed = flash_node(w.lattice, w.rolled, nodes, w.lower, w.spec,
-                             LATTICE_SHARE * w.budget - (search_clock() - w.start), w.say)
+                             LATTICE_SHARE * w.budget - w.elapsed(), w.say)
     if flashed is not None:
         bound_note = _flash_by_recoding(w, flashed, withhold)
     if w.rolled is not None and w.bounded and w.suppress_allowed:
@@ -277,7 +277,7 @@ def _flash_by_recoding(w: LatticeWalk, flashed: Outcome, withhold: bool) -> str:
         # no node found meeting the target by recoding alone; the wider lattice (each key's top
         # in its chain, searched next when nothing here passes) has a plan without suppression:
         # a node here whose recode-only loss reaches that plan's loss cannot have less loss
-        w.cap = wider_cap(w.data, w.spec, LATTICE_SHARE * w.budget - (search_clock() - w.start), w.say)
+        w.cap = wider_cap(w.data, w.spec, LATTICE_SHARE * w.budget - w.elapsed(), w.say)
         if w.cap < np.inf:
             bound_note += (f"; with each key's top in its chain a plan meets the target by recoding alone "
                            f"with loss {w.cap:.4g}: only nodes of a lower recode-only loss are evaluated")
@@ -293,7 +293,7 @@ def _flash_suppressible(w: LatticeWalk, withhold: bool) -> str:
     bound_note = ""
     limit = int(w.spec.limits.max_suppressed_share * len(w.data))
     suppressible = flash_node(w.lattice, w.rolled, w.nodes, w.lower, w.spec,
-                              LATTICE_SHARE * w.budget - (search_clock() - w.start), w.say, suppressible=limit)
+                              LATTICE_SHARE * w.budget - w.elapsed(), w.say, suppressible=limit)
     if (suppressible is not None and suppressible.optimal and not suppressible.value < np.inf and not withhold
             and not w.exhaustive):
         # proven: every node has more records in classes smaller than k than the limit
@@ -340,9 +340,25 @@ def _bound_words(w: LatticeWalk, outcome: str, stop: int, bound_note: str) -> tu
                      "with no suppression allowed)" if w.settled else ""))
     else:
         bound += f"; {w.tagged:,} nodes tagged k-anonymous or not without a frequency check (predictive tagging)"
+    bound += _priced_words(w.candidates)
     if bound_note:
         bound += "; " + bound_note
     return bound, loss_bound
+
+
+def _priced_words(candidates: list[SearchCandidate]) -> str:
+    """How the walk's local suppression was priced, in words ("" when no node needed it): exactly
+    from each node's classes (:mod:`~sdc_dagster.search.pricing`), or run on the records (more keys
+    than the greedy prices alone)."""
+    by_classes = sum(c.suppression_priced == "classes" for c in candidates)
+    by_records = sum(c.suppression_priced == "records" for c in candidates)
+    words = []
+    if by_classes:
+        words.append(f"local suppression of {by_classes:,} nodes priced exactly from their classes (frequency tables)")
+    if by_records:
+        words.append(f"local suppression of {by_records:,} nodes run on the records (more than 8 keys: sdcMicro's "
+                     "algorithm visits records one by one, so the classes give only a bound)")
+    return "".join("; " + w for w in words)
 
 
 def _confirm_walked(w: LatticeWalk, outcome: str, stop: int, bound: str, loss_bound: float,
@@ -355,7 +371,7 @@ def _confirm_walked(w: LatticeWalk, outcome: str, stop: int, bound: str, loss_bo
     front = pareto_front([c for c in w.candidates if c.reaches_target and c.loss <= w.best_stricter + 1e-12])
     w.say(f"front of {len(front)} candidates; confirming with the release checks")
     confirmed = confirm_front(w.data, w.spec, w.space, front, wave, w.start, w.say)
-    if not any(c.confirmed for c in confirmed) and search_clock() - w.start < w.budget:
+    if not any(c.confirmed for c in confirmed) and w.elapsed() < w.budget:
         # the front fails a release check (linkage through the keys, say): coarser plans may pass
         before = w.evaluated
         if outcome == "bound":
@@ -384,7 +400,7 @@ def _result(w: LatticeWalk, confirmed: list[SearchCandidate], outcome: str, stop
     if meets:
         cheapest = min(meets, key=lambda c: c.loss)
         stricter = {"target": stricter_target, "loss": cheapest.loss, "plan": cheapest.plan.name}
-    seconds, spent = time.perf_counter() - began, search_clock() - w.start
+    seconds, spent = time.perf_counter() - began, w.elapsed()
     w.say(f"done: {w.evaluated:,} of {nodes:,} nodes evaluated in {seconds:.1f} s; the plan is "
           + optimality(w.evaluated, nodes, proven, loss_bound) + withheld_note(recommended))
     return WaveSearch(
@@ -401,6 +417,7 @@ def _result(w: LatticeWalk, confirmed: list[SearchCandidate], outcome: str, stop
         space={key: h.words() for key, h in full_space.items()},
         loss_bound=loss_bound,
         proven=proven,
+        workers=w.workers_used,
     ), spent
 
 
@@ -421,6 +438,7 @@ def _search_wider(w: LatticeWalk, found: WaveSearch, full_space: dict[str, KeyHi
     again = _search_wave(data, replace(spec, search=replace(spec.search, budget_seconds=left_seconds)),
                          wave=wave, progress=progress, exhaustive=w.exhaustive, withhold=True, walk_suppression=False)
     return replace(again, seconds=time.perf_counter() - began, candidates=found.candidates + again.candidates,
+                   workers=max(found.workers, again.workers),
                    bound=f"{again.bound}; searched again with each key's top after no plan of the "
                          f"{len(w.nodes):,} of the keys' own levels passed the release checks")
 

@@ -320,7 +320,8 @@ def _parse_report(raw: Any, problems: Problems) -> ReportOptions:
 def _parse_search(raw: Any, variables: dict[str, Variable | None], problems: Problems) -> SearchOptions:
     """The ``search:`` section (:class:`SearchOptions`); each wrong key is recorded."""
     raw = as_mapping(raw, "search")
-    problems.unknown_keys(raw, "search", {"enabled", "keep", "max_level", "methods", "budget_seconds", "loss"})
+    problems.unknown_keys(raw, "search", {"enabled", "keep", "max_level", "methods", "budget_seconds", "loss",
+                                          "workers"})
     options = {}
     enabled = raw.get("enabled", True)
     if problems.attempt(lambda: check_flag(enabled, "search.enabled", error=spec_error("search.enabled")),
@@ -356,6 +357,15 @@ def _parse_search(raw: Any, variables: dict[str, Variable | None], problems: Pro
     if problems.attempt(lambda: check_option(measure, "search.loss", SEARCH_LOSSES, error=spec_error("search.loss")),
                         default=FAILED) is not FAILED:
         options["loss"] = measure
+    workers = raw.get("workers", SearchOptions.workers)
+    if isinstance(workers, str) and workers == "auto":
+        options["workers"] = workers
+    else:
+        workers = problems.attempt(lambda: check_scalar(workers, 'search.workers ("auto" or a number of processes)',
+                                                        integer=True, low=1, error=spec_error("search.workers")),
+                                   default=FAILED)
+        if workers is not FAILED:
+            options["workers"] = workers
     return SearchOptions(**options)
 
 

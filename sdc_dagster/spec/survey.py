@@ -290,7 +290,11 @@ class SearchOptions:
     process, not on the wall clock (:func:`sdc_dagster.search.clock.search_clock`): other work on
     the machine does not change which plan the search releases. ``loss``: the information loss the plans are
     compared on, the distance measure (1) with arctan distances (SPEC §9.1, ``lambda_arctan``,
-    default) or the mean TOPSIS loss (SPEC §10, ``topsis``).
+    default) or the mean TOPSIS loss (SPEC §10, ``topsis``). ``workers``: the processes that evaluate
+    the lattice walk's nodes, ``"auto"`` (default: serial until the walk's evaluations have cost
+    :data:`sdc_dagster.search.parallel.PAYS_SECONDS` CPU seconds, then one process per core the
+    process may use; small files stay serial) or a number (1: serial);
+    the plan found is the same for every number (:mod:`sdc_dagster.search.parallel`).
     """
 
     enabled: bool = False
@@ -299,6 +303,7 @@ class SearchOptions:
     methods: tuple[str, ...] = DEFAULT_SEARCH_METHODS
     budget_seconds: float = 120.0
     loss: str = "lambda_arctan"
+    workers: int | str = "auto"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,187 @@
+"""Issue 38: the plan search's nodes evaluated in parallel processes give the same result as one
+process, run after run (``search.workers``, sdc_dagster.search.parallel)."""
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sdc_dagster.spec import SpecError
+from sdc_dagster.search import parallel
+from sdc_dagster.search.outcome import search_summary
+from sdc_dagster.search.wave import search_wave
+from sdc_dagster.spec import parse_spec
+
+
+def _wave(seed: int = 3, n: int = 800) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "region": rng.choice(np.arange(1, 9), n, p=[0.3, 0.2, 0.1, 0.1, 0.1, 0.1, 0.05, 0.05]),
+        "age": rng.integers(1, 12, n),
+        "tenure": rng.choice(np.arange(1, 6), n, p=[0.5, 0.25, 0.12, 0.08, 0.05]),
+        "sex": rng.integers(1, 3, n),
+    })
+
+
+def _spec(workers, methods=("recode", "local_suppression")):
+    levels = {"region": [[[1, 2], [3, 4], [5, 6], [7, 8]], [[1, 2, 3, 4], [5, 6, 7, 8]]],
+              "age": [[[1, 2, 3], [4, 5, 6], [7, 8, 9], [10, 11]], [[1, 2, 3, 4, 5, 6], [7, 8, 9, 10, 11]]],
+              "tenure": [[[1, 2], [3, 4, 5]]]}
+    variables = {key: {"role": "categorical_key", "scale": "nominal", "hierarchy": {"levels": lv}}
+                 for key, lv in levels.items()}
+    variables["sex"] = {"role": "categorical_key", "scale": "nominal"}
+    return parse_spec({"survey": "t", "variables": variables, "risk": {"k": 3, "max_global_risk": 0.2},
+                       "limits": {"max_suppressed_share": 0.5},
+                       "search": {"enabled": True, "methods": list(methods), "budget_seconds": 600,
+                                  "workers": workers}})
+
+
+def _figures(found):
+    """Everything a search decides: every candidate evaluated, in order, and the recommendation."""
+    return ([(c.levels, c.loss, c.global_risk, c.suppressed, c.reaches_target) for c in found.candidates],
+            found.recommended.plan if found.recommended else None, found.recommended.loss if found.recommended else None,
+            found.proven, found.exhaustive, found.nodes_evaluated, found.bound, found.loss_bound)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("missing", [0.0, 0.05], ids=["rolled-up classes", "missing values, tagging"])
+def test_one_and_two_workers_find_the_same_plans_losses_and_proof_run_after_run(missing):
+    """With missing key values the walk checks its nodes by their compatible counts and predictive
+    tagging (its records of checked nodes made ahead of it for the workers), else by rolled-up
+    classes."""
+    data = _wave(n=800 if not missing else 400)
+    data["tenure"] = data["tenure"].astype("Float64").mask(np.random.default_rng(1).random(len(data)) < missing)
+    serial = search_wave(data, _spec(1))
+    # a walk of several evaluations stopped by its loss bound (the workers evaluate nodes past the
+    # stop, which the walk discards), its optimum proven
+    assert serial.workers == 1 and 4 < serial.nodes_evaluated < serial.nodes_total
+    assert serial.bound.startswith("loss bound") and serial.recommended is not None and serial.proven
+    expected = _figures(serial)
+    for _ in range(2):
+        found = search_wave(data, _spec(2))
+        assert found.workers == 2 and search_summary(found)["workers"] == 2
+        assert _figures(found) == expected
+
+
+def test_auto_stays_serial_on_a_small_file(monkeypatch):
+    """``workers: auto`` starts no process while the walk's evaluations cost less than PAYS_SECONDS
+    (a small file's whole search does), even with several cores."""
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+    found = search_wave(_wave(n=200), _spec("auto"))
+    assert found.nodes_evaluated > 0 and found.workers == 1
+    assert search_summary(found)["workers"] == 1
+
+
+def test_workers_option_is_parsed_and_checked():
+    assert _spec("auto").search.workers == "auto"
+    assert _spec(3).search.workers == 3
+    assert parse_spec({"survey": "t", "variables": {"a": {"role": "categorical_key"}},
+                       "search": {"enabled": True}}).search.workers == "auto"
+    for wrong in (0, 1.5, "many", True):
+        with pytest.raises(SpecError, match=r"search\.workers"):
+            _spec(wrong)
+
+
+def test_planned_workers_reads_the_option(monkeypatch):
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 6)
+    assert parallel.planned_workers("auto") == 6
+    assert parallel.planned_workers(1) == 1
+    assert parallel.planned_workers(4) == 4
+
+
+@pytest.mark.slow
+def test_auto_starts_the_workers_once_the_evaluations_have_cost_their_start_up(monkeypatch):
+    """``workers: auto`` evaluates serially until the walk's evaluations have cost PAYS_SECONDS CPU
+    seconds, then in parallel, with the plan of the serial search."""
+    from sdc_dagster.search import walk
+
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+    monkeypatch.setattr(walk, "PAYS_SECONDS", 0.0)
+    found = search_wave(_wave(), _spec("auto"))
+    assert found.workers == 2
+    assert _figures(found) == _figures(search_wave(_wave(), _spec(1)))
+
+
+def test_the_budget_counts_the_cpu_seconds_of_the_workers_evaluations():
+    """A walk's clock is the CPU seconds of its own process plus those its workers spent on its
+    evaluations: with them past the walk's share of the budget, the walk stops on the budget."""
+    from sdc_dagster.search.clock import search_clock
+    from sdc_dagster.search.space import search_space
+    from sdc_dagster.search.walk import LatticeWalk
+
+    data, spec = _wave(), _spec(1)
+    space = search_space(data, spec)
+    walk = LatticeWalk.of(data, spec, space, lambda *_: None, search_clock(), False, True)
+    before = walk.elapsed()
+    walk.worker_seconds = 500.0
+    assert 500.0 <= walk.elapsed() - before < 501.0
+    outcome, position = walk.walk(range(len(walk.order)), use_bound=True)
+    assert (outcome, position, walk.evaluated) == ("budget", 0, 0)
+
+
+class _InlinePool:
+    """NodePool's interface evaluating in this process at submission: the walk's checks ahead,
+    its records of them and its discarding of evaluations past its stop, without processes."""
+
+    def __init__(self, workers, data, spec, plain_spec, lattice, space):
+        self.workers, self.args = workers, (data, spec, plain_spec, lattice, space)
+        self.submitted = []
+
+    def submit(self, node, may_suppress, is_anonymous, recode_loss):
+        from concurrent.futures import Future
+
+        from sdc_dagster.search.nodes import evaluate_node
+
+        data, spec, plain_spec, lattice, space = self.args
+        self.submitted.append(node)
+        future = Future()
+        future.set_result((evaluate_node(data, spec if may_suppress else plain_spec, lattice, space, node,
+                                         is_anonymous, recode_loss), 0.0))
+        return future
+
+    def close(self):
+        pass
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), n=st.integers(30, 300), k=st.integers(2, 5),
+       missing=st.sampled_from([0.0, 0.1]), suppress=st.booleans(), workers=st.integers(2, 4))
+def test_walking_ahead_for_workers_changes_nothing(monkeypatch, seed, n, k, missing, suppress, workers):
+    """Invariant: the walk with workers (checks and evaluations made ahead of it, taken in its own
+    order, those past its stop discarded) records exactly what the serial walk records: the same
+    candidates in the same order, plan, loss, proof, bound and counts."""
+    from sdc_dagster.search import walk
+
+    pools = []
+    monkeypatch.setattr(walk, "NodePool", lambda *args: pools.append(_InlinePool(*args)) or pools[-1])
+    data = _wave(seed, n)
+    data["tenure"] = data["tenure"].astype("Float64").mask(np.random.default_rng(seed).random(n) < missing)
+    methods = ("recode", "local_suppression") if suppress else ("recode",)
+
+    def spec(w):
+        return dataclasses.replace(_spec(w, methods), risk=dataclasses.replace(_spec(w, methods).risk, k=k))
+
+    serial = search_wave(data, spec(1))
+    parallel_walk = search_wave(data, spec(workers))
+    assert _figures(parallel_walk) == _figures(serial)
+    assert parallel_walk.workers == (workers if pools else 1)
+
+
+def test_workers_that_cannot_start_leave_the_walk_serial_and_say_so(monkeypatch):
+    """Where the system cannot start processes (no semaphores, in some sandboxes), the walk says so
+    on its progress and finds the serial plan."""
+    from sdc_dagster.search import walk
+
+    def refused(*args):
+        raise OSError("[Errno 38] Function not implemented")
+
+    monkeypatch.setattr(walk, "NodePool", refused)
+    lines = []
+    found = search_wave(_wave(), _spec(2), progress=lambda done, total, note: lines.append(note))
+    assert found.workers == 1
+    assert any("the 2 worker processes could not start ([Errno 38] Function not implemented)" in line for line in lines)
+    assert _figures(found) == _figures(search_wave(_wave(), _spec(1)))
