@@ -20,26 +20,18 @@ from sdc_dagster.search.nodes import evaluate_node
 from sdc_dagster.search.pricing import price_local_suppression
 from sdc_dagster.search.space import search_space
 from sdc_dagster.spec import parse_spec
-
-
-def _nested(categories: list[int], rng: np.random.Generator) -> list[list[list[int]]]:
-    """Random nested levels over ``categories`` (each a coarsening of the one before)."""
-    cuts = sorted(rng.choice(np.arange(1, len(categories)), size=len(categories) - 1, replace=False).tolist())
-    levels = []
-    while len(cuts) > 1:
-        cuts = sorted(rng.choice(cuts, size=int(rng.integers(1, len(cuts))), replace=False).tolist())
-        bounds = [0, *cuts, len(categories)]
-        levels.append([categories[a:b] for a, b in zip(bounds, bounds[1:])])
-    return levels
+from tests.test_search_lattice import nested_levels
 
 
 def _lattice(seed: int, n: int, keys: int, k: int):
     rng = np.random.default_rng(seed)
     sizes = rng.integers(3, 8, keys)
     data = pd.DataFrame({f"k{j}": rng.integers(1, size + 1, n) for j, size in enumerate(sizes)})
-    variables = {key: {"role": "categorical_key", "scale": "nominal",
-                       "hierarchy": {"levels": _nested(sorted(data[key].unique().tolist()), rng)}}
-                 for key in data.columns}
+    variables = {}
+    for key in data.columns:
+        levels = nested_levels(sorted(data[key].unique().tolist()), rng)
+        # a key the few records show in one category has no level to climb
+        variables[key] = {"role": "categorical_key", "scale": "nominal", **({"hierarchy": {"levels": levels}} if levels else {})}
     spec = parse_spec({"survey": "t", "variables": variables, "risk": {"k": k, "max_global_risk": 0.5},
                        "search": {"enabled": True, "methods": ["recode", "local_suppression"]}})
     space = search_space(data, spec)
