@@ -580,6 +580,26 @@ def worst_losses(utility: pd.DataFrame | None, count: int = 3) -> list[str]:
     return [loss_words(row) for _, row in rows.iterrows()]
 
 
+def categories_merged(inputs: ReportInputs, plan: str) -> list[str]:
+    """The categorical keys ``plan`` releases in fewer categories than the wave has, in words, the
+    most merged first: "age: 61 categories released as 3" (distinct observed values before and after,
+    as :func:`~sdc_dagster.report.categories.category_counts` writes them). Global recoding is the
+    loss of detail the utility limits do not count (a merged category is no suppression: Hundepool
+    et al. 2012, §3.4.1, §3.5), so the decision names it beside them; keys the plan does not release
+    at all are left to :func:`not_released_words`."""
+    lost = inputs.plans[plan].keys_not_released if plan in inputs.plans else {}
+    merged = []
+    for variable in inputs.keys:
+        values = inputs.distributions.get(variable, {})
+        if variable in lost or plan not in values or variable in inputs.continuous:
+            continue
+        before = len(category_counts(values["original"].dropna()))
+        after = len(category_counts(values[plan].dropna()))
+        if after < before:
+            merged.append((after / before, f"{variable}: {before} categories released as {after}"))
+    return [words for _, words in sorted(merged, key=lambda item: item[0])]
+
+
 def binding_limits(inputs: ReportInputs) -> list[str]:
     """When no plan is releasable: each utility limit that every plan with utility figures exceeds,
     with the plan that comes closest and by how much, in words ("variance of income -36.3 % against
