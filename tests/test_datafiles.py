@@ -49,6 +49,12 @@ DIALECTS = [
     # decimal comma with ';' (continental spreadsheet export)
     (b"name;income\nA;1,5\nB;2,25\n", ["name", "income"], [["A", 1.5], ["B", 2.25]],
      {"sep": ";", "encoding": "utf-8", "decimal": ",", "header": True}),
+    # amounts as German, Dutch or Italian spreadsheets export them: a point between thousands, a
+    # decimal comma (a new user's pass, issue 34: read as text, the amount was drafted a sensitive
+    # variable with thousands of "categories" such as '7.504,32')
+    (b"name;income;n\nA;7.504,32;1.234\nB;12,5;7\nC;1.234.567,00;12\n", ["name", "income", "n"],
+     [["A", 7504.32, 1234], ["B", 12.5, 7], ["C", 1234567.0, 12]],
+     {"sep": ";", "encoding": "utf-8", "decimal": ",", "thousands": ".", "header": True}),
     # R's write.csv: the names of columns of numbers are quoted numbers ("1","2"): a header
     (b'"1","2"\n10,4\n12,3\n', ["1", "2"], [[10, 4], [12, 3]], {"sep": ",", "encoding": "utf-8", "header": True}),
     # every field quoted: the quotes tell nothing, the numbers do
@@ -71,7 +77,8 @@ DIALECTS = [
 
 
 @pytest.mark.parametrize(("content", "columns", "records", "options"), DIALECTS,
-                         ids=["comma", "semicolon", "tab", "pipe", "quoted", "decimal-comma", "quoted-numeric-names", "all-quoted",
+                         ids=["comma", "semicolon", "tab", "pipe", "quoted", "decimal-comma", "thousands-points",
+                              "quoted-numeric-names", "all-quoted",
                               "no-header", "bom",
                               "cp1252", "latin-1", "utf-16"])
 def test_each_dialect_and_encoding_is_detected(tmp_path, content, columns, records, options):
@@ -89,6 +96,22 @@ def test_the_notes_say_what_was_detected(tmp_path):
     notes = " | ".join(read_with_metadata(path).notes)
     assert "encoding UTF-8" in notes and "separator ';'" in notes and "decimal comma" in notes
     assert "no header row" in notes and "V1..Vn" in notes
+
+
+def test_points_between_thousands_are_told_from_decimal_points(tmp_path):
+    # 1.500 alone is ambiguous and read as a decimal point; beside 7.504,32 it is fifteen hundred
+    alone = written(tmp_path, "a.csv", b"v;w\n1.500;2\n2.250;3\n")
+    assert read_with_metadata(alone).data["v"].tolist() == [1.5, 2.25]
+    beside = written(tmp_path, "b.csv", b"v;w\n1.500;2\n7.504,32;3\n")
+    contents = read_with_metadata(beside)
+    assert contents.data["v"].tolist() == [1500.0, 7504.32]
+    assert any("'.' between thousands" in note for note in contents.notes)
+    # a number written 12.5 beside 7.504,32 is no grouping: the file is not read with thousands
+    mixed = written(tmp_path, "c.csv", b"v;w\n12.5;2\n7.504,32;3\n")
+    assert "thousands" not in read_with_metadata(mixed).source_options
+    # no header row, amounts grouped: the first row is still told to be data
+    headless = written(tmp_path, "d.csv", b"1.234,5;2\n7.504,32;3\n")
+    assert read_with_metadata(headless).data.values.tolist() == [[1234.5, 2], [7504.32, 3]]
 
 
 def test_given_options_override_the_detection(tmp_path):
