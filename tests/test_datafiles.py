@@ -55,6 +55,10 @@ DIALECTS = [
     (b"name;income;n\nA;7.504,32;1.234\nB;12,5;7\nC;1.234.567,00;12\n", ["name", "income", "n"],
      [["A", 7504.32, 1234], ["B", 12.5, 7], ["C", 1234567.0, 12]],
      {"sep": ";", "encoding": "utf-8", "decimal": ",", "thousands": ".", "header": True}),
+    # a title and a blank line above the header, as an office's export begins (a new user's pass,
+    # issue 34: read as the header, the title made pandas take 9 of 10 columns for a row index)
+    (b"Wage survey 2024, extract\n\nage;sex\n34;1\n51;2\n", ["age", "sex"], [[34, 1], [51, 2]],
+     {"sep": ";", "encoding": "utf-8", "header": True, "skiprows": 2}),
     # R's write.csv: the names of columns of numbers are quoted numbers ("1","2"): a header
     (b'"1","2"\n10,4\n12,3\n', ["1", "2"], [[10, 4], [12, 3]], {"sep": ",", "encoding": "utf-8", "header": True}),
     # every field quoted: the quotes tell nothing, the numbers do
@@ -78,7 +82,7 @@ DIALECTS = [
 
 @pytest.mark.parametrize(("content", "columns", "records", "options"), DIALECTS,
                          ids=["comma", "semicolon", "tab", "pipe", "quoted", "decimal-comma", "thousands-points",
-                              "quoted-numeric-names", "all-quoted",
+                              "title-line", "quoted-numeric-names", "all-quoted",
                               "no-header", "bom",
                               "cp1252", "latin-1", "utf-16"])
 def test_each_dialect_and_encoding_is_detected(tmp_path, content, columns, records, options):
@@ -112,6 +116,16 @@ def test_points_between_thousands_are_told_from_decimal_points(tmp_path):
     # no header row, amounts grouped: the first row is still told to be data
     headless = written(tmp_path, "d.csv", b"1.234,5;2\n7.504,32;3\n")
     assert read_with_metadata(headless).data.values.tolist() == [[1234.5, 2], [7504.32, 3]]
+
+
+def test_title_lines_are_said_and_a_short_header_is_no_title(tmp_path):
+    path = written(tmp_path, "t.csv", b"Table 1\nSource: the office\nage,sex,w\n34,1,2.5\n51,2,3.5\n")
+    contents = read_with_metadata(path)
+    assert list(contents.data.columns) == ["age", "sex", "w"] and contents.source_options["skiprows"] == 2
+    assert any("the first 2 lines hold 1 field where the records hold 3" in note for note in contents.notes)
+    # R's write.table: the header lacks the row names' field (2 of 3): a header, not a title
+    rownames = written(tmp_path, "r.csv", b"a,b\nx,1,2\ny,3,4\nz,5,6\n")
+    assert "skiprows" not in read_with_metadata(rownames).source_options
 
 
 def test_given_options_override_the_detection(tmp_path):

@@ -22,6 +22,10 @@ can be given instead (``source.options`` in the spec, ``sdc init --sep ';' --enc
   comma and a point between thousands (``thousands: '.'``), every other number with a point then
   being such a grouping (``1.234``: 1234).
 * **Quoting**: fields in double quotes (RFC 4180); another quote character is ``quotechar``.
+* **Title lines**: lines before the header that hold at most half as many fields as the records
+  (a table's title, "Source: ..."), as statistical offices' exports and spreadsheets saved as CSV
+  begin, are skipped (``skiprows``, pandas' option); read as the header, such a title made pandas
+  take the other columns for a row index and drop them.
 """
 
 from __future__ import annotations
@@ -42,8 +46,10 @@ from sdc_dagster.errors import SDCInputError
 #: The separators detection chooses among, in the order that breaks ties.
 SEPARATORS = (",", ";", "\t", "|")
 #: The dialect options a spec's ``source.options`` (and the command line) may give for a CSV.
-DIALECT_KEYS = ("sep", "encoding", "decimal", "thousands", "header", "quotechar")
+DIALECT_KEYS = ("sep", "encoding", "decimal", "thousands", "header", "quotechar", "skiprows")
 _SAMPLE_BYTES = 1 << 16
+#: At most this many title lines are skipped before the header.
+_MAX_TITLE_LINES = 5
 _SEPARATOR_NAMES = {",": "','", ";": "';'", "\t": "tab", "|": "'|'"}
 _ENCODING_NAMES = {"utf-8": "UTF-8", "utf-8-sig": "UTF-8 with a byte order mark", "utf-16": "UTF-16",
                    "cp1252": "Windows-1252", "latin-1": "Latin-1 (ISO 8859-1)"}
@@ -66,6 +72,7 @@ class CsvDialect:
     thousands: str | None = None
     header: bool = True
     quotechar: str = '"'
+    skiprows: int | list = 0
     notes: tuple[str, ...] = ()
 
     def options(self) -> dict:
@@ -79,6 +86,8 @@ class CsvDialect:
         out["header"] = self.header
         if self.quotechar != '"':
             out["quotechar"] = self.quotechar
+        if self.skiprows:
+            out["skiprows"] = self.skiprows
         return out
 
 
@@ -119,8 +128,8 @@ def detect_encoding(path: Path, *, expected: str = "CSV text") -> tuple[str, str
             return "latin-1", "neither UTF-8 nor Windows-1252"
 
 
-def _sample_lines(path: Path, encoding: str) -> list[str]:
-    """The first complete lines of the file (about 64 KB), decoded."""
+def _sample_lines(path: Path, encoding: str, *, blank: bool = False) -> list[str]:
+    """The first complete lines of the file (about 64 KB), decoded; the blank ones too with ``blank``."""
     with open(path, "rb") as fh:
         raw = fh.read(_SAMPLE_BYTES)
         complete = len(raw) < _SAMPLE_BYTES
@@ -128,7 +137,7 @@ def _sample_lines(path: Path, encoding: str) -> list[str]:
     lines = text.splitlines()
     if not complete and len(lines) > 1:
         lines = lines[:-1]  # the last line may be cut
-    return [line for line in lines if line.strip()]
+    return lines if blank else [line for line in lines if line.strip()]
 
 
 def _split(lines: list[str], sep: str, quotechar: str) -> list[list[str]]:
@@ -215,6 +224,32 @@ def _quoted_names(lines: list[str], sep: str, quotechar: str) -> list[bool] | No
     return [a and not b for a, b in zip(first, second)]
 
 
+def _title_lines(rows: list[list[str]]) -> int:
+    """How many of the first ``rows`` (non-blank lines split into fields) are title lines: at most
+    :data:`_MAX_TITLE_LINES` holding at most half as many fields as most rows do (two or more),
+    followed by a row that holds that many (the header)."""
+    counts = [len(row) for row in rows]
+    if len(counts) < 3:
+        return 0
+    fields = Counter(counts).most_common(1)[0][0]
+    titles = 0
+    while titles < min(_MAX_TITLE_LINES, len(counts) - 2) and counts[titles] <= fields // 2:
+        titles += 1
+    return titles if fields >= 2 and counts[titles] == fields else 0
+
+
+def _raw_lines_before(lines: list[str], titles: int) -> int:
+    """The number of raw lines (blank ones included, of ``lines``) before the first non-blank line
+    after ``titles`` non-blank ones: the ``skiprows`` that skips those titles."""
+    seen = 0
+    for number, line in enumerate(lines):
+        if line.strip():
+            if seen == titles:
+                return number
+            seen += 1
+    return len(lines)
+
+
 def _decimal_marks(rows: list[list[str]]) -> tuple[str, str | None]:
     """The decimal mark and the thousands mark (None: none) of the numbers in ``rows`` of a file
     separated by other than ``,`` (see the module docstring): ``(",", ".")`` when some number is
@@ -250,6 +285,20 @@ def csv_dialect(path: Path, given: Mapping | None = None) -> CsvDialect:
         sep = detect_separator(lines, quotechar)
         notes.append(f"separator {separator_name(sep)}")
     rows = _split(lines, sep, quotechar) if len(sep) == 1 else [line.split(sep) for line in lines]
+    if "skiprows" in given:
+        skiprows = given["skiprows"]
+        if isinstance(skiprows, int) and not isinstance(skiprows, bool):
+            lines = [line for line in _sample_lines(path, encoding, blank=True)[skiprows:] if line.strip()]
+            rows = _split(lines, sep, quotechar) if len(sep) == 1 else [line.split(sep) for line in lines]
+    else:
+        titles = _title_lines(rows)
+        skiprows = _raw_lines_before(_sample_lines(path, encoding, blank=True), titles) if titles else 0
+        if titles:
+            notes.append(f"{'the first line holds' if titles == 1 else f'the first {titles} lines hold'} "
+                         f"{len(rows[0])} field{'' if len(rows[0]) == 1 else 's'} where the records hold "
+                         f"{len(rows[titles])}: "
+                         f"{'a title' if titles == 1 else 'titles'} above the header, skipped (skiprows: {skiprows})")
+            lines, rows = lines[titles:], rows[titles:]
     if "decimal" in given:
         decimal, thousands = str(given["decimal"]), given.get("thousands")
     else:
@@ -269,7 +318,7 @@ def csv_dialect(path: Path, given: Mapping | None = None) -> CsvDialect:
             notes.append("no header row (the first row holds numbers where the other rows do), so the "
                          "columns are named V1..Vn as R names them")
     return CsvDialect(sep=sep, encoding=encoding, decimal=decimal, thousands=thousands, header=header,
-                      quotechar=quotechar, notes=tuple(notes))
+                      quotechar=quotechar, skiprows=skiprows, notes=tuple(notes))
 
 
 def default_names(count: int) -> list[str]:
@@ -284,6 +333,8 @@ def pandas_options(dialect: CsvDialect, options: Mapping | None = None) -> dict:
     out.update(sep=dialect.sep, encoding=dialect.encoding, decimal=dialect.decimal, quotechar=dialect.quotechar)
     if dialect.thousands is not None:
         out["thousands"] = dialect.thousands
+    if dialect.skiprows:
+        out["skiprows"] = dialect.skiprows
     header = (options or {}).get("header")
     if isinstance(header, int) and not isinstance(header, bool):
         out["header"] = header  # a pandas row number: passed on as pandas reads it
