@@ -15,6 +15,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sdc_dagster.cli.status import EXIT_USAGE
 from sdc_dagster.datafiles.argus import read_rda
 from sdc_dagster.datafiles.dialect import csv_dialect, first_row_is_header
 from sdc_dagster.errors import SDCInputError
@@ -442,6 +443,17 @@ def test_init_options_on_the_command_line(home, tmp_path, capsys):
     assert drafted["variables"]["V1"]["categories"] == ["Bern", "Genève", "Zürich"]
     status, text = sdc(capsys, "init", "w2", "--from", str(source), "--encoding", "klingon")
     assert status != 0 and "unknown encoding 'klingon'" in text
+    # a CSV option for a file that is no CSV is a wrong command line, named as such (a new user's
+    # pass, issue 34: pyreadstat's "read_sav() got an unexpected keyword argument 'sep'")
+    frame = pd.DataFrame({"age": [34.0, 51.0], "sex": [1.0, 2.0]})
+    pyreadstat.write_sav(frame, str(tmp_path / "w.sav"))
+    status, text = sdc(capsys, "init", "w3", "--from", str(tmp_path / "w.sav"), "--sep", ";", "--sheet", "1")
+    assert status == EXIT_USAGE and text == ("sdc init: w.sav is read as spss: --sep applies to csv files only; "
+                                             "--sheet applies to spreadsheet files only\n"), text
+    assert not (home / "specs" / "w3.yaml").exists()
+    status, text = sdc(capsys, "check", str(home / "specs" / "w.yaml"), "--data", str(tmp_path / "w.sav"),
+                       "--decimal", ",")
+    assert status == EXIT_USAGE and "sdc check: w.sav is read as spss: --decimal applies to csv files only" in text
 
 
 def test_a_landed_workbook_wave_is_read_with_the_spec_sheet(tmp_path):
