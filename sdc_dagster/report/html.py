@@ -124,7 +124,6 @@ def _decision_section(inputs: ReportInputs, points: pd.DataFrame, chosen: Recomm
             "blocking checks": "passed" if plan.releasable else f"failed: {failed}",
             "warnings": "; ".join(f"{c}: {why}" for c, why in plan.warnings.items()) or "none",
             "worst losses": "; ".join(worst_losses(plan.utility)) or "none",
-            "categories merged": "; ".join(categories_merged(inputs, name)) or "none",
             "Pareto-optimal": "yes" if points.loc[name, "pareto"] else "no",
         }
     if all(plan.utility is None for plan in inputs.plans.values()):  # no utility figures (a report of
