@@ -15,6 +15,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sdc_dagster.cli.status import EXIT_USAGE
 from sdc_dagster.datafiles.argus import read_rda
 from sdc_dagster.datafiles.dialect import csv_dialect, first_row_is_header
 from sdc_dagster.errors import SDCInputError
@@ -49,6 +50,16 @@ DIALECTS = [
     # decimal comma with ';' (continental spreadsheet export)
     (b"name;income\nA;1,5\nB;2,25\n", ["name", "income"], [["A", 1.5], ["B", 2.25]],
      {"sep": ";", "encoding": "utf-8", "decimal": ",", "header": True}),
+    # amounts as German, Dutch or Italian spreadsheets export them: a point between thousands, a
+    # decimal comma (a new user's pass, issue 34: read as text, the amount was drafted a sensitive
+    # variable with thousands of "categories" such as '7.504,32')
+    (b"name;income;n\nA;7.504,32;1.234\nB;12,5;7\nC;1.234.567,00;12\n", ["name", "income", "n"],
+     [["A", 7504.32, 1234], ["B", 12.5, 7], ["C", 1234567.0, 12]],
+     {"sep": ";", "encoding": "utf-8", "decimal": ",", "thousands": ".", "header": True}),
+    # a title and a blank line above the header, as an office's export begins (a new user's pass,
+    # issue 34: read as the header, the title made pandas take 9 of 10 columns for a row index)
+    (b"Wage survey 2024, extract\n\nage;sex\n34;1\n51;2\n", ["age", "sex"], [[34, 1], [51, 2]],
+     {"sep": ";", "encoding": "utf-8", "header": True, "skiprows": 2}),
     # R's write.csv: the names of columns of numbers are quoted numbers ("1","2"): a header
     (b'"1","2"\n10,4\n12,3\n', ["1", "2"], [[10, 4], [12, 3]], {"sep": ",", "encoding": "utf-8", "header": True}),
     # every field quoted: the quotes tell nothing, the numbers do
@@ -71,7 +82,8 @@ DIALECTS = [
 
 
 @pytest.mark.parametrize(("content", "columns", "records", "options"), DIALECTS,
-                         ids=["comma", "semicolon", "tab", "pipe", "quoted", "decimal-comma", "quoted-numeric-names", "all-quoted",
+                         ids=["comma", "semicolon", "tab", "pipe", "quoted", "decimal-comma", "thousands-points",
+                              "title-line", "quoted-numeric-names", "all-quoted",
                               "no-header", "bom",
                               "cp1252", "latin-1", "utf-16"])
 def test_each_dialect_and_encoding_is_detected(tmp_path, content, columns, records, options):
@@ -89,6 +101,32 @@ def test_the_notes_say_what_was_detected(tmp_path):
     notes = " | ".join(read_with_metadata(path).notes)
     assert "encoding UTF-8" in notes and "separator ';'" in notes and "decimal comma" in notes
     assert "no header row" in notes and "V1..Vn" in notes
+
+
+def test_points_between_thousands_are_told_from_decimal_points(tmp_path):
+    # 1.500 alone is ambiguous and read as a decimal point; beside 7.504,32 it is fifteen hundred
+    alone = written(tmp_path, "a.csv", b"v;w\n1.500;2\n2.250;3\n")
+    assert read_with_metadata(alone).data["v"].tolist() == [1.5, 2.25]
+    beside = written(tmp_path, "b.csv", b"v;w\n1.500;2\n7.504,32;3\n")
+    contents = read_with_metadata(beside)
+    assert contents.data["v"].tolist() == [1500.0, 7504.32]
+    assert any("'.' between thousands" in note for note in contents.notes)
+    # a number written 12.5 beside 7.504,32 is no grouping: the file is not read with thousands
+    mixed = written(tmp_path, "c.csv", b"v;w\n12.5;2\n7.504,32;3\n")
+    assert "thousands" not in read_with_metadata(mixed).source_options
+    # no header row, amounts grouped: the first row is still told to be data
+    headless = written(tmp_path, "d.csv", b"1.234,5;2\n7.504,32;3\n")
+    assert read_with_metadata(headless).data.values.tolist() == [[1234.5, 2], [7504.32, 3]]
+
+
+def test_title_lines_are_said_and_a_short_header_is_no_title(tmp_path):
+    path = written(tmp_path, "t.csv", b"Table 1\nSource: the office\nage,sex,w\n34,1,2.5\n51,2,3.5\n")
+    contents = read_with_metadata(path)
+    assert list(contents.data.columns) == ["age", "sex", "w"] and contents.source_options["skiprows"] == 2
+    assert any("the first 2 lines hold 1 field where the records hold 3" in note for note in contents.notes)
+    # R's write.table: the header lacks the row names' field (2 of 3): a header, not a title
+    rownames = written(tmp_path, "r.csv", b"a,b\nx,1,2\ny,3,4\nz,5,6\n")
+    assert "skiprows" not in read_with_metadata(rownames).source_options
 
 
 def test_given_options_override_the_detection(tmp_path):
@@ -405,6 +443,17 @@ def test_init_options_on_the_command_line(home, tmp_path, capsys):
     assert drafted["variables"]["V1"]["categories"] == ["Bern", "Genève", "Zürich"]
     status, text = sdc(capsys, "init", "w2", "--from", str(source), "--encoding", "klingon")
     assert status != 0 and "unknown encoding 'klingon'" in text
+    # a CSV option for a file that is no CSV is a wrong command line, named as such (a new user's
+    # pass, issue 34: pyreadstat's "read_sav() got an unexpected keyword argument 'sep'")
+    frame = pd.DataFrame({"age": [34.0, 51.0], "sex": [1.0, 2.0]})
+    pyreadstat.write_sav(frame, str(tmp_path / "w.sav"))
+    status, text = sdc(capsys, "init", "w3", "--from", str(tmp_path / "w.sav"), "--sep", ";", "--sheet", "1")
+    assert status == EXIT_USAGE and text == ("sdc init: w.sav is read as spss: --sep applies to csv files only; "
+                                             "--sheet applies to spreadsheet files only\n"), text
+    assert not (home / "specs" / "w3.yaml").exists()
+    status, text = sdc(capsys, "check", str(home / "specs" / "w.yaml"), "--data", str(tmp_path / "w.sav"),
+                       "--decimal", ",")
+    assert status == EXIT_USAGE and "sdc check: w.sav is read as spss: --decimal applies to csv files only" in text
 
 
 def test_a_landed_workbook_wave_is_read_with_the_spec_sheet(tmp_path):

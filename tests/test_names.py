@@ -153,6 +153,11 @@ def test_report_and_audit_name_an_unknown_survey_and_list_the_known_ones(home, c
     assert status == EXIT_USAGE
     assert text == ("sdc audit: no survey 'nosuch'; known: simulation, testdata "
                     "(draft one with: sdc init NAME --from FILE)\n")
+    # a misspelt name: the closest known one first (a new user's pass, issue 34: 'wag' for 'wage')
+    status, text = sdc(capsys, "report", "testdat", "2024")
+    assert status == EXIT_USAGE
+    assert text == ("sdc report: no survey 'testdat' (did you mean 'testdata'?); known: retired, simulation, "
+                    "testdata (draft one with: sdc init NAME --from FILE)\n")
     status, text = sdc(capsys, "report", "testdata", "2024")  # known, no report yet
     assert status == EXIT_USAGE and "sdc report: report of wave '2024'" in text and "not found" in text
 

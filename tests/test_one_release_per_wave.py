@@ -103,6 +103,9 @@ def test_a_withheld_plan_cannot_be_promoted_and_a_wave_without_eligible_plan_rel
     status, text = sdc(capsys, "run", "own", "2024", "--file", str(source))
     assert status == EXIT_WITHHELD, text
     assert "sdc run: nothing released for wave 2024" in text
+    # the report is written: its step's progress line says the decision, not "FAILED"
+    assert "own__sdc_report  check wave_released: no plan released (the report says why)" in text, text
+    assert "FAILED" not in text, text
     assert wave_release(home / "releases", "own", "2024") is None
     assert (home / "reports" / "own" / "2024.html").is_file()  # the report still explains why
     # the Dagster run fails on the report's blocking check, as the exit status says

@@ -20,7 +20,7 @@ from sdc_dagster.search.outcome import plan_to_release
 from sdc_dagster.pipeline.variant import released_keys
 from sdc_dagster.protect.suppression import diversity_suppression
 from sdc_dagster.report import PlanSummary, ReportInputs
-from sdc_dagster.report.content import binding_limits, suda_summary, worst_losses
+from sdc_dagster.report.content import binding_limits, categories_merged, suda_summary, worst_losses
 from sdc_dagster.report.html import render_report
 from sdc_dagster.spec import Plan, SpecError, UtilityLimits, parse_spec
 from sdc_dagster.spec.draft import draft_spec
@@ -291,6 +291,34 @@ def test_the_decision_box_names_the_keys_the_plan_does_not_release():
     assert "Largest losses of chosen (against the utility limits): age: 12 % suppressed." in box
     # every key released: no such sentence
     assert "Not released by" not in render_report(_inputs({"chosen": _plan(utility)}))
+
+
+def test_the_decision_box_names_the_keys_released_in_fewer_categories():
+    # issue 34, a new user's pass on ISLR's Wage: the searched plan banded age's 61 values into 3
+    # bands and merged race's 4 categories into 2, while "Largest losses" named only 0.3 % suppressed
+    from dataclasses import replace
+
+    age = pd.Series([18, 19, 25, 33, 47, 61, 61, 70, 18, 25])  # 7 ages: 18, 19, 25, 33, 47, 61, 70
+    bands = pd.Series(["[18,40]"] * 4 + ["(40,60]", "(60,80]", "(60,80]", "(60,80]", None, "[18,40]"])  # 3 bands
+    race = pd.Series([1, 2, 3, 4, 1, 1, 1, 2, 1, 1])  # 4 categories
+    merged = pd.Series([1, 5, 5, 5, 1, 1, 1, 5, 1, 1])  # 2: "Other (2, 3, 4)"
+    edu = pd.Series([1, 2, 1, 2, 1, 2, 1, 2, 1, None])  # suppressed, not merged: 2 categories kept
+    utility = _utility([("suppressed", "age", 10, 9, 0.1, 0.10)])
+    plan = replace(_plan(utility), keys_not_released={"region": "one category"})
+    inputs = dataclasses.replace(
+        _inputs({"chosen": plan}), keys=["age", "race", "edu", "region"],
+        distributions={"age": {"original": age, "chosen": bands}, "race": {"original": race, "chosen": merged},
+                       "edu": {"original": edu.fillna(2), "chosen": edu},
+                       "region": {"original": race, "chosen": pd.Series(["all"] * 10)}})
+    # by hand: age 7 -> 3 (3/7 kept: first), race 4 -> 2 (half kept); region is not released
+    assert categories_merged(inputs, "chosen") == ["age: 7 categories released as 3",
+                                                   "race: 4 categories released as 2"]
+    html = render_report(inputs)
+    box = html[html.index('<div class="decision">'):html.index("</div>", html.index('<div class="decision">'))]
+    assert ("Categories merged by chosen: age: 7 categories released as 3; race: 4 categories released as 2.</p>"
+            in box)
+    assert "Not released by chosen: region: released as one category.</p>" in box
+    assert "Categories merged by" not in render_report(_inputs({"chosen": _plan(utility)}))
 
 
 def test_with_no_plan_releasable_the_decision_says_which_limit_binds_and_by_how_much():

@@ -340,9 +340,13 @@ def spec_catalogue(command: str, out, survey_name: str | None = None):
 
 
 def unknown_survey(command: str, survey_name: str, known, out) -> int:
-    """Say that survey ``survey_name`` is unknown, listing ``known``; :data:`EXIT_USAGE`."""
-    print(f"sdc {command}: no survey {survey_name!r}; known: {', '.join(sorted(known)) or 'none'} "
-          "(draft one with: sdc init NAME --from FILE)", file=out)
+    """Say that survey ``survey_name`` is unknown, with the closest known name when one is close
+    (:func:`~sdc_dagster.errors.did_you_mean`), listing ``known``; :data:`EXIT_USAGE`."""
+    from sdc_dagster.errors import did_you_mean
+
+    close = did_you_mean(survey_name, sorted(known)).removeprefix("; ")
+    print(f"sdc {command}: no survey {survey_name!r}{f' ({close})' if close else ''}; "
+          f"known: {', '.join(sorted(known)) or 'none'} (draft one with: sdc init NAME --from FILE)", file=out)
     return EXIT_USAGE
 
 

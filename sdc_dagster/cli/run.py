@@ -203,7 +203,10 @@ def _materialise_wave(job, instance, survey_name: str, wave: str, source: Path, 
             print(line, file=out, flush=True)
         elif event.event_type == DagsterEventType.STEP_FAILURE:
             failures.append((event.step_key, event.step_failure_data.error))
-            print(f"   {time.monotonic() - started:6.1f}s  {event.step_key} FAILED", file=out, flush=True)
+            # the report is written; its blocking check failing is the decision to release nothing
+            what = ("  check wave_released: no plan released (the report says why)"
+                    if _no_release(event.step_key, event.step_failure_data.error) else " FAILED")
+            print(f"   {time.monotonic() - started:6.1f}s  {event.step_key}{what}", file=out, flush=True)
 
     instance.add_event_listener(run_id, progress)
     print(f"== {survey_name} wave {wave} ({source.name}): run {run_id} of {job.name}, "

@@ -20,6 +20,38 @@ def reader_options(*, sep: str | None = None, encoding: str | None = None, decim
     return {key: value for key, value in given.items() if value is not None}
 
 
+#: The formats (:data:`~sdc_dagster.spec.FORMATS`' values) whose reader takes each command-line reader
+#: option, and the option's flag: pyreadstat's readers take an encoding, not a separator.
+OPTION_FORMATS = {
+    "sep": ("--sep", ("csv",)),
+    "decimal": ("--decimal", ("csv",)),
+    "header": ("--no-header", ("csv", "spreadsheet")),
+    "sheet": ("--sheet", ("spreadsheet",)),
+    "encoding": ("--encoding", ("csv", "spss", "stata", "sas", "xport", "argus")),
+}
+
+
+def options_problem(data_file: str | Path, options: dict | None) -> str:
+    """Why reader ``options`` given on the command line do not apply to ``data_file`` ("wage.sav is
+    read as spss: --sep applies to csv files only"), from the format it is read as
+    (:func:`~sdc_dagster.spec.reading.describe_format`, its bytes before its name); "" when they
+    apply, or when the file cannot be told (its reading then says why)."""
+    from sdc_dagster.errors import SDCInputError
+    from sdc_dagster.spec.reading import describe_format
+
+    if not options:
+        return ""
+    try:
+        fmt, _ = describe_format(Path(data_file))
+    except SDCInputError:
+        return ""
+    wrong = [OPTION_FORMATS[key] for key in options if key in OPTION_FORMATS and fmt not in OPTION_FORMATS[key][1]]
+    if not wrong:
+        return ""
+    return (f"{Path(data_file).name} is read as {fmt}: "
+            + "; ".join(f"{flag} applies to {' and '.join(formats)} files only" for flag, formats in wrong))
+
+
 def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, home: str | None = None,
              out=None, options: dict | None = None, max_keys: int | None = None) -> int:
     """Draft the spec of survey ``survey_name`` from ``data_file`` (:func:`sdc_dagster.spec.draft.draft_spec`)
@@ -42,6 +74,9 @@ def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, 
         return EXIT_USAGE
     if survey_name in {s.survey for s in load_specs(bundled_examples())}:
         print(f"sdc init: {survey_name!r} is the name of a bundled demo survey; choose another name", file=out)
+        return EXIT_USAGE
+    if problem := options_problem(data_file, options):
+        print(f"sdc init: {problem}", file=out)
         return EXIT_USAGE
     try:
         text = draft_spec(data_file, survey_name, options=options,
@@ -116,6 +151,9 @@ def run_check(spec_file: str, *, data_file: str | None = None, out=None, options
           f"plans: {plans})", file=out)
     if data_file is None:
         return EXIT_OK
+    if problem := options_problem(data_file, options):
+        print(f"sdc check: {problem}", file=out)
+        return EXIT_USAGE
     try:
         data = read_wave_file(spec, Path(data_file), options=options)
     except SchemaViolation as exc:

@@ -17,8 +17,15 @@ can be given instead (``source.options`` in the spec, ``sdc init --sep ';' --enc
   the first row is data, not names, when every column whose other values are all numbers has a
   number in the first row too; the columns are then named ``V1`` ... ``Vn`` as R names them.
 * **Decimal comma**: with a separator other than ``,``, numbers written ``12,5`` (and none written
-  ``12.5``) mean a decimal comma.
+  ``12.5``) mean a decimal comma; numbers written ``7.504,32`` (a point between groups of three
+  digits, then a comma), as German, Dutch or Italian spreadsheets export amounts, mean a decimal
+  comma and a point between thousands (``thousands: '.'``), every other number with a point then
+  being such a grouping (``1.234``: 1234).
 * **Quoting**: fields in double quotes (RFC 4180); another quote character is ``quotechar``.
+* **Title lines**: lines before the header that hold at most half as many fields as the records
+  (a table's title, "Source: ..."), as statistical offices' exports and spreadsheets saved as CSV
+  begin, are skipped (``skiprows``, pandas' option); read as the header, such a title made pandas
+  take the other columns for a row index and drop them.
 """
 
 from __future__ import annotations
@@ -39,14 +46,20 @@ from sdc_dagster.errors import SDCInputError
 #: The separators detection chooses among, in the order that breaks ties.
 SEPARATORS = (",", ";", "\t", "|")
 #: The dialect options a spec's ``source.options`` (and the command line) may give for a CSV.
-DIALECT_KEYS = ("sep", "encoding", "decimal", "header", "quotechar")
+DIALECT_KEYS = ("sep", "encoding", "decimal", "thousands", "header", "quotechar", "skiprows")
 _SAMPLE_BYTES = 1 << 16
+#: At most this many title lines are skipped before the header.
+_MAX_TITLE_LINES = 5
 _SEPARATOR_NAMES = {",": "','", ";": "';'", "\t": "tab", "|": "'|'"}
 _ENCODING_NAMES = {"utf-8": "UTF-8", "utf-8-sig": "UTF-8 with a byte order mark", "utf-16": "UTF-16",
                    "cp1252": "Windows-1252", "latin-1": "Latin-1 (ISO 8859-1)"}
 _DECIMAL_COMMA = re.compile(r"^\s*[+-]?\d+,\d+\s*$")
 _INTEGER = re.compile(r"^\s*[+-]?\d+\s*$")
 _DECIMAL_POINT = re.compile(r"^\s*[+-]?\d*\.\d+\s*$")
+#: Digits grouped by thousands with points, maybe then a decimal comma: 1.234, 7.504,32
+_GROUPED_POINTS = re.compile(r"^\s*[+-]?\d{1,3}(\.\d{3})+(,\d+)?\s*$")
+#: Both marks: 7.504,32 (a point between thousands, a decimal comma)
+_GROUPED_DECIMAL_COMMA = re.compile(r"^\s*[+-]?\d{1,3}(\.\d{3})+,\d+\s*$")
 
 
 @dataclass(frozen=True)
@@ -56,8 +69,10 @@ class CsvDialect:
     sep: str = ","
     encoding: str = "utf-8"
     decimal: str = "."
+    thousands: str | None = None
     header: bool = True
     quotechar: str = '"'
+    skiprows: int | list = 0
     notes: tuple[str, ...] = ()
 
     def options(self) -> dict:
@@ -66,9 +81,13 @@ class CsvDialect:
         out: dict = {"sep": self.sep, "encoding": self.encoding}
         if self.decimal != ".":
             out["decimal"] = self.decimal
+        if self.thousands is not None:
+            out["thousands"] = self.thousands
         out["header"] = self.header
         if self.quotechar != '"':
             out["quotechar"] = self.quotechar
+        if self.skiprows:
+            out["skiprows"] = self.skiprows
         return out
 
 
@@ -109,8 +128,8 @@ def detect_encoding(path: Path, *, expected: str = "CSV text") -> tuple[str, str
             return "latin-1", "neither UTF-8 nor Windows-1252"
 
 
-def _sample_lines(path: Path, encoding: str) -> list[str]:
-    """The first complete lines of the file (about 64 KB), decoded."""
+def _sample_lines(path: Path, encoding: str, *, blank: bool = False) -> list[str]:
+    """The first complete lines of the file (about 64 KB), decoded; the blank ones too with ``blank``."""
     with open(path, "rb") as fh:
         raw = fh.read(_SAMPLE_BYTES)
         complete = len(raw) < _SAMPLE_BYTES
@@ -118,7 +137,7 @@ def _sample_lines(path: Path, encoding: str) -> list[str]:
     lines = text.splitlines()
     if not complete and len(lines) > 1:
         lines = lines[:-1]  # the last line may be cut
-    return [line for line in lines if line.strip()]
+    return lines if blank else [line for line in lines if line.strip()]
 
 
 def _split(lines: list[str], sep: str, quotechar: str) -> list[list[str]]:
@@ -128,8 +147,8 @@ def _split(lines: list[str], sep: str, quotechar: str) -> list[list[str]]:
 def detect_separator(lines: list[str], quotechar: str = '"') -> str:
     """The separator of :data:`SEPARATORS` that splits the most of ``lines`` into one same number
     (at least two) of fields; between two that do so equally (``1;2,5`` splits in two either way),
-    the one whose fields are numbers more often (a decimal comma counting with a separator other
-    than ``,``); ``,`` when none splits the lines."""
+    the one whose fields are numbers more often (a decimal comma, also after points between
+    thousands, counting with a separator other than ``,``); ``,`` when none splits the lines."""
     best, best_score = ",", (0.0, 0.0)
     for sep in SEPARATORS:
         rows = _split(lines, sep, quotechar)
@@ -140,7 +159,8 @@ def detect_separator(lines: list[str], quotechar: str = '"') -> str:
         if fields < 2:
             continue
         cells = [cell for row in rows for cell in row]
-        numbers = sum(bool(_INTEGER.match(c) or _DECIMAL_POINT.match(c) or (sep != "," and _DECIMAL_COMMA.match(c)))
+        numbers = sum(bool(_INTEGER.match(c) or _DECIMAL_POINT.match(c)
+                           or (sep != "," and (_DECIMAL_COMMA.match(c) or _GROUPED_DECIMAL_COMMA.match(c))))
                       for c in cells)
         score = (lines_with / len(lines), numbers / len(cells))
         if score > best_score:
@@ -148,24 +168,29 @@ def detect_separator(lines: list[str], quotechar: str = '"') -> str:
     return best
 
 
-def _numeric_cells(cells: pd.DataFrame, decimal: str) -> pd.DataFrame:
-    """Which cells of a frame of text are numbers (``decimal`` the decimal mark)."""
+def _numeric_cells(cells: pd.DataFrame, decimal: str, thousands: str | None = None) -> pd.DataFrame:
+    """Which cells of a frame of text are numbers (``decimal`` the decimal mark, ``thousands`` the
+    mark between groups of digits, if any)."""
     text = cells.apply(lambda col: col.str.strip())
+    if thousands is not None:
+        text = text.apply(lambda col: col.str.replace(thousands, "", regex=False))
     if decimal != ".":
         text = text.apply(lambda col: col.str.replace(decimal, ".", regex=False))
     return text.apply(lambda col: pd.to_numeric(col, errors="coerce")).notna()
 
 
-def first_row_is_header(cells: pd.DataFrame, decimal: str = ".", *, quoted: list[bool] | None = None) -> bool:
+def first_row_is_header(cells: pd.DataFrame, decimal: str = ".", *, quoted: list[bool] | None = None,
+                        thousands: str | None = None) -> bool:
     """Whether the first row of ``cells`` (text, one row per record, the first row included) names
     the columns: False when some column has numbers in every other non-empty cell and every such
     column has a number in its first row too (R's rule of thumb, see the module docstring).
     ``quoted``: which first-row cells are written in quotes where the records' are not: such a cell
-    is text, as R's ``write.csv`` quotes the names ``"1","2"`` of columns of numbers."""
+    is text, as R's ``write.csv`` quotes the names ``"1","2"`` of columns of numbers. ``thousands``:
+    the mark between groups of digits, if any."""
     if len(cells) < 2:
         return True
     cells = cells.fillna("").astype(str)
-    numeric = _numeric_cells(cells, decimal)
+    numeric = _numeric_cells(cells, decimal, thousands)
     if quoted is not None and len(quoted) == cells.shape[1]:
         numeric.iloc[0] = numeric.iloc[0] & ~pd.Series(quoted, index=cells.columns)
     filled = cells.apply(lambda col: col.str.strip() != "")
@@ -199,11 +224,44 @@ def _quoted_names(lines: list[str], sep: str, quotechar: str) -> list[bool] | No
     return [a and not b for a, b in zip(first, second)]
 
 
-def _decimal_comma(rows: list[list[str]]) -> bool:
+def _title_lines(rows: list[list[str]]) -> int:
+    """How many of the first ``rows`` (non-blank lines split into fields) are title lines: at most
+    :data:`_MAX_TITLE_LINES` holding at most half as many fields as most rows do (two or more),
+    followed by a row that holds that many (the header)."""
+    counts = [len(row) for row in rows]
+    if len(counts) < 3:
+        return 0
+    fields = Counter(counts).most_common(1)[0][0]
+    titles = 0
+    while titles < min(_MAX_TITLE_LINES, len(counts) - 2) and counts[titles] <= fields // 2:
+        titles += 1
+    return titles if fields >= 2 and counts[titles] == fields else 0
+
+
+def _raw_lines_before(lines: list[str], titles: int) -> int:
+    """The number of raw lines (blank ones included, of ``lines``) before the first non-blank line
+    after ``titles`` non-blank ones: the ``skiprows`` that skips those titles."""
+    seen = 0
+    for number, line in enumerate(lines):
+        if line.strip():
+            if seen == titles:
+                return number
+            seen += 1
+    return len(lines)
+
+
+def _decimal_marks(rows: list[list[str]]) -> tuple[str, str | None]:
+    """The decimal mark and the thousands mark (None: none) of the numbers in ``rows`` of a file
+    separated by other than ``,`` (see the module docstring): ``(",", ".")`` when some number is
+    written ``7.504,32`` and every number with a point is so grouped (``1.234``); else ``(",",
+    None)`` when numbers are written ``12,5`` and none ``12.5``; else ``(".", None)``."""
     cells = [cell for row in rows for cell in row]
-    if any(_DECIMAL_POINT.match(cell) for cell in cells):
-        return False
-    return any(_DECIMAL_COMMA.match(cell) for cell in cells)
+    points = [cell for cell in cells if _DECIMAL_POINT.match(cell)]
+    if any(_GROUPED_DECIMAL_COMMA.match(cell) for cell in cells) and all(_GROUPED_POINTS.match(c) for c in points):
+        return ",", "."
+    if points:
+        return ".", None
+    return ("," if any(_DECIMAL_COMMA.match(cell) for cell in cells) else "."), None
 
 
 def csv_dialect(path: Path, given: Mapping | None = None) -> CsvDialect:
@@ -227,23 +285,40 @@ def csv_dialect(path: Path, given: Mapping | None = None) -> CsvDialect:
         sep = detect_separator(lines, quotechar)
         notes.append(f"separator {separator_name(sep)}")
     rows = _split(lines, sep, quotechar) if len(sep) == 1 else [line.split(sep) for line in lines]
-    if "decimal" in given:
-        decimal = str(given["decimal"])
+    if "skiprows" in given:
+        skiprows = given["skiprows"]
+        if isinstance(skiprows, int) and not isinstance(skiprows, bool):
+            lines = [line for line in _sample_lines(path, encoding, blank=True)[skiprows:] if line.strip()]
+            rows = _split(lines, sep, quotechar) if len(sep) == 1 else [line.split(sep) for line in lines]
     else:
-        decimal = "," if sep != "," and _decimal_comma(rows[1:]) else "."
-        if decimal == ",":
+        titles = _title_lines(rows)
+        skiprows = _raw_lines_before(_sample_lines(path, encoding, blank=True), titles) if titles else 0
+        if titles:
+            notes.append(f"{'the first line holds' if titles == 1 else f'the first {titles} lines hold'} "
+                         f"{len(rows[0])} field{'' if len(rows[0]) == 1 else 's'} where the records hold "
+                         f"{len(rows[titles])}: "
+                         f"{'a title' if titles == 1 else 'titles'} above the header, skipped (skiprows: {skiprows})")
+            lines, rows = lines[titles:], rows[titles:]
+    if "decimal" in given:
+        decimal, thousands = str(given["decimal"]), given.get("thousands")
+    else:
+        decimal, thousands = _decimal_marks(rows[1:]) if sep != "," else (".", None)
+        if thousands is not None:
+            notes.append(f"decimal comma and {thousands!r} between thousands (numbers written 1.234,5)")
+        elif decimal == ",":
             notes.append("decimal comma (numbers written 1,5)")
+    thousands = None if thousands is None else str(thousands)
     if "header" in given:
         header = given["header"] if isinstance(given["header"], bool) else True  # a pandas row number: names there
     else:
         width = max((len(row) for row in rows), default=0)
         cells = pd.DataFrame([row + [""] * (width - len(row)) for row in rows], dtype=object)
-        header = first_row_is_header(cells, decimal, quoted=_quoted_names(lines, sep, quotechar))
+        header = first_row_is_header(cells, decimal, quoted=_quoted_names(lines, sep, quotechar), thousands=thousands)
         if not header:
             notes.append("no header row (the first row holds numbers where the other rows do), so the "
                          "columns are named V1..Vn as R names them")
-    return CsvDialect(sep=sep, encoding=encoding, decimal=decimal, header=header, quotechar=quotechar,
-                      notes=tuple(notes))
+    return CsvDialect(sep=sep, encoding=encoding, decimal=decimal, thousands=thousands, header=header,
+                      quotechar=quotechar, skiprows=skiprows, notes=tuple(notes))
 
 
 def default_names(count: int) -> list[str]:
@@ -256,6 +331,10 @@ def pandas_options(dialect: CsvDialect, options: Mapping | None = None) -> dict:
     ``options`` (those not in :data:`DIALECT_KEYS`) passed on."""
     out = {k: v for k, v in (options or {}).items() if k not in DIALECT_KEYS}
     out.update(sep=dialect.sep, encoding=dialect.encoding, decimal=dialect.decimal, quotechar=dialect.quotechar)
+    if dialect.thousands is not None:
+        out["thousands"] = dialect.thousands
+    if dialect.skiprows:
+        out["skiprows"] = dialect.skiprows
     header = (options or {}).get("header")
     if isinstance(header, int) and not isinstance(header, bool):
         out["header"] = header  # a pandas row number: passed on as pandas reads it

@@ -15,7 +15,7 @@ from sdc_dagster.protect import global_recode as protect_global_recode
 from sdc_dagster.protect import interval_recode as protect_interval_recode
 from sdc_dagster.protect.microaggregation.cluster import CLUSTER_METHODS
 from sdc_dagster.protect.recode import interval_labels as protect_interval_labels
-from sdc_dagster.report.categories import category_counts, category_sort_key
+from sdc_dagster.report.categories import category_counts, category_sort_key, plain_category
 from sdc_dagster.report.decision import Recommendation, pareto_optimal, recommend_plan
 from sdc_dagster.report.inputs import ReportInputs
 from sdc_dagster.report.measures import format_value, is_missing, measure_info
@@ -377,14 +377,76 @@ def _band_names(step: dict, released: pd.Series) -> pd.Series:
     return codes.map(numbered)
 
 
+#: Steps that recode a categorical key by a fixed rule (a record's released category is a function of
+#: its original one): the original can be put into the plan's categories to be compared with them.
+_FIXED_RECODES = ("recode", "top_code", "bottom_code")
+#: Steps that only suppress values (a suppressed record's category is missing, not moved).
+_SUPPRESSIONS = ("local_suppression", "diversity_suppression")
+
+
+def _writes(step: dict, variable: str) -> bool:
+    """Whether a plan step names ``variable`` among the columns it writes."""
+    parameters = _step_parameters(step)
+    named = [parameters.get("variable"), *(parameters.get("columns") or ()), *(parameters.get("variables") or ())]
+    return variable in named
+
+
+def _fixed_recode(steps: list[dict], variable: str) -> bool:
+    """Whether a plan's steps change ``variable`` only by fixed recodes (:data:`_FIXED_RECODES`, at
+    least one) and suppression: no PRAM, swapping, noise or microaggregation writes into it."""
+    writing = [s.get("method") for s in steps if _writes(s, variable) and s.get("method") not in _SUPPRESSIONS]
+    return bool(writing) and all(method in _FIXED_RECODES for method in writing)
+
+
+def _in_released_categories(original: pd.Series, released: pd.Series, groups=()) -> pd.Series | None:
+    """The ``original`` values put into the categories a plan released (``released``, the same records
+    by index, as the plan shows them): each original category under the one released category its
+    released records carry, the records the plan suppressed left out of that rule (a global recoding
+    maps every member of a merged group to the group, Hundepool et al. 2012, §3.4.1); a category
+    whose every record was suppressed goes with the members of its group in ``groups`` (the plan's
+    recode groups). None when that is not a rule (an original category released as two categories,
+    or a category left without one)."""
+    position = original.index.get_indexer(released.index)
+    if (position < 0).any():
+        return None
+    codes, uniques = pd.factorize(original)  # -1: missing
+    category = [plain_category(u) for u in uniques]  # one per category, not per record
+    theirs = codes[position]
+    kept = (theirs >= 0) & released.notna().to_numpy()
+    if not kept.any():
+        return None
+    pairs = pd.DataFrame({"code": theirs[kept], "released": released.to_numpy(dtype=object)[kept]})
+    rule = pairs.groupby("code")["released"].agg(["nunique", "first"])
+    if (rule["nunique"] != 1).any():
+        return None
+    mapped = {category[code]: shown for code, shown in rule["first"].items()}
+    for group in groups:
+        members = [plain_category(m) for m in group]
+        known = {mapped[m] for m in members if m in mapped}
+        if len(known) == 1:
+            mapped.update(dict.fromkeys(members, known.pop()))
+    if not all(c in mapped for c in category):
+        return None
+    shown = np.array([*(mapped[c] for c in category), None], dtype=object)  # code -1 (missing): None
+    return pd.Series(shown[codes], index=original.index, name=original.name)
+
+
+def _recode_groups(steps: list[dict], variable: str) -> list:
+    """The groups of every ``recode`` step of ``variable`` (members in the step's coding)."""
+    return [group for s in steps if s.get("method") == "recode" and _writes(s, variable)
+            for group in (_step_parameters(s).get("groups") or ())]
+
+
 def distribution_panels(inputs: ReportInputs, variable: str) -> list[tuple[str, dict[str, pd.Series], bool]]:
     """The charts of ``variable`` in "Distributions before and after": ``(title, {series name:
     values}, continuous)`` each. The first holds the original and every plan released on the
     original's scale (categories among the original's, numbers for a continuous variable); a plan
     that recoded the variable into bands (an interval step, or categories the original does not
     have) gets its own chart of categories, with the original put into the same bands when the
-    plan's step allows it, so that bands are never drawn on the axis of the original values. An
-    ``interval_recode`` without labels (codes 1, 2, ...) is shown with its interval labels."""
+    plan's step allows it (an interval step's breaks; a plan that recodes the variable by fixed
+    groups only, :func:`_in_released_categories`), so that bands are never drawn on the axis of the
+    original values. An ``interval_recode`` without labels (codes 1, 2, ...) is shown with its
+    interval labels."""
     values = inputs.distributions[variable]
     original = values["original"]
     continuous = variable in inputs.continuous
@@ -412,6 +474,10 @@ def distribution_panels(inputs: ReportInputs, variable: str) -> list[tuple[str, 
             if before is not None:
                 panel["original, in the same bands"] = before
             series = _band_names(steps[-1], series)
+        elif plan is not None and _fixed_recode(plan.steps, variable):
+            before = _in_released_categories(original, series, _recode_groups(plan.steps, variable))
+            if before is not None:
+                panel["original, in the same categories"] = before
         own.append((f"{variable}, recoded by {name}", {**panel, name: series}, False))
     return [(variable, shared, continuous), *own]
 
@@ -512,6 +578,26 @@ def worst_losses(utility: pd.DataFrame | None, count: int = 3) -> list[str]:
     rows = utility[(utility["change"].abs() > 1e-12) & utility["used"].notna()]
     rows = rows.sort_values("used", ascending=False, kind="stable").head(count)
     return [loss_words(row) for _, row in rows.iterrows()]
+
+
+def categories_merged(inputs: ReportInputs, plan: str) -> list[str]:
+    """The categorical keys ``plan`` releases in fewer categories than the wave has, in words, the
+    most merged first: "age: 61 categories released as 3" (distinct observed values before and after,
+    as :func:`~sdc_dagster.report.categories.category_counts` writes them). Global recoding is the
+    loss of detail the utility limits do not count (a merged category is no suppression: Hundepool
+    et al. 2012, §3.4.1, §3.5), so the decision names it beside them; keys the plan does not release
+    at all are left to :func:`not_released_words`."""
+    lost = inputs.plans[plan].keys_not_released if plan in inputs.plans else {}
+    merged = []
+    for variable in inputs.keys:
+        values = inputs.distributions.get(variable, {})
+        if variable in lost or plan not in values or variable in inputs.continuous:
+            continue
+        before = len(category_counts(values["original"].dropna()))
+        after = len(category_counts(values[plan].dropna()))
+        if after < before:
+            merged.append((after / before, f"{variable}: {before} categories released as {after}"))
+    return [words for _, words in sorted(merged, key=lambda item: item[0])]
 
 
 def binding_limits(inputs: ReportInputs) -> list[str]:

@@ -21,6 +21,7 @@ from sdc_dagster.report.categories import normal_labels
 from sdc_dagster.report.decision import RECOMMENDATION_RULE
 from sdc_dagster.report.content import (
     binding_limits,
+    categories_merged,
     distribution_tables,
     plan_points,
     recommendation,
@@ -92,6 +93,7 @@ def report_data(inputs: ReportInputs, topsis: pd.DataFrame | None = None,
             "contributions": plan.contributions, "pram_matrices": plan.pram_matrices,
             "provenance": plan.provenance, "release": plan.release,
             "utility": plan.utility, "worst_losses": worst_losses(plan.utility),
+            "categories_merged": categories_merged(inputs, name),
         }
     tables = distribution_tables(inputs) if distributions is None else distributions
     distributions = {

@@ -18,7 +18,7 @@ import pandas as pd
 from sdc_dagster.report.categories import category_text, normal_labels
 from sdc_dagster.report.content import (
     binding_limits,
-    not_released_words,
+    categories_merged,
     category_shares,
     check_inputs,
     contributions_side_by_side,
@@ -26,6 +26,7 @@ from sdc_dagster.report.content import (
     distribution_panels,
     distribution_tables,
     loss_measures,
+    not_released_words,
     plan_points,
     quantile_table,
     report_plots,
@@ -198,14 +199,18 @@ def _what_it_would_take_section(inputs: ReportInputs) -> str:
 
 def _losses_in_words(inputs: ReportInputs, chosen: Recommendation) -> str:
     """The decision box's losses in words: the keys the recommended plan does not release (one
-    category, withheld: :func:`~sdc_dagster.report.content.not_released_words`) and its worst per-variable losses against
+    category, withheld: :func:`~sdc_dagster.report.content.not_released_words`), the keys it releases in
+    fewer categories (:func:`~sdc_dagster.report.content.categories_merged`) and its worst per-variable losses against
     the utility limits (:func:`~sdc_dagster.report.content.worst_losses`); with no plan to recommend,
     each limit that every plan exceeds and by how much (:func:`~sdc_dagster.report.content.binding_limits`)."""
     if chosen.plan is not None:
         plan = inputs.plans[chosen.plan]
         worst = worst_losses(plan.utility)
         lost = not_released_words(plan.keys_not_released)
+        merged = categories_merged(inputs, chosen.plan)
         return ((f"<p>Not released by {html.escape(chosen.plan)}: {html.escape(lost)}.</p>" if lost else "")
+                + (f"<p>Categories merged by {html.escape(chosen.plan)}: {html.escape('; '.join(merged))}.</p>"
+                   if merged else "")
                 + (f"<p>Largest losses of {html.escape(chosen.plan)} (against the utility limits): "
                    f"{html.escape('; '.join(worst))}.</p>" if worst else ""))
     binding = binding_limits(inputs)

@@ -127,9 +127,43 @@ def test_labels_that_are_not_original_categories_are_drawn_on_their_own():
     inputs = _inputs(plans={"r": _plan([{"method": "recode", "variable": "age", "mapping": {}}])},
                      distributions={"age": {"original": ages, "r": bands}})
     panels = distribution_panels(inputs, "age")
-    assert [list(values) for _, values, _ in panels] == [["original"], ["r"]]
+    # a recode is a fixed rule: the original is drawn beside it in the same categories (issue 34)
+    assert [list(values) for _, values, _ in panels] == [["original"], ["original, in the same categories", "r"]]
+    assert panels[1][1]["original, in the same categories"].tolist() == bands.tolist()
     ordered = sorted(["(20,40]", "(0,20]", "3", "(missing)"], key=category_sort_key)
     assert ordered == ["(0,20]", "3", "(20,40]", "(missing)"]
+
+
+def test_merged_groups_of_a_search_plan_are_drawn_with_the_original_in_the_same_categories():
+    # the plan search's recode (groups, as a manifest records them) then local suppression: ages 40
+    # and 80 suppressed; 80 had no other record, so it goes with its group (61, 70, 80)
+    ages = pd.Series([18, 25, 40, 41, 55, 61, 80, 70])
+    released = pd.Series(["81 ([18,40])", "81 ([18,40])", None, "82 ((40,60])", "82 ((40,60])", "83 ((60,80])",
+                          None, "83 ((60,80])"], dtype=object)
+    recode = {"method": "recode", "parameters": {"variable": "age", "groups": [[18.0, 25.0, 40.0], [41.0, 55.0],
+                                                                              [61.0, 70.0, 80.0]],
+                                                 "names": ["[18,40]", "(40,60]", "(60,80]"], "mapping": None}}
+    suppress = {"method": "local_suppression", "parameters": {"k": 3}}
+    inputs = _inputs(plans={"searched": _plan([recode, suppress])},
+                     distributions={"age": {"original": ages, "searched": released}})
+    (_, shared, _), (title, panel, continuous) = distribution_panels(inputs, "age")
+    assert list(shared) == ["original"] and title == "age, recoded by searched" and not continuous
+    table = category_shares(panel)
+    # by hand: 3, 2 and 3 of the 8 original records fall in the bands; the plan released 2, 2, 2 and 2 missing
+    assert table["original, in the same categories"].to_dict() == {
+        "81 ([18,40])": 3 / 8, "82 ((40,60])": 2 / 8, "83 ((60,80])": 3 / 8, "(missing)": 0.0}
+    assert table["searched"].to_dict() == {"81 ([18,40])": 2 / 8, "82 ((40,60])": 2 / 8, "83 ((60,80])": 2 / 8,
+                                           "(missing)": 2 / 8}
+
+
+def test_a_key_moved_between_categories_gets_no_original_in_the_same_categories():
+    # PRAM writes into the key: its categories are no rule of the original ones
+    ages = pd.Series([18, 18, 41, 41])
+    released = pd.Series(["a", "b", "b", "b"], dtype=object)
+    for steps in ([{"method": "pram", "variable": "age"}],
+                  [{"method": "recode", "variable": "age", "mapping": {}}]):  # 18 released as a and as b
+        inputs = _inputs(plans={"p": _plan(steps)}, distributions={"age": {"original": ages, "p": released}})
+        assert [list(values) for _, values, _ in distribution_panels(inputs, "age")] == [["original"], ["p"]]
 
 
 def test_a_chart_of_a_hundred_categories_grows_in_height_and_pools_the_rest():
