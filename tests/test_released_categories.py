@@ -431,6 +431,37 @@ def test_a_group_the_search_named_by_codes_is_released_under_its_members_labels(
     assert meta["edu"][15.0] == "Secondary"
 
 
+def test_csv_and_parquet_carry_the_label_text_of_a_merged_age_band_never_its_code(tmp_path):
+    """A new user's find: ages 17-30 merged by the search were released in protected.csv as the code
+    81 (the next free integer above the ages), which a reader of the CSV takes for an age of 81.
+    CSV and Parquet carry the label text of a key with merged categories (issue 34); the SPSS file
+    keeps the code with its value label; value_labels.csv documents the code either way."""
+    ages = np.array([17, 18, 19, 25, 30, 31, 31, 45, 60, 80] * 3)
+    pd.DataFrame({"pid": np.arange(1, 31), "age": ages}).to_csv(tmp_path / "2024.csv", index=False)
+    spec_path = tmp_path / "lfs.yaml"
+    plan = [{"method": "recode", "variable": "age", "groups": [[17, 18, 19, 25, 30]]}]
+    spec_path.write_text(yaml.safe_dump({
+        "survey": "lfs", "variables": {"pid": {"role": "record_id"}, "age": {"role": "categorical_key"}},
+        "release": {"formats": ["csv", "parquet", "spss"]}, "risk": {"k": 1, "max_global_risk": 1.0},
+        "plans": {"p": plan}}, sort_keys=False))
+    spec = load_spec(spec_path)
+    original = read_wave_file(spec, tmp_path / "2024.csv")
+    protected = protection.protect(original, spec, spec.plan("p"), wave="2024").data
+    safe = release_files.safe_files(protected, spec, spec.plan("p"), wave="2024", source=tmp_path / "2024.csv",
+                                    original=original)
+    # five ages merged, a run of the observed ages: named by the first and last with the count
+    band = "17 – 30 (5 categories)"
+    for name in ("protected.csv", "protected.parquet"):
+        data = safe.files[name]
+        frame = (pd.read_csv(io.BytesIO(data), dtype={"age": str}) if name.endswith(".csv")
+                 else pd.read_parquet(io.BytesIO(data)))
+        assert Counter(frame["age"]) == {band: 15, "31": 6, "45": 3, "60": 3, "80": 3}, name
+    sav, meta = read_released("protected.sav", safe.files["protected.sav"], {}, tmp_path)
+    assert meta["age"] == {81.0: band} and int((sav["age"] == 81).sum()) == 15
+    table = pd.read_csv(io.BytesIO(safe.files[release_files.LABEL_TABLE]))
+    assert table.to_dict("records") == [{"variable": "age", "code": 81, "label": band}]
+
+
 # --- integer-valued keys ----------------------------------------------------------------------------
 
 def test_microaggregated_whole_numbers_are_released_whole_and_decimals_as_published():

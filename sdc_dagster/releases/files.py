@@ -50,6 +50,7 @@ from sdc_dagster.files import pin_timestamp
 from sdc_dagster.protect.plan import step_seed
 from sdc_dagster.releases.categories import ReleasedCoding, released_coding
 from sdc_dagster.releases.digests import parquet_bytes
+from sdc_dagster.report.categories import plain_category
 from sdc_dagster.spec.sources import file_format, source_metadata
 from sdc_dagster.spec import Plan, SurveySpec
 from sdc_dagster.spec.reading import FileContents, read_with_metadata
@@ -150,9 +151,30 @@ def safe_files(protected: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: s
     released, order = publication_order(coding.apply(protected), spec, plan, wave=wave)
     value_labels = coding.value_labels(labels.value_labels if labels is not None else None)
     value_labels = {c: m for c, m in value_labels.items() if c in released.columns}
-    files = {FILE_NAMES[f]: encode(released, f, labels, value_labels=value_labels) for f in formats}
+    as_text = labels_as_text(released, value_labels, coding.merged)
+    files = {FILE_NAMES[f]: encode(as_text if f in ("csv", "parquet") else released, f, labels, value_labels=value_labels)
+             for f in formats}
     files[LABEL_TABLE] = label_table(value_labels)
     return SafeFiles(files, order, coding)
+
+
+def labels_as_text(released: pd.DataFrame, value_labels: dict[str, dict], variables) -> pd.DataFrame:
+    """The released frame as CSV and Parquet publish it: each variable with merged categories
+    (``variables``) carries its label text, every value replaced by its released label ("17 – 30 (14
+    categories)", an original category by its value label, else its own text; missing stays missing).
+    A file without value labels cannot say that the code 81 of a merged age band is not an age of 81;
+    SPSS and Stata files keep the codes with their value labels (issue 34: "CSV and Parquet carry the
+    label text"; sdcMicro's ``globalRecode`` likewise releases a recoded key as a factor of its
+    labels). ``value_labels.csv`` documents the codes either way."""
+    out = released.copy()
+    for variable in variables:
+        if variable not in out.columns:
+            continue
+        mapping = {plain_category(code): str(text) for code, text in value_labels.get(variable, {}).items()}
+        column = out[variable]
+        texts = {v: mapping.get(plain_category(v), str(plain_category(v))) for v in pd.unique(column.dropna())}
+        out[variable] = column.map(texts).astype(object).where(column.notna(), None)
+    return out
 
 
 def label_table(value_labels: dict[str, dict]) -> bytes:
