@@ -5,17 +5,23 @@ class SDCInputError(ValueError):
     """Input data or parameters break a rule; the message names the column and the rule."""
 
 
-def did_you_mean(name, choices) -> str:
-    """``"; did you mean 'occupation'?"`` naming the choice closest to a misspelt ``name`` (Python's
-    :func:`difflib.get_close_matches`: Ratcliff/Obershelp similarity at least 0.6), or ``""`` when
-    none is close."""
+def closest_name(name, choices) -> str | None:
+    """The choice closest to a misspelt ``name`` (Python's :func:`difflib.get_close_matches`:
+    Ratcliff/Obershelp similarity at least 0.6; else one differing only in case), or None."""
     import difflib
 
     choices = [str(c) for c in choices]
     close = difflib.get_close_matches(str(name), choices, n=1)
     if not close:  # a name differing only in case ("Age" for "age")
         close = [c for c in choices if c.lower() == str(name).lower()][:1]
-    return f"; did you mean {close[0]!r}?" if close else ""
+    return close[0] if close else None
+
+
+def did_you_mean(name, choices) -> str:
+    """``"; did you mean 'occupation'?"`` naming the choice closest to a misspelt ``name``
+    (:func:`closest_name`), or ``""`` when none is close."""
+    close = closest_name(name, choices)
+    return f"; did you mean {close!r}?" if close is not None else ""
 
 
 def require_columns(data, columns, *, role: str = "column") -> list[str]:

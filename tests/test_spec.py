@@ -430,9 +430,11 @@ def test_an_unknown_name_is_reported_at_its_line_with_the_closest_known_name(tmp
         + ", got 'categorical_kye'; did you mean 'categorical_key'?",
         "s.yaml:6: spec.serach: unknown key; expected one of ['limits', 'missing', 'plans', 'release', 'report', "
         "'risk', 'search', 'source', 'survey', 'title', 'variables']; did you mean 'search'?",
-        "s.yaml:8: search.keep names 'ocupation', which is not a variable of the spec; did you mean 'occupation'?",
+        "s.yaml:8: search.keep names 'ocupation', which is not a variable of the spec; did you mean 'occupation'? "
+        "(or, if 'ocupation' is the data's column, the misspelt name is variables.occupation)",
         "s.yaml:18: plans.p.steps[1].strata names 'occupaton', which is not a variable of the spec; "
-        "did you mean 'occupation'?",
+        "did you mean 'occupation'? (or, if 'occupaton' is the data's column, the misspelt name is "
+        "variables.occupation)",
     ]
 
 
@@ -448,6 +450,7 @@ def test_a_step_naming_an_unknown_variable_still_reports_its_other_problems():
     with pytest.raises(SpecError) as err:
         parse_spec(minimal(plans={"p": [{"method": "microaggregation", "columns": ["xx"], "k": 5, "colour": 1}]}))
     first, second = [str(e) for e in err.value.errors]
-    assert first == "plans.p.steps[0].columns names 'xx', which is not a variable of the spec; did you mean 'x'?"
+    assert first == ("plans.p.steps[0].columns names 'xx', which is not a variable of the spec; did you mean 'x'? "
+                     "(or, if 'xx' is the data's column, the misspelt name is variables.x)")
     assert second.startswith("plans.p.steps: step 0 (microaggregation): unknown parameter 'colour'")
     assert [e.key for e in err.value.errors] == ["plans.p.steps[0].columns[0]", "plans.p.steps[0]"]

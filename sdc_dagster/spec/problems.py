@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sdc_dagster.errors import did_you_mean
+from sdc_dagster.errors import closest_name, did_you_mean
 from sdc_dagster.spec.survey import SpecError
 
 
@@ -76,9 +76,11 @@ class Problems:
         else:
             items = []
         unknown = [(name, key) for name, key in items if isinstance(name, str) and name not in known]
-        self.errors += [
-            SpecError(f"{where} names {name!r}, which is not a variable of the spec"
-                      + (did_you_mean(name, known) or f" (the variables: {', '.join(map(str, known))})"), key=key)
-            for name, key in unknown
-        ]
+        for name, key in unknown:
+            close = closest_name(name, known)
+            # the misspelling may be the variable's own name (variables: educaton: ... with strata:
+            # education, the data's column): the hint names both places
+            hint = (f"; did you mean {close!r}? (or, if {name!r} is the data's column, the misspelt name is "
+                    f"variables.{close})" if close is not None else f" (the variables: {', '.join(map(str, known))})")
+            self.errors.append(SpecError(f"{where} names {name!r}, which is not a variable of the spec{hint}", key=key))
         return [name for name, _ in unknown]
