@@ -96,6 +96,17 @@ def test_each_dialect_and_encoding_is_detected(tmp_path, content, columns, recor
     assert again.data.equals(contents.data) and again.notes == ()
 
 
+@pytest.mark.parametrize("suffix", [".tsv", ".txt"])
+def test_tab_separated_and_unicode_text_exports_are_read_as_delimited_text(tmp_path, suffix):
+    # a new user's find: Excel's "Unicode Text" export (.txt, UTF-16 with tabs) and .tsv files were
+    # refused as an unknown file type
+    path = written(tmp_path, f"wave{suffix}", "age\tplace\n34\tKöln\n51\tGraz\n".encode("utf-16"))
+    assert file_format(path) == "csv"
+    contents = read_with_metadata(path)
+    assert contents.data.values.tolist() == [[34, "Köln"], [51, "Graz"]]
+    assert contents.source_options == {"sep": "\t", "encoding": "utf-16", "header": True}
+
+
 def test_the_notes_say_what_was_detected(tmp_path):
     path = written(tmp_path, "w.csv", "1;2,5\n2;3,75\n".encode("cp1252"))
     notes = " | ".join(read_with_metadata(path).notes)

@@ -33,6 +33,8 @@ SCALES = ("nominal", "ordinal", "continuous")
 # ``<SEPARATOR>``: a ``.csv`` with an ``.rda`` beside it, or the spec's ``source.metadata``).
 FORMATS = {
     ".csv": "csv",
+    ".tsv": "csv",  # delimited text: the separator is sniffed (sdc_dagster.datafiles.dialect)
+    ".txt": "csv",  # Excel's "Text (Tab delimited)" and "Unicode Text" (UTF-16) exports
     ".parquet": "parquet",
     ".sav": "spss",
     ".zsav": "spss",
