@@ -196,7 +196,8 @@ def optimal_generalisation(data: pd.DataFrame, hierarchies: Mapping, *, k: int, 
         return Check(True, suppressed, chosen.value(found, classes, small), bound)
 
     def report(done: int, total: int, checked: int, best: float) -> None:
-        progress(done, total, f"{checked:,} transformations checked; best {chosen.name} so far {best:.6g}")
+        found = f"best {chosen.name} so far {best:.6g}" if np.isfinite(best) else "none meeting the criteria yet"
+        progress(done, total, f"{checked:,} transformations checked; {found}")
 
     outcome = flash(lattice, check, chosen.prior_bounds(lattice),
                     unsuppressed_value=chosen.unsuppressed_value, counted_bounds=chosen.counted_bounds,

@@ -82,8 +82,8 @@ def flash_node(lattice: CodedLattice, rolled: RolledCounts, nodes: np.ndarray, l
     what = f"at most {suppressible:,} records in classes smaller than k" if suppressible else "the target by recoding alone"
 
     def progress(done: int, total: int, checked: int, best: float) -> None:
-        report(f"Flash: {done:,} of {total:,} nodes settled, {checked:,} checked by their classes; least "
-               f"recode-only loss with {what} so far {best:.4g}")
+        found = f"least recode-only loss with {what} so far {best:.4g}" if np.isfinite(best) else f"none yet with {what}"
+        report(f"Flash: {done:,} of {total:,} nodes settled, {checked:,} checked by their classes; {found}")
 
     return flash(grid, check, lower, unsuppressed_value=lambda prior: prior, counted_bounds=False,
                  budget_seconds=budget_seconds, progress=progress)

@@ -206,6 +206,19 @@ def test_progress_is_reported_up_to_the_whole_lattice():
     assert calls[-1][2] == f"{result.nodes_checked:,} transformations checked; best loss so far {result.value:.6g}"
 
 
+def test_progress_before_any_transformation_passes_says_none_yet_not_inf(monkeypatch):
+    # a new user's find: "best so far inf" was printed while nothing met the criteria
+    monkeypatch.setattr("sdc_dagster.search.flash.PROGRESS_SECONDS", -1.0)  # report at every node
+    data = pd.DataFrame({"a": ["x", "x", "y", "z"], "b": ["u", "v", "u", "u"]})
+    hierarchies = {"a": pd.DataFrame([["x", "xy", "*"], ["y", "xy", "*"], ["z", "z", "*"]]),
+                   "b": pd.DataFrame([["u", "*"], ["v", "*"]])}
+    calls = []
+    search.optimal_generalisation(data, hierarchies, k=4, progress=lambda *call: calls.append(call))
+    notes = [note for _, _, note in calls]
+    assert notes and not any("inf" in note for note in notes)
+    assert any(note.endswith("none meeting the criteria yet") for note in notes)
+
+
 def test_a_lattice_too_large_to_hold_is_refused():
     data = pd.DataFrame({f"k{j}": ["a", "b"] for j in range(25)})
     hierarchy = pd.DataFrame([["a", "*"], ["b", "*"]])
