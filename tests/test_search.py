@@ -4,6 +4,7 @@ Expected values come from the chain's own release checks and loss (protection.re
 evaluation.headline_loss) run on the plans as the release runs them, or are written out by hand."""
 
 import dataclasses
+import re
 from pathlib import Path
 
 import numpy as np
@@ -159,6 +160,12 @@ def test_recommended_plan_passes_the_release_checks_and_the_front_is_explained(t
     assert result.stricter is None or result.stricter["target"] == 0.0004
     assert set(result.space) == set(KEYS) and result.space["water"][0] == "original (8 categories)"
     assert result.bound and result.seconds > 0
+    # the report's words: a node named by the keys it recodes, never its internal id (a new user read
+    # "proven node 0_4_0_2_3_2_2_1" and "rolled-up classes" in the report)
+    # 458: a tenth (max_suppressed_share) of testdata's 4,580 records; the original levels need least loss
+    assert ("classes smaller than k hold at most 458 records (max_suppressed_share of the records), the plan "
+            "recoding no key, evaluated first") in result.bound
+    assert not re.search(r"node \d+_", result.bound) and "rolled-up" not in result.bound
 
 
 def test_progress_counts_the_walk_up_to_every_node_with_the_best_so_far(testdata):

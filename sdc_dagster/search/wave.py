@@ -258,10 +258,11 @@ def _flash_by_recoding(w: LatticeWalk, flashed: Outcome, withhold: bool) -> str:
     wider lattice's loss by recoding alone (:func:`~sdc_dagster.search.nodes.wider_cap`)."""
     proven_flash = w.lattice.weights is None  # the global risk is monotone along the lattice without weights
     found_note = ("none" if not flashed.value < np.inf else
-                  f"{'proven' if flashed.optimal and proven_flash else 'best found'} node "
-                  f"{'_'.join(map(str, w.nodes[flashed.node]))}, loss {flashed.value:.4g}")
-    bound_note = (f"Flash checked {flashed.checked:,} of {len(w.nodes):,} nodes by their rolled-up classes for the "
-                  f"least-loss plan meeting the target by recoding alone: {found_note}")
+                  f"{'proven' if flashed.optimal and proven_flash else 'best found'}: {_node_words(w, flashed.node)}, "
+                  f"loss {flashed.value:.4g}")
+    bound_note = (f"Flash checked {flashed.checked:,} of {len(w.nodes):,} plans by the counts of their key "
+                  f"combinations (summed up from finer levels, not recounted) for the least-loss plan meeting the "
+                  f"target by recoding alone: {found_note}")
     if flashed.optimal and proven_flash and not w.walk_suppresses:
         # proven: every node of a lower recode-only loss fails the target by recoding alone (all of
         # them when none meets it), and nothing may be suppressed: the walk starts at the first node
@@ -305,9 +306,15 @@ def _flash_suppressible(w: LatticeWalk, withhold: bool) -> str:
             and suppressible.node not in w.promoted):
         w.promoted.append(suppressible.node)
         bound_note += (f"; the least-loss node whose classes smaller than k hold at most {limit:,} records "
-                       f"(max_suppressed_share of the records), node "
-                       f"{'_'.join(map(str, w.nodes[suppressible.node]))}, evaluated first")
+                       f"(max_suppressed_share of the records), {_node_words(w, suppressible.node)}, evaluated first")
     return bound_note
+
+
+def _node_words(w: LatticeWalk, node: int) -> str:
+    """A node of the lattice in the report's words: the keys it recodes and to which level of their
+    chain (the search space's table lists each level in words), never its internal id."""
+    recoded = [f"{key} at level {int(level)}" for key, level in zip(w.lattice.keys, w.nodes[node]) if level]
+    return "the plan with " + ", ".join(recoded) if recoded else "the plan recoding no key"
 
 
 def _bound_words(w: LatticeWalk, outcome: str, stop: int, bound_note: str) -> tuple[str, float]:
