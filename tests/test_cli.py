@@ -143,3 +143,24 @@ def test_two_sdc_processes_starting_on_a_new_home_both_get_the_instance(tmp_path
     results = [process.communicate(timeout=120) for process in processes]
     assert [process.returncode for process in processes] == [0] * 4, [err[-500:] for _, err in results]
     assert [out.strip() for out, _ in results] == ["0"] * 4
+
+
+def test_the_sdc_process_ends_with_mains_status_after_the_exit_handlers(tmp_path):
+    """``sdc`` (``cli.command``) runs the exit handlers (the shared DuckDB database is closed there)
+    and ends with main's status without interpreter finalisation, where C++ worker threads aborted
+    a finished run under load ("terminate called without an active exception", exit -6)."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import atexit, sys\n"
+              "atexit.register(lambda: print('exit handler ran', flush=True))\n"
+              "sys.argv = ['sdc', 'run', 'nosuch', '2024']\n"
+              "from sdc_dagster.cli import command\n"
+              "command()\n"
+              "print('not reached')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "SDC_HOME": str(tmp_path / "home")})
+    assert done.returncode == 2  # EXIT_USAGE: no survey 'nosuch'
+    assert "no survey 'nosuch'" in done.stdout and "exit handler ran" in done.stdout
+    assert "not reached" not in done.stdout

@@ -28,6 +28,7 @@ instance every command uses. Exit status: the ``EXIT_*`` constants of :mod:`sdc_
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from sdc_dagster.cli.demo import run_demo
@@ -54,6 +55,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sdc: cannot write {problem}; free space (or fix the permissions) and run the command again",
               file=sys.stdout, flush=True)
         return EXIT_RUN_FAILED
+
+
+def command() -> None:
+    """The ``sdc`` console script and ``python -m sdc_dagster.cli``: :func:`main`, then the process
+    ends with its status as soon as the exit handlers have run (``atexit``: the shared DuckDB
+    database closed, logs flushed), without interpreter finalisation. Worker threads of the C++
+    libraries (DuckDB, Arrow, HiGHS) torn down during finalisation can race it: under load a
+    finished ``sdc run`` whose release was filed aborted with "terminate called without an active
+    exception" (exit -6; CI, cascref.parquet), and the office's scheduler would have seen a failed
+    run. An exception out of :func:`main` ends the usual way (traceback, exit 1)."""
+    import atexit
+
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(int(code or 0))
 
 
 def _reader_arguments(parser: argparse.ArgumentParser, how: str) -> None:
