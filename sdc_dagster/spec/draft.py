@@ -19,7 +19,7 @@ from sdc_dagster.spec.drafted_hierarchies import HierarchyRule, draft_rule
 from sdc_dagster.spec.guess import plain_scalar, whole_numbers
 from sdc_dagster.spec.hierarchies import members_name
 from sdc_dagster.spec.reading import read_with_metadata
-from sdc_dagster.spec.roles import MAX_CATEGORICAL_KEYS, draft_roles
+from sdc_dagster.spec.roles import DRAFTED_K, DRAFTED_L, MAX_CATEGORICAL_KEYS, draft_scenario
 from sdc_dagster.spec.survey import UtilityLimits
 
 #: Default of the linkage-risk threshold written into drafts with continuous keys.
@@ -96,8 +96,6 @@ def _limits_lines() -> list[str]:
     return lines
 
 
-#: The drafted k of k-anonymity.
-DRAFTED_K = 3
 #: The drafted global-risk target: an expected 1 % of the records re-identified.
 DRAFTED_GLOBAL_RISK = 0.01
 
@@ -165,14 +163,16 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
     path = Path(path)
     check_name("survey name", survey)
     contents = read_with_metadata(path, options=options)
-    drafted = draft_roles(contents, max_keys=max_keys)
+    scenario = draft_scenario(contents, max_keys=max_keys)
+    drafted = scenario.variables
     categorical = [v.name for v in drafted if v.role == "categorical_key"]
     continuous = [v.name for v in drafted if v.role == "continuous_key"]
-    lines = _source_lines(path, survey, contents, max_keys)
+    lines = _source_lines(path, survey, contents, max_keys) + _cap_lines(scenario)
     if not categorical and not continuous:
         lines.insert(3, "# No column looked like a key: give at least one the role categorical_key or continuous_key.")
     lines += ["variables:", *_variable_lines(contents, drafted)]
-    lines += _risk_lines(contents, drafted, continuous)
+    lines += _risk_lines(contents, drafted, continuous, scenario)
+    lines += _decision_lines(scenario)
     lines.append("search: {enabled: true}          # search the plan that meets the risk target with the least loss")
     lines += ["plans:", *_plan_lines(categorical, continuous)]
     return "\n".join(lines) + "\n"
@@ -198,6 +198,38 @@ def _source_lines(path: Path, survey: str, contents, max_keys: int) -> list[str]
     if contents.metadata_path:
         lines.append(f"  metadata: {_flow(contents.metadata_path)}")
     lines += [f"  # {note}" for note in _read_as(contents)]
+    return lines
+
+
+def _cap_lines(scenario) -> list[str]:
+    """The draft's comment on the key cap the file's records support
+    (:func:`~sdc_dagster.spec.roles.key_cap`), when it binds below ``--max-keys``."""
+    cap = scenario.cap
+    if cap is None or not scenario.decisions or not any(d.split(": ", 1)[1].startswith("candidate key beyond")
+                                                        for d in scenario.decisions if ": " in d):
+        return []
+    lines = [f"# The {cap.records} records support {cap.cap} categorical key{'s' if cap.cap > 1 else ''} at k = "
+             f"{cap.k}{' and l = ' + str(cap.l) if cap.l else ''} (key_cap in sdc_dagster/spec/roles.py): "
+             f"2^m combinations of m keys of two classes fit n / k = {cap.records // cap.k} groups up to m = "
+             f"{cap.by_records},",
+             f"# and with the first m ranked keys in two classes at most {cap.limit:.0%} (the suppression limit) of the "
+             "records may fall in combinations below k" + (" or l" if cap.l else "") + ".",
+             "# The keys left out are listed under report.draft_decisions: confirm them or make them keys."]
+    if cap.cap == 1 or cap.records < 2 ** 3 * cap.k:
+        lines.append(f"# A file of {cap.records} records is small: it can keep {cap.cap} key"
+                     f"{'s' if cap.cap > 1 else ''} with some detail at k = {cap.k}, no more.")
+    return lines
+
+
+def _decision_lines(scenario) -> list[str]:
+    """The ``report:`` section listing the draft's decisions to confirm (a key beyond the cap, l not
+    drafted; :class:`~sdc_dagster.spec.roles.DraftedScenario`): the report's sign-off block shows
+    them. Empty when the draft decided nothing the methodologist must confirm."""
+    if not scenario.decisions:
+        return []
+    lines = ["report:                         # the report's sign-off block lists these draft decisions to confirm",
+             "  draft_decisions:"]
+    lines += [f"    - {_flow(decision)}" for decision in scenario.decisions]
     return lines
 
 
@@ -241,14 +273,15 @@ def _variable_lines(contents, drafted: list) -> list[str]:
     return lines
 
 
-def _risk_lines(contents, drafted: list, continuous: list[str]) -> list[str]:
+def _risk_lines(contents, drafted: list, continuous: list[str], scenario) -> list[str]:
     """The ``risk`` entry of SPEC §12: k-anonymity (Sweeney 2002), l-diversity (Machanavajjhala et
     al. 2007), the global and individual risk bounds, ``max_linkage_risk`` when there are
     continuous keys; then the utility ``limits`` (:func:`_limits_lines`)."""
     lines = [
         "risk:",
         f"  k: {DRAFTED_K}                          # k-anonymity threshold (Sweeney 2002; Hundepool et al. 2012, ch. 3)",
-        "  l: 2                          # l-diversity of sensitive variables (Machanavajjhala et al. 2007)",
+        *([f"  l: {scenario.l}                          # l-diversity of sensitive variables (Machanavajjhala "
+           "et al. 2007)"] if scenario.l is not None else [f"  # {scenario.l_reason}"]),
         *_global_risk_lines(len(contents.data), weighted=any(v.role == "weight" for v in drafted)),
         "  individual_risk_threshold: 0.05",
     ]
