@@ -43,7 +43,8 @@ import pandas as pd
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.protect.mv_top_coding import PULLED_ATTRIBUTE, mv_top_coding
 from sdc_dagster.spec import SurveySpec, Variable
-from sdc_dagster.spec.drafted_hierarchies import MANY_VALUES, HierarchyRule, band_widths, draft_rule, is_age_name
+from sdc_dagster.spec.drafted_hierarchies import (MANY_VALUES, HierarchyRule, band_widths, draft_rule, is_age_name,
+                                                  two_classes)
 from sdc_dagster.spec.hierarchies import FEW_MEMBERS, Hierarchy, HierarchyLevel, members_name, value_text
 
 #: Shares of the records under which a category counts as rare, one level each.
@@ -285,9 +286,45 @@ def key_hierarchy(values: pd.Series, variable: Variable, *, methods: Sequence[st
         rule = draft_rule(frame, variable.name, code_list=variable.categories is not None, columns=columns)
         levels = _rule_levels(rule, counts, categories, allowed, frame, variable.name)
     levels = [original, *levels]
+    ordinal = variable.scale == "ordinal" or (variable.scale != "nominal" and _numbers(categories))
+    rank = ({c: i for i, c in enumerate(variable.categories)} if variable.scale == "ordinal" and variable.categories
+            else {c: c for c in categories} if ordinal else None)
+    if "recode" in allowed and (two := _two_class_level(levels[-1], counts, rank)) is not None:
+        levels.append(two)
     if max_level is not None:
         levels = levels[:max_level + 1]
     return KeyHierarchy(variable.name, tuple(levels))
+
+
+def _numbers(categories: list) -> bool:
+    return all(isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, bool) for c in categories)
+
+
+def _two_class_level(coarsest: KeyLevel, counts: pd.Series, rank: dict | None) -> KeyLevel | None:
+    """The key's coarsest useful level below its top: the groups of its coarsest level merged into two
+    classes (:func:`~sdc_dagster.spec.drafted_hierarchies.two_classes`: adjacent ranges split after
+    the median record for an ordered key, the most frequent group against the others merged into
+    "Other" for a nominal one), so that a small file can keep a key with some detail where its
+    levels stop at more groups than its records can fill (13 records and a key of 10 categories, no
+    category under 10 % of them). ``rank``: an ordered key's categories -> their place in its order
+    (None: nominal). None when the coarsest level has two groups or fewer."""
+    ordered = rank is not None
+    groups = list(coarsest.groups)
+    if ordered:
+        groups = [tuple(sorted(g, key=rank.get)) for g in sorted(groups, key=lambda g: min(rank[c] for c in g))]
+    sizes = [float(counts.loc[list(g)].sum()) for g in groups]
+    classes = two_classes(sizes, ordered=ordered)
+    if classes is None:
+        return None
+    merged = [tuple(c for i in positions for c in groups[i]) for positions in classes]
+    if ordered:  # adjacent ranges, named "first to last" as the neighbour levels name them
+        names = tuple(f"{value_text(g[0])} to {value_text(g[-1])}" if len(g) > 1 else value_text(g[0]) for g in merged)
+    else:
+        kept = coarsest.group_names()[coarsest.groups.index(groups[classes[0][0]])]
+        other = merged[1] = _ordered(merged[1])
+        names = (kept, f"Other ({members_name(other)})" if len(other) <= FEW_MEMBERS
+                 else f"Other ({len(other)} categories)")
+    return KeyLevel(tuple(merged), f"two classes: {' and '.join(names)}", names)
 
 
 def _rule_levels(rule: HierarchyRule | None, counts: pd.Series, categories: list, allowed: set[str],

@@ -57,6 +57,7 @@ import pandas as pd
 from sdc_dagster.keys import category_codes
 from sdc_dagster.protect.suppression import codes_below_l
 from sdc_dagster.risk.frequencies import digit_key_frequencies
+from sdc_dagster.spec.drafted_hierarchies import two_classes
 from sdc_dagster.spec.guess import MIN_RECORD_KEY_RECORDS, DraftedVariable, guess_variable, plain_scalar, whole_numbers
 from sdc_dagster.spec.reading import FileContents
 from sdc_dagster.spec.scenario import SCENARIO
@@ -143,23 +144,19 @@ def _one_of_each(drafted: list[DraftedVariable]) -> list[DraftedVariable]:
 
 
 def coarsest_classes(values: pd.Series, scale: str | None, missing=()) -> pd.Series:
-    """A key at its coarsest useful level: two classes, the least detail a released key keeps (a key
-    in one class is not released: ``limits.max_keys_not_released``). An ordinal or whole-number key
-    is split at its median into two adjacent ranges (SPEC §8.2: ordinal keys merge adjacent
-    categories only; the upper range starts above the median, or at it when no value exceeds it); a
-    nominal key keeps its most frequent category and merges the others into one "other" (SPEC §8.2:
-    rare categories merged into an explicit other). Missing values (and the ``missing`` codes) stay
-    missing; a key without any known value is one class (missing)."""
+    """A key at its coarsest useful level, two classes (:func:`~sdc_dagster.spec.drafted_hierarchies.two_classes`,
+    the plan search's last level before a key's top): an ordinal or whole-number key split after
+    its median record into two adjacent ranges, a nominal key's most frequent category against the
+    others. Per record the class (0 or 1, the class of the first category 0 when there are only two
+    categories); missing values (and the ``missing`` codes) stay missing."""
     known = values.where(~values.isin(list(missing))) if len(missing) else values
-    present = known.dropna()
-    if present.empty:
-        return pd.Series(np.nan, index=values.index)
-    if scale != "nominal" and pd.api.types.is_numeric_dtype(present) and not pd.api.types.is_bool_dtype(present):
-        median = present.median()
-        upper = known > median if (present > median).any() else known >= median
-    else:
-        upper = known.eq(present.value_counts(sort=True).index[0])
-    return upper.astype(float).where(known.notna())
+    counts = known.value_counts(sort=False)
+    ordered = scale != "nominal" and pd.api.types.is_numeric_dtype(counts.index) \
+        and not pd.api.types.is_bool_dtype(counts.index)
+    counts = counts.sort_index() if ordered else counts
+    classes = two_classes(counts.to_numpy(), ordered=ordered)
+    upper = set(counts.index[classes[1]]) if classes is not None else set(counts.index[1:])
+    return known.isin(upper).astype(float).where(known.notna())
 
 
 @dataclass(frozen=True)
@@ -186,15 +183,15 @@ class KeyCap:
         making it a key would cost."""
         kinds = f"fewer than {self.k} records" + (f" or fewer than {self.l} sensitive values" if self.l else "")
         head = f"candidate key beyond the cap of {self.cap} for {self.records} records at k = {self.k}"
-        if position < len(self.shares) and self.shares[position] > self.limit + 1e-12:
-            return (f"{head}: with it, {self.shares[position]:.1%} of the records fall in key combinations of {kinds} "
-                    f"even with every key in two classes, against the {self.limit:.0%} suppression limit; make it a "
-                    "key and the file cannot be released within the limits")
         if position >= self.by_records:
             return (f"{head}: {position + 1} keys of two classes each make 2^{position + 1} = {2 ** (position + 1)} "
                     f"combinations, more than the {self.records} / {self.k} = {self.records // self.k} groups of "
                     f"{self.k} records the file can fill; make it a key and most plans release keys as one category "
                     "(beyond limits.max_keys_not_released) or withhold the file")
+        if position < len(self.shares) and self.shares[position] > self.limit + 1e-12:
+            return (f"{head}: with it, {self.shares[position]:.1%} of the records fall in key combinations of {kinds} "
+                    f"even with every key in two classes, against the {self.limit:.0%} suppression limit; make it a "
+                    "key and the file cannot be released within the limits")
         return (f"{head}: the {self.cap} keys ranked before it and the next one already put "
                 f"{self.shares[-1]:.1%} of the records in key combinations of {kinds} with every key in two classes "
                 f"(the {self.limit:.0%} suppression limit); make it a key in place of a higher-ranked one, or "
