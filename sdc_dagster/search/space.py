@@ -289,7 +289,9 @@ def key_hierarchy(values: pd.Series, variable: Variable, *, methods: Sequence[st
     ordinal = variable.scale == "ordinal" or (variable.scale != "nominal" and _numbers(categories))
     rank = ({c: i for i, c in enumerate(variable.categories)} if variable.scale == "ordinal" and variable.categories
             else {c: c for c in categories} if ordinal else None)
-    if "recode" in allowed and (two := _two_class_level(levels[-1], counts, rank)) is not None:
+    # a hierarchy given level by level (a file, inline levels) is the methodologist's own: kept as given
+    explicit = given is not None and not isinstance(given, HierarchyRule)
+    if "recode" in allowed and not explicit and (two := _two_class_level(levels[-1], counts, rank)) is not None:
         levels.append(two)
     if max_level is not None:
         levels = levels[:max_level + 1]
@@ -306,7 +308,7 @@ def _two_class_level(coarsest: KeyLevel, counts: pd.Series, rank: dict | None) -
     the median record for an ordered key, the most frequent group against the others merged into
     "Other" for a nominal one), so that a small file can keep a key with some detail where its
     levels stop at more groups than its records can fill (13 records and a key of 10 categories, no
-    category under 10 % of them). ``rank``: an ordered key's categories -> their place in its order
+    category under 10 % of them); not after a hierarchy given level by level. ``rank``: an ordered key's categories -> their place in its order
     (None: nominal). None when the coarsest level has two groups or fewer."""
     ordered = rank is not None
     groups = list(coarsest.groups)
