@@ -5,6 +5,9 @@ methodologist to confirm (``report.draft_decisions``, shown in the report's sign
 
 Every expected value is computed by hand in the test's comments."""
 
+import contextlib
+import io
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,6 +17,7 @@ from sdc_dagster.spec import load_spec
 from sdc_dagster.spec.draft import draft_spec
 from sdc_dagster.spec.guess import DraftedVariable
 from sdc_dagster.spec.reading import read_with_metadata
+from sdc_dagster.cli import main
 from sdc_dagster.search.space import key_hierarchy
 from sdc_dagster.spec import Variable
 from sdc_dagster.spec.drafted_hierarchies import two_classes
@@ -88,6 +92,13 @@ def test_twelve_records_at_k_3_support_two_keys(tmp_path):
     spec = load_spec(spec_file)
     assert spec.categorical_keys == ["sex", "region"]
     assert spec.report.draft_decisions == (decision,)
+    # sdc init says so too
+    console = io.StringIO()
+    with contextlib.redirect_stdout(console):
+        assert main(["--home", str(tmp_path / "home"), "init", "small", "--from", str(tmp_path / "survey.csv"),
+                     "--spec", str(tmp_path / "init.yaml")]) == 0
+    assert f"1 draft decision(s) to confirm (listed under report.draft_decisions and in the report's sign-off):\n" \
+           f"  - {decision}\n" in console.getvalue()
 
 
 def test_the_records_below_k_with_every_key_in_two_classes_bound_the_keys(tmp_path):
