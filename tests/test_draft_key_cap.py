@@ -118,7 +118,8 @@ def test_the_records_below_k_with_every_key_in_two_classes_bound_the_keys(tmp_pa
     assert scenario.cap.cap == 2
     assert {v.name: v.role for v in scenario.variables}["marital"] == "other"
     (decision,) = scenario.decisions
-    assert "with it, 16.7% of the records fall in key combinations of fewer than 3 records" in decision
+    assert "with it and the keys ranked before it, 16.7% of the records fall in key combinations of fewer than 3 " \
+           "records" in decision
     assert "against the 10% suppression limit" in decision
 
 
@@ -159,3 +160,22 @@ def test_draft_decisions_must_be_a_list_of_texts(tmp_path):
     spec_file.write_text(yaml.safe_dump(raw, sort_keys=False))
     with pytest.raises(Exception, match=r"report.draft_decisions: expected a list of texts"):
         load_spec(spec_file)
+
+
+def test_without_weights_the_global_risk_target_bounds_the_keys(tmp_path):
+    # 200 records, no weight: a record's risk is 1/f_k, and summed over a combination it is 1, so the
+    # global risk is (combinations) / 200, at most the drafted 0.01 with at most 2 combinations.
+    # sex alone: 2 combinations of 100, risk 2 / 200 = 0.01: nothing to suppress. sex and region: 4
+    # combinations of 50, risk 4 / 200 = 0.02: the excess 2 takes 2 / (1/50) = 100 records of risk
+    # 1/50 suppressed, 50 % > 10 %: region is beyond the cap of 1.
+    frame = pd.DataFrame({"sex": ["m", "f"] * 100, "region": ["north"] * 100 + ["south"] * 100})
+    scenario = draft_scenario(read_with_metadata(_csv(tmp_path, frame)))
+    assert scenario.cap.max_risk == 0.01 and scenario.cap.shares == pytest.approx((0.0, 0.5))
+    assert {v.name: v.role for v in scenario.variables} == {"sex": "categorical_key", "region": "other"}
+    (decision,) = scenario.decisions
+    assert "50.0% of the records fall in key combinations of fewer than 3 records, or of the highest risk above " \
+           "the global-risk target 0.01" in decision
+    # with a sampling weight the risk is estimated from the weights: the target is not applied here
+    frame["weight"] = 50.0
+    weighted = draft_scenario(read_with_metadata(_csv(tmp_path, frame, "weighted.csv")))
+    assert weighted.cap.max_risk is None and weighted.cap.cap == 2

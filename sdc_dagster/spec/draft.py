@@ -19,7 +19,8 @@ from sdc_dagster.spec.drafted_hierarchies import HierarchyRule, draft_rule
 from sdc_dagster.spec.guess import plain_scalar, whole_numbers
 from sdc_dagster.spec.hierarchies import members_name
 from sdc_dagster.spec.reading import read_with_metadata
-from sdc_dagster.spec.roles import DRAFTED_K, DRAFTED_L, MAX_CATEGORICAL_KEYS, draft_scenario
+from sdc_dagster.spec.roles import (DRAFTED_GLOBAL_RISK, DRAFTED_K, DRAFTED_MICROAGGREGATION_K, MAX_CATEGORICAL_KEYS,
+                                   draft_scenario, drafted_global_risk)
 from sdc_dagster.spec.survey import UtilityLimits
 
 #: Default of the linkage-risk threshold written into drafts with continuous keys.
@@ -94,25 +95,6 @@ def _limits_lines() -> list[str]:
     for name, reason in LIMIT_REASONS.items():
         lines.append(f"  {name}: {getattr(defaults, name):g}".ljust(32) + f"# {reason}")
     return lines
-
-
-#: The drafted global-risk target: an expected 1 % of the records re-identified.
-DRAFTED_GLOBAL_RISK = 0.01
-
-
-def drafted_global_risk(records: int, *, weighted: bool) -> float:
-    """The drafted ``max_global_risk`` of a file of ``records`` records.
-
-    :data:`DRAFTED_GLOBAL_RISK` (0.01), unless the file has no sampling weight and fewer than
-    1 / 0.01 = 100 records. Without weights a record's risk is 1/f_k (sdcMicro ``measure_risk``;
-    Hundepool et al. 2012, §3.3) and the global risk, their mean, is at least 1/n: reached only when
-    every record shares one key (every key value suppressed), so below 100 records no plan meets
-    0.01. The draft then states the target k-anonymity meets by itself: every record shares its key
-    with at least k - 1 others, so its risk is at most 1/k and so is the mean (Sweeney 2002), written
-    rounded up to two decimals (0.34 for k = 3) so that a file of groups of exactly k passes."""
-    if weighted or records * DRAFTED_GLOBAL_RISK >= 1:
-        return DRAFTED_GLOBAL_RISK
-    return -(-100 // DRAFTED_K) / 100
 
 
 def _global_risk_lines(records: int, *, weighted: bool) -> list[str]:
@@ -208,12 +190,13 @@ def _cap_lines(scenario) -> list[str]:
     if cap is None or not scenario.decisions or not any(d.split(": ", 1)[1].startswith("candidate key beyond")
                                                         for d in scenario.decisions if ": " in d):
         return []
-    lines = [f"# The {cap.records} records support {cap.cap} categorical key{'s' if cap.cap > 1 else ''} at k = "
-             f"{cap.k}{' and l = ' + str(cap.l) if cap.l else ''} (key_cap in sdc_dagster/spec/roles.py): "
-             f"2^m combinations of m keys of two classes fit n / k = {cap.records // cap.k} groups up to m = "
-             f"{cap.by_records},",
-             f"# and with the first m ranked keys in two classes at most {cap.limit:.0%} (the suppression limit) of the "
-             "records may fall in combinations below k" + (" or l" if cap.l else "") + ".",
+    lines = [f"# The {cap.records} records support {cap.cap} categorical key{'s' if cap.cap > 1 else ''} at {cap.at}"
+             f"{' and l = ' + str(cap.l) if cap.l else ''} (key_cap in sdc_dagster/spec/roles.py):",
+             f"# 2^m combinations of m keys of two classes fit n / {cap.k} = {cap.records // cap.k} groups up to m = "
+             f"{cap.by_records}, and with the first m ranked keys in two classes at most {cap.limit:.0%} (the",
+             "# suppression limit) of the records may need suppression: in combinations below "
+             f"{cap.k}" + (" or l" if cap.l else "")
+             + (f", or of the highest risk above the global-risk target {cap.max_risk:g}" if cap.max_risk else "") + ".",
              "# The keys left out are listed under report.draft_decisions: confirm them or make them keys."]
     if cap.cap == 1 or cap.records < 2 ** 3 * cap.k:
         lines.append(f"# A file of {cap.records} records is small: it can keep {cap.cap} key"
@@ -317,7 +300,7 @@ def _plan_lines(categorical: list[str], continuous: list[str]) -> list[str]:
             "      - {method: local_suppression, k: 3}",
         ]
         if continuous:
-            lines.append(f"      - {{method: microaggregation, columns: {_flow(continuous)}, k: 5, "
+            lines.append(f"      - {{method: microaggregation, columns: {_flow(continuous)}, k: {DRAFTED_MICROAGGREGATION_K}, "
                          f"strata: {_flow(categorical)}}}")
     elif continuous:
         lines += [

@@ -81,6 +81,28 @@ FALLBACK_KEYS = 4
 DRAFTED_K = 3
 #: The drafted l of l-diversity of the sensitive variables.
 DRAFTED_L = 2
+#: The drafted global-risk target: an expected 1 % of the records re-identified.
+DRAFTED_GLOBAL_RISK = 0.01
+
+
+def drafted_global_risk(records: int, *, weighted: bool) -> float:
+    """The drafted ``max_global_risk`` of a file of ``records`` records.
+
+    :data:`DRAFTED_GLOBAL_RISK` (0.01), unless the file has no sampling weight and fewer than
+    1 / 0.01 = 100 records. Without weights a record's risk is 1/f_k (sdcMicro ``measure_risk``;
+    Hundepool et al. 2012, §3.3) and the global risk, their mean, is at least 1/n: reached only when
+    every record shares one key (every key value suppressed), so below 100 records no plan meets
+    0.01. The draft then states the target k-anonymity meets by itself: every record shares its key
+    with at least k - 1 others, so its risk is at most 1/k and so is the mean (Sweeney 2002), written
+    rounded up to two decimals (0.34 for k = 3) so that a file of groups of exactly k passes."""
+    if weighted or records * DRAFTED_GLOBAL_RISK >= 1:
+        return DRAFTED_GLOBAL_RISK
+    return -(-100 // DRAFTED_K) / 100
+
+
+#: The group size of the drafted plan's MDAV microaggregation of the continuous keys within each
+#: released key combination: with continuous keys, a key combination must hold this many records.
+DRAFTED_MICROAGGREGATION_K = 5
 
 
 def record_key_like(values: pd.Series) -> bool:
@@ -168,7 +190,8 @@ class KeyCap:
     1, 2, ... ranked candidates (up to the first beyond the cap), the share of the records in key
     combinations below k or not l-diverse with every key in two classes (:func:`coarsest_classes`);
     ``limit``: the share allowed (the suppression limit); ``l``: the l the shares were measured with
-    (None: l-diversity not drafted)."""
+    (None: l-diversity not drafted); ``max_risk``: the global-risk target the shares include the
+    suppression for (None: a file with weights, not estimated here)."""
 
     cap: int
     by_records: int
@@ -177,19 +200,32 @@ class KeyCap:
     records: int
     k: int
     l: int | None
+    max_risk: float | None = None
+    drafted_k: int | None = None
+
+    @property
+    def at(self) -> str:
+        """The group size in words: "k = 3", or with continuous keys "groups of 5 (k = 3, the
+        continuous keys microaggregated in groups of 5 within each key combination)"."""
+        if self.drafted_k is None or self.drafted_k == self.k:
+            return f"k = {self.k}"
+        return (f"groups of {self.k} (k = {self.drafted_k}, the continuous keys microaggregated in groups of {self.k} "
+                "within each key combination)")
 
     def why_beyond(self, position: int) -> str:
         """Why the candidate at 0-based ``position`` of the ranking is beyond the cap, with what
         making it a key would cost."""
-        kinds = f"fewer than {self.k} records" + (f" or fewer than {self.l} sensitive values" if self.l else "")
-        head = f"candidate key beyond the cap of {self.cap} for {self.records} records at k = {self.k}"
+        kinds = f"fewer than {self.k} records" + (f" or fewer than {self.l} sensitive values" if self.l else "") \
+            + (f", or of the highest risk above the global-risk target {self.max_risk:g}" if self.max_risk else "")
+        head = f"candidate key beyond the cap of {self.cap} for {self.records} records at {self.at}"
         if position >= self.by_records:
             return (f"{head}: {position + 1} keys of two classes each make 2^{position + 1} = {2 ** (position + 1)} "
                     f"combinations, more than the {self.records} / {self.k} = {self.records // self.k} groups of "
                     f"{self.k} records the file can fill; make it a key and most plans release keys as one category "
                     "(beyond limits.max_keys_not_released) or withhold the file")
         if position < len(self.shares) and self.shares[position] > self.limit + 1e-12:
-            return (f"{head}: with it, {self.shares[position]:.1%} of the records fall in key combinations of {kinds} "
+            return (f"{head}: with it and the keys ranked before it, {self.shares[position]:.1%} of the records fall in "
+                    f"key combinations of {kinds} "
                     f"even with every key in two classes, against the {self.limit:.0%} suppression limit; make it a "
                     "key and the file cannot be released within the limits")
         return (f"{head}: the {self.cap} keys ranked before it and the next one already put "
@@ -198,22 +234,35 @@ class KeyCap:
                 "the file cannot be released within the limits")
 
 
-def _records_below(digits: list[np.ndarray], sensitive: list[np.ndarray], k: int, l: int | None) -> float:
-    """The share of records whose key combination (``digits``: one code array per key, 0 missing)
-    has fewer than ``k`` records (sdcMicro's freqCalc: a missing value matches any value, SPEC §2.4)
-    or, with ``l``, fewer than ``l`` distinct values of a ``sensitive`` variable (the release's
-    l-diversity check, :func:`~sdc_dagster.protect.suppression.codes_below_l`)."""
+def _records_below(digits: list[np.ndarray], sensitive: list[np.ndarray], k: int, l: int | None,
+                   max_risk: float | None = None) -> float:
+    """The share of records to suppress for the keys ``digits`` (one code array per key, 0 missing)
+    to meet the targets: those whose key combination has fewer than ``k`` records (sdcMicro's
+    freqCalc: a missing value matches any value, SPEC §2.4) or, with ``l``, fewer than ``l`` distinct
+    values of a ``sensitive`` variable (the release's l-diversity check,
+    :func:`~sdc_dagster.protect.suppression.codes_below_l`); then, with ``max_risk`` (a file without
+    sampling weights, whose record risk is 1/f_k: sdcMicro ``measure_risk``), the records of highest
+    risk until the mean risk of the others is at most ``max_risk`` (the rule of risk-based
+    suppression, mu-Argus's individual risk threshold; a record's risk summed over its combination is
+    1, so the global risk is the number of key combinations over n)."""
     stacked = np.stack(digits, axis=1)
     radices = stacked.max(axis=0) + 1
-    below = digit_key_frequencies(stacked, radices)[0] < k
+    frequency = digit_key_frequencies(stacked, radices)[0]
+    below = frequency < k
     if l is not None and sensitive:
         below |= codes_below_l(stacked, radices, sensitive, l=l)
-    return float(below.mean())
+    count = int(below.sum())
+    if max_risk is not None:
+        risk = np.sort(np.where(below, 0.0, 1.0 / frequency))[::-1]
+        excess = risk.sum() - max_risk * len(risk)
+        if excess > 1e-12:
+            count += int(np.searchsorted(np.cumsum(risk), excess - 1e-12)) + 1
+    return count / len(stacked)
 
 
 def key_cap(data: pd.DataFrame, ranked: list[DraftedVariable], sensitive: list[str], *, k: int = DRAFTED_K,
             l: int | None = DRAFTED_L, limit: float = UtilityLimits().max_suppressed_share,
-            max_keys: int = MAX_CATEGORICAL_KEYS) -> KeyCap:
+            max_keys: int = MAX_CATEGORICAL_KEYS, max_risk: float | None = None) -> KeyCap:
     """The number of categorical keys the file's records support at ``k`` (the choice of key
     variables against the size of the file, Hundepool et al. 2012, "Statistical Disclosure Control",
     §3.3-3.4: the more keys, the more combinations, the more records unique in them). The ranked
@@ -224,9 +273,11 @@ def key_cap(data: pd.DataFrame, ranked: list[DraftedVariable], sensitive: list[s
        m <= floor(log2(n / k)) (8 records at k = 3: one key; 13 records: two; 534: seven);
     2. the data: with each of the first m keys at its coarsest useful level (two classes,
        :func:`coarsest_classes`), the records in key combinations of fewer than k records or with
-       fewer than l distinct values of a sensitive variable are at most ``limit`` (the suppression
-       limit, 10 %): even the coarsest release of those keys would need more suppression than the
-       limits allow.
+       fewer than l distinct values of a sensitive variable, and with ``max_risk`` (the drafted
+       global-risk target of a file without weights) the records of highest risk 1/f_k whose
+       suppression brings the mean risk to it (:func:`_records_below`), are at most ``limit`` (the
+       suppression limit, 10 %): even the coarsest release of those keys would need more
+       suppression than the limits allow.
 
     At least one key is kept (a file of fewer than 2k records still has one), at most ``max_keys``."""
     n = len(data)
@@ -235,11 +286,12 @@ def key_cap(data: pd.DataFrame, ranked: list[DraftedVariable], sensitive: list[s
     digits, shares = [], []
     for v in ranked[: min(max_keys, by_records) + 1]:
         digits.append(category_codes(coarsest_classes(data[v.name], v.scale, v.missing))[0])
-        shares.append(_records_below(digits, codes, k, l))
+        shares.append(_records_below(digits, codes, k, l, max_risk))
     within = [share <= limit + 1e-12 for share in shares]
     fits = within.index(False) if False in within else len(shares)
     cap = max(1, min(max_keys, by_records, fits))
-    return KeyCap(cap=cap, by_records=by_records, shares=tuple(shares), limit=limit, records=n, k=k, l=l)
+    return KeyCap(cap=cap, by_records=by_records, shares=tuple(shares), limit=limit, records=n, k=k, l=l,
+                  max_risk=max_risk)
 
 
 def _ranked_candidates(drafted: list[DraftedVariable]) -> list[DraftedVariable]:
@@ -513,7 +565,14 @@ def draft_scenario(contents: FileContents, *, max_keys: int = MAX_CATEGORICAL_KE
     sensitive = [v.name for v in drafted if v.role == "sensitive"]
     l_reason = l_reachable(data, ranked, sensitive, k=k, l=l)
     drafted_l = l if sensitive and l_reason is None else None
-    cap = key_cap(data, ranked, sensitive, k=k, l=drafted_l, max_keys=max_keys) if ranked else None
+    # the drafted plan microaggregates the continuous keys within each released key combination in
+    # groups of DRAFTED_MICROAGGREGATION_K: with continuous keys a combination needs that many records
+    group = max(k, DRAFTED_MICROAGGREGATION_K) if any(v.role == "continuous_key" for v in drafted) else k
+    # without weights a record's risk is 1/f_k and the drafted global-risk target binds the keys too
+    weighted = any(v.role == "weight" for v in drafted)
+    max_risk = None if weighted else drafted_global_risk(len(data), weighted=False)
+    cap = replace(key_cap(data, ranked, sensitive, k=group, l=drafted_l, max_keys=max_keys, max_risk=max_risk),
+                  drafted_k=k) if ranked else None
     variables = _cap_keys(drafted, max_keys, cap)
     decisions = [f"{v.name}: {v.reason.split('left out of the keys: ', 1)[1].removesuffix(' (draft decision to confirm)')}"
                  for v in variables if v.reason.endswith("(draft decision to confirm)")]
