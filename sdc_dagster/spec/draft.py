@@ -140,7 +140,10 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
     ``max_linkage_risk`` when there are continuous keys), the utility limits (``limits:``, each at
     its default with its reason, :data:`LIMIT_REASONS`) and the plans to start from: local
     suppression to 3-anonymity when there are categorical keys, MDAV microaggregation (k = 5) of the
-    continuous keys when there are continuous keys.
+    continuous keys when there are continuous keys; and, when the draft decided something for the
+    methodologist to confirm (a key candidate beyond what the records support, l not drafted:
+    :func:`~sdc_dagster.spec.roles.draft_scenario`), ``report: draft_decisions:`` listing each with
+    its reason, shown in the report's sign-off block.
     """
     path = Path(path)
     check_name("survey name", survey)

@@ -24,8 +24,11 @@ and the mu-Argus manual's identification levels):
   birth, ethnicity or race, education, occupation, economic activity, then sdcMicro's relationship
   and dwelling variables), recognised by name (English, some Polish and Spanish), label and the
   variable codes of EU-SILC, the LFS and sdcMicro's examples; at most :data:`MAX_CATEGORICAL_KEYS`
-  (``sdc init --max-keys``), taken one per scenario group in turn; other categorical candidates are
-  ``other`` with a comment saying why they could be keys;
+  (``sdc init --max-keys``), taken one per scenario group in turn, and at most what the file's
+  records support at the drafted k, l and global-risk target (:func:`key_cap`); other categorical
+  candidates are ``other`` with a comment saying why they could be keys, those beyond the records'
+  cap listed as decisions to confirm (:class:`DraftedScenario`); l is not drafted when no key in two
+  classes can meet it (:func:`l_reachable`);
 * ages, years of birth, household sizes and other counts in whole numbers are categorical keys on
   an ordinal scale, never continuous keys (microaggregation or noise would release fractional years
   or persons; the plan search bands them);
@@ -308,8 +311,8 @@ def _ranked_candidates(drafted: list[DraftedVariable]) -> list[DraftedVariable]:
     return sorted(categorical, key=lambda v: turn[v.name])
 
 
-def l_reachable(data: pd.DataFrame, ranked: list[DraftedVariable], sensitive: list[str], *, k: int = DRAFTED_K,
-                l: int = DRAFTED_L, limit: float = UtilityLimits().max_suppressed_share) -> str | None:
+def l_reachable(data: pd.DataFrame, ranked: list[DraftedVariable], sensitive: list[str], *, l: int = DRAFTED_L,
+                limit: float = UtilityLimits().max_suppressed_share) -> str | None:
     """None when l-diversity can be drafted, else why not: the sensitive variables cannot be
     l-diverse within the suppression limit even with the first-ranked key alone in two classes
     (:func:`coarsest_classes`; a skewed binary variable, one nearly constant within a key, one with
@@ -563,7 +566,7 @@ def draft_scenario(contents: FileContents, *, max_keys: int = MAX_CATEGORICAL_KE
     drafted = _keys_when_none(_cap_keys(drafted, max_keys))
     ranked = _ranked_candidates(drafted)
     sensitive = [v.name for v in drafted if v.role == "sensitive"]
-    l_reason = l_reachable(data, ranked, sensitive, k=k, l=l)
+    l_reason = l_reachable(data, ranked, sensitive, l=l)
     drafted_l = l if sensitive and l_reason is None else None
     # the drafted plan microaggregates the continuous keys within each released key combination in
     # groups of DRAFTED_MICROAGGREGATION_K: with continuous keys a combination needs that many records
