@@ -18,8 +18,8 @@ from sdc_dagster.spec.draft import draft_spec
 from sdc_dagster.spec.guess import DraftedVariable
 from sdc_dagster.spec.reading import read_with_metadata
 from sdc_dagster.cli import main
-from sdc_dagster.search.space import key_hierarchy
-from sdc_dagster.spec import Variable
+from sdc_dagster.search.space import search_space
+from sdc_dagster.spec import parse_spec
 from sdc_dagster.spec.drafted_hierarchies import two_classes
 from sdc_dagster.spec.roles import coarsest_classes, draft_scenario, key_cap
 
@@ -56,20 +56,28 @@ def test_two_classes_of_groups_by_hand():
     assert two_classes([3, 4], ordered=False) is None
 
 
-def test_the_search_space_ends_a_key_with_two_classes_before_its_top():
+def test_the_search_space_with_the_tops_has_each_key_in_two_classes_before_its_top():
     # 13 records, a nominal key of 10 categories: 1 x3, 2 x2, 3..10 once each. Below 10 % of the
     # records (1.3): 3..10 into Other; then the most frequent group, Other (8 records), against 1 and 2
-    values = pd.Series([1, 1, 1, 2, 2, 3, 4, 5, 6, 7, 8, 9, 10])
-    levels = key_hierarchy(values, Variable("one", "categorical_key", "nominal", tuple(range(1, 11)))).levels
-    assert levels[-1].groups == ((3, 4, 5, 6, 7, 8, 9, 10), (1, 2))
+    values = [1, 1, 1, 2, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+    data = pd.DataFrame({"one": values, "two": values})
+    spec = parse_spec({"survey": "tiny", "risk": {"k": 3},
+                       "variables": {"one": {"role": "categorical_key", "scale": "nominal"},
+                                     "two": {"role": "categorical_key", "scale": "ordinal",
+                                             "order": list(range(1, 11))}}})
+    space = search_space(data, spec, withhold=True)
+    nominal = space["one"].levels
+    assert nominal[-2].groups == ((3, 4, 5, 6, 7, 8, 9, 10), (1, 2)) and len(nominal[-1].groups) == 1
     # ordinal: neighbours merged to 10 % (1, 2, 3 to 4, ..., 9 to 10), then split after the median
     # (7th) record, a 4: 1 to 4 (8 records) and 5 to 10
-    levels = key_hierarchy(values, Variable("one", "categorical_key", "ordinal", tuple(range(1, 11)))).levels
-    assert levels[-1].groups == ((1, 2, 3, 4), (5, 6, 7, 8, 9, 10))
-    assert levels[-1].names == ("1 to 4", "5 to 10")
+    ordinal = space["two"].levels
+    assert ordinal[-2].groups == ((1, 2, 3, 4), (5, 6, 7, 8, 9, 10)) and ordinal[-2].names == ("1 to 4", "5 to 10")
     # every level coarsens the one before (the lattice's levels nest)
-    for finer, coarser in zip(levels, levels[1:]):
-        assert all(any(set(g) <= set(c) for c in coarser.groups) for g in finer.groups)
+    for levels in (nominal, ordinal):
+        for finer, coarser in zip(levels, levels[1:]):
+            assert all(any(set(g) <= set(c) for c in coarser.groups) for g in finer.groups)
+    # the keys' own lattice (without the tops) is as before
+    assert [len(h.levels) for h in search_space(data, spec).values()] == [len(nominal) - 2, len(ordinal) - 2]
 
 
 def test_twelve_records_at_k_3_support_two_keys(tmp_path):

@@ -286,16 +286,24 @@ def key_hierarchy(values: pd.Series, variable: Variable, *, methods: Sequence[st
         rule = draft_rule(frame, variable.name, code_list=variable.categories is not None, columns=columns)
         levels = _rule_levels(rule, counts, categories, allowed, frame, variable.name)
     levels = [original, *levels]
-    ordinal = variable.scale == "ordinal" or (variable.scale != "nominal" and _numbers(categories))
-    rank = ({c: i for i, c in enumerate(variable.categories)} if variable.scale == "ordinal" and variable.categories
-            else {c: c for c in categories} if ordinal else None)
-    # a hierarchy given level by level (a file, inline levels) is the methodologist's own: kept as given
-    explicit = given is not None and not isinstance(given, HierarchyRule)
-    if "recode" in allowed and not explicit and (two := _two_class_level(levels[-1], counts, rank)) is not None:
-        levels.append(two)
     if max_level is not None:
         levels = levels[:max_level + 1]
     return KeyHierarchy(variable.name, tuple(levels))
+
+
+def two_class_level(hierarchy: KeyHierarchy, values: pd.Series, variable: Variable) -> KeyLevel | None:
+    """The last level of ``hierarchy`` merged into two classes (:func:`_two_class_level`), for the
+    lattice with the keys' tops (:func:`search_space` with ``withhold``): the coarsest detail a key
+    keeps before its top. None after a hierarchy given level by level (a file, inline levels: the
+    methodologist's own, kept as given) or when the last level has two groups or fewer."""
+    if variable.hierarchy is not None and not isinstance(variable.hierarchy, HierarchyRule):
+        return None
+    counts = values.dropna().value_counts()
+    categories = [_plain(c) for c in counts.index]
+    ordinal = variable.scale == "ordinal" or (variable.scale != "nominal" and _numbers(categories))
+    rank = ({c: i for i, c in enumerate(variable.categories)} if variable.scale == "ordinal" and variable.categories
+            else {c: c for c in categories} if ordinal else None)
+    return _two_class_level(hierarchy.levels[-1], counts, rank)
 
 
 def _numbers(categories: list) -> bool:
@@ -308,7 +316,7 @@ def _two_class_level(coarsest: KeyLevel, counts: pd.Series, rank: dict | None) -
     the median record for an ordered key, the most frequent group against the others merged into
     "Other" for a nominal one), so that a small file can keep a key with some detail where its
     levels stop at more groups than its records can fill (13 records and a key of 10 categories, no
-    category under 10 % of them); not after a hierarchy given level by level. ``rank``: an ordered key's categories -> their place in its order
+    category under 10 % of them). ``rank``: an ordered key's categories -> their place in its order
     (None: nominal). None when the coarsest level has two groups or fewer."""
     ordered = rank is not None
     groups = list(coarsest.groups)
@@ -358,7 +366,7 @@ def search_space(data: pd.DataFrame, spec: SurveySpec, *, withhold: bool = False
     """The levels of every categorical key of ``spec`` on the wave ``data``, restricted by the spec's
     ``search:`` (keys in ``keep`` only at level 0, ``max_level``, ``methods``); with ``withhold``,
     each key that may be recoded (not in ``keep``, no ``max_level`` given) also gets the top of its
-    hierarchy (:func:`withheld_level`)."""
+    hierarchy (:func:`withheld_level`), and before it the key in two classes (:func:`two_class_level`)."""
     options = spec.search
     columns = [v.name for v in spec.variables
                if v.role in NESTING_ROLES and v.scale != "continuous" and v.name in data.columns]
@@ -368,8 +376,11 @@ def search_space(data: pd.DataFrame, spec: SurveySpec, *, withhold: bool = False
         for key in spec.categorical_keys
     }
     if withhold and options.max_level is None and "recode" in options.methods:
-        space = {key: replace(h, levels=(*h.levels, top)) if key not in options.keep
-                 and (top := withheld_level(h.levels[0])) is not None else h for key, h in space.items()}
+        # before each top, the key in two classes (issue 34): the least detail a released key keeps
+        two = {key: two_class_level(h, data[key], spec.variable(key)) for key, h in space.items()}
+        space = {key: replace(h, levels=(*h.levels, *((two[key],) if two[key] is not None else ()), top))
+                 if key not in options.keep and (top := withheld_level(h.levels[0])) is not None else h
+                 for key, h in space.items()}
     return space
 
 
