@@ -35,13 +35,20 @@ from sdc_dagster.spec.sources import file_sha256
 from sdc_dagster.spec import FORMATS, SurveySpec
 
 
+#: Suffixes read as data when named (``--file``, ``source.path``) but not taken from the landing folder:
+#: a ``notes.txt`` beside the waves is a note, not a wave (deliver delimited text as ``.csv``/``.tsv``).
+NOT_LANDED = (".txt",)
+
+
 def wave_files(spec: SurveySpec, landing: Path) -> tuple[dict[str, Path], dict[Path, str]]:
-    """Wave id -> path of every readable wave file in the survey's folder of ``landing``; and each wave
-    file skipped because its stem is not a safe wave id (:func:`~sdc_dagster.names.name_problem`) -> why."""
+    """Wave id -> path of every readable wave file in the survey's folder of ``landing`` (by its
+    suffix, :data:`NOT_LANDED` aside); and each wave file skipped because its stem is not a safe wave
+    id (:func:`~sdc_dagster.names.name_problem`) -> why."""
     folder = landing / spec.survey
     if not folder.is_dir():
         return {}, {}
-    candidates = [path for path in sorted(folder.iterdir()) if path.is_file() and path.suffix.lower() in FORMATS]
+    candidates = [path for path in sorted(folder.iterdir())
+                  if path.is_file() and path.suffix.lower() in FORMATS and path.suffix.lower() not in NOT_LANDED]
     problems = {path: name_problem("wave id", path.stem) for path in candidates}
     return ({path.stem: path for path, problem in problems.items() if problem is None},
             {path: problem for path, problem in problems.items() if problem is not None})

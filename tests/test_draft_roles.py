@@ -13,8 +13,11 @@ province), ``id`` (removed before release); school, vehicle and panel-person num
 (cluster) ids; what an intruder wants to learn (religion, trade union, health, sex life, political
 opinion) sensitive; everything else ``other``.
 
-A categorical key candidate that the draft leaves out only because of the cap of eight keys (its
-comment says so) is counted apart: the strict agreement counts it as a miss, the agreement on
+A key candidate left out because the file's records do not support it at k = 3
+(:func:`~sdc_dagster.spec.roles.key_cap`; its comment says so, and the spec lists it among the
+draft decisions to confirm) counts as the categorical key it was recognised as. A categorical key
+candidate that the draft leaves out only because of the cap of eight keys (its comment says so) is
+counted apart: the strict agreement counts it as a miss, the agreement on
 candidates as a match.
 """
 
@@ -83,6 +86,10 @@ def test_drafted_roles_agree_with_the_documentation(tmp_path):
             v = drafted[variable]
             role = "id" if v.role in ID_ROLES else v.role
             capped = v.role == "other" and f"at most {MAX_CATEGORICAL_KEYS} categorical keys" in v.reason
+            # beyond what the file's records support: recognised as a key, left out by a decision the
+            # drafted spec lists for the methodologist to confirm (report.draft_decisions)
+            if v.role == "other" and "candidate key beyond the cap" in v.reason:
+                role = "categorical_key"
             rows.append({"file": name, "variable": variable, "expected": expected, "drafted": role,
                          "capped": capped, "reason": v.reason})
     result = pd.DataFrame(rows)

@@ -36,13 +36,20 @@ def drafted(frame: pd.DataFrame, **options) -> dict:
     return {v.name: v for v in draft_roles(FileContents(frame, {}, {}, {}, "csv", roles=roles), **options)}
 
 
+def candidate_role(v) -> str:
+    """The role, with a key candidate that the key cap left out (its reason says so, a draft
+    decision to confirm: test_draft_key_cap.py) counted as the categorical key it was recognised as."""
+    return "categorical_key" if v.role == "other" and "candidate key beyond the cap" in v.reason else v.role
+
+
 def adult() -> pd.DataFrame:
     return pd.read_csv(ADULT, sep=";")
 
 
 def test_arx_adult_columns_are_the_scenario_keys_and_the_salary_class_is_sensitive():
     roles = drafted(adult())
-    assert {name: (v.role, v.scale) for name, v in roles.items()} == {
+    # 400 records at k = 3: some of the eight scenario keys are beyond the key cap (recognised, left out)
+    assert {name: (candidate_role(v), v.scale) for name, v in roles.items()} == {
         "sex": ("categorical_key", "nominal"),
         "age": ("categorical_key", "ordinal"),  # whole years: never a continuous key
         "race": ("categorical_key", "nominal"),
@@ -101,8 +108,8 @@ def test_sdcmicro_testdata2_recodes_of_a_key_are_removed_and_age_is_ordinal():
     for copy, key in (("relat2", "relat"), ("water2", "water"), ("water3", "water")):
         assert roles[copy].role == "direct_identifier", copy
         assert f"one value within each category of the key {key!r}" in roles[copy].reason
-    assert roles["relat"].role == "categorical_key" and roles["water"].role == "categorical_key"
-    assert (roles["age"].role, roles["age"].scale) == ("categorical_key", "ordinal")
+    assert candidate_role(roles["relat"]) == "categorical_key" and candidate_role(roles["water"]) == "categorical_key"
+    assert (candidate_role(roles["age"]), roles["age"].scale) == ("categorical_key", "ordinal")
     assert roles["ori_hid"].role == "household_id" and roles["sampling_weight"].role == "weight"
 
 

@@ -447,6 +447,9 @@ def test_drafted_spec_writes_the_drafted_hierarchies_and_the_search_walks_them(t
     province = {"m1": "p1", "m2": "p1", "m3": "p2", "m4": "p2", "m5": "p3", "m6": "p3"}
     frame = pd.DataFrame({"occupation": rng.choice([5111, 5112, 5113, 5121, 5122, 6111, 6112], n),
                           "municipality": municipality, "province": [province[m] for m in municipality]})
+    # a sampling weight: without one, the drafted global-risk target (1 %) of 120 records supports one
+    # key only (spec/roles.key_cap), and both keys are drafted here
+    frame["weight"] = 50.0
     frame.to_csv(tmp_path / "w.csv", index=False)
     from sdc_dagster.spec.draft import draft_spec
 

@@ -285,6 +285,10 @@ def test_relaxations_to_try_smallest_first():
         ("no l-diversity instead of l = 3", 1.0),
         # the keys the binding checks name first: the continuous ones (linkage), income (its mean)
         ("income not a key", 1.0), ("savings not a key", 1.0), ("age not a key", 1.0), ("sex not a key", 1.0),
+        # pairs of scenario changes, each of size 1 + 1, the keys in the same order (issue 38)
+        ("income and savings not keys", 2.0), ("income and age not keys", 2.0), ("income and sex not keys", 2.0),
+        ("savings and age not keys", 2.0), ("savings and sex not keys", 2.0), ("age and sex not keys", 2.0),
+        *((f"{key} not a key and no l-diversity instead of l = 3", 2.0) for key in ("income", "savings", "age", "sex")),
         ("linkage-risk target 68.9 % instead of 20 %", 2.445),  # the closest plan's, rounded up
         # both of the closest plan's thresholds at its values: 2.445 + (6 % - 5 %) / 5 %
         ("linkage-risk target 68.9 % instead of 20 % and mean-change limit 6 % instead of 5 %", 2.645),
@@ -445,7 +449,9 @@ def test_when_too_many_keys_go_the_advice_names_them_and_tries_them_first_as_not
     """12 records: a unique on each (1..12), b in halves, c in thirds; k = 4. a must go to its top
     (one category) whatever else; b x c has combinations of 2 records ((1,2) and (2,2)), so b or c must
     go too: 2 of 3 keys not released, 66.7 % against the 50 % limit (limits.max_keys_not_released),
-    in each of the two closest plans; every key at its top, 100 %, is the third. What it would take,
+    in each of the three closest plans (the third: a and b at their tops, c in two classes, its most
+    frequent category 1 (the first of equals) against 2 and 3, since issue 34 the last level of a
+    key before its top). What it would take,
     by hand: k = 3 still needs b or c at its top (no plan); the limit raised to 66.7 % (size
     (0.667 - 0.5) / 0.5 = 0.334) releases a and c at their tops, 24 of the 36 values lost, 2/3; k = 2 keeps b and c (every combination of b, c has 2 or 4 records), loss 12 of 36 = 1/3; a not
     a key (a key not released, named first): b, c with c at its top, 1 of 2 keys, loss 12 / 24 = 0.5."""
@@ -459,9 +465,37 @@ def test_when_too_many_keys_go_the_advice_names_them_and_tries_them_first_as_not
     assert [[g.text for g in plan.gaps] for plan in advice.closest] == [
         ["66.7 % of the keys not released (a, b) against the 50 % limit"],
         ["66.7 % of the keys not released (a, c) against the 50 % limit"],
-        ["100 % of the keys not released (a, b, c) against the 50 % limit"]]
+        ["66.7 % of the keys not released (a, b) against the 50 % limit"]]
     assert [(r.change, r.size, r.loss) for r in advice.relaxations] == [
         ("keys-not-released limit 66.7 % instead of 50 %", pytest.approx(0.334), pytest.approx(2 / 3)),
         ("k = 2 instead of 4", 0.5, pytest.approx(1 / 3)),
         ("a not a key", 1.0, 0.5)]
     assert advice.tried == ("k = 3 instead of 4: no plan passes every blocking check",)
+
+
+def test_when_no_single_change_helps_the_advice_tries_pairs_of_keys():
+    """Nine records, four keys of three categories each, pairwise orthogonal (rows r, columns c and
+    the Latin squares r + c and r + 2c mod 3): each key alone splits the records 3/3/3, any two keys
+    at any detail (their categories, or two classes: the first category against the others) leave a
+    combination of one record, and k = 2 cannot be lowered. At most half of the keys may be at their
+    tops: with 4 keys 2, with 3 keys 1, so two keys are always released with detail and fail; with
+    one key fewer as well. Two keys not keys leave 2, one of them at its top: 1 of 2 keys, eligible.
+    What it would take, by hand: the keys-not-released limit at 75 % (3 of 4 at their tops), no
+    single key not a key, then a pair of keys."""
+    r = np.repeat([0, 1, 2], 3)
+    c = np.tile([0, 1, 2], 3)
+    data = pd.DataFrame({"a": r, "b": c, "d": (r + c) % 3, "e": (r + 2 * c) % 3})
+    spec = parse_spec({"survey": "pairs", "risk": {"k": 2, "max_global_risk": 1.0},
+                       "variables": {key: {"role": "categorical_key", "scale": "nominal"} for key in "abde"},
+                       "search": {"enabled": True, "methods": ["recode"]}})
+    found = search_wave(data, spec, wave="w")
+    assert found.recommended is None
+    advice = what_it_would_take(data, spec, found, wave="w", note=lambda note: None, budget_seconds=120)
+    changes = [r.change for r in advice.relaxations]
+    assert changes[0] == "keys-not-released limit 75 % instead of 50 %"
+    assert {f"{key} not a key: no plan passes every blocking check" for key in "abde"} <= set(advice.tried)
+    pair = advice.relaxations[1]
+    assert pair.change.endswith(" not keys") and pair.size == 2.0 and pair.kind == "scenario"
+    # the plan eligible under the pair keeps one of the two keys left with detail
+    left = [key for key in "abde" if key not in pair.change.removesuffix(" not keys").split(" and ")]
+    assert len(left) == 2 and sum(f"{key}: withheld" in pair.plan for key in left) == 1

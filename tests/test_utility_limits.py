@@ -427,12 +427,13 @@ def test_the_search_reaches_l_diversity_by_suppression_within_the_limit_and_the_
     assert protection.release_checks(released, spec, chosen.plan, original=data)["l_diversity"].passed
 
 
-def test_the_search_makes_the_group_of_suppressed_records_l_diverse_too():
+def test_the_search_suppresses_the_records_below_l_and_they_match_every_group():
     """Key "a": values 1 and 2 (30 records each, health x and y alternating) and 5 (x, y) are
-    2-diverse; 3 (x, x) and 4 (x, x) are not. Suppressing the keys of those 4 records alone leaves
-    them one group holding only x, still not 2-diverse; the group that brings that pool the most
-    progress per record is 5 (2 records bringing y), so 6 records lose "a" (6 / 66 = 9.1 %, within
-    the 10 % limit) and every group of the release, the suppressed one included, is 2-diverse."""
+    2-diverse; 3 (x, x) and 4 (x, x) are not. Their 4 records lose "a" (4 / 66 = 6.1 %, within the
+    10 % limit). A missing key value matches any value, for l as for k (SPEC §2.4, issue 34): with
+    one key variable the 4 suppressed records match every record and see the whole file's x and y,
+    so every record of the release is 2-diverse. (Before issue 34 the suppressed records were a group
+    of their own, {x, x, x, x}, and group 5 had to join them: 6 records lost "a".)"""
     data = pd.DataFrame({"a": [1, 2] * 30 + [3, 3, 4, 4, 5, 5],
                          "health": ["x", "x", "y", "y"] * 15 + ["x", "x", "x", "x", "x", "y"]})
     raw = {"survey": "ldiv", "variables": {"a": {"role": "categorical_key"}, "health": {"role": "sensitive"}},
@@ -441,9 +442,9 @@ def test_the_search_makes_the_group_of_suppressed_records_l_diverse_too():
            "plans": {"p": [{"method": "local_suppression", "k": 2}]}}
     spec = parse_spec(raw)
     chosen = search.search_wave(data, spec, wave="1").recommended
-    assert chosen is not None and chosen.levels == (0,) and chosen.suppressed == 6
+    assert chosen is not None and chosen.levels == (0,) and chosen.suppressed == 4
     released = protection.protect(data, spec, chosen.plan, wave="1").data
-    assert released["a"].isna().tolist() == [False] * 60 + [True] * 6
+    assert released["a"].isna().tolist() == [False] * 60 + [True] * 4 + [False] * 2
     assert protection.release_checks(released, spec, chosen.plan, original=data)["l_diversity"].passed
 
 

@@ -96,8 +96,13 @@ def run_init(survey_name: str, data_file: str, *, spec_file: str | None = None, 
         return EXIT_BAD_SPEC
     roles = ", ".join(f"{len(spec.names(role))} {role}" for role in
                       ("categorical_key", "continuous_key", "sensitive", "direct_identifier") if spec.names(role))
-    print(f"wrote {target}: {len(spec.variables)} variables ({roles}); every role is a guess with its reason.\n"
-          f"Edit it, then: sdc check {target} --data {data_file}\n"
+    print(f"wrote {target}: {len(spec.variables)} variables ({roles}); every role is a guess with its reason.", file=out)
+    if spec.report.draft_decisions:  # what the draft decided for the file to be releasable (report.draft_decisions)
+        print(f"{len(spec.report.draft_decisions)} draft decision(s) to confirm (listed under report.draft_decisions "
+              "and in the report's sign-off):", file=out)
+        for decision in spec.report.draft_decisions:
+            print(f"  - {decision}", file=out)
+    print(f"Edit it, then: sdc check {target} --data {data_file}\n"
           f"          and: sdc run {survey_name} WAVE --file {data_file}", file=out)
     return EXIT_OK
 

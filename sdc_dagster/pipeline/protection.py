@@ -244,8 +244,9 @@ def utility_checks(changes: pd.DataFrame, spec: SurveySpec) -> dict[str, CheckOu
 
 def l_diversity_checks(protected: pd.DataFrame, spec: SurveySpec, released: ReleasedKeys) -> dict[str, CheckOutcome]:
     """Distinct and entropy l-diversity of the spec's sensitive variables within the released key
-    groups (SPEC §3.6, :func:`sdc_dagster.risk.l_diversity`, sdcMicro's ``ldiversity``: records are
-    grouped by their released key, a suppressed value being a value of its own): ``l_diversity``
+    groups (SPEC §3.6, :func:`sdc_dagster.risk.l_diversity`, sdcMicro's ``ldiversity`` scores: a
+    record's group is the records its released key matches, a suppressed value matching any value as
+    for k-anonymity, SPEC §2.4): ``l_diversity``
     fails when a record's group holds fewer than ``risk.l`` distinct values of a sensitive variable
     (blocking); ``entropy_l_diversity`` when exp(entropy) of a group is below l (blocking when
     ``risk.l_diversity`` is "entropy", a warning otherwise). ``value``: the records below l, summed

@@ -24,7 +24,9 @@ this module says what it would take, in two parts, both framework-free:
    global-risk and linkage targets and each utility limit raised to the value the closest plan
    failing only that check needs, rounded up to three significant digits) and of the scenario (each
    key in turn not a key, those the closest plans' binding checks name first; the l of the sensitive
-   variables lowered one step at a time, then no l-diversity) are tried *by searching again* on the
+   variables lowered one step at a time, then no l-diversity; then pairs of them: two keys not keys,
+   a key not a key and no l-diversity, at most :data:`MAX_PAIRS` of each, for a file where no
+   single change helps) are tried *by searching again* on the
    changed spec (``dataclasses.replace`` of the frozen spec), never guessed. The size of a change is
    how much it loosens the one figure it changes, relative to the spec's: k 5 -> 3 loosens by 40 %,
    a suppression limit 10 % -> 12.4 % by 24 %, l 3 -> 2 by 33 %; a key no longer a key, or no
@@ -77,6 +79,9 @@ from sdc_dagster.spec import SurveySpec, Variables
 CLOSEST = 3
 #: How many relaxations that make a plan eligible are reported (the search for them stops there).
 MOST = 3
+#: Pairs of scenario changes listed at most of each kind (two keys; a key and l), cheapest first:
+#: the keys the closest plans' binding checks name come first.
+MAX_PAIRS = 6
 #: The budget of all relaxed searches, as a share of the spec's ``search.budget_seconds`` (30 s of
 #: the default 120 s: on a wave of a few thousand records each relaxed search takes a second or
 #: two, so the budget binds on large waves only) ...
@@ -407,11 +412,20 @@ def relaxations(spec: SurveySpec, candidates: list[SearchCandidate], closest: li
             elif g.variable:
                 named += [key for key in keys if key == g.variable or key in g.variable.split("–")]
         ranks = {key: i for i, key in enumerate(dict.fromkeys(named))}
-        for key in sorted(keys, key=lambda key: (ranks.get(key, len(ranks)), key)):
-            variables = Variables(replace(v, role="other") if v.name == key else v for v in spec.variables)
-            search = replace(spec.search, keep=tuple(k for k in spec.search.keep if k != key))
-            found.append(Relaxation(f"{key} not a key", "scenario", f"key {key}", 1.0,
-                                    replace(spec, variables=variables, search=search)))
+        ranked = sorted(keys, key=lambda key: (ranks.get(key, len(ranks)), key))
+        for key in ranked:
+            found.append(Relaxation(f"{key} not a key", "scenario", f"key {key}", 1.0, _without_keys(spec, [key])))
+        # two changes of the scenario together, tried after every single one (their size the sum of
+        # theirs): two keys not keys (while a key is left), a key not a key and no l-diversity
+        if len(keys) > 2:
+            found += [Relaxation(f"{a} and {b} not keys", "scenario", f"key {a}+key {b}", 2.0,
+                                 _without_keys(spec, [a, b]))
+                      for i, a in enumerate(ranked) for b in ranked[i + 1:]][:MAX_PAIRS]
+        if l is not None and spec.names("sensitive") and spec.categorical_keys:
+            unconstrained = replace(spec, risk=replace(spec.risk, l=None))
+            found += [Relaxation(f"{key} not a key and no l-diversity instead of l = {l}", "scenario",
+                                 f"key {key}+l", 2.0, _without_keys(unconstrained, [key]))
+                      for key in ranked][:MAX_PAIRS]
     first = {}
     for relaxation in found:  # two closest plans that need the same change: tried once
         first.setdefault(relaxation.change, relaxation)
@@ -420,6 +434,18 @@ def relaxations(spec: SurveySpec, candidates: list[SearchCandidate], closest: li
     # sizes rounded: (30 % - 25 %) / 25 % is 0.2 as k 5 -> 4 is, not 0.19999999999999996; among
     # changes of one size and family, the order they were listed in (stable sort)
     return sorted(found, key=lambda r: (round(r.size, 9), order[r.family.split(" ")[0]]))
+
+
+def _without_keys(spec: SurveySpec, keys: list[str]) -> SurveySpec:
+    """``spec`` with ``keys`` no longer keys (role ``other``, out of ``search.keep``)."""
+    variables = Variables(replace(v, role="other") if v.name in keys else v for v in spec.variables)
+    return replace(spec, variables=variables, search=replace(spec.search, keep=tuple(k for k in spec.search.keep
+                                                                                   if k not in keys)))
+
+
+def _families(family: str) -> set[str]:
+    """The families a change belongs to: one, or both of a pair ("key a+key b" -> key a, key b)."""
+    return set(family.split("+"))
 
 
 def passes_under(plan: ClosestPlan, spec: SurveySpec) -> bool:
@@ -476,7 +502,7 @@ def what_it_would_take(
     for position, option in enumerate(options):
         if len(eligible) >= MOST:
             break
-        if option.family in settled:
+        if _families(option.family) & settled:  # a pair holding a change that makes a plan eligible alone
             continue
         left = budget - (search_clock() - start)
         if left < MIN_TRY_SECONDS:
@@ -502,7 +528,7 @@ def what_it_would_take(
                          + ("" if result.exhaustive else f" within {seconds:.3g} s"))
             say(f"{PROGRESS_PREFIX}what it would take: {tried[-1]}")
             continue
-        settled.add(option.family)
+        settled |= _families(option.family)
         say(f"{PROGRESS_PREFIX}what it would take: " + relaxation_text(eligible[-1].record()))
     return WhatItWouldTake(closest=tuple(closest), relaxations=tuple(eligible), tried=tuple(tried),
                            not_tried=tuple(not_tried), seconds=time.perf_counter() - began,

@@ -270,5 +270,6 @@ def report_inputs(
         value_labels=(value_labels(source, default_format=spec.source.format, metadata=source_metadata(spec))
                       if source is not None else {}),
         run=run,
-        sign_off=SignOff(prepared_by=spec.report.prepared_by, reviewed_by=spec.report.reviewed_by),
+        sign_off=SignOff(prepared_by=spec.report.prepared_by, reviewed_by=spec.report.reviewed_by,
+                         draft_decisions=spec.report.draft_decisions),
     )

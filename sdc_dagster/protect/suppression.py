@@ -49,13 +49,12 @@ import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
 from sdc_dagster.risk.incremental_counts import IncrementalCompatibleCounts
-from sdc_dagster.risk.frequencies import distinct_digit_keys
 from sdc_dagster.keys import category_codes, check_mask_width, key_digits
 from sdc_dagster.protect.strata import stratum_codes, stratum_members
 from sdc_dagster.protect.suppression_greedy import auto_suppress_to_k, greedy_suppress_to_k
 from sdc_dagster.protect.suppression_sdcmicro import sdcmicro_suppress_to_k
 from sdc_dagster.risk.categorical import risk_from_frequencies
-from sdc_dagster.risk.diversity import group_l_diversity
+from sdc_dagster.risk.diversity import group_l_diversity, matched_l_diversity
 from sdc_dagster.validation import check_option, check_scalar, weight_values
 
 LOCAL_SUPPRESSION_METHODS = ("auto", "greedy", "sdcmicro")
@@ -420,59 +419,19 @@ _L_TOLERANCE = 1e-9
 
 def codes_below_l(digits: np.ndarray, radices: np.ndarray, sensitive: Sequence[np.ndarray], *, l: int,
                   entropy: bool = False) -> np.ndarray:
-    """Per record, whether its key group (records with the same key ``digits``, 0 = missing being a
-    value of its own, as sdcMicro's ``ldiversity`` groups them) holds fewer than ``l`` distinct
-    values of one of the ``sensitive`` variables (category codes from 0, -1 missing;
-    :func:`~sdc_dagster.risk.group_l_diversity`), or with ``entropy`` also an entropy l-diversity
-    below l (SPEC §3.6; exp(entropy) never exceeds the distinct count but for a group holding only
-    missing values, distinct 0 and exp(entropy) 1)."""
-    groups = distinct_digit_keys(digits, radices)
+    """Per record, whether the records its key ``digits`` match (a missing value, 0, matching any
+    value, as k-anonymity counts them: :func:`~sdc_dagster.risk.matched_l_diversity`, SPEC §2.4)
+    hold fewer than ``l`` distinct values of one of the ``sensitive`` variables (category codes from
+    0, -1 missing), or with ``entropy`` also an entropy l-diversity below l (SPEC §3.6; exp(entropy)
+    never exceeds the distinct count but for a group holding only missing values, distinct 0 and
+    exp(entropy) 1)."""
     below = np.zeros(len(digits), dtype=bool)
     for codes in sensitive:
-        scores = group_l_diversity(groups.record_key, len(groups.count), codes)
+        scores = matched_l_diversity(digits, radices, codes)
         below |= (scores["distinct"] < l).to_numpy()
         if entropy:
             below |= (scores["entropy"] < l - _L_TOLERANCE).to_numpy()
     return below
-
-
-def _xlogx(x: np.ndarray) -> np.ndarray:
-    """x ln x elementwise, 0 at 0."""
-    x = np.asarray(x, dtype=np.float64)
-    return x * np.log(np.where(x > 0, x, 1.0))
-
-
-def _union_scores(codes: np.ndarray, pool: np.ndarray, group: np.ndarray, n_groups: int,
-                  entropy: bool) -> tuple[float, np.ndarray]:
-    """The l-diversity score (distinct, or with ``entropy`` the least of it and exp of the entropy,
-    as :func:`codes_below_l` requires both; SPEC §3.6 with sdcMicro's missing category, as
-    :func:`~sdc_dagster.risk.group_l_diversity` scores a group) of the records in ``pool`` and, per
-    key group g of the other records (``group``, -1 in the pool), of the pool together with g. ``codes``: one sensitive variable, category codes from 0, -1
-    missing. The union of two groups is scored from their category counts: distinct = present
-    non-missing categories (+1 for missing when there are others); exp(entropy) = T exp(-S/T), T
-    the records, S = sum of x ln x over the category counts x."""
-    category = codes + 1  # 0 = missing, a category of its own next to others
-    m = int(category.max()) + 1
-    held = np.bincount(category[pool], minlength=m).astype(np.float64)
-    outside = ~pool
-    pair, count = np.unique(group[outside] * np.int64(m) + category[outside], return_counts=True)
-    pair_group, pair_category = pair // m, pair % m
-    size = np.bincount(pair_group, weights=count, minlength=n_groups)
-
-    def score(total, s, present, missing):
-        distinct = present + ((missing > 0) & (present > 0))
-        if entropy:
-            return np.minimum(distinct, np.where(total > 0, total * np.exp(-s / np.where(total > 0, total, 1.0)), 0.0))
-        return distinct
-
-    pool_score = score(held.sum(), _xlogx(held).sum(), np.count_nonzero(held[1:]), held[0])
-    new = (held[pair_category] == 0) & (pair_category > 0)
-    present = np.count_nonzero(held[1:]) + np.bincount(pair_group[new], minlength=n_groups)
-    missing = held[0] + np.bincount(pair_group[pair_category == 0], weights=count[pair_category == 0],
-                                    minlength=n_groups)
-    s = _xlogx(held).sum() + np.bincount(
-        pair_group, weights=_xlogx(held[pair_category] + count) - _xlogx(held[pair_category]), minlength=n_groups)
-    return float(pool_score), score(held.sum() + size, s, present, missing)
 
 
 def suppress_codes_to_l(digits: np.ndarray, radices: np.ndarray, sensitive: Mapping[str, np.ndarray], *, l: int,
@@ -481,51 +440,35 @@ def suppress_codes_to_l(digits: np.ndarray, radices: np.ndarray, sensitive: Mapp
     ``radices`` as :func:`~sdc_dagster.keys.key_digits` codes them; not modified); ``sensitive``:
     per sensitive variable its category codes from 0, -1 missing.
 
-    1. Every key value of the records of the key groups below l (:func:`codes_below_l`) is
-       suppressed: they join the *pool*, the group whose keys are all missing.
-    2. The pool is l-diverse only if its records hold l values between them: while it is not, the
-       key group that brings it the most progress per record is added to it (progress: the sum over
-       the sensitive variables of min(score, l), the score computed for the union by
-       :func:`_union_scores`), the first such group on ties; when no group brings progress (entropy
-       can fall when a group is added), every record joins the pool.
-
-    The whole file as one group is l-diverse whenever some grouping is (the distinct values of a
-    group are values of the file; the entropy of a mixture is at least the least entropy of its
-    parts), so the result is l-diverse for every sensitive variable; when the whole file is not,
-    l is unreachable and :class:`SDCInputError` says so. With distinct l-diversity each step of 2
-    adds a value that the pool lacks, so there are at most l times the number of sensitive
-    variables; with entropy at most one per key group."""
+    Every key value of the records below l (:func:`codes_below_l`) is suppressed, and again for
+    the records below l then, until none is: a record whose keys are all missing matches every
+    record (SPEC §2.4), so the suppressed records are as diverse as the whole file; suppressing a
+    record's keys can leave a complete key that matched it below l (the key missing in every
+    variable is not counted for complete keys, as sdcMicro's freqCalc counts k), hence the rounds,
+    at most one per record and in practice two or three. The whole file is l-diverse whenever some
+    grouping is (the distinct values of a group are values of the file; the entropy of a mixture is
+    at least the least entropy of its parts), so the result is l-diverse for every sensitive
+    variable; when the whole file is not, l is unreachable and :class:`SDCInputError` says so."""
     check_mask_width(digits.shape[1], "suppression to l-diversity")
-    whole = np.ones(len(digits), dtype=bool)
-    none = np.full(len(digits), -1, dtype=np.int64)
     measure = "entropy l-diversity (exp of the entropy, at most the distinct count)" if entropy else "distinct l-diversity"
+    one_group = np.zeros(len(digits), dtype=np.int64)
     for name, codes in sensitive.items():
-        file_score, _ = _union_scores(codes, whole, none, 0, entropy)
+        scores = group_l_diversity(one_group, 1, codes)
+        file_score = float(scores["entropy"].min() if entropy else scores["distinct"].min()) if len(digits) else l
+        if entropy and len(digits):
+            file_score = min(file_score, float(scores["distinct"].min()))
         if file_score < l - _L_TOLERANCE:
             raise SDCInputError(
                 f"l: {l} is unreachable for sensitive variable {name!r}: the whole file, keys all suppressed, "
                 f"reaches {measure} {file_score:.4g} (SPEC §3.6; a missing value counts as a value when others exist)"
             )
     suppressed = digits.copy()
-    suppressed[codes_below_l(digits, radices, list(sensitive.values()), l=l, entropy=entropy)] = 0
-    pool = ~suppressed.any(axis=1)
-    # the records outside the pool keep their keys: their groups are counted once
-    groups = distinct_digit_keys(suppressed, radices)
-    n_groups = len(groups.count)
-    while pool.any():
-        group = np.where(pool, -1, groups.record_key)
-        scores = [_union_scores(codes, pool, group, n_groups, entropy) for codes in sensitive.values()]
-        if all(pool_score >= l - _L_TOLERANCE for pool_score, _ in scores):
-            break
-        progress = sum(min(pool_score, l) for pool_score, _ in scores)
-        size = np.bincount(group[~pool], minlength=n_groups)
-        gain = sum(np.minimum(union, l) for _, union in scores) - progress
-        gain = np.where(size > 0, gain / np.maximum(size, 1), 0.0)
-        best = int(np.argmax(gain))
-        joining = (group == best) if gain[best] > 1e-12 else ~pool
-        suppressed[joining] = 0
-        pool |= joining
-    return suppressed
+    while True:
+        below = codes_below_l(suppressed, radices, list(sensitive.values()), l=l, entropy=entropy)
+        below &= suppressed.any(axis=1)  # the records with every key missing match the whole file
+        if not below.any():
+            return suppressed
+        suppressed[below] = 0
 
 
 def diversity_suppression(data: pd.DataFrame, keys: Sequence[str], sensitive: Sequence[str] | str, *, l: int,
@@ -533,14 +476,11 @@ def diversity_suppression(data: pd.DataFrame, keys: Sequence[str], sensitive: Se
     """Suppress every key value of the records whose key group is not l-diverse in a sensitive
     variable (SPEC §3.6; :func:`codes_below_l`), as ARX suppresses the records of a class that
     violates its privacy model (Prasser et al., "ARX: a comprehensive tool for anonymizing biomedical
-    data", 2014): the suppressed records form one group, all keys missing. That group is l-diverse
-    only if its records hold l values between them; while it is not, further key groups join it
-    (:func:`suppress_codes_to_l`), so every group of the result is l-diverse, grouped as
-    :func:`~sdc_dagster.risk.l_diversity` groups the records (a missing key value a value of its
-    own, as sdcMicro's ``ldiversity``). Groups that are l-diverse and not needed are left as they
-    are. Run after local suppression to k-anonymity, it can undo it: a record whose keys all become
-    missing is no longer counted for the complete keys it matched when partly missing (SPEC §2.4),
-    so k-anonymity must be checked again on the result.
+    data", 2014). A record's group is the records its key matches, a missing key value matching any
+    value, as k-anonymity counts them (SPEC §2.4, :func:`~sdc_dagster.risk.l_diversity`): the
+    suppressed records, all keys missing, match the whole file and so are l-diverse whenever the
+    file is; the records they no longer complete are judged again (:func:`suppress_codes_to_l`), so
+    every record of the result is l-diverse. Groups that are l-diverse are left as they are.
 
     Parameters
     ----------

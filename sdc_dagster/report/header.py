@@ -64,15 +64,19 @@ def header_html(inputs: ReportInputs) -> str:
 def sign_off_fields(inputs: ReportInputs) -> dict:
     """The sign-off block as plain fields (the JSON report's ``sign_off``): prepared by, reviewed by
     (pre-filled from the spec's ``report:``, else empty), decision and date (empty: signed by hand),
-    and the decisions to choose from."""
+    the decisions to choose from, and the draft's decisions to confirm (the spec's
+    ``report.draft_decisions``)."""
     return {"prepared_by": inputs.sign_off.prepared_by, "reviewed_by": inputs.sign_off.reviewed_by,
-            "decision": "", "date": "", "decisions": list(DECISIONS)}
+            "decision": "", "date": "", "decisions": list(DECISIONS),
+            "draft_decisions": list(inputs.sign_off.draft_decisions)}
 
 
 def sign_off_html(inputs: ReportInputs) -> str:
     """The sign-off block: prepared by, reviewed by, decision (release / withhold / release with
     conditions, the conditions written below), date and signatures, each on a line to write on
-    (pre-filled with the spec's names where it gives them); kept on one printed page."""
+    (pre-filled with the spec's names where it gives them), after the draft's decisions to confirm
+    (the spec's ``report.draft_decisions``: keys ``sdc init`` left out, l not drafted) when there are
+    any; kept on one printed page."""
     def line(label: str, value: str = "") -> str:
         return (f'<div class="sign"><span class="label">{html.escape(label)}</span>'
                 f'<span class="line">{html.escape(value)}</span></div>')
@@ -81,10 +85,20 @@ def sign_off_html(inputs: ReportInputs) -> str:
     return ('<section class="sign-off"><h2 id="sign-off">Sign-off</h2>'
             "<p>The release decision of this wave, signed by the methodologist who prepared the protection and "
             "the one who reviewed it.</p>"
+            + _draft_decisions_html(inputs.sign_off.draft_decisions)
             + line("Prepared by", inputs.sign_off.prepared_by) + line("Signature")
             + line("Reviewed by", inputs.sign_off.reviewed_by) + line("Signature")
             + f'<div class="sign"><span class="label">Decision</span><span class="choices">{boxes}</span></div>'
             + line("Conditions") + line("Date") + "</section>")
+
+
+def _draft_decisions_html(decisions: tuple[str, ...]) -> str:
+    """The draft's decisions to confirm as a list (nothing when there are none)."""
+    if not decisions:
+        return ""
+    items = "".join(f"<li>{html.escape(d)}</li>" for d in decisions)
+    return ("<h3>Draft decisions to confirm</h3><p>The spec was drafted by <code>sdc init</code>, which decided "
+            f"these for the methodologist to confirm (the spec's report.draft_decisions):</p><ul>{items}</ul>")
 
 
 _HEADING = re.compile(r'<h([23])(?: id="([^"]*)")?>(.*?)</h\1>', re.S)

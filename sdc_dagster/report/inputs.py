@@ -55,10 +55,12 @@ class RunInfo:
 
 @dataclass(frozen=True)
 class SignOff:
-    """The sign-off block's names, pre-filled from the spec's ``report:`` (empty: a line to sign on)."""
+    """The sign-off block's names, pre-filled from the spec's ``report:`` (empty: a line to sign on),
+    and the draft's decisions to confirm (``report.draft_decisions``, written by ``sdc init``)."""
 
     prepared_by: str = ""
     reviewed_by: str = ""
+    draft_decisions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)

@@ -30,7 +30,7 @@ from sdc_dagster.risk.population_uniqueness import (  # ARX: Pitman (Hoshino 200
     PopulationUniqueness,
     population_uniqueness,
 )
-from sdc_dagster.risk.diversity import group_l_diversity, l_diversity, t_closeness  # SPEC §3.6, §3.7
+from sdc_dagster.risk.diversity import group_l_diversity, l_diversity, matched_l_diversity, t_closeness  # SPEC §3.6, §3.7
 from sdc_dagster.risk.suda import suda2, suda2_attribute_contributions, suda2_max_size  # SPEC §3.8
 from sdc_dagster.risk.tables import (  # SPEC §11.2, §11.4
     difference_table,
@@ -63,6 +63,7 @@ __all__ = [
     "key_frequencies",
     "group_l_diversity",
     "l_diversity",
+    "matched_l_diversity",
     "model_risk",
     "formula_on_keys",
     "neighbourhood_counts",

@@ -1,8 +1,12 @@
 """Attribute-disclosure measures within key groups: l-diversity and t-closeness (SPEC §3.6, §3.7).
 
-Records are grouped by identical key (a missing key value is a value of its own, as in sdcMicro's
-``ldiversity``: the NA-key rows of its test suite form one group). The group-by runs in DuckDB;
-per-(group, value) counts and every score are then computed with vectorised numpy on the counts.
+A record's group for l-diversity is the records its key matches, a missing key value matching any
+value: the one notion of a missing key value, the one k-anonymity counts with (SPEC §2.4,
+sdcMicro's ``freqCalc``; :func:`matched_l_diversity`). sdcMicro's ``ldiversity`` makes a missing
+key value a value of its own instead (the NA-key rows of its test suite form one group): with
+complete keys the two agree. t-closeness groups records by identical key. The group-by runs in
+DuckDB; per-(group, value) counts and every score are then computed with vectorised numpy on the
+counts.
 """
 
 from __future__ import annotations
@@ -14,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.risk.frequencies import distinct_keys
-from sdc_dagster.keys import category_codes, key_columns
+from sdc_dagster.risk.frequencies import compatible_counts, distinct_digit_keys, distinct_keys
+from sdc_dagster.keys import category_codes, key_columns, key_digits
 from sdc_dagster.validation import check_scalar
 
 
@@ -46,18 +50,27 @@ def group_l_diversity(group: np.ndarray, n_groups: int, values: np.ndarray, recu
     """Distinct, entropy and recursive (c, l) diversity per record (columns ``distinct``,
     ``entropy``, ``recursive``, :func:`l_diversity`'s semantics) for one coded sensitive column:
     ``group``, each record's key group in 0..n_groups-1 (as :func:`~sdc_dagster.risk.frequencies.distinct_keys`
-    numbers them); ``values``, the sensitive variable's category codes from 0, -1 for missing. For
-    callers that group the records already (the plan search, per node of its lattice)."""
+    numbers them), a group being exactly the records of one key; ``values``, the sensitive
+    variable's category codes from 0, -1 for missing. For callers that group the records already
+    (the plan search, per node of its lattice)."""
     pair_group, _, count = _value_counts_by_group(group, values, n_groups)
     size = np.bincount(group, minlength=n_groups).astype(np.float64)
     missing = np.bincount(group[values < 0], minlength=n_groups).astype(np.float64)
+    return _group_scores(pair_group, count, size, missing, n_groups, recursive_c).iloc[group].reset_index(drop=True)
+
+
+def _group_scores(pair_group: np.ndarray, count: np.ndarray, size: np.ndarray, missing: np.ndarray, n_groups: int,
+                  recursive_c: float) -> pd.DataFrame:
+    """Distinct, entropy and recursive (c, l) diversity per group from its sorted (group, value)
+    pairs of non-missing values and their ``count``, each group's ``size`` (records, missing
+    sensitive values included) and ``missing`` (records with a missing sensitive value)."""
     distinct = np.bincount(pair_group, minlength=n_groups)
 
     share = count / size[pair_group]
-    plogp = np.bincount(pair_group, weights=share * np.log(share), minlength=n_groups)
+    plogp = np.bincount(pair_group, weights=share * np.log(share), minlength=n_groups).astype(np.float64)
     # sdcMicro: missing sensitive values are one extra category, unless they are all there is
     with_missing = (missing > 0) & (distinct > 0)
-    missing_share = np.where(with_missing, missing / size, 1.0)
+    missing_share = np.where(with_missing, missing / np.where(size > 0, size, 1.0), 1.0)
     plogp += np.where(with_missing, missing_share * np.log(missing_share), 0.0)
     entropy = np.exp(-plogp)
 
@@ -79,11 +92,46 @@ def group_l_diversity(group: np.ndarray, n_groups: int, values: np.ndarray, recu
 
     return pd.DataFrame(
         {
-            "distinct": (distinct + with_missing)[group].astype(np.int64),
-            "entropy": entropy[group],
-            "recursive": recursive[group].astype(np.int64),
+            "distinct": (distinct + with_missing).astype(np.int64),
+            "entropy": entropy,
+            "recursive": recursive.astype(np.int64),
         }
     )
+
+
+def matched_l_diversity(digits: np.ndarray, radices: np.ndarray, values: np.ndarray, recursive_c: float = 2.0,
+                        *, con: duckdb.DuckDBPyConnection | None = None) -> pd.DataFrame:
+    """Per record, :func:`group_l_diversity`'s scores over the records its key matches, a missing
+    key value matching any value: the one notion of a missing key value that k-anonymity uses
+    (SPEC §2.4, sdcMicro's ``freqCalc``, :func:`~sdc_dagster.risk.frequencies.compatible_counts`).
+    An intruder cannot tell a record whose key value is suppressed from the records of any value,
+    so its sensitive values are among those of every group it matches, and its own group's values
+    are those of every key it matches (Hundepool et al. 2012, §3.3 on missing key values).
+
+    For each sensitive category c, the records of c that match a key are counted by
+    :func:`~sdc_dagster.risk.frequencies.compatible_counts` on the counts of c per distinct key (one
+    call per category, none when no key value is missing): a complete key matches the keys with a
+    missing value that agree with it where they are observed (the key missing in every variable
+    only when there is one key variable, as sdcMicro's freqCalc counts it); a key with a missing
+    value matches every key that agrees with it where both are observed; a key missing in every
+    variable matches every record. ``digits``, ``radices`` as :func:`~sdc_dagster.keys.key_digits`
+    codes the keys (0 missing); ``values`` the sensitive variable's category codes from 0, -1
+    missing."""
+    groups = distinct_digit_keys(digits, radices, con=con)
+    n_groups = len(groups.count)
+    category = values.astype(np.int64) + 1  # 0 = a missing sensitive value
+    m = int(category.max()) + 1 if len(category) else 1
+    counts = np.bincount(groups.record_key * m + category, minlength=n_groups * m).reshape(n_groups, m)
+    matched = counts.astype(np.float64)
+    if not (groups.digits > 0).all():
+        for c in np.flatnonzero(counts.sum(axis=0)):  # one pass per sensitive category, never per record
+            column = counts[:, c].astype(np.float64)
+            matched[:, c] = compatible_counts(groups.digits, groups.radices, column, column, 1.0)[0]
+    pair_group, pair_value = np.nonzero(matched[:, 1:] > 0)  # row-major: sorted by group
+    count = matched[pair_group, pair_value + 1]
+    scores = _group_scores(pair_group.astype(np.int64), count, matched.sum(axis=1), matched[:, 0], n_groups,
+                           float(recursive_c))
+    return scores.iloc[groups.record_key].reset_index(drop=True)
 
 
 def l_diversity(
@@ -94,9 +142,11 @@ def l_diversity(
     recursive_c: float = 2,
     con: duckdb.DuckDBPyConnection | None = None,
 ) -> pd.DataFrame:
-    """Per-record l-diversity of sensitive variables within the record's key group (SPEC §3.6).
+    """Per-record l-diversity of sensitive variables within the record's key group (SPEC §3.6): the
+    records its key matches, a missing key value matching any value as for k-anonymity (SPEC §2.4,
+    :func:`matched_l_diversity`; sdcMicro's ``ldiversity`` when no key value is missing).
 
-    sdcMicro ``ldiversity`` semantics, per sensitive variable:
+    sdcMicro ``ldiversity`` scores, per sensitive variable:
 
     * ``distinct``: number of distinct values in the group; missing values count as one extra
       value when the group has other values (a group with only missing values scores 0);
@@ -127,11 +177,11 @@ def l_diversity(
     keys = key_columns(data, keys)
     columns = _sensitive_columns(data, keys, sensitive)
     check_scalar(recursive_c, "recursive_c", low=0, closed="neither")
-    group, n_groups = _key_groups(data, keys, con)
+    digits, radices = key_digits(data, keys)
     parts = []
     for column in columns:
         values = category_codes(data[column])[0] - 1  # -1 = missing
-        part = group_l_diversity(group, n_groups, values, float(recursive_c))
+        part = matched_l_diversity(digits, radices, values, float(recursive_c), con=con)
         if not isinstance(sensitive, str):
             part = part.add_prefix(f"{column}_")
         parts.append(part)

@@ -248,8 +248,8 @@ def cut_space(space: dict[str, KeyHierarchy]) -> dict[str, KeyHierarchy]:
 
 
 def records_below_l(lattice: CodedLattice, digits: np.ndarray, radices: np.ndarray, spec: SurveySpec) -> int:
-    """Records whose key group (of the keys coded by ``digits``, a suppressed value a value of its
-    own, as :func:`~sdc_dagster.risk.l_diversity` groups them) holds fewer than ``risk.l`` distinct
+    """Records whose key group (the records their keys coded by ``digits`` match, a suppressed value
+    matching any value, as :func:`~sdc_dagster.risk.l_diversity` and k-anonymity count them) holds fewer than ``risk.l`` distinct
     values of a sensitive variable, or an entropy below log(l) when ``risk.l_diversity`` is
     "entropy" (SPEC §3.6, :func:`~sdc_dagster.protect.suppression.codes_below_l`; exp(entropy) never
     exceeds the distinct count, so the entropy rule implies the distinct one): the blocking

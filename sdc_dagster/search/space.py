@@ -43,7 +43,8 @@ import pandas as pd
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.protect.mv_top_coding import PULLED_ATTRIBUTE, mv_top_coding
 from sdc_dagster.spec import SurveySpec, Variable
-from sdc_dagster.spec.drafted_hierarchies import MANY_VALUES, HierarchyRule, band_widths, draft_rule, is_age_name
+from sdc_dagster.spec.drafted_hierarchies import (MANY_VALUES, HierarchyRule, band_widths, draft_rule, is_age_name,
+                                                  two_classes)
 from sdc_dagster.spec.hierarchies import Hierarchy, HierarchyLevel, members_name, other_name, value_text
 
 #: Shares of the records under which a category counts as rare, one level each.
@@ -291,6 +292,52 @@ def key_hierarchy(values: pd.Series, variable: Variable, *, methods: Sequence[st
     return KeyHierarchy(variable.name, tuple(levels))
 
 
+def two_class_level(hierarchy: KeyHierarchy, values: pd.Series, variable: Variable) -> KeyLevel | None:
+    """The last level of ``hierarchy`` merged into two classes (:func:`_two_class_level`), for the
+    lattice with the keys' tops (:func:`search_space` with ``withhold``): the coarsest detail a key
+    keeps before its top. None after a hierarchy given level by level (a file, inline levels: the
+    methodologist's own, kept as given) or when the last level has two groups or fewer."""
+    if variable.hierarchy is not None and not isinstance(variable.hierarchy, HierarchyRule):
+        return None
+    counts = values.dropna().value_counts()
+    categories = [_plain(c) for c in counts.index]
+    ordinal = variable.scale == "ordinal" or (variable.scale != "nominal" and _numbers(categories))
+    rank = ({c: i for i, c in enumerate(variable.categories)} if variable.scale == "ordinal" and variable.categories
+            else {c: c for c in categories} if ordinal else None)
+    return _two_class_level(hierarchy.levels[-1], counts, rank)
+
+
+def _numbers(categories: list) -> bool:
+    return all(isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, bool) for c in categories)
+
+
+def _two_class_level(coarsest: KeyLevel, counts: pd.Series, rank: dict | None) -> KeyLevel | None:
+    """The key's coarsest useful level below its top: the groups of its coarsest level merged into two
+    classes (:func:`~sdc_dagster.spec.drafted_hierarchies.two_classes`: adjacent ranges split after
+    the median record for an ordered key, the most frequent group against the others merged into
+    "Other" for a nominal one), so that a small file can keep a key with some detail where its
+    levels stop at more groups than its records can fill (13 records and a key of 10 categories, no
+    category under 10 % of them). ``rank``: an ordered key's categories -> their place in its order
+    (None: nominal). None when the coarsest level has two groups or fewer."""
+    ordered = rank is not None
+    groups = list(coarsest.groups)
+    if ordered:
+        groups = [tuple(sorted(g, key=rank.get)) for g in sorted(groups, key=lambda g: min(rank[c] for c in g))]
+    sizes = [float(counts.loc[list(g)].sum()) for g in groups]
+    classes = two_classes(sizes, ordered=ordered)
+    if classes is None:
+        return None
+    merged = [tuple(c for i in positions for c in groups[i]) for positions in classes]
+    if ordered:  # adjacent ranges, named by their members as the neighbour levels name them
+        order = [c for g in groups for c in g]
+        names = tuple(members_name(g, order=order) if len(g) > 1 else value_text(g[0]) for g in merged)
+    else:
+        kept = coarsest.group_names()[coarsest.groups.index(groups[classes[0][0]])]
+        other = merged[1] = _ordered(merged[1])
+        names = (kept, other_name(other))
+    return KeyLevel(tuple(merged), f"two classes: {' and '.join(names)}", names)
+
+
 def _rule_levels(rule: HierarchyRule | None, counts: pd.Series, categories: list, allowed: set[str],
                  frame: pd.DataFrame, key: str) -> list[KeyLevel]:
     """The levels of a hierarchy rule (given or drafted, :func:`draft_rule`): bands drawn with the
@@ -320,7 +367,7 @@ def search_space(data: pd.DataFrame, spec: SurveySpec, *, withhold: bool = False
     """The levels of every categorical key of ``spec`` on the wave ``data``, restricted by the spec's
     ``search:`` (keys in ``keep`` only at level 0, ``max_level``, ``methods``); with ``withhold``,
     each key that may be recoded (not in ``keep``, no ``max_level`` given) also gets the top of its
-    hierarchy (:func:`withheld_level`)."""
+    hierarchy (:func:`withheld_level`), and before it the key in two classes (:func:`two_class_level`)."""
     options = spec.search
     columns = [v.name for v in spec.variables
                if v.role in NESTING_ROLES and v.scale != "continuous" and v.name in data.columns]
@@ -330,8 +377,11 @@ def search_space(data: pd.DataFrame, spec: SurveySpec, *, withhold: bool = False
         for key in spec.categorical_keys
     }
     if withhold and options.max_level is None and "recode" in options.methods:
-        space = {key: replace(h, levels=(*h.levels, top)) if key not in options.keep
-                 and (top := withheld_level(h.levels[0])) is not None else h for key, h in space.items()}
+        # before each top, the key in two classes (issue 34): the least detail a released key keeps
+        two = {key: two_class_level(h, data[key], spec.variable(key)) for key, h in space.items()}
+        space = {key: replace(h, levels=(*h.levels, *((two[key],) if two[key] is not None else ()), top))
+                 if key not in options.keep and (top := withheld_level(h.levels[0])) is not None else h
+                 for key, h in space.items()}
     return space
 
 

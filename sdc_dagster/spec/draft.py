@@ -19,7 +19,9 @@ from sdc_dagster.spec.drafted_hierarchies import HierarchyRule, draft_rule
 from sdc_dagster.spec.guess import plain_scalar, whole_numbers
 from sdc_dagster.spec.hierarchies import members_name
 from sdc_dagster.spec.reading import read_with_metadata
-from sdc_dagster.spec.roles import MAX_CATEGORICAL_KEYS, draft_roles
+from sdc_dagster.spec.roles import (DRAFTED_GLOBAL_RISK, DRAFTED_K, DRAFTED_MICROAGGREGATION_K,
+                                   DRAFTED_UNWEIGHTED_GLOBAL_RISK, MAX_CATEGORICAL_KEYS, draft_scenario,
+                                   drafted_global_risk)
 from sdc_dagster.spec.survey import UtilityLimits
 
 #: Default of the linkage-risk threshold written into drafts with continuous keys.
@@ -54,7 +56,7 @@ def _drafted_hierarchy(data: pd.DataFrame, v, nesting: list[str]) -> tuple[Hiera
     """The hierarchy drafted for a categorical key (:func:`~sdc_dagster.spec.drafted_hierarchies.draft_rule`)
     and the comment that says what the plan search will merge (SPEC §8.2)."""
     if v.scale == "ordinal":
-        return None, "ordinal: the plan search merges adjacent categories only (ranges such as '2 to 4')"
+        return None, "ordinal: the plan search merges adjacent categories only (ranges such as '2, 3, 4')"
     rule = draft_rule(data, v.name, code_list=v.categories is not None, columns=[c for c in nesting if c != v.name])
     if rule is None and data[v.name].nunique() <= 2:
         return None, ""
@@ -96,44 +98,29 @@ def _limits_lines() -> list[str]:
     return lines
 
 
-#: The drafted k of k-anonymity.
-DRAFTED_K = 3
-#: The drafted global-risk target: an expected 1 % of the records re-identified.
-DRAFTED_GLOBAL_RISK = 0.01
-
-
-def drafted_global_risk(records: int, *, weighted: bool) -> float:
-    """The drafted ``max_global_risk`` of a file of ``records`` records.
-
-    :data:`DRAFTED_GLOBAL_RISK` (0.01), unless the file has no sampling weight and fewer than
-    1 / 0.01 = 100 records. Without weights a record's risk is 1/f_k (sdcMicro ``measure_risk``;
-    Hundepool et al. 2012, §3.3) and the global risk, their mean, is at least 1/n: reached only when
-    every record shares one key (every key value suppressed), so below 100 records no plan meets
-    0.01. The draft then states the target k-anonymity meets by itself: every record shares its key
-    with at least k - 1 others, so its risk is at most 1/k and so is the mean (Sweeney 2002), written
-    rounded up to two decimals (0.34 for k = 3) so that a file of groups of exactly k passes."""
-    if weighted or records * DRAFTED_GLOBAL_RISK >= 1:
-        return DRAFTED_GLOBAL_RISK
-    return -(-100 // DRAFTED_K) / 100
-
-
 def _global_risk_lines(records: int, *, weighted: bool) -> list[str]:
     """The drafted ``max_global_risk`` line with its reason (:func:`drafted_global_risk`)."""
     target = drafted_global_risk(records, weighted=weighted)
     if target == DRAFTED_GLOBAL_RISK:
         return [f"  max_global_risk: {target:g}         # expected share of re-identified records allowed "
                 "(sdcMicro measure_risk)"]
+    if target == DRAFTED_UNWEIGHTED_GLOBAL_RISK:
+        return [
+            f"  max_global_risk: {target:g}         # expected share of re-identified records allowed (sdcMicro "
+            "measure_risk). Without",
+            "                                # sampling weights a record's risk is 1/f_k (the file its own "
+            f"population): the mean at most the individual-risk threshold; {DRAFTED_GLOBAL_RISK:g} would allow",
+            "                                # one key combination per hundred records (Hundepool et al. 2012 §3.3)",
+        ]
     return [
         f"  max_global_risk: {target:g}         # expected share of re-identified records allowed (sdcMicro "
-        "measure_risk). Not the",
-        f"                                # usual {DRAFTED_GLOBAL_RISK:g}: without sampling weights a record's "
-        f"risk is 1/f_k, so the global risk",
-        f"                                # of {records} records is at least 1/{records} = {1 / records:.3f} "
-        f"(every key suppressed), above {DRAFTED_GLOBAL_RISK:g}",
-        f"                                # whenever n < 1/{DRAFTED_GLOBAL_RISK:g} = "
-        f"{round(1 / DRAFTED_GLOBAL_RISK)}; this is the bound {DRAFTED_K}-anonymity meets by itself",
-        f"                                # (every risk at most 1/{DRAFTED_K}; Sweeney 2002, Hundepool et al. "
-        "2012 §3.3)",
+        "measure_risk). Without",
+        f"                                # sampling weights a record's risk is 1/f_k, so the global risk of "
+        f"{records} records is at least",
+        f"                                # 1/{records} = {1 / records:.3f} (every key suppressed), above "
+        f"{DRAFTED_UNWEIGHTED_GLOBAL_RISK:g} whenever n < {round(1 / DRAFTED_UNWEIGHTED_GLOBAL_RISK)};",
+        f"                                # this is the bound {DRAFTED_K}-anonymity meets by itself (every risk "
+        f"at most 1/{DRAFTED_K}; Sweeney 2002, Hundepool et al. 2012 §3.3)",
     ]
 
 
@@ -160,19 +147,24 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
     ``max_linkage_risk`` when there are continuous keys), the utility limits (``limits:``, each at
     its default with its reason, :data:`LIMIT_REASONS`) and the plans to start from: local
     suppression to 3-anonymity when there are categorical keys, MDAV microaggregation (k = 5) of the
-    continuous keys when there are continuous keys.
+    continuous keys when there are continuous keys; and, when the draft decided something for the
+    methodologist to confirm (a key candidate beyond what the records support, l not drafted:
+    :func:`~sdc_dagster.spec.roles.draft_scenario`), ``report: draft_decisions:`` listing each with
+    its reason, shown in the report's sign-off block.
     """
     path = Path(path)
     check_name("survey name", survey)
     contents = read_with_metadata(path, options=options)
-    drafted = draft_roles(contents, max_keys=max_keys)
+    scenario = draft_scenario(contents, max_keys=max_keys)
+    drafted = scenario.variables
     categorical = [v.name for v in drafted if v.role == "categorical_key"]
     continuous = [v.name for v in drafted if v.role == "continuous_key"]
-    lines = _source_lines(path, survey, contents, max_keys)
+    lines = _source_lines(path, survey, contents, max_keys) + _cap_lines(scenario)
     if not categorical and not continuous:
         lines.insert(3, "# No column looked like a key: give at least one the role categorical_key or continuous_key.")
     lines += ["variables:", *_variable_lines(contents, drafted)]
-    lines += _risk_lines(contents, drafted, continuous)
+    lines += _risk_lines(contents, drafted, continuous, scenario)
+    lines += _decision_lines(scenario)
     lines.append("search: {enabled: true}          # search the plan that meets the risk target with the least loss")
     lines += ["plans:", *_plan_lines(categorical, continuous)]
     return "\n".join(lines) + "\n"
@@ -198,6 +190,39 @@ def _source_lines(path: Path, survey: str, contents, max_keys: int) -> list[str]
     if contents.metadata_path:
         lines.append(f"  metadata: {_flow(contents.metadata_path)}")
     lines += [f"  # {note}" for note in _read_as(contents)]
+    return lines
+
+
+def _cap_lines(scenario) -> list[str]:
+    """The draft's comment on the key cap the file's records support
+    (:func:`~sdc_dagster.spec.roles.key_cap`), when it binds below ``--max-keys``."""
+    cap = scenario.cap
+    if cap is None or not scenario.decisions or not any(d.split(": ", 1)[1].startswith("candidate key beyond")
+                                                        for d in scenario.decisions if ": " in d):
+        return []
+    lines = [f"# The {cap.records} records support {cap.cap} categorical key{'s' if cap.cap > 1 else ''} at {cap.at}"
+             f"{' and l = ' + str(cap.l) if cap.l else ''} (key_cap in sdc_dagster/spec/roles.py):",
+             f"# 2^m combinations of m keys of two classes fit n / {cap.k} = {cap.records // cap.k} groups up to m = "
+             f"{cap.by_records}, and with the first m ranked keys in two classes at most {cap.limit:.0%} (the",
+             "# suppression limit) of the records may need suppression: in combinations below "
+             f"{cap.k}" + (" or l" if cap.l else "")
+             + (f", or of the highest risk above the global-risk target {cap.max_risk:g}" if cap.max_risk else "") + ".",
+             "# The keys left out are listed under report.draft_decisions: confirm them or make them keys."]
+    if cap.cap == 1 or cap.records < 2 ** 3 * cap.k:
+        lines.append(f"# A file of {cap.records} records is small: it can keep {cap.cap} key"
+                     f"{'s' if cap.cap > 1 else ''} with some detail at k = {cap.k}, no more.")
+    return lines
+
+
+def _decision_lines(scenario) -> list[str]:
+    """The ``report:`` section listing the draft's decisions to confirm (a key beyond the cap, l not
+    drafted; :class:`~sdc_dagster.spec.roles.DraftedScenario`): the report's sign-off block shows
+    them. Empty when the draft decided nothing the methodologist must confirm."""
+    if not scenario.decisions:
+        return []
+    lines = ["report:                         # the report's sign-off block lists these draft decisions to confirm",
+             "  draft_decisions:"]
+    lines += [f"    - {_flow(decision)}" for decision in scenario.decisions]
     return lines
 
 
@@ -241,14 +266,15 @@ def _variable_lines(contents, drafted: list) -> list[str]:
     return lines
 
 
-def _risk_lines(contents, drafted: list, continuous: list[str]) -> list[str]:
+def _risk_lines(contents, drafted: list, continuous: list[str], scenario) -> list[str]:
     """The ``risk`` entry of SPEC §12: k-anonymity (Sweeney 2002), l-diversity (Machanavajjhala et
     al. 2007), the global and individual risk bounds, ``max_linkage_risk`` when there are
     continuous keys; then the utility ``limits`` (:func:`_limits_lines`)."""
     lines = [
         "risk:",
         f"  k: {DRAFTED_K}                          # k-anonymity threshold (Sweeney 2002; Hundepool et al. 2012, ch. 3)",
-        "  l: 2                          # l-diversity of sensitive variables (Machanavajjhala et al. 2007)",
+        *([f"  l: {scenario.l}                          # l-diversity of sensitive variables (Machanavajjhala "
+           "et al. 2007)"] if scenario.l is not None else [f"  # {scenario.l_reason}"]),
         *_global_risk_lines(len(contents.data), weighted=any(v.role == "weight" for v in drafted)),
         "  individual_risk_threshold: 0.05",
     ]
@@ -284,7 +310,7 @@ def _plan_lines(categorical: list[str], continuous: list[str]) -> list[str]:
             "      - {method: local_suppression, k: 3}",
         ]
         if continuous:
-            lines.append(f"      - {{method: microaggregation, columns: {_flow(continuous)}, k: 5, "
+            lines.append(f"      - {{method: microaggregation, columns: {_flow(continuous)}, k: {DRAFTED_MICROAGGREGATION_K}, "
                          f"strata: {_flow(categorical)}}}")
     elif continuous:
         lines += [

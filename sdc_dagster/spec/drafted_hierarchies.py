@@ -269,3 +269,29 @@ def draft_rule(data: pd.DataFrame, key: str, *, code_list: bool, columns: Sequen
     if age or (numeric and not code_list and len(categories) >= MANY_VALUES):
         return HierarchyRule("bands", widths=band_widths(values, age=is_age_name(key)))
     return None
+
+
+def two_classes(counts: Sequence[float], *, ordered: bool) -> tuple[list[int], list[int]] | None:
+    """A key's coarsest useful level: its groups (categories, or the groups of its coarsest level,
+    with their record ``counts``, in order when ``ordered``) merged into two classes, the least
+    detail a released key keeps (one class releases nothing of it: ``limits.max_keys_not_released``).
+    Returned as the positions into ``counts`` of each class; None with fewer than three groups
+    (two are two classes already).
+
+    * ordered (an ordinal or whole-number key, SPEC §8.2: adjacent ranges only): the groups up to
+      the one holding the median record, and the groups above it (the median record's group goes
+      to the upper class when it is the last one);
+    * nominal (SPEC §8.2: rare categories into an explicit "other"): the most frequent group (the
+      first of equals) against the others merged into one.
+
+    Every group lies in one class, so the level coarsens the one it is made from (a lattice's
+    levels nest, SPEC §3.1)."""
+    counts = np.asarray(counts, dtype=float)
+    if len(counts) < 3:
+        return None
+    if ordered:
+        cumulative = np.cumsum(counts)
+        cut = min(int(np.searchsorted(cumulative, cumulative[-1] / 2, side="left")) + 1, len(counts) - 1)
+        return list(range(cut)), list(range(cut, len(counts)))
+    modal = int(np.argmax(counts))
+    return [modal], [i for i in range(len(counts)) if i != modal]

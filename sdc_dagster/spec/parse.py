@@ -307,14 +307,21 @@ def _parse_release(raw: Any, problems: Problems) -> ReleaseOptions:
 
 
 def _parse_report(raw: Any, problems: Problems) -> ReportOptions:
-    """``report:``: the names the sign-off block of the report is pre-filled with (each optional)."""
+    """``report:``: the names the sign-off block of the report is pre-filled with (each optional) and
+    the draft's decisions to confirm (``draft_decisions``: a list of texts, written by ``sdc init``)."""
     raw = as_mapping(raw, "report")
     fields = {"prepared_by", "reviewed_by"}
-    problems.unknown_keys(raw, "report", fields)
+    problems.unknown_keys(raw, "report", fields | {"draft_decisions"})
     for name in fields & set(raw):
         problems.attempt(expect, isinstance(raw[name], str) and raw[name].strip() != "", f"report.{name}",
                          "a name (non-empty text)")
-    return ReportOptions(**{name: str(raw[name]).strip() for name in fields & set(raw) if isinstance(raw[name], str)})
+    decisions = raw.get("draft_decisions", [])
+    if problems.attempt(expect, isinstance(decisions, list) and all(isinstance(d, str) and d.strip() for d in decisions),
+                        "report.draft_decisions", "a list of texts (the draft's decisions to confirm)",
+                        default=FAILED) is FAILED:
+        decisions = []
+    return ReportOptions(**{name: str(raw[name]).strip() for name in fields & set(raw) if isinstance(raw[name], str)},
+                         draft_decisions=tuple(d.strip() for d in decisions))
 
 
 def _parse_search(raw: Any, variables: dict[str, Variable | None], problems: Problems) -> SearchOptions:

@@ -24,8 +24,11 @@ and the mu-Argus manual's identification levels):
   birth, ethnicity or race, education, occupation, economic activity, then sdcMicro's relationship
   and dwelling variables), recognised by name (English, some Polish and Spanish), label and the
   variable codes of EU-SILC, the LFS and sdcMicro's examples; at most :data:`MAX_CATEGORICAL_KEYS`
-  (``sdc init --max-keys``), taken one per scenario group in turn; other categorical candidates are
-  ``other`` with a comment saying why they could be keys;
+  (``sdc init --max-keys``), taken one per scenario group in turn, and at most what the file's
+  records support at the drafted k, l and global-risk target (:func:`key_cap`); other categorical
+  candidates are ``other`` with a comment saying why they could be keys, those beyond the records'
+  cap listed as decisions to confirm (:class:`DraftedScenario`); l is not drafted when no key in two
+  classes can meet it (:func:`l_reachable`);
 * ages, years of birth, household sizes and other counts in whole numbers are categorical keys on
   an ordinal scale, never continuous keys (microaggregation or noise would release fractional years
   or persons; the plan search bands them);
@@ -48,14 +51,20 @@ and the mu-Argus manual's identification levels):
 
 from __future__ import annotations
 
-from dataclasses import replace
+import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from sdc_dagster.keys import category_codes
+from sdc_dagster.protect.suppression import codes_below_l
+from sdc_dagster.risk.frequencies import digit_key_frequencies
+from sdc_dagster.spec.drafted_hierarchies import two_classes
 from sdc_dagster.spec.guess import MIN_RECORD_KEY_RECORDS, DraftedVariable, guess_variable, plain_scalar, whole_numbers
 from sdc_dagster.spec.reading import FileContents
 from sdc_dagster.spec.scenario import SCENARIO
+from sdc_dagster.spec.survey import UtilityLimits
 
 #: A household or cluster id: some other variable is constant in at least this share of its groups.
 CONSTANT_WITHIN_SHARE = 0.95
@@ -71,6 +80,43 @@ MAX_CATEGORICAL_KEYS = 8
 MAX_CONTINUOUS_KEYS = 4
 #: Categorical keys drafted from candidates outside the scenario when a file has no scenario variable.
 FALLBACK_KEYS = 4
+#: The drafted k of k-anonymity: the number of categorical keys is capped at what the records support at it.
+DRAFTED_K = 3
+#: The drafted l of l-diversity of the sensitive variables.
+DRAFTED_L = 2
+#: The drafted global-risk target of a file with sampling weights: an expected 1 % of the records
+#: re-identified, their risks estimated from the population frequencies the weights give.
+DRAFTED_GLOBAL_RISK = 0.01
+#: The drafted global-risk target of a file without weights: its mean risk of 1/f_k at most the
+#: drafted individual-risk threshold (``individual_risk_threshold``, 0.05).
+DRAFTED_UNWEIGHTED_GLOBAL_RISK = 0.05
+
+
+def drafted_global_risk(records: int, *, weighted: bool) -> float:
+    """The drafted ``max_global_risk`` of a file of ``records`` records.
+
+    With weights, :data:`DRAFTED_GLOBAL_RISK` (0.01): a record's risk is estimated from F_k, the
+    population frequency of its key the weights estimate (sdcMicro ``measure_risk``; Hundepool et
+    al. 2012, §3.3). Without weights the file is its own population and a record's risk is 1/f_k,
+    the chance that an intruder who knows the person is in the file picks the right record among
+    those sharing the key (the prosecutor scenario): a mean of 1 % would allow one key combination
+    per hundred records, so that a 534-record file keeps five combinations, stricter by a factor of
+    33 than the 1/3 every record gets from 3-anonymity. The draft asks the mean risk to stay at the
+    drafted individual-risk threshold, :data:`DRAFTED_UNWEIGHTED_GLOBAL_RISK` (0.05), and for files
+    under 1/0.05 = 20 records, where even one combination for all records exceeds it, the target
+    k-anonymity meets by itself: every record shares its key with at least k - 1 others, so its risk
+    is at most 1/k and so is the mean (Sweeney 2002), written rounded up to two decimals (0.34 for
+    k = 3) so that a file of groups of exactly k passes."""
+    if weighted:
+        return DRAFTED_GLOBAL_RISK
+    if records * DRAFTED_UNWEIGHTED_GLOBAL_RISK >= 1:
+        return DRAFTED_UNWEIGHTED_GLOBAL_RISK
+    return -(-100 // DRAFTED_K) / 100
+
+
+#: The group size of the drafted plan's MDAV microaggregation of the continuous keys within each
+#: released key combination: with continuous keys, a key combination must hold this many records.
+DRAFTED_MICROAGGREGATION_K = 5
 
 
 def record_key_like(values: pd.Series) -> bool:
@@ -133,31 +179,194 @@ def _one_of_each(drafted: list[DraftedVariable]) -> list[DraftedVariable]:
     return out
 
 
-def _cap_keys(drafted: list[DraftedVariable], max_keys: int = MAX_CATEGORICAL_KEYS) -> list[DraftedVariable]:
-    """At most ``max_keys`` categorical keys (:data:`MAX_CATEGORICAL_KEYS` unless ``sdc init
-    --max-keys`` says otherwise), one per scenario group in priority order in turn (so that sex,
-    region and education are not crowded out by five region dummies), and at most
-    :data:`MAX_CONTINUOUS_KEYS` continuous keys (scenario variables, then totals, then the other
-    amounts, in file order); the rest become ``other`` with the reason. Keys declared in the
-    metadata are kept and not counted."""
+def coarsest_classes(values: pd.Series, scale: str | None, missing=()) -> pd.Series:
+    """A key at its coarsest useful level, two classes (:func:`~sdc_dagster.spec.drafted_hierarchies.two_classes`,
+    the plan search's last level before a key's top): an ordinal or whole-number key split after
+    its median record into two adjacent ranges, a nominal key's most frequent category against the
+    others. Per record the class (0 or 1, the class of the first category 0 when there are only two
+    categories); missing values (and the ``missing`` codes) stay missing."""
+    known = values.where(~values.isin(list(missing))) if len(missing) else values
+    counts = known.value_counts(sort=False)
+    ordered = scale != "nominal" and pd.api.types.is_numeric_dtype(counts.index) \
+        and not pd.api.types.is_bool_dtype(counts.index)
+    counts = counts.sort_index() if ordered else counts
+    classes = two_classes(counts.to_numpy(), ordered=ordered)
+    upper = set(counts.index[classes[1]]) if classes is not None else set(counts.index[1:])
+    return known.isin(upper).astype(float).where(known.notna())
+
+
+@dataclass(frozen=True)
+class KeyCap:
+    """How many of the ranked categorical key candidates a file's records support (:func:`key_cap`).
+
+    ``cap``: the keys drafted (at least one); ``by_records``: floor(log2(n / k)), the keys whose
+    combinations of two classes each fit n / k groups of k records; ``shares``: for the first
+    1, 2, ... ranked candidates (up to the first beyond the cap), the share of the records in key
+    combinations below k or not l-diverse with every key in two classes (:func:`coarsest_classes`);
+    ``limit``: the share allowed (the suppression limit); ``l``: the l the shares were measured with
+    (None: l-diversity not drafted); ``max_risk``: the global-risk target the shares include the
+    suppression for (None: a file with weights, not estimated here)."""
+
+    cap: int
+    by_records: int
+    shares: tuple[float, ...]
+    limit: float
+    records: int
+    k: int
+    l: int | None
+    max_risk: float | None = None
+    drafted_k: int | None = None
+
+    @property
+    def at(self) -> str:
+        """The group size in words: "k = 3", or with continuous keys "groups of 5 (k = 3, the
+        continuous keys microaggregated in groups of 5 within each key combination)"."""
+        if self.drafted_k is None or self.drafted_k == self.k:
+            return f"k = {self.k}"
+        return (f"groups of {self.k} (k = {self.drafted_k}, the continuous keys microaggregated in groups of {self.k} "
+                "within each key combination)")
+
+    def why_beyond(self, position: int) -> str:
+        """Why the candidate at 0-based ``position`` of the ranking is beyond the cap, with what
+        making it a key would cost."""
+        kinds = f"fewer than {self.k} records" + (f" or fewer than {self.l} sensitive values" if self.l else "") \
+            + (f", or of the highest risk above the global-risk target {self.max_risk:g}" if self.max_risk else "")
+        head = f"candidate key beyond the cap of {self.cap} for {self.records} records at {self.at}"
+        if position >= self.by_records:
+            return (f"{head}: {position + 1} keys of two classes each make 2^{position + 1} = {2 ** (position + 1)} "
+                    f"combinations, more than the {self.records} / {self.k} = {self.records // self.k} groups of "
+                    f"{self.k} records the file can fill; make it a key and most plans release keys as one category "
+                    "(beyond limits.max_keys_not_released) or withhold the file")
+        if position < len(self.shares) and self.shares[position] > self.limit + 1e-12:
+            return (f"{head}: with it and the keys ranked before it, {self.shares[position]:.1%} of the records fall in "
+                    f"key combinations of {kinds} "
+                    f"even with every key in two classes, against the {self.limit:.0%} suppression limit; make it a "
+                    "key and the file cannot be released within the limits")
+        return (f"{head}: the {self.cap} keys ranked before it and the next one already put "
+                f"{self.shares[-1]:.1%} of the records in key combinations of {kinds} with every key in two classes "
+                f"(the {self.limit:.0%} suppression limit); make it a key in place of a higher-ranked one, or "
+                "the file cannot be released within the limits")
+
+
+def _records_below(digits: list[np.ndarray], sensitive: list[np.ndarray], k: int, l: int | None,
+                   max_risk: float | None = None) -> float:
+    """The share of records to suppress for the keys ``digits`` (one code array per key, 0 missing)
+    to meet the targets: those whose key combination has fewer than ``k`` records (sdcMicro's
+    freqCalc: a missing value matches any value, SPEC §2.4) or, with ``l``, fewer than ``l`` distinct
+    values of a ``sensitive`` variable (the release's l-diversity check,
+    :func:`~sdc_dagster.protect.suppression.codes_below_l`); then, with ``max_risk`` (a file without
+    sampling weights, whose record risk is 1/f_k: sdcMicro ``measure_risk``), the records of highest
+    risk until the mean risk of the others is at most ``max_risk`` (the rule of risk-based
+    suppression, mu-Argus's individual risk threshold; a record's risk summed over its combination is
+    1, so the global risk is the number of key combinations over n)."""
+    stacked = np.stack(digits, axis=1)
+    radices = stacked.max(axis=0) + 1
+    frequency = digit_key_frequencies(stacked, radices)[0]
+    below = frequency < k
+    if l is not None and sensitive:
+        below |= codes_below_l(stacked, radices, sensitive, l=l)
+    count = int(below.sum())
+    if max_risk is not None:
+        risk = np.sort(np.where(below, 0.0, 1.0 / frequency))[::-1]
+        excess = risk.sum() - max_risk * len(risk)
+        if excess > 1e-12:
+            count += int(np.searchsorted(np.cumsum(risk), excess - 1e-12)) + 1
+    return count / len(stacked)
+
+
+def key_cap(data: pd.DataFrame, ranked: list[DraftedVariable], sensitive: list[str], *, k: int = DRAFTED_K,
+            l: int | None = DRAFTED_L, limit: float = UtilityLimits().max_suppressed_share,
+            max_keys: int = MAX_CATEGORICAL_KEYS, max_risk: float | None = None) -> KeyCap:
+    """The number of categorical keys the file's records support at ``k`` (the choice of key
+    variables against the size of the file, Hundepool et al. 2012, "Statistical Disclosure Control",
+    §3.3-3.4: the more keys, the more combinations, the more records unique in them). The ranked
+    candidates are taken in order while both hold:
+
+    1. the records: m keys released with at least two categories each make at least 2^m
+       combinations, and n records fill at most n / k of them with k records, so
+       m <= floor(log2(n / k)) (8 records at k = 3: one key; 13 records: two; 534: seven);
+    2. the data: with each of the first m keys at its coarsest useful level (two classes,
+       :func:`coarsest_classes`), the records in key combinations of fewer than k records or with
+       fewer than l distinct values of a sensitive variable, and with ``max_risk`` (the drafted
+       global-risk target of a file without weights) the records of highest risk 1/f_k whose
+       suppression brings the mean risk to it (:func:`_records_below`), are at most ``limit`` (the
+       suppression limit, 10 %): even the coarsest release of those keys would need more
+       suppression than the limits allow.
+
+    At least one key is kept (a file of fewer than 2k records still has one), at most ``max_keys``."""
+    n = len(data)
+    by_records = max(int(math.floor(math.log2(n / k))) if n >= k else 0, 1)
+    codes = [category_codes(data[s])[0] - 1 for s in sensitive]
+    digits, shares = [], []
+    for v in ranked[: min(max_keys, by_records) + 1]:
+        digits.append(category_codes(coarsest_classes(data[v.name], v.scale, v.missing))[0])
+        shares.append(_records_below(digits, codes, k, l, max_risk))
+    within = [share <= limit + 1e-12 for share in shares]
+    fits = within.index(False) if False in within else len(shares)
+    cap = max(1, min(max_keys, by_records, fits))
+    return KeyCap(cap=cap, by_records=by_records, shares=tuple(shares), limit=limit, records=n, k=k, l=l,
+                  max_risk=max_risk)
+
+
+def _ranked_candidates(drafted: list[DraftedVariable]) -> list[DraftedVariable]:
+    """The categorical key candidates not declared in the metadata, in the order the draft takes
+    them: one per scenario group in priority order in turn (so that sex, region and education are
+    not crowded out by five region dummies), then file order; candidates outside the scenario last."""
     order = list(SCENARIO)
     categorical = [v for v in drafted if v.role == "categorical_key" and v.group != "declared"]
     turn = {}
     seen: dict[str, int] = {}
     for v in categorical:
-        turn[v.name] = (seen.get(v.group, 0), order.index(v.group))
+        turn[v.name] = (seen.get(v.group, 0), order.index(v.group) if v.group in order else len(order))
         seen[v.group] = seen.get(v.group, 0) + 1
-    kept = set(sorted(turn, key=turn.get)[:max_keys]) | {v.name for v in drafted if v.group == "declared"}
+    return sorted(categorical, key=lambda v: turn[v.name])
+
+
+def l_reachable(data: pd.DataFrame, ranked: list[DraftedVariable], sensitive: list[str], *, l: int = DRAFTED_L,
+                limit: float = UtilityLimits().max_suppressed_share) -> str | None:
+    """None when l-diversity can be drafted, else why not: the sensitive variables cannot be
+    l-diverse within the suppression limit even with the first-ranked key alone in two classes
+    (:func:`coarsest_classes`; a skewed binary variable, one nearly constant within a key, one with
+    fewer than l values), so every plan would be withheld for l; the reason says what l would cost."""
+    if not sensitive or not ranked:
+        return None
+    first = ranked[0]
+    codes = [category_codes(data[s])[0] - 1 for s in sensitive]
+    digits = [category_codes(coarsest_classes(data[first.name], first.scale, first.missing))[0]]
+    share = _records_below(digits, codes, 1, l)
+    if share <= limit + 1e-12:
+        return None
+    return (f"l = {l} not drafted: with only the first key ({first.name}) in two classes, {share:.1%} of the records "
+            f"are in key groups with fewer than {l} values of {', '.join(sensitive)}, against the {limit:.0%} "
+            f"suppression limit; add l: {l} under risk and no plan of this file can be released within the limits "
+            "(Machanavajjhala et al. 2007: l-diversity needs well-represented sensitive values in every group)")
+
+
+def _cap_keys(drafted: list[DraftedVariable], max_keys: int = MAX_CATEGORICAL_KEYS,
+              cap: KeyCap | None = None) -> list[DraftedVariable]:
+    """At most ``max_keys`` categorical keys (:data:`MAX_CATEGORICAL_KEYS` unless ``sdc init
+    --max-keys`` says otherwise) and at most what the file's records support (``cap``,
+    :func:`key_cap`), in the order of :func:`_ranked_candidates`, and at most
+    :data:`MAX_CONTINUOUS_KEYS` continuous keys (scenario variables, then totals, then the other
+    amounts, in file order); the rest become ``other`` with the reason. Keys declared in the
+    metadata are kept and not counted."""
+    ranked = _ranked_candidates(drafted)
+    limit = min(max_keys, cap.cap) if cap is not None else max_keys
+    kept = {v.name for v in ranked[:limit]} | {v.name for v in drafted if v.group == "declared"}
+    position = {v.name: i for i, v in enumerate(ranked)}
     continuous = [v for v in drafted if v.role == "continuous_key" and v.group != "declared"]
-    ranked = sorted(continuous, key=lambda v: v.rank)  # stable: file order within a rank
-    kept |= {v.name for v in ranked[:MAX_CONTINUOUS_KEYS]}
-    kept_continuous = [v.name for v in ranked[:MAX_CONTINUOUS_KEYS]]
+    ranked_continuous = sorted(continuous, key=lambda v: v.rank)  # stable: file order within a rank
+    kept |= {v.name for v in ranked_continuous[:MAX_CONTINUOUS_KEYS]}
+    kept_continuous = [v.name for v in ranked_continuous[:MAX_CONTINUOUS_KEYS]]
     out = []
     for v in drafted:
-        if v.role == "categorical_key" and v.name not in kept:
+        if v.role == "categorical_key" and v.name not in kept and (cap is None or cap.cap >= max_keys):
             v = replace(v, role="other", reason=f"{v.reason}; left out of the keys: the draft keeps at most "
                         f"{max_keys} categorical keys, one scenario group in turn; swap it in if an "
                         "intruder is more likely to know it")
+        elif v.role == "categorical_key" and v.name not in kept:
+            v = replace(v, role="other", reason=f"{v.reason}; left out of the keys: {cap.why_beyond(position[v.name])}"
+                        " (draft decision to confirm)")
         elif v.role == "continuous_key" and v.name not in kept:
             v = replace(v, role="other", reason=f"{v.reason}; left out of the keys: the draft keeps at most "
                         f"{MAX_CONTINUOUS_KEYS} continuous keys ({', '.join(kept_continuous)}); an intruder rarely "
@@ -301,15 +510,31 @@ def _derived_from_keys(data: pd.DataFrame, drafted: list[DraftedVariable], house
     return found
 
 
-def draft_roles(contents: FileContents, *, max_keys: int = MAX_CATEGORICAL_KEYS) -> list[DraftedVariable]:
+@dataclass(frozen=True)
+class DraftedScenario:
+    """The draft's disclosure scenario (:func:`draft_scenario`): every column's drafted role
+    (``variables``), the l of l-diversity drafted (None: not drafted, ``l_reason`` says why), the
+    key cap (:class:`KeyCap`, None when no categorical key candidate) and the ``decisions`` the
+    methodologist must confirm (a key beyond the cap, l not drafted), each with its reason."""
+
+    variables: list[DraftedVariable]
+    l: int | None
+    l_reason: str | None
+    cap: KeyCap | None
+    decisions: tuple[str, ...]
+
+
+def draft_scenario(contents: FileContents, *, max_keys: int = MAX_CATEGORICAL_KEYS, k: int = DRAFTED_K,
+                   l: int = DRAFTED_L) -> DraftedScenario:
     """The drafted role of every column of a file read by :func:`read_with_metadata` (the scenario
     in the module docstring): roles declared in the file's metadata (``contents.roles``, from an
     Argus ``.rda``) taken as given; each other column guessed on its own (:func:`guess_variable`),
     household and cluster id candidates kept when another variable is constant within their groups,
     person numbers within the household recognised, then one weight/household id/record id, the
     columns that copy or derive from a key removed (:func:`_derived_from_keys`), the key caps
-    (``max_keys`` categorical keys), and keys from the other candidates when no scenario variable or
-    amount was found."""
+    (``max_keys`` categorical keys, and what the records support at ``k`` and ``l``:
+    :func:`key_cap`; l is not drafted when no key in two classes can meet it: :func:`l_reachable`),
+    and keys from the other candidates when no scenario variable or amount was found."""
     data = contents.data
     columns = [str(c) for c in data.columns]
     declared = getattr(contents, "roles", None) or {}
@@ -349,4 +574,27 @@ def draft_roles(contents: FileContents, *, max_keys: int = MAX_CATEGORICAL_KEYS)
     drafted = [DraftedVariable(v.name, "direct_identifier", f"{derived[v.name]}; drafted direct_identifier so that "
                                "every plan removes it before release (or protect it with the key)")
                if v.name in derived else v for v in drafted]
-    return _keys_when_none(_cap_keys(drafted, max_keys))
+    drafted = _keys_when_none(_cap_keys(drafted, max_keys))
+    ranked = _ranked_candidates(drafted)
+    sensitive = [v.name for v in drafted if v.role == "sensitive"]
+    l_reason = l_reachable(data, ranked, sensitive, l=l)
+    drafted_l = l if sensitive and l_reason is None else None
+    # the drafted plan microaggregates the continuous keys within each released key combination in
+    # groups of DRAFTED_MICROAGGREGATION_K: with continuous keys a combination needs that many records
+    group = max(k, DRAFTED_MICROAGGREGATION_K) if any(v.role == "continuous_key" for v in drafted) else k
+    # without weights a record's risk is 1/f_k and the drafted global-risk target binds the keys too
+    weighted = any(v.role == "weight" for v in drafted)
+    max_risk = None if weighted else drafted_global_risk(len(data), weighted=False)
+    cap = replace(key_cap(data, ranked, sensitive, k=group, l=drafted_l, max_keys=max_keys, max_risk=max_risk),
+                  drafted_k=k) if ranked else None
+    variables = _cap_keys(drafted, max_keys, cap)
+    decisions = [f"{v.name}: {v.reason.split('left out of the keys: ', 1)[1].removesuffix(' (draft decision to confirm)')}"
+                 for v in variables if v.reason.endswith("(draft decision to confirm)")]
+    if l_reason is not None:
+        decisions.insert(0, l_reason)
+    return DraftedScenario(variables, None if l_reason else l, l_reason, cap, tuple(decisions))
+
+
+def draft_roles(contents: FileContents, *, max_keys: int = MAX_CATEGORICAL_KEYS) -> list[DraftedVariable]:
+    """The drafted role of every column (:func:`draft_scenario`'s ``variables``)."""
+    return draft_scenario(contents, max_keys=max_keys).variables

@@ -194,10 +194,12 @@ class ReleaseOptions:
 class ReportOptions:
     """Who signs the wave's release report (``report:``, optional): ``prepared_by`` and
     ``reviewed_by`` pre-fill the report's sign-off block; left empty, the block has blank lines to
-    sign on."""
+    sign on. ``draft_decisions``: what ``sdc init`` decided for the methodologist to confirm (a key
+    candidate beyond the key cap, l-diversity not drafted), listed in the sign-off block."""
 
     prepared_by: str = ""
     reviewed_by: str = ""
+    draft_decisions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

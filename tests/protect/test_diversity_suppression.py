@@ -1,7 +1,14 @@
-"""Suppression to l-diversity (``diversity_suppression``, SPEC §3.6): every key group of the result
-is l-diverse, grouped as ``risk.l_diversity`` groups the records (identical keys, a missing key
-value a value of its own, as sdcMicro's ``ldiversity``), checked by a brute-force count in this
-file; or l is reported unreachable when the whole file is not l-diverse."""
+"""Suppression to l-diversity (``diversity_suppression``, SPEC §3.6): every record of the result is
+l-diverse among the records its key matches, as ``risk.l_diversity`` and k-anonymity judge them (a
+missing key value matches any value, SPEC §2.4, sdcMicro's freqCalc: a complete key is not matched
+by a key missing in every variable unless there is one key variable), checked by a brute-force
+comparison of every pair of records in this file; or l is reported unreachable when the whole file
+is not l-diverse.
+
+Since issue 34 a missing key value is judged for l as it is for k; before, it was a value of its own
+(sdcMicro's ``ldiversity``), and the suppressed records, one group of their own, had to be made
+l-diverse by adding further groups to them (the by-hand case below suppressed 4 records where 2 do
+now)."""
 
 import math
 
@@ -29,24 +36,53 @@ def entropy_score(values) -> float:
     return math.exp(-(p * np.log(p)).sum())
 
 
-def groups(frame: pd.DataFrame, keys):
-    """The records' key groups, identical keys with a missing value a value of its own."""
-    return frame.groupby([frame[k].astype("string").fillna("<missing>") for k in keys], sort=False).groups.values()
+def matched(frame: pd.DataFrame, keys):
+    """For each record, the rows its key matches (brute force over every pair): equal wherever both
+    are known; a complete key is not matched by a key missing in every variable when there are two
+    or more key variables (sdcMicro's freqCalc)."""
+    known = frame[keys].notna().to_numpy()
+    values = frame[keys].astype("string").to_numpy()
+    rows = []
+    for i in range(len(frame)):
+        hits = []
+        for j in range(len(frame)):
+            both = known[i] & known[j]
+            if not all(values[i][both] == values[j][both]):
+                continue
+            if j != i and len(keys) > 1 and known[i].all() and not known[j].any():
+                continue
+            hits.append(frame.index[j])
+        rows.append(hits)
+    return rows
 
 
-def test_the_suppressed_records_join_a_diverse_group_when_their_own_pool_is_not_by_hand():
-    """Groups a = 3 and a = 4 hold only x: their keys are suppressed and the two records form one
-    group {x, x}, 1-diverse, where the old function stopped. The group that brings the pool a
-    missing value with the fewest records joins it: a = 1 ({x, y}, one new value for 2 records)
-    rather than a = 2 ({x, z, z}, one for 3). The pool {x, y, x, x} is 2-diverse; a = 2 is kept."""
+def test_the_suppressed_records_match_every_group_as_they_do_for_k_by_hand():
+    """Groups a = 3 and a = 4 hold only x: their keys are suppressed. With one key variable a
+    missing value matches every record and every record matches it (freqCalc): a = 1 then holds
+    {x, y, x, x}, a = 2 {x, z, z, x, x}, the two suppressed records the whole file {x, y, z}: all
+    2-diverse, nothing more is suppressed (the old notion, the suppressed records a group of their
+    own {x, x}, also took a = 1's two records)."""
     data = pd.DataFrame({"a": [1, 1, 2, 2, 2, 3, 4], "s": ["x", "y", "x", "z", "z", "x", "x"]})
     released = diversity_suppression(data, ["a"], "s", l=2)
-    assert released["a"].isna().tolist() == [True, True, False, False, False, True, True]
-    assert released.loc[[2, 3, 4], "a"].tolist() == [2, 2, 2]
+    assert released["a"].isna().tolist() == [False, False, False, False, False, True, True]
     assert released["s"].equals(data["s"])
-    # the 4-record case of the issue: the only other group joins, every key is suppressed
+    # the 4-record case of the issue: a = 2 and a = 3 are suppressed, a = 1 keeps its key
     four = pd.DataFrame({"a": [1, 1, 2, 3], "s": ["x", "y", "x", "x"]})
-    assert diversity_suppression(four, ["a"], "s", l=2)["a"].isna().all()
+    assert diversity_suppression(four, ["a"], "s", l=2)["a"].isna().tolist() == [False, False, True, True]
+
+
+def test_a_complete_key_that_matched_a_suppressed_record_is_judged_again_by_hand():
+    """Two key variables. (1, 1) holds x; (1, NA) holds y and matches it, so (1, 1) sees {x, y} and
+    (1, NA) sees {y, x}; (2, 2) holds x, x and (3, 3) holds y, z. With l = 3 on the sensitive values
+    x, y, z: (1, NA) sees 2 values, (1, 1) 2, (2, 2) 1, (3, 3) 2: all are suppressed but the file
+    as a whole ({x, y, x, x, y, z}: 3 values) is 3-diverse. With l = 2, (2, 2) alone is below: its
+    two records lose both keys; the complete keys do not match records missing in every variable
+    (freqCalc), so (1, 1) still sees {x, y} and stays; the suppressed records match every record."""
+    data = pd.DataFrame({"a": [1, 1, 2, 2, 3, 3], "b": [1, None, 2, 2, 3, 3], "s": ["x", "y", "x", "x", "y", "z"]})
+    data["b"] = data["b"].astype("Int64")
+    released = diversity_suppression(data, ["a", "b"], "s", l=2)
+    assert released[["a", "b"]].isna().all(axis=1).tolist() == [False, False, True, True, False, False]
+    assert diversity_suppression(data, ["a", "b"], "s", l=3)[["a", "b"]].isna().all().all()
 
 
 def test_an_unreachable_l_is_an_error_naming_the_variable():
@@ -89,7 +125,7 @@ def test_every_key_group_is_l_diverse_after_suppression(case, l, entropy):
             diversity_suppression(data, keys, sensitive, l=l, entropy=entropy)
         return
     released = diversity_suppression(data, keys, sensitive, l=l, entropy=entropy)
-    for rows in groups(released, keys):
+    for rows in matched(released, keys):
         for s in sensitive:
             assert score(released.loc[rows, s].tolist()) >= l - 1e-9
     # only whole records are suppressed, the sensitive values and the other keys are as they were
@@ -100,5 +136,5 @@ def test_every_key_group_is_l_diverse_after_suppression(case, l, entropy):
     assert released.loc[kept, keys].equals(data.loc[kept, keys])
     assert released[sensitive].equals(data[sensitive])
     # a file that is l-diverse already is left as it is
-    if all(score(data.loc[rows, s].tolist()) >= l - 1e-9 for rows in groups(data, keys) for s in sensitive):
+    if all(score(data.loc[rows, s].tolist()) >= l - 1e-9 for rows in matched(data, keys) for s in sensitive):
         assert released.equals(data)

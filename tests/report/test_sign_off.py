@@ -96,7 +96,21 @@ def test_sign_off_block_has_blank_lines_or_the_spec_names(signed_inputs):
     block = render_report(named)
     assert '<span class="line">A. Nowak</span>' in block and '<span class="line">B. Kowal</span>' in block
     assert report_data(named)["sign_off"] == {"prepared_by": "A. Nowak", "reviewed_by": "B. Kowal", "decision": "",
-                                              "date": "", "decisions": ["release", "withhold", "release with conditions"]}
+                                              "date": "", "decisions": ["release", "withhold", "release with conditions"],
+                                              "draft_decisions": []}
+
+
+def test_sign_off_block_lists_the_draft_decisions_to_confirm(signed_inputs):
+    # issues 34, 38: what `sdc init` decided (a key beyond the key cap, l not drafted) is for the
+    # methodologist to confirm, listed where the release is signed
+    decision = "race: candidate key beyond the cap of 5 for 534 records at k = 3 <and more>"
+    named = ReportInputs(**{**signed_inputs.__dict__, "sign_off": SignOff(draft_decisions=(decision,))})
+    page = render_report(named)
+    block = page[page.index('id="sign-off"'):page.index('id="references"')]
+    assert "Draft decisions to confirm" in block
+    assert f"<li>{html.escape(decision)}</li>" in block
+    assert report_data(named)["sign_off"]["draft_decisions"] == [decision]
+    assert "Draft decisions to confirm" not in render_report(signed_inputs)
 
 
 def test_contents_at_the_top_link_to_every_section(signed_inputs):

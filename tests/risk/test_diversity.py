@@ -183,3 +183,46 @@ def test_l_diversity_invariants(n, seed):
     assert (result["entropy"].to_numpy() <= distinct + 1e-9).all()
     assert (result["entropy"].to_numpy() >= 1 - 1e-12).all()
     assert (result["distinct"].to_numpy() <= size).all()
+
+
+def test_a_missing_key_value_is_judged_for_l_as_for_k():
+    # sex m, m, f, f, missing; s a, a, b, c, d. For k (sdcMicro's freqCalc, SPEC §2.4) the missing
+    # record matches every record and each record matches it: f = 3, 3, 3, 3, 5. For l the same
+    # records: m sees {a, a, d} (2 values, exp(entropy) = exp(-(2/3 ln 2/3 + 1/3 ln 1/3)) = 1.8899),
+    # f sees {b, c, d} (3), the missing record the whole file {a, a, b, c, d} (4).
+    from sdc_dagster.risk.frequencies import missing_aware_key_frequencies
+
+    data = pd.DataFrame({"sex": ["m", "m", "f", "f", None], "s": ["a", "a", "b", "c", "d"]})
+    assert missing_aware_key_frequencies(data, ["sex"])[0].tolist() == [3, 3, 3, 3, 5]
+    result = l_diversity(data, ["sex"], "s")
+    assert result["distinct"].tolist() == [2, 2, 3, 3, 4]
+    assert result["entropy"].iloc[0] == pytest.approx(np.exp(-(2 / 3 * np.log(2 / 3) + 1 / 3 * np.log(1 / 3))))
+    assert result["entropy"].iloc[2] == pytest.approx(3.0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(1, 25), keys=st.integers(1, 3), seed=st.integers(0, 2**32 - 1))
+def test_l_diversity_counts_the_records_a_key_matches_as_k_anonymity_does(n, keys, seed):
+    """Against a brute force over every pair of records: a record's group for l is the records its
+    key matches (equal wherever both are known; a complete key not matched by a key missing in
+    every variable when there are two or more key variables), the records freqCalc counts for k."""
+    from sdc_dagster.risk.frequencies import missing_aware_key_frequencies
+
+    rng = np.random.default_rng(seed)
+    names = [f"k{j}" for j in range(keys)]
+    data = pd.DataFrame({name: pd.array(np.where(rng.random(n) < 0.3, None, rng.integers(0, 3, n)), dtype="Int64")
+                         for name in names})
+    data["s"] = np.where(rng.random(n) < 0.2, None, rng.choice(["u", "v", "w"], n))
+    known = data[names].notna().to_numpy()
+    values = data[names].fillna(-1).to_numpy()
+    distinct, size = [], []
+    for i in range(n):
+        rows = [j for j in range(n) if (values[i][known[i] & known[j]] == values[j][known[i] & known[j]]).all()
+                and not (j != i and keys > 1 and known[i].all() and not known[j].any())]
+        sensitive = data["s"].iloc[rows]
+        present = sensitive.dropna().nunique()
+        distinct.append(present + int(present > 0 and sensitive.isna().any()))
+        size.append(len(rows))
+    result = l_diversity(data, names, "s")
+    assert result["distinct"].tolist() == distinct
+    assert missing_aware_key_frequencies(data, names)[0].tolist() == size
