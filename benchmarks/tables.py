@@ -47,6 +47,7 @@ cProfile as the 9,060-cell case was).
 """
 
 import argparse
+import os
 import resource
 import time
 from pathlib import Path
@@ -90,6 +91,11 @@ def census_table(cells: int, seed: int = 1):
     return grid, {"geo": geo, "sex": None, "age": None, "activity": None}
 
 
+def load() -> str:
+    """The machine's load averages (1, 5, 15 min, as ``uptime``): the machine is shared."""
+    return "load " + " ".join(f"{a:.1f}" for a in os.getloadavg())
+
+
 def cpu() -> float:
     """CPU seconds of this process (its children included): the machine is shared."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -106,7 +112,7 @@ def run_large(cells: int, method: str) -> None:
           f"{int(primary.sum()):,} primaries; tabulate + primary {t1 - t0:.2f} s", flush=True)
     suppressed = tables.secondary_suppression(table, primary, method=method)
     t2, c2 = time.perf_counter(), cpu()
-    print(f"  {method} + audit + repair {t2 - t1:.2f} s ({c2 - c1:.2f} s CPU): "
+    print(f"  {method} + audit + repair {t2 - t1:.2f} s ({c2 - c1:.2f} s CPU; {load()}): "
           f"{int(suppressed.sum() - primary.sum()):,} secondaries, cost (sum of freq) "
           f"{table.cells.loc[suppressed, 'freq'].sum():,.0f}", flush=True)
     result = tables.audit(table, suppressed)
@@ -114,7 +120,7 @@ def run_large(cells: int, method: str) -> None:
     width = (result["up"] - result["lo"])[primary]
     target = "60 s" if cells <= 100_000 else "600 s"
     print(f"  final audit of every suppressed cell {t3 - t2:.2f} s | total {t3 - t0:.2f} s ({c3 - c0:.2f} s CPU; "
-          f"target < {target}) | peak {peak_gb():.2f} GB (target < 8 GB) | smallest primary width {width.min():g}",
+          f"target < {target}) | peak {peak_gb():.2f} GB (target < 8 GB) | smallest primary width {width.min():g} | {load()}",
           flush=True)
 
 
@@ -130,7 +136,7 @@ def run_ilp(cells: int) -> None:
         seconds, count, total = row[method]
         target = " (target < 60 s)" if method == "optimal" else ""
         print(f"ILP table {len(table.cells):,} cells, {int(primary.sum())} primaries: {method:8s} {seconds:7.2f} s "
-              f"({cpu() - c0:.2f} s CPU){target} {count:5d} suppressed, cost (sum of freq) {total:10.0f}", flush=True)
+              f"({cpu() - c0:.2f} s CPU){target} {count:5d} suppressed, cost (sum of freq) {total:10.0f} | {load()}", flush=True)
 
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "tables"
