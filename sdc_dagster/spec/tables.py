@@ -93,7 +93,9 @@ PERTURBATIVE = ("rounding", "cell_key")
 ALL_METHODS = (*METHODS, *PERTURBATIVE)
 
 #: ``protection.workers`` unless given (``method: hitas``): processes protecting the subtables of one
-#: level at once (:func:`sdc_dagster.tables.secondary_suppression`); measured in benchmarks/tables.py.
+#: level at once (:func:`sdc_dagster.tables.secondary_suppression`). Measured on the 9,360-cell census
+#: table of ``benchmarks/tables.py`` (2 cores shared, load 9): 28.6 s wall and 8.1 s CPU with 1 process,
+#: 25.6 s wall and 12.7 s CPU with 2 (the spawned processes import the engine), the same pattern; so 1.
 DEFAULT_WORKERS = 1
 #: The parameters of ``protection`` for ``method: cell_key``: the p-table and seed of the record keys
 #: (``cell_key``, the grid spec's section, :class:`sdc_dagster.spec.grid.CellKeySpec`) and the
