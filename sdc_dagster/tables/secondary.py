@@ -33,7 +33,10 @@ that audit; a pattern that fails it is never returned (RuntimeError).
   as ``rangeMin`` by linear programmes after the elimination, its ``interval_suppression``), so the pattern is then repaired locally (:func:`_repair`): only the primaries still
   failing are audited again, each one's capacity cuts come from the programme above restricted to
   its block of the intruder's programme, and the cheapest cells meeting them are added, the
-  suppressions so far kept, until the audit passes.
+  suppressions so far kept, until the audit passes. A round that leaves every failing primary
+  failing (a cut is only a necessary condition) is followed by GaussSuppression's interval
+  iteration (:func:`_interval_iteration`): each cut's own cheapest cell and every suppressed cell
+  become the primaries of a new elimination.
 
 * ``method="hitas"``: HiTaS (de Wolf 2002; tau-Argus's modular method), :mod:`sdc_dagster.tables.hitas`:
   the subtables of every level combination of the hierarchies protected from the top down (the
