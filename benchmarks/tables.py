@@ -44,6 +44,19 @@ county-level subtables (2,376 cells) have no primary and are skipped, but the fi
 municipality-level subtables (2,079 cells, 373 primaries, a flat 7 x 3 x 9 x 11 table) had not
 finished Gauss + repair after 5 min CPU: the next work is that subtable's repair (profile it with
 cProfile as the 9,060-cell case was).
+
+Issue 36, third pass (same machine, load 7-17; CPU seconds): that subtable's time was not slow
+programmes but a repair that never converged. Gauss leaves 69 of its 373 primaries with intervals
+narrower than 1 (0.11 to 0.33: the LP of a 4-D table has fractional vertices) and every round's
+capacity cuts were met by one cheap inner cell that widened nothing (69 failing after every round,
+one cell added a round, ~7 s CPU a round: 2 block programmes per failing primary plus the audit).
+With GaussSuppression's interval iteration after a round that fixes nothing (each failing
+primary's own cheapest cell meeting its cut, with every suppressed cell, the primaries of a new
+elimination) it passes in 5 rounds, 22 s CPU (643 suppressed, cost 3,244); the third municipality
+subtable (364 primaries, 297 cells frozen from above) in 61 s CPU. HiTaS on 9,360 cells (1,144
+primaries): 8.1 s CPU with 1 process, 12.7 s CPU with 2 (25.6 against 28.6 s wall at load 9), the
+same 2,770 suppressions. The 10^5 target is still NOT met: its 49 municipality-level subtables take
+5 to 60 s CPU each, so HiTaS needs ~20-30 min CPU; the ILP on 10^4 cells was not measured again.
 """
 
 import argparse
