@@ -110,12 +110,13 @@ def load() -> str:
 
 
 def cpu() -> float:
-    """CPU seconds of this process (its children included): the machine is shared."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    """CPU seconds of this process and of its finished children (a HiTaS process pool): the machine
+    is shared."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def run_large(cells: int, method: str) -> None:
+def run_large(cells: int, method: str, workers: int = 1) -> None:
     data, dimensions = census_table(cells)
     t0, c0 = time.perf_counter(), cpu()
     table = tables.tabulate(data, dimensions, freq="n")
@@ -123,7 +124,8 @@ def run_large(cells: int, method: str) -> None:
     t1, c1 = time.perf_counter(), cpu()
     print(f"4-D hierarchical frequency table: {len(table.cells):,} cells ({table.matrix.shape[1]:,} inner), "
           f"{int(primary.sum()):,} primaries; tabulate + primary {t1 - t0:.2f} s", flush=True)
-    suppressed = tables.secondary_suppression(table, primary, method=method)
+    suppressed = tables.secondary_suppression(table, primary, method=method,
+                                              workers=workers if method == "hitas" else 1)
     t2, c2 = time.perf_counter(), cpu()
     print(f"  {method} + audit + repair {t2 - t1:.2f} s ({c2 - c1:.2f} s CPU; {load()}): "
           f"{int(suppressed.sum() - primary.sum()):,} secondaries, cost (sum of freq) "
@@ -200,7 +202,7 @@ def run_references() -> None:
             total = sum(float(t.cells.loc[s, column].sum()) for t, s in zip(group, patterns))
             print(f"{name:55s} {method:8s} {seconds:6.2f} s CPU  {sum(int(p.sum()) for p in primaries):3d} primaries "
                   f"{sum(int(s.sum()) for s in patterns):3d} suppressed  cost {total:12,.0f}  "
-                  f"smallest primary width {min(widths):g}", flush=True)
+                  f"smallest primary width {min(widths):g} | {load()}", flush=True)
 
 
 def run_magnitude(contributions: int) -> None:
@@ -218,7 +220,7 @@ def run_magnitude(contributions: int) -> None:
     t2 = time.perf_counter()
     print(f"magnitude table from {contributions:,} contributions: {len(table.cells):,} cells; tabulate {t1 - t0:.2f} s, "
           f"primaries (dominance + p %) {t2 - t1:.2f} s (target < 5 s; {cpu() - c0:.2f} s CPU in all), "
-          f"{int(primary.sum()):,} primaries", flush=True)
+          f"{int(primary.sum()):,} primaries | {load()}", flush=True)
 
 
 def main() -> None:
@@ -227,6 +229,7 @@ def main() -> None:
     parser.add_argument("--ilp-cells", type=int, nargs="*", default=[1_000, 10_000], help="cells of the ILP tables")
     parser.add_argument("--contributions", type=int, default=1_000_000, help="contributions of the magnitude table")
     parser.add_argument("--methods", nargs="*", default=["gauss", "hitas"], help="methods of the large table")
+    parser.add_argument("--workers", type=int, default=1, help="processes of method hitas on the large table")
     parser.add_argument("--references", action=argparse.BooleanOptionalAction, default=True,
                         help="the reference cases of tests/data/tables")
     args = parser.parse_args()
@@ -237,7 +240,7 @@ def main() -> None:
     for cells in args.ilp_cells:
         run_ilp(cells)
     for method in args.methods if args.cells else ():
-        run_large(args.cells, method)
+        run_large(args.cells, method, args.workers)
 
 
 if __name__ == "__main__":
