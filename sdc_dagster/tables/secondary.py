@@ -273,14 +273,14 @@ def _repair_rounds(model, rep, primary, lower, upper, costs, never, min_width, t
     passing), bounds each failing primary's deviations within its block (the inner cells of its
     component of the intruder's programme, :func:`sdc_dagster.tables.intruder.reduced_programme`, and
     of the published rows tying it) and adds the cheapest cells meeting the round's cuts (HiGHS),
-    every earlier suppression kept."""
+    every earlier suppression kept; after a round that fixed no failing primary, the interval
+    iteration (:func:`_interval_iteration`) as well."""
     cuts = _Cuts(model, rep, lower, upper, min_width)
     cell_to_rep = np.full(model.cell.max() + 1, -1)
     cell_to_rep[model.cell[rep]] = np.arange(len(rep))
     ub = np.where(never[rep], 0.0, 1.0)
     x = start.astype(float)
     open_primaries = primary.copy()
-    stalled = False
     for round_ in range(10_000):
         suppressed = x[cell_to_rep[model.cell]] > 0.5
         failing, _, _ = protection_failures(
