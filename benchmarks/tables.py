@@ -55,8 +55,13 @@ primary's own cheapest cell meeting its cut, with every suppressed cell, the pri
 elimination) it passes in 5 rounds, 22 s CPU (643 suppressed, cost 3,244); the third municipality
 subtable (364 primaries, 297 cells frozen from above) in 61 s CPU. HiTaS on 9,360 cells (1,144
 primaries): 8.1 s CPU with 1 process, 12.7 s CPU with 2 (25.6 against 28.6 s wall at load 9), the
-same 2,770 suppressions. The 10^5 target is still NOT met: its 49 municipality-level subtables take
-5 to 60 s CPU each, so HiTaS needs ~20-30 min CPU; the ILP on 10^4 cells was not measured again.
+same 2,770 suppressions. The 10^5 target is still NOT met: HiTaS (1 process) protected 46 of the
+municipality-level subtables (2,079 cells, 334-399 primaries each) in 1,580 s CPU (2.7 to 152 s
+each, every one converging; load 1.4 to 7.6) before the run was stopped, the joint repair and audit
+of the 104,247 cells not reached. A profile of one subtable (23 s CPU): 85 % inside HiGHS, 58 % in
+the repair's cut programmes (2 per failing primary and round), 34 % in the audit's, each solved
+from scratch: warm starts (highspy) and the audit's optima reused as the cuts' are the next work.
+The ILP on 10^4 cells was not measured again.
 """
 
 import argparse
