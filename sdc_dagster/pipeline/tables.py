@@ -377,6 +377,7 @@ def protect_tables(spec: TableSetSpec, tabulated: dict[str, Table],
         patterns = tables.secondary_suppression(
             [tabulated[n] for n in group], [primary[n]["primary"] for n in group], method=spec.method,
             protection=[primary[n][["lower", "upper"]] for n in group], cost=cost, time_limit=spec.time_limit,
+            workers=spec.workers,
             frozen=frozen if any(f.notna().any() for f in frozen) else None)
         for name, suppressed in zip(group, patterns):
             cells = primary[name].copy()

@@ -31,6 +31,7 @@ manual §4.4 "linked tables"), never table by table. Keys::
         frozen: {suppressed: [{sector4: Industry, geo: Spain}], published: [{sector4: Total, geo: Total}]}
     protection: {method: optimal, cost: value, time_limit: 60}   # cost: value, count or {column: c}
     #           method: optimal (ILP), gauss (GaussSuppression) or hitas (tau-Argus's modular method)
+    #           workers: 1   (method hitas: processes protecting the subtables of one level at once)
     # or        {method: rounding, round_base: 3, max_round: 2, zero_candidates: false,
     #            identify_new: true, seed: 123}   (frequency tables of unweighted counts)
     # or        {method: cell_key, cell_key: {max_deviation: 2, variance: 1.05, threshold: 1, seed: 2021},
@@ -90,6 +91,12 @@ from sdc_dagster.validation import check_option, check_scalar
 PERTURBATIVE = ("rounding", "cell_key")
 #: Every method of ``protection.method``.
 ALL_METHODS = (*METHODS, *PERTURBATIVE)
+
+#: ``protection.workers`` unless given (``method: hitas``): processes protecting the subtables of one
+#: level at once (:func:`sdc_dagster.tables.secondary_suppression`). Measured on the 9,360-cell census
+#: table of ``benchmarks/tables.py`` (2 cores shared, load 9): 28.6 s wall and 8.1 s CPU with 1 process,
+#: 25.6 s wall and 12.7 s CPU with 2 (the spawned processes import the engine), the same pattern; so 1.
+DEFAULT_WORKERS = 1
 #: The parameters of ``protection`` for ``method: cell_key``: the p-table and seed of the record keys
 #: (``cell_key``, the grid spec's section, :class:`sdc_dagster.spec.grid.CellKeySpec`) and the
 #: magnitude parameters of :func:`sdc_dagster.tables.cell_key_magnitude`.
@@ -173,7 +180,9 @@ class TableSource:
 class TableSetSpec:
     """A table spec: the set's ``name``, ``source``, ``dimensions`` (name -> :class:`DimensionSpec`),
     the ``published`` tables (name -> :class:`TableDef`, spec order), the secondary ``method``,
-    ``cost`` and ``time_limit`` (seconds per integer programme), with ``method: rounding`` the
+    ``cost``, ``time_limit`` (seconds per integer programme) and ``workers`` (processes protecting the
+    subtables of one level at once with ``method: hitas``, :data:`DEFAULT_WORKERS` unless given; the
+    pattern does not depend on it), with ``method: rounding`` the
     ``rounding`` parameters (:data:`ROUNDING_KEYS`, ``seed`` as ``random_state``), with ``method:
     cell_key`` the ``cell_key`` parameters (:func:`_cell_key`), the release ``formats``, and the
     file it came from with its SHA-256 (``spec_path``, ``spec_sha256``)."""
@@ -186,6 +195,7 @@ class TableSetSpec:
     cost: str = "value"
     cost_column: bool = False
     time_limit: float = 600.0
+    workers: int = 1
     rounding: Mapping[str, Any] = field(default_factory=dict)
     cell_key: Mapping[str, Any] = field(default_factory=dict)
     formats: tuple[str, ...] = ("csv",)
@@ -353,7 +363,7 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
         if table is not None:
             published[str(table_name)] = table
     protection = problems.attempt(as_mapping, raw.get("protection") or {}, "protection") or {}
-    problems.unknown_keys(protection, "protection", {"method", "cost", "time_limit", *ROUNDING_KEYS,
+    problems.unknown_keys(protection, "protection", {"method", "cost", "time_limit", "workers", *ROUNDING_KEYS,
                                                          *CELL_KEY_KEYS})
     method = protection.get("method", "optimal")
     problems.attempt(lambda: check_option(method, "protection.method", ALL_METHODS,
@@ -376,6 +386,11 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
     time_limit = protection.get("time_limit", 600.0)
     problems.attempt(lambda: check_scalar(time_limit, "protection.time_limit", low=0, closed="neither",
                                           error=spec_error("protection.time_limit")))
+    problems.attempt(expect, "workers" not in protection or method == "hitas", "protection.workers",
+                     f"only with method: hitas (its subtables are protected in parallel; the method is {method!r})")
+    workers = problems.attempt(lambda: check_scalar(protection.get("workers", DEFAULT_WORKERS), "protection.workers",
+                                                    low=1, integer=True, error=spec_error("protection.workers")),
+                               default=DEFAULT_WORKERS)
     release = problems.attempt(as_mapping, raw.get("release") or {}, "release") or {}
     problems.unknown_keys(release, "release", {"formats"})
     formats = release.get("formats", ["csv"])
@@ -396,7 +411,8 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
     return TableSetSpec(
         name=name, source=source, dimensions=dimensions, published=published, method=method,
         cost=cost if isinstance(cost, str) else cost["column"], cost_column=not isinstance(cost, str),
-        time_limit=float(time_limit), rounding=rounding or {},
+        time_limit=float(time_limit), workers=workers,
+        rounding=rounding or {},
         cell_key=cell_key or {}, formats=tuple(formats), title=str(raw.get("title", "")),
         spec_path=Path(spec_path).resolve() if spec_path else None,
         spec_sha256=hashlib.sha256(text.encode()).hexdigest() if text else "",

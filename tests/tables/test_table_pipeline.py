@@ -531,3 +531,24 @@ def test_the_business_file_by_hitas_passes_the_joint_audit_and_costs_no_less_tha
     assert primaries["suppressed"].all() and primaries["protected"].all()
     optimal = business[1]
     assert optimal.loc[optimal["suppressed"], "value"].sum() <= cells.loc[cells["suppressed"], "value"].sum() + 1e-6
+
+
+def test_the_specs_workers_reach_the_hitas_suppression(monkeypatch):
+    """``protection.workers`` is passed to the secondary suppression of every linked group."""
+    import sdc_dagster.tables as tables
+
+    raw = _frequency_spec()
+    raw["protection"] = {"method": "hitas", "cost": "count", "workers": 3}
+    spec = parse_table_spec(raw)
+    tabulated = tabulate_tables(spec, table_input(spec, SMALL))
+    seen = []
+    real = tables.secondary_suppression
+
+    def recording(*args, **kwargs):
+        seen.append((kwargs["method"], kwargs["workers"]))
+        return real(*args, **{**kwargs, "workers": 1})
+
+    monkeypatch.setattr(tables, "secondary_suppression", recording)
+    protected = protect_tables(spec, tabulated, primary_cells(spec, tabulated))["by_area"]
+    assert seen == [("hitas", 3)]
+    assert protected.loc[protected["primary"], "suppressed"].all()

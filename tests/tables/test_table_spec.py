@@ -215,3 +215,17 @@ def test_cell_key_names_every_misuse_by_its_key(tmp_path):
     frozen = BASE.replace("p: 10}]", "p: 10}]\n    frozen: {published: [{geo: A, sector: x}]}")
     with pytest.raises(SpecError, match=r"published.turnover.frozen: expected no frozen cells with method: cell_key"):
         load_table_spec(_spec(tmp_path, frozen + "protection: {method: cell_key}\n"))
+
+
+def test_workers_is_a_hitas_key_of_whole_processes(tmp_path):
+    """``protection.workers``: the processes of method hitas (default DEFAULT_WORKERS), refused with
+    another method and when not a whole number >= 1, each problem named by its key."""
+    from sdc_dagster.spec.tables import DEFAULT_WORKERS
+
+    assert load_table_spec(_spec(tmp_path, BASE + "protection: {method: hitas, workers: 2}\n")).workers == 2
+    assert load_table_spec(_spec(tmp_path, BASE + "protection: {method: hitas}\n")).workers == DEFAULT_WORKERS
+    with pytest.raises(SpecError, match=r"t.yaml:12: protection.workers: expected only with method: hitas"):
+        load_table_spec(_spec(tmp_path, BASE + "protection: {method: gauss, workers: 2}\n"))
+    for bad in ("0", "1.5", "true"):
+        with pytest.raises(SpecError, match=r"protection.workers: must be an integer >= 1"):
+            load_table_spec(_spec(tmp_path, BASE + f"protection: {{method: hitas, workers: {bad}}}\n"))
