@@ -345,3 +345,18 @@ def test_education_in_unlabelled_whole_numbers_is_drafted_ordinal():
     assert (roles["education"].role, roles["education"].scale) == ("categorical_key", "ordinal")
     assert roles["education"].categories == tuple(years)
     assert "ordered" in roles["education"].reason
+
+
+def test_accented_names_and_the_european_social_surveys_codes_are_scenario_variables():
+    # a new user's finds: "région" was drafted 'other' (its accent split the name into 'r' and 'gion');
+    # ESS's agea (age), gndr, eduyrs were 'other' and hinctnta (household income decile) not sensitive
+    rng = np.random.default_rng(5)
+    n = 600
+    frame = pd.DataFrame({"région": rng.choice(["Nord", "Süd", "Île"], n), "agea": rng.integers(18, 90, n),
+                          "gndr": rng.integers(1, 3, n), "eduyrs": rng.integers(0, 20, n),
+                          "hinctnta": rng.integers(1, 11, n), "weight": rng.uniform(50, 150, n)})
+    roles = drafted(frame)
+    assert {name: candidate_role(roles[name]) for name in ("région", "agea", "gndr", "eduyrs")} == {
+        "région": "categorical_key", "agea": "categorical_key", "gndr": "categorical_key", "eduyrs": "categorical_key"}
+    assert "region: a variable of the disclosure scenario" in roles["région"].reason
+    assert roles["hinctnta"].role == "sensitive"

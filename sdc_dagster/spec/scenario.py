@@ -12,6 +12,7 @@ recognise identifiers, household and cluster ids, weights, counts, amounts and s
 from __future__ import annotations
 
 import re
+import unicodedata
 
 def words_pattern(pattern: str) -> re.Pattern:
     """A case-insensitive pattern of alternative words, matched in full against a name's tokens."""
@@ -113,6 +114,9 @@ VARIABLE_CODES: dict[str, str] = {
     "hhnum": "id", "qhhnum": "id", "hhseqnum": "id", "coeff": "weight",  # HHSEQNUM: person number in household
     # sdcMicro's CASCrefmicrodata (CASC project's business/tax test file): AFNLWGT is its weight
     "afnlwgt": "weight", "agi": "total amount", "ptotval": "total amount", "emcontrb": "amount", "fica": "amount",
+    # European Social Survey (ESS codebook): age, gender, years of education, household income decile
+    "agea": "age", "gndr": "sex", "eduyrs": "education", "eisced": "education", "hinctnta": "sensitive",
+    "domicil": "region",
     # sdcMicro's testdata: its keys, and hhcivil, the sensitive variable of its l-diversity example
     "urbrur": "region", "roof": "dwelling", "walls": "dwelling", "water": "dwelling",
     "electcon": "dwelling", "relat": "household relationship", "hhcivil": "sensitive",
@@ -207,7 +211,9 @@ TOTAL_TOKEN = words_pattern(r"tot\w*|gross|disposable|income|inc|wage|wages|earn
 
 def name_tokens(name: str) -> list[str]:
     """The lower-case words of a column name, split at separators, digits and camelCase, plus the
-    whole name without separators (``hh_size`` -> ``hh``, ``size``, ``hhsize``)."""
+    whole name without separators (``hh_size`` -> ``hh``, ``size``, ``hhsize``); accents are folded
+    first (``région`` -> ``region``, ``año`` -> ``ano``: Unicode NFKD without combining marks)."""
+    name = "".join(c for c in unicodedata.normalize("NFKD", name) if not unicodedata.combining(c))
     spaced = re.sub(r"([a-z])([A-Z])", r"\1_\2", name)
     words = [w for w in re.split(r"[^A-Za-z]+", spaced.lower()) if w]
     squashed = re.sub(r"[^a-z]", "", name.lower())
