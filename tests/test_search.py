@@ -186,6 +186,9 @@ def test_progress_counts_the_walk_up_to_every_node_with_the_best_so_far(testdata
     assert losses[-1] == pytest.approx(min(c.loss for c in result.candidates if c.reaches_target), rel=1e-3)
     assert calls[-1][2].startswith(f"done: {result.nodes_evaluated} of {total} nodes evaluated")
     assert progress_line(120, 1200, "best so far: x") == "plan search: 120 of 1,200 nodes (10 %); best so far: x"
+    # the confirmation names each plan in words, never by its node's internal name (a new user's find)
+    confirmed = [note for _, _, note in calls if "passes the release checks" in note or ": fails " in note]
+    assert confirmed and not any(note.startswith("node_") for note in confirmed)
 
 
 def test_progress_of_a_walk_the_loss_bound_stops_ends_at_the_total(testdata):

@@ -166,7 +166,9 @@ def confirm_front(data, spec, space, front, wave, start, say):
         if not result.confirmed and withholding and not over_budget():
             result = climb(withholding)
         failures = blocking_failures(result.checks) if result.checks else {"not run": "time budget"}
-        say(f"{candidate.plan.name}: " + (f"passes the release checks, loss {result.loss:.4g}{withheld_note(result)}"
+        # the plan in words, as the progress lines name the best so far (never the node's internal name)
+        say(f"{candidate.plan.description or candidate.plan.name}: "
+            + (f"passes the release checks, loss {result.loss:.4g}{withheld_note(result)}"
                                           if result.confirmed else f"fails {', '.join(failures)}"))
         confirmed.append(result)
         if result.confirmed:
