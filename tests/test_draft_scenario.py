@@ -360,3 +360,28 @@ def test_accented_names_and_the_european_social_surveys_codes_are_scenario_varia
         "région": "categorical_key", "agea": "categorical_key", "gndr": "categorical_key", "eduyrs": "categorical_key"}
     assert "region: a variable of the disclosure scenario" in roles["région"].reason
     assert roles["hinctnta"].role == "sensitive"
+
+
+def test_education_numbered_in_its_labels_is_ordinal_in_that_order_and_numbered_race_stays_nominal(tmp_path):
+    # ISLR's Wage writes its categories after their numbers; a new user saw education drafted nominal
+    # (merged with no regard to its order), maritl and the race code left out of the scenario
+    from sdc_dagster.spec.draft import draft_spec
+
+    rng = np.random.default_rng(2)
+    n = 900
+    education = ["1. < HS Grad", "2. HS Grad", "3. Some College", "4. College Grad", "5. Advanced Degree"]
+    frame = pd.DataFrame({"maritl": rng.choice(["1. Never Married", "2. Married", "3. Widowed"], n),
+                          "race": rng.choice(["1. White", "2. Black", "3. Asian"], n),
+                          # written in another order than their numbers, so the order comes from the numbers
+                          "education": rng.choice(education[::-1], n),
+                          "nwhite": rng.integers(0, 2, n)})
+    frame.to_csv(tmp_path / "wage.csv", index=False)
+    spec = yaml.safe_load(draft_spec(tmp_path / "wage.csv", "wage"))
+    variables = spec["variables"]
+    assert variables["education"]["scale"] == "ordinal" and variables["education"]["order"] == education
+    assert variables["race"]["scale"] == "nominal"
+    roles = drafted(frame)
+    assert {name: candidate_role(roles[name]) for name in ("maritl", "race", "education", "nwhite")} == {
+        "maritl": "categorical_key", "race": "categorical_key", "education": "categorical_key",
+        "nwhite": "categorical_key"}
+    assert "'1. < HS Grad' first" in roles["education"].reason

@@ -219,6 +219,26 @@ def _record_key_guess(c: _ColumnFacts, group: str | None, amount_named: bool) ->
     return None
 
 
+#: A text category written after its number: "1. < HS Grad", "2) Secondary", "03 Tertiary".
+_LEADING_NUMBER = re.compile(r"^\s*(\d+)\s*[.):-]?\s+\S")
+
+
+def leading_code_order(categories: list) -> list | None:
+    """Text categories that each start with a distinct number ("1. < HS Grad", ..., "5. Advanced
+    Degree": ISLR's Wage, files exported with "code label" values), in the order of their numbers;
+    None otherwise. Only a scenario group whose codes are ordered (education) is made ordinal by it:
+    numbered categories of a nominal variable ("1. White", "2. Black") are numbered, not ordered."""
+    if not categories or not all(isinstance(c, str) for c in categories):
+        return None
+    matches = [_LEADING_NUMBER.match(c) for c in categories]
+    if not all(matches):
+        return None
+    numbers = [int(m.group(1)) for m in matches]
+    if len(set(numbers)) != len(numbers):
+        return None
+    return [c for _, c in sorted(zip(numbers, categories))]
+
+
 def _categorical_guess(c: _ColumnFacts, group: str | None, amount_named: bool) -> DraftedVariable | None:
     """The categorical rules of :func:`guess_variable`: labels, a nominal/ordinal measure, text, few
     whole-number codes or a coded scenario group make a categorical column, whose role is sensitive
@@ -240,11 +260,17 @@ def _categorical_guess(c: _ColumnFacts, group: str | None, amount_named: bool) -
         codes = sorted(codes)
     ordered = numeric and not labels and (
         group in ORDINAL_GROUPS or ordinal_numbers or group in ORDERED_CODE_GROUPS)
+    numbered = leading_code_order(codes) if not numeric and group in ORDERED_CODE_GROUPS else None
+    if numbered is not None:  # "1. < HS Grad", ..., "5. Advanced Degree": ordered by their numbers
+        codes, ordered = numbered, True
     scale = "ordinal" if measure == "ordinal" or ordered else "nominal"
     why = ("value labels" if labels else f"measured {measure}" if measure in ("nominal", "ordinal")
            else "yes/no values" if pd.api.types.is_bool_dtype(values) else "text values" if not numeric
            else f"{len(counts)} whole-number values" if ordinal_numbers else f"{len(counts)} distinct codes")
-    if ordered and not ordinal_numbers and group in ORDERED_CODE_GROUPS:
+    if numbered is not None:
+        why += (f" ({group} categories numbered in their order, {numbered[0]!r} first: an ordinal scale, merged by "
+                "adjacent categories only)")
+    elif ordered and not ordinal_numbers and group in ORDERED_CODE_GROUPS:
         why += f" ({group} codes are ordered: an ordinal scale, merged by adjacent codes only)"
     if ordinal_numbers:
         why += (" (ordered whole numbers: an ordinal scale; as a key, categorical, never continuous, so that "

@@ -31,7 +31,7 @@ SCENARIO: dict[str, tuple[str, str]] = {
                r"wojewodztwo|woj|powiat|gmina|urban|rural|urbrur|urbani[sz]ation|degurba|smsa|msa|metro|south|"
                r"north|northeast|northcen\w*|west|east|midwest|residence|location|geo|city|town|village|ccaa",
                r"region|province|district|urban|rural|degree of urbani|geograph|metropolitan|residence"),
-    "marital status": (r"marital\w*|marstat|married|maried|single|divorce\w*|widow\w*|estadocivil|stancywilny",
+    "marital status": (r"marital\w*|maritl|marstat|married|maried|single|divorce\w*|widow\w*|estadocivil|stancywilny",
                        r"marital|civil status|estado civil|stan cywilny"),
     "household size": (r"hhsize|hsize|householdsize|hhnbpers|famsize|familysize|nbpers|npers|hhmembers|"
                        r"tamhogar|liczbaosob\w*",
@@ -45,7 +45,7 @@ SCENARIO: dict[str, tuple[str, str]] = {
                     r"pais\w*|paisnac\w*|language|lang",
                     r"citizen|nationality|country of birth|place of birth|native country|language|"
                     r"pa[ií]s de nacimiento|nacionalidad|obywatelstwo|kraj urodzenia"),
-    "ethnicity": (r"ethn\w*|etni\w*|race|racial|raza|black|white|nonwhite|hispanic|hisp|afam|minrty|minority|"
+    "ethnicity": (r"ethn\w*|etni\w*|race|racial|raza|black|white|nonwhite|nwhite|hispanic|hisp|afam|minrty|minority|"
                   r"narodowosc|pochodzenie",
                   r"ethnic|\brace\b|racial|\braza\b|étnic|etnic|narodowość|pochodzenie"),
     "education": (r"educ\w*|edu|school|schooling|isced|degree|diploma|qualif\w*|hatlev\w*|estudios|"
