@@ -57,7 +57,7 @@ def test_wheel_installs_one_namespaced_package_with_the_demo_data(wheel):
         modules = {f"{package}/{p.relative_to(CHECKOUT / folder).as_posix()}" for p in (CHECKOUT / folder).rglob("*.py")}
         assert modules - set(names) == set()
     entry_points = zipfile.ZipFile(wheel[0]).read("sdc_dagster-0.1.0.dist-info/entry_points.txt").decode()
-    assert "sdc = sdc_dagster.cli:main" in entry_points
+    assert "sdc = sdc_dagster.cli:command" in entry_points
 
 
 @pytest.mark.slow

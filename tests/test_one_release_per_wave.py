@@ -47,6 +47,9 @@ def own_survey(tmp_path, home, capsys, suppression_k: list[int], **risk) -> Path
     # sdcMicro's example keys: the draft makes age in whole years a key (issue 34), whose local
     # suppression alone exceeds the 10 % suppression limit; these tests compare plans on the others
     spec["variables"]["age"] = {"role": "other"}
+    # sdcMicro's example keys as keys, whatever the draft's key cap left out (issues 34, 38)
+    for key in ("urbrur", "roof", "walls", "water", "electcon", "relat", "sex"):
+        spec["variables"][key]["role"] = "categorical_key"
     spec["plans"] = {f"suppress_k{k}": {"k": 3, "steps": [{"method": "local_suppression", "k": k}]}
                      for k in suppression_k}
     spec.pop("search", None)
@@ -265,6 +268,18 @@ def test_a_run_that_fails_after_its_plans_publishes_no_release(tmp_path, home, c
     record = wave_release(home / "releases", "own", "2024")
     report = home / "reports" / "own" / "2024.html"
     assert record["report"] == {"file": str(report), "sha256": hashlib.sha256(report.read_bytes()).hexdigest()}
+
+
+@pytest.mark.slow
+def test_sdc_plan_adds_no_plan_when_the_keys_as_they_are_meet_the_target(tmp_path, home, capsys):
+    # found by CI when the draft's key cap left two keys: the front's one plan had no step, and the
+    # spec written with it did not load ("plans.search_1.steps: expected a non-empty list of steps")
+    source = own_survey(tmp_path, home, capsys, [3], max_global_risk=1.0, k=1)
+    spec_file = home / "specs" / "own.yaml"
+    before = spec_file.read_text()
+    status, text = sdc(capsys, "plan", "own", "2024", "--file", str(source), "--write")
+    assert status == EXIT_OK and "changes nothing (the keys as they are meet the target): no plan added" in text, text
+    assert spec_file.read_text() == before
 
 
 @pytest.mark.slow

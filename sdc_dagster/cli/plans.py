@@ -69,7 +69,13 @@ def run_plan(survey_name: str, wave: str, *, data_file: str | None = None, write
         print(f"sdc plan: no plan of the front passes every blocking check\n{advice_text}", file=out)
     if not write:
         return EXIT_OK
-    plans = yaml.safe_load(front_as_yaml(found.front, taken=[p.name for p in spec.plans]))["plans"]
+    # a plan that changes nothing (the keys as they are meet the target) is not a plan a spec can hold
+    front = [candidate for candidate in found.front if candidate.plan.steps]
+    if not front:
+        print("sdc plan: the front's plan changes nothing (the keys as they are meet the target): no plan added",
+              file=out)
+        return EXIT_OK
+    plans = yaml.safe_load(front_as_yaml(front, taken=[p.name for p in spec.plans]))["plans"]
     text = spec_text_with_plans(spec.spec_path.read_text(), plans)
     try:
         with atomic_path(spec.spec_path) as candidate:
