@@ -335,6 +335,18 @@ def read_released(name: str, data: bytes, table: dict, tmp: Path) -> tuple[pd.Da
     return frame, table
 
 
+def released(tmp_path: Path, source: Path, raw_spec: dict):
+    """The wave ``source`` as read with the spec ``raw_spec`` (written beside it, its plan ``p``), plan
+    ``p``'s protected variant, and its safe files."""
+    spec_path = tmp_path / "lfs.yaml"
+    spec_path.write_text(yaml.safe_dump(raw_spec, sort_keys=False))
+    spec = load_spec(spec_path)
+    original = read_wave_file(spec, source)
+    protected = protection.protect(original, spec, spec.plan("p"), wave="2024").data
+    return original, protected, release_files.safe_files(protected, spec, spec.plan("p"), wave="2024",
+                                                          source=source, original=original)
+
+
 @st.composite
 def file_plan(draw):
     steps = []
@@ -358,12 +370,7 @@ def file_plan(draw):
 def test_every_safe_file_read_back_by_label_keeps_the_invariant(tmp_path, case):
     steps, seed = case
     source = labelled_wave(tmp_path / "2024.sav", np.random.default_rng(seed))
-    spec_path = tmp_path / "lfs.yaml"
-    spec_path.write_text(yaml.safe_dump({**FILE_SPEC, "plans": {"p": {"steps": steps}}}, sort_keys=False))
-    spec = load_spec(spec_path)
-    original = read_wave_file(spec, source)
-    protected = protection.protect(original, spec, spec.plan("p"), wave="2024").data
-    safe = release_files.safe_files(protected, spec, spec.plan("p"), wave="2024", source=source, original=original)
+    original, protected, safe = released(tmp_path, source, {**FILE_SPEC, "plans": {"p": {"steps": steps}}})
     table = pd.read_csv(io.BytesIO(safe.files[release_files.LABEL_TABLE]), dtype={"code": str})
     labels = {"edu": EDUCATION, "town": TOWNS}
     assert set(safe.files) == {"protected.sav", "protected.dta", "protected.csv", "protected.parquet",
@@ -392,13 +399,8 @@ def _number(text: str):
 
 def test_a_labelled_sav_does_not_release_banded_towns_under_the_first_ones_name(tmp_path):
     source = labelled_wave(tmp_path / "2024.sav", np.random.default_rng(3))
-    spec_path = tmp_path / "lfs.yaml"
     plan = [{"method": "recode", "variable": "town", "groups": [[1, 2, 3, 4]]}]
-    spec_path.write_text(yaml.safe_dump({**FILE_SPEC, "plans": {"p": plan}}, sort_keys=False))
-    spec = load_spec(spec_path)
-    original = read_wave_file(spec, source)
-    protected = protection.protect(original, spec, spec.plan("p"), wave="2024").data
-    safe = release_files.safe_files(protected, spec, spec.plan("p"), wave="2024", source=source, original=original)
+    original, _, safe = released(tmp_path, source, {**FILE_SPEC, "plans": {"p": plan}})
     frame, meta = read_released("protected.sav", safe.files["protected.sav"], {}, tmp_path)
     assert meta["town"] == {5.0: "Ten Boer", 6.0: "Appingedam – Slochteren (4 categories)"}
     assert int((frame["town"] == 6).sum()) == int(original["town"].isin([1, 2, 3, 4]).sum())
@@ -416,15 +418,10 @@ def test_a_group_the_search_named_by_codes_is_released_under_its_members_labels(
     nowhere, so the released label names the members by their value labels (SPEC §8.2), through the
     one naming of merged groups. A name written by a person is released as written."""
     source = labelled_wave(tmp_path / "2024.sav", np.random.default_rng(3))
-    spec_path = tmp_path / "lfs.yaml"
     plan = [{"method": "recode", "variable": "town", "groups": [[1, 3, 4]], "names": ["Other (1, 3, 4)"]},
             {"method": "recode", "variable": "edu", "groups": [[1, 2, 3, 4, 5], [6, 7]],
              "names": ["stage = 1: 1, …, 5 (5 categories)", "Secondary"]}]
-    spec_path.write_text(yaml.safe_dump({**FILE_SPEC, "plans": {"p": plan}}, sort_keys=False))
-    spec = load_spec(spec_path)
-    original = read_wave_file(spec, source)
-    protected = protection.protect(original, spec, spec.plan("p"), wave="2024").data
-    safe = release_files.safe_files(protected, spec, spec.plan("p"), wave="2024", source=source, original=original)
+    _, _, safe = released(tmp_path, source, {**FILE_SPEC, "plans": {"p": plan}})
     _, meta = read_released("protected.sav", safe.files["protected.sav"], {}, tmp_path)
     assert meta["town"][6.0] == f"Other ({TOWNS[1]}, {TOWNS[3]}, {TOWNS[4]})"
     assert meta["edu"][14.0] == f"stage = 1: {EDUCATION[1]} – {EDUCATION[5]} (5 categories)"
@@ -438,17 +435,11 @@ def test_csv_and_parquet_carry_the_label_text_of_a_merged_age_band_never_its_cod
     keeps the code with its value label; value_labels.csv documents the code either way."""
     ages = np.array([17, 18, 19, 25, 30, 31, 31, 45, 60, 80] * 3)
     pd.DataFrame({"pid": np.arange(1, 31), "age": ages}).to_csv(tmp_path / "2024.csv", index=False)
-    spec_path = tmp_path / "lfs.yaml"
     plan = [{"method": "recode", "variable": "age", "groups": [[17, 18, 19, 25, 30]]}]
-    spec_path.write_text(yaml.safe_dump({
+    _, _, safe = released(tmp_path, tmp_path / "2024.csv", {
         "survey": "lfs", "variables": {"pid": {"role": "record_id"}, "age": {"role": "categorical_key"}},
         "release": {"formats": ["csv", "parquet", "spss"]}, "risk": {"k": 1, "max_global_risk": 1.0},
-        "plans": {"p": plan}}, sort_keys=False))
-    spec = load_spec(spec_path)
-    original = read_wave_file(spec, tmp_path / "2024.csv")
-    protected = protection.protect(original, spec, spec.plan("p"), wave="2024").data
-    safe = release_files.safe_files(protected, spec, spec.plan("p"), wave="2024", source=tmp_path / "2024.csv",
-                                    original=original)
+        "plans": {"p": plan}})
     # five ages merged, a run of the observed ages: named by the first and last with the count
     band = "17 – 30 (5 categories)"
     for name in ("protected.csv", "protected.parquet"):
