@@ -387,5 +387,5 @@ def test_bands_clipped_to_the_data_are_not_called_wider_than_they_are():
     ages = pd.Series(np.r_[np.arange(30, 61), np.full(50, 45)], name="age")
     levels = key_hierarchy(ages, Variable("age", "categorical_key", "nominal")).levels
     words = [level.words for level in levels if "multiples of 20" in level.words]
-    assert words == ["bands cut at multiples of 20: 2 bands [30,40] (40,60]"]
+    assert words == ["bands cut at multiples of 20: 2 bands: [30,40], (40,60]"]
     assert not any("-wide" in level.words for level in levels)

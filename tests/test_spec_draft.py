@@ -368,3 +368,30 @@ def test_business_names_ids_and_amounts(tmp_path):
     assert roles["UTILNAME"] == "direct_identifier"
     assert roles["UTILITYID"] not in ("categorical_key", "continuous_key")
     assert roles["RESREVENUE"] == roles["TOTSALES"] == "continuous_key"
+
+
+def test_arx_hierarchy_files_beside_the_data_give_the_keys_their_hierarchies(tmp_path):
+    # ARX's census-income example ships its hierarchies beside the data as adult_hierarchy_<column>.csv;
+    # the draft took none of them and drafted "Other (n categories)" merges for education instead
+    arx = CHECKOUT / "tests" / "data" / "arx_adult"
+    pd.read_csv(arx / "adult.csv", sep=";").head(3000).to_csv(tmp_path / "adult.csv", sep=";", index=False)
+    for hierarchy in arx.glob("adult_hierarchy_*.csv"):
+        (tmp_path / hierarchy.name.replace("education", "Education")).write_bytes(hierarchy.read_bytes())
+    text = draft_spec(tmp_path / "adult.csv", "adult")
+    raw = yaml.safe_load(text)
+    assert Path(raw["variables"]["education"]["hierarchy"]["file"]).name == "adult_hierarchy_Education.csv"
+    assert Path(raw["variables"]["age"]["hierarchy"]["file"]).name == "adult_hierarchy_age.csv"
+    assert "ARX's hierarchy file adult_hierarchy_age.csv beside the data" in text
+    # the sensitive salary class keeps its role; its comment says how to use its file
+    assert raw["variables"]["salary-class"]["role"] == "sensitive" and "hierarchy" not in raw["variables"]["salary-class"]
+    assert "make salary-class a categorical_key to generalise along it" in text
+    spec = loaded(tmp_path, text)
+    education = next(v for v in spec.variables if v.name == "education").hierarchy
+    # the file's second column: Bachelors -> Undergraduate, 11th -> High School; the third: Higher/Secondary education
+    first, second = education.levels[0], education.levels[1]
+    assert "Undergraduate" in first.names and "High School" in first.names
+    assert set(second.names) == {"Higher education", "Secondary education", "Primary education"}
+    assert spec.survey == "adult"
+    # another data file in the same folder takes none of them
+    (tmp_path / "census.csv").write_bytes((tmp_path / "adult.csv").read_bytes())
+    assert "hierarchy: {file" not in draft_spec(tmp_path / "census.csv", "census")

@@ -148,8 +148,10 @@ def _band_names(values: np.ndarray, cuts: np.ndarray, edges: np.ndarray) -> list
 
 
 def _shown(names: Sequence[str]) -> str:
+    """Group names as a list a reader can split ("spouse present, spouse not present"), the middle
+    elided when more than 8."""
     shown = list(names) if len(names) <= 8 else [*names[:3], "...", *names[-3:]]
-    return " ".join(shown)
+    return ", ".join(shown)
 
 
 def _groups_from_cuts(categories: Sequence, cuts: np.ndarray) -> tuple[tuple, ...]:
@@ -181,7 +183,7 @@ def _numeric_levels(values: np.ndarray, counts: np.ndarray, methods: set[str], w
     out = []
     for c, e, words in levels:
         names = _band_names(values, c, e)
-        out.append(KeyLevel(_groups_from_cuts(values, c), f"{words}: {len(names)} bands {_shown(names)}", tuple(names)))
+        out.append(KeyLevel(_groups_from_cuts(values, c), f"{words}: {len(names)} bands: {_shown(names)}", tuple(names)))
     return out
 
 
@@ -243,7 +245,7 @@ def _hierarchy_levels(hierarchy: Hierarchy) -> list[KeyLevel]:
         if 2 <= len(level.groups) < count:
             count = len(level.groups)
             merged = [n for g, n in zip(level.groups, level.names) if len(g) > 1]
-            levels.append(KeyLevel(level.groups, f"{level.name}: {len(level.groups)} groups, merged {_shown(merged)}",
+            levels.append(KeyLevel(level.groups, f"{level.name}: {len(level.groups)} groups, merged: {_shown(merged)}",
                                    level.names))
     return levels
 

@@ -17,7 +17,7 @@ import yaml
 from sdc_dagster.names import check_name
 from sdc_dagster.spec.drafted_hierarchies import HierarchyRule, draft_rule
 from sdc_dagster.spec.guess import plain_scalar, whole_numbers
-from sdc_dagster.spec.hierarchies import members_name
+from sdc_dagster.spec.hierarchies import hierarchy_files_beside, members_name
 from sdc_dagster.spec.reading import read_with_metadata
 from sdc_dagster.spec.roles import (DRAFTED_GLOBAL_RISK, DRAFTED_K, DRAFTED_MICROAGGREGATION_K,
                                    DRAFTED_UNWEIGHTED_GLOBAL_RISK, MAX_CATEGORICAL_KEYS, draft_scenario,
@@ -162,7 +162,9 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
     lines = _source_lines(path, survey, contents, max_keys) + _cap_lines(scenario)
     if not categorical and not continuous:
         lines.insert(3, "# No column looked like a key: give at least one the role categorical_key or continuous_key.")
-    lines += ["variables:", *_variable_lines(contents, drafted)]
+    beside = {column: str(found.resolve()) for column, found in hierarchy_files_beside(path, contents.data.columns).items()
+              if column not in contents.hierarchies}
+    lines += ["variables:", *_variable_lines(contents, drafted, beside)]
     lines += _risk_lines(contents, drafted, continuous, scenario)
     lines += _decision_lines(scenario)
     lines.append("search: {enabled: true}          # search the plan that meets the risk target with the least loss")
@@ -226,11 +228,12 @@ def _decision_lines(scenario) -> list[str]:
     return lines
 
 
-def _variable_lines(contents, drafted: list) -> list[str]:
+def _variable_lines(contents, drafted: list, beside: dict[str, str]) -> list[str]:
     """One ``variables`` entry per drafted column (:func:`draft_roles`): role, scale, categories or
     order, missing codes, a continuous key's precision and a categorical key's hierarchy (declared in
-    the metadata or drafted by :func:`_drafted_hierarchy`), with its type, label and the guess's
-    reason as comments."""
+    the metadata, an ARX hierarchy file beside the data (``beside``,
+    :func:`~sdc_dagster.spec.hierarchies.hierarchy_files_beside`) or drafted by
+    :func:`_drafted_hierarchy`), with its type, label and the guess's reason as comments."""
     lines = []
     # a coarser column drafted for removal as a copy of a key (a province beside the municipality)
     # still gives that key its hierarchy: the search merges along it, the release leaves it out
@@ -250,6 +253,13 @@ def _variable_lines(contents, drafted: list) -> list[str]:
         if v.role == "categorical_key" and v.name in contents.hierarchies:
             entry["hierarchy"] = {"file": contents.hierarchies[v.name]}
             hierarchy_note = "declared in the metadata (<HIERCODELIST>): the plan search generalises along it"
+        elif v.role == "categorical_key" and v.name in beside:
+            entry["hierarchy"] = {"file": beside[v.name]}
+            hierarchy_note = (f"ARX's hierarchy file {Path(beside[v.name]).name} beside the data: the plan search "
+                              "generalises along its levels")
+        elif v.name in beside:
+            hierarchy_note = (f"ARX's hierarchy file {Path(beside[v.name]).name} is beside the data: make "
+                              f"{v.name} a categorical_key to generalise along it")
         elif v.role == "categorical_key":
             rule, hierarchy_note = _drafted_hierarchy(contents.data, v, nesting)
             if rule is not None:

@@ -348,6 +348,23 @@ def read_hrc(path: str | Path, *, leadstring: str = HRC_LEADSTRING, labels: Mapp
                          level_names=names)
 
 
+def hierarchy_files_beside(path: str | Path, columns: Sequence[str]) -> dict[str, Path]:
+    """The hierarchy files beside a data file named as ARX names them: ``<data stem>_hierarchy_<column>.csv``
+    (ARX's examples, e.g. ``adult_hierarchy_age.csv`` beside ``adult.csv``), column -> path, matched
+    whatever the case of the letters; columns without such a file are absent."""
+    path = Path(path)
+    prefix = f"{path.stem}_hierarchy_".lower()
+    wanted = {str(c).lower(): c for c in columns}
+    found = {}
+    for other in sorted(path.parent.iterdir()) if path.parent.is_dir() else ():
+        name = other.name.lower()
+        if other.is_file() and name.startswith(prefix) and name.endswith(".csv"):
+            column = wanted.get(name[len(prefix):-len(".csv")])
+            if column is not None:
+                found.setdefault(column, other)
+    return found
+
+
 def read_hierarchy_file(path: str | Path, **options) -> Hierarchy:
     """A hierarchy file by its extension (``.hrc``: :func:`read_hrc`; ``.csv``/``.txt``:
     :func:`read_arx_hierarchy`), else by its content (a first line starting with the lead string or
