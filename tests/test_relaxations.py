@@ -499,3 +499,16 @@ def test_when_no_single_change_helps_the_advice_tries_pairs_of_keys():
     # the plan eligible under the pair keeps one of the two keys left with detail
     left = [key for key in "abde" if key not in pair.change.removesuffix(" not keys").split(" and ")]
     assert len(left) == 2 and sum(f"{key}: withheld" in pair.plan for key in left) == 1
+
+
+def test_the_advice_says_whether_no_plan_is_proven(advised):
+    found, advice, _ = advised
+    # the one-node space was settled: that no plan of it meets the targets is proven
+    assert found.exhaustive and advice.search_cut == "" and advice.record()["search_cut"] == ""
+    assert not any("not proven" in line for line in advice.lines())
+    data, spec = wave(), wave_spec()
+    cut = dataclasses.replace(found, exhaustive=False, nodes_evaluated=0, bound="time budget: 1 node not evaluated")
+    record = what_it_would_take(data, spec, cut, wave="w", budget_seconds=0).record()
+    assert record["search_cut"] == ("it stopped after 0 plans evaluated, its budget 60 s CPU (search.budget_seconds), "
+                                    "time budget: 1 node not evaluated: a plan it did not check may meet the targets")
+    assert advice_lines(record)[1] == "  not proven: " + record["search_cut"]

@@ -180,8 +180,10 @@ class Relaxation:
 class WhatItWouldTake:
     """The outcome of :func:`what_it_would_take`: the ``closest`` plans, the ``relaxations`` that make
     a plan eligible (cheapest first), the changes ``tried`` that do not (each with why, in words),
-    those ``not_tried`` when the budget ran out, ``seconds`` taken of ``budget_seconds``, and the
-    ``loss_measure`` the losses are in (a headline loss: ``lambda_arctan`` or ``topsis_mean``)."""
+    those ``not_tried`` when the budget ran out, ``seconds`` taken of ``budget_seconds``, the
+    ``loss_measure`` the losses are in (a headline loss: ``lambda_arctan`` or ``topsis_mean``), and
+    ``search_cut``: empty when the search settled every plan of its space (then no plan of it meets
+    the targets, proven), else how its budget cut it (a plan it left unchecked may meet them)."""
 
     closest: tuple[ClosestPlan, ...]
     relaxations: tuple[Relaxation, ...]
@@ -190,6 +192,7 @@ class WhatItWouldTake:
     seconds: float
     budget_seconds: float
     loss_measure: str
+    search_cut: str = ""
 
     def record(self) -> dict:
         """Everything as plain JSON values: what the report, the console and the plan-search asset's
@@ -198,7 +201,7 @@ class WhatItWouldTake:
                 "relaxations": [r.record() for r in self.relaxations],
                 "tried": list(self.tried), "not_tried": list(self.not_tried),
                 "seconds": round(self.seconds, 2), "budget_seconds": self.budget_seconds,
-                "loss_measure": self.loss_measure}
+                "loss_measure": self.loss_measure, "search_cut": self.search_cut}
 
     def lines(self) -> list[str]:
         """The outcome as lines of text for the console (:func:`advice_lines`)."""
@@ -533,7 +536,18 @@ def what_it_would_take(
     return WhatItWouldTake(closest=tuple(closest), relaxations=tuple(eligible), tried=tuple(tried),
                            not_tried=tuple(not_tried), seconds=time.perf_counter() - began,
                            budget_seconds=budget,
-                           loss_measure="topsis_mean" if spec.search.loss == "topsis" else "lambda_arctan")
+                           loss_measure="topsis_mean" if spec.search.loss == "topsis" else "lambda_arctan",
+                           search_cut=search_cut(found, spec))
+
+
+def search_cut(found: WaveSearch, spec: SurveySpec) -> str:
+    """How a search that recommends no plan was cut, in words ("" when it settled every plan of its
+    space: then none of them meets the targets): the plans it evaluated and how it stopped
+    (:attr:`WaveSearch.bound`; its time budget, ``search.budget_seconds``, or a loss bound)."""
+    if found.exhaustive:
+        return ""
+    return (f"it stopped after {found.nodes_evaluated:,} plans evaluated, its budget {spec.search.budget_seconds:g} s "
+            f"CPU (search.budget_seconds), {found.bound}: a plan it did not check may meet the targets")
 
 
 def advice_lines(record: dict) -> list[str]:
@@ -542,6 +556,8 @@ def advice_lines(record: dict) -> list[str]:
     its loss, the changes tried in vain, and those the budget left untried."""
     label = measure_info(record["loss_measure"]).label
     lines = ["what it would take:"]
+    if record.get("search_cut"):
+        lines.append(f"  not proven: {record['search_cut']}")
     if record["closest"]:
         lines.append("  the closest plans and the checks they fail:")
         for i, plan in enumerate(record["closest"], 1):

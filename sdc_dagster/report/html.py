@@ -149,7 +149,11 @@ def _what_it_would_take_section(inputs: ReportInputs) -> str:
         return ""
     label = measure_info(advice["loss_measure"])
     parts = ["<h2 id=\"what-it-would-take\">What it would take</h2>",
-             "<p>No plan of the search meets the risk target and the utility limits together. Below: the plans that "
+             "<p>" + ("No plan of the search's space meets the risk target and the utility limits together (every "
+                      "plan settled). " if not advice.get("search_cut") else
+                      f"No plan the search checked meets the risk target and the utility limits together; this is "
+                      f"not proven: {html.escape(advice['search_cut'])}. ")
+             + "Below: the plans that "
              "come closest, each with the blocking checks it fails and how far it is from them (the value's excess "
              "over its threshold relative to the threshold; for a count, the share of the records), and the changes "
              "of target or scenario under which the search, run again, recommends a plan.</p>"]

@@ -444,10 +444,14 @@ def _search_wider(w: LatticeWalk, found: WaveSearch, full_space: dict[str, KeyHi
     # Flash finds with few records in classes smaller than k (``walk_suppresses``)
     again = _search_wave(data, replace(spec, search=replace(spec.search, budget_seconds=left_seconds)),
                          wave=wave, progress=progress, exhaustive=w.exhaustive, withhold=True, walk_suppression=False)
+    own = (f"no plan of the {len(w.nodes):,} of the keys' own levels passed the release checks" if found.exhaustive
+           else f"the budget stopped the walk of the keys' own levels at {found.nodes_evaluated:,} of "
+                f"{len(w.nodes):,} nodes evaluated, none passing the release checks")
+    # exhaustive only when both walks settled every node: the wider one evaluates the keys' own
+    # levels without suppression, so it does not settle what the first walk left unevaluated
     return replace(again, seconds=time.perf_counter() - began, candidates=found.candidates + again.candidates,
-                   workers=max(found.workers, again.workers),
-                   bound=f"{again.bound}; searched again with each key's top after no plan of the "
-                         f"{len(w.nodes):,} of the keys' own levels passed the release checks")
+                   workers=max(found.workers, again.workers), exhaustive=found.exhaustive and again.exhaustive,
+                   bound=f"{again.bound}; searched again with each key's top after {own}")
 
 
 def _proven(recommended: SearchCandidate | None, ranked: list[SearchCandidate],

@@ -99,3 +99,16 @@ def test_the_search_sentence_says_how_the_plans_it_did_not_evaluate_were_settled
     assert ("The plan search evaluated 3 of 36 generalisation plans in 0.4 s; the other 33 were settled without "
             "evaluation (33 nodes tagged k-anonymous or not without a frequency check (predictive tagging)).") in page
     assert "every plan of the space" not in page
+
+
+def test_the_report_says_whether_no_plan_is_proven(report_inputs):
+    # ARX's census-income file with its hierarchies: the budget stopped the search at 92 of 192 plans and
+    # the report said "No plan of the search meets the risk target", as if every plan had been checked
+    proven = html.unescape(section(render_report(withheld(report_inputs, what_it_would_take=ADVICE))))
+    assert "No plan of the search's space meets the risk target and the utility limits together (every plan settled)." in proven
+    assert "not proven" not in proven
+    cut = "it stopped after 92 plans evaluated, its budget 120 s CPU (search.budget_seconds), time budget: 100 nodes not evaluated: a plan it did not check may meet the targets"
+    page = render_report(withheld(report_inputs, what_it_would_take={**ADVICE, "search_cut": cut}))
+    text = html.unescape(section(page))
+    assert ("No plan the search checked meets the risk target and the utility limits together; this is not proven: "
+            + cut + ".") in text
