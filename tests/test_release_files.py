@@ -1,6 +1,7 @@
 """Safe files of a release: the office's formats with their labels, a shuffled record order and
 new ids, and an audit that verifies every file byte for byte."""
 
+import dataclasses
 import io
 from datetime import datetime
 from pathlib import Path
@@ -161,7 +162,8 @@ def test_the_spec_can_keep_order_and_ids(tmp_path):
     assert list(safe.files) == ["protected.csv", "protected.parquet", "value_labels.csv"]
     out = pd.read_csv(io.BytesIO(safe.files["protected.csv"]))
     assert out["pid"].tolist() == protected["pid"].tolist() == list(range(1, 4 * N_HOUSEHOLDS + 1))
-    assert safe.order == {"shuffled": False, "seed": None, "renumbered_ids": []}
+    assert safe.order == {"shuffled": False, "seed": None, "renumbered_ids": [],
+                          "csv": {"sep": ",", "decimal": ".", "encoding": "utf-8"}}
 
 
 @pytest.mark.parametrize("release, message", [
@@ -241,3 +243,34 @@ def test_the_manifest_names_the_keys_the_release_leaves_without_information(tmp_
                                "savings": "withheld"}) == "age, region: released as one category; income, savings: withheld"
     assert not_released_words({"region": "one category"}) == "region: released as one category"
     assert not_released_words({}) == ""
+
+
+def test_a_csv_wave_is_released_in_its_own_dialect(tmp_path):
+    # offices' spreadsheets export ';'-separated text with decimal commas in Windows-1252; the release
+    # came back ','-separated UTF-8 with decimal points, which the same spreadsheet reads as one column
+    data = wave()
+    data["income"] = data["tag"] / 8  # 0, 1.25, 2.5, ...
+    data["town"] = np.where(data["pid"] % 3 == 0, "Cádiz", "Other")
+    source = tmp_path / "2024.csv"
+    source.write_bytes(data.to_csv(index=False, sep=";", decimal=",").encode("windows-1252"))
+    raw = {**SPEC, "source": {"options": {"sep": ";", "decimal": ",", "encoding": "windows-1252"}},
+           "variables": {**SPEC["variables"], "income": {"role": "other"}, "town": {"role": "other"}},
+           "release": {"shuffle": False, "renumber_ids": False}}
+    spec_path = tmp_path / "lfs.yaml"
+    spec_path.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    spec = load_spec(spec_path)
+    _, safe = released(spec, source)
+    text = safe.files["protected.csv"]
+    assert b"C\xe1diz" in text  # á in Windows-1252
+    lines = text.decode("windows-1252").splitlines()
+    assert lines[0] == "pid;hid;sex;agegr;tag;income;town"
+    # record 2 (row 1): sex 2.0 (a float in the wave, "2,0" in its file), agegr 1 * 7 % 5 + 1 = 3, tag 10, income 1.25
+    assert lines[2] == "2;1;2,0;3;10;1,25;Other"
+    assert lines[3].endswith(";2,5;Cádiz")
+    assert safe.order["csv"] == {"sep": ";", "decimal": ",", "encoding": "windows-1252"}
+    assert safe.files["value_labels.csv"].decode("windows-1252").splitlines()[0] == "variable;code;label"
+    # text the wave's encoding cannot hold: a merged band's en dash is not in ISO-8859-1
+    latin = dataclasses.replace(spec, source=dataclasses.replace(spec.source, options={"encoding": "latin-1"}))
+    bands = pd.DataFrame({"age": ["17 – 30", "31 – 45"]})
+    assert release_files.csv_dialect(latin, "csv", [bands]) == {"sep": ",", "decimal": ".", "encoding": "utf-8-sig"}
+    assert release_files.csv_dialect(latin, "csv", [bands.replace("–", "-", regex=True)])["encoding"] == "latin-1"

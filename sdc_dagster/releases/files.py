@@ -27,6 +27,13 @@ own label, a merged one reads ``"Bachelors, Doctorate, Masters"``, and an ``inte
 without labels releases its bands as text, ``"(20,25]"``. The manifest records the merged
 categories (``output.categories``, :meth:`~sdc_dagster.releases.categories.ReleasedCoding.record`).
 
+A wave read from CSV is released as CSV in its own dialect: the separator, decimal mark and
+encoding of ``source.options`` (a ``;``-separated file with decimal commas in Windows-1252, as
+offices' spreadsheets export them, comes back the same, ``value_labels.csv`` too), so the office's
+tools read the release as they read the wave; text its encoding cannot hold is written in UTF-8
+instead (with a byte-order mark, so spreadsheets read it as such). The manifest records the
+dialect written (``order.csv``).
+
 ``release.shuffle: false`` or ``release.renumber_ids: false`` keep the order or the ids. The
 pipeline's protected asset keeps the source order and index, since residual risk and loss compare
 it with the original record by record; only the files written here are reordered.
@@ -152,10 +159,44 @@ def safe_files(protected: pd.DataFrame, spec: SurveySpec, plan: Plan, *, wave: s
     value_labels = coding.value_labels(labels.value_labels if labels is not None else None)
     value_labels = {c: m for c, m in value_labels.items() if c in released.columns}
     as_text = labels_as_text(released, value_labels, coding.merged)
-    files = {FILE_NAMES[f]: encode(as_text if f in ("csv", "parquet") else released, f, labels, value_labels=value_labels)
+    table = label_table(value_labels)
+    dialect = csv_dialect(spec, wave_format, [as_text, table])
+    files = {FILE_NAMES[f]: encode(as_text if f in ("csv", "parquet") else released, f, labels, value_labels=value_labels,
+                                   dialect=dialect)
              for f in formats}
-    files[LABEL_TABLE] = label_table(value_labels)
+    files[LABEL_TABLE] = csv_bytes(table, dialect)
+    if "csv" in formats:
+        order = {**order, "csv": dialect}
     return SafeFiles(files, order, coding)
+
+
+#: The CSV dialect of a release whose wave was not CSV (and of pandas' defaults).
+PLAIN_CSV = {"sep": ",", "decimal": ".", "encoding": "utf-8"}
+
+
+def csv_dialect(spec: SurveySpec, wave_format: str, frames: list[pd.DataFrame]) -> dict:
+    """The dialect the release's CSV files are written in (module docstring): the wave's separator,
+    decimal mark and encoding when it was CSV, else :data:`PLAIN_CSV`; UTF-8 with a byte-order mark
+    (``utf-8-sig``) when the wave's encoding cannot hold some text of ``frames``."""
+    if wave_format != "csv":
+        return dict(PLAIN_CSV)
+    options = spec.source.options or {}
+    dialect = {"sep": str(options.get("sep") or ","), "decimal": str(options.get("decimal") or "."),
+               "encoding": str(options.get("encoding") or "utf-8")}
+    texts = [str(c) for frame in frames for c in frame.columns]
+    texts += [v for frame in frames for c in frame.columns if frame[c].dtype == object
+              for v in pd.unique(frame[c].dropna()) if isinstance(v, str)]
+    try:
+        "\n".join(texts).encode(dialect["encoding"])
+    except UnicodeEncodeError:
+        dialect["encoding"] = "utf-8-sig"
+    return dialect
+
+
+def csv_bytes(frame: pd.DataFrame, dialect: dict) -> bytes:
+    """``frame`` as CSV text in ``dialect`` (:func:`csv_dialect`), no index, ``\n`` line ends."""
+    text = frame.to_csv(index=False, lineterminator="\n", sep=dialect["sep"], decimal=dialect["decimal"])
+    return text.encode(dialect["encoding"])
 
 
 def labels_as_text(released: pd.DataFrame, value_labels: dict[str, dict], variables) -> pd.DataFrame:
@@ -177,12 +218,12 @@ def labels_as_text(released: pd.DataFrame, value_labels: dict[str, dict], variab
     return out
 
 
-def label_table(value_labels: dict[str, dict]) -> bytes:
+def label_table(value_labels: dict[str, dict]) -> pd.DataFrame:
     """``value_labels.csv``: one row per labelled code (``variable``, ``code``, ``label``), the
-    variables in column order and their codes in label order, UTF-8."""
+    variables in column order and their codes in label order (written in the release's CSV dialect,
+    :func:`csv_dialect`)."""
     rows = [(variable, code, label) for variable, mapping in value_labels.items() for code, label in mapping.items()]
-    table = pd.DataFrame(rows, columns=["variable", "code", "label"], dtype=object)
-    return table.to_csv(index=False, lineterminator="\n").encode("utf-8")
+    return pd.DataFrame(rows, columns=["variable", "code", "label"], dtype=object)
 
 
 def wave_labels(source: Path, spec: SurveySpec) -> FileContents | None:
@@ -197,15 +238,16 @@ def wave_labels(source: Path, spec: SurveySpec) -> FileContents | None:
 
 
 def encode(frame: pd.DataFrame, fmt: str, labels: FileContents | None = None, *,
-           value_labels: dict[str, dict] | None = None) -> bytes:
+           value_labels: dict[str, dict] | None = None, dialect: dict | None = None) -> bytes:
     """The bytes of ``frame`` in release format ``fmt``; ``labels``: the source file's metadata
     (variable labels, measures, user-missing codes); ``value_labels``: the released value labels
     (``{column: {code: label}}``, :meth:`~sdc_dagster.releases.categories.ReleasedCoding.value_labels`;
-    the source's when not given)."""
+    the source's when not given); ``dialect``: a CSV file's (:func:`csv_dialect`; default
+    :data:`PLAIN_CSV`)."""
     if fmt == "parquet":
         return parquet_bytes(frame)
     if fmt == "csv":
-        return frame.to_csv(index=False, lineterminator="\n").encode("utf-8")
+        return csv_bytes(frame, dialect or PLAIN_CSV)
     import pyreadstat
 
     if value_labels is None:

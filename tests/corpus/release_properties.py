@@ -159,7 +159,8 @@ def check_release(original: Path, home: Path, survey: str, wave: str = "2024") -
     result.safe_file = safe.name
     source_options = (spec.get("source") or {}).get("options") or {}
     before = _read(original, source_options)
-    after = _read(safe)
+    # a CSV release is written in the wave's dialect (releases.files.csv_dialect), recorded in the manifest
+    after = _read(safe, manifest["output"]["order"].get("csv") if safe.suffix == ".csv" else None)
     variables = spec["variables"]
     perturbed = {s["parameters"].get("variable") for s in manifest.get("steps", [])
                  if s["method"] in PERTURBING_CATEGORIES}
