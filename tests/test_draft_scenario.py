@@ -54,7 +54,7 @@ def test_arx_adult_columns_are_the_scenario_keys_and_the_salary_class_is_sensiti
         "age": ("categorical_key", "ordinal"),  # whole years: never a continuous key
         "race": ("categorical_key", "nominal"),
         "marital-status": ("categorical_key", "nominal"),
-        "education": ("categorical_key", "nominal"),
+        "education": ("categorical_key", "ordinal"),  # in order of attainment (education-num)
         "native-country": ("categorical_key", "nominal"),
         "workclass": ("categorical_key", "nominal"),
         "occupation": ("categorical_key", "nominal"),
@@ -385,3 +385,36 @@ def test_education_numbered_in_its_labels_is_ordinal_in_that_order_and_numbered_
         "maritl": "categorical_key", "race": "categorical_key", "education": "categorical_key",
         "nwhite": "categorical_key"}
     assert "'1. < HS Grad' first" in roles["education"].reason
+
+
+# UCI's census-income description numbers its 16 education categories (education-num 1 to 16) in this order
+ADULT_EDUCATION = ["Preschool", "1st-4th", "5th-6th", "7th-8th", "9th", "10th", "11th", "12th", "HS-grad",
+                   "Some-college", "Assoc-voc", "Assoc-acdm", "Bachelors", "Masters", "Prof-school", "Doctorate"]
+
+
+@pytest.mark.parametrize("levels", [
+    ADULT_EDUCATION,
+    # ISCED 2011's attainment levels as Eurostat's LFS tables name them
+    ["Less than lower secondary", "Lower secondary", "Upper secondary", "Post-secondary non-tertiary", "Tertiary"],
+    ["Less than HS", "HS grad", "Some college", "College grad", "Advanced degree"],
+])
+def test_education_in_words_is_ordinal_in_order_of_attainment(tmp_path, levels):
+    # the census-income file's education was drafted nominal: its rare categories merged into one group,
+    # doctorates with the 10th grade
+    from sdc_dagster.spec.draft import draft_spec
+
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"education": rng.choice(levels[::-1], 2000), "sex": rng.choice(["F", "M"], 2000)})
+    frame.to_csv(tmp_path / "census.csv", index=False)
+    spec = yaml.safe_load(draft_spec(tmp_path / "census.csv", "census"))
+    assert spec["variables"]["education"]["scale"] == "ordinal"
+    assert spec["variables"]["education"]["order"] == levels
+    assert f"levels of education in words, {levels[0]!r} to {levels[-1]!r}" in drafted(frame)["education"].reason
+
+
+def test_education_words_of_unknown_or_equal_rank_stay_nominal():
+    from sdc_dagster.spec.guess import education_word_order
+
+    assert education_word_order(["Bachelors", "Masters", "Other"]) is None  # "Other" has no rank
+    assert education_word_order(["BA", "Bachelors", "Masters"]) is None  # two of the same rank: order unknown
+    assert education_word_order([1, 2]) is None

@@ -239,6 +239,52 @@ def leading_code_order(categories: list) -> list | None:
     return [c for _, c in sorted(zip(numbers, categories))]
 
 
+#: Education attainment in words, from least to most, each (pattern, rank) tried in this order on
+#: the lower-cased category with ``-``/``_`` as spaces, the first match giving its rank: the
+#: attainment levels of ISCED 2011 (UNESCO) as survey files write them, in years of schooling
+#: (grades by their number; the census-income file's "Preschool" ... "Doctorate", whose published
+#: ``education-num`` orders them so).
+_EDUCATION_WORDS = tuple((re.compile(pattern), rank) for pattern, rank in (
+    (r"pre ?school|kindergarten|no (?:formal )?(?:schooling|education)|^none$|illiterate|never attended", 0.0),
+    (r"^(\d{1,2})(?:st|nd|rd|th)\b", None),  # a grade: its number
+    (r"less than lower secondary|below lower secondary", 7.5),
+    (r"less than (?:high school|hs|secondary|upper secondary)|^< ?hs|below (?:upper )?secondary|some (?:high school|hs)",
+     11.5),
+    (r"lower secondary|middle school|junior high", 9.0),
+    (r"primary|elementary|grade school", 6.0),
+    (r"post ?secondary|vocational|trade school|technical", 13.0),
+    (r"some (?:college|university)", 13.5),
+    (r"assoc(?:iate)?s? voc", 14.0),
+    (r"assoc", 14.5),
+    (r"high school|\bhs\b|upper secondary|secondary|matura|\bged\b", 12.5),
+    (r"undergrad|bachelor|college|university|tertiary|higher education|\bba\b|\bbsc?\b", 16.0),
+    (r"prof(?:essional)? school|professional degree", 19.0),
+    (r"doctor|\bph ?d\b", 21.0),
+    (r"master|post ?grad|graduate|advanced degree|\bma\b|\bmsc?\b", 18.0),
+))
+
+
+def education_word_order(categories: list) -> list | None:
+    """Education categories written as words ("Preschool", "1st-4th", ..., "HS-grad", "Some-college",
+    "Bachelors", "Masters", "Doctorate") in the order of attainment (:data:`_EDUCATION_WORDS`); None
+    unless every category is such a word and no two have the same rank (then the order is not known)."""
+    if not categories or not all(isinstance(c, str) for c in categories):
+        return None
+    ranks = []
+    for category in categories:
+        text = re.sub(r"[-_]+", " ", category.strip().lower())
+        for pattern, rank in _EDUCATION_WORDS:
+            found = pattern.search(text)
+            if found:
+                ranks.append(float(found.group(1)) if rank is None else rank)
+                break
+        else:
+            return None
+    if len(set(ranks)) != len(ranks):
+        return None
+    return [c for _, c in sorted(zip(ranks, categories))]
+
+
 def _categorical_guess(c: _ColumnFacts, group: str | None, amount_named: bool) -> DraftedVariable | None:
     """The categorical rules of :func:`guess_variable`: labels, a nominal/ordinal measure, text, few
     whole-number codes or a coded scenario group make a categorical column, whose role is sensitive
@@ -261,8 +307,11 @@ def _categorical_guess(c: _ColumnFacts, group: str | None, amount_named: bool) -
     ordered = numeric and not labels and (
         group in ORDINAL_GROUPS or ordinal_numbers or group in ORDERED_CODE_GROUPS)
     numbered = leading_code_order(codes) if not numeric and group in ORDERED_CODE_GROUPS else None
+    worded = education_word_order(codes) if not numeric and group == "education" and numbered is None else None
     if numbered is not None:  # "1. < HS Grad", ..., "5. Advanced Degree": ordered by their numbers
         codes, ordered = numbered, True
+    elif worded is not None:  # "Preschool", ..., "Doctorate": ordered by attainment
+        codes, ordered = worded, True
     scale = "ordinal" if measure == "ordinal" or ordered else "nominal"
     why = ("value labels" if labels else f"measured {measure}" if measure in ("nominal", "ordinal")
            else "yes/no values" if pd.api.types.is_bool_dtype(values) else "text values" if not numeric
@@ -270,6 +319,9 @@ def _categorical_guess(c: _ColumnFacts, group: str | None, amount_named: bool) -
     if numbered is not None:
         why += (f" ({group} categories numbered in their order, {numbered[0]!r} first: an ordinal scale, merged by "
                 "adjacent categories only)")
+    elif worded is not None:
+        why += (f" (levels of education in words, {worded[0]!r} to {worded[-1]!r}: an ordinal scale, merged by "
+                "adjacent levels only)")
     elif ordered and not ordinal_numbers and group in ORDERED_CODE_GROUPS:
         why += f" ({group} codes are ordered: an ordinal scale, merged by adjacent codes only)"
     if ordinal_numbers:
