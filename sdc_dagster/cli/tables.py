@@ -231,6 +231,8 @@ def print_table_summary(spec, wave: str | None, out) -> bool:
         print(f"   WITHHELD: {'; '.join(f'{c}: {why}' for c, why in withheld.items())}", file=out)
     else:
         print(f"   released: {folders[-1]}", file=out)
+    if manifest.get("exchange"):
+        print(f"   tau-Argus files (confidential, not released): {manifest['exchange']['folder']}", file=out)
     print(f"   report: {report}", file=out, flush=True)
     return bool(withheld)
 

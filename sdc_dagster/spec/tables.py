@@ -105,9 +105,11 @@ CELL_KEY_KEYS = ("cell_key", "delta", "top_k", "epsilon")
 ROUNDING_KEYS = ("round_base", "max_round", "zero_candidates", "identify_new", "seed")
 #: How a cell's suppression is priced (:func:`sdc_dagster.tables.secondary_suppression` ``cost``).
 COSTS = ("value", "count")
-#: Formats the protected tables are released in (``release.formats``): the office's layout as CSV or
-#: Excel (:func:`sdc_dagster.tables.write_published`), tau-Argus's ``.tab``/``.rda``/``.hrc``/``.hst``
-#: (:func:`sdc_dagster.tables.write_tau_argus`).
+#: Formats the protected tables are written in (``release.formats``): the office's layout as CSV or
+#: Excel (:func:`sdc_dagster.tables.write_published`), released; tau-Argus's ``.tab``/``.rda``/``.hrc``/``.hst``
+#: (:func:`sdc_dagster.tables.write_tau_argus`), confidential (every inner cell's value and largest
+#: contributions), written beside the report, never released
+#: (:func:`sdc_dagster.releases.tables.exchange_files`).
 TABLE_RELEASE_FORMATS = ("csv", "xlsx", "tau_argus")
 #: The states of a frozen cell (``published.<table>.frozen``).
 FROZEN = ("suppressed", "published")

@@ -44,10 +44,17 @@ def test_the_business_chain_materialises_checks_releases_and_replays(sdc_home, b
     manifest = read_manifest(folder)
     assert manifest["published"]["turnover"]["cells"] == 42 and manifest["method"] == "optimal"
     assert manifest["inputs"]["data"]["file"].startswith(str(sdc_home / "inputs"))
-    assert set(manifest["files"]) == {"turnover.csv", "tau_argus/turnover.tab", "tau_argus/turnover.rda",
-                                      "tau_argus/turnover.hst", "tau_argus/turnover_sector4.hrc",
-                                      "tau_argus/turnover_geo.hrc"}
-    assert (folder / "spec.yaml").is_file()
+    # the release holds the publishable table only; tau-Argus's files (a .tab line is an inner cell's
+    # value and its largest contributions, suppressed or not) go beside the report, recorded by digest
+    assert set(manifest["files"]) == {"turnover.csv"}
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")) == [
+        "manifest.json", "spec.yaml", "turnover.csv"]
+    exchange = Path(manifest["exchange"]["folder"])
+    assert exchange == sdc_home / "reports" / "tables" / "business_tables" / "file" / folder.name
+    assert set(manifest["exchange"]["files"]) == {"tau_argus/turnover.tab", "tau_argus/turnover.rda",
+                                                  "tau_argus/turnover.hst", "tau_argus/turnover_sector4.hrc",
+                                                  "tau_argus/turnover_geo.hrc"}
+    assert all((exchange / name).is_file() for name in manifest["exchange"]["files"])
     released = pd.read_csv(folder / "turnover.csv")
     # the office's layout: each cell's tau-Argus status letter (Z: the 6 empty cells of nonEU in
     # Agriculture, public and Governmental), blank where suppressed
@@ -58,6 +65,15 @@ def test_the_business_chain_materialises_checks_releases_and_replays(sdc_home, b
     out = io.StringIO()
     assert run_table_audit("business_tables", out=out) == 0
     assert "turnover.csv: ok" in out.getvalue() and "audit OK" in out.getvalue()
+    assert f"{exchange / 'tau_argus' / 'turnover.tab'}: ok" in out.getvalue()
+    # an edited tau-Argus file is found by its digest too
+    tab = exchange / "tau_argus" / "turnover.tab"
+    original = tab.read_bytes()
+    tab.write_bytes(original.replace(b",S\r\n", b",U\r\n", 1))
+    out = io.StringIO()
+    assert run_table_audit("business_tables", out=out) == 1
+    assert f"the tau-Argus file {tab} differs from the hash in its manifest" in out.getvalue()
+    tab.write_bytes(original)
     # an edited table is found by its digest
     (folder / "turnover.csv").write_text((folder / "turnover.csv").read_text().replace(",M\n", ",S\n", 1))
     out = io.StringIO()
