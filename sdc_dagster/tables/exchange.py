@@ -206,7 +206,11 @@ def write_tau_argus(table: Table, directory, name: str, *, suppressed=None) -> d
 
     The ``.tab`` holds every inner cell (zeros included), its dimension codes, then for a magnitude
     table ``value``, ``freq`` and (microdata) the largest contributions ``top1`` .. ``top3``, for a
-    frequency table ``freq``; then ``status``. Returns the paths written: ``"tab"``, ``"rda"``,
+    frequency table ``freq``; then ``status``. A magnitude table's ``freq`` is its number of
+    contributors, each holding one (``tabulate(..., holding=)``; tau-Argus manual §4.2.3), the units
+    its top contributions are of: the tau-Argus manual's tabular input gives a cell's number of
+    contributors, which the frequency rule and the (n, k) rule's contributors read, so the records of
+    a holding written as its count would make a cell of two holdings safe under ``freq`` n = 2. Returns the paths written: ``"tab"``, ``"rda"``,
     ``"hst"``, and ``"hrc:<dimension>"``. Raises :class:`SDCInputError` for an unsafe ``name``
     (:func:`sdc_dagster.names.check_name`, a file name) or a code holding the separator ``,`` or a
     quote.
@@ -236,7 +240,7 @@ def write_tau_argus(table: Table, directory, name: str, *, suppressed=None) -> d
     numbers: list[tuple[str, str, np.ndarray]] = []
     if table.magnitude:
         numbers.append(("value", "<NUMERIC>", inner["value"].to_numpy(dtype=np.float64)))
-        numbers.append(("freq", "<FREQUENCY>", inner["freq"].to_numpy(dtype=np.float64)))
+        numbers.append(("freq", "<FREQUENCY>", table.contributors[table.inner_rows].astype(np.float64)))
         if table.contributions is not None:
             top = contributor_statistics(table, TOP_CONTRIBUTIONS).iloc[table.inner_rows]
             numbers += [(f"top{j}", "<MAXSCORE>", top[f"x{j}"].to_numpy()) for j in range(1, TOP_CONTRIBUTIONS + 1)]
