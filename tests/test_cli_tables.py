@@ -188,7 +188,7 @@ def test_tau_argus_input_takes_no_file(tmp_path, home):
     tables.write_tau_argus(tables.tabulate(data, {"geo": None}, value="value"), tmp_path, "t")
     spec = tmp_path / "t.yaml"
     spec.write_text("tables: from_argus\nsource: {tau_argus: t.rda}\ndimensions: {geo: {}}\n"
-                    "published:\n  t: {dimensions: [geo], value: value, rules: [{rule: nk, n: 1, k: 85}]}\n")
+                    "published:\n  t: {dimensions: [geo], value: value, freq: freq, rules: [{rule: nk, n: 1, k: 85}]}\n")
     out = io.StringIO()
     assert run_table(str(spec), data_file=str(tmp_path / "t.tab"), home=str(home), out=out) == EXIT_USAGE
     assert "its .rda names the .tab (no --file; edit source.tau_argus)" in out.getvalue()

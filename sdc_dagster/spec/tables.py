@@ -404,6 +404,8 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
             problems.attempt(expect, fmt != "tau_argus" or method != "cell_key", f"release.formats[{j}]",
                              "csv or xlsx with method: cell_key (tau-Argus's .tab would hold the original cells, "
                              "not the perturbed ones)")
+    if isinstance(source, TableSource) and source.tau_argus is not None:
+        problems.collect(_tau_argus_measures, source.tau_argus, published, problems)
     for group in _linked_groups(published):
         kinds = {bool(published[t].value or published[t].weight) for t in group}
         problems.attempt(expect, len(kinds) == 1, f"published.{group[-1]}", "linked tables all magnitude or all "
@@ -419,6 +421,31 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
         spec_path=Path(spec_path).resolve() if spec_path else None,
         spec_sha256=hashlib.sha256(text.encode()).hexdigest() if text else "",
     )
+
+
+def _tau_argus_measures(rda: Path, published: Mapping[str, TableDef], problems: Problems) -> None:
+    """Every table of tau-Argus tabular input reads the measures its ``.rda`` declares
+    (:func:`sdc_dagster.tables.exchange.tab_measures`): ``freq`` its ``<FREQUENCY>`` column (of a
+    frequency table, its one ``<NUMERIC>`` count) and ``value`` its ``<NUMERIC>`` value (none for a
+    frequency table). A ``.tab`` line is an inner cell, not a contribution: read without its count,
+    each line would be one contributor holding 100 % of its cell, and every cell would fail the
+    dominance rule (tau-Argus manual, tabular input). Each problem is recorded in ``problems``."""
+    from sdc_dagster.datafiles.argus import read_rda
+    from sdc_dagster.tables.exchange import tab_measures
+
+    try:
+        names = tab_measures(read_rda(rda), rda.name)
+    except SDCInputError as error:
+        raise SpecError(f"source.tau_argus: {error}", key="source.tau_argus") from None
+    for name, table in published.items():
+        problems.attempt(expect, table.freq == names["freq"], f"published.{name}.freq",
+                         f"freq: {names['freq']} (tau-Argus input is one line per inner cell: its count is the "
+                         f"column {rda.name} declares {'<FREQUENCY>' if names['value'] else '<NUMERIC>'}), "
+                         f"got {table.freq!r}")
+        problems.attempt(expect, table.value == names["value"], f"published.{name}.value",
+                         (f"value: {names['value']} (the <NUMERIC> column of {rda.name})" if names["value"] else
+                          f"no value ({rda.name} declares no <FREQUENCY> column: a frequency table)")
+                         + f", got {table.value!r}")
 
 
 def _rounding(problems: Problems, protection: Mapping, method: str, published: Mapping[str, TableDef]) -> dict[str, Any]:

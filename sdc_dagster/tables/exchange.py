@@ -272,6 +272,32 @@ def maxscore_columns(meta) -> list[str]:
     return [v.name for v in meta.variables if "maxscore" in v.flags]
 
 
+def tab_measures(meta, name: str) -> dict:
+    """The measures of tau-Argus tabular input as its ``.rda`` (``meta``:
+    :func:`sdc_dagster.datafiles.argus.read_rda`; ``name``: the file's, for messages) declares them:
+    ``{"freq": ..., "value": ..., "top": [...]}``, the ``<FREQUENCY>`` column and the ``<NUMERIC>``
+    one, or without ``<FREQUENCY>`` (a frequency table, as sdcTable writes it) the one ``<NUMERIC>``
+    column as the count and no value; ``top``: the ``<MAXSCORE>`` columns (:func:`maxscore_columns`).
+    Raises :class:`SDCInputError` for several ``<FREQUENCY>`` columns, or no or several numeric
+    columns where one is expected."""
+    frequency = [v.name for v in meta.variables if "frequency" in v.flags]
+    numeric = [v.name for v in meta.variables if "numeric" in v.flags and not v.flags & {"lowerpl", "upperpl"}]
+    if len(frequency) > 1:
+        raise SDCInputError(f"{name}: declares {len(frequency)} <FREQUENCY> columns ({', '.join(frequency)}); expected one")
+    if frequency:
+        names = {"freq": frequency[0], "value": numeric[0] if len(numeric) == 1 else None}
+        if len(numeric) > 1:
+            raise SDCInputError(f"{name}: declares {len(numeric)} <NUMERIC> columns ({', '.join(numeric)}); "
+                                "expected one value column")
+    else:
+        if len(numeric) != 1:
+            raise SDCInputError(f"{name}: declares no <FREQUENCY> column and {len(numeric)} <NUMERIC> columns; "
+                                "a frequency table has one (its count)")
+        names = {"freq": numeric[0], "value": None}
+    names["top"] = maxscore_columns(meta)
+    return names
+
+
 def read_tau_argus(rda_path, *, tab_path=None) -> tuple[pd.DataFrame, dict[str, pd.DataFrame | None], dict[str, str | None]]:
     """Tau-Argus tabular input (module docstring): the inner cells of the ``.tab`` file (``tab_path``,
     default the ``.tab`` of the ``.rda``'s name beside it) as ``rda_path`` describes them, the
@@ -309,21 +335,7 @@ def read_tau_argus(rda_path, *, tab_path=None) -> tuple[pd.DataFrame, dict[str, 
     read = read_argus(Path(tab_path), rda_path, text_columns=[
         v.name for v in meta.variables if v.hierarchy or "status" in v.flags])
     cells = read.data
-    frequency = [v.name for v in meta.variables if "frequency" in v.flags]
-    numeric = [v.name for v in meta.variables if "numeric" in v.flags and not v.flags & {"lowerpl", "upperpl"}]
-    if len(frequency) > 1:
-        raise SDCInputError(f"{rda_path.name}: declares {len(frequency)} <FREQUENCY> columns ({', '.join(frequency)}); expected one")
-    if frequency:
-        names = {"freq": frequency[0], "value": numeric[0] if len(numeric) == 1 else None}
-        if len(numeric) > 1:
-            raise SDCInputError(f"{rda_path.name}: declares {len(numeric)} <NUMERIC> columns ({', '.join(numeric)}); "
-                                "expected one value column")
-    else:
-        if len(numeric) != 1:
-            raise SDCInputError(f"{rda_path.name}: declares no <FREQUENCY> column and {len(numeric)} <NUMERIC> columns; "
-                                "a frequency table has one (its count)")
-        names = {"freq": numeric[0], "value": None}
-    names["top"] = maxscore_columns(meta)
+    names = tab_measures(meta, rda_path.name)
     dimensions: dict[str, pd.DataFrame | None] = {}
     leaf = np.ones(len(cells), dtype=bool)
     for v in dims:
