@@ -196,3 +196,26 @@ def test_the_cell_key_chain_reads_the_input_to_draw_its_keys_and_checks_the_p_ta
     assert set(read_manifest(release)["files"]) == {"turnover.csv", "turnover.xlsx"}
     out = io.StringIO()
     assert run_table_audit("business_cellkey", out=out) == 0 and "audit OK" in out.getvalue()
+
+
+def test_two_table_specs_of_one_set_name_do_not_stop_the_code_location(sdc_home, tmp_path, monkeypatch, caplog):
+    """Found with sdc ui: a copy of a table spec left beside it in $SDC_TABLES (same `tables:` name)
+    stopped the whole code location (Dagster: duplicate asset key business_tables/table_input), so the
+    UI showed no survey and no table. The first file's chain loads; the copy is skipped, named."""
+    import logging
+
+    folder = tmp_path / "tables"
+    (folder / "data").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "tables" / "data" / "business.csv", folder / "data")
+    text = (EXAMPLES / "tables" / "business_tables.yaml").read_text()
+    (folder / "a_business.yaml").write_text(text)
+    (folder / "b_business_copy.yaml").write_text(text.replace("title: turnover by sector and country",
+                                                              "title: a draft"))
+    monkeypatch.setenv("SDC_TABLES", str(folder))
+    monkeypatch.delenv("SDC_SPECS", raising=False)
+    with caplog.at_level(logging.WARNING, logger="sdc_dagster.definitions"):
+        defs = build_definitions(grid=False)
+    keys = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert {f"business_tables/{asset}" for asset in CHAIN} <= keys and "testdata/raw_microdata" in keys
+    assert (f"skipped the table spec {folder / 'b_business_copy.yaml'}: its set name 'business_tables' is "
+            f"already that of {folder / 'a_business.yaml'}") in caplog.text
