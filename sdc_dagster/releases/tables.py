@@ -145,8 +145,8 @@ def list_table_releases(releases: Path, name: str, wave: str, *, withheld: bool 
 def table_inputs(spec: TableSetSpec, data_file: Path, sha256: str, survey_spec: Path | None = None) -> dict[str, dict]:
     """The inputs a table release records, each ``{file, sha256}``: ``data`` (the snapshot read),
     ``survey_spec`` (the survey spec that read a wave), ``hierarchy:<dimension>`` (an ``.hrc`` file)
-    and, for tau-Argus input, ``tau_argus:rda``, ``tau_argus:tab`` and ``tau_argus:<dimension>`` (its
-    ``.hrc``): the files the replay reads again."""
+    and, for tau-Argus input, ``tau_argus:rda``, ``tau_argus:tab``, ``tau_argus:<dimension>`` (its
+    ``.hrc``) and ``tau_argus:apriori`` (its ``.hst``): the files the replay reads again."""
     inputs = {"data": {"file": str(data_file), "sha256": sha256}}
     if survey_spec is not None:
         inputs["survey_spec"] = {"file": str(survey_spec), "sha256": file_sha256(Path(survey_spec))}
@@ -159,7 +159,8 @@ def table_inputs(spec: TableSetSpec, data_file: Path, sha256: str, survey_spec: 
 
         from sdc_dagster.pipeline.tables import input_file
 
-        files = {"tau_argus:rda": rda, "tau_argus:tab": input_file(spec)}
+        files = {"tau_argus:rda": rda, "tau_argus:tab": input_file(spec),
+                 **({"tau_argus:apriori": spec.source.apriori} if spec.source.apriori is not None else {})}
         files.update({f"tau_argus:{v.name}": resolve_beside(rda.parent, v.hierarchy)
                       for v in read_rda(rda).variables if v.hierarchy})
         inputs.update({key: {"file": str(path), "sha256": file_sha256(path)} for key, path in files.items()})

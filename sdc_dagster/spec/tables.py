@@ -11,7 +11,8 @@ manual §4.4 "linked tables"), never table by table. Keys::
     source: {survey: testdata}        # a survey of the spec folders (its waves are the partitions)
     # or    {file: data/business.csv, options: {sep: ";"}}   (relative to this file)
     # or    {tau_argus: data/turnover.rda}   (tau-Argus tabular input: .tab and .hrc beside it; its
-    #                                         inner cells with the .rda's hierarchies and columns)
+    #                                         inner cells with the .rda's hierarchies and columns;
+    #                                         apriori: data/turnover.hst, its a priori unsafe cells)
     dimensions:
       urbrur: {}                      # flat: the column's codes under "Total"
       water:  {hierarchy: {parents: {Total: [piped, well], piped: [1, 2], well: [3, 4]}}}
@@ -170,12 +171,14 @@ class TableSource:
     absolute, read with ``options`` by :func:`~sdc_dagster.spec.reading.read_with_metadata`), or
     tau-Argus tabular input (``tau_argus``: its ``.rda``, the ``.tab`` and ``.hrc`` files beside it;
     :func:`sdc_dagster.tables.read_tau_argus`), whose dimensions take the ``.rda``'s hierarchies
-    unless the spec gives one."""
+    unless the spec gives one, with its a priori file (``apriori``: an ``.hst`` whose cells are
+    primaries, :func:`sdc_dagster.tables.read_apriori`)."""
 
     survey: str | None = None
     file: Path | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     tau_argus: Path | None = None
+    apriori: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -554,14 +557,23 @@ def _source(raw, folder: Path) -> TableSource:
     kinds = [k for k in ("survey", "file", "tau_argus") if k in raw]
     expect(len(kinds) == 1, "source", f"exactly one of 'survey' (a survey of the spec folders), 'file' or "
                                       f"'tau_argus' (an .rda of tabular input), got {kinds or 'none'}")
-    extra = sorted(set(raw) - {"survey", "file", "tau_argus", "options"}, key=str)
-    expect(not extra, f"source.{extra[0]}" if extra else "source", "only survey, file, tau_argus and options")
+    extra = sorted(set(raw) - {"survey", "file", "tau_argus", "apriori", "options"}, key=str)
+    expect(not extra, f"source.{extra[0]}" if extra else "source", "only survey, file, tau_argus (with apriori) "
+                                                                     "and options")
+    expect("apriori" not in raw or "tau_argus" in raw, "source.apriori", "only with tau_argus (the a priori file "
+                                                                           "of tau-Argus tabular input)")
     if "tau_argus" in raw:
         expect(isinstance(raw["tau_argus"], str) and raw["tau_argus"].strip() != "", "source.tau_argus",
                "the path of a tau-Argus .rda file (relative to the spec)")
         path = (folder / raw["tau_argus"]).resolve()
         expect(path.is_file(), "source.tau_argus", f"an existing .rda file, {path} is not one")
-        return TableSource(tau_argus=path)
+        apriori = None
+        if "apriori" in raw:
+            expect(isinstance(raw["apriori"], str) and raw["apriori"].strip() != "", "source.apriori",
+                   "the path of a tau-Argus a priori file (.hst, relative to the spec)")
+            apriori = (folder / raw["apriori"]).resolve()
+            expect(apriori.is_file(), "source.apriori", f"an existing .hst file, {apriori} is not one")
+        return TableSource(tau_argus=path, apriori=apriori)
     if "survey" in raw:
         expect(isinstance(raw["survey"], str) and name_problem("survey name", raw["survey"]) is None,
                "source.survey", "the name of a survey spec")

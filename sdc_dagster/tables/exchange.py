@@ -206,7 +206,9 @@ def write_tau_argus(table: Table, directory, name: str, *, suppressed=None) -> d
 
     The ``.tab`` holds every inner cell (zeros included), its dimension codes, then for a magnitude
     table ``value``, ``freq`` and (microdata) the largest contributions ``top1`` .. ``top3``, for a
-    frequency table ``freq``; then ``status``. A magnitude table's ``freq`` is its number of
+    frequency table ``freq``; then ``status``. A value is written at the decimals of the input
+    (:func:`_input_decimals`, as :func:`published_table` writes it: ``105.3``, not the summation's
+    ``105.30000000000001`` with ``<DECIMALS> 15``). A magnitude table's ``freq`` is its number of
     contributors, each holding one (``tabulate(..., holding=)``; tau-Argus manual §4.2.3), the units
     its top contributions are of: the tau-Argus manual's tabular input gives a cell's number of
     contributors, which the frequency rule and the (n, k) rule's contributors read, so the records of
@@ -239,7 +241,9 @@ def write_tau_argus(table: Table, directory, name: str, *, suppressed=None) -> d
             rda += ["  <HIERARCHICAL>", f'  <HIERCODELIST> "{hrc_name}"', f'  <HIERLEADSTRING> "{LEADSTRING}"']
     numbers: list[tuple[str, str, np.ndarray]] = []
     if table.magnitude:
-        numbers.append(("value", "<NUMERIC>", inner["value"].to_numpy(dtype=np.float64)))
+        values = inner["value"].to_numpy(dtype=np.float64)
+        decimals = _input_decimals(table)  # sums at the input's decimals, as published_table writes them
+        numbers.append(("value", "<NUMERIC>", values if decimals is None else np.round(values, decimals)))
         numbers.append(("freq", "<FREQUENCY>", table.contributors[table.inner_rows].astype(np.float64)))
         if table.contributions is not None:
             top = contributor_statistics(table, TOP_CONTRIBUTIONS).iloc[table.inner_rows]
@@ -350,6 +354,34 @@ def read_tau_argus(rda_path, *, tab_path=None) -> tuple[pd.DataFrame, dict[str, 
                 {"parent": total, "child": sorted(leaves)}, dtype=object)
         leaf &= cells[v.name].isin(leaves).to_numpy()
     return cells.loc[leaf].reset_index(drop=True), dimensions, names
+
+
+def read_apriori(path, dimensions: Sequence[str], *, separator: str = _SEPARATOR) -> pd.DataFrame:
+    """The cells an a priori file (``.hst``, the tau-Argus manual's "a priori information", as
+    :func:`write_tau_argus` and rtauargus's ``tab_rda`` write it) marks unsafe: one line per cell,
+    its code on every one of ``dimensions`` (inner cells or totals, each total under its code), then
+    ``u``. One column per dimension, the codes as text, one row per line (blank lines skipped).
+
+    Only ``u`` (unsafe) is read: ``s`` (safe) would publish a cell the rules find unsafe, and ``p``
+    (protected), ``c`` (a cost) and ``ml``/``pl`` (protection levels) are not a priori unsafety; each
+    raises :class:`SDCInputError` naming the file, the line and the status, as does a line without a
+    code for every dimension."""
+    path = Path(path)
+    rows = []
+    width = len(dimensions) + 1
+    for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = [f.strip().strip('"') for f in line.split(separator)]
+        if len(fields) < width:
+            raise SDCInputError(f"{path.name}:{number}: expected a code for each of {', '.join(dimensions)} and then "
+                                f"the status, got {line!r}")
+        status = fields[len(dimensions)].lower()
+        if status != "u":
+            raise SDCInputError(f"{path.name}:{number}: status {fields[len(dimensions)]!r} is not read: only u "
+                                "(a priori unsafe: the cell is suppressed as a primary)")
+        rows.append(fields[:len(dimensions)])
+    return pd.DataFrame(rows, columns=list(dimensions), dtype=object)
 
 
 def contributions_from_top(cells: pd.DataFrame, dimensions: Sequence[str], *, value: str, freq: str,

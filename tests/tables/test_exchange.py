@@ -522,3 +522,26 @@ def test_the_tab_counts_holdings_as_the_contributors_of_its_top_contributions(tm
     on_microdata = pd.Series(tables.primary_suppression(micro, [{"rule": "freq", "n": 2}]).to_numpy(),
                              index=pd.MultiIndex.from_frame(micro.cells[["cellA", "cellB"]].astype(str)))
     assert on_microdata.loc[inner].tolist() == [True, False, True, False]
+
+
+def test_tab_values_are_written_at_the_decimals_of_the_input(tmp_path):
+    """The business file's contributions have one decimal (Entertainment x Portugal: 7.1 + 2.3); the
+    .tab wrote its sum as 9.399999999999999 and declared <DECIMALS> 15."""
+    data = pd.DataFrame({"sector": ["E", "E", "E"], "geo": ["PT", "PT", "ES"], "value": [7.1, 2.3, 105.3]})
+    tables.write_tau_argus(tables.tabulate(data, {"sector": None, "geo": None}, value="value"), tmp_path, "t")
+    assert (tmp_path / "t.tab").read_text().split() == ["E,ES,105.3,1,105.3,0,0", "E,PT,9.4,2,7.1,2.3,0"]
+    assert "value\n  <NUMERIC>\n  <DECIMALS> 1\n" in (tmp_path / "t.rda").read_text().replace("\r\n", "\n")
+
+
+def test_read_apriori_reads_the_unsafe_cells_and_names_what_it_does_not_read(tmp_path):
+    """An a priori file as write_tau_argus and rtauargus write it (codes, then u); tau-Argus's other
+    statuses (s safe, p protected) would publish a cell whatever the rules say: named, not ignored."""
+    (tmp_path / "a.hst").write_text("Total,PT,u\r\n\r\nE,ES,U\r\n")
+    cells = tables.read_apriori(tmp_path / "a.hst", ["sector", "geo"])
+    assert cells.values.tolist() == [["Total", "PT"], ["E", "ES"]]
+    (tmp_path / "b.hst").write_text("E,PT,u\r\nE,ES,p\r\n")
+    with pytest.raises(SDCInputError, match=r"b.hst:2: status 'p' is not read: only u"):
+        tables.read_apriori(tmp_path / "b.hst", ["sector", "geo"])
+    (tmp_path / "c.hst").write_text("E,u\r\n")
+    with pytest.raises(SDCInputError, match=r"c.hst:1: expected a code for each of sector, geo and then the status"):
+        tables.read_apriori(tmp_path / "c.hst", ["sector", "geo"])

@@ -259,3 +259,14 @@ def test_tau_argus_input_is_read_with_the_measures_its_rda_declares(tmp_path):
     with pytest.raises(SpecError, match=r"published.t.value: expected no value \(f.rda declares no <FREQUENCY> "
                                         r"column: a frequency table\), got 'n'"):
         load_table_spec(tmp_path / "f.yaml")
+
+
+def test_an_apriori_file_belongs_to_tau_argus_input_and_must_exist(tmp_path):
+    with pytest.raises(SpecError, match=r"t.yaml:2: source.apriori: expected only with tau_argus"):
+        load_table_spec(_spec(tmp_path, BASE.replace("{file: data.csv}", "{file: data.csv, apriori: a.hst}")))
+    (tmp_path / "t.rda").write_text('<SEPARATOR> ","\r\ngeo\r\n  <RECODEABLE>\r\nn\r\n  <NUMERIC>\r\n')
+    (tmp_path / "t.tab").write_text("A,3\r\n")
+    text = ("tables: a\nsource: {tau_argus: t.rda, apriori: gone.hst}\ndimensions: {geo: {}}\npublished:\n"
+            "  t: {dimensions: [geo], freq: n, rules: [{rule: freq, n: 2}]}\n")
+    with pytest.raises(SpecError, match=r"source.apriori: expected an existing .hst file, .*gone.hst is not one"):
+        load_table_spec(_spec(tmp_path, text, "a.yaml"))
