@@ -42,7 +42,7 @@ from sdc_dagster.names import inside
 from sdc_dagster.numerics.decimals import original_decimals
 from sdc_dagster.pipeline.protection import CheckOutcome
 from sdc_dagster.pipeline.tables import distinct, read_table_input, run_tables, withheld_because
-from sdc_dagster.releases.digests import package_versions, sha256_bytes, spec_text_sha256
+from sdc_dagster.releases.digests import package_versions, sha256_bytes, snapshot_input, spec_text_sha256
 from sdc_dagster.releases.manifest import MANIFEST, SPEC_COPY, WITHHELD, Release, manifest_bytes, read_manifest
 from sdc_dagster.releases.replay import Verification, verify_grid_release
 from sdc_dagster.report.tables import render_table_report
@@ -142,9 +142,13 @@ def list_table_releases(releases: Path, name: str, wave: str, *, withheld: bool 
     return sorted(folders, key=lambda p: read_manifest(p)["sequence"])
 
 
-def table_inputs(spec: TableSetSpec, data_file: Path, sha256: str, survey_spec: Path | None = None) -> dict[str, dict]:
+def table_inputs(spec: TableSetSpec, data_file: Path, sha256: str, survey_spec: Path | None = None, *,
+                 snapshots: Path | None = None) -> dict[str, dict]:
     """The inputs a table release records, each ``{file, sha256}``: ``data`` (the snapshot read),
-    ``survey_spec`` (the survey spec that read a wave), ``hierarchy:<dimension>`` (an ``.hrc`` file)
+    ``survey_spec`` (the survey spec that read a wave), ``hierarchy:<dimension>`` (an ``.hrc`` file;
+    with ``snapshots``, the inputs folder, its content-addressed copy there, as the data's
+    (:func:`~sdc_dagster.releases.digests.snapshot_input`), ``source`` naming the file read, so that
+    the replay reads the hierarchy the release was made with after the file is edited for the next)
     and, for tau-Argus input, ``tau_argus:rda``, ``tau_argus:tab``, ``tau_argus:<dimension>`` (its
     ``.hrc``) and ``tau_argus:apriori`` (its ``.hst``): the files the replay reads again."""
     inputs = {"data": {"file": str(data_file), "sha256": sha256}}
@@ -152,7 +156,10 @@ def table_inputs(spec: TableSetSpec, data_file: Path, sha256: str, survey_spec: 
         inputs["survey_spec"] = {"file": str(survey_spec), "sha256": file_sha256(Path(survey_spec))}
     for name, dimension in spec.dimensions.items():
         if dimension.file is not None:
-            inputs[f"hierarchy:{name}"] = {"file": str(dimension.file), "sha256": file_sha256(dimension.file)}
+            digest = file_sha256(dimension.file)
+            inputs[f"hierarchy:{name}"] = {"file": str(dimension.file), "sha256": digest} if snapshots is None else {
+                "file": str(snapshot_input(dimension.file, digest, snapshots).snapshot), "sha256": digest,
+                "source": str(dimension.file)}
     rda = spec.source.tau_argus
     if rda is not None:  # the metadata and hierarchies the replay reads again
         from sdc_dagster.datafiles.argus import read_rda, resolve_beside
@@ -264,6 +271,10 @@ def recompute_table_release(folder: Path, manifest: dict) -> tuple[dict[str, byt
     copy = Path(folder) / manifest["spec"]["copy"]
     text = copy.read_bytes().decode("utf-8")
     spec = parse_table_spec(yaml.safe_load(text), spec_path=Path(manifest["spec"]["file"]), text=text)
+    recorded = manifest["inputs"]
+    spec = replace(spec, dimensions={  # each .hrc as recorded (its snapshot; the audit checked its digest)
+        name: replace(d, file=Path(recorded[f"hierarchy:{name}"]["file"])) if f"hierarchy:{name}" in recorded else d
+        for name, d in spec.dimensions.items()})
     data_file = Path(manifest["inputs"]["data"]["file"])
     if spec.source.survey is not None:
         from sdc_dagster.spec.sources import read_wave_file

@@ -219,3 +219,28 @@ def test_two_table_specs_of_one_set_name_do_not_stop_the_code_location(sdc_home,
     assert {f"business_tables/{asset}" for asset in CHAIN} <= keys and "testdata/raw_microdata" in keys
     assert (f"skipped the table spec {folder / 'b_business_copy.yaml'}: its set name 'business_tables' is "
             f"already that of {folder / 'a_business.yaml'}") in caplog.text
+
+
+def test_a_release_replays_with_the_hierarchy_file_it_was_made_with(sdc_home, business, instance):
+    """Found with EIA's utilities by census region (regions.hrc): the methodologist edits the .hrc
+    for the next release and `sdc audit tables` of the last one failed ("hierarchy:geo is missing
+    or changed"), as the manifest named the .hrc itself. Its content-addressed copy in the inputs
+    folder is what the manifest records now, with the file it was read from, and what the replay
+    reads."""
+    folder = business.spec_path.parent
+    (folder / "geo.hrc").write_text("EU\n@Portugal\n@Spain\nnonEU\n@Iceland\n")
+    text = business.spec_path.read_text().replace("geo: {hierarchy: {columns: [eu]}}",
+                                                  "geo: {hierarchy: {file: geo.hrc}}")
+    assert "file: geo.hrc" in text
+    business.spec_path.write_text(text)
+    chain = build_table_assets(load_table_spec(business.spec_path))
+    assert materialize(chain.assets, instance=instance, resources=configured_resources()).success
+    release, = list_table_releases(sdc_home / "releases", "business_tables", "file")
+    recorded = read_manifest(release)["inputs"]["hierarchy:geo"]
+    assert recorded["source"] == str(folder / "geo.hrc")
+    assert Path(recorded["file"]).parent == sdc_home / "inputs"
+    assert Path(recorded["file"]).read_bytes() == (folder / "geo.hrc").read_bytes()
+    (folder / "geo.hrc").write_text("EU\n@Portugal\n@Spain\n@Iceland\n")  # edited for the next release
+    out = io.StringIO()
+    assert run_table_audit("business_tables", out=out) == 0, out.getvalue()
+    assert "audit OK" in out.getvalue()
