@@ -37,7 +37,7 @@ import pandas as pd
 import yaml
 
 import sdc_dagster.tables as tables
-from sdc_dagster.files import write_atomic
+from sdc_dagster.files import exclusive_lock, write_atomic
 from sdc_dagster.names import inside
 from sdc_dagster.numerics.decimals import original_decimals
 from sdc_dagster.pipeline.protection import CheckOutcome
@@ -54,6 +54,8 @@ from sdc_dagster.tables.model import Table
 TABLES = "tables"
 #: The wave of a table set read from one business file.
 FILE_WAVE = "file"
+#: The lock file of a set's wave folder, held while a release takes its sequence number and is written.
+SEQUENCE_LOCK = ".sequence.lock"
 
 
 def _released_table(table: Table, cells: pd.DataFrame) -> Table:
@@ -185,61 +187,64 @@ def release_tables(releases: Path, reports: Path, run_id: str, spec: TableSetSpe
     if spec_text_sha256(spec_text) != spec.spec_sha256:
         raise RuntimeError(f"{spec.spec_path} changed since the table spec was loaded; reload and rerun")
     withheld = withheld_because(checks)
-    decisions = list_table_releases(releases, spec.name, wave, withheld=True)
-    earlier = list_table_releases(releases, spec.name, wave)
-    folder = release_folder(releases, spec.name, wave) / run_id
     files = {} if withheld else table_files(spec, tabulated, audited)
     exchange = {} if withheld else exchange_files(spec, tabulated, audited)
-    exchange_to = exchange_folder(reports, spec.name, wave, run_id)
-    manifest = {
-        "kind": "tables",
-        "tables": spec.name,
-        "wave": wave,
-        "run_id": run_id,
-        "sequence": (read_manifest(decisions[-1])["sequence"] + 1) if decisions else 1,
-        "previous_release": earlier[-1].name if earlier else None,
-        "packages": package_versions(),
-        "inputs": inputs,
-        "spec": {"file": str(spec.spec_path), "sha256": spec.spec_sha256, "copy": SPEC_COPY},
-        "method": spec.method,
-        **({"rounding": {**{k: v for k, v in spec.rounding.items() if k != "random_state"},
-                         "seed": spec.rounding["random_state"]}}
-           if spec.method == "rounding" else {"cell_key": dict(spec.cell_key)} if spec.method == "cell_key"
-           else {"cost": spec.cost}),
-        "published": {
-            name: {"dimensions": list(spec.published[name].dimensions), "rules": list(spec.published[name].rules),
-                   "dominance_tie": spec.published[name].dominance_tie,
-                   "frozen": {state: list(c) for state, c in spec.published[name].frozen.items()},
-                   "cells": int(len(cells)),
-                   "distinct_cells": int(len(distinct(cells))),
-                   "primary": int(distinct(cells)["primary"].sum()),
-                   "secondary": int((distinct(cells)["status"] == "secondary").sum()),
-                   **({status: int((distinct(cells)["status"] == status).sum())
-                       for status in ("rounded", "perturbed") if "published" in cells
-                       and (status == "perturbed") == ("cell_key" in cells)}),
-                   "linked_with": next(g for g in spec.linked() if name in g)}
-            for name, cells in audited.items()},
-        "checks": {name: outcome.record() for name, outcome in checks.items()},
-        "files": {name: sha256_bytes(data) for name, data in files.items()},
-    }
-    if exchange:  # confidential, beside the report (exchange_files)
-        manifest["exchange"] = {"folder": str(exchange_to),
-                                "files": {name: sha256_bytes(data) for name, data in exchange.items()}}
-    if withheld:
-        manifest["withheld"] = withheld
-    existed = folder.exists()
-    try:
-        for name, data in files.items():
-            write_atomic(folder / name, data)
-        for name, data in exchange.items():
-            write_atomic(exchange_to / name, data)
-        write_atomic(folder / SPEC_COPY, spec_text)
-        write_atomic(folder / (WITHHELD if withheld else MANIFEST), manifest_bytes(manifest))
-    except BaseException:
-        if not existed:  # a run folder is complete or absent
-            shutil.rmtree(folder, ignore_errors=True)
-            shutil.rmtree(exchange_to, ignore_errors=True)
-        raise
+    # the sequence number is read and the manifest written under one lock: two runs of a set and wave at
+    # once (two sdc table run) would otherwise both take the same number after the same previous release
+    with exclusive_lock(release_folder(releases, spec.name, wave) / SEQUENCE_LOCK):
+        decisions = list_table_releases(releases, spec.name, wave, withheld=True)
+        earlier = list_table_releases(releases, spec.name, wave)
+        folder = release_folder(releases, spec.name, wave) / run_id
+        exchange_to = exchange_folder(reports, spec.name, wave, run_id)
+        manifest = {
+            "kind": "tables",
+            "tables": spec.name,
+            "wave": wave,
+            "run_id": run_id,
+            "sequence": (read_manifest(decisions[-1])["sequence"] + 1) if decisions else 1,
+            "previous_release": earlier[-1].name if earlier else None,
+            "packages": package_versions(),
+            "inputs": inputs,
+            "spec": {"file": str(spec.spec_path), "sha256": spec.spec_sha256, "copy": SPEC_COPY},
+            "method": spec.method,
+            **({"rounding": {**{k: v for k, v in spec.rounding.items() if k != "random_state"},
+                             "seed": spec.rounding["random_state"]}}
+               if spec.method == "rounding" else {"cell_key": dict(spec.cell_key)} if spec.method == "cell_key"
+               else {"cost": spec.cost}),
+            "published": {
+                name: {"dimensions": list(spec.published[name].dimensions), "rules": list(spec.published[name].rules),
+                       "dominance_tie": spec.published[name].dominance_tie,
+                       "frozen": {state: list(c) for state, c in spec.published[name].frozen.items()},
+                       "cells": int(len(cells)),
+                       "distinct_cells": int(len(distinct(cells))),
+                       "primary": int(distinct(cells)["primary"].sum()),
+                       "secondary": int((distinct(cells)["status"] == "secondary").sum()),
+                       **({status: int((distinct(cells)["status"] == status).sum())
+                           for status in ("rounded", "perturbed") if "published" in cells
+                           and (status == "perturbed") == ("cell_key" in cells)}),
+                       "linked_with": next(g for g in spec.linked() if name in g)}
+                for name, cells in audited.items()},
+            "checks": {name: outcome.record() for name, outcome in checks.items()},
+            "files": {name: sha256_bytes(data) for name, data in files.items()},
+        }
+        if exchange:  # confidential, beside the report (exchange_files)
+            manifest["exchange"] = {"folder": str(exchange_to),
+                                    "files": {name: sha256_bytes(data) for name, data in exchange.items()}}
+        if withheld:
+            manifest["withheld"] = withheld
+        existed = folder.exists()
+        try:
+            for name, data in files.items():
+                write_atomic(folder / name, data)
+            for name, data in exchange.items():
+                write_atomic(exchange_to / name, data)
+            write_atomic(folder / SPEC_COPY, spec_text)
+            write_atomic(folder / (WITHHELD if withheld else MANIFEST), manifest_bytes(manifest))
+        except BaseException:
+            if not existed:  # a run folder is complete or absent
+                shutil.rmtree(folder, ignore_errors=True)
+                shutil.rmtree(exchange_to, ignore_errors=True)
+            raise
     release = Release(folder=folder, manifest=manifest)
     state = f"withheld ({', '.join(withheld)})" if withheld else f"released: {folder}"
     page = render_table_report(
