@@ -86,6 +86,23 @@ def test_report_marks_primary_and_secondary_cells_with_their_intervals():
     assert '<span class="pass">passed</span>' in page
 
 
+def test_report_shows_each_figure_as_the_release_publishes_it():
+    """The report gave every figure three significant digits: the business file's cell 199.6 (one
+    decimal, as its CSV publishes it) read 200, its audit interval [0, 199.6] read [0, 200], and EIA's
+    protection level 418,311.76 read 4.18 × 10⁵. Values now at the decimals of the table's values,
+    bounds and levels with two more (the Handbook's 22.94), thousands separated, trailing zeros dropped."""
+    cells = pd.DataFrame({
+        "geo": ["Total", "A", "B"], "freq": [5.0, 2.0, 3.0], "value": [462.3, 199.6, 262.7],
+        "primary": [False, True, False], "lower": [0.0, 418311.7647, 0.0], "upper": [0.0, 22.941176, 0.0],
+        "suppressed": [False, True, True], "status": ["safe", "primary", "secondary"],
+        "lo": [float("nan"), 0.0, 62.7], "up": [float("nan"), 199.6, 1262.7], "protected": [True] * 3,
+        "duplicate_of": [""] * 3})
+    page = render_table_report("Tables x", {"t": cells}, {"t": ["geo"]}, {}, {"run": "r1"})
+    assert "<td>199.6</td>" in page and "<td>462.3</td>" in page
+    assert "[0, 199.6]" in page and "[62.7, 1,262.7]" in page
+    assert "418,311.765, 22.941" in page and "× 10" not in page
+
+
 def test_report_counts_a_duplicate_cell_once_and_names_the_cell_it_repeats():
     # nonEU has the single child Iceland: the rows nonEU and Iceland are one (primary) cell
     cells = pd.DataFrame({
