@@ -157,7 +157,8 @@ def test_a_survey_table_spec_is_checked_against_the_survey_specs(home):
     out = io.StringIO()
     assert run_table_check(str(EXAMPLES / "testdata_tables.yaml"), home=str(home), out=out) == 0
     assert "table spec 'testdata_tables' is valid (2 tables from survey 'testdata'" in out.getvalue()
-    assert "water_by_area: water x urbrur; counts; weight sampling_weight; rules freq n=10 (ties strict); " \
+    # a frequency rule has no tie to break: no tie convention named (it read "(ties strict)")
+    assert "water_by_area: water x urbrur; counts; weight sampling_weight; rules freq n=10; " \
            "linked with relat_by_area" in out.getvalue()
     out = io.StringIO()  # a survey's wave must be named
     assert run_table(str(EXAMPLES / "testdata_tables.yaml"), home=str(home), out=out) == EXIT_USAGE
@@ -209,6 +210,9 @@ def test_tau_argus_input_takes_no_file(tmp_path, home):
     out = io.StringIO()
     assert run_table(str(spec), data_file=str(tmp_path / "t.tab"), home=str(home), out=out) == EXIT_USAGE
     assert "its .rda names the .tab (no --file; edit source.tau_argus)" in out.getvalue()
+    out = io.StringIO()  # the summary names the count a magnitude table of tabular input reads
+    assert run_table_check(str(spec), home=str(home), out=out) == 0
+    assert "t: geo; value value, count freq; rules nk n=1 k=85 (ties strict)" in out.getvalue()
 
 
 def test_a_rounded_table_set_runs_releases_its_rounded_counts_and_replays(home):
