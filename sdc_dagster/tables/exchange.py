@@ -157,9 +157,11 @@ def write_published(frame: pd.DataFrame, path, *, fmt: str = "csv", sep: str = "
     * ``"csv"``: UTF-8, a header row, ``sep`` ``","`` or ``";"`` between fields, ``decimal`` ``"."``
       or ``","`` (with ``;``, as offices writing a decimal comma do), blank fields where suppressed,
       lines ended by LF;
-    * ``"xlsx"``: one sheet ``table``, the header in the first row (openpyxl), blank cells where
-      suppressed; its write-time stamps pinned (:func:`sdc_dagster.files.pin_timestamp`), so that
-      the same frame gives the same bytes and digest.
+    * ``"xlsx"``: the sheet ``table``, the header in the first row (openpyxl), blank cells where
+      suppressed, and the sheet ``legend``: each status letter the table uses with its meaning
+      (:data:`STATUS_LEGEND`), as a published workbook explains its flags to its readers; its
+      write-time stamps pinned (:func:`sdc_dagster.files.pin_timestamp`), so that the same frame
+      gives the same bytes and digest.
 
     Returns the path. Raises :class:`SDCInputError` for another format, separator or decimal mark, or a
     decimal mark equal to the separator.
@@ -180,6 +182,12 @@ def write_published(frame: pd.DataFrame, path, *, fmt: str = "csv", sep: str = "
     sheet.append([str(c) for c in frame.columns])
     for row in frame.astype(object).where(frame.notna(), None).itertuples(index=False, name=None):
         sheet.append(row)  # openpyxl takes a sheet row by row (published cells, not records)
+    legend = workbook.create_sheet("legend")
+    legend.append(["status", "meaning"])
+    used = set(frame["status"]) if "status" in frame else set()
+    for letter, meaning in STATUS_LEGEND.items():
+        if letter in used:
+            legend.append([letter, meaning])
     buffer = io.BytesIO()
     workbook.save(buffer)
     return write_atomic(path, pin_timestamp(buffer.getvalue(), "xlsx"))

@@ -295,6 +295,12 @@ def test_write_published_xlsx_reads_back_and_is_pinned(tmp_path, small):
     back = pd.read_excel(tmp_path / "a.xlsx", engine="calamine")
     assert back["status"].tolist() == frame["status"].tolist()
     assert back["value"].isna().tolist() == frame["value"].isna().tolist()
+    # the flags explained beside the table, each letter the table uses (a reader of the workbook
+    # alone had no key to S, U, M)
+    legend = pd.read_excel(tmp_path / "a.xlsx", engine="calamine", sheet_name="legend")
+    assert legend.values.tolist() == [
+        ["S", "safe: published"], ["U", "primary unsafe: suppressed by a primary (sensitivity) rule"],
+        ["M", "secondary: suppressed to protect a primary unsafe cell"]]
     assert tables.write_published(frame, tmp_path / "b.xlsx", fmt="xlsx").read_bytes() == first
 
 
