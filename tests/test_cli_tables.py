@@ -199,6 +199,24 @@ def test_run_lands_a_survey_wave_given_on_the_command_line(home):
     assert "testdata_tables/table_release" in out.getvalue() and "released: " in out.getvalue()
 
 
+def test_a_survey_magnitude_table_without_holding_is_told_of_the_households(tmp_path, home):
+    """Found with testdata's income by water source and area: the cell (water 5, rural) is 6 persons of
+    one household (ori_hid 332), each a contributor of its own, so no rule flagged it; with
+    holding: ori_hid it is one contributor and a primary. The check names the survey's household id."""
+    spec = tmp_path / "income.yaml"
+    text = ("tables: td_income\nsource: {survey: testdata}\ndimensions: {urbrur: {}, water: {}}\npublished:\n"
+            "  income: {dimensions: [water, urbrur], value: income, rules: [{rule: nk, n: 2, k: 80}]}\n")
+    spec.write_text(text)
+    out = io.StringIO()
+    assert run_table_check(str(spec), home=str(home), out=out) == 0
+    assert ("note: income: each person of a household (ori_hid) is a contributor of its own; holding: ori_hid "
+            "counts a household as one") in out.getvalue()
+    spec.write_text(text.replace("value: income,", "value: income, holding: ori_hid,"))
+    out = io.StringIO()
+    assert run_table_check(str(spec), home=str(home), out=out) == 0
+    assert "note:" not in out.getvalue()
+
+
 def test_tau_argus_input_takes_no_file(tmp_path, home):
     import sdc_dagster.tables as tables
 

@@ -73,6 +73,12 @@ def run_table_check(spec_file: str, *, data_file: str | None = None, home: str |
             print(f"sdc table check: source.survey names {spec.source.survey!r}, which has no spec (known: "
                   f"{', '.join(sorted(surveys)) or 'none'})", file=out)
             return EXIT_BAD_SPEC
+        household = surveys[spec.source.survey].household_id
+        for name, table in spec.published.items():
+            if household and table.value and table.holding is None:  # the survey knows its households
+                print(f"   note: {name}: each person of a household ({household}) is a contributor of its own; "
+                      f"holding: {household} counts a household as one (tau-Argus manual's holdings), as a cell "
+                      "of one household's members needs", file=out)
         if data_file is None:
             return EXIT_OK
     from sdc_dagster.errors import SDCInputError
