@@ -275,7 +275,7 @@ def recompute_table_release(folder: Path, manifest: dict) -> tuple[dict[str, byt
     ``.rda``, ``.tab`` and ``.hrc``, whose digests the audit checks first)."""
     copy = Path(folder) / manifest["spec"]["copy"]
     text = copy.read_bytes().decode("utf-8")
-    spec = parse_table_spec(yaml.safe_load(text), spec_path=Path(manifest["spec"]["file"]), text=text)
+    spec = parse_table_spec(yaml.safe_load(text), spec_path=Path(manifest["spec"]["file"]), text=text, recorded=True)
     recorded = manifest["inputs"]
     spec = replace(spec, dimensions={  # each .hrc as recorded (its snapshot; the audit checked its digest)
         name: replace(d, file=Path(recorded[f"hierarchy:{name}"]["file"])) if f"hierarchy:{name}" in recorded else d

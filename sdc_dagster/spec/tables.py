@@ -229,7 +229,7 @@ def _name(problems: Problems, name, where: str, rule: str) -> bool:
                             f"a {rule}: {NAME_RULES[rule][1]}", default=False) is not False
 
 
-def _hierarchy(name: str, raw, where: str, folder: Path) -> DimensionSpec:
+def _hierarchy(name: str, raw, where: str, folder: Path, recorded: bool = False) -> DimensionSpec:
     if raw is None:
         return DimensionSpec(name)
     raw = as_mapping(raw, where)
@@ -264,7 +264,7 @@ def _hierarchy(name: str, raw, where: str, folder: Path) -> DimensionSpec:
     file = raw["file"]
     expect(isinstance(file, str) and file.strip() != "", at, "the path of an Argus .hrc file (relative to the spec)")
     path = (folder / file).resolve()
-    expect(path.is_file(), at, f"an existing .hrc file, {path} is not one")
+    expect(recorded or path.is_file(), at, f"an existing .hrc file, {path} is not one")
     leadstring = raw.get("leadstring", "@")
     expect(isinstance(leadstring, str) and leadstring != "", f"{where}.leadstring", "a non-empty text")
     return DimensionSpec(name, "file", file=path, leadstring=leadstring)
@@ -334,10 +334,13 @@ def checked_rules(rules) -> None:
     primary_suppression(tabulate(probe, {"cell": None}, value="value", request="request"), rules)
 
 
-def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> TableSetSpec:
+def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "", recorded: bool = False) -> TableSetSpec:
     """A :class:`TableSetSpec` from a parsed YAML document (module text); every independent
     problem found in one pass, raised as one :class:`SpecError`. Paths are relative to
-    ``spec_path``'s folder; ``text`` is the file's text (its SHA-256 is the spec's)."""
+    ``spec_path``'s folder; ``text`` is the file's text (its SHA-256 is the spec's). ``recorded``: the
+    spec copy of a release read for its replay, whose business file and ``.hrc`` files need not
+    exist any more (the replay reads the copies the release recorded,
+    :func:`sdc_dagster.releases.tables.recompute_table_release`)."""
     problems = Problems()
     raw = as_mapping(raw, "spec")
     problems.unknown_keys(raw, "spec", {"tables", "title", "source", "dimensions", "published", "protection",
@@ -345,7 +348,7 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
     folder = Path(spec_path).parent if spec_path else Path.cwd()
     name = raw.get("tables")
     _name(problems, name, "tables", "survey name")
-    source = problems.collect(_source, raw.get("source"), folder)
+    source = problems.collect(_source, raw.get("source"), folder, recorded)
     dims_raw = as_mapping(raw.get("dimensions"), "dimensions")
     expect(bool(dims_raw), "dimensions", "a mapping of at least one dimension")
     dimensions = {}
@@ -355,7 +358,7 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
         if problems.attempt(as_mapping, entry, at) is None:
             continue
         problems.unknown_keys(entry, at, {"hierarchy"})
-        spec = problems.collect(_hierarchy, str(dim), entry.get("hierarchy"), f"{at}.hierarchy", folder)
+        spec = problems.collect(_hierarchy, str(dim), entry.get("hierarchy"), f"{at}.hierarchy", folder, recorded)
         if spec is not None:
             dimensions[str(dim)] = spec
     published_raw = as_mapping(raw.get("published"), "published")
@@ -552,7 +555,7 @@ def _linked_groups(published: Mapping[str, TableDef]) -> list[list[str]]:
     return list(groups.values())
 
 
-def _source(raw, folder: Path) -> TableSource:
+def _source(raw, folder: Path, recorded: bool = False) -> TableSource:
     raw = as_mapping(raw, "source")
     kinds = [k for k in ("survey", "file", "tau_argus") if k in raw]
     expect(len(kinds) == 1, "source", f"exactly one of 'survey' (a survey of the spec folders), 'file' or "
@@ -581,7 +584,7 @@ def _source(raw, folder: Path) -> TableSource:
     expect(isinstance(raw["file"], str) and raw["file"].strip() != "", "source.file",
            "the path of a CSV file (relative to the spec)")
     path = (folder / raw["file"]).resolve()
-    expect(path.is_file(), "source.file", f"an existing file, {path} is not one")
+    expect(recorded or path.is_file(), "source.file", f"an existing file, {path} is not one")
     options = as_mapping(raw.get("options") or {}, "source.options")
     return TableSource(file=path, options=dict(options))
 
