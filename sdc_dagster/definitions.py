@@ -46,16 +46,25 @@ def survey_specs(folders: list[Path] | None = None) -> list[SurveySpec]:
 
 def table_specs(folders: list[Path] | None = None) -> list[TableSetSpec]:
     """Every table spec of ``folders`` (default :func:`table_spec_folders`) that loads; each one
-    that does not is skipped with a logged warning naming the file, the line and the reason."""
+    that does not is skipped with a logged warning naming the file, the line and the reason, and so
+    is a spec whose set name (``tables:``, its asset keys) an earlier file already gave: two chains
+    of one name would stop the whole code location from loading (Dagster's duplicate asset keys),
+    hiding every survey and table in the UI."""
     from sdc_dagster.spec.tables import load_table_spec, table_spec_files
 
-    loaded = []
+    loaded: dict[str, TableSetSpec] = {}
     for path in table_spec_files(folders or table_spec_folders()):
         try:
-            loaded.append(load_table_spec(path))
+            spec = load_table_spec(path)
         except SpecError as error:
             log.warning("skipped the table spec %s: %s", path, " ".join(str(error).split()))
-    return loaded
+            continue
+        if spec.name in loaded:
+            log.warning("skipped the table spec %s: its set name %r is already that of %s (rename its 'tables:')",
+                        path, spec.name, loaded[spec.name].spec_path)
+            continue
+        loaded[spec.name] = spec
+    return list(loaded.values())
 
 
 def build_definitions(spec_folder: Path | None = None, *, specs: list[SurveySpec] | None = None,

@@ -90,6 +90,22 @@ def sweep_temporary_files(root: str | Path) -> list[Path]:
     return removed
 
 
+@contextmanager
+def exclusive_lock(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created, with its folder, if missing) for the block:
+    one process (or open file) at a time, the others wait; released when the block ends, also when
+    the process dies. Where ``fcntl`` does not exist (Windows) there is no lock."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
 def process_alive(pid: int) -> bool:
     """Whether a process ``pid`` runs on this host (another user's counts)."""
     try:

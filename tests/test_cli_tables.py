@@ -86,6 +86,23 @@ def test_report_marks_primary_and_secondary_cells_with_their_intervals():
     assert '<span class="pass">passed</span>' in page
 
 
+def test_report_shows_each_figure_as_the_release_publishes_it():
+    """The report gave every figure three significant digits: the business file's cell 199.6 (one
+    decimal, as its CSV publishes it) read 200, its audit interval [0, 199.6] read [0, 200], and EIA's
+    protection level 418,311.76 read 4.18 × 10⁵. Values now at the decimals of the table's values,
+    bounds and levels with two more (the Handbook's 22.94), thousands separated, trailing zeros dropped."""
+    cells = pd.DataFrame({
+        "geo": ["Total", "A", "B"], "freq": [5.0, 2.0, 3.0], "value": [462.3, 199.6, 262.7],
+        "primary": [False, True, False], "lower": [0.0, 418311.7647, 0.0], "upper": [0.0, 22.941176, 0.0],
+        "suppressed": [False, True, True], "status": ["safe", "primary", "secondary"],
+        "lo": [float("nan"), 0.0, 62.7], "up": [float("nan"), 199.6, 1262.7], "protected": [True] * 3,
+        "duplicate_of": [""] * 3})
+    page = render_table_report("Tables x", {"t": cells}, {"t": ["geo"]}, {}, {"run": "r1"})
+    assert "<td>199.6</td>" in page and "<td>462.3</td>" in page
+    assert "[0, 199.6]" in page and "[62.7, 1,262.7]" in page
+    assert "418,311.765, 22.941" in page and "× 10" not in page
+
+
 def test_report_counts_a_duplicate_cell_once_and_names_the_cell_it_repeats():
     # nonEU has the single child Iceland: the rows nonEU and Iceland are one (primary) cell
     cells = pd.DataFrame({
@@ -140,7 +157,8 @@ def test_a_survey_table_spec_is_checked_against_the_survey_specs(home):
     out = io.StringIO()
     assert run_table_check(str(EXAMPLES / "testdata_tables.yaml"), home=str(home), out=out) == 0
     assert "table spec 'testdata_tables' is valid (2 tables from survey 'testdata'" in out.getvalue()
-    assert "water_by_area: water x urbrur; counts; weight sampling_weight; rules freq n=10 (ties strict); " \
+    # a frequency rule has no tie to break: no tie convention named (it read "(ties strict)")
+    assert "water_by_area: water x urbrur; counts; weight sampling_weight; rules freq n=10; " \
            "linked with relat_by_area" in out.getvalue()
     out = io.StringIO()  # a survey's wave must be named
     assert run_table(str(EXAMPLES / "testdata_tables.yaml"), home=str(home), out=out) == EXIT_USAGE
@@ -181,6 +199,24 @@ def test_run_lands_a_survey_wave_given_on_the_command_line(home):
     assert "testdata_tables/table_release" in out.getvalue() and "released: " in out.getvalue()
 
 
+def test_a_survey_magnitude_table_without_holding_is_told_of_the_households(tmp_path, home):
+    """Found with testdata's income by water source and area: the cell (water 5, rural) is 6 persons of
+    one household (ori_hid 332), each a contributor of its own, so no rule flagged it; with
+    holding: ori_hid it is one contributor and a primary. The check names the survey's household id."""
+    spec = tmp_path / "income.yaml"
+    text = ("tables: td_income\nsource: {survey: testdata}\ndimensions: {urbrur: {}, water: {}}\npublished:\n"
+            "  income: {dimensions: [water, urbrur], value: income, rules: [{rule: nk, n: 2, k: 80}]}\n")
+    spec.write_text(text)
+    out = io.StringIO()
+    assert run_table_check(str(spec), home=str(home), out=out) == 0
+    assert ("note: income: each person of a household (ori_hid) is a contributor of its own; holding: ori_hid "
+            "counts a household as one") in out.getvalue()
+    spec.write_text(text.replace("value: income,", "value: income, holding: ori_hid,"))
+    out = io.StringIO()
+    assert run_table_check(str(spec), home=str(home), out=out) == 0
+    assert "note:" not in out.getvalue()
+
+
 def test_tau_argus_input_takes_no_file(tmp_path, home):
     import sdc_dagster.tables as tables
 
@@ -188,10 +224,13 @@ def test_tau_argus_input_takes_no_file(tmp_path, home):
     tables.write_tau_argus(tables.tabulate(data, {"geo": None}, value="value"), tmp_path, "t")
     spec = tmp_path / "t.yaml"
     spec.write_text("tables: from_argus\nsource: {tau_argus: t.rda}\ndimensions: {geo: {}}\n"
-                    "published:\n  t: {dimensions: [geo], value: value, rules: [{rule: nk, n: 1, k: 85}]}\n")
+                    "published:\n  t: {dimensions: [geo], value: value, freq: freq, rules: [{rule: nk, n: 1, k: 85}]}\n")
     out = io.StringIO()
     assert run_table(str(spec), data_file=str(tmp_path / "t.tab"), home=str(home), out=out) == EXIT_USAGE
     assert "its .rda names the .tab (no --file; edit source.tau_argus)" in out.getvalue()
+    out = io.StringIO()  # the summary names the count a magnitude table of tabular input reads
+    assert run_table_check(str(spec), home=str(home), out=out) == 0
+    assert "t: geo; value value, count freq; rules nk n=1 k=85 (ties strict)" in out.getvalue()
 
 
 def test_a_rounded_table_set_runs_releases_its_rounded_counts_and_replays(home):

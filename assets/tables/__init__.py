@@ -124,7 +124,8 @@ def build_table_assets(spec: TableSetSpec, survey: SurveySpec | None = None) -> 
         source = tabulated.source
         release, report = release_tables(
             home.releases, home.reports, context.run_id, spec, wave, tabulated.tables, table_audit, outcomes,
-            table_inputs(spec, source.snapshot, source.sha256, survey.spec_path if survey else None))
+            table_inputs(spec, source.snapshot, source.sha256, survey.spec_path if survey else None,
+                         snapshots=home.inputs))
         withheld = release.manifest.get("withheld") or {}
         context.add_output_metadata({"folder": str(release.folder), "report": str(report),
                                      "withheld_because": MetadataValue.json(withheld)})

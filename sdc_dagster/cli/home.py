@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from sdc_dagster.cli.status import EXIT_USAGE
-from sdc_dagster.files import process_alive, sweep_temporary_files, write_atomic
+from sdc_dagster.files import exclusive_lock, process_alive, sweep_temporary_files, write_atomic
 
 # `sdc` prints each spec it skips itself (sdc_dagster.definitions logs them for the UI's code location).
 logging.getLogger("sdc_dagster.definitions").addHandler(logging.NullHandler())
@@ -74,13 +74,7 @@ def dagster_instance():
     """
     from dagster import DagsterInstance
 
-    try:
-        import fcntl
-    except ImportError:
-        with alembic_scripts_read_once():
-            return DagsterInstance.get()
-    with open(Path(os.environ["DAGSTER_HOME"]) / ".sdc-instance.lock", "a") as lock, alembic_scripts_read_once():
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    with exclusive_lock(Path(os.environ["DAGSTER_HOME"]) / ".sdc-instance.lock"), alembic_scripts_read_once():
         return DagsterInstance.get()
 
 

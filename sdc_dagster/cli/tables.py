@@ -32,16 +32,22 @@ def _load(command: str, spec_file: str, out):
 
 
 def describe(spec) -> list[str]:
-    """One line per table of a set: its dimensions, measure, rules, and which tables it is linked with."""
+    """One line per table of a set: its dimensions, measure, rules (with the tie convention when a
+    magnitude rule reads it), and which tables it is linked with."""
+    from sdc_dagster.tables.primary import MAGNITUDE_RULES
+
     lines = []
     for name, table in spec.published.items():
-        measure = f"value {table.value}" if table.value else f"counts {table.freq}" if table.freq else "counts"
+        measure = (f"value {table.value}" + (f", count {table.freq}" if table.freq else "") if table.value
+                   else f"counts {table.freq}" if table.freq else "counts")
         extras = [f"{k} {getattr(table, k)}" for k in ("holding", "weight", "request") if getattr(table, k)]
         rules = ", ".join(" ".join(f"{k}={v}" if k != "rule" else str(v) for k, v in r.items()) for r in table.rules)
+        # the tie convention of the magnitude rules only (a frequency rule has no tie to break)
+        ties = f" (ties {table.dominance_tie})" if any(r["rule"] in MAGNITUDE_RULES for r in table.rules) else ""
         group = next(g for g in spec.linked() if name in g)
         linked = f"; linked with {', '.join(g for g in group if g != name)}" if len(group) > 1 else ""
         lines.append(f"   {name}: {' x '.join(table.dimensions)}; {measure}{''.join('; ' + e for e in extras)}; "
-                     f"rules {rules} (ties {table.dominance_tie}){linked}")
+                     f"rules {rules}{ties}{linked}")
     return lines
 
 
@@ -67,6 +73,12 @@ def run_table_check(spec_file: str, *, data_file: str | None = None, home: str |
             print(f"sdc table check: source.survey names {spec.source.survey!r}, which has no spec (known: "
                   f"{', '.join(sorted(surveys)) or 'none'})", file=out)
             return EXIT_BAD_SPEC
+        household = surveys[spec.source.survey].household_id
+        for name, table in spec.published.items():
+            if household and table.value and table.holding is None:  # the survey knows its households
+                print(f"   note: {name}: each person of a household ({household}) is a contributor of its own; "
+                      f"holding: {household} counts a household as one (tau-Argus manual's holdings), as a cell "
+                      "of one household's members needs", file=out)
         if data_file is None:
             return EXIT_OK
     from sdc_dagster.errors import SDCInputError
@@ -231,6 +243,8 @@ def print_table_summary(spec, wave: str | None, out) -> bool:
         print(f"   WITHHELD: {'; '.join(f'{c}: {why}' for c, why in withheld.items())}", file=out)
     else:
         print(f"   released: {folders[-1]}", file=out)
+    if manifest.get("exchange"):
+        print(f"   tau-Argus files (confidential, not released): {manifest['exchange']['folder']}", file=out)
     print(f"   report: {report}", file=out, flush=True)
     return bool(withheld)
 

@@ -246,17 +246,75 @@ def tabulate_tables(spec: TableSetSpec, data: pd.DataFrame) -> dict[str, Table]:
     return out
 
 
+def apriori_cells(spec: TableSetSpec) -> pd.DataFrame | None:
+    """The cells tau-Argus input marks unsafe a priori, one column per dimension of its ``.rda``
+    (codes as text, :func:`value_text`): the ``.tab`` lines whose ``<STATUS>`` is the ``.rda``'s
+    ``<UNSAFE>`` letter (default ``U``) and every cell of the spec's ``source.apriori`` file
+    (:func:`sdc_dagster.tables.read_apriori`), as tau-Argus reads them (tau-Argus manual: the status
+    of tabular input; a priori information). None for another source. Raises :class:`SDCInputError`
+    naming the ``.tab`` and the cell for a status letter other than the safe and unsafe ones
+    (protected, ``P``, is not read: it would publish a cell whatever the rules say)."""
+    if spec.source.tau_argus is None:
+        return None
+    from sdc_dagster.datafiles.argus import read_rda
+    from sdc_dagster.tables.exchange import TAB_STATUS
+
+    rda = spec.source.tau_argus
+    meta = read_rda(rda)
+    dimensions = [v.name for v in meta.variables if "recodable" in v.flags]
+    status = [v.name for v in meta.variables if "status" in v.flags]
+    found = [pd.DataFrame(columns=dimensions, dtype=object)]
+    if status:
+        cells = tables.read_tau_argus(rda)[0]
+        letters = cells[status[0]].astype(str).str.strip()
+        safe = meta.status_codes.get("safe", TAB_STATUS["safe"])
+        unsafe = meta.status_codes.get("unsafe", TAB_STATUS["unsafe"])
+        other = ~letters.isin([safe, unsafe])
+        if other.any():
+            row = cells.loc[other].iloc[0]
+            raise SDCInputError(f"{rda.stem}.tab: cell ({', '.join(f'{d}={row[d]!r}' for d in dimensions)}) has status "
+                                f"{row[status[0]]!r}: only {safe} (safe) and {unsafe} (a priori unsafe) are read")
+        found.append(cells.loc[letters == unsafe, dimensions].map(value_text))
+    if spec.source.apriori is not None:
+        found.append(tables.read_apriori(spec.source.apriori, dimensions, separator=meta.separator or ","))
+    return pd.concat(found, ignore_index=True).drop_duplicates().astype(object)
+
+
+def _apriori_flags(name: str, table: Table, cells: pd.DataFrame, apriori: pd.DataFrame) -> np.ndarray:
+    """The rows of ``cells`` (:func:`coded_cells` of ``table``) that are ``apriori`` cells, a cell and
+    its duplicates together; raises :class:`SDCInputError` naming the table for a priori cells of a
+    table over other dimensions, or a cell it does not publish."""
+    dimensions = list(apriori.columns)
+    if sorted(table.names) != sorted(dimensions):
+        raise SDCInputError(f"table {name!r}: the tau-Argus input marks cells unsafe a priori over "
+                            f"{', '.join(dimensions)}; the table crosses {', '.join(table.names)}")
+    published = pd.MultiIndex.from_frame(cells[dimensions].astype(str))
+    wanted = pd.MultiIndex.from_frame(apriori.astype(str))
+    missing = ~wanted.isin(published)
+    if missing.any():
+        first = wanted[int(np.flatnonzero(missing)[0])]
+        raise SDCInputError(f"table {name!r}: the a priori unsafe cell ({', '.join(f'{d}={c!r}' for d, c in zip(dimensions, first))}) "
+                            "is not a cell of the table")
+    flagged = published.isin(wanted)
+    return np.isin(table.cell, table.cell[flagged])
+
+
 def primary_cells(spec: TableSetSpec, tabulated: dict[str, Table]) -> dict[str, pd.DataFrame]:
     """Each table's cells with ``primary`` (:func:`sdc_dagster.tables.primary_suppression` under
-    the table's rules and tie convention), its protection levels ``lower``, ``upper`` and
+    the table's rules and tie convention; of tau-Argus input also the cells it marks unsafe a priori,
+    :func:`apriori_cells`, which need not be exactly derivable: level 0 unless a rule gives one), its
+    protection levels ``lower``, ``upper`` and
     ``duplicate_of`` (:func:`duplicate_of`; and ``cost``, each cell's cost of suppression, with
     ``cost: {column: c}``)."""
     out = {}
+    apriori = apriori_cells(spec)
     for name, table in tabulated.items():
         definition = spec.published[name]
         rules, tie = list(definition.rules), definition.dominance_tie
         cells = coded_cells(table)
         cells["primary"] = tables.primary_suppression(table, rules, dominance_tie=tie)
+        if apriori is not None and len(apriori):
+            cells["primary"] = cells["primary"].to_numpy() | _apriori_flags(name, table, cells, apriori)
         cells[["lower", "upper"]] = tables.protection_levels(table, rules, dominance_tie=tie)
         cells["duplicate_of"] = duplicate_of(table, cells)
         out[name] = cells

@@ -2,7 +2,7 @@
 
 :func:`release_tables` writes ``<releases>/tables/<set>/<wave>/<run_id>/`` (``<wave>`` is ``file``
 for a business file): every protected table in the spec's release formats (:func:`table_files`:
-the office's layout with status flags as CSV or Excel, tau-Argus's files), ``spec.yaml``
+the office's layout with status flags as CSV or Excel), ``spec.yaml``
 (the table spec text used) and ``manifest.json`` (last) recording every input with its SHA-256 (the
 data snapshot, the survey spec that read a wave, the hierarchy files), the spec's hash, the method
 (with ``method: rounding`` its parameters and seed under ``rounding``, with ``method: cell_key`` the
@@ -12,7 +12,12 @@ duplicate, :func:`~sdc_dagster.pipeline.tables.duplicate_of`, counts once), the 
 (:mod:`sdc_dagster.releases.digests`). A set whose blocking checks fail (a primary unprotected, a
 pattern failing the intruder's audit) is never released: its run folder holds ``withheld.json``
 naming the checks, and no table file. The HTML report (:mod:`sdc_dagster.report.tables`) goes to
-``<reports>/tables/<set>/<wave>.html``.
+``<reports>/tables/<set>/<wave>.html``. With the format ``tau_argus``, tau-Argus's tabular input of
+each table (:func:`exchange_files`) goes beside the report, to ``<reports>/tables/<set>/<wave>/<run_id>/``,
+never into the release: a ``.tab`` holds every inner cell's value and largest contributions, the
+confidential figures the suppressions hide (as the report, which shows every original value, it is
+the methodologist's, for continuing in tau-Argus). The manifest records its folder and each file's
+SHA-256 under ``exchange``, and the replay checks it too.
 
 :func:`audit_table_release` (``sdc audit tables``) replays a release: the stages of
 :mod:`sdc_dagster.pipeline.tables` rerun on the recorded inputs with the stored spec copy, and every
@@ -32,12 +37,12 @@ import pandas as pd
 import yaml
 
 import sdc_dagster.tables as tables
-from sdc_dagster.files import write_atomic
+from sdc_dagster.files import exclusive_lock, write_atomic
 from sdc_dagster.names import inside
 from sdc_dagster.numerics.decimals import original_decimals
 from sdc_dagster.pipeline.protection import CheckOutcome
 from sdc_dagster.pipeline.tables import distinct, read_table_input, run_tables, withheld_because
-from sdc_dagster.releases.digests import package_versions, sha256_bytes, spec_text_sha256
+from sdc_dagster.releases.digests import package_versions, sha256_bytes, snapshot_input, spec_text_sha256
 from sdc_dagster.releases.manifest import MANIFEST, SPEC_COPY, WITHHELD, Release, manifest_bytes, read_manifest
 from sdc_dagster.releases.replay import Verification, verify_grid_release
 from sdc_dagster.report.tables import render_table_report
@@ -49,37 +54,67 @@ from sdc_dagster.tables.model import Table
 TABLES = "tables"
 #: The wave of a table set read from one business file.
 FILE_WAVE = "file"
+#: The lock file of a set's wave folder, held while a release takes its sequence number and is written.
+SEQUENCE_LOCK = ".sequence.lock"
+
+
+def _released_table(table: Table, cells: pd.DataFrame) -> Table:
+    """The table as released: a rounded set's (``method: rounding``) with its rounded counts."""
+    if "published" in cells and "cell_key" not in cells:  # rounded (pipeline.tables.round_tables)
+        return replace(table, cells=table.cells.assign(freq=cells["published"].to_numpy()))
+    return table
+
+
+def _folder_bytes(folder: Path) -> dict[str, bytes]:
+    return {path.relative_to(folder).as_posix(): path.read_bytes()
+            for path in sorted(p for p in folder.rglob("*") if p.is_file())}
 
 
 def table_files(spec: TableSetSpec, tabulated: dict[str, Table], audited: dict[str, pd.DataFrame]) -> dict[str, bytes]:
-    """The released files of a table set (file name -> bytes), in every format of ``release.formats``:
-    ``<table>.csv`` and ``<table>.xlsx``, the office's layout with tau-Argus's status letters
-    (:func:`sdc_dagster.tables.published_table`, :func:`sdc_dagster.tables.write_published`), and
-    ``tau_argus/<table>.tab`` with its ``.rda``, ``.hrc`` and ``.hst`` (:func:`sdc_dagster.tables.write_tau_argus`:
-    the suppressed cells as a priori unsafe, for a methodologist to continue in tau-Argus). A rounded
-    set (``method: rounding``) releases its rounded counts (``published``) in the same layouts, every
-    cell safe (``S``, or ``Z`` for a count rounded to 0); a set of the cell key method (``method:
-    cell_key``) likewise its perturbed counts or values."""
-    files = {}
+    """The released files of a table set (file name -> bytes), in the publishable formats of
+    ``release.formats``: ``<table>.csv`` and ``<table>.xlsx``, the office's layout with tau-Argus's
+    status letters (:func:`sdc_dagster.tables.published_table`, :func:`sdc_dagster.tables.write_published`:
+    a suppressed cell's value blank). A rounded set (``method: rounding``) releases its rounded counts
+    (``published``) in the same layouts, every cell safe (``S``, or ``Z`` for a count rounded to 0);
+    a set of the cell key method (``method: cell_key``) likewise its perturbed counts or values.
+    tau-Argus's files are no release file: :func:`exchange_files`."""
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         for name, cells in audited.items():
-            table = tabulated[name]
+            table = _released_table(tabulated[name], cells)
             if "cell_key" in cells:  # perturbed (cell_key_tables): none suppressed
                 layout = perturbed_layout(table, cells)
-            elif "published" in cells:  # rounded (pipeline.tables.round_tables): the rounded counts, none suppressed
-                table = replace(table, cells=table.cells.assign(freq=cells["published"].to_numpy()))
+            elif "published" in cells:  # rounded: the rounded counts, none suppressed
                 layout = tables.published_table(table, cells["suppressed"], primary=cells["suppressed"])
             else:
                 layout = tables.published_table(table, cells["suppressed"], primary=cells["primary"])
             for fmt in ("csv", "xlsx"):
                 if fmt in spec.formats:
                     tables.write_published(layout, folder / f"{name}.{fmt}", fmt=fmt)
-            if "tau_argus" in spec.formats:
-                tables.write_tau_argus(table, folder / "tau_argus", name, suppressed=cells["suppressed"])
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-            files[path.relative_to(folder).as_posix()] = path.read_bytes()
-    return files
+        return _folder_bytes(folder)
+
+
+def exchange_files(spec: TableSetSpec, tabulated: dict[str, Table], audited: dict[str, pd.DataFrame]) -> dict[str, bytes]:
+    """With ``tau_argus`` in ``release.formats``, each table as tau-Argus's tabular input (file name ->
+    bytes): ``tau_argus/<table>.tab`` with its ``.rda``, ``.hrc`` and ``.hst``
+    (:func:`sdc_dagster.tables.write_tau_argus`: the suppressed cells as a priori unsafe, for a
+    methodologist to continue in tau-Argus); else none. Confidential: a ``.tab`` line holds an inner
+    cell's value and its largest contributions, suppressed or not (the tau-Argus manual's tabular
+    input), so :func:`release_tables` writes these files beside the report, never into the release."""
+    if "tau_argus" not in spec.formats:
+        return {}
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        for name, cells in audited.items():
+            tables.write_tau_argus(_released_table(tabulated[name], cells), folder / "tau_argus", name,
+                                   suppressed=cells["suppressed"])
+        return _folder_bytes(folder)
+
+
+def exchange_folder(reports: Path, name: str, wave: str, run_id: str) -> Path:
+    """Where a run's tau-Argus files go (:func:`exchange_files`): ``<reports>/tables/<set>/<wave>/<run_id>``,
+    beside the wave's report."""
+    return inside(reports, TABLES, name, wave, run_id)
 
 
 def perturbed_layout(table: Table, cells: pd.DataFrame) -> pd.DataFrame:
@@ -109,24 +144,32 @@ def list_table_releases(releases: Path, name: str, wave: str, *, withheld: bool 
     return sorted(folders, key=lambda p: read_manifest(p)["sequence"])
 
 
-def table_inputs(spec: TableSetSpec, data_file: Path, sha256: str, survey_spec: Path | None = None) -> dict[str, dict]:
+def table_inputs(spec: TableSetSpec, data_file: Path, sha256: str, survey_spec: Path | None = None, *,
+                 snapshots: Path | None = None) -> dict[str, dict]:
     """The inputs a table release records, each ``{file, sha256}``: ``data`` (the snapshot read),
-    ``survey_spec`` (the survey spec that read a wave), ``hierarchy:<dimension>`` (an ``.hrc`` file)
-    and, for tau-Argus input, ``tau_argus:rda``, ``tau_argus:tab`` and ``tau_argus:<dimension>`` (its
-    ``.hrc``): the files the replay reads again."""
+    ``survey_spec`` (the survey spec that read a wave), ``hierarchy:<dimension>`` (an ``.hrc`` file;
+    with ``snapshots``, the inputs folder, its content-addressed copy there, as the data's
+    (:func:`~sdc_dagster.releases.digests.snapshot_input`), ``source`` naming the file read, so that
+    the replay reads the hierarchy the release was made with after the file is edited for the next)
+    and, for tau-Argus input, ``tau_argus:rda``, ``tau_argus:tab``, ``tau_argus:<dimension>`` (its
+    ``.hrc``) and ``tau_argus:apriori`` (its ``.hst``): the files the replay reads again."""
     inputs = {"data": {"file": str(data_file), "sha256": sha256}}
     if survey_spec is not None:
         inputs["survey_spec"] = {"file": str(survey_spec), "sha256": file_sha256(Path(survey_spec))}
     for name, dimension in spec.dimensions.items():
         if dimension.file is not None:
-            inputs[f"hierarchy:{name}"] = {"file": str(dimension.file), "sha256": file_sha256(dimension.file)}
+            digest = file_sha256(dimension.file)
+            inputs[f"hierarchy:{name}"] = {"file": str(dimension.file), "sha256": digest} if snapshots is None else {
+                "file": str(snapshot_input(dimension.file, digest, snapshots).snapshot), "sha256": digest,
+                "source": str(dimension.file)}
     rda = spec.source.tau_argus
     if rda is not None:  # the metadata and hierarchies the replay reads again
         from sdc_dagster.datafiles.argus import read_rda, resolve_beside
 
         from sdc_dagster.pipeline.tables import input_file
 
-        files = {"tau_argus:rda": rda, "tau_argus:tab": input_file(spec)}
+        files = {"tau_argus:rda": rda, "tau_argus:tab": input_file(spec),
+                 **({"tau_argus:apriori": spec.source.apriori} if spec.source.apriori is not None else {})}
         files.update({f"tau_argus:{v.name}": resolve_beside(rda.parent, v.hierarchy)
                       for v in read_rda(rda).variables if v.hierarchy})
         inputs.update({key: {"file": str(path), "sha256": file_sha256(path)} for key, path in files.items()})
@@ -144,53 +187,64 @@ def release_tables(releases: Path, reports: Path, run_id: str, spec: TableSetSpe
     if spec_text_sha256(spec_text) != spec.spec_sha256:
         raise RuntimeError(f"{spec.spec_path} changed since the table spec was loaded; reload and rerun")
     withheld = withheld_because(checks)
-    decisions = list_table_releases(releases, spec.name, wave, withheld=True)
-    earlier = list_table_releases(releases, spec.name, wave)
-    folder = release_folder(releases, spec.name, wave) / run_id
     files = {} if withheld else table_files(spec, tabulated, audited)
-    manifest = {
-        "kind": "tables",
-        "tables": spec.name,
-        "wave": wave,
-        "run_id": run_id,
-        "sequence": (read_manifest(decisions[-1])["sequence"] + 1) if decisions else 1,
-        "previous_release": earlier[-1].name if earlier else None,
-        "packages": package_versions(),
-        "inputs": inputs,
-        "spec": {"file": str(spec.spec_path), "sha256": spec.spec_sha256, "copy": SPEC_COPY},
-        "method": spec.method,
-        **({"rounding": {**{k: v for k, v in spec.rounding.items() if k != "random_state"},
-                         "seed": spec.rounding["random_state"]}}
-           if spec.method == "rounding" else {"cell_key": dict(spec.cell_key)} if spec.method == "cell_key"
-           else {"cost": spec.cost}),
-        "published": {
-            name: {"dimensions": list(spec.published[name].dimensions), "rules": list(spec.published[name].rules),
-                   "dominance_tie": spec.published[name].dominance_tie,
-                   "frozen": {state: list(c) for state, c in spec.published[name].frozen.items()},
-                   "cells": int(len(cells)),
-                   "distinct_cells": int(len(distinct(cells))),
-                   "primary": int(distinct(cells)["primary"].sum()),
-                   "secondary": int((distinct(cells)["status"] == "secondary").sum()),
-                   **({status: int((distinct(cells)["status"] == status).sum())
-                       for status in ("rounded", "perturbed") if "published" in cells
-                       and (status == "perturbed") == ("cell_key" in cells)}),
-                   "linked_with": next(g for g in spec.linked() if name in g)}
-            for name, cells in audited.items()},
-        "checks": {name: outcome.record() for name, outcome in checks.items()},
-        "files": {name: sha256_bytes(data) for name, data in files.items()},
-    }
-    if withheld:
-        manifest["withheld"] = withheld
-    existed = folder.exists()
-    try:
-        for name, data in files.items():
-            write_atomic(folder / name, data)
-        write_atomic(folder / SPEC_COPY, spec_text)
-        write_atomic(folder / (WITHHELD if withheld else MANIFEST), manifest_bytes(manifest))
-    except BaseException:
-        if not existed:  # a run folder is complete or absent
-            shutil.rmtree(folder, ignore_errors=True)
-        raise
+    exchange = {} if withheld else exchange_files(spec, tabulated, audited)
+    # the sequence number is read and the manifest written under one lock: two runs of a set and wave at
+    # once (two sdc table run) would otherwise both take the same number after the same previous release
+    with exclusive_lock(release_folder(releases, spec.name, wave) / SEQUENCE_LOCK):
+        decisions = list_table_releases(releases, spec.name, wave, withheld=True)
+        earlier = list_table_releases(releases, spec.name, wave)
+        folder = release_folder(releases, spec.name, wave) / run_id
+        exchange_to = exchange_folder(reports, spec.name, wave, run_id)
+        manifest = {
+            "kind": "tables",
+            "tables": spec.name,
+            "wave": wave,
+            "run_id": run_id,
+            "sequence": (read_manifest(decisions[-1])["sequence"] + 1) if decisions else 1,
+            "previous_release": earlier[-1].name if earlier else None,
+            "packages": package_versions(),
+            "inputs": inputs,
+            "spec": {"file": str(spec.spec_path), "sha256": spec.spec_sha256, "copy": SPEC_COPY},
+            "method": spec.method,
+            **({"rounding": {**{k: v for k, v in spec.rounding.items() if k != "random_state"},
+                             "seed": spec.rounding["random_state"]}}
+               if spec.method == "rounding" else {"cell_key": dict(spec.cell_key)} if spec.method == "cell_key"
+               else {"cost": spec.cost}),
+            "published": {
+                name: {"dimensions": list(spec.published[name].dimensions), "rules": list(spec.published[name].rules),
+                       "dominance_tie": spec.published[name].dominance_tie,
+                       "frozen": {state: list(c) for state, c in spec.published[name].frozen.items()},
+                       "cells": int(len(cells)),
+                       "distinct_cells": int(len(distinct(cells))),
+                       "primary": int(distinct(cells)["primary"].sum()),
+                       "secondary": int((distinct(cells)["status"] == "secondary").sum()),
+                       **({status: int((distinct(cells)["status"] == status).sum())
+                           for status in ("rounded", "perturbed") if "published" in cells
+                           and (status == "perturbed") == ("cell_key" in cells)}),
+                       "linked_with": next(g for g in spec.linked() if name in g)}
+                for name, cells in audited.items()},
+            "checks": {name: outcome.record() for name, outcome in checks.items()},
+            "files": {name: sha256_bytes(data) for name, data in files.items()},
+        }
+        if exchange:  # confidential, beside the report (exchange_files)
+            manifest["exchange"] = {"folder": str(exchange_to),
+                                    "files": {name: sha256_bytes(data) for name, data in exchange.items()}}
+        if withheld:
+            manifest["withheld"] = withheld
+        existed = folder.exists()
+        try:
+            for name, data in files.items():
+                write_atomic(folder / name, data)
+            for name, data in exchange.items():
+                write_atomic(exchange_to / name, data)
+            write_atomic(folder / SPEC_COPY, spec_text)
+            write_atomic(folder / (WITHHELD if withheld else MANIFEST), manifest_bytes(manifest))
+        except BaseException:
+            if not existed:  # a run folder is complete or absent
+                shutil.rmtree(folder, ignore_errors=True)
+                shutil.rmtree(exchange_to, ignore_errors=True)
+            raise
     release = Release(folder=folder, manifest=manifest)
     state = f"withheld ({', '.join(withheld)})" if withheld else f"released: {folder}"
     page = render_table_report(
@@ -205,20 +259,27 @@ def release_tables(releases: Path, reports: Path, run_id: str, spec: TableSetSpe
                     f"{spec.cell_key['top_k']}, record keys drawn with seed {spec.cell_key['seed']}"
                     if spec.method == "cell_key" else f"{spec.method}, cost by {spec.cost}"),
          "release": state,
+         **({"tau-Argus": f"{exchange_to} (confidential: every inner cell's value and largest contributions)"}
+            if exchange else {}),
          "audit": "" if withheld else f"sdc audit tables --survey {spec.name} --run {run_id}"})
     report = inside(reports, TABLES, spec.name) / f"{wave}.html"
     write_atomic(report, page.encode())
     return release, report
 
 
-def recompute_table_release(folder: Path, manifest: dict) -> dict[str, bytes]:
-    """The table files of a release recomputed from what its manifest records: the stored spec copy
+def recompute_table_release(folder: Path, manifest: dict) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """The table files and the tau-Argus files (:func:`exchange_files`) of a release recomputed from
+    what its manifest records: the stored spec copy
     (paths in it relative to the spec's recorded place), the data snapshot (read through the survey
     spec recorded for a wave, else as the business file was; tau-Argus input from its recorded
     ``.rda``, ``.tab`` and ``.hrc``, whose digests the audit checks first)."""
     copy = Path(folder) / manifest["spec"]["copy"]
     text = copy.read_bytes().decode("utf-8")
-    spec = parse_table_spec(yaml.safe_load(text), spec_path=Path(manifest["spec"]["file"]), text=text)
+    spec = parse_table_spec(yaml.safe_load(text), spec_path=Path(manifest["spec"]["file"]), text=text, recorded=True)
+    recorded = manifest["inputs"]
+    spec = replace(spec, dimensions={  # each .hrc as recorded (its snapshot; the audit checked its digest)
+        name: replace(d, file=Path(recorded[f"hierarchy:{name}"]["file"])) if f"hierarchy:{name}" in recorded else d
+        for name, d in spec.dimensions.items()})
     data_file = Path(manifest["inputs"]["data"]["file"])
     if spec.source.survey is not None:
         from sdc_dagster.spec.sources import read_wave_file
@@ -227,7 +288,8 @@ def recompute_table_release(folder: Path, manifest: dict) -> dict[str, bytes]:
         data = read_wave_file(load_spec(manifest["inputs"]["survey_spec"]["file"]), data_file)
     else:  # the business file's snapshot; tau-Argus input from its recorded files (verified by digest)
         data = read_table_input(spec, data_file)
-    return table_files(spec, *run_tables(spec, data, source=str(data_file)))
+    tabulated, audited = run_tables(spec, data, source=str(data_file))
+    return table_files(spec, tabulated, audited), exchange_files(spec, tabulated, audited)
 
 
 def verify_table_release(folder: Path) -> Verification:
@@ -239,8 +301,50 @@ def verify_table_release(folder: Path) -> Verification:
     if not copy.is_file() or spec_text_sha256(copy.read_bytes()) != manifest["spec"]["sha256"]:
         return Verification(manifest, True, True, False, f"the stored spec copy {copy} is missing or differs from "
                             "the spec hash in its manifest (edited or damaged)", spec_copy_intact=False)
-    return verify_grid_release(folder, lambda recorded: recompute_table_release(folder, recorded),
-                               inputs="the recorded input(s)")
+    recomputed: dict[str, dict[str, bytes]] = {}
+
+    def public(recorded: dict) -> dict[str, bytes]:
+        recomputed["files"], recomputed["exchange"] = recompute_table_release(folder, recorded)
+        if any(name.startswith("tau_argus/") for name in recorded["files"]):  # released before the files moved
+            return {**recomputed["files"], **recomputed.pop("exchange")}
+        return recomputed["files"]
+
+    verdict = verify_grid_release(folder, public, inputs="the recorded input(s)")
+    recorded = manifest.get("exchange")
+    if not recorded or "exchange" not in recomputed:  # none written, or the inputs failed first
+        return verdict
+    return _exchange_verified(verdict, Path(recorded["folder"]), recorded["files"], recomputed["exchange"])
+
+
+def _exchange_verified(verdict: Verification, where: Path, expected: dict[str, str],
+                       recomputed: dict[str, bytes]) -> Verification:
+    """``verdict`` with the tau-Argus files of the release (:func:`exchange_files`, in ``where``)
+    checked too: each still has its recorded SHA-256 and equals its recomputation."""
+    status = dict(verdict.files)
+    damaged, differing = [], []
+    for name in sorted(set(expected) | set(recomputed)):
+        path = where / name
+        shown = str(path)
+        if name not in expected:
+            status[shown] = "is recomputed but not recorded"
+            differing.append(shown)
+        elif not path.is_file() or file_sha256(path) != expected[name]:
+            status[shown] = "is missing" if not path.is_file() else "differs from the hash in its manifest"
+            damaged.append(shown)
+        elif name not in recomputed or recomputed[name] != path.read_bytes():
+            status[shown] = "differs from its recomputation"
+            differing.append(shown)
+        else:
+            status[shown] = "ok"
+    detail = verdict.detail
+    if damaged:
+        detail = "; ".join(f"the tau-Argus file {n} {status[n]}" for n in damaged) + " (edited or damaged)"
+    elif differing and verdict.ok:
+        detail = f"the recomputed tau-Argus files differ ({', '.join(differing)})"
+    elif verdict.ok:
+        detail += f"; the tau-Argus files in {where} too"
+    return replace(verdict, files=status, stored_file_intact=verdict.stored_file_intact and not damaged,
+                   byte_identical=verdict.byte_identical and not differing, detail=detail)
 
 
 def audit_table_release(releases: Path, name: str, *, wave: str | None = None,

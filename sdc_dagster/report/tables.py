@@ -15,10 +15,12 @@ once. A table of more than :data:`FULL_TABLE_CELLS` cells shows its suppressed c
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 
+from sdc_dagster.numerics.decimals import MAX_RELEASED_DECIMALS, original_decimals
 from sdc_dagster.report.markup import REPORT_CSS, Markup, format_cell, html_table
 
 #: Above this many cells a section lists the suppressed cells only.
@@ -33,10 +35,38 @@ td .figure, td .rounded, td .perturbed { display: block; text-align: right; }
 """
 
 
-def _interval(lo: float, up: float) -> str:
+#: Decimals a table's derived figures (audit bounds, protection levels) get beyond its values'
+#: (the Handbook's protection level 22.94 of a table of whole values).
+DERIVED_DECIMALS = 2
+
+
+def figure_format(values) -> Callable[..., str]:
+    """The text of a table's figures: thousands separated, at the decimals the table's ``values`` are
+    published with (:func:`~sdc_dagster.numerics.decimals.original_decimals`, as the released CSV
+    writes them), trailing zeros dropped; not the report's three significant digits, which showed a
+    cell of 199.6 as 200 and the protection level 418,311.76 as 4.18 × 10⁵. ``derived=True``:
+    :data:`DERIVED_DECIMALS` more, for bounds and levels computed from the values."""
+    observed = np.asarray(values, dtype=np.float64)
+    decimals = original_decimals(observed)
+    decimals = MAX_RELEASED_DECIMALS if decimals is None else decimals
+
+    def text(value, *, derived: bool = False) -> str:
+        value = float(value)
+        if np.isnan(value):
+            return "&ndash;"
+        if np.isinf(value):
+            return "&infin;" if value > 0 else "&minus;&infin;"
+        shown = f"{value:,.{decimals + (DERIVED_DECIMALS if derived else 0)}f}"
+        shown = shown.rstrip("0").rstrip(".") if "." in shown else shown
+        return "0" if shown in ("-0", "") else shown
+
+    return text
+
+
+def _interval(lo: float, up: float, figure) -> str:
     if np.isnan(lo):
         return "&ndash;"
-    return f"[{format_cell(float(lo))}, {'&infin;' if np.isinf(up) else format_cell(float(up))}]"
+    return f"[{figure(lo, derived=True)}, {figure(up, derived=True)}]"
 
 
 def _codes(shown: pd.DataFrame, dimensions: list[str]) -> pd.DataFrame:
@@ -72,10 +102,11 @@ def perturbed_section(name: str, cells: pd.DataFrame, dimensions: list[str], che
     unsafe = int(cells.loc[~duplicate, "primary"].sum())
     shown = cells if len(cells) <= FULL_TABLE_CELLS else cells[cells["status"] == status]
     frame = _codes(shown, dimensions)
-    frame["original"] = shown[measure].map(format_cell)
-    frame["published"] = [f'<span class="{status if s == status else "figure"}">{format_cell(p)}</span>'
+    figure = figure_format(cells[measure])
+    frame["original"] = shown[measure].map(figure)
+    frame["published"] = [f'<span class="{status if s == status else "figure"}">{figure(p)}</span>'
                           for p, s in zip(shown["published"], shown["status"])]  # one alignment, right
-    frame["difference"] = [f'<span class="figure">{format_cell(d) if d else "&ndash;"}</span>'
+    frame["difference"] = [f'<span class="figure">{figure(d, derived=True) if d else "&ndash;"}</span>'
                            for d in shown["published"] - shown[measure]]
     if status == "perturbed":
         frame["cell key"] = [f'<span class="figure">{k:.6f}</span>' for k in shown["cell_key"]]
@@ -112,13 +143,14 @@ def table_section(name: str, cells: pd.DataFrame, dimensions: list[str], checks:
     primary, secondary = int((status == "primary").sum()), int((status == "secondary").sum())
     shown = cells if len(cells) <= FULL_TABLE_CELLS else cells[cells["suppressed"]]
     frame = _codes(shown, dimensions)
-    frame[measure] = shown[measure].map(format_cell)
+    figure = figure_format(cells[measure])
+    frame[measure] = shown[measure].map(figure)
     frame["status"] = [f'<span class="{s}">{s}</span>' if s != "safe" else "safe" for s in shown["status"]]
     if duplicate.any():
         frame["duplicate of"] = shown["duplicate_of"].map(lambda v: html.escape(v) if v else "&ndash;")
-    frame["audit interval"] = [_interval(lo, up) for lo, up in zip(shown["lo"], shown["up"])]
+    frame["audit interval"] = [_interval(lo, up, figure) for lo, up in zip(shown["lo"], shown["up"])]
     frame["protection (lower, upper)"] = [
-        f"{format_cell(float(a))}, {format_cell(float(b))}" if p else "&ndash;"
+        f"{figure(a, derived=True)}, {figure(b, derived=True)}" if p else "&ndash;"
         for p, a, b in zip(shown["primary"], shown["lower"], shown["upper"])]
     frame.index = [Markup(str(i)) for i in range(len(frame))]
     listed = "every cell" if len(shown) == len(cells) else f"the {len(shown)} suppressed cells"

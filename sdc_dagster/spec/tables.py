@@ -11,7 +11,8 @@ manual §4.4 "linked tables"), never table by table. Keys::
     source: {survey: testdata}        # a survey of the spec folders (its waves are the partitions)
     # or    {file: data/business.csv, options: {sep: ";"}}   (relative to this file)
     # or    {tau_argus: data/turnover.rda}   (tau-Argus tabular input: .tab and .hrc beside it; its
-    #                                         inner cells with the .rda's hierarchies and columns)
+    #                                         inner cells with the .rda's hierarchies and columns;
+    #                                         apriori: data/turnover.hst, its a priori unsafe cells)
     dimensions:
       urbrur: {}                      # flat: the column's codes under "Total"
       water:  {hierarchy: {parents: {Total: [piped, well], piped: [1, 2], well: [3, 4]}}}
@@ -105,9 +106,11 @@ CELL_KEY_KEYS = ("cell_key", "delta", "top_k", "epsilon")
 ROUNDING_KEYS = ("round_base", "max_round", "zero_candidates", "identify_new", "seed")
 #: How a cell's suppression is priced (:func:`sdc_dagster.tables.secondary_suppression` ``cost``).
 COSTS = ("value", "count")
-#: Formats the protected tables are released in (``release.formats``): the office's layout as CSV or
-#: Excel (:func:`sdc_dagster.tables.write_published`), tau-Argus's ``.tab``/``.rda``/``.hrc``/``.hst``
-#: (:func:`sdc_dagster.tables.write_tau_argus`).
+#: Formats the protected tables are written in (``release.formats``): the office's layout as CSV or
+#: Excel (:func:`sdc_dagster.tables.write_published`), released; tau-Argus's ``.tab``/``.rda``/``.hrc``/``.hst``
+#: (:func:`sdc_dagster.tables.write_tau_argus`), confidential (every inner cell's value and largest
+#: contributions), written beside the report, never released
+#: (:func:`sdc_dagster.releases.tables.exchange_files`).
 TABLE_RELEASE_FORMATS = ("csv", "xlsx", "tau_argus")
 #: The states of a frozen cell (``published.<table>.frozen``).
 FROZEN = ("suppressed", "published")
@@ -168,12 +171,14 @@ class TableSource:
     absolute, read with ``options`` by :func:`~sdc_dagster.spec.reading.read_with_metadata`), or
     tau-Argus tabular input (``tau_argus``: its ``.rda``, the ``.tab`` and ``.hrc`` files beside it;
     :func:`sdc_dagster.tables.read_tau_argus`), whose dimensions take the ``.rda``'s hierarchies
-    unless the spec gives one."""
+    unless the spec gives one, with its a priori file (``apriori``: an ``.hst`` whose cells are
+    primaries, :func:`sdc_dagster.tables.read_apriori`)."""
 
     survey: str | None = None
     file: Path | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     tau_argus: Path | None = None
+    apriori: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -224,7 +229,7 @@ def _name(problems: Problems, name, where: str, rule: str) -> bool:
                             f"a {rule}: {NAME_RULES[rule][1]}", default=False) is not False
 
 
-def _hierarchy(name: str, raw, where: str, folder: Path) -> DimensionSpec:
+def _hierarchy(name: str, raw, where: str, folder: Path, recorded: bool = False) -> DimensionSpec:
     if raw is None:
         return DimensionSpec(name)
     raw = as_mapping(raw, where)
@@ -259,7 +264,7 @@ def _hierarchy(name: str, raw, where: str, folder: Path) -> DimensionSpec:
     file = raw["file"]
     expect(isinstance(file, str) and file.strip() != "", at, "the path of an Argus .hrc file (relative to the spec)")
     path = (folder / file).resolve()
-    expect(path.is_file(), at, f"an existing .hrc file, {path} is not one")
+    expect(recorded or path.is_file(), at, f"an existing .hrc file, {path} is not one")
     leadstring = raw.get("leadstring", "@")
     expect(isinstance(leadstring, str) and leadstring != "", f"{where}.leadstring", "a non-empty text")
     return DimensionSpec(name, "file", file=path, leadstring=leadstring)
@@ -329,10 +334,13 @@ def checked_rules(rules) -> None:
     primary_suppression(tabulate(probe, {"cell": None}, value="value", request="request"), rules)
 
 
-def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> TableSetSpec:
+def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "", recorded: bool = False) -> TableSetSpec:
     """A :class:`TableSetSpec` from a parsed YAML document (module text); every independent
     problem found in one pass, raised as one :class:`SpecError`. Paths are relative to
-    ``spec_path``'s folder; ``text`` is the file's text (its SHA-256 is the spec's)."""
+    ``spec_path``'s folder; ``text`` is the file's text (its SHA-256 is the spec's). ``recorded``: the
+    spec copy of a release read for its replay, whose business file and ``.hrc`` files need not
+    exist any more (the replay reads the copies the release recorded,
+    :func:`sdc_dagster.releases.tables.recompute_table_release`)."""
     problems = Problems()
     raw = as_mapping(raw, "spec")
     problems.unknown_keys(raw, "spec", {"tables", "title", "source", "dimensions", "published", "protection",
@@ -340,7 +348,7 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
     folder = Path(spec_path).parent if spec_path else Path.cwd()
     name = raw.get("tables")
     _name(problems, name, "tables", "survey name")
-    source = problems.collect(_source, raw.get("source"), folder)
+    source = problems.collect(_source, raw.get("source"), folder, recorded)
     dims_raw = as_mapping(raw.get("dimensions"), "dimensions")
     expect(bool(dims_raw), "dimensions", "a mapping of at least one dimension")
     dimensions = {}
@@ -350,7 +358,7 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
         if problems.attempt(as_mapping, entry, at) is None:
             continue
         problems.unknown_keys(entry, at, {"hierarchy"})
-        spec = problems.collect(_hierarchy, str(dim), entry.get("hierarchy"), f"{at}.hierarchy", folder)
+        spec = problems.collect(_hierarchy, str(dim), entry.get("hierarchy"), f"{at}.hierarchy", folder, recorded)
         if spec is not None:
             dimensions[str(dim)] = spec
     published_raw = as_mapping(raw.get("published"), "published")
@@ -402,6 +410,8 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
             problems.attempt(expect, fmt != "tau_argus" or method != "cell_key", f"release.formats[{j}]",
                              "csv or xlsx with method: cell_key (tau-Argus's .tab would hold the original cells, "
                              "not the perturbed ones)")
+    if isinstance(source, TableSource) and source.tau_argus is not None:
+        problems.collect(_tau_argus_measures, source.tau_argus, published, problems)
     for group in _linked_groups(published):
         kinds = {bool(published[t].value or published[t].weight) for t in group}
         problems.attempt(expect, len(kinds) == 1, f"published.{group[-1]}", "linked tables all magnitude or all "
@@ -417,6 +427,31 @@ def parse_table_spec(raw, *, spec_path: Path | None = None, text: str = "") -> T
         spec_path=Path(spec_path).resolve() if spec_path else None,
         spec_sha256=hashlib.sha256(text.encode()).hexdigest() if text else "",
     )
+
+
+def _tau_argus_measures(rda: Path, published: Mapping[str, TableDef], problems: Problems) -> None:
+    """Every table of tau-Argus tabular input reads the measures its ``.rda`` declares
+    (:func:`sdc_dagster.tables.exchange.tab_measures`): ``freq`` its ``<FREQUENCY>`` column (of a
+    frequency table, its one ``<NUMERIC>`` count) and ``value`` its ``<NUMERIC>`` value (none for a
+    frequency table). A ``.tab`` line is an inner cell, not a contribution: read without its count,
+    each line would be one contributor holding 100 % of its cell, and every cell would fail the
+    dominance rule (tau-Argus manual, tabular input). Each problem is recorded in ``problems``."""
+    from sdc_dagster.datafiles.argus import read_rda
+    from sdc_dagster.tables.exchange import tab_measures
+
+    try:
+        names = tab_measures(read_rda(rda), rda.name)
+    except SDCInputError as error:
+        raise SpecError(f"source.tau_argus: {error}", key="source.tau_argus") from None
+    for name, table in published.items():
+        problems.attempt(expect, table.freq == names["freq"], f"published.{name}.freq",
+                         f"freq: {names['freq']} (tau-Argus input is one line per inner cell: its count is the "
+                         f"column {rda.name} declares {'<FREQUENCY>' if names['value'] else '<NUMERIC>'}), "
+                         f"got {table.freq!r}")
+        problems.attempt(expect, table.value == names["value"], f"published.{name}.value",
+                         (f"value: {names['value']} (the <NUMERIC> column of {rda.name})" if names["value"] else
+                          f"no value ({rda.name} declares no <FREQUENCY> column: a frequency table)")
+                         + f", got {table.value!r}")
 
 
 def _rounding(problems: Problems, protection: Mapping, method: str, published: Mapping[str, TableDef]) -> dict[str, Any]:
@@ -520,19 +555,28 @@ def _linked_groups(published: Mapping[str, TableDef]) -> list[list[str]]:
     return list(groups.values())
 
 
-def _source(raw, folder: Path) -> TableSource:
+def _source(raw, folder: Path, recorded: bool = False) -> TableSource:
     raw = as_mapping(raw, "source")
     kinds = [k for k in ("survey", "file", "tau_argus") if k in raw]
     expect(len(kinds) == 1, "source", f"exactly one of 'survey' (a survey of the spec folders), 'file' or "
                                       f"'tau_argus' (an .rda of tabular input), got {kinds or 'none'}")
-    extra = sorted(set(raw) - {"survey", "file", "tau_argus", "options"}, key=str)
-    expect(not extra, f"source.{extra[0]}" if extra else "source", "only survey, file, tau_argus and options")
+    extra = sorted(set(raw) - {"survey", "file", "tau_argus", "apriori", "options"}, key=str)
+    expect(not extra, f"source.{extra[0]}" if extra else "source", "only survey, file, tau_argus (with apriori) "
+                                                                     "and options")
+    expect("apriori" not in raw or "tau_argus" in raw, "source.apriori", "only with tau_argus (the a priori file "
+                                                                           "of tau-Argus tabular input)")
     if "tau_argus" in raw:
         expect(isinstance(raw["tau_argus"], str) and raw["tau_argus"].strip() != "", "source.tau_argus",
                "the path of a tau-Argus .rda file (relative to the spec)")
         path = (folder / raw["tau_argus"]).resolve()
         expect(path.is_file(), "source.tau_argus", f"an existing .rda file, {path} is not one")
-        return TableSource(tau_argus=path)
+        apriori = None
+        if "apriori" in raw:
+            expect(isinstance(raw["apriori"], str) and raw["apriori"].strip() != "", "source.apriori",
+                   "the path of a tau-Argus a priori file (.hst, relative to the spec)")
+            apriori = (folder / raw["apriori"]).resolve()
+            expect(apriori.is_file(), "source.apriori", f"an existing .hst file, {apriori} is not one")
+        return TableSource(tau_argus=path, apriori=apriori)
     if "survey" in raw:
         expect(isinstance(raw["survey"], str) and name_problem("survey name", raw["survey"]) is None,
                "source.survey", "the name of a survey spec")
@@ -540,7 +584,7 @@ def _source(raw, folder: Path) -> TableSource:
     expect(isinstance(raw["file"], str) and raw["file"].strip() != "", "source.file",
            "the path of a CSV file (relative to the spec)")
     path = (folder / raw["file"]).resolve()
-    expect(path.is_file(), "source.file", f"an existing file, {path} is not one")
+    expect(recorded or path.is_file(), "source.file", f"an existing file, {path} is not one")
     options = as_mapping(raw.get("options") or {}, "source.options")
     return TableSource(file=path, options=dict(options))
 

@@ -11,7 +11,8 @@
 * :mod:`~sdc_dagster.tables.hierarchy_files`: hierarchies from tau-Argus ``.hrc`` files, code
   prefixes and nested columns;
 * :mod:`~sdc_dagster.tables.exchange`: the office's published layout (CSV, Excel), tau-Argus's
-  ``.tab``/``.rda``/``.hrc`` in and out, aggregated input from CSV.
+  ``.tab``/``.rda``/``.hrc`` in and out (with the a priori unsafe cells of an ``.hst``), aggregated
+  input from CSV.
 """
 
 from sdc_dagster.tables.intruder import audit
@@ -21,6 +22,7 @@ from sdc_dagster.tables.exchange import (
     contributions_from_top,
     published_table,
     read_aggregated,
+    read_apriori,
     read_tau_argus,
     write_published,
     write_tau_argus,
@@ -49,6 +51,7 @@ __all__ = [
     "protection_levels",
     "published_table",
     "read_aggregated",
+    "read_apriori",
     "read_hrc",
     "read_tau_argus",
     "secondary_suppression",

@@ -157,9 +157,11 @@ def write_published(frame: pd.DataFrame, path, *, fmt: str = "csv", sep: str = "
     * ``"csv"``: UTF-8, a header row, ``sep`` ``","`` or ``";"`` between fields, ``decimal`` ``"."``
       or ``","`` (with ``;``, as offices writing a decimal comma do), blank fields where suppressed,
       lines ended by LF;
-    * ``"xlsx"``: one sheet ``table``, the header in the first row (openpyxl), blank cells where
-      suppressed; its write-time stamps pinned (:func:`sdc_dagster.files.pin_timestamp`), so that
-      the same frame gives the same bytes and digest.
+    * ``"xlsx"``: the sheet ``table``, the header in the first row (openpyxl), blank cells where
+      suppressed, and the sheet ``legend``: each status letter the table uses with its meaning
+      (:data:`STATUS_LEGEND`), as a published workbook explains its flags to its readers; its
+      write-time stamps pinned (:func:`sdc_dagster.files.pin_timestamp`), so that the same frame
+      gives the same bytes and digest.
 
     Returns the path. Raises :class:`SDCInputError` for another format, separator or decimal mark, or a
     decimal mark equal to the separator.
@@ -180,6 +182,12 @@ def write_published(frame: pd.DataFrame, path, *, fmt: str = "csv", sep: str = "
     sheet.append([str(c) for c in frame.columns])
     for row in frame.astype(object).where(frame.notna(), None).itertuples(index=False, name=None):
         sheet.append(row)  # openpyxl takes a sheet row by row (published cells, not records)
+    legend = workbook.create_sheet("legend")
+    legend.append(["status", "meaning"])
+    used = set(frame["status"]) if "status" in frame else set()
+    for letter, meaning in STATUS_LEGEND.items():
+        if letter in used:
+            legend.append([letter, meaning])
     buffer = io.BytesIO()
     workbook.save(buffer)
     return write_atomic(path, pin_timestamp(buffer.getvalue(), "xlsx"))
@@ -206,7 +214,13 @@ def write_tau_argus(table: Table, directory, name: str, *, suppressed=None) -> d
 
     The ``.tab`` holds every inner cell (zeros included), its dimension codes, then for a magnitude
     table ``value``, ``freq`` and (microdata) the largest contributions ``top1`` .. ``top3``, for a
-    frequency table ``freq``; then ``status``. Returns the paths written: ``"tab"``, ``"rda"``,
+    frequency table ``freq``; then ``status``. A value is written at the decimals of the input
+    (:func:`_input_decimals`, as :func:`published_table` writes it: ``105.3``, not the summation's
+    ``105.30000000000001`` with ``<DECIMALS> 15``). A magnitude table's ``freq`` is its number of
+    contributors, each holding one (``tabulate(..., holding=)``; tau-Argus manual §4.2.3), the units
+    its top contributions are of: the tau-Argus manual's tabular input gives a cell's number of
+    contributors, which the frequency rule and the (n, k) rule's contributors read, so the records of
+    a holding written as its count would make a cell of two holdings safe under ``freq`` n = 2. Returns the paths written: ``"tab"``, ``"rda"``,
     ``"hst"``, and ``"hrc:<dimension>"``. Raises :class:`SDCInputError` for an unsafe ``name``
     (:func:`sdc_dagster.names.check_name`, a file name) or a code holding the separator ``,`` or a
     quote.
@@ -235,8 +249,10 @@ def write_tau_argus(table: Table, directory, name: str, *, suppressed=None) -> d
             rda += ["  <HIERARCHICAL>", f'  <HIERCODELIST> "{hrc_name}"', f'  <HIERLEADSTRING> "{LEADSTRING}"']
     numbers: list[tuple[str, str, np.ndarray]] = []
     if table.magnitude:
-        numbers.append(("value", "<NUMERIC>", inner["value"].to_numpy(dtype=np.float64)))
-        numbers.append(("freq", "<FREQUENCY>", inner["freq"].to_numpy(dtype=np.float64)))
+        values = inner["value"].to_numpy(dtype=np.float64)
+        decimals = _input_decimals(table)  # sums at the input's decimals, as published_table writes them
+        numbers.append(("value", "<NUMERIC>", values if decimals is None else np.round(values, decimals)))
+        numbers.append(("freq", "<FREQUENCY>", table.contributors[table.inner_rows].astype(np.float64)))
         if table.contributions is not None:
             top = contributor_statistics(table, TOP_CONTRIBUTIONS).iloc[table.inner_rows]
             numbers += [(f"top{j}", "<MAXSCORE>", top[f"x{j}"].to_numpy()) for j in range(1, TOP_CONTRIBUTIONS + 1)]
@@ -266,6 +282,32 @@ def maxscore_columns(meta) -> list[str]:
     """The ``<MAXSCORE>`` columns (top contributions, largest first) of an ``.rda``'s metadata
     (:func:`sdc_dagster.datafiles.argus.read_rda`), in the order it lists them."""
     return [v.name for v in meta.variables if "maxscore" in v.flags]
+
+
+def tab_measures(meta, name: str) -> dict:
+    """The measures of tau-Argus tabular input as its ``.rda`` (``meta``:
+    :func:`sdc_dagster.datafiles.argus.read_rda`; ``name``: the file's, for messages) declares them:
+    ``{"freq": ..., "value": ..., "top": [...]}``, the ``<FREQUENCY>`` column and the ``<NUMERIC>``
+    one, or without ``<FREQUENCY>`` (a frequency table, as sdcTable writes it) the one ``<NUMERIC>``
+    column as the count and no value; ``top``: the ``<MAXSCORE>`` columns (:func:`maxscore_columns`).
+    Raises :class:`SDCInputError` for several ``<FREQUENCY>`` columns, or no or several numeric
+    columns where one is expected."""
+    frequency = [v.name for v in meta.variables if "frequency" in v.flags]
+    numeric = [v.name for v in meta.variables if "numeric" in v.flags and not v.flags & {"lowerpl", "upperpl"}]
+    if len(frequency) > 1:
+        raise SDCInputError(f"{name}: declares {len(frequency)} <FREQUENCY> columns ({', '.join(frequency)}); expected one")
+    if frequency:
+        names = {"freq": frequency[0], "value": numeric[0] if len(numeric) == 1 else None}
+        if len(numeric) > 1:
+            raise SDCInputError(f"{name}: declares {len(numeric)} <NUMERIC> columns ({', '.join(numeric)}); "
+                                "expected one value column")
+    else:
+        if len(numeric) != 1:
+            raise SDCInputError(f"{name}: declares no <FREQUENCY> column and {len(numeric)} <NUMERIC> columns; "
+                                "a frequency table has one (its count)")
+        names = {"freq": numeric[0], "value": None}
+    names["top"] = maxscore_columns(meta)
+    return names
 
 
 def read_tau_argus(rda_path, *, tab_path=None) -> tuple[pd.DataFrame, dict[str, pd.DataFrame | None], dict[str, str | None]]:
@@ -305,21 +347,7 @@ def read_tau_argus(rda_path, *, tab_path=None) -> tuple[pd.DataFrame, dict[str, 
     read = read_argus(Path(tab_path), rda_path, text_columns=[
         v.name for v in meta.variables if v.hierarchy or "status" in v.flags])
     cells = read.data
-    frequency = [v.name for v in meta.variables if "frequency" in v.flags]
-    numeric = [v.name for v in meta.variables if "numeric" in v.flags and not v.flags & {"lowerpl", "upperpl"}]
-    if len(frequency) > 1:
-        raise SDCInputError(f"{rda_path.name}: declares {len(frequency)} <FREQUENCY> columns ({', '.join(frequency)}); expected one")
-    if frequency:
-        names = {"freq": frequency[0], "value": numeric[0] if len(numeric) == 1 else None}
-        if len(numeric) > 1:
-            raise SDCInputError(f"{rda_path.name}: declares {len(numeric)} <NUMERIC> columns ({', '.join(numeric)}); "
-                                "expected one value column")
-    else:
-        if len(numeric) != 1:
-            raise SDCInputError(f"{rda_path.name}: declares no <FREQUENCY> column and {len(numeric)} <NUMERIC> columns; "
-                                "a frequency table has one (its count)")
-        names = {"freq": numeric[0], "value": None}
-    names["top"] = maxscore_columns(meta)
+    names = tab_measures(meta, rda_path.name)
     dimensions: dict[str, pd.DataFrame | None] = {}
     leaf = np.ones(len(cells), dtype=bool)
     for v in dims:
@@ -334,6 +362,34 @@ def read_tau_argus(rda_path, *, tab_path=None) -> tuple[pd.DataFrame, dict[str, 
                 {"parent": total, "child": sorted(leaves)}, dtype=object)
         leaf &= cells[v.name].isin(leaves).to_numpy()
     return cells.loc[leaf].reset_index(drop=True), dimensions, names
+
+
+def read_apriori(path, dimensions: Sequence[str], *, separator: str = _SEPARATOR) -> pd.DataFrame:
+    """The cells an a priori file (``.hst``, the tau-Argus manual's "a priori information", as
+    :func:`write_tau_argus` and rtauargus's ``tab_rda`` write it) marks unsafe: one line per cell,
+    its code on every one of ``dimensions`` (inner cells or totals, each total under its code), then
+    ``u``. One column per dimension, the codes as text, one row per line (blank lines skipped).
+
+    Only ``u`` (unsafe) is read: ``s`` (safe) would publish a cell the rules find unsafe, and ``p``
+    (protected), ``c`` (a cost) and ``ml``/``pl`` (protection levels) are not a priori unsafety; each
+    raises :class:`SDCInputError` naming the file, the line and the status, as does a line without a
+    code for every dimension."""
+    path = Path(path)
+    rows = []
+    width = len(dimensions) + 1
+    for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = [f.strip().strip('"') for f in line.split(separator)]
+        if len(fields) < width:
+            raise SDCInputError(f"{path.name}:{number}: expected a code for each of {', '.join(dimensions)} and then "
+                                f"the status, got {line!r}")
+        status = fields[len(dimensions)].lower()
+        if status != "u":
+            raise SDCInputError(f"{path.name}:{number}: status {fields[len(dimensions)]!r} is not read: only u "
+                                "(a priori unsafe: the cell is suppressed as a primary)")
+        rows.append(fields[:len(dimensions)])
+    return pd.DataFrame(rows, columns=list(dimensions), dtype=object)
 
 
 def contributions_from_top(cells: pd.DataFrame, dimensions: Sequence[str], *, value: str, freq: str,

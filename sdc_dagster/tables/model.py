@@ -199,10 +199,12 @@ def _leaf_index(dimension: Dimension, column: pd.Series) -> np.ndarray:
     values = column.astype(str) if dimension.text else column
     found = dimension.leaves.get_indexer(pd.Index(values, dtype=object))
     if (found < 0).any():
-        bad = values.iloc[int(np.flatnonzero(found < 0)[0])]
+        outside = np.flatnonzero(found < 0)
+        bad = values.iloc[int(outside[0])]
         where = "a code above the leaves" if bad in set(dimension.codes) else "not in its hierarchy"
         raise SDCInputError(
-            f"dimension {dimension.name!r}: value {bad!r} is {where}; data must be coded at the leaves"
+            f"dimension {dimension.name!r}: value {bad!r} is {where} (data row {int(outside[0]) + 1:,}, 1-based; "
+            f"{len(outside):,} row{'s' if len(outside) != 1 else ''} coded outside its leaves); data must be coded at the leaves"
         )
     return found.astype(np.int64)
 

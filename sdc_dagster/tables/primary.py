@@ -10,8 +10,9 @@ the absolute value of the contributor's (signed) total in the cell, and ``X`` th
 Rules (a cell is unsafe if any rule of the list says so); each comparison is exact (integers are
 compared as integers: ``100·(x1+..+xn) > k·X``, never the rounded ``k/100·X``):
 
-* ``{"rule": "freq", "n": n}``: ``0 < contributors <= n`` (minimum frequency; tau-Argus and sdcTable
-  ``maxN``).
+* ``{"rule": "freq", "n": n}``: ``0 < contributors <= n`` (minimum frequency as sdcTable's ``maxN``
+  states it). tau-Argus's minimum frequency ``m`` flags ``0 < contributors < m`` (libtauargus,
+  ``CTable::UnsafeCellMinRec``): its threshold 3 is ``n = 2`` here.
 * ``{"rule": "zero"}``: an empty cell (no contributor): sdcTable's ``protectZeros``.
 * ``{"rule": "nk", "n": n, "k": k}``: dominance, the n largest contributions are more than k % of
   ``X``. ``dominance_tie="strict"`` (``>``, as tau-Argus and sdcTable) leaves an exact tie safe;

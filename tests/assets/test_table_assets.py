@@ -44,10 +44,17 @@ def test_the_business_chain_materialises_checks_releases_and_replays(sdc_home, b
     manifest = read_manifest(folder)
     assert manifest["published"]["turnover"]["cells"] == 42 and manifest["method"] == "optimal"
     assert manifest["inputs"]["data"]["file"].startswith(str(sdc_home / "inputs"))
-    assert set(manifest["files"]) == {"turnover.csv", "tau_argus/turnover.tab", "tau_argus/turnover.rda",
-                                      "tau_argus/turnover.hst", "tau_argus/turnover_sector4.hrc",
-                                      "tau_argus/turnover_geo.hrc"}
-    assert (folder / "spec.yaml").is_file()
+    # the release holds the publishable table only; tau-Argus's files (a .tab line is an inner cell's
+    # value and its largest contributions, suppressed or not) go beside the report, recorded by digest
+    assert set(manifest["files"]) == {"turnover.csv"}
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")) == [
+        "manifest.json", "spec.yaml", "turnover.csv"]
+    exchange = Path(manifest["exchange"]["folder"])
+    assert exchange == sdc_home / "reports" / "tables" / "business_tables" / "file" / folder.name
+    assert set(manifest["exchange"]["files"]) == {"tau_argus/turnover.tab", "tau_argus/turnover.rda",
+                                                  "tau_argus/turnover.hst", "tau_argus/turnover_sector4.hrc",
+                                                  "tau_argus/turnover_geo.hrc"}
+    assert all((exchange / name).is_file() for name in manifest["exchange"]["files"])
     released = pd.read_csv(folder / "turnover.csv")
     # the office's layout: each cell's tau-Argus status letter (Z: the 6 empty cells of nonEU in
     # Agriculture, public and Governmental), blank where suppressed
@@ -58,6 +65,15 @@ def test_the_business_chain_materialises_checks_releases_and_replays(sdc_home, b
     out = io.StringIO()
     assert run_table_audit("business_tables", out=out) == 0
     assert "turnover.csv: ok" in out.getvalue() and "audit OK" in out.getvalue()
+    assert f"{exchange / 'tau_argus' / 'turnover.tab'}: ok" in out.getvalue()
+    # an edited tau-Argus file is found by its digest too
+    tab = exchange / "tau_argus" / "turnover.tab"
+    original = tab.read_bytes()
+    tab.write_bytes(original.replace(b",S\r\n", b",U\r\n", 1))
+    out = io.StringIO()
+    assert run_table_audit("business_tables", out=out) == 1
+    assert f"the tau-Argus file {tab} differs from the hash in its manifest" in out.getvalue()
+    tab.write_bytes(original)
     # an edited table is found by its digest
     (folder / "turnover.csv").write_text((folder / "turnover.csv").read_text().replace(",M\n", ",S\n", 1))
     out = io.StringIO()
@@ -180,3 +196,57 @@ def test_the_cell_key_chain_reads_the_input_to_draw_its_keys_and_checks_the_p_ta
     assert set(read_manifest(release)["files"]) == {"turnover.csv", "turnover.xlsx"}
     out = io.StringIO()
     assert run_table_audit("business_cellkey", out=out) == 0 and "audit OK" in out.getvalue()
+
+
+def test_two_table_specs_of_one_set_name_do_not_stop_the_code_location(sdc_home, tmp_path, monkeypatch, caplog):
+    """Found with sdc ui: a copy of a table spec left beside it in $SDC_TABLES (same `tables:` name)
+    stopped the whole code location (Dagster: duplicate asset key business_tables/table_input), so the
+    UI showed no survey and no table. The first file's chain loads; the copy is skipped, named."""
+    import logging
+
+    folder = tmp_path / "tables"
+    (folder / "data").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "tables" / "data" / "business.csv", folder / "data")
+    text = (EXAMPLES / "tables" / "business_tables.yaml").read_text()
+    (folder / "a_business.yaml").write_text(text)
+    (folder / "b_business_copy.yaml").write_text(text.replace("title: turnover by sector and country",
+                                                              "title: a draft"))
+    monkeypatch.setenv("SDC_TABLES", str(folder))
+    monkeypatch.delenv("SDC_SPECS", raising=False)
+    with caplog.at_level(logging.WARNING, logger="sdc_dagster.definitions"):
+        defs = build_definitions(grid=False)
+    keys = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert {f"business_tables/{asset}" for asset in CHAIN} <= keys and "testdata/raw_microdata" in keys
+    assert (f"skipped the table spec {folder / 'b_business_copy.yaml'}: its set name 'business_tables' is "
+            f"already that of {folder / 'a_business.yaml'}") in caplog.text
+
+
+def test_a_release_replays_with_the_hierarchy_file_it_was_made_with(sdc_home, business, instance):
+    """Found with EIA's utilities by census region (regions.hrc): the methodologist edits the .hrc
+    for the next release and `sdc audit tables` of the last one failed ("hierarchy:geo is missing
+    or changed"), as the manifest named the .hrc itself. Its content-addressed copy in the inputs
+    folder is what the manifest records now, with the file it was read from, and what the replay
+    reads."""
+    folder = business.spec_path.parent
+    (folder / "geo.hrc").write_text("EU\n@Portugal\n@Spain\nnonEU\n@Iceland\n")
+    text = business.spec_path.read_text().replace("geo: {hierarchy: {columns: [eu]}}",
+                                                  "geo: {hierarchy: {file: geo.hrc}}")
+    assert "file: geo.hrc" in text
+    business.spec_path.write_text(text)
+    chain = build_table_assets(load_table_spec(business.spec_path))
+    assert materialize(chain.assets, instance=instance, resources=configured_resources()).success
+    release, = list_table_releases(sdc_home / "releases", "business_tables", "file")
+    recorded = read_manifest(release)["inputs"]["hierarchy:geo"]
+    assert recorded["source"] == str(folder / "geo.hrc")
+    assert Path(recorded["file"]).parent == sdc_home / "inputs"
+    assert Path(recorded["file"]).read_bytes() == (folder / "geo.hrc").read_bytes()
+    (folder / "geo.hrc").write_text("EU\n@Portugal\n@Spain\n@Iceland\n")  # edited for the next release
+    out = io.StringIO()
+    assert run_table_audit("business_tables", out=out) == 0, out.getvalue()
+    assert "audit OK" in out.getvalue()
+    # moved away, with the business file: the spec copy named them, and its replay stopped with a
+    # traceback (SpecError: an existing .hrc file ... is not one); the recorded copies suffice
+    (folder / "geo.hrc").unlink()
+    (folder / "data" / "business.csv").unlink()
+    out = io.StringIO()
+    assert run_table_audit("business_tables", out=out) == 0, out.getvalue()

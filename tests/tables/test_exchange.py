@@ -295,6 +295,12 @@ def test_write_published_xlsx_reads_back_and_is_pinned(tmp_path, small):
     back = pd.read_excel(tmp_path / "a.xlsx", engine="calamine")
     assert back["status"].tolist() == frame["status"].tolist()
     assert back["value"].isna().tolist() == frame["value"].isna().tolist()
+    # the flags explained beside the table, each letter the table uses (a reader of the workbook
+    # alone had no key to S, U, M)
+    legend = pd.read_excel(tmp_path / "a.xlsx", engine="calamine", sheet_name="legend")
+    assert legend.values.tolist() == [
+        ["S", "safe: published"], ["U", "primary unsafe: suppressed by a primary (sensitivity) rule"],
+        ["M", "secondary: suppressed to protect a primary unsafe cell"]]
     assert tables.write_published(frame, tmp_path / "b.xlsx", fmt="xlsx").read_bytes() == first
 
 
@@ -491,3 +497,57 @@ def test_inconsistent_top_contributions_are_named_by_cell(change, why):
                           "top2": [20.0, 0.0]}).assign(**change)
     with pytest.raises(SDCInputError, match=rf"cell \(geo='A'\): {why}"):
         tables.contributions_from_top(cells, ["geo"], value="value", freq="freq", top=["top1", "top2"])
+
+
+def test_the_tab_counts_holdings_as_the_contributors_of_its_top_contributions(tmp_path):
+    """The tau-Argus manual's holding example (c3a: 17 reporting units in 9 groups): with the group as
+    the holding, a .tab line's frequency is the cell's number of groups, the units its top
+    contributions are of (hand count: (800, 20) g1 599+344+244 = 1187 and g2 644; (800, 30) g3
+    323+343 = 666, g2 433, g1 355; (900, 20) g5 43+34+53 = 130 and g4 23; (900, 30) g6 700+200 = 900,
+    g7 60, g8 40, g9 10), not its 4, 4, 4 and 5 records. Read back, the frequency rule (0 < n <= 2)
+    flags the inner cells of two groups, as on the microdata; the record counts hid them."""
+    from sdc_dagster.pipeline.tables import tabulate_tables, table_input, read_table_input, primary_cells
+    from sdc_dagster.spec.tables import load_table_spec
+
+    micro = tables.tabulate(read("c3a_holding_input_microdata.csv"), {"cellA": None, "cellB": None},
+                            value="value", holding="group")
+    tables.write_tau_argus(micro, tmp_path, "c3a")
+    lines = (tmp_path / "c3a.tab").read_text().split()
+    assert lines == ["800,20,1831,2,1187,644,0", "800,30,1454,3,666,433,355", "900,20,153,2,130,23,0",
+                     "900,30,1010,4,900,60,40"]
+    (tmp_path / "t.yaml").write_text("tables: from_argus\nsource: {tau_argus: c3a.rda}\n"
+                                     "dimensions: {cellA: {}, cellB: {}}\npublished:\n"
+                                     "  t: {dimensions: [cellA, cellB], value: value, freq: freq, "
+                                     "rules: [{rule: freq, n: 2}]}\n")
+    spec = load_table_spec(tmp_path / "t.yaml")
+    read_back = tabulate_tables(spec, table_input(spec, read_table_input(spec)))["t"]
+    flagged = primary_cells(spec, {"t": read_back})["t"].astype({"cellA": str, "cellB": str}) \
+        .set_index(["cellA", "cellB"])["primary"]
+    inner = [("800", "20"), ("800", "30"), ("900", "20"), ("900", "30")]
+    assert flagged.loc[inner].tolist() == [True, False, True, False]
+    on_microdata = pd.Series(tables.primary_suppression(micro, [{"rule": "freq", "n": 2}]).to_numpy(),
+                             index=pd.MultiIndex.from_frame(micro.cells[["cellA", "cellB"]].astype(str)))
+    assert on_microdata.loc[inner].tolist() == [True, False, True, False]
+
+
+def test_tab_values_are_written_at_the_decimals_of_the_input(tmp_path):
+    """The business file's contributions have one decimal (Entertainment x Portugal: 7.1 + 2.3); the
+    .tab wrote its sum as 9.399999999999999 and declared <DECIMALS> 15."""
+    data = pd.DataFrame({"sector": ["E", "E", "E"], "geo": ["PT", "PT", "ES"], "value": [7.1, 2.3, 105.3]})
+    tables.write_tau_argus(tables.tabulate(data, {"sector": None, "geo": None}, value="value"), tmp_path, "t")
+    assert (tmp_path / "t.tab").read_text().split() == ["E,ES,105.3,1,105.3,0,0", "E,PT,9.4,2,7.1,2.3,0"]
+    assert "value\n  <NUMERIC>\n  <DECIMALS> 1\n" in (tmp_path / "t.rda").read_text().replace("\r\n", "\n")
+
+
+def test_read_apriori_reads_the_unsafe_cells_and_names_what_it_does_not_read(tmp_path):
+    """An a priori file as write_tau_argus and rtauargus write it (codes, then u); tau-Argus's other
+    statuses (s safe, p protected) would publish a cell whatever the rules say: named, not ignored."""
+    (tmp_path / "a.hst").write_text("Total,PT,u\r\n\r\nE,ES,U\r\n")
+    cells = tables.read_apriori(tmp_path / "a.hst", ["sector", "geo"])
+    assert cells.values.tolist() == [["Total", "PT"], ["E", "ES"]]
+    (tmp_path / "b.hst").write_text("E,PT,u\r\nE,ES,p\r\n")
+    with pytest.raises(SDCInputError, match=r"b.hst:2: status 'p' is not read: only u"):
+        tables.read_apriori(tmp_path / "b.hst", ["sector", "geo"])
+    (tmp_path / "c.hst").write_text("E,u\r\n")
+    with pytest.raises(SDCInputError, match=r"c.hst:1: expected a code for each of sector, geo and then the status"):
+        tables.read_apriori(tmp_path / "c.hst", ["sector", "geo"])

@@ -3,6 +3,7 @@ contributions by company, examples/tables/data/business.csv) and small hand-made
 as the rules define them (hand computations), holdings, weights, linked tables audited jointly,
 and the release rules that withhold a set."""
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -110,7 +111,10 @@ def test_weights_publish_the_weighted_count_while_the_rule_counts_respondents():
 def test_a_code_outside_the_hierarchy_names_the_table_and_the_value():
     spec = parse_table_spec(_frequency_spec())
     bad = SMALL.assign(area=SMALL["area"].where(SMALL.index != 3, "x9"))
-    with pytest.raises(SDCInputError, match=r"table 'by_area': dimension 'area': value 'x9' is not in its hierarchy"):
+    # the data row named (index 3: the 4th row), as EIA's 'DC' missing from a regions .hrc was found
+    # only by its value among 13,920 rows
+    with pytest.raises(SDCInputError, match=r"table 'by_area': dimension 'area': value 'x9' is not in its hierarchy "
+                                            r"\(data row 4, 1-based; 1 row coded outside its leaves\)"):
         tabulate_tables(spec, table_input(spec, bad))
 
 
@@ -552,3 +556,101 @@ def test_the_specs_workers_reach_the_hitas_suppression(monkeypatch):
     protected = protect_tables(spec, tabulated, primary_cells(spec, tabulated))["by_area"]
     assert seen == [("hitas", 3)]
     assert protected.loc[protected["primary"], "suppressed"].all()
+
+
+def test_a_release_moves_to_tau_argus_and_back_with_its_pattern(tmp_path):
+    """The round trip a methodologist makes between tools: the business file's turnover (sdcTable's
+    companies, a company's rows one holding) protected, its tau-Argus files (.tab with the suppressed
+    inner cells as U, .hst with every suppressed cell, totals included) read back as a spec's source
+    with ``apriori:``. Every suppressed cell is then a primary, so the same cells are suppressed and
+    the same values published, and the tau-Argus files written again are byte-identical. Found with
+    EIA's utilities: without the .hst, 19 totals suppressed for their utilities' dominance (a
+    holding across sectors, which a .tab line cannot carry) came back safe."""
+    from sdc_dagster.releases.tables import exchange_files, table_files
+
+    spec = load_table_spec(EXAMPLES / "business_tables.yaml")
+    tabulated, audited = run_tables(spec, read_table_input(spec))
+    written = exchange_files(spec, tabulated, audited)
+    for name, data in written.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "back.yaml").write_text("""
+tables: back
+source: {tau_argus: tau_argus/turnover.rda, apriori: tau_argus/turnover.hst}
+dimensions: {sector4: {}, geo: {}}
+published:
+  turnover: {dimensions: [sector4, geo], value: value, freq: freq, rules: [{rule: nk, n: 1, k: 85}, {rule: p, p: 10}]}
+protection: {method: optimal, cost: value, time_limit: 60}
+release: {formats: [csv, tau_argus]}
+""")
+    back = load_table_spec(tmp_path / "back.yaml")
+    tabulated_back, audited_back = run_tables(back, read_table_input(back))
+    suppressed = audited["turnover"]["suppressed"].to_numpy()
+    assert suppressed.sum() == 26  # 19 primaries and 7 secondaries (test_table_assets' status counts)
+    assert audited_back["turnover"]["suppressed"].tolist() == suppressed.tolist()
+    assert audited_back["turnover"]["primary"].tolist() == suppressed.tolist()
+    original = pd.read_csv(io.BytesIO(table_files(spec, tabulated, audited)["turnover.csv"]))
+    again = pd.read_csv(io.BytesIO(table_files(back, tabulated_back, audited_back)["turnover.csv"]))
+    assert again["value"].equals(original["value"])
+    assert exchange_files(back, tabulated_back, audited_back) == written
+
+
+def test_tau_argus_status_letters_are_read_as_tau_argus_reads_them(tmp_path):
+    """A .tab line of status U is a primary whatever the rules say (here none would flag it); a P
+    (protected) line is named, not ignored; an a priori cell the table does not publish is named."""
+    (tmp_path / "t.rda").write_text('<SEPARATOR> ","\r\n<SAFE> "S"\r\n<UNSAFE> "U"\r\n<PROTECT> "P"\r\ngeo\r\n'
+                                    '  <RECODEABLE>\r\n  <TOTCODE> "Total"\r\nn\r\n  <NUMERIC>\r\nst\r\n  <STATUS>\r\n')
+    (tmp_path / "t.tab").write_text("A,10,S\r\nB,20,U\r\nC,30,S\r\n")
+    spec_text = ("tables: st\nsource: {tau_argus: t.rda}\ndimensions: {geo: {}}\npublished:\n"
+                 "  t: {dimensions: [geo], freq: n, rules: [{rule: freq, n: 2}]}\n")
+    (tmp_path / "s.yaml").write_text(spec_text)
+    spec = load_table_spec(tmp_path / "s.yaml")
+    tabulated = tabulate_tables(spec, table_input(spec, read_table_input(spec)))
+    cells = primary_cells(spec, tabulated)["t"]
+    assert dict(zip(cells["geo"], cells["primary"])) == {"Total": False, "A": False, "B": True, "C": False}
+    (tmp_path / "t.tab").write_text("A,10,S\r\nB,20,P\r\nC,30,S\r\n")
+    with pytest.raises(SDCInputError, match=r"t.tab: cell \(geo='B'\) has status 'P': only S \(safe\) and U"):
+        primary_cells(spec, tabulated)
+    (tmp_path / "t.tab").write_text("A,10,S\r\nB,20,S\r\nC,30,S\r\n")
+    (tmp_path / "t.hst").write_text("D,u\r\n")
+    (tmp_path / "s.yaml").write_text(spec_text.replace("{tau_argus: t.rda}", "{tau_argus: t.rda, apriori: t.hst}"))
+    spec = load_table_spec(tmp_path / "s.yaml")
+    with pytest.raises(SDCInputError, match=r"table 't': the a priori unsafe cell \(geo='D'\) is not a cell of the table"):
+        primary_cells(spec, tabulated)
+
+
+def test_two_releases_of_one_set_and_wave_at_once_take_successive_numbers(tmp_path, monkeypatch):
+    """Found running `sdc table run census.yaml` twice at once: both releases were sequence 2 after the
+    same previous release. The number is now read and the manifest written under one lock; the
+    listing is slowed here so that, without it, both threads would read the same releases."""
+    import threading
+    import time
+    from dataclasses import replace
+
+    import sdc_dagster.releases.tables as releasing
+    from sdc_dagster.pipeline.tables import table_checks
+    from sdc_dagster.releases.manifest import read_manifest
+
+    spec = load_table_spec(EXAMPLES / "business_tables.yaml")
+    spec = replace(spec, formats=("csv",))
+    tabulated, audited = run_tables(spec, read_table_input(spec))
+    listed = releasing.list_table_releases
+
+    def slow(*args, **kwargs):
+        found = listed(*args, **kwargs)
+        time.sleep(0.3)
+        return found
+
+    monkeypatch.setattr(releasing, "list_table_releases", slow)
+    inputs = {"data": {"file": str(spec.source.file), "sha256": "0" * 64}}
+    runs = [threading.Thread(target=releasing.release_tables, args=(
+        tmp_path / "releases", tmp_path / "reports", run, spec, "file", tabulated, audited,
+        table_checks(audited), inputs)) for run in ("run-a", "run-b")]
+    for thread in runs:
+        thread.start()
+    for thread in runs:
+        thread.join()
+    folders = listed(tmp_path / "releases", "business_tables", "file")
+    manifests = [read_manifest(f) for f in folders]
+    assert [m["sequence"] for m in manifests] == [1, 2]
+    assert manifests[1]["previous_release"] == manifests[0]["run_id"]

@@ -229,3 +229,44 @@ def test_workers_is_a_hitas_key_of_whole_processes(tmp_path):
     for bad in ("0", "1.5", "true"):
         with pytest.raises(SpecError, match=r"protection.workers: must be an integer >= 1"):
             load_table_spec(_spec(tmp_path, BASE + f"protection: {{method: hitas, workers: {bad}}}\n"))
+
+
+def test_tau_argus_input_is_read_with_the_measures_its_rda_declares(tmp_path):
+    """A .tab line is an inner cell: a table of tau-Argus input must read the .rda's <FREQUENCY> count
+    (and its <NUMERIC> value). Found with EIA's utilities written as tau-Argus input: the spec with
+    ``value:`` alone took each line as one contributor holding 100 % of its cell, and 208 of 280
+    cells were primaries where the microdata gave 119."""
+    (tmp_path / "t.rda").write_text('<SEPARATOR> ","\r\ngeo\r\n  <RECODEABLE>\r\n  <TOTCODE> "Total"\r\n'
+                                    "value\r\n  <NUMERIC>\r\nfreq\r\n  <FREQUENCY>\r\n")
+    (tmp_path / "t.tab").write_text("A,100,3\r\nB,50,2\r\n")
+    head = "tables: argus\nsource: {tau_argus: t.rda}\ndimensions: {geo: {}}\npublished:\n  t: {dimensions: [geo], "
+    rules = "rules: [{rule: nk, n: 1, k: 85}]}\n"
+    (tmp_path / "ok.yaml").write_text(head + "value: value, freq: freq, " + rules)
+    assert load_table_spec(tmp_path / "ok.yaml").published["t"].freq == "freq"
+    for given, message in (
+            ("value: value, ", "published.t.freq: expected freq: freq (tau-Argus input is one line per inner cell: "
+                               "its count is the column t.rda declares <FREQUENCY>), got None"),
+            ("value: freq, freq: value, ", "published.t.freq: expected freq: freq"),
+            ("freq: freq, ", "published.t.value: expected value: value (the <NUMERIC> column of t.rda), got None")):
+        (tmp_path / "bad.yaml").write_text(head + given + rules)
+        with pytest.raises(SpecError, match=rf"bad.yaml:5: {message}".replace("(", r"\(").replace(")", r"\)")):
+            load_table_spec(tmp_path / "bad.yaml")
+    # a frequency table (sdcTable's style: one <NUMERIC> count, no <FREQUENCY>) has no value
+    (tmp_path / "f.rda").write_text('<SEPARATOR> ","\r\ngeo\r\n  <RECODEABLE>\r\n  <TOTCODE> "Total"\r\n'
+                                    "n\r\n  <NUMERIC>\r\n")
+    (tmp_path / "f.tab").write_text("A,3\r\nB,2\r\n")
+    (tmp_path / "f.yaml").write_text(head.replace("t.rda", "f.rda") + "value: n, freq: n, rules: [{rule: freq, n: 2}]}\n")
+    with pytest.raises(SpecError, match=r"published.t.value: expected no value \(f.rda declares no <FREQUENCY> "
+                                        r"column: a frequency table\), got 'n'"):
+        load_table_spec(tmp_path / "f.yaml")
+
+
+def test_an_apriori_file_belongs_to_tau_argus_input_and_must_exist(tmp_path):
+    with pytest.raises(SpecError, match=r"t.yaml:2: source.apriori: expected only with tau_argus"):
+        load_table_spec(_spec(tmp_path, BASE.replace("{file: data.csv}", "{file: data.csv, apriori: a.hst}")))
+    (tmp_path / "t.rda").write_text('<SEPARATOR> ","\r\ngeo\r\n  <RECODEABLE>\r\nn\r\n  <NUMERIC>\r\n')
+    (tmp_path / "t.tab").write_text("A,3\r\n")
+    text = ("tables: a\nsource: {tau_argus: t.rda, apriori: gone.hst}\ndimensions: {geo: {}}\npublished:\n"
+            "  t: {dimensions: [geo], freq: n, rules: [{rule: freq, n: 2}]}\n")
+    with pytest.raises(SpecError, match=r"source.apriori: expected an existing .hst file, .*gone.hst is not one"):
+        load_table_spec(_spec(tmp_path, text, "a.yaml"))
