@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from sdc_dagster.files import write_atomic
+from sdc_dagster.files import exclusive_lock, write_atomic
 from sdc_dagster.names import inside
 from sdc_dagster.pipeline.grid import cell_key_persons, cell_key_region, suppress_region, tabulate_region
 from sdc_dagster.releases.digests import package_versions, sha256_bytes, table_bytes
-from sdc_dagster.releases.manifest import MANIFEST, Release, manifest_bytes, read_manifest
+from sdc_dagster.releases.manifest import MANIFEST, SEQUENCE_LOCK, Release, manifest_bytes, read_manifest
 from sdc_dagster.report.grid import render_grid_report
 from sdc_dagster.spec.sources import file_sha256
 from sdc_dagster.spec.grid import GridSpec
@@ -104,7 +104,14 @@ def write_grid_release(releases: Path, run_id: str, tables: dict[str, dict[str, 
     ``<region>/<table>.csv`` (:func:`table_bytes`) and ``manifest.json`` (last) with ``record``
     (routes, parameters, seeds, ...), the run id, sequence and previous release, the package
     versions, each input census file (``inputs``: region -> file) with its SHA-256, and each
-    table file with its SHA-256."""
+    table file with its SHA-256. The sequence number is read and the release written under
+    :data:`~sdc_dagster.releases.manifest.SEQUENCE_LOCK` of the grid releases."""
+    with exclusive_lock(Path(releases) / GRID / SEQUENCE_LOCK):
+        return _write_grid_release(releases, run_id, tables, inputs, record)
+
+
+def _write_grid_release(releases: Path, run_id: str, tables: dict[str, dict[str, pd.DataFrame]],
+                        inputs: dict[str, Path], record: dict) -> Release:
     earlier = list_grid_releases(releases)
     folder = inside(releases, GRID, run_id)
     files = {f"{region}/{name}.csv": table_bytes(frame) for region, named in tables.items()

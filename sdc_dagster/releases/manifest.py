@@ -26,13 +26,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from sdc_dagster.files import write_atomic
+from sdc_dagster.files import exclusive_lock, write_atomic
 from sdc_dagster.names import inside
 from sdc_dagster.releases.categories import step_columns, step_parameters
 from sdc_dagster.releases.digests import WaveSnapshot, package_versions, parquet_bytes, sha256_bytes, spec_text_sha256
 from sdc_dagster.releases.files import PROTECTED, SafeFiles
 
 MANIFEST = "manifest.json"
+#: The lock file of a folder of releases: its sequence number is read and its manifest written under
+#: an exclusive lock of it (:func:`~sdc_dagster.files.exclusive_lock`), so that two runs of the same
+#: wave at once cannot take the same number after the same previous release.
+SEQUENCE_LOCK = ".sequence.lock"
 WITHHELD = "withheld.json"
 SPEC_COPY = "spec.yaml"
 
@@ -128,9 +132,16 @@ def write_release(releases: Path, record: ReleaseRecord) -> Release:
     A withheld record (``record.withheld``: the failed blocking checks) is not released: no safe
     file is written and the record is ``withheld.json`` (``output`` null, ``withheld`` naming the
     checks), so that no audit or reader takes it for a release. ``sequence`` counts every decision
-    of the wave and plan; ``previous_release`` is the last published release. A spec file changed
+    of the wave and plan (read and written under :data:`SEQUENCE_LOCK`); ``previous_release`` is the
+    last published release. A spec file changed
     since it was loaded (its hash is no longer ``record.spec_sha256``) raises, since its copy would
     not be the spec that was used."""
+    with exclusive_lock(release_root(releases, record.survey, record.wave, record.plan) / SEQUENCE_LOCK):
+        return _write_release(releases, record)
+
+
+def _write_release(releases: Path, record: ReleaseRecord) -> Release:
+    """:func:`write_release`, under the lock of the wave and plan's releases."""
     survey, wave, plan = record.survey, record.wave, record.plan
     earlier = list_releases(releases, survey, wave, plan)
     previous = read_manifest(earlier[-1]) if earlier else None

@@ -43,7 +43,8 @@ from sdc_dagster.numerics.decimals import original_decimals
 from sdc_dagster.pipeline.protection import CheckOutcome
 from sdc_dagster.pipeline.tables import distinct, read_table_input, run_tables, withheld_because
 from sdc_dagster.releases.digests import package_versions, sha256_bytes, snapshot_input, spec_text_sha256
-from sdc_dagster.releases.manifest import MANIFEST, SPEC_COPY, WITHHELD, Release, manifest_bytes, read_manifest
+from sdc_dagster.releases.manifest import (MANIFEST, SEQUENCE_LOCK, SPEC_COPY, WITHHELD, Release, manifest_bytes,
+                                           read_manifest)
 from sdc_dagster.releases.replay import Verification, verify_grid_release
 from sdc_dagster.report.tables import render_table_report
 from sdc_dagster.spec.sources import file_sha256
@@ -54,8 +55,6 @@ from sdc_dagster.tables.model import Table
 TABLES = "tables"
 #: The wave of a table set read from one business file.
 FILE_WAVE = "file"
-#: The lock file of a set's wave folder, held while a release takes its sequence number and is written.
-SEQUENCE_LOCK = ".sequence.lock"
 
 
 def _released_table(table: Table, cells: pd.DataFrame) -> Table:
