@@ -136,23 +136,23 @@ def write_release(releases: Path, record: ReleaseRecord) -> Release:
     last published release. A spec file changed
     since it was loaded (its hash is no longer ``record.spec_sha256``) raises, since its copy would
     not be the spec that was used."""
-    with exclusive_lock(release_root(releases, record.survey, record.wave, record.plan) / SEQUENCE_LOCK):
-        return _write_release(releases, record)
-
-
-def _write_release(releases: Path, record: ReleaseRecord) -> Release:
-    """:func:`write_release`, under the lock of the wave and plan's releases."""
-    survey, wave, plan = record.survey, record.wave, record.plan
-    earlier = list_releases(releases, survey, wave, plan)
-    previous = read_manifest(earlier[-1]) if earlier else None
-    decisions = list_decisions(releases, survey, wave, plan)
-    folder = release_root(releases, survey, wave, plan) / record.run_id
     spec_text = Path(record.spec_path).read_bytes()
     if spec_text_sha256(spec_text) != record.spec_sha256:
         raise RuntimeError(
             f"{record.spec_path} changed since the spec was loaded (its hash is no longer {record.spec_sha256}): "
             "the release would store a spec copy other than the one used; reload the code location and rerun"
         )
+    with exclusive_lock(release_root(releases, record.survey, record.wave, record.plan) / SEQUENCE_LOCK):
+        return _write_release(releases, record, spec_text)
+
+
+def _write_release(releases: Path, record: ReleaseRecord, spec_text: bytes) -> Release:
+    """:func:`write_release` with the spec's text, under the lock of the wave and plan's releases."""
+    survey, wave, plan = record.survey, record.wave, record.plan
+    earlier = list_releases(releases, survey, wave, plan)
+    previous = read_manifest(earlier[-1]) if earlier else None
+    decisions = list_decisions(releases, survey, wave, plan)
+    folder = release_root(releases, survey, wave, plan) / record.run_id
     safe = None if record.withheld else record.safe
     if not record.withheld and (safe is None or PROTECTED not in safe.files):
         raise ValueError(f"a release needs {PROTECTED} among its files, got {sorted(safe.files) if safe else []}")
