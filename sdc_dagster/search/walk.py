@@ -18,7 +18,7 @@ import pandas as pd
 
 from sdc_dagster.risk.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.search.candidates import SearchCandidate
-from sdc_dagster.search.clock import search_clock
+from sdc_dagster.search.clock import OVERRUN, node_charge, search_clock
 from sdc_dagster.search.coded import RISK_MARGIN, CodedLattice, RolledCounts, lattice_nodes, level_bounds
 from sdc_dagster.search.nodes import evaluate_node
 from sdc_dagster.search.parallel import AHEAD_PER_WORKER, PAYS_SECONDS, NodePool, planned_workers
@@ -99,6 +99,9 @@ class LatticeWalk:
     workers_used: int = 1  # ... and did
     evaluation_seconds: float = 0.0  # CPU seconds of the walk's evaluations in its own process
     worker_seconds: float = 0.0  # CPU seconds of the evaluations workers did for the walk
+    charged: float = 0.0  # seconds charged to the nodes visited (clock.node_charge): where the budget cuts
+    evaluation_charged: float = 0.0  # ... of them, to the nodes evaluated
+    overrun: bool = False  # the walk was stopped by its CPU seconds (clock.OVERRUN), not by its charges
     pool: NodePool | None = None
     ahead: dict = field(default_factory=dict)  # position -> (NodeCheck, future of its candidate or None)
     pending: dict = field(default_factory=lambda: {"anonymous": [], "not_anonymous": []})  # checked ahead
@@ -131,8 +134,15 @@ class LatticeWalk:
         return self.spec.search.budget_seconds
 
     def elapsed(self) -> float:
-        """CPU seconds of the search so far on its budget's clock: its own process's and those of
-        the evaluations workers did for it (:mod:`sdc_dagster.search.parallel`)."""
+        """Seconds of the search so far on its budget: the CPU seconds of its own process outside
+        the walk's evaluations, and the walk's evaluations as charged (:func:`~sdc_dagster.search.clock.node_charge`),
+        wherever they ran, so that the stages after the walk start from the same point with one
+        worker or several (:mod:`sdc_dagster.search.clock`)."""
+        return search_clock() - self.start - self.evaluation_seconds + self.evaluation_charged
+
+    def cpu_elapsed(self) -> float:
+        """CPU seconds of the search so far: its own process's and those of the evaluations workers
+        did for it (:mod:`sdc_dagster.search.parallel`); the walk's guard (:data:`~sdc_dagster.search.clock.OVERRUN`)."""
         return search_clock() - self.start + self.worker_seconds
 
     @property
@@ -199,7 +209,11 @@ class LatticeWalk:
         """Why the walk stops before the node at ``position`` ("bound", "cap", "budget"; "" when it
         goes on): the node and those after it cannot enter the front (their recode-only loss, a
         lower bound of their loss, above the stricter target's least loss), cannot have less loss
-        than the wider lattice's plan, or the walk's share of the time budget is spent."""
+        than the wider lattice's plan, or the walk's share of the budget is spent: the charges of
+        the nodes visited so far (:func:`~sdc_dagster.search.clock.node_charge`, fixed by the nodes
+        and the wave, so the same nodes are taken whatever the timing and the number of workers)
+        exceed it, or, the guard of :mod:`sdc_dagster.search.clock`, the walk's CPU seconds pass
+        :data:`~sdc_dagster.search.clock.OVERRUN` times it."""
         index = self.order[position]
         past_promoted = use_bound and position >= len(self.promoted)
         if past_promoted and self.lower[index] > self.best_stricter + 1e-12:
@@ -212,7 +226,9 @@ class LatticeWalk:
                      f"{self.cap:.4g}, the least loss meeting the target by recoding alone once each key's top "
                      "joins the lattice")
             return "cap"
-        if self.elapsed() > self.walk_share * self.budget:
+        share = self.walk_share * self.budget
+        self.overrun = self.charged <= share and self.cpu_elapsed() > OVERRUN * share
+        if self.charged > share or self.overrun:
             self.counted[0] = done
             self.say(self.best_note() + f"; time budget: {total - done:,} nodes not evaluated")
             return "budget"
@@ -230,8 +246,13 @@ class LatticeWalk:
         check, future = self.ahead.pop(position) if ahead else (
             self._check(position, self.anonymous, self.not_anonymous), None)
         self._record(check, ahead)
+        cells = len(self.data), len(self.lattice.keys)
+        self.charged += node_charge(check.effect, False, False, *cells)
         if not check.evaluated:
             return
+        charge = node_charge("", True, check.may_suppress and not check.is_anonymous, *cells)
+        self.charged += charge
+        self.evaluation_charged += charge
         if future is None and self.pool is None and self._pays():
             self._start_pool()
         if future is not None:
