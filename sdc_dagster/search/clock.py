@@ -32,9 +32,14 @@ the bound then says that the CPU clock stopped the walk (no longer a determinist
 The stages outside the walk run in this process whatever the number of workers and stay on the CPU
 clock: Flash before the walk (its checks cost about a millisecond; its own share of the budget cuts
 it only on very large lattices) and the confirmation of the front after it, which counts the walk as
-charged (not as it ran), so that it starts from the same point with one worker or several. A search
-that proves its optimum (by its loss bound or by evaluating every node) depends on no clock. Progress
-lines and the ``seconds`` a search reports stay on the wall clock (they decide nothing).
+charged, not as it ran (:meth:`~sdc_dagster.search.walk.LatticeWalk.elapsed`: the CPU seconds of the
+walk in this process, the workers' start-up and the data sent to them included, are replaced by its
+charges), so that it starts from the same point with one worker or several. What can still move with
+the timing, run to run but not with the number of workers: the confirmation's cut, a walk again
+after the front failed the release checks (its allowance is what is left of the budget when it
+begins) and the search again with each key's top (its budget is what the first search left). A
+search that proves its optimum (by its loss bound or by evaluating every node) depends on no clock.
+Progress lines and the ``seconds`` a search reports stay on the wall clock (they decide nothing).
 """
 
 from __future__ import annotations

@@ -100,7 +100,9 @@ class LatticeWalk:
     evaluation_seconds: float = 0.0  # CPU seconds of the walk's evaluations in its own process
     worker_seconds: float = 0.0  # CPU seconds of the evaluations workers did for the walk
     charged: float = 0.0  # seconds charged to the nodes visited (clock.node_charge): where the budget cuts
-    evaluation_charged: float = 0.0  # ... of them, to the nodes evaluated
+    walk_cpu: float = 0.0  # CPU seconds of this process in the walks finished (replaced by their charges)
+    walk_began: float | None = None  # the CPU clock when the walk under way began
+    allowance: float = np.inf  # the charges at which the walk under way stops (walk())
     overrun: bool = False  # the walk was stopped by its CPU seconds (clock.OVERRUN), not by its charges
     pool: NodePool | None = None
     ahead: dict = field(default_factory=dict)  # position -> (NodeCheck, future of its candidate or None)
@@ -135,10 +137,12 @@ class LatticeWalk:
 
     def elapsed(self) -> float:
         """Seconds of the search so far on its budget: the CPU seconds of its own process outside
-        the walk's evaluations, and the walk's evaluations as charged (:func:`~sdc_dagster.search.clock.node_charge`),
-        wherever they ran, so that the stages after the walk start from the same point with one
-        worker or several (:mod:`sdc_dagster.search.clock`)."""
-        return search_clock() - self.start - self.evaluation_seconds + self.evaluation_charged
+        the walk, and the walk as charged (:func:`~sdc_dagster.search.clock.node_charge`), not as it
+        ran (its checks, its evaluations, the workers' start-up and the data sent to them), so that
+        the stages after the walk start from the same point run to run and with one worker or several
+        (:mod:`sdc_dagster.search.clock`)."""
+        under_way = search_clock() - self.walk_began if self.walk_began is not None else 0.0
+        return search_clock() - self.start - self.walk_cpu - under_way + self.charged
 
     def cpu_elapsed(self) -> float:
         """CPU seconds of the search so far: its own process's and those of the evaluations workers
@@ -178,6 +182,12 @@ class LatticeWalk:
         self.counted[:] = [offset, total]
         if first:
             self.say(self.best_note() + f"; walking the {total:,} nodes the loss bound had ruled out")
+        # the first walk may be charged its share of the budget; a walk again after the front failed
+        # its release checks, what is left of the share and of the budget, fixed when it begins
+        self.allowance = self.walk_share * self.budget
+        if first:
+            self.allowance = self.charged + max(0.0, min(self.allowance - self.charged, self.budget - self.elapsed()))
+        self.walk_began = search_clock()
         try:
             for position in positions:
                 done = position - first + offset
@@ -191,6 +201,8 @@ class LatticeWalk:
                 self._visit(position, positions.stop)
         finally:
             self._close()
+            self.walk_cpu += search_clock() - self.walk_began
+            self.walk_began = None
         self.counted[0] = total
         self.say(self.best_note())
         return "done", len(self.order)
@@ -212,8 +224,10 @@ class LatticeWalk:
         than the wider lattice's plan, or the walk's share of the budget is spent: the charges of
         the nodes visited so far (:func:`~sdc_dagster.search.clock.node_charge`, fixed by the nodes
         and the wave, so the same nodes are taken whatever the timing and the number of workers)
-        exceed it, or, the guard of :mod:`sdc_dagster.search.clock`, the walk's CPU seconds pass
-        :data:`~sdc_dagster.search.clock.OVERRUN` times it."""
+        exceed its ``allowance`` (the first walk: its share; a walk again once the front failed
+        the release checks: what is left of the share and of the whole budget when it begins), or,
+        the guard of :mod:`sdc_dagster.search.clock`, the walk's CPU seconds pass
+        :data:`~sdc_dagster.search.clock.OVERRUN` times its share."""
         index = self.order[position]
         past_promoted = use_bound and position >= len(self.promoted)
         if past_promoted and self.lower[index] > self.best_stricter + 1e-12:
@@ -226,8 +240,8 @@ class LatticeWalk:
                      f"{self.cap:.4g}, the least loss meeting the target by recoding alone once each key's top "
                      "joins the lattice")
             return "cap"
-        share = self.walk_share * self.budget
-        self.overrun = self.charged <= share and self.cpu_elapsed() > OVERRUN * share
+        share = self.allowance
+        self.overrun = self.charged <= share and self.cpu_elapsed() > OVERRUN * self.walk_share * self.budget
         if self.charged > share or self.overrun:
             self.counted[0] = done
             self.say(self.best_note() + f"; time budget: {total - done:,} nodes not evaluated")
@@ -250,9 +264,7 @@ class LatticeWalk:
         self.charged += node_charge(check.effect, False, False, *cells)
         if not check.evaluated:
             return
-        charge = node_charge("", True, check.may_suppress and not check.is_anonymous, *cells)
-        self.charged += charge
-        self.evaluation_charged += charge
+        self.charged += node_charge("", True, check.may_suppress and not check.is_anonymous, *cells)
         if future is None and self.pool is None and self._pays():
             self._start_pool()
         if future is not None:

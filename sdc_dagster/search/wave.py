@@ -332,7 +332,7 @@ def _bound_words(w: LatticeWalk, outcome: str, stop: int, bound_note: str) -> tu
                  + (f"{OVERRUN * w.walk_share * budget:.0f} CPU s, {OVERRUN:g} times the walk's share of the "
                     f"budget (search.budget_seconds {budget:g}), more than the nodes were charged"
                     if w.overrun else
-                    f"{w.charged:.3g} s charged to the nodes visited, over the walk's share of {w.walk_share * budget:.3g} s "
+                    f"{w.charged:.3g} s charged to the nodes visited, over the walk's share of {w.allowance:.3g} s "
                     f"(search.budget_seconds {budget:g}; a node's charge is fixed by the records, the keys and "
                     "what the walk does to it, so the same nodes are taken whatever the timing and the workers)"))
         if measure == "lambda_arctan":
