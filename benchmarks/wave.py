@@ -28,17 +28,30 @@ time. The per-step seconds come from Dagster's event log and are wall seconds.
 Targets, printed beside each figure: issue 38: 1M <= 120 s on 2 cores (160-220 s when last measured
 before issue 38), 100k at least 10x faster than sdcMicro doing the same plans in the same run (that
 column needs R with sdcMicro, which this machine does not have: the script says so and prints ours);
-Last run (issue 38, after the loss rule change; CPU seconds of ``sdc run`` and its children, one run
-each, the load average of the last minute beside): before this round's local suppression on the
-nodes' classes and parallel walk (base e6f8671): 100k 26.6 s CPU (88.5 s wall at load 14; plan
-search step 45.7 s wall), 1M 130.4 s CPU (364 s wall at load 10; plan search 103 s wall), peak
-3.46 GB; after: 100k 14.8 s CPU (43.8 s wall at load 9; plan search 7.8 s wall), 1M 130.2 s CPU
-(328 s wall at load 9; plan search 94 s wall), peak 3.47 GB; growth 8.8x CPU. The 1M target
-(120 s) is not met: the plan search evaluates one node there, and its time goes to confirming the
-front (the continuous keys' ladder: record linkage, about 54 s wall in two threads, and MDAV, 15 s;
-profiled with cProfile), which neither change touches. (Earlier, issue 38 round, load 9-15: 1M
-141.9 s CPU before the MDAV changes, 115.4 s after.) issue 23: 100k <= 20 s; 1M <= 300 s with peak memory < 8 GB and growth <= 12x; testdata
+issue 23: 100k <= 20 s; 1M <= 300 s with peak memory < 8 GB and growth <= 12x; testdata
 (``--n 4580 --testdata``) <= 8 s.
+
+Last run (issue 38, this round: the originals' k-d trees of the Euclidean and Mahalanobis linkages
+kept across the plans and rungs linked to them, the Gower own distances compiled, the utility
+limits without a copy of the wave; CPU seconds of ``sdc run`` and its children, one run each, the
+load average of the last minute beside). Base (b37dde9) and this branch back to back, the same
+1M wave: base 132.8 s CPU (207.7 s wall at load 5.9; plan search step 53.6 s wall), branch 127.6 s
+CPU (201.0 s wall at load 6.2; plan search 52.5 s wall), peak 3.48 -> 3.43 GB. Other runs of the
+branch: 117.6 s CPU (141.4 s wall at load 3.1; plan search 34.4 s wall), 124.1 s (load 6.8),
+125.9 s (load 7.4; 100k in the same run 14.2 s CPU, 33.1 s wall at load 4.5, growth 8.8x CPU).
+(A first base run, 147.3 s CPU, included numba compiling its kernels in a fresh worktree: not
+comparable.) The 1M target (120 s on 2 cores) is met only on a quiet machine (117.6 s CPU at load
+3) and NOT met at the load of 6-7 this machine usually has: CPU seconds of this memory-bound work
+grow with the load, by about 10 s between load 3 and load 7. Where the CPU goes (cProfile, 1M): record
+linkage of the 6 release checks (3 plans, 3 rungs) about 30 s (Gower 2.8 s a check, 6.3 s for the perturbed plan;
+Mahalanobis 1.1 s, Euclidean 0.7 s with their trees kept; before 2.2 s and 1.6 s), MDAV 15 s (the
+search's three rungs k = 5, 3, 4 within the key combinations and the plans' own), and many steps of
+1-5 s each (residual risk 11 s: rank interval disclosure 4 s, combined risk 2.7 s; information loss
+8 s; the report 10 s, of which TOPSIS normality tests 2 s and utility figures recomputed 2.3 s;
+parquet writes 3 s). Earlier: before this round's local suppression on the nodes' classes and
+parallel walk (base e6f8671): 100k 26.6 s CPU (load 14), 1M 130.4 s CPU (load 10); after: 100k
+14.8 s CPU (load 9), 1M 130.2 s CPU (load 9); issue 38 round, load 9-15: 1M 141.9 s CPU before the
+MDAV changes, 115.4 s after.
 
 Run: .venv/bin/python benchmarks/wave.py [--n 100000 1000000] [--testdata] [--again] [--keep DIR]
 """

@@ -69,6 +69,27 @@ def test_utility_changes_of_means_variances_and_correlations_by_hand():
     assert r > 0.99 and r_star < -0.99
 
 
+
+def test_a_subsample_is_compared_with_the_originals_it_releases_and_a_full_release_without_a_copy(monkeypatch):
+    """The originals a release is compared with (loss.limits._released_originals): the records of its
+    index labels, in its order; the original itself (no copy) when it releases every record in
+    order, and the figures the same either way. Records 9, 3, 0 released, in that order: incomes
+    110, 44, 11 against 100, 40, 10 (+10 % each, mean 50 -> 55); age of record 0 suppressed: 1 of
+    the 3 observed ages (records 9, 3, 0 all observe it)."""
+    from sdc_dagster.loss import limits
+
+    released = released_variant()
+    assert limits._released_originals(ORIGINAL, released) is ORIGINAL
+    subsample = released.loc[[9, 3, 0]]
+    table = loss.utility_changes(ORIGINAL, subsample, ["age", "edu"], ["income"]).set_index(["measure", "variable"])
+    assert (table.loc[("mean", "income"), "before"], table.loc[("mean", "income"), "after"]) == pytest.approx((50.0, 55.0))
+    assert table.loc[("suppressed", "age"), "change"] == pytest.approx(1 / 3)
+    # a full release: the same table as through an explicit copy of the originals in its order
+    full = loss.utility_changes(ORIGINAL, released, ["age", "edu"], ["income", "spend"])
+    monkeypatch.setattr(limits, "_released_originals", lambda original, protected, columns=None: (
+        original.loc[protected.index] if columns is None else original.loc[protected.index, list(columns)]))
+    pd.testing.assert_frame_equal(full, loss.utility_changes(ORIGINAL, released, ["age", "edu"], ["income", "spend"]))
+
 SPEC = {
     "survey": "limits",
     "variables": {"age": {"role": "categorical_key"}, "edu": {"role": "categorical_key"},

@@ -24,12 +24,21 @@ from sdc_dagster.validation import check_pair, continuous_values
 CHANGE_COLUMNS = ("measure", "variable", "before", "after", "change")
 
 
+def _released_originals(original: pd.DataFrame, protected: pd.DataFrame, columns: Sequence[str] | None = None
+                        ) -> pd.DataFrame:
+    """The original records ``protected`` releases (its index labels, in its order), of ``columns``
+    (all when None): ``original`` itself, not a copy, when it releases every record in order (every
+    plan but a subsample; on 1,000,000 records the copy of the wave cost 0.4 CPU s a call)."""
+    frame = original if protected.index.equals(original.index) else original.loc[protected.index]
+    return frame if columns is None else frame[list(columns)]
+
+
 def suppressed_shares(original: pd.DataFrame, protected: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
     """Per categorical key, the share of its observed values that the release suppressed: values
     observed in the original record and missing in its release, over the values observed in the
     original (0 for a key with no observed value). ``protected`` holds the released records (a
     subset of ``original``'s index); a key it does not release counts every value as suppressed."""
-    matched = original.loc[protected.index, list(keys)]
+    matched = _released_originals(original, protected, keys)
     released = protected.reindex(columns=list(keys))
     observed = matched.notna()
     hidden = (released.isna() & observed).sum()
@@ -46,7 +55,7 @@ def records_changed_share(original: pd.DataFrame, protected: pd.DataFrame, keys:
     or records."""
     if not len(keys) or not len(protected):
         return 0.0
-    matched = original.loc[protected.index, list(keys)]
+    matched = _released_originals(original, protected, keys)
     released = protected.reindex(columns=list(keys))
     changed = np.zeros(len(protected), dtype=bool)
     for key in keys:
@@ -84,7 +93,7 @@ def utility_changes(original: pd.DataFrame, protected: pd.DataFrame, categorical
     ``original``'s) are compared.
     """
     rows = []
-    matched = original.loc[protected.index]
+    matched = _released_originals(original, protected)
     if categorical:
         shares = suppressed_shares(original, protected, categorical)
         for key in categorical:

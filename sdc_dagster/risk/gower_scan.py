@@ -65,6 +65,19 @@ def _pair_distance(original: np.ndarray, protected: np.ndarray, nominal: np.ndar
 
 
 @njit(cache=True, nogil=True)
+def own_distances(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray) -> np.ndarray:
+    """Gower distance of each protected record to its own original (row i of ``zm`` to row i of
+    ``zx``; NaN where no variable is observed in both), :func:`_pair_distance` row by row: one pass
+    over the records instead of numpy's six over the whole matrices, bit for bit numpy's figures."""
+    n = zm.shape[0]
+    out = np.empty(n)
+    terms = np.empty(zm.shape[1])
+    for i in range(n):
+        out[i] = _pair_distance(zx[i], zm[i], nominal, terms)
+    return out
+
+
+@njit(cache=True, nogil=True)
 def _find_group(heads: np.ndarray, first: int, stop: int, columns: np.ndarray, probe: np.ndarray) -> int:
     """The group among ``heads[first:stop]`` (a row of each group, sorted lexicographically on
     ``columns``) whose values on ``columns`` are ``probe``; -1 if none (binary search)."""

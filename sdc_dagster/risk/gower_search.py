@@ -18,7 +18,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from sdc_dagster.keys import pack_codes
-from sdc_dagster.risk.gower_scan import TIE_TOLERANCE, gower_scan
+from sdc_dagster.risk.gower_scan import TIE_TOLERANCE, gower_scan, own_distances
 
 # Gower nearest-record linkage with missing values searches per pair (protected pattern, original
 # pattern) of observed variables; a pattern pair costs about as much overhead (a table of groups, k-d
@@ -81,12 +81,12 @@ def pattern_search_is_cheaper(x_patterns: np.ndarray, m_patterns: np.ndarray, n_
 
 def gower_own_distances(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray) -> np.ndarray:
     """Gower distance of each protected record to its own original (row i to row i), NaN where no
-    variable is observed in both (:func:`gower_block`'s rule, pair by pair)."""
-    gap = np.abs(zm - zx)
-    seen = ~np.isnan(gap)
-    gap = np.where(nominal[None, :], (gap > 0).astype(float), gap)
-    with np.errstate(invalid="ignore"):
-        return np.where(seen, gap, 0.0).sum(axis=1) / seen.sum(axis=1)
+    variable is observed in both (:func:`gower_block`'s rule, pair by pair): the compiled
+    :func:`~sdc_dagster.risk.gower_scan.own_distances` (on 1,000,000 records x 10 variables 0.35 ->
+    0.05 CPU s), bit for bit numpy's formula (the absolute gaps, a nominal gap as 0 or 1, summed over
+    the variables observed in both with numpy's pairwise sum along a row, over their number)."""
+    return own_distances(np.ascontiguousarray(zx, dtype=np.float64), np.ascontiguousarray(zm, dtype=np.float64),
+                         np.ascontiguousarray(nominal, dtype=np.bool_))
 
 
 def _tree_order(points: np.ndarray) -> np.ndarray:

@@ -80,7 +80,7 @@ def _passes_risk_checks(candidate: SearchCandidate) -> bool:
     return bool(candidate.checks) and not set(blocking_failures(candidate.checks)) - set(UTILITY_CHECKS)
 
 
-def confirm_front(data, spec, space, front, wave, start, say):
+def confirm_front(data, spec, space, front, wave, elapsed, say):
     """Run front candidates as plans with the continuous keys' ladder (module docstring; per chain
     the weakest rung that passes, :func:`weakest_passing`, the chains in the order of
     :func:`~sdc_dagster.search.space.continuous_steps`; when only the linkage check fails, local
@@ -93,7 +93,10 @@ def confirm_front(data, spec, space, front, wave, start, say):
     Every candidate runs under the name :data:`SEARCHED_PLAN`: the seeds of random steps derive from
     the plan's name, so the recommended plan is checked exactly as it will be released. The attempts
     of one candidate differ in their last step (the continuous one) only: its recodes and suppression
-    are protected once, and each attempt continues from them (``protect``'s ``applied``)."""
+    are protected once, and each attempt continues from them (``protect``'s ``applied``).
+
+    ``elapsed()``: the seconds of the search's budget spent so far
+    (:meth:`~sdc_dagster.search.walk.LatticeWalk.elapsed`: the walk as charged, the rest in CPU seconds)."""
     rungs = continuous_steps(data, spec)
     chains = [[r for r in rungs if r.method == m] for m in dict.fromkeys(r.method for r in rungs)]
     # withholding a key is the last resort, after stronger suppression of the categorical keys
@@ -107,7 +110,7 @@ def confirm_front(data, spec, space, front, wave, start, say):
     last_run = [0.0]  # CPU seconds of the last plan run: the next is not started unless twice that fits the budget
 
     def over_budget() -> bool:
-        return search_clock() - start + 2 * last_run[0] > spec.search.budget_seconds
+        return elapsed() + 2 * last_run[0] > spec.search.budget_seconds
 
     def finish(candidate: SearchCandidate, protected: PlanResult) -> SearchCandidate:
         return replace(candidate, loss=search_loss(data, protected.data, spec), protected=protected)

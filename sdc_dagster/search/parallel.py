@@ -21,11 +21,15 @@ whatever the number of workers: a worker only evaluates nodes ahead of the walk
 their candidates in its own order, applying its stop rules (loss bound, cap) to each as the serial
 walk does; candidates evaluated past the point where the walk stops are discarded. The nodes'
 anonymity checks (rolled-up classes, predictive tagging) stay in the walk's process, in order.
-The time budget counts the CPU seconds of the evaluations a worker did for the walk
-(:attr:`~sdc_dagster.search.walk.LatticeWalk.worker_seconds`) with those of the search's own
-process, so a budget buys the same work serial or parallel; a search that proves its optimum
-(stopped by its loss bound or with every node settled) gives the same plans, losses and proof
-whatever the number of workers.
+The budget cuts the walk at the same node serial or parallel: each node visited is charged a fixed
+number of seconds (:func:`~sdc_dagster.search.clock.node_charge`, from the wave's size and what the
+walk does to the node, not from the time it took in whichever process), and the walk stops before
+the first node at which the charges exceed its share; a search cut by its budget thus evaluates the
+same nodes and says "best of N checked, bound B" with the same N and B for every number of workers,
+and a search that proves its optimum (stopped by its loss bound or with every node settled) gives
+the same plans, losses and proof. The CPU seconds workers spend on the walk's evaluations
+(:attr:`~sdc_dagster.search.walk.LatticeWalk.worker_seconds`) count only in the walk's guard
+against charges far below the real cost (:data:`~sdc_dagster.search.clock.OVERRUN`).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import pandas as pd
 
 from sdc_dagster.risk.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.search.candidates import SearchCandidate
-from sdc_dagster.search.clock import search_clock
+from sdc_dagster.search.clock import OVERRUN, node_charge, search_clock
 from sdc_dagster.search.coded import RISK_MARGIN, CodedLattice, RolledCounts, lattice_nodes, level_bounds
 from sdc_dagster.search.nodes import evaluate_node
 from sdc_dagster.search.parallel import AHEAD_PER_WORKER, PAYS_SECONDS, NodePool, planned_workers
@@ -99,6 +99,11 @@ class LatticeWalk:
     workers_used: int = 1  # ... and did
     evaluation_seconds: float = 0.0  # CPU seconds of the walk's evaluations in its own process
     worker_seconds: float = 0.0  # CPU seconds of the evaluations workers did for the walk
+    charged: float = 0.0  # seconds charged to the nodes visited (clock.node_charge): where the budget cuts
+    walk_cpu: float = 0.0  # CPU seconds of this process in the walks finished (replaced by their charges)
+    walk_began: float | None = None  # the CPU clock when the walk under way began
+    allowance: float = np.inf  # the charges at which the walk under way stops (walk())
+    overrun: bool = False  # the walk was stopped by its CPU seconds (clock.OVERRUN), not by its charges
     pool: NodePool | None = None
     ahead: dict = field(default_factory=dict)  # position -> (NodeCheck, future of its candidate or None)
     pending: dict = field(default_factory=lambda: {"anonymous": [], "not_anonymous": []})  # checked ahead
@@ -131,8 +136,17 @@ class LatticeWalk:
         return self.spec.search.budget_seconds
 
     def elapsed(self) -> float:
-        """CPU seconds of the search so far on its budget's clock: its own process's and those of
-        the evaluations workers did for it (:mod:`sdc_dagster.search.parallel`)."""
+        """Seconds of the search so far on its budget: the CPU seconds of its own process outside
+        the walk, and the walk as charged (:func:`~sdc_dagster.search.clock.node_charge`), not as it
+        ran (its checks, its evaluations, the workers' start-up and the data sent to them), so that
+        the stages after the walk start from the same point run to run and with one worker or several
+        (:mod:`sdc_dagster.search.clock`)."""
+        under_way = search_clock() - self.walk_began if self.walk_began is not None else 0.0
+        return search_clock() - self.start - self.walk_cpu - under_way + self.charged
+
+    def cpu_elapsed(self) -> float:
+        """CPU seconds of the search so far: its own process's and those of the evaluations workers
+        did for it (:mod:`sdc_dagster.search.parallel`); the walk's guard (:data:`~sdc_dagster.search.clock.OVERRUN`)."""
         return search_clock() - self.start + self.worker_seconds
 
     @property
@@ -168,6 +182,12 @@ class LatticeWalk:
         self.counted[:] = [offset, total]
         if first:
             self.say(self.best_note() + f"; walking the {total:,} nodes the loss bound had ruled out")
+        # the first walk may be charged its share of the budget; a walk again after the front failed
+        # its release checks, what is left of the share and of the budget, fixed when it begins
+        self.allowance = self.walk_share * self.budget
+        if first:
+            self.allowance = self.charged + max(0.0, min(self.allowance - self.charged, self.budget - self.elapsed()))
+        self.walk_began = search_clock()
         try:
             for position in positions:
                 done = position - first + offset
@@ -181,6 +201,8 @@ class LatticeWalk:
                 self._visit(position, positions.stop)
         finally:
             self._close()
+            self.walk_cpu += search_clock() - self.walk_began
+            self.walk_began = None
         self.counted[0] = total
         self.say(self.best_note())
         return "done", len(self.order)
@@ -199,7 +221,13 @@ class LatticeWalk:
         """Why the walk stops before the node at ``position`` ("bound", "cap", "budget"; "" when it
         goes on): the node and those after it cannot enter the front (their recode-only loss, a
         lower bound of their loss, above the stricter target's least loss), cannot have less loss
-        than the wider lattice's plan, or the walk's share of the time budget is spent."""
+        than the wider lattice's plan, or the walk's share of the budget is spent: the charges of
+        the nodes visited so far (:func:`~sdc_dagster.search.clock.node_charge`, fixed by the nodes
+        and the wave, so the same nodes are taken whatever the timing and the number of workers)
+        exceed its ``allowance`` (the first walk: its share; a walk again once the front failed
+        the release checks: what is left of the share and of the whole budget when it begins), or,
+        the guard of :mod:`sdc_dagster.search.clock`, the walk's CPU seconds pass
+        :data:`~sdc_dagster.search.clock.OVERRUN` times its share."""
         index = self.order[position]
         past_promoted = use_bound and position >= len(self.promoted)
         if past_promoted and self.lower[index] > self.best_stricter + 1e-12:
@@ -212,7 +240,9 @@ class LatticeWalk:
                      f"{self.cap:.4g}, the least loss meeting the target by recoding alone once each key's top "
                      "joins the lattice")
             return "cap"
-        if self.elapsed() > self.walk_share * self.budget:
+        share = self.allowance
+        self.overrun = self.charged <= share and self.cpu_elapsed() > OVERRUN * self.walk_share * self.budget
+        if self.charged > share or self.overrun:
             self.counted[0] = done
             self.say(self.best_note() + f"; time budget: {total - done:,} nodes not evaluated")
             return "budget"
@@ -230,8 +260,11 @@ class LatticeWalk:
         check, future = self.ahead.pop(position) if ahead else (
             self._check(position, self.anonymous, self.not_anonymous), None)
         self._record(check, ahead)
+        cells = len(self.data), len(self.lattice.keys)
+        self.charged += node_charge(check.effect, False, False, *cells)
         if not check.evaluated:
             return
+        self.charged += node_charge("", True, check.may_suppress and not check.is_anonymous, *cells)
         if future is None and self.pool is None and self._pays():
             self._start_pool()
         if future is not None:

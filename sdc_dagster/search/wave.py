@@ -51,12 +51,16 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
      a node of a higher recode-only loss cannot beat the plan searched next.
 
    The search is exhaustive when every node is settled (evaluated, or ruled out by its classes); a
-   time budget (``search.budget_seconds``, counted in CPU seconds of the process,
-   :func:`~sdc_dagster.search.clock.search_clock`, so that the machine's load does not change the
-   plan) stops it early, and the result says so (``exhaustive``,
+   time budget (``search.budget_seconds``) stops it early, and the result says so (``exhaustive``,
    ``bound``, and ``loss_bound``: the least loss a node left unevaluated can have). ``proven`` says
    whether the recommended plan is proven the least loss of the lattice's plans meeting the target
    (:func:`_proven`: no node left unevaluated nor candidate left unconfirmed can have less).
+   The walk's share of the budget is spent by a fixed charge per node visited
+   (:func:`~sdc_dagster.search.clock.node_charge`: the wave's records and keys times a rate for
+   what the walk does to the node), never by reading a clock, so a walk the budget cuts takes the
+   same nodes run to run and with any number of worker processes; the stages outside the walk
+   count CPU seconds of the process (:func:`~sdc_dagster.search.clock.search_clock`), the walk as
+   charged (:mod:`sdc_dagster.search.clock`).
 3. **Front.** The candidates meeting the target (k-anonymity, global risk, and the constraints the
    node's codes show: l-diversity of the sensitive variables when the spec asks it, SPEC §3.6, and
    the share of each key's values suppressed, ``limits.max_suppressed_share``) that no other beats on
@@ -90,7 +94,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.search.front import pareto_front
-from sdc_dagster.search.clock import search_clock
+from sdc_dagster.search.clock import OVERRUN, search_clock
 from sdc_dagster.search.flash import Outcome
 from sdc_dagster.search.space import KeyHierarchy, search_space
 from sdc_dagster.spec import SEARCHED_PLAN, SurveySpec
@@ -325,7 +329,12 @@ def _bound_words(w: LatticeWalk, outcome: str, stop: int, bound_note: str) -> tu
     loss_bound = np.nan
     if outcome == "budget":
         bound = (f"time budget: {left:,} of {nodes:,} nodes not evaluated after "
-                 f"{w.walk_share * budget:.0f} CPU s (search.budget_seconds {budget:g})")
+                 + (f"{OVERRUN * w.walk_share * budget:.0f} CPU s, {OVERRUN:g} times the walk's share of the "
+                    f"budget (search.budget_seconds {budget:g}), more than the nodes were charged"
+                    if w.overrun else
+                    f"{w.charged:.3g} s charged to the nodes visited, over the walk's share of {w.allowance:.3g} s "
+                    f"(search.budget_seconds {budget:g}; a node's charge is fixed by the records, the keys and "
+                    "what the walk does to it, so the same nodes are taken whatever the timing and the workers)"))
         if measure == "lambda_arctan":
             # the nodes are walked in the order of their recode-only loss, which suppression only raises
             loss_bound = w.least_left(stop)
@@ -377,7 +386,7 @@ def _confirm_walked(w: LatticeWalk, outcome: str, stop: int, bound: str, loss_bo
     Returns (confirmed, the walk's outcome, its stop, bound, loss_bound) as they are then."""
     front = pareto_front([c for c in w.candidates if c.reaches_target and c.loss <= w.best_stricter + 1e-12])
     w.say(f"front of {len(front)} candidates; confirming with the release checks")
-    confirmed = confirm_front(w.data, w.spec, w.space, front, wave, w.start, w.say)
+    confirmed = confirm_front(w.data, w.spec, w.space, front, wave, w.elapsed, w.say)
     if not any(c.confirmed for c in confirmed) and w.elapsed() < w.budget:
         # the front fails a release check (linkage through the keys, say): coarser plans may pass
         before = w.evaluated
@@ -386,7 +395,7 @@ def _confirm_walked(w: LatticeWalk, outcome: str, stop: int, bound: str, loss_bo
             loss_bound = w.least_left(stop) if outcome == "budget" else np.nan
         beyond = sorted((c for c in w.candidates if c.reaches_target and c not in front), key=lambda c: c.loss)
         w.say(f"no front candidate passes the release checks: {len(beyond)} candidates beyond the front confirmed")
-        confirmed += [c for c in confirm_front(w.data, w.spec, w.space, beyond, wave, w.start, w.say) if c.checks]
+        confirmed += [c for c in confirm_front(w.data, w.spec, w.space, beyond, wave, w.elapsed, w.say) if c.checks]
         bound += (f"; as no front candidate passed the release checks, {w.evaluated - before:,} more nodes were then "
                   f"evaluated ({len(w.order) - stop:,} left unevaluated) and the candidates beyond the front "
                   "confirmed in loss order")
