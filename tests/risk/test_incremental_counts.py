@@ -132,3 +132,16 @@ def test_incremental_counts_without_weights_equal_freqcalc_after_every_suppressi
         probe_f, probe_F = counter.probe_counts(probes)
         expected_probe = freqcalc(probes, current, weight)
         assert np.array_equal(probe_f, expected_probe) and np.array_equal(probe_F, expected_probe)
+
+
+def test_incremental_counts_when_codes_overflow_int64_equal_freqcalc():
+    # three keys of 2**22 categories: their codes do not fit in int64, so the counter sums by hashing
+    radices = np.array([2**22, 2**22, 2**22])
+    digits = np.array([[5, 7, 9], [5, 7, 9], [5, 8, 9], [6, 7, 9], [2**22 - 1, 1, 1]])
+    counter = IncrementalCompatibleCounts(digits, radices)
+    assert counter.record_counts()[0].tolist() == [2, 2, 1, 1, 1]
+    counter.set_missing(np.array([2, 3]), np.array([0b010, 0b001]))  # (5, NA, 9) and (NA, 7, 9)
+    current = np.array([[5, 7, 9], [5, 7, 9], [5, 0, 9], [0, 7, 9], [2**22 - 1, 1, 1]])
+    f, _ = counter.record_counts()
+    assert f.tolist() == freqcalc(current, current, np.ones(5)).tolist() == [4, 4, 4, 4, 1]
+    assert counter.probe_counts(np.array([[5, 0, 0]]))[0].tolist() == [4]
