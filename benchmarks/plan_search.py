@@ -51,8 +51,10 @@ the patterns of the keys a pass touched, the probes of a pass counted alone:
 :class:`~sdc_dagster.risk.incremental_counts.IncrementalCompatibleCounts`,
 :func:`~sdc_dagster.risk.frequencies.compatible_sums`), l-diversity counts every sensitive
 category in one pattern pass (:func:`~sdc_dagster.risk.frequencies.matched_counts`), and a node
-whose groups are l-diverse is not checked twice. Same results (every plan, loss and bound below is
-the one before); measured side by side with this branch's base (ebe476d) on the same machine at load
+whose groups are l-diverse is not checked twice. Same results: every node evaluated gives the
+candidate it gave before (loss, risk, suppressions; compared node by node on the census-income
+case), so a search that evaluates the same nodes returns the same plan and bound, and one that its
+budget ends evaluates more nodes in the same time; measured side by side with this branch's base (ebe476d) on the same machine at load
 5-7, CPU seconds:
 
 * the issue's case, ``sdc init adult --from adult.csv`` then ``sdc run`` (drafted spec: 8 keys with
