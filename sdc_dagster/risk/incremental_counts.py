@@ -26,9 +26,9 @@ class IncrementalCompatibleCounts:
 
     The current keys are held as a table of distinct keys with their record counts and weight sums;
     setting key values of some records to missing moves those records to other (possibly new)
-    table rows, so an update costs the changed records, not the data set. Every count is
-    :func:`compatible_counts` on that table, so the semantics are exactly those of
-    :func:`missing_aware_key_frequencies` (and of ``risk.key_frequencies`` / ``k_anonymity_violations``).
+    table rows, so an update costs the changed records, not the data set. Every count is that of
+    :func:`compatible_counts` on that table (followed without a recount, module docstring), so the
+    semantics are exactly those of :func:`missing_aware_key_frequencies` (and of ``risk.key_frequencies`` / ``k_anonymity_violations``).
 
     * :meth:`record_counts`: (f, F) of every record's current key.
     * :meth:`probe_counts`: (f, F) that arbitrary keys would have among the current records, e.g. a
