@@ -51,6 +51,44 @@ the 2 cores, so the wall seconds mostly measure the other processes), before (th
   with the 3 continuous keys 1.9 -> 2.1 s CPU, best of 2 checked with its bound (target: a proven
   optimum or a bounded best within 60 s, met). Both within the noise of the load.
 
+Then (issue 38, "the plan search on a census-income file with its ARX hierarchies finishes its
+lattice"): the compatible counts (SPEC §2.4) follow local suppression incrementally (f + C d over
+the patterns of the keys a pass touched, the probes of a pass counted alone:
+:class:`~sdc_dagster.risk.incremental_counts.IncrementalCompatibleCounts`,
+:func:`~sdc_dagster.risk.frequencies.compatible_sums`), l-diversity counts every sensitive
+category in one pattern pass (:func:`~sdc_dagster.risk.frequencies.matched_counts`), and a node
+whose groups are l-diverse is not checked twice. Same results: every node evaluated gives the
+candidate it gave before (loss, risk, suppressions; compared node by node on the census-income
+case), so a search that evaluates the same nodes returns the same plan and bound, and one that its
+budget ends evaluates more nodes in the same time; measured side by side with this branch's base (ebe476d) on the same machine at load
+5-7, CPU seconds:
+
+* the issue's case, ``sdc init adult --from adult.csv`` then ``sdc run`` (drafted spec: 8 keys with
+  ARX's hierarchies, k = 3, l = 2 on salary-class, global risk 0.05; its first lattice 192 nodes):
+  the plan search with ``search.workers: 1`` and a budget large enough to finish, 109.8 -> 73.5 to
+  81.6 s CPU for all 192 nodes and the 82 of the wider lattice (the heaviest node, every key at its
+  own level, 2.8 -> 1.5 s CPU; the nodes after it 1.2-1.9x cheaper). With the spec as drafted
+  (budget 120 CPU s, of which the walk has 60 %; ``workers: auto``) ``sdc run`` evaluated 86 of 192
+  nodes before its budget ended (185.8 s wall), now 156 and 190 of 192 in two runs (175.2 and
+  113.9 s wall; CPU time itself grows with the load), so the budget still ends before the lattice
+  does; serially (``workers: 1``) 168 of 192 within the 120 s budget, all 192 within 300 s. No
+  node of that lattice passes the release checks, as before.
+* ARX adult, ``optimal_generalisation``: 0.57 -> 0.54 s CPU (5 %), 0.08 -> 0.08 s CPU (none):
+  unchanged (it counts no missing values).
+* adult ``search_wave``, recodes only: 1.2 -> 1.1 s CPU; with local suppression (budget 60 CPU s,
+  2 processes): 42 -> 67 nodes evaluated in 44.6 -> 43.3 s CPU, the same plan (loss 0.1457).
+* sdcMicro's testdata with the demo spec: 24.0 -> 1.0 s CPU (41.0 -> 4.4 s wall), the same 26 of 36
+  nodes, plan and bound (its local suppression and risk-based suppression on keys with missing
+  values recounted every pattern after every pass).
+* the bootstrapped wave, 100,000 records: 0.6 -> 0.9 s CPU (7 keys) and 1.9 -> 2.3 s CPU (with the
+  3 continuous keys), the same plans: two nodes, within the noise of the load.
+
+Target of the issue's case, an order of magnitude cheaper node evaluation: not met. The heavy nodes
+of the census-income lattice are 1.2-1.9x cheaper (their time is now the compatible sums of the
+patterns local suppression creates, about a millisecond per pattern per 16,000 distinct keys, in
+pandas' hashing of the probes), not enough for the lattice to be finished within the drafted
+120 CPU s budget (2 to 36 nodes short, by the load); sdcMicro's testdata is 24x cheaper.
+
 ``--json PATH`` writes the figures; ``--before PATH`` prints them beside those of an earlier run
 (e.g. of main: ``/work/main/.venv/bin/python benchmarks/plan_search.py --json before.json`` runs
 this file against main's package).

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.errors import SDCInputError, require_columns
-from sdc_dagster.risk.frequencies import compatible_counts, distinct_digit_keys, distinct_keys
+from sdc_dagster.risk.frequencies import distinct_digit_keys, distinct_keys, matched_counts
 from sdc_dagster.keys import category_codes, key_columns, key_digits
 from sdc_dagster.validation import check_scalar
 
@@ -109,8 +109,9 @@ def matched_l_diversity(digits: np.ndarray, radices: np.ndarray, values: np.ndar
     are those of every key it matches (Hundepool et al. 2012, §3.3 on missing key values).
 
     For each sensitive category c, the records of c that match a key are counted by
-    :func:`~sdc_dagster.risk.frequencies.compatible_counts` on the counts of c per distinct key (one
-    call per category, none when no key value is missing): a complete key matches the keys with a
+    :func:`~sdc_dagster.risk.frequencies.matched_counts` on the counts of c per distinct key
+    (:func:`~sdc_dagster.risk.frequencies.compatible_counts` with alpha 1, every category in one
+    pass over the missingness patterns, none when no key value is missing): a complete key matches the keys with a
     missing value that agree with it where they are observed (the key missing in every variable
     only when there is one key variable, as sdcMicro's freqCalc counts it); a key with a missing
     value matches every key that agrees with it where both are observed; a key missing in every
@@ -124,9 +125,8 @@ def matched_l_diversity(digits: np.ndarray, radices: np.ndarray, values: np.ndar
     counts = np.bincount(groups.record_key * m + category, minlength=n_groups * m).reshape(n_groups, m)
     matched = counts.astype(np.float64)
     if not (groups.digits > 0).all():
-        for c in np.flatnonzero(counts.sum(axis=0)):  # one pass per sensitive category, never per record
-            column = counts[:, c].astype(np.float64)
-            matched[:, c] = compatible_counts(groups.digits, groups.radices, column, column, 1.0)[0]
+        present = np.flatnonzero(counts.sum(axis=0))  # one pattern pass for every category, never per record
+        matched[:, present] = matched_counts(groups.digits, groups.radices, matched[:, present])
     pair_group, pair_value = np.nonzero(matched[:, 1:] > 0)  # row-major: sorted by group
     count = matched[pair_group, pair_value + 1]
     scores = _group_scores(pair_group.astype(np.int64), count, matched.sum(axis=1), matched[:, 0], n_groups,

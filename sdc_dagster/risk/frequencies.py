@@ -527,3 +527,119 @@ def grouping_sets_counts(
             out[k] = pd.NA
     out = out[[*keys, "subset", "n", "weight_sum"]]
     return out.sort_values(["subset", *keys], kind="stable").reset_index(drop=True)
+
+
+def compatible_sums(targets: np.ndarray, sources: np.ndarray, values: np.ndarray, radices: np.ndarray) -> np.ndarray:
+    """For each target key, the sums of ``values`` over the source keys compatible with it.
+
+    SPEC §2.4's relation (sdcMicro ``freqCalc``): two keys are *compatible* when they agree wherever
+    both are observed (0 = missing). The relation is symmetric, so the sum can be organised by the
+    missingness patterns of either side, whichever has fewer patterns per key of the other side
+    (cost ~ patterns(one side) x keys(other side)): for a pattern P of side A, every key b of side B
+    is projected onto P with its own missing values kept as 0, which shows the subset S_b of P that b
+    observes; a key a with pattern P is compatible with b exactly when a projected onto S_b equals
+    that projection. So each a is probed once per subset S that occurs, the B keys' codes are
+    looked up among the (few) distinct probes, and no pair is compared. This is the join of
+    :func:`compatible_counts` (``_add_compatible_keys_to_partial_keys``) read in both directions
+    and for many value columns at once; with few source keys (the keys whose counts a suppression
+    changed) it costs a pass over the targets per source pattern instead of a recount
+    (:class:`~sdc_dagster.risk.incremental_counts.IncrementalCompatibleCounts`).
+
+    Parameters
+    ----------
+    targets, sources : key digits (rows), as :func:`~sdc_dagster.keys.key_digits` codes them with
+        ``radices`` (0 = missing). A key missing in every variable is compatible with every key.
+    values : (len(sources), c) or (len(sources),) float64, the values summed per column.
+
+    Returns
+    -------
+    (len(targets), c) float64 sums, c = 1 for one column (integer-valued values give exact sums).
+    """
+    targets = np.asarray(targets, dtype=np.int64)
+    sources = np.asarray(sources, dtype=np.int64)
+    values = np.asarray(values, dtype=np.float64)
+    values = values[:, None] if values.ndim == 1 else values
+    out = np.zeros((len(targets), values.shape[1]))
+    if not len(targets) or not len(sources):
+        return out
+    m = targets.shape[1]
+    check_mask_width(m, "matching missing values")
+    bit = np.int64(1) << np.arange(m, dtype=np.int64)
+    target_mask = (targets > 0).astype(np.int64) @ bit
+    source_mask = (sources > 0).astype(np.int64) @ bit
+    target_patterns, source_patterns = np.unique(target_mask), np.unique(source_mask)
+    target_keys, source_keys = _Projector(targets, radices), _Projector(sources, radices)
+    if len(target_patterns) * len(sources) <= len(source_patterns) * len(targets):
+        # per target pattern: the sources' sums gathered onto the probes of the targets
+        for pattern, rows in _keys_by_pattern(target_mask, np.ones(len(targets), dtype=bool)):
+            subsets = np.unique(source_patterns & pattern)
+            source_code, probes = _pattern_codes(source_keys, target_keys.subset(rows), pattern, subsets)
+            probe_codes, probe_index = _distinct(probes)
+            pos = _positions(probe_codes, source_code)
+            hit = np.flatnonzero(pos >= 0)
+            for c in range(values.shape[1]):
+                sums = np.bincount(pos[hit], weights=values[hit, c], minlength=len(probe_codes))
+                out[rows, c] = sums[probe_index].reshape(len(subsets), len(rows)).sum(axis=0)
+    else:
+        # per source pattern: the sources' values summed by probe, read by each target's projection
+        for pattern, rows in _keys_by_pattern(source_mask, np.ones(len(sources), dtype=bool)):
+            subsets = np.unique(target_patterns & pattern)
+            target_code, probes = _pattern_codes(target_keys, source_keys.subset(rows), pattern, subsets)
+            probe_codes, probe_index = _distinct(probes)
+            pos = _positions(probe_codes, target_code)
+            hit = np.flatnonzero(pos >= 0)
+            for c in range(values.shape[1]):
+                sums = np.bincount(probe_index, weights=np.tile(values[rows, c], len(subsets)),
+                                   minlength=len(probe_codes))
+                out[hit, c] += sums[pos[hit]]
+    return out
+
+
+def _pattern_codes(one: _Projector, many: _Projector, pattern: int,
+                   subsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The codes of :func:`compatible_sums` for one pattern: the keys of ``one`` projected onto
+    the pattern's variables (their own missing values kept as 0), and the keys of ``many`` projected onto
+    each of ``subsets`` (subset-major: all probed keys for the first subset, then the next), in
+    codes comparable with each other (:func:`projection_codes`)."""
+    m = one.digits.shape[1]
+    if one.terms is not None:
+        (code,) = projection_codes([(one, None, _column_mask(pattern, m))])
+        return code, (many.terms @ _column_masks(subsets, m).T).T.ravel()
+    code, *parts = projection_codes([(one, None, _column_mask(pattern, m))]
+                                    + [(many, None, _column_mask(s, m)) for s in subsets])
+    return code, np.concatenate(parts)
+
+
+def _distinct(probes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct probe codes (any numbering) and each probe's index among them."""
+    if len(probes) <= _SORTED_LOOKUP_SIZE:
+        return np.unique(probes, return_inverse=True)
+    index, codes = pd.factorize(probes)
+    return codes, index
+
+
+def matched_counts(digits: np.ndarray, radices: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """:func:`compatible_counts` with alpha = 1 of distinct keys for several count columns at once
+    (SPEC §2.4, sdcMicro ``freqCalc``): for each key d and column, the column summed over the keys
+    compatible with d, the key missing in every variable left out for complete keys when there is
+    more than one key variable (as freqCalc counts it), and for the all-missing key the column's
+    total. ``columns`` (len(digits), c); the result has the same shape and equals
+    ``compatible_counts(digits, radices, column, column, 1.0)[0]`` column by column (tested), one
+    pattern pass serving every column (the l-diversity of a key group counts each sensitive
+    category so, :func:`~sdc_dagster.risk.diversity.matched_l_diversity`)."""
+    digits = np.asarray(digits, dtype=np.int64)
+    columns = np.asarray(columns, dtype=np.float64).reshape(len(digits), -1)
+    observed = digits > 0
+    complete = observed.all(axis=1)
+    if complete.all():
+        return columns.copy()
+    all_missing = ~observed.any(axis=1)
+    m = digits.shape[1]
+    mask = observed.astype(np.int64) @ (np.int64(1) << np.arange(m, dtype=np.int64))
+    if m == 1 or _use_dense_lattice(radices, len(digits), mask, ~complete & ~all_missing):
+        return np.column_stack([compatible_counts(digits, radices, column, column, 1.0)[0] for column in columns.T])
+    counted = ~all_missing & columns.any(axis=1)
+    out = compatible_sums(digits, digits[counted], columns[counted], radices)
+    out[~complete] += columns[all_missing].sum(axis=0)
+    out[all_missing] = columns.sum(axis=0)
+    return out

@@ -186,12 +186,15 @@ def evaluate_node(data: pd.DataFrame, spec: SurveySpec, lattice: CodedLattice, s
         frame = risk_suppression(lattice.frame(node, digits), keys, threshold=step["threshold"], weight=lattice.weight)
         digits = np.where(frame[keys].isna().to_numpy(), 0, digits)
         violations, risks = _risks(*lattice.frequencies(*renumbered_digits(digits)), lattice.weight, k)
+    below_l = None if keys else 0  # records below l, once known for the final digits
     if keys and allowed and lattice.sensitive:
         # the records of key groups that are not l-diverse lose every key value (ARX's record
         # suppression; the suppression limit bounds how many)
         below = codes_below_l(digits, radices, list(lattice.sensitive.values()), l=spec.risk.l,
                               entropy=spec.risk.l_diversity == "entropy")
-        if below.any():
+        if not below.any():
+            below_l = 0  # the digits are final: records_below_l would count the same groups again
+        else:
             step = {"method": "diversity_suppression", "sensitive": list(lattice.sensitive), "l": spec.risk.l,
                     **({"entropy": True} if spec.risk.l_diversity == "entropy" else {})}
             suppression.append(step)
@@ -203,13 +206,14 @@ def evaluate_node(data: pd.DataFrame, spec: SurveySpec, lattice: CodedLattice, s
                 digits[below] = 0
             violations, risks = _risks(*lattice.frequencies(*renumbered_digits(digits)), lattice.weight, k)
     changed = []  # the keys the node releases changed: recoded, or with a value suppressed
-    below_l, suppressed_share, lost_share = 0, 0.0, 0.0
+    suppressed_share, lost_share = 0.0, 0.0
     if keys:
         lost_share = lattice.not_released_share(digits)
         hidden = (digits == 0) & (recoded > 0)
         suppressed = int(np.count_nonzero(hidden))
         suppressed_share = float((hidden.sum(axis=0) / np.maximum((recoded > 0).sum(axis=0), 1)).max())
-        below_l = records_below_l(lattice, digits, radices, spec)
+        if below_l is None:
+            below_l = records_below_l(lattice, digits, radices, spec)
         changed = [key for key, level, hit in zip(keys, node, hidden.any(axis=0)) if level > 0 or hit]
     if suppressed or spec.search.loss == "topsis":
         released = data.copy(deep=False)
