@@ -66,10 +66,11 @@ CHECK_SECONDS_PER_CELL = 1e-8
 PLAIN_SECONDS_PER_CELL = 1.5e-8
 
 #: ... and a node evaluated with local suppression (its classes suppressed to k, the risk and the loss
-#: of the suppressed keys again: about 0.8 s a node on ARX's adult file, 30,162 records and 8 keys,
-#: 3.3e-6; 1e-6 on sdcMicro's testdata). The larger figure: a walk charged more than it costs stops
-#: early, never late.
-SUPPRESSION_SECONDS_PER_CELL = 3.3e-6
+#: of the suppressed keys again: about 0.35 s a node on ARX's adult file, 30,162 records and 8 keys,
+#: its hierarchies, k = 3 and l = 2, once compatible counts follow the suppressions incrementally
+#: (192 nodes in 67 s; 0.8 s, 3.3e-6, before); 1e-6 on sdcMicro's testdata). The larger figure: a
+#: walk charged more than it costs stops early, never late.
+SUPPRESSION_SECONDS_PER_CELL = 1.5e-6
 
 
 def node_charge(effect: str, evaluated: bool, suppresses: bool, records: int, keys: int) -> float:
