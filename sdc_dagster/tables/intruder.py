@@ -6,8 +6,9 @@ over the inner cells ``z >= 0``) and the published cells. The interval of a supp
 together): Hundepool et al. 2012 §4.4.1 ("the attacker problem", Fischetti and Salazar 1999),
 sdcTable ``attack()``, tau-Argus's audit. A cell is exactly derivable when its interval has width 0.
 
-The linear programmes are solved with HiGHS (``scipy.optimize.linprog``) on a reduced model, so
-that a pattern of a census-size table is audited with few small programmes:
+The linear programmes are solved with HiGHS on a reduced model, kept in one HiGHS model between
+the solves (:class:`sdc_dagster.tables.programme.Programme`: each solve starts from the last
+optimal basis), so that a pattern of a census-size table is audited with few cheap programmes:
 
 1. inner cells pinned by a published row of a single inner cell, or by a published zero (every
    inner cell below a published 0 is 0), are known and removed;
@@ -19,7 +20,8 @@ that a pattern of a census-size table is audited with few small programmes:
    the total of a published row containing it above) has that bound without a programme; every
    open part of every component is bounded by one programme over all components at once (their
    constraints are block-diagonal, so one optimum of the sum optimises every part): two programmes
-   per round, as many rounds as the largest component has open parts;
+   per round, as many rounds as the largest component has open parts; every optimum is a feasible
+   point of every component, so it settles the parts of the others it reaches a bound of;
 5. an unknown inner cell in no remaining row is bounded by 0 below and unbounded above.
 """
 
@@ -31,11 +33,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import sparse
-from scipy.optimize import linprog
 from scipy.sparse.csgraph import connected_components
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.tables.model import JointModel, Table, implied_rows, joint_model
+from sdc_dagster.tables.programme import Programme
 
 
 def stacked_mask(model: JointModel, masks, role: str) -> np.ndarray:
@@ -162,8 +164,7 @@ def intervals(
         total = np.asarray(objective.sum(axis=0)).ravel()
         everything = np.arange(n_components)
         for sign in (1.0, -1.0):
-            bounds.observe(_optimum(red, sign * total, np.arange(len(red.unknown)), np.arange(red.rows.shape[0])),
-                           everything)
+            bounds.observe(bounds.optimum(sign * total), everything)
     if enough is not None and len(part_keys):
         estimate_up, estimate_lo = target_up.copy(), target_lo.copy()
         np.add.at(estimate_up, part_target, bounds.seen_up)
@@ -209,10 +210,17 @@ class _PartBounds:
         self.ceiling = np.full(n, np.inf)
         np.minimum.at(self.ceiling, overlap.row[contains], red.rhs[overlap.col[contains]])
         n_components = int(red.component.max(initial=0)) + 1
-        self._unknowns = _grouped(red.component, n_components)
-        row_component = red.component[red.rows.indices[red.rows.indptr[:-1]]] if red.rows.shape[0] else np.zeros(0, int)
-        self._rows = _grouped(row_component, n_components)
         self._parts = _grouped(component, n_components)
+        self._everything = np.arange(n_components)
+        self._programme = None
+
+    def optimum(self, c: np.ndarray) -> np.ndarray:
+        """A minimiser of ``c z`` over the whole reduced programme (``z >= 0``), solved in one HiGHS
+        model kept between the calls (:class:`sdc_dagster.tables.programme.Programme`): each solve
+        starts from the last basis."""
+        if self._programme is None:
+            self._programme = Programme(self.red.rows, self.red.rhs, self.red.rhs, 0.0, np.inf, what="audit")
+        return self._programme.minimise(c)[1]
 
     def observe(self, z: np.ndarray, components: np.ndarray) -> None:
         """Record the feasible point ``z`` (solved over ``components`` only) and settle every part
@@ -243,10 +251,10 @@ class _PartBounds:
                     break
                 components, first = np.unique(self.component[open_parts], return_index=True)
                 chosen = open_parts[first]
-                c = np.asarray(self.objective[chosen].sum(axis=0)).ravel()
-                z = _optimum(self.red, sign * c, self._unknowns(components), self._rows(components))
+                z = self.optimum(sign * np.asarray(self.objective[chosen].sum(axis=0)).ravel())
                 bound[chosen] = self.objective[chosen] @ z
-                self.observe(z, components)
+                # the optimum is a feasible point of every component: it settles parts of the others too
+                self.observe(z, self._everything)
 
 
 def _grouped(label: np.ndarray, n_groups: int):
@@ -264,17 +272,6 @@ def _grouped(label: np.ndarray, n_groups: int):
         return np.sort(order[np.arange(lengths.sum()) + offsets])
 
     return positions
-
-
-def _optimum(red: Reduced, c: np.ndarray, columns: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """A minimiser of ``c z`` over the intruder's programme restricted to ``columns`` and ``rows``
-    (whole components), as a point over every unknown (0 outside ``columns``)."""
-    result = linprog(c[columns], A_eq=red.rows[rows][:, columns], b_eq=red.rhs[rows], bounds=(0, None), method="highs")
-    if result.status != 0:
-        raise RuntimeError(f"audit: HiGHS could not solve the intruder's programme ({result.message})")
-    z = np.zeros(len(red.unknown))
-    z[columns] = result.x
-    return z
 
 
 def audit(table_or_tables: Table | Sequence[Table], suppressed) -> pd.DataFrame | list[pd.DataFrame]:
