@@ -186,7 +186,7 @@ def intervals(
         if not keep_estimates():
             total = np.asarray(objective.sum(axis=0)).ravel()
             for sign in (1.0, -1.0):
-                bounds.observe(bounds.optimum(sign * total), np.arange(n_components))
+                bounds.observe(bounds.optimum(sign * total))
             keep_estimates()
     bounds.solve_open()
     np.add.at(target_lo, part_target, bounds.lo)
@@ -224,9 +224,6 @@ class _PartBounds:
         contains = overlap.data >= size[overlap.row] - 0.5
         self.ceiling = np.full(n, np.inf)
         np.minimum.at(self.ceiling, overlap.row[contains], red.rhs[overlap.col[contains]])
-        n_components = int(red.component.max(initial=0)) + 1
-        self._parts = _grouped(component, n_components)
-        self._everything = np.arange(n_components)
         self._programme = None
 
     def optimum(self, c: np.ndarray) -> np.ndarray:
@@ -237,12 +234,10 @@ class _PartBounds:
             self._programme = Programme(self.red.rows, self.red.rhs, self.red.rhs, 0.0, np.inf, what="audit")
         return self._programme.minimise(c)[1]
 
-    def observe(self, z: np.ndarray, components: np.ndarray) -> None:
-        """Record the feasible point ``z`` (solved over ``components`` only) and settle every part
-        of those components that reaches 0 or its ceiling there."""
-        parts = self._parts(components)
-        values = self.objective[parts] @ z
-        self.record(parts, values, values)
+    def observe(self, z: np.ndarray) -> None:
+        """Record the feasible point ``z`` and settle every part that reaches 0 or its ceiling there."""
+        values = self.objective @ z
+        self.record(np.arange(len(values)), values, values)
 
     def record(self, parts: np.ndarray, low: np.ndarray, high: np.ndarray) -> None:
         """Record values ``low`` and ``high`` of ``parts`` at feasible points and settle every part
@@ -275,7 +270,7 @@ class _PartBounds:
                 z = self.optimum(sign * np.asarray(self.objective[chosen].sum(axis=0)).ravel())
                 bound[chosen] = self.objective[chosen] @ z
                 # the optimum is a feasible point of every component: it settles parts of the others too
-                self.observe(z, self._everything)
+                self.observe(z)
 
 
 #: Components of the reduced programme with at most this many unknown inner cells of positive value
