@@ -62,6 +62,42 @@ of the 104,247 cells not reached. A profile of one subtable (23 s CPU): 85 % ins
 the repair's cut programmes (2 per failing primary and round), 34 % in the audit's, each solved
 from scratch: warm starts (highspy) and the audit's optima reused as the cuts' are the next work.
 The ILP on 10^4 cells was not measured again.
+
+Issue 36, fourth pass (same machine, load 5-7; CPU seconds). A new profile of that subtable (22 s
+CPU): 1,029 programmes, 18 s inside HiGHS. Three changes. (1) The audit's programmes are kept in
+one HiGHS model (``highspy``; ``sdc_dagster/tables/programme.py``), each solve starting from the
+last basis: ~5 ms a programme instead of ~12. (2) Certificates before programmes
+(``intruder.certificates``): the true table moved along the null space of the published rows (one
+SVD per component of up to 1,500 unknown inner cells, every cell's projection on it, the step to
+the first inner cell reaching 0 each way) certifies every cell of a component at once, and a
+pass/fail audit solves no programme for a cell they certify: the subtable's final audit of its 373
+primaries needs 2 programmes instead of 153 (0.1 s CPU instead of 1.2 s); a hypothesis property
+checks they never exceed the programmes' interval. Threaded BLAS spun 40 times the CPU on these
+small decompositions on the loaded machine (2.5 s instead of 0.06 s), so they run on one thread.
+(3) The repair runs GaussSuppression's interval iteration every round, not only after a round that
+fixed nothing (the first round never did: 69 fractional intervals): 3 rounds instead of 6. The
+subtable: 8.8 s CPU (was 17-22 s), 644 suppressed, cost 3,242 (was 643, 3,244). Warm starts were
+tried on the repair's cut programmes too and dropped: a degenerate programme restarted from another
+basis returns other (valid) dual values, and HiTaS on the reference case c4 then cost 76 instead of
+40. Those cold cut programmes (2 per failing primary and round, ~40 ms each) are now 75 % of the
+subtable's time: the next work (their cuts could come from the audit's own optimal duals, which
+the deviation form maps to). Figures, before this pass -> after, same load: 1,860 cells (seed 2,
+184 primaries) Gauss 2.6 -> 2.2 s CPU, HiTaS 4.5 -> 2.0 s, costs unchanged (5,415 and 5,755), the
+ILP 290 s CPU (was 705 s wall in the first pass; cost 4,233): the ILP target (10^4 cells in 60 s)
+is NOT met and was not measured on 10^4 cells. 9,360 cells (1,144 primaries): Gauss 9.4 -> 4.0 s
+CPU (2,808 -> 2,762 suppressed, cost 19,919 -> 19,267), HiTaS 7.9 -> 3.0 s CPU (2,770 -> 2,763,
+cost 19,383 -> 19,285), the final audit of every suppressed cell 1.7 s CPU; the reference cases
+(``--references``): every pattern and cost unchanged.
+The 10^5-cell table (104,247 cells, 18,112 primaries), HiTaS with 1 process: for the first time
+protected to the end, every subtable and then the joint repair, the pattern passing the joint
+audit (the pass/fail audit inside ``secondary_suppression``): 1,072 s CPU (2,426 s wall at load
+4-7), 14,634 secondaries, cost 179,066. The target (60 s) is NOT met, by a factor of ~18; the
+subtables' share and the joint repair's were not timed apart. The benchmark's last step, the
+interval of every one of the 32,746 suppressed cells (a report, not the pass/fail check: every
+cell bounded exactly; certificates only settle bounds that reach 0 or a containing row's total),
+had not finished 9 min later when the run's time limit stopped it; the sizes of its components
+(certificates only up to 1,500 unknown inner cells) were not looked at. 10^6 cells was not
+attempted.
 """
 
 import argparse

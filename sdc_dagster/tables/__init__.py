@@ -3,7 +3,8 @@
 * :mod:`~sdc_dagster.tables.model`: :func:`tabulate`, the :class:`Table` (inner cells and one sparse
   matrix to the published cells), linked tables (:func:`joint_model`);
 * :mod:`~sdc_dagster.tables.primary`: the sensitivity rules and protection levels;
-* :mod:`~sdc_dagster.tables.intruder`: the intruder's intervals of a suppression pattern;
+* :mod:`~sdc_dagster.tables.intruder`: the intruder's intervals of a suppression pattern (its
+  programmes kept in one HiGHS model, :mod:`~sdc_dagster.tables.programme`);
 * :mod:`~sdc_dagster.tables.secondary`: the optimal (ILP), Gauss and HiTaS secondary suppression;
 * :mod:`~sdc_dagster.tables.hitas`: HiTaS's subtables of a hierarchical table, protected from the top down;
 * :mod:`~sdc_dagster.tables.rounding`: small-count rounding (PLS, SmallCountRounding), additive;

@@ -6,8 +6,9 @@ over the inner cells ``z >= 0``) and the published cells. The interval of a supp
 together): Hundepool et al. 2012 §4.4.1 ("the attacker problem", Fischetti and Salazar 1999),
 sdcTable ``attack()``, tau-Argus's audit. A cell is exactly derivable when its interval has width 0.
 
-The linear programmes are solved with HiGHS (``scipy.optimize.linprog``) on a reduced model, so
-that a pattern of a census-size table is audited with few small programmes:
+The linear programmes are solved with HiGHS on a reduced model, kept in one HiGHS model between
+the solves (:class:`sdc_dagster.tables.programme.Programme`: each solve starts from the last
+optimal basis), so that a pattern of a census-size table is audited with few cheap programmes:
 
 1. inner cells pinned by a published row of a single inner cell, or by a published zero (every
    inner cell below a published 0 is 0), are known and removed;
@@ -15,11 +16,17 @@ that a pattern of a census-size table is audited with few small programmes:
    are left out: they add nothing to the feasible set;
 3. the remaining unknown inner cells fall into independent components (linked by the rows left);
    a suppressed cell's bound is the sum of the bounds of its parts in each component;
-4. a part whose value at a feasible point already solved reaches a bound it cannot pass (0 below,
+4. feasible points without a programme (:func:`certificates`: the true table moved along the null
+   space of the published rows, as far as the inner cells stay >= 0) certify a width for every
+   part of a component at once; for a pass/fail check (``enough``) a cell they certify needs no
+   programme at all (on a 2,079-cell census subtable: 2 programmes instead of 153 for the final
+   audit of 373 primaries, 0.18 s CPU instead of 1.2 s);
+   a part whose value at a feasible point already solved reaches a bound it cannot pass (0 below,
    the total of a published row containing it above) has that bound without a programme; every
    open part of every component is bounded by one programme over all components at once (their
    constraints are block-diagonal, so one optimum of the sum optimises every part): two programmes
-   per round, as many rounds as the largest component has open parts;
+   per round, as many rounds as the largest component has open parts; every optimum is a feasible
+   point of every component, so it settles the parts of the others it reaches a bound of;
 5. an unknown inner cell in no remaining row is bounded by 0 below and unbounded above.
 """
 
@@ -31,11 +38,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import sparse
-from scipy.optimize import linprog
+from scipy.linalg import null_space
 from scipy.sparse.csgraph import connected_components
+from threadpoolctl import threadpool_limits
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.tables.model import JointModel, Table, implied_rows, joint_model
+from sdc_dagster.tables.programme import Programme
 
 
 def stacked_mask(model: JointModel, masks, role: str) -> np.ndarray:
@@ -123,12 +132,14 @@ def intervals(
     (the part sums inner cells >= 0) and, above, the right-hand side of the smallest published row
     containing the part (the other inner cells of that row are >= 0; the bound tightening of
     Fischetti and Salazar's attacker problem, as sdcTable's ``attack()`` and tau-Argus's audit
-    report the same interval). The feasible points are those of the programmes already solved, all
-    kept, starting with two that push the sum of every part up and down.
+    report the same interval). The feasible points are the certificates of :func:`certificates`
+    (null-space moves of the true table, no programme) and those of the programmes already solved,
+    all kept, starting with two that push the sum of every part up and down.
 
     ``enough(rows, lo, up) -> bool per row``: when given, the cells whose inner estimate from those
     points (their true interval contains it) is already ``enough`` keep the estimate instead of
-    being bounded exactly. For a pass/fail check, not a report."""
+    being bounded exactly; when the certificates make every cell ``enough``, no programme is solved.
+    For a pass/fail check, not a report."""
     suppressed = np.asarray(suppressed, dtype=bool)
     lo = np.full(len(suppressed), np.nan)
     up = np.full(len(suppressed), np.nan)
@@ -158,23 +169,28 @@ def intervals(
         (parts.data[bounded], (part_id, parts.col[bounded])), shape=(len(part_keys), len(red.unknown))
     )
     bounds = _PartBounds(red, objective, part_component)
-    if len(part_keys):
-        total = np.asarray(objective.sum(axis=0)).ravel()
-        everything = np.arange(n_components)
-        for sign in (1.0, -1.0):
-            bounds.observe(_optimum(red, sign * total, np.arange(len(red.unknown)), np.arange(red.rows.shape[0])),
-                           everything)
-    if enough is not None and len(part_keys):
+
+    def keep_estimates() -> bool:
+        """Settle the targets whose estimate is ``enough``; True when every target is settled."""
+        if enough is None:
+            return False
         estimate_up, estimate_lo = target_up.copy(), target_lo.copy()
         np.add.at(estimate_up, part_target, bounds.seen_up)
         np.add.at(estimate_lo, part_target, bounds.seen_lo)
         done = np.asarray(enough(targets, estimate_lo, estimate_up), dtype=bool)
-        target_up[done], target_lo[done] = estimate_up[done], estimate_lo[done]
-        bounds.settle(done[part_target])
+        bounds.settle(done[part_target] & ~bounds.skipped)
+        return bool(bounds.skipped.all())
+
+    if len(part_keys):
+        bounds.record(np.arange(len(part_keys)), *certificates(red, objective, model.start[red.unknown]))
+        if not keep_estimates():
+            total = np.asarray(objective.sum(axis=0)).ravel()
+            for sign in (1.0, -1.0):
+                bounds.observe(bounds.optimum(sign * total))
+            keep_estimates()
     bounds.solve_open()
-    rest = ~bounds.skipped
-    np.add.at(target_lo, part_target[rest], bounds.lo[rest])
-    np.add.at(target_up, part_target[rest], bounds.up[rest])
+    np.add.at(target_lo, part_target, bounds.lo)
+    np.add.at(target_up, part_target, bounds.up)
     lo[targets] = target_lo
     up[targets] = target_up
     # every row of a suppressed distinct cell gets its interval
@@ -208,23 +224,31 @@ class _PartBounds:
         contains = overlap.data >= size[overlap.row] - 0.5
         self.ceiling = np.full(n, np.inf)
         np.minimum.at(self.ceiling, overlap.row[contains], red.rhs[overlap.col[contains]])
-        n_components = int(red.component.max(initial=0)) + 1
-        self._unknowns = _grouped(red.component, n_components)
-        row_component = red.component[red.rows.indices[red.rows.indptr[:-1]]] if red.rows.shape[0] else np.zeros(0, int)
-        self._rows = _grouped(row_component, n_components)
-        self._parts = _grouped(component, n_components)
+        self._programme = None
 
-    def observe(self, z: np.ndarray, components: np.ndarray) -> None:
-        """Record the feasible point ``z`` (solved over ``components`` only) and settle every part
-        of those components that reaches 0 or its ceiling there."""
-        parts = self._parts(components)
-        values = self.objective[parts] @ z
-        self.seen_lo[parts] = np.minimum(self.seen_lo[parts], values)
-        self.seen_up[parts] = np.maximum(self.seen_up[parts], values)
+    def optimum(self, c: np.ndarray) -> np.ndarray:
+        """A minimiser of ``c z`` over the whole reduced programme (``z >= 0``), solved in one HiGHS
+        model kept between the calls (:class:`sdc_dagster.tables.programme.Programme`): each solve
+        starts from the last basis."""
+        if self._programme is None:
+            self._programme = Programme(self.red.rows, self.red.rhs, self.red.rhs, 0.0, np.inf, what="audit")
+        return self._programme.minimise(c)[1]
+
+    def observe(self, z: np.ndarray) -> None:
+        """Record the feasible point ``z`` and settle every part that reaches 0 or its ceiling there."""
+        values = self.objective @ z
+        self.record(np.arange(len(values)), values, values)
+
+    def record(self, parts: np.ndarray, low: np.ndarray, high: np.ndarray) -> None:
+        """Record values ``low`` and ``high`` of ``parts`` at feasible points and settle every part
+        that reaches 0 or its ceiling there (within the tolerance: the bound is then that of 0 or
+        the ceiling, which no feasible point passes)."""
+        self.seen_lo[parts] = np.minimum(self.seen_lo[parts], low)
+        self.seen_up[parts] = np.maximum(self.seen_up[parts], high)
         low = np.isnan(self.lo[parts]) & (self.seen_lo[parts] <= self.tolerance)
-        self.lo[parts[low]] = self.seen_lo[parts[low]]
+        self.lo[parts[low]] = 0.0
         high = np.isnan(self.up[parts]) & (self.seen_up[parts] >= self.ceiling[parts] - self.tolerance)
-        self.up[parts[high]] = self.seen_up[parts[high]]
+        self.up[parts[high]] = self.ceiling[parts[high]]
 
     def settle(self, skip: np.ndarray) -> None:
         """Leave the parts ``skip`` out (their cell keeps an estimate)."""
@@ -243,10 +267,75 @@ class _PartBounds:
                     break
                 components, first = np.unique(self.component[open_parts], return_index=True)
                 chosen = open_parts[first]
-                c = np.asarray(self.objective[chosen].sum(axis=0)).ravel()
-                z = _optimum(self.red, sign * c, self._unknowns(components), self._rows(components))
+                z = self.optimum(sign * np.asarray(self.objective[chosen].sum(axis=0)).ravel())
                 bound[chosen] = self.objective[chosen] @ z
-                self.observe(z, components)
+                # the optimum is a feasible point of every component: it settles parts of the others too
+                self.observe(z)
+
+
+#: Components of the reduced programme with at most this many unknown inner cells of positive value
+#: get the certificates of :func:`certificates` (a dense singular value decomposition each).
+CERTIFIED_COMPONENT = 1500
+
+
+def certificates(red: Reduced, objective: sparse.csr_matrix, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high): for every part (row of ``objective`` over the unknowns of ``red``, within one
+    component) its smallest and largest value at feasible points of the intruder's programme found
+    without a programme (the true table alone for a component larger than :data:`CERTIFIED_COMPONENT`).
+
+    ``start`` (over the unknowns) is the true table, a feasible point. A direction ``d`` in the null
+    space of the component's rows, restricted to its unknowns of positive value (those at 0 stay at
+    0), moves it to ``start + t d``, feasible while ``start + t d >= 0``: for ``t`` up to
+    ``min_{d_j < 0} start_j / |d_j|`` and down to ``-min_{d_j > 0} start_j / d_j``. The direction of a
+    part ``o`` is its projection on that null space (``d = N N' o``, ``N`` an orthonormal basis from
+    the SVD, ``o·d = |d|^2 > 0`` unless the part is a linear function of the published cells), so one
+    decomposition per component certifies every part of it at once. Any feasible point is a rigorous
+    certificate: the part's interval (its programmes' optima, Fischetti and Salazar 1999) contains
+    ``[low, high]``; a certificate proves a width, never its absence. The directions are those of
+    GaussSuppression's and Fischetti and Salazar's reasoning on the kernel of the published rows (a
+    suppressed cell is safe when some deviation of the suppressed cells that keeps every published
+    cell moves it); the nonnegativity of the inner cells bounds the step. A point whose equations
+    are off by more than ``1e-9`` times the largest published value (rounding in a large step) is
+    not used."""
+    n_parts = objective.shape[0]
+    at_start = objective @ start
+    low, high = at_start.copy(), at_start.copy()  # the true table itself
+    if not n_parts:
+        return low, high
+    tolerance = 1e-9 * max(1.0, float(np.abs(red.rhs).max(initial=0.0)), float(np.abs(start).max(initial=0.0)))
+    n_components = int(red.component.max(initial=0)) + 1
+    row_component = red.component[red.rows.indices[red.rows.indptr[:-1]]] if red.rows.shape[0] else np.zeros(0, int)
+    unknowns, rows = _grouped(red.component, n_components), _grouped(row_component, n_components)
+    part_component = np.full(n_parts, -1)
+    coo = objective.tocoo()
+    part_component[coo.row] = red.component[coo.col]
+    parts_of = _grouped(np.where(part_component < 0, n_components, part_component), n_components + 1)
+    for k in np.unique(part_component[part_component >= 0]):  # components, not records
+        columns = unknowns(np.array([k]))
+        columns = columns[start[columns] > tolerance]
+        if not len(columns) or len(columns) > CERTIFIED_COMPONENT:
+            continue
+        parts = parts_of(np.array([k]))
+        matrix = red.rows[rows(np.array([k]))][:, columns].toarray()
+        # one BLAS thread: on a shared machine threaded BLAS spun 40 times the CPU on these
+        # decompositions (2.5 s instead of 0.06 s CPU on the census subtable, load 5)
+        with threadpool_limits(1, user_api="blas"):
+            basis = null_space(matrix)
+        if not basis.shape[1]:
+            continue
+        o = objective[parts][:, columns].toarray().T  # columns x parts
+        d = basis @ (basis.T @ o)
+        gain = np.einsum("ij,ij->j", o, d)  # o·d = |d|^2
+        a = start[columns][:, None]
+        with np.errstate(divide="ignore"):
+            up_step = np.where(d < 0, a / np.where(d < 0, -d, 1.0), np.inf).min(axis=0)
+            down_step = np.where(d > 0, a / np.where(d > 0, d, 1.0), np.inf).min(axis=0)
+        moves = (gain > tolerance) & np.isfinite(up_step) & np.isfinite(down_step)
+        off = np.abs(matrix @ d[:, moves]).max(axis=0, initial=0.0) * np.maximum(up_step, down_step)[moves]
+        moves[moves] = off <= tolerance
+        low[parts[moves]] = at_start[parts[moves]] - down_step[moves] * gain[moves]
+        high[parts[moves]] = at_start[parts[moves]] + up_step[moves] * gain[moves]
+    return low, high
 
 
 def _grouped(label: np.ndarray, n_groups: int):
@@ -264,17 +353,6 @@ def _grouped(label: np.ndarray, n_groups: int):
         return np.sort(order[np.arange(lengths.sum()) + offsets])
 
     return positions
-
-
-def _optimum(red: Reduced, c: np.ndarray, columns: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """A minimiser of ``c z`` over the intruder's programme restricted to ``columns`` and ``rows``
-    (whole components), as a point over every unknown (0 outside ``columns``)."""
-    result = linprog(c[columns], A_eq=red.rows[rows][:, columns], b_eq=red.rhs[rows], bounds=(0, None), method="highs")
-    if result.status != 0:
-        raise RuntimeError(f"audit: HiGHS could not solve the intruder's programme ({result.message})")
-    z = np.zeros(len(red.unknown))
-    z[columns] = result.x
-    return z
 
 
 def audit(table_or_tables: Table | Sequence[Table], suppressed) -> pd.DataFrame | list[pd.DataFrame]:

@@ -142,3 +142,50 @@ def test_the_contracts_audit_function_and_its_module_are_both_reachable():
     module = importlib.import_module("sdc_dagster.tables.intruder")
     assert tables.intruder is module and tables.audit is module.audit
     assert callable(tables.audit) and not hasattr(tables.audit, "__path__")
+
+
+def certified(table, suppressed):
+    """The intervals the certificates alone give (``enough`` accepts every estimate, so no programme
+    is solved): the range of each suppressed cell over null-space moves of the true table."""
+    from sdc_dagster.tables.intruder import intervals
+    from sdc_dagster.tables.model import joint_model
+
+    model = joint_model([table])
+    return intervals(model, np.asarray(suppressed, dtype=bool), enough=lambda rows, lo, up: np.ones(len(rows), bool))
+
+
+def test_c6_rectangle_certificates_by_hand(c6):
+    """The 4 suppressed cells (x,c) = 5, (x,d) = 31, (w,c) = 64, (w,d) = 89 have one null direction,
+    (+1, -1, -1, +1) / 2 (every published row keeps its total); the projection of (x,c) on it is
+    (1, -1, -1, 1) / 4 with gain 1/4. Upwards the cells going down stop it: 4 min(31, 64) steps, so
+    (x,c) reaches 5 + 31 = 36; downwards (x,c) itself stops at 0. (w,d) goes up by min(31, 64) = 31
+    to 120 and down by min(5, 89) = 5 to 84: the certificates are the exact intervals here."""
+    suppressed = pattern(c6, {("x", "c"), ("x", "d"), ("w", "c"), ("w", "d")})
+    lo, up = certified(c6, suppressed)
+    at = {k: i for i, k in enumerate(zip(c6.cells["v1"], c6.cells["v2"]))}
+    assert [lo[at["x", "c"]], up[at["x", "c"]]] == pytest.approx([0.0, 36.0])
+    assert [lo[at["w", "d"]], up[at["w", "d"]]] == pytest.approx([84.0, 120.0])
+    assert [lo[at["w", "c"]], up[at["w", "c"]]] == pytest.approx([33.0, 69.0])
+
+
+def test_no_certificate_for_an_exactly_derivable_cell(c6):
+    """(x,c) = 5 exactly in the pattern of two joined rectangles (see above): it is a linear function
+    of the published cells, so no null direction moves it and its certificate is the point 5."""
+    cells = {("w", "a"), ("w", "b"), ("x", "a"), ("x", "b"), ("y", "c"), ("y", "d"), ("z", "c"), ("z", "d"),
+             ("x", "c")}
+    lo, up = certified(c6, pattern(c6, cells))
+    xc = ((c6.cells["v1"] == "x") & (c6.cells["v2"] == "c")).to_numpy()
+    assert lo[xc][0] == pytest.approx(5.0) and up[xc][0] == pytest.approx(5.0)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(patterns())
+def test_certificates_are_sound(drawn):
+    """Soundness: every certified range lies within the cell's interval from its own programmes
+    (the LP interval is at least as wide as its certificate), and contains the true value."""
+    table, suppressed = drawn
+    lo, up = certified(table, suppressed)
+    expected = direct_intervals(table, suppressed)
+    for row, (exact_lo, exact_up) in expected.items():
+        assert exact_lo - 1e-6 <= lo[row] <= table.published[row] + 1e-9
+        assert table.published[row] - 1e-9 <= up[row] <= exact_up + 1e-6

@@ -1,0 +1,69 @@
+"""One linear programme kept in HiGHS between solves: only the objective changes.
+
+The audit (:mod:`sdc_dagster.tables.intruder`) bounds many cells over the same intruder's
+programme, each with another objective. Solved from scratch (``scipy.optimize.linprog``) every one
+of them was presolved, crashed and pivoted again: on a 2,079-cell census subtable 85 % of the
+protection's time was inside HiGHS (issue 36). Kept in one HiGHS model, a new objective leaves the
+last optimal basis primal feasible, so HiGHS restarts the primal simplex from it (Huangfu and Hall
+2018, "Parallelizing the dual revised simplex method", Math. Prog. Comp. 10, on HiGHS's hot start)
+and needs a few pivots instead of a full solve. An interval is the optimum, whichever vertex
+attains it, so the audit's results do not depend on the start.
+
+The repair's capacity programmes (:mod:`sdc_dagster.tables.secondary`) are not solved here: their
+cuts are the dual values, and a degenerate programme restarted from another basis returns other
+(equally valid) dual values, which led the repair elsewhere (HiTaS on the linked reference case c4:
+14 suppressions of cost 76 instead of 12 of cost 40).
+
+HiGHS is used through ``highspy``'s compiled ``_Highs`` (the class ``highspy.Highs`` extends and
+``scipy.optimize.linprog`` runs): ``highspy.Highs`` adds Python callbacks whose set-up prints HiGHS's
+banner on the process's standard output, which ``sdc`` must keep for its own output.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from highspy import HighsLp, HighsModelStatus, MatrixFormat
+from highspy._core import _Highs
+from scipy import sparse
+
+
+class Programme:
+    """``min c·x`` subject to ``row_lower <= A x <= row_upper`` and ``col_lower <= x <= col_upper``
+    (``±inf``: no bound), ``A`` sparse; :meth:`minimise` with each objective in turn, each solve
+    started from the last one's basis."""
+
+    def __init__(self, matrix: sparse.spmatrix, row_lower, row_upper, col_lower, col_upper, *, what: str):
+        matrix = sparse.csc_matrix(matrix)
+        matrix.sort_indices()
+        self.what = what
+        self.n_cols, self.n_rows = matrix.shape[1], matrix.shape[0]
+        lp = HighsLp()
+        lp.num_col_, lp.num_row_ = self.n_cols, self.n_rows
+        lp.col_cost_ = np.zeros(self.n_cols)
+        lp.col_lower_ = np.broadcast_to(np.asarray(col_lower, dtype=np.float64), (self.n_cols,)).copy()
+        lp.col_upper_ = np.broadcast_to(np.asarray(col_upper, dtype=np.float64), (self.n_cols,)).copy()
+        lp.row_lower_ = np.asarray(row_lower, dtype=np.float64)
+        lp.row_upper_ = np.asarray(row_upper, dtype=np.float64)
+        lp.a_matrix_.format_ = MatrixFormat.kColwise
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = self.n_cols, self.n_rows
+        lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
+        lp.a_matrix_.value_ = matrix.data.astype(np.float64)
+        self.highs = _Highs()
+        self.highs.setOptionValue("output_flag", False)
+        self.highs.passModel(lp)
+        self._columns = np.arange(self.n_cols, dtype=np.int32)
+
+    def minimise(self, c: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """(optimal value, an optimal ``x``, the rows' dual values) of ``min c·x``. A row's dual value
+        is HiGHS's: the derivative of the optimal value in the row's active bound (>= 0 at a lower
+        bound, <= 0 at an upper one, for a minimisation). Raises RuntimeError unless optimal."""
+        self.highs.changeColsCost(self.n_cols, self._columns, np.asarray(c, dtype=np.float64))
+        self.highs.run()
+        status = self.highs.getModelStatus()
+        if status != HighsModelStatus.kOptimal:
+            raise RuntimeError(f"{self.what}: HiGHS could not solve the intruder's programme "
+                               f"({self.highs.modelStatusToString(status)})")
+        solution = self.highs.getSolution()
+        x = np.asarray(solution.col_value)
+        return float(np.dot(c, x)), x, np.asarray(solution.row_dual)

@@ -1,0 +1,32 @@
+"""The linear programme kept in HiGHS between solves (sdc_dagster.tables.programme): optima and dual
+values by hand, new objectives on the same model, no output."""
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from sdc_dagster.tables.programme import Programme
+
+
+def test_optima_and_duals_by_hand_with_new_objectives(capfd):
+    # rows: x1 + x2 = 4 and x1 <= 3; x >= 0
+    programme = Programme(sparse.csr_matrix([[1.0, 1.0], [1.0, 0.0]]), [4.0, -np.inf], [4.0, 3.0], 0.0, np.inf,
+                          what="test")
+    value, x, dual = programme.minimise(np.array([1.0, 2.0]))
+    # x1 as large as the second row allows (3), x2 = 1: 3 + 2 = 5; raising the total by 1 costs 2,
+    # raising the cap of x1 by 1 saves 1 (dual <= 0 at an upper bound of a minimisation)
+    assert value == pytest.approx(5.0) and x.tolist() == pytest.approx([3.0, 1.0])
+    assert dual.tolist() == pytest.approx([2.0, -1.0])
+    value, x, dual = programme.minimise(np.array([2.0, 1.0]))  # now x2 is the cheaper: (0, 4)
+    assert value == pytest.approx(4.0) and x.tolist() == pytest.approx([0.0, 4.0])
+    assert dual.tolist() == pytest.approx([1.0, 0.0])
+    value, x, _ = programme.minimise(np.array([1.0, 2.0]))  # back to the first objective
+    assert value == pytest.approx(5.0) and x.tolist() == pytest.approx([3.0, 1.0])
+    # HiGHS's banner and log stay off the process's output (sdc prints there)
+    assert capfd.readouterr().out == ""
+
+
+def test_an_infeasible_programme_is_an_error_naming_its_user():
+    programme = Programme(sparse.csr_matrix([[1.0, 1.0]]), [-1.0], [-1.0], 0.0, np.inf, what="audit")
+    with pytest.raises(RuntimeError, match="audit: HiGHS could not solve"):
+        programme.minimise(np.array([1.0, 1.0]))
