@@ -132,7 +132,8 @@ def write_release(releases: Path, record: ReleaseRecord) -> Release:
     A withheld record (``record.withheld``: the failed blocking checks) is not released: no safe
     file is written and the record is ``withheld.json`` (``output`` null, ``withheld`` naming the
     checks), so that no audit or reader takes it for a release. ``sequence`` counts every decision
-    of the wave and plan (read and written under :data:`SEQUENCE_LOCK`); ``previous_release`` is the
+    of the wave and plan (read and written under the lock ``.<plan>.sequence.lock`` in the wave's folder,
+    :data:`SEQUENCE_LOCK`); ``previous_release`` is the
     last published release. A spec file changed
     since it was loaded (its hash is no longer ``record.spec_sha256``) raises, since its copy would
     not be the spec that was used."""
@@ -142,7 +143,10 @@ def write_release(releases: Path, record: ReleaseRecord) -> Release:
             f"{record.spec_path} changed since the spec was loaded (its hash is no longer {record.spec_sha256}): "
             "the release would store a spec copy other than the one used; reload the code location and rerun"
         )
-    with exclusive_lock(release_root(releases, record.survey, record.wave, record.plan) / SEQUENCE_LOCK):
+    # beside the plan's folder (its wave's folder holds files beside the plans' folders): the plan's
+    # folder lists run folders only
+    lock = inside(releases, record.survey, record.wave) / f".{record.plan}{SEQUENCE_LOCK}"
+    with exclusive_lock(lock):
         return _write_release(releases, record, spec_text)
 
 

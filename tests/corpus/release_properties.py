@@ -115,6 +115,14 @@ def _safe_file(folder: Path) -> Path:
     raise FileNotFoundError(f"no safe file in {folder}")
 
 
+def read_safe_file(folder: Path) -> tuple[Path, pd.DataFrame]:
+    """The release's safe file in the office's format and its records; a CSV release in the wave's
+    dialect (releases.files.csv_dialect), which its manifest records."""
+    safe = _safe_file(folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    return safe, _read(safe, manifest["output"]["order"].get("csv") if safe.suffix == ".csv" else None)
+
+
 #: The limit on the share of a key's values suppressed when the spec states none (issue 34: "e.g. at most 10 %").
 DEFAULT_SUPPRESSED_SHARE = 0.10
 
@@ -155,12 +163,10 @@ def check_release(original: Path, home: Path, survey: str, wave: str = "2024") -
         return result
     spec = yaml.safe_load((folder / "spec.yaml").read_text())
     manifest = json.loads((folder / "manifest.json").read_text())
-    safe = _safe_file(folder)
+    safe, after = read_safe_file(folder)
     result.safe_file = safe.name
     source_options = (spec.get("source") or {}).get("options") or {}
     before = _read(original, source_options)
-    # a CSV release is written in the wave's dialect (releases.files.csv_dialect), recorded in the manifest
-    after = _read(safe, manifest["output"]["order"].get("csv") if safe.suffix == ".csv" else None)
     variables = spec["variables"]
     perturbed = {s["parameters"].get("variable") for s in manifest.get("steps", [])
                  if s["method"] in PERTURBING_CATEGORIES}

@@ -86,7 +86,7 @@ def test_drafted_spec_releases_a_plan_that_keeps_detail(original, tmp_path):
     spec = yaml.safe_load((folder / "spec.yaml").read_text())
     keys = [name for name, v in spec["variables"].items() if v.get("role") == "categorical_key"]
     k = spec["risk"]["k"]
-    safe = release_properties._read(release_properties._safe_file(folder))
+    _, safe = release_properties.read_safe_file(folder)
     released = [key for key in keys if key in safe.columns]
 
     f = compatible_frequencies(safe[released])
