@@ -572,27 +572,34 @@ def compatible_sums(targets: np.ndarray, sources: np.ndarray, values: np.ndarray
     if len(target_patterns) * len(sources) <= len(source_patterns) * len(targets):
         # per target pattern: the sources' sums gathered onto the probes of the targets
         for pattern, rows in _keys_by_pattern(target_mask, np.ones(len(targets), dtype=bool)):
-            subsets = np.unique(source_patterns & pattern)
-            source_code, probes = _pattern_codes(source_keys, target_keys.subset(rows), pattern, subsets)
-            probe_codes, probe_index = _distinct(probes)
-            pos = _positions(probe_codes, source_code)
+            pos, probe_index, n_probes, n_subsets = _pattern_join(target_keys.subset(rows), source_keys, pattern,
+                                                                  source_patterns)
             hit = np.flatnonzero(pos >= 0)
             for c in range(values.shape[1]):
-                sums = np.bincount(pos[hit], weights=values[hit, c], minlength=len(probe_codes))
-                out[rows, c] = sums[probe_index].reshape(len(subsets), len(rows)).sum(axis=0)
+                sums = np.bincount(pos[hit], weights=values[hit, c], minlength=n_probes)
+                out[rows, c] = sums[probe_index].reshape(n_subsets, len(rows)).sum(axis=0)
     else:
         # per source pattern: the sources' values summed by probe, read by each target's projection
         for pattern, rows in _keys_by_pattern(source_mask, np.ones(len(sources), dtype=bool)):
-            subsets = np.unique(target_patterns & pattern)
-            target_code, probes = _pattern_codes(target_keys, source_keys.subset(rows), pattern, subsets)
-            probe_codes, probe_index = _distinct(probes)
-            pos = _positions(probe_codes, target_code)
+            pos, probe_index, n_probes, n_subsets = _pattern_join(source_keys.subset(rows), target_keys, pattern,
+                                                                  target_patterns)
             hit = np.flatnonzero(pos >= 0)
             for c in range(values.shape[1]):
-                sums = np.bincount(probe_index, weights=np.tile(values[rows, c], len(subsets)),
-                                   minlength=len(probe_codes))
+                sums = np.bincount(probe_index, weights=np.tile(values[rows, c], n_subsets), minlength=n_probes)
                 out[hit, c] += sums[pos[hit]]
     return out
+
+
+def _pattern_join(probed: _Projector, other: _Projector, pattern: int,
+                  other_patterns: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """The join of :func:`compatible_sums` for the ``probed`` keys, all of missingness ``pattern``,
+    against every key of ``other`` (whose patterns are ``other_patterns``): the position of each
+    ``other`` key among the distinct probes (-1: compatible with none), each probe's index among
+    them (subset-major, :func:`_pattern_codes`), the number of distinct probes and of subsets."""
+    subsets = np.unique(other_patterns & pattern)
+    other_code, probes = _pattern_codes(other, probed, pattern, subsets)
+    probe_codes, probe_index = _distinct(probes)
+    return _positions(probe_codes, other_code), probe_index, len(probe_codes), len(subsets)
 
 
 def _pattern_codes(one: _Projector, many: _Projector, pattern: int,
