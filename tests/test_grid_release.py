@@ -70,27 +70,15 @@ def test_audit_verdicts(release):
 def test_two_grid_releases_at_once_take_successive_numbers(release, tmp_path, monkeypatch):
     # the race found for table releases (two runs at once both sequence 2 after the same previous
     # release) held for grid releases too; the listing is slowed so that, unlocked, both read run-1 alone
-    import threading
-    import time
+    from functools import partial
 
     import sdc_dagster.releases.grid as grid
+    from tests.concurrency import at_once_with_slow_listing
 
     _, census = release
-    listed = grid.list_grid_releases
-
-    def slow(*args):
-        found = listed(*args)
-        time.sleep(0.3)
-        return found
-
-    monkeypatch.setattr(grid, "list_grid_releases", slow)
-    runs = [threading.Thread(target=grid.write_grid_release, args=(
-        tmp_path / "releases", run, {"R1": {"grid_suppressed": SUPPRESSED}}, {"R1": census}, {"regions": ["R1"]}))
-        for run in ("run-2", "run-3")]
-    for thread in runs:
-        thread.start()
-    for thread in runs:
-        thread.join()
+    listed = at_once_with_slow_listing(monkeypatch, grid, "list_grid_releases", [partial(
+        grid.write_grid_release, tmp_path / "releases", run, {"R1": {"grid_suppressed": SUPPRESSED}}, {"R1": census},
+        {"regions": ["R1"]}) for run in ("run-2", "run-3")])
     manifests = [json.loads((f / "manifest.json").read_text()) for f in listed(tmp_path / "releases")]
     assert [m["sequence"] for m in manifests] == [1, 2, 3]
     assert manifests[2]["previous_release"] == manifests[1]["run_id"]

@@ -279,21 +279,11 @@ def test_a_csv_wave_is_released_in_its_own_dialect(tmp_path):
 def test_two_releases_of_one_wave_and_plan_at_once_take_successive_numbers(survey_files, tmp_path, monkeypatch):
     # two runs of the same wave at once both became sequence 1 with no previous release (the race found
     # for table releases); the listing is slowed so that, unlocked, both threads read no earlier release
-    import threading
-    import time
-
     from sdc_dagster.releases import manifest as releasing
+    from tests.concurrency import at_once_with_slow_listing
 
     spec, source = survey_files
     protected, safe = released(spec, source)
-    listed = releasing.list_decisions
-
-    def slow(*args):
-        found = listed(*args)
-        time.sleep(0.3)
-        return found
-
-    monkeypatch.setattr(releasing, "list_decisions", slow)
 
     def run(run_id):
         write_release(tmp_path / "releases", ReleaseRecord(
@@ -302,11 +292,8 @@ def test_two_releases_of_one_wave_and_plan_at_once_take_successive_numbers(surve
             spec_path=spec.spec_path, spec_sha256=spec.spec_hash, plan_definition={}, steps=[], risk={}, loss={},
             checks={}, safe=safe))
 
-    runs = [threading.Thread(target=run, args=(name,)) for name in ("r1", "r2")]
-    for thread in runs:
-        thread.start()
-    for thread in runs:
-        thread.join()
+    listed = at_once_with_slow_listing(monkeypatch, releasing, "list_decisions",
+                                       [lambda: run("r1"), lambda: run("r2")])
     manifests = [releasing.read_manifest(f) for f in listed(tmp_path / "releases", "lfs", "2024", "recode_age")]
     assert [m["sequence"] for m in manifests] == [1, 2]
     assert manifests[1]["previous_release"] == manifests[0]["run_id"]

@@ -623,33 +623,21 @@ def test_two_releases_of_one_set_and_wave_at_once_take_successive_numbers(tmp_pa
     """Found running `sdc table run census.yaml` twice at once: both releases were sequence 2 after the
     same previous release. The number is now read and the manifest written under one lock; the
     listing is slowed here so that, without it, both threads would read the same releases."""
-    import threading
-    import time
     from dataclasses import replace
+    from functools import partial
 
     import sdc_dagster.releases.tables as releasing
     from sdc_dagster.pipeline.tables import table_checks
     from sdc_dagster.releases.manifest import read_manifest
+    from tests.concurrency import at_once_with_slow_listing
 
     spec = load_table_spec(EXAMPLES / "business_tables.yaml")
     spec = replace(spec, formats=("csv",))
     tabulated, audited = run_tables(spec, read_table_input(spec))
-    listed = releasing.list_table_releases
-
-    def slow(*args, **kwargs):
-        found = listed(*args, **kwargs)
-        time.sleep(0.3)
-        return found
-
-    monkeypatch.setattr(releasing, "list_table_releases", slow)
     inputs = {"data": {"file": str(spec.source.file), "sha256": "0" * 64}}
-    runs = [threading.Thread(target=releasing.release_tables, args=(
-        tmp_path / "releases", tmp_path / "reports", run, spec, "file", tabulated, audited,
-        table_checks(audited), inputs)) for run in ("run-a", "run-b")]
-    for thread in runs:
-        thread.start()
-    for thread in runs:
-        thread.join()
+    listed = at_once_with_slow_listing(monkeypatch, releasing, "list_table_releases", [partial(
+        releasing.release_tables, tmp_path / "releases", tmp_path / "reports", run, spec, "file", tabulated, audited,
+        table_checks(audited), inputs) for run in ("run-a", "run-b")])
     folders = listed(tmp_path / "releases", "business_tables", "file")
     manifests = [read_manifest(f) for f in folders]
     assert [m["sequence"] for m in manifests] == [1, 2]
