@@ -7,6 +7,7 @@ Every expected value is computed by hand in the test's comments."""
 
 import contextlib
 import io
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ from sdc_dagster.cli import main
 from sdc_dagster.search.space import search_space
 from sdc_dagster.spec import parse_spec
 from sdc_dagster.spec.drafted_hierarchies import two_classes
+from sdc_dagster.spec.hierarchies import read_hierarchy_file
 from sdc_dagster.spec.roles import coarsest_classes, draft_scenario, key_cap
 
 
@@ -188,3 +190,81 @@ def test_without_weights_the_global_risk_target_bounds_the_keys(tmp_path):
     frame["weight"] = 50.0
     weighted = draft_scenario(read_with_metadata(_csv(tmp_path, frame, "weighted.csv")))
     assert weighted.cap.max_risk is None and weighted.cap.cap == 2
+
+
+def test_a_given_hierarchy_puts_a_key_at_its_own_coarsest_level(tmp_path):
+    # ARX layout: a, b -> ab; c, d -> cd; e alone; then the top '*'. The coarsest level below the top
+    # has three groups: {a, b}, {c, d}, {e}; the missing value stays missing.
+    path = tmp_path / "letters.csv"
+    path.write_text("a;ab;*\nb;ab;*\nc;cd;*\nd;cd;*\ne;e;*\n")
+    classes = coarsest_classes(pd.Series(["a", "c", "e", "b", None, "d"]), "nominal", hierarchy=read_hierarchy_file(path))
+    assert np.isnan(classes.iloc[4])
+    known = classes.drop(4)
+    assert known[0] == known[3] and known[1] == known[5]  # a with b, c with d
+    assert len({known[0], known[1], known[2]}) == 3
+    # a hierarchy of only the top leaves every value in a class of its own
+    (tmp_path / "top.csv").write_text("a;*\nb;*\nc;*\n")
+    alone = coarsest_classes(pd.Series(["a", "b", "c", "a"]), "nominal", hierarchy=read_hierarchy_file(tmp_path / "top.csv"))
+    assert alone[0] == alone[3] and len(set(alone)) == 3
+
+
+def test_the_key_cap_measures_a_key_with_an_arx_hierarchy_beside_the_data_at_that_hierarchy(tmp_path):
+    # 48 records with a sampling weight (no global-risk target in the cap); sex alternates m, f;
+    # region r1..r8 on 6 consecutive records each; marital 'single' on records 6-9 (r2) and 12-15 (r3).
+    # In two classes region is r1 (the first of the equally frequent) against the rest: the singles are
+    # (m, rest) = records 6, 8, 12, 14 and (f, rest) = 7, 9, 13, 15, 4 each: nothing below k = 3, and
+    # marital is a key. The hierarchy beside the data stops at A = r1, r2; B = r3, r4; C; D below its
+    # top: (m, A, single) = 6, 8; (f, A, single) = 7, 9; (m, B, single) = 12, 14; (f, B, single) = 13,
+    # 15: 8 records below k, 8 / 48 = 16.7 % > 10 %: marital is beyond the cap of 2.
+    n = 48
+    frame = pd.DataFrame({"sex": ["m", "f"] * (n // 2), "region": [f"r{i // 6 + 1}" for i in range(n)],
+                          "marital": ["single" if i in (6, 7, 8, 9, 12, 13, 14, 15) else "married" for i in range(n)],
+                          "weight": 10.0})
+    path = _csv(tmp_path, frame)
+    plain = yaml.safe_load(draft_spec(path, "survey"))
+    assert plain["variables"]["marital"]["role"] == "categorical_key"
+    (tmp_path / "survey_hierarchy_region.csv").write_text("".join(f"r{i};{'ABCD'[(i - 1) // 2]};*\n" for i in range(1, 9)))
+    text = draft_spec(path, "survey")
+    raw = yaml.safe_load(text)
+    assert raw["variables"]["marital"]["role"] == "other"
+    (decision,) = raw["report"]["draft_decisions"]
+    assert decision.startswith("marital: candidate key beyond the cap of 2 for 48 records at k = 3: with it and the keys "
+                               "ranked before it, 16.7% of the records fall in key combinations of fewer than 3 records "
+                               "even with every key at its coarsest level (its given hierarchy's, else two classes)")
+    assert "# first m ranked keys at its coarsest level (its given hierarchy's, else two classes)" in text
+
+
+@pytest.mark.slow
+def test_arx_adult_drafted_with_its_own_hierarchies_is_released(tmp_path):
+    # ARX's census-income example with its eight hierarchy files beside it: measured in two classes,
+    # the cap kept all 8 keys and l = 2 on the salary class, and no plan of the 192 the hierarchies
+    # allow passed l = 2 within the limits: nothing was released. At the hierarchies' own coarsest
+    # levels (age in 20-year bands, countries by continent, ...) workclass and occupation are beyond
+    # the cap, and the run releases.
+    arx = Path(__file__).resolve().parent / "data" / "arx_adult"
+    for file in arx.glob("*.csv"):
+        (tmp_path / file.name).write_bytes(file.read_bytes())
+    home = tmp_path / "home"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["--home", str(home), "init", "adult", "--from", str(tmp_path / "adult.csv")]) == 0
+    raw = yaml.safe_load((home / "specs" / "adult.yaml").read_text())
+    keys = [name for name, v in raw["variables"].items() if v["role"] == "categorical_key"]
+    assert keys == ["sex", "age", "race", "marital-status", "education", "native-country"]
+    assert raw["risk"]["l"] == 2
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["--home", str(home), "run", "adult", "2026", "--file", str(tmp_path / "adult.csv")]) == 0
+    (release,) = (home / "releases" / "adult" / "2026").glob("*/*/protected.csv")
+    safe = pd.read_csv(release, sep=";")
+    original = pd.read_csv(tmp_path / "adult.csv", sep=";")
+    assert len(safe) == len(original)
+    for key in keys:  # within the 10 % suppression limit, never more categories than the original
+        assert safe[key].isna().mean() <= 0.10
+        assert safe[key].nunique() <= original[key].nunique()
+    # every record's key group holds both salary classes, a suppressed value matching any value (SPEC
+    # §2.4, sdcMicro's ldiversity): brute force over the distinct key rows and salary classes
+    rows = safe[keys + ["salary-class"]].drop_duplicates()
+    codes = np.column_stack([pd.factorize(rows[key])[0] for key in keys])  # -1: suppressed
+    a, b = codes[:, None, :], codes[None, :, :]
+    compatible = ((a == b) | (a < 0) | (b < 0)).all(axis=2)
+    high = (rows["salary-class"] == ">50K").to_numpy()
+    assert (compatible & high[None, :]).any(axis=1).all() and (compatible & ~high[None, :]).any(axis=1).all()

@@ -14,10 +14,11 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from sdc_dagster.errors import SDCInputError
 from sdc_dagster.names import check_name
 from sdc_dagster.spec.drafted_hierarchies import HierarchyRule, draft_rule
 from sdc_dagster.spec.guess import plain_scalar, whole_numbers
-from sdc_dagster.spec.hierarchies import hierarchy_files_beside, members_name
+from sdc_dagster.spec.hierarchies import Hierarchy, hierarchy_files_beside, members_name, read_hierarchy_file
 from sdc_dagster.spec.reading import read_with_metadata
 from sdc_dagster.spec.roles import (DRAFTED_GLOBAL_RISK, DRAFTED_K, DRAFTED_MICROAGGREGATION_K,
                                    DRAFTED_UNWEIGHTED_GLOBAL_RISK, MAX_CATEGORICAL_KEYS, draft_scenario,
@@ -155,21 +156,35 @@ def draft_spec(path: str | Path, survey: str, *, options: dict | None = None,
     path = Path(path)
     check_name("survey name", survey)
     contents = read_with_metadata(path, options=options)
-    scenario = draft_scenario(contents, max_keys=max_keys)
+    beside = {column: str(found.resolve()) for column, found in hierarchy_files_beside(path, contents.data.columns).items()
+              if column not in contents.hierarchies}
+    scenario = draft_scenario(contents, max_keys=max_keys, hierarchies=_given_hierarchies({**contents.hierarchies, **beside}))
     drafted = scenario.variables
     categorical = [v.name for v in drafted if v.role == "categorical_key"]
     continuous = [v.name for v in drafted if v.role == "continuous_key"]
     lines = _source_lines(path, survey, contents, max_keys) + _cap_lines(scenario)
     if not categorical and not continuous:
         lines.insert(3, "# No column looked like a key: give at least one the role categorical_key or continuous_key.")
-    beside = {column: str(found.resolve()) for column, found in hierarchy_files_beside(path, contents.data.columns).items()
-              if column not in contents.hierarchies}
     lines += ["variables:", *_variable_lines(contents, drafted, beside)]
     lines += _risk_lines(contents, drafted, continuous, scenario)
     lines += _decision_lines(scenario)
     lines.append("search: {enabled: true}          # search the plan that meets the risk target with the least loss")
     lines += ["plans:", *_plan_lines(categorical, continuous)]
     return "\n".join(lines) + "\n"
+
+
+def _given_hierarchies(files: dict[str, str]) -> dict[str, Hierarchy]:
+    """The hierarchies the draft will name (an Argus ``<HIERCODELIST>``, an ARX file beside the data),
+    read so that the key cap and l are measured at their coarsest levels
+    (:func:`~sdc_dagster.spec.roles.key_cap`). A file that does not read is left out here: the spec
+    still names it and ``sdc check`` reports what is wrong with it."""
+    given = {}
+    for column, file in files.items():
+        try:
+            given[column] = read_hierarchy_file(file)
+        except SDCInputError:
+            continue
+    return given
 
 
 def _source_lines(path: Path, survey: str, contents, max_keys: int) -> list[str]:
@@ -205,8 +220,9 @@ def _cap_lines(scenario) -> list[str]:
     lines = [f"# The {cap.records} records support {cap.cap} categorical key{'s' if cap.cap > 1 else ''} at {cap.at}"
              f"{' and l = ' + str(cap.l) if cap.l else ''} (key_cap in sdc_dagster/spec/roles.py):",
              f"# 2^m combinations of m keys of two classes fit n / {cap.k} = {cap.records // cap.k} groups up to m = "
-             f"{cap.by_records}, and with the first m ranked keys in two classes at most {cap.limit:.0%} (the",
-             "# suppression limit) of the records may need suppression: in combinations below "
+             f"{cap.by_records}, and with each of the",
+             f"# first m ranked keys {cap.coarsest}, at most {cap.limit:.0%} (the suppression limit)",
+             "# of the records may need suppression: in combinations below "
              f"{cap.k}" + (" or l" if cap.l else "")
              + (f", or of the highest risk above the global-risk target {cap.max_risk:g}" if cap.max_risk else "") + ".",
              "# The keys left out are listed under report.draft_decisions: confirm them or make them keys."]

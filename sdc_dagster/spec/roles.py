@@ -27,8 +27,9 @@ and the mu-Argus manual's identification levels):
   (``sdc init --max-keys``), taken one per scenario group in turn, and at most what the file's
   records support at the drafted k, l and global-risk target (:func:`key_cap`); other categorical
   candidates are ``other`` with a comment saying why they could be keys, those beyond the records'
-  cap listed as decisions to confirm (:class:`DraftedScenario`); l is not drafted when no key in two
-  classes can meet it (:func:`l_reachable`);
+  cap listed as decisions to confirm (:class:`DraftedScenario`); l is not drafted when no key at
+  its coarsest level (two classes, or the coarsest level of a hierarchy given beside the data or in
+  its metadata) can meet it (:func:`l_reachable`);
 * ages, years of birth, household sizes and other counts in whole numbers are categorical keys on
   an ordinal scale, never continuous keys (microaggregation or noise would release fractional years
   or persons; the plan search bands them);
@@ -52,6 +53,7 @@ and the mu-Argus manual's identification levels):
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -61,6 +63,7 @@ from sdc_dagster.keys import category_codes
 from sdc_dagster.protect.suppression import codes_below_l
 from sdc_dagster.risk.frequencies import digit_key_frequencies
 from sdc_dagster.spec.drafted_hierarchies import two_classes
+from sdc_dagster.spec.hierarchies import Hierarchy
 from sdc_dagster.spec.guess import MIN_RECORD_KEY_RECORDS, DraftedVariable, guess_variable, plain_scalar, whole_numbers
 from sdc_dagster.spec.reading import FileContents
 from sdc_dagster.spec.scenario import SCENARIO
@@ -179,20 +182,38 @@ def _one_of_each(drafted: list[DraftedVariable]) -> list[DraftedVariable]:
     return out
 
 
-def coarsest_classes(values: pd.Series, scale: str | None, missing=()) -> pd.Series:
-    """A key at its coarsest useful level, two classes (:func:`~sdc_dagster.spec.drafted_hierarchies.two_classes`,
-    the plan search's last level before a key's top): an ordinal or whole-number key split after
-    its median record into two adjacent ranges, a nominal key's most frequent category against the
-    others. Per record the class (0 or 1, the class of the first category 0 when there are only two
-    categories); missing values (and the ``missing`` codes) stay missing."""
+def coarsest_classes(values: pd.Series, scale: str | None, missing=(), hierarchy: Hierarchy | None = None) -> pd.Series:
+    """A key at its coarsest useful level, the plan search's last level before a key's top. Without
+    a ``hierarchy``, two classes (:func:`~sdc_dagster.spec.drafted_hierarchies.two_classes`): an
+    ordinal or whole-number key split after its median record into two adjacent ranges, a nominal
+    key's most frequent category against the others; per record the class (0 or 1, the class of the
+    first category 0 when there are only two categories). With the key's given ``hierarchy`` (an
+    ARX hierarchy file beside the data, an Argus ``.hrc``), the groups of its coarsest level of more
+    than one group (its values when every level is a single group): the search generalises no
+    further without withholding the key, so two classes would promise more than it can reach
+    (ARX's census-income hierarchies stop at five age bands and at continents). Missing values (and
+    the ``missing`` codes) stay missing."""
     known = values.where(~values.isin(list(missing))) if len(missing) else values
     counts = known.value_counts(sort=False)
+    if hierarchy is not None:
+        return _hierarchy_classes(known, counts.index, hierarchy)
     ordered = scale != "nominal" and pd.api.types.is_numeric_dtype(counts.index) \
         and not pd.api.types.is_bool_dtype(counts.index)
     counts = counts.sort_index() if ordered else counts
     classes = two_classes(counts.to_numpy(), ordered=ordered)
     upper = set(counts.index[classes[1]]) if classes is not None else set(counts.index[1:])
     return known.isin(upper).astype(float).where(known.notna())
+
+
+def _hierarchy_classes(known: pd.Series, categories: pd.Index, hierarchy: Hierarchy) -> pd.Series:
+    """Per record the group number (as a float, missing stays missing) of ``hierarchy``'s coarsest
+    level of more than one group over the data's ``categories`` (:meth:`Hierarchy.on_categories`;
+    a value the file does not list is a group of its own)."""
+    on_data = replace(hierarchy, complete=False).on_categories(list(categories))
+    useful = [level for level in on_data.levels if len(level.groups) > 1]
+    groups = useful[-1].groups if useful else tuple((v,) for v in on_data.values)
+    number = {value: float(i) for i, group in enumerate(groups) for value in group}
+    return known.map(number).astype(float)
 
 
 @dataclass(frozen=True)
@@ -202,10 +223,11 @@ class KeyCap:
     ``cap``: the keys drafted (at least one); ``by_records``: floor(log2(n / k)), the keys whose
     combinations of two classes each fit n / k groups of k records; ``shares``: for the first
     1, 2, ... ranked candidates (up to the first beyond the cap), the share of the records in key
-    combinations below k or not l-diverse with every key in two classes (:func:`coarsest_classes`);
+    combinations below k or not l-diverse with every key at its coarsest level (:func:`coarsest_classes`);
     ``limit``: the share allowed (the suppression limit); ``l``: the l the shares were measured with
     (None: l-diversity not drafted); ``max_risk``: the global-risk target the shares include the
-    suppression for (None: a file with weights, not estimated here)."""
+    suppression for (None: a file with weights, not estimated here); ``coarsest``: that level in
+    words (two classes, or a given hierarchy's coarsest level)."""
 
     cap: int
     by_records: int
@@ -216,6 +238,7 @@ class KeyCap:
     l: int | None
     max_risk: float | None = None
     drafted_k: int | None = None
+    coarsest: str = "in two classes"
 
     @property
     def at(self) -> str:
@@ -240,10 +263,10 @@ class KeyCap:
         if position < len(self.shares) and self.shares[position] > self.limit + 1e-12:
             return (f"{head}: with it and the keys ranked before it, {self.shares[position]:.1%} of the records fall in "
                     f"key combinations of {kinds} "
-                    f"even with every key in two classes, against the {self.limit:.0%} suppression limit; make it a "
+                    f"even with every key {self.coarsest}, against the {self.limit:.0%} suppression limit; make it a "
                     "key and the file cannot be released within the limits")
         return (f"{head}: the {self.cap} keys ranked before it and the next one already put "
-                f"{self.shares[-1]:.1%} of the records in key combinations of {kinds} with every key in two classes "
+                f"{self.shares[-1]:.1%} of the records in key combinations of {kinds} with every key {self.coarsest} "
                 f"(the {self.limit:.0%} suppression limit); make it a key in place of a higher-ranked one, or "
                 "the file cannot be released within the limits")
 
@@ -276,7 +299,8 @@ def _records_below(digits: list[np.ndarray], sensitive: list[np.ndarray], k: int
 
 def key_cap(data: pd.DataFrame, ranked: list[DraftedVariable], sensitive: list[str], *, k: int = DRAFTED_K,
             l: int | None = DRAFTED_L, limit: float = UtilityLimits().max_suppressed_share,
-            max_keys: int = MAX_CATEGORICAL_KEYS, max_risk: float | None = None) -> KeyCap:
+            max_keys: int = MAX_CATEGORICAL_KEYS, max_risk: float | None = None,
+            hierarchies: Mapping[str, Hierarchy] | None = None) -> KeyCap:
     """The number of categorical keys the file's records support at ``k`` (the choice of key
     variables against the size of the file, Hundepool et al. 2012, "Statistical Disclosure Control",
     §3.3-3.4: the more keys, the more combinations, the more records unique in them). The ranked
@@ -285,27 +309,30 @@ def key_cap(data: pd.DataFrame, ranked: list[DraftedVariable], sensitive: list[s
     1. the records: m keys released with at least two categories each make at least 2^m
        combinations, and n records fill at most n / k of them with k records, so
        m <= floor(log2(n / k)) (8 records at k = 3: one key; 13 records: two; 534: seven);
-    2. the data: with each of the first m keys at its coarsest useful level (two classes,
-       :func:`coarsest_classes`), the records in key combinations of fewer than k records or with
-       fewer than l distinct values of a sensitive variable, and with ``max_risk`` (the drafted
-       global-risk target of a file without weights) the records of highest risk 1/f_k whose
-       suppression brings the mean risk to it (:func:`_records_below`), are at most ``limit`` (the
+    2. the data: with each of the first m keys at its coarsest useful level (two classes, or the
+       coarsest level of its given hierarchy in ``hierarchies``: :func:`coarsest_classes`), the
+       records in key combinations of fewer than k records or with fewer than l distinct values
+       of a sensitive variable, and with ``max_risk`` (the drafted global-risk target of a file
+       without weights) the records of highest risk 1/f_k whose suppression brings the mean risk to it (:func:`_records_below`), are at most ``limit`` (the
        suppression limit, 10 %): even the coarsest release of those keys would need more
        suppression than the limits allow.
 
     At least one key is kept (a file of fewer than 2k records still has one), at most ``max_keys``."""
     n = len(data)
+    hierarchies = hierarchies or {}
     by_records = max(int(math.floor(math.log2(n / k))) if n >= k else 0, 1)
     codes = [category_codes(data[s])[0] - 1 for s in sensitive]
     digits, shares = [], []
     for v in ranked[: min(max_keys, by_records) + 1]:
-        digits.append(category_codes(coarsest_classes(data[v.name], v.scale, v.missing))[0])
+        digits.append(category_codes(coarsest_classes(data[v.name], v.scale, v.missing, hierarchies.get(v.name)))[0])
         shares.append(_records_below(digits, codes, k, l, max_risk))
     within = [share <= limit + 1e-12 for share in shares]
     fits = within.index(False) if False in within else len(shares)
     cap = max(1, min(max_keys, by_records, fits))
+    given = any(v.name in hierarchies for v in ranked[: len(shares)])
     return KeyCap(cap=cap, by_records=by_records, shares=tuple(shares), limit=limit, records=n, k=k, l=l,
-                  max_risk=max_risk)
+                  max_risk=max_risk,
+                  coarsest="at its coarsest level (its given hierarchy's, else two classes)" if given else "in two classes")
 
 
 def _ranked_candidates(drafted: list[DraftedVariable]) -> list[DraftedVariable]:
@@ -323,20 +350,24 @@ def _ranked_candidates(drafted: list[DraftedVariable]) -> list[DraftedVariable]:
 
 
 def l_reachable(data: pd.DataFrame, ranked: list[DraftedVariable], sensitive: list[str], *, l: int = DRAFTED_L,
-                limit: float = UtilityLimits().max_suppressed_share) -> str | None:
+                limit: float = UtilityLimits().max_suppressed_share,
+                hierarchies: Mapping[str, Hierarchy] | None = None) -> str | None:
     """None when l-diversity can be drafted, else why not: the sensitive variables cannot be
-    l-diverse within the suppression limit even with the first-ranked key alone in two classes
-    (:func:`coarsest_classes`; a skewed binary variable, one nearly constant within a key, one with
-    fewer than l values), so every plan would be withheld for l; the reason says what l would cost."""
+    l-diverse within the suppression limit even with the first-ranked key alone in two classes or
+    at its given hierarchy's coarsest level (:func:`coarsest_classes`; a skewed binary variable, one
+    nearly constant within a key, one with fewer than l values), so every plan would be withheld
+    for l; the reason says what l would cost."""
     if not sensitive or not ranked:
         return None
     first = ranked[0]
     codes = [category_codes(data[s])[0] - 1 for s in sensitive]
-    digits = [category_codes(coarsest_classes(data[first.name], first.scale, first.missing))[0]]
+    hierarchies = hierarchies or {}
+    digits = [category_codes(coarsest_classes(data[first.name], first.scale, first.missing, hierarchies.get(first.name)))[0]]
     share = _records_below(digits, codes, 1, l)
     if share <= limit + 1e-12:
         return None
-    return (f"l = {l} not drafted: with only the first key ({first.name}) in two classes, {share:.1%} of the records "
+    level = "at its hierarchy's coarsest level" if first.name in hierarchies else "in two classes"
+    return (f"l = {l} not drafted: with only the first key ({first.name}) {level}, {share:.1%} of the records "
             f"are in key groups with fewer than {l} values of {', '.join(sensitive)}, against the {limit:.0%} "
             f"suppression limit; add l: {l} under risk and no plan of this file can be released within the limits "
             "(Machanavajjhala et al. 2007: l-diversity needs well-represented sensitive values in every group)")
@@ -525,7 +556,7 @@ class DraftedScenario:
 
 
 def draft_scenario(contents: FileContents, *, max_keys: int = MAX_CATEGORICAL_KEYS, k: int = DRAFTED_K,
-                   l: int = DRAFTED_L) -> DraftedScenario:
+                   l: int = DRAFTED_L, hierarchies: Mapping[str, Hierarchy] | None = None) -> DraftedScenario:
     """The drafted role of every column of a file read by :func:`read_with_metadata` (the scenario
     in the module docstring): roles declared in the file's metadata (``contents.roles``, from an
     Argus ``.rda``) taken as given; each other column guessed on its own (:func:`guess_variable`),
@@ -533,7 +564,8 @@ def draft_scenario(contents: FileContents, *, max_keys: int = MAX_CATEGORICAL_KE
     person numbers within the household recognised, then one weight/household id/record id, the
     columns that copy or derive from a key removed (:func:`_derived_from_keys`), the key caps
     (``max_keys`` categorical keys, and what the records support at ``k`` and ``l``:
-    :func:`key_cap`; l is not drafted when no key in two classes can meet it: :func:`l_reachable`),
+    :func:`key_cap`; l is not drafted when no key at its coarsest level can meet it:
+    :func:`l_reachable`; ``hierarchies``: the keys' given hierarchies, their coarsest levels),
     and keys from the other candidates when no scenario variable or amount was found."""
     data = contents.data
     columns = [str(c) for c in data.columns]
@@ -577,7 +609,7 @@ def draft_scenario(contents: FileContents, *, max_keys: int = MAX_CATEGORICAL_KE
     drafted = _keys_when_none(_cap_keys(drafted, max_keys))
     ranked = _ranked_candidates(drafted)
     sensitive = [v.name for v in drafted if v.role == "sensitive"]
-    l_reason = l_reachable(data, ranked, sensitive, l=l)
+    l_reason = l_reachable(data, ranked, sensitive, l=l, hierarchies=hierarchies)
     drafted_l = l if sensitive and l_reason is None else None
     # the drafted plan microaggregates the continuous keys within each released key combination in
     # groups of DRAFTED_MICROAGGREGATION_K: with continuous keys a combination needs that many records
@@ -585,7 +617,8 @@ def draft_scenario(contents: FileContents, *, max_keys: int = MAX_CATEGORICAL_KE
     # without weights a record's risk is 1/f_k and the drafted global-risk target binds the keys too
     weighted = any(v.role == "weight" for v in drafted)
     max_risk = None if weighted else drafted_global_risk(len(data), weighted=False)
-    cap = replace(key_cap(data, ranked, sensitive, k=group, l=drafted_l, max_keys=max_keys, max_risk=max_risk),
+    cap = replace(key_cap(data, ranked, sensitive, k=group, l=drafted_l, max_keys=max_keys, max_risk=max_risk,
+                          hierarchies=hierarchies),
                   drafted_k=k) if ranked else None
     variables = _cap_keys(drafted, max_keys, cap)
     decisions = [f"{v.name}: {v.reason.split('left out of the keys: ', 1)[1].removesuffix(' (draft decision to confirm)')}"
