@@ -151,7 +151,8 @@ def table_inputs(spec: TableSetSpec, data_file: Path, sha256: str, survey_spec: 
     (:func:`~sdc_dagster.releases.digests.snapshot_input`), ``source`` naming the file read, so that
     the replay reads the hierarchy the release was made with after the file is edited for the next)
     and, for tau-Argus input, ``tau_argus:rda``, ``tau_argus:tab``, ``tau_argus:<dimension>`` (its
-    ``.hrc``) and ``tau_argus:apriori`` (its ``.hst``): the files the replay reads again."""
+    ``.hrc``) and ``tau_argus:apriori`` (its ``.hst``): the files the replay reads again; with
+    ``snapshots``, copies of them (:func:`_tau_argus_snapshot`) with ``source`` naming each file read."""
     inputs = {"data": {"file": str(data_file), "sha256": sha256}}
     if survey_spec is not None:
         inputs["survey_spec"] = {"file": str(survey_spec), "sha256": file_sha256(Path(survey_spec))}
@@ -171,8 +172,33 @@ def table_inputs(spec: TableSetSpec, data_file: Path, sha256: str, survey_spec: 
                  **({"tau_argus:apriori": spec.source.apriori} if spec.source.apriori is not None else {})}
         files.update({f"tau_argus:{v.name}": resolve_beside(rda.parent, v.hierarchy)
                       for v in read_rda(rda).variables if v.hierarchy})
-        inputs.update({key: {"file": str(path), "sha256": file_sha256(path)} for key, path in files.items()})
+        inputs.update(_tau_argus_snapshot(rda, files, snapshots))
     return inputs
+
+
+def _tau_argus_snapshot(rda: Path, files: dict[str, Path], snapshots: Path | None) -> dict[str, dict]:
+    """Each tau-Argus file of a release recorded ``{file, sha256}``; with ``snapshots`` (the inputs
+    folder) copied into ``<snapshots>/tau_argus/<digest of the set>/`` under its name relative to the
+    ``.rda``'s folder, which is how the ``.rda`` names its ``.hrc`` files and how the ``.tab`` is found
+    beside it, and recorded with ``source`` the file read: editing them for the next release leaves
+    the last one's replay intact, as a business file's and a dimension's ``.hrc`` snapshots do
+    (:func:`~sdc_dagster.releases.digests.snapshot_input`). A file outside the ``.rda``'s folder
+    (an absolute ``.hrc`` path in the ``.rda``) is recorded where it is."""
+    digests = {key: file_sha256(path) for key, path in files.items()}
+    if snapshots is None:
+        return {key: {"file": str(path), "sha256": digests[key]} for key, path in files.items()}
+    folder = Path(snapshots) / "tau_argus" / sha256_bytes("".join(f"{k}={d}\n" for k, d in sorted(digests.items())).encode())
+    recorded = {}
+    for key, path in files.items():
+        try:
+            copy = folder / Path(path).resolve().relative_to(rda.parent.resolve())
+        except ValueError:
+            recorded[key] = {"file": str(path), "sha256": digests[key]}
+            continue
+        if not copy.is_file():
+            write_atomic(copy, Path(path).read_bytes())
+        recorded[key] = {"file": str(copy), "sha256": digests[key], "source": str(path)}
+    return recorded
 
 
 def release_tables(releases: Path, reports: Path, run_id: str, spec: TableSetSpec, wave: str,
@@ -279,6 +305,10 @@ def recompute_table_release(folder: Path, manifest: dict) -> tuple[dict[str, byt
     spec = replace(spec, dimensions={  # each .hrc as recorded (its snapshot; the audit checked its digest)
         name: replace(d, file=Path(recorded[f"hierarchy:{name}"]["file"])) if f"hierarchy:{name}" in recorded else d
         for name, d in spec.dimensions.items()})
+    if "source" in recorded.get("tau_argus:rda", {}):  # tau-Argus input from its snapshot
+        apriori = recorded.get("tau_argus:apriori")
+        spec = replace(spec, source=replace(spec.source, tau_argus=Path(recorded["tau_argus:rda"]["file"]),
+                                            apriori=Path(apriori["file"]) if apriori else spec.source.apriori))
     data_file = Path(manifest["inputs"]["data"]["file"])
     if spec.source.survey is not None:
         from sdc_dagster.spec.sources import read_wave_file

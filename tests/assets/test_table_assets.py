@@ -168,11 +168,20 @@ protection: {method: optimal, cost: count}
     release, = list_table_releases(sdc_home / "releases", "argus_counts", "file")
     inputs = read_manifest(release)["inputs"]
     assert set(inputs) == {"data", "tau_argus:rda", "tau_argus:tab", "tau_argus:sector4"}
-    assert inputs["tau_argus:sector4"]["file"] == str(folder / "counts_sector4.hrc")
+    # each file is copied into the inputs folder under its name, the one read recorded as the source
+    hrc = folder / "counts_sector4.hrc"
+    assert inputs["tau_argus:sector4"]["source"] == str(hrc)
+    copy = Path(inputs["tau_argus:sector4"]["file"])
+    assert copy.parent == Path(inputs["tau_argus:rda"]["file"]).parent and copy.name == hrc.name
+    assert copy.is_relative_to(sdc_home / "inputs") and copy.read_bytes() == hrc.read_bytes()
     out = io.StringIO()
     assert run_table_audit("argus_counts", out=out) == 0, out.getvalue()
-    hrc = folder / "counts_sector4.hrc"
+    # the .hrc edited for the next release: the last one is replayed from its copy
     hrc.write_bytes(hrc.read_bytes() + b"@Fishing\r\n")
+    out = io.StringIO()
+    assert run_table_audit("argus_counts", out=out) == 0, out.getvalue()
+    # the copy damaged: the audit says which input changed
+    copy.write_bytes(copy.read_bytes() + b"@Fishing\r\n")
     out = io.StringIO()
     assert run_table_audit("argus_counts", out=out) == 1
     assert "the recorded input(s) tau_argus:sector4 is missing or changed" in out.getvalue()
