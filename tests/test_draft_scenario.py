@@ -443,3 +443,17 @@ def test_a_panel_respondent_number_is_drafted_as_the_cluster_of_its_records():
     roles = drafted(frame)
     assert roles["respond"].role == "household_id"
     assert "constant within them: district, gender" in roles["respond"].reason
+
+
+def test_an_age_in_fractions_of_a_year_is_an_ordinal_key_never_microaggregated():
+    """carData's TitanicSurvival: infants' ages in months (0.1667 = 2 months) and estimated ages as
+    28.5 made the age a continuous key, and the drafted microaggregation released ages no one has
+    (8.33, 13.67). An age is banded, never averaged."""
+    age = pd.Series([0.1667, 0.75, 2.0, 28.5, 30.0, 30.0, 41.0, 70.5, None] * 3)
+    frame = pd.DataFrame({"age": age, "sex": ["m", "f", "m"] * 9})
+    roles = drafted(frame)
+    assert (roles["age"].role, roles["age"].scale) == ("categorical_key", "ordinal")
+    assert roles["age"].categories == (0.1667, 0.75, 2.0, 28.5, 30.0, 41.0, 70.5)
+    assert "ages, some in fractions of a year" in roles["age"].reason
+    # a column named like an age beyond any person's (an "age" of 27 firms in days) stays continuous
+    assert drafted(frame.assign(age=np.linspace(10.5, 9000.5, 27)))["age"].role == "continuous_key"

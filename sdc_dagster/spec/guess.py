@@ -22,6 +22,10 @@ from sdc_dagster.spec.scenario import (
 
 #: At most this many distinct values make a numeric column without labels a categorical variable.
 MAX_CATEGORIES = 20
+
+#: The oldest age in years a column named like an age may hold and still read as ages (an age in
+#: fractions of a year is a categorical key on an ordinal scale, :func:`_categorical_guess`).
+MAX_AGE = 130
 #: A cluster id (school, sampling unit) groups at most this many records on average; a column with
 #: fewer, larger groups (a yes/no flag named like an id) is not one.
 MAX_GROUP_SIZE = 1000
@@ -294,9 +298,13 @@ def _categorical_guess(c: _ColumnFacts, group: str | None, amount_named: bool) -
     numeric, whole, code, tokens, label = c.numeric, c.whole, c.code, c.tokens, c.label
     labels, measure, missing = c.labels, c.measure, c.missing
     few = len(counts) <= MAX_CATEGORIES
-    # whole years of age, years of birth, persons, counts: ordered numbers, never a continuous key
-    ordinal_numbers = whole and not labels and (
-        group in ORDINAL_GROUPS or (group is None and not amount_named and named(COUNT_TOKEN, tokens)))
+    # whole years of age, years of birth, persons, counts: ordered numbers, never a continuous key;
+    # an age in fractions of a year too (infants in months, estimated ages as 28.5: the Titanic's
+    # passenger list): microaggregated, it was released as ages no one has (8.33, 13.67)
+    fractional_ages = numeric and not whole and not labels and group == "age" and len(observed) \
+        and observed.min() >= 0 and observed.max() <= MAX_AGE
+    ordinal_numbers = not labels and (fractional_ages or whole and (
+        group in ORDINAL_GROUPS or (group is None and not amount_named and named(COUNT_TOKEN, tokens))))
     categorical = bool(labels) or measure in ("nominal", "ordinal") or not numeric or (group is not None and few) or (
         whole and (few or group in CODED_GROUPS)) or ordinal_numbers
     if not categorical:
@@ -315,6 +323,7 @@ def _categorical_guess(c: _ColumnFacts, group: str | None, amount_named: bool) -
     scale = "ordinal" if measure == "ordinal" or ordered else "nominal"
     why = ("value labels" if labels else f"measured {measure}" if measure in ("nominal", "ordinal")
            else "yes/no values" if pd.api.types.is_bool_dtype(values) else "text values" if not numeric
+           else f"{len(counts)} numeric values" if fractional_ages
            else f"{len(counts)} whole-number values" if ordinal_numbers else f"{len(counts)} distinct codes")
     if numbered is not None:
         why += (f" ({group} categories numbered in their order, {numbered[0]!r} first: an ordinal scale, merged by "
@@ -324,7 +333,10 @@ def _categorical_guess(c: _ColumnFacts, group: str | None, amount_named: bool) -
                 "adjacent levels only)")
     elif ordered and not ordinal_numbers and group in ORDERED_CODE_GROUPS:
         why += f" ({group} codes are ordered: an ordinal scale, merged by adjacent codes only)"
-    if ordinal_numbers:
+    if fractional_ages:
+        why += (" (ages, some in fractions of a year: an ordinal scale; as a key, categorical, never continuous, "
+                "so that no plan releases an age no one has: the plan search bands them)")
+    elif ordinal_numbers:
         why += (" (ordered whole numbers: an ordinal scale; as a key, categorical, never continuous, so that "
                 "no plan releases fractional values: the plan search bands them)")
     details = dict(scale=scale, categories=tuple(codes), category_labels=labels or None, missing=missing)
