@@ -457,3 +457,14 @@ def test_an_age_in_fractions_of_a_year_is_an_ordinal_key_never_microaggregated()
     assert "ages, some in fractions of a year" in roles["age"].reason
     # a column named like an age beyond any person's (an "age" of 27 firms in days) stays continuous
     assert drafted(frame.assign(age=np.linspace(10.5, 9000.5, 27)))["age"].role == "continuous_key"
+
+
+def test_extramarital_affairs_are_sex_life_a_special_category():
+    """AER's Affairs (Fair 1978): the number of extramarital affairs in the past year (0, 1, 2, 3, 7,
+    12) was drafted 'other' and released unprotected; sex life is a special category of personal
+    data (GDPR art. 9), the l-diversity target beside religiousness."""
+    frame = pd.DataFrame({"affairs": [0, 0, 0, 1, 2, 3, 7, 12] * 5, "gender": ["female", "male"] * 20,
+                          "religiousness": [1, 2, 3, 4, 5] * 8})
+    roles = drafted(frame)
+    assert roles["affairs"].role == "sensitive" and roles["religiousness"].role == "sensitive"
+    assert "special category of personal data" in roles["affairs"].reason

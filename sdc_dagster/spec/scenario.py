@@ -185,7 +185,7 @@ HOUSEHOLD_LEVEL = words_pattern(r"hh|household|hogar|house|dom|db\d{3}|hx\d{3}")
 SENSITIVE_TOKEN = words_pattern(r"\w*health\w*|\w*hlth\w*|disea\w*|illness|ill|religi\w*|relig|attend|wyznanie|"
                           r"union|sindicato|crime|criminal|politic\w*|party|partido|partia|"
                           r"vote|salud|enfermedad|zdrowie|choroba|sexual\w*|disab\w*|physlm|inj\w*|dead|death|died|"
-                          r"mortality|abortion")
+                          r"mortality|abortion|affairs?|extramarital|infidel\w*")
 
 
 SENSITIVE_LABEL = re.compile(r"health|disease|illness|injur|religio|trade union|crime|politic|disab",
