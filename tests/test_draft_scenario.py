@@ -468,3 +468,21 @@ def test_extramarital_affairs_are_sex_life_a_special_category():
     roles = drafted(frame)
     assert roles["affairs"].role == "sensitive" and roles["religiousness"].role == "sensitive"
     assert "special category of personal data" in roles["affairs"].reason
+
+
+def test_an_id_numbering_the_records_within_each_year_is_removed():
+    """stevedata's gss_abortion: the GSS respondent id runs from 1 in each of 32 years; not unique
+    per record, it was drafted 'other' and released, and with the year it is the record's number in
+    the source file."""
+    years = np.repeat([1972, 1973, 1974], 30)
+    # different respondents each year: nothing is constant within an id across the years
+    frame = pd.DataFrame({"id": np.tile(np.arange(1, 31), 3), "year": years,
+                          "sex": "", "age": np.arange(90) % 60 + 18})
+    frame["sex"] = np.where((frame["id"] + frame["year"]) % 2 == 0, "m", "f")
+    roles = drafted(frame)
+    assert roles["id"].role == "direct_identifier"
+    assert "unique within each 'year': with it, the record's number in the source file" in roles["id"].reason
+    # a person number within the household (1, 2, 3) is not
+    households = pd.DataFrame({"hid": np.repeat(np.arange(30), 3), "pid": np.tile([1, 2, 3], 30),
+                               "region": np.repeat(np.arange(30) % 4, 3), "sex": ["m", "f", "f"] * 30})
+    assert drafted(households)["pid"].role != "direct_identifier"

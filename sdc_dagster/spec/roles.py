@@ -64,7 +64,8 @@ from sdc_dagster.protect.suppression import codes_below_l
 from sdc_dagster.risk.frequencies import digit_key_frequencies
 from sdc_dagster.spec.drafted_hierarchies import two_classes
 from sdc_dagster.spec.hierarchies import Hierarchy
-from sdc_dagster.spec.guess import MIN_RECORD_KEY_RECORDS, DraftedVariable, guess_variable, plain_scalar, whole_numbers
+from sdc_dagster.spec.guess import (MAX_CATEGORIES, MIN_RECORD_KEY_RECORDS, DraftedVariable, guess_variable, plain_scalar,
+                                   whole_numbers)
 from sdc_dagster.spec.reading import FileContents
 from sdc_dagster.spec.scenario import SCENARIO
 from sdc_dagster.spec.survey import UtilityLimits
@@ -601,6 +602,7 @@ def draft_scenario(contents: FileContents, *, max_keys: int = MAX_CATEGORICAL_KE
             if v.group == "id" and not data.loc[keys.notna(), [household, v.name]].duplicated().any():
                 drafted[i] = replace(v, reason=f"a person number within the household {household!r}: together "
                                      "they identify the record; never a key")
+    drafted = [_numbered_within(data, v, household) for v in drafted]
     drafted = _one_of_each(drafted)
     derived = _derived_from_keys(data, drafted, household)
     drafted = [DraftedVariable(v.name, "direct_identifier", f"{derived[v.name]}; drafted direct_identifier so that "
@@ -626,6 +628,29 @@ def draft_scenario(contents: FileContents, *, max_keys: int = MAX_CATEGORICAL_KE
     if l_reason is not None:
         decisions.insert(0, l_reason)
     return DraftedScenario(variables, None if l_reason else l, l_reason, cap, tuple(decisions))
+
+
+#: The most groups (years, waves) within which an id numbering the records is a record key
+#: (:func:`_numbered_within`).
+MAX_NUMBERING_GROUPS = 100
+
+
+def _numbered_within(data: pd.DataFrame, v: DraftedVariable, household: str | None) -> DraftedVariable:
+    """``v`` as a direct identifier when it is an id (by name) that numbers the records within the
+    groups of a column of few values (a year, a wave, a country: at most :data:`MAX_NUMBERING_GROUPS`
+    groups, the household aside): together they are the record's number in the source file, a record key
+    the release must not carry (stevedata's gss_abortion: GSS respondent ids 1 to about 4,500 in each
+    of 32 years were released as they were). ``v`` unchanged otherwise."""
+    if v.group != "id" or v.role != "other" or data[v.name].nunique() <= MAX_CATEGORIES:
+        return v
+    for other in data.columns:
+        if other in (v.name, household) or not 1 < data[other].nunique() <= MAX_NUMBERING_GROUPS:
+            continue
+        if not data[[other, v.name]].duplicated().any():
+            return replace(v, role="direct_identifier",
+                           reason=f"{v.reason}; unique within each {other!r}: with it, the record's number in the source "
+                                  "file (a record key); removed before release")
+    return v
 
 
 def draft_roles(contents: FileContents, *, max_keys: int = MAX_CATEGORICAL_KEYS) -> list[DraftedVariable]:
