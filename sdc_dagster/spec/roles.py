@@ -648,8 +648,8 @@ def _numbered_within(data: pd.DataFrame, v: DraftedVariable, household: str | No
             continue
         if not data[[other, v.name]].duplicated().any():
             return replace(v, role="direct_identifier",
-                           reason=f"{v.reason}; unique within each {other!r}: with it, the record's number in the source "
-                                  "file (a record key); removed before release")
+                           reason=f"named like an id and unique within each {other!r}: with it, the record's number in "
+                                  "the source file (a record key); removed before release")
     return v
 
 
