@@ -138,29 +138,27 @@ def _frozen(model: JointModel, frozen) -> tuple[np.ndarray, np.ndarray]:
 class _Cuts:
     """The capacity cuts of the optimal method over the distinct cells ``rep`` of ``model``."""
 
-    def __init__(self, model: JointModel, rep: np.ndarray, lower, upper, min_width: float, *, warm: bool = False):
+    def __init__(self, model: JointModel, rep: np.ndarray, lower, upper, min_width: float):
         self.model = model
         self.rows = model.matrix[rep].tocsr()
         self.b = model.published[rep]
         self.lower, self.upper, self.min_width = lower[rep], upper[rep], min_width
         self.capacity = 2.0 * float(np.abs(self.b).max(initial=0.0)) + float(max(upper.max(initial=0), lower.max(initial=0))) + min_width
-        self.a_ub = sparse.vstack([self.rows, -self.rows], format="csr")
-        self.bounds = [(-s, None) for s in model.start]
         self.coefficients: list[np.ndarray] = []
         self.rhs: list[float] = []
-        # warm: the whole programme kept in one HiGHS model (the optimal method's cuts, valid
-        # whatever the dual values); the repair's block programmes stay cold (programme.py)
-        self._programme = None
-        if warm:
-            zero = np.zeros(len(self.b))
-            self._programme = Programme(self.rows, zero, zero, -model.start, np.inf, what="secondary suppression")
-        self._at = None
+        self._programme: Programme | None = None  # the whole programme, kept in HiGHS (_whole)
+        self._at: np.ndarray | None = None
 
-    def _warm_deviation(self, p: int, sign: float, x: np.ndarray) -> tuple[float, np.ndarray]:
-        """:meth:`_deviation` of the whole programme in the kept HiGHS model: the rows
-        ``-b_c x_c <= M_c d <= U x_c``, their bounds changed when the pattern changes. HiGHS's dual
-        ``y_c`` of row c (a minimisation of ``-sign·M_p d``) is ``-α_c`` at the upper bound and
-        ``β_c`` at the lower one."""
+    def _whole(self, p: int, sign: float, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """:meth:`_deviation` of the whole programme (the optimal method's cuts) in one HiGHS model
+        kept across the calls (:class:`sdc_dagster.tables.programme.Programme`): the rows
+        ``-b_c x_c <= M_c d <= U x_c``, their bounds changed when the pattern changes, ``d >= -z``.
+        HiGHS's dual ``y_c`` of row c (a minimisation of ``-sign·M_p d``) is ``-α_c`` at the upper
+        bound and ``β_c`` at the lower one. Another basis may give other dual values of a degenerate
+        programme: other valid cuts, so other rounds, never another optimum."""
+        if self._programme is None:
+            zero = np.zeros(len(self.b))
+            self._programme = Programme(self.rows, zero, zero, -self.model.start, np.inf, what="secondary suppression")
         if self._at is None or not np.array_equal(self._at, x):
             self._programme.change_rows(-self.b * x, self.capacity * x)
             self._at = x.copy()
@@ -168,23 +166,20 @@ class _Cuts:
         return -value, self.capacity * np.maximum(-dual, 0.0) + self.b * np.maximum(dual, 0.0)
 
     def _deviation(self, p: int, sign: float, x: np.ndarray, inner: np.ndarray | None) -> tuple[float, np.ndarray]:
-        """max sign·M_p d at pattern x, and the cut's coefficient of every cell. With ``inner`` (inner
-        cells) the deviations of every other inner cell are held at 0: the programme of a block,
-        whose cut is a heuristic's guide (the repair's), not a valid inequality of the whole."""
-        if inner is None and self._programme is not None:
-            return self._warm_deviation(p, sign, x)
+        """max sign·M_p d at pattern x, and the cut's coefficient of every cell. Without ``inner``
+        the whole programme (:meth:`_whole`). With ``inner`` (inner cells) the deviations of every
+        other inner cell are held at 0: the programme of a block, whose cut is a heuristic's guide
+        (the repair's), not a valid inequality of the whole, solved from scratch (a warm start's
+        other dual values led the repair elsewhere, :mod:`sdc_dagster.tables.programme`)."""
         if inner is None:
-            rows, touched, a_ub, bounds = self.rows, np.arange(len(x)), self.a_ub, self.bounds
-        else:
-            rows = self.rows[:, inner].tocsr()
-            touched = np.flatnonzero(np.diff(rows.indptr) > 0)
-            rows = rows[touched]
-            a_ub = sparse.vstack([rows, -rows], format="csr")
-            bounds = np.column_stack([-self.model.start[inner], np.full(len(inner), np.inf)])
+            return self._whole(p, sign, x)
+        rows = self.rows[:, inner].tocsr()
+        touched = np.flatnonzero(np.diff(rows.indptr) > 0)
+        rows = rows[touched]
+        a_ub = sparse.vstack([rows, -rows], format="csr")
+        bounds = np.column_stack([-self.model.start[inner], np.full(len(inner), np.inf)])
         h = np.concatenate([self.capacity * x[touched], self.b[touched] * x[touched]])
-        objective = -sign * np.asarray(self.rows[p].toarray()).ravel()
-        if inner is not None:
-            objective = objective[inner]
+        objective = -sign * np.asarray(self.rows[p].toarray()).ravel()[inner]
         result = linprog(objective, A_ub=a_ub, b_ub=h, bounds=bounds, method="highs")
         if result.status != 0:
             raise RuntimeError(f"secondary suppression: HiGHS could not solve the intruder's programme ({result.message})")
@@ -377,7 +372,7 @@ def _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, t
 
     * The master programme is kept in one HiGHS model (:class:`_Master`), every free cell's relation
       cuts (:func:`relation_cuts`) from the start, the capacity cuts of every failing primary added
-      each round from the whole intruder's programme kept in HiGHS (:class:`_Cuts` ``warm``); each
+      each round from the whole intruder's programme kept in HiGHS (:meth:`_Cuts._whole`); each
       master is solved to :data:`LOOSE_GAP` only, below the incumbent's cost (its cutoff).
     * The incumbent: a master pattern that passes the audit, or a failing one repaired
       (:func:`_repair`, as the Gauss pattern is) with its derivable secondaries published
@@ -416,7 +411,7 @@ def _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, t
 
     initial = relation_cuts(model, primary | ~(must | never))
     master = _Master(c, lb, ub, initial, np.zeros(initial.shape[0]))
-    cuts = _Cuts(model, rep, lower, upper, min_width, warm=True)
+    cuts = _Cuts(model, rep, lower, upper, min_width)
     incumbent, best, bound, rounds, last_repair, round_seconds = None, np.inf, 0.0, 0, np.inf, 0.0
 
     def result(x, status):
