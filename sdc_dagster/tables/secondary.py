@@ -377,7 +377,8 @@ def _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, t
     * The incumbent: a master pattern that passes the audit, or a failing one repaired
       (:func:`_repair`, as the Gauss pattern is) with its derivable secondaries published
       (:func:`publish_derivable`): the first master's pattern always, later ones while a repair
-      costs no more than the round before it. The master's pattern is near the optimum, so its
+      costs no more than the round before it and fits in the budget left (a repair under way runs
+      to its end: the first one may pass the budget). The master's pattern is near the optimum, so its
       repair usually is too: on the 9,060-cell census table the Gauss pattern repaired cost 29 %
       more than the bound and took half the 60 s budget. Without any incumbent when the budget
       runs out, the Gauss pattern repaired is returned (after the budget: a pattern is owed).
@@ -442,7 +443,7 @@ def _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, t
             incumbent, best = x, float(c @ x)
             continue
         repair_seconds = 0.0
-        if incumbent is None or last_repair <= round_seconds:
+        if incumbent is None or last_repair <= min(round_seconds, deadline - time.perf_counter()):
             repair_started = time.perf_counter()
             candidate = repaired(x)
             repair_seconds = last_repair = time.perf_counter() - repair_started
