@@ -98,6 +98,34 @@ cell bounded exactly; certificates only settle bounds that reach 0 or a containi
 had not finished 9 min later when the run's time limit stopped it; the sizes of its components
 (certificates only up to 1,500 unknown inner cells) were not looked at. 10^6 cells was not
 attempted.
+
+Issue 36, ILP pass (same machine, load 5-15: wall-clock 2-6x the CPU time, so CPU seconds beside
+it). Profile of the optimal method on 1,860 cells (seed 2, 184 primaries): 10+ rounds, each master
+programme built from scratch by ``milp`` taking 6.5, 15, 19, 23, ... 35 s CPU (HiGHS found each
+optimum in < 1 s and spent the rest proving it), the audit 0.2 s and the capacity cuts ~1 s a
+round: the masters were > 95 % of the 290 s. On 9,060 cells (1,097 primaries) the first master
+alone (the relation cuts only, HiGHS's default 0.01 % gap) took 122 s CPU. Changes (``_optimal``):
+one HiGHS model kept across the rounds with the new cuts added as rows; masters solved to a 5 %
+gap (0.3 s CPU instead of 6-35 s on 1,860 cells; their cuts are as valid) below a cutoff, the
+incumbent's cost (HiGHS's ``objective_bound``): optimality is proved by a master with no cheaper
+pattern; the incumbent is a master pattern that passes or a failing one repaired (the Gauss
+pattern repaired was the first incumbent until the 9,060-cell run: it took half the budget and
+cost 29 % over the bound; the master's repaired cost 24,372 against 25,994); the capacity
+programmes kept in one HiGHS model, warm-started (~10 s CPU of cuts in the 1,860-cell run instead of
+~20 s cold); the whole loop within ``time_limit``, the result's ``attrs["optimality"]`` saying
+"optimal" or "best found, bound B, gap G". Figures: 1,860 cells, proved optimal in 95.6 s CPU
+(362 s wall at load 10-15; was 290 s CPU), the same cost 4,233 (the optimum's cost found after
+~40 s CPU, the rest is the proof); with the 60 s budget at load ~8 (13.5 s CPU): best found 4,677,
+bound 4,180, gap 10.7 % (at load ~6, 25 s CPU, an earlier variant reached 4,233 unproved, gap
+1.2 %). 5,100 cells (621 primaries), 60 s budget: 71 s wall, 29 s CPU, best found 9,779 (Gauss
+11,062, HiTaS 11,199), bound 8,288, gap 15.4 %. 9,060 cells (1,097 primaries), 60 s budget: 80 s
+wall, 34 s CPU (the first repair, 31 s CPU, runs past the budget), best found 24,372 (Gauss 25,994,
+HiTaS 25,486), bound 18,164, gap 25.6 %. The target (10^4 cells optimal in 60 s) is NOT met: the
+ILP returns an audited pattern cheaper than both heuristics within about the budget and says how
+far from the optimum it may be. Next: a stronger root (capacity cuts separated at the LP
+relaxation's fractional patterns) for the bound, a faster repair of the master's pattern for the
+incumbent (on 9,060 cells 436 of 1,097 primaries fail after the first master). The reference cases
+(``--references``): every cost unchanged (43, 1,017, 2,601, 40, 180).
 """
 
 import argparse
