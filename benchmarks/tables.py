@@ -101,9 +101,9 @@ attempted.
 
 Issue 36, ILP pass (same machine, load 5-15: wall-clock 2-6x the CPU time, so CPU seconds beside
 it). Profile of the optimal method on 1,860 cells (seed 2, 184 primaries): 10+ rounds, each master
-programme built from scratch by ``milp`` taking 6.5, 15, 19, 23, ... 35 s CPU (HiGHS found each
-optimum in < 1 s and spent the rest proving it), the audit 0.2 s and the capacity cuts ~1 s a
-round: the masters were > 95 % of the 290 s. On 9,060 cells (1,097 primaries) the first master
+programme built from scratch by ``milp`` taking 6.5, 15, 19, 23, ... 35 s CPU (the first one's
+log: its optimum found after 0.2 s, 5 s spent proving it), the audit 0.2 s and the capacity cuts
+~1 s a round: the masters were > 95 % of the 290 s. On 9,060 cells (1,097 primaries) the first master
 alone (the relation cuts only, HiGHS's default 0.01 % gap) took 122 s CPU. Changes (``_optimal``):
 one HiGHS model kept across the rounds with the new cuts added as rows; masters solved to a 5 %
 gap (0.3 s CPU instead of 6-35 s on 1,860 cells; their cuts are as valid) below a cutoff, the
@@ -111,8 +111,8 @@ incumbent's cost (HiGHS's ``objective_bound``): optimality is proved by a master
 pattern; the incumbent is a master pattern that passes or a failing one repaired (the Gauss
 pattern repaired was the first incumbent until the 9,060-cell run: it took half the budget and
 cost 29 % over the bound; the master's repaired cost 24,372 against 25,994); the capacity
-programmes kept in one HiGHS model, warm-started (~10 s CPU of cuts in the 1,860-cell run instead of
-~20 s cold); the whole loop within ``time_limit``, the result's ``attrs["optimality"]`` saying
+programmes kept in one HiGHS model, warm-started (9.5 s CPU of cuts over the 13 rounds of the
+1,860-cell proof; not timed cold); the whole loop within ``time_limit``, the result's ``attrs["optimality"]`` saying
 "optimal" or "best found, bound B, gap G". Figures: 1,860 cells, proved optimal in 95.6 s CPU
 (362 s wall at load 10-15; was 290 s CPU), the same cost 4,233 (the optimum's cost found after
 ~40 s CPU, the rest is the proof); with the 60 s budget at load ~8 (13.5 s CPU): best found 4,677,
