@@ -10,16 +10,15 @@ that audit; a pattern that fails it is never returned (RuntimeError).
   Hundepool et al. 2012 §4.4.1, tau-Argus's "optimal" method) solved by row generation with HiGHS
   (one ``highspy`` model kept across the rounds, :class:`_Master`). The master programme chooses the
   cheapest pattern ``x`` (one binary per distinct cell, primaries fixed to 1) subject to the cuts
-  found so far. For every primary the
-  audit of ``x`` finds short, the intruder's programme in deviation form is solved,
+  found so far. For every primary the audit of ``x`` finds short, the intruder's programme in deviation form is solved,
   ``max ±M_p d`` subject to ``-b_c x_c <= M_c d <= U x_c`` for every cell c and ``d >= -z`` for the
   inner cells, and its dual values ``(α, β)`` give the capacity cut
   ``sum_c (α_c U + β_c b_c) x_c >= level_p - value(x) + sum_c (α_c U + β_c b_c) x_c(current)``
   (LP duality: the value is concave in the bounds, so the supergradient inequality holds for every
   pattern). An audited incumbent (a master pattern that passes, or one repaired as the Gauss
-  pattern is) is the masters' cutoff; the loop stops when no pattern meeting the cuts is cheaper than the
-  incumbent (it is optimal), or when ``time_limit`` (the whole loop's budget) runs out: the
-  incumbent is returned with a lower bound and a gap, and :class:`Optimality` says so
+  pattern is) is the masters' cutoff; the loop stops when no pattern meeting the cuts is cheaper
+  than the incumbent (it is optimal), or when ``time_limit`` (the whole loop's budget) runs out:
+  the incumbent is returned with a lower bound and a gap, and :class:`Optimality` says so
   (:func:`_optimal`). ``U``, the a priori upper capacity of a cell, is twice the largest published value plus
   the largest level and ``min_width``; the audit has no upper bound, so it can only widen the
   intervals (a pattern the cuts exclude because of ``U`` alone would be a rare loss of optimality,
@@ -309,8 +308,10 @@ LOOSE_GAP = 5e-2
 
 class _Master:
     """The master programme of the row generation in one HiGHS model kept across the rounds: the
-    cheapest 0/1 pattern within ``[lb, ub]`` meeting the cuts, the new cuts added as rows, the best
-    pattern known passed as HiGHS's starting solution (an upper bound that prunes its tree)."""
+    cheapest 0/1 pattern within ``[lb, ub]`` meeting the cuts, the new cuts added as rows, the
+    incumbent's cost as HiGHS's cutoff (:meth:`solve`). The incumbent itself is not passed as a
+    starting solution: it meets the cuts, but below the cutoff HiGHS could only reject it, and with
+    the gap of :data:`LOOSE_GAP` it would return it, already audited."""
 
     def __init__(self, cost: np.ndarray, lb: np.ndarray, ub: np.ndarray, rows: sparse.csr_matrix, rhs: np.ndarray):
         n = len(cost)
@@ -326,8 +327,7 @@ class _Master:
         self.highs = _Highs()
         self.highs.setOptionValue("output_flag", False)
         self.highs.passModel(lp)
-        self.cost, self.n = lp.col_cost_, n
-        self.rows, self.rhs = sparse.csr_matrix((0, n)), np.zeros(0)
+        self.cost = lp.col_cost_
         self.add(rows, rhs)
 
     def add(self, rows: sparse.spmatrix, rhs: np.ndarray) -> None:
@@ -338,12 +338,6 @@ class _Master:
             return
         self.highs.addRows(rows.shape[0], np.asarray(rhs, dtype=np.float64), np.full(rows.shape[0], np.inf), rows.nnz,
                            rows.indptr[:-1].astype(np.int32), rows.indices.astype(np.int32), rows.data.astype(np.float64))
-        self.rows = sparse.vstack([self.rows, rows], format="csr")
-        self.rhs = np.r_[self.rhs, rhs]
-
-    def meets(self, x: np.ndarray) -> bool:
-        """Whether the pattern ``x`` meets every cut so far (a starting solution HiGHS accepts)."""
-        return bool((self.rows @ x >= self.rhs - 1e-9 * np.maximum(1.0, np.abs(self.rhs))).all())
 
     def solve(self, seconds: float, gap: float, cutoff: float) -> tuple[np.ndarray | None, float, bool]:
         """(a pattern within ``gap`` of the master's optimum, or None when none was found in time;
@@ -378,8 +372,8 @@ def _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, t
       (:func:`_repair`, as the Gauss pattern is) with its derivable secondaries published
       (:func:`publish_derivable`): the first master's pattern always, later ones while a repair
       costs no more than the round before it and fits in the budget left (a repair under way runs
-      to its end: the first one may pass the budget). The master's pattern is near the optimum, so its
-      repair usually is too: on the 9,060-cell census table the Gauss pattern repaired cost 29 %
+      to its end: the first one may pass the budget). The master's pattern is near the optimum, so
+      its repair usually is too: on the 9,060-cell census table the Gauss pattern repaired cost 29 %
       more than the bound and took half the 60 s budget. Without any incumbent when the budget
       runs out, the Gauss pattern repaired is returned (after the budget: a pattern is owed).
     * The loop stops when a master finds no pattern cheaper than the incumbent (it is optimal, up
@@ -417,7 +411,7 @@ def _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, t
 
     def result(x, status):
         cost = float(c @ x)
-        low = cost if status == "optimal" else min(bound, cost)
+        low = min(bound, cost)
         return x > 0.5, Optimality(status, cost, low, (cost - low) / cost if cost > 0 else 0.0, rounds,
                                    time.perf_counter() - clock)
 
