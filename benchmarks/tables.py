@@ -122,9 +122,13 @@ bound 4,180, gap 10.7 % (at load ~6, 25 s CPU, an earlier variant reached 4,233 
 wall, 34 s CPU (the first repair, 31 s CPU, runs past the budget), best found 24,372 (Gauss 25,994,
 HiTaS 25,486), bound 18,164, gap 25.6 %. The target (10^4 cells optimal in 60 s) is NOT met: the
 ILP returns an audited pattern cheaper than both heuristics within about the budget and says how
-far from the optimum it may be. Next: a stronger root (capacity cuts separated at the LP
-relaxation's fractional patterns) for the bound, a faster repair of the master's pattern for the
-incumbent (on 9,060 cells 436 of 1,097 primaries fail after the first master). The reference cases
+far from the optimum it may be. Tried and dropped: capacity cuts separated at the master's linear
+relaxation before the integer rounds (Fischetti and Salazar's root): on 1,860 cells the relaxation
+met all but 2 of the 184 primaries' capacity cuts and its bound went from 4,137 to 4,142 only, the
+optimum being 4,233: the gap is integrality (fractional suppressions supply the capacity), so a
+better bound needs integer-aware families (covers, the rectangles of the issue), not more capacity
+cuts. Next: those, and a faster repair of the master's pattern for the incumbent (on 9,060 cells
+436 of 1,097 primaries fail after the first master). The reference cases
 (``--references``): every cost unchanged (43, 1,017, 2,601, 40, 180).
 """
 
