@@ -185,9 +185,10 @@ class TableSource:
 class TableSetSpec:
     """A table spec: the set's ``name``, ``source``, ``dimensions`` (name -> :class:`DimensionSpec`),
     the ``published`` tables (name -> :class:`TableDef`, spec order), the secondary ``method``,
-    ``cost``, ``time_limit`` (seconds per integer programme) and ``workers`` (processes protecting the
-    subtables of one level at once with ``method: hitas``, :data:`DEFAULT_WORKERS` unless given; the
-    pattern does not depend on it), with ``method: rounding`` the
+    ``cost``, ``time_limit`` (seconds per integer programme; with ``method: optimal`` the budget of
+    the whole row generation) and ``workers`` (processes protecting the subtables of one level at
+    once with ``method: hitas``, :data:`DEFAULT_WORKERS` unless given; the pattern does not depend
+    on it), with ``method: rounding`` the
     ``rounding`` parameters (:data:`ROUNDING_KEYS`, ``seed`` as ``random_state``), with ``method:
     cell_key`` the ``cell_key`` parameters (:func:`_cell_key`), the release ``formats``, and the
     file it came from with its SHA-256 (``spec_path``, ``spec_sha256``)."""

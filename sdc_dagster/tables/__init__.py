@@ -32,7 +32,7 @@ from sdc_dagster.tables.hierarchy_files import hierarchy_from_codes, hierarchy_f
 from sdc_dagster.tables.model import TOTAL, Dimension, JointModel, Table, joint_model, tabulate
 from sdc_dagster.tables.primary import RULES, primary_suppression, protection_levels
 from sdc_dagster.tables.rounding import small_count_rounding
-from sdc_dagster.tables.secondary import METHODS, secondary_suppression
+from sdc_dagster.tables.secondary import METHODS, Optimality, secondary_suppression
 
 __all__ = [
     "METHODS",
@@ -41,6 +41,7 @@ __all__ = [
     "TOTAL",
     "Dimension",
     "JointModel",
+    "Optimality",
     "Table",
     "audit",
     "cell_key_magnitude",

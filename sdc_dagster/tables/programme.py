@@ -12,7 +12,9 @@ attains it, so the audit's results do not depend on the start.
 The repair's capacity programmes (:mod:`sdc_dagster.tables.secondary`) are not solved here: their
 cuts are the dual values, and a degenerate programme restarted from another basis returns other
 (equally valid) dual values, which led the repair elsewhere (HiTaS on the linked reference case c4:
-14 suppressions of cost 76 instead of 12 of cost 40).
+14 suppressions of cost 76 instead of 12 of cost 40). The optimal method's capacity programmes are
+(:meth:`Programme.change_rows` between its rounds): its cuts are valid inequalities whatever the
+dual values, so another basis changes the rounds it takes, never its optimum.
 
 HiGHS is used through ``highspy``'s compiled ``_Highs`` (the class ``highspy.Highs`` extends and
 ``scipy.optimize.linprog`` runs): ``highspy.Highs`` adds Python callbacks whose set-up prints HiGHS's
@@ -53,6 +55,12 @@ class Programme:
         self.highs.setOptionValue("output_flag", False)
         self.highs.passModel(lp)
         self._columns = np.arange(self.n_cols, dtype=np.int32)
+
+    def change_rows(self, row_lower, row_upper) -> None:
+        """New bounds of every row (the optimal method's capacity programme at a new pattern): the
+        last basis stays dual feasible for the objective, so HiGHS restarts from it."""
+        self.highs.changeRowsBounds(self.n_rows, np.arange(self.n_rows, dtype=np.int32),
+                                    np.asarray(row_lower, dtype=np.float64), np.asarray(row_upper, dtype=np.float64))
 
     def minimise(self, c: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         """(optimal value, an optimal ``x``, the rows' dual values) of ``min c·x``. A row's dual value

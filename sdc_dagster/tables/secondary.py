@@ -8,15 +8,18 @@ that audit; a pattern that fails it is never returned (RuntimeError).
 
 * ``method="optimal"``: the exact integer programme of Fischetti and Salazar (1999, 2001;
   Hundepool et al. 2012 §4.4.1, tau-Argus's "optimal" method) solved by row generation with HiGHS
-  (``scipy.optimize.milp``). The master programme chooses the cheapest pattern ``x`` (one binary per
-  distinct cell, primaries fixed to 1) subject to the cuts found so far. For every primary the
-  audit of ``x`` finds short, the intruder's programme in deviation form is solved,
+  (one ``highspy`` model kept across the rounds, :class:`_Master`). The master programme chooses the
+  cheapest pattern ``x`` (one binary per distinct cell, primaries fixed to 1) subject to the cuts
+  found so far. For every primary the audit of ``x`` finds short, the intruder's programme in deviation form is solved,
   ``max ±M_p d`` subject to ``-b_c x_c <= M_c d <= U x_c`` for every cell c and ``d >= -z`` for the
   inner cells, and its dual values ``(α, β)`` give the capacity cut
   ``sum_c (α_c U + β_c b_c) x_c >= level_p - value(x) + sum_c (α_c U + β_c b_c) x_c(current)``
   (LP duality: the value is concave in the bounds, so the supergradient inequality holds for every
-  pattern). The loop stops when the audit passes: the optimum of a relaxation that is feasible is
-  optimal. ``U``, the a priori upper capacity of a cell, is twice the largest published value plus
+  pattern). An audited incumbent (a master pattern that passes, or one repaired as the Gauss
+  pattern is) is the masters' cutoff; the loop stops when no pattern meeting the cuts is cheaper
+  than the incumbent (it is optimal), or when ``time_limit`` (the whole loop's budget) runs out:
+  the incumbent is returned with a lower bound and a gap, and :class:`Optimality` says so
+  (:func:`_optimal`). ``U``, the a priori upper capacity of a cell, is twice the largest published value plus
   the largest level and ``min_width``; the audit has no upper bound, so it can only widen the
   intervals (a pattern the cuts exclude because of ``U`` alone would be a rare loss of optimality,
   never of protection). Before the loop, every free cell gets the relation cuts of
@@ -51,11 +54,15 @@ True (must be suppressed), False (must be published) or NA (free) per cell.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial, reduce
 
 import numpy as np
 import pandas as pd
+from highspy import HighsLp, HighsModelStatus, HighsVarType, MatrixFormat
+from highspy._core import _Highs
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
@@ -63,6 +70,7 @@ from sdc_dagster.errors import SDCInputError
 from sdc_dagster.tables.intruder import protection_failures, reduced_programme, stacked_mask
 from sdc_dagster.tables.hitas import hitas_pattern
 from sdc_dagster.tables.model import JointModel, Table, joint_model, relations
+from sdc_dagster.tables.programme import Programme
 from sdc_dagster.validation import check_option, check_scalar
 
 METHODS = ("optimal", "gauss", "hitas")
@@ -135,27 +143,42 @@ class _Cuts:
         self.b = model.published[rep]
         self.lower, self.upper, self.min_width = lower[rep], upper[rep], min_width
         self.capacity = 2.0 * float(np.abs(self.b).max(initial=0.0)) + float(max(upper.max(initial=0), lower.max(initial=0))) + min_width
-        self.a_ub = sparse.vstack([self.rows, -self.rows], format="csr")
-        self.bounds = [(-s, None) for s in model.start]
         self.coefficients: list[np.ndarray] = []
         self.rhs: list[float] = []
+        self._programme: Programme | None = None  # the whole programme, kept in HiGHS (_whole)
+        self._at: np.ndarray | None = None
+
+    def _whole(self, p: int, sign: float, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """:meth:`_deviation` of the whole programme (the optimal method's cuts) in one HiGHS model
+        kept across the calls (:class:`sdc_dagster.tables.programme.Programme`): the rows
+        ``-b_c x_c <= M_c d <= U x_c``, their bounds changed when the pattern changes, ``d >= -z``.
+        HiGHS's dual ``y_c`` of row c (a minimisation of ``-sign·M_p d``) is ``-α_c`` at the upper
+        bound and ``β_c`` at the lower one. Another basis may give other dual values of a degenerate
+        programme: other valid cuts, so other rounds, never another optimum."""
+        if self._programme is None:
+            zero = np.zeros(len(self.b))
+            self._programme = Programme(self.rows, zero, zero, -self.model.start, np.inf, what="secondary suppression")
+        if self._at is None or not np.array_equal(self._at, x):
+            self._programme.change_rows(-self.b * x, self.capacity * x)
+            self._at = x.copy()
+        value, _, dual = self._programme.minimise(-sign * np.asarray(self.rows[p].toarray()).ravel())
+        return -value, self.capacity * np.maximum(-dual, 0.0) + self.b * np.maximum(dual, 0.0)
 
     def _deviation(self, p: int, sign: float, x: np.ndarray, inner: np.ndarray | None) -> tuple[float, np.ndarray]:
-        """max sign·M_p d at pattern x, and the cut's coefficient of every cell. With ``inner`` (inner
-        cells) the deviations of every other inner cell are held at 0: the programme of a block,
-        whose cut is a heuristic's guide (the repair's), not a valid inequality of the whole."""
+        """max sign·M_p d at pattern x, and the cut's coefficient of every cell. Without ``inner``
+        the whole programme (:meth:`_whole`). With ``inner`` (inner cells) the deviations of every
+        other inner cell are held at 0: the programme of a block, whose cut is a heuristic's guide
+        (the repair's), not a valid inequality of the whole, solved from scratch (a warm start's
+        other dual values led the repair elsewhere, :mod:`sdc_dagster.tables.programme`)."""
         if inner is None:
-            rows, touched, a_ub, bounds = self.rows, np.arange(len(x)), self.a_ub, self.bounds
-        else:
-            rows = self.rows[:, inner].tocsr()
-            touched = np.flatnonzero(np.diff(rows.indptr) > 0)
-            rows = rows[touched]
-            a_ub = sparse.vstack([rows, -rows], format="csr")
-            bounds = np.column_stack([-self.model.start[inner], np.full(len(inner), np.inf)])
+            return self._whole(p, sign, x)
+        rows = self.rows[:, inner].tocsr()
+        touched = np.flatnonzero(np.diff(rows.indptr) > 0)
+        rows = rows[touched]
+        a_ub = sparse.vstack([rows, -rows], format="csr")
+        bounds = np.column_stack([-self.model.start[inner], np.full(len(inner), np.inf)])
         h = np.concatenate([self.capacity * x[touched], self.b[touched] * x[touched]])
-        objective = -sign * np.asarray(self.rows[p].toarray()).ravel()
-        if inner is not None:
-            objective = objective[inner]
+        objective = -sign * np.asarray(self.rows[p].toarray()).ravel()[inner]
         result = linprog(objective, A_ub=a_ub, b_ub=h, bounds=bounds, method="highs")
         if result.status != 0:
             raise RuntimeError(f"secondary suppression: HiGHS could not solve the intruder's programme ({result.message})")
@@ -189,66 +212,253 @@ class _Cuts:
         self.rhs.append(rhs)
 
 
-def relation_cuts(model: JointModel, protect: np.ndarray) -> sparse.csr_matrix:
-    """Initial cuts over the distinct cells: for every cell c of ``protect`` (bool per stacked row) and
-    every additive relation of its table containing c, the other members hold at least x_c
-    suppressions (``sum_{R \\ c} x - x_c >= 0``): else c is exactly derivable. For a primary (x_c = 1)
-    these are Fischetti and Salazar's bridgeless inequalities; for any other cell they hold in every
-    optimal pattern, because publishing a derivable cell changes no interval and saves its cost.
-    Relations in which c is the only distinct cell (a parent with a single child) give none."""
+def relation_members(model: JointModel) -> sparse.csr_matrix:
+    """The additive relations of every table of ``model`` (:func:`sdc_dagster.tables.model.relations`)
+    over its distinct cells: relations x distinct cells, 1 where the cell is a member (a cell twice
+    in a relation, a duplicate, counts once); relations with a single distinct cell (a parent with a
+    single child) say nothing and are left out."""
     n_cells = model.cell.max() + 1
-    wanted = np.zeros(n_cells, dtype=bool)
-    wanted[model.cell[protect]] = True
     blocks = []
     for t, start in zip(model.tables, model.offsets[:-1]):
         incidence = relations(t).tocoo()
         member = sparse.csr_matrix(
             (np.ones(incidence.nnz), (incidence.row, model.cell[start + incidence.col])), shape=(incidence.shape[0], n_cells)
         )
-        member.data[:] = 1.0  # a cell twice in a relation (a duplicate) counts once
-        member = member[np.diff(member.indptr) > 1]  # relations with one distinct cell say nothing
-        pairs = member.tocoo()
-        keep = wanted[pairs.col]
-        rel, cell = pairs.row[keep], pairs.col[keep]
-        rows = member[rel].tocoo()
-        cut = sparse.csr_matrix(
-            (np.r_[rows.data, -2.0 * np.ones(len(cell))], (np.r_[rows.row, np.arange(len(cell))], np.r_[rows.col, cell])),
-            shape=(len(cell), n_cells),
-        )
-        blocks.append(cut)
+        member.data[:] = 1.0
+        blocks.append(member[np.diff(member.indptr) > 1])
     return sparse.vstack(blocks, format="csr")
 
 
+def relation_cuts(model: JointModel, protect: np.ndarray) -> sparse.csr_matrix:
+    """Initial cuts over the distinct cells: for every cell c of ``protect`` (bool per stacked row) and
+    every additive relation of its table containing c (:func:`relation_members`), the other members
+    hold at least x_c suppressions (``sum_{R \\ c} x - x_c >= 0``): else c is exactly derivable. For a
+    primary (x_c = 1) these are Fischetti and Salazar's bridgeless inequalities; for any other cell
+    they hold in every optimal pattern, because publishing a derivable cell changes no interval and
+    saves its cost (:func:`publish_derivable`)."""
+    n_cells = model.cell.max() + 1
+    wanted = np.zeros(n_cells, dtype=bool)
+    wanted[model.cell[protect]] = True
+    member = relation_members(model)
+    pairs = member.tocoo()
+    keep = wanted[pairs.col]
+    rel, cell = pairs.row[keep], pairs.col[keep]
+    rows = member[rel].tocoo()
+    return sparse.csr_matrix(
+        (np.r_[rows.data, -2.0 * np.ones(len(cell))], (np.r_[rows.row, np.arange(len(cell))], np.r_[rows.col, cell])),
+        shape=(len(cell), n_cells),
+    )
+
+
+def publish_derivable(member: sparse.csr_matrix, x: np.ndarray, fixed: np.ndarray) -> np.ndarray:
+    """The pattern ``x`` (0/1 per distinct cell) with every suppressed cell outside ``fixed``
+    (primaries, cells frozen as suppressed) that is exactly derivable from one relation (``member``,
+    :func:`relation_members`: every other member published) published, until none is left: its
+    value is known anyway, so the intruder's feasible set, every interval and the audit are
+    unchanged and the cost goes down (a heuristic's pattern made to meet :func:`relation_cuts`).
+    Each pass publishes the derivable cells of every relation at once; publishing one can make
+    another derivable, hence the passes."""
+    x = np.asarray(x, dtype=float).copy()
+    while True:
+        alone = np.flatnonzero(member @ x == 1)
+        derivable = np.zeros(len(x), dtype=bool)
+        derivable[member[alone].indices] = True
+        derivable &= (x > 0.5) & ~fixed
+        if not derivable.any():
+            return x
+        x[derivable] = 0.0
+
+
+@dataclass(frozen=True)
+class Optimality:
+    """What the optimal method proved about the pattern it returns (``attrs["optimality"]`` of every
+    Series :func:`secondary_suppression` returns with ``method="optimal"``): ``status`` "optimal"
+    (no pattern meeting the cuts is cheaper by more than :data:`OPTIMALITY_TOLERANCE` of the cost
+    of the dearest cell) or "time_limit" (the budget ran out: the best pattern found, audited, whose
+    cost may exceed the optimum by up to ``gap``); ``cost`` of the pattern; ``bound``, a lower bound
+    on the cost of every pattern passing the audit (HiGHS's dual bound of the last master programme,
+    which relaxes the problem; 0 before any); ``gap = (cost - bound) / cost``; ``rounds`` of the row
+    generation; ``seconds`` spent."""
+
+    status: str
+    cost: float
+    bound: float
+    gap: float
+    rounds: int
+    seconds: float
+
+    def __str__(self) -> str:
+        if self.status == "optimal":
+            return f"optimal, cost {self.cost:,.6g} ({self.rounds} rounds, {self.seconds:.1f} s)"
+        return (f"best found, cost {self.cost:,.6g}, bound {self.bound:,.6g}, gap {self.gap:.2%} "
+                f"(time limit after {self.rounds} rounds, {self.seconds:.1f} s)")
+
+
+#: The optimal method calls a pattern optimal when no pattern meeting its cuts is cheaper by more
+#: than this fraction of the cost of the dearest cell (every cell carries ``1e-6`` of it, module text).
+OPTIMALITY_TOLERANCE = 1e-7
+
+#: The relative gap the master programmes are solved to: their cuts are valid whichever pattern
+#: they separate, so a near-optimal master pattern serves as well, and the proof of optimality comes
+#: from the cutoff (:meth:`_Master.solve`: a master with no pattern cheaper than the incumbent).
+#: On the 1,860-cell census table (issue 36) a master took 0.24 s CPU at 5 %, 7-16 s at 1 % and
+#: 20-50 s exactly.
+LOOSE_GAP = 5e-2
+
+
+class _Master:
+    """The master programme of the row generation in one HiGHS model kept across the rounds: the
+    cheapest 0/1 pattern within ``[lb, ub]`` meeting the cuts, the new cuts added as rows, the
+    incumbent's cost as HiGHS's cutoff (:meth:`solve`). The incumbent itself is not passed as a
+    starting solution: it meets the cuts, but below the cutoff HiGHS could only reject it, and with
+    the gap of :data:`LOOSE_GAP` it would return it, already audited."""
+
+    def __init__(self, cost: np.ndarray, lb: np.ndarray, ub: np.ndarray, rows: sparse.csr_matrix, rhs: np.ndarray):
+        n = len(cost)
+        lp = HighsLp()
+        lp.num_col_, lp.num_row_ = n, 0
+        lp.col_cost_ = np.asarray(cost, dtype=np.float64)
+        lp.col_lower_ = np.asarray(lb, dtype=np.float64)
+        lp.col_upper_ = np.asarray(ub, dtype=np.float64)
+        lp.a_matrix_.format_ = MatrixFormat.kColwise
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n, 0
+        lp.a_matrix_.start_ = np.zeros(n + 1, dtype=np.int32)
+        lp.integrality_ = [HighsVarType.kInteger] * n
+        self.highs = _Highs()
+        self.highs.setOptionValue("output_flag", False)
+        self.highs.passModel(lp)
+        self.cost = lp.col_cost_
+        self.add(rows, rhs)
+
+    def add(self, rows: sparse.spmatrix, rhs: np.ndarray) -> None:
+        """Add the cuts ``rows · x >= rhs``."""
+        rows = sparse.csr_matrix(rows)
+        rows.eliminate_zeros()
+        if not rows.shape[0]:
+            return
+        self.highs.addRows(rows.shape[0], np.asarray(rhs, dtype=np.float64), np.full(rows.shape[0], np.inf), rows.nnz,
+                           rows.indptr[:-1].astype(np.int32), rows.indices.astype(np.int32), rows.data.astype(np.float64))
+
+    def solve(self, seconds: float, gap: float, cutoff: float) -> tuple[np.ndarray | None, float, bool]:
+        """(a pattern within ``gap`` of the master's optimum, or None when none was found in time;
+        HiGHS's lower bound on the master's optimum; whether no pattern meeting the cuts costs less
+        than ``cutoff``) in at most ``seconds``. The cutoff (HiGHS's ``objective_bound``: the incumbent's
+        cost) prunes HiGHS's tree as a starting solution would, and a master without a pattern below
+        it proves the incumbent optimal."""
+        self.highs.setOptionValue("time_limit", float(max(seconds, 1e-3)))
+        self.highs.setOptionValue("mip_rel_gap", float(gap))
+        self.highs.setOptionValue("mip_abs_gap", OPTIMALITY_TOLERANCE * float(self.cost.max(initial=1.0)))
+        self.highs.setOptionValue("objective_bound", float(cutoff))
+        self.highs.run()
+        if self.highs.getModelStatus() == HighsModelStatus.kInfeasible:
+            return None, cutoff, True
+        info = self.highs.getInfo()
+        bound = float(info.mip_dual_bound)
+        bound = bound if np.isfinite(bound) else 0.0  # costs are >= 0
+        if info.primal_solution_status != 2:  # no feasible solution (kSolutionStatusFeasible) in time
+            return None, bound, False
+        return np.round(np.asarray(self.highs.getSolution().col_value)), bound, False
+
+
 def _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, time_limit):
-    """The row-generation loop: returns the pattern over distinct cells. Every free cell gets the
-    relation cuts (no derivable suppression) before the first master programme."""
-    cuts = _Cuts(model, rep, lower, upper, min_width)
-    initial = relation_cuts(model, primary | ~(must | never))
-    lb = (primary | must)[rep].astype(float)
+    """The row-generation loop (module text) within ``time_limit`` seconds in all: returns the
+    pattern over distinct cells and its :class:`Optimality`.
+
+    * The master programme is kept in one HiGHS model (:class:`_Master`), every free cell's relation
+      cuts (:func:`relation_cuts`) from the start, the capacity cuts of every failing primary added
+      each round from the whole intruder's programme kept in HiGHS (:meth:`_Cuts._whole`); each
+      master is solved to :data:`LOOSE_GAP` only, below the incumbent's cost (its cutoff).
+    * The incumbent: a master pattern that passes the audit, or a failing one repaired
+      (:func:`_repair`, as the Gauss pattern is) with its derivable secondaries published
+      (:func:`publish_derivable`): the first master's pattern always, later ones while a repair
+      costs no more than the round before it and fits in the budget left (a repair under way runs
+      to its end: the first one may pass the budget). The master's pattern is near the optimum, so
+      its repair usually is too: on the 9,060-cell census table the Gauss pattern repaired cost 29 %
+      more than the bound and took half the 60 s budget. Without any incumbent when the budget
+      runs out, the Gauss pattern repaired is returned (after the budget: a pattern is owed).
+    * The loop stops when a master finds no pattern cheaper than the incumbent (it is optimal, up
+      to :data:`OPTIMALITY_TOLERANCE`), or when the budget runs out: the incumbent, with the best
+      lower bound (HiGHS's dual bound of a master) and the gap."""
+    clock = time.perf_counter()
+    deadline = clock + time_limit
+    fixed = (primary | must)[rep]
+    lb = fixed.astype(float)
     ub = np.where(never[rep], 0.0, 1.0)
-    x = lb.copy()
-    if initial.shape[0] and (initial @ x < 0).any():
-        x = _solve(costs[rep], lb, ub, LinearConstraint(initial, 0.0, np.inf), time_limit)
-    for _ in range(10_000):
+    c = costs[rep]
+    tolerance = OPTIMALITY_TOLERANCE * float(c.max(initial=1.0))
+    member = relation_members(model)
+    cell_to_rep = np.full(model.cell.max() + 1, -1)
+    cell_to_rep[model.cell[rep]] = np.arange(len(rep))
+
+    def failing_cells(x):
         failing, _, _ = protection_failures(
-            model, x[model.cell] > 0.5, primary, lower, upper, min_width=min_width, only_primaries=True
+            model, x[cell_to_rep[model.cell]] > 0.5, primary, lower, upper, min_width=min_width, only_primaries=True
         )
-        failing_cells = np.unique(model.cell[failing])
-        if not len(failing_cells):
-            return x > 0.5
-        cell_to_rep = np.full(model.cell.max() + 1, -1)
-        cell_to_rep[model.cell[rep]] = np.arange(len(rep))
+        return cell_to_rep[np.unique(model.cell[failing])]
+
+    def repaired(x):
+        try:
+            pattern = _repair(model, rep, primary, lower, upper, costs, never, min_width,
+                              max(deadline - time.perf_counter(), 1.0), x > 0.5)
+        except RuntimeError:
+            return None
+        return publish_derivable(member, pattern, fixed)
+
+    initial = relation_cuts(model, primary | ~(must | never))
+    master = _Master(c, lb, ub, initial, np.zeros(initial.shape[0]))
+    cuts = _Cuts(model, rep, lower, upper, min_width)
+    incumbent, best, bound, rounds, last_repair, round_seconds = None, np.inf, 0.0, 0, np.inf, 0.0
+
+    def result(x, status):
+        cost = float(c @ x)
+        low = min(bound, cost)
+        return x > 0.5, Optimality(status, cost, low, (cost - low) / cost if cost > 0 else 0.0, rounds,
+                                   time.perf_counter() - clock)
+
+    while True:
+        if incumbent is not None and best - bound <= tolerance:
+            return result(incumbent, "optimal")
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            break
+        rounds += 1
+        started = time.perf_counter()
+        x, master_bound, none_cheaper = master.solve(remaining, LOOSE_GAP, best - tolerance)
+        if none_cheaper:
+            if incumbent is None:
+                raise RuntimeError("secondary suppression: no pattern meets the protection (the master programme is infeasible)")
+            bound = best
+            continue
+        bound = max(bound, master_bound)
+        if x is None:
+            break
+        failing = failing_cells(x)
+        if not len(failing):  # below the cutoff, so cheaper than the incumbent
+            incumbent, best = x, float(c @ x)
+            continue
+        repair_seconds = 0.0
+        if incumbent is None or last_repair <= min(round_seconds, deadline - time.perf_counter()):
+            repair_started = time.perf_counter()
+            candidate = repaired(x)
+            repair_seconds = last_repair = time.perf_counter() - repair_started
+            if candidate is not None and c @ candidate < best:
+                incumbent, best = candidate, float(c @ candidate)
         before = len(cuts.rhs)
-        for p in cell_to_rep[failing_cells]:
+        for p in failing:
+            if time.perf_counter() > deadline:  # the cuts so far are valid; the budget is spent
+                break
             cuts.add(int(p), x)
-        if len(cuts.rhs) == before:
-            raise RuntimeError("secondary suppression: the audit fails but no cut separates the pattern (numerical trouble)")
-        constraint = LinearConstraint(
-            sparse.vstack([initial, sparse.csr_matrix(np.vstack(cuts.coefficients))], format="csr"),
-            np.r_[np.zeros(initial.shape[0]), cuts.rhs], np.inf,
-        )
-        x = _solve(costs[rep], lb, ub, constraint, time_limit)
-    raise RuntimeError("secondary suppression: the optimal method did not converge")
+        else:
+            if len(cuts.rhs) == before:
+                raise RuntimeError("secondary suppression: the audit fails but no cut separates the pattern (numerical trouble)")
+        if len(cuts.rhs) > before:
+            master.add(np.vstack(cuts.coefficients[before:]), np.asarray(cuts.rhs[before:]))
+        round_seconds = time.perf_counter() - started - repair_seconds  # the master's and the cuts'
+    if incumbent is None:
+        incumbent = repaired(_gauss(model, rep, primary, costs, must, never).astype(float))
+        if incumbent is None:
+            raise RuntimeError(f"secondary suppression: the optimal method found no pattern passing the audit in {time_limit:g} s")
+    return result(incumbent, "time_limit")
 
 
 def _repair(model, rep, primary, lower, upper, costs, never, min_width, time_limit, start) -> np.ndarray:
@@ -432,8 +642,12 @@ def secondary_suppression(
     text): a bool Series indexed like ``table.cells``, or a list of them for a list of linked tables,
     which are protected jointly. ``protection``: the levels of :func:`tables.protection_levels` (one
     frame per table; default: none, every primary must have an interval at least ``min_width`` wide).
-    ``time_limit``: seconds for each integer programme of HiGHS. ``workers``: processes protecting
-    the subtables of one level at once (``method="hitas"``; 1: in this process).
+    ``time_limit``: seconds for each integer programme of HiGHS; with ``method="optimal"`` the
+    budget of the whole row generation, after which the best audited pattern found is returned.
+    ``workers``: processes protecting the subtables of one level at once (``method="hitas"``; 1: in
+    this process). With ``method="optimal"`` every Series returned carries ``attrs["optimality"]``,
+    an :class:`Optimality`: "optimal", or "time_limit" with the best pattern's cost, a lower bound
+    and the gap (never called optimal).
 
     Raises :class:`SDCInputError` for inputs that do not fit the tables, ``RuntimeError`` when no
     pattern can pass the audit (e.g. frozen cells forbid it).
@@ -463,7 +677,7 @@ def secondary_suppression(
         start = hitas_pattern(model, primary, lower, upper, costs, must, never, solve, workers=workers)
         pattern = _repair(model, rep, primary, lower, upper, costs, never, min_width, time_limit, start[rep])
     else:
-        pattern = _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, time_limit)
+        pattern, optimality = _optimal(model, rep, primary, lower, upper, costs, must, never, min_width, time_limit)
     cell_to_rep = np.full(model.cell.max() + 1, -1)
     cell_to_rep[model.cell[rep]] = np.arange(len(rep))
     stacked = pattern[cell_to_rep[model.cell]]
@@ -471,4 +685,7 @@ def secondary_suppression(
     if failing.any():  # never release a pattern that fails the audit
         raise RuntimeError(f"secondary suppression: {int(failing.sum())} primary cells fail the audit")
     out = [pd.Series(s, index=t.cells.index, name="suppressed") for t, s in zip(tables, model.split(stacked))]
+    if method == "optimal":
+        for series in out:
+            series.attrs["optimality"] = optimality
     return out[0] if single else out

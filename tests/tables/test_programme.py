@@ -30,3 +30,16 @@ def test_an_infeasible_programme_is_an_error_naming_its_user():
     programme = Programme(sparse.csr_matrix([[1.0, 1.0]]), [-1.0], [-1.0], 0.0, np.inf, what="audit")
     with pytest.raises(RuntimeError, match="audit: HiGHS could not solve"):
         programme.minimise(np.array([1.0, 1.0]))
+
+
+def test_new_row_bounds_on_the_same_model_by_hand():
+    # the optimal method's capacity programme at a new pattern: x1 + x2 in [lo, hi], x <= 10
+    programme = Programme(sparse.csr_matrix([[1.0, 1.0]]), [0.0], [0.0], 0.0, 10.0, what="test")
+    value, x, _ = programme.minimise(np.array([-1.0, 0.0]))  # max x1 with x1 + x2 = 0: 0
+    assert value == pytest.approx(0.0)
+    programme.change_rows([2.0], [5.0])  # now 2 <= x1 + x2 <= 5: x1 = 5, the cap's dual -1
+    value, x, dual = programme.minimise(np.array([-1.0, 0.0]))
+    assert value == pytest.approx(-5.0) and x.tolist() == pytest.approx([5.0, 0.0])
+    assert dual.tolist() == pytest.approx([-1.0])
+    value, x, dual = programme.minimise(np.array([1.0, 1.0]))  # min x1 + x2: the lower bound 2
+    assert value == pytest.approx(2.0) and dual.tolist() == pytest.approx([1.0])
