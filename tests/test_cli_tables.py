@@ -179,6 +179,10 @@ def test_run_reads_the_business_file_given_on_the_command_line(tmp_path, home):
     folder = list_table_releases(home / "releases", "business_tables", FILE_WAVE)[-1]
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["inputs"]["data"]["sha256"] == file_sha256(other)
+    # the optimal method says that it proved its pattern optimal, in the manifest and the report
+    assert manifest["published"]["turnover"]["optimality"].startswith("optimal, cost ")
+    report = (home / "reports" / "tables" / "business_tables" / f"{FILE_WAVE}.html").read_text()
+    assert "optimal, cost by value; optimal, cost " in report
     released = pd.read_csv(folder / "turnover.csv").set_index(["sector4", "geo"])
     # the grand total of business.csv's 20 rows is 462.3 (hand sum); the given file's is 100 more
     assert released.loc[("Total", "Total"), "value"] == pytest.approx(562.3)

@@ -420,7 +420,9 @@ def protect_tables(spec: TableSetSpec, tabulated: dict[str, Table],
     """Each table's cells with ``suppressed`` and ``status``: with ``method: rounding``
     :func:`round_tables`, else the secondary suppression of every linked group at once (:func:`sdc_dagster.tables.secondary_suppression` with the spec's method,
     cost, the primaries' protection levels and the tables' frozen cells, :func:`frozen_cells`),
-    validated by :func:`cells_schema`. With ``method: cell_key`` :func:`cell_key_tables` of ``data``
+    validated by :func:`cells_schema`; with ``method: optimal`` each frame's ``attrs["optimality"]``
+    says whether the pattern is proven optimal or the best found within the time limit, with its
+    bound and gap (:class:`sdc_dagster.tables.Optimality`). With ``method: cell_key`` :func:`cell_key_tables` of ``data``
     (the validated input; the record keys are drawn per record)."""
     if spec.method == "rounding":
         return round_tables(spec, tabulated, primary)
@@ -442,6 +444,8 @@ def protect_tables(spec: TableSetSpec, tabulated: dict[str, Table],
             cells["suppressed"] = suppressed.to_numpy()
             cells["status"] = np.where(cells["primary"], "primary", np.where(cells["suppressed"], "secondary", "safe"))
             out[name] = validate(cells, cells_schema(), source=f"protected table {name!r}")
+            if "optimality" in suppressed.attrs:  # what the optimal method proved (tables.Optimality)
+                out[name].attrs["optimality"] = str(suppressed.attrs["optimality"])
     return {name: out[name] for name in spec.published}
 
 

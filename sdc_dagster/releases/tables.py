@@ -247,7 +247,8 @@ def release_tables(releases: Path, reports: Path, run_id: str, spec: TableSetSpe
                        **({status: int((distinct(cells)["status"] == status).sum())
                            for status in ("rounded", "perturbed") if "published" in cells
                            and (status == "perturbed") == ("cell_key" in cells)}),
-                       "linked_with": next(g for g in spec.linked() if name in g)}
+                       "linked_with": next(g for g in spec.linked() if name in g),
+                       **({"optimality": cells.attrs["optimality"]} if "optimality" in cells.attrs else {})}
                 for name, cells in audited.items()},
             "checks": {name: outcome.record() for name, outcome in checks.items()},
             "files": {name: sha256_bytes(data) for name, data in files.items()},
@@ -282,7 +283,9 @@ def release_tables(releases: Path, reports: Path, run_id: str, spec: TableSetSpe
                     f"cell key method, p-table D = {spec.cell_key['max_deviation']}, V = {spec.cell_key['variance']}, "
                     f"js = {spec.cell_key['threshold']}, delta = {spec.cell_key['delta']}, top_k = "
                     f"{spec.cell_key['top_k']}, record keys drawn with seed {spec.cell_key['seed']}"
-                    if spec.method == "cell_key" else f"{spec.method}, cost by {spec.cost}"),
+                    if spec.method == "cell_key" else f"{spec.method}, cost by {spec.cost}"
+                    + "".join(sorted({f"; {cells.attrs['optimality']}" for cells in audited.values()
+                                      if "optimality" in cells.attrs}))),
          "release": state,
          **({"tau-Argus": f"{exchange_to} (confidential: every inner cell's value and largest contributions)"}
             if exchange else {}),
