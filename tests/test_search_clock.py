@@ -160,13 +160,14 @@ class _InlinePool:
 def _decided(found):
     """Everything a search decides and says: every candidate evaluated, in order, with its loss and
     risk; the front with the checks each confirmation ran; the plan, its loss, the proof, the counts,
-    the bound in words and the optimality wording ("optimal over N" / "best of N checked, bound B")."""
+    the bound in words, the optimality wording ("optimal over N" / "best of N checked, bound B") and
+    the seconds charged on the budget."""
     summary = search_summary(found)
     return repr([[(c.levels, c.loss, c.global_risk, c.suppressed, c.reaches_target) for c in found.candidates],
             [(c.plan.name, c.levels, c.loss, c.global_risk, sorted(c.checks or {}), c.linkage_risk) for c in found.front],
             found.recommended.plan if found.recommended else None, found.recommended.loss if found.recommended else None,
             found.proven, found.exhaustive, found.nodes_evaluated, found.bound, found.loss_bound,
-            summary["optimality"], summary["stricter_loss"]])
+            summary["optimality"], summary["stricter_loss"], found.charged])
 
 
 def _searched(monkeypatch, data, spec, clock_):

@@ -224,7 +224,9 @@ def _exhaustive_against_wider(w: LatticeWalk, found: WaveSearch, full_space: dic
     if not w.exhaustive or any(c.reaches_target and c.suppressed == 0 for c in found.candidates):
         return found
     cap, flashed = wider_cap(w.data, w.spec, LATTICE_SHARE * left_seconds, w.say)
-    left_seconds -= flashed.charged if flashed is not None else 0.0  # Flash's checks, charged
+    if flashed is not None:  # Flash's checks, charged
+        left_seconds -= flashed.charged
+        found = replace(found, charged=found.charged + flashed.charged)
     if not found.recommended.loss > cap + LOSS_TIE or left_seconds <= 0:
         return found
     wider = _search_wider(w, found, full_space, wave=wave, progress=progress, left_seconds=left_seconds, began=began)
@@ -448,6 +450,7 @@ def _result(w: LatticeWalk, confirmed: list[SearchCandidate], outcome: str, stop
         loss_bound=loss_bound,
         proven=proven,
         workers=w.workers_used,
+        charged=spent,
     ), spent
 
 
@@ -474,7 +477,8 @@ def _search_wider(w: LatticeWalk, found: WaveSearch, full_space: dict[str, KeyHi
     # levels without suppression, so it does not settle what the first walk left unevaluated
     return replace(again, seconds=time.perf_counter() - began, candidates=found.candidates + again.candidates,
                    workers=max(found.workers, again.workers), exhaustive=found.exhaustive and again.exhaustive,
-                   bound=f"{again.bound}; searched again with each key's top after {own}")
+                   bound=f"{again.bound}; searched again with each key's top after {own}",
+                   charged=found.charged + again.charged)
 
 
 def _proven(recommended: SearchCandidate | None, ranked: list[SearchCandidate],
