@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sdc_dagster import search
 from sdc_dagster.search import clock
@@ -243,6 +245,26 @@ def test_every_stage_the_budget_cuts_gives_the_same_result_whatever_the_cpu_cloc
         two = _searched(monkeypatch, data, _spec(**spec_options, workers=2), clock_)
         assert _decided(two) == expected
     assert pools and two.workers == 2
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), n=st.integers(60, 400), budget=st.floats(0.002, 1.0),
+       amounts=st.booleans(), linkage=st.sampled_from([None, 0.05, 0.3]))
+def test_any_budget_cuts_the_same_way_whatever_the_cpu_clock_and_the_workers(monkeypatch, seed, n, budget, amounts,
+                                                                              linkage):
+    """Invariant: on random waves, budgets and targets, whatever stage the budget cuts, the search
+    decides and says the same with the CPU clock slow and fast (below every stage's guard) and with
+    one worker or two."""
+    data = _wave(amounts=amounts, seed=seed, n=n)
+    spec_options = dict(budget=budget, amounts=amounts, linkage=linkage)
+    budgets = _stage_budgets(monkeypatch)
+    slow = CountingClock(1e-12)
+    expected = _decided(_searched(monkeypatch, data, _spec(**spec_options), slow))
+    least = min([b for b in budgets if b > 0] or [budget])
+    assert _decided(_searched(monkeypatch, data, _spec(**spec_options), CountingClock(least / slow.readings))) == expected
+    monkeypatch.setattr(walk_module, "NodePool", _InlinePool)
+    assert _decided(_searched(monkeypatch, data, _spec(**spec_options, workers=2), CountingClock(1e-12))) == expected
 
 
 def test_a_larger_budget_lifts_each_cut():
