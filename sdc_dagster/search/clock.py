@@ -32,7 +32,9 @@ it stops; each unit of work is charged a fixed price:
 The search's seconds spent (:meth:`~sdc_dagster.search.walk.LatticeWalk.elapsed`) are the sum of
 these charges, so every later stage starts from the same point whatever the timing: the walk again
 after the front failed (its allowance), the search again with each key's top (its budget is what
-the first search's charges left) and the confirmation's cut. A search the budget cuts therefore
+the first search's charges left), the confirmation's cut, and the relaxed searches of "what it
+would take" (:func:`~sdc_dagster.pipeline.relaxations.what_it_would_take`: each closest plan replayed
+charged as a plan run, each search what it charged, ``WaveSearch.charged``). A search the budget cuts therefore
 takes the same nodes, checks the same plans and says "best of N checked, bound B" with the same N
 and B, run to run and with any number of worker processes (``search.workers``); a search that
 proves its optimum (by its loss bound or by evaluating every node) depends on no clock at all.
@@ -65,7 +67,7 @@ from __future__ import annotations
 import time
 
 #: The guard of every stage (module docstring): it also stops when its CPU seconds pass this many
-#: times its budget (the walk: its share of the budget).
+#: times the budget it began with (the walk: its allowance; Flash: its ``budget_seconds``).
 OVERRUN = 2.0
 
 
