@@ -41,11 +41,13 @@ this module says what it would take, in two parts, both framework-free:
    reported, found among the closest.
 
 The relaxed searches run within a time budget (:data:`BUDGET_SHARE` of the spec's
-``search.budget_seconds``, each search at most :data:`TRY_SHARE` of it; CPU seconds of the process,
-:func:`~sdc_dagster.search.clock.search_clock`): changes left untried when it runs out are listed as
-such. The order of the tries and every figure are deterministic (the searches are seeded); only
-where the budget cuts a search short does the outcome depend on the machine's speed (not its load),
-and the result says so.
+``search.budget_seconds``, each search at most :data:`TRY_SHARE` of it), spent by fixed charges, not
+read from a clock (:mod:`sdc_dagster.search.clock`): each closest plan replayed is charged
+:func:`~sdc_dagster.search.clock.plan_run_charge`, each search what it charged
+(:attr:`WaveSearch.charged <sdc_dagster.search.outcome.WaveSearch>`); changes left untried when it
+runs out are listed as such. The order of the tries and every figure are deterministic (the
+searches are seeded, their budgets charged), run to run and whatever the machine's load; where the
+budget cuts a search short, the result says so.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ from sdc_dagster.pipeline.protection import (
 from sdc_dagster.search.candidates import SearchCandidate
 from sdc_dagster.search.outcome import WaveSearch
 from sdc_dagster.search.wave import PROGRESS_PREFIX, search_wave
-from sdc_dagster.search.clock import search_clock
+from sdc_dagster.search.clock import plan_run_charge
 from sdc_dagster.report import format_value, measure_info
 from sdc_dagster.spec import SurveySpec, Variables
 
@@ -491,11 +493,14 @@ def what_it_would_take(
     """
     if found.recommended is not None:
         return None
-    start, began = search_clock(), time.perf_counter()  # the budget's clock (CPU), the wall clock reported
+    began = time.perf_counter()  # the wall clock, reported only
     say = note or (lambda line: None)
     budget = BUDGET_SHARE * spec.search.budget_seconds if budget_seconds is None else float(budget_seconds)
     records = len(data)
     candidates = closest_candidates(data, spec, found, wave=wave)
+    # the budget's charges: each closest plan replayed (closest_candidates), then each search's
+    spent = plan_run_charge(records, len(spec.categorical_keys) + len(spec.continuous_keys)) * min(
+        CLOSEST, sum(not c.reaches_target for c in found.candidates))
     closest = closest_plans(candidates, spec, records)
     for i, plan in enumerate(closest, 1):
         say(f"{PROGRESS_PREFIX}what it would take: closest plan {i} fails "
@@ -507,7 +512,7 @@ def what_it_would_take(
             break
         if _families(option.family) & settled:  # a pair holding a change that makes a plan eligible alone
             continue
-        left = budget - (search_clock() - start)
+        left = budget - spent
         if left < MIN_TRY_SECONDS:
             not_tried = [o.change for o in options[position:] if o.family not in settled]
             break
@@ -515,6 +520,7 @@ def what_it_would_take(
         relaxed = replace(option.spec, search=replace(option.spec.search, budget_seconds=seconds))
         try:
             result = search(data, relaxed, wave=wave)
+            spent += result.charged
         except SDCInputError as exc:
             tried.append(f"{option.change}: the search cannot run ({exc})")
             say(f"{PROGRESS_PREFIX}what it would take: {tried[-1]}")
@@ -547,7 +553,7 @@ def search_cut(found: WaveSearch, spec: SurveySpec) -> str:
     if found.exhaustive:
         return ""
     return (f"it stopped after {found.nodes_evaluated:,} plans evaluated, its budget {spec.search.budget_seconds:g} s "
-            f"CPU (search.budget_seconds), {found.bound}: a plan it did not check may meet the targets")
+            f"(search.budget_seconds), {found.bound}: a plan it did not check may meet the targets")
 
 
 def advice_lines(record: dict) -> list[str]:

@@ -19,7 +19,11 @@ proven optimal over the whole lattice. A counted node may also raise the bound o
 generalisations (objectives with ``counted_bounds``).
 
 With a time budget the visit may stop early: the result is then the best of the nodes checked,
-with a lower bound on the optimum (the least bound of the nodes neither settled nor pruned).
+with a lower bound on the optimum (the least bound of the nodes neither settled nor pruned). The
+budget is spent by a fixed charge per check (``check_seconds``,
+:func:`~sdc_dagster.search.clock.flash_check_charge`), never by reading a clock, so a visit the budget
+cuts stops at the same node run to run; the CPU seconds of the process stop it only past
+:data:`~sdc_dagster.search.clock.OVERRUN` times the budget, and the outcome says so (``overrun``).
 
 References
 ----------
@@ -37,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sdc_dagster.search.clock import search_clock
+from sdc_dagster.search.clock import OVERRUN, search_clock
 from sdc_dagster.search.lattice import Lattice
 
 UNKNOWN, ELIGIBLE, INELIGIBLE = 0, 1, -1
@@ -60,18 +64,23 @@ class Check:
 @dataclass(frozen=True)
 class Outcome:
     """The best node, its value, the nodes checked, whether the best is proven optimal and a lower
-    bound on the optimum (the value itself when proven)."""
+    bound on the optimum (the value itself when proven); ``charged`` the seconds the checks were
+    charged (``checked`` x ``check_seconds``) and ``overrun`` whether the CPU clock's guard, not the
+    charges, stopped the visit (module docstring)."""
 
     node: int
     value: float
     checked: int
     optimal: bool
     bound: float
+    charged: float = 0.0
+    overrun: bool = False
 
 
 def flash(lattice: Lattice, check: Callable[[int], Check], prior: np.ndarray, *,
           unsuppressed_value: Callable[[float], float | None], counted_bounds: bool,
-          budget_seconds: float | None = None, progress: Callable[[int, int, int, float], None] | None = None) -> Outcome:
+          budget_seconds: float | None = None, check_seconds: float = 0.0,
+          progress: Callable[[int, int, int, float], None] | None = None) -> Outcome:
     """The node of least value among the eligible nodes of ``lattice`` (module docstring).
 
     Parameters
@@ -83,8 +92,10 @@ def flash(lattice: Lattice, check: Callable[[int], Check], prior: np.ndarray, *,
     unsuppressed_value : the value of a node that suppresses no record, from its prior bound, or
         None when the counts are needed.
     counted_bounds : whether a check's ``counted_bound`` bounds the node's generalisations.
-    budget_seconds : stop after this many CPU seconds of the process (None: no limit;
-        :func:`~sdc_dagster.search.clock.search_clock`, not the wall clock).
+    budget_seconds : stop before the next node once the checks' charges exceed this many seconds
+        (None: no limit), or, the guard, once the CPU seconds of the process pass
+        :data:`~sdc_dagster.search.clock.OVERRUN` times it (module docstring).
+    check_seconds : the charge of one check (:func:`~sdc_dagster.search.clock.flash_check_charge`).
     progress : called with (nodes settled, nodes in all, nodes checked, best value) at most every
         :data:`PROGRESS_SECONDS` and at the end (settled: every node before the current one in
         the visiting order is checked, tagged, valued or pruned).
@@ -142,13 +153,16 @@ def flash(lattice: Lattice, check: Callable[[int], Check], prior: np.ndarray, *,
                 low = middle + 1
 
     order = np.lexsort((np.arange(size), prior))
-    stopped_at = None
+    stopped_at, overrun = None, False
     for position, node in enumerate(order.tolist()):
         if (prior[node], node) >= (best[0], best[1]):
             break
-        if budget_seconds is not None and search_clock() - start > budget_seconds:
-            stopped_at = position
-            break
+        if budget_seconds is not None:
+            overrun = (checked[0] * check_seconds <= budget_seconds
+                       and search_clock() - start > OVERRUN * budget_seconds)
+            if checked[0] * check_seconds > budget_seconds or overrun:
+                stopped_at = position
+                break
         now = time.perf_counter()
         if progress is not None and now - reported > PROGRESS_SECONDS:
             progress(position, size, checked[0], best[0])
@@ -167,7 +181,7 @@ def flash(lattice: Lattice, check: Callable[[int], Check], prior: np.ndarray, *,
     if stopped_at is None:
         if progress is not None:
             progress(size, size, checked[0], best[0])
-        return Outcome(best[1], best[0], checked[0], True, best[0])
+        return Outcome(best[1], best[0], checked[0], True, best[0], checked[0] * check_seconds)
     if best[1] == size:  # nothing eligible checked yet: the top node is (one class of all n >= k records)
         run_check(size - 1)
     rest = order[stopped_at:]
@@ -175,4 +189,4 @@ def flash(lattice: Lattice, check: Callable[[int], Check], prior: np.ndarray, *,
     lowest = float(bound[still_open].min()) if len(still_open) else np.inf
     if progress is not None:
         progress(stopped_at, size, checked[0], best[0])
-    return Outcome(best[1], best[0], checked[0], False, min(best[0], lowest))
+    return Outcome(best[1], best[0], checked[0], False, min(best[0], lowest), checked[0] * check_seconds, overrun)

@@ -30,6 +30,7 @@ import pandas as pd
 
 from sdc_dagster.errors import NotComputable, SDCInputError
 from sdc_dagster.keys import key_columns, pack_codes
+from sdc_dagster.search.clock import OVERRUN, flash_check_charge
 from sdc_dagster.search.coding import Classes, ClassCounter, KeyCoding, key_coding
 from sdc_dagster.search.flash import Check, flash
 from sdc_dagster.search.lattice import Lattice
@@ -52,7 +53,9 @@ class Generalisation:
     ``nodes_total`` the transformations of the lattice; ``nodes_checked`` those whose classes were
     counted; ``optimal`` True only when the result is proven optimal over the whole lattice;
     ``objective`` its name and ``value`` the result's value of it; ``bound`` a lower bound on the
-    optimum (``value`` itself when optimal); ``seconds`` the search's time."""
+    optimum (``value`` itself when optimal); ``seconds`` the search's time (the wall clock, reported
+    only); ``clock_stopped`` whether the CPU clock's guard, not the checks' charges, ended a search
+    under ``budget_seconds`` (:mod:`sdc_dagster.search.clock`: then not the same cut run to run)."""
 
     levels: dict[str, int]
     loss: float
@@ -66,6 +69,7 @@ class Generalisation:
     bound: float
     key_losses: dict[str, float]
     seconds: float
+    clock_stopped: bool = False
 
     @property
     def summary(self) -> str:
@@ -74,7 +78,9 @@ class Generalisation:
             return (f"optimal over {self.nodes_total:,} transformations ({self.nodes_checked:,} checked); "
                     f"{self.objective} {self.value:.6g}")
         return (f"best of {self.nodes_checked:,} checked of {self.nodes_total:,} transformations: "
-                f"{self.objective} {self.value:.6g}, bound {self.bound:.6g}")
+                f"{self.objective} {self.value:.6g}, bound {self.bound:.6g}"
+                + ("; stopped by the CPU clock's guard (its CPU seconds past "
+                   f"{OVERRUN:g} times budget_seconds), not by the checks' charges" if self.clock_stopped else ""))
 
 
 def _hierarchy(key: str, given) -> Hierarchy:
@@ -134,7 +140,12 @@ def optimal_generalisation(data: pd.DataFrame, hierarchies: Mapping, *, k: int, 
         k-anonymity and the suppression limit count records (SPEC §3.1). Only with ``"loss"`` or a
         callable objective.
     budget_seconds : stop the search after this many seconds with the best found (``optimal``
-        False, ``bound`` a lower bound on the optimum); None: search until proven.
+        False, ``bound`` a lower bound on the optimum); None: search until proven. The seconds are
+        charged, not read from a clock: each transformation checked costs
+        :func:`~sdc_dagster.search.clock.flash_check_charge` of the records' distinct key
+        combinations and the keys (measured once on the reference machine), so a budget cuts the
+        search at the same transformation run to run; the CPU clock stops it only past
+        :data:`~sdc_dagster.search.clock.OVERRUN` times the budget (``clock_stopped``).
     progress : called with (transformations settled, transformations in all, a note naming the
         nodes checked and the best so far) about once a second and at the end (the plan search's
         ``Progress``).
@@ -201,11 +212,13 @@ def optimal_generalisation(data: pd.DataFrame, hierarchies: Mapping, *, k: int, 
 
     outcome = flash(lattice, check, chosen.prior_bounds(lattice),
                     unsuppressed_value=chosen.unsuppressed_value, counted_bounds=chosen.counted_bounds,
-                    budget_seconds=budget_seconds, progress=report if progress else None)
+                    budget_seconds=budget_seconds, check_seconds=flash_check_charge(len(counter.base.counts), len(keys)),
+                    progress=report if progress else None)
     levels = lattice.levels[outcome.node].astype(np.int64)
     found, _ = transformation(levels, counter.classes(levels))
     return Generalisation(
         levels=found.levels, loss=found.loss, suppressed=found.suppressed,
         data=released_data(data, keys, tuple(levels.tolist()), k), nodes_total=lattice.size,
         nodes_checked=outcome.checked, optimal=outcome.optimal, objective=chosen.name, value=outcome.value,
-        bound=outcome.bound, key_losses=found.key_losses, seconds=time.perf_counter() - start)
+        bound=outcome.bound, key_losses=found.key_losses, seconds=time.perf_counter() - start,
+        clock_stopped=outcome.overrun)

@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from sdc_dagster.protect.plan import PlanResult
-from sdc_dagster.search.clock import search_clock
+from sdc_dagster.search.clock import plan_run_charge
 from sdc_dagster.search.space import continuous_steps
 from sdc_dagster.spec import SEARCHED_PLAN, SurveySpec
 from sdc_dagster.pipeline.protection import UTILITY_CHECKS, blocking_failures, protect, release_checks
@@ -80,7 +80,7 @@ def _passes_risk_checks(candidate: SearchCandidate) -> bool:
     return bool(candidate.checks) and not set(blocking_failures(candidate.checks)) - set(UTILITY_CHECKS)
 
 
-def confirm_front(data, spec, space, front, wave, elapsed, say):
+def confirm_front(data, spec, space, front, wave, account, say):
     """Run front candidates as plans with the continuous keys' ladder (module docstring; per chain
     the weakest rung that passes, :func:`weakest_passing`, the chains in the order of
     :func:`~sdc_dagster.search.space.continuous_steps`; when only the linkage check fails, local
@@ -95,8 +95,12 @@ def confirm_front(data, spec, space, front, wave, elapsed, say):
     of one candidate differ in their last step (the continuous one) only: its recodes and suppression
     are protected once, and each attempt continues from them (``protect``'s ``applied``).
 
-    ``elapsed()``: the seconds of the search's budget spent so far
-    (:meth:`~sdc_dagster.search.walk.LatticeWalk.elapsed`: the walk as charged, the rest in CPU seconds)."""
+    ``account``: the search's budget (:class:`~sdc_dagster.search.walk.LatticeWalk`: ``elapsed()``,
+    the seconds charged so far; ``charge(seconds)``; ``clock_over(stage)``, the CPU clock's guard).
+    Each plan run (protected, its release checks, its loss) is charged
+    :func:`~sdc_dagster.search.clock.plan_run_charge` of the wave's records and keys, and a run is
+    started only when its charge fits in what is left of ``search.budget_seconds``: the same plans
+    are run whatever the timing (:mod:`sdc_dagster.search.clock`)."""
     rungs = continuous_steps(data, spec)
     chains = [[r for r in rungs if r.method == m] for m in dict.fromkeys(r.method for r in rungs)]
     # withholding a key is the last resort, after stronger suppression of the categorical keys
@@ -107,10 +111,11 @@ def confirm_front(data, spec, space, front, wave, elapsed, say):
     stricter_target = spec.risk.max_global_risk / 2
     stricter_done = False
 
-    last_run = [0.0]  # CPU seconds of the last plan run: the next is not started unless twice that fits the budget
+    run_seconds = plan_run_charge(len(data), len(spec.categorical_keys) + len(spec.continuous_keys))
 
-    def over_budget() -> bool:
-        return elapsed() + 2 * last_run[0] > spec.search.budget_seconds
+    def over_budget() -> bool:  # the next plan run's charge does not fit, or the guard
+        return (account.elapsed() + run_seconds > spec.search.budget_seconds
+                or account.clock_over("the confirmation of the front"))
 
     def finish(candidate: SearchCandidate, protected: PlanResult) -> SearchCandidate:
         return replace(candidate, loss=search_loss(data, protected.data, spec), protected=protected)
@@ -125,7 +130,7 @@ def confirm_front(data, spec, space, front, wave, elapsed, say):
         prefixes = {}  # the candidate's protection without its continuous step, of the ladder tried now
 
         def run(option, candidate=candidate, suppression=suppression, prefixes=prefixes):
-            began = search_clock()
+            account.charge(run_seconds)
             plan = node_plan(space, candidate.levels, suppression, spec.risk.k, option, SEARCHED_PLAN)
             applied = None
             if option is not None:  # the attempts differ in the continuous step, the plan's last
@@ -139,7 +144,6 @@ def confirm_front(data, spec, space, front, wave, elapsed, say):
             checks = release_checks(protected.data, spec, plan, original=data)
             linkage = checks["linkage_risk"].value if "linkage_risk" in checks else np.nan
             found = checks["global_risk"].value if "global_risk" in checks else None
-            last_run[0] = search_clock() - began
             return replace(candidate, plan=plan, checks=checks,
                            linkage_risk=float(linkage) if isinstance(linkage, (int, float)) else np.nan,
                            global_risk=float(found) if isinstance(found, (int, float)) else candidate.global_risk

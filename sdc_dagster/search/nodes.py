@@ -15,6 +15,7 @@ from sdc_dagster import risk
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.risk.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.keys import renumbered_digits
+from sdc_dagster.search.clock import flash_check_charge, node_charge
 from sdc_dagster.search.flash import Check, Outcome, flash
 from sdc_dagster.search.lattice import Lattice
 from sdc_dagster.search.space import KeyHierarchy, search_space
@@ -40,7 +41,12 @@ def flash_node(lattice: CodedLattice, rolled: RolledCounts, nodes: np.ndarray, l
                 suppressible: int = 0) -> Outcome | None:
     """The node of least recode-only loss (``lower``, SPEC §9.1 measure (1); exact for a node that
     suppresses nothing) among the nodes that pass a check read from their classes; None when no time
-    is left. The outcome's ``value`` is inf when no node passes.
+    is left. The outcome's ``value`` is inf when no node passes. Each check is charged
+    :func:`~sdc_dagster.search.clock.flash_check_charge` of the records' combinations of key values
+    and the keys, and with sensitive variables also a pass over the records' key digits
+    (:data:`~sdc_dagster.search.clock.CHECK_SECONDS_PER_CELL`, for their l-diversity); Flash stops
+    once the charges exceed ``budget_seconds`` (the outcome's ``charged``, which the caller adds to
+    the search's).
 
     With ``suppressible`` 0 the check is the target by recoding alone: every class of at least
     ``risk.k`` records (SPEC §3.1), the global risk of the classes (SPEC §3.3) at most
@@ -85,11 +91,15 @@ def flash_node(lattice: CodedLattice, rolled: RolledCounts, nodes: np.ndarray, l
         found = f"least recode-only loss with {what} so far {best:.4g}" if np.isfinite(best) else f"none yet with {what}"
         report(f"Flash: {done:,} of {total:,} nodes settled, {checked:,} checked by their classes; {found}")
 
+    check_seconds = flash_check_charge(len(rolled.counter.base.counts), len(lattice.keys))
+    if lattice.sensitive:
+        check_seconds += node_charge("anonymous", False, False, len(lattice.index), len(lattice.keys))
     return flash(grid, check, lower, unsuppressed_value=lambda prior: prior, counted_bounds=False,
-                 budget_seconds=budget_seconds, progress=progress)
+                 budget_seconds=budget_seconds, check_seconds=check_seconds, progress=progress)
 
 
-def wider_cap(data: pd.DataFrame, spec: SurveySpec, budget_seconds: float, report: Callable[[str], None]) -> float:
+def wider_cap(data: pd.DataFrame, spec: SurveySpec, budget_seconds: float,
+              report: Callable[[str], None]) -> tuple[float, Outcome | None]:
     """The loss of :func:`flash_node` over the wider lattice (each key's top in its chain,
     :func:`~sdc_dagster.search.space.search_space` with ``withhold``): the loss of a plan there that
     meets the target by recoding alone (the least such loss when Flash proves it), whose check was
@@ -97,25 +107,26 @@ def wider_cap(data: pd.DataFrame, spec: SurveySpec, budget_seconds: float, repor
     time is left), or when that plan releases more keys as one category than
     ``limits.max_keys_not_released`` allows: it is no plan to beat then (the limit is not monotone
     the way Flash's check is: generalising a key can only take it to one category, so a node passing
-    the limit may have generalisations that fail it), and the walk goes uncapped."""
+    the limit may have generalisations that fail it), and the walk goes uncapped. With it, Flash's
+    outcome (its checks' charges on the budget; None when Flash did not run)."""
     wider = cut_space(search_space(data, spec, withhold=True))
     lattice = CodedLattice(data, spec, wider)
     rolled = RolledCounts.of(lattice)
     if rolled is None:
-        return np.inf
+        return np.inf, None
     nodes = lattice_nodes(wider)
     lower = np.zeros(len(nodes))
     for i, per_level in enumerate(level_bounds(data, spec, lattice)):
         lower += per_level[nodes[:, i]]
     if not np.isfinite(lower).all():
-        return np.inf
+        return np.inf, None
     found = flash_node(lattice, rolled, nodes, lower, spec, budget_seconds, report)
     if found is None or not found.value < np.inf:
-        return np.inf
+        return np.inf, found
     digits, _ = lattice.digits(tuple(int(x) for x in nodes[found.node]))
     if lattice.not_released_share(digits) > spec.limits.max_keys_not_released + 1e-12:
-        return np.inf
-    return found.value
+        return np.inf, found
+    return found.value, found
 
 
 def _risks(f: np.ndarray, F: np.ndarray, weight: str | None, k: int) -> tuple[int, pd.Series]:

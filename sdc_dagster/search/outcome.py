@@ -36,7 +36,9 @@ class WaveSearch:
     is proven the least loss of the lattice's plans meeting the target (no node left unevaluated nor
     candidate left unconfirmed can have less, as :func:`sdc_dagster.search.wave.search_wave` proves it);
     ``workers``: the processes that evaluated the walk's nodes (1: serial; ``search.workers``,
-    :mod:`sdc_dagster.search.parallel`), which change no plan, loss nor proof.
+    :mod:`sdc_dagster.search.parallel`), which change no plan, loss nor proof; ``charged``: the
+    seconds the search charged on its budget (``search.budget_seconds``; fixed charges for the work
+    done, :mod:`sdc_dagster.search.clock`: the same run to run and with any number of workers).
     """
 
     candidates: tuple[SearchCandidate, ...]
@@ -53,6 +55,7 @@ class WaveSearch:
     loss_bound: float = float("nan")
     proven: bool = False
     workers: int = 1
+    charged: float = 0.0
 
     def front_frame(self) -> pd.DataFrame:
         """One row per front candidate: plan, steps (short text), global_risk, k_violations,

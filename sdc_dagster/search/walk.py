@@ -20,6 +20,7 @@ from sdc_dagster.risk.incremental_counts import IncrementalCompatibleCounts
 from sdc_dagster.search.candidates import SearchCandidate
 from sdc_dagster.search.clock import OVERRUN, node_charge, search_clock
 from sdc_dagster.search.coded import RISK_MARGIN, CodedLattice, RolledCounts, lattice_nodes, level_bounds
+from sdc_dagster.search.flash import Outcome
 from sdc_dagster.search.nodes import evaluate_node
 from sdc_dagster.search.parallel import AHEAD_PER_WORKER, PAYS_SECONDS, NodePool, planned_workers
 from sdc_dagster.search.space import KeyHierarchy
@@ -78,7 +79,6 @@ class LatticeWalk:
     lower: np.ndarray
     order: np.ndarray
     report: Progress
-    start: float  # the budget's clock (CPU) when the search began
     exhaustive: bool
     walk_suppresses: bool  # in the search again with each key's top only the nodes Flash promotes suppress
     plain_spec: SurveySpec  # the spec without local suppression, for the nodes that may not suppress
@@ -100,10 +100,12 @@ class LatticeWalk:
     evaluation_seconds: float = 0.0  # CPU seconds of the walk's evaluations in its own process
     worker_seconds: float = 0.0  # CPU seconds of the evaluations workers did for the walk
     charged: float = 0.0  # seconds charged to the nodes visited (clock.node_charge): where the budget cuts
-    walk_cpu: float = 0.0  # CPU seconds of this process in the walks finished (replaced by their charges)
-    walk_began: float | None = None  # the CPU clock when the walk under way began
+    stage_charged: float = 0.0  # ... and to Flash's checks and the confirmation's plan runs (clock module)
     allowance: float = np.inf  # the charges at which the walk under way stops (walk())
     overrun: bool = False  # the walk was stopped by its CPU seconds (clock.OVERRUN), not by its charges
+    clock_stopped: list[str] = field(default_factory=list)  # the other stages the CPU clock's guard stopped
+    stage_began: tuple[float, float] = (0.0, 0.0)  # the CPU clock and worker seconds when the stage under way began
+    guard_seconds: float = np.inf  # the CPU seconds past which the guard stops the stage under way
     pool: NodePool | None = None
     ahead: dict = field(default_factory=dict)  # position -> (NodeCheck, future of its candidate or None)
     pending: dict = field(default_factory=lambda: {"anonymous": [], "not_anonymous": []})  # checked ahead
@@ -111,7 +113,7 @@ class LatticeWalk:
 
     @classmethod
     def of(cls, data: pd.DataFrame, spec: SurveySpec, space: dict[str, KeyHierarchy], report: Progress,
-           start: float, exhaustive: bool, walk_suppression: bool) -> LatticeWalk:
+           exhaustive: bool, walk_suppression: bool) -> LatticeWalk:
         """The walk of the (cut) space's lattice in the order of the nodes' recode-only loss, the
         nodes of fewer levels first among equals."""
         lattice = CodedLattice(data, spec, space)
@@ -122,7 +124,7 @@ class LatticeWalk:
         plain_spec = replace(spec, search=replace(spec.search, methods=tuple(
             m for m in spec.search.methods if m != "local_suppression")))
         return cls(data, spec, space, lattice, RolledCounts.of(lattice), nodes, lower,
-                   np.lexsort((nodes.sum(axis=1), lower)), report, start, exhaustive,
+                   np.lexsort((nodes.sum(axis=1), lower)), report, exhaustive,
                    walk_suppresses="local_suppression" in spec.search.methods and walk_suppression,
                    plain_spec=plain_spec, counted=[0, len(nodes)],
                    workers=planned_workers(spec.search.workers))
@@ -136,18 +138,51 @@ class LatticeWalk:
         return self.spec.search.budget_seconds
 
     def elapsed(self) -> float:
-        """Seconds of the search so far on its budget: the CPU seconds of its own process outside
-        the walk, and the walk as charged (:func:`~sdc_dagster.search.clock.node_charge`), not as it
-        ran (its checks, its evaluations, the workers' start-up and the data sent to them), so that
-        the stages after the walk start from the same point run to run and with one worker or several
-        (:mod:`sdc_dagster.search.clock`)."""
-        under_way = search_clock() - self.walk_began if self.walk_began is not None else 0.0
-        return search_clock() - self.start - self.walk_cpu - under_way + self.charged
+        """Seconds of the search so far on its budget: the charges of the nodes the walk visited
+        (:func:`~sdc_dagster.search.clock.node_charge`), of Flash's checks and of the confirmation's
+        plan runs, never a clock (:mod:`sdc_dagster.search.clock`), so that every stage starts from
+        the same point run to run and with one worker or several."""
+        return self.charged + self.stage_charged
 
-    def cpu_elapsed(self) -> float:
-        """CPU seconds of the search so far: its own process's and those of the evaluations workers
-        did for it (:mod:`sdc_dagster.search.parallel`); the walk's guard (:data:`~sdc_dagster.search.clock.OVERRUN`)."""
-        return search_clock() - self.start + self.worker_seconds
+    def charge(self, seconds: float) -> None:
+        """Charge a stage's work outside the walk (a plan run of the confirmation,
+        :func:`~sdc_dagster.search.clock.plan_run_charge`) on the budget."""
+        self.stage_charged += seconds
+
+    def charge_flash(self, outcome: Outcome | None) -> None:
+        """Charge Flash's checks (its outcome's ``charged``; nothing when it did not run), and note
+        when the CPU clock's guard stopped it."""
+        if outcome is not None:
+            self.stage_charged += outcome.charged
+            if outcome.overrun:
+                self.stopped_by_clock("Flash")
+
+    def begin_stage(self, budget: float) -> None:
+        """A stage begins (the walk, the confirmation of the front) with ``budget`` seconds to charge:
+        its guard (:data:`~sdc_dagster.search.clock.OVERRUN`) stops it once its CPU seconds
+        (:meth:`stage_cpu`) pass OVERRUN times that budget. A stage with nothing to charge has no
+        guard: its charges stop it after one node or plan run at most."""
+        self.stage_began = search_clock(), self.worker_seconds
+        self.guard_seconds = OVERRUN * budget if budget > 0 else np.inf
+
+    def stage_cpu(self) -> float:
+        """CPU seconds of the stage under way: this process's and those of the evaluations workers did
+        for it (:mod:`sdc_dagster.search.parallel`)."""
+        began, workers = self.stage_began
+        return search_clock() - began + self.worker_seconds - workers
+
+    def clock_over(self, stage: str) -> bool:
+        """The guard of the stage under way outside the walk (the confirmation of the front): whether
+        its CPU seconds pass :data:`~sdc_dagster.search.clock.OVERRUN` times its budget (:meth:`begin_stage`);
+        ``stage`` noted for the result when they do."""
+        if self.stage_cpu() > self.guard_seconds:
+            self.stopped_by_clock(stage)
+            return True
+        return False
+
+    def stopped_by_clock(self, stage: str) -> None:
+        if stage not in self.clock_stopped:
+            self.clock_stopped.append(stage)
 
     @property
     def stricter_target(self) -> float:
@@ -187,7 +222,7 @@ class LatticeWalk:
         self.allowance = self.walk_share * self.budget
         if first:
             self.allowance = self.charged + max(0.0, min(self.allowance - self.charged, self.budget - self.elapsed()))
-        self.walk_began = search_clock()
+        self.begin_stage(self.allowance - self.charged)
         try:
             for position in positions:
                 done = position - first + offset
@@ -201,8 +236,6 @@ class LatticeWalk:
                 self._visit(position, positions.stop)
         finally:
             self._close()
-            self.walk_cpu += search_clock() - self.walk_began
-            self.walk_began = None
         self.counted[0] = total
         self.say(self.best_note())
         return "done", len(self.order)
@@ -226,8 +259,8 @@ class LatticeWalk:
         and the wave, so the same nodes are taken whatever the timing and the number of workers)
         exceed its ``allowance`` (the first walk: its share; a walk again once the front failed
         the release checks: what is left of the share and of the whole budget when it begins), or,
-        the guard of :mod:`sdc_dagster.search.clock`, the walk's CPU seconds pass
-        :data:`~sdc_dagster.search.clock.OVERRUN` times its share."""
+        the guard of :mod:`sdc_dagster.search.clock`, the walk's CPU seconds (its own process's and
+        its workers') pass :data:`~sdc_dagster.search.clock.OVERRUN` times what it had to charge."""
         index = self.order[position]
         past_promoted = use_bound and position >= len(self.promoted)
         if past_promoted and self.lower[index] > self.best_stricter + 1e-12:
@@ -241,7 +274,7 @@ class LatticeWalk:
                      "joins the lattice")
             return "cap"
         share = self.allowance
-        self.overrun = self.charged <= share and self.cpu_elapsed() > OVERRUN * self.walk_share * self.budget
+        self.overrun = self.charged <= share and self.stage_cpu() > self.guard_seconds
         if self.charged > share or self.overrun:
             self.counted[0] = done
             self.say(self.best_note() + f"; time budget: {total - done:,} nodes not evaluated")

@@ -55,12 +55,15 @@ The stage runs on a wave and its survey spec, framework-free (no Dagster import)
    ``bound``, and ``loss_bound``: the least loss a node left unevaluated can have). ``proven`` says
    whether the recommended plan is proven the least loss of the lattice's plans meeting the target
    (:func:`_proven`: no node left unevaluated nor candidate left unconfirmed can have less).
-   The walk's share of the budget is spent by a fixed charge per node visited
-   (:func:`~sdc_dagster.search.clock.node_charge`: the wave's records and keys times a rate for
-   what the walk does to the node), never by reading a clock, so a walk the budget cuts takes the
-   same nodes run to run and with any number of worker processes; the stages outside the walk
-   count CPU seconds of the process (:func:`~sdc_dagster.search.clock.search_clock`), the walk as
-   charged (:mod:`sdc_dagster.search.clock`).
+   The budget is spent by fixed charges, never by reading a clock (:mod:`sdc_dagster.search.clock`):
+   per node the walk visits (:func:`~sdc_dagster.search.clock.node_charge`: the wave's records and
+   keys times a rate for what the walk does to the node), per node Flash checks
+   (:func:`~sdc_dagster.search.clock.flash_check_charge`) and per plan the confirmation runs
+   (:func:`~sdc_dagster.search.clock.plan_run_charge`), so a search the budget cuts takes the same
+   nodes and runs the same plans run to run and with any number of worker processes, the walk
+   again after the front failed and the search again with each key's top included (their budgets
+   are what the charges left). The CPU seconds of the process stop a stage only as a guard
+   (:data:`~sdc_dagster.search.clock.OVERRUN` times its budget), and ``bound`` then says so.
 3. **Front.** The candidates meeting the target (k-anonymity, global risk, and the constraints the
    node's codes show: l-diversity of the sensitive variables when the spec asks it, SPEC §3.6, and
    the share of each key's values suppressed, ``limits.max_suppressed_share``) that no other beats on
@@ -94,7 +97,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_dagster.search.front import pareto_front
-from sdc_dagster.search.clock import OVERRUN, search_clock
+from sdc_dagster.search.clock import OVERRUN
 from sdc_dagster.search.flash import Outcome
 from sdc_dagster.search.space import KeyHierarchy, search_space
 from sdc_dagster.spec import SEARCHED_PLAN, SurveySpec
@@ -189,10 +192,10 @@ def _search_wave(data: pd.DataFrame, spec: SurveySpec, *, wave: str, progress: P
     recode-only loss whose classes smaller than k hold few enough records for the suppression
     limit), even where the spec allows local suppression."""
     check_records_for_k(len(data), spec.risk.k, source=f"{spec.survey} wave {wave}".rstrip())
-    start, began = search_clock(), time.perf_counter()  # the budget's clock (CPU), the wall clock reported
+    began = time.perf_counter()  # the wall clock, reported only
     full_space = search_space(data, spec, withhold=withhold)
     space = cut_space(full_space)
-    w = LatticeWalk.of(data, spec, space, progress or (lambda done, total, note: None), start, exhaustive, walk_suppression)
+    w = LatticeWalk.of(data, spec, space, progress or (lambda done, total, note: None), exhaustive, walk_suppression)
     w.say(f"the lattice of {spec.survey} {wave}".rstrip() + f": {len(w.nodes):,} nodes over {len(space)} keys")
     bound_note = _flash_first(w, withhold)
     outcome, stop = w.walk(range(len(w.order)), use_bound=spec.search.loss == "lambda_arctan" and not exhaustive)
@@ -220,8 +223,11 @@ def _exhaustive_against_wider(w: LatticeWalk, found: WaveSearch, full_space: dic
     recoding alone."""
     if not w.exhaustive or any(c.reaches_target and c.suppressed == 0 for c in found.candidates):
         return found
-    cap = wider_cap(w.data, w.spec, LATTICE_SHARE * left_seconds, w.say)
-    if not found.recommended.loss > cap + LOSS_TIE:
+    cap, flashed = wider_cap(w.data, w.spec, LATTICE_SHARE * left_seconds, w.say)
+    if flashed is not None:  # Flash's checks, charged
+        left_seconds -= flashed.charged
+        found = replace(found, charged=found.charged + flashed.charged)
+    if not found.recommended.loss > cap + LOSS_TIE or left_seconds <= 0:
         return found
     wider = _search_wider(w, found, full_space, wave=wave, progress=progress, left_seconds=left_seconds, began=began)
     if wider.recommended is None or not wider.recommended.loss < found.recommended.loss - LOSS_TIE:
@@ -241,6 +247,7 @@ def _flash_first(w: LatticeWalk, withhold: bool) -> str:
     if w.rolled is not None and not w.exhaustive and w.bounded:
         flashed = flash_node(w.lattice, w.rolled, nodes, w.lower, w.spec,
                              LATTICE_SHARE * w.budget - w.elapsed(), w.say)
+        w.charge_flash(flashed)
     if flashed is not None:
         bound_note = _flash_by_recoding(w, flashed, withhold)
     if w.rolled is not None and w.bounded and w.suppress_allowed:
@@ -282,7 +289,8 @@ def _flash_by_recoding(w: LatticeWalk, flashed: Outcome, withhold: bool) -> str:
         # no node found meeting the target by recoding alone; the wider lattice (each key's top
         # in its chain, searched next when nothing here passes) has a plan without suppression:
         # a node here whose recode-only loss reaches that plan's loss cannot have less loss
-        w.cap = wider_cap(w.data, w.spec, LATTICE_SHARE * w.budget - w.elapsed(), w.say)
+        w.cap, capped = wider_cap(w.data, w.spec, LATTICE_SHARE * w.budget - w.elapsed(), w.say)
+        w.charge_flash(capped)
         if w.cap < np.inf:
             bound_note += (f"; with each key's top in its chain a plan meets the target by recoding alone "
                            f"with loss {w.cap:.4g}: only nodes of a lower recode-only loss are evaluated")
@@ -299,6 +307,7 @@ def _flash_suppressible(w: LatticeWalk, withhold: bool) -> str:
     limit = int(w.spec.limits.max_suppressed_share * len(w.data))
     suppressible = flash_node(w.lattice, w.rolled, w.nodes, w.lower, w.spec,
                               LATTICE_SHARE * w.budget - w.elapsed(), w.say, suppressible=limit)
+    w.charge_flash(suppressible)
     if (suppressible is not None and suppressible.optimal and not suppressible.value < np.inf and not withhold
             and not w.exhaustive):
         # proven: every node has more records in classes smaller than k than the limit
@@ -329,7 +338,7 @@ def _bound_words(w: LatticeWalk, outcome: str, stop: int, bound_note: str) -> tu
     loss_bound = np.nan
     if outcome == "budget":
         bound = (f"time budget: {left:,} of {nodes:,} nodes not evaluated after "
-                 + (f"{OVERRUN * w.walk_share * budget:.0f} CPU s, {OVERRUN:g} times the walk's share of the "
+                 + (f"{w.guard_seconds:.3g} CPU s, {OVERRUN:g} times the walk's share of the "
                     f"budget (search.budget_seconds {budget:g}), more than the nodes were charged"
                     if w.overrun else
                     f"{w.charged:.3g} s charged to the nodes visited, over the walk's share of {w.allowance:.3g} s "
@@ -386,19 +395,26 @@ def _confirm_walked(w: LatticeWalk, outcome: str, stop: int, bound: str, loss_bo
     Returns (confirmed, the walk's outcome, its stop, bound, loss_bound) as they are then."""
     front = pareto_front([c for c in w.candidates if c.reaches_target and c.loss <= w.best_stricter + 1e-12])
     w.say(f"front of {len(front)} candidates; confirming with the release checks")
-    confirmed = confirm_front(w.data, w.spec, w.space, front, wave, w.elapsed, w.say)
+    w.begin_stage(w.budget - w.elapsed())
+    confirmed = confirm_front(w.data, w.spec, w.space, front, wave, w, w.say)
     if not any(c.confirmed for c in confirmed) and w.elapsed() < w.budget:
         # the front fails a release check (linkage through the keys, say): coarser plans may pass
         before = w.evaluated
         if outcome == "bound":
             outcome, stop = w.walk(range(stop, len(w.order)), use_bound=False)
+            if w.overrun:
+                w.stopped_by_clock("the walk again")
             loss_bound = w.least_left(stop) if outcome == "budget" else np.nan
         beyond = sorted((c for c in w.candidates if c.reaches_target and c not in front), key=lambda c: c.loss)
         w.say(f"no front candidate passes the release checks: {len(beyond)} candidates beyond the front confirmed")
-        confirmed += [c for c in confirm_front(w.data, w.spec, w.space, beyond, wave, w.elapsed, w.say) if c.checks]
+        w.begin_stage(w.budget - w.elapsed())
+        confirmed += [c for c in confirm_front(w.data, w.spec, w.space, beyond, wave, w, w.say) if c.checks]
         bound += (f"; as no front candidate passed the release checks, {w.evaluated - before:,} more nodes were then "
                   f"evaluated ({len(w.order) - stop:,} left unevaluated) and the candidates beyond the front "
                   "confirmed in loss order")
+    if w.clock_stopped:
+        bound += (f"; the CPU clock's guard stopped {' and '.join(w.clock_stopped)} (its CPU seconds past {OVERRUN:g} "
+                  "times its budget, more than its work was charged: not the same cut run to run)")
     return confirmed, outcome, stop, bound, loss_bound
 
 
@@ -434,6 +450,7 @@ def _result(w: LatticeWalk, confirmed: list[SearchCandidate], outcome: str, stop
         loss_bound=loss_bound,
         proven=proven,
         workers=w.workers_used,
+        charged=spent,
     ), spent
 
 
@@ -460,7 +477,8 @@ def _search_wider(w: LatticeWalk, found: WaveSearch, full_space: dict[str, KeyHi
     # levels without suppression, so it does not settle what the first walk left unevaluated
     return replace(again, seconds=time.perf_counter() - began, candidates=found.candidates + again.candidates,
                    workers=max(found.workers, again.workers), exhaustive=found.exhaustive and again.exhaustive,
-                   bound=f"{again.bound}; searched again with each key's top after {own}")
+                   bound=f"{again.bound}; searched again with each key's top after {own}",
+                   charged=found.charged + again.charged)
 
 
 def _proven(recommended: SearchCandidate | None, ranked: list[SearchCandidate],

@@ -290,10 +290,10 @@ class SearchOptions:
     :data:`DEFAULT_SEARCH_METHODS`).
     ``budget_seconds``: the time budget of one wave's search, default 120 s (two minutes; a
     100,000-record wave with 7 keys stays within it, ``benchmarks/plan_search.py``); past it the
-    search stops with the best plans found and says so. The lattice walk spends it by a fixed charge
-    per node (:func:`sdc_dagster.search.clock.node_charge`), the other stages in CPU seconds of the
-    process (:func:`sdc_dagster.search.clock.search_clock`), never on the wall clock: neither other
-    work on the machine nor the number of ``workers`` changes which nodes a budget-cut walk takes. ``loss``: the information loss the plans are
+    search stops with the best plans found and says so. Every stage spends it by fixed charges
+    (:mod:`sdc_dagster.search.clock`: per node the walk visits, per node Flash checks, per plan the
+    confirmation runs), never by a clock: neither the timing, other work on the machine nor the
+    number of ``workers`` changes which nodes and plans a budget-cut search takes. ``loss``: the information loss the plans are
     compared on, the distance measure (1) with arctan distances (SPEC §9.1, ``lambda_arctan``,
     default) or the mean TOPSIS loss (SPEC §10, ``topsis``). ``workers``: the processes that evaluate
     the lattice walk's nodes, ``"auto"`` (default: serial until the walk's evaluations have cost

@@ -115,7 +115,7 @@ def test_the_budget_counts_the_nodes_charges_not_the_cpu_seconds_of_the_workers(
 
     data, spec = _wave(), _spec(1)  # budget 600 s: the walk's share is 360 s, its guard 720 CPU s
     space = search_space(data, spec)
-    walk = LatticeWalk.of(data, spec, space, lambda *_: None, search_clock(), False, True)
+    walk = LatticeWalk.of(data, spec, space, lambda *_: None, False, True)
     walk.worker_seconds = 500.0
     assert walk._stop(0, 0, len(walk.order), use_bound=False) == ""
     walk.charged = 360.5
