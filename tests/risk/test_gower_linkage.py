@@ -502,3 +502,38 @@ def test_distinct_rows_are_equal_bit_for_bit_with_missing_values():
         first, copy_of = linkage._distinct_rows(z)  # every row the same hash: the rows are sorted
     assert [z[f].tobytes() for f in first[copy_of]] == [row.tobytes() for row in z]
     assert len(first) == 3
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10_000), st.integers(30, 120))
+def test_property_releases_of_the_same_originals_share_their_tables_and_link_as_fresh_ones(seed, n):
+    """Issue 38: the originals' grouped and sorted tables are kept for the next release linked to the
+    same originals (``gower_search._SORTED_TABLES``, by content): two releases of one original file
+    (values missing in all, so several patterns and tables) link as with tables built for each; a
+    second release with the first one's missing values (amounts swapped between its records) builds
+    no table again."""
+    original, first = close_release(seed, n)
+    rng = np.random.default_rng(seed + 1)
+    for frame in (original, first):
+        for column in frame.columns:
+            frame.loc[rng.random(n) < 0.1, column] = np.nan
+    second = first.copy()
+    for column in ("c1", "c2"):  # amounts swapped between the records observing them
+        seen = second[column].notna().to_numpy()
+        second.loc[seen, column] = rng.permutation(second.loc[seen, column].to_numpy())
+    columns = ["c1", "c2", "n1", "n2"]
+
+    def figures(result):
+        return result.risk, result.expected_risk, result.linked.tolist(), result.partner.fillna(-1).tolist()
+
+    def tables_built(*releases):
+        gower_search._SORTED_TABLES.clear()
+        results = [figures(record_linkage_risk(original, release, columns, distance="gower")) for release in releases]
+        return results, len(gower_search._SORTED_TABLES)
+
+    with mock.patch.object(gower_search, "_GOWER_PATTERN_PAIR_COST", 0):  # the pattern search, whatever n
+        (fresh_first,), for_first = tables_built(first)
+        (fresh_second,), _ = tables_built(second)
+        both, for_both = tables_built(first, second)
+    assert both == [fresh_first, fresh_second]
+    assert for_both == for_first > 0  # the second release's tables were the first's
