@@ -185,7 +185,7 @@ def _sorted_table(zx: np.ndarray, originals: np.ndarray, levels: np.ndarray, gro
 
 
 def _gower_nearest_scan(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_patterns, m_patterns,
-                        own: np.ndarray, levels: np.ndarray, x_rows: list[np.ndarray]
+                        own: np.ndarray, levels: np.ndarray, x_rows: list[np.ndarray], linked_only: bool = False
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Gower nearest originals, tied originals and settled records by a compiled scan of groups of
     originals (SPEC §4.1; issue 23); ``own``: each record's distance to its own original (NaN where
@@ -228,7 +228,8 @@ def _gower_nearest_scan(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_p
 
     def scan(records: np.ndarray, every_group: bool) -> None:
         gower_scan(zm, nominal, own, records, m_of, by_size, **tables, levels=levels.astype(float),
-                    every_group=every_group, nearest=nearest, partner=partner, ties=ties, settled=settled)
+                    every_group=every_group, nearest=nearest, partner=partner, ties=ties, settled=settled,
+                    linked_only=linked_only)
 
     # records in the order of their pattern, nominal categories and numeric sum: consecutive records
     # share their agreeing groups (looked up once) and visit the same parts of them (kept in cache)
@@ -241,7 +242,7 @@ def _gower_nearest_scan(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_p
 
 
 def gower_nearest(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_patterns, m_patterns,
-                  own: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  own: np.ndarray, *, linked_only: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact Gower nearest original of every protected record, without the n x n distances
     (SPEC §4.1; issue 23's per-pattern search), and how many originals are tied nearest.
 
@@ -273,11 +274,17 @@ def gower_nearest(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_pattern
     (its own, or any: an upper bound of its nearest distance, which bounds the scan), as
     :func:`gower_own_distances` computes it, NaN where undefined. Returns (nearest distance, inf where no original
     shares a variable; partner position, -1 there; tied originals, 1 where the own original is not
-    nearest)."""
+    nearest).
+
+    ``linked_only`` (a linkage that reports its shares, not its partners): the scan of a record ends
+    at the first original found nearer than ``own`` beyond the linkage's tolerance (issue 38): the
+    record is not linked whatever the originals not yet scanned, so its distance and partner are
+    then those of that original, not necessarily the nearest; the records linked (own original
+    nearest) and their tied originals are exactly as without it."""
     levels = _nominal_levels(zx, zm, nominal)
     x_rows = _rows_by_pattern(x_patterns[1], len(x_patterns[0]))
     nearest, partner, ties, settled = _gower_nearest_scan(zx, zm, nominal, x_patterns, m_patterns, own, levels,
-                                                          x_rows)
+                                                          x_rows, linked_only)
     if settled.all():
         return nearest, partner, ties
     widths = np.where(nominal, levels, 1)
