@@ -483,9 +483,9 @@ def test_property_copies_of_released_records_are_searched_once(seed, n, size):
     searched_rows = []
     nearest = gower_search.gower_nearest
 
-    def spy(zx, zm, *args):
+    def spy(zx, zm, *args, **options):
         searched_rows.append(len(zm))
-        return nearest(zx, zm, *args)
+        return nearest(zx, zm, *args, **options)
 
     with mock.patch.object(linkage, "gower_nearest", spy):
         assert_searched_equals_exact(original, protected, ["c1", "c2", "n1", "n2"])
