@@ -168,3 +168,8 @@ def test_a_file_of_other_content_is_read_and_validated(tmp_path):
     with pytest.raises(SchemaViolation, match="sex"):
         sources.read_wave_file(SPEC, other)
     sources._LANDED.clear()
+
+
+def test_a_text_and_the_number_it_spells_digest_apart():
+    assert content_digest(pd.Series(["x", None, "1"])) != content_digest(pd.Series(["x", None, 1]))
+    assert content_digest(pd.Series(["x", None, "1"])) == content_digest(pd.Series(["x", None, "1"]).copy())

@@ -14,6 +14,7 @@ again would give; the kept results are shared, never modified by their users.
 from __future__ import annotations
 
 import hashlib
+import pickle
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -40,17 +41,17 @@ def _feed_series(digest, series: pd.Series) -> None:
     elif isinstance(series.dtype, np.dtype) and series.dtype.kind in "biufcmM":
         _feed_array(digest, series.to_numpy())
     else:
-        # objects and strings: a 64-bit hash per value (pandas' hash_pandas_object), the type of
-        # each value included (the string "1" and the number 1 hash apart)
-        _feed_array(digest, pd.util.hash_pandas_object(series, index=False, categorize=False).to_numpy())
-        _feed_array(digest, pd.util.hash_pandas_object(series.map(lambda v: type(v).__name__), index=False).to_numpy())
+        # objects and strings: their pickle, which writes each value with its type (the string "1"
+        # and the number 1 apart); equal values held by distinct objects may pickle apart (pickle's
+        # memo), which only costs a computation
+        digest.update(pickle.dumps(np.asarray(series, dtype=object), protocol=5))
 
 
 def content_digest(*parts) -> str:
     """A 128-bit BLAKE2b digest (hex) of ``parts``: DataFrames (column names, dtypes and values; not
     the index), Series, numpy arrays (dtype, shape, bytes), bytes, and anything else by its
-    ``repr``. Equal digests mean equal values (for object columns: equal 64-bit hashes of every
-    value and its type, :func:`pandas.util.hash_pandas_object`)."""
+    ``repr``. Equal digests mean equal values (object columns by their pickle: each value with its
+    type)."""
     digest = hashlib.blake2b(digest_size=16)
     for part in parts:
         digest.update(type(part).__name__.encode())
