@@ -42,8 +42,12 @@ own; pandera validating in place). Base (f5d6a4d) and this branch back to back o
 the last minute): base 115.1 + 29.9 = 145.0 s CPU (341 s wall at load 6.2-6.5; 3.38 million page
 faults; peak 3.61 GB), branch 100.6 + 18.7 = 119.3 s CPU (197 s wall at load 6.2-7.0; 1.20 million
 page faults; peak 3.80 GB). Every output identical (released files, stored residual risk,
-information loss and contributions; the run's console summary). The 1M target (120 s on 2 cores)
-is met at the load of 6-7 this machine had, with no margin: the aim of 100 s is NOT met. Earlier in
+information loss and contributions; the run's console summary). A second pair twenty minutes later,
+at a higher load: the branch (this script, ``--n 1000000``) 139.9 s CPU (22.3 s system; 1.35 million
+page faults; 240.9 s wall at load 8.0; peak 3.62 GB), then the base 119.5 + 29.4 = 148.9 s CPU (2.69
+million page faults; 239.7 s wall at load 7.4-9.6). So the 1M target (120 s on 2 cores) was met
+once, at load 6-7, with no margin, and NOT at load 8: it is not met reliably on this shared
+machine, and the aim of 100 s is NOT met. Earlier in
 the same hour at load 8-12 the base took 131.2 s and the branch (without the Gower changes) 130.3 s:
 CPU seconds of this memory-bound work grow with the load, and runs at different loads are not
 comparable; the page faults, which do not depend on the load, fell by two thirds. Pieces (1M, CPU
