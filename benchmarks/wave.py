@@ -31,27 +31,44 @@ column needs R with sdcMicro, which this machine does not have: the script says 
 issue 23: 100k <= 20 s; 1M <= 300 s with peak memory < 8 GB and growth <= 12x; testdata
 (``--n 4580 --testdata``) <= 8 s.
 
-Last run (issue 38, this round: the originals' k-d trees of the Euclidean and Mahalanobis linkages
+Last run (issue 38, the 1M round: the allocator of ``sdc`` tuned, :mod:`sdc_dagster.cli.allocator`;
+results met again kept by content, :mod:`sdc_dagster.numerics.kept`: the wave file read before
+landing taken by the ingest stage, each variant's combined-risk set-up shared by the residual risk
+and the residual contributions, the originals' ranks of the rank interval disclosure and the
+originals' sorted tables of the Gower scan shared by every check; the release checks' linkages
+without partners, so that Gower's scan of a record stops at the first original nearer than its
+own; pandera validating in place). Base (f5d6a4d) and this branch back to back on the same 1M wave,
+``sdc run`` under ``/usr/bin/time`` (user + system CPU seconds, minor page faults, load average of
+the last minute): base 115.1 + 29.9 = 145.0 s CPU (341 s wall at load 6.2-6.5; 3.38 million page
+faults; peak 3.61 GB), branch 100.6 + 18.7 = 119.3 s CPU (197 s wall at load 6.2-7.0; 1.20 million
+page faults; peak 3.80 GB). Every output identical (released files, stored residual risk,
+information loss and contributions; the run's console summary). A second pair twenty minutes later,
+at a higher load: the branch (this script, ``--n 1000000``) 139.9 s CPU (22.3 s system; 1.35 million
+page faults; 240.9 s wall at load 8.0; peak 3.62 GB), then the base 119.5 + 29.4 = 148.9 s CPU (2.69
+million page faults; 239.7 s wall at load 7.4-9.6). So the 1M target (120 s on 2 cores) was met
+once, at load 6-7, with no margin, and NOT at load 8: it is not met reliably on this shared
+machine, and the aim of 100 s is NOT met. Earlier in
+the same hour at load 8-12 the base took 131.2 s and the branch (without the Gower changes) 130.3 s:
+CPU seconds of this memory-bound work grow with the load, and runs at different loads are not
+comparable; the page faults, which do not depend on the load, fell by two thirds. Pieces (1M, CPU
+s): the allocator about 26 s (18 of them system time; 118.5 + 27.4 s -> 101.5 + 18.1 s with the
+same settings as environment variables); the landed wave not read again 1.5-1.9 s; the variants'
+set-ups 2.3 s; the Gower tables 0.6 s a check after the first; the Gower scan without partners
+0.4-0.6 s a check; the ranks 0.3 s a variant. Where the CPU still goes (cProfile of the base, 1M):
+record linkage of the 6 release checks about 40 s (Gower 2-4 s a check, 6-7 s for the perturbed
+plan: the compiled scan 2 s, 5 s; Euclidean and Mahalanobis 1.1-2.6 s each), MDAV 17 s (the
+whole-file k = 3 of the perturb plan most of it), the report 13 s (TOPSIS normality tests 2.8 s,
+utility figures recomputed 2 s), information loss 8 s, residual risk 12 s, module imports 3.5 s.
+
+Before this round (issue 38, the originals' k-d trees of the Euclidean and Mahalanobis linkages
 kept across the plans and rungs linked to them, the Gower own distances compiled, the utility
-limits without a copy of the wave; CPU seconds of ``sdc run`` and its children, one run each, the
-load average of the last minute beside). Base (b37dde9) and this branch back to back, the same
-1M wave: base 132.8 s CPU (207.7 s wall at load 5.9; plan search step 53.6 s wall), branch 127.6 s
-CPU (201.0 s wall at load 6.2; plan search 52.5 s wall), peak 3.48 -> 3.43 GB. Other runs of the
-branch: 117.6 s CPU (141.4 s wall at load 3.1; plan search 34.4 s wall), 124.1 s (load 6.8),
-125.9 s (load 7.4; 100k in the same run 14.2 s CPU, 33.1 s wall at load 4.5, growth 8.8x CPU).
-(A first base run, 147.3 s CPU, included numba compiling its kernels in a fresh worktree: not
-comparable.) The 1M target (120 s on 2 cores) is met only on a quiet machine (117.6 s CPU at load
-3) and NOT met at the load of 6-7 this machine usually has: CPU seconds of this memory-bound work
-grow with the load, by about 10 s between load 3 and load 7. Where the CPU goes (cProfile, 1M): record
-linkage of the 6 release checks (3 plans, 3 rungs) about 30 s (Gower 2.8 s a check, 6.3 s for the perturbed plan;
-Mahalanobis 1.1 s, Euclidean 0.7 s with their trees kept; before 2.2 s and 1.6 s), MDAV 15 s (the
-search's three rungs k = 5, 3, 4 within the key combinations and the plans' own), and many steps of
-1-5 s each (residual risk 11 s: rank interval disclosure 4 s, combined risk 2.7 s; information loss
-8 s; the report 10 s, of which TOPSIS normality tests 2 s and utility figures recomputed 2.3 s;
-parquet writes 3 s). Earlier: before this round's local suppression on the nodes' classes and
-parallel walk (base e6f8671): 100k 26.6 s CPU (load 14), 1M 130.4 s CPU (load 10); after: 100k
-14.8 s CPU (load 9), 1M 130.2 s CPU (load 9); issue 38 round, load 9-15: 1M 141.9 s CPU before the
-MDAV changes, 115.4 s after.
+limits without a copy of the wave): base (b37dde9) 132.8 s CPU (207.7 s wall at load 5.9), branch
+127.6 s CPU (201.0 s wall at load 6.2), peak 3.48 -> 3.43 GB; other runs 117.6 s CPU (load 3.1),
+124.1 s (load 6.8), 125.9 s (load 7.4; 100k in the same run 14.2 s CPU, 33.1 s wall at load 4.5,
+growth 8.8x CPU). Earlier: before local suppression on the nodes' classes and the parallel walk
+(base e6f8671): 100k 26.6 s CPU (load 14), 1M 130.4 s CPU (load 10); after: 100k 14.8 s CPU (load
+9), 1M 130.2 s CPU (load 9); issue 38 round, load 9-15: 1M 141.9 s CPU before the MDAV changes,
+115.4 s after.
 
 Run: .venv/bin/python benchmarks/wave.py [--n 100000 1000000] [--testdata] [--again] [--keep DIR]
 """
@@ -156,9 +173,12 @@ def compile_package() -> None:
             compileall.compile_dir(folder, quiet=1)
 
 
-def run_sdc(home: Path, survey: str, wave: str, data_file: Path) -> tuple[float, float, int, subprocess.CompletedProcess]:
+def run_sdc(home: Path, survey: str, wave: str, data_file: Path) -> tuple[float, float, int, subprocess.CompletedProcess,
+                                                                         float, int]:
     """``sdc run`` of one wave: (wall seconds, CPU seconds (user + system of the process and its
-    children), peak resident kB of the children so far, the process)."""
+    children), peak resident kB of the children so far, the process, the system seconds among the
+    CPU seconds, the minor page faults: pages the kernel handed the run afresh, a figure the load of
+    other processes does not change)."""
     sdc = Path(sys.executable).with_name("sdc")
     # the data home's own Dagster instance (an inherited DAGSTER_HOME would take precedence); Python
     # writes and reuses the modules' bytecode, as on a user's machine (PYTHONDONTWRITEBYTECODE, set
@@ -174,7 +194,7 @@ def run_sdc(home: Path, survey: str, wave: str, data_file: Path) -> tuple[float,
     if done.returncode not in (0, 3):
         print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
         raise SystemExit(f"sdc run {survey} {wave} failed (exit {done.returncode})")
-    return wall, cpu, after.ru_maxrss, done
+    return wall, cpu, after.ru_maxrss, done, after.ru_stime - before.ru_stime, after.ru_minflt - before.ru_minflt
 
 
 def run_wave(n: int, work: Path, *, testdata: bool, again: bool) -> dict:
@@ -191,12 +211,12 @@ def run_wave(n: int, work: Path, *, testdata: bool, again: bool) -> dict:
     write_spec(home, survey, data_file)
     floor = floor_seconds(data_file)
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    wall, cpu, peak_kb, done = run_sdc(home, survey, "2024", data_file)
+    wall, cpu, peak_kb, done, system, faults = run_sdc(home, survey, "2024", data_file)
     steps = asset_seconds(home)
     report = home / "reports" / survey / "2024.html"  # the wave's report (index.html lists the waves)
     report = report if report.is_file() else None
     again_wall = run_sdc(home, survey, "2025", data_file)[:2] if again else None
-    return {"n": len(wave), "wall": wall, "cpu": cpu, "floor": floor, "peak_gb": max(peak_kb, before) / 1024 ** 2,
+    return {"n": len(wave), "wall": wall, "cpu": cpu, "system": system, "faults": faults, "floor": floor, "peak_gb": max(peak_kb, before) / 1024 ** 2,
             "steps": steps, "exit": done.returncode, "again": again_wall,
             "report_mb": report.stat().st_size / 1024 ** 2 if report else float("nan"), "load": os.getloadavg()[0]}
 
@@ -225,7 +245,8 @@ def main() -> None:
     for n in sizes:
         result = run_wave(n, work, testdata=args.testdata, again=args.again)
         results.append(result)
-        print(f"\n{result['n']:,} records: sdc run {result['cpu']:.1f} s CPU, {result['wall']:.1f} s wall "
+        print(f"\n{result['n']:,} records: sdc run {result['cpu']:.1f} s CPU ({result['system']:.1f} s of it system "
+              f"time; {result['faults'] / 1e6:.2f} million page faults), {result['wall']:.1f} s wall "
               f"(exit {result['exit']}; target {_target(result['n'])}), peak memory {result['peak_gb']:.2f} GB "
               f"(target < 8 GB), report {result['report_mb']:.2f} MB; floor (read + one DuckDB group-by) "
               f"{result['floor']:.2f} s wall; load average {result['load']:.1f} (1 min, after the run)")

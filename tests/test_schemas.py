@@ -157,3 +157,18 @@ def test_valid_wave_is_stored_in_spec_column_order(tmp_path, monkeypatch):
     assert list(raw.columns) == ["id", "sex", "region", "edu", "w", "note"]
     materialization = result.asset_materializations_for_node("wave_rules__raw_microdata")[0]
     assert materialization.metadata["source_format"].value == "csv"
+
+
+def test_a_valid_wave_is_checked_in_place_and_a_coercing_schema_gets_a_copy():
+    """Issue 38: a schema that coerces nothing checks the wave itself (no copy of it) and leaves it as
+    it was; one that coerces a dtype works on a copy, the caller's frame unchanged."""
+    import pandera as pa
+
+    data = wave()
+    before = data.copy()
+    assert validate(data, microdata_schema(SPEC)) is data
+    pd.testing.assert_frame_equal(data, before)
+    coercing = pa.DataFrameSchema({"w": pa.Column(int, coerce=True)}, strict=False)
+    checked = validate(data, coercing)
+    assert checked is not data and checked["w"].dtype == np.int64
+    pd.testing.assert_frame_equal(data, before)

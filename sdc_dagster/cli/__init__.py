@@ -37,6 +37,7 @@ from sdc_dagster.cli.releases import run_audit, run_promote, run_report
 from sdc_dagster.cli.run import run_wave
 from sdc_dagster.cli.specs import reader_options, run_check, run_init
 from sdc_dagster.cli.tables import run_table, run_table_audit, run_table_check
+from sdc_dagster.cli.allocator import tune_allocator
 from sdc_dagster.cli.status import EXIT_BAD_DATA, EXIT_BAD_SPEC, EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_WITHHELD
 from sdc_dagster.cli.ui import run_ui
 from sdc_dagster.files import storage_problem
@@ -64,9 +65,11 @@ def command() -> None:
     libraries (DuckDB, Arrow, HiGHS) torn down during finalisation can race it: under load a
     finished ``sdc run`` whose release was filed aborted with "terminate called without an active
     exception" (exit -6; CI, cascref.parquet), and the office's scheduler would have seen a failed
-    run. An exception out of :func:`main` ends the usual way (traceback, exit 1)."""
+    run. An exception out of :func:`main` ends the usual way (traceback, exit 1). The process's
+    memory allocator is tuned for the chain's large arrays first (:mod:`sdc_dagster.cli.allocator`)."""
     import atexit
 
+    tune_allocator()
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -94,7 +94,8 @@ def land_wave_file(spec, wave: str, data_file: Path) -> Path:
     if any(other != target for other in others):
         raise SDCInputError(f"wave {wave!r} of survey {spec.survey!r}: {others[0]} is already landed; "
                             "remove it or use another wave name")
-    read_wave_file(spec, data_file, source=f"{spec.survey} wave {wave} ({data_file.name})")  # bad data raises here
+    # bad data raises here; the frame is kept for the ingest stage, which reads the landed copy
+    read_wave_file(spec, data_file, source=f"{spec.survey} wave {wave} ({data_file.name})", keep=True)
     folder.mkdir(parents=True, exist_ok=True)
     if target.resolve() != data_file.resolve():
         write_atomic_with(target, lambda temporary: shutil.copyfile(data_file, temporary))

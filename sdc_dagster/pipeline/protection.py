@@ -531,6 +531,8 @@ def _record_linkage_variants(
     :data:`ONE_TO_ONE_RECORDS` records are compared). Gower links on them and ``keys``, the categorical
     keys the variant releases (spec scales, nominal when none is given, and ordinal orders).
 
+    The shares are all a check reads: the linkages report no partners (``partners=False``, so that
+    Gower's search of a record stops at the first original nearer than its own, issue 38).
     The linkages run on two threads, the Gower linkage (the longest) beside the others: their k-d
     tree queries and array operations release the GIL (on the 100k wave 1.2 s -> 0.9 s per variant).
     An error is raised as the linkages would raise it one after the other (Euclidean first)."""
@@ -545,7 +547,7 @@ def _record_linkage_variants(
         columns, options = (continuous + keys, gower) if distance == "gower" else (continuous, {})
         try:
             return risk.record_linkage_risk(original, protected, columns, distance=distance, assignment=assignment,
-                                            **options)
+                                            partners=False, **options)
         except SDCInputError:  # the inputs passed the Euclidean linkage: a singular covariance
             if distance != "mahalanobis":
                 raise

@@ -123,11 +123,20 @@ def _offer(best: np.ndarray, tied: np.ndarray, distance: float, original: int, w
         best[1] = original
 
 
+@njit(cache=True, nogil=True)
+def _known_unlinked(best: np.ndarray, stop_at: float) -> bool:
+    """Whether the nearest original found so far (``best[0]``) is nearer than ``stop_at`` (the
+    record's own distance) beyond the tolerance with which record linkage counts a record as linked
+    (own <= nearest (1 + 1e-12) + 1e-300, :func:`~sdc_dagster.risk.linkage.record_linkage_risk`): the
+    record is then not linked, whatever the originals not yet scanned."""
+    return best[0] * (1.0 + 1e-12) + 1e-300 < stop_at
+
+
 # over 10 parameters, kept: a numba kernel (its arrays passed one by one)
 @njit(cache=True, nogil=True)
 def _scan_group(record: np.ndarray, nominal: np.ndarray, g: int, numeric: np.ndarray, key: float, mismatched: int,
                 size: int, groups: tuple, best: np.ndarray, tied: np.ndarray, bound: float,
-                terms: np.ndarray) -> None:
+                terms: np.ndarray, stop_at: float) -> None:
     """One group of originals (``groups``: :func:`~sdc_dagster.risk.gower_search._group_tables`' per-group and per-original arrays;
     the originals of group ``g`` ascending in their sum of the numeric variables of S) against the
     protected ``record`` (``key``: its sum of the same variables, ``numeric``; NaN: S has none); the
@@ -138,11 +147,14 @@ def _scan_group(record: np.ndarray, nominal: np.ndarray, g: int, numeric: np.nda
     room for the rounding of the sums), so the scan leaves the record's place in the sorted sums,
     nearest sum first, until both sides are beyond that reach; an original whose mismatches plus
     differences in ``numeric``, summed in any order, exceed the reach is left at that. Without a
-    shared numeric variable the group's originals are all at the same distance: one offer."""
+    shared numeric variable the group's originals are all at the same distance: one offer. The scan
+    also ends once an original nearer than ``stop_at`` beyond the linkage's tolerance is found
+    (:func:`_known_unlinked`; ``stop_at`` = -inf: never)."""
     starts, lowest, rows, sorted_by, position = groups
     start, stop = starts[g], starts[g + 1]
-    if np.isnan(key):
-        _offer(best, tied, _pair_distance(rows[start], record, nominal, terms), lowest[g], stop - start)
+    if np.isnan(key) or _known_unlinked(best, stop_at):
+        if np.isnan(key):
+            _offer(best, tied, _pair_distance(rows[start], record, nominal, terms), lowest[g], stop - start)
         return
     up, high = start, stop  # the first original with a sum >= the record's
     while up < high:
@@ -170,6 +182,8 @@ def _scan_group(record: np.ndarray, nominal: np.ndarray, g: int, numeric: np.nda
             lower += abs(record[v] - rows[k, v])
         if lower <= reach + slack:
             _offer(best, tied, _pair_distance(rows[k], record, nominal, terms), position[k], 1)
+            if _known_unlinked(best, stop_at):
+                return
 
 
 @njit(cache=True, nogil=True)
@@ -242,11 +256,12 @@ def _same_lookups(zm: np.ndarray, previous: int, i: int, m_of: np.ndarray, nomin
 @njit(cache=True, nogil=True)
 def _visit(record: np.ndarray, a: int, nominal: np.ndarray, by_size: np.ndarray, pairs: tuple, tables: tuple,
            groups: tuple, found: np.ndarray, found_starts: np.ndarray, differing: bool, best: np.ndarray,
-           tied: np.ndarray, bound: float, terms: np.ndarray) -> None:
+           tied: np.ndarray, bound: float, terms: np.ndarray, stop_at: float) -> None:
     """:func:`_scan_group` over the groups agreeing with the record of pattern ``a`` on the shared
     nominal variables (``found``, pattern by pattern from ``found_starts``) or, ``differing``, over
     the groups of the pairs with a shared nominal variable that differ from it in one or more of
-    them, where so few differ that the group is within reach."""
+    them, where so few differ that the group is within reach; none once the record is known not to be
+    linked (``stop_at``, :func:`_known_unlinked`)."""
     pair_table, pair_size, pair_nominal = pairs
     table_columns, column_starts, table_numeric, numeric_starts, group_starts, heads = tables
     for at in range(len(by_size)):
@@ -258,13 +273,17 @@ def _visit(record: np.ndarray, a: int, nominal: np.ndarray, by_size: np.ndarray,
         key = _sum_key(record, numeric)
         if not differing:
             for k in range(found_starts[at], found_starts[at + 1]):
-                _scan_group(record, nominal, found[k], numeric, key, 0, size, groups, best, tied, bound, terms)
+                _scan_group(record, nominal, found[k], numeric, key, 0, size, groups, best, tied, bound, terms,
+                            stop_at)
             continue
         columns = table_columns[column_starts[t]:column_starts[t + 1]]
         for g in range(group_starts[t], group_starts[t + 1]):
+            if _known_unlinked(best, stop_at):
+                return
             differ = _mismatches(record, heads[g], columns)
             if differ and differ <= min(best[0], bound) * size * (1.0 + 2 * TIE_TOLERANCE) + 2e-12:
-                _scan_group(record, nominal, g, numeric, key, differ, size, groups, best, tied, bound, terms)
+                _scan_group(record, nominal, g, numeric, key, differ, size, groups, best, tied, bound, terms,
+                            stop_at)
 
 
 # over 10 parameters, kept: a numba kernel (its arrays passed one by one)
@@ -272,11 +291,14 @@ def _visit(record: np.ndarray, a: int, nominal: np.ndarray, by_size: np.ndarray,
 def gower_scan(zm: np.ndarray, nominal: np.ndarray, own: np.ndarray, records: np.ndarray, m_of: np.ndarray,
                 by_size: np.ndarray, pairs: tuple, tables: tuple, groups: tuple, levels: np.ndarray,
                 every_group: bool, nearest: np.ndarray, partner: np.ndarray, ties: np.ndarray,
-                settled: np.ndarray) -> None:
+                settled: np.ndarray, linked_only: bool = False) -> None:
     """:func:`~sdc_dagster.risk.gower_search._gower_nearest_scan`'s loop over the protected ``records`` (see there; arrays of
     :func:`~sdc_dagster.risk.gower_search._group_tables`); writes their nearest distance, partner, tied originals and whether
     settled. The agreeing groups are looked up again only where a record's pattern or nominal
-    categories differ from the previous record's."""
+    categories differ from the previous record's. ``linked_only``: a record's scan ends as soon as an
+    original nearer than its own (``own``) is found (:func:`_known_unlinked`; a record without an own
+    distance at its first original): the record is settled as not linked, its nearest distance and
+    partner those of that original (not the nearest)."""
     pair_table, pair_size, pair_nominal = pairs
     table_columns, column_starts, _, _, group_starts, heads = tables
     terms, probe = np.empty(zm.shape[1]), np.empty(zm.shape[1])
@@ -295,15 +317,17 @@ def gower_scan(zm: np.ndarray, nominal: np.ndarray, own: np.ndarray, records: np
         previous = i
         best[0], best[1], best[2] = np.inf, -1.0, 0.0
         bound = own[i] if own[i] == own[i] else np.inf
+        stop_at = bound if linked_only else -np.inf
         _visit(record, a, nominal, by_size, pairs, tables, groups, found, found_starts, False, best, tied, bound,
-               terms)
+               terms, stop_at)
         done = True  # no original differing on a shared nominal variable (1 / |S| or more) is as near
         for b in by_size:
             if pair_nominal[a, b] and not best[0] * (1.0 + TIE_TOLERANCE) + 1e-12 < 1.0 / pair_size[a, b]:
                 done = False
+        done = done or _known_unlinked(best, stop_at)
         if not done and every_group:  # the other groups, each where its differing variables allow
             _visit(record, a, nominal, by_size, pairs, tables, groups, found, found_starts, True, best, tied, bound,
-                   terms)
+                   terms, stop_at)
             done = True
         nearest[i], partner[i], settled[i] = best[0], np.int64(best[1]), done
         hit = done and own[i] <= best[0] * (1.0 + 1e-12) + 1e-300 and best[0] < np.inf

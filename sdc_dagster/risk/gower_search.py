@@ -18,6 +18,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from sdc_dagster.keys import pack_codes
+from sdc_dagster.numerics.kept import KeptResults, content_digest
 from sdc_dagster.risk.gower_scan import TIE_TOLERANCE, gower_scan, own_distances
 
 # Gower nearest-record linkage with missing values searches per pair (protected pattern, original
@@ -143,17 +144,17 @@ def _group_tables(zx: np.ndarray, nominal: np.ndarray, levels: np.ndarray, x_pat
     d = len(nominal)
     columns = [np.flatnonzero(key[1:d + 1]) for key in keys]
     numerics = [np.flatnonzero(key[d + 1:]) for key in keys]
+    originals = content_digest(zx, levels)
     for key, grouped_by, summed in zip(keys, columns, numerics):
-        originals = x_rows[key[0]]
-        code = pack_codes([zx[np.ix_(originals, grouped_by)].astype(np.int64)], levels[grouped_by])[0]
-        total = zx[np.ix_(originals, summed)].sum(axis=1)
-        order = np.lexsort((total, code))  # by group, then sum, then position (x_rows ascending)
-        code = code[order]
-        firsts.append(np.flatnonzero(np.r_[True, code[1:] != code[:-1]]) + offset)
-        group_starts.append(group_starts[-1] + len(firsts[-1]))
-        positions.append(originals[order])
-        sums.append(total[order])
-        offset += len(originals)
+        # a table depends on the originals and the codes' radices only, and every plan's check links
+        # to the same originals (kept by content, :data:`_SORTED_TABLES`)
+        order, total, starts = _SORTED_TABLES.get((originals, key.tobytes()), lambda: _sorted_table(
+            zx, x_rows[key[0]], levels, grouped_by, summed))
+        firsts.append(starts + offset)
+        group_starts.append(group_starts[-1] + len(starts))
+        positions.append(order)
+        sums.append(total)
+        offset += len(order)
     position, first = np.concatenate(positions), np.concatenate(firsts)
     rows = zx[position]
     return {"pairs": (pair_table, shared.sum(axis=2), (shared & nominal).sum(axis=2)),
@@ -164,8 +165,27 @@ def _group_tables(zx: np.ndarray, nominal: np.ndarray, levels: np.ndarray, x_pat
                        np.concatenate(sums), position)}
 
 
+#: The tables of :func:`_group_tables` (:func:`_sorted_table`) of the last few linkages, by the
+#: content of the originals with the codes' radices and the table's key: the release checks of
+#: every plan (and every rung of the plan search) link to the same originals.
+_SORTED_TABLES = KeptResults(256)
+
+
+def _sorted_table(zx: np.ndarray, originals: np.ndarray, levels: np.ndarray, grouped_by: np.ndarray,
+                  summed: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One table of :func:`_group_tables`: the ``originals`` (positions, ascending) grouped by their
+    codes of the nominal variables ``grouped_by`` and sorted by their sum of the numeric variables
+    ``summed`` within a group, then by position; (positions in that order, their sums, the first
+    place of each group)."""
+    code = pack_codes([zx[np.ix_(originals, grouped_by)].astype(np.int64)], levels[grouped_by])[0]
+    total = zx[np.ix_(originals, summed)].sum(axis=1)
+    order = np.lexsort((total, code))  # by group, then sum, then position (originals ascending)
+    code = code[order]
+    return originals[order], total[order], np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
+
+
 def _gower_nearest_scan(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_patterns, m_patterns,
-                        own: np.ndarray, levels: np.ndarray, x_rows: list[np.ndarray]
+                        own: np.ndarray, levels: np.ndarray, x_rows: list[np.ndarray], linked_only: bool = False
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Gower nearest originals, tied originals and settled records by a compiled scan of groups of
     originals (SPEC §4.1; issue 23); ``own``: each record's distance to its own original (NaN where
@@ -208,7 +228,8 @@ def _gower_nearest_scan(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_p
 
     def scan(records: np.ndarray, every_group: bool) -> None:
         gower_scan(zm, nominal, own, records, m_of, by_size, **tables, levels=levels.astype(float),
-                    every_group=every_group, nearest=nearest, partner=partner, ties=ties, settled=settled)
+                    every_group=every_group, nearest=nearest, partner=partner, ties=ties, settled=settled,
+                    linked_only=linked_only)
 
     # records in the order of their pattern, nominal categories and numeric sum: consecutive records
     # share their agreeing groups (looked up once) and visit the same parts of them (kept in cache)
@@ -221,7 +242,7 @@ def _gower_nearest_scan(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_p
 
 
 def gower_nearest(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_patterns, m_patterns,
-                  own: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  own: np.ndarray, *, linked_only: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact Gower nearest original of every protected record, without the n x n distances
     (SPEC §4.1; issue 23's per-pattern search), and how many originals are tied nearest.
 
@@ -253,11 +274,17 @@ def gower_nearest(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, x_pattern
     (its own, or any: an upper bound of its nearest distance, which bounds the scan), as
     :func:`gower_own_distances` computes it, NaN where undefined. Returns (nearest distance, inf where no original
     shares a variable; partner position, -1 there; tied originals, 1 where the own original is not
-    nearest)."""
+    nearest).
+
+    ``linked_only`` (a linkage that reports its shares, not its partners): the scan of a record ends
+    at the first original found nearer than ``own`` beyond the linkage's tolerance (issue 38): the
+    record is not linked whatever the originals not yet scanned, so its distance and partner are
+    then those of that original, not necessarily the nearest; the records linked (own original
+    nearest) and their tied originals are exactly as without it."""
     levels = _nominal_levels(zx, zm, nominal)
     x_rows = _rows_by_pattern(x_patterns[1], len(x_patterns[0]))
     nearest, partner, ties, settled = _gower_nearest_scan(zx, zm, nominal, x_patterns, m_patterns, own, levels,
-                                                          x_rows)
+                                                          x_rows, linked_only)
     if settled.all():
         return nearest, partner, ties
     widths = np.where(nominal, levels, 1)

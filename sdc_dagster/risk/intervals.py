@@ -20,6 +20,7 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from sdc_dagster.errors import SDCInputError, require_columns
+from sdc_dagster.numerics.kept import KeptResults, content_digest
 from sdc_dagster.numerics.robust import covmcd
 from sdc_dagster.validation import check_scalar, numeric_matrix, paired_matrices
 
@@ -93,6 +94,24 @@ class RankIntervalDisclosure:
     compared: int
 
 
+#: The ranked original values of the last few variables (:func:`_ranked_originals`), by content: every
+#: plan's variant is compared with the same originals.
+_RANKED = KeptResults(8)
+
+
+def _ranked_originals(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The observed original ``values`` sorted, and per value (in the order given) the first rank of
+    its ties and the rank past the last: x_lo and x_hi of :func:`rank_interval_disclosure`."""
+    order = np.argsort(values)
+    ranked = values[order]
+    run = np.r_[True, ranked[1:] != ranked[:-1]]
+    starts = np.flatnonzero(run)
+    tie = np.cumsum(run) - 1
+    x_lo, x_hi = np.empty(len(ranked), np.int64), np.empty(len(ranked), np.int64)
+    x_lo[order], x_hi[order] = starts[tie], np.r_[starts[1:], len(ranked)][tie]  # per observed record
+    return ranked, x_lo, x_hi
+
+
 def rank_interval_disclosure(
     original: pd.DataFrame,
     protected: pd.DataFrame,
@@ -125,7 +144,9 @@ def rank_interval_disclosure(
       of x with a bound count as inside.
 
     Identity masking gives 1 for every p, and the interval only grows with p, so ID(p) is
-    non-decreasing in p. Missing values are skipped pairwise: a (record, variable) value counts
+    non-decreasing in p. The originals' ranks of a variable are kept for the next call with the same
+    original values (:data:`_RANKED`): the wave chain compares every plan's variant with the same
+    originals (on 1,000,000 records a sort of 0.1 CPU s per variable and variant spared). Missing values are skipped pairwise: a (record, variable) value counts
     when it is observed in both files; the ranking uses all observed original values of the
     variable (n_j of them).
 
@@ -164,19 +185,13 @@ def rank_interval_disclosure(
         counts[j] = both.sum()
         if not counts[j]:
             continue
-        order = np.argsort(x[observed, j])
-        ranked = x[observed, j][order]
+        ranked, x_lo, x_hi = _RANKED.get(content_digest(x[:, j]), lambda: _ranked_originals(x[observed, j]))
         half = np.floor(width[:, 0] * len(ranked)).astype(np.int64)
         # The interval of masked value v, ranks [lo - h, hi - 1 + h] cut at the ends, holds the
         # original x (itself ranked, at ranks [x_lo, x_hi - 1] among its ties) exactly when
         # lo - h <= x_hi - 1 and hi - 1 + h >= x_lo (the cut ends hold every x; an empty interval,
         # h = 0 and lo = hi, cannot meet both): when h is at least the record's need below, so that
         # one sort of the needs counts every p at once.
-        run = np.r_[True, ranked[1:] != ranked[:-1]]
-        starts = np.flatnonzero(run)
-        tie = np.cumsum(run) - 1
-        x_lo, x_hi = np.empty(len(ranked), np.int64), np.empty(len(ranked), np.int64)
-        x_lo[order], x_hi[order] = starts[tie], np.r_[starts[1:], len(ranked)][tie]  # per observed record
         kept = both[observed]
         # the masked values searched in their order, so that the searches run through memory in order
         by_masked = np.argsort(xm[both, j])

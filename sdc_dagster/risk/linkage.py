@@ -9,9 +9,6 @@ Rows of the original and the protected frame are matched by position; results ar
 
 from __future__ import annotations
 
-import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -23,6 +20,7 @@ from scipy.spatial.distance import cdist
 
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.numerics.distance import gower_block, gower_encoding
+from sdc_dagster.numerics.kept import KeptResults, content_digest
 from sdc_dagster.risk.gower_scan import TIE_TOLERANCE
 from sdc_dagster.risk.gower_search import gower_nearest, gower_own_distances, in_tree_order, observed_patterns, \
     pattern_search_is_cheaper
@@ -38,7 +36,8 @@ class RecordLinkageRisk:
     identical records); at most ``risk``.
 
     ``partner``: the index label of the original record each protected record is linked to (NA
-    for a record that takes no part); with ties in "nearest" mode, the first nearest in data order.
+    for a record that takes no part); with ties in "nearest" mode, the first nearest in data order;
+    None for a linkage asked for its shares only (``partners=False``).
 
     ``n_best`` (with ``count_best=True``): sdcMicro's ``n_best``, per record i the number of
     protected records whose distance to original i is within ``tol`` of the least distance from
@@ -110,9 +109,7 @@ class _OriginalSpace:
 
 #: The mapped originals and k-d trees of the last few linkages (:func:`_original_space`), by a
 #: digest of the original records and the linkage's options.
-_ORIGINAL_SPACES: OrderedDict[tuple, _OriginalSpace] = OrderedDict()
-_ORIGINAL_SPACES_KEPT = 4
-_ORIGINAL_SPACES_LOCK = threading.Lock()
+_ORIGINAL_SPACES = KeptResults(4)
 
 
 def _original_space(x: np.ndarray, distance: str, columns: Sequence[str], *, weights: np.ndarray | None = None,
@@ -128,16 +125,17 @@ def _original_space(x: np.ndarray, distance: str, columns: Sequence[str], *, wei
 
     The map and the tree depend on the originals only, and the wave chain links every plan's
     protected file (and every rung the plan search tries) to the same originals: the last
-    :data:`_ORIGINAL_SPACES_KEPT` are kept, found again by a digest (BLAKE2b) of the original records'
-    bytes and the options, so a tree is built once per original file and distance, not once per plan
+    four are kept (:data:`_ORIGINAL_SPACES`), found again by a digest
+    (:func:`~sdc_dagster.numerics.kept.content_digest`) of the original records and the options, so a tree is built once per original file and distance, not once per plan
     (on 1,000,000 records x 3, 0.4 CPU s a tree)."""
     x = np.ascontiguousarray(x, dtype=np.float64)
-    key = (hashlib.blake2b(x.view(np.uint8).ravel(), digest_size=16).hexdigest(), x.shape, distance,
-           None if weights is None else weights.tobytes(), bool(standardise))
-    with _ORIGINAL_SPACES_LOCK:
-        if key in _ORIGINAL_SPACES:
-            _ORIGINAL_SPACES.move_to_end(key)
-            return _ORIGINAL_SPACES[key]
+    key = (content_digest(x), distance, None if weights is None else weights.tobytes(), bool(standardise))
+    return _ORIGINAL_SPACES.get(key, lambda: _mapped_originals(x, distance, columns, weights, standardise))
+
+
+def _mapped_originals(x: np.ndarray, distance: str, columns: Sequence[str], weights: np.ndarray | None,
+                      standardise: bool) -> _OriginalSpace:
+    """:func:`_original_space` computed."""
     centre = x.mean(axis=0)
     factor = whiten = None
     if distance in ("euclidean", "manhattan"):
@@ -163,12 +161,7 @@ def _original_space(x: np.ndarray, distance: str, columns: Sequence[str], *, wei
         p = 2
         whiten = eigenvectors / np.sqrt(eigenvalues)
         zx = (x - centre) @ whiten
-    space = _OriginalSpace(centre, factor, whiten, p, zx, cKDTree(zx))
-    with _ORIGINAL_SPACES_LOCK:
-        _ORIGINAL_SPACES[key] = space
-        while len(_ORIGINAL_SPACES) > _ORIGINAL_SPACES_KEPT:
-            _ORIGINAL_SPACES.popitem(last=False)
-    return space
+    return _OriginalSpace(centre, factor, whiten, p, zx, cKDTree(zx))
 
 
 def _minkowski(a: np.ndarray, b: np.ndarray, p: float) -> np.ndarray:
@@ -221,10 +214,13 @@ def _one_to_one_links(cost: np.ndarray, original_keys: np.ndarray, protected_key
     return rank_in_class < links, partner, links / (size_a * size_b)
 
 
-def _gower_links(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, assignment: str, weights=None):
+def _gower_links(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, assignment: str, weights=None,
+                 partners: bool = True):
     """Linked flags, partner positions (-1: none), own distances (NaN: undefined) and link
     probabilities (ties broken at random) of Gower linkage on encoded records (``weights``: daisy's
-    variable weights, computed exactly in blocks)."""
+    variable weights, computed exactly in blocks). Without ``partners`` the pattern search stops at
+    the first original nearer than a record's own (:func:`~sdc_dagster.risk.gower_search.gower_nearest`'s
+    ``linked_only``): the partners of the records not linked are then not the nearest."""
     n = len(zx)
     if assignment == "one_to_one":
         distances = gower_block(zm, zx, nominal, weights)
@@ -248,7 +244,7 @@ def _gower_links(zx: np.ndarray, zm: np.ndarray, nominal: np.ndarray, assignment
         np.fmin.at(least_own, copy_of, own)
         distinct = zm[first]
         nearest, partner, ties = (values[copy_of] for values in gower_nearest(
-            zx, distinct, nominal, x_patterns, observed_patterns(distinct), least_own))
+            zx, distinct, nominal, x_patterns, observed_patterns(distinct), least_own, linked_only=not partners))
     else:
         nearest, partner, own, ties = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n), np.empty(n)
         step = max(1, _GOWER_BLOCK_PAIRS // max(n, 1))
@@ -329,16 +325,17 @@ def _check_one_to_one_size(n: int) -> None:
         )
 
 
-def _gower_linkage(original, protected, columns, scales, categories, assignment: str, weights, best_tol):
-    """Linked flags, partner positions (-1: none), records compared, the expected risk and the best
-    counts (None unless ``best_tol`` is given) of Gower linkage (:func:`record_linkage_risk` with
-    ``distance="gower"``)."""
+def _gower_linkage(original, protected, columns, scales, categories, assignment: str, weights, best_tol,
+                   partners: bool = True):
+    """Linked flags, partner positions (-1: none; without ``partners`` not the nearest for a record
+    not linked), records compared, the expected risk and the best counts (None unless ``best_tol`` is
+    given) of Gower linkage (:func:`record_linkage_risk` with ``distance="gower"``)."""
     zx, zm, nominal = gower_encoding(original, protected, columns, scales, categories)
     if assignment == "one_to_one":
         _check_one_to_one_size(len(zx))
     if not len(zx):
         return np.zeros(0, bool), np.zeros(0, np.int64), 0, 0.0, np.zeros(0, np.int64)
-    linked, partner, own, probability = _gower_links(zx, zm, nominal, assignment, weights)
+    linked, partner, own, probability = _gower_links(zx, zm, nominal, assignment, weights, partners)
     best = None if best_tol is None else _best_counts_gower(zx, zm, nominal, weights, best_tol)
     return linked, partner, int((~np.isnan(own)).sum()), float(probability.sum() / len(zx)), best
 
@@ -397,6 +394,7 @@ def record_linkage_risk(
     standardise: bool = True,
     count_best: bool = False,
     tol: float = BEST_TOLERANCE,
+    partners: bool = True,
 ) -> RecordLinkageRisk:
     """Distance-based record linkage: share of protected records linked to their own original.
 
@@ -502,6 +500,11 @@ def record_linkage_risk(
         Also count the best candidates of each record (``n_best``).
     tol : float
         The tolerance of the best candidates, >= 0.
+    partners : bool
+        Report each record's partner (default). False: ``partner`` is None, and Gower's nearest
+        search of a record ends at the first original nearer than its own (issue 38: a record known
+        not to be linked needs no nearest original; the release checks, which read the shares only,
+        link so). The shares, flags, records compared and best counts are the same either way.
 
     Returns
     -------
@@ -525,10 +528,11 @@ def record_linkage_risk(
     columns = [columns] if isinstance(columns, str) else list(columns)
     weight_values = _linkage_weights(weights, columns, distance)
     check_flag(standardise, "standardise")
+    check_flag(partners, "partners")
     best_tol = check_scalar(tol, "tol", low=0) if count_best else None
     if distance == "gower":
         linked, partner, compared, expected, best = _gower_linkage(
-            original, protected, columns, scales, categories, assignment, weight_values, best_tol)
+            original, protected, columns, scales, categories, assignment, weight_values, best_tol, partners)
     else:
         linked, partner, compared, expected, best = _continuous_linkage(
             original, protected, columns, scales, distance, assignment, weight_values, bool(standardise), best_tol)
@@ -538,7 +542,7 @@ def record_linkage_risk(
         risk=float(linked.mean()) if len(linked) else 0.0,
         linked=flags,
         compared=compared,
-        partner=labels.where(partner >= 0),
+        partner=labels.where(partner >= 0) if partners else None,
         distance=distance,
         assignment=assignment,
         expected_risk=expected,

@@ -483,9 +483,9 @@ def test_property_copies_of_released_records_are_searched_once(seed, n, size):
     searched_rows = []
     nearest = gower_search.gower_nearest
 
-    def spy(zx, zm, *args):
+    def spy(zx, zm, *args, **options):
         searched_rows.append(len(zm))
-        return nearest(zx, zm, *args)
+        return nearest(zx, zm, *args, **options)
 
     with mock.patch.object(linkage, "gower_nearest", spy):
         assert_searched_equals_exact(original, protected, ["c1", "c2", "n1", "n2"])
@@ -502,3 +502,75 @@ def test_distinct_rows_are_equal_bit_for_bit_with_missing_values():
         first, copy_of = linkage._distinct_rows(z)  # every row the same hash: the rows are sorted
     assert [z[f].tobytes() for f in first[copy_of]] == [row.tobytes() for row in z]
     assert len(first) == 3
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10_000), st.integers(30, 120))
+def test_property_releases_of_the_same_originals_share_their_tables_and_link_as_fresh_ones(seed, n):
+    """Issue 38: the originals' grouped and sorted tables are kept for the next release linked to the
+    same originals (``gower_search._SORTED_TABLES``, by content): two releases of one original file
+    (values missing in all, so several patterns and tables) link as with tables built for each; a
+    second release with the first one's missing values (amounts swapped between its records) builds
+    no table again."""
+    original, first = close_release(seed, n)
+    rng = np.random.default_rng(seed + 1)
+    for frame in (original, first):
+        for column in frame.columns:
+            frame.loc[rng.random(n) < 0.1, column] = np.nan
+    second = first.copy()
+    for column in ("c1", "c2"):  # amounts swapped between the records observing them
+        seen = second[column].notna().to_numpy()
+        second.loc[seen, column] = rng.permutation(second.loc[seen, column].to_numpy())
+    columns = ["c1", "c2", "n1", "n2"]
+
+    def figures(result):
+        return result.risk, result.expected_risk, result.linked.tolist(), result.partner.fillna(-1).tolist()
+
+    def tables_built(*releases):
+        gower_search._SORTED_TABLES.clear()
+        results = [figures(record_linkage_risk(original, release, columns, distance="gower")) for release in releases]
+        return results, len(gower_search._SORTED_TABLES)
+
+    with mock.patch.object(gower_search, "_GOWER_PATTERN_PAIR_COST", 0):  # the pattern search, whatever n
+        (fresh_first,), for_first = tables_built(first)
+        (fresh_second,), _ = tables_built(second)
+        both, for_both = tables_built(first, second)
+    assert both == [fresh_first, fresh_second]
+    assert for_both == for_first > 0  # the second release's tables were the first's
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(30, 150), st.booleans(), st.sampled_from(SEARCH_PATHS))
+def test_property_shares_without_partners_equal_those_with_them(seed, n, missing, path):
+    """Issue 38: a linkage asked for its shares only (``partners=False``, as the release checks ask)
+    stops a record's search at the first original nearer than its own; its shares, linked flags and
+    records compared are those of the full search, on every search path, with values missing or not,
+    and copies of released records (a microaggregation group's)."""
+    original, protected = close_release(seed, n)
+    rng = np.random.default_rng(seed + 3)
+    protected.loc[rng.random(n) < 0.3, ["c1", "c2"]] = protected[["c1", "c2"]].iloc[0].to_numpy()  # copies
+    if missing:
+        for frame in (original, protected):
+            for column in frame.columns:
+                frame.loc[rng.random(n) < 0.1, column] = np.nan
+    columns = ["c1", "c2", "n1", "n2"]
+    with mock.patch.multiple(gower_search, _GOWER_PATTERN_PAIR_COST=0, **path):
+        full = record_linkage_risk(original, protected, columns, distance="gower")
+        shares = record_linkage_risk(original, protected, columns, distance="gower", partners=False)
+    assert shares.partner is None and full.partner is not None
+    assert (shares.risk, shares.expected_risk, shares.compared) == (full.risk, full.expected_risk, full.compared)
+    assert shares.linked.equals(full.linked)
+
+
+def test_a_record_without_its_own_distance_stops_at_its_first_original():
+    """By hand: record 1 shares no variable with its own original (no own distance, never linked);
+    without partners its search ends at the first original it meets, and it stays not linked."""
+    original = pd.DataFrame({"c": [0.0, np.nan, 10.0, 5.0], "n": ["a", "b", np.nan, "a"]})
+    protected = pd.DataFrame({"c": [0.0, 3.0, 10.0, 5.0], "n": ["a", np.nan, "b", "a"]})
+    with mock.patch.object(gower_search, "_GOWER_PATTERN_PAIR_COST", 0):
+        full = record_linkage_risk(original, protected, ["c", "n"], distance="gower")
+        shares = record_linkage_risk(original, protected, ["c", "n"], distance="gower", partners=False)
+    # records 0 and 3 equal their originals (distance 0) and no other original is at 0: linked; record
+    # 2 observes c only in common with its original (distance 0): linked; record 1: no own distance
+    assert full.linked.tolist() == shares.linked.tolist() == [True, False, True, True]
+    assert full.compared == shares.compared == 3 and shares.risk == full.risk == 0.75

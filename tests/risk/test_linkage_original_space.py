@@ -55,10 +55,10 @@ def test_originals_that_differ_in_one_value_get_their_own_tree():
 
 def test_only_the_last_few_original_files_are_kept():
     linkage._ORIGINAL_SPACES.clear()
-    for seed in range(linkage._ORIGINAL_SPACES_KEPT + 3):
+    for seed in range(linkage._ORIGINAL_SPACES.size + 3):
         original, protected = _files(seed, n=50)
         risk.record_linkage_risk(original, protected, ["a", "b"])
-    assert len(linkage._ORIGINAL_SPACES) == linkage._ORIGINAL_SPACES_KEPT
+    assert len(linkage._ORIGINAL_SPACES) == linkage._ORIGINAL_SPACES.size
 
 
 @settings(max_examples=25, deadline=None)

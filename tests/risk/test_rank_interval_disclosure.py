@@ -132,3 +132,26 @@ def test_property_counts_equal_the_interval_taken_record_by_record(x, data):
         assert result.compared == compared
         if compared:
             assert result.by_percent[percent] == disclosed / compared
+
+
+def test_variants_of_the_same_originals_share_their_ranking_and_count_as_by_definition():
+    """Issue 38: the originals' ranks are kept for the next variant compared with the same originals
+    (``intervals._RANKED``); every variant's counts are still those of the definition, and originals
+    that differ in one value are ranked again."""
+    from sdc_dagster.risk import intervals
+
+    rng = np.random.default_rng(5)
+    x = np.round(rng.normal(size=200), 1)  # many ties
+    x[[3, 50]] = np.nan
+    intervals._RANKED.clear()
+    for seed in range(3):
+        masked = np.round(x + np.random.default_rng(seed).normal(scale=0.3, size=200), 1)
+        result = rank_interval_disclosure(pd.DataFrame({"a": x}), pd.DataFrame({"a": masked}), ["a"], percents=[1, 5, 10])
+        for percent in (1, 5, 10):
+            disclosed, compared = _disclosed_by_definition(x, masked, percent)
+            assert result.by_percent[percent] == disclosed / compared
+    assert len(intervals._RANKED) == 1  # ranked once
+    changed = x.copy()
+    changed[7] += 0.1
+    rank_interval_disclosure(pd.DataFrame({"a": changed}), pd.DataFrame({"a": masked}), ["a"])
+    assert len(intervals._RANKED) == 2
