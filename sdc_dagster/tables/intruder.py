@@ -43,6 +43,7 @@ from scipy.sparse.csgraph import connected_components
 from threadpoolctl import threadpool_limits
 
 from sdc_dagster.errors import SDCInputError
+from sdc_dagster.tables import hypercube
 from sdc_dagster.tables.model import JointModel, Table, implied_rows, joint_model
 from sdc_dagster.tables.programme import Programme
 
@@ -169,6 +170,8 @@ def intervals(
         (parts.data[bounded], (part_id, parts.col[bounded])), shape=(len(part_keys), len(red.unknown))
     )
     bounds = _PartBounds(red, objective, part_component)
+    shape = hypercube.flat_shape(model) if enough is not None else None
+    cube = hypercube.ranges(shape, targets, model.published, suppressed) if shape is not None else None
 
     def keep_estimates() -> bool:
         """Settle the targets whose estimate is ``enough``; True when every target is settled."""
@@ -177,12 +180,18 @@ def intervals(
         estimate_up, estimate_lo = target_up.copy(), target_lo.copy()
         np.add.at(estimate_up, part_target, bounds.seen_up)
         np.add.at(estimate_lo, part_target, bounds.seen_lo)
+        if cube is not None:  # values at other feasible points: the interval contains the hull
+            estimate_lo, estimate_up = np.minimum(estimate_lo, cube[0]), np.maximum(estimate_up, cube[1])
         done = np.asarray(enough(targets, estimate_lo, estimate_up), dtype=bool)
         bounds.settle(done[part_target] & ~bounds.skipped)
         return bool(bounds.skipped.all())
 
     if len(part_keys):
-        bounds.record(np.arange(len(part_keys)), *certificates(red, objective, model.start[red.unknown]))
+        start = model.start[red.unknown]
+        bounds.observe(start)  # the true table
+        if cube is None or not keep_estimates():  # the hypercubes first: no decomposition
+            open_parts = np.flatnonzero(~bounds.skipped)
+            bounds.record(open_parts, *certificates(red, objective[open_parts], start))
         if not keep_estimates():
             total = np.asarray(objective.sum(axis=0)).ravel()
             for sign in (1.0, -1.0):
@@ -191,6 +200,8 @@ def intervals(
     bounds.solve_open()
     np.add.at(target_lo, part_target, bounds.lo)
     np.add.at(target_up, part_target, bounds.up)
+    if cube is not None:  # a target settled by its estimate keeps the hypercubes' hull too
+        target_lo, target_up = np.minimum(target_lo, cube[0]), np.maximum(target_up, cube[1])
     lo[targets] = target_lo
     up[targets] = target_up
     # every row of a suppressed distinct cell gets its interval
@@ -375,16 +386,13 @@ def audit(table_or_tables: Table | Sequence[Table], suppressed) -> pd.DataFrame 
     return out[0] if single else out
 
 
-def protection_failures(
-    model: JointModel, suppressed: np.ndarray, primary: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-    *, min_width: float = 1.0, tolerance: float = 1e-6, only_primaries: bool = False,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Primary rows (stacked) whose audit interval fails. A primary fails when it is published, or
-    its interval ``[lo, up]`` misses a protection level (``up < b + upper`` or ``lo > b - lower``),
-    or, without levels, is narrower than ``min_width`` (an exactly derivable cell has width 0).
-    Returns (failing rows as bool, lo, up). With ``only_primaries`` only the primaries are bounded,
-    and those an inner estimate already protects keep the estimate (:func:`intervals` ``enough``).
-    ``tolerance`` is relative to the largest published value."""
+def requirement(model: JointModel, lower: np.ndarray, upper: np.ndarray, *, min_width: float = 1.0,
+                tolerance: float = 1e-6):
+    """``meets(rows, lo, up) -> bool``: whether an interval ``[lo, up]`` of each of the stacked
+    ``rows`` (broadcast) protects it: its protection levels met (``up >= b + upper``,
+    ``lo <= b - lower``, a width above 0) or, without levels, at least ``min_width`` wide; within
+    ``tolerance`` times the largest published value. The one test of :func:`protection_failures`
+    and of the repair's hypercubes (:mod:`sdc_dagster.tables.hypercube`)."""
     scale = tolerance * max(1.0, float(np.abs(model.published).max(initial=0.0)))
     b = model.published
 
@@ -396,6 +404,21 @@ def protection_failures(
                 (up >= b[rows] + upper[rows] - scale) & (lo <= b[rows] - lower[rows] + scale) & (up - lo > scale),
                 up - lo >= min_width - scale,
             )
+
+    return meets
+
+
+def protection_failures(
+    model: JointModel, suppressed: np.ndarray, primary: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+    *, min_width: float = 1.0, tolerance: float = 1e-6, only_primaries: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Primary rows (stacked) whose audit interval fails. A primary fails when it is published, or
+    its interval ``[lo, up]`` misses a protection level (``up < b + upper`` or ``lo > b - lower``),
+    or, without levels, is narrower than ``min_width`` (an exactly derivable cell has width 0).
+    Returns (failing rows as bool, lo, up). With ``only_primaries`` only the primaries are bounded,
+    and those an inner estimate already protects keep the estimate (:func:`intervals` ``enough``).
+    ``tolerance`` is relative to the largest published value."""
+    meets = requirement(model, lower, upper, min_width=min_width, tolerance=tolerance)
 
     if only_primaries:
         lo, up = intervals(model, suppressed, of=primary, enough=meets)

@@ -60,7 +60,8 @@ from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.tables.intruder import protection_failures, reduced_programme, stacked_mask
+from sdc_dagster.tables import hypercube
+from sdc_dagster.tables.intruder import protection_failures, reduced_programme, requirement, stacked_mask
 from sdc_dagster.tables.hitas import hitas_pattern
 from sdc_dagster.tables.model import JointModel, Table, joint_model, relations
 from sdc_dagster.validation import check_option, check_scalar
@@ -285,6 +286,8 @@ def _repair_rounds(model, rep, primary, lower, upper, costs, never, min_width, t
     ub = np.where(never[rep], 0.0, 1.0)
     x = start.astype(float)
     open_primaries = primary.copy()
+    shape = hypercube.flat_shape(model)
+    meets = requirement(model, lower, upper, min_width=min_width)
     for _ in range(10_000):
         suppressed = x[cell_to_rep[model.cell]] > 0.5
         failing, _, _ = protection_failures(
@@ -293,10 +296,17 @@ def _repair_rounds(model, rep, primary, lower, upper, costs, never, min_width, t
         if not failing.any():
             return x > 0.5
         open_primaries = failing
+        rows = np.flatnonzero(failing)[np.unique(model.cell[failing], return_index=True)[1]]
+        if shape is not None:  # a flat table: each failing primary's cheapest hypercube
+            grown, found = hypercube.cheapest(shape, rows, model.published, costs, suppressed, never, meets)
+            x = np.maximum(x, grown.astype(float))  # a flat table's distinct cells are its rows
+            if found.all():
+                continue
+            suppressed, rows = grown, rows[~found]
         red = reduced_programme(model, suppressed)
         row_component = red.component[red.rows.indices[red.rows.indptr[:-1]]]
         before = len(cuts.rhs)
-        for row in np.flatnonzero(failing)[np.unique(model.cell[failing], return_index=True)[1]]:
+        for row in rows:
             own = model.matrix[row].indices
             where = np.searchsorted(red.unknown, own).clip(max=len(red.unknown) - 1)
             components = np.unique(red.component[where[red.unknown[where] == own]]) if len(red.unknown) else []
