@@ -20,7 +20,9 @@ optimal basis), so that a pattern of a census-size table is audited with few che
    space of the published rows, as far as the inner cells stay >= 0) certify a width for every
    part of a component at once; for a pass/fail check (``enough``) a cell they certify needs no
    programme at all (on a 2,079-cell census subtable: 2 programmes instead of 153 for the final
-   audit of 373 primaries, 0.18 s CPU instead of 1.2 s);
+   audit of 373 primaries, 0.18 s CPU instead of 1.2 s); in a flat table the hypercubes of
+   :mod:`sdc_dagster.tables.hypercube` whose every corner is suppressed come first (explicit moves,
+   no decomposition), the null-space certificates only for the cells they leave short;
    a part whose value at a feasible point already solved reaches a bound it cannot pass (0 below,
    the total of a published row containing it above) has that bound without a programme; every
    open part of every component is bounded by one programme over all components at once (their
@@ -135,7 +137,11 @@ def intervals(
     Fischetti and Salazar's attacker problem, as sdcTable's ``attack()`` and tau-Argus's audit
     report the same interval). The feasible points are the certificates of :func:`certificates`
     (null-space moves of the true table, no programme) and those of the programmes already solved,
-    all kept, starting with two that push the sum of every part up and down.
+    all kept, starting with two that push the sum of every part up and down. For a pass/fail
+    check of a flat table the fully suppressed hypercubes of every target
+    (:func:`sdc_dagster.tables.hypercube.ranges`) are feasible points too, looked at first: the
+    targets they certify need neither a decomposition nor a programme, and keep the hull of
+    their estimate and the hypercubes' range.
 
     ``enough(rows, lo, up) -> bool per row``: when given, the cells whose inner estimate from those
     points (their true interval contains it) is already ``enough`` keep the estimate instead of
