@@ -274,20 +274,34 @@ class _PartBounds:
         self.up[skip] = self.seen_up[skip]
 
     def solve_open(self) -> None:
-        """Bound every open part by linear programming: each round, one open part of every component
-        that has one, in one programme (the components' constraints are block-diagonal, so one
-        optimum of the sum optimises every part)."""
-        for sign, bound in ((1.0, self.lo), (-1.0, self.up)):
-            while True:
-                open_parts = np.flatnonzero(np.isnan(bound))
-                if not len(open_parts):
-                    break
-                components, first = np.unique(self.component[open_parts], return_index=True)
-                chosen = open_parts[first]
-                z = self.optimum(sign * np.asarray(self.objective[chosen].sum(axis=0)).ravel())
-                bound[chosen] = self.objective[chosen] @ z
-                # the optimum is a feasible point of every component: it settles parts of the others too
-                self.observe(z)
+        """Bound every open part by linear programming, component by component: the components'
+        constraints are block-diagonal, so each part's programme is its component's alone, kept in
+        one HiGHS model per component (each solve starting from that component's last basis), and
+        every optimum is a feasible point of the component that settles the other parts it
+        reaches a bound of. On the 10^5-cell census table (49 components of ~550 unknowns) a
+        component's programme takes ~10 ms where one over all components at once took ~1.5 s for
+        one part of each (issue 36, fifth pass)."""
+        n_components = int(self.component.max(initial=-1)) + 1
+        parts_of = _grouped(self.component, n_components)
+        unknowns = _grouped(self.red.component, int(self.red.component.max(initial=0)) + 1)
+        row_component = self.red.component[self.red.rows.indices[self.red.rows.indptr[:-1]]]
+        rows_of = _grouped(row_component, int(self.red.component.max(initial=0)) + 1)
+        still_open = np.isnan(self.lo) | np.isnan(self.up)
+        for k in np.unique(self.component[still_open]):  # components, not records
+            parts, columns, rows = parts_of([k]), unknowns([k]), rows_of([k])
+            objective = self.objective[parts][:, columns].tocsr()
+            programme = Programme(self.red.rows[rows][:, columns], self.red.rhs[rows], self.red.rhs[rows], 0.0,
+                                  np.inf, what="audit")
+            for sign, bound in ((1.0, self.lo), (-1.0, self.up)):
+                while True:  # one programme per open part: each optimum may settle others
+                    open_parts = np.flatnonzero(np.isnan(bound[parts]))
+                    if not len(open_parts):
+                        break
+                    chosen = open_parts[0]
+                    z = programme.minimise(sign * objective[chosen].toarray().ravel())[1]
+                    values = objective @ z
+                    bound[parts[chosen]] = values[chosen]
+                    self.record(parts, values, values)
 
 
 #: Components of the reduced programme with at most this many unknown inner cells of positive value
