@@ -25,10 +25,9 @@ optimal basis), so that a pattern of a census-size table is audited with few che
    no decomposition), the null-space certificates only for the cells they leave short;
    a part whose value at a feasible point already solved reaches a bound it cannot pass (0 below,
    the total of a published row containing it above) has that bound without a programme; every
-   open part of every component is bounded by one programme over all components at once (their
-   constraints are block-diagonal, so one optimum of the sum optimises every part): two programmes
-   per round, as many rounds as the largest component has open parts; every optimum is a feasible
-   point of every component, so it settles the parts of the others it reaches a bound of;
+   open part is bounded by its own component's programme (the constraints are block-diagonal),
+   one HiGHS model per component, and every optimum is a feasible point of that component, so it
+   settles the other parts of it that it brings to a bound;
 5. an unknown inner cell in no remaining row is bounded by 0 below and unbounded above.
 """
 
