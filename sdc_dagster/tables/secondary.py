@@ -38,7 +38,12 @@ that audit; a pattern that fails it is never returned (RuntimeError).
   its block of the intruder's programme, and the cheapest cells meeting them are added, the
   suppressions so far kept, until the audit passes. As a cut is only a necessary condition, every
   round also runs GaussSuppression's interval iteration (:func:`_interval_iteration`): each cut's
-  own cheapest cell and every suppressed cell become the primaries of a new elimination.
+  own cheapest cell and every suppressed cell become the primaries of a new elimination. In a flat
+  table (every dimension a list of categories under its total, :func:`sdc_dagster.tables.hypercube.flat_shape`)
+  a failing primary first gets the corners of its cheapest hypercube meeting its requirement
+  (GHMiter, Repsilber 2002; Hundepool et al. 2012 §4.4.2; :mod:`sdc_dagster.tables.hypercube`), an
+  explicit feasible move of the intruder's programme found without one: only a primary without
+  such a hypercube gets the cuts.
 
 * ``method="hitas"``: HiTaS (de Wolf 2002; tau-Argus's modular method), :mod:`sdc_dagster.tables.hitas`:
   the subtables of every level combination of the hierarchies protected from the top down (the
@@ -67,7 +72,8 @@ from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from sdc_dagster.errors import SDCInputError
-from sdc_dagster.tables.intruder import protection_failures, reduced_programme, stacked_mask
+from sdc_dagster.tables import hypercube
+from sdc_dagster.tables.intruder import protection_failures, reduced_programme, requirement, stacked_mask
 from sdc_dagster.tables.hitas import hitas_pattern
 from sdc_dagster.tables.model import JointModel, Table, joint_model, relations
 from sdc_dagster.tables.programme import Programme
@@ -488,13 +494,23 @@ def _repair_rounds(model, rep, primary, lower, upper, costs, never, min_width, t
     primaries with fractional intervals), so every such round was two programmes per failing
     primary and an audit spent for one cell: run every round, the repair takes 3 rounds instead of
     6 (10 s CPU instead of 17, 644 cells suppressed instead of 643, cost 3,242 instead of 3,244),
-    the reference cases' patterns unchanged."""
+    the reference cases' patterns unchanged.
+
+    In a flat table each failing primary first gets its cheapest hypercube
+    (:func:`sdc_dagster.tables.hypercube.cheapest`, the requirement of
+    :func:`sdc_dagster.tables.intruder.requirement`), and only those without one get cuts (issue 36,
+    fifth pass): on that subtable the 69 primaries Gauss leaves short all get one, in one round of no
+    programme, and the next audit passes on the hypercubes' certificates (1.3 s CPU instead of 9 s;
+    cost 4,073 instead of 3,464: a hypercube suppresses whole corners where the cuts found single
+    cells)."""
     cuts = _Cuts(model, rep, lower, upper, min_width)
     cell_to_rep = np.full(model.cell.max() + 1, -1)
     cell_to_rep[model.cell[rep]] = np.arange(len(rep))
     ub = np.where(never[rep], 0.0, 1.0)
     x = start.astype(float)
     open_primaries = primary.copy()
+    shape = hypercube.flat_shape(model)
+    meets = requirement(model, lower, upper, min_width=min_width)
     for _ in range(10_000):
         suppressed = x[cell_to_rep[model.cell]] > 0.5
         failing, _, _ = protection_failures(
@@ -503,10 +519,17 @@ def _repair_rounds(model, rep, primary, lower, upper, costs, never, min_width, t
         if not failing.any():
             return x > 0.5
         open_primaries = failing
+        rows = np.flatnonzero(failing)[np.unique(model.cell[failing], return_index=True)[1]]
+        if shape is not None:  # a flat table: each failing primary's cheapest hypercube
+            grown, found = hypercube.cheapest(shape, rows, model.published, costs, suppressed, never, meets)
+            x = np.maximum(x, grown.astype(float))  # a flat table's distinct cells are its rows
+            if found.all():
+                continue
+            suppressed, rows = grown, rows[~found]
         red = reduced_programme(model, suppressed)
         row_component = red.component[red.rows.indices[red.rows.indptr[:-1]]]
         before = len(cuts.rhs)
-        for row in np.flatnonzero(failing)[np.unique(model.cell[failing], return_index=True)[1]]:
+        for row in rows:
             own = model.matrix[row].indices
             where = np.searchsorted(red.unknown, own).clip(max=len(red.unknown) - 1)
             components = np.unique(red.component[where[red.unknown[where] == own]]) if len(red.unknown) else []

@@ -1,0 +1,148 @@
+"""Hypercubes: explicit moves of a flat table that keep every published cell, for protection and audit.
+
+In a table without hierarchy (every dimension a flat list of categories under its total) a cell at
+code positions ``(p_1, ..., p_m)`` (0 the dimension's total) lies on the hypercubes that take, in
+every dimension, one alternative position ``a_d != p_d`` (another category or the total): its
+``2^m`` *corners* replace any subset of the coordinates by the alternatives. With the inner vector
+``u_d = e_{p_d} - e_{a_d}`` in a dimension where both are categories, and ``u_d = e_{p_d}`` or
+``e_{a_d}`` (the category of the two) where one of them is the total, the move ``t · u_1 ⊗ ... ⊗ u_m``
+of the inner cells changes exactly the corners (a total is the sum of its categories, so the sign
+of a dimension whose alternative is the total is not flipped) and no other published cell: the
+primary's corner gains ``t``, every other corner ``± t``. The move is feasible for the intruder
+(``z >= 0``, every published cell unchanged) when every corner is suppressed and, for ``t > 0``,
+``t`` is at most the value of every inner corner of sign ``-``, for ``t < 0`` at most that of every
+inner corner of sign ``+`` (the primary's among them when it is an inner cell). So the primary's
+interval contains ``[b - t_down, b + t_up]`` (the two minima).
+
+This is the hypercube method of GHMiter (Repsilber 2002, "Sicherung personenbezogener Daten in
+Tabellen"; tau-Argus's "hypercube" method, Hundepool et al. 2012, "Statistical Disclosure
+Control", §4.4.2; the tau-Argus manual, "GHMiter"), which protects a primary by the cheapest
+hypercube whose decreasing corners are large enough. Here it serves two ends (issue 36):
+
+* the repair of a Gauss pattern (:mod:`sdc_dagster.tables.secondary`) suppresses, for a primary
+  the audit finds short in a flat table, the corners of its cheapest hypercube that meets the
+  primary's requirement (:func:`cheapest`), instead of two capacity programmes per failing primary
+  and round;
+* the pass/fail audit (:func:`sdc_dagster.tables.intruder.intervals` with ``enough``) takes the
+  range of every fully suppressed hypercube (:func:`ranges`) as a certificate: a feasible point of
+  the intruder's programme, so the primary's true interval contains it. A certificate proves a
+  pass; a primary it does not prove passing still gets its linear programme.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import reduce
+
+import numpy as np
+
+from sdc_dagster.tables.model import JointModel
+
+#: Hypercubes scanned at once (primaries x hypercubes of each, per corner): bounds the memory.
+BATCH = 1 << 21
+
+
+def flat_shape(model: JointModel) -> tuple[int, ...] | None:
+    """The number of codes of each dimension (its total first) when ``model`` is one table whose
+    dimensions are all flat with at least two categories (no duplicate cells, rows in the order of
+    the codes' product, as :func:`sdc_dagster.tables.model.tabulate` builds them); else None."""
+    if len(model.tables) != 1:
+        return None
+    dimensions = model.tables[0].dimensions
+    for d in dimensions:
+        if len(d.codes) < 3 or d.parent[0] != -1 or (d.parent[1:] != 0).any():
+            return None
+    return tuple(len(d.codes) for d in dimensions)
+
+
+def _scan(shape: tuple[int, ...], rows: np.ndarray, values: np.ndarray, cost: np.ndarray | None,
+          blocked: np.ndarray | None) -> tuple[np.ndarray, ...]:
+    """For every primary row of ``rows`` (flat cell positions) and every hypercube of it (the
+    alternatives in C order, ``shape[d] - 1`` per dimension): ``t_down``, ``t_up`` (module text,
+    from the inner corners' ``values``), and when ``cost`` is given the summed ``cost`` of its
+    corners and whether a corner is ``blocked``. Arrays of shape (len(rows), hypercubes)."""
+    m = len(shape)
+    alternatives = tuple(n - 1 for n in shape)
+    strides = np.array([int(np.prod(shape[d + 1:])) for d in range(m)])
+    position = np.unravel_index(rows, shape)
+    own, other, cross = [], [], []
+    for d in range(m):
+        p = position[d].reshape((-1,) + (1,) * m)
+        j = np.arange(alternatives[d]).reshape((1,) + tuple(alternatives[d] if e == d else 1 for e in range(m)))
+        a = j + (j >= p)  # every code but the primary's own
+        own.append(p)
+        other.append(a)
+        cross.append(np.where((p != 0) & (a != 0), -1, 1))  # both categories: the sign flips
+    full = (len(rows),) + alternatives
+    t_down, t_up = np.full(full, np.inf), np.full(full, np.inf)
+    total = np.zeros(full) if cost is not None else None
+    stop = np.zeros(full, dtype=bool) if cost is not None else None
+    for subset in range(1 << m):
+        taken = [(subset >> d) & 1 for d in range(m)]
+        coordinate = [other[d] if taken[d] else own[d] for d in range(m)]
+        cell = sum(c * s for c, s in zip(coordinate, strides))
+        cell = np.broadcast_to(cell, full)
+        sign = reduce(np.multiply, [cross[d] for d in range(m) if taken[d]], np.ones((1,) * (m + 1), dtype=int))
+        inner = reduce(np.logical_and, [c != 0 for c in coordinate])
+        value = np.where(inner, values[cell], np.inf)
+        t_up = np.where(sign < 0, np.minimum(t_up, value), t_up)
+        t_down = np.where(sign > 0, np.minimum(t_down, value), t_down)
+        if cost is not None:
+            total += cost[cell]
+            stop |= blocked[cell]
+    n = int(np.prod(alternatives))
+    out = (t_down.reshape(len(rows), n), t_up.reshape(len(rows), n))
+    if cost is not None:
+        out += (total.reshape(len(rows), n), stop.reshape(len(rows), n))
+    return out
+
+
+def _batches(shape: tuple[int, ...], rows: np.ndarray):
+    size = max(1, BATCH // (int(np.prod([n - 1 for n in shape])) << len(shape)))
+    for begin in range(0, len(rows), size):
+        yield slice(begin, begin + size)
+
+
+def ranges(shape: tuple[int, ...], rows: np.ndarray, values: np.ndarray, suppressed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, up) per row of ``rows``: ``b - max t_down`` and ``b + max t_up`` over the hypercubes of
+    the row whose every corner is ``suppressed`` (bool per cell), ``b`` where none is. Each bound is
+    the primary's value at a feasible point of the intruder's programme (module text), so its
+    interval contains ``[lo, up]``."""
+    lo, up = values[rows].astype(np.float64), values[rows].astype(np.float64)
+    published = (~suppressed).astype(np.float64)
+    for part in _batches(shape, rows):
+        t_down, t_up, open_corners, _ = _scan(shape, rows[part], values, published, np.zeros(len(values), dtype=bool))
+        closed = open_corners == 0
+        lo[part] -= np.where(closed, t_down, 0.0).max(axis=1, initial=0.0)
+        up[part] += np.where(closed, t_up, 0.0).max(axis=1, initial=0.0)
+    return lo, up
+
+
+def cheapest(shape: tuple[int, ...], rows: np.ndarray, values: np.ndarray, costs: np.ndarray,
+             suppressed: np.ndarray, never: np.ndarray,
+             meets: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """GHMiter's choice for each primary of ``rows`` in turn: the hypercube meeting the primary's
+    requirement (``meets(row, lo, up) -> bool``, broadcast over the hypercubes) with none of its
+    corners ``never`` suppressed and the least cost of its corners not yet suppressed; its corners
+    are suppressed before the next primary is looked at (the next one may reuse them). Returns
+    (the pattern ``suppressed`` grown, bool per cell; the rows that found a hypercube)."""
+    suppressed = suppressed.copy()
+    found = np.zeros(len(rows), dtype=bool)
+    alternatives = tuple(n - 1 for n in shape)
+    m = len(shape)
+    strides = np.array([int(np.prod(shape[d + 1:])) for d in range(m)])
+    for k, row in enumerate(rows.tolist()):  # primaries in turn: each pick changes the next costs
+        t_down, t_up, price, stop = _scan(shape, np.array([row]), values, np.where(suppressed, 0.0, costs),
+                                          never & ~suppressed)
+        b = values[row]
+        fits = np.asarray(meets(np.array([row]), b - t_down[0], b + t_up[0]), dtype=bool) & ~stop[0]
+        if not fits.any():
+            continue
+        choice = np.argmin(np.where(fits, price[0], np.inf))
+        position = np.array(np.unravel_index(row, shape))
+        j = np.array(np.unravel_index(choice, alternatives))
+        a = j + (j >= position)
+        corners = np.array([[a[d] if (subset >> d) & 1 else position[d] for d in range(m)] for subset in range(1 << m)])
+        suppressed[corners @ strides] = True
+        found[k] = True
+    return suppressed, found
