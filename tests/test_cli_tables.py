@@ -180,9 +180,9 @@ def test_run_reads_the_business_file_given_on_the_command_line(tmp_path, home):
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["inputs"]["data"]["sha256"] == file_sha256(other)
     # the optimal method says that it proved its pattern optimal, in the manifest and the report
-    assert manifest["published"]["turnover"]["optimality"].startswith("optimal, cost ")
+    assert manifest["published"]["turnover"]["optimality"].startswith("proven optimal, cost ")
     report = (home / "reports" / "tables" / "business_tables" / f"{FILE_WAVE}.html").read_text()
-    assert "optimal, cost by value; optimal, cost " in report
+    assert "optimal, cost by value; proven optimal, cost " in report
     released = pd.read_csv(folder / "turnover.csv").set_index(["sector4", "geo"])
     # the grand total of business.csv's 20 rows is 462.3 (hand sum); the given file's is 100 more
     assert released.loc[("Total", "Total"), "value"] == pytest.approx(562.3)

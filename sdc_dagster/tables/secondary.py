@@ -294,10 +294,11 @@ class Optimality:
     seconds: float
 
     def __str__(self) -> str:
+        rounds = f"{self.rounds} round{'s' if self.rounds != 1 else ''}"
         if self.status == "optimal":
-            return f"optimal, cost {self.cost:,.6g} ({self.rounds} rounds, {self.seconds:.1f} s)"
+            return f"proven optimal, cost {self.cost:,.6g} ({rounds}, {self.seconds:.1f} s)"
         return (f"best found, cost {self.cost:,.6g}, bound {self.bound:,.6g}, gap {self.gap:.2%} "
-                f"(time limit after {self.rounds} rounds, {self.seconds:.1f} s)")
+                f"(time limit after {rounds}, {self.seconds:.1f} s)")
 
 
 #: The optimal method calls a pattern optimal when no pattern meeting its cuts is cheaper by more

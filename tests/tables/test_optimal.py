@@ -76,7 +76,7 @@ def test_the_c6_rectangle_is_proved_optimal():
     expected = 180.0 + 4 * 1e-6 * table.cells["freq"].max()
     assert optimality.cost == pytest.approx(expected, rel=1e-12)
     assert optimality.bound == pytest.approx(expected, rel=1e-9)  # HiGHS's dual bound, in floating point
-    assert str(optimality).startswith("optimal, cost 180")
+    assert str(optimality).startswith("proven optimal, cost 180")
 
 
 def test_a_3_x_3_table_by_hand_equals_the_brute_force():
