@@ -11,7 +11,6 @@ import re
 import subprocess
 import sys
 import time
-from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
@@ -26,10 +25,10 @@ from sdc_dagster.search import flash as flash_module
 from sdc_dagster.search import ladder as ladder_module
 from sdc_dagster.search import nodes as nodes_module
 from sdc_dagster.search import walk as walk_module
-from sdc_dagster.search.nodes import evaluate_node
 from sdc_dagster.search.outcome import search_summary
 from sdc_dagster.search.wave import search_wave
 from sdc_dagster.spec import parse_spec
+from tests.inline_pool import InlinePool
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "sdcmicro" / "testdata.csv"
@@ -139,26 +138,6 @@ def _spec(budget, workers=1, amounts=False, linkage=None):
                                   "budget_seconds": budget, "workers": workers}})
 
 
-class _InlinePool:
-    """NodePool's interface evaluating in this process at submission (tests/search/test_parallel.py):
-    the walk with two workers (its checks ahead, its records of them, the evaluations past its
-    stop discarded) without starting processes (no CPU seconds of a worker: those count only in the
-    walk's guard, tests/search/test_parallel.py)."""
-
-    def __init__(self, workers, data, spec, plain_spec, lattice, space):
-        self.workers, self.args = workers, (data, spec, plain_spec, lattice, space)
-
-    def submit(self, node, may_suppress, is_anonymous, recode_loss):
-        data, spec, plain_spec, lattice, space = self.args
-        future = Future()
-        future.set_result((evaluate_node(data, spec if may_suppress else plain_spec, lattice, space, node,
-                                         is_anonymous, recode_loss), 0.0))
-        return future
-
-    def close(self):
-        pass
-
-
 def _decided(found):
     """Everything a search decides and says: every candidate evaluated, in order, with its loss and
     risk; the front with the checks each confirmation ran; the plan, its loss, the proof, the counts,
@@ -240,7 +219,7 @@ def test_every_stage_the_budget_cuts_gives_the_same_result_whatever_the_cpu_cloc
     assert _decided(_searched(monkeypatch, data, _spec(**spec_options), fast)) == expected
     assert fast.readings == slow.readings and fast() > 0.99 * least
     pools = []
-    monkeypatch.setattr(walk_module, "NodePool", lambda *args: pools.append(_InlinePool(*args)) or pools[-1])
+    monkeypatch.setattr(walk_module, "NodePool", lambda *args: pools.append(InlinePool(*args)) or pools[-1])
     for clock_ in (CountingClock(1e-9), CountingClock(least / slow.readings)):
         two = _searched(monkeypatch, data, _spec(**spec_options, workers=2), clock_)
         assert _decided(two) == expected
@@ -263,7 +242,7 @@ def test_any_budget_cuts_the_same_way_whatever_the_cpu_clock_and_the_workers(mon
     expected = _decided(_searched(monkeypatch, data, _spec(**spec_options), slow))
     least = min([b for b in budgets if b > 0] or [budget])
     assert _decided(_searched(monkeypatch, data, _spec(**spec_options), CountingClock(least / slow.readings))) == expected
-    monkeypatch.setattr(walk_module, "NodePool", _InlinePool)
+    monkeypatch.setattr(walk_module, "NodePool", InlinePool)
     assert _decided(_searched(monkeypatch, data, _spec(**spec_options, workers=2), CountingClock(1e-12))) == expected
 
 

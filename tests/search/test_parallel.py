@@ -14,6 +14,7 @@ from sdc_dagster.search import parallel
 from sdc_dagster.search.outcome import search_summary
 from sdc_dagster.search.wave import search_wave
 from sdc_dagster.spec import parse_spec
+from tests.inline_pool import InlinePool
 
 
 def _wave(seed: int = 3, n: int = 800) -> pd.DataFrame:
@@ -138,30 +139,6 @@ def test_node_charges_follow_the_work_not_the_clock():
     assert clock.node_charge("anonymous", False, False, 1000, 0) == pytest.approx(1000 * clock.CHECK_SECONDS_PER_CELL)
 
 
-class _InlinePool:
-    """NodePool's interface evaluating in this process at submission: the walk's checks ahead,
-    its records of them and its discarding of evaluations past its stop, without processes."""
-
-    def __init__(self, workers, data, spec, plain_spec, lattice, space):
-        self.workers, self.args = workers, (data, spec, plain_spec, lattice, space)
-        self.submitted = []
-
-    def submit(self, node, may_suppress, is_anonymous, recode_loss):
-        from concurrent.futures import Future
-
-        from sdc_dagster.search.nodes import evaluate_node
-
-        data, spec, plain_spec, lattice, space = self.args
-        self.submitted.append(node)
-        future = Future()
-        future.set_result((evaluate_node(data, spec if may_suppress else plain_spec, lattice, space, node,
-                                         is_anonymous, recode_loss), 0.0))
-        return future
-
-    def close(self):
-        pass
-
-
 @settings(max_examples=20, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), n=st.integers(30, 300), k=st.integers(2, 5),
@@ -173,7 +150,7 @@ def test_walking_ahead_for_workers_changes_nothing(monkeypatch, seed, n, k, miss
     from sdc_dagster.search import walk
 
     pools = []
-    monkeypatch.setattr(walk, "NodePool", lambda *args: pools.append(_InlinePool(*args)) or pools[-1])
+    monkeypatch.setattr(walk, "NodePool", lambda *args: pools.append(InlinePool(*args)) or pools[-1])
     data = _wave(seed, n)
     data["tenure"] = data["tenure"].astype("Float64").mask(np.random.default_rng(seed).random(n) < missing)
     methods = ("recode", "local_suppression") if suppress else ("recode",)
@@ -223,7 +200,7 @@ def _cut_figures(found):
     return _figures(found), optimality(found.nodes_evaluated, found.nodes_total, found.proven, found.loss_bound)
 
 
-class _SlowInlinePool(_InlinePool):
+class _SlowInlinePool(InlinePool):
     """An inline pool whose workers report 40 CPU seconds per evaluation: the old budget, counted on
     the CPU seconds of the evaluations, stopped such a walk after a node or two."""
 

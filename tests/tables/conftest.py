@@ -2,8 +2,10 @@
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import strategies as st
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tables"
 
@@ -25,3 +27,17 @@ def c4_tables():
         tables.tabulate(inner, {"region": hierarchies.loc[hierarchies["table"] == name, ["parent", "child"]]}, freq="n")
         for name in ("T1", "T2")
     ]
+
+
+@st.composite
+def small_tables(draw):
+    """Microdata of a random flat 2- or 3-dimensional frequency table (2 to 4 categories a
+    dimension, counts 0 to 12 in column ``n``), for the hypothesis properties of the secondary
+    suppression methods."""
+    shape = draw(st.lists(st.integers(2, 4), min_size=2, max_size=3))
+    n = int(np.prod(shape))
+    counts = draw(st.lists(st.integers(0, 12), min_size=n, max_size=n))
+    grid = np.meshgrid(*[np.arange(s) for s in shape], indexing="ij")
+    data = pd.DataFrame({f"d{i}": [f"c{v}" for v in g.ravel()] for i, g in enumerate(grid)})
+    data["n"] = counts
+    return data

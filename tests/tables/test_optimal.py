@@ -15,7 +15,7 @@ import sdc_dagster.tables as tables
 from sdc_dagster.tables.model import joint_model
 from sdc_dagster.tables.secondary import publish_derivable, relation_members
 
-from .conftest import read
+from .conftest import read, small_tables
 
 
 def grid_table(counts: np.ndarray) -> tables.Table:
@@ -110,17 +110,6 @@ def test_the_ilp_equals_a_brute_force_over_every_pattern(counts):
     assert protects(table, suppressed.to_numpy(), primary.to_numpy())
     assert price(table, suppressed) == best
     assert suppressed.attrs["optimality"].status == "optimal"
-
-
-@st.composite
-def small_tables(draw):
-    shape = draw(st.lists(st.integers(2, 4), min_size=2, max_size=3))
-    n = int(np.prod(shape))
-    counts = draw(st.lists(st.integers(0, 12), min_size=n, max_size=n))
-    grid = np.meshgrid(*[np.arange(s) for s in shape], indexing="ij")
-    data = pd.DataFrame({f"d{i}": [f"c{v}" for v in g.ravel()] for i, g in enumerate(grid)})
-    data["n"] = counts
-    return data
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 import sdc_dagster.tables as tables
 from sdc_dagster.errors import SDCInputError
 
-from .conftest import read
+from .conftest import read, small_tables
 
 
 def widths(table_or_tables, suppressed):
@@ -97,17 +97,6 @@ def test_a_primary_frozen_as_published_is_refused():
         tables.secondary_suppression(table, primary, frozen=~primary)
     with pytest.raises(SDCInputError, match="method: must be one of"):
         tables.secondary_suppression(table, primary, method="hypercube")
-
-
-@st.composite
-def small_tables(draw):
-    shape = draw(st.lists(st.integers(2, 4), min_size=2, max_size=3))
-    n = int(np.prod(shape))
-    counts = draw(st.lists(st.integers(0, 12), min_size=n, max_size=n))
-    grid = np.meshgrid(*[np.arange(s) for s in shape], indexing="ij")
-    data = pd.DataFrame({f"d{i}": [f"c{v}" for v in g.ravel()] for i, g in enumerate(grid)})
-    data["n"] = counts
-    return data
 
 
 @pytest.mark.slow
