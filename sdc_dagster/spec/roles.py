@@ -63,9 +63,9 @@ from sdc_dagster.keys import category_codes
 from sdc_dagster.protect.suppression import codes_below_l
 from sdc_dagster.risk.frequencies import digit_key_frequencies
 from sdc_dagster.spec.drafted_hierarchies import two_classes
-from sdc_dagster.spec.hierarchies import Hierarchy
 from sdc_dagster.spec.guess import (MAX_CATEGORIES, MIN_RECORD_KEY_RECORDS, DraftedVariable, guess_variable, plain_scalar,
                                    whole_numbers)
+from sdc_dagster.spec.hierarchies import Hierarchy
 from sdc_dagster.spec.reading import FileContents
 from sdc_dagster.spec.scenario import SCENARIO
 from sdc_dagster.spec.survey import UtilityLimits
@@ -314,9 +314,9 @@ def key_cap(data: pd.DataFrame, ranked: list[DraftedVariable], sensitive: list[s
        coarsest level of its given hierarchy in ``hierarchies``: :func:`coarsest_classes`), the
        records in key combinations of fewer than k records or with fewer than l distinct values
        of a sensitive variable, and with ``max_risk`` (the drafted global-risk target of a file
-       without weights) the records of highest risk 1/f_k whose suppression brings the mean risk to it (:func:`_records_below`), are at most ``limit`` (the
-       suppression limit, 10 %): even the coarsest release of those keys would need more
-       suppression than the limits allow.
+       without weights) the records of highest risk 1/f_k whose suppression brings the mean risk
+       to it (:func:`_records_below`), are at most ``limit`` (the suppression limit, 10 %): even
+       the coarsest release of those keys would need more suppression than the limits allow.
 
     At least one key is kept (a file of fewer than 2k records still has one), at most ``max_keys``."""
     n = len(data)
