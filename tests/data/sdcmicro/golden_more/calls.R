@@ -1,0 +1,137 @@
+# calls.R -- sdcMicro 5.8.1 outputs for issue 37 (model-based risk, microaggregation methods and
+# measures, ...) on the inputs in ../more/ and ../ (sdcMicro's data sets). Our code: the calls and the
+# writing of the outputs; sdcMicro's own code is loaded from outside the repository.
+#
+# Run from this folder:   SDCMICRO_LOAD=/work/rlib/load.R Rscript calls.R
+# (SDCMICRO_LOAD is an R file that makes sdcMicro's functions available: `library(sdcMicro)` of an
+# installed 5.8.1, or the loader of /work/rlib/README.md.)
+ld <- Sys.getenv("SDCMICRO_LOAD", "")
+if (nzchar(ld)) source(ld) else suppressPackageStartupMessages(library(sdcMicro))
+suppressPackageStartupMessages({ library(jsonlite); library(data.table); library(MASS); library(cluster); library(robustbase) })
+IN <- function(f) file.path("..", f)
+
+# shortest decimal string that reads back to the same double (15, 16 or 17 significant digits)
+num_str <- function(x) {
+  out <- rep("", length(x))
+  out[is.nan(x)] <- "NaN"
+  ok <- !is.na(x)
+  v <- x[ok]
+  s <- formatC(v, digits = 15, format = "g")
+  for (d in 16:17) {
+    bad <- as.numeric(s) != v
+    if (!any(bad)) break
+    s[bad] <- formatC(v[bad], digits = d, format = "g")
+  }
+  out[ok] <- trimws(s)
+  out
+}
+# CSV: header, no row names, NA as empty cell, doubles round-trip exactly, text columns quoted
+wcsv <- function(df, file) {
+  df <- as.data.frame(df, stringsAsFactors = FALSE)
+  q <- integer(0)
+  for (j in seq_along(df)) {
+    v <- df[[j]]
+    if (is.factor(v)) v <- as.character(v)
+    if (is.character(v)) {
+      q <- c(q, j)
+      df[[j]] <- v
+    } else if (is.double(v)) {
+      df[[j]] <- num_str(v)
+    } else {
+      s <- as.character(v)
+      s[is.na(v)] <- ""
+      df[[j]] <- s
+    }
+  }
+  write.table(df, file, sep = ",", row.names = FALSE, col.names = TRUE,
+              quote = if (length(q)) q else FALSE, na = "", qmethod = "double")
+}
+# JSON: doubles written with the same round-trip digits as the CSVs; Inf/-Inf/NaN as strings, NA as null;
+# vectors of length > 1 (and I()-wrapped ones) as arrays
+json_num <- function(v) {
+  s <- num_str(v)
+  s[is.infinite(v) & v > 0] <- "\"Inf\""
+  s[is.infinite(v) & v < 0] <- "\"-Inf\""
+  s[is.nan(v)] <- "\"NaN\""
+  s[is.na(v) & !is.nan(v)] <- "null"
+  s
+}
+jprep <- function(x) {
+  if (is.list(x) && !is.data.frame(x)) {
+    x <- x[!vapply(x, is.null, logical(1))]
+    return(lapply(x, jprep))
+  }
+  if (is.double(x)) {
+    s <- json_num(unclass(x))
+    if (length(x) == 1 && !inherits(x, "AsIs")) return(structure(s, class = "json"))
+    return(structure(paste0("[", paste(s, collapse = ", "), "]"), class = "json"))
+  }
+  if (length(x) > 1 && !inherits(x, "AsIs")) return(I(x))
+  x
+}
+wjson <- function(x, f) write_json(jprep(x), f, auto_unbox = TRUE, pretty = TRUE, json_verbatim = TRUE, na = "null")
+
+calls <- list()   # every call, by output name, for the README and calls.json
+# ============================================================================ m1: modRisk
+m1 <- read.csv(IN("more/in_m1_modrisk_testdata.csv"))
+m1f <- m1
+for (v in c("urbrur", "water", "sex")) m1f[[v]] <- factor(m1f[[v]])
+mr_out <- list()
+mr_run <- function(name, data, method, weights, formula, bound = Inf, datadesc) {
+  r <- tryCatch(modRisk(data, method = method, weights = weights, formulaM = formula, bound = bound),
+                error = function(e) e)
+  if (inherits(r, "error")) {
+    mr_out[[name]] <<- list(call = sprintf("modRisk(%s, method=\"%s\", weights=\"%s\", formulaM=%s, bound=%s)",
+                                           datadesc, method, weights, paste(deparse(formula), collapse = ""), bound),
+                            error = conditionMessage(r))
+    return(invisible())
+  }
+  fit <- r$fitted
+  if (method == "IPF") {
+    cells <- as.data.frame.table(fit, stringsAsFactors = FALSE)
+    colnames(cells)[ncol(cells)] <- "Fk"
+  } else {
+    cells <- data.frame(Fk = as.numeric(fit))
+  }
+  mr_out[[name]] <<- list(call = sprintf("modRisk(%s, method=\"%s\", weights=\"%s\", formulaM=%s, bound=%s)",
+                                         datadesc, method, weights, paste(deparse(formula), collapse = ""), bound),
+                          method = method, weights = weights, formula = paste(deparse(formula), collapse = ""),
+                          bound = bound, gr1 = r$gr1, gr2 = r$gr2, n_fitted_cells = nrow(cells),
+                          sum_fitted = sum(cells$Fk))
+}
+F4 <- ~urbrur + water + sex + age_band
+for (m in c("default", "CE", "PML", "weightedLLM", "IPF")) {
+  for (w in c("sampling_weight", "household_weights")) {
+    mr_run(sprintf("num_%s_%s", m, w), m1, m, w, F4, datadesc = "m1")
+    mr_run(sprintf("fac_%s_%s", m, w), m1f, m, w, F4, datadesc = "m1f")
+  }
+}
+F3 <- ~urbrur + water + sex
+for (w in c("sampling_weight", "household_weights")) {
+  mr_run(sprintf("ipf3_%s", w), m1, "IPF", w, F3, datadesc = "m1")
+  mr_run(sprintf("fac3_default_%s", w), m1f, "default", w, F3, datadesc = "m1f")
+}
+FI <- ~urbrur + water + sex + age_band + sex:age_band
+FI2 <- ~urbrur * water + sex * age_band
+for (m in c("default", "CE", "PML", "weightedLLM")) {
+  mr_run(sprintf("int_%s", m), m1f, m, "household_weights", FI, datadesc = "m1f")
+  mr_run(sprintf("int2_%s", m), m1f, m, "household_weights", FI2, datadesc = "m1f")
+}
+for (b in c(1, 2, 5)) for (m in c("default", "CE", "PML")) {
+  mr_run(sprintf("bound%d_%s", b, m), m1f, m, "household_weights", F4, bound = b, datadesc = "m1f")
+}
+# sdcMicro's sums run over every counted cell (as.numeric(f == 1) * risk): a cell of f_k > 1 whose
+# risk is not finite (v_k = 0 gives 0/0; 1 / w summing above 1 gives exp(-v) = Inf) makes gr1/gr2 NaN,
+# so the same models are also run with bound = 1 and 2 (sample uniques / pairs only)
+for (b in c(1, 2)) {
+  for (m in c("default", "CE", "PML", "weightedLLM")) {
+    mr_run(sprintf("b%d_num_%s_household_weights", b, m), m1, m, "household_weights", F4, bound = b, datadesc = "m1")
+    mr_run(sprintf("b%d_int_%s", b, m), m1f, m, "household_weights", FI, bound = b, datadesc = "m1f")
+    mr_run(sprintf("b%d_int2_%s", b, m), m1f, m, "household_weights", FI2, bound = b, datadesc = "m1f")
+    mr_run(sprintf("b%d_fac_%s_sampling_weight", b, m), m1f, m, "sampling_weight", F4, bound = b, datadesc = "m1f")
+  }
+  mr_run(sprintf("b%d_ipf3_household_weights", b), m1, "IPF", "household_weights", F3, bound = b, datadesc = "m1")
+  mr_run(sprintf("b%d_ipf3_sampling_weight", b), m1, "IPF", "sampling_weight", F3, bound = b, datadesc = "m1")
+}
+wjson(mr_out, "m1_modrisk.json")
+cat("m1 done\n")
