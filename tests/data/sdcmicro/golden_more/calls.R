@@ -135,3 +135,89 @@ for (b in c(1, 2)) {
 }
 wjson(mr_out, "m1_modrisk.json")
 cat("m1 done\n")
+
+# ============================================================================ m2: microaggregation
+casc <- read.csv(IN("CASCrefmicrodata.csv"))
+tarr <- read.csv(IN("Tarragona.csv"))
+wcasc <- read.csv(IN("more/in_m2_weights_casc.csv"))$weight
+wtarr <- read.csv(IN("more/in_m2_weights_tarr.csv"))$weight
+VC <- c("AGI", "EMCONTRB", "FEDTAX", "PTOTVAL", "STATETAX")
+VT <- c("CURRENT.ASSETS", "TREASURY", "PAID.UP.CAPITAL", "SALES", "LABOR.COSTS")
+ma_calls <- list()
+ma_cols <- list()
+ma_run <- function(file, col, data, datadesc, vars, ...) {
+  args <- list(...)
+  r <- do.call(microaggregation, c(list(obj = data[, vars, drop = FALSE], variables = vars), args))
+  mx <- as.data.frame(r$mx)
+  for (v in vars) ma_cols[[file]][[paste0(col, "__", v)]] <<- as.numeric(mx[[v]])
+  argtxt <- paste(sprintf("%s=%s", names(args), vapply(args, function(a) {
+    if (is.character(a)) sprintf("\"%s\"", a) else if (length(a) > 1) "w" else deparse(a) }, "")), collapse = ", ")
+  ma_calls[[file]][[col]] <<- sprintf("microaggregation(%s[, %s, drop=FALSE], variables=%s, %s)$mx", datadesc,
+                                      paste(deparse(vars), collapse = ""), paste(deparse(vars), collapse = ""), argtxt)
+}
+DET <- c("mdav", "simple", "single", "onedims", "pca", "pppca")
+for (m in DET) {
+  ma_run("m2_casc_deterministic.csv", paste0(m, "_mean"), casc, "casc", VC, method = m, aggr = 3)
+  if (!m %in% c("mdav")) {
+    ma_run("m2_casc_deterministic.csv", paste0(m, "_median"), casc, "casc", VC, method = m, aggr = 3, measure = "median")
+    ma_run("m2_casc_deterministic.csv", paste0(m, "_onestep"), casc, "casc", VC, method = m, aggr = 3, measure = "onestep")
+    ma_run("m2_casc_deterministic.csv", paste0(m, "_trim_k5"), casc, "casc", VC, method = m, aggr = 5, measure = "trim", trim = 0.2)
+  }
+}
+for (m in c("mdav", "simple", "single", "onedims", "pca", "pppca")) {
+  ma_run("m2_tarr_deterministic.csv", paste0(m, "_mean_k4"), tarr, "tarr", VT, method = m, aggr = 4)
+}
+for (m in c("simple", "single", "onedims", "pca", "pppca")) {
+  ma_run("m2_tarr_weighted.csv", paste0(m, "_wmean"), tarr, "tarr", VT, method = m, aggr = 3, weights = wtarr)
+  ma_run("m2_tarr_weighted.csv", paste0(m, "_wmedian"), tarr, "tarr", VT, method = m, aggr = 3, measure = "median", weights = wtarr)
+  ma_run("m2_casc_weighted.csv", paste0(m, "_wmean"), casc, "casc", VC, method = m, aggr = 3, weights = wcasc)
+  ma_run("m2_casc_weighted.csv", paste0(m, "_wmedian"), casc, "casc", VC, method = m, aggr = 3, measure = "median", weights = wcasc)
+}
+# a single variable: sdcMicro applies mafast whatever the method
+for (ms in c("mean", "median")) {
+  ma_run("m2_casc_mafast.csv", paste0("mafast_", ms), casc, "casc", "AGI", method = "pca", aggr = 3, measure = ms)
+}
+# randomised methods: the random part recorded with its result (rmd: covMcd of the standardised data;
+# mcdpca: MASS::cov.mcd; the clustering methods: cluster::clara, whose sampling is deterministic with
+# its default rngR = FALSE)
+set.seed(2026)
+ma_run("m2_casc_randomised.csv", "rmd_mean", casc, "casc", VC, method = "rmd", aggr = 3)
+set.seed(2026)
+y <- apply(casc[, VC], 2, function(x) (x - mean(x, na.rm = TRUE)) / sd(x, na.rm = TRUE))
+rr <- covMcd(y)
+rmd_md <- stats::mahalanobis(y, center = rr$center, cov = rr$cov)
+for (m in c("mcdpca")) {
+  set.seed(2026)
+  ma_run("m2_casc_randomised.csv", paste0(m, "_mean"), casc, "casc", VC, method = m, aggr = 3)
+}
+# the MCD estimates drawn by "mcdpca" and by "clustmcdpca" (one per cluster of at least 5 records, in
+# cluster order), drawn again after the same set.seed as the calls above
+set.seed(2026)
+x.mcd <- cov.mcd(casc[, VC], cor = TRUE)
+x.scale <- scale(casc[, VC], x.mcd$center, sqrt(diag(x.mcd$cor)))
+mcd_score <- stats::princomp(x.scale, covmat = x.mcd)$scores[, 1]
+mcd_est <- list(mcdpca = list(n = nrow(casc), center = unname(x.mcd$center), cov = unname(x.mcd$cov)))
+cl <- clara(casc[, VC], 8)
+set.seed(2026)
+clust_est <- list()
+for (i in 1:8) {
+  w <- which(cl$clustering == i)
+  if (length(w) >= length(VC)) {
+    e <- cov.mcd(casc[w, VC], cor = TRUE)
+    clust_est[[length(clust_est) + 1]] <- list(cluster = i, n = length(w), center = unname(e$center), cov = unname(e$cov))
+  }
+}
+mcd_est$clustmcdpca <- clust_est
+wjson(mcd_est, "m2_casc_mcd_estimates.json")
+for (m in c("clustpca", "clustpppca", "influence", "clustmcdpca")) {
+  set.seed(2026)
+  ma_run("m2_casc_randomised.csv", paste0(m, "_mean"), casc, "casc", VC, method = m, aggr = 3)
+}
+set.seed(2026)
+ma_run("m2_casc_randomised.csv", "clustpca_median", casc, "casc", VC, method = "clustpca", aggr = 3, measure = "median")
+ma_cols[["m2_casc_randomised.csv"]][["rmd_robust_distance"]] <- as.numeric(rmd_md)
+ma_cols[["m2_casc_randomised.csv"]][["mcdpca_score1"]] <- as.numeric(mcd_score)
+ma_cols[["m2_casc_randomised.csv"]][["clara_cluster"]] <- as.integer(cl$clustering)
+for (f in names(ma_cols)) wcsv(data.frame(row = seq_along(ma_cols[[f]][[1]]), ma_cols[[f]], check.names = FALSE), f)
+wjson(ma_calls, "m2_microaggregation_calls.json")
+cat("m2 done\n")
