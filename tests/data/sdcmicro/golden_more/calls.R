@@ -221,3 +221,67 @@ ma_cols[["m2_casc_randomised.csv"]][["clara_cluster"]] <- as.integer(cl$clusteri
 for (f in names(ma_cols)) wcsv(data.frame(row = seq_along(ma_cols[[f]][[1]]), ma_cols[[f]], check.names = FALSE), f)
 wjson(ma_calls, "m2_microaggregation_calls.json")
 cat("m2 done\n")
+
+# ============================================================================ m3: microaggrGower
+g200 <- read.csv(IN("more/in_m3_gower_testdata200.csv"))
+for (i in c(1:7, 9)) g200[, i] <- as.factor(g200[, i])   # as in sdcMicro's example
+g200o <- g200
+g200o$walls <- factor(g200o$walls, ordered = TRUE)
+g200o$water <- factor(g200o$water, ordered = TRUE)
+NUMG <- c("age", "expend", "income", "savings")
+gw_cols <- list(); gw_calls <- list()
+gw_run <- function(name, data, datadesc, variables, dist_var, ...) {
+  args <- list(...)
+  r <- do.call(microaggrGower, c(list(obj = data, variables = variables, dist_var = dist_var, numFun = mean), args))
+  for (v in variables) gw_cols[[paste0(name, "__", v)]] <<- as.numeric(r[[v]])
+  extra <- if (length(args)) paste0(", ", paste(sprintf("%s=%s", names(args), vapply(args, function(a) paste(deparse(a), collapse = ""), "")), collapse = ", ")) else ""
+  gw_calls[[name]] <<- sprintf("microaggrGower(%s, variables=%s, dist_var=%s, numFun=mean%s)", datadesc,
+                               paste(deparse(variables), collapse = ""), paste(deparse(dist_var), collapse = ""), extra)
+}
+gw_run("num4", g200, "g200", NUMG, c("age", "income", "savings"))
+gw_run("sex_num", g200, "g200", NUMG, c("age", "sex", "income", "savings"))
+gw_run("mixed_types", g200, "g200", NUMG, c("age", "sex", "relat", "hhcivil", "income", "expend"))
+gw_run("weighted", g200, "g200", NUMG, c("age", "sex", "relat", "income", "savings"), weights = c(2, 1, 0.5, 1, 3))
+gw_run("ordinal", g200o, "g200o", NUMG, c("age", "walls", "water", "sex", "income"))
+gw_run("aggr5_ignored", g200, "g200", NUMG, c("age", "income", "savings"), aggr = 5)
+wcsv(data.frame(row = seq_len(nrow(g200)), gw_cols, check.names = FALSE), "m3_gower_testdata200.csv")
+wjson(gw_calls, "m3_gower_calls.json")
+cat("m3 done\n")
+
+# ============================================================================ m4: mvTopCoding
+mv_cols <- list(); mv_est <- list()
+mv_run <- function(name, x, datadesc, vars, alpha, double = FALSE) {
+  xm <- as.matrix(x[, vars])
+  if (double) storage.mode(xm) <- "double"
+  set.seed(2026)
+  cv <- robustbase::covMcd(x = as.data.table(xm))
+  set.seed(2026)
+  rob <- as.data.frame(mvTopCoding(xm, alpha = alpha))
+  ctr <- colMeans(xm)
+  cla <- as.data.frame(mvTopCoding(xm, maha = mahalanobis(xm, ctr, cov(xm)), center = ctr, alpha = alpha))
+  for (v in vars) {
+    mv_cols[[paste0(name, "_robust__", v)]] <<- as.numeric(rob[[v]])
+    mv_cols[[paste0(name, "_classical__", v)]] <<- as.numeric(cla[[v]])
+  }
+  mv_est[[name]] <<- list(
+    robust_call = sprintf("set.seed(2026); mvTopCoding(xm, alpha=%s), xm = as.matrix(%s[, %s])%s", alpha, datadesc,
+                          paste(deparse(vars), collapse = ""), if (double) " with storage.mode double" else ""),
+    classical_call = sprintf("mvTopCoding(xm, maha=mahalanobis(xm, colMeans(xm), cov(xm)), center=colMeans(xm), alpha=%s), xm = as.matrix(%s[, %s])%s",
+                             alpha, datadesc, paste(deparse(vars), collapse = ""), if (double) " with storage.mode double" else ""),
+    integer_input = is.integer(xm),
+    variables = I(vars), alpha = alpha, n = nrow(xm),
+    covMcd_center = unname(cv$center), covMcd_cov = unname(as.numeric(cv$cov)),
+    pulled_robust = sum(mahalanobis(xm, cv$center, cv$cov) > qchisq(1 - alpha, length(vars))),
+    pulled_classical = sum(mahalanobis(xm, ctr, cov(xm)) > qchisq(1 - alpha, length(vars))))
+}
+mv_run("casc_a025", casc, "casc", VC, 0.025)
+mv_run("casc_a05", casc, "casc", VC, 0.05)
+mv_run("cascdbl_a025", casc, "casc", VC, 0.025, double = TRUE)
+mv_run("tarrdbl_a025", tarr, "tarr", VT, 0.025, double = TRUE)
+mv_run("tarr_a01", tarr, "tarr", VT, 0.01)
+for (f in c("casc", "tarr")) {
+  cols <- mv_cols[startsWith(names(mv_cols), f)]
+  wcsv(data.frame(row = seq_along(cols[[1]]), cols, check.names = FALSE), sprintf("m4_mvTopCoding_%s.csv", f))
+}
+wjson(mv_est, "m4_mvTopCoding.json")
+cat("m4 done\n")
