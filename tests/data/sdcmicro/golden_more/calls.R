@@ -285,3 +285,67 @@ for (f in c("casc", "tarr")) {
 }
 wjson(mv_est, "m4_mvTopCoding.json")
 cat("m4 done\n")
+
+# ============================================================================ m5: dRisk, dRiskRMD, indivRisk
+nc5 <- read.csv(IN("more/in_m7_casc_1to5_addnoise50.csv"))[, -1]
+nt3 <- read.csv(IN("more/in_m7_tarragona_5to7_addnoise150.csv"))[, -1]
+oc5 <- casc[, colnames(nc5)]
+ot3 <- tarr[, colnames(nt3)]
+m2det <- read.csv("m2_casc_deterministic.csv")
+mdavVC <- setNames(m2det[, paste0("mdav_mean__", VC)], VC)
+pcaVC <- setNames(m2det[, paste0("pca_mean__", VC)], VC)
+pairs <- list(casc_noise50 = list(x = oc5, xm = nc5, desc = "casc[, 1:5] vs in_m7_casc_1to5_addnoise50 (without row)"),
+              tarr_noise150 = list(x = ot3, xm = nt3, desc = "Tarragona[, 5:7] vs in_m7_tarragona_5to7_addnoise150 (without row)"),
+              casc_mdav3 = list(x = casc[, VC], xm = mdavVC, desc = "casc[, VC] vs m2 mdav_mean"),
+              casc_pca3 = list(x = casc[, VC], xm = pcaVC, desc = "casc[, VC] vs m2 pca_mean"))
+dr_out <- list(); rmd_cols <- list()
+for (pn in names(pairs)) {
+  pr <- pairs[[pn]]
+  e <- list(pair = pr$desc, variables = I(colnames(pr$x)))
+  for (k in c(0.01, 0.05, 0.1, 0.5)) e[[sprintf("dRisk_k%s", k)]] <- dRisk(pr$x, xm = pr$xm, k = k)
+  for (kk in list(c(0.01, 0.05), c(0.05, 0.05), c(0.1, 0.01))) {
+    set.seed(2026)
+    r <- dRiskRMD(pr$x, xm = pr$xm, k = kk[1], k2 = kk[2])
+    tag <- sprintf("k%s_k2%s", kk[1], kk[2])
+    e[[paste0("dRiskRMD_", tag)]] <- r[c("risk1", "risk2", "wrisk1", "wrisk2")]
+    rmd_cols[[paste0(pn, "_", tag, "_riskvec1")]] <- r$riskvec1
+    rmd_cols[[paste0(pn, "_", tag, "_riskvec2")]] <- r$riskvec2
+  }
+  set.seed(2026)
+  e$covMcd_cov_of_scaled_x <- as.numeric(covMcd(scale(pr$x))$cov)
+  dr_out[[pn]] <- e
+}
+wjson(dr_out, "m5_dRisk.json")
+for (pfx in c("casc", "tarr")) {
+  cols <- rmd_cols[startsWith(names(rmd_cols), pfx)]
+  wcsv(data.frame(row = seq_along(cols[[1]]), cols, check.names = FALSE), sprintf("m5_dRiskRMD_riskvec_%s.csv", pfx))
+}
+
+# indivRisk with qual: fk, Fk counted here (complete keys: the group size and the group's weight sum,
+# what freqCalc returns without missing values) and handed to sdcMicro's indivRisk
+td <- read.csv(IN("testdata.csv"))
+KEYS7 <- c("urbrur", "roof", "walls", "water", "electcon", "relat", "sex")
+K4 <- c("urbrur", "roof", "electcon", "sex")
+td$w <- td$sampling_weight * (1 + ((seq_len(nrow(td)) - 1) %% 7) / 10)
+frq <- function(d, keys, w) {
+  dt <- data.table(d[, keys], w = d[[w]])
+  dt[, id := .I]
+  dt[, `:=`(fk = .N, Fk = sum(w)), by = keys]
+  list(freqCalc = d, keyVars = keys, fk = dt$fk, Fk = dt$Fk)
+}
+ir_cols <- list(); ir_calls <- list()
+for (spec in list(list(n = "td_k7_w", keys = KEYS7, w = "w"), list(n = "td_k4_w", keys = K4, w = "w"))) {
+  f <- frq(td, spec$keys, spec$w)
+  ir_cols[[paste0(spec$n, "_fk")]] <- f$fk
+  ir_cols[[paste0(spec$n, "_Fk")]] <- f$Fk
+  # "exact" loops over 0..fk-3 twice per record: only with the 7 keys (fk up to 176)
+  for (m in if (spec$n == "td_k7_w") c("approx", "exact") else "approx") for (q in c(1, 1.5, 2)) {
+    col <- sprintf("%s_%s_qual%s", spec$n, m, q)
+    ir_cols[[col]] <- indivRisk(f, method = m, qual = q)$rk
+    ir_calls[[col]] <- sprintf("indivRisk(freqCalc(testdata, keyVars=%s, w=\"%s\"), method=\"%s\", qual=%s)$rk",
+                               paste(deparse(spec$keys), collapse = ""), spec$w, m, q)
+  }
+}
+wcsv(data.frame(row = seq_len(nrow(td)), w = td$w, ir_cols, check.names = FALSE), "m5_indivRisk_qual_testdata.csv")
+wjson(ir_calls, "m5_indivRisk_calls.json")
+cat("m5 done\n")
