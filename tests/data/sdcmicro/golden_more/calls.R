@@ -349,3 +349,30 @@ for (spec in list(list(n = "td_k7_w", keys = KEYS7, w = "w"), list(n = "td_k4_w"
 wcsv(data.frame(row = seq_len(nrow(td)), w = td$w, ir_cols, check.names = FALSE), "m5_indivRisk_qual_testdata.csv")
 wjson(ir_calls, "m5_indivRisk_calls.json")
 cat("m5 done\n")
+
+# ============================================================================ m6: recordLinkage
+rl_y <- read.csv(IN("more/in_m7_recordlinkage_casc300_addnoise50.csv"))[, -1]
+rl_x <- casc[1:300, colnames(rl_y)]
+RLV <- colnames(rl_y)
+rl_out <- list(); rl_cols <- list()
+rl_run <- function(name, ...) {
+  args <- list(...)
+  r <- do.call(recordLinkage, c(list(x = rl_x, y = rl_y, vars = RLV), args))
+  extra <- paste(sprintf(", %s=%s", names(args), vapply(args, function(a) paste(deparse(a), collapse = ""), "")), collapse = "")
+  rl_out[[name]] <<- list(call = sprintf("recordLinkage(casc[1:300, %s], in_m7_recordlinkage_casc300_addnoise50 (without row), vars=%s%s)",
+                                         paste(deparse(RLV), collapse = ""), paste(deparse(RLV), collapse = ""), extra),
+                          correct_matches = r$correct_matches, correct_match_rate = r$correct_match_rate,
+                          mean_distance = r$mean_distance, total_distance = r$total_distance)
+  rl_cols[[paste0(name, "__y_row")]] <<- r$matches$y_row
+  rl_cols[[paste0(name, "__distance")]] <<- r$matches$distance
+  rl_cols[[paste0(name, "__n_best")]] <<- r$matches$n_best
+}
+rl_run("gower", distance = "gower")
+rl_run("euclidean", distance = "euclidean")
+rl_run("manhattan", distance = "manhattan")
+rl_run("gower_w", distance = "gower", weights = c(3, 1, 1, 2, 0.5))
+rl_run("manhattan_w", distance = "manhattan", weights = c(3, 1, 1, 2, 0.5))
+rl_run("gower_tol", distance = "gower", tol = 0.002)
+wjson(rl_out, "m6_recordLinkage.json")
+wcsv(data.frame(x_row = 1:300, rl_cols, check.names = FALSE), "m6_recordLinkage_matches.csv")
+cat("m6 done\n")
