@@ -376,3 +376,60 @@ rl_run("gower_tol", distance = "gower", tol = 0.002)
 wjson(rl_out, "m6_recordLinkage.json")
 wcsv(data.frame(x_row = 1:300, rl_cols, check.names = FALSE), "m6_recordLinkage_matches.csv")
 cat("m6 done\n")
+
+# ============================================================================ m7: infoLoss, dUtility, IL_correl, IL_variables
+ilo <- read.csv(IN("more/in_m7_infoloss_data.csv"))
+ils <- read.csv(IN("more/in_m7_infoloss_data_swapped.csv"))
+il_out <- list()
+il_run <- function(name, ...) {
+  args <- list(...)
+  r <- do.call(infoLoss, c(list(data = data.table::copy(data.table(ilo)), data_swapped = data.table::copy(data.table(ils))), args))
+  meas <- as.data.frame(r$measures)
+  e <- list(call = sprintf("infoLoss(in_m7_infoloss_data, in_m7_infoloss_data_swapped%s)",
+                           paste(sprintf(", %s=%s", names(args), vapply(args, function(a) paste(deparse(a), collapse = ""), "")), collapse = "")),
+            n_cells = nrow(r$cellvalues), false_zero = r$false_zero, false_nonzero = r$false_nonzero,
+            measures_what = I(as.character(meas$what)),
+            overview = list(noise = I(as.numeric(r$overview$noise)), cnt = I(as.numeric(r$overview$cnt)), pct = I(as.numeric(r$overview$pct))))
+  e$measures <- list(); e$cumdistr <- list()
+  for (m in setdiff(colnames(meas), "what")) e$measures[[m]] <- I(as.numeric(meas[[m]]))
+  for (cd in grep("^cumdistr", names(r), value = TRUE)) {
+    e$cumdistr[[cd]] <- list(cat = I(as.character(r[[cd]]$cat)), cnt = I(as.numeric(r[[cd]]$cnt)), pct = I(as.numeric(r[[cd]]$pct)))
+  }
+  il_out[[name]] <<- e
+}
+il_run("urbrur_water", table_vars = c("urbrur", "water"))
+il_run("four", table_vars = c("roof", "walls", "water", "sex"))
+il_run("four_hid", table_vars = c("roof", "walls", "water", "sex"), hid = "ori_hid")
+il_run("four_inner_nozeros", table_vars = c("roof", "walls", "water", "sex"), exclude_zeros = TRUE, only_inner_cells = TRUE)
+il_run("water_sex_quant", table_vars = c("water", "sex"), probs = c(0, 0.25, 0.5, 0.9, 1), quantvals = c(0, 0.01, 0.1, 1, Inf))
+wjson(il_out, "m7_infoLoss.json")
+
+# dUtility, IL_correl, IL_variables on the m7 pairs
+xmix <- read.csv(IN("more/in_m7_ilvariables_mixed_x.csv"))
+xmmix <- read.csv(IN("more/in_m7_ilvariables_mixed_xm.csv"))
+mixed <- function(d, ordered_water) {
+  d$urbrur <- factor(d$urbrur)
+  d$roof <- factor(d$roof)
+  d$water <- if (ordered_water) factor(d$water, levels = sort(unique(c(xmix$water, xmmix$water))), ordered = TRUE) else factor(d$water)
+  d$age <- as.numeric(d$age)
+  d$income <- as.numeric(d$income)
+  d
+}
+du_out <- list()
+for (pn in c("casc_noise50", "tarr_noise150", "casc_mdav3", "casc_pca3")) {
+  pr <- pairs[[pn]]
+  du_out[[pn]] <- list(pair = pr$desc, IL1 = dUtility(pr$x, xm = pr$xm, method = "IL1"),
+                       IL1s = dUtility(pr$x, xm = pr$xm, method = "IL1s"),
+                       eigen = dUtility(pr$x, xm = pr$xm, method = "eigen"),
+                       IL_correl = as.numeric(IL_correl(as.data.frame(pr$x), as.data.frame(pr$xm))),
+                       IL_variables = as.numeric(IL_variables(as.data.frame(lapply(pr$x, as.numeric)), as.data.frame(lapply(pr$xm, as.numeric)))))
+}
+for (ow in c(FALSE, TRUE)) {
+  r <- IL_variables(mixed(xmix, ow), mixed(xmmix, ow))
+  du_out[[if (ow) "mixed_water_ordered" else "mixed_water_nominal"]] <- list(
+    pair = sprintf("in_m7_ilvariables_mixed_x vs _xm; urbrur, roof factors, water %s, age and income numeric (double)",
+                   if (ow) "ordered (levels sorted over both files)" else "factor"),
+    IL_variables = as.numeric(r), indiv_distances = as.list(attr(r, "indiv_distances")))
+}
+wjson(du_out, "m7_dUtility_IL.json")
+cat("m7 done\n")
