@@ -433,3 +433,29 @@ for (ow in c(FALSE, TRUE)) {
 }
 wjson(du_out, "m7_dUtility_IL.json")
 cat("m7 done\n")
+
+# ============================================================================ m8: rankSwap with P = 0
+# P = 0 draws no partner (RankSwapping.h: the candidates of rank j are j + 1 .. j + N*P - 1): only the
+# top and bottom coding act, and no random number is used.
+cascna <- casc[, VC]
+cascna$AGI[seq(7, nrow(cascna), by = 7)] <- NA
+cascna$FEDTAX[seq(3, nrow(cascna), by = 11)] <- NA
+rs_cols <- list(); rs_calls <- list()
+rs_run <- function(name, data, datadesc, top, bottom) {
+  r <- rankSwap(data, variables = colnames(data), TopPercent = top, BottomPercent = bottom, P = 0)
+  for (v in colnames(data)) rs_cols[[paste0(name, "__", v)]] <<- as.numeric(r[[v]])
+  rs_calls[[name]] <<- sprintf("rankSwap(%s, variables=%s, TopPercent=%s, BottomPercent=%s, P=0)", datadesc,
+                               paste(deparse(colnames(data)), collapse = ""), top, bottom)
+}
+# one-sided coding (TopPercent > 0 = BottomPercent or the reverse) is left out: the second hash sort of
+# RankSwapping.h then indexes its bucket array far outside its bounds (the values not coded lie
+# outside [MinV, MaxV], which are recomputed from the one coded mean) and R stops with a segfault
+for (tb in list(c(5, 5), c(10, 10), c(0, 0), c(35, 20), c(3, 7))) {
+  rs_run(sprintf("casc_t%s_b%s", tb[1], tb[2]), casc[, VC], "casc[, VC]", tb[1], tb[2])
+}
+rs_run("cascna_t5_b5", cascna, "cascna", 5, 5)
+rs_run("cascna_t35_b20", cascna, "cascna", 35, 20)
+wcsv(data.frame(row = seq_len(nrow(casc)), rs_cols, check.names = FALSE), "m8_rankSwap_P0.csv")
+wjson(list(calls = rs_calls, cascna = "casc[, VC] with AGI NA in rows 7, 14, 21, ... and FEDTAX NA in rows 3, 14, 25, ... (every 11th from 3)"),
+      "m8_rankSwap_calls.json")
+cat("m8 done\n")
