@@ -11,6 +11,7 @@ from sdc_dagster.loss.distance import (
 from sdc_dagster.loss.entropy import backward_probabilities, ebil
 from sdc_dagster.loss.limits import records_changed_share, suppressed_shares, utility_changes
 from sdc_dagster.loss.microaggregation import WithinGroupLoss, within_group_loss
+from sdc_dagster.loss.mlodak import VariablesLoss, il_correl, il_variables  # sdcMicro IL_correl, IL_variables (Mlodak)
 from sdc_dagster.loss.moments import (
     correlation_loss,
     covariance_loss,

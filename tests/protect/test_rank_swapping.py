@@ -60,11 +60,16 @@ def test_p_zero_swaps_nothing_but_codes_the_tails_as_sdcmicro():
     test = pd.DataFrame({"a": np.arange(1, 10_001), "b": np.arange(1, 10_001)})
     for parameter in ({"p": 0}, {"r0": 1}, {"k0": 0}):
         pd.testing.assert_frame_equal(rank_swap(test, ["a"], random_state=1, **parameter), test)
-    # 1..10 with top 20% and bottom 10%: the 2 largest (9, 10) become 9.5, the smallest (1) stays 1
-    # (mean of itself); the rest keep their places.
+    # 1..10 with top 30% and bottom 20%: sdcMicro counts in single precision, (int)(10 * (30 * 0.01f))
+    # = 2 and floor(10 * (20 * 0.01f)) = 1 (20 * 0.01f is just below 0.2): the 2 largest (9, 10)
+    # become 9.5, the smallest (1) stays 1 (mean of itself); the rest keep their places (the values
+    # sdcMicro 5.8.1's RankSwap returns for this call, tests/data/sdcmicro/golden_more README).
     ten = pd.DataFrame({"a": [7.0, 10.0, 1.0, 4.0, 9.0, 2.0, 3.0, 8.0, 5.0, 6.0]})
-    out = rank_swap(ten, ["a"], p=0, top_percent=20, bottom_percent=10, random_state=3)
+    out = rank_swap(ten, ["a"], p=0, top_percent=30, bottom_percent=20, random_state=3)
     assert out["a"].tolist() == [7.0, 9.5, 1.0, 4.0, 9.5, 2.0, 3.0, 8.0, 5.0, 6.0]
+    # top and bottom 20% of 10 code 1 record each (a record's own mean): nothing changes
+    out = rank_swap(ten, ["a"], p=0, top_percent=20, bottom_percent=20, random_state=3)
+    assert out["a"].tolist() == ten["a"].tolist()
 
 
 # --- sdcMicro's P, R0, K0 and top/bottom coding (issue 16) ---
@@ -118,11 +123,14 @@ def test_top_and_bottom_coding_replace_by_group_means_and_are_not_swapped():
     out = rank_swap(frame, ["a"], p=10, top_percent=5, bottom_percent=10, random_state=1)
     released = out["a"].to_numpy()
     original = frame["a"].to_numpy()
-    assert (released[original > 95] == 98.0).all()  # mean of 96..100
-    assert (released[original <= 10] == 5.5).all()  # mean of 1..10
-    middle = (original > 10) & (original <= 95)
+    # sdcMicro's single-precision counts (RankSwapping.h): (int)(100 * (5 * 0.01f)) = 4 and
+    # floor(100 * (10 * 0.01f)) = 9, both products just below 5 and 10 (sdcMicro 5.8.1's RankSwap
+    # with P = 0 codes exactly these: 97..100 -> 98.5, 1..9 -> 5)
+    assert (released[original > 96] == 98.5).all()  # mean of 97..100
+    assert (released[original <= 9] == 5.0).all()  # mean of 1..9
+    middle = (original > 9) & (original <= 96)
     assert np.array_equal(np.sort(released[middle]), np.sort(original[middle]))
-    # the window counts the 85 swappable values: floor(10 · 85 / 100) = 8
+    # the window counts the 87 swappable values: floor(10 · 87 / 100) = 8
     assert np.abs(released[middle] - original[middle]).max() <= 8
     # R0 with coding: delta = 96 - 10 = 86, var of 11..95 = (85^2 - 1) / 12 = 602;
     # P = 100 sqrt(2 · 602 · 0.05) / 86 = 9.02...% of 85 = 7.67 -> 7

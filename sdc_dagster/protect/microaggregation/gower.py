@@ -11,8 +11,9 @@ W = sum of w_v, added in the order continuous, nominal, ordinal, semi-continuous
 
 * continuous: w · |a/r - b/r| / W, r = max - min of the stratum's observed values (1 if 0);
 * nominal: w / W if the categories differ;
-* ordinal: |pos(a) - pos(b)| / (L - 1) · w / W, pos the category's position 1..L in the level order
-  (sdcMicro passes as L the label of the last level, read as a number: L when the levels are 1..L);
+* ordinal: |pos(a) - pos(b)| / (L - 1) · w / W, pos the category's position 1..(number of levels) in
+  the level order and L the label of the last level read as a number, as sdcMicro passes it (L is the
+  number of levels when the levels are 1..L; levels "1", "3", "4", "7" give L = 7);
 * mixed (semi-continuous with a probability mass at the constant c): w / W if exactly one of the
   two values equals c, w · |a - b| / W (unscaled, as VIM) if neither does, 0 if both do.
 
@@ -106,15 +107,24 @@ def _scale(data: pd.DataFrame, column: str, scales: Mapping[str, str]) -> str:
     return "continuous" if numeric else "nominal"
 
 
-def _positions(series: pd.Series, scale: str) -> tuple[np.ndarray, int]:
-    """Category positions 1..L in level order (NaN where missing) and L: an ordered categorical's own
-    order, else the sorted distinct values (R ``factor``)."""
+def _positions(series: pd.Series, scale: str) -> tuple[np.ndarray, float]:
+    """Category positions 1..L in level order (NaN where missing) and the L of the ordinal distance:
+    an ordered categorical's own order, else the sorted distinct values (R ``factor``).
+
+    For an ordinal variable sdcMicro's ``maGowerWORK`` passes VIM's ``gowerD`` the *label* of the last
+    level read as a number (``levOrders``), not the number of levels: levels "2", "3" give L = 3 and
+    a step of 1/2, levels "1", "3", "4", "7" give L = 7. That L is used when the last label reads as a
+    number above 1; otherwise (R would give NA, or a zero or negative L - 1) the number of levels."""
     if isinstance(series.dtype, pd.CategoricalDtype):
         codes = series.cat.codes.to_numpy()
-        levels = len(series.cat.categories)
+        uniques = series.cat.categories
     else:
         codes, uniques = pd.factorize(series, sort=True)
-        levels = len(uniques)
+    levels = float(len(uniques))
+    if scale == "ordinal" and len(uniques):
+        last = pd.to_numeric(pd.Series([uniques[-1]]).astype(str), errors="coerce").iloc[0]
+        if np.isfinite(last) and last > 1:
+            levels = float(last)
     return np.where(codes >= 0, codes + 1.0, np.nan), levels
 
 
