@@ -234,7 +234,7 @@ def run_large(cells: int, method: str, workers: int = 1) -> None:
     print(f"  {method} + audit + repair {t2 - t1:.2f} s ({c2 - c1:.2f} s CPU; {load()}): "
           f"{int(suppressed.sum() - primary.sum()):,} secondaries, cost (sum of freq) "
           f"{table.cells.loc[suppressed, 'freq'].sum():,.0f}", flush=True)
-    result = tables.audit(table, suppressed)
+    result = tables.audit(table, suppressed, workers=workers)
     t3, c3 = time.perf_counter(), cpu()
     width = (result["up"] - result["lo"])[primary]
     target = "60 s" if cells <= 100_000 else "600 s"

@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sdc_dagster.tables as tables
+from sdc_dagster.errors import SDCInputError
 
 from .conftest import read, small_tables
 
@@ -32,6 +33,25 @@ def test_c6_rectangle_intervals_by_hand(c6):
     assert result.loc[[("w", "d")]].to_numpy().tolist() == [[84.0, 120.0]]
     assert result[~suppressed.to_numpy()].isna().all().all()
 
+
+
+def test_two_components_bounded_in_two_processes_by_hand(c6):
+    """Two disjoint rectangles (rows w, x by columns c, d; rows y, z by columns a, b) are two
+    independent components of the intruder's programme, bounded in two spawned processes: the first
+    as in the test above; in the second (y,a) = 92 + t, (y,b) = 100 - t, (z,a) = 800 - t,
+    (z,b) = 991 + t with t in [-92, 100]. The same intervals with one process."""
+    cells = {("x", "c"), ("x", "d"), ("w", "c"), ("w", "d"), ("y", "a"), ("y", "b"), ("z", "a"), ("z", "b")}
+    suppressed = pattern(c6, cells)
+    result = tables.audit(c6, suppressed, workers=2)
+    at = result.set_axis(list(zip(c6.cells["v1"], c6.cells["v2"])))
+    expected = {("x", "c"): [0.0, 36.0], ("x", "d"): [0.0, 36.0], ("w", "c"): [33.0, 69.0], ("w", "d"): [84.0, 120.0],
+                ("y", "a"): [0.0, 192.0], ("y", "b"): [0.0, 192.0], ("z", "a"): [700.0, 892.0],
+                ("z", "b"): [899.0, 1091.0]}
+    for cell, interval in expected.items():
+        assert at.loc[[cell]].to_numpy().tolist() == [pytest.approx(interval)]
+    pd.testing.assert_frame_equal(result, tables.audit(c6, suppressed, workers=1))
+    with pytest.raises(SDCInputError, match="workers"):
+        tables.audit(c6, suppressed, workers=0)
 
 def test_c6_two_per_row_and_column_can_still_disclose(c6):
     """Two 2 x 2 rectangles joined by (x,c): every row and column of the pattern has two or more
