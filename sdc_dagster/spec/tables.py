@@ -189,7 +189,8 @@ class TableSetSpec:
     ``cost``, ``time_limit`` (seconds per integer programme; with ``method: optimal`` the budget of
     the whole row generation) and ``workers`` (processes protecting the subtables of one level at
     once with ``method: hitas``, then bounding the components of the ``table_audit``'s programme,
-    :data:`DEFAULT_WORKERS` unless given; the pattern and the intervals do not depend on it), with ``method: rounding`` the
+    :data:`DEFAULT_WORKERS` unless given; the pattern and the intervals do not depend on it), with
+    ``method: rounding`` the
     ``rounding`` parameters (:data:`ROUNDING_KEYS`, ``seed`` as ``random_state``), with ``method:
     cell_key`` the ``cell_key`` parameters (:func:`_cell_key`), the release ``formats``, and the
     file it came from with its SHA-256 (``spec_path``, ``spec_sha256``)."""

@@ -456,7 +456,8 @@ def _grouped(label: np.ndarray, n_groups: int):
     return positions
 
 
-def audit(table_or_tables: Table | Sequence[Table], suppressed, *, workers: int = 1) -> pd.DataFrame | list[pd.DataFrame]:
+def audit(table_or_tables: Table | Sequence[Table], suppressed, *,
+          workers: int = 1) -> pd.DataFrame | list[pd.DataFrame]:
     """Per cell ``lo``, ``up``: the interval an intruder derives for each suppressed cell by linear
     programming over the inner cells (>= 0) from every published cell of every given table (NaN
     where published). ``suppressed``: a bool Series indexed like ``table.cells`` (a list of them for

@@ -76,7 +76,8 @@ class Programme:
 
     def _equalities(self, row_lower: np.ndarray, row_upper: np.ndarray) -> None:
         """Keep the rows' bounds for :meth:`also_minimised` (``b`` when every row is an equality)."""
-        self._standard = self._nonnegative and bool(np.array_equal(row_lower, row_upper) and np.isfinite(row_lower).all())
+        equalities = np.array_equal(row_lower, row_upper) and np.isfinite(row_lower).all()
+        self._standard = self._nonnegative and bool(equalities)
         self._b = row_lower
 
     def change_rows(self, row_lower, row_upper) -> None:
@@ -109,7 +110,8 @@ class Programme:
         the basis ``B``; 0 on a row whose slack is basic), and when every reduced cost ``c - A' y``
         is ``>= -tolerance`` and ``b·y = c·x`` (within ``tolerance`` times the largest ``|b|``), weak
         duality bounds every feasible point's ``c·x'`` below by ``b·y``: ``x`` is optimal (the
-        textbook optimality test of the revised simplex method, Dantzig 1963, "Linear Programming and Extensions"; Chvátal 1983, "Linear Programming").
+        textbook optimality test of the revised simplex method: Dantzig 1963, "Linear Programming
+        and Extensions"; Chvátal 1983, "Linear Programming").
         Only for ``min c·x`` subject to ``A x = b, x >= 0`` (the intruder's programme)."""
         if not self._standard:
             raise ValueError(f"{self.what}: also_minimised needs A x = b and x >= 0 without upper bounds")

@@ -73,7 +73,8 @@ def test_primal_restarts_reach_the_same_optima_by_hand():
     # x1 + x2 + x3 = 6, x1 + x2 = 4 (so x3 = 2); objectives in turn, each optimum by hand
     matrix = sparse.csr_matrix([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
     programme = Programme(matrix, [6.0, 4.0], [6.0, 4.0], 0.0, np.inf, what="test", restarts="primal")
-    for c, best in (([1.0, 0.0, 0.0], 0.0), ([-1.0, 0.0, 0.0], -4.0), ([0.0, -1.0, 1.0], -2.0), ([0.0, 0.0, -1.0], -2.0)):
+    objectives = (([1.0, 0.0, 0.0], 0.0), ([-1.0, 0.0, 0.0], -4.0), ([0.0, -1.0, 1.0], -2.0), ([0.0, 0.0, -1.0], -2.0))
+    for c, best in objectives:
         value, x, _ = programme.minimise(np.array(c))
         assert value == pytest.approx(best) and matrix @ x == pytest.approx([6.0, 4.0]) and (x >= -1e-9).all()
     with pytest.raises(ValueError, match="restarts: 'choose' or 'primal'"):
