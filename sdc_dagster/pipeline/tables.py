@@ -472,7 +472,8 @@ def audit_tables(spec: TableSetSpec, tabulated: dict[str, Table],
     (:func:`sdc_dagster.tables.intruder.audit` over every table of its linked group together) and
     ``protected``: whether a primary's interval meets its protection levels, or without levels is
     at least one unit wide (:func:`sdc_dagster.tables.intruder.protection_failures`, the test every
-    pattern of :func:`sdc_dagster.tables.secondary_suppression` passes). With ``method: rounding``
+    pattern of :func:`sdc_dagster.tables.secondary_suppression` passes), its components bounded in
+    ``spec.workers`` processes (the intervals do not depend on it). With ``method: rounding``
     :func:`audit_rounding`, with ``method: cell_key`` :func:`audit_cell_key`."""
     if spec.method == "rounding":
         return audit_rounding(spec, tabulated, protected)
@@ -485,7 +486,7 @@ def audit_tables(spec: TableSetSpec, tabulated: dict[str, Table],
         primary = stacked_mask(model, [protected[n]["primary"] for n in group], "primary")
         lower = np.concatenate([protected[n]["lower"].to_numpy(dtype=np.float64) for n in group])
         upper = np.concatenate([protected[n]["upper"].to_numpy(dtype=np.float64) for n in group])
-        failing, lo, up = protection_failures(model, suppressed, primary, lower, upper)
+        failing, lo, up = protection_failures(model, suppressed, primary, lower, upper, workers=spec.workers)
         for name, a, b, fails in zip(group, model.split(lo), model.split(up), model.split(failing)):
             cells = protected[name].copy()
             published = ~cells["suppressed"].to_numpy()

@@ -32,7 +32,8 @@ manual §4.4 "linked tables"), never table by table. Keys::
         frozen: {suppressed: [{sector4: Industry, geo: Spain}], published: [{sector4: Total, geo: Total}]}
     protection: {method: optimal, cost: value, time_limit: 60}   # cost: value, count or {column: c}
     #           method: optimal (ILP), gauss (GaussSuppression) or hitas (tau-Argus's modular method)
-    #           workers: 1   (method hitas: processes protecting the subtables of one level at once)
+    #           workers: 1   (method hitas: processes protecting the subtables of one level at once,
+    #                         then bounding the audit's components)
     # or        {method: rounding, round_base: 3, max_round: 2, zero_candidates: false,
     #            identify_new: true, seed: 123}   (frequency tables of unweighted counts)
     # or        {method: cell_key, cell_key: {max_deviation: 2, variance: 1.05, threshold: 1, seed: 2021},
@@ -187,8 +188,9 @@ class TableSetSpec:
     the ``published`` tables (name -> :class:`TableDef`, spec order), the secondary ``method``,
     ``cost``, ``time_limit`` (seconds per integer programme; with ``method: optimal`` the budget of
     the whole row generation) and ``workers`` (processes protecting the subtables of one level at
-    once with ``method: hitas``, :data:`DEFAULT_WORKERS` unless given; the pattern does not depend
-    on it), with ``method: rounding`` the
+    once with ``method: hitas``, then bounding the components of the ``table_audit``'s programme,
+    :data:`DEFAULT_WORKERS` unless given; the pattern and the intervals do not depend on it), with
+    ``method: rounding`` the
     ``rounding`` parameters (:data:`ROUNDING_KEYS`, ``seed`` as ``random_state``), with ``method:
     cell_key`` the ``cell_key`` parameters (:func:`_cell_key`), the release ``formats``, and the
     file it came from with its SHA-256 (``spec_path``, ``spec_sha256``)."""

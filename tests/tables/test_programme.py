@@ -43,3 +43,39 @@ def test_new_row_bounds_on_the_same_model_by_hand():
     assert dual.tolist() == pytest.approx([-1.0])
     value, x, dual = programme.minimise(np.array([1.0, 1.0]))  # min x1 + x2: the lower bound 2
     assert value == pytest.approx(2.0) and dual.tolist() == pytest.approx([1.0])
+
+
+def test_also_minimised_by_hand():
+    # x1 + x2 = 4, x >= 0; min x1 ends at (0, 4) with x2 basic
+    programme = Programme(sparse.csr_matrix([[1.0, 1.0]]), [4.0], [4.0], 0.0, np.inf, what="test", restarts="primal")
+    _, x, _ = programme.minimise(np.array([1.0, 0.0]))
+    assert x.tolist() == pytest.approx([0.0, 4.0])
+    # min x1 (0: the last objective), min x1 + x2 (4 everywhere), min 2 x1 + x2 (4 at (0, 4)) are
+    # minimised there; min x2 (0 at (4, 0)) and max x1 (-4 at (4, 0)) are not: at (0, 4) they are 4, 0
+    objectives = np.array([[1.0, 0.0], [1.0, 1.0], [2.0, 1.0], [0.0, 1.0], [-1.0, 0.0]])
+    assert programme.also_minimised(objectives, x).tolist() == [True, True, True, False, False]
+
+
+def test_also_minimised_needs_the_intruders_form():
+    # an inequality row (x1 <= 3) or an upper bound: the duality test would need signs it does not check
+    programme = Programme(sparse.csr_matrix([[1.0, 1.0], [1.0, 0.0]]), [4.0, -np.inf], [4.0, 3.0], 0.0, np.inf,
+                          what="test")
+    _, x, _ = programme.minimise(np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="test: also_minimised needs A x = b"):
+        programme.also_minimised(np.array([[1.0, 0.0]]), x)
+    capped = Programme(sparse.csr_matrix([[1.0, 1.0]]), [4.0], [4.0], 0.0, 10.0, what="capped")
+    _, x, _ = capped.minimise(np.array([1.0, 0.0]))
+    with pytest.raises(ValueError, match="capped: also_minimised"):
+        capped.also_minimised(np.array([[1.0, 0.0]]), x)
+
+
+def test_primal_restarts_reach_the_same_optima_by_hand():
+    # x1 + x2 + x3 = 6, x1 + x2 = 4 (so x3 = 2); objectives in turn, each optimum by hand
+    matrix = sparse.csr_matrix([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
+    programme = Programme(matrix, [6.0, 4.0], [6.0, 4.0], 0.0, np.inf, what="test", restarts="primal")
+    objectives = (([1.0, 0.0, 0.0], 0.0), ([-1.0, 0.0, 0.0], -4.0), ([0.0, -1.0, 1.0], -2.0), ([0.0, 0.0, -1.0], -2.0))
+    for c, best in objectives:
+        value, x, _ = programme.minimise(np.array(c))
+        assert value == pytest.approx(best) and matrix @ x == pytest.approx([6.0, 4.0]) and (x >= -1e-9).all()
+    with pytest.raises(ValueError, match="restarts: 'choose' or 'primal'"):
+        Programme(matrix, [6.0, 4.0], [6.0, 4.0], 0.0, np.inf, what="test", restarts="dual")
