@@ -76,6 +76,7 @@ Run: .venv/bin/python benchmarks/wave.py [--n 100000 1000000] [--testdata] [--ag
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -197,7 +198,7 @@ def run_sdc(home: Path, survey: str, wave: str, data_file: Path) -> tuple[float,
     return wall, cpu, after.ru_maxrss, done, after.ru_stime - before.ru_stime, after.ru_minflt - before.ru_minflt
 
 
-def run_wave(n: int, work: Path, *, testdata: bool, again: bool) -> dict:
+def run_wave(n: int, work: Path, *, testdata: bool, again: bool, sdcmicro: bool = True) -> dict:
     home = work / f"home_{n}"
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
@@ -215,10 +216,133 @@ def run_wave(n: int, work: Path, *, testdata: bool, again: bool) -> dict:
     steps = asset_seconds(home)
     report = home / "reports" / survey / "2024.html"  # the wave's report (index.html lists the waves)
     report = report if report.is_file() else None
+    loader = sdcmicro_loader() if sdcmicro else None
+    plans = variant_steps(home, survey, "2024") if loader else {}
+    ours = variant_figures(home, survey, "2024") if loader else {}
+    sdcmicro_result = None
+    if loader:
+        folder = work / f"sdcmicro_{n}"
+        folder.mkdir(exist_ok=True)
+        sdcmicro_result = run_sdcmicro(loader, wave, sdcmicro_config(yaml.safe_load(DEMO_SPEC.read_text()), plans), folder)
     again_wall = run_sdc(home, survey, "2025", data_file)[:2] if again else None
-    return {"n": len(wave), "wall": wall, "cpu": cpu, "system": system, "faults": faults, "floor": floor, "peak_gb": max(peak_kb, before) / 1024 ** 2,
+    return {"sdcmicro": sdcmicro_result, "plans": plans, "ours": ours,
+            "n": len(wave), "wall": wall, "cpu": cpu, "system": system, "faults": faults, "floor": floor, "peak_gb": max(peak_kb, before) / 1024 ** 2,
             "steps": steps, "exit": done.returncode, "again": again_wall,
             "report_mb": report.stat().st_size / 1024 ** 2 if report else float("nan"), "load": os.getloadavg()[0]}
+
+
+SDCMICRO_SCRIPT = Path(__file__).resolve().with_name("wave_sdcmicro.R")
+SDCMICRO_LOADER_ENV = "SDCMICRO_LOADER"
+SDCMICRO_DEFAULT_LOADER = Path("/work/rlib/load_wave.R")
+# recordLinkage's n x n distance matrix and one-to-one assignment are run up to this many records
+LINKAGE_MAX_RECORDS = 5000
+
+
+def sdcmicro_loader() -> Path | None:
+    """The R loader of sdcMicro's functions (``SDCMICRO_LOADER``, else /work/rlib/load_wave.R) when
+    it and ``Rscript`` exist, else None (the sdcMicro column then says that it needs R)."""
+    loader = Path(os.environ.get(SDCMICRO_LOADER_ENV, str(SDCMICRO_DEFAULT_LOADER)))
+    if shutil.which("Rscript") is None or not loader.is_file():
+        return None
+    return loader
+
+
+def variant_steps(home: Path, survey: str, wave: str) -> dict[str, list[dict]]:
+    """Each variant's steps as the run recorded them (``manifest.json`` of a released variant,
+    ``withheld.json`` of a withheld one): method, parameters, seed, values suppressed."""
+    plans: dict[str, list[dict]] = {}
+    for folder in sorted((home / "releases" / survey / wave).iterdir()):
+        records = sorted(folder.glob("*/manifest.json")) + sorted(folder.glob("*/withheld.json"))
+        if not folder.is_dir() or not records:
+            continue
+        steps = json.loads(records[-1].read_text())["steps"]
+        plans[folder.name] = [{"method": step["method"], **step["parameters"], "random_state": step["random_state"],
+                               "values_suppressed": step["values_suppressed"]} for step in steps]
+    return plans
+
+
+def variant_figures(home: Path, survey: str, wave: str) -> dict[str, dict]:
+    """Each variant's risk figures as the run's manifest (or withheld record) stores them."""
+    figures = {}
+    for folder in sorted((home / "releases" / survey / wave).iterdir()):
+        records = sorted(folder.glob("*/manifest.json")) + sorted(folder.glob("*/withheld.json"))
+        if records:
+            figures[folder.name] = json.loads(records[-1].read_text())["risk"]
+    return figures
+
+
+def sdcmicro_config(spec: dict, plans: dict[str, list[dict]]) -> dict:
+    """The R script's input: the spec's roles and targets and each variant's steps."""
+    roles = {name: variable.get("role") for name, variable in spec["variables"].items()}
+    return {"keys": [name for name, role in roles.items() if role == "categorical_key"],
+            "numeric": [name for name, role in roles.items() if role == "continuous_key"],
+            "weight": next((name for name, role in roles.items() if role == "weight"), None),
+            "household": next((name for name, role in roles.items() if role == "household_id"), None),
+            "k": spec["risk"]["k"], "max_global_risk": spec["risk"]["max_global_risk"],
+            "linkage_max_records": LINKAGE_MAX_RECORDS,
+            "plans": plans,
+            "seeds": {plan: next((step["random_state"] % 2_147_483_647 for step in steps
+                                  if step["random_state"] is not None), None) for plan, steps in plans.items()}}
+
+
+def run_sdcmicro(loader: Path, wave: pd.DataFrame, config: dict, work: Path) -> dict:
+    """``Rscript benchmarks/wave_sdcmicro.R`` on the wave (as CSV, missing values empty): its JSON
+    result, plus the wall and CPU seconds of the whole R process (loading sdcMicro included)."""
+    data_file, config_file, out_file = work / "wave_sdcmicro.csv", work / "wave_sdcmicro.json", work / "sdcmicro_out.json"
+    wave.to_csv(data_file, index=False)
+    config_file.write_text(json.dumps(config))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(["Rscript", str(SDCMICRO_SCRIPT), str(data_file), str(config_file), str(out_file)],
+                          capture_output=True, text=True, env={**os.environ, SDCMICRO_LOADER_ENV: str(loader)})
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
+        raise SystemExit(f"Rscript {SDCMICRO_SCRIPT.name} failed (exit {done.returncode})")
+    result = json.loads(out_file.read_text())
+    result["process_wall"] = wall
+    result["process_cpu"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return result
+
+
+def sdcmicro_lines(result: dict | None, ours_cpu: float, ours_wall: float) -> list[str]:
+    """The sdcMicro column: its seconds beside ours and the ratio against issue 38's 10x target, or
+    that it needs R."""
+    if result is None:
+        return ["  sdcMicro doing the same plans (issue 38's 10x column): not run, it needs R with sdcMicro "
+                f"(Rscript and the loader {SDCMICRO_DEFAULT_LOADER} or ${SDCMICRO_LOADER_ENV})"]
+    ratio = result["total_cpu"] / ours_cpu
+    lines = [f"  sdcMicro doing the same plans: {result['total_cpu']:.1f} s CPU, {result['total_elapsed']:.1f} s wall "
+             f"(its steps; the R process {result['process_cpu']:.1f} s CPU, {result['process_wall']:.1f} s wall with "
+             f"loading sdcMicro); ours (whole sdc run) {ours_cpu:.1f} s CPU, {ours_wall:.1f} s wall: "
+             f"sdcMicro / ours = {ratio:.1f}x CPU, {result['total_elapsed'] / ours_wall:.1f}x wall "
+             f"(target >= 10x: {'met' if ratio >= 10 else 'NOT met'})"]
+    for timing in sorted(result["timings"], key=lambda item: -item["elapsed"]):
+        lines.append(f"    {timing['elapsed']:8.2f} s  sdcMicro {timing['plan']}: {timing['step']}")
+    return lines
+
+
+def agreement_lines(result: dict | None, plans: dict[str, list[dict]], ours: dict[str, dict]) -> list[str]:
+    """Where sdcMicro's figures and ours should agree: values suppressed by local suppression, global
+    risk, records below k on each variant."""
+    if result is None:
+        return []
+    lines = ["  agreement (ours | sdcMicro):"]
+    for plan, steps in plans.items():
+        theirs = result["figures"].get(plan, {})
+        suppressed = {}
+        for step in steps:
+            for key, count in step["values_suppressed"].items():
+                suppressed[key] = suppressed.get(key, 0) + count
+        theirs_suppressed = {key: count for key, count in (theirs.get("suppressions") or {}).items() if count}
+        lines.append(f"    {plan}: values suppressed {sum(suppressed.values())} {dict(sorted(suppressed.items()))} | "
+                     f"{sum(theirs_suppressed.values())} {dict(sorted(theirs_suppressed.items()))}; global risk "
+                     f"{ours.get(plan, {}).get('global_risk', float('nan')):.6f} | {theirs.get('global_risk', float('nan')):.6f}; "
+                     f"records below k {ours.get(plan, {}).get('k_violations')} | {theirs.get('k_violations')}; "
+                     f"linkage {ours.get(plan, {}).get('linkage_risk', float('nan')):.3f} (ours, best of three) | "
+                     f"recordLinkage {theirs.get('record_linkage_rate')}, dRisk {theirs.get('dRisk')}")
+    return lines
 
 
 def _target(n: int) -> str:
@@ -236,6 +360,7 @@ def main() -> None:
     parser.add_argument("--testdata", action="store_true", help="run sdcMicro's testdata as it is (4,580 records)")
     parser.add_argument("--again", action="store_true", help="also run the next wave in the same data home")
     parser.add_argument("--keep", type=Path, help="keep the waves and data homes in this folder")
+    parser.add_argument("--no-sdcmicro", action="store_true", help="do not run sdcMicro (benchmarks/wave_sdcmicro.R)")
     args = parser.parse_args()
     compile_package()
     work = args.keep or Path(tempfile.mkdtemp(prefix="sdc-wave-"))
@@ -243,15 +368,17 @@ def main() -> None:
     sizes = [4580] if args.testdata else args.n
     results = []
     for n in sizes:
-        result = run_wave(n, work, testdata=args.testdata, again=args.again)
+        result = run_wave(n, work, testdata=args.testdata, again=args.again, sdcmicro=not args.no_sdcmicro)
         results.append(result)
         print(f"\n{result['n']:,} records: sdc run {result['cpu']:.1f} s CPU ({result['system']:.1f} s of it system "
               f"time; {result['faults'] / 1e6:.2f} million page faults), {result['wall']:.1f} s wall "
               f"(exit {result['exit']}; target {_target(result['n'])}), peak memory {result['peak_gb']:.2f} GB "
               f"(target < 8 GB), report {result['report_mb']:.2f} MB; floor (read + one DuckDB group-by) "
               f"{result['floor']:.2f} s wall; load average {result['load']:.1f} (1 min, after the run)")
-        print("  sdcMicro doing the same plans (issue 38's 10x column): not run, it needs R with sdcMicro "
-              "(not installed here)")
+        for line in sdcmicro_lines(result["sdcmicro"], result["cpu"], result["wall"]):
+            print(line)
+        for line in agreement_lines(result["sdcmicro"], result["plans"], result["ours"]):
+            print(line)
         if result["again"] is not None:
             print(f"  the next wave in the same data home: sdc run {result['again'][1]:.1f} s CPU, "
                   f"{result['again'][0]:.1f} s wall")
