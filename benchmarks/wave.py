@@ -198,7 +198,8 @@ def run_sdc(home: Path, survey: str, wave: str, data_file: Path) -> tuple[float,
     return wall, cpu, after.ru_maxrss, done, after.ru_stime - before.ru_stime, after.ru_minflt - before.ru_minflt
 
 
-def run_wave(n: int, work: Path, *, testdata: bool, again: bool, sdcmicro: bool = True) -> dict:
+def run_wave(n: int, work: Path, *, testdata: bool, again: bool, sdcmicro: bool = True,
+             linkage_max_records: int = 0) -> dict:
     home = work / f"home_{n}"
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
@@ -223,7 +224,15 @@ def run_wave(n: int, work: Path, *, testdata: bool, again: bool, sdcmicro: bool 
     if loader:
         folder = work / f"sdcmicro_{n}"
         folder.mkdir(exist_ok=True)
-        sdcmicro_result = run_sdcmicro(loader, wave, sdcmicro_config(yaml.safe_load(DEMO_SPEC.read_text()), plans), folder)
+        our_variants = {}
+        for plan in plans:
+            variant = home / "storage" / survey / f"protected_{plan}" / "2024.parquet"
+            if variant.is_file():
+                our_variants[plan] = str(folder / f"ours_{plan}.csv")
+                pd.read_parquet(variant).to_csv(our_variants[plan], index=False)
+        config = sdcmicro_config(yaml.safe_load(DEMO_SPEC.read_text()), plans, our_variants=our_variants,
+                                 linkage_max_records=linkage_max_records)
+        sdcmicro_result = run_sdcmicro(loader, wave, config, folder)
     again_wall = run_sdc(home, survey, "2025", data_file)[:2] if again else None
     return {"sdcmicro": sdcmicro_result, "plans": plans, "ours": ours,
             "n": len(wave), "wall": wall, "cpu": cpu, "system": system, "faults": faults, "floor": floor, "peak_gb": max(peak_kb, before) / 1024 ** 2,
@@ -234,8 +243,6 @@ def run_wave(n: int, work: Path, *, testdata: bool, again: bool, sdcmicro: bool 
 SDCMICRO_SCRIPT = Path(__file__).resolve().with_name("wave_sdcmicro.R")
 SDCMICRO_LOADER_ENV = "SDCMICRO_LOADER"
 SDCMICRO_DEFAULT_LOADER = Path("/work/rlib/load_wave.R")
-# recordLinkage's n x n distance matrix and one-to-one assignment are run up to this many records
-LINKAGE_MAX_RECORDS = 5000
 
 
 def sdcmicro_loader() -> Path | None:
@@ -271,16 +278,19 @@ def variant_figures(home: Path, survey: str, wave: str) -> dict[str, dict]:
     return figures
 
 
-def sdcmicro_config(spec: dict, plans: dict[str, list[dict]]) -> dict:
-    """The R script's input: the spec's roles and targets and each variant's steps."""
+def sdcmicro_config(spec: dict, plans: dict[str, list[dict]], *, linkage_max_records: int = 0,
+                    our_variants: dict[str, str] | None = None) -> dict:
+    """The R script's input: the spec's roles and targets, each variant's steps, up to how many
+    records sdcMicro's ``recordLinkage`` is run (its n x n distances and one-to-one assignment) and
+    our chain's variants as CSV files (sdcMicro's ``measure_risk`` on them, for the agreement)."""
     roles = {name: variable.get("role") for name, variable in spec["variables"].items()}
     return {"keys": [name for name, role in roles.items() if role == "categorical_key"],
             "numeric": [name for name, role in roles.items() if role == "continuous_key"],
             "weight": next((name for name, role in roles.items() if role == "weight"), None),
             "household": next((name for name, role in roles.items() if role == "household_id"), None),
             "k": spec["risk"]["k"], "max_global_risk": spec["risk"]["max_global_risk"],
-            "linkage_max_records": LINKAGE_MAX_RECORDS,
-            "plans": plans,
+            "linkage_max_records": linkage_max_records,
+            "plans": plans, "our_variants": our_variants or {},
             "seeds": {plan: next((step["random_state"] % 2_147_483_647 for step in steps
                                   if step["random_state"] is not None), None) for plan, steps in plans.items()}}
 
@@ -342,6 +352,11 @@ def agreement_lines(result: dict | None, plans: dict[str, list[dict]], ours: dic
                      f"records below k {ours.get(plan, {}).get('k_violations')} | {theirs.get('k_violations')}; "
                      f"linkage {ours.get(plan, {}).get('linkage_risk', float('nan')):.3f} (ours, best of three) | "
                      f"recordLinkage {theirs.get('record_linkage_rate')}, dRisk {theirs.get('dRisk')}")
+        on_ours = theirs.get("on_ours")
+        if on_ours:
+            lines.append(f"      sdcMicro's measure_risk on our {plan} variant: global risk "
+                         f"{ours.get(plan, {}).get('global_risk', float('nan')):.6f} | {on_ours['global_risk']:.6f}; "
+                         f"records below k {ours.get(plan, {}).get('k_violations')} | {on_ours['k_violations']}")
     return lines
 
 
@@ -361,6 +376,8 @@ def main() -> None:
     parser.add_argument("--again", action="store_true", help="also run the next wave in the same data home")
     parser.add_argument("--keep", type=Path, help="keep the waves and data homes in this folder")
     parser.add_argument("--no-sdcmicro", action="store_true", help="do not run sdcMicro (benchmarks/wave_sdcmicro.R)")
+    parser.add_argument("--sdcmicro-linkage", type=int, default=0, metavar="N",
+                        help="also time sdcMicro's recordLinkage on waves of at most N records (n x n distances)")
     args = parser.parse_args()
     compile_package()
     work = args.keep or Path(tempfile.mkdtemp(prefix="sdc-wave-"))
@@ -368,7 +385,8 @@ def main() -> None:
     sizes = [4580] if args.testdata else args.n
     results = []
     for n in sizes:
-        result = run_wave(n, work, testdata=args.testdata, again=args.again, sdcmicro=not args.no_sdcmicro)
+        result = run_wave(n, work, testdata=args.testdata, again=args.again, sdcmicro=not args.no_sdcmicro,
+                          linkage_max_records=args.sdcmicro_linkage)
         results.append(result)
         print(f"\n{result['n']:,} records: sdc run {result['cpu']:.1f} s CPU ({result['system']:.1f} s of it system "
               f"time; {result['faults'] / 1e6:.2f} million page faults), {result['wall']:.1f} s wall "

@@ -6,9 +6,11 @@
 #
 # WAVE.csv: the wave file the benchmark wrote (missing values empty). PLANS.json (written by wave.py):
 # {"keys": [...], "numeric": [...], "weight": "...", "household": "...", "k": 3,
-#  "max_global_risk": 0.01, "linkage_max_records": 5000, "plans": {"name": [step, ...]}}, the steps
+#  "max_global_risk": 0.01, "linkage_max_records": 0, "plans": {"name": [step, ...]}, "seeds": {...},
+#  "our_variants": {...}}, the steps
 # as the spec and the run's manifest record them (method local_suppression, microaggregation, recode,
-# pram). For the original file and each plan's variant it times, as an sdcMicro user would write
+# pram), and "our_variants" (plan -> CSV of our chain's protected file, for the agreement figures,
+# not timed). For the original file and each plan's variant it times, as an sdcMicro user would write
 # them:
 #   - the plan's steps: localSuppression(k, default importance); microaggregation(method = "mdav",
 #     aggr = k, strata_variables); a recode as plain R (`x[x %in% from] <- to`); pram with the
@@ -120,6 +122,17 @@ for (plan in names(cfg$plans)) {
     if (!is.null(attr(data, "supps"))) supps <- attr(data, "supps")
   }
   figures[[plan]] <- c(measures(plan, wave, data), list(suppressions = supps))
+}
+
+# agreement, not timed: sdcMicro's measure_risk on our chain's own variants (config$our_variants:
+# plan -> CSV of our protected file), to compare with the global risk our chain reports for them
+for (plan in names(cfg$our_variants)) {
+  ours <- as.data.frame(data.table::fread(cfg$our_variants[[plan]], na.strings = c("", "NA")))
+  risk <- measure_risk(ours, keyVars = keys, w = cfg$weight, hid = cfg$household,
+                       max_global_risk = cfg$max_global_risk)
+  figures[[plan]]$on_ours <- list(global_risk = risk$global_risk, household_risk = risk$hier_risk,
+                                  k_violations = sum(risk$Res[, "fk"] < cfg$k),
+                                  dRisk = dRisk(wave[, numeric_keys], ours[, numeric_keys]))
 }
 
 steps_elapsed <- sum(vapply(timings, function(t) t$elapsed, numeric(1)))

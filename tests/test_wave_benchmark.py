@@ -86,9 +86,10 @@ def test_the_r_input_holds_the_roles_and_each_variants_recorded_steps(wave, tmp_
                           "x": {"role": "continuous_key"}, "w": {"role": "weight"}, "h": {"role": "household_id"},
                           "o": {"role": "other"}},
             "risk": {"k": 3, "max_global_risk": 0.01}}
-    config = wave.sdcmicro_config(spec, plans)
+    config = wave.sdcmicro_config(spec, plans, our_variants={"searched": "ours_searched.csv"})
     assert (config["keys"], config["numeric"], config["weight"], config["household"]) == (["a", "b"], ["x"], "w", "h")
-    assert (config["k"], config["max_global_risk"]) == (3, 0.01)
+    assert (config["k"], config["max_global_risk"], config["linkage_max_records"]) == (3, 0.01, 0)
+    assert config["our_variants"] == {"searched": "ours_searched.csv"}
     # R's set.seed takes a 32-bit integer: 4207457573 mod (2^31 - 1) = 2059973926
     assert config["seeds"] == {"perturb": 2059973926, "searched": None}
 
@@ -96,3 +97,9 @@ def test_the_r_input_holds_the_roles_and_each_variants_recorded_steps(wave, tmp_
                                                            "k_violations": 0, "dRisk": 0.01}}},
                                  {"searched": plans["searched"]}, wave.variant_figures(tmp_path, "demo", "2024"))
     assert "searched: values suppressed 5 {'relat': 4, 'water': 1} | 5 {'relat': 5}" in lines[1]
+    assert "global risk 0.000500 | 0.000500; records below k 0 | 0" in lines[1]
+    on_ours = {"global_risk": 0.0005, "household_risk": 0.002, "k_violations": 0, "dRisk": 0.02}
+    lines = wave.agreement_lines({"figures": {"searched": {"suppressions": {}, "on_ours": on_ours}}},
+                                 {"searched": plans["searched"]}, wave.variant_figures(tmp_path, "demo", "2024"))
+    assert lines[2] == ("      sdcMicro's measure_risk on our searched variant: global risk 0.000500 | 0.000500; "
+                        "records below k 0 | 0")
