@@ -356,7 +356,9 @@ def agreement_lines(result: dict | None, plans: dict[str, list[dict]], ours: dic
         if on_ours:
             lines.append(f"      sdcMicro's measure_risk on our {plan} variant: global risk "
                          f"{ours.get(plan, {}).get('global_risk', float('nan')):.6f} | {on_ours['global_risk']:.6f}; "
-                         f"records below k {ours.get(plan, {}).get('k_violations')} | {on_ours['k_violations']}")
+                         f"records below k {ours.get(plan, {}).get('k_violations')} | {on_ours['k_violations']}; "
+                         f"sdcMicro's variant against ours: {on_ours.get('same_keys')} of the categorical keys "
+                         f"identical, continuous keys within {on_ours.get('numeric_difference', float('nan')):.1e} (relative)")
     return lines
 
 

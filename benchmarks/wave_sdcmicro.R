@@ -112,6 +112,7 @@ measures <- function(name, original, variant) {
 }
 
 figures[["(original)"]] <- measures("(original)", wave, wave)
+variants <- list()
 for (plan in names(cfg$plans)) {
   data <- wave
   seed <- cfg$seeds[[plan]]
@@ -122,6 +123,7 @@ for (plan in names(cfg$plans)) {
     if (!is.null(attr(data, "supps"))) supps <- attr(data, "supps")
   }
   figures[[plan]] <- c(measures(plan, wave, data), list(suppressions = supps))
+  variants[[plan]] <- data
 }
 
 # agreement, not timed: sdcMicro's measure_risk on our chain's own variants (config$our_variants:
@@ -132,7 +134,14 @@ for (plan in names(cfg$our_variants)) {
                        max_global_risk = cfg$max_global_risk)
   figures[[plan]]$on_ours <- list(global_risk = risk$global_risk, household_risk = risk$hier_risk,
                                   k_violations = sum(risk$Res[, "fk"] < cfg$k),
-                                  dRisk = dRisk(wave[, numeric_keys], ours[, numeric_keys]))
+                                  dRisk = dRisk(wave[, numeric_keys], ours[, numeric_keys]),
+                                  # largest relative difference of a continuous key between sdcMicro's
+                                  # variant and ours (ours rounds to the keys' precision)
+                                  numeric_difference = max(abs(as.matrix(variants[[plan]][, numeric_keys]) -
+                                                               as.matrix(ours[, numeric_keys])) /
+                                                           pmax(abs(as.matrix(ours[, numeric_keys])), 1)),
+                                  same_keys = sum(mapply(identical, lapply(variants[[plan]][, keys], as.numeric),
+                                                         lapply(ours[, keys], as.numeric))))
 }
 
 steps_elapsed <- sum(vapply(timings, function(t) t$elapsed, numeric(1)))

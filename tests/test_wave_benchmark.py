@@ -98,8 +98,10 @@ def test_the_r_input_holds_the_roles_and_each_variants_recorded_steps(wave, tmp_
                                  {"searched": plans["searched"]}, wave.variant_figures(tmp_path, "demo", "2024"))
     assert "searched: values suppressed 5 {'relat': 4, 'water': 1} | 5 {'relat': 5}" in lines[1]
     assert "global risk 0.000500 | 0.000500; records below k 0 | 0" in lines[1]
-    on_ours = {"global_risk": 0.0005, "household_risk": 0.002, "k_violations": 0, "dRisk": 0.02}
+    on_ours = {"global_risk": 0.0005, "household_risk": 0.002, "k_violations": 0, "dRisk": 0.02, "same_keys": 7,
+               "numeric_difference": 0.00004}
     lines = wave.agreement_lines({"figures": {"searched": {"suppressions": {}, "on_ours": on_ours}}},
                                  {"searched": plans["searched"]}, wave.variant_figures(tmp_path, "demo", "2024"))
     assert lines[2] == ("      sdcMicro's measure_risk on our searched variant: global risk 0.000500 | 0.000500; "
-                        "records below k 0 | 0")
+                        "records below k 0 | 0; sdcMicro's variant against ours: 7 of the categorical keys identical, "
+                        "continuous keys within 4.0e-05 (relative)")
