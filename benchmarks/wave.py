@@ -64,8 +64,12 @@ Measured (this branch, 2026-11-28, the shared 2-core machine at load 5-6; once e
   records below k (4,580 and 100k). Local suppression differs by design: ours suppresses fewer values
   (4,580: 182 against sdcMicro's 293 on suppress_k3, 141 against 235 on recode_suppress, 248 against
   386 on perturb; 100k: 4 against 8 on perturb, 0 and 0 elsewhere), so the global risks of the two
-  variants differ (0.000546 against 0.000463 on suppress_k3). Whole-file MDAV (perturb, 4,580):
-  every continuous value within 2.9e-7 relative of sdcMicro's (ours rounds to the keys' precision).
+  variants differ (0.000546 against 0.000463 on suppress_k3). MDAV: where the suppressions agree
+  (100k: every plan but perturb, whose PRAM draws differ) the categorical keys of sdcMicro's variant
+  are ours and every continuous value is within 1.7e-6 relative of ours (ours rounds to the keys'
+  precision), within each key combination as over the whole file (perturb: 1.2e-6 at 100k, 2.9e-7 at
+  4,580). The R script alone on the same 100k wave a second time (for these figures): 141.2 s CPU,
+  330.5 s wall, so sdcMicro's side varies by about 20 % with the load.
 
 Last run (issue 38, the 1M round: the allocator of ``sdc`` tuned, :mod:`sdc_dagster.cli.allocator`;
 results met again kept by content, :mod:`sdc_dagster.numerics.kept`: the wave file read before
