@@ -357,9 +357,11 @@ def run_sdcmicro(loader: Path, wave: pd.DataFrame, config: dict, work: Path) -> 
     return result
 
 
-def sdcmicro_lines(result: dict | None, ours_cpu: float, ours_wall: float) -> list[str]:
+def sdcmicro_lines(result: dict | None, ours_cpu: float, ours_wall: float,
+                   ours_steps: dict[str, float] | None = None) -> list[str]:
     """The sdcMicro column: its seconds beside ours and the ratio against issue 38's 10x target, or
-    that it needs R."""
+    that it needs R. With our assets' seconds (``ours_steps``, Dagster step keys ending in
+    ``protected_<plan>``), each plan's steps side by side (wall seconds)."""
     if result is None:
         return ["  sdcMicro doing the same plans (issue 38's 10x column): not run, it needs R with sdcMicro "
                 f"(Rscript and the loader {SDCMICRO_DEFAULT_LOADER} or ${SDCMICRO_LOADER_ENV})"]
@@ -369,6 +371,13 @@ def sdcmicro_lines(result: dict | None, ours_cpu: float, ours_wall: float) -> li
              f"loading sdcMicro); ours (whole sdc run) {ours_cpu:.1f} s CPU, {ours_wall:.1f} s wall: "
              f"sdcMicro / ours = {ratio:.1f}x CPU, {result['total_elapsed'] / ours_wall:.1f}x wall "
              f"(target >= 10x: {'met' if ratio >= 10 else 'NOT met'})"]
+    for plan in dict.fromkeys(timing["plan"] for timing in result["timings"]):
+        theirs = [timing for timing in result["timings"] if timing["plan"] == plan]
+        steps = sum(timing["elapsed"] for timing in theirs if timing["step"].startswith("step "))
+        ours = next((seconds for step, seconds in (ours_steps or {}).items() if step.endswith(f"__protected_{plan}")),
+                    None)
+        if steps and ours is not None:
+            lines.append(f"    {plan}: its steps {ours:.2f} s ours (protected_{plan}) | {steps:.2f} s sdcMicro (wall)")
     for timing in sorted(result["timings"], key=lambda item: -item["elapsed"]):
         lines.append(f"    {timing['elapsed']:8.2f} s  sdcMicro {timing['plan']}: {timing['step']}")
     return lines
@@ -436,7 +445,7 @@ def main() -> None:
               f"(exit {result['exit']}; target {_target(result['n'])}), peak memory {result['peak_gb']:.2f} GB "
               f"(target < 8 GB), report {result['report_mb']:.2f} MB; floor (read + one DuckDB group-by) "
               f"{result['floor']:.2f} s wall; load average {result['load']:.1f} (1 min, after the run)")
-        for line in sdcmicro_lines(result["sdcmicro"], result["cpu"], result["wall"]):
+        for line in sdcmicro_lines(result["sdcmicro"], result["cpu"], result["wall"], result["steps"]):
             print(line)
         for line in agreement_lines(result["sdcmicro"], result["plans"], result["ours"]):
             print(line)

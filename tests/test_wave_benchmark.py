@@ -52,6 +52,9 @@ def test_the_ratio_is_sdcmicro_cpu_over_ours_against_10x(wave):
     # 92 / 15 = 6.13..., 95 / 19 = 5.0
     assert "sdcMicro / ours = 6.1x CPU, 5.0x wall (target >= 10x: NOT met)" in lines[0]
     assert "local_suppression" in lines[1] and "pram" in lines[2]  # slowest step first
+    side_by_side = wave.sdcmicro_lines(result, 15.0, 19.0, {"demo__protected_suppress_k3": 1.5, "demo__release": 2.0})
+    assert side_by_side[1] == "    suppress_k3: its steps 1.50 s ours (protected_suppress_k3) | 30.00 s sdcMicro (wall)"
+    assert "local_suppression" in side_by_side[2]  # no seconds of ours for perturb: no side-by-side line
     assert "(target >= 10x: met)" in wave.sdcmicro_lines(result, 9.2, 9.5)[0]
 
 
