@@ -261,7 +261,7 @@ def run_wave(n: int, work: Path, *, testdata: bool, again: bool, sdcmicro: bool 
     loader = sdcmicro_loader() if sdcmicro else None
     plans = variant_steps(home, survey, "2024") if loader else {}
     ours = variant_figures(home, survey, "2024") if loader else {}
-    sdcmicro_result = None
+    sdcmicro_result = None if sdcmicro else "skipped"
     if loader:
         folder = work / f"sdcmicro_{n}"
         folder.mkdir(exist_ok=True)
@@ -357,11 +357,13 @@ def run_sdcmicro(loader: Path, wave: pd.DataFrame, config: dict, work: Path) -> 
     return result
 
 
-def sdcmicro_lines(result: dict | None, ours_cpu: float, ours_wall: float,
+def sdcmicro_lines(result: dict | str | None, ours_cpu: float, ours_wall: float,
                    ours_steps: dict[str, float] | None = None) -> list[str]:
     """The sdcMicro column: its seconds beside ours and the ratio against issue 38's 10x target, or
-    that it needs R. With our assets' seconds (``ours_steps``, Dagster step keys ending in
+    that it needs R (``result`` None), or that it was not asked for ("skipped"). With our assets' seconds (``ours_steps``, Dagster step keys ending in
     ``protected_<plan>``), each plan's steps side by side (wall seconds)."""
+    if result == "skipped":
+        return ["  sdcMicro doing the same plans (issue 38's 10x column): not run (--no-sdcmicro)"]
     if result is None:
         return ["  sdcMicro doing the same plans (issue 38's 10x column): not run, it needs R with sdcMicro "
                 f"(Rscript and the loader {SDCMICRO_DEFAULT_LOADER} or ${SDCMICRO_LOADER_ENV})"]
@@ -383,10 +385,10 @@ def sdcmicro_lines(result: dict | None, ours_cpu: float, ours_wall: float,
     return lines
 
 
-def agreement_lines(result: dict | None, plans: dict[str, list[dict]], ours: dict[str, dict]) -> list[str]:
+def agreement_lines(result: dict | str | None, plans: dict[str, list[dict]], ours: dict[str, dict]) -> list[str]:
     """Where sdcMicro's figures and ours should agree: values suppressed by local suppression, global
     risk, records below k on each variant."""
-    if result is None:
+    if not isinstance(result, dict):
         return []
     lines = ["  agreement (ours | sdcMicro):"]
     for plan, steps in plans.items():

@@ -30,6 +30,9 @@ def test_without_rscript_the_column_says_it_needs_r(wave, monkeypatch, tmp_path)
     lines = wave.sdcmicro_lines(None, 10.0, 20.0)
     assert len(lines) == 1 and "not run, it needs R with sdcMicro" in lines[0]
     assert wave.agreement_lines(None, {}, {}) == []
+    assert wave.sdcmicro_lines("skipped", 10.0, 20.0) == [
+        "  sdcMicro doing the same plans (issue 38's 10x column): not run (--no-sdcmicro)"]
+    assert wave.agreement_lines("skipped", {}, {}) == []
 
 
 def test_without_the_loader_the_column_says_it_needs_r(wave, monkeypatch, tmp_path):
