@@ -14,7 +14,10 @@ n the number of records:
   c = sqrt((n - 1 - a) / ((n + 1)(1 + a))) for n < 500, c = sqrt((n - 1) / (n + n·a - 1)) otherwise,
   so that the expected covariance of x* is Sigma again (Kim 1986, "restricted" noise).
   Deviation, documented: sdcMicro 5.8 computes c and d but leaves out e (its "restr" is then a
-  deterministic shrinkage towards the mean that adds no noise); here e is added as in Kim.
+  deterministic shrinkage towards the mean that adds no noise); here e is added as in Kim. sdcMicro
+  also adds the shift d = (1 - c)·xbar to its data.frame, where R recycles d down the columns (value
+  i of the column-major n x m values gets d_{i mod m}, not d_j), a slip the project does not copy
+  (tests/protect/test_noise_golden_more.py shows the difference exactly).
 * ROMM:           x* = T x, T = the orthonormalised (Gram–Schmidt, i.e. QR with a positive diagonal)
   n x n matrix I + p·M, M standard normal (Ting, Fienberg & Trottini 2008; sdcMicro "ROMM" with
   ``p``). T is orthogonal, so the cross products x*'x* = x'x are kept exactly; records are mixed.
