@@ -551,3 +551,53 @@ wjson(list(calls = an_out,
            cascna = "casc[, VC] with AGI NA in rows 7, 14, 21, ... and FEDTAX NA in rows 3, 14, 25, ... (every 11th from 3)",
            sparse = "casc[, VC] with FEDTAX NA in rows 1, 4, 7, ... (every 3rd)"), "m9_addNoise.json")
 cat("m9 done\n")
+
+# ============================================================================ m10: rankSwap with P > 0, pairs saved
+# RankSwap.cpp of the loader has sdcMicro's own generator (CRandom of src/Framework.h, seeded by `seed`)
+# and returns, beside the values, each variable's P (single precision, from P, R0 or K0), the number of
+# values not coded and the partner of each rank. The calls are rankSwap()'s; RankSwap() is then called
+# again on the matrix rankSwap() builds, with the same seed, for those extra parts (`same_values`: TRUE
+# when both gave the same values). `<name>__partner_<variable>`: the record (1-based) whose value the
+# record received, NA when it kept its own (coded, missing or no partner left).
+rs2_cols <- list(); rs2_pairs <- list(); rs2_out <- list()
+rs2_run <- function(name, data, datadesc, seed, top = 5, bottom = 5, P = NULL, R0 = NULL, K0 = NULL) {
+  R0_given <- R0
+  r <- rankSwap(data, variables = colnames(data), TopPercent = top, BottomPercent = bottom, P = P, R0 = R0,
+                K0 = K0, seed = seed)
+  x <- as.matrix(data); storage.mode(x) <- "double"
+  miss <- min(x, na.rm = TRUE) - 1
+  x[is.na(x)] <- miss
+  d2 <- x; d2[, ] <- NA
+  if (is.null(P) && is.null(R0) && is.null(K0)) R0 <- 0.95
+  full <- RankSwap(x, d2, miss, top, bottom, if (is.null(K0)) -1 else K0, if (is.null(R0)) -1 else R0,
+                   if (is.null(P)) -1 else P, as.integer(seed))
+  res <- full$Res; res[res == miss] <- NA
+  for (j in seq_len(ncol(x))) {
+    v <- colnames(data)[j]
+    rs2_cols[[paste0(name, "__", v)]] <<- as.numeric(r[[v]])
+    partner <- rep(NA_integer_, nrow(x))
+    has <- full$Partner[, j] >= 0
+    ranks <- which(has) - 1
+    partner[full$Rank[ranks + 1, j] + 1] <- full$Rank[full$Partner[has, j] + 1, j] + 1
+    rs2_pairs[[paste0(name, "__partner_", v)]] <<- partner
+  }
+  args <- c(if (!is.null(P)) sprintf("P=%s", P), if (!is.null(K0)) sprintf("K0=%s", K0),
+            if (!is.null(R0_given)) sprintf("R0=%s", R0_given))
+  rs2_out[[name]] <<- list(
+    call = sprintf("rankSwap(%s, variables=%s, TopPercent=%s, BottomPercent=%s%s, seed=%d)", datadesc,
+                   paste(deparse(colnames(data)), collapse = ""), top, bottom,
+                   paste0(if (length(args)) ", " else "", paste(args, collapse = ", ")), seed),
+    P = I(as.numeric(full$P)), NbNotSwapped = I(as.integer(full$NbNotSwapped)),
+    same_values = isTRUE(all.equal(unname(res), unname(as.matrix(r)), tolerance = 0)))
+}
+rs2_run("casc_P0.05", casc[, VC], "casc[, VC]", 123, P = 0.05)
+rs2_run("casc_R0default", casc[, VC], "casc[, VC]", 124)
+rs2_run("casc_K0.2", casc[, VC], "casc[, VC]", 125, K0 = 0.2)
+rs2_run("casc_t0_b0_P0.1", casc[, VC], "casc[, VC]", 126, top = 0, bottom = 0, P = 0.1)
+rs2_run("cascna_P0.05", cascna, "cascna", 127, P = 0.05)
+rs2_run("cascna_R0.8", cascna, "cascna", 128, R0 = 0.8)
+wcsv(data.frame(row = seq_len(nrow(casc)), rs2_cols, check.names = FALSE), "m10_rankSwap.csv")
+wcsv(data.frame(row = seq_len(nrow(casc)), rs2_pairs, check.names = FALSE), "m10_rankSwap_pairs.csv")
+wjson(list(calls = rs2_out, cascna = "casc[, VC] with AGI NA in rows 7, 14, 21, ... and FEDTAX NA in rows 3, 14, 25, ... (every 11th from 3)"),
+      "m10_rankSwap_calls.json")
+cat("m10 done\n")
