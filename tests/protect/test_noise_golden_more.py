@@ -1,12 +1,13 @@
 """``protect.add_noise`` against sdcMicro 5.8.1's ``addNoise`` (methods additive, correlated,
-correlated2, restr, outdect), with and without missing values, given sdcMicro's random part.
+correlated2, restr, outdect, ROMM), with and without missing values, given sdcMicro's random part.
 
 Expected values: ``tests/data/sdcmicro/golden_more/m9_*`` (sdcMicro 5.8.1, R 4.2.2; calls in that
 folder's ``calls.R`` and README). Each call ran after ``set.seed``; the same seed then redrew what
 ``addNoise`` drew, saved as standard-normal draws (``m9_addNoise_draws.csv``; outdect's in
 ``m9_addNoise.json``) with the estimates sdcMicro computed on the way: MASS ``mvrnorm``'s Sigma and its
 eigen-decomposition, robustbase ``covMcd``'s centre and covariance, the 99% quantiles, the chi-square
-limit and the outliers. R rebuilt every output from those saved parts exactly (``check`` = 0).
+limit and the outliers. R rebuilt every output from those saved parts exactly (``check`` = 0). ROMM:
+``m9_addNoise_ROMM.json``, R's N x N matrix M with the output, on the first 60 records.
 
 The project is given the same random part: a ``numpy.random.Generator`` whose ``standard_normal``
 hands out R's draws in the shape asked for, robustbase's ``covMcd`` estimates for the project's MCD, and
@@ -26,6 +27,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sdc_dagster.errors import SDCInputError
 from sdc_dagster.protect import add_noise, noise
 from sdc_dagster.protect.noise import mvrnorm_factor, outlier_records, restricted_noise_factor
 
@@ -186,3 +188,32 @@ def test_restr_constant_and_sdcmicros_shift(name):
     out = add_noise(data, VC, method="restr", noise=_noise_percent(name), random_state=RDraws(np.zeros((M, n))))
     recycled = d[np.arange(n) % M][:, None] - d[None, :]
     _assert_agrees(out[VC] + recycled, _expected(name))
+
+
+ROMM = json.loads((GOLDEN / "m9_addNoise_ROMM.json").read_text())
+
+
+@pytest.mark.parametrize("name", ["casc60_p0.001", "casc60_p0.5"])
+def test_romm_agrees_given_rs_matrix(name):
+    """x* = T x with T the Gram-Schmidt orthonormalisation of the columns of I + p M (Ting, Fienberg &
+    Trottini 2008); given sdcMicro's M (R's rnorm(N * N), column-major) the project's T x is
+    sdcMicro's, on the first 60 records of casc."""
+    call = ROMM[name]
+    n = call["N"]
+    data = _input("casc").iloc[:n]
+    matrix = np.asarray(call["M"], dtype=float).reshape(n, n, order="F")
+    out = add_noise(data, VC, method="ROMM", p=call["p"], random_state=RDraws(matrix))
+    assert out.attrs["romm_blocks"] == 1
+    _assert_agrees(out, _column_major(call["xm"], n))
+
+
+def test_romm_with_missing_values_refused_where_sdcmicro_blanks_whole_columns():
+    """sdcMicro's T x turns every value of a column holding a missing value into NA (14 missing values
+    in AGI and FEDTAX of cascna's first 60 records became 120); the project refuses instead."""
+    call = ROMM["cascna60_p0.1"]
+    data = _input("cascna").iloc[: call["N"]]
+    holed = [column for column in VC if data[column].isna().any()]
+    assert call["missing_before"] == int(data.isna().sum().sum()) == 14
+    assert call["missing_after"] == len(holed) * call["N"] == 120
+    with pytest.raises(SDCInputError, match="ROMM mixes all records"):
+        add_noise(data, VC, method="ROMM", p=call["p"], random_state=1)

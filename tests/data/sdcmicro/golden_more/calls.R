@@ -601,3 +601,32 @@ wcsv(data.frame(row = seq_len(nrow(casc)), rs2_pairs, check.names = FALSE), "m10
 wjson(list(calls = rs2_out, cascna = "casc[, VC] with AGI NA in rows 7, 14, 21, ... and FEDTAX NA in rows 3, 14, 25, ... (every 11th from 3)"),
       "m10_rankSwap_calls.json")
 cat("m10 done\n")
+
+# ============================================================================ m9 (ROMM): addNoise "ROMM", random part saved
+# ROMM draws M = matrix(rnorm(N * N), N) and multiplies x by the Gram-Schmidt orthonormalisation of
+# I + p M. On the first 60 records of casc (the N x N matrices stay small); M (column-major) is redrawn
+# after the same seed. `check`: the largest difference between addNoise's values and T x rebuilt with
+# R's qr() (Q with a positive diagonal of R) from the saved M.
+m9r_casc <- m9_casc[1:60, ]
+m9r_cascna <- m9_cascna[1:60, ]
+romm_out <- list()
+romm_run <- function(name, data, datadesc, seed, p) {
+  x <- as.matrix(data); N <- nrow(x)
+  set.seed(seed)
+  r <- addNoise(data, variables = colnames(data), method = "ROMM", p = p)
+  set.seed(seed)
+  M <- matrix(rnorm(N * N), N)
+  q <- qr(diag(1, N) + p * M)
+  Q <- qr.Q(q) %*% diag(sign(diag(qr.R(q))))
+  xm <- as.matrix(r$xm)
+  romm_out[[name]] <<- list(call = sprintf("set.seed(%d); addNoise(%s, variables=%s, method=\"ROMM\", p=%s)", seed,
+                                           datadesc, paste(deparse(colnames(data)), collapse = ""), p),
+                            seed = seed, p = p, N = N, M = I(as.numeric(M)), xm = I(as.numeric(xm)),
+                            missing_before = sum(is.na(x)), missing_after = sum(is.na(xm)),
+                            check = max(abs(Q %*% x - xm), na.rm = TRUE))
+}
+romm_run("casc60_p0.001", m9r_casc, "casc[1:60, VC]", 3811, 0.001)
+romm_run("casc60_p0.5", m9r_casc, "casc[1:60, VC]", 3812, 0.5)
+romm_run("cascna60_p0.1", m9r_cascna, "cascna[1:60, ]", 3813, 0.1)
+wjson(romm_out, "m9_addNoise_ROMM.json")
+cat("m9 ROMM done\n")
