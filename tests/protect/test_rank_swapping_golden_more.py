@@ -95,12 +95,12 @@ def test_rank_swap_window_agrees_with_the_p_sdcmicro_computed(name):
         n_kept = SWAP_CALLS[name]["NbNotSwapped"][j]
         ranked = _ranked(data[column].to_numpy(), n_kept)
         values = data[column].to_numpy()
-        low_high = {}
-        if kwargs["bottom_percent"]:
-            low_high["low"] = np.sort(values[~np.isnan(values)])[(len(values[~np.isnan(values)]) - n_kept) // 2 - 1]
-        if kwargs["top_percent"]:
-            low_high["high"] = np.sort(values[~np.isnan(values)])[-((len(values[~np.isnan(values)]) - n_kept) // 2)]
-        window = rank_swap_window(values[ranked], p=kwargs.get("p"), r0=kwargs.get("r0"), k0=kwargs.get("k0"), **low_high)
+        observed = np.sort(values[~np.isnan(values)])
+        coded = (len(observed) - n_kept) // 2
+        # delta's ends: the largest bottom-coded and the smallest top-coded value (none without coding)
+        low_high = {"low": observed[coded - 1], "high": observed[-coded]} if coded else {}
+        window = rank_swap_window(values[ranked], p=kwargs.get("p"), r0=kwargs.get("r0"), k0=kwargs.get("k0"),
+                                  **low_high)
         sdcmicro_p = np.float32(SWAP_CALLS[name]["P"][j])
         assert window == int(np.floor(np.float32(n_kept) * sdcmicro_p)), column
         position = np.empty(len(values), dtype=int)
