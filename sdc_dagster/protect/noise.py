@@ -6,14 +6,18 @@ n the number of records:
 
 * additive:       x* = x + e,  e ~ N(0, (a · sd_j)^2)   independently per variable j (sdcMicro "additive")
 * multiplicative: x* = x · (1 + e), e ~ N(0, a^2)       (SPEC ASSUMPTION: x·(1 + e), E e = 0)
-* correlated:     x* = x + e,  e ~ N(0, a · Sigma)      (Kim 1986; sdcMicro "correlated")
+* correlated:     x* = x + e,  e ~ N(0, a · Sigma)      (Kim 1986; sdcMicro "correlated", drawn as MASS
+  ``mvrnorm`` draws it: :func:`mvrnorm_factor`)
 * correlated2:    x* = d·x + (1 - d)·xbar_j + delta·sd_j·e, e ~ N(0, 1), d = sqrt(1 - delta^2)
   (Brand 2002; sdcMicro "correlated2": mean and variance kept in expectation; uses ``delta``, not a)
 * restr:          x* = c·(x + e) + (1 - c)·xbar_j,  e ~ N(0, a · Sigma), with sdcMicro's constant
   c = sqrt((n - 1 - a) / ((n + 1)(1 + a))) for n < 500, c = sqrt((n - 1) / (n + n·a - 1)) otherwise,
   so that the expected covariance of x* is Sigma again (Kim 1986, "restricted" noise).
   Deviation, documented: sdcMicro 5.8 computes c and d but leaves out e (its "restr" is then a
-  deterministic shrinkage towards the mean that adds no noise); here e is added as in Kim.
+  deterministic shrinkage towards the mean that adds no noise); here e is added as in Kim. sdcMicro
+  also adds the shift d = (1 - c)·xbar to its data.frame, where R recycles d down the columns (value
+  i of the column-major n x m values gets d_{i mod m}, not d_j), a slip the project does not copy
+  (tests/protect/test_noise_golden_more.py shows the difference exactly).
 * ROMM:           x* = T x, T = the orthonormalised (Gram–Schmidt, i.e. QR with a positive diagonal)
   n x n matrix I + p·M, M standard normal (Ting, Fienberg & Trottini 2008; sdcMicro "ROMM" with
   ``p``). T is orthogonal, so the cross products x*'x* = x'x are kept exactly; records are mixed.
@@ -101,9 +105,23 @@ def _column_sd(x: np.ndarray) -> np.ndarray:
     return sd
 
 
+def mvrnorm_factor(covariance: np.ndarray) -> np.ndarray:
+    """The m x m factor F = V diag(sqrt(max(lambda, 0))) (F F' = covariance) that MASS ``mvrnorm``
+    applies to standard normal draws, as sdcMicro's correlated noise draws it: the symmetric
+    eigen-decomposition covariance = V diag(lambda) V' by LAPACK's dsyevr (R's ``eigen(symmetric =
+    TRUE)``), eigenvalues in decreasing order, negative ones (rounding) taken as 0. The sign of each
+    eigenvector is LAPACK's choice and may differ between LAPACK builds; the noise's distribution
+    does not depend on it (Venables & Ripley, MASS ``mvrnorm``)."""
+    values, vectors = linalg.eigh(covariance, driver="evr")
+    return vectors[:, ::-1] * np.sqrt(np.clip(values[::-1], 0.0, None))
+
+
 def _correlated_noise(x: np.ndarray, amount: float, rng: np.random.Generator, method: str) -> np.ndarray:
+    """e = Z F' with F = :func:`mvrnorm_factor` of a·Sigma and Z n x m standard normal, filled column
+    by column from the generator as MASS ``mvrnorm``'s ``matrix(rnorm(m * n), n)``."""
     n, m = x.shape
-    return rng.multivariate_normal(np.zeros(m), amount * _noise_covariance(x, method), size=n, method="eigh")
+    factor = mvrnorm_factor(amount * _noise_covariance(x, method))
+    return rng.standard_normal((m, n)).T @ factor.T
 
 
 def restricted_noise_factor(n: int, amount: float) -> float:

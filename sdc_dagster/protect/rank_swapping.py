@@ -32,7 +32,10 @@ Vectorised pairing (deviation from μ-Argus's / sdcMicro's sequential partner ch
 the sorted ranks are cut into consecutive blocks of w + 1 ranks starting at a random offset; inside
 each block the ranks are shuffled and paired two by two (an odd rank out keeps its value). Partners
 are thus uniform within a block, always within w ranks, and each value moves at most once, without
-any Python loop over records.
+any Python loop over records. sdcMicro draws each rank's partner among the unswapped ranks j + 1 ..
+(int)(j + N·P) - 1 in rank order, so its partners are at most w - 1 ranks apart where the project's
+window allows w; given sdcMicro's drawn partners the project releases sdcMicro's values
+(tests/protect/test_rank_swapping_golden_more.py).
 
 References
 ----------

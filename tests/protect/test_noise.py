@@ -342,3 +342,19 @@ def test_a_column_with_one_observed_value_keeps_it(method):
     frame = pd.DataFrame({"a": [10.5, 12.7, 7.8, 15.4, np.nan], "b": [np.nan, np.nan, np.nan, 12.8, np.nan]})
     out = add_noise(frame, ["a", "b"], method=method, amount=0.5, random_state=0)
     assert np.array_equal(out.isna().to_numpy(), frame.isna().to_numpy())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 6), st.integers(0, 2**32 - 1), st.integers(0, 3))
+def test_property_mvrnorm_factor_reproduces_the_covariance(m, seed, rank_drop):
+    """MASS mvrnorm's factor F = V diag(sqrt(lambda)) (eigenvalues decreasing) satisfies F F' = Sigma,
+    also for a singular Sigma (rank m - rank_drop: eigenvalues that round below 0 are taken as 0)."""
+    from sdc_dagster.protect.noise import mvrnorm_factor
+
+    rng = np.random.default_rng(seed)
+    a = rng.normal(0, 1, (m, max(m - rank_drop, 1)))
+    sigma = a @ a.T
+    factor = mvrnorm_factor(sigma)
+    np.testing.assert_allclose(factor @ factor.T, sigma, atol=1e-10 * max(1.0, np.abs(sigma).max()))
+    lengths = np.linalg.norm(factor, axis=0)  # sqrt(lambda_k), the columns in decreasing order
+    assert np.all(np.diff(lengths) <= 1e-12 * max(1.0, lengths.max()))

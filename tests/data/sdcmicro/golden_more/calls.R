@@ -459,3 +459,174 @@ wcsv(data.frame(row = seq_len(nrow(casc)), rs_cols, check.names = FALSE), "m8_ra
 wjson(list(calls = rs_calls, cascna = "casc[, VC] with AGI NA in rows 7, 14, 21, ... and FEDTAX NA in rows 3, 14, 25, ... (every 11th from 3)"),
       "m8_rankSwap_calls.json")
 cat("m8 done\n")
+
+# ============================================================================ m9: addNoise, random part saved
+# addNoise's result depends on R's random numbers: each call runs after set.seed(seed), and the same seed
+# then redraws what addNoise drew (the same calls in the same order), saved as standard-normal draws:
+# additive, correlated2: one rnorm(N) per column (rnorm(N, m, s) is m + s * rnorm(N)); correlated:
+# MASS::mvrnorm's matrix(rnorm(p * N), N) (its Sigma = noise/100 * cov(na.omit(x)), eigen() of it is
+# saved too); outdect: robustbase::covMcd(na.omit(x), alpha = 1/2) (it draws from R's generator) and
+# then one rnorm(k) per column for the k outliers. restr draws nothing. "check" is the largest
+# difference between addNoise's values and the values rebuilt here from the saved draws.
+m9_casc <- read.csv(IN("CASCrefmicrodata.csv"))[, c("AGI", "EMCONTRB", "FEDTAX", "PTOTVAL", "STATETAX")]
+m9_cascna <- m9_casc
+m9_cascna$AGI[seq(7, nrow(m9_cascna), by = 7)] <- NA
+m9_cascna$FEDTAX[seq(3, nrow(m9_cascna), by = 11)] <- NA
+an_cols <- list(); an_draws <- list(); an_out <- list()
+an_run <- function(name, data, datadesc, method, seed, noise = 150, delta = 0.1) {
+  x <- as.matrix(data); N <- nrow(x); m <- ncol(x)
+  set.seed(seed)
+  r <- addNoise(data, variables = colnames(data), noise = noise, method = method, delta = delta)
+  xm <- as.matrix(r$xm)
+  for (j in seq_len(m)) an_cols[[paste0(name, "__", colnames(data)[j])]] <<- as.numeric(xm[, j])
+  entry <- list(call = sprintf("set.seed(%d); addNoise(%s, variables=%s, noise=%s, method=\"%s\"%s)", seed,
+                               datadesc, paste(deparse(colnames(data)), collapse = ""), noise, method,
+                               if (method == "correlated2") sprintf(", delta=%s", delta) else ""),
+                seed = seed, noise = noise, N = N)
+  sdv <- apply(x, 2, sd, na.rm = TRUE)
+  set.seed(seed)
+  if (method %in% c("additive", "correlated2")) {
+    z <- sapply(seq_len(m), function(j) rnorm(N))
+    rebuilt <- if (method == "additive") x + sweep(z, 2, noise / 100 * sdv, "*") else {
+      d1 <- sqrt(1 - delta^2)
+      x * d1 + delta * (sweep(z, 2, sdv, "*") + rep((1 - d1) / delta * colMeans(x, na.rm = TRUE), each = N))
+    }
+    for (j in seq_len(m)) an_draws[[paste0(name, "__z", j)]] <<- z[, j]
+    entry$sd <- I(sdv); entry$delta <- delta
+  } else if (method == "correlated") {
+    sigma <- noise / 100 * cov(na.omit(x))
+    eS <- eigen(sigma, symmetric = TRUE)
+    z <- matrix(rnorm(m * N), N)
+    rebuilt <- x + t(eS$vectors %*% diag(sqrt(pmax(eS$values, 0)), m) %*% t(z))
+    for (j in seq_len(m)) an_draws[[paste0(name, "__z", j)]] <<- z[, j]
+    entry$n_complete <- nrow(na.omit(x)); entry$sigma <- I(as.numeric(sigma))
+    entry$eigen_values <- I(eS$values); entry$eigen_vectors <- I(as.numeric(eS$vectors))
+  } else if (method == "outdect") {
+    q1 <- apply(x, 2, quantile, probs = 0.99, na.rm = TRUE)
+    xMcd <- covMcd(na.omit(x), alpha = 1/2)
+    rd <- sqrt(mahalanobis(x, xMcd$center, xMcd$cov))
+    limit <- sqrt(qchisq(0.975, m))
+    univ <- unlist(lapply(seq_len(m), function(i) which(x[, i] > q1[i])))
+    outliers <- unique(sort(c(univ, which(rd > limit))))
+    k <- length(outliers)
+    z <- sapply(seq_len(m), function(j) rnorm(k))
+    scale <- 1.96 * sdv / sqrt(N) * (noise / 100)
+    rebuilt <- x
+    rebuilt[outliers, ] <- x[outliers, ] + sweep(matrix(z, k), 2, scale, "*")
+    an_cols[[paste0(name, "__robust_distance")]] <<- as.numeric(rd)
+    entry$q99 <- I(as.numeric(q1)); entry$limit <- limit; entry$n_complete <- nrow(na.omit(x))
+    entry$mcd_center <- I(as.numeric(xMcd$center)); entry$mcd_cov <- I(as.numeric(xMcd$cov))
+    entry$univariate_outliers <- I(sort(unique(univ))); entry$outliers <- I(outliers)
+    entry$scale <- I(as.numeric(scale)); entry$z <- I(as.numeric(z))
+  } else {  # restr
+    cc <- if (N < 500) sqrt((N - 1 - noise / 100) / ((N + 1) * (1 + noise / 100))) else sqrt((N - 1) / (N + N * noise / 100 - 1))
+    d <- (1 - cc) * colMeans(x, na.rm = TRUE)
+    # addNoise_restr computes cc * x + d on the data.frame: R recycles d down the columns (element i of
+    # the N x m values gets d[(i - 1) %% m + 1]), not d[j] for column j
+    rebuilt <- cc * x + matrix(rep_len(d, N * m), N, m)
+    entry$c <- cc; entry$d <- I(as.numeric(d))
+    entry$check_own_column_means <- max(abs(cc * x + rep(d, each = N) - xm), na.rm = TRUE)
+  }
+  entry$check <- max(abs(rebuilt - xm), na.rm = TRUE)
+  entry$missing_after <- sum(is.na(xm)); entry$missing_before <- sum(is.na(x))
+  entry$same_missing_cells <- identical(is.na(xm), is.na(x))
+  an_out[[name]] <<- entry
+}
+seed <- 3700
+for (d in list(list(m9_casc, "casc", "casc[, VC]"), list(m9_cascna, "cascna", "cascna"))) {
+  for (method in c("additive", "correlated", "correlated2", "restr", "outdect")) {
+    seed <- seed + 1
+    noise <- switch(method, correlated = 50, 150)
+    an_run(paste0(d[[2]], "_", method), d[[1]], d[[3]], method, seed, noise = noise, delta = 0.2)
+  }
+}
+# a third of the records missing FEDTAX: correlated noise's covariance from the remaining complete records
+m9_sparse <- m9_casc
+m9_sparse$FEDTAX[seq(1, nrow(m9_sparse), by = 3)] <- NA
+an_run("sparse_correlated", m9_sparse, "sparse", "correlated", 3799, noise = 150)
+an_run("sparse_outdect", m9_sparse, "sparse", "outdect", 3798, noise = 150)
+wcsv(data.frame(row = seq_len(nrow(m9_casc)), an_cols, check.names = FALSE), "m9_addNoise.csv")
+wcsv(data.frame(row = seq_len(nrow(m9_casc)), an_draws, check.names = FALSE), "m9_addNoise_draws.csv")
+wjson(list(calls = an_out,
+           cascna = "casc[, VC] with AGI NA in rows 7, 14, 21, ... and FEDTAX NA in rows 3, 14, 25, ... (every 11th from 3)",
+           sparse = "casc[, VC] with FEDTAX NA in rows 1, 4, 7, ... (every 3rd)"), "m9_addNoise.json")
+cat("m9 done\n")
+
+# ============================================================================ m10: rankSwap with P > 0, pairs saved
+# RankSwap.cpp of the loader has sdcMicro's own generator (CRandom of src/Framework.h, seeded by `seed`)
+# and returns, beside the values, each variable's P (single precision, from P, R0 or K0), the number of
+# values not coded and the partner of each rank. The calls are rankSwap()'s; RankSwap() is then called
+# again on the matrix rankSwap() builds, with the same seed, for those extra parts (`same_values`: TRUE
+# when both gave the same values). `<name>__partner_<variable>`: the record (1-based) whose value the
+# record received, NA when it kept its own (coded, missing or no partner left).
+rs2_cols <- list(); rs2_pairs <- list(); rs2_out <- list()
+rs2_run <- function(name, data, datadesc, seed, top = 5, bottom = 5, P = NULL, R0 = NULL, K0 = NULL) {
+  R0_given <- R0
+  r <- rankSwap(data, variables = colnames(data), TopPercent = top, BottomPercent = bottom, P = P, R0 = R0,
+                K0 = K0, seed = seed)
+  x <- as.matrix(data); storage.mode(x) <- "double"
+  miss <- min(x, na.rm = TRUE) - 1
+  x[is.na(x)] <- miss
+  d2 <- x; d2[, ] <- NA
+  if (is.null(P) && is.null(R0) && is.null(K0)) R0 <- 0.95
+  full <- RankSwap(x, d2, miss, top, bottom, if (is.null(K0)) -1 else K0, if (is.null(R0)) -1 else R0,
+                   if (is.null(P)) -1 else P, as.integer(seed))
+  res <- full$Res; res[res == miss] <- NA
+  for (j in seq_len(ncol(x))) {
+    v <- colnames(data)[j]
+    rs2_cols[[paste0(name, "__", v)]] <<- as.numeric(r[[v]])
+    partner <- rep(NA_integer_, nrow(x))
+    has <- full$Partner[, j] >= 0
+    ranks <- which(has) - 1
+    partner[full$Rank[ranks + 1, j] + 1] <- full$Rank[full$Partner[has, j] + 1, j] + 1
+    rs2_pairs[[paste0(name, "__partner_", v)]] <<- partner
+  }
+  args <- c(if (!is.null(P)) sprintf("P=%s", P), if (!is.null(K0)) sprintf("K0=%s", K0),
+            if (!is.null(R0_given)) sprintf("R0=%s", R0_given))
+  rs2_out[[name]] <<- list(
+    call = sprintf("rankSwap(%s, variables=%s, TopPercent=%s, BottomPercent=%s%s, seed=%d)", datadesc,
+                   paste(deparse(colnames(data)), collapse = ""), top, bottom,
+                   paste0(if (length(args)) ", " else "", paste(args, collapse = ", ")), seed),
+    P = I(as.numeric(full$P)), NbNotSwapped = I(as.integer(full$NbNotSwapped)),
+    same_values = isTRUE(all.equal(unname(res), unname(as.matrix(r)), tolerance = 0)))
+}
+rs2_run("casc_P0.05", casc[, VC], "casc[, VC]", 123, P = 0.05)
+rs2_run("casc_R0default", casc[, VC], "casc[, VC]", 124)
+rs2_run("casc_K0.2", casc[, VC], "casc[, VC]", 125, K0 = 0.2)
+rs2_run("casc_t0_b0_P0.1", casc[, VC], "casc[, VC]", 126, top = 0, bottom = 0, P = 0.1)
+rs2_run("cascna_P0.05", cascna, "cascna", 127, P = 0.05)
+rs2_run("cascna_R0.8", cascna, "cascna", 128, R0 = 0.8)
+wcsv(data.frame(row = seq_len(nrow(casc)), rs2_cols, check.names = FALSE), "m10_rankSwap.csv")
+wcsv(data.frame(row = seq_len(nrow(casc)), rs2_pairs, check.names = FALSE), "m10_rankSwap_pairs.csv")
+wjson(list(calls = rs2_out, cascna = "casc[, VC] with AGI NA in rows 7, 14, 21, ... and FEDTAX NA in rows 3, 14, 25, ... (every 11th from 3)"),
+      "m10_rankSwap_calls.json")
+cat("m10 done\n")
+
+# ============================================================================ m9 (ROMM): addNoise "ROMM", random part saved
+# ROMM draws M = matrix(rnorm(N * N), N) and multiplies x by the Gram-Schmidt orthonormalisation of
+# I + p M. On the first 60 records of casc (the N x N matrices stay small); M (column-major) is redrawn
+# after the same seed. `check`: the largest difference between addNoise's values and T x rebuilt with
+# R's qr() (Q with a positive diagonal of R) from the saved M.
+m9r_casc <- m9_casc[1:60, ]
+m9r_cascna <- m9_cascna[1:60, ]
+romm_out <- list()
+romm_run <- function(name, data, datadesc, seed, p) {
+  x <- as.matrix(data); N <- nrow(x)
+  set.seed(seed)
+  r <- addNoise(data, variables = colnames(data), method = "ROMM", p = p)
+  set.seed(seed)
+  M <- matrix(rnorm(N * N), N)
+  q <- qr(diag(1, N) + p * M)
+  Q <- qr.Q(q) %*% diag(sign(diag(qr.R(q))))
+  xm <- as.matrix(r$xm)
+  romm_out[[name]] <<- list(call = sprintf("set.seed(%d); addNoise(%s, variables=%s, method=\"ROMM\", p=%s)", seed,
+                                           datadesc, paste(deparse(colnames(data)), collapse = ""), p),
+                            seed = seed, p = p, N = N, M = I(as.numeric(M)), xm = I(as.numeric(xm)),
+                            missing_before = sum(is.na(x)), missing_after = sum(is.na(xm)),
+                            check = max(abs(Q %*% x - xm), na.rm = TRUE))
+}
+romm_run("casc60_p0.001", m9r_casc, "casc[1:60, VC]", 3811, 0.001)
+romm_run("casc60_p0.5", m9r_casc, "casc[1:60, VC]", 3812, 0.5)
+romm_run("cascna60_p0.1", m9r_cascna, "cascna[1:60, ]", 3813, 0.1)
+wjson(romm_out, "m9_addNoise_ROMM.json")
+cat("m9 ROMM done\n")
