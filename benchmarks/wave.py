@@ -31,7 +31,35 @@ column needs R with sdcMicro, which this machine does not have: the script says 
 issue 23: 100k <= 20 s; 1M <= 300 s with peak memory < 8 GB and growth <= 12x; testdata
 (``--n 4580 --testdata``) <= 8 s.
 
-Last run (issue 38, the 1M round: the allocator of ``sdc`` tuned, :mod:`sdc_dagster.cli.allocator`;
+Last run (issue 38, the second 1M round): the Euclidean and Mahalanobis linkages ask the k-d tree
+for each distinct released row's two nearest originals and count the originals tied nearest by a
+radius query only where the second nearest is not clearly beyond the tie radius
+(:func:`sdc_dagster.risk.linkage._nearest_links`; the radius queries cost as much as the nearest
+queries, 3.5 CPU s over the 12 linkages of a 1M run, and almost no row has a tie); content digests by
+SHA-256 instead of BLAKE2b (:mod:`sdc_dagster.numerics.kept`, twice as fast with the processor's SHA
+extensions); scikit-learn imported only where an MCD is estimated (0.5 s of every start-up); stored
+pipeline values streamed to and from their pickle with protocol 5 (``resources.storage``: no copy of a
+150 MB variant in memory); a variant's utility figures computed once, with its release checks, and
+read by the report (:attr:`sdc_dagster.pipeline.protection.ProtectedVariant.utility`). Base (a9b5d8b,
+the same interpreter and numba caches) and this branch back to back on the same 1M wave, ``sdc run``
+under ``/usr/bin/time``: FIGURES. Every output identical: the run's console summary at 1M, and at
+200k every released file and every stored frame, risk and loss table and release check
+(base and branch in two data homes, compared file by file). So the 1M wave is within 120 s of CPU on
+this shared machine at load 4-5, with about 10 s of margin, and the aim of 100 s CPU is NOT met. Where
+the CPU still goes (cProfile with thread CPU clocks at the start of this round, 1M, base; 138 s under
+the profiler): record linkage 33 s (18 linkages: Gower 17.5 s, its compiled scan 8.6 s; Euclidean and
+Mahalanobis 15.2 s, the tree queries 7.8 s of it), MDAV 16.4 s (the perturb plan's whole-file k = 3
+7.2 s, each stratified k = 3..6 2.5 s), residual risk 13.4 s, the report 11.5 s (TOPSIS summaries
+2.5 s, utility figures 2.1 s), module imports 10 s under the profiler (3.5 s without), storage 10.5 s
+(Parquet 3.7 s, pickles 2-4 s), information loss 7.2 s; and 17-21 s of system time, mostly the kernel
+zeroing fresh (transparent huge) pages: ``perf`` put 11 % of the run's CPU in ``clear_page_erms``
+under huge-page faults, spread over the steps (the plan search's 2.1 s of system time the most),
+which glibc's mmap threshold does not reach (``MALLOC_MMAP_MAX_=0``, every block from the heap, left
+it unchanged: 135.8 s against 136.0 s CPU). The first run in a fresh checkout also compiles the numba
+kernels (this round's first, profiled run: 147 CPU s of compilation under the profiler), which
+``compile_package`` does not do: the figures are of later runs.
+
+The round before (issue 38, the 1M round: the allocator of ``sdc`` tuned, :mod:`sdc_dagster.cli.allocator`;
 results met again kept by content, :mod:`sdc_dagster.numerics.kept`: the wave file read before
 landing taken by the ingest stage, each variant's combined-risk set-up shared by the residual risk
 and the residual contributions, the originals' ranks of the rank interval disclosure and the
