@@ -34,7 +34,7 @@ issue 23: 100k <= 20 s; 1M <= 300 s with peak memory < 8 GB and growth <= 12x; t
 Last run (issue 38, the second 1M round): the Euclidean and Mahalanobis linkages ask the k-d tree
 for each distinct released row's two nearest originals and count the originals tied nearest by a
 radius query only where the second nearest is not clearly beyond the tie radius
-(:func:`sdc_dagster.risk.linkage._nearest_links`; the radius queries cost as much as the nearest
+(:func:`sdc_dagster.risk.linkage._nearest_links`; the radius queries cost about as much as the nearest
 queries, 3.5 CPU s over the 12 linkages of a 1M run, and almost no row has a tie); content digests by
 SHA-256 instead of BLAKE2b (:mod:`sdc_dagster.numerics.kept`, twice as fast with the processor's SHA
 extensions); scikit-learn imported only where an MCD is estimated (0.5 s of every start-up); stored
@@ -42,10 +42,16 @@ pipeline values streamed to and from their pickle with protocol 5 (``resources.s
 150 MB variant in memory); a variant's utility figures computed once, with its release checks, and
 read by the report (:attr:`sdc_dagster.pipeline.protection.ProtectedVariant.utility`). Base (a9b5d8b,
 the same interpreter and numba caches) and this branch back to back on the same 1M wave, ``sdc run``
-under ``/usr/bin/time``: FIGURES. Every output identical: the run's console summary at 1M, and at
-200k every released file and every stored frame, risk and loss table and release check
-(base and branch in two data homes, compared file by file). So the 1M wave is within 120 s of CPU on
-this shared machine at load 4-5, with about 10 s of margin, and the aim of 100 s CPU is NOT met. Where
+under ``/usr/bin/time`` (user + system CPU seconds; load average of the last minute before -> after),
+two pairs: base 107.4 + 17.3 = 124.7 s CPU (258.7 s wall, load 3.9 -> 4.8; 0.77 million page faults;
+peak 3.76 GB), branch (without the utility figures kept) 93.2 + 16.9 = 110.1 s CPU (214.9 s wall,
+load 4.9 -> 4.1; 0.76 million; 3.79 GB); twenty minutes later base 123.9 + 23.1 = 147.0 s CPU (351.0
+s wall, load 7.4 -> 6.0), branch (this commit's code) 105.5 + 18.5 = 124.0 s CPU (187.7 s wall, load
+5.9 -> 4.4; 0.77 million; 3.81 GB). Every output identical: the run's console summary at 1M, and at
+200k every released file and every stored frame, risk and loss table and release check (base and
+branch in two data homes, compared file by file; only the search's seconds and the release folders'
+run ids differ). So 120 s of CPU is met at load 4-5 (110 s) and not at load 4.4-5.9 (124 s): still NOT
+reliably on this shared machine, and the aim of 100 s CPU is NOT met. Where
 the CPU still goes (cProfile with thread CPU clocks at the start of this round, 1M, base; 138 s under
 the profiler): record linkage 33 s (18 linkages: Gower 17.5 s, its compiled scan 8.6 s; Euclidean and
 Mahalanobis 15.2 s, the tree queries 7.8 s of it), MDAV 16.4 s (the perturb plan's whole-file k = 3
