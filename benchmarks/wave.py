@@ -47,11 +47,17 @@ two pairs: base 107.4 + 17.3 = 124.7 s CPU (258.7 s wall, load 3.9 -> 4.8; 0.77 
 peak 3.76 GB), branch (without the utility figures kept) 93.2 + 16.9 = 110.1 s CPU (214.9 s wall,
 load 4.9 -> 4.1; 0.76 million; 3.79 GB); twenty minutes later base 123.9 + 23.1 = 147.0 s CPU (351.0
 s wall, load 7.4 -> 6.0), branch (this commit's code) 105.5 + 18.5 = 124.0 s CPU (187.7 s wall, load
-5.9 -> 4.4; 0.77 million; 3.81 GB). Every output identical: the run's console summary at 1M, and at
-200k every released file and every stored frame, risk and loss table and release check (base and
-branch in two data homes, compared file by file; only the search's seconds and the release folders'
-run ids differ). So 120 s of CPU is met at load 4-5 (110 s) and not at load 4.4-5.9 (124 s): still NOT
-reliably on this shared machine, and the aim of 100 s CPU is NOT met. Where
+5.9 -> 4.4; 0.77 million; 3.81 GB); a third pair in the other order, branch first: branch 97.0 + 18.8 =
+115.8 s CPU (190.3 s wall, load 5.0 -> 5.4), then base 93.3 + 16.9 = 110.2 s CPU (162.1 s wall, load
+5.4 -> 3.5). Every output identical: the run's console summary at 1M, and at 200k every released
+file and every stored frame, risk and loss table and release check (base and branch in two data
+homes, compared file by file; only the search's seconds and the release folders' run ids differ).
+The pairs' differences (-14.6 s, -23.0 s, +5.6 s) are within what the load does to one run (the base
+alone: 110.2 to 147.0 s within an hour): single runs on this shared machine do not resolve this
+round's savings, which the profile puts at about 8 CPU s (the radius queries about 3 s, the pickles
+about 2 s, the report's utility figures 1.2 s, the digests 1 s, scikit-learn 0.5 s). Means of the
+three: base 127.3 s, branch 116.6 s CPU. So 120 s of CPU is met in two of the branch's three runs (110.1,
+115.8; not 124.0): still NOT reliably on this shared machine, and the aim of 100 s CPU is NOT met. Where
 the CPU still goes (cProfile with thread CPU clocks at the start of this round, 1M, base; 138 s under
 the profiler): record linkage 33 s (18 linkages: Gower 17.5 s, its compiled scan 8.6 s; Euclidean and
 Mahalanobis 15.2 s, the tree queries 7.8 s of it), MDAV 16.4 s (the perturb plan's whole-file k = 3
