@@ -71,7 +71,47 @@ Measured (this branch, 2026-11-28, the shared 2-core machine at load 5-6; once e
   4,580). The R script alone on the same 100k wave a second time (for these figures): 141.2 s CPU,
   330.5 s wall, so sdcMicro's side varies by about 20 % with the load.
 
-Last run (issue 38, the 1M round: the allocator of ``sdc`` tuned, :mod:`sdc_dagster.cli.allocator`;
+Last run (issue 38, the second 1M round): the Euclidean and Mahalanobis linkages ask the k-d tree
+for each distinct released row's two nearest originals and count the originals tied nearest by a
+radius query only where the second nearest is not clearly beyond the tie radius
+(:func:`sdc_dagster.risk.linkage._nearest_links`; the radius queries cost about as much as the nearest
+queries, 3.5 CPU s over the 12 linkages of a 1M run, and almost no row has a tie); content digests by
+SHA-256 instead of BLAKE2b (:mod:`sdc_dagster.numerics.kept`, twice as fast with the processor's SHA
+extensions); scikit-learn imported only where an MCD is estimated (0.5 s of every start-up); stored
+pipeline values streamed to and from their pickle with protocol 5 (``resources.storage``: no copy of a
+150 MB variant in memory); a variant's utility figures computed once, with its release checks, and
+read by the report (:attr:`sdc_dagster.pipeline.protection.ProtectedVariant.utility`). Base (a9b5d8b,
+the same interpreter and numba caches) and this branch back to back on the same 1M wave, ``sdc run``
+under ``/usr/bin/time`` (user + system CPU seconds; load average of the last minute before -> after),
+two pairs: base 107.4 + 17.3 = 124.7 s CPU (258.7 s wall, load 3.9 -> 4.8; 0.77 million page faults;
+peak 3.76 GB), branch (without the utility figures kept) 93.2 + 16.9 = 110.1 s CPU (214.9 s wall,
+load 4.9 -> 4.1; 0.76 million; 3.79 GB); twenty minutes later base 123.9 + 23.1 = 147.0 s CPU (351.0
+s wall, load 7.4 -> 6.0), branch (this commit's code) 105.5 + 18.5 = 124.0 s CPU (187.7 s wall, load
+5.9 -> 4.4; 0.77 million; 3.81 GB); a third pair in the other order, branch first: branch 97.0 + 18.8 =
+115.8 s CPU (190.3 s wall, load 5.0 -> 5.4), then base 93.3 + 16.9 = 110.2 s CPU (162.1 s wall, load
+5.4 -> 3.5). Every output identical: the run's console summary at 1M, and at 200k every released
+file and every stored frame, risk and loss table and release check (base and branch in two data
+homes, compared file by file; only the search's seconds and the release folders' run ids differ).
+The pairs' differences (-14.6 s, -23.0 s, +5.6 s) are within what the load does to one run (the base
+alone: 110.2 to 147.0 s within an hour): single runs on this shared machine do not resolve this
+round's savings, which the profile puts at about 8 CPU s (the radius queries about 3 s, the pickles
+about 2 s, the report's utility figures 1.2 s, the digests 1 s, scikit-learn 0.5 s). Means of the
+three: base 127.3 s, branch 116.6 s CPU. So 120 s of CPU is met in two of the branch's three runs (110.1,
+115.8; not 124.0): still NOT reliably on this shared machine, and the aim of 100 s CPU is NOT met. Where
+the CPU still goes (cProfile with thread CPU clocks at the start of this round, 1M, base; 138 s under
+the profiler): record linkage 33 s (18 linkages: Gower 17.5 s, its compiled scan 8.6 s; Euclidean and
+Mahalanobis 15.2 s, the tree queries 7.8 s of it), MDAV 16.4 s (the perturb plan's whole-file k = 3
+7.2 s, each stratified k = 3..6 2.5 s), residual risk 13.4 s, the report 11.5 s (TOPSIS summaries
+2.5 s, utility figures 2.1 s), module imports 10 s under the profiler (3.5 s without), storage 10.5 s
+(Parquet 3.7 s, pickles 2-4 s), information loss 7.2 s; and 17-21 s of system time, mostly the kernel
+zeroing fresh (transparent huge) pages: ``perf`` put 11 % of the run's CPU in ``clear_page_erms``
+under huge-page faults, spread over the steps (the plan search's 2.1 s of system time the most),
+which glibc's mmap threshold does not reach (``MALLOC_MMAP_MAX_=0``, every block from the heap, left
+it unchanged: 135.8 s against 136.0 s CPU). The first run in a fresh checkout also compiles the numba
+kernels (this round's first, profiled run: 147 CPU s of compilation under the profiler), which
+``compile_package`` does not do: the figures are of later runs.
+
+The round before (issue 38, the 1M round: the allocator of ``sdc`` tuned, :mod:`sdc_dagster.cli.allocator`;
 results met again kept by content, :mod:`sdc_dagster.numerics.kept`: the wave file read before
 landing taken by the ingest stage, each variant's combined-risk set-up shared by the residual risk
 and the residual contributions, the originals' ranks of the rank interval disclosure and the

@@ -3,6 +3,7 @@ computations that use them: the combined risk's set-up of a variant (asked for b
 and the residual contributions) and the wave file ``sdc run`` reads before landing it (read again by
 the ingest stage). A kept result is found only for equal content, and equals a fresh computation."""
 
+import hashlib
 import threading
 
 import numpy as np
@@ -24,6 +25,14 @@ def test_equal_content_has_one_digest_whatever_holds_it():
     copy = frame.copy().reset_index(drop=True)  # another object, another index: the same values
     assert content_digest(frame) == content_digest(copy)
     assert content_digest(*(frame[c] for c in frame)) == content_digest(*(copy[c] for c in copy))
+
+
+def test_the_digest_is_sha256_cut_to_128_bits():
+    """The digest of bytes is SHA-256 (FIPS 180-4) of the part's type name, its bytes and the
+    separator, its first 32 hex digits; the published test vector of "abc" checks hashlib's."""
+    assert hashlib.sha256(b"abc").hexdigest() == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    assert content_digest(b"abc") == hashlib.sha256(b"bytesabc|").hexdigest()[:32]
+    assert len(content_digest(np.arange(3))) == 32
 
 
 @pytest.mark.parametrize("change", [

@@ -150,6 +150,31 @@ def test_each_limit_is_a_blocking_check_naming_the_variable_and_the_value():
         "released_categories"}
 
 
+def test_a_variant_keeps_the_utility_figures_of_its_checks_and_the_report_shows_them():
+    """Issue 38: the figures are computed once, with the release checks, and the report reads them from
+    the variant. Local suppression to k = 1 changes nothing: every change is 0 and every limit holds;
+    checks given figures use them (a variance change of 21 % written in fails the 20 % limit although
+    the data did not change)."""
+    from sdc_dagster.pipeline.report_inputs import _utility_or_none
+
+    spec = parse_spec(SPEC)
+    variant = protection.protect_variant(ORIGINAL, spec, spec.plans[0], wave="2024")
+    assert list(variant.utility["variable"]) == ["age", "edu", "categorical keys", "income", "spend", "income",
+                                                 "spend", "income–spend", "none"]  # no key withheld
+    assert (variant.utility["change"] == 0).all()
+    assert not set(protection.blocking_failures(variant.checks)) & set(protection.UTILITY_CHECKS)
+    assert _utility_or_none(ORIGINAL, variant, spec) is variant.utility
+    written = variant.utility.copy()
+    written.loc[(written["measure"] == "variance") & (written["variable"] == "income"), "change"] = 0.21
+    checks = protection.release_checks(variant.data, spec, spec.plans[0], original=ORIGINAL, utility=written)
+    assert (checks["variance_change_limit"].passed, checks["variance_change_limit"].measure) == (False, "income")
+    assert checks["variance_change_limit"].value == pytest.approx(0.21)
+    # a variant made with the plan search's checks keeps none, and the report computes them
+    taken = protection.protect_variant(ORIGINAL, spec, spec.plans[0], wave="2024", checks=variant.checks)
+    assert taken.utility is None
+    assert (_utility_or_none(ORIGINAL, taken, spec)["change"] == 0).all()
+
+
 def test_a_value_released_as_its_merged_category_is_not_a_changed_record():
     """The plan recodes edu 3 into 1 (records 4, 5, 8) and PRAM-like changes record 0's edu 1 -> 2:
     against the original generalised by the recode only record 0 changed (1 of 10)."""

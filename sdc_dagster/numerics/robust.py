@@ -69,7 +69,6 @@ import warnings
 
 import numpy as np
 from scipy import stats
-from sklearn.covariance import MinCovDet
 
 from sdc_dagster.errors import SDCInputError
 
@@ -161,6 +160,10 @@ def mcd_subset(x: np.ndarray, *, random_state) -> np.ndarray:
     searched = x if rows is None else x[rows]
     m = len(searched)
     h = (m + p + 1) // 2
+    # imported here: scikit-learn costs about 0.5 s to import, and most runs (the wave chain's
+    # default plans and checks) never estimate an MCD (issue 38)
+    from sklearn.covariance import MinCovDet
+
     # int(support_fraction * m) is scikit-learn's subset size: h + 0.5 keeps it h despite rounding.
     estimator = MinCovDet(random_state=_sklearn_seed(random_state), support_fraction=(h + 0.5) / m)
     with warnings.catch_warnings():

@@ -328,7 +328,7 @@ def check_records(checks: dict[str, CheckOutcome]) -> dict[str, dict]:
 
 def release_checks(
     protected: pd.DataFrame, spec: SurveySpec, plan: Plan, *, original: pd.DataFrame | None = None,
-    released: ReleasedKeys | None = None,
+    released: ReleasedKeys | None = None, utility: pd.DataFrame | None = None,
 ) -> dict[str, CheckOutcome]:
     """The release rules for a protected variant: ``{check: CheckOutcome}``, for the checks of
     :func:`release_check_names`.
@@ -375,6 +375,9 @@ def release_checks(
     A check that cannot be evaluated on the variant (its risk cannot be computed, e.g. a weight the
     plan left missing) fails, its value saying ``not evaluated:`` and why, so that nothing is
     released on a check nobody could make.
+
+    ``utility``: the variant's :func:`utility_changes` when the caller has computed them already
+    (:func:`protect_variant` keeps them for the report), so that they are not computed twice.
     """
     if original is None:
         raise ValueError("release_checks: original is required (the utility limits compare the variant with it)")
@@ -425,7 +428,8 @@ def release_checks(
     if _l_diversity_applies(spec):
         checks.update(l_diversity_checks(protected, spec, released))
     try:
-        checks.update(utility_checks(utility_changes(original, protected, spec, plan, released=released), spec))
+        changes = utility_changes(original, protected, spec, plan, released=released) if utility is None else utility
+        checks.update(utility_checks(changes, spec))
     except SDCInputError as exc:
         checks.update({name: CheckOutcome(False, f"not evaluated: {exc}", UTILITY_RULES[name][2], True)
                        for name in release_check_names(spec) if name in UTILITY_CHECKS})
@@ -571,6 +575,9 @@ class ProtectedVariant:
     PRAM transition matrix of each variable a PRAM step changed; ``checks``: the release checks
     (:func:`release_checks`); ``keys``: the quasi-identifiers and design columns it still releases
     (:func:`~sdc_dagster.pipeline.variant.released_keys`, derived once, where the variant is made);
+    ``utility``: its per-variable utility figures (:func:`utility_changes`), computed once with its
+    release checks and shown by the report (issue 38: on 1,000,000 records 0.4 CPU s a variant), None
+    where they were not (the plan search's checks taken over) or cannot be computed;
     ``release``: the release decision written for it (its folder and
     manifest, :func:`sdc_dagster.releases.wave.record_release`), None until then.
     """
@@ -582,6 +589,7 @@ class ProtectedVariant:
     matrices: dict[str, pd.DataFrame]
     checks: dict[str, CheckOutcome]
     keys: ReleasedKeys
+    utility: pd.DataFrame | None = None
     release: Release | None = None
 
     @property
@@ -619,11 +627,18 @@ def protect_variant(
     """Protect the wave by ``plan`` (:func:`protect`) and run the release checks on the variant
     (:func:`release_checks`). ``checks`` and ``protected``: the outcomes already evaluated on, and
     the protection already made of, exactly this plan and wave (the plan search confirms its
-    recommended plan under the searched plan's name and seeds), so that they are not made twice."""
+    recommended plan under the searched plan's name and seeds), so that they are not made twice.
+    Without ``checks`` the variant keeps the utility figures its checks were made from
+    (:attr:`ProtectedVariant.utility`)."""
     result = protect(data, spec, plan, wave=str(wave)) if protected is None else protected
     keys = released_keys(spec, result.data)
+    utility = None
     if checks is None:
-        checks = release_checks(result.data, spec, plan, original=data, released=keys)
+        try:
+            utility = utility_changes(data, result.data, spec, plan, released=keys)
+        except SDCInputError:  # release_checks says why in the utility limits' outcomes
+            utility = None
+        checks = release_checks(result.data, spec, plan, original=data, released=keys, utility=utility)
     matrices = {key.split(":", 1)[1]: m for key, m in result.artifacts.items() if key.startswith("pram:")}
     return ProtectedVariant(plan=plan, wave=str(wave), data=result.data, steps=result.steps, matrices=matrices,
-                            checks=dict(checks), keys=keys)
+                            checks=dict(checks), keys=keys, utility=utility)

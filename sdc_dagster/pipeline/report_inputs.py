@@ -88,8 +88,13 @@ def plan_summary(variant: ProtectedVariant, evaluation: WaveEvaluation,
 
 
 def _utility_or_none(original: pd.DataFrame, variant: ProtectedVariant, spec: SurveySpec) -> pd.DataFrame | None:
-    """:func:`~sdc_dagster.pipeline.protection.utility_changes`, or None where the variant's figures
-    cannot be computed (its utility-limit checks then failed, saying why)."""
+    """:func:`~sdc_dagster.pipeline.protection.utility_changes`: those the variant kept from its
+    release checks (:attr:`~sdc_dagster.pipeline.protection.ProtectedVariant.utility`), else computed
+    now, or None where the variant's figures cannot be computed (its utility-limit checks then
+    failed, saying why)."""
+    kept = getattr(variant, "utility", None)  # None too for a variant stored before the field existed
+    if kept is not None:
+        return kept
     try:
         return utility_changes(original, variant.data, spec, variant.plan, released=variant.keys)
     except SDCInputError:

@@ -291,29 +291,58 @@ def _row_digest(bits: np.ndarray) -> np.ndarray:
 def _nearest_links(zx: np.ndarray, zm: np.ndarray, p: float, tree: cKDTree) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Linked flags, partner positions and link probabilities (ties at random) of nearest-record
     linkage of the mapped protected rows ``zm`` to the mapped originals ``zx`` (Minkowski ``p``; their
-    k-d ``tree``, queried once per distinct protected row)."""
+    k-d ``tree``, queried once per distinct protected row for its two nearest originals).
+
+    The originals tied nearest (within the tie radius, :data:`TIE_TOLERANCE`) are counted by radius
+    queries only where they can be more than one (:func:`_tied_originals`): a row whose second
+    nearest original lies clearly beyond the radius has exactly one (issue 38: on 1,000,000 records
+    the radius queries cost as much as the nearest-record queries, and almost every row has no tie)."""
     first, copy_of = _distinct_rows(zm)
     distinct = zm[first]
-    nearest, nearest_row = (values[copy_of] for values in in_tree_order(
-        lambda points: tree.query(points, k=1, p=p), distinct))
+    # the two nearest originals of each distinct row (a second that does not exist is at inf)
+    distances, rows = in_tree_order(lambda points: tree.query(points, k=[1, 2], p=p), distinct)
+    # two originals equally near: the nearest of a one-nearest query, as before (which of them the
+    # two-nearest query puts first is not the same)
+    level = distances[:, 0] == distances[:, 1]
+    rows[level, 0] = in_tree_order(lambda points: tree.query(points, k=1, p=p)[1], distinct[level])
+    nearest, nearest_row, second = distances[copy_of, 0], rows[copy_of, 0], distances[:, 1]
     own = _minkowski(zm, zx, p)
     # The tree and the direct formula may round differently; a relative tolerance keeps exact ties.
     hit = own <= nearest * (1.0 + 1e-12) + 1e-300
     ties = np.ones(len(zm))
-    # the originals tied nearest, within max(own, nearest): one radius query per distinct row for
-    # the records whose own distance is at most the nearest (the radius is the nearest's), one per
-    # record for the others (an own distance above the nearest by rounding only)
+    # the originals tied nearest, within max(own, nearest): per distinct row for the records whose
+    # own distance is at most the nearest (the radius is the nearest's), per record for the others
+    # (an own distance above the nearest by rounding only)
     at_nearest = hit & (own <= nearest)
     counted = np.zeros(len(first))
     asked = np.unique(copy_of[at_nearest])
-    counted[asked] = in_tree_order(lambda points, radius: tree.query_ball_point(
-        points, radius, p=p, return_length=True), distinct[asked], nearest[first[asked]] * (1.0 + TIE_TOLERANCE) + 1e-300)
+    counted[asked] = _tied_originals(tree, p, distinct[asked], nearest[first[asked]] * (1.0 + TIE_TOLERANCE) + 1e-300,
+                                     second[asked])
     ties[at_nearest] = counted[copy_of[at_nearest]]
     above = hit & ~at_nearest
-    ties[above] = in_tree_order(lambda points, radius: tree.query_ball_point(
-        points, radius, p=p, return_length=True), zm[above], own[above] * (1.0 + TIE_TOLERANCE) + 1e-300)
+    ties[above] = _tied_originals(tree, p, zm[above], own[above] * (1.0 + TIE_TOLERANCE) + 1e-300,
+                                  second[copy_of[above]])
     partner = np.where(hit, np.arange(len(zm)), nearest_row)
     return hit, partner, hit / np.maximum(ties, 1.0)
+
+
+#: A second nearest original beyond the tie radius by more than this share (and above
+#: :data:`_CLEAR_OF_ZERO`) is outside it whatever the rounding of a radius query's distances
+#: (about 1e-16 relative), so the row has one original within the radius and needs no query.
+_CLEAR_OF_RADIUS = 1e-6
+_CLEAR_OF_ZERO = 1e-100
+
+
+def _tied_originals(tree: cKDTree, p: float, points: np.ndarray, radius: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """The originals within ``radius`` of each of ``points``, each of which has its nearest
+    original within its radius and ``second`` as the distance of its second nearest (inf: none):
+    1 where the second lies clearly beyond the radius (:data:`_CLEAR_OF_RADIUS`), else the count of a
+    radius query of the ``tree`` (as :func:`_nearest_links` counted them all before issue 38)."""
+    counts = np.ones(len(points))
+    near = ~((second > radius * (1.0 + _CLEAR_OF_RADIUS)) & (second > _CLEAR_OF_ZERO))
+    counts[near] = in_tree_order(lambda points, radius: tree.query_ball_point(
+        points, radius, p=p, return_length=True), points[near], radius[near])
+    return counts
 
 
 def _check_one_to_one_size(n: int) -> None:

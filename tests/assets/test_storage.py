@@ -32,6 +32,9 @@ def test_a_protected_variant_is_stored_whole_and_its_data_as_parquet_under_base_
     assert loaded.data.equals(variant.data) and loaded.seed == 7
     assert loaded.matrices["water"].equals(variant.matrices["water"])
     assert loaded.withheld_because == {"k_anonymity": "every record's key is shared by at least k=3 records (found: 3)"}
+    # issue 38: the value is streamed to the file with pickle protocol 5 (PEP 574: its opening is the
+    # PROTO opcode 0x80 and the protocol number), its arrays written without a copy in memory
+    assert (base / "s" / "protected_p" / "2024.pickle").read_bytes()[:2] == b"\x80\x05"
 
 
 def test_the_resources_take_every_location_from_one_data_home(tmp_path):

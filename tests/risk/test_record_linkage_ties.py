@@ -11,7 +11,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from scipy.spatial import cKDTree
+
 from sdc_dagster.risk import record_linkage_risk
+from sdc_dagster.risk.linkage import _nearest_links
 
 # Originals o0 = o1 = (0, 0), o2 = (2, 0), o3 = (10, 10), o4 = (10, 0). Released:
 #   p0 = p1 = (0, 0): nearest are o0 and o1 (distance 0), own among them: 1/2 each;
@@ -92,3 +95,38 @@ def test_property_expected_risk_is_the_share_with_ties_at_random(data, n, metric
     assert result.risk == pytest.approx(worst, abs=1e-12)
     assert result.expected_risk == pytest.approx(at_random, abs=1e-9)
     assert 0.0 <= result.expected_risk <= result.risk <= 1.0
+
+
+def radius_query_links(zx: np.ndarray, zm: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Nearest-record links as before issue 38's two-nearest query, from scipy alone: the nearest by
+    a k-d tree query per record, and the originals tied nearest (within 1e-9 of max(own, nearest))
+    counted by a radius query per record."""
+    tree = cKDTree(zx)
+    nearest, row = tree.query(zm, k=1, p=p)
+    own = np.abs(zm - zx).sum(axis=1) if p == 1 else np.sqrt(((zm - zx) ** 2).sum(axis=1))
+    hit = own <= nearest * (1.0 + 1e-12) + 1e-300
+    radius = np.maximum(own, nearest) * (1.0 + 1e-9) + 1e-300
+    ties = np.where(hit, tree.query_ball_point(zm, radius, p=p, return_length=True), 1)
+    return hit, np.where(hit, np.arange(len(zm)), row), hit / np.maximum(ties, 1.0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data(), st.integers(1, 40), st.integers(1, 3), st.sampled_from([1, 2]))
+def test_property_two_nearest_query_links_as_radius_queries(data, n, columns, p):
+    """Issue 38: ties are counted by radius queries only where the second nearest original is not
+    clearly beyond the tie radius. On originals with many twins and protected records at exact,
+    near (1e-10, within the tie tolerance) and just-beyond (1e-7) ties and copies of each other
+    (microaggregated groups), the flags, partners and link probabilities equal a radius query's for
+    every record, bit for bit."""
+    x = np.array(data.draw(st.lists(st.lists(st.integers(0, 3), min_size=columns, max_size=columns),
+                                    min_size=n, max_size=n)), dtype=float)
+    shifts = st.sampled_from([0.0, 0.5, -0.5, 1.0, 1e-10, -1e-10, 1e-7, 2.0])
+    y = x + np.array(data.draw(st.lists(st.lists(shifts, min_size=columns, max_size=columns),
+                                        min_size=n, max_size=n)))
+    copies = data.draw(st.lists(st.integers(0, n - 1), min_size=n, max_size=n))
+    y = np.where(np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))[:, None], y[copies], y)
+    hit, partner, probability = _nearest_links(x, y, p, cKDTree(x))
+    expected = radius_query_links(x, y, p)
+    assert np.array_equal(hit, expected[0])
+    assert np.array_equal(partner, expected[1])
+    assert np.array_equal(probability, expected[2])
