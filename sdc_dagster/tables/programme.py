@@ -16,6 +16,15 @@ cuts are the dual values, and a degenerate programme restarted from another basi
 (:meth:`Programme.change_rows` between its rounds): its cuts are valid inequalities whatever the
 dual values, so another basis changes the rounds it takes, never its optimum.
 
+The restart must be the primal simplex: HiGHS's default strategy is the dual simplex whatever the
+basis, and after a new objective the last basis is primal feasible but not dual feasible, so the
+dual simplex first restores dual feasibility from it, about as far as a solve from scratch. With
+``simplex_strategy = 0`` (HiGHS chooses by the basis: the primal simplex from a primal feasible
+basis, the dual one from a dual feasible basis, as after :meth:`Programme.change_rows`) the audit
+of a 4,455-cell municipality subtable of the 10^6-cell census table (issue 36, sixth pass) took
+~30 pivots a programme instead of ~1,400 and 0.65 s CPU for its 208 programmes instead of 9.7 s,
+the same optima (within 1e-11).
+
 HiGHS is used through ``highspy``'s compiled ``_Highs`` (the class ``highspy.Highs`` extends and
 ``scipy.optimize.linprog`` runs): ``highspy.Highs`` adds Python callbacks whose set-up prints HiGHS's
 banner on the process's standard output, which ``sdc`` must keep for its own output.
@@ -53,6 +62,7 @@ class Programme:
         lp.a_matrix_.value_ = matrix.data.astype(np.float64)
         self.highs = _Highs()
         self.highs.setOptionValue("output_flag", False)
+        self.highs.setOptionValue("simplex_strategy", 0)  # the primal simplex after a new objective (module text)
         self.highs.passModel(lp)
         self._columns = np.arange(self.n_cols, dtype=np.int32)
 
