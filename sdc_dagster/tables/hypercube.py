@@ -107,15 +107,60 @@ def ranges(shape: tuple[int, ...], rows: np.ndarray, values: np.ndarray, suppres
     """(lo, up) per row of ``rows``: ``b - max t_down`` and ``b + max t_up`` over the hypercubes of
     the row whose every corner is ``suppressed`` (bool per cell), ``b`` where none is. Each bound is
     the primary's value at a feasible point of the intruder's programme (module text), so its
-    interval contains ``[lo, up]``."""
+    interval contains ``[lo, up]``.
+
+    Only a hypercube whose ``m`` corners next to the row (one coordinate replaced by the
+    alternative) are suppressed can be fully suppressed: those candidates are found first, from
+    ``m`` masks (rows x alternatives of one dimension), and only their ``2^m`` corners are read. On
+    a municipality subtable of the 10^6-cell census table (15 x 3 x 9 x 11 codes, 834 primaries,
+    960 hypercubes each) that reads the corners of a few thousand candidates instead of all 800,640
+    hypercubes' (0.02 s instead of 0.23 s CPU an audit; issue 36, sixth pass)."""
+    rows = np.asarray(rows, dtype=np.int64)
     lo, up = values[rows].astype(np.float64), values[rows].astype(np.float64)
-    published = (~suppressed).astype(np.float64)
     for part in _batches(shape, rows):
-        t_down, t_up, open_corners, _ = _scan(shape, rows[part], values, published, np.zeros(len(values), dtype=bool))
-        closed = open_corners == 0
-        lo[part] -= np.where(closed, t_down, 0.0).max(axis=1, initial=0.0)
-        up[part] += np.where(closed, t_up, 0.0).max(axis=1, initial=0.0)
+        down, rise = _closed_ranges(shape, rows[part], values, suppressed)
+        lo[part] -= down
+        up[part] += rise
     return lo, up
+
+
+def _closed_ranges(shape: tuple[int, ...], rows: np.ndarray, values: np.ndarray,
+                   suppressed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(max t_down, max t_up) per row over its fully suppressed hypercubes, 0 where none is
+    (:func:`ranges`)."""
+    m = len(shape)
+    strides = np.array([int(np.prod(shape[d + 1:])) for d in range(m)], dtype=np.int64)
+    position = np.unravel_index(rows, shape)
+    alternatives = []  # per dimension: rows x (shape[d] - 1), every code but the row's own
+    candidate = np.ones((len(rows),) + tuple(n - 1 for n in shape), dtype=bool)
+    for d in range(m):
+        j = np.arange(shape[d] - 1)[None, :]
+        a = j + (j >= position[d][:, None])
+        alternatives.append(a)
+        edge = suppressed[rows[:, None] + (a - position[d][:, None]) * strides[d]]
+        candidate &= edge.reshape((len(rows),) + tuple(shape[d] - 1 if e == d else 1 for e in range(m)))
+    down, rise = np.zeros(len(rows)), np.zeros(len(rows))
+    found = np.nonzero(candidate)
+    which = found[0]
+    if not len(which):
+        return down, rise
+    own = [position[d][which] for d in range(m)]
+    other = [alternatives[d][which, found[d + 1]] for d in range(m)]
+    cross = [np.where((p != 0) & (a != 0), -1, 1) for p, a in zip(own, other)]  # both categories: the sign flips
+    closed = np.ones(len(which), dtype=bool)
+    t_down, t_up = np.full(len(which), np.inf), np.full(len(which), np.inf)
+    for subset in range(1 << m):
+        taken = [(subset >> d) & 1 for d in range(m)]
+        coordinate = [other[d] if taken[d] else own[d] for d in range(m)]
+        cell = sum(c * s for c, s in zip(coordinate, strides))
+        closed &= suppressed[cell]
+        sign = reduce(np.multiply, [cross[d] for d in range(m) if taken[d]], np.ones(len(which), dtype=int))
+        value = np.where(reduce(np.logical_and, [c != 0 for c in coordinate]), values[cell], np.inf)  # inner corners
+        t_up = np.where(sign < 0, np.minimum(t_up, value), t_up)
+        t_down = np.where(sign > 0, np.minimum(t_down, value), t_down)
+    np.maximum.at(down, which[closed], t_down[closed])
+    np.maximum.at(rise, which[closed], t_up[closed])
+    return down, rise
 
 
 def cheapest(shape: tuple[int, ...], rows: np.ndarray, values: np.ndarray, costs: np.ndarray,
