@@ -20,9 +20,11 @@ optimal basis), so that a pattern of a census-size table is audited with few che
    space of the published rows, as far as the inner cells stay >= 0) certify a width for every
    part of a component at once; for a pass/fail check (``enough``) a cell they certify needs no
    programme at all (on a 2,079-cell census subtable: 2 programmes instead of 153 for the final
-   audit of 373 primaries, 0.18 s CPU instead of 1.2 s); in a flat table the hypercubes of
-   :mod:`sdc_dagster.tables.hypercube` whose every corner is suppressed come first (explicit moves,
-   no decomposition), the null-space certificates only for the cells they leave short;
+   audit of 373 primaries, 0.18 s CPU instead of 1.2 s); in a single table the hypercubes of
+   :mod:`sdc_dagster.tables.hypercube` whose every corner is suppressed (a flat table's, or those
+   of a hierarchical table's leaf subtables, :func:`sdc_dagster.tables.hypercube.leaf_ranges`) come
+   first (explicit moves, no decomposition), the null-space certificates only for the cells they
+   leave short;
    a part whose value at a feasible point already solved reaches a bound it cannot pass (0 below,
    the total of a published row containing it above) has that bound without a programme; every
    open part is bounded by its own component's programme (the constraints are block-diagonal),
@@ -137,8 +139,8 @@ def intervals(
     report the same interval). The feasible points are the certificates of :func:`certificates`
     (null-space moves of the true table, no programme) and those of the programmes already solved,
     all kept, starting with two that push the sum of every part up and down. For a pass/fail
-    check of a flat table the fully suppressed hypercubes of every target
-    (:func:`sdc_dagster.tables.hypercube.ranges`) are feasible points too, looked at first: the
+    check of a single table the fully suppressed hypercubes of every target in a flat table or in
+    a leaf subtable (:func:`sdc_dagster.tables.hypercube.leaf_ranges`) are feasible points too, looked at first: the
     targets they certify need neither a decomposition nor a programme, and keep the hull of
     their estimate and the hypercubes' range.
 
@@ -175,8 +177,7 @@ def intervals(
         (parts.data[bounded], (part_id, parts.col[bounded])), shape=(len(part_keys), len(red.unknown))
     )
     bounds = _PartBounds(red, objective, part_component)
-    shape = hypercube.flat_shape(model) if enough is not None else None
-    cube = hypercube.ranges(shape, targets, model.published, suppressed) if shape is not None else None
+    cube = hypercube.leaf_ranges(model, targets, suppressed) if enough is not None else None
 
     def keep_estimates() -> bool:
         """Settle the targets whose estimate is ``enough``; True when every target is settled."""
