@@ -161,6 +161,42 @@ slow step (NOT within 60 s; the pass/fail audit inside the protection is). The r
 cells, 192,830 primaries; 225 municipality-level subtables of 4,752 cells): HiTaS with 2
 processes had not finished its subtables after 24 min wall (~16 min CPU in the two workers, load
 ~8, 1.1 GB in the main process) when the run was stopped; NOT met, the joint repair not reached.
+
+Issue 36, sixth pass (same machine, shared by 5 jobs, load 4-8; CPU seconds). A profile of the first
+municipality subtable of the 10^6-cell table as HiTaS meets it (4,455 cells, 834 primaries, 297
+cells frozen from above): 13.2 s CPU, of which 10 s in 210 programmes of its audit (one component
+of 1,163 unknowns; ~700 pivots each although each restarts from the last basis: HiGHS's default
+dual simplex, given a basis primal feasible but not dual feasible after a new objective, starts
+over) and 0.65 s in each of 2 null-space SVDs. Changes: (1) HiGHS chooses the simplex by the basis
+(``simplex_strategy = 0``, ``tables/programme.py``): the primal simplex restarts in ~30 pivots, the
+208 programmes 0.65 s instead of 9.7 s CPU, the same optima; (2) the certificates' row space from a
+pivoted QR instead of a full SVD (0.25 s instead of 0.65 s); (3) the hypercubes' ranges read only
+the candidates whose corners next to the primary are suppressed (0.02-0.1 s instead of 0.35 s an
+audit); (4) a HiTaS subtable skips its own last audit (the whole pattern is repaired and audited
+jointly after them); (5) the pass/fail audit of a hierarchical table takes the hypercubes of its
+leaf subtables as certificates (``hypercube.leaf_ranges``, no corner at a non-root parent): the
+joint audit of the 10^6-cell HiTaS pattern 8-10 s CPU instead of 77 s (225 QR/SVD
+decompositions). That subtable: 13.2 -> 1.8-2.3 s CPU (the next two: 2.0-2.5 s), the same
+patterns (1,529 suppressed, cost 14,179); what is left: the Gauss elimination (pure Python) ~0.5 s,
+the ~100-150 programmes confirming the primaries Gauss leaves short (every uncertified primary of
+the three failed: fractional intervals) ~0.7 s, the QR ~0.25 s. The reference cases
+(``--references``): every pattern, cost and smallest width unchanged. 10^5 cells (104,247 cells,
+18,112 primaries), HiTaS with 2 processes: protected and passing the joint audit in 56.9 s wall,
+30.0 s CPU at load 5.4 (was 114-118 s wall, 73-77 s CPU), the same 16,055 secondaries and cost
+191,381, peak 0.43 GB: the 60 s target is MET in wall on the shared machine. The report's exact
+intervals (``tables.audit``, not the protection) took 122 s wall (~67 s CPU; was 369 s CPU).
+10^6 cells (1,007,127 cells, 504,000 inner, 192,830 primaries), HiTaS with 2 processes (``nice``,
+``--ilp-cells --contributions 0 --no-references --methods hitas --workers 2``): protected to the
+end for the first time, the pattern passing the joint audit, in 995 s wall, 575 s CPU at load 5.6
+(the two workers got ~30 % of a core each), 159,544 secondaries, cost 1,968,723, peak 1.2 GB in the
+main process and ~0.34 GB in each worker: the 10-minute target is NOT met in wall on the loaded
+machine; ~550 s of the CPU are the 225 municipality subtables (~2.4 s each under that load), the
+main process's share (tabulation, the subtables' set-up, the joint repair's audit, with no primary
+failing, and the last audit) ~25 s, so two idle cores would need ~300 s. An
+earlier run of this pass, before (5): 1,260 s wall, 700 s CPU, of which 153 s the two joint audits'
+decompositions, peak 1.57 GB. The report's exact intervals of the ~352,000 suppressed cells
+(``tables.audit``, the report, not the protection) had not finished 25 min after the protection
+(at 15:00 UTC, load ~6), when the run was left.
 """
 
 import argparse
