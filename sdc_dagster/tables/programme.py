@@ -22,7 +22,7 @@ dual simplex first restores dual feasibility from it, about as far as a solve fr
 ``simplex_strategy = 0`` (HiGHS chooses by the basis: the primal simplex from a primal feasible
 basis, the dual one from a dual feasible basis, as after :meth:`Programme.change_rows`) the audit
 of a 4,455-cell municipality subtable of the 10^6-cell census table (issue 36, sixth pass) took
-~30 pivots a programme instead of ~1,400 and 0.65 s CPU for its 208 programmes instead of 9.7 s,
+~30 pivots a programme instead of ~700 and 0.65 s CPU for its 208 programmes instead of 9.7 s,
 the same optima (within 1e-11).
 
 HiGHS is used through ``highspy``'s compiled ``_Highs`` (the class ``highspy.Highs`` extends and
