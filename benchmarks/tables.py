@@ -188,15 +188,21 @@ intervals (``tables.audit``, not the protection) took 122 s wall (~67 s CPU; was
 10^6 cells (1,007,127 cells, 504,000 inner, 192,830 primaries), HiTaS with 2 processes (``nice``,
 ``--ilp-cells --contributions 0 --no-references --methods hitas --workers 2``): protected to the
 end for the first time, the pattern passing the joint audit, in 995 s wall, 575 s CPU at load 5.6
-(the two workers got ~30 % of a core each), 159,544 secondaries, cost 1,968,723, peak 1.2 GB in the
+(the two workers got ~30 % of a core each), 159,544 secondaries, cost 1,968,723, ~1.2 GB resident in the
 main process and ~0.34 GB in each worker: the 10-minute target is NOT met in wall on the loaded
 machine; ~550 s of the CPU are the 225 municipality subtables (~2.4 s each under that load), the
 main process's share (tabulation, the subtables' set-up, the joint repair's audit, with no primary
-failing, and the last audit) ~25 s, so two idle cores would need ~300 s. An
-earlier run of this pass, before (5): 1,260 s wall, 700 s CPU, of which 153 s the two joint audits'
-decompositions, peak 1.57 GB. The report's exact intervals of the ~352,000 suppressed cells
-(``tables.audit``, the report, not the protection) had not finished 25 min after the protection
-(at 15:00 UTC, load ~6), when the run was left.
+failing, and the last audit) ~25 s. Run again when the machine was quieter (load 3.2-3.6, the
+first run's report audit still running beside it; the protection alone, ``secondary_suppression``
+with 2 processes): 389.6 s wall, 451.8 s CPU (432 s in the 225 subtables' workers; the joint
+repair's audit 7.0 s and the last audit 6.2 s CPU in the main process), the same pattern, peak
+1.5 GB: the 10-minute target MET in wall at that load. At that load the 10^5-cell table took 20.5 s
+wall, 27.3 s CPU. An earlier run of this pass, before (5): 1,260 s wall, 700 s CPU, of which 153 s
+the two joint audits' decompositions, peak 1.57 GB. The first run's last step, the report's exact
+intervals of the 352,374 suppressed cells (``tables.audit``, the report, not the protection), had
+not finished 24 min wall (~18 min CPU, 1.5 GB) after the protection when it was stopped: that
+report, not the protection, is the slow step at 10^6 (its exact intervals are another branch's
+work, issue 36).
 """
 
 import argparse
