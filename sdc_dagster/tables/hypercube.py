@@ -36,6 +36,7 @@ from functools import reduce
 
 import numpy as np
 
+from sdc_dagster.tables.hitas import subtables
 from sdc_dagster.tables.model import JointModel
 
 #: Hypercubes whose candidacy is looked at once (rows x hypercubes of each): bounds the memory.
@@ -189,8 +190,6 @@ def leaf_ranges(model: JointModel, rows: np.ndarray, suppressed: np.ndarray) -> 
     are left out (``total_free``). On the 10^6-cell census table the pass/fail audit of the whole
     table settles with them the primaries of its 225 municipality subtables without the
     decompositions of :func:`sdc_dagster.tables.intruder.certificates` (issue 36, sixth pass)."""
-    from sdc_dagster.tables.hitas import subtables  # hitas builds on the model only
-
     if len(model.tables) != 1:
         return None
     shape = flat_shape(model)
