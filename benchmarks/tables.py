@@ -162,13 +162,13 @@ cells, 192,830 primaries; 225 municipality-level subtables of 4,752 cells): HiTa
 processes had not finished its subtables after 24 min wall (~16 min CPU in the two workers, load
 ~8, 1.1 GB in the main process) when the run was stopped; NOT met, the joint repair not reached.
 
-Issue 36, sixth pass: the report's audit (same machine, shared by 5 jobs, load 4-7; CPU seconds;
+Issue 36, sixth pass, the report's audit (same machine, shared by 5 jobs, load 4-7; CPU seconds;
 the fifth pass's pattern of the 10^5-cell table, 34,167 suppressed cells, pickled once and
 ``tables.audit`` timed alone). A profile of the per-part programmes showed two things. (1) A warm
 start restarted HiGHS's dual simplex, which first repairs dual feasibility: ~284 iterations and
 9.5 ms a programme on a 504-row component, where the primal simplex from the last basis (still
 primal feasible: only the objective changes) takes ~30 iterations and 1.4 ms
-(``Programme(..., restarts="primal")``). (2) 81 % of the programmes returned a value already seen
+(``simplex_strategy = 0``: HiGHS chooses the simplex by the basis, as the subtables' pass below also found). (2) 81 % of the programmes returned a value already seen
 at a feasible point: the inner bound was right, only its proof was missing. After every optimum
 the open parts at their best value seen are now tested against the optimal basis
 (``Programme.also_minimised``: a backward solve with HiGHS's own factorisation per part, reduced
@@ -191,6 +191,48 @@ plus report audit is ~90 s CPU, so under 60 s wall would need both cores free an
 (the machine was never idle). The reference cases (``--references``): every pattern, cost and
 smallest width unchanged. The optimal method's replayable budget (item 2 of the pass) was not
 done.
+
+Issue 36, sixth pass, the subtables (same machine, shared by 5 jobs, load 4-8; CPU seconds). A profile of the first
+municipality subtable of the 10^6-cell table as HiTaS meets it (4,455 cells, 834 primaries, 297
+cells frozen from above): 13.2 s CPU, of which 10 s in 210 programmes of its audit (one component
+of 1,163 unknowns; ~700 pivots each although each restarts from the last basis: HiGHS's default
+dual simplex, given a basis primal feasible but not dual feasible after a new objective, starts
+over) and 0.65 s in each of 2 null-space SVDs. Changes: (1) HiGHS chooses the simplex by the basis
+(``simplex_strategy = 0``, ``tables/programme.py``): the primal simplex restarts in ~30 pivots, the
+208 programmes 0.65 s instead of 9.7 s CPU, the same optima; (2) the certificates' row space from a
+pivoted QR instead of a full SVD (0.25 s instead of 0.65 s); (3) the hypercubes' ranges read only
+the candidates whose corners next to the primary are suppressed (0.02-0.1 s instead of 0.35 s an
+audit); (4) a HiTaS subtable skips its own last audit (the whole pattern is repaired and audited
+jointly after them); (5) the pass/fail audit of a hierarchical table takes the hypercubes of its
+leaf subtables as certificates (``hypercube.leaf_ranges``, no corner at a non-root parent): the
+joint audit of the 10^6-cell HiTaS pattern 8-10 s CPU instead of 77 s (225 QR/SVD
+decompositions). That subtable: 13.2 -> 1.8-2.3 s CPU (the next two: 2.0-2.5 s), the same
+patterns (1,529 suppressed, cost 14,179); what is left: the Gauss elimination (pure Python) ~0.5 s,
+the ~100-150 programmes confirming the primaries Gauss leaves short (every uncertified primary of
+the three failed: fractional intervals) ~0.7 s, the QR ~0.25 s. The reference cases
+(``--references``): every pattern, cost and smallest width unchanged. 10^5 cells (104,247 cells,
+18,112 primaries), HiTaS with 2 processes: protected and passing the joint audit in 56.9 s wall,
+30.0 s CPU at load 5.4 (was 114-118 s wall, 73-77 s CPU), the same 16,055 secondaries and cost
+191,381, peak 0.43 GB: the 60 s target is MET in wall on the shared machine. The report's exact
+intervals (``tables.audit``, not the protection) took 122 s wall (~67 s CPU; was 369 s CPU).
+10^6 cells (1,007,127 cells, 504,000 inner, 192,830 primaries), HiTaS with 2 processes (``nice``,
+``--ilp-cells --contributions 0 --no-references --methods hitas --workers 2``): protected to the
+end for the first time, the pattern passing the joint audit, in 995 s wall, 575 s CPU at load 5.6
+(the two workers got ~30 % of a core each), 159,544 secondaries, cost 1,968,723, ~1.2 GB resident in the
+main process and ~0.34 GB in each worker: the 10-minute target is NOT met in wall on the loaded
+machine; ~550 s of the CPU are the 225 municipality subtables (~2.4 s each under that load), the
+main process's share (tabulation, the subtables' set-up, the joint repair's audit, with no primary
+failing, and the last audit) ~25 s. Run again when the machine was quieter (load 3.2-3.6, the
+first run's report audit still running beside it; the protection alone, ``secondary_suppression``
+with 2 processes): 389.6 s wall, 451.8 s CPU (432 s in the 225 subtables' workers; the joint
+repair's audit 7.0 s and the last audit 6.2 s CPU in the main process), the same pattern, peak
+1.5 GB: the 10-minute target MET in wall at that load. At that load the 10^5-cell table took 20.5 s
+wall, 27.3 s CPU. An earlier run of this pass, before (5): 1,260 s wall, 700 s CPU, of which 153 s
+the two joint audits' decompositions, peak 1.57 GB. The first run's last step, the report's exact
+intervals of the 352,374 suppressed cells (``tables.audit``, the report, not the protection), had
+not finished 24 min wall (~18 min CPU, 1.5 GB) after the protection when it was stopped: that
+report, not the protection, is the slow step at 10^6 (its exact intervals are another branch's
+work, issue 36).
 """
 
 import argparse

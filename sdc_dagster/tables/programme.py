@@ -16,15 +16,20 @@ cuts are the dual values, and a degenerate programme restarted from another basi
 (:meth:`Programme.change_rows` between its rounds): its cuts are valid inequalities whatever the
 dual values, so another basis changes the rounds it takes, never its optimum.
 
-The audit's programmes differ only in their objective, so the last optimal basis stays primal
-feasible and optimal-for-another-objective is the primal simplex's start, not the dual simplex's
-(HiGHS's default, which must first repair dual feasibility: on a 504-row component of the 10^5-cell
-census table 284 iterations and 9.5 ms a programme, against 30 iterations and 1.4 ms with the primal
-simplex; issue 36, sixth pass): ``restarts="primal"`` solves the first objective with HiGHS's
-choice and every later one with the primal simplex. The same basis often minimises other
-objectives too (a degenerate programme has many optimal bases): :meth:`Programme.also_minimised`
-tells which of a batch of objectives the last point minimises, by the reduced costs of the last
-basis (one backward solve with HiGHS's factorisation each) and weak duality, without a programme.
+The restart must be the primal simplex: HiGHS's default strategy is the dual simplex whatever the
+basis, and after a new objective the last basis is primal feasible but not dual feasible, so the
+dual simplex first restores dual feasibility from it, about as far as a solve from scratch. With
+``simplex_strategy = 0`` (HiGHS chooses by the basis: the primal simplex from a primal feasible
+basis, the dual one from a dual feasible basis, as after :meth:`Programme.change_rows`) the audit
+of a 4,455-cell municipality subtable of the 10^6-cell census table (issue 36, sixth pass) took
+~30 pivots a programme instead of ~700 and 0.65 s CPU for its 208 programmes instead of 9.7 s,
+the same optima (within 1e-11); on a 504-row component of the 10^5-cell census table ~30
+iterations and 1.4 ms a programme against 284 and 9.5 ms.
+
+The same basis often minimises other objectives too (a degenerate programme has many optimal
+bases): :meth:`Programme.also_minimised` tells which of a batch of objectives the last point
+minimises, by the reduced costs of the last basis (one backward solve with HiGHS's factorisation
+each) and weak duality, without a programme.
 
 HiGHS is used through ``highspy``'s compiled ``_Highs`` (the class ``highspy.Highs`` extends and
 ``scipy.optimize.linprog`` runs): ``highspy.Highs`` adds Python callbacks whose set-up prints HiGHS's
@@ -44,13 +49,10 @@ class Programme:
     (``±inf``: no bound), ``A`` sparse; :meth:`minimise` with each objective in turn, each solve
     started from the last one's basis."""
 
-    def __init__(self, matrix: sparse.spmatrix, row_lower, row_upper, col_lower, col_upper, *, what: str,
-                 restarts: str = "choose"):
-        if restarts not in ("choose", "primal"):
-            raise ValueError(f"restarts: 'choose' or 'primal', not {restarts!r}")
+    def __init__(self, matrix: sparse.spmatrix, row_lower, row_upper, col_lower, col_upper, *, what: str):
         matrix = sparse.csc_matrix(matrix)
         matrix.sort_indices()
-        self.what, self.restarts, self.matrix = what, restarts, matrix
+        self.what, self.matrix = what, matrix
         self.n_cols, self.n_rows = matrix.shape[1], matrix.shape[0]
         lp = HighsLp()
         lp.num_col_, lp.num_row_ = self.n_cols, self.n_rows
@@ -71,6 +73,7 @@ class Programme:
         lp.a_matrix_.value_ = matrix.data.astype(np.float64)
         self.highs = _Highs()
         self.highs.setOptionValue("output_flag", False)
+        self.highs.setOptionValue("simplex_strategy", 0)  # the primal simplex after a new objective (module text)
         self.highs.passModel(lp)
         self._columns = np.arange(self.n_cols, dtype=np.int32)
 
@@ -93,8 +96,6 @@ class Programme:
         bound, <= 0 at an upper one, for a minimisation). Raises RuntimeError unless optimal."""
         self.highs.changeColsCost(self.n_cols, self._columns, np.asarray(c, dtype=np.float64))
         self.highs.run()
-        if self.restarts == "primal":
-            self.highs.setOptionValue("simplex_strategy", 4)  # HiGHS's primal simplex from now on
         status = self.highs.getModelStatus()
         if status != HighsModelStatus.kOptimal:
             raise RuntimeError(f"{self.what}: HiGHS could not solve the intruder's programme "

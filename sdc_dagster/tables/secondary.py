@@ -676,6 +676,18 @@ def secondary_suppression(
     Raises :class:`SDCInputError` for inputs that do not fit the tables, ``RuntimeError`` when no
     pattern can pass the audit (e.g. frozen cells forbid it).
     """
+    return _secondary(table_or_tables, primary_or_primaries, method=method, protection=protection, cost=cost,
+                      frozen=frozen, min_width=min_width, time_limit=time_limit, workers=workers, final_audit=True)
+
+
+def _secondary(table_or_tables, primary_or_primaries, *, method, protection, cost, frozen, min_width, time_limit,
+               workers, final_audit: bool):
+    """:func:`secondary_suppression`; with ``final_audit=False`` (the subtables of HiTaS only) without
+    the last audit of every primary. The pattern of a subtable is never released: the whole table's
+    pattern is repaired and audited jointly after it, and the subtable's own repair audited each of
+    its primaries until it passed (suppressing more never narrows an interval, so a primary that
+    passed keeps passing). On a municipality subtable of the 10^6-cell census table that last audit
+    was ~0.3 s CPU of ~2 (issue 36, sixth pass)."""
     single = isinstance(table_or_tables, Table)
     tables = [table_or_tables] if single else list(table_or_tables)
     model = joint_model(tables)
@@ -697,7 +709,7 @@ def secondary_suppression(
         start = _gauss(model, rep, primary, costs, must, never)
         pattern = _repair(model, rep, primary, lower, upper, costs, never, min_width, time_limit, start)
     elif method == "hitas":
-        solve = partial(secondary_suppression, min_width=min_width, time_limit=time_limit)
+        solve = partial(_secondary, min_width=min_width, time_limit=time_limit, workers=1, final_audit=False)
         start = hitas_pattern(model, primary, lower, upper, costs, must, never, solve, workers=workers)
         pattern = _repair(model, rep, primary, lower, upper, costs, never, min_width, time_limit, start[rep])
     else:
@@ -705,9 +717,11 @@ def secondary_suppression(
     cell_to_rep = np.full(model.cell.max() + 1, -1)
     cell_to_rep[model.cell[rep]] = np.arange(len(rep))
     stacked = pattern[cell_to_rep[model.cell]]
-    failing, _, _ = protection_failures(model, stacked, primary, lower, upper, min_width=min_width, only_primaries=True)
-    if failing.any():  # never release a pattern that fails the audit
-        raise RuntimeError(f"secondary suppression: {int(failing.sum())} primary cells fail the audit")
+    if final_audit:
+        failing, _, _ = protection_failures(model, stacked, primary, lower, upper, min_width=min_width,
+                                            only_primaries=True)
+        if failing.any():  # never release a pattern that fails the audit
+            raise RuntimeError(f"secondary suppression: {int(failing.sum())} primary cells fail the audit")
     out = [pd.Series(s, index=t.cells.index, name="suppressed") for t, s in zip(tables, model.split(stacked))]
     if method == "optimal":
         for series in out:

@@ -234,3 +234,18 @@ def test_certificates_are_sound(drawn):
     for row, (exact_lo, exact_up) in expected.items():
         assert exact_lo - 1e-6 <= lo[row] <= table.published[row] + 1e-9
         assert table.published[row] - 1e-9 <= up[row] <= exact_up + 1e-6
+
+
+def test_row_space_of_a_rank_deficient_matrix_by_hand():
+    """Rows (1,1,0), (0,0,1) and their sum (1,1,1): rank 2, the row space spanned by (1,1,0)/√2 and
+    (0,0,1). An orthonormal basis of it projects (1,0,0) onto (1/2,1/2,0), so the certificates'
+    direction of that part, its component off the row space, is (1/2,-1/2,0): the null direction."""
+    from sdc_dagster.tables.intruder import _row_space
+
+    basis = _row_space(np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 1.0, 1.0]]))
+    assert basis.shape == (3, 2)
+    assert basis.T @ basis == pytest.approx(np.eye(2))
+    o = np.array([1.0, 0.0, 0.0])
+    assert (o - basis @ (basis.T @ o)).tolist() == pytest.approx([0.5, -0.5, 0.0])
+    assert _row_space(np.zeros((2, 3))).shape == (3, 0)  # no row of rank: everything is null space
+    assert _row_space(np.zeros((0, 3))).shape == (3, 0)

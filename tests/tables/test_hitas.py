@@ -77,6 +77,36 @@ def test_hitas_never_costs_less_than_the_ilp_on_the_two_level_table():
     assert price["optimal"] <= price["hitas"]
 
 
+def test_the_whole_table_is_audited_at_the_end_not_each_subtable_and_a_failing_pattern_refused(monkeypatch):
+    """HiTaS's last audit (the one after the method, in ``_secondary``) is over the whole table (21
+    cells), never over a 9-cell subtable on its own (each subtable's repair audited its primaries
+    until they passed, and the whole pattern is repaired and audited after them); and a whole
+    pattern that fails it is refused (the joint repair replaced by one that publishes (b1, m) of the
+    subtables' pattern: row b1 then shows (b1, f) = 21 - 20 = 1)."""
+    import inspect
+
+    from sdc_dagster.tables import secondary
+
+    table = two_level_table()
+    primary = tables.primary_suppression(table, [{"rule": "freq", "n": 3}])
+    last_audits = []
+    audit = secondary.protection_failures
+
+    def counted(model, suppressed, *args, **kwargs):
+        if inspect.stack()[1].function == "_secondary":
+            last_audits.append(len(suppressed))
+        return audit(model, suppressed, *args, **kwargs)
+
+    monkeypatch.setattr(secondary, "protection_failures", counted)
+    tables.secondary_suppression(table, primary, method="hitas")
+    assert last_audits == [21]
+    b1_m = ((table.cells["geo"] == "b1") & (table.cells["sex"] == "m")).to_numpy()
+    repair = secondary._repair
+    monkeypatch.setattr(secondary, "_repair", lambda *args: repair(*args) & ~b1_m)
+    with pytest.raises(RuntimeError, match="1 primary cells fail the audit"):
+        tables.secondary_suppression(table, primary, method="hitas")
+
+
 @pytest.mark.slow
 def test_a_process_pool_gives_the_same_pattern():
     table = census_like(np.random.default_rng(4).poisson(2.0, 2 * 2 * 3 * 3))

@@ -139,6 +139,46 @@ def test_hypercube_ranges_lie_within_the_programmes_interval(drawn):
         assert exact_lo - 1e-6 <= low <= table.published[row] <= high <= exact_up + 1e-6
 
 
+def brute_force_ranges(shape, row, values, suppressed):
+    """Every hypercube of ``row`` in turn (itertools over the alternatives, each of its 2^m corners
+    read): the module text's range over those fully suppressed."""
+    import itertools
+
+    position = np.unravel_index(row, shape)
+    lo = up = float(values[row])
+    others = [[a for a in range(n) if a != p] for n, p in zip(shape, position)]
+    for alternative in itertools.product(*others):
+        t_up = t_down = np.inf
+        closed = True
+        for taken in itertools.product((0, 1), repeat=len(shape)):
+            corner = tuple(a if t else p for a, p, t in zip(alternative, position, taken))
+            cell = np.ravel_multi_index(corner, shape)
+            closed &= bool(suppressed[cell])
+            flips = sum(1 for a, p, t in zip(alternative, position, taken) if t and a != 0 and p != 0)
+            if all(c != 0 for c in corner):  # an inner corner bounds the step
+                if flips % 2:
+                    t_up = min(t_up, values[cell])
+                else:
+                    t_down = min(t_down, values[cell])
+        if closed:
+            lo, up = min(lo, values[row] - t_down), max(up, values[row] + t_up)
+    return lo, up
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(flat_tables())
+def test_hypercube_ranges_miss_no_fully_suppressed_hypercube(drawn):
+    """Completeness of :func:`hypercube.ranges`, which reads only the hypercubes whose corners next
+    to the row are suppressed: its range is the one over every fully suppressed hypercube, each
+    enumerated."""
+    table, suppressed = drawn
+    shape = hypercube.flat_shape(joint_model([table]))
+    rows = np.flatnonzero(suppressed)
+    lo, up = hypercube.ranges(shape, rows, table.published, suppressed)
+    for row, low, high in zip(rows, lo, up):
+        assert (low, high) == pytest.approx(brute_force_ranges(shape, row, table.published, suppressed))
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(flat_tables())
 def test_the_cheapest_hypercubes_protect_what_they_are_chosen_for(drawn):
@@ -168,3 +208,68 @@ def test_the_cheapest_hypercubes_protect_what_they_are_chosen_for(drawn):
     for row in rows:
         exact_lo, exact_up = programme_interval(table, suppressed, row)
         assert exact_up - exact_lo >= 1 - 1e-6
+
+
+GEO = pd.DataFrame([("Total", "A"), ("Total", "B"), ("A", "a1"), ("A", "a2"), ("B", "b1"), ("B", "b2")],
+                   columns=["parent", "child"])
+
+
+def two_level_table():
+    """geo (Total > A{a1, a2}, B{b1, b2}) x sex (f, m), the counts of tests/tables/test_hitas.py."""
+    counts = {("a1", "f"): 5, ("a1", "m"): 6, ("a2", "f"): 10, ("a2", "m"): 12,
+              ("b1", "f"): 1, ("b1", "m"): 20, ("b2", "f"): 1, ("b2", "m"): 30}
+    data = pd.DataFrame([(g, s, n) for (g, s), n in counts.items()], columns=["geo", "sex", "n"])
+    return tables.tabulate(data, {"geo": GEO, "sex": None}, freq="n")
+
+
+def test_leaf_subtable_hypercubes_by_hand():
+    """Leaf subtable A: (A, a1, a2) x (Total, f, m). With a1 and a2 suppressed in f and m, the
+    rectangle (a1,f) +, (a2,f) -, (a1,m) -, (a2,m) + moves no other cell (A's rows keep their sums):
+    (a1,f) = 5 goes up by min(10, 6) = 6 and down by min(5, 12) = 5, [0, 11], the programmes'
+    interval. Through A itself, (a1,f), (A,f), (a1,m), (A,m) suppressed: moving (A,f) would move
+    (Total,f) = 17, published (A is not the root), so that hypercube certifies nothing, and rightly:
+    (A,f) = 17 - (B,f) 2 = 15, (a1,f) = 15 - (a2,f) 10 = 5 exactly."""
+    table = two_level_table()
+    model = joint_model([table])
+    row = np.array([at(table)["a1", "f"]])
+    rectangle = mask(table, {("a1", "f"), ("a2", "f"), ("a1", "m"), ("a2", "m")})
+    lo, up = hypercube.leaf_ranges(model, row, rectangle)
+    assert [lo[0], up[0]] == pytest.approx([0.0, 11.0])
+    assert programme_interval(table, rectangle, row[0]) == pytest.approx([0.0, 11.0])
+    through_a = mask(table, {("a1", "f"), ("A", "f"), ("a1", "m"), ("A", "m")})
+    lo, up = hypercube.leaf_ranges(model, row, through_a)
+    assert [lo[0], up[0]] == [5.0, 5.0]
+    assert programme_interval(table, through_a, row[0]) == pytest.approx([5.0, 5.0])
+    assert hypercube.leaf_ranges(joint_model([table, table]), row, rectangle) is None  # linked tables
+
+
+@st.composite
+def hierarchical_tables(draw):
+    """Total > G{g} > G{g}M{m} (2-3 groups of 2-3 members) by one or two flat dimensions of 2-3
+    categories, small counts (many 0 to 3), and a random pattern."""
+    groups, members = draw(st.integers(2, 3)), draw(st.integers(2, 3))
+    pairs = [("Total", f"G{g}") for g in range(groups)]
+    pairs += [(f"G{g}", f"G{g}M{m}") for g in range(groups) for m in range(members)]
+    geo = pd.DataFrame(pairs, columns=["parent", "child"])
+    flat = draw(st.lists(st.integers(2, 3), min_size=1, max_size=2))
+    leaves = [f"G{g}M{m}" for g in range(groups) for m in range(members)]
+    grid = pd.MultiIndex.from_product([leaves] + [[f"c{i}" for i in range(n)] for n in flat]).to_frame(index=False)
+    grid.columns = ["geo"] + [f"d{i}" for i in range(len(flat))]
+    grid["n"] = draw(st.lists(st.integers(0, 8), min_size=len(grid), max_size=len(grid)))
+    table = tables.tabulate(grid, {"geo": geo, **{f"d{i}": None for i in range(len(flat))}}, freq="n")
+    flags = draw(st.lists(st.booleans(), min_size=len(table.cells), max_size=len(table.cells)))
+    return table, np.asarray(flags)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hierarchical_tables())
+def test_leaf_subtable_ranges_lie_within_the_programmes_interval(drawn):
+    """Soundness in a hierarchical table: every suppressed cell's range over the hypercubes of its
+    leaf subtables contains its true value and lies within the interval of its own programmes over
+    the whole table."""
+    table, suppressed = drawn
+    rows = np.flatnonzero(suppressed)
+    lo, up = hypercube.leaf_ranges(joint_model([table]), rows, suppressed)
+    for row, low, high in zip(rows, lo, up):
+        exact_lo, exact_up = programme_interval(table, suppressed, row)
+        assert exact_lo - 1e-6 <= low <= table.published[row] <= high <= exact_up + 1e-6
