@@ -31,15 +31,15 @@ repairs it before anything is released.
 from __future__ import annotations
 
 import itertools
-import multiprocessing
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
 from sdc_dagster.tables.model import TOTAL, JointModel, Table, tabulate
+from sdc_dagster.tables.pool import Pool
 
 #: Subtables of at most this many cells are protected by the exact ILP; larger ones by Gauss.
 SMALL_SUBTABLE = 100
@@ -158,7 +158,7 @@ def hitas_pattern(
     def spread(mask: np.ndarray) -> np.ndarray:
         return np.bincount(same, weights=mask, minlength=same.max() + 1)[same] > 0
 
-    with _Pool(workers) as run:
+    with Pool(workers) as pool:
         for table, offset in zip(model.tables, model.offsets[:-1]):
             for group in subtables(table):
                 jobs, where = [], []
@@ -174,31 +174,8 @@ def hitas_pattern(
                                      np.where(primary[rows], upper[rows], 0.0), costs[rows], must[rows],
                                      decided[rows] & ~suppressed[rows], never[rows]))
                     where.append(rows)
-                for rows, pattern in zip(where, run(solve, jobs)):
+                for rows, pattern in zip(where, pool.map(partial(_protect, solve), jobs)):
                     suppressed[rows] |= pattern
                 decided[np.concatenate([s.rows + offset for s in group])] = True
                 suppressed, decided = spread(suppressed), spread(decided)
     return suppressed
-
-
-class _Pool:
-    """``run(solve, jobs)``: the patterns of ``jobs`` in their order, in this process or in a pool of
-    ``workers`` processes (spawned: the engine may run inside a threaded Dagster process)."""
-
-    def __init__(self, workers: int):
-        self.workers = workers
-        self.executor = None
-
-    def __enter__(self) -> Callable[[Callable, list[_Job]], Iterator[np.ndarray]]:
-        if self.workers > 1:
-            self.executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
-        return self.run
-
-    def run(self, solve: Callable, jobs: list[_Job]) -> Iterator[np.ndarray]:
-        if self.executor is None or len(jobs) < 2:
-            return (_protect(solve, job) for job in jobs)
-        return self.executor.map(_protect, itertools.repeat(solve), jobs)
-
-    def __exit__(self, *exc) -> None:
-        if self.executor is not None:
-            self.executor.shutdown()

@@ -38,9 +38,7 @@ optimal basis), so that a pattern of a census-size table is audited with few che
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,6 +51,7 @@ from threadpoolctl import threadpool_limits
 from sdc_dagster.errors import SDCInputError
 from sdc_dagster.tables import hypercube
 from sdc_dagster.tables.model import JointModel, Table, implied_rows, joint_model
+from sdc_dagster.tables.pool import Pool
 from sdc_dagster.tables.programme import Programme
 from sdc_dagster.validation import check_scalar
 
@@ -301,12 +300,8 @@ class _PartBounds:
                                  self.objective[parts][:, columns].tocsr(), self.lo[parts], self.up[parts],
                                  self.seen_lo[parts], self.seen_up[parts], self.ceiling[parts], self.tolerance))
             their_parts.append(parts)
-        if workers > 1 and len(blocks) > 1:
-            context = multiprocessing.get_context("spawn")  # the engine may run in a threaded Dagster process
-            with ProcessPoolExecutor(min(workers, len(blocks)), mp_context=context) as pool:
-                bounded = list(pool.map(_bound_block, blocks))
-        else:
-            bounded = [_bound_block(block) for block in blocks]
+        with Pool(min(workers, len(blocks))) as pool:
+            bounded = list(pool.map(_bound_block, blocks))
         for parts, (lo, up) in zip(their_parts, bounded):
             self.lo[parts], self.up[parts] = lo, up
 
